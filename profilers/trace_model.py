@@ -1,0 +1,118 @@
+"""The normalised trace model: one columnar table of events per trace set, built once at load.
+
+``Trace.events`` (pandas DataFrame, one row per complete event, sorted by ``rank, start_ns``):
+
+=============  ==========  ===============================================================================
+column         dtype       meaning
+=============  ==========  ===============================================================================
+rank           int32       distributed rank (``distributedInfo.rank``, else from the file name, else order)
+kind           category    one of :data:`KINDS` (normalised from Kineto's ``cat``, any capitalisation)
+name           category    event name, interned
+start_ns       int64       start, integer **nanoseconds** on the trace clock (Kineto ``ts`` is in µs)
+dur_ns         int64       duration in nanoseconds (negative or missing durations are dropped at load)
+end_ns         int64       ``start_ns + dur_ns``
+pid            int64       process id (GPU events: device id in most Kineto versions)
+tid            category    thread id or stream label as written (strings in old schemas)
+device         int16       GPU device index for GPU-side events, -1 for host events
+stream         int32       CUDA/HIP stream for GPU-side events, -1 for host events
+correlation    int64       CPU launch <-> GPU activity link (``args.correlation``), -1 when absent
+step           int32       ``N`` of the ``ProfilerStep#N`` the event starts in on its rank, -1 outside steps
+=============  ==========  ===============================================================================
+
+``Trace.steps``: ``rank, step, start_ns, end_ns`` — the CPU ``ProfilerStep#N`` spans (a
+``gpu_user_annotation`` copy of a step on the GPU timeline is not a step). With no markers the whole window
+of each rank is one step ``0`` and ``steps_inferred`` is true.
+
+``Trace.memory``: ``rank, ts_ns, device_type, device_id, bytes, total_allocated, total_reserved`` from
+``[memory]`` instant events (device_type 1 = CUDA/HIP, 0 = CPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+#: Normalised event kinds. Host side first, then device side.
+KINDS = (
+    "cpu_op",           # aten / framework operators (Kineto "cpu_op", old "Operator")
+    "user_annotation",  # record_function ranges (incl. ProfilerStep#N)
+    "python_function",  # Python stack events (with_stack=True)
+    "runtime",          # CUDA/HIP runtime and driver API calls ("cuda_runtime", "cuda_driver", "Runtime")
+    "kernel",           # GPU kernels
+    "memcpy",           # GPU memory copies
+    "memset",           # GPU memory sets
+    "gpu_annotation",   # record_function ranges mirrored on the GPU timeline
+    "other",            # anything else with a duration
+)
+GPU_KINDS = frozenset({"kernel", "memcpy", "memset", "gpu_annotation"})
+
+_CAT_TO_KIND = {
+    "cpu_op": "cpu_op",
+    "operator": "cpu_op",
+    "user_annotation": "user_annotation",
+    "python_function": "python_function",
+    "cuda_runtime": "runtime",
+    "cuda_driver": "runtime",
+    "runtime": "runtime",
+    "hip_runtime": "runtime",
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "memset": "memset",
+    "gpu_user_annotation": "gpu_annotation",
+}
+
+
+def kind_of(cat: str | None) -> str:
+    """Normalise a Kineto category (any schema, any capitalisation) to one of :data:`KINDS`."""
+    if not cat:
+        return "other"
+    return _CAT_TO_KIND.get(cat.lower(), "other")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A GPU named in ``deviceProperties`` (or old ``computeProperties``)."""
+
+    index: int
+    name: str
+    total_memory_bytes: int | None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One trace set (one or more ranks), normalised. See the module docs for the columns."""
+
+    events: pd.DataFrame
+    steps: pd.DataFrame
+    memory: pd.DataFrame
+    ranks: tuple[int, ...]
+    devices: tuple[DeviceInfo, ...]
+    world_size: int | None
+    backend: str | None
+    steps_inferred: bool
+    source: str
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def has_gpu(self) -> bool:
+        """True when any rank recorded GPU-side activity (kernels, copies or sets)."""
+        kinds = self.events["kind"]
+        return bool(kinds.isin(["kernel", "memcpy", "memset"]).any())
+
+    @property
+    def device_name(self) -> str:
+        if self.devices:
+            return self.devices[0].name
+        return "GPU" if self.has_gpu else "CPU"
+
+    @property
+    def total_device_memory(self) -> int | None:
+        sizes = [d.total_memory_bytes for d in self.devices if d.total_memory_bytes]
+        return min(sizes) if sizes else None
+
+    @property
+    def n_events(self) -> int:
+        return int(len(self.events))
