@@ -16,6 +16,7 @@ tid            category    thread id or stream label as written (strings in old 
 device         int16       GPU device index for GPU-side events, -1 for host events
 stream         int32       CUDA/HIP stream for GPU-side events, -1 for host events
 correlation    int64       CPU launch <-> GPU activity link (``args.correlation``), -1 when absent
+dtype          category    first ``Input type`` of a host op when record_shapes was on ("float", "c10::BFloat16"), else ""
 step           int32       ``N`` of the ``ProfilerStep#N`` the event starts in on its rank, -1 outside steps
 =============  ==========  ===============================================================================
 

@@ -1,0 +1,68 @@
+"""Name-based classification of GPU kernels and host ops (NVIDIA, AMD/ROCm and CPU names alike).
+
+Classes of device time: ``communication`` (NCCL/RCCL collectives), ``normalization`` (norms, softmax),
+``matmul`` (GEMM, convolution, attention: the Tensor-Core-able work), ``elementwise`` (pointwise, reductions,
+indexing, fused Triton kernels), ``memory`` (memcpy / memset activities), ``other``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+KERNEL_CLASSES = ("matmul", "normalization", "elementwise", "communication", "memory", "other")
+
+COMM_KERNEL = re.compile(r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv",
+                         re.IGNORECASE)
+_NORM = re.compile(r"norm|softmax|bn_fw|bn_bw|cudnn::bn|welford", re.IGNORECASE)
+_MATMUL = re.compile(
+    r"gemm|gemv|cutlass|cublas|xmma|nvjet|cijk_|mfma|wmma|hmma|conv|wgrad|dgrad|fprop|winograd|implicit|"
+    r"flash|fmha|attention|attn|matmul|bmm|sm\d\d_|ampere_|volta_|turing_|hopper_|scudnn|dot_kernel",
+    re.IGNORECASE)
+_ELEMENTWISE = re.compile(
+    r"elementwise|vectorized|unrolled|reduce|pointwise|triton|index|gather|scatter|embedding|copy|cat|fill|"
+    r"where|cast|pool|dropout|relu|gelu|silu|sigmoid|tanh|add|mul|div|sub|foreach|multi_tensor|adam|sgd|"
+    r"transpose|permute|upsample|loss|arange|clamp|masked|sort|topk|cumsum|exp|log|pow|sqrt",
+    re.IGNORECASE)
+#: Markers of Tensor Core / reduced-precision GEMM kernels (NVIDIA and AMD spellings).
+LOW_PRECISION_KERNEL = re.compile(
+    r"h884|h1688|h16816|s1688|s16816|i8816|hmma|bf16|f16|fp16|half|tf32|tensorop|fp8|e4m3|e5m2|"
+    r"_hsh_|_bsh_|_hh_|hgemm|bgemm|mfma_f16|mfma_bf16|xmma_gemm_f16|_f16f16|_bf16bf16",
+    re.IGNORECASE)
+COMM_OP = re.compile(r"gloo|nccl:|c10d::|record_param_comms|all_reduce|allreduce|all_gather|broadcast_|"
+                     r"reduce_scatter|barrier|alltoall|send|recv", re.IGNORECASE)
+MATMUL_OP = re.compile(r"^aten::(mm|addmm|bmm|matmul|linear|conv\w*|_convolution|mkldnn_\w*conv\w*|"
+                       r"_scaled_dot_product\w*|baddbmm|addmv|mv|einsum)$|mkldnn_matmul|mkldnn_linear")
+DATALOADER = re.compile(r"DataLoader|dataloader\.py|DataLoaderIter", re.IGNORECASE)
+DATA_PHASE = re.compile(r"data_?load|training_batch|next_batch|get_batch|fetch_batch|load_batch|input_pipeline",
+                        re.IGNORECASE)
+OPTIMIZER_PHASE = re.compile(r"optimi[sz]er|zero_grad", re.IGNORECASE)
+FORWARD_PHASE = re.compile(r"forward", re.IGNORECASE)
+BACKWARD = re.compile(r"backward|autograd::engine", re.IGNORECASE)
+OPTIMIZER = re.compile(r"^Optimizer\.|optimizer\.py|^## optimizer|^aten::_foreach_|^aten::_fused_(adam|sgd)",
+                       re.IGNORECASE)
+
+
+def classify_kernel(name: str) -> str:
+    """The class of one GPU kernel from its name (memcpy/memset are ``memory`` by kind, not by name)."""
+    if COMM_KERNEL.search(name):
+        return "communication"
+    if _NORM.search(name):
+        return "normalization"
+    if _MATMUL.search(name):
+        return "matmul"
+    if _ELEMENTWISE.search(name):
+        return "elementwise"
+    return "other"
+
+
+def classify_categories(names: pd.Index, fn) -> np.ndarray:
+    """Apply a name classifier once per distinct name (the categorical categories), return per-category."""
+    return np.array([fn(str(n)) for n in names], dtype=object)
+
+
+def name_mask(names: pd.Index, pattern: re.Pattern[str]) -> np.ndarray:
+    """Boolean per category: does the name match ``pattern``?"""
+    return np.fromiter((bool(pattern.search(str(n))) for n in names), dtype=bool, count=len(names))

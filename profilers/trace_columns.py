@@ -1,0 +1,203 @@
+"""Turn chunks of raw event dicts into typed columns, dropping (and counting) broken events.
+
+The hot loop touches each event once and only appends raw values; typing, validation and interning
+happen afterwards, vectorised (numpy / ``pandas.factorize``). Only what analyses use is kept: complete
+(``ph == "X"``) events and ``[memory]`` instants; flow arrows and metadata are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+from profilers.trace_model import GPU_KINDS, KINDS, kind_of
+
+
+@dataclass
+class RankColumns:
+    """Columns of one rank's events, plus what was dropped and why."""
+
+    events: pd.DataFrame
+    memory: pd.DataFrame
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def _num(x: Any) -> float:
+    return float(x) if x.__class__ in (int, float) else float("nan")
+
+
+def collect(chunks: Iterable[list[Any]]) -> RankColumns:
+    """Columns of every chunk, converted chunk by chunk so raw dicts never outlive their chunk."""
+    dropped: dict[str, int] = {}
+    frames: list[pd.DataFrame] = []
+    memories: list[pd.DataFrame] = []
+    for chunk in chunks:
+        events, memory = _collect_chunk(chunk, dropped)
+        frames.append(events)
+        memories.append(memory)
+    if not frames:
+        events, memory = _collect_chunk([], dropped)
+        frames, memories = [events], [memory]
+    return RankColumns(concat_frames(frames), pd.concat(memories, ignore_index=True), dropped)
+
+
+def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate event frames whose categorical columns have different categories."""
+    if len(frames) == 1:
+        return frames[0]
+    for col in ("name", "tid", "dtype"):
+        cats = union_categoricals([f[col] for f in frames]).categories
+        frames = [f.assign(**{col: pd.Categorical(f[col], categories=cats)}) for f in frames]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _collect_chunk(chunk: list[Any], dropped: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ts: list[Any] = []
+    dur: list[Any] = []
+    cat: list[Any] = []
+    name: list[Any] = []
+    pid: list[Any] = []
+    tid: list[Any] = []
+    corr: list[Any] = []
+    dev: list[Any] = []
+    stream: list[Any] = []
+    itype: list[Any] = []
+    mem: list[tuple[Any, ...]] = []
+    not_event = 0
+    for e in chunk:
+        if e.__class__ is not dict:
+            not_event += 1
+            continue
+        ph = e.get("ph")
+        if ph == "X":
+            ts.append(e.get("ts"))
+            dur.append(e.get("dur"))
+            cat.append(e.get("cat"))
+            name.append(e.get("name"))
+            pid.append(e.get("pid"))
+            tid.append(e.get("tid"))
+            a = e.get("args")
+            if a.__class__ is dict:
+                corr.append(a.get("correlation"))
+                dev.append(a.get("device"))
+                stream.append(a.get("stream"))
+                itype.append(a.get("Input type"))
+            else:
+                corr.append(None)
+                dev.append(None)
+                stream.append(None)
+                itype.append(None)
+        elif ph in ("i", "I") and e.get("name") == "[memory]":
+            a = e.get("args")
+            if a.__class__ is dict:
+                mem.append((e.get("ts"), a.get("Device Type"), a.get("Device Id"), a.get("Bytes"),
+                            a.get("Total Allocated"), a.get("Total Reserved")))
+    if not_event:
+        dropped["not an object"] = dropped.get("not an object", 0) + not_event
+    events = _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, dropped)
+    return events, _memory_frame(mem, dropped)
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    """Numbers as float64; anything else (None, strings, bools, huge ints) becomes NaN."""
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        arr = np.fromiter((_num(v) for v in values), dtype=np.float64, count=len(values))
+    return arr
+
+
+def _ints(values: list[Any], default: int) -> np.ndarray:
+    arr = _floats(values)
+    arr[~np.isfinite(arr)] = default
+    return arr.astype(np.int64)
+
+
+def to_ns(ts_us: np.ndarray) -> np.ndarray:
+    """Microsecond floats to integer nanoseconds without losing sub-µs precision on large epochs."""
+    if ts_us.size == 0:
+        return ts_us.astype(np.int64)
+    base = np.floor(np.nanmin(ts_us))
+    return (np.int64(base) * 1000 + np.rint((ts_us - base) * 1000)).astype(np.int64)
+
+
+def _categorical(values: list[Any]) -> pd.Categorical:
+    """Intern values into a categorical with object-dtype categories (the same dtype in every chunk)."""
+    codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+
+
+def _first_dtype(types: Any) -> str:
+    """The first non-empty entry of a record_shapes ``Input type`` list (e.g. "float", "c10::BFloat16")."""
+    if types.__class__ is list:
+        for t in types:
+            if t.__class__ is str and t:
+                return t
+    return ""
+
+
+def _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, dropped: dict[str, int]) -> pd.DataFrame:
+    ts_f, dur_f = _floats(ts), _floats(dur)
+    bad_time = ~np.isfinite(ts_f) | ~np.isfinite(dur_f)
+    negative = ~bad_time & (dur_f < 0)
+    bad_name = np.fromiter((v.__class__ is not str for v in name), dtype=bool, count=len(name))
+    keep = ~(bad_time | negative | bad_name)
+    for reason, mask in (("missing or non-numeric ts/dur", bad_time), ("negative duration", negative),
+                         ("missing or non-string name", bad_name & ~bad_time & ~negative)):
+        n = int(mask.sum())
+        if n:
+            dropped[reason] = dropped.get(reason, 0) + n
+    idx = np.flatnonzero(keep)
+    all_kept = idx.size == len(ts)
+
+    def pick(values: list[Any]) -> list[Any]:
+        return values if all_kept else [values[i] for i in idx]
+
+    start_ns = to_ns(ts_f[idx])
+    dur_ns = np.rint(dur_f[idx] * 1000).astype(np.int64)
+    kind_codes, kind_uniques = pd.factorize(np.array(pick(cat), dtype=object), use_na_sentinel=False)
+    kind_map = np.array([KINDS.index(kind_of(c if isinstance(c, str) else None)) for c in kind_uniques], dtype=np.int8)
+    kinds = pd.Categorical.from_codes(kind_map[kind_codes] if idx.size else np.zeros(0, np.int8), categories=KINDS)
+    name_codes, name_uniques = pd.factorize(np.array(pick(name), dtype=object), use_na_sentinel=False)
+    tid_codes, tid_uniques = pd.factorize(np.array(pick(tid), dtype=object), use_na_sentinel=False)
+    # 7 and "7" in one file are the same thread: intern on the string form.
+    tid_labels, tid_inverse = np.unique(np.array([str(t) for t in tid_uniques], dtype=object), return_inverse=True)
+    tid_codes = tid_inverse[tid_codes] if idx.size else tid_codes
+    pid_arr = _ints(pick(pid), -1)
+    is_gpu = np.isin(kinds.codes, [KINDS.index(k) for k in GPU_KINDS])
+    device = np.where(is_gpu, _ints(pick(dev), -1), -1)
+    device = np.where(is_gpu & (device < 0), pid_arr, device).astype(np.int16)
+    stream_arr = np.where(is_gpu, _ints(pick(stream), -1), -1).astype(np.int32)
+    return pd.DataFrame({
+        "kind": kinds,
+        "name": pd.Categorical.from_codes(name_codes, categories=pd.Index(name_uniques, dtype=object)),
+        "start_ns": start_ns,
+        "dur_ns": dur_ns,
+        "end_ns": start_ns + dur_ns,
+        "pid": pid_arr,
+        "tid": pd.Categorical.from_codes(tid_codes, categories=pd.Index(tid_labels, dtype=object)),
+        "device": device,
+        "stream": stream_arr,
+        "correlation": _ints(pick(corr), -1),
+        "dtype": _categorical([_first_dtype(t) for t in pick(itype)]),
+    })
+
+
+def _memory_frame(rows: list[tuple[Any, ...]], dropped: dict[str, int]) -> pd.DataFrame:
+    cols = ["ts_ns", "device_type", "device_id", "bytes", "total_allocated", "total_reserved"]
+    if not rows:
+        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in cols})
+    raw = list(zip(*rows))
+    ts = _floats(list(raw[0]))
+    ok = np.isfinite(ts)
+    if (~ok).any():
+        key = "[memory] event without numeric ts"
+        dropped[key] = dropped.get(key, 0) + int((~ok).sum())
+    frame = {"ts_ns": to_ns(ts[ok])}
+    for col, values in zip(cols[1:], raw[1:]):
+        frame[col] = _ints(list(values), 0)[ok]
+    return pd.DataFrame(frame)
