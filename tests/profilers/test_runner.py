@@ -1,0 +1,140 @@
+"""The runner: a process that ends well, crashes, is killed or hangs always leaves a stored, honest run.
+
+The first tests drive ``spawn`` with a small fake worker (fast, exact); the rest run real tiny workloads
+through ``profilers.worker`` (one and two gloo ranks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from profilers import runner
+from profilers.errors import SpecError
+from profilers.run_handle import RunHandle, classify_exit, spawn
+from profilers.run_model import RunStatus
+from profilers.store import RunStore
+
+REPO = Path(__file__).resolve().parents[2]
+WAIT_S = 120.0  # generous upper bound for a tiny run on a loaded 2-core machine (not a timing assertion)
+
+FAKE_WORKER = textwrap.dedent('''
+    import json, os, subprocess, sys, time
+    from pathlib import Path
+    run_dir, mode = Path(sys.argv[1]), sys.argv[2]
+    with open(run_dir / "steps.jsonl", "a") as fh:
+        for step in range(6):
+            fh.write(json.dumps({"rank": 0, "step": step, "wall_ms": 5.0, "loss": 1.0 / (step + 1),
+                                 "samples": 8, "profiled": False, "t_unix_ns": time.time_ns()}) + "\\n")
+            fh.flush()
+            (run_dir / "progress.json.tmp").write_text(json.dumps({"step": step + 1, "total_steps": 6}))
+            os.replace(run_dir / "progress.json.tmp", run_dir / "progress.json")
+            if step == 2 and mode == "crash":
+                print("something broke in the data pipeline", file=sys.stderr)
+                sys.exit(3)
+            if step == 2 and mode in ("block", "hang"):
+                child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                         start_new_session=True)
+                (run_dir / "child.pid").write_text(str(child.pid))
+                time.sleep(600)
+    (run_dir / "result.json").write_text(json.dumps({"status": "ok", "steps_done": 6, "step_time_ms": 5.0}))
+''')
+
+
+def _fake(tmp_path: Path, mode: str, hang_timeout_s: float | None = None) -> tuple[RunStore, RunHandle]:
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    store = RunStore(tmp_path / "store")
+    record = store.create("run", f"fake-{mode}", spec={"workload": "fake"})
+    handle = spawn(store, record.run_id, [sys.executable, str(script), record.run_dir, mode],
+                   hang_timeout_s=hang_timeout_s)
+    return store, handle
+
+
+def _wait_for_step(handle: RunHandle, step: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while ((handle.progress() or {}).get("step") or 0) < step:
+        assert time.monotonic() < deadline and not handle.poll().finished, "the run never got that far"
+        time.sleep(0.05)
+
+
+def test_fake_worker_ok(tmp_path: Path) -> None:
+    store, handle = _fake(tmp_path, "ok")
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.OK and result.exit_code == 0
+    assert store.get(handle.run_id).status is RunStatus.OK
+
+
+def test_crash_without_result_is_failed_with_steps_and_stderr(tmp_path: Path) -> None:
+    store, handle = _fake(tmp_path, "crash")
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.FAILED and result.exit_code == 3
+    assert "exited with code 3" in (result.error or "") and "data pipeline" in (result.error or "")
+    assert result.steps_done == 3 and len(store.read_steps(handle.run_id)) == 3
+
+
+def test_sigkill_mid_run_is_killed_with_steps(tmp_path: Path) -> None:
+    store, handle = _fake(tmp_path, "block")
+    _wait_for_step(handle, 3)
+    os.kill(handle.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.KILLED and "SIGKILL" in (result.error or "")
+    assert result.steps_done == 3 and store.get(handle.run_id).status is RunStatus.KILLED
+
+
+def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None:
+    store, handle = _fake(tmp_path, "block")
+    _wait_for_step(handle, 3)
+    child_pid = int((handle.run_dir / "child.pid").read_text())
+    handle.cancel()
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.KILLED and result.error == "cancelled by the user"
+    assert result.steps_done == 3
+    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_runner_backstop_stops_a_hung_run(tmp_path: Path) -> None:
+    store, handle = _fake(tmp_path, "hang", hang_timeout_s=1.0)
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.KILLED and "no step finished" in (result.error or "")
+    assert result.steps_done == 3
+
+
+def test_classify_exit() -> None:
+    assert classify_exit(-9)[0] is RunStatus.KILLED
+    assert classify_exit(-11)[0] is RunStatus.FAILED
+    assert classify_exit(75)[0] is RunStatus.OUT_OF_MEMORY
+    assert classify_exit(1, "Signal 9 (SIGKILL) received by PID 123")[0] is RunStatus.KILLED
+    assert classify_exit(2)[0] is RunStatus.FAILED
+
+
+def test_unknown_workload_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    from profilers.spec import TrainingSpec
+
+    store = RunStore(tmp_path)
+    with pytest.raises(SpecError, match="unknown workload"):
+        runner.start(TrainingSpec(workload="no_such_thing"), store)
+    with pytest.raises(SpecError, match="unknown workload"):
+        runner.start(TrainingSpec(workload="os:system"), store)  # external code only on explicit opt-in
+    assert store.list() == []
+
+
+def test_worker_command_shapes() -> None:
+    from profilers.spec import TrainingSpec
+
+    one = runner.worker_command(TrainingSpec(workload="w"), Path("/r"))
+    assert one == [sys.executable, "-m", "profilers.worker", "/r"]
+    two = runner.worker_command(TrainingSpec(workload="w", world_size=2), Path("/r"))
+    assert two[1:4] == ["-m", "torch.distributed.run", "--nproc_per_node"] and "--standalone" in two
+    multi = runner.worker_command(TrainingSpec(workload="w", world_size=2, nnodes=2,
+                                               rdzv_endpoint="10.0.0.1:29400"), Path("/r"))
+    assert multi[multi.index("--rdzv-endpoint") + 1] == "10.0.0.1:29400" and "--standalone" not in multi
+    assert json.dumps(multi)  # plain strings only
