@@ -105,10 +105,12 @@ def _collect_chunk(chunk: list[Any], dropped: dict[str, int]) -> tuple[pd.DataFr
 def _floats(values: list[Any]) -> np.ndarray:
     """Numbers as float64; anything else (None, strings, bools, huge ints) becomes NaN."""
     try:
-        arr = np.array(values, dtype=np.float64)
+        arr = np.array(values)
     except (TypeError, ValueError, OverflowError):
-        arr = np.fromiter((_num(v) for v in values), dtype=np.float64, count=len(values))
-    return arr
+        arr = np.array([], dtype=object)
+    if arr.dtype.kind in "fiu" and arr.ndim == 1 and arr.size == len(values):
+        return arr.astype(np.float64)
+    return np.fromiter((_num(v) for v in values), dtype=np.float64, count=len(values))
 
 
 def _ints(values: list[Any], default: int) -> np.ndarray:
@@ -122,7 +124,8 @@ def to_ns(ts_us: np.ndarray) -> np.ndarray:
     if ts_us.size == 0:
         return ts_us.astype(np.int64)
     base = np.floor(np.nanmin(ts_us))
-    return (np.int64(base) * 1000 + np.rint((ts_us - base) * 1000)).astype(np.int64)
+    # Keep the sum in integers: float64 cannot hold a 2021 epoch in ns to the nanosecond.
+    return np.int64(base) * 1000 + np.rint((ts_us - base) * 1000).astype(np.int64)
 
 
 def _categorical(values: list[Any]) -> pd.Categorical:
