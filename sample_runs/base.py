@@ -1,0 +1,117 @@
+"""What a workload is: a named recipe that turns a :class:`TrainingSpec` into a model, a dataset and a loss.
+
+A workload owns only *what* is trained. *How* it is trained (precision, DataLoader, DDP, accumulation,
+checkpointing, compile, …) is the trainer's job (``profilers.trainer``), so every workload honours every
+spec knob without code of its own. The few facts the trainer needs from the model travel in :class:`Parts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping
+
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from profilers.errors import SpecError
+from profilers.spec import TrainingSpec
+
+Bottleneck = Literal["data", "compute", "memory", "communication"]
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What the trainer needs. ``dataset[i]`` returns ``(input_tensor, target)`` with fixed shapes."""
+
+    model: nn.Module
+    dataset: Dataset[Any]
+    loss_fn: LossFn
+    checkpoint_blocks: tuple[str, ...] = ()  # submodule names the trainer wraps in torch.utils.checkpoint
+    channels_last: bool = False  # the model has 4-D (N, C, H, W) activations, so channels_last can act
+    decodes_samples: bool = False  # __getitem__ does real decode work, so cache_decoded can save it
+
+
+@dataclass(frozen=True)
+class Size:
+    """A named scale: workload parameters plus the spec fields that go with them (batch, steps, budget...)."""
+
+    params: Mapping[str, Any]
+    spec: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A registered workload. ``spec(size)`` is its recommended baseline; ``build(spec, rank)`` its parts."""
+
+    name: str
+    description: str
+    intended_bottleneck: Bottleneck | None
+    default_params: Mapping[str, Any]
+    sizes: Mapping[str, Size]
+    builder: Callable[[TrainingSpec, Mapping[str, Any], int], Parts]
+    base_spec: Mapping[str, Any] = field(default_factory=dict)  # spec fields for every size
+
+    def spec(self, size: str = "tiny", **overrides: Any) -> TrainingSpec:
+        """The recommended baseline spec at ``size``; ``overrides`` are applied with ``TrainingSpec.patch``."""
+        chosen = self._size(size)
+        base = TrainingSpec(workload=self.name, params={"size": size}, **{**self.base_spec, **chosen.spec})
+        return base.patch(**overrides) if overrides else base
+
+    def resolve_params(self, spec: TrainingSpec) -> dict[str, Any]:
+        """defaults < the size's params < explicit ``spec.params`` (unknown names are a SpecError)."""
+        explicit = {k: v for k, v in spec.params.items() if k != "size"}
+        unknown = sorted(set(explicit) - set(self.default_params))
+        if unknown:
+            raise SpecError(
+                f"workload {self.name!r} has no parameter(s) {unknown}; "
+                f"its parameters are {sorted(self.default_params)} (plus 'size')"
+            )
+        size = spec.params.get("size", "tiny")
+        return {**self.default_params, **self._size(str(size)).params, **explicit}
+
+    def build(self, spec: TrainingSpec, rank: int = 0) -> Parts:
+        """Model, data and loss for ``spec``; deterministic from ``spec.seed`` (the same on every rank)."""
+        return self.builder(spec, self.resolve_params(spec), rank)
+
+    def _size(self, size: str) -> Size:
+        if size not in self.sizes:
+            raise SpecError(f"workload {self.name!r} has no size {size!r}; sizes: {sorted(self.sizes)}")
+        return self.sizes[size]
+
+
+def generator(seed: int, stream: int = 0) -> torch.Generator:
+    """A private torch RNG, so building data never disturbs (or depends on) the global RNG state."""
+    return torch.Generator().manual_seed(seed * 1_000_003 + stream)
+
+
+def cross_entropy(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Classification / language-model loss; flattens (B, T, V) logits so both shapes work."""
+    if output.dim() == 3:
+        output, target = output.reshape(-1, output.size(-1)), target.reshape(-1)
+    return nn.functional.cross_entropy(output.float(), target)
+
+
+class TensorPairs(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    """In-memory ``(x[i], y[i])`` pairs: the dataset of workloads whose bottleneck is not the data."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        if len(x) != len(y):
+            raise ValueError("x and y must have the same length")
+        self.x, self.y = x, y
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.x[i], self.y[i]
+
+
+def teacher_classification(n: int, dim: int, classes: int, seed: int) -> TensorPairs:
+    """Gaussian inputs labelled by a fixed random linear teacher: learnable, so the loss falls."""
+    g = generator(seed, stream=1)
+    x = torch.randn(n, dim, generator=g)
+    w = torch.randn(dim, classes, generator=g)
+    y = (x @ w).argmax(dim=1)
+    return TensorPairs(x, y)

@@ -1,0 +1,43 @@
+"""``compute_bound``: a deep, wide fp32 MLP on in-memory data, so dense matmuls are nearly the whole step.
+
+The natural fix is lower-precision math: ``precision="bf16"`` autocast (fast on CPUs with AVX512-BF16/AMX
+and on every recent GPU), or ``tf32`` on Ampere+ GPUs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from torch import nn
+
+from profilers.spec import TrainingSpec
+from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
+
+
+def mlp(dim: int, width: int, depth: int, classes: int) -> nn.Sequential:
+    """``depth`` residual-free Linear+GELU blocks; each block is a checkpointable unit."""
+    layers: list[nn.Module] = [nn.Linear(dim, width)]
+    layers += [nn.Sequential(nn.Linear(width, width), nn.GELU()) for _ in range(depth)]
+    layers.append(nn.Linear(width, classes))
+    return nn.Sequential(*layers)
+
+
+def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
+    data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=spec.seed)
+    model = mlp(p["dim"], p["width"], p["depth"], p["classes"])
+    blocks = tuple(str(i) for i in range(1, p["depth"] + 1))
+    return Parts(model=model, dataset=data, loss_fn=cross_entropy, checkpoint_blocks=blocks)
+
+
+WORKLOAD = Workload(
+    name="compute_bound",
+    description="Deep, wide fp32 MLP on in-memory data: dense matmuls dominate.",
+    intended_bottleneck="compute",
+    default_params={"samples": 4096, "dim": 512, "width": 2048, "depth": 6, "classes": 10},
+    sizes={
+        "tiny": Size(params={"samples": 512, "dim": 64, "width": 256, "depth": 2}, spec={"batch_size": 32,
+                                                                                            "steps": 10}),
+        "bench": Size(params={}, spec={"batch_size": 256, "steps": 40}),
+    },
+    builder=build,
+)

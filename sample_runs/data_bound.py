@@ -1,0 +1,47 @@
+"""``data_bound``: a small CNN fed by a per-sample JPEG decode + augmentation pipeline that dominates the step.
+
+The images are few (``images`` per rank is seen several times in a bench run), so the natural fixes both pay
+off: DataLoader workers overlap decoding with training, and ``cache_decoded`` makes every epoch after the
+first almost free.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from torch import nn
+
+from profilers.spec import TrainingSpec
+from sample_runs.base import Parts, Size, Workload, cross_entropy
+from sample_runs.jpeg_data import JpegDataset, encode_images
+
+
+def small_cnn(classes: int, width: int) -> nn.Module:
+    """Two strided convolutions and a linear head: cheap next to the decoding of its input."""
+    return nn.Sequential(
+        nn.Conv2d(3, width, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, classes),
+    )
+
+
+def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
+    blobs, labels = encode_images(p["images"], p["classes"], p["source_size"], seed=spec.seed)
+    dataset = JpegDataset(blobs, labels, out_size=p["image_size"], seed=spec.seed, blur=p["blur"])
+    return Parts(model=small_cnn(p["classes"], p["width"]), dataset=dataset, loss_fn=cross_entropy,
+                 channels_last=True, decodes_samples=True)
+
+
+WORKLOAD = Workload(
+    name="data_bound",
+    description="Small CNN on JPEG images decoded and augmented per sample in Dataset.__getitem__.",
+    intended_bottleneck="data",
+    default_params={"images": 64, "classes": 10, "source_size": 256, "image_size": 96, "blur": 1.5,
+                    "width": 16},
+    sizes={
+        "tiny": Size(params={"images": 64, "source_size": 160, "image_size": 64}, spec={"batch_size": 16,
+                                                                                         "steps": 10}),
+        "bench": Size(params={"images": 256}, spec={"batch_size": 32, "steps": 48}),
+    },
+    builder=build,
+)
