@@ -34,6 +34,7 @@ from profilers.store_io import (
     pid_alive,
     read_json,
     read_jsonl,
+    safe_name,
     steps_frame,
     telemetry_frame,
     write_json_atomic,
@@ -68,11 +69,13 @@ class RunStore:
             self.reindex()
 
     # -- creating ------------------------------------------------------------------------------------------
-    def create(self, kind: str, label: str | None = None, spec: Any = None) -> RunRecord:
-        """A new run folder (with ``spec.json`` when a spec is given), status ``running``, visible at once."""
+    def create(self, kind: str, label: str | None = None, spec: Any = None,
+               files: Mapping[str, Any] | None = None) -> RunRecord:
+        """A new run folder, status ``running``, listed only once complete: ``spec.json`` when a spec is given
+        and ``files`` (name → JSON value, e.g. the launcher's ``launch.json``) are written before."""
         workload = _spec_field(spec, "workload")
-        files = {"spec.json": _spec_text(spec)} if spec is not None else {}
-        return self._build(kind, label, workload, RunStatus.RUNNING, lambda d: _write_files(d, files),
+        content = {**({"spec.json": json.loads(_spec_text(spec))} if spec is not None else {}), **(files or {})}
+        return self._build(kind, label, workload, RunStatus.RUNNING, lambda d: _write_files(d, content),
                            world_size=int(_spec_field(spec, "world_size") or 1))
 
     def import_trace(self, src: Path | str, label: str | None = None) -> RunRecord:
@@ -365,9 +368,9 @@ def _spec_text(spec: Any) -> str:
     return text if isinstance(text, str) else json.dumps(text, indent=2)
 
 
-def _write_files(folder: Path, files: Mapping[str, str]) -> None:
-    for name, text in files.items():
-        write_json_atomic(folder / name, json.loads(text))
+def _write_files(folder: Path, files: Mapping[str, Any]) -> None:
+    for name, value in files.items():
+        write_json_atomic(folder / safe_name(name), value)
 
 
 def _older_than(entry: os.DirEntry[str], seconds: float) -> bool:

@@ -111,12 +111,16 @@ def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def telemetry_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Columns t_unix_ns (int), t_trace_us (µs on the trace clock), source, then one float column per metric."""
+    """Columns t_unix_ns (int), t_trace_us (µs on the trace clock), source, then one column per metric.
+
+    Metrics may sit at the top level of a line or under a ``metrics`` object; numeric ones become floats.
+    """
     flat = []
     for row in rows:
-        metrics = row.get("metrics") if isinstance(row.get("metrics"), dict) else {}
         item = {k: row.get(k) for k in TELEMETRY_COLUMNS}
-        for key, value in metrics.items():
+        extra = {k: v for k, v in row.items() if k not in TELEMETRY_COLUMNS and k != "metrics"}
+        nested = row.get("metrics")
+        for key, value in {**extra, **(nested if isinstance(nested, dict) else {})}.items():
             item[key if key not in TELEMETRY_COLUMNS else f"metric_{key}"] = value
         flat.append(item)
     df = pd.DataFrame.from_records(flat)
@@ -127,8 +131,10 @@ def telemetry_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df["t_trace_us"] = pd.to_numeric(df["t_trace_us"], errors="coerce").astype("float64")
     metric_cols = [c for c in df.columns if c not in TELEMETRY_COLUMNS]
     for col in metric_cols:
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
-    return df[[*TELEMETRY_COLUMNS, *metric_cols]]
+        numeric = pd.to_numeric(df[col], errors="coerce")
+        if numeric.notna().sum() == df[col].notna().sum():
+            df[col] = numeric.astype("float64")
+    return df[[*TELEMETRY_COLUMNS, *metric_cols]].sort_values("t_unix_ns", kind="stable").reset_index(drop=True)
 
 
 def pid_alive(pid: Any, started_unix: Any = None) -> bool:

@@ -14,14 +14,19 @@ import textwrap
 import time
 from pathlib import Path
 
+from typing import Any, Mapping
+
 import psutil
 import pytest
+import torch
 
 from profilers import runner
 from profilers.errors import SpecError
 from profilers.run_handle import RunHandle, classify_exit, spawn
 from profilers.run_model import RunStatus
+from profilers.spec import TrainingSpec
 from profilers.store import RunStore
+from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 120.0  # generous upper bound for a tiny run on a loaded 2-core machine (not a timing assertion)
@@ -117,8 +122,6 @@ def test_classify_exit() -> None:
 
 
 def test_unknown_workload_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
-    from profilers.spec import TrainingSpec
-
     store = RunStore(tmp_path)
     with pytest.raises(SpecError, match="unknown workload"):
         runner.start(TrainingSpec(workload="no_such_thing"), store)
@@ -128,8 +131,6 @@ def test_unknown_workload_is_refused_before_anything_is_stored(tmp_path: Path) -
 
 
 def test_worker_command_shapes() -> None:
-    from profilers.spec import TrainingSpec
-
     one = runner.worker_command(TrainingSpec(workload="w"), Path("/r"))
     assert one == [sys.executable, "-m", "profilers.worker", "/r"]
     two = runner.worker_command(TrainingSpec(workload="w", world_size=2), Path("/r"))
@@ -138,3 +139,96 @@ def test_worker_command_shapes() -> None:
                                                rdzv_endpoint="10.0.0.1:29400"), Path("/r"))
     assert multi[multi.index("--rdzv-endpoint") + 1] == "10.0.0.1:29400" and "--standalone" not in multi
     assert json.dumps(multi)  # plain strings only
+
+
+# -- real workloads through profilers.worker ------------------------------------------------------------------
+
+class _FailingData(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Serves ``ok_items`` samples, then raises: the run fails after a few good steps."""
+
+    def __init__(self, ok_items: int) -> None:
+        self.inner = teacher_classification(256, 8, 4, seed=0)
+        self.ok_items, self.served = ok_items, 0
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self.served += 1
+        if self.served > self.ok_items:
+            raise RuntimeError("the dataset broke on purpose")
+        return self.inner[i]
+
+
+def _build_failing(spec: Any, params: Mapping[str, Any], rank: int) -> Parts:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    return Parts(model=model, dataset=_FailingData(params["ok_items"]), loss_fn=cross_entropy)
+
+
+FAILING = Workload(name="failing", description="raises after a few steps (tests only)", intended_bottleneck=None,
+                   default_params={"ok_items": 32}, sizes={"tiny": Size(params={}, spec={"batch_size": 8})},
+                   builder=_build_failing)
+ENV = {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _tiny(name: str, **changes: Any) -> Any:
+    import sample_runs
+
+    return sample_runs.get_workload(name).spec(size="tiny").patch(**changes)
+
+
+def _traces(run_dir: Path) -> list[Path]:
+    return sorted((run_dir / "tb").glob("rank*.pt.trace.json.gz"))
+
+
+@pytest.mark.slow
+def test_tiny_workload_runs_ok_with_steps_and_trace(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    seen: list[dict[str, Any]] = []
+    result = runner.run(_tiny("compute_bound", steps=6), store, on_progress=seen.append, timeout_s=WAIT_S * 2)
+    record = store.list()[0]
+    assert result.status is RunStatus.OK and result.error is None, result.error
+    assert result.steps_done == 6 and result.step_time_ms and result.samples_per_s
+    assert len(store.read_steps(record.run_id)) == 6 and len(_traces(Path(record.run_dir))) == 1
+    assert record.status is RunStatus.OK and record.step_time_ms == result.step_time_ms
+    assert seen and seen[-1]["step"] >= 1
+
+
+@pytest.mark.slow
+def test_a_workload_that_raises_is_failed_with_its_steps(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    spec = TrainingSpec(workload=f"{__name__}:FAILING", batch_size=8, steps=20)
+    result = runner.run(spec, store, timeout_s=WAIT_S * 2, extra_env=ENV, allow_external=True)
+    assert result.status is RunStatus.FAILED and "broke on purpose" in (result.error or "")
+    assert result.steps_done == 4 and len(store.read_steps(store.list()[0].run_id)) == 4
+
+
+@pytest.mark.slow
+def test_a_memory_budget_breach_is_out_of_memory(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    result = runner.run(_tiny("compute_bound", memory_budget_mb=64), store, timeout_s=WAIT_S * 2)
+    assert result.status is RunStatus.OUT_OF_MEMORY and "budget" in (result.error or "")
+    assert store.list()[0].status is RunStatus.OUT_OF_MEMORY
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_real_worker_keeps_its_steps(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    handle = runner.start(_tiny("compute_bound", steps=100_000), store)
+    _wait_for_step(handle, 3)
+    os.kill(handle.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.KILLED and "SIGKILL" in (result.error or "")
+    assert result.steps_done >= 3 and len(store.read_steps(handle.run_id)) >= 3
+    assert store.get(handle.run_id).status is RunStatus.KILLED
+
+
+@pytest.mark.slow
+def test_two_gloo_ranks_end_ok_with_two_traces(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    result = runner.run(_tiny("communication_bound", world_size=2, steps=6), store, timeout_s=WAIT_S * 2)
+    record = store.list()[0]
+    assert result.status is RunStatus.OK, result.error
+    assert [p.name.split(".")[0] for p in _traces(Path(record.run_dir))] == ["rank0", "rank1"]
+    steps = store.read_steps(record.run_id)
+    assert sorted(steps["rank"].unique()) == [0, 1] and result.steps_done == 6
