@@ -4,7 +4,8 @@ Small documents are parsed whole with orjson. Large ones are parsed ``CHUNK_BYTE
 ``traceEvents`` array is cut between two events and each piece is parsed on its own, so peak memory is the
 size of one chunk's Python objects, not of the whole document. A cut is accepted only when orjson parses the
 piece; a cut inside a string or a nested object cannot parse, so the next earlier candidate is tried.
-Integers beyond 64 bits (orjson's limit) fall back to the standard library parser for that piece.
+What strict JSON forbids but real writers emit (NaN/Infinity, integers beyond 64 bits, stray non-UTF-8
+bytes) falls back to the standard library parser for that piece; the broken events are then dropped later.
 """
 
 from __future__ import annotations
@@ -34,20 +35,25 @@ class ParsedDocument:
 
     top: dict[str, Any]
     chunks: Iterator[list[Any]]
+    notes: list[str]
 
 
-def _loads(data: bytes, label: str) -> Any:
+def _loads(data: bytes, label: str, notes: list[str]) -> Any:
+    """orjson first; on failure the standard library, which also takes what real writers emit that strict
+    JSON forbids (NaN/Infinity, integers beyond 64 bits); stray non-UTF-8 bytes are replaced (and noted)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as err:
-        if "64-bit" in str(err) or "integer" in str(err).lower():
-            try:
-                return json.loads(data)
-            except (ValueError, RecursionError) as err2:
-                raise TraceError(f"{label}: not valid JSON ({err2})") from None
-        raise TraceError(f"{label}: not valid JSON ({_short(err)})") from None
-    except RecursionError:
-        raise TraceError(f"{label}: JSON nested too deeply to be a trace") from None
+        strict_error = err
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        notes.append(f"{label}: bytes that are not UTF-8 were replaced with U+FFFD")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise TraceError(f"{label}: not valid JSON ({_short(strict_error)})") from None
 
 
 def _short(err: Exception) -> str:
@@ -63,15 +69,16 @@ def parse_document(stream: BinaryIO, label: str) -> ParsedDocument:
     if first.lstrip(_WS)[:1] not in (b"{", b"["):
         raise TraceError(f"{label}: not JSON (it does not start with '{{' or '[')")
     more = stream.read(1)
+    notes: list[str] = []
     if not more:
-        return _whole(first, label)
-    return _streamed(first + more, stream, label)
+        return _whole(first, label, notes)
+    return _streamed(first + more, stream, label, notes)
 
 
-def _whole(data: bytes, label: str) -> ParsedDocument:
-    doc = _loads(data, label)
+def _whole(data: bytes, label: str, notes: list[str]) -> ParsedDocument:
+    doc = _loads(data, label, notes)
     if isinstance(doc, list):
-        return ParsedDocument({}, iter([doc]))
+        return ParsedDocument({}, iter([doc]), notes)
     if not isinstance(doc, dict):
         raise TraceError(f"{label}: valid JSON but not a trace (a {type(doc).__name__}, not an object)")
     if "traceEvents" not in doc:
@@ -79,10 +86,10 @@ def _whole(data: bytes, label: str) -> ParsedDocument:
     events = doc.pop("traceEvents")
     if not isinstance(events, list):
         raise TraceError(f"{label}: 'traceEvents' is a {type(events).__name__}, not a list")
-    return ParsedDocument(doc, iter([events]))
+    return ParsedDocument(doc, iter([events]), notes)
 
 
-def _streamed(buf: bytes, stream: BinaryIO, label: str) -> ParsedDocument:
+def _streamed(buf: bytes, stream: BinaryIO, label: str, notes: list[str]) -> ParsedDocument:
     stripped = buf.lstrip(_WS)
     if stripped[:1] == b"[":
         top: dict[str, Any] = {}
@@ -91,19 +98,19 @@ def _streamed(buf: bytes, stream: BinaryIO, label: str) -> ParsedDocument:
         key = buf.find(_KEY)
         if key < 0:
             raise TraceError(f"{label}: no 'traceEvents' array near the start of this large file")
-        top = _parse_header(buf[:key], label)
+        top = _parse_header(buf[:key], label, notes)
         pos = key + len(_KEY)
         while pos < len(buf) and buf[pos] in b" \t\r\n:":
             pos += 1
         if buf[pos : pos + 1] != b"[":
             raise TraceError(f"{label}: 'traceEvents' is not a list")
         pos += 1
-    return ParsedDocument(top, _chunks(buf[pos:], stream, label, top))
+    return ParsedDocument(top, _chunks(buf[pos:], stream, label, top, notes), notes)
 
 
-def _parse_header(head: bytes, label: str) -> dict[str, Any]:
+def _parse_header(head: bytes, label: str, notes: list[str]) -> dict[str, Any]:
     text = head.rstrip(_WS).rstrip(b",")
-    parsed = _loads(text + b"}", label) if text.strip(_WS) != b"{" else {}
+    parsed = _loads(text + b"}", label, notes) if text.strip(_WS) != b"{" else {}
     if not isinstance(parsed, dict):
         raise TraceError(f"{label}: the top level is not a JSON object")
     return parsed
@@ -119,7 +126,7 @@ def _separator(buf: bytes) -> bytes | None:
     return b"},\n" + buf[line_start + 1 : first] + b"{"
 
 
-def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any]) -> Iterator[list[Any]]:
+def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any], notes: list[str]) -> Iterator[list[Any]]:
     """Yield lists of events; fills ``top`` with the fields that follow the array (e.g. traceName)."""
     sep = _separator(buf)
     eof = False
@@ -129,7 +136,7 @@ def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any]) -> It
             eof = not more
             buf += more
         if eof:
-            events, tail = _finish(buf, label)
+            events, tail = _finish(buf, label, notes)
             top.update(tail)
             if events:
                 yield events
@@ -171,25 +178,31 @@ def _cut(buf: bytes, sep: bytes | None, limit: int) -> tuple[list[Any] | None, b
     return None, buf  # no clean cut yet: read more and try again
 
 
-def _finish(buf: bytes, label: str) -> tuple[list[Any], dict[str, Any]]:
+def _finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[str, Any]]:
     """At end of file: the last events, then ``]`` and maybe more top-level fields and ``}``."""
+    closes: list[int] = []
     end = len(buf)
-    for _ in range(16):
-        close = buf.rfind(b"]", 0, end)
-        if close < 0:
-            break
+    while len(closes) < 16 and (close := buf.rfind(b"]", 0, end)) >= 0:
+        closes.append(close)
+        end = close
+    events: Any = None
+    for close in closes:  # strict and fast first: the right "]" is almost always the last or nearly
         try:
-            events = _loads(b"[" + buf[:close] + b"]", label)
-        except TraceError:
-            end = close
+            events = orjson.loads(b"[" + buf[:close] + b"]")
+            break
+        except orjson.JSONDecodeError:
             continue
-        tail = buf[close + 1 :].strip(_WS)
-        fields: dict[str, Any] = {}
-        if tail.startswith(b","):
-            try:
-                parsed = orjson.loads(b"{" + tail[1:])
-                fields = parsed if isinstance(parsed, dict) else {}
-            except orjson.JSONDecodeError:
-                fields = {}
-        return events, fields
-    raise TraceError(f"{label}: the trace is truncated (the 'traceEvents' array never closes)")
+    else:
+        if not closes:
+            raise TraceError(f"{label}: the trace is truncated (the 'traceEvents' array never closes)")
+        close = closes[0]
+        events = _loads(b"[" + buf[:close] + b"]", label, notes)  # lenient, or a clear error
+    tail = buf[close + 1 :].strip(_WS)
+    fields: dict[str, Any] = {}
+    if tail.startswith(b","):
+        try:
+            parsed = orjson.loads(b"{" + tail[1:])
+            fields = parsed if isinstance(parsed, dict) else {}
+        except orjson.JSONDecodeError:
+            fields = {}
+    return events, fields

@@ -50,6 +50,7 @@ def _load(path: str | os.PathLike[str]) -> Trace:
     for order, (f, stream) in enumerate(iter_opened(files)):
         doc = parse_document(stream, f.name)
         cols = collect(doc.chunks)
+        warnings.extend(doc.notes)
         if cols.dropped:
             detail = ", ".join(f"{n} {why}" for why, n in cols.dropped.items())
             warnings.append(f"{f.name}: dropped broken events ({detail})")
