@@ -1,0 +1,137 @@
+"""Hostile and broken inputs: each gets a TraceError naming the problem (or is read with the broken parts
+dropped and counted); nothing else escapes. A property-based test mutates real traces at random."""
+
+from __future__ import annotations
+
+import gzip
+import zipfile
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import profilers.trace_sources as trace_sources
+from profilers.breakdown import breakdown
+from profilers.errors import TraceError
+from profilers.trace_load import load_trace
+from tests.trace_factory import step, write, x
+
+GOOD = [step(1, 0, 100), x("aten::mm", 5, 10)]
+
+
+def _doc(events: list) -> bytes:
+    return orjson.dumps({"traceEvents": events})
+
+
+# (file name, content, expected: "error:<regex>" or "ok:<events kept>")
+CASES = [
+    ("empty.json", b"", "error:empty"),
+    ("spaces.json", b"   \n ", "error:empty"),
+    ("random.bin", bytes(range(256)) * 4, "error:not JSON"),
+    ("array_of_numbers.json", b"[1, 2, 3]", "error:no usable trace events"),
+    ("number.json", b"3.14", "error:not JSON"),
+    ("object.json", b"{}", "error:no 'traceEvents'"),
+    ("events_is_dict.json", b'{"traceEvents": {"a": 1}}', "error:not a list"),
+    ("events_is_string.json", b'{"traceEvents": "x"}', "error:not a list"),
+    ("deep.json", b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "error:not valid JSON"),
+    ("truncated.json", _doc(GOOD)[:-7], "error:not valid JSON"),
+    ("missing_fields.json", _doc([step(1, 0, 100), {"ph": "X", "name": "a"}, {"ph": "X", "ts": 1, "dur": 2}]), "ok:1"),
+    ("string_times.json", _doc([step(1, 0, 100), {"ph": "X", "name": "a", "ts": "5", "dur": "x"}]), "ok:1"),
+    ("nan_inf.json", b'{"traceEvents": [' + orjson.dumps(step(1, 0, 100)) +
+     b', {"ph": "X", "name": "a", "ts": NaN, "dur": 1}, {"ph": "X", "name": "b", "ts": 1, "dur": Infinity}]}', "ok:1"),
+    ("negative.json", _doc([step(1, 0, 100), x("neg", 5, -10)]), "ok:1"),
+    ("huge_name.json", _doc([step(1, 0, 100), x("n" * 10_000_000, 5, 10)]), "ok:2"),
+    ("non_utf8.json", _doc(GOOD).replace(b"aten::mm", b"aten::\xff\xfemm"), "ok:2"),
+    ("dup_steps.json", _doc([step(1, 0, 100), step(1, 200, 100), x("aten::mm", 5, 10)]), "ok:3"),
+    ("only_metadata.json", _doc([{"ph": "M", "name": "process_name", "args": {"name": "x"}}]),
+     "error:no usable trace events"),
+    ("big_ints.json", b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "args": {"id": '
+     + b"9" * 40 + b"}}]}", "ok:1"),
+]
+
+
+@pytest.mark.parametrize("name, content, expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_trace_table(tmp_path: Path, name: str, content: bytes, expected: str):
+    p = tmp_path / name
+    p.write_bytes(content)
+    kind, _, detail = expected.partition(":")
+    if kind == "error":
+        with pytest.raises(TraceError, match=detail):
+            load_trace(p)
+    else:
+        tr = load_trace(p)
+        assert tr.n_events == int(detail)
+        breakdown(tr)  # and the analysis copes with what was kept
+
+
+def test_duplicate_step_ids_keep_first_and_warn(tmp_path: Path):
+    tr = load_trace(write(tmp_path / "t.json", [step(1, 0, 100), step(1, 200, 100)]))
+    assert len(tr.steps) == 1 and int(tr.steps["start_ns"].iloc[0]) == 0
+    assert any("duplicate ProfilerStep" in w for w in tr.warnings)
+
+
+def test_zip_with_thousands_of_entries(tmp_path: Path):
+    p = tmp_path / "many.zip"
+    with zipfile.ZipFile(p, "w") as z:
+        for i in range(trace_sources.MAX_ZIP_ENTRIES + 1):
+            z.writestr(f"f{i}.txt", b"")
+    with pytest.raises(TraceError, match="entries"):
+        load_trace(p)
+
+
+def test_zip_that_is_not_a_zip(tmp_path: Path):
+    p = tmp_path / "fake.zip"
+    p.write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(TraceError, match="zip"):
+        load_trace(p)
+
+
+def test_gzip_bomb_stops_at_the_limit(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(trace_sources, "MAX_TRACE_BYTES", 4 * 1024**2)
+    p = tmp_path / "bomb.json.gz"
+    with gzip.open(p, "wb", compresslevel=9) as fh:
+        fh.write(b'{"traceEvents": [')
+        for _ in range(64):
+            fh.write(b" " * 1024**2)  # 64 MiB of nothing compresses to ~64 KiB
+    assert p.stat().st_size < 200 * 1024
+    with pytest.raises(TraceError, match="stated limit"):
+        load_trace(p)
+
+
+SEEDS = ["edge/hta_amd_mi250_rocm_minitoy.json.gz", "compute/tracelens_gemm_01_compute_few_tiles.json",
+         "edge/kineto_old_schema_gpu_metrics.json"]
+
+
+def _seed_bytes(shared: Path, rel: str) -> bytes:
+    raw = (shared / rel).read_bytes()
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.sampled_from(SEEDS), data=st.data())
+def test_mutated_real_traces_never_crash(tmp_path_factory, shared_traces: Path, seed: str, data):
+    raw = bytearray(_seed_bytes(shared_traces, seed))
+    for _ in range(data.draw(st.integers(1, 6), label="mutations")):
+        op = data.draw(st.sampled_from(["flip", "cut", "insert", "delete", "dup"]), label="op")
+        at = data.draw(st.integers(0, max(len(raw) - 1, 0)), label="at")
+        if op == "flip" and raw:
+            raw[at] = data.draw(st.integers(0, 255), label="byte")
+        elif op == "cut":
+            del raw[at:]
+        elif op == "insert":
+            raw[at:at] = data.draw(st.sampled_from([b"{", b"]", b'"', b",", b"NaN", b"-1e999", b"\xff", b"null"]))
+        elif op == "delete":
+            del raw[at : at + data.draw(st.integers(1, 64), label="n")]
+        elif op == "dup":
+            raw[at:at] = raw[at : at + 200]
+    p = tmp_path_factory.mktemp("fuzz") / "mutated.json"
+    p.write_bytes(bytes(raw))
+    try:
+        tr = load_trace(p)
+    except TraceError as err:
+        assert str(err) and "\n" not in str(err)
+        return
+    b = breakdown(tr)
+    assert abs(sum(b.shares().values()) - 1.0) < 1e-6 or b.total_step_ns == 0
