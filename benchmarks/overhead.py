@@ -1,0 +1,93 @@
+"""Instrumentation overhead: the same spec with and without Stepwise's instrumentation, side by side.
+
+    .venv/bin/python benchmarks/overhead.py [--workload compute_bound] [--size bench] [--trials 3]
+
+Runs are interleaved (bare, instrumented, bare, instrumented, …) so drift on the machine hits both alike.
+Throughput is samples per second of rank 0 over the same step indices in both runs: after the warm-up steps
+and outside the profiler's warm-up+active window (``profilers.instrument.profiled_steps``), where the target
+is ≥ 95% of the bare run. The steps inside the window are reported too, for information.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from profilers import runner
+from profilers.instrument import BARE_ENV, profiled_steps
+from profilers.store import RunStore
+from sample_runs import get_workload
+
+TARGET = 0.95
+
+
+def throughput(steps: pd.DataFrame, keep: set[int]) -> float:
+    rows = steps[(steps["rank"] == 0) & steps["step"].isin(keep)]
+    seconds = rows["wall_ms"].sum() / 1000.0
+    return float(rows["samples"].sum() / seconds) if seconds > 0 else float("nan")
+
+
+def one_run(spec, store: RunStore, bare: bool) -> pd.DataFrame:
+    env = {BARE_ENV: "1"} if bare else {}
+    handle = runner.start(spec, store, label=f"overhead-{'bare' if bare else 'instrumented'}", extra_env=env)
+    result = runner.follow(handle)
+    if result.status != "ok":
+        sys.exit(f"error: {spec.workload} run ended {result.status}: {result.error}")
+    return store.read_steps(handle.run_id)
+
+
+def measure(workload: str, size: str, trials: int, store: RunStore) -> list[dict[str, float]]:
+    spec = get_workload(workload).spec(size)
+    window = set(profiled_steps(spec))
+    outside = {s for s in range(spec.warmup_steps, spec.steps) if s not in window}
+    rows = []
+    for trial in range(trials):
+        bare = one_run(spec, store, bare=True)
+        inst = one_run(spec, store, bare=False)
+        rows.append({
+            "trial": trial + 1,
+            "bare": throughput(bare, outside),
+            "instrumented": throughput(inst, outside),
+            "bare_window": throughput(bare, window),
+            "instrumented_window": throughput(inst, window),
+        })
+    return rows
+
+
+def report(workload: str, rows: list[dict[str, float]]) -> bool:
+    print(f"\n{workload}: samples/s of rank 0 (outside the profiling window | inside it)")
+    print(f"{'trial':>5} {'bare':>10} {'instr.':>10} {'ratio':>7}   {'bare':>10} {'instr.':>10} {'ratio':>7}")
+    ratios = []
+    for r in rows:
+        ratio, wratio = r["instrumented"] / r["bare"], r["instrumented_window"] / r["bare_window"]
+        ratios.append(ratio)
+        print(f"{r['trial']:>5} {r['bare']:>10.1f} {r['instrumented']:>10.1f} {ratio:>7.3f}   "
+              f"{r['bare_window']:>10.1f} {r['instrumented_window']:>10.1f} {wratio:>7.3f}")
+    med = statistics.median(ratios)
+    ok = med >= TARGET
+    print(f"median ratio outside the window: {med:.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
+          f"target ≥ {TARGET:.2f}: {'met' if ok else 'NOT met'}")
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", action="append", help="workload name (repeatable); default compute_bound, data_bound")
+    ap.add_argument("--size", default="bench")
+    ap.add_argument("--trials", type=int, default=3)
+    args = ap.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="stepwise-overhead-") as tmp:
+        store = RunStore(Path(tmp))
+        for name in args.workload or ["compute_bound", "data_bound"]:
+            ok &= report(name, measure(name, args.size, args.trials, store))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
