@@ -11,10 +11,11 @@ from typing import Any, Sequence
 
 import orjson
 
-from profilers.breakdown import breakdown
+from advisors.diagnosis import diagnose, diagnosis_json
+from advisors.observation import Observation, RunFacts, observe
+from profilers.breakdown import CATEGORIES
 from profilers.errors import StepwiseError
 from profilers.summary import breakdown_summary
-from profilers.trace_load import load_trace
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,10 +34,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def analyze(path: str) -> dict[str, Any]:
-    b = breakdown(load_trace(path))
-    out = breakdown_summary(b)
-    out.update({"bottleneck": "unknown", "confidence": 0.0, "findings": []})
+    """Facts (the breakdown summary, or a run's own figures when it left no trace) plus the diagnosis."""
+    obs = observe(path)
+    out = breakdown_summary(obs.breakdown) if obs.breakdown is not None else _run_only_summary(obs)
+    if obs.run is not None:
+        out["run"] = _run_json(obs.run)
+    out.update(diagnosis_json(diagnose(obs)))
     return out
+
+
+def _run_only_summary(obs: Observation) -> dict[str, Any]:
+    run = obs.run
+    assert run is not None  # observe() returns a breakdown, a run, or both
+    return {"device": run.device or "unknown", "device_name": run.device or "unknown", "ranks": [],
+            "steps": run.steps_done, "steps_inferred": False, "step_time_ms": run.step_time_ms or 0.0,
+            "breakdown": {c: {"ms": 0.0, "share": 0.0} for c in CATEGORIES}, "warnings": list(obs.notes)}
+
+
+def _run_json(run: RunFacts) -> dict[str, Any]:
+    return {"status": run.status, "error": run.error, "steps_done": run.steps_done,
+            "step_time_ms": run.step_time_ms, "samples_per_s": run.samples_per_s,
+            "peak_memory_mb": run.peak_memory_mb, "memory_budget_mb": run.memory_budget_mb,
+            "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None}
 
 
 def _print_text(result: dict[str, Any]) -> None:
@@ -45,6 +64,10 @@ def _print_text(result: dict[str, Any]) -> None:
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")
+    for f in result["findings"]:
+        print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%] {f['message']}")
+    for n in (n for n in result["not_enough_data"] if n["whole_class"] or n["bottleneck"] == "none"):
+        print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
 

@@ -1,0 +1,161 @@
+"""``derive(observation) -> Facts``: the numbers every rule reads, computed once, in one place.
+
+All shares are of total step time (summed over ranks and steps), 0..1, unless named otherwise. A field is
+``None`` when the observation cannot say (a CPU trace has no GPU busy share, a run without a trace has no
+breakdown). Rules never recompute these: a number with a meaning is defined here, once.
+
+GPU idle time that the input pipeline does not explain (``host_idle_share``) is split between communication
+and host by the share of the device timeline spent in exposed collectives: in a step organised around
+collectives, the host gaps between them are spent preparing and awaiting them (bucketing, split-size
+exchange, waits), while in a step without collectives they are plain dispatch overhead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+import pandas as pd
+
+from advisors.observation import Observation, RunFacts
+from profilers import kernel_classes as kc
+from profilers.breakdown import Breakdown
+from profilers.spec import TrainingSpec
+
+_SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
+_MULTI_LOADER = re.compile(r"_MultiProcessingDataLoaderIter")
+_COMPILED = re.compile(r"CompiledFunction|Torch-Compiled Region|CompiledFxGraph|triton_", re.IGNORECASE)
+_CONV = re.compile(r"conv|cudnn_convolution|wgrad|dgrad|fprop|implicit_convolve", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Derived numbers (see the module docs). ``b`` is the breakdown itself, for evidence tables."""
+
+    b: Breakdown | None
+    run: RunFacts | None
+    spec: TrainingSpec | None
+    has_steps: bool
+    device: str | None  # "gpu" | "cpu" | None (no trace)
+    n_steps: int
+    n_ranks: int
+    steps_inferred: bool
+    step_ms: float
+    shares: Mapping[str, float]
+    gpu_busy: float | None
+    loader_exposed: float
+    loader_total: float  # inclusive DataLoader op time (0 when the trace shows no loader ops)
+    loader_mode: str | None  # "single_process" | "multi_process" | None
+    pageable_copy: float
+    pinned_copy: float
+    kernel_step_share: Mapping[str, float]  # kernel class -> kernel time / step time
+    kernel_mix: Mapping[str, float]  # kernel class -> share of kernel time
+    gemm_low_precision: float | None  # fraction of GEMM work in bf16/fp16/tf32 (kernel names or op dtypes)
+    cpu_matmul_fp32: float
+    cpu_matmul_low: float
+    cpu_matmul_untyped: float
+    compiled: bool
+    has_conv: bool
+    kernels_per_step: float
+    median_kernel_us: float
+    syncs_per_step: float
+    malloc_free_per_step: float
+    comm_exposed: float
+    comm_total: float
+    comm_overlap_fraction: float | None  # overlapped / total collective time
+    host_idle: float  # GPU idle and not waiting for the loader (GPU ranks only)
+    comm_device_fraction: float  # exposed collective time / device busy time
+    memory_peak_share: float | None
+
+    @property
+    def comm_orchestration(self) -> float:
+        """GPU-idle host time attributed to preparing/awaiting collectives."""
+        return self.host_idle * min(self.comm_device_fraction, 1.0)
+
+    @property
+    def launch_idle(self) -> float:
+        """GPU-idle host time left to plain dispatch overhead."""
+        return self.host_idle - self.comm_orchestration
+
+
+def derive(obs: Observation) -> Facts:
+    """Compute :class:`Facts` for an observation (works with no breakdown: run facts only)."""
+    b = obs.breakdown
+    run = obs.run
+    spec = run.spec if run else None
+    if b is None or b.total_step_ns <= 0:
+        return _no_trace(b, run, spec)
+    total = float(b.total_step_ns)
+    shares = b.shares()
+    on_gpu = b.device == "gpu"
+    busy = b.gpu_busy_share if on_gpu else None
+    names = b.ops["name"].astype(str) if len(b.ops) else pd.Series(dtype=str)
+    kernel_names = b.kernels["name"].astype(str) if len(b.kernels) else pd.Series(dtype=str)
+    loader = b.ops[names.str.contains(kc.DATALOADER)] if len(names) else b.ops
+    exposed = shares["communication"]
+    host_idle = max(0.0, 1.0 - (busy or 0.0) - shares["dataloader"]) if on_gpu else 0.0
+    cm = b.cpu_matmul
+    return Facts(
+        b=b, run=run, spec=spec, has_steps=True, device=b.device, n_steps=b.n_steps, n_ranks=len(b.ranks),
+        steps_inferred=b.steps_inferred, step_ms=b.step_time_ms, shares=shares, gpu_busy=busy,
+        loader_exposed=shares["dataloader"],
+        loader_total=float(loader["total_ns"].max()) / total if len(loader) else 0.0,
+        loader_mode=_loader_mode(names, spec),
+        pageable_copy=b.syncs.pageable_copy_ns / total, pinned_copy=b.syncs.pinned_copy_ns / total,
+        kernel_step_share={k: v / total for k, v in b.kernel_class_ns.items()},
+        kernel_mix={k: b.kernel_class_share(k) for k in b.kernel_class_ns},
+        gemm_low_precision=_gemm_low_precision(b),
+        cpu_matmul_fp32=cm.fp32_ns / total, cpu_matmul_low=cm.low_precision_ns / total,
+        cpu_matmul_untyped=cm.unknown_ns / total,
+        compiled=bool(names.str.contains(_COMPILED).any() or kernel_names.str.contains(_COMPILED).any()
+                      or (spec is not None and spec.compile)),
+        has_conv=bool(names.str.contains(_CONV).any() or kernel_names.str.contains(_CONV).any()),
+        kernels_per_step=b.host.kernels_per_step, median_kernel_us=b.host.median_kernel_us,
+        syncs_per_step=b.syncs.total_syncs, malloc_free_per_step=b.syncs.malloc_free,
+        comm_exposed=exposed, comm_total=b.comm_total_ns / total,
+        comm_overlap_fraction=b.comm_overlapped_ns / b.comm_total_ns if b.comm_total_ns else None,
+        host_idle=host_idle,
+        comm_device_fraction=(exposed / busy) if busy else 0.0,
+        memory_peak_share=b.memory.device_peak_share,
+    )
+
+
+def _gemm_low_precision(b: Breakdown) -> float | None:
+    """Fraction of GEMM work already in low precision: the larger of two independent readings — the device
+    kernels' names (Tensor Core / bf16 / fp16 markers) and the host matmul ops' recorded input dtypes."""
+    readings: list[float] = []
+    k = b.kernels
+    if len(k):
+        gemm = k[k["kclass"] == "matmul"]
+        if gemm["total_ns"].sum() > 0:
+            readings.append(float(gemm.loc[gemm["low_precision"].astype(bool), "total_ns"].sum())
+                            / float(gemm["total_ns"].sum()))
+    typed = b.cpu_matmul.fp32_ns + b.cpu_matmul.low_precision_ns
+    if typed > 0:
+        readings.append(b.cpu_matmul.low_precision_ns / typed)
+    return max(readings) if readings else None
+
+
+def _loader_mode(op_names: pd.Series, spec: TrainingSpec | None) -> str | None:
+    if len(op_names) and op_names.str.contains(_SINGLE_LOADER).any():
+        return "single_process"
+    if len(op_names) and op_names.str.contains(_MULTI_LOADER).any():
+        return "multi_process"
+    if spec is not None:
+        return "single_process" if spec.num_workers == 0 else "multi_process"
+    return None
+
+
+def _no_trace(b: Breakdown | None, run: RunFacts | None, spec: TrainingSpec | None) -> Facts:
+    zeros: dict[str, float] = {}
+    return Facts(
+        b=b, run=run, spec=spec, has_steps=False, device=None, n_steps=0, n_ranks=0, steps_inferred=False,
+        step_ms=0.0, shares=zeros, gpu_busy=None, loader_exposed=0.0, loader_total=0.0,
+        loader_mode=_loader_mode(pd.Series(dtype=str), spec), pageable_copy=0.0, pinned_copy=0.0,
+        kernel_step_share=zeros, kernel_mix=zeros, gemm_low_precision=None, cpu_matmul_fp32=0.0,
+        cpu_matmul_low=0.0, cpu_matmul_untyped=0.0, compiled=bool(spec and spec.compile), has_conv=False,
+        kernels_per_step=0.0, median_kernel_us=0.0, syncs_per_step=0.0, malloc_free_per_step=0.0,
+        comm_exposed=0.0, comm_total=0.0, comm_overlap_fraction=None, host_idle=0.0, comm_device_fraction=0.0,
+        memory_peak_share=None,
+    )

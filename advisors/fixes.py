@@ -1,0 +1,160 @@
+"""The fix catalog: every fix a rule can propose, as a TrainingSpec patch plus the code a user writes.
+
+``FIXES[id]`` is a :class:`~advisors.model.Fix`. ``patched(spec, fix)`` applies its patch to a spec,
+resolving relative values (``Relative(2)`` doubles the current value, ``WorkerCount()`` picks a worker count
+for this machine). A fix with an empty ``spec_patch`` is advice only (its snippet is the change); the
+experiment loop cannot apply it and says so.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from advisors.model import Bottleneck, Device, Fix, Relative
+from profilers.errors import SpecError
+from profilers.spec import TrainingSpec
+
+MIN_WORKERS, MAX_WORKERS = 2, 8
+
+
+@dataclass(frozen=True)
+class WorkerCount:
+    """As many DataLoader workers as this machine has cores (between 2 and 8), never fewer than now."""
+
+    def __str__(self) -> str:
+        return "cores"
+
+
+def _fix(id: str, title: str, bottleneck: Bottleneck, patch: Mapping[str, Any], applies_to: Device,
+         explanation: str, snippet: str) -> Fix:
+    return Fix(id=id, title=title, bottleneck=bottleneck, spec_patch=patch, snippet=snippet.strip("\n"),
+               applies_to=applies_to, explanation=explanation)
+
+
+D, M, C, X, H = Bottleneck.DATA, Bottleneck.MEMORY, Bottleneck.COMPUTE, Bottleneck.COMMUNICATION, Bottleneck.HOST
+_LOADER = "loader = DataLoader(ds, batch_size=B, shuffle=True,\n"
+_CATALOG = (
+    _fix("dataloader_workers", "DataLoader worker processes", D,
+         {"num_workers": WorkerCount(), "pin_memory": True, "persistent_workers": True, "prefetch_factor": 4}, "any",
+         "Decode and collate in worker processes that prefetch ahead, so loading overlaps the step.",
+         _LOADER + "                    num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4)"),
+    _fix("prefetch_pinned", "Persistent workers, deeper prefetch, pinned memory", D,
+         {"num_workers": WorkerCount(), "persistent_workers": True, "prefetch_factor": 4, "pin_memory": True}, "any",
+         "Keep workers alive across epochs and queue more batches ahead; pinned batches copy asynchronously.",
+         _LOADER + "                    num_workers=4, persistent_workers=True, prefetch_factor=4, pin_memory=True)\n"
+         "x = x.to(device, non_blocking=True)"),
+    _fix("cache_decoded", "Cache decoded samples", D, {"cache_decoded": True}, "any",
+         "Decode each sample once and keep the decoded tensor: later epochs skip the decode entirely.",
+         "class Cached(Dataset):\n    def __init__(self, ds): self.ds, self.cache = ds, {}\n"
+         "    def __len__(self): return len(self.ds)\n"
+         "    def __getitem__(self, i):\n        if i not in self.cache: self.cache[i] = self.ds[i]\n"
+         "        return self.cache[i]\nloader = DataLoader(Cached(ds), ...)"),
+    _fix("pin_memory", "Pinned host memory for batches", D, {"pin_memory": True}, "cuda",
+         "Pinned pages copy at full link bandwidth and allow non_blocking copies that overlap compute.",
+         "loader = DataLoader(ds, ..., pin_memory=True)\nx = x.to(device, non_blocking=True)"),
+    _fix("grad_accumulation", "Smaller micro-batches with gradient accumulation", M,
+         {"grad_accum_steps": Relative(2)}, "any",
+         "Same samples per optimizer step, half the activations alive at once.",
+         "for i, (x, y) in enumerate(loader):            # loader yields B/k samples\n"
+         "    loss = loss_fn(model(x), y) / k\n    loss.backward()\n"
+         "    if (i + 1) % k == 0:\n        opt.step(); opt.zero_grad()"),
+    _fix("activation_checkpointing", "Activation checkpointing", M, {"activation_checkpointing": True}, "any",
+         "Keep only block inputs; recompute activations during backward (about one extra forward).",
+         "from torch.utils.checkpoint import checkpoint\n"
+         "h = checkpoint(block, h, use_reentrant=False)   # for each block in forward"),
+    _fix("expandable_segments", "Expandable allocator segments", M, {}, "cuda",
+         "Lets the caching allocator grow segments instead of fragmenting and calling cudaMalloc again.",
+         "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # before starting Python"),
+    _fix("bf16_autocast", "bf16 mixed precision", C, {"precision": "bf16"}, "any",
+         "Matmuls and convolutions in bf16 (Tensor Cores / AMX); reductions stay in fp32. No loss scaling needed.",
+         "with torch.autocast(device_type=device.type, dtype=torch.bfloat16):\n"
+         "    loss = loss_fn(model(x), y)\nloss.backward()"),
+    _fix("fp16_autocast", "fp16 mixed precision with GradScaler", C, {"precision": "fp16"}, "cuda",
+         "fp16 Tensor Core math where bf16 is missing (pre-Ampere); the GradScaler keeps small gradients alive.",
+         "scaler = torch.cuda.amp.GradScaler()\nwith torch.autocast('cuda', dtype=torch.float16):\n"
+         "    loss = loss_fn(model(x), y)\nscaler.scale(loss).backward(); scaler.step(opt); scaler.update()"),
+    _fix("tf32", "TF32 matmuls", C, {"tf32": True}, "cuda",
+         "fp32 GEMMs on Tensor Cores with a 10-bit mantissa: no code change beyond one flag.",
+         "torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True"),
+    _fix("torch_compile", "torch.compile", C, {"compile": True}, "any",
+         "Fuses chains of pointwise ops into single kernels and picks better ones; pays a one-off compile.",
+         "model = torch.compile(model)"),
+    _fix("channels_last", "channels_last memory format", C, {"channels_last": True}, "any",
+         "NHWC layout: convolutions avoid layout transposes on Tensor Cores and oneDNN.",
+         "model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)"),
+    _fix("fused_optimizer", "Fused optimizer", C, {"optimizer_impl": "fused"}, "cuda",
+         "One kernel updates every parameter instead of several per tensor.",
+         "opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)"),
+    _fix("foreach_optimizer", "foreach optimizer", C, {"optimizer_impl": "foreach"}, "any",
+         "Multi-tensor updates: fewer, larger kernels (or loops) per step.",
+         "opt = torch.optim.SGD(model.parameters(), lr=lr, foreach=True)"),
+    _fix("cudnn_benchmark", "cudnn.benchmark", C, {"cudnn_benchmark": True}, "cuda",
+         "cuDNN times its convolution algorithms once per input shape and keeps the fastest.",
+         "torch.backends.cudnn.benchmark = True"),
+    _fix("early_stopping", "Early stopping", C, {}, "any",
+         "Stop when the validation metric has not improved for `patience` evaluations.",
+         "if val_loss < best - min_delta: best, bad = val_loss, 0\nelse:\n    bad += 1\n"
+         "    if bad >= patience: break"),
+    _fix("ddp_no_sync", "Accumulate under DDP no_sync", X,
+         {"ddp_no_sync": True, "grad_accum_steps": Relative(4), "batch_size": Relative(4)}, "distributed",
+         "Same micro-batch, k micro-batches per optimizer step, one all-reduce per step: k× fewer bytes per sample.",
+         "for i, (x, y) in enumerate(loader):\n    last = (i + 1) % k == 0\n"
+         "    with (contextlib.nullcontext() if last else ddp.no_sync()):\n"
+         "        (loss_fn(ddp(x), y) / k).backward()\n    if last:\n        opt.step(); opt.zero_grad()"),
+    _fix("ddp_bucket_size", "Smaller DDP buckets", X, {"bucket_cap_mb": Relative(0.25)}, "distributed",
+         "The first bucket fills earlier in backward, so all-reduce overlaps more of it.",
+         "ddp = DistributedDataParallel(model, bucket_cap_mb=5)"),
+    _fix("grad_compression", "bf16 gradient compression hook", X, {"grad_compression": "bf16"}, "distributed",
+         "All-reduce gradients in bf16: half the bytes on the wire, decompressed before the optimizer.",
+         "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n"
+         "ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)"),
+    _fix("larger_batch", "Larger batch", H, {"batch_size": Relative(2)}, "any",
+         "More work per kernel launch: the host's per-op overhead is paid per batch, not per sample.",
+         "loader = DataLoader(ds, batch_size=2 * B, ...)   # scale the learning rate with the batch"),
+    _fix("cuda_graphs", "CUDA graphs", H, {"cuda_graphs": True}, "cuda",
+         "Replay the whole step's kernels with one launch instead of one launch per op.",
+         "model = torch.compile(model, mode='reduce-overhead')   # captures CUDA graphs"),
+    _fix("avoid_syncs", "Fewer host-device syncs", H, {}, "cuda",
+         "Every .item() drains the GPU queue; keep running sums on the device and read them every N steps.",
+         "running = running + loss.detach()        # no .item() in the loop\n"
+         "if step % 50 == 0: print(running.item() / 50); running.zero_()"),
+)
+FIXES: dict[str, Fix] = {f.id: f for f in _CATALOG}
+
+
+def get_fix(fix_id: str) -> Fix:
+    if fix_id not in FIXES:
+        raise KeyError(f"no fix {fix_id!r}; known: {', '.join(FIXES)}")
+    return FIXES[fix_id]
+
+
+def resolve_patch(spec: TrainingSpec, fix: Fix) -> dict[str, Any]:
+    """The concrete field values ``fix`` sets on ``spec`` (relative values resolved)."""
+    out: dict[str, Any] = {}
+    for field, value in fix.spec_patch.items():
+        current = getattr(spec, field)
+        if isinstance(value, Relative):
+            new = current * value.factor
+            value = max(int(round(new)), 1) if isinstance(current, int) else float(new)
+        elif isinstance(value, WorkerCount):
+            value = max(current, min(max(os.cpu_count() or MIN_WORKERS, MIN_WORKERS), MAX_WORKERS))
+        out[field] = value
+    return out
+
+
+def patched(spec: TrainingSpec, fix: Fix) -> TrainingSpec:
+    """``spec`` with ``fix`` applied. Raises SpecError when the fix cannot be expressed as a patch."""
+    if not fix.spec_patch:
+        raise SpecError(f"fix {fix.id!r} is advice only: it has no spec patch ({fix.title})")
+    return spec.patch(**resolve_patch(spec, fix))
+
+
+def applies(fix: Fix, device: str, world_size: int) -> str | None:
+    """Why ``fix`` cannot act on this device/world size, or ``None`` when it can."""
+    if fix.applies_to == "cuda" and device != "cuda":
+        return f"{fix.title} acts on CUDA only; this run is on {device}"
+    if fix.applies_to == "distributed" and world_size < 2:
+        return f"{fix.title} needs more than one rank"
+    return None

@@ -1,0 +1,114 @@
+"""The advisor's values: the bottleneck classes, a rule's :class:`Finding`, a :class:`Fix` and a :class:`Diagnosis`.
+
+All frozen. ``severity`` is always a share of step time (0..1) at stake — the time the matching fix can win
+back at best — so findings of different classes compare on one scale, and the binding bottleneck is simply
+the finding with the largest severity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal, Mapping
+
+Device = Literal["any", "cuda", "cpu", "distributed"]
+EvidenceValue = float | int | str | bool | None
+
+
+class Bottleneck(str, Enum):
+    """What limits the training step."""
+
+    DATA = "data"
+    MEMORY = "memory"
+    COMPUTE = "compute"
+    COMMUNICATION = "communication"
+    HOST = "host"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A change that removes a bottleneck: a TrainingSpec patch plus the code a user writes in their own script.
+
+    ``spec_patch`` maps spec fields to values; a :class:`Relative` value is resolved against the spec it is
+    applied to (``grad_accum_steps: Relative(2)`` doubles it). ``snippet`` is the code change for uploaded
+    traces, where there is no spec to patch. ``applies_to`` says where the fix can act.
+    """
+
+    id: str
+    title: str
+    bottleneck: Bottleneck
+    spec_patch: Mapping[str, Any]
+    snippet: str
+    applies_to: Device
+    explanation: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "bottleneck": self.bottleneck.value,
+                "spec_patch": {k: _plain(v) for k, v in self.spec_patch.items()},
+                "snippet": self.snippet, "applies_to": self.applies_to, "explanation": self.explanation}
+
+
+@dataclass(frozen=True)
+class Relative:
+    """A spec value relative to the current one: ``factor`` × the current value (integers stay integers)."""
+
+    factor: float
+
+    def __str__(self) -> str:
+        return f"x{self.factor:g}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one rule concluded about one observation."""
+
+    rule: str  # stable id, e.g. "DATA001"
+    name: str  # readable name, e.g. "loader-starves-step"
+    bottleneck: Bottleneck
+    severity: float  # share of step time at stake, 0..1
+    confidence: float  # 0..1
+    message: str  # one sentence a person can act on
+    evidence: Mapping[str, EvidenceValue]
+    fix_id: str | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "severity", _unit(self.severity))
+        object.__setattr__(self, "confidence", _unit(self.confidence))
+
+
+@dataclass(frozen=True)
+class Note:
+    """An honest "not enough data": which class could not be (fully) judged, and why. ``whole_class`` is true
+    when no rule of that class could judge the observation at all."""
+
+    bottleneck: Bottleneck
+    reason: str
+    whole_class: bool = False
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The binding bottleneck (``binding`` is ``None`` when nothing fired), the other findings ranked by
+    severity, the headline evidence and what could not be judged."""
+
+    bottleneck: Bottleneck
+    confidence: float
+    binding: Finding | None
+    others: tuple[Finding, ...]
+    evidence: Mapping[str, EvidenceValue]
+    notes: tuple[Note, ...] = field(default=())
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """Every finding, binding first."""
+        return ((self.binding,) if self.binding else ()) + self.others
+
+
+def _plain(v: Any) -> Any:
+    """JSON-ready: relative values (``Relative``, ``WorkerCount``) as their short text."""
+    return v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
+
+
+def _unit(x: float) -> float:
+    return round(min(max(float(x), 0.0), 1.0), 6)

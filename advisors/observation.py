@@ -1,0 +1,135 @@
+"""What the rules look at: an :class:`Observation` = a trace :class:`Breakdown` and/or the facts of a stored run.
+
+An uploaded trace gives a breakdown and no run; a stored run gives its result, spec and per-step metrics, and
+a breakdown when its profiler exported a trace (a run stopped out of memory before that has none, and is
+still diagnosed). ``observe(path)`` decides which one a path is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from profilers.breakdown import Breakdown, breakdown
+from profilers.errors import SpecError, TraceError
+from profilers.run_model import RunResult, summarise_steps
+from profilers.spec import TrainingSpec
+from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
+from profilers.trace_load import load_trace
+
+RUN_MARKERS = ("result.json", "spec.json", "manifest.json")
+TRACE_SUBFOLDERS = ("tb", "trace")
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """A stored run as the advisor needs it. Memory in MiB, times in ms.
+
+    ``losses`` is the mean loss over ranks per finished step, in step order; ``planned_steps`` what the spec
+    asked for. ``spec`` is ``None`` when the folder has no readable ``spec.json``.
+    """
+
+    status: str
+    error: str | None
+    steps_done: int
+    planned_steps: int | None
+    step_time_ms: float | None
+    samples_per_s: float | None
+    peak_memory_mb: float | None
+    memory_budget_mb: float | None
+    final_loss: float | None
+    losses: tuple[float, ...]
+    world_size: int
+    device: str | None
+    spec: TrainingSpec | None
+    telemetry_source: str | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One thing to diagnose. ``notes`` carry why a part is missing (e.g. the run stopped before any trace)."""
+
+    source: str
+    breakdown: Breakdown | None
+    run: RunFacts | None
+    notes: tuple[str, ...] = field(default=())
+
+
+def is_run_folder(path: Path) -> bool:
+    return path.is_dir() and any((path / m).is_file() for m in RUN_MARKERS)
+
+
+def observe(path: str | Path) -> Observation:
+    """An observation of a trace (file, folder, zip) or of a stored run folder. Raises TraceError/RunError."""
+    p = Path(path)
+    if is_run_folder(p):
+        return observe_run(p)
+    return Observation(source=str(p), breakdown=breakdown(load_trace(p)), run=None)
+
+
+def observe_run(run_dir: Path) -> Observation:
+    """A stored run: its result, spec, steps and telemetry, plus its trace when one was exported."""
+    facts = run_facts(run_dir)
+    notes: list[str] = []
+    b: Breakdown | None = None
+    trace_dir = next((run_dir / d for d in TRACE_SUBFOLDERS if (run_dir / d).is_dir()), None)
+    if trace_dir is None:
+        notes.append("the run folder has no trace (the profiler exported nothing before the run ended)")
+    else:
+        try:
+            b = breakdown(load_trace(trace_dir))
+        except TraceError as err:
+            notes.append(f"the run's trace could not be read: {err}")
+    return Observation(source=str(run_dir), breakdown=b, run=facts, notes=tuple(notes))
+
+
+def run_facts(run_dir: Path) -> RunFacts:
+    """Read ``result.json``, ``spec.json``, ``steps.jsonl`` and ``telemetry.jsonl`` (each may be missing)."""
+    raw_result = read_json(run_dir / "result.json")
+    steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
+    telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
+    measured = summarise_steps(steps, telemetry)
+    result = RunResult.from_dict(raw_result) if isinstance(raw_result, dict) else None
+    spec = _spec(read_json(run_dir / "spec.json"))
+    peak = _first(result.peak_memory_mb if result else None, measured["peak_memory_mb"])
+    return RunFacts(
+        status=result.status.value if result else "running",
+        error=result.error if result else None,
+        steps_done=result.steps_done if result and result.steps_done else int(measured["steps_done"]),
+        planned_steps=spec.steps if spec else None,
+        step_time_ms=_first(result.step_time_ms if result else None, measured["step_time_ms"]),
+        samples_per_s=_first(result.samples_per_s if result else None, measured["samples_per_s"]),
+        peak_memory_mb=peak,
+        memory_budget_mb=float(spec.memory_budget_mb) if spec and spec.memory_budget_mb else None,
+        final_loss=_first(result.final_loss if result else None, measured["final_loss"]),
+        losses=loss_curve(steps),
+        world_size=result.world_size if result else (spec.world_size if spec else 1),
+        device=result.device if result else None,
+        spec=spec,
+        telemetry_source=result.telemetry_source if result else None,
+    )
+
+
+def loss_curve(steps: pd.DataFrame) -> tuple[float, ...]:
+    """Mean loss over ranks per step, in step order, finite values only."""
+    if steps.empty:
+        return ()
+    per_step = steps.groupby("step")["loss"].mean().sort_index()
+    return tuple(float(v) for v in per_step if isinstance(v, float) and math.isfinite(v))
+
+
+def _spec(data: Any) -> TrainingSpec | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return TrainingSpec.from_dict(data)
+    except (SpecError, TypeError):
+        return None
+
+
+def _first(*values: float | None) -> float | None:
+    return next((float(v) for v in values if v is not None), None)

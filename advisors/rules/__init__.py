@@ -1,0 +1,44 @@
+"""The advisor's rules, one small class per file. ``RULES`` is the explicit, ordered list: the order breaks
+ties between findings of equal severity (more specific rules first within a class)."""
+
+from __future__ import annotations
+
+from advisors.rules.base import Example, Rule
+from advisors.rules.comm_exposed import ExposedCommunication
+from advisors.rules.comm_low_overlap import LowOverlap
+from advisors.rules.comm_straggler import Straggler
+from advisors.rules.compute_cpu_fp32_matmul import CpuFp32Matmul
+from advisors.rules.compute_cudnn_benchmark import CudnnBenchmarkOff
+from advisors.rules.compute_fp32_gemm import Fp32Gemms
+from advisors.rules.compute_not_compiled import NotCompiled
+from advisors.rules.compute_saturated import GemmSaturated
+from advisors.rules.data_idle_while_loading import DeviceIdleWhileLoading
+from advisors.rules.data_loader_exposed import LoaderStarvesStep
+from advisors.rules.data_pageable_copies import PageableCopies
+from advisors.rules.data_single_process import SingleProcessLoading
+from advisors.rules.host_launch_bound import LaunchBound
+from advisors.rules.host_syncs import FrequentSyncs
+from advisors.rules.memory_allocator_churn import AllocatorChurn
+from advisors.rules.memory_bandwidth import BandwidthBound
+from advisors.rules.memory_capacity import NearCapacity
+from advisors.rules.memory_out_of_memory import OutOfMemory
+from advisors.rules.train_loss_plateau import LossPlateau
+
+RULES: tuple[type[Rule], ...] = (
+    OutOfMemory, NearCapacity, AllocatorChurn, BandwidthBound,
+    SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
+    ExposedCommunication, LowOverlap, Straggler,
+    Fp32Gemms, GemmSaturated, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,
+    LaunchBound, FrequentSyncs,
+    LossPlateau,
+)
+
+
+def rule_by_id(rule_id: str) -> type[Rule]:
+    for r in RULES:
+        if r.id == rule_id:
+            return r
+    raise KeyError(f"no rule {rule_id!r}; known: {', '.join(r.id for r in RULES)}")
+
+
+__all__ = ["RULES", "Example", "Rule", "rule_by_id"]

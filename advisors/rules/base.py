@@ -1,0 +1,100 @@
+"""The shape of a rule: a small class with a stable id, a readable name, a bottleneck class, a docstring that
+is its documentation, named thresholds (overridable), the fix it proposes, and ``fires``/``passes`` examples
+that are its tests.
+
+A rule reads :class:`~advisors.facts.Facts` and returns a :class:`~advisors.model.Finding` or ``None``;
+``missing(facts)`` says honestly when the observation holds too little to judge.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Mapping
+
+from advisors.facts import Facts, derive
+from advisors.model import Bottleneck, EvidenceValue, Finding
+from advisors.observation import Observation
+
+#: Confidence at the firing threshold and at the "high" level; linear in between.
+CONFIDENCE_AT_THRESHOLD = 0.55
+CONFIDENCE_AT_HIGH = 0.95
+#: Discounts when the trace itself is thin.
+INFERRED_STEPS_FACTOR = 0.85  # no ProfilerStep markers: the whole window was taken as one step
+SINGLE_STEP_FACTOR = 0.9  # one step only: nothing to say how typical it is
+
+
+@dataclass(frozen=True)
+class Example:
+    """A named synthetic input (built lazily) for a rule's documentation and tests."""
+
+    label: str
+    build: Callable[[], Observation]
+
+    def facts(self) -> Facts:
+        return derive(self.build())
+
+
+class Rule:
+    """Base class. Subclasses set the class attributes and implement :meth:`check`."""
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    bottleneck: ClassVar[Bottleneck]
+    thresholds: ClassVar[Mapping[str, float]]
+    fix_id: ClassVar[str | None] = None
+    fires: ClassVar[tuple[Example, ...]] = ()
+    passes: ClassVar[tuple[Example, ...]] = ()
+
+    def __init__(self, overrides: Mapping[str, float] | None = None) -> None:
+        unknown = sorted(set(overrides or {}) - set(self.thresholds))
+        if unknown:
+            raise ValueError(f"{self.id}: unknown threshold(s) {unknown}; known: {sorted(self.thresholds)}")
+        self.t: Mapping[str, float] = {**self.thresholds, **(overrides or {})}
+
+    def check(self, f: Facts) -> Finding | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def missing(self, f: Facts) -> str | None:
+        """Why this rule cannot judge the observation, or ``None`` when it can."""
+        return None if f.has_steps else "no profiled steps to measure"
+
+    # -- helpers for subclasses ---------------------------------------------------------------------------
+    def finding(self, f: Facts, severity: float, confidence: float, message: str,
+                evidence: Mapping[str, EvidenceValue], fix_id: str | None = None) -> Finding:
+        return Finding(rule=self.id, name=self.name, bottleneck=self.bottleneck, severity=severity,
+                       confidence=confidence * data_quality(f), message=message,
+                       evidence={k: _round(v) for k, v in evidence.items()}, fix_id=fix_id or self.fix_id)
+
+    @classmethod
+    def doc(cls) -> dict[str, Any]:
+        """The rule as documentation (the dashboard's Rules page is built from this)."""
+        return {"id": cls.id, "name": cls.name, "bottleneck": cls.bottleneck.value,
+                "doc": inspect.cleandoc(cls.__doc__ or ""), "thresholds": dict(cls.thresholds),
+                "fix": cls.fix_id, "fires": [e.label for e in cls.fires], "passes": [e.label for e in cls.passes]}
+
+
+def ramp(value: float, threshold: float, high: float) -> float:
+    """Confidence growing linearly from :data:`CONFIDENCE_AT_THRESHOLD` at ``threshold`` to
+    :data:`CONFIDENCE_AT_HIGH` at ``high`` (clamped)."""
+    if high <= threshold:
+        return CONFIDENCE_AT_HIGH
+    x = min(max((value - threshold) / (high - threshold), 0.0), 1.0)
+    return CONFIDENCE_AT_THRESHOLD + x * (CONFIDENCE_AT_HIGH - CONFIDENCE_AT_THRESHOLD)
+
+
+def data_quality(f: Facts) -> float:
+    factor = 1.0
+    if f.steps_inferred:
+        factor *= INFERRED_STEPS_FACTOR
+    if f.has_steps and f.n_steps == 1:
+        factor *= SINGLE_STEP_FACTOR
+    return factor
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _round(v: EvidenceValue) -> EvidenceValue:
+    return round(v, 4) if isinstance(v, float) else v

@@ -1,0 +1,64 @@
+"""MEM004 — memory-bandwidth-bound kernels dominate a busy device."""
+
+from __future__ import annotations
+
+from advisors.facts import Facts
+from advisors.model import Bottleneck, Finding
+from advisors.rules.base import Example, Rule, pct, ramp
+from advisors.synthetic import observation
+
+
+class BandwidthBound(Rule):
+    """A busy GPU whose kernel time is mostly elementwise and normalization kernels, with few GEMMs. Those
+    kernels do a handful of operations per byte: they run at memory bandwidth, not at compute throughput, so
+    faster math does not help — moving fewer bytes does (fusion, lower-precision activations).
+
+    Severity: pointwise kernel time (share of step) × ``recoverable`` (0.5, what fusing chains of pointwise
+    ops typically saves). Thresholds: ``min_gpu_busy`` (0.5) — otherwise the host binds first;
+    ``min_pointwise_share`` (0.5) and ``high_pointwise_share`` (0.8) of kernel time; ``max_matmul_share``
+    (0.45) of kernel time.
+
+    Fix: ``torch.compile`` (fuses pointwise chains); if already compiled, bf16 activations.
+    """
+
+    id, name, bottleneck = "MEM004", "bandwidth-bound-kernels", Bottleneck.MEMORY
+    thresholds = {"min_gpu_busy": 0.5, "min_pointwise_share": 0.5, "high_pointwise_share": 0.8,
+                  "max_matmul_share": 0.45, "recoverable": 0.5}
+    fix_id = "torch_compile"
+    fires = (
+        Example("elementwise adds fill 91% of a busy device",
+                lambda: observation({"gpu_compute": 0.91}, kernels={"elementwise": 0.91})),
+        Example("LLM step: 63% pointwise, 36% bf16 GEMM",
+                lambda: observation({"gpu_compute": 0.92}, kernels={"elementwise": 0.58, "matmul": 0.33},
+                                    low_precision=1.0)),
+    )
+    passes = (
+        Example("GEMM-heavy CNN", lambda: observation({"gpu_compute": 0.7},
+                                                     kernels={"matmul": 0.45, "elementwise": 0.15, "normalization": 0.1})),
+        Example("idle device", lambda: observation({"gpu_compute": 0.1}, kernels={"elementwise": 0.1})),
+    )
+
+    def missing(self, f: Facts) -> str | None:
+        if not f.has_steps:
+            return "no profiled steps to measure"
+        return None if f.device == "gpu" else "no GPU kernels: bandwidth-bound kernels are read from kernel time"
+
+    def check(self, f: Facts) -> Finding | None:
+        if self.missing(f) or (f.gpu_busy or 0.0) < self.t["min_gpu_busy"]:
+            return None
+        pointwise = f.kernel_mix.get("elementwise", 0.0) + f.kernel_mix.get("normalization", 0.0)
+        matmul = f.kernel_mix.get("matmul", 0.0)
+        if pointwise < self.t["min_pointwise_share"] or matmul > self.t["max_matmul_share"]:
+            return None
+        step_share = min(f.kernel_step_share.get("elementwise", 0.0) + f.kernel_step_share.get("normalization", 0.0),
+                         f.gpu_busy or 0.0)
+        fix = "bf16_autocast" if f.compiled else self.fix_id
+        return self.finding(
+            f, severity=step_share * self.t["recoverable"],
+            confidence=ramp(pointwise, self.t["min_pointwise_share"], self.t["high_pointwise_share"]),
+            message=f"Elementwise and normalization kernels take {pct(pointwise)} of kernel time against "
+                    f"{pct(matmul)} for GEMMs: the device is bandwidth-bound; "
+                    + ("fuse them with torch.compile." if fix == "torch_compile" else "keep activations in bf16."),
+            evidence={"pointwise_share_of_kernel_time": pointwise, "matmul_share_of_kernel_time": matmul,
+                      "pointwise_share_of_step": step_share, "gpu_busy_share": f.gpu_busy, "compiled": f.compiled},
+            fix_id=fix)

@@ -1,0 +1,93 @@
+"""Diagnosis logic on synthetic inputs: ranking, ``none``, confidence margin, run folders, the CLI contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisors.cli import main
+from advisors.diagnosis import diagnose, diagnosis_json
+from advisors.model import Bottleneck
+from advisors.synthetic import observation, run_facts
+from profilers.spec import TrainingSpec
+
+
+def test_nothing_fires_is_none() -> None:
+    d = diagnose(observation({"gpu_compute": 0.6, "forward": 0.3}, kernels={"matmul": 0.5}, low_precision=1.0))
+    assert d.bottleneck is Bottleneck.NONE and d.binding is None and d.confidence == 0.0
+
+
+def test_binding_is_largest_severity() -> None:
+    d = diagnose(observation({"gpu_compute": 0.5, "dataloader": 0.12, "communication": 0.3},
+                             kernels={"matmul": 0.3, "communication": 0.3}, ranks=(0, 1)))
+    assert d.bottleneck is Bottleneck.COMMUNICATION
+    assert [f.severity for f in d.findings] == sorted((f.severity for f in d.findings), reverse=True)
+    assert any(f.bottleneck is Bottleneck.DATA for f in d.others)
+
+
+def test_close_rival_lowers_confidence() -> None:
+    clear = diagnose(observation({"gpu_compute": 0.5, "dataloader": 0.4}))
+    close = diagnose(observation({"gpu_compute": 0.3, "dataloader": 0.3, "communication": 0.28},
+                                 kernels={"communication": 0.28}, busy=0.9))
+    assert clear.confidence > close.confidence
+
+
+def test_heavy_but_overlapped_communication_is_not_a_bottleneck() -> None:
+    d = diagnose(observation({"gpu_compute": 0.9, "communication": 0.02}, comm_total=0.45, comm_overlapped=0.43,
+                             kernels={"matmul": 0.5, "communication": 0.45}, low_precision=1.0, ranks=(0, 1)))
+    assert d.bottleneck is not Bottleneck.COMMUNICATION
+
+
+def test_out_of_memory_run_without_trace() -> None:
+    d = diagnose(observation(no_trace=True, run=run_facts("out_of_memory", peak_memory_mb=1900.0,
+                                                          memory_budget_mb=1536.0, steps_done=0)))
+    assert d.bottleneck is Bottleneck.MEMORY and d.binding and d.binding.rule == "MEM002"
+    assert d.binding.evidence["peak_memory_mb"] == 1900.0
+    assert d.binding.fix_id == "grad_accumulation"
+
+
+def test_out_of_memory_with_accumulation_proposes_checkpointing() -> None:
+    spec = TrainingSpec(workload="memory_bound", batch_size=32, grad_accum_steps=2)
+    d = diagnose(observation(no_trace=True, run=run_facts("out_of_memory", spec=spec)))
+    assert d.binding and d.binding.fix_id == "activation_checkpointing"
+
+
+def test_json_shape() -> None:
+    out = diagnosis_json(diagnose(observation({"gpu_compute": 0.5, "dataloader": 0.4})))
+    assert out["bottleneck"] == "data" and out["findings"]
+    f = out["findings"][0]
+    assert set(f) >= {"rule", "bottleneck", "severity", "message", "evidence", "fix"}
+    assert set(f["fix"]) >= {"id", "title", "snippet", "spec_patch"}
+    json.dumps(out)
+
+
+def _run_folder(tmp_path: Path, status: str) -> Path:
+    run = tmp_path / "20250101-000000-memory_bound-abcd"
+    run.mkdir()
+    spec = TrainingSpec(workload="memory_bound", batch_size=64, memory_budget_mb=1024)
+    (run / "spec.json").write_text(spec.to_json())
+    (run / "result.json").write_text(json.dumps({"status": status, "error": "RSS 1300 MB passed the budget",
+                                                 "steps_done": 2, "peak_memory_mb": 1300.0}))
+    rows = [{"rank": 0, "step": i, "wall_ms": 50.0, "loss": 2.0 - 0.1 * i, "samples": 64} for i in range(2)]
+    (run / "steps.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return run
+
+
+def test_analyze_run_folder_out_of_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_folder(tmp_path, "out_of_memory")
+    assert main(["analyze", str(run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bottleneck"] == "memory" and out["run"]["status"] == "out_of_memory"
+    assert out["findings"][0]["evidence"]["peak_memory_mb"] == 1300.0
+    assert out["findings"][0]["evidence"]["memory_budget_mb"] == 1024.0
+    assert any("no trace" in n["reason"] for n in out["not_enough_data"])
+
+
+def test_analyze_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["analyze", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:")

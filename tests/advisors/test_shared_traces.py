@@ -1,0 +1,59 @@
+"""Every labelled real trace in ../shared/traces gets its folder's class, with evidence (see its MANIFEST)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisors.diagnosis import diagnose
+from advisors.observation import observe
+
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+LABELS = ("data", "compute", "memory", "communication", "host")
+
+
+def _labelled() -> list[tuple[Path, str]]:
+    out: list[tuple[Path, str]] = []
+    for label in LABELS:
+        folder = TRACES / label
+        for p in sorted(folder.glob("*")) if folder.is_dir() else []:
+            if p.suffix == ".pickle":
+                continue  # a memory snapshot, not a trace (another helper reads it)
+            out.append((p, label))
+            if p.is_dir():
+                out.extend((f, label) for f in sorted(p.glob("*.json*")))
+    return out
+
+
+CASES = _labelled()
+pytestmark = pytest.mark.skipif(not CASES, reason="../shared/traces is not beside the checkout")
+
+
+@pytest.mark.parametrize(("path", "label"), CASES, ids=[str(p.relative_to(TRACES)) for p, _ in CASES])
+def test_labelled_trace_gets_its_class(path: Path, label: str) -> None:
+    d = diagnose(observe(path))
+    assert d.bottleneck.value == label, [(f.rule, f.severity) for f in d.findings]
+    assert d.binding is not None and d.binding.evidence
+    assert 0.3 <= d.confidence <= 1.0
+    assert d.binding.fix_id is not None or d.binding.rule == "COMM003"
+
+
+def test_data_compute_pair_moves_from_loader_to_gemms() -> None:
+    before = diagnose(observe(TRACES / "data" / "kineto_resnet50_num_workers_0.pt.trace.json.gz"))
+    after = diagnose(observe(TRACES / "compute" / "kineto_resnet50_num_workers_4.pt.trace.json.gz"))
+    assert before.binding and before.binding.evidence["dataloader_exposed_share"] > 0.3
+    assert after.binding and after.binding.rule == "COMP001"
+    assert after.binding.evidence["gemm_low_precision_share"] == 0.0
+
+
+def test_partly_on_mixed_precision_is_not_reported_as_off() -> None:
+    d = diagnose(observe(TRACES / "data" / "tracelens_h100_owlv2.json.gz"))  # bf16 GEMMs, fp32 softmax
+    assert "COMP001" not in {f.rule for f in d.findings}
+
+
+@pytest.mark.parametrize("name", ["hta_cpu_only_gloo_rank-34.pt.trace.json.gz", "hta_no_rank_info.json.gz"])
+def test_cpu_only_traces_say_what_they_cannot_judge(name: str) -> None:
+    d = diagnose(observe(TRACES / "edge" / name))
+    host = [n for n in d.notes if n.bottleneck.value == "host"]
+    assert host and all(n.whole_class for n in host)
