@@ -95,13 +95,18 @@ def follow(handle: RunHandle, on_progress: Callable[[dict[str, Any]], None] | No
     """Wait for ``handle``, reporting progress changes and cancelling after ``timeout_s``."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     last: dict[str, Any] | None = None
+
+    def report() -> None:
+        nonlocal last
+        progress = handle.progress() if on_progress is not None else None
+        if on_progress is not None and progress is not None and progress != last:
+            last = progress
+            on_progress(progress)
+
     while not handle.poll().finished:
-        if on_progress is not None:
-            progress = handle.progress()
-            if progress is not None and progress != last:
-                last = progress
-                on_progress(progress)
+        report()
         if deadline is not None and time.monotonic() > deadline:
             handle.cancel(f"timed out after {timeout_s:g} s")
         handle.join(poll_s)
+    report()  # the last word, even when the run ended between two polls
     return handle.wait()

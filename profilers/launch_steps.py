@@ -1,0 +1,142 @@
+"""Finding the training steps of a script we did not write, from the outside.
+
+A step ends when the script's optimizer steps (a global ``register_optimizer_step_post_hook``), or — when the
+script never created an optimizer (a hand-written SGD update) — when a backward pass ends. Exactly one source
+counts each step:
+
+- a script that creates any ``torch.optim.Optimizer`` before its first backward is counted by the optimizer:
+  gradient accumulation (several backwards per step) and closures (LBFGS) stay one step each;
+- with several optimizers (a GAN's generator and discriminator), only the first that steps counts;
+- a script without optimizer is counted by its outermost backward calls (``Tensor.backward`` calls
+  ``torch.autograd.backward``: the nested call is not a second step);
+- if an optimizer first steps after backward counting began, counting moves to it from the next step on; if
+  one exists but has not stepped after ``BACKWARD_FALLBACK`` backwards, backward counting takes over.
+
+Batches drawn from any ``DataLoader`` are sized (first tensor's leading dimension) so samples/s can be known.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.utils.data import dataloader
+
+BACKWARD_FALLBACK = 64
+
+OnStep = Callable[[float | None, int | None], None]  # (loss, samples drawn since the last step)
+
+
+def _scalar(value: Any) -> float | None:
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        try:
+            return float(value.detach().float().item())
+        except RuntimeError:
+            return None
+    return None
+
+
+def _batch_size(batch: Any) -> int | None:
+    if isinstance(batch, torch.Tensor):
+        return int(batch.shape[0]) if batch.dim() > 0 else None
+    if isinstance(batch, (list, tuple)):
+        items: list[Any] = list(batch)
+    elif isinstance(batch, dict):
+        items = list(batch.values())
+    else:
+        return None
+    for item in items:
+        size = _batch_size(item)
+        if size is not None:
+            return size
+    return None
+
+
+class StepDetector:
+    """Installs process-wide hooks and calls ``on_step(loss, samples)`` once per detected step."""
+
+    def __init__(self, on_step: OnStep) -> None:
+        self._on_step = on_step
+        self.mode: str | None = None  # "optimizer" | "backward", decided by what the script does
+        self._optimizer_created = False
+        self._lead: int | None = None
+        self._depth = 0
+        self._backwards_since_step = 0
+        self._last_loss: float | None = None
+        self._samples: int | None = None
+        self._undo: list[Callable[[], None]] = []
+
+    def install(self) -> None:
+        handle = register_optimizer_step_post_hook(self._after_optimizer_step)
+        self._undo.append(handle.remove)
+        self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
+        self._patch(torch.Tensor, "backward", self._wrap_backward)
+        self._patch(torch.autograd, "backward", self._wrap_backward)
+        self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)
+
+    def uninstall(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def _patch(self, owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        original = getattr(owner, name)
+        setattr(owner, name, functools.wraps(original)(wrapper(original)))
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    # -- the hooks ---------------------------------------------------------------------------------------------
+    def _wrap_optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def init(opt: Any, *args: Any, **kwargs: Any) -> None:
+            self._optimizer_created = True
+            original(opt, *args, **kwargs)
+        return init
+
+    def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            self._depth += 1
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                self._depth -= 1
+            if self._depth == 0:
+                self._after_backward(args[0] if args else kwargs.get("tensors"))
+            return out
+        return backward
+
+    def _wrap_next(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def next_batch(it: Any) -> Any:
+            batch = original(it)
+            size = _batch_size(batch)
+            if size is not None:
+                self._samples = (self._samples or 0) + size
+            return batch
+        return next_batch
+
+    def _after_backward(self, tensors: Any) -> None:
+        loss = _scalar(tensors if isinstance(tensors, torch.Tensor) else
+                       (tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else None))
+        if loss is not None:
+            self._last_loss = loss
+        self._backwards_since_step += 1
+        if self.mode is None and (not self._optimizer_created or self._backwards_since_step > BACKWARD_FALLBACK):
+            self.mode = "backward"
+        if self.mode == "backward":
+            self._emit()
+
+    def _after_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._lead is None:
+            self._lead = id(optimizer)
+        if id(optimizer) != self._lead:
+            return
+        if self.mode == "backward":
+            self.mode = "optimizer"  # this step was already counted by its backward
+            self._backwards_since_step = 0
+            return
+        self.mode = "optimizer"
+        self._emit()
+
+    def _emit(self) -> None:
+        loss, samples = self._last_loss, self._samples
+        self._last_loss, self._samples, self._backwards_since_step = None, None, 0
+        self._on_step(loss, samples)
