@@ -9,6 +9,7 @@ the exit code or signal and the tail of ``stderr.log`` named in the error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -117,13 +118,18 @@ class RunHandle:
             code = self._proc.wait()
             result = self._result_for_exit(code)
         except BaseException as err:  # the watcher must always leave a stored result behind
-            code = self._proc.poll()
-            result = self.store.salvage(self.run_id, RunStatus.FAILED, f"the runner lost the run: {err!r}", code)
+            code, error = self._proc.poll(), f"the runner lost the run: {err!r}"
+            try:
+                result = self.store.salvage(self.run_id, RunStatus.FAILED, error, code)
+            except Exception:
+                result = RunResult(RunStatus.FAILED, error=error, exit_code=code, finished_unix=time.time())
         self._store_result(result)
 
     def _store_result(self, result: RunResult) -> None:
         try:
             self.store.finish(self.run_id, result)
+        except Exception as err:  # e.g. the folder was deleted under us: the caller still gets its result
+            result = result.with_(warnings=(*result.warnings, f"the result could not be stored: {err!r}"))
         finally:
             self._result = result
             self._done.set()
@@ -170,6 +176,56 @@ def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[s
     handle = RunHandle(store, run_id, hang_timeout_s)
     handle._launch(command, extra_env)
     return handle
+
+
+def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the user",
+               grace_s: float = CANCEL_GRACE_S) -> RunStatus:
+    """Cancel a run from any process, e.g. a dashboard restarted after starting it (no handle at hand).
+
+    Signals the run's process group and descendants (SIGTERM, SIGKILL after ``grace_s``) when the stored
+    pid is still that process; a watching handle elsewhere then stores the result, else it is salvaged here.
+    """
+    from profilers.store_io import pid_alive
+
+    record = store.get(run_id)
+    if record.status.finished:
+        return record.status
+    manifest = store.read_manifest(run_id)
+    pid, started = manifest.get("pid"), manifest.get("pid_started")
+    if pid_alive(pid, started):
+        leader = psutil.Process(int(pid))
+        procs = [leader, *leader.children(recursive=True)]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(pid), sig)
+            for proc in procs:
+                with contextlib.suppress(psutil.Error):
+                    proc.send_signal(sig)
+            if _wait_gone(procs, grace_s if sig == signal.SIGTERM else 5.0):
+                break
+    record = store.get(run_id)
+    if not record.status.finished:
+        time.sleep(TICK_S * 4)  # give a watching handle the chance to store its own, fuller result
+        record = store.get(run_id)
+    if not record.status.finished:
+        record = store.finish(run_id, store.salvage(run_id, RunStatus.KILLED, reason))
+    return record.status
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
+    """Wait until every process has ended (zombies count as ended: we must not reap another's child)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for proc in procs:
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.Error:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return not alive
+        time.sleep(0.05)
 
 
 def classify_exit(code: int, stderr_tail_text: str = "") -> tuple[RunStatus, str]:

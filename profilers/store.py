@@ -275,6 +275,10 @@ class RunStore:
         return pid_alive(manifest.get("pid"), manifest.get("pid_started"))
 
     # -- folder ↔ record ------------------------------------------------------------------------------------
+    def read_manifest(self, run_id: str) -> dict[str, Any]:
+        """The store's own ``manifest.json`` of a run (kind, label, pid, pid_started, …)."""
+        return self._manifest(run_id)
+
     def _manifest(self, run_id: str) -> dict[str, Any]:
         data = read_json(self.path(run_id) / MANIFEST)
         if not isinstance(data, dict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -40,15 +41,17 @@ FAKE_WORKER = textwrap.dedent('''
             fh.write(json.dumps({"rank": 0, "step": step, "wall_ms": 5.0, "loss": 1.0 / (step + 1),
                                  "samples": 8, "profiled": False, "t_unix_ns": time.time_ns()}) + "\\n")
             fh.flush()
+            blocks = step == 2 and mode in ("block", "hang")
+            if blocks:  # a grandchild in a session of its own, like a torchrun rank
+                child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                         start_new_session=True)
+                (run_dir / "child.pid").write_text(str(child.pid))
             (run_dir / "progress.json.tmp").write_text(json.dumps({"step": step + 1, "total_steps": 6}))
             os.replace(run_dir / "progress.json.tmp", run_dir / "progress.json")
             if step == 2 and mode == "crash":
                 print("something broke in the data pipeline", file=sys.stderr)
                 sys.exit(3)
-            if step == 2 and mode in ("block", "hang"):
-                child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                                         start_new_session=True)
-                (run_dir / "child.pid").write_text(str(child.pid))
+            if blocks:
                 time.sleep(600)
     (run_dir / "result.json").write_text(json.dumps({"status": "ok", "steps_done": 6, "step_time_ms": 5.0}))
 ''')
@@ -232,3 +235,20 @@ def test_two_gloo_ranks_end_ok_with_two_traces(tmp_path: Path) -> None:
     assert [p.name.split(".")[0] for p in _traces(Path(record.run_dir))] == ["rank0", "rank1"]
     steps = store.read_steps(record.run_id)
     assert sorted(steps["rank"].unique()) == [0, 1] and result.steps_done == 6
+
+
+def test_cancel_run_from_another_process_without_a_handle(tmp_path: Path) -> None:
+    from profilers.run_handle import cancel_run
+
+    store, handle = _fake(tmp_path, "block")
+    _wait_for_step(handle, 3)
+    child_pid = int((handle.run_dir / "child.pid").read_text())
+    code = ("import sys; from profilers.store import RunStore; from profilers.run_handle import cancel_run; "
+            "print(cancel_run(RunStore(sys.argv[1]), sys.argv[2]).value)")
+    out = subprocess.run([sys.executable, "-c", code, str(store.root), handle.run_id], capture_output=True,
+                         text=True, timeout=WAIT_S)
+    assert out.stdout.strip() == "killed", out.stderr
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.KILLED and result.steps_done == 3
+    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+    assert cancel_run(store, handle.run_id) is RunStatus.KILLED  # a finished run stays as it is
