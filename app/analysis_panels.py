@@ -1,0 +1,130 @@
+"""The panels of the Analysis page, one function each; they render an :class:`Analysis` and compute nothing."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import tables, ui
+from reports import charts, charts_time
+from reports.analysis import Analysis
+
+
+def headline(a: Analysis) -> None:
+    """The one sentence, then the key figures."""
+    b = a.breakdown
+    d = a.diagnosis
+    if d is not None and d.binding is not None:
+        st.subheader(f"Binding bottleneck: {d.bottleneck.value}")
+        st.markdown(f"{ui.text(d.binding.message)} _(confidence {d.confidence:.0%})_")
+    else:
+        st.markdown(ui.text(a.headline))
+        if a.advisor_note:
+            st.caption(ui.text(a.advisor_note))
+    if b is None:
+        return
+    cols = st.columns(5)
+    cols[0].metric("Device", b.device.upper(), help=b.device_name)
+    cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
+    cols[2].metric("Median step", f"{b.step_time_ms:.1f} ms")
+    cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
+    cols[4].metric("Events", f"{a.n_events:,}")
+    ui.chart(charts.share_bar(b.shares()), key="analysis.share")
+
+
+def notes(a: Analysis) -> None:
+    items = [*a.notes, *a.warnings]
+    if items:
+        with st.expander(f"Notes and warnings ({len(items)})"):
+            for item in items:
+                st.markdown(f"- {ui.text(item, 500)}")
+
+
+def breakdown_panel(a: Analysis) -> None:
+    b = a.breakdown
+    assert b is not None
+    rank = None
+    if len(b.ranks) > 1:
+        choice = st.selectbox("Rank", ["mean over ranks", *b.ranks], key="analysis.rank_breakdown")
+        rank = None if choice == "mean over ranks" else int(choice)
+    ui.chart(charts.step_breakdown(b.per_step, rank), key="analysis.per_step")
+    ui.chart(charts.rank_breakdown(b.per_step), key="analysis.per_rank")
+
+
+def timeline_panel(a: Analysis) -> None:
+    if a.timeline.empty:
+        st.info("No timeline: the trace has no steps.")
+        return
+    ranks = sorted(a.timeline["rank"].unique().tolist())
+    rank = st.selectbox("Rank", ranks, key="analysis.rank_timeline") if len(ranks) > 1 else ranks[0]
+    ui.chart(charts_time.timeline(a.timeline, a.step_spans, int(rank)), key="analysis.timeline")
+    st.caption(f"{a.n_events:,} events summarised into {len(a.timeline):,} time buckets; the raw trace stays "
+               "on the server.")
+
+
+def tables_panel(a: Analysis) -> None:
+    b = a.breakdown
+    assert b is not None
+    rows = max(len(b.per_step), 1)
+    query = st.text_input("Filter names", key="analysis.filter", placeholder="e.g. gemm, conv, aten::add")
+    kernels, ops = b.kernels, b.ops
+    if query:
+        kernels = kernels[kernels["name"].str.contains(query, case=False, regex=False)]
+        ops = ops[ops["name"].str.contains(query, case=False, regex=False)]
+    left, right = st.columns(2)
+    with left:
+        if len(b.kernels):
+            ui.chart(charts.top_items(kernels, "Top GPU kernels", color_by="kclass"), key="analysis.top_kernels")
+        st.dataframe(tables.kernels_frame(kernels, rows), hide_index=True, width="stretch", height=320)
+    with right:
+        ui.chart(charts.top_items(ops, "Top host operators (inclusive)"), key="analysis.top_ops")
+        st.dataframe(tables.ops_frame(ops, rows), hide_index=True, width="stretch", height=320)
+
+
+def telemetry_panel(a: Analysis) -> None:
+    b = a.breakdown
+    if not a.telemetry.empty:
+        source = a.run.telemetry_source if a.run else None
+        ui.chart(charts_time.telemetry(a.telemetry, a.steps, source), key="analysis.telemetry")
+        if source == "host":
+            st.caption("Host telemetry (psutil) was recorded because NVML was unavailable on the machine that ran it.")
+    elif a.run is not None:
+        st.info("This run recorded no telemetry.")
+    if not a.memory.empty:
+        ranks = sorted(a.memory["rank"].unique().tolist())
+        rank = st.selectbox("Rank", ranks, key="analysis.rank_memory") if len(ranks) > 1 else ranks[0]
+        ui.chart(charts_time.memory_over_time(a.memory, a.step_spans, int(rank)), key="analysis.memory_time")
+    peaks, capacity = _peaks(a)
+    if any(v is not None for v in peaks.values()):
+        ui.chart(charts.memory_peak(peaks, capacity, "Memory peak against capacity"), key="analysis.memory_peak")
+    elif b is not None and a.telemetry.empty:
+        st.info("The trace holds no memory events (profile_memory was off).")
+
+
+def _peaks(a: Analysis) -> tuple[dict[str, float | None], float | None]:
+    mib = 1024**2
+    peaks: dict[str, float | None] = {}
+    capacity = None
+    if a.breakdown is not None:
+        m = a.breakdown.memory
+        peaks["device allocated"] = m.device_allocated_bytes / mib if m.device_allocated_bytes else None
+        peaks["device reserved"] = m.device_reserved_bytes / mib if m.device_reserved_bytes else None
+        peaks["host allocated"] = m.host_allocated_bytes / mib if m.host_allocated_bytes else None
+        capacity = m.device_capacity_bytes / mib if m.device_capacity_bytes else None
+    if a.run is not None:
+        peaks["run peak (telemetry)"] = a.run.peak_memory_mb
+        capacity = capacity or a.run.memory_budget_mb
+    return peaks, capacity
+
+
+def ranks_panel(a: Analysis) -> None:
+    b = a.breakdown
+    assert b is not None
+    if len(b.ranks) < 2:
+        st.info("One rank: there is no straggler to find.")
+        return
+    s = b.straggler
+    ui.chart(charts.straggler(b.per_rank, s.rank if s else None), key="analysis.straggler")
+    if s is not None:
+        st.markdown(f"Rank **{s.rank}** works {s.work_ms:.1f} ms per step against a median of "
+                    f"{s.median_work_ms:.1f} ms: the others wait {s.excess_share:.0%} of a step for it.")
+    st.dataframe(b.per_rank, hide_index=True, width="stretch")

@@ -1,0 +1,64 @@
+"""Cached reads for the pages: the run store and analyses of runs and traces.
+
+``st.cache_data`` wraps only pure functions of their arguments, bounded by ``max_entries`` and ``ttl``. An
+analysis is keyed by :mod:`reports.fingerprint`: a stored run by the stat of its files (it changes while it
+trains), an upload by the digest of its content (so the analysis made while validating the upload is the one
+the Analysis page reads). Cached values are small (:class:`reports.analysis.Analysis` holds no raw events), so
+a cache hit — which unpickles a copy — stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from profilers.run_model import RunRecord
+from profilers.store import RunStore
+from reports.analysis import Analysis, analyse_run, analyse_trace
+from reports.fingerprint import content_digest, stat_fingerprint
+
+ANALYSIS_ENTRIES = 12
+ANALYSIS_TTL_S = 3600
+
+
+def store() -> RunStore:
+    """The run store (``$STEPWISE_HOME``, else ``./runs``); cheap to open, safe across sessions."""
+    return RunStore()
+
+
+@st.cache_data(max_entries=256, ttl=ANALYSIS_TTL_S, show_spinner=False)
+def _digest(path: str, fingerprint: tuple) -> str:
+    return content_digest(path)
+
+
+@st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading and analysing the trace…")
+def _trace_analysis(digest: str, label: str, _path: str) -> Analysis:
+    return analyse_trace(Path(_path), label)
+
+
+@st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading the run…")
+def _run_analysis(path: str, label: str, kind: str, fingerprint: tuple) -> Analysis:
+    return analyse_run(Path(path), label, kind)
+
+
+def trace_analysis(path: Path, label: str) -> Analysis:
+    """Analysis of a trace file or folder, keyed by its content. Raises TraceError for a bad trace."""
+    digest = _digest(str(path), stat_fingerprint(path))
+    return _trace_analysis(digest, label, str(path))
+
+
+def upload_trace_root(record: RunRecord) -> Path:
+    """What an ``upload`` run holds under ``trace/``: the one file or folder that was uploaded."""
+    trace = Path(record.run_dir) / "trace"
+    entries = sorted(trace.iterdir()) if trace.is_dir() else []
+    return entries[0] if len(entries) == 1 else trace
+
+
+def run_analysis(record: RunRecord) -> Analysis:
+    """Analysis of a stored run or upload. Raises TraceError when an upload's trace cannot be read."""
+    if record.kind == "upload":
+        return trace_analysis(upload_trace_root(record), record.label)
+    run_dir = Path(record.run_dir)
+    return _run_analysis(str(run_dir), record.label, record.kind, stat_fingerprint(run_dir))
+

@@ -1,0 +1,34 @@
+"""Stepwise dashboard entry: ``streamlit run app/main.py`` (what ``bash scripts/dashboard.sh`` runs).
+
+A thin script: page config, the shared sidebar, ``st.navigation``. Every page lives in ``app/views/`` and
+only renders what the packages compute.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import sidebar
+
+st.set_page_config(page_title="Stepwise", page_icon=":material/speed:", layout="wide")
+
+PAGES = {
+    "Runs": [
+        st.Page("views/runs.py", title="Runs", icon=":material/list:", default=True),
+        st.Page("views/launch.py", title="Launch", icon=":material/play_arrow:"),
+        st.Page("views/upload.py", title="Upload", icon=":material/upload:"),
+    ],
+    "Understand": [
+        st.Page("views/analysis.py", title="Analysis", icon=":material/bar_chart:"),
+        st.Page("views/advisor.py", title="Advisor", icon=":material/lightbulb:"),
+        st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    ],
+    "Share": [
+        st.Page("views/report.py", title="Report", icon=":material/description:"),
+        st.Page("views/rules.py", title="Rules", icon=":material/rule:"),
+    ],
+}
+
+navigation = st.navigation(PAGES)
+sidebar.render()
+navigation.run()

@@ -1,0 +1,88 @@
+"""The one place that knows the session-state keys. Everything here is per browser session, never shared.
+
+Pages call these accessors instead of touching ``st.session_state`` with string keys, so a key is spelled once.
+Long-lived objects (a run's :class:`~profilers.run_handle.RunHandle`, an experiment job) live here too: they
+belong to the session that started them; the run store on disk is what every session shares.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+SELECTED_RUN = "stepwise.selected_run"
+COMPARE_PAIR = "stepwise.compare_pair"
+LAUNCH_HANDLE = "stepwise.launch_handle"
+UPLOAD_SEEN = "stepwise.upload_seen"
+UPLOAD_RESULTS = "stepwise.upload_results"
+EXPERIMENT_JOB = "stepwise.experiment_job"
+LADDER_JOB = "stepwise.ladder_job"
+
+
+def _get(key: str, default: Any = None) -> Any:
+    return st.session_state.get(key, default)
+
+
+def _set(key: str, value: Any) -> None:
+    st.session_state[key] = value
+
+
+def selected_run() -> str | None:
+    """The run (id) the Analysis, Advisor and Report pages show."""
+    return _get(SELECTED_RUN)
+
+
+def select_run(run_id: str | None) -> None:
+    _set(SELECTED_RUN, run_id)
+
+
+def compare_pair() -> tuple[str | None, str | None]:
+    return _get(COMPARE_PAIR, (None, None))
+
+
+def set_compare_pair(a: str | None, b: str | None) -> None:
+    _set(COMPARE_PAIR, (a, b))
+
+
+def launch_handle() -> Any | None:
+    """The RunHandle of the run this session started last (its live view and Cancel need it)."""
+    return _get(LAUNCH_HANDLE)
+
+
+def set_launch_handle(handle: Any | None) -> None:
+    _set(LAUNCH_HANDLE, handle)
+
+
+def upload_seen() -> set[str]:
+    """Ids of uploaded files already processed (the uploader returns them again on every rerun)."""
+    seen = _get(UPLOAD_SEEN)
+    if seen is None:
+        seen = set()
+        _set(UPLOAD_SEEN, seen)
+    return seen
+
+
+def upload_results() -> list[Any]:
+    """Outcomes of this session's uploads, newest first (shown on the Upload page)."""
+    results = _get(UPLOAD_RESULTS)
+    if results is None:
+        results = []
+        _set(UPLOAD_RESULTS, results)
+    return results
+
+
+def experiment_job() -> Any | None:
+    return _get(EXPERIMENT_JOB)
+
+
+def set_experiment_job(job: Any | None) -> None:
+    _set(EXPERIMENT_JOB, job)
+
+
+def ladder_job() -> Any | None:
+    return _get(LADDER_JOB)
+
+
+def set_ladder_job(job: Any | None) -> None:
+    _set(LADDER_JOB, job)

@@ -1,0 +1,39 @@
+"""Frames for ``st.dataframe``: the run list and the kernel/op tables, in display units (ms, MiB)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from profilers.run_model import RunRecord
+
+MAX_TABLE_ROWS = 500
+
+
+def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per run, newest first (what the Runs page lists)."""
+    rows = [{
+        "run": r.label, "kind": r.kind, "status": r.status.value,
+        "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
+        "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
+        "device": r.device, "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
+    } for r in records]
+    return pd.DataFrame(rows)
+
+
+def kernels_frame(kernels: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:
+    """Kernels in steps: total and per-step ms, calls, mean µs, class, low precision."""
+    if kernels.empty:
+        return pd.DataFrame(columns=["kernel", "class", "total ms", "ms/step", "calls", "mean µs", "low precision"])
+    k = kernels.head(limit)
+    return pd.DataFrame({"kernel": k["name"], "class": k["kclass"], "total ms": k["total_ns"] / 1e6,
+                         "ms/step": k["total_ns"] / 1e6 / max(steps, 1), "calls": k["count"],
+                         "mean µs": k["mean_us"], "low precision": k["low_precision"]})
+
+
+def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:
+    """Host operators in steps (inclusive time): total and per-step ms, calls, mean µs."""
+    if ops.empty:
+        return pd.DataFrame(columns=["operator", "total ms", "ms/step", "calls", "mean µs"])
+    o = ops.head(limit)
+    return pd.DataFrame({"operator": o["name"], "total ms": o["total_ns"] / 1e6,
+                         "ms/step": o["total_ns"] / 1e6 / max(steps, 1), "calls": o["count"], "mean µs": o["mean_us"]})

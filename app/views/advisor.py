@@ -1,0 +1,8 @@
+"""Advisor: placeholder while it is built."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+st.title("Advisor")
+st.info("Coming in the next commit.")

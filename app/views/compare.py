@@ -1,0 +1,8 @@
+"""Compare: placeholder while it is built."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+st.title("Compare")
+st.info("Coming in the next commit.")

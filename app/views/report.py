@@ -1,0 +1,8 @@
+"""Report: placeholder while it is built."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+st.title("Report")
+st.info("Coming in the next commit.")

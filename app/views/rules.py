@@ -1,0 +1,8 @@
+"""Rules: placeholder while it is built."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+st.title("Rules")
+st.info("Coming in the next commit.")

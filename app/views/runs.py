@@ -1,0 +1,39 @@
+"""Runs: every launched run and uploaded trace in the store, newest first; pick one to analyse."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import data, state, tables, ui
+from profilers.errors import StepwiseError
+from profilers.run_model import RunStatus
+
+st.title("Runs")
+st.caption("Launched runs and uploaded traces share this list. Pick one to analyse, advise on, compare or export.")
+
+store = data.store()
+store.recover()  # settles runs whose process is gone (e.g. after a dashboard restart): cheap and idempotent
+records = store.list()
+if records:
+    st.dataframe(tables.runs_frame(records), hide_index=True, width="stretch",
+                 column_config={"ms/step": st.column_config.NumberColumn(format="%.2f"),
+                                "samples/s": st.column_config.NumberColumn(format="%.1f"),
+                                "peak MiB": st.column_config.NumberColumn(format="%.0f")})
+record = ui.run_picker(records, key="runs.pick", label="Selected run")
+if record is not None:
+    cols = st.columns(4)
+    cols[0].page_link("views/analysis.py", label="Analysis", icon=":material/bar_chart:")
+    cols[1].page_link("views/advisor.py", label="Advisor", icon=":material/lightbulb:")
+    cols[2].page_link("views/compare.py", label="Compare", icon=":material/compare_arrows:")
+    cols[3].page_link("views/report.py", label="Report", icon=":material/description:")
+    if record.error:
+        st.error(ui.text(record.error, 2000))
+    with st.expander("Delete this run"):
+        confirm = st.checkbox("Yes, delete it and its files", key="runs.confirm_delete")
+        if st.button("Delete", disabled=not confirm or record.status is RunStatus.RUNNING, key="runs.delete"):
+            try:
+                store.delete(record.run_id)
+                state.select_run(None)
+                st.rerun()
+            except StepwiseError as err:
+                st.error(ui.text(err))

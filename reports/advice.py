@@ -1,0 +1,61 @@
+"""The advisor as the reports see it: a diagnosis when the advisor can give one, else an honest reason.
+
+The advisor (``advisors.diagnosis``) is developed alongside the dashboard; until its entry point exists every
+caller gets ``None`` and :data:`ADVISOR_MISSING`, and pages say so — a result is never faked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from advisors.model import Diagnosis
+from advisors.observation import Observation
+from profilers.errors import StepwiseError
+
+ADVISOR_MISSING = "advisor not available yet: advisors.diagnosis.diagnose does not exist in this build"
+
+
+def _attr(module: str, name: str) -> Any | None:
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
+def diagnose_fn() -> Callable[[Observation], Diagnosis] | None:
+    """``advisors.diagnosis.diagnose`` when it exists."""
+    return _attr("advisors.diagnosis", "diagnose")
+
+
+def diagnose(obs: Observation) -> tuple[Diagnosis | None, str | None]:
+    """``(diagnosis, None)``, or ``(None, why)`` when the advisor is missing or cannot judge the input."""
+    fn = diagnose_fn()
+    if fn is None:
+        return None, ADVISOR_MISSING
+    try:
+        return fn(obs), None
+    except StepwiseError as err:
+        return None, f"the advisor could not judge this input: {err}"
+
+
+def fix_for(fix_id: str | None) -> Any | None:
+    """The :class:`~advisors.model.Fix` a finding proposes, from ``advisors.fixes.FIXES``."""
+    fixes = _attr("advisors.fixes", "FIXES") or {}
+    return fixes.get(fix_id) if fix_id else None
+
+
+def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
+    """The advisor's own JSON form of a diagnosis (``advisors.diagnosis.diagnosis_json``)."""
+    fn = _attr("advisors.diagnosis", "diagnosis_json")
+    if fn is not None:
+        return fn(d)
+    return {"bottleneck": d.bottleneck.value, "confidence": d.confidence, "findings": [], "evidence": dict(d.evidence)}
+
+
+def rule_docs() -> list[dict[str, Any]] | None:
+    """Every rule's documentation (``Rule.doc()``), in ``RULES`` order; None while the rules are missing."""
+    rules = _attr("advisors.rules", "RULES")
+    if not rules:
+        return None
+    return [r.doc() for r in rules]

@@ -1,0 +1,131 @@
+"""``Analysis``: everything a dashboard page or a report shows about one trace or stored run — small and picklable.
+
+Built once per input (the dashboard caches it): the breakdown and its JSON summary, a downsampled timeline and
+memory series, the run's step metrics and downsampled telemetry when it is a stored run, and the advisor's
+diagnosis (or the reason there is none). Never the raw events: a 100 MB trace becomes a few hundred rows.
+
+``analyse_path(path)`` is the one entry point for a trace file, folder or zip, or a stored run folder; the
+command line (``advisors analyze --report``) and the dashboard both use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from advisors.model import Diagnosis
+from advisors.observation import TRACE_SUBFOLDERS, Observation, RunFacts, is_run_folder, run_facts
+from profilers.breakdown import Breakdown, breakdown
+from profilers.errors import TraceError
+from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
+from profilers.summary import breakdown_summary
+from profilers.trace_load import load_trace
+from reports import advice
+from reports.timeline import category_timeline, memory_series, step_spans
+from reports.telemetry import downsample_telemetry
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysed input. ``breakdown`` is ``None`` for a run that left no readable trace (see ``notes``).
+
+    Frames (all small): ``timeline`` and ``step_spans`` (:mod:`reports.timeline`), ``memory``
+    (:func:`reports.timeline.memory_series`), ``steps`` (a run's ``steps.jsonl``: rank, step, wall_ms, loss,
+    samples, profiled, t_unix_ns) and ``telemetry`` (:func:`reports.telemetry.downsample_telemetry`).
+    """
+
+    label: str
+    kind: str  # "trace" (a path or an upload) | "run" | "launch"
+    breakdown: Breakdown | None
+    summary: dict[str, Any] | None
+    timeline: pd.DataFrame
+    step_spans: pd.DataFrame
+    memory: pd.DataFrame
+    run: RunFacts | None
+    steps: pd.DataFrame
+    telemetry: pd.DataFrame
+    diagnosis: Diagnosis | None
+    advisor_note: str | None  # why ``diagnosis`` is None
+    n_events: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def observation(self) -> Observation:
+        """What the advisor reads (rebuilt on demand; the analysis itself stays free of raw data)."""
+        return Observation(source=self.label, breakdown=self.breakdown, run=self.run, notes=self.notes)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.breakdown.warnings if self.breakdown is not None else ()
+
+    @property
+    def headline(self) -> str:
+        """One sentence: the advisor's binding finding, else the largest category of step time."""
+        d = self.diagnosis
+        if d is not None and d.binding is not None:
+            return d.binding.message
+        if self.breakdown is None or not self.breakdown.total_step_ns:
+            return "No step time to attribute."
+        cat, share = max(self.breakdown.shares().items(), key=lambda kv: kv[1])
+        return f"The largest share of step time is {cat.replace('_', ' ')} ({share:.0%})."
+
+
+def analyse_path(path: str | Path, label: str | None = None, buckets: int | None = None) -> Analysis:
+    """Analyse a trace (file, folder of ranks, zip) or a stored run folder. Raises TraceError for a bad trace."""
+    p = Path(path)
+    if is_run_folder(p):
+        manifest = read_json(p / "manifest.json")
+        kind = str(manifest.get("kind", "run")) if isinstance(manifest, dict) else "run"
+        name = label or (str(manifest.get("label")) if isinstance(manifest, dict) else p.name)
+        if kind == "upload":
+            return analyse_trace(p / "trace", name, buckets)
+        return analyse_run(p, name, kind, buckets)
+    return analyse_trace(p, label or p.name, buckets)
+
+
+def analyse_trace(path: Path, label: str, buckets: int | None = None) -> Analysis:
+    """A trace with no run around it (an upload or a file on disk)."""
+    trace = load_trace(path)
+    b = breakdown(trace)
+    obs = Observation(source=label, breakdown=b, run=None)
+    diagnosis, note = advice.diagnose(obs)
+    kw = {} if buckets is None else {"buckets": buckets}
+    return Analysis(label=label, kind="trace", breakdown=b, summary=breakdown_summary(b),
+                    timeline=category_timeline(trace, **kw), step_spans=step_spans(trace),
+                    memory=memory_series(trace), run=None, steps=_empty_steps(), telemetry=pd.DataFrame(),
+                    diagnosis=diagnosis, advisor_note=note, n_events=trace.n_events)
+
+
+def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:
+    """A stored run: its facts, steps and telemetry, plus its trace when the profiler exported one."""
+    facts = run_facts(run_dir)
+    notes: list[str] = []
+    b: Breakdown | None = None
+    timeline = spans = memory = pd.DataFrame()
+    n_events = 0
+    trace_dir = next((run_dir / d for d in TRACE_SUBFOLDERS if (run_dir / d).is_dir()), None)
+    if trace_dir is None:
+        notes.append("the run folder has no trace (the profiler exported nothing before the run ended)")
+    else:
+        try:
+            trace = load_trace(trace_dir)
+            b = breakdown(trace)
+            kw = {} if buckets is None else {"buckets": buckets}
+            timeline, spans, memory = category_timeline(trace, **kw), step_spans(trace), memory_series(trace)
+            n_events = trace.n_events
+        except TraceError as err:
+            notes.append(f"the run's trace could not be read: {err}")
+    obs = Observation(source=label, breakdown=b, run=facts, notes=tuple(notes))
+    diagnosis, note = advice.diagnose(obs)
+    return Analysis(label=label, kind=kind, breakdown=b, summary=breakdown_summary(b) if b else None,
+                    timeline=timeline, step_spans=spans, memory=memory, run=facts,
+                    steps=steps_frame(read_jsonl(run_dir / "steps.jsonl")),
+                    telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
+                    diagnosis=diagnosis, advisor_note=note, n_events=n_events, notes=tuple(notes))
+
+
+def _empty_steps() -> pd.DataFrame:
+    return steps_frame([])

@@ -1,0 +1,150 @@
+"""Plotly figures of a breakdown: small functions from values to figures, shared by the dashboard and the reports.
+
+The colours of the step-time categories and of the bottleneck classes are defined here, once, so that every
+chart (dashboard or exported report) shows ``dataloader`` in the same orange. Every string that comes from a
+trace (kernel, op or rank names) goes through :func:`label`, which HTML-escapes it: plotly renders a small
+HTML subset in labels, and a kernel called ``<img onerror=…>`` must stay text.
+
+Time-based charts live in :mod:`reports.charts_time`, before/after and A-vs-B charts in
+:mod:`reports.charts_compare`.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from profilers.breakdown import CATEGORIES
+
+CATEGORY_COLORS: dict[str, str] = {
+    "gpu_compute": "#4C78A8",
+    "gpu_memcpy": "#72B7B2",
+    "gpu_memset": "#9ECAE9",
+    "communication": "#E45756",
+    "dataloader": "#F58518",
+    "host_runtime": "#B279A2",
+    "optimizer": "#54A24B",
+    "backward": "#EECA3B",
+    "forward": "#88D27A",
+    "other": "#BAB0AC",
+}
+BOTTLENECK_COLORS: dict[str, str] = {
+    "data": "#F58518", "memory": "#72B7B2", "compute": "#4C78A8", "communication": "#E45756",
+    "host": "#B279A2", "none": "#BAB0AC",
+}
+SERIES_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#B279A2", "#72B7B2")  # A, B, …
+TEMPLATE = "plotly_white"
+MAX_LABEL = 80
+
+
+def label(text: object, limit: int = MAX_LABEL) -> str:
+    """A trace-derived string made safe for a plotly label: truncated, then HTML-escaped."""
+    s = str(text)
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return html.escape(s, quote=True)
+
+
+def category_name(cat: str) -> str:
+    return cat.replace("_", " ")
+
+
+def style(fig: go.Figure, title: str, height: int = 360, y_title: str | None = None,
+          x_title: str | None = None) -> go.Figure:
+    """The common look: white template, compact margins, legend on top."""
+    fig.update_layout(title={"text": title, "x": 0, "font": {"size": 15}}, template=TEMPLATE, height=height,
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, legend={"title": None, "traceorder": "normal"})
+    if y_title:
+        fig.update_yaxes(title_text=y_title)
+    if x_title:
+        fig.update_xaxes(title_text=x_title)
+    return fig
+
+
+def _stacked(x: list[str] | pd.Series, ms: pd.DataFrame, hover_x: str) -> list[go.Bar]:
+    bars = []
+    for cat in CATEGORIES:
+        if cat in ms and float(ms[cat].sum()) > 0:
+            bars.append(go.Bar(x=list(x), y=ms[cat].round(3).tolist(), name=category_name(cat),
+                               marker_color=CATEGORY_COLORS[cat],
+                               hovertemplate=f"{hover_x} %{{x}}<br>{category_name(cat)}: %{{y:.2f}} ms<extra></extra>"))
+    return bars
+
+
+def step_breakdown(per_step: pd.DataFrame, rank: int | None = None) -> go.Figure:
+    """Stacked bars of step time per step (ms): one rank, or the mean over ranks when ``rank`` is None."""
+    df = per_step if rank is None else per_step[per_step["rank"] == rank]
+    ms = df.groupby("step")[list(CATEGORIES)].mean() / 1e6
+    fig = go.Figure(_stacked([str(s) for s in ms.index], ms, "step"))
+    fig.update_layout(barmode="stack")
+    who = "mean over ranks" if rank is None and per_step["rank"].nunique() > 1 else \
+        f"rank {rank}" if rank is not None else "per step"
+    fig.update_xaxes(type="category")
+    return style(fig, f"Step time by category ({who})", y_title="ms", x_title="step")
+
+
+def rank_breakdown(per_step: pd.DataFrame) -> go.Figure:
+    """Stacked bars per rank: mean ms per step in each category."""
+    ms = per_step.groupby("rank")[list(CATEGORIES)].mean() / 1e6
+    fig = go.Figure(_stacked([f"rank {r}" for r in ms.index], ms, ""))
+    fig.update_layout(barmode="stack")
+    return style(fig, "Mean step time per rank by category", y_title="ms per step")
+
+
+def share_bar(shares: dict[str, float], title: str = "Where step time goes") -> go.Figure:
+    """One horizontal 100% bar of category shares (the headline picture)."""
+    fig = go.Figure()
+    for cat in CATEGORIES:
+        v = float(shares.get(cat, 0.0))
+        if v > 0:
+            fig.add_trace(go.Bar(y=[""], x=[100 * v], orientation="h", name=category_name(cat),
+                                 marker_color=CATEGORY_COLORS[cat], text=[f"{100 * v:.0f}%" if v >= 0.05 else ""],
+                                 textposition="inside",
+                                 hovertemplate=f"{category_name(cat)}: %{{x:.1f}}%<extra></extra>"))
+    fig.update_layout(barmode="stack", xaxis={"range": [0, 100], "ticksuffix": "%"})
+    style(fig, title, height=210)
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.35, "x": 0})
+    return fig
+
+
+def top_items(table: pd.DataFrame, title: str, n: int = 15, color_by: str | None = None) -> go.Figure:
+    """Horizontal bars of the ``n`` largest rows of a kernel or op table (``name``, ``total_ns``)."""
+    top = table.head(n).iloc[::-1]
+    colors = [CATEGORY_COLORS["gpu_compute"]] * len(top)
+    if color_by == "kclass" and "kclass" in top:
+        palette = {"matmul": "#4C78A8", "normalization": "#72B7B2", "elementwise": "#EECA3B",
+                   "communication": "#E45756", "memory": "#9ECAE9", "other": "#BAB0AC"}
+        colors = [palette.get(str(k), "#BAB0AC") for k in top["kclass"]]
+    fig = go.Figure(go.Bar(y=[label(n_, 60) for n_ in top["name"]], x=(top["total_ns"] / 1e6).round(3).tolist(),
+                           orientation="h", marker_color=colors,
+                           hovertemplate="%{y}<br>%{x:.2f} ms in steps<extra></extra>"))
+    return style(fig, title, height=max(240, 22 * len(top) + 90), x_title="ms (all steps)")
+
+
+def straggler(per_rank: pd.DataFrame, straggler_rank: int | None) -> go.Figure:
+    """Per rank: median work (step minus exposed communication) and exposed communication; the straggler marked."""
+    ranks = [f"rank {r}" for r in per_rank["rank"]]
+    marker = ["#E45756" if straggler_rank is not None and r == straggler_rank else CATEGORY_COLORS["gpu_compute"]
+              for r in per_rank["rank"]]
+    fig = go.Figure([
+        go.Bar(x=ranks, y=per_rank["work_ms"].round(3).tolist(), name="work (ms)", marker_color=marker),
+        go.Bar(x=ranks, y=per_rank["exposed_comm_ms"].round(3).tolist(), name="exposed communication (ms)",
+               marker_color=CATEGORY_COLORS["communication"], opacity=0.55),
+    ])
+    fig.update_layout(barmode="stack")
+    note = f" — rank {straggler_rank} is the straggler" if straggler_rank is not None else ""
+    return style(fig, f"Median step per rank{note}", y_title="ms per step")
+
+
+def memory_peak(peaks: dict[str, float | None], capacity_mb: float | None, title: str) -> go.Figure:
+    """Horizontal bars of peak memory figures (MiB) against a capacity line when one is known."""
+    items = [(k, v) for k, v in peaks.items() if v is not None]
+    fig = go.Figure(go.Bar(y=[k for k, _ in items], x=[round(v, 1) for _, v in items], orientation="h",
+                           marker_color=CATEGORY_COLORS["gpu_memcpy"], hovertemplate="%{y}: %{x:.0f} MiB<extra></extra>"))
+    if capacity_mb:
+        fig.add_vline(x=capacity_mb, line_dash="dash", line_color="#E45756",
+                      annotation_text=f"capacity {capacity_mb:.0f} MiB", annotation_position="top left")
+        fig.update_xaxes(range=[0, max(capacity_mb, *(v for _, v in items)) * 1.1] if items else [0, capacity_mb])
+    return style(fig, title, height=200 + 20 * len(items), x_title="MiB")

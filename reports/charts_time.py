@@ -1,0 +1,103 @@
+"""Charts over time: the downsampled category timeline, memory over the trace, run telemetry and live progress.
+
+Inputs are the small frames of :mod:`reports.timeline` and :mod:`reports.telemetry`; step boundaries are drawn
+as thin vertical lines (at most :data:`MAX_STEP_LINES`) so that utilisation and memory read against the steps.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from profilers.breakdown import CATEGORIES
+from reports.charts import CATEGORY_COLORS, SERIES_COLORS, category_name, style
+from reports.telemetry import metric_columns
+
+MAX_STEP_LINES = 120
+UTIL_METRICS = ("gpu_util_pct", "cpu_pct")
+MEMORY_METRICS = ("mem_used_mb", "rss_mb", "gpu_memory_used_mb", "cuda_allocated_mb")
+
+
+def _step_lines(fig: go.Figure, starts: list[float], **kw: object) -> None:
+    for x in starts[:MAX_STEP_LINES]:
+        fig.add_vline(x=x, line_width=1, line_dash="dot", line_color="#888", opacity=0.5, **kw)
+
+
+def timeline(tl: pd.DataFrame, spans: pd.DataFrame, rank: int) -> go.Figure:
+    """Stacked bars per time bucket of one rank: the ms each category claims; dotted lines at step starts."""
+    df = tl[tl["rank"] == rank]
+    fig = go.Figure()
+    for cat in CATEGORIES:
+        if cat in df and float(df[cat].sum()) > 0:
+            share = (100 * df[cat] / df["width_ms"].where(df["width_ms"] > 0, 1)).round(2)
+            fig.add_trace(go.Bar(x=(df["t_ms"] + df["width_ms"] / 2).round(4).tolist(), y=share.tolist(),
+                                 width=df["width_ms"].tolist(), name=category_name(cat),
+                                 marker_color=CATEGORY_COLORS[cat], marker_line_width=0,
+                                 hovertemplate=f"t=%{{x:.1f}} ms<br>{category_name(cat)}: %{{y:.0f}}%<extra></extra>"))
+    fig.update_layout(barmode="stack", bargap=0)
+    fig.update_yaxes(range=[0, 100], ticksuffix="%")
+    s = spans[spans["rank"] == rank]
+    _step_lines(fig, s["start_ms"].tolist())
+    width = float(df["width_ms"].iloc[0]) if len(df) else 0.0
+    return style(fig, f"Timeline of rank {rank} ({len(df)} buckets of {width:.2f} ms; dotted lines: step starts)",
+                 height=340, y_title="share of bucket", x_title="ms since the first step")
+
+
+def memory_over_time(mem: pd.DataFrame, spans: pd.DataFrame, rank: int) -> go.Figure:
+    """Allocated and reserved memory (MiB) over the trace, per device kind, for one rank."""
+    df = mem[mem["rank"] == rank]
+    fig = go.Figure()
+    for i, (device, g) in enumerate(df.groupby("device")):
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        fig.add_trace(go.Scatter(x=g["t_ms"].round(3).tolist(), y=g["allocated_mb"].round(2).tolist(),
+                                 name=f"{device} allocated", line={"color": color}, mode="lines"))
+        if float(g["reserved_mb"].max()) > 0:
+            fig.add_trace(go.Scatter(x=g["t_ms"].round(3).tolist(), y=g["reserved_mb"].round(2).tolist(),
+                                     name=f"{device} reserved", line={"color": color, "dash": "dash"}, mode="lines"))
+    _step_lines(fig, spans[spans["rank"] == rank]["start_ms"].tolist())
+    return style(fig, f"Memory over the trace (rank {rank})", y_title="MiB", x_title="ms since the first step")
+
+
+def step_marks(steps: pd.DataFrame, t0_ns: int) -> list[float]:
+    """Start of each step (rank 0) in seconds since ``t0_ns``, from ``t_unix_ns`` (step end) and ``wall_ms``."""
+    if steps.empty or steps["t_unix_ns"].isna().all():
+        return []
+    s = steps[steps["rank"] == steps["rank"].min()].dropna(subset=["t_unix_ns"])
+    return ((s["t_unix_ns"].astype("int64") - t0_ns) / 1e9 - s["wall_ms"].fillna(0) / 1e3).round(4).tolist()
+
+
+def telemetry(tel: pd.DataFrame, steps: pd.DataFrame, source: str | None = None) -> go.Figure:
+    """Utilisation (%) above memory (MiB) over the run, dotted lines at step starts (aligned by wall clock)."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("Utilisation (%)", "Memory (MiB)"))
+    metrics = metric_columns(tel) if not tel.empty else []
+    groups = list(tel.groupby("gpu")) if "gpu" in tel.columns and tel["gpu"].notna().any() else [(None, tel)]
+    i = 0
+    for gpu, g in groups:
+        suffix = f" gpu{int(gpu)}" if gpu is not None else ""
+        for row, names in ((1, UTIL_METRICS), (2, MEMORY_METRICS)):
+            for m in (m for m in names if m in metrics):
+                fig.add_trace(go.Scatter(x=g["t_s"].round(3).tolist(), y=g[m].round(2).tolist(), mode="lines",
+                                         name=f"{m}{suffix}", line={"color": SERIES_COLORS[i % len(SERIES_COLORS)]}),
+                              row=row, col=1)
+                i += 1
+    if not tel.empty and not steps.empty:
+        for x in step_marks(steps, int(tel["t_unix_ns"].min()))[:MAX_STEP_LINES]:
+            fig.add_vline(x=x, line_width=1, line_dash="dot", line_color="#888", opacity=0.5)
+    where = f" — {source}" if source else ""
+    fig.update_xaxes(title_text="s since the first sample", row=2, col=1)
+    return style(fig, f"Telemetry{where}; dotted lines: step starts", height=460)
+
+
+def live_progress(steps: pd.DataFrame) -> go.Figure:
+    """Step time (ms) and loss per step while a run trains (rank 0)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Step time (ms)", "Loss"))
+    if not steps.empty:
+        s = steps[steps["rank"] == steps["rank"].min()]
+        fig.add_trace(go.Scatter(x=s["step"].tolist(), y=s["wall_ms"].round(3).tolist(), mode="lines+markers",
+                                 name="step time", line={"color": SERIES_COLORS[0]}), row=1, col=1)
+        fig.add_trace(go.Scatter(x=s["step"].tolist(), y=s["loss"].round(5).tolist(), mode="lines+markers",
+                                 name="loss", line={"color": SERIES_COLORS[1]}), row=1, col=2)
+    fig.update_xaxes(title_text="step")
+    return style(fig, "Progress", height=300)

@@ -1,0 +1,103 @@
+"""What a report says, as plain values: the context the templates render and the JSON export.
+
+One place decides the content (verdict, findings with their fixes, breakdown, top kernels and ops, the run's
+facts, an optional A-vs-B comparison); the templates only lay it out. Strings are left raw here — escaping
+is the template's job (jinja2 autoescape for HTML, the ``md`` filter for Markdown).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from profilers.breakdown import CATEGORIES
+from reports import advice
+from reports.analysis import Analysis
+from reports.compare import Comparison, step_samples
+
+TOP_ROWS = 20
+REPORT_SCHEMA = 1
+
+
+def _num(v: Any, nd: int = 4) -> Any:
+    if isinstance(v, float):
+        return round(v, nd) if math.isfinite(v) else None
+    return v
+
+
+def _rows(table: Any, cols: dict[str, str], n: int = TOP_ROWS) -> list[dict[str, Any]]:
+    if table is None or not len(table):
+        return []
+    return [{out: _num(getattr(r, col)) for out, col in cols.items()} for r in table.head(n).itertuples()]
+
+
+def findings(a: Analysis) -> list[dict[str, Any]]:
+    """The findings, binding first, each with its fix (title, explanation, snippet) when it proposes one."""
+    d = a.diagnosis
+    if d is None:
+        return []
+    out = []
+    for f in d.findings:
+        fix = advice.fix_for(f.fix_id)
+        out.append({"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
+                    "confidence": f.confidence, "message": f.message, "evidence": dict(f.evidence),
+                    "fix": None if fix is None else {"id": fix.id, "title": fix.title, "explanation": fix.explanation,
+                                                     "snippet": fix.snippet}})
+    return out
+
+
+def report_context(a: Analysis, comparison: Comparison | None = None) -> dict[str, Any]:
+    """Everything the HTML and Markdown templates show."""
+    b, d = a.breakdown, a.diagnosis
+    rows = max(len(b.per_step), 1) if b is not None else 1
+    shares = b.shares() if b is not None else {}
+    per_cat = b.category_ns() if b is not None else {}
+    run = a.run
+    return {
+        "label": a.label, "kind": a.kind, "headline": a.headline, "advisor_note": a.advisor_note,
+        "meta": None if b is None else {
+            "device": b.device, "device_name": b.device_name, "ranks": len(b.ranks), "steps": b.n_steps,
+            "step_time_ms": round(b.step_time_ms, 3), "events": a.n_events,
+            "gpu_busy": None if b.device != "gpu" else round(b.gpu_busy_share, 4)},
+        "verdict": None if d is None or d.binding is None else {
+            "bottleneck": d.bottleneck.value, "message": d.binding.message, "confidence": d.confidence},
+        "evidence": [] if d is None else [(k, _num(v)) for k, v in d.evidence.items()],
+        "findings": findings(a),
+        "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason} for n in d.notes],
+        "shares": [{"category": c, "ms": round(per_cat[c] / rows / 1e6, 3), "share": round(shares[c], 4)}
+                   for c in CATEGORIES if per_cat.get(c)],
+        "kernels": _rows(b.kernels if b is not None else None, {"name": "name", "class": "kclass", "count": "count",
+                                                              "total_ns": "total_ns", "mean_us": "mean_us"}),
+        "ops": _rows(b.ops if b is not None else None, {"name": "name", "count": "count", "total_ns": "total_ns",
+                                                       "mean_us": "mean_us"}),
+        "run": None if run is None else {
+            "status": run.status, "error": run.error, "steps_done": run.steps_done, "planned_steps": run.planned_steps,
+            "step_time_ms": run.step_time_ms, "samples_per_s": run.samples_per_s,
+            "peak_memory_mb": run.peak_memory_mb, "final_loss": run.final_loss, "device": run.device,
+            "telemetry_source": run.telemetry_source,
+            "spec": run.spec.to_dict() if run.spec is not None else None},
+        "notes": list(a.notes), "warnings": list(a.warnings),
+        "comparison": None if comparison is None else comparison_context(comparison),
+    }
+
+
+def comparison_context(c: Comparison) -> dict[str, Any]:
+    return {"label_a": c.label_a, "label_b": c.label_b, "speedup": None if c.speedup is None else round(c.speedup, 3),
+            "categories": [{k: _num(v) for k, v in r.items()} for r in c.categories.to_dict("records")],
+            "kernels": [{k: _num(v) for k, v in r.items()} for r in c.kernels.to_dict("records")],
+            "ops": [{k: _num(v) for k, v in r.items()} for r in c.ops.to_dict("records")]}
+
+
+def report_json(a: Analysis, comparison: Comparison | None = None) -> dict[str, Any]:
+    """The JSON export: the breakdown summary (the ``analyze --json`` facts), the advisor's diagnosis, the
+    run's facts and per-step samples, and the comparison when given."""
+    ctx = report_context(a, comparison)
+    return {
+        "stepwise_report": REPORT_SCHEMA, "generated_unix": round(time.time(), 3), "label": a.label, "kind": a.kind,
+        "headline": a.headline, "summary": a.summary,
+        "diagnosis": None if a.diagnosis is None else advice.diagnosis_json(a.diagnosis),
+        "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
+        "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
+        "comparison": ctx["comparison"],
+    }

@@ -1,0 +1,43 @@
+"""Escaping of strings that come from traces, specs or file names, for every text format we write.
+
+HTML goes through jinja2's autoescape (``reports/templates``) and plotly labels through
+:func:`reports.charts.label`; this module covers Markdown (the Markdown export and Streamlit text elements,
+which render Markdown, ``$math$`` and ``:colour[...]`` directives) and JSON inside a ``<script>`` element.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=])")
+
+
+def markdown_text(text: object, limit: int | None = None) -> str:
+    """``text`` as literal Markdown: every punctuation character that could start syntax is backslash-escaped,
+    newlines become spaces (one value never breaks a table row or starts a block)."""
+    s = str(text).replace("\r", " ").replace("\n", " ")
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+def markdown_code(text: object) -> str:
+    """``text`` inside a fenced code block that it cannot close (the fence is longer than any backtick run)."""
+    s = str(text)
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{s}\n{fence}"
+
+
+def script_json(obj: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: ``<``, ``>``, ``&`` and the line
+    separators U+2028/9 are written as ``\\u`` escapes, so no string can close the element or open a comment."""
+    return script_json_text(json.dumps(obj, separators=(",", ":"), allow_nan=False, default=str))
+
+
+def script_json_text(text: str) -> str:
+    """Already-serialised JSON made safe inside a ``<script>`` element, as :func:`script_json` does."""
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))

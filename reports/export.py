@@ -1,0 +1,106 @@
+"""Shareable exports of an :class:`~reports.analysis.Analysis`: one self-contained HTML file, JSON, Markdown.
+
+``write_report(analysis, path, fmt=None)`` is what the command line calls (``fmt`` from the suffix when
+omitted); ``render(analysis, fmt)`` returns the bytes (the dashboard's download buttons).
+
+HTML safety: the template is rendered by jinja2 with autoescape on, so every string from a trace or spec is
+text. Figures travel as JSON in ``<script type="application/json">`` elements (``<``, ``>``, ``&`` escaped,
+:func:`reports.escape.script_json`), and a Content-Security-Policy allows exactly the two inline scripts the
+file carries (by hash) — plotly.js and the bootstrap that draws the figures — no network, no other script,
+no inline event handler. plotly.js is embedded, so the file opens offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+import orjson
+import plotly.io as pio
+import plotly.offline
+
+from reports import content
+from reports.analysis import Analysis
+from reports.charts import BOTTLENECK_COLORS
+from reports.compare import Comparison
+from reports.escape import markdown_code, markdown_text, script_json_text
+from reports.figures import analysis_figures, comparison_figures
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+FORMATS = {"html": "text/html", "json": "application/json", "md": "text/markdown"}
+_SUFFIXES = {".html": "html", ".htm": "html", ".json": "json", ".md": "md", ".markdown": "md"}
+BOOTSTRAP = """document.querySelectorAll('script[type="application/json"][data-figure]').forEach(function (el) {
+  var fig = JSON.parse(el.textContent);
+  var div = document.getElementById(el.getAttribute('data-figure'));
+  Plotly.newPlot(div, fig.data, fig.layout, {responsive: true, displaylogo: false}).then(function () {
+    div.setAttribute('data-rendered', 'true');
+  });
+});"""
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    # Autoescape HTML templates (and any template string); Markdown templates escape with the ``md`` filter.
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                             autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=True,
+                                                                 default=False),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["md"] = markdown_text
+    env.filters["md_code"] = markdown_code
+    return env
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> str:
+    return plotly.offline.get_plotlyjs()
+
+
+def _csp_hash(script: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode() + "'"
+
+
+def fmt_for(path: str | Path, fmt: str | None = None) -> str:
+    """The export format: ``fmt`` when given, else from the file suffix; ValueError for anything else."""
+    chosen = fmt or _SUFFIXES.get(Path(path).suffix.lower())
+    if chosen not in FORMATS:
+        raise ValueError(f"unknown report format {chosen or Path(path).suffix!r}; use one of {', '.join(FORMATS)}")
+    return chosen
+
+
+def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None) -> bytes:
+    """The report as bytes in ``fmt`` (``html``, ``json`` or ``md``); ``comparison`` adds an A-vs-B section."""
+    fmt = fmt_for("", fmt)
+    ctx = content.report_context(analysis, comparison)
+    if fmt == "json":
+        return orjson.dumps(content.report_json(analysis, comparison),
+                            option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+    if fmt == "md":
+        return _env().get_template("report.md.j2").render(**ctx).encode("utf-8")
+    figures = analysis_figures(analysis) + (comparison_figures(comparison) if comparison else [])
+    plotly_js = _plotly_js()
+    html = _env().get_template("report.html.j2").render(
+        **ctx,
+        figures=[{"key": f.key, "json": script_json_text(pio.to_json(f.figure, validate=False))} for f in figures],
+        plotly_js=plotly_js, bootstrap=BOOTSTRAP, colors=BOTTLENECK_COLORS,
+        csp_scripts=f"{_csp_hash(plotly_js)} {_csp_hash(BOOTSTRAP)}",
+        generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    return html.encode("utf-8")
+
+
+def write_report(analysis: Analysis, path: str | Path, fmt: str | None = None,
+                 comparison: Comparison | None = None) -> Path:
+    """Write the report to ``path`` atomically (temp file + rename); returns the path."""
+    out = Path(path)
+    data = render(analysis, fmt_for(out, fmt), comparison)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(out)
+    return out
+
+
+__all__ = ["FORMATS", "fmt_for", "render", "write_report"]
+

@@ -1,0 +1,35 @@
+"""AppTest fixtures: every test gets its own run store (``STEPWISE_HOME``) and a fresh Streamlit cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from profilers.store import RunStore
+
+REPO = Path(__file__).resolve().parents[2]
+MAIN = str(REPO / "app" / "main.py")
+TIMEOUT_S = 90
+
+
+@pytest.fixture()
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunStore:
+    home = tmp_path / "runs"
+    monkeypatch.setenv("STEPWISE_HOME", str(home))
+    st.cache_data.clear()
+    return RunStore(home)
+
+
+def open_page(page: str | None = None) -> AppTest:
+    """Run the real entry script, then switch to ``views/<page>.py`` when given (as a click in the nav would)."""
+    at = AppTest.from_file(MAIN, default_timeout=TIMEOUT_S).run()
+    if page is not None:
+        at.switch_page(f"views/{page}.py").run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]

@@ -1,0 +1,45 @@
+"""Analysis page: every panel renders for an upload, a multi-rank upload and a stored run with telemetry."""
+
+from __future__ import annotations
+
+from tests.app.conftest import assert_clean, open_page
+from tests.app.fake_runs import fake_run
+
+
+def test_upload_analysis_panels(store, shared_traces) -> None:
+    run = store.import_trace(shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz")
+    at = open_page("analysis")
+    assert_clean(at)
+    assert at.selectbox(key="analysis.run").value == run.run_id
+    assert len(at.tabs) == 5
+    assert len(at.dataframe) == 2  # kernels and operators
+    at.text_input(key="analysis.filter").set_value("conv").run()
+    assert_clean(at)
+    assert all("conv" in n.lower() for n in at.dataframe[0].value["kernel"])
+
+
+def test_multi_rank_upload_shows_ranks_and_straggler(store, shared_traces) -> None:
+    store.import_trace(shared_traces / "communication/param_dlrm_8_ranks")
+    at = open_page("analysis")
+    assert_clean(at)
+    at.selectbox(key="analysis.rank_breakdown").set_value(3).run()
+    at.selectbox(key="analysis.rank_timeline").set_value(5).run()
+    assert_clean(at)
+    assert any("straggler" in m.value for m in at.markdown) or any("Rank **" in m.value for m in at.markdown)
+
+
+def test_stored_run_with_telemetry(store) -> None:
+    fake_run(store)
+    at = open_page("analysis")
+    assert_clean(at)
+    assert not at.error
+    assert any("Host telemetry" in c.value for c in at.caption)
+
+
+def test_unreadable_upload_says_so(store, tmp_path) -> None:
+    bad = tmp_path / "broken.json"
+    bad.write_text("{}")
+    store.import_trace(bad)  # imported behind the page's back: the page must still explain, not crash
+    at = open_page("analysis")
+    assert_clean(at)
+    assert at.error and "cannot be analysed" in at.error[0].value

@@ -1,0 +1,74 @@
+"""Upload page: a real trace becomes a run and opens its analysis; every bad file gets a message, nothing stored."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zipfile
+
+import pytest
+
+from tests.app.conftest import assert_clean, open_page
+
+DATA_TRACE = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+
+
+def test_good_trace_is_stored_and_analysed(store, shared_traces) -> None:
+    at = open_page("upload")
+    assert_clean(at)
+    assert any("Size limit: 512 MB" in m.value for m in at.markdown)
+    blob = (shared_traces / DATA_TRACE).read_bytes()
+    at.file_uploader(key="upload.files").set_value((DATA_TRACE.split("/")[1], blob, "application/gzip")).run()
+    assert_clean(at)
+    runs = store.list()
+    assert len(runs) == 1 and runs[0].kind == "upload"
+    assert at.title[0].value == "Analysis"  # a single good upload opens its analysis
+    assert [m.label for m in at.metric][:3] == ["Device", "Ranks × steps", "Median step"]
+
+
+BAD = {
+    "empty.json": b"",
+    "random.json.gz": bytes(range(256)) * 8,
+    "truncated.json.gz": gzip.compress(b'{"traceEvents": [' + b'{"ph": "X"},' * 1000)[:200],
+    "array.json": b"[1, 2, 3]",
+    "object.json": b"{}",
+    "no_events.json": b'{"traceEvents": "nope"}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_file_gets_a_message_and_nothing_is_stored(store, name: str) -> None:
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value((name, BAD[name], "application/octet-stream")).run()
+    assert_clean(at)
+    assert at.title[0].value == "Upload traces"
+    assert len(at.error) == 1 and "not stored" in at.error[0].value
+    assert store.list() == []
+    assert not [p for p in store.root.iterdir() if p.name.startswith(".tmp-upload-")], "staging is cleaned up"
+
+
+def test_mixed_batch_and_zip_of_ranks(store, shared_traces) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted((shared_traces / "communication/param_dlrm_8_ranks").iterdir())[:2]:
+            z.write(p, p.name)
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value([
+        ("two_ranks.zip", buf.getvalue(), "application/zip"), ("bad.json", b"{}", "application/json")]).run()
+    assert_clean(at)
+    assert len(at.success) == 1 and len(at.error) == 1
+    [run] = store.list()
+    assert run.label == "two_ranks.zip"
+
+
+def test_files_as_ranks_of_one_job(store, shared_traces) -> None:
+    files = sorted((shared_traces / "communication/param_dlrm_8_ranks").iterdir())[:2]
+    at = open_page("upload")
+    at.toggle(key="upload.as_job").set_value(True).run()
+    at.text_input(key="upload.job_name").set_value("dlrm 2 ranks").run()
+    at.file_uploader(key="upload.files").set_value([(p.name, p.read_bytes(), "application/gzip") for p in files]).run()
+    assert_clean(at)
+    [run] = store.list()
+    assert run.label == "dlrm 2 ranks"
+    assert at.title[0].value == "Analysis"
+    assert at.metric[1].value.startswith("2 ×")

@@ -1,0 +1,79 @@
+"""Exports: every format from real traces and stored runs; hostile names never become markup."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from reports.analysis import analyse_path
+from reports.compare import compare
+from reports.export import fmt_for, render, write_report
+from tests.reports.hostile import NAMES, hostile_trace
+
+DATA = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def data_analysis(shared_traces):
+    return analyse_path(shared_traces / DATA)
+
+
+def test_html_is_self_contained(data_analysis, tmp_path) -> None:
+    out = write_report(data_analysis, tmp_path / "r.html")
+    html = out.read_text()
+    assert "Plotly.newPlot" in html and html.count('type="application/json"') >= 5
+    page = html[: html.index("<script>")]  # plotly.js itself mentions URLs in strings; the page must not
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "no network reference"
+    assert "Content-Security-Policy" in html and "'unsafe-eval'" not in html
+    assert "Binding bottleneck: data" in html  # the advisor's verdict reaches the report
+
+
+def test_json_and_markdown(data_analysis, tmp_path) -> None:
+    doc = json.loads(write_report(data_analysis, tmp_path / "r.json").read_text())
+    assert doc["stepwise_report"] == 1 and doc["summary"]["steps"] == 6
+    assert doc["diagnosis"]["bottleneck"] == "data"
+    assert len(doc["step_ms"]) == 6
+    md = write_report(data_analysis, tmp_path / "r.md").read_text()
+    assert md.startswith("# Stepwise report") and "## Top GPU kernels" in md
+
+
+def test_comparison_section(shared_traces, data_analysis) -> None:
+    b = analyse_path(shared_traces / "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz")
+    html = render(data_analysis, "html", compare(data_analysis, b)).decode()
+    assert "Comparison: A = " in html and 'id="fig-cmp_steps"' in html
+    md = render(data_analysis, "md", compare(data_analysis, b)).decode()
+    assert "faster than A" in md
+
+
+def test_format_from_suffix() -> None:
+    assert fmt_for("a.HTML") == "html" and fmt_for("x", "md") == "md"
+    with pytest.raises(ValueError):
+        fmt_for("a.pdf")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    folder = hostile_trace(tmp_path_factory.mktemp("hostile") / "trace")
+    return analyse_path(folder, label=NAMES[1])
+
+
+def test_hostile_names_are_text_in_html(hostile) -> None:
+    html = render(hostile, "html").decode()
+    body = html[: html.index("<script>")]  # everything before plotly.js and the bootstrap
+    for bad in ("<script>alert", "<img", "<svg", "</script><script>", "<!--"):
+        assert bad not in body, bad
+    assert html.count("<script>") == 2  # plotly.js and the bootstrap, nothing else can run
+    assert "&lt;script&gt;alert(&#39;xss-script&#39;)&lt;/script&gt;" in body  # shown, as text
+    assert "{{7*7}}" in body  # a template-looking name is data, never evaluated
+
+
+def test_hostile_names_in_markdown_and_json(hostile) -> None:
+    md = render(hostile, "md").decode()
+    assert not re.search(r"(?<!\\)[<>\[\]]", md.replace("|---", "")), "every bracket is escaped"
+    assert "](javascript:" not in md
+    doc = json.loads(render(hostile, "json"))
+    names = {k["name"] for k in doc["summary"]["top_kernels"]}
+    assert f"{NAMES[0]}_kernel" in names  # JSON keeps the exact names (it is data, not markup)
