@@ -27,6 +27,7 @@ from profilers.store import RunStore
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
 CANCEL_GRACE_S = 3.0  # SIGTERM first; SIGKILL for whatever still lives after this
 TICK_S = 0.25
+RUN_ID_ENV = "STEPWISE_RUN_ID"  # set in every process of a run, so its whole tree can be found and stopped
 STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 20, 2000
 _KILL_SIGNALS = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
 _TORCHRUN_KILLED = re.compile(r"Signal \d+ \((SIGKILL|SIGTERM|SIGINT|SIGHUP)\) received")
@@ -80,7 +81,7 @@ class RunHandle:
 
     # -- inside ----------------------------------------------------------------------------------------------
     def _launch(self, command: list[str], extra_env: Mapping[str, str] | None) -> None:
-        env = {**os.environ, **(extra_env or {}), "PYTHONUNBUFFERED": "1", "STEPWISE_RUN_ID": self.run_id}
+        env = {**os.environ, **(extra_env or {}), "PYTHONUNBUFFERED": "1", RUN_ID_ENV: self.run_id}
         try:
             with open(self.run_dir / "stdout.log", "ab") as out, open(self.run_dir / "stderr.log", "ab") as err:
                 self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
@@ -106,7 +107,7 @@ class RunHandle:
             while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
                 self._snapshot_tree()
                 if self._kill_at is not None and time.monotonic() > self._kill_at:
-                    self._signal_tree(signal.SIGKILL)
+                    self._signal_tree(signal.SIGKILL, by_environment=False)
                 step = (self.progress() or {}).get("step")
                 if step != last_step:
                     last_step, last_change = step, time.monotonic()
@@ -141,10 +142,13 @@ class RunHandle:
         except psutil.Error:
             pass
 
-    def _signal_tree(self, sig: signal.Signals) -> None:
+    def _signal_tree(self, sig: signal.Signals, by_environment: bool = True) -> None:
         if self._proc is None:
             return
         self._snapshot_tree()
+        if by_environment:  # also orphans spawned after the last snapshot, whose parent is already gone
+            for proc in run_processes(self.run_id):
+                self._tree.setdefault(proc.pid, proc)
         try:
             os.killpg(self._proc.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -192,12 +196,15 @@ def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the use
         return record.status
     manifest = store.read_manifest(run_id)
     pid, started = manifest.get("pid"), manifest.get("pid_started")
+    procs = run_processes(run_id)
     if pid_alive(pid, started):
         leader = psutil.Process(int(pid))
-        procs = [leader, *leader.children(recursive=True)]
+        procs += [leader, *leader.children(recursive=True)]
+    if procs:
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(pid), sig)
+            with contextlib.suppress(ProcessLookupError, PermissionError, TypeError, ValueError):
+                if pid_alive(pid, started):
+                    os.killpg(int(pid), sig)
             for proc in procs:
                 with contextlib.suppress(psutil.Error):
                     proc.send_signal(sig)
@@ -210,6 +217,21 @@ def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the use
     if not record.status.finished:
         record = store.finish(run_id, store.salvage(run_id, RunStatus.KILLED, reason))
     return record.status
+
+
+def run_processes(run_id: str) -> list[psutil.Process]:
+    """Every live process started for ``run_id``: the runner puts ``STEPWISE_RUN_ID`` in their environment,
+    which all descendants inherit, so even orphans whose parent died are found."""
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get(RUN_ID_ENV) == run_id and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
 
 
 def _wait_gone(procs: list[psutil.Process], timeout: float) -> bool:

@@ -15,7 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import psutil
 import pytest
@@ -23,7 +23,7 @@ import torch
 
 from profilers import runner
 from profilers.errors import SpecError
-from profilers.run_handle import RunHandle, classify_exit, spawn
+from profilers.run_handle import RunHandle, classify_exit, run_processes, spawn
 from profilers.run_model import RunStatus
 from profilers.spec import TrainingSpec
 from profilers.store import RunStore
@@ -57,6 +57,18 @@ FAKE_WORKER = textwrap.dedent('''
 ''')
 
 
+_STARTED: list[RunHandle] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_a_failed_test_left() -> Iterator[None]:
+    yield
+    while _STARTED:
+        handle = _STARTED.pop()
+        handle.cancel("test teardown")
+        handle.join(WAIT_S)
+
+
 def _fake(tmp_path: Path, mode: str, hang_timeout_s: float | None = None) -> tuple[RunStore, RunHandle]:
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER)
@@ -64,6 +76,7 @@ def _fake(tmp_path: Path, mode: str, hang_timeout_s: float | None = None) -> tup
     record = store.create("run", f"fake-{mode}", spec={"workload": "fake"})
     handle = spawn(store, record.run_id, [sys.executable, str(script), record.run_dir, mode],
                    hang_timeout_s=hang_timeout_s)
+    _STARTED.append(handle)
     return store, handle
 
 
@@ -96,6 +109,7 @@ def test_sigkill_mid_run_is_killed_with_steps(tmp_path: Path) -> None:
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and "SIGKILL" in (result.error or "")
     assert result.steps_done == 3 and store.get(handle.run_id).status is RunStatus.KILLED
+    assert run_processes(handle.run_id) == []  # the orphaned grandchild went with it
 
 
 def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None:
@@ -218,6 +232,7 @@ def test_a_memory_budget_breach_is_out_of_memory(tmp_path: Path) -> None:
 def test_sigkill_of_a_real_worker_keeps_its_steps(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     handle = runner.start(_tiny("compute_bound", steps=100_000), store)
+    _STARTED.append(handle)
     _wait_for_step(handle, 3)
     os.kill(handle.pid, signal.SIGKILL)  # type: ignore[arg-type]
     result = handle.wait(WAIT_S)
