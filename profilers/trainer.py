@@ -81,7 +81,7 @@ class Trainer:
         model = trainer_setup.prepare_model(parts.model, spec, device, checkpoint_blocks=parts.checkpoint_blocks,
                                             channels_last_applies=parts.channels_last, warnings=warnings)
         if info.distributed:
-            model = trainer_dist.wrap_ddp(model, spec, device)
+            model = trainer_dist.wrap_ddp(model, spec, device, backend or "gloo")
         else:
             for knob in ("ddp_no_sync", "grad_compression"):
                 if getattr(spec, knob) not in (False, "none"):

@@ -49,11 +49,21 @@ class EpochBatchSampler(Sampler[list[int]]):
             yield used[start:start + self.micro_batch]
 
 
+def returns_batch(dataset: Dataset[Any]) -> bool:
+    """A dataset whose ``__getitems__(indices)`` returns an already collated batch (see ``TensorPairs``)."""
+    return bool(getattr(dataset, "returns_batch", False)) and hasattr(dataset, "__getitems__")
+
+
+def _already_collated(batch: Any) -> Any:
+    return batch
+
+
 class SharedSampleCache(Dataset[Any]):
     """Wraps a dataset of fixed-shape ``(tensor | number, ...)`` samples with a cross-process memory cache."""
 
     def __init__(self, inner: Dataset[Any], length: int) -> None:
         self.inner = inner
+        self.returns_batch = returns_batch(inner)
         first = inner[0]
         self._tuple = isinstance(first, (tuple, list))
         fields = list(first) if self._tuple else [first]
@@ -83,6 +93,20 @@ class SharedSampleCache(Dataset[Any]):
         values = tuple(slot[i] for slot in self._slots)
         return values if self._tuple else values[0]
 
+    def __getitems__(self, indices: list[int]) -> Any:
+        """Batched access: fill the missing samples in one inner call, then gather the batch from the cache."""
+        if not self.returns_batch:
+            return [self[i] for i in indices]
+        idx = torch.as_tensor(indices, dtype=torch.long)
+        missing = idx[~self._filled[idx]]
+        if len(missing):
+            fresh = self.inner.__getitems__(missing.tolist())  # type: ignore[attr-defined]
+            for slot, values in zip(self._slots, fresh if self._tuple else [fresh]):
+                slot[missing] = values
+            self._filled[missing] = True
+        values = tuple(slot[idx] for slot in self._slots)
+        return values if self._tuple else values[0]
+
 
 def make_loader(spec: TrainingSpec, dataset: Dataset[Any], rank: int, world_size: int,
                 cuda: bool) -> tuple[DataLoader[Any], EpochBatchSampler]:
@@ -97,6 +121,8 @@ def make_loader(spec: TrainingSpec, dataset: Dataset[Any], rank: int, world_size
         kwargs["persistent_workers"] = spec.persistent_workers
         if spec.prefetch_factor is not None:
             kwargs["prefetch_factor"] = spec.prefetch_factor
+    if returns_batch(dataset):
+        kwargs["collate_fn"] = _already_collated
     loader = DataLoader(dataset, batch_sampler=sampler, num_workers=spec.num_workers,
                         pin_memory=spec.pin_memory and cuda, **kwargs)
     return loader, sampler

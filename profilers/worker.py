@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m profilers.worker RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0])
+    instrument.release_large_frees()
     state = RunState(run_dir, trainer_dist.DistInfo.from_env())
     try:
         state.spec = TrainingSpec.from_json((run_dir / "spec.json").read_text(encoding="utf-8"))
