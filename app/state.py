@@ -18,6 +18,8 @@ UPLOAD_SEEN = "stepwise.upload_seen"
 UPLOAD_RESULTS = "stepwise.upload_results"
 EXPERIMENT_JOB = "stepwise.experiment_job"
 LADDER_JOB = "stepwise.ladder_job"
+LIVE_RUNNING = "stepwise.live_running"
+FOLLOWED_RUN = "stepwise.followed_run"
 
 
 def _get(key: str, default: Any = None) -> Any:
@@ -86,3 +88,21 @@ def ladder_job() -> Any | None:
 
 def set_ladder_job(job: Any | None) -> None:
     _set(LADDER_JOB, job)
+
+
+def live_was_running() -> bool:
+    """Whether the live view last saw its run running (so it reruns the page once when the run ends)."""
+    return bool(_get(LIVE_RUNNING, False))
+
+
+def set_live_was_running(running: bool) -> None:
+    _set(LIVE_RUNNING, running)
+
+
+def followed_run() -> str | None:
+    """The run the Launch page follows live (the one this session started, or one it chose to follow)."""
+    return _get(FOLLOWED_RUN)
+
+
+def follow_run(run_id: str | None) -> None:
+    _set(FOLLOWED_RUN, run_id)

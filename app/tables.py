@@ -37,3 +37,10 @@ def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.
     o = ops.head(limit)
     return pd.DataFrame({"operator": o["name"], "total ms": o["total_ns"] / 1e6,
                          "ms/step": o["total_ns"] / 1e6 / max(steps, 1), "calls": o["count"], "mean µs": o["mean_us"]})
+
+
+def median_or_none(values: tuple[float, ...] | list[float]) -> float:
+    """Median of a non-empty sequence (callers check emptiness first)."""
+    import statistics
+
+    return float(statistics.median(values))

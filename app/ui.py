@@ -29,9 +29,10 @@ def chart(fig: go.Figure, key: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", key=key, theme=None, config={"displaylogo": False})
 
 
-def run_picker(records: list[RunRecord], key: str, label: str = "Run",
-               default: str | None = None) -> RunRecord | None:
-    """A selectbox of runs; the choice becomes the session's selected run (shared by the pages)."""
+def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: str | None = None,
+               remember: bool = True) -> RunRecord | None:
+    """A selectbox of runs; with ``remember`` the choice becomes the session's selected run (shared by the
+    Analysis, Advisor and Report pages)."""
     if not records:
         st.info("No runs yet: launch a sample workload or upload a trace.")
         st.page_link("views/upload.py", label="Upload a trace", icon=":material/upload:")
@@ -42,7 +43,8 @@ def run_picker(records: list[RunRecord], key: str, label: str = "Run",
     ids = list(by_id)
     choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in by_id else 0,
                           format_func=lambda i: describe_run(by_id[i]), key=key)
-    state.select_run(choice)
+    if remember:
+        state.select_run(choice)
     return by_id[choice]
 
 

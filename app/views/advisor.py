@@ -1,8 +1,14 @@
-"""Advisor: placeholder while it is built."""
+"""Advisor: the binding bottleneck in one sentence, its evidence and fix; for launched runs, Apply the fix."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from app import advisor_panels, experiment_view, ui
+
 st.title("Advisor")
-st.info("Coming in the next commit.")
+record, analysis = ui.selected_analysis("advisor.run")
+if analysis is not None and record is not None:
+    advisor_panels.diagnosis(analysis)
+    st.divider()
+    experiment_view.render(record, analysis)

@@ -1,8 +1,58 @@
-"""Compare: placeholder while it is built."""
+"""Compare: any two runs or traces side by side — step time, breakdown deltas, kernels and ops that moved."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from app import data, state, tables, ui
+from reports import charts_compare
+from reports.compare import compare
+
 st.title("Compare")
-st.info("Coming in the next commit.")
+records = data.store().list()
+if len(records) < 2:
+    st.info("Compare needs two runs or uploaded traces.")
+    st.page_link("views/upload.py", label="Upload a trace", icon=":material/upload:")
+    st.stop()
+pair = state.compare_pair()
+left, right = st.columns(2)
+with left:
+    a = ui.run_picker(records, "compare.a", "A (before)", default=pair[0] or records[1].run_id, remember=False)
+with right:
+    b = ui.run_picker(records, "compare.b", "B (after)", default=pair[1] or records[0].run_id, remember=False)
+assert a is not None and b is not None
+state.set_compare_pair(a.run_id, b.run_id)
+if a.run_id == b.run_id:
+    st.info("Pick two different runs.")
+    st.stop()
+ta, tb = ui.load_analysis(a), ui.load_analysis(b)
+if ta is None or tb is None:
+    st.stop()
+c = compare(ta, tb)
+cols = st.columns(3)
+med = tables.median_or_none
+cols[0].metric("A median step", f"{med(c.step_ms_a):.1f} ms" if c.step_ms_a else "—")
+cols[1].metric("B median step", f"{med(c.step_ms_b):.1f} ms" if c.step_ms_b else "—")
+if c.speedup:
+    cols[2].metric("Speed-up of B", f"{c.speedup:.2f}×", delta=f"{(c.speedup - 1):+.0%}")
+ui.chart(charts_compare.step_time_distributions({f"A: {c.label_a}": c.step_ms_a, f"B: {c.label_b}": c.step_ms_b},
+                                                "Step time, A vs B"), key="compare.steps")
+side = {f"A: {c.label_a}": dict(zip(c.categories["category"], c.categories["a_ms"])),
+        f"B: {c.label_b}": dict(zip(c.categories["category"], c.categories["b_ms"]))}
+l2, r2 = st.columns(2)
+with l2:
+    ui.chart(charts_compare.breakdown_side_by_side(side), key="compare.breakdown")
+with r2:
+    ui.chart(charts_compare.category_deltas(c.categories), key="compare.deltas")
+losses = {f"A: {c.label_a}": ta.run.losses, f"B: {c.label_b}": tb.run.losses} if ta.run and tb.run else {}
+if any(losses.values()):
+    ui.chart(charts_compare.loss_curves(losses), key="compare.loss")
+l3, r3 = st.columns(2)
+with l3:
+    if len(c.kernels):
+        ui.chart(charts_compare.name_deltas(c.kernels, "Kernels that moved most"), key="compare.kernels")
+    st.dataframe(c.kernels, hide_index=True, width="stretch")
+with r3:
+    if len(c.ops):
+        ui.chart(charts_compare.name_deltas(c.ops, "Operators that moved most"), key="compare.ops")
+    st.dataframe(c.ops, hide_index=True, width="stretch")

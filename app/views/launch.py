@@ -1,8 +1,64 @@
-"""Launch: placeholder while it is built."""
+"""Launch: run a sample workload (knobs in a form) or profile your own script unmodified; follow it live."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-st.title("Launch")
-st.info("Coming in the next commit.")
+from app import data, launching, live_view, spec_form, state, ui
+from profilers.errors import StepwiseError
+from profilers.run_model import RunStatus
+
+st.title("Launch a run")
+store = data.store()
+what = st.radio("What to run", ["Sample workload", "My training script"], horizontal=True, key="launch.what")
+
+if what == "Sample workload":
+    infos = {w.name: w for w in launching.workloads()}
+    left, right = st.columns([2, 1])
+    name = left.selectbox("Workload", list(infos), key="launch.workload",
+                          format_func=lambda n: f"{n} — {infos[n].intended_bottleneck or 'mixed'}-bound")
+    size = right.selectbox("Size", infos[name].sizes, key="launch.size")
+    st.caption(ui.text(infos[name].description))
+    with st.form("launch.form"):
+        values = spec_form.knob_inputs(launching.base_spec(name, size), f"launch.knob.{name}.{size}")
+        sets = st.text_area("More spec fields (KEY=VALUE per line)", key="launch.sets",
+                            placeholder="params.images=128\ncudnn_benchmark=true")
+        label = st.text_input("Label (optional)", key="launch.label")
+        submitted = st.form_submit_button("Start", type="primary")
+    if submitted:
+        try:
+            spec = launching.build_spec(name, size, values, sets)
+            handle = launching.start_workload(spec, store, label)
+            state.set_launch_handle(handle)
+            state.follow_run(handle.run_id)
+        except StepwiseError as err:
+            st.error(ui.text(err))
+else:
+    st.markdown("Profile a training script **as it is**: Stepwise starts it with a profiler hook that finds "
+                "its optimizer steps. Only the script path you type here is run.")
+    with st.form("launch.script_form"):
+        command = st.text_input("Command", key="launch.command", placeholder="python train.py --epochs 1")
+        steps = st.number_input("Steps to profile", min_value=1, max_value=10_000, value=5, key="launch.steps")
+        label = st.text_input("Label (optional)", key="launch.script_label")
+        submitted = st.form_submit_button("Start", type="primary")
+    if submitted:
+        try:
+            handle = launching.start_script(command, int(steps), store, label)
+            state.set_launch_handle(handle)
+            state.follow_run(handle.run_id)
+        except StepwiseError as err:
+            st.error(ui.text(err))
+
+st.divider()
+follow = state.followed_run()
+running = [r for r in store.list(status=RunStatus.RUNNING) if r.run_id != follow]
+if running:
+    with st.expander(f"Other running runs ({len(running)})"):
+        other = ui.run_picker(running, key="launch.follow", label="Follow", default=running[0].run_id,
+                             remember=False)
+        if other is not None and st.button("Follow this run", key="launch.follow_btn"):
+            state.follow_run(other.run_id)
+            follow = other.run_id
+if follow is not None:
+    st.subheader("Live")
+    live_view.render(follow)

@@ -1,8 +1,34 @@
-"""Report: placeholder while it is built."""
+"""Report: export one run or trace as a self-contained HTML file, JSON or Markdown (optionally vs another run)."""
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
+from app import data, ui
+from reports import export
+from reports.compare import compare
+
 st.title("Report")
-st.info("Coming in the next commit.")
+st.markdown("One **HTML** file with interactive charts that opens anywhere, offline (plotly.js is inside it and "
+            "every name from the trace is plain text); **JSON** for tools; **Markdown** for tickets and chats.")
+record, analysis = ui.selected_analysis("report.run")
+if analysis is not None and record is not None:
+    comparison = None
+    others = [r for r in data.store().list() if r.run_id != record.run_id]
+    if others and st.checkbox("Add a comparison with another run (this run is A)", key="report.with_compare"):
+        other = ui.run_picker(others, "report.compare_to", "B", remember=False)
+        other_analysis = ui.load_analysis(other) if other is not None else None
+        if other_analysis is not None:
+            comparison = compare(analysis, other_analysis)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", record.label)[:60].strip("._") or "report"
+    cols = st.columns(3)
+    for col, (fmt, title) in zip(cols, (("html", "HTML report"), ("json", "JSON"), ("md", "Markdown"))):
+        col.download_button(f"Download {title}", data=lambda fmt=fmt: export.render(analysis, fmt, comparison),
+                            file_name=f"stepwise-{stem}.{fmt}", mime=export.FORMATS[fmt], key=f"report.{fmt}",
+                            on_click="ignore", icon=":material/download:", type="primary" if fmt == "html" else
+                            "secondary")
+    st.caption("The same export from the command line: `python -m advisors analyze PATH --report out.html`.")
+    with st.expander("Preview (Markdown)"):
+        st.markdown(export.render(analysis, "md", comparison).decode("utf-8"))

@@ -33,3 +33,10 @@ def open_page(page: str | None = None) -> AppTest:
 
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
+
+
+def plain(markdown: str) -> str:
+    """Text as the reader sees it: Markdown backslash escapes removed."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", markdown)

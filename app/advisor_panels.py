@@ -1,0 +1,62 @@
+"""Rendering of the advisor's diagnosis: the binding bottleneck, its evidence, the other findings and fixes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import ui
+from reports import advice
+from reports.analysis import Analysis
+
+#: Streamlit's named text colours closest to :data:`reports.charts.BOTTLENECK_COLORS`.
+COLOR_NAMES = {"data": "orange", "memory": "blue", "compute": "blue", "communication": "red", "host": "violet"}
+
+
+def _evidence_table(evidence: dict) -> None:
+    rows = [{"measure": k, "value": v if isinstance(v, str) else (None if v is None else float(v))}
+            for k, v in evidence.items()]
+    if rows:
+        st.dataframe(pd.DataFrame(rows).astype({"value": "object"}), hide_index=True, width="stretch")
+
+
+def _fix(fix_id: str | None, key: str) -> None:
+    fix = advice.fix_for(fix_id)
+    if fix is None:
+        return
+    st.markdown(f"**Fix — {ui.text(fix.title)}.** {ui.text(fix.explanation)}")
+    st.code(fix.snippet, language="python")
+    if fix.spec_patch:
+        st.caption("As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in fix.spec_patch.items())))
+
+
+def diagnosis(a: Analysis) -> None:
+    """The verdict first, then the ranked findings, then what could not be judged."""
+    d = a.diagnosis
+    if d is None:
+        st.warning(ui.text(a.advisor_note or "advisor not available yet"))
+        return
+    if d.binding is None:
+        st.success("Nothing binds: no rule found step time at stake.")
+    else:
+        with st.container(border=True):
+            st.markdown(f"### :{COLOR_NAMES.get(d.bottleneck.value, 'gray')}[Binding bottleneck: "
+                        f"**{d.bottleneck.value}**]")
+            st.markdown(f"{ui.text(d.binding.message)}")
+            st.progress(d.confidence, text=f"confidence {d.confidence:.0%} · {d.binding.severity:.0%} of step "
+                                           f"time at stake · rule {d.binding.rule}")
+        with st.expander("Evidence", expanded=True):
+            _evidence_table(dict(d.evidence))
+        _fix(d.binding.fix_id, "binding")
+    if d.others:
+        st.markdown("#### Other findings, most severe first")
+        for i, f in enumerate(d.others):
+            with st.expander(f"{f.severity:.0%} · {f.bottleneck.value} · {f.rule} {f.name}"):
+                st.markdown(ui.text(f.message))
+                st.caption(f"confidence {f.confidence:.0%}")
+                _evidence_table(dict(f.evidence))
+                _fix(f.fix_id, f"other{i}")
+    if d.notes:
+        with st.expander(f"Not enough data to judge ({len(d.notes)})"):
+            for n in d.notes:
+                st.markdown(f"- **{n.bottleneck.value}**: {ui.text(n.reason)}")

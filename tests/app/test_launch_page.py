@@ -1,0 +1,85 @@
+"""Launch page: the form builds a spec and starts it (the runner is mocked), live view, cancel, bad input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from profilers import runner
+from profilers.run_model import RunStatus
+from tests.app.conftest import assert_clean, open_page, plain
+from tests.app.fake_runs import fake_run
+
+
+@dataclass
+class FakeHandle:
+    run_id: str
+    cancelled: list[str] = field(default_factory=list)
+
+    def cancel(self, reason: str = "") -> None:
+        self.cancelled.append(reason)
+
+
+@pytest.fixture()
+def started(store, monkeypatch):
+    """Replace ``runner.start``: record the spec, store a half-done running run, return a fake handle."""
+    calls: list = []
+
+    def fake_start(spec, st_store, label=None, **_):
+        record = fake_run(store, label=label or spec.workload, status=RunStatus.RUNNING, steps=4)
+        store.update(record.run_id, status=RunStatus.RUNNING)
+        (store.path(record.run_id) / "progress.json").write_text(
+            '{"step": 4, "total_steps": 10, "loss": 1.0, "eta_s": 3.5}')
+        handle = FakeHandle(record.run_id)
+        calls.append((spec, handle))
+        return handle
+
+    monkeypatch.setattr(runner, "start", fake_start)
+    return calls
+
+
+def test_form_starts_workload_and_shows_it_live(store, started) -> None:
+    at = open_page("launch")
+    assert_clean(at)
+    at.selectbox(key="launch.workload").set_value("data_bound").run()
+    # Form widgets commit on submit: set them all, then press Start.
+    at.number_input(key="launch.knob.data_bound.tiny.num_workers").set_value(2)
+    at.checkbox(key="launch.knob.data_bound.tiny.pin_memory").check()
+    at.text_area(key="launch.sets").set_value("params.images=32")
+    at.button[0].click().run()
+    assert_clean(at)
+    [(spec, handle)] = started
+    assert (spec.workload, spec.num_workers, spec.pin_memory, spec.params["images"]) == ("data_bound", 2, True, 32)
+    assert at.subheader[0].value == "Live"
+    assert "step 4 of 10" in at.get("progress")[0].proto.text
+    at.button(key="launch.cancel").click().run()
+    assert handle.cancelled == ["cancelled from the dashboard"]
+
+
+def test_invalid_spec_is_explained(store, started) -> None:
+    at = open_page("launch")
+    at.selectbox(key="launch.workload").set_value("data_bound").run()
+    at.checkbox(key="launch.knob.data_bound.tiny.persistent_workers").check()
+    at.button[0].click().run()
+    assert_clean(at)
+    assert at.error and "persistent_workers=True needs num_workers > 0" in plain(at.error[0].value)
+    assert started == []
+
+
+def test_script_launch_refuses_a_missing_script(store) -> None:
+    at = open_page("launch")
+    at.radio(key="launch.what").set_value("My training script").run()
+    at.text_input(key="launch.command").set_value("python /nonexistent/train.py")
+    at.button[0].click().run()
+    assert_clean(at)
+    assert at.error and "no such script" in plain(at.error[0].value)
+
+
+def test_finished_run_links_to_analysis(store) -> None:
+    record = fake_run(store)
+    at = open_page("launch")
+    at.session_state["stepwise.followed_run"] = record.run_id
+    at.run()
+    assert_clean(at)
+    assert at.success and "ok" in at.success[0].value
