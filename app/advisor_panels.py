@@ -13,11 +13,18 @@ from reports.analysis import Analysis
 COLOR_NAMES = {"data": "orange", "memory": "blue", "compute": "blue", "communication": "red", "host": "violet"}
 
 
+def _value(v: object) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
 def _evidence_table(evidence: dict) -> None:
-    rows = [{"measure": k, "value": v if isinstance(v, str) else (None if v is None else float(v))}
-            for k, v in evidence.items()]
+    rows = [{"measure": k, "value": _value(v)} for k, v in evidence.items()]
     if rows:
-        st.dataframe(pd.DataFrame(rows).astype({"value": "object"}), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 def _fix(fix_id: str | None, key: str) -> None:

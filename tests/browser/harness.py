@@ -1,0 +1,96 @@
+"""Start the real dashboard and a real Chromium: used by the browser tests and ``benchmarks/dashboard.py``.
+
+``Dashboard`` runs ``streamlit run app/main.py`` on a free port with ``STEPWISE_HOME`` pointing at a private
+store, from the repository root (so ``.streamlit/config.toml`` applies), and stops exactly that process.
+``chromium()`` launches Debian's ``/usr/bin/chromium`` through Playwright (``playwright install`` cannot
+download browsers here).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("STEPWISE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Dashboard:
+    """A dashboard server of our own; ``url`` once :meth:`start` returned."""
+
+    def __init__(self, home: Path, log: Path) -> None:
+        self.home, self.log = home, log
+        self.port = free_port()
+        self.url = f"http://localhost:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 90.0) -> "Dashboard":
+        env = {**os.environ, "STEPWISE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
+        cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(self.port),
+               "--server.headless", "true"]
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the dashboard exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        raise TimeoutError(f"the dashboard did not answer on {self.url} within {timeout_s:g} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@contextmanager
+def dashboard(home: Path, log: Path) -> Iterator[Dashboard]:
+    server = Dashboard(home, log).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def wait_for_app(page: Any, timeout_ms: int = 60_000) -> None:
+    """Wait until Streamlit has finished the current script run (no 'running' indicator)."""
+    page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
