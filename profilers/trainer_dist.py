@@ -87,6 +87,10 @@ def bf16_allreduce_hook(process_group: Any, bucket: dist.GradBucket) -> Future[t
     return fut.then(decompress)
 
 
+# DDP inspects a hook's annotations as objects; ``from __future__ import annotations`` left them as strings.
+bf16_allreduce_hook.__annotations__.update({"bucket": dist.GradBucket, "return": Future[torch.Tensor]})
+
+
 def wrap_ddp(model: nn.Module, spec: TrainingSpec, device: torch.device, backend: str) -> DistributedDataParallel:
     """DDP with ``bucket_cap_mb`` and, if asked, a gradient compression comm hook."""
     ids = [device.index] if device.type == "cuda" else None

@@ -1,0 +1,101 @@
+"""The WORKLOADS registry: every workload builds, learns-shaped outputs, is deterministic and fits its story."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from PIL import Image
+
+from profilers.errors import SpecError
+from profilers.spec import TrainingSpec
+from sample_runs import WORKLOADS, get_workload
+from sample_runs.jpeg_data import encode_images
+
+REQUIRED = {"data_bound", "compute_bound", "memory_bound", "communication_bound", "resnet_small", "gpt_small",
+            "digits"}
+
+
+def test_registry_holds_the_required_workloads_and_names_them_on_a_miss() -> None:
+    assert REQUIRED <= set(WORKLOADS)
+    assert get_workload("digits") is WORKLOADS["digits"]
+    with pytest.raises(SpecError, match="unknown workload 'nope'; known workloads: .*data_bound"):
+        get_workload("nope")
+    with pytest.raises(SpecError, match="cannot load workload"):
+        get_workload("no.such.module:W")
+    with pytest.raises(SpecError, match="not a sample_runs.Workload"):
+        get_workload("sample_runs:WORKLOADS")
+    assert get_workload("sample_runs.digits:WORKLOAD") is WORKLOADS["digits"]
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_each_workload_builds_a_model_that_trains_on_its_data(name: str) -> None:
+    w = WORKLOADS[name]
+    assert {"tiny", "bench"} <= set(w.sizes) and w.description
+    spec = w.spec("tiny")
+    assert spec.workload == name and spec.params["size"] == "tiny"
+    w.spec("bench")  # valid too
+    torch.manual_seed(0)
+    parts = w.build(spec)
+    n = min(8, len(parts.dataset))  # type: ignore[arg-type]
+    samples = [parts.dataset[i] for i in range(n)]
+    x = torch.stack([torch.as_tensor(s[0]) for s in samples])
+    y = torch.stack([torch.as_tensor(s[1]) for s in samples])
+    loss = parts.loss_fn(parts.model(x), y)
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    loss.backward()
+    assert all(p.grad is not None for p in parts.model.parameters())
+    for block in parts.checkpoint_blocks:
+        parts.model.get_submodule(block)  # every declared block exists
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_data_is_deterministic_from_the_seed(name: str) -> None:
+    w = WORKLOADS[name]
+    first = w.build(w.spec("tiny")).dataset[3]
+    again = w.build(w.spec("tiny")).dataset[3]
+    other = w.build(w.spec("tiny", seed=1)).dataset[3]
+    assert torch.equal(torch.as_tensor(first[0]), torch.as_tensor(again[0]))
+    assert not torch.equal(torch.as_tensor(first[0]), torch.as_tensor(other[0]))
+
+
+def test_intended_bottlenecks_and_the_baselines_that_show_them() -> None:
+    assert {n: WORKLOADS[n].intended_bottleneck for n in ("data_bound", "compute_bound", "memory_bound",
+                                                        "communication_bound")} == {
+        "data_bound": "data", "compute_bound": "compute", "memory_bound": "memory",
+        "communication_bound": "communication"}
+    for size in ("tiny", "bench"):
+        assert WORKLOADS["memory_bound"].spec(size).memory_budget_mb is not None
+        assert WORKLOADS["communication_bound"].spec(size).world_size == 2
+    assert WORKLOADS["data_bound"].build(WORKLOADS["data_bound"].spec("tiny")).decodes_samples
+
+
+def test_spec_overrides_and_params_resolution() -> None:
+    w = WORKLOADS["compute_bound"]
+    spec = w.spec("tiny", precision="bf16", params={"width": 32})
+    assert spec.precision == "bf16" and dict(spec.params) == {"size": "tiny", "width": 32}
+    assert w.resolve_params(spec)["width"] == 32 and w.resolve_params(spec)["depth"] == 2
+    with pytest.raises(SpecError, match="has no parameter"):
+        w.build(spec.patch(params={"widht": 3}))
+    with pytest.raises(SpecError, match="has no size 'huge'"):
+        w.spec("huge")
+    with pytest.raises(SpecError, match="has no size"):
+        w.build(TrainingSpec(workload="compute_bound", params={"size": "huge"}))
+
+
+def test_data_bound_really_decodes_jpeg_per_sample() -> None:
+    blobs, labels = encode_images(3, classes=10, size=48, seed=0)
+    assert all(b[:2] == b"\xff\xd8" for b in blobs) and len(labels) == 3  # JPEG start-of-image marker
+    assert Image.open(io.BytesIO(blobs[0])).format == "JPEG"
+    ds = WORKLOADS["data_bound"].build(WORKLOADS["data_bound"].spec("tiny")).dataset
+    x, label = ds[0]
+    assert x.shape == (3, 64, 64) and x.dtype == torch.float32 and 0 <= label < 10
+    assert torch.equal(ds[0][0], x)  # augmentation seeded per sample: the same wherever computed
+
+
+def test_digits_is_the_real_sklearn_data() -> None:
+    ds = WORKLOADS["digits"].build(WORKLOADS["digits"].spec("bench")).dataset
+    assert len(ds) == 1797  # type: ignore[arg-type]
+    x, y = ds[0]
+    assert x.shape == (1, 8, 8) and 0.0 <= float(x.min()) and float(x.max()) <= 1.0 and 0 <= int(y) <= 9
