@@ -47,7 +47,8 @@ def breakdown_panel(a: Analysis) -> None:
         choice = st.selectbox("Rank", ["mean over ranks", *b.ranks], key="analysis.rank_breakdown")
         rank = None if choice == "mean over ranks" else int(choice)
     ui.chart(charts.step_breakdown(b.per_step, rank), key="analysis.per_step")
-    ui.chart(charts.rank_breakdown(b.per_step), key="analysis.per_rank")
+    if len(b.ranks) > 1:
+        ui.chart(charts.rank_breakdown(b.per_step), key="analysis.per_rank")
 
 
 def timeline_panel(a: Analysis) -> None:

@@ -42,10 +42,20 @@ def _run_analysis(path: str, label: str, kind: str, fingerprint: tuple) -> Analy
     return analyse_run(Path(path), label, kind)
 
 
-def trace_analysis(path: Path, label: str) -> Analysis:
+def trace_digest(path: Path) -> str:
+    """Content digest of a trace file or folder (cached per stat fingerprint, so hashed once per file)."""
+    return _digest(str(path), stat_fingerprint(path))
+
+
+def trace_analysis(path: Path, label: str, digest: str | None = None) -> Analysis:
     """Analysis of a trace file or folder, keyed by its content. Raises TraceError for a bad trace."""
-    digest = _digest(str(path), stat_fingerprint(path))
-    return _trace_analysis(digest, label, str(path))
+    return _trace_analysis(digest or trace_digest(path), label, str(path))
+
+
+def checked_upload(path: Path, label: str) -> tuple[Analysis, str]:
+    """Validate a staged upload by analysing it; returns the analysis and the content digest (its cache key)."""
+    digest = trace_digest(path)
+    return trace_analysis(path, label, digest), digest
 
 
 def upload_trace_root(record: RunRecord) -> Path:
@@ -55,10 +65,12 @@ def upload_trace_root(record: RunRecord) -> Path:
     return entries[0] if len(entries) == 1 else trace
 
 
-def run_analysis(record: RunRecord) -> Analysis:
-    """Analysis of a stored run or upload. Raises TraceError when an upload's trace cannot be read."""
+def run_analysis(record: RunRecord, digest: str | None = None) -> Analysis:
+    """Analysis of a stored run or upload. Raises TraceError when an upload's trace cannot be read.
+
+    ``digest``: an upload's content digest when the caller knows it (it uploaded the file), else computed."""
     if record.kind == "upload":
-        return trace_analysis(upload_trace_root(record), record.label)
+        return trace_analysis(upload_trace_root(record), record.label, digest)
     run_dir = Path(record.run_dir)
     return _run_analysis(str(run_dir), record.label, record.kind, stat_fingerprint(run_dir))
 

@@ -20,6 +20,8 @@ EXPERIMENT_JOB = "stepwise.experiment_job"
 LADDER_JOB = "stepwise.ladder_job"
 LIVE_RUNNING = "stepwise.live_running"
 FOLLOWED_RUN = "stepwise.followed_run"
+ANALYSIS_TAB = "stepwise.analysis_tab"  # the open tab of the Analysis page (a widget key: Streamlit sets it)
+UPLOAD_DIGESTS = "stepwise.upload_digests"
 
 
 def _get(key: str, default: Any = None) -> Any:
@@ -106,3 +108,14 @@ def followed_run() -> str | None:
 
 def follow_run(run_id: str | None) -> None:
     _set(FOLLOWED_RUN, run_id)
+
+
+def upload_digest(run_id: str) -> str | None:
+    """The content digest of a trace this session uploaded (saves hashing the stored copy again)."""
+    return _get(UPLOAD_DIGESTS, {}).get(run_id)
+
+
+def remember_upload_digest(run_id: str, digest: str) -> None:
+    digests = dict(_get(UPLOAD_DIGESTS, {}))
+    digests[run_id] = digest
+    _set(UPLOAD_DIGESTS, digests)

@@ -51,7 +51,7 @@ def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: 
 def load_analysis(record: RunRecord) -> Analysis | None:
     """The run's analysis, or None after showing a clear error (the page keeps working)."""
     try:
-        return data.run_analysis(record)
+        return data.run_analysis(record, state.upload_digest(record.run_id))
     except StepwiseError as err:
         st.error(f"{text(record.label)} cannot be analysed: {text(err)}")
     except MemoryError:

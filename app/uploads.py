@@ -39,6 +39,7 @@ class UploadOutcome:
     ok: bool
     message: str
     run_id: str | None = None
+    digest: str | None = None  # content digest of the stored trace (the analysis cache key)
 
 
 def _write(folder: Path, item: Uploaded) -> None:
@@ -50,10 +51,11 @@ def _write(folder: Path, item: Uploaded) -> None:
         raise StepwiseError(f"two uploaded files share the name {target.name!r}") from None
 
 
-def store_upload(store: RunStore, items: Sequence[Uploaded], validate: Callable[[Path, str], Analysis],
-                 job_name: str | None = None) -> UploadOutcome:
+def store_upload(store: RunStore, items: Sequence[Uploaded],
+                 validate: Callable[[Path, str], tuple[Analysis, str]], job_name: str | None = None) -> UploadOutcome:
     """Validate and store one upload: a single file, or (``job_name`` given) several files as the ranks of one
-    job. ``validate(path, label)`` analyses the staged copy and raises for a bad trace."""
+    job. ``validate(path, label)`` analyses the staged copy (raising for a bad trace) and returns the analysis
+    and the content digest."""
     label = job_name or (items[0].name if items else "upload")
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=store.root))
     try:
@@ -65,9 +67,9 @@ def store_upload(store: RunStore, items: Sequence[Uploaded], validate: Callable[
         else:
             _write(tmp, items[0])
             root = tmp / safe_name(items[0].name)
-        analysis = validate(root, label)
+        analysis, digest = validate(root, label)
         record = store.import_trace(root, label=label)
-        return UploadOutcome(label, True, analysis.headline, record.run_id)
+        return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
     except StepwiseError as err:
         return UploadOutcome(label, False, str(err))
     except MemoryError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import analysis_panels as panels
-from app import ui
+from app import state, ui
 
 st.title("Analysis")
 record, analysis = ui.selected_analysis("analysis.run")
@@ -16,14 +16,11 @@ if analysis is not None:
         st.warning("No trace to break down for this run; its measured steps and telemetry are below.")
         panels.telemetry_panel(analysis)
     else:
-        tabs = st.tabs(["Breakdown", "Timeline", "Kernels & operators", "Telemetry & memory", "Ranks"])
-        with tabs[0]:
-            panels.breakdown_panel(analysis)
-        with tabs[1]:
-            panels.timeline_panel(analysis)
-        with tabs[2]:
-            panels.tables_panel(analysis)
-        with tabs[3]:
-            panels.telemetry_panel(analysis)
-        with tabs[4]:
-            panels.ranks_panel(analysis)
+        # Lazy tabs: only the open tab runs and sends its charts, so a large trace stays fluid.
+        panes = {"Breakdown": panels.breakdown_panel, "Timeline": panels.timeline_panel,
+                 "Kernels & operators": panels.tables_panel, "Telemetry & memory": panels.telemetry_panel,
+                 "Ranks": panels.ranks_panel}
+        for tab, render in zip(st.tabs(list(panes), key=state.ANALYSIS_TAB, on_change="rerun"), panes.values()):
+            if tab.open is not False:
+                with tab:
+                    render(analysis)

@@ -25,7 +25,9 @@ if new:
     groups = [new] if as_job else [[f] for f in new]
     outcomes = []
     for group in groups:
-        outcome = uploads.store_upload(store, group, data.trace_analysis, job_name=job_name if as_job else None)
+        outcome = uploads.store_upload(store, group, data.checked_upload, job_name=job_name if as_job else None)
+        if outcome.run_id and outcome.digest:
+            state.remember_upload_digest(outcome.run_id, outcome.digest)
         outcomes.append(outcome)
         seen.update(f.file_id for f in group)
     state.upload_results()[:0] = outcomes

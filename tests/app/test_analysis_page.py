@@ -12,6 +12,12 @@ def test_upload_analysis_panels(store, shared_traces) -> None:
     assert_clean(at)
     assert at.selectbox(key="analysis.run").value == run.run_id
     assert len(at.tabs) == 5
+    for tab in ("Timeline", "Telemetry & memory", "Ranks"):
+        at.session_state["stepwise.analysis_tab"] = tab
+        at.run()
+        assert_clean(at)
+    at.session_state["stepwise.analysis_tab"] = "Kernels & operators"
+    at.run()
     assert len(at.dataframe) == 2  # kernels and operators
     at.text_input(key="analysis.filter").set_value("conv").run()
     assert_clean(at)
@@ -23,7 +29,11 @@ def test_multi_rank_upload_shows_ranks_and_straggler(store, shared_traces) -> No
     at = open_page("analysis")
     assert_clean(at)
     at.selectbox(key="analysis.rank_breakdown").set_value(3).run()
+    at.session_state["stepwise.analysis_tab"] = "Timeline"
+    at.run()
     at.selectbox(key="analysis.rank_timeline").set_value(5).run()
+    at.session_state["stepwise.analysis_tab"] = "Ranks"
+    at.run()
     assert_clean(at)
     assert any("straggler" in m.value for m in at.markdown) or any("Rank **" in m.value for m in at.markdown)
 
@@ -31,6 +41,8 @@ def test_multi_rank_upload_shows_ranks_and_straggler(store, shared_traces) -> No
 def test_stored_run_with_telemetry(store) -> None:
     fake_run(store)
     at = open_page("analysis")
+    at.session_state["stepwise.analysis_tab"] = "Telemetry & memory"
+    at.run()
     assert_clean(at)
     assert not at.error
     assert any("Host telemetry" in c.value for c in at.caption)

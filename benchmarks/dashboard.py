@@ -1,0 +1,127 @@
+"""Time from upload to rendered analysis, in a real browser, for the largest shared trace and a ~100 MB one.
+
+    .venv/bin/python benchmarks/dashboard.py [--mb 100] [--repeat 3]
+
+Starts the dashboard (``streamlit run app/main.py``, private run store) and Debian's Chromium, then per trace:
+
+- **first view**: on the Upload page, from dropping the file to the Analysis page showing its figures and a
+  rendered chart (transfer, validation parse + breakdown + advisor, import into the store, page switch, render);
+- **cached, same session**: from clicking "Analysis" in the navigation (coming from Runs) to the same point;
+- **cached, new session**: a new browser tab opening ``/analysis`` (includes loading the Streamlit app itself).
+
+Targets (issue 5): first view ≤ 5 s, cached ≤ 1 s. Each figure is the median of ``--repeat`` rounds (first
+views use a fresh copy of the file each round: a new content digest, so nothing is cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.trace_parse import generate_kineto_trace  # noqa: E402
+from tests.browser.flows import wait_for_analysis  # noqa: E402
+from tests.browser.harness import chromium, dashboard  # noqa: E402
+
+LARGEST_SHARED = REPO.parent / "shared" / "traces" / "communication" / "hta_v100_2rank_216k_events.json.gz"
+TARGET_FIRST_S, TARGET_CACHED_S = 5.0, 1.0
+
+
+def _variant(src: Path, out_dir: Path, i: int) -> Path:
+    """A copy of ``src`` with different bytes (a trailing space in the JSON), so its digest is new."""
+    name = src.name.replace(".json", f".r{i}.json")
+    dst = out_dir / name
+    if src.suffix == ".gz":
+        with gzip.open(src, "rb") as fin, gzip.open(dst, "wb", compresslevel=1) as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+            fout.write(b" " * (i + 1))
+    else:
+        shutil.copyfile(src, dst)
+        with open(dst, "ab") as fh:
+            fh.write(b" " * (i + 1))
+    return dst
+
+
+def _time_first(browser, url: str, path: Path) -> float:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(180_000)
+    page.goto(f"{url}/upload")
+    page.get_by_role("heading", name="Upload traces").wait_for()
+    t0 = time.perf_counter()
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(path)
+    wait_for_analysis(page)
+    first = time.perf_counter() - t0
+    context.close()
+    return first
+
+
+def _time_cached(browser, url: str) -> tuple[float, float]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(180_000)
+    t0 = time.perf_counter()
+    page.goto(f"{url}/analysis")
+    wait_for_analysis(page)
+    new_session = time.perf_counter() - t0
+    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Runs").click()
+    page.get_by_role("heading", name="Runs", exact=True).wait_for()
+    page.wait_for_timeout(300)
+    t0 = time.perf_counter()
+    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Analysis").click()
+    wait_for_analysis(page)
+    same_session = time.perf_counter() - t0
+    context.close()
+    return same_session, new_session
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=100.0, help="size of the synthetic trace (uncompressed MB)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="stepwise-bench-dash-"))
+    try:
+        synthetic = work / "synthetic.pt.trace.json"
+        info = generate_kineto_trace(synthetic, int(args.mb * 1024**2))
+        inputs = [("largest shared (216k events, gz)", LARGEST_SHARED),
+                  (f"synthetic {info.bytes / 1024**2:.0f} MiB ({info.complete_events:,} events)", synthetic)]
+        rows = []
+        with dashboard(work / "runs", work / "streamlit.log") as server, chromium() as browser:
+            _time_first(browser, server.url, _variant(LARGEST_SHARED, work, 99))  # warm-up: imports, JIT
+            for label, src in inputs:
+                firsts, same, new = [], [], []
+                for i in range(args.repeat):
+                    copy = _variant(src, work, i)
+                    firsts.append(_time_first(browser, server.url, copy))
+                    s, n = _time_cached(browser, server.url)
+                    same.append(s)
+                    new.append(n)
+                    copy.unlink()
+                rows.append((label, src.stat().st_size / 1024**2, statistics.median(firsts), statistics.median(same),
+                             statistics.median(new)))
+        print(f"\nUpload → rendered analysis, real Chromium, median of {args.repeat} (targets: first ≤ "
+              f"{TARGET_FIRST_S:g} s, cached ≤ {TARGET_CACHED_S:g} s)")
+        print(f"{'input':<44} {'file MiB':>9} {'first s':>8} {'cached s':>9} {'new tab s':>10}  "
+              f"{'first/target':>12} {'cached/target':>13}")
+        ok = True
+        for label, mb, first, same_s, new_s in rows:
+            ok &= first <= TARGET_FIRST_S and same_s <= TARGET_CACHED_S
+            print(f"{label:<44} {mb:>9.1f} {first:>8.2f} {same_s:>9.2f} {new_s:>10.2f}  "
+                  f"{first / TARGET_FIRST_S:>12.2f} {same_s / TARGET_CACHED_S:>13.2f}")
+        print("cached = same session, Runs → Analysis; new tab = a new browser session opening /analysis")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
