@@ -34,8 +34,8 @@ def free_port() -> int:
 class Dashboard:
     """A dashboard server of our own; ``url`` once :meth:`start` returned."""
 
-    def __init__(self, home: Path, log: Path) -> None:
-        self.home, self.log = home, log
+    def __init__(self, home: Path, log: Path, extra_args: tuple[str, ...] = ()) -> None:
+        self.home, self.log, self.extra_args = home, log, extra_args
         self.port = free_port()
         self.url = f"http://localhost:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -43,7 +43,7 @@ class Dashboard:
     def start(self, timeout_s: float = 90.0) -> "Dashboard":
         env = {**os.environ, "STEPWISE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
         cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(self.port),
-               "--server.headless", "true"]
+               "--server.headless", "true", *self.extra_args]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
@@ -69,8 +69,8 @@ class Dashboard:
 
 
 @contextmanager
-def dashboard(home: Path, log: Path) -> Iterator[Dashboard]:
-    server = Dashboard(home, log).start()
+def dashboard(home: Path, log: Path, extra_args: tuple[str, ...] = ()) -> Iterator[Dashboard]:
+    server = Dashboard(home, log, extra_args).start()
     try:
         yield server
     finally:
