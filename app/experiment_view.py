@@ -1,17 +1,107 @@
-"""Apply the advised fix to a launched run: an A/B experiment with progress, then before/after charts."""
+"""Apply the advised fix to a launched run: an A/B experiment with progress, then before/after charts; and the
+ladder (several rounds of diagnose → fix → measure) as a table."""
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import streamlit as st
 
+from app import data, experimenting, state, ui
+from app.jobs import BackgroundJob
 from profilers.run_model import RunRecord
+from reports import charts_compare
+from reports import experiment as ex
 from reports.analysis import Analysis
+
+POLL_S = 1.0
 
 
 def render(record: RunRecord, analysis: Analysis) -> None:
     st.subheader("Apply the fix")
-    if record.kind != "run":
+    if record.kind != "run" or analysis.run is None or analysis.run.spec is None:
         st.caption("Apply needs a run launched from a sample workload (its spec can be patched); for an uploaded "
                    "trace or your own script, the fix's code snippet above is the change to make.")
         return
-    st.info("advisor not available yet: the experiment runner (advisors.experiment) has not landed in this build.")
+    if not experimenting.available():
+        st.info(experimenting.EXPERIMENT_MISSING)
+        return
+    fixes = experimenting.candidate_fixes(analysis)
+    if not fixes:
+        st.info("No fix can be tried on this run: the findings propose advice-only changes, or changes that "
+                "cannot act on this device.")
+        return
+    by_id = {f.id: f for f in fixes}
+    left, right = st.columns([3, 1])
+    fix_id = left.selectbox("Fix to apply", list(by_id), format_func=lambda i: by_id[i].title, key="advisor.fix")
+    trials = right.number_input("Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials")
+    st.caption("Baseline and patched runs alternate (A B A B …) with the same seed and data; the fix is kept when "
+               "the 95% interval of the throughput ratio clears +3% and the loss holds.")
+    job = state.experiment_job()
+    busy = job is not None and not job.done
+    if st.button("Apply", type="primary", key="advisor.apply", disabled=busy):
+        state.set_experiment_job(experimenting.start_experiment(data.store(), analysis, by_id[fix_id], int(trials)))
+        job = state.experiment_job()
+    if job is not None:
+        _follow(job, "experiment", _before_after)
+    st.divider()
+    st.markdown("#### Several rounds: the optimisation ladder")
+    cols = st.columns([1, 1, 2])
+    rounds = cols[0].number_input("Rounds", min_value=1, max_value=5, value=3, key="advisor.rounds")
+    ladder = state.ladder_job()
+    if cols[2].button("Optimise", key="advisor.optimise", disabled=ladder is not None and not ladder.done):
+        state.set_ladder_job(experimenting.start_ladder(data.store(), analysis, int(rounds), int(trials)))
+        ladder = state.ladder_job()
+    if ladder is not None:
+        _follow(ladder, "ladder", _ladder)
+
+
+def _follow(job: BackgroundJob, name: str, show: Callable[[Any], None]) -> None:
+    """Poll ``job`` in a fragment while it runs; once it has ended, rerun the page once (stops the polling)."""
+    polling = not job.done
+
+    @st.fragment(run_every=POLL_S if polling else None)
+    def _poll() -> None:
+        if not job.done:
+            st.progress(experimenting.trial_fraction(job.last),
+                        text=f"{experimenting.describe_progress(job.last)} · {job.elapsed_s:.0f} s")
+        elif polling:
+            st.rerun(scope="app")
+        elif job.error:
+            st.error(f"The {name} stopped: {ui.text(job.error, 2000)}")
+        else:
+            show(job.result)
+
+    _poll()
+
+
+def _before_after(e: Any) -> None:
+    s = ex.summary(e)
+    (st.success if e.kept else st.warning)(ui.text(e.reason, 600))
+    cols = st.columns(3)
+    cols[0].metric("Before (median step)", f"{s['before_ms']:.1f} ms" if s["before_ms"] else "—")
+    cols[1].metric("After (median step)", f"{s['after_ms']:.1f} ms" if s["after_ms"] else "—")
+    if s["speedup"]:
+        cols[2].metric("Throughput ratio", f"{s['speedup']:.2f}×",
+                       help=f"{s['level']:.0%} interval [{s['low']:.2f}, {s['high']:.2f}]")
+    st.caption("Spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
+    ui.chart(charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after (every "
+                                                    "measured step; box = interquartile range)"),
+             key="advisor.before_after")
+    left, right = st.columns(2)
+    with left:
+        b = ex.breakdowns(e)
+        if b:
+            ui.chart(charts_compare.breakdown_side_by_side(b, "Breakdown before vs after"), key="advisor.bd")
+    with right:
+        losses = ex.loss_curves(e)
+        if losses:
+            ui.chart(charts_compare.loss_curves(losses, "Loss curves overlaid"), key="advisor.loss")
+
+
+def _ladder(ladder: Any) -> None:
+    st.markdown(f"Total measured speed-up of the kept fixes: **{ladder.total_speedup:.2f}×**")
+    steps = ex.ladder_steps(ladder)
+    if len(steps) > 1:
+        ui.chart(charts_compare.ladder(steps), key="advisor.ladder_chart")
+    st.dataframe(ex.ladder_frame(ladder), hide_index=True, width="stretch")
