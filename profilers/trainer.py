@@ -86,6 +86,9 @@ class Trainer:
             for knob in ("ddp_no_sync", "grad_compression"):
                 if getattr(spec, knob) not in (False, "none"):
                     warnings.append(f"{knob}={getattr(spec, knob)!r} acts on DDP only; ignored with world_size=1")
+        if backend == "gloo" and spec.grad_compression == "fp16":
+            warnings.append("grad_compression='fp16' on gloo: gloo sums fp16 in software, usually slower than "
+                            "fp32 on CPU; 'bf16' halves the bytes and is fast there")
         if spec.ddp_no_sync and spec.grad_accum_steps == 1:
             warnings.append("ddp_no_sync=True has no effect with grad_accum_steps=1 (every micro-batch syncs)")
         if spec.cache_decoded and not parts.decodes_samples:

@@ -50,6 +50,7 @@ class RunState:
         self.telemetry: TelemetrySampler | None = None
         self.watchdog: instrument.Watchdog | None = None
         self.bare = instrument.bare_requested()
+        self.setup_s: float | None = None
         self._lock = threading.Lock()  # the watchdog thread and the main thread may both end the run
 
     def peak_memory_mb(self) -> float:
@@ -77,6 +78,7 @@ class RunState:
             "telemetry_note": tel.note if tel else ("instrumentation off (STEPWISE_BARE=1)" if self.bare
                                                     else "telemetry runs on local rank 0 only"),
             "instrumented": not self.bare, "warnings": list(tr.warnings) if tr else [],
+            "setup_s": None if self.setup_s is None else round(self.setup_s, 3),
             "started_unix": self.started, "finished_unix": time.time(), **extra,
         }
 
@@ -130,6 +132,7 @@ def _train(state: RunState) -> None:
     spec, info = state.spec, state.info
     assert spec is not None
     state.trainer = trainer = Trainer.build(spec, info)
+    state.setup_s = time.time() - state.started  # imports, data generation, model build, process group
     state.recorder = RunRecorder(state.run_dir, info.rank, trainer.total_steps, tensorboard=not state.bare)
     cuda = trainer.device.type == "cuda"
     profiler = None if state.bare else instrument.make_profiler(spec, state.run_dir / "tb", info.rank, cuda)

@@ -34,5 +34,5 @@ WORKLOAD = Workload(
         "bench": Size(params={}, spec={"steps": 40}),
     },
     builder=build,
-    base_spec={"world_size": 2, "batch_size": 8},
+    base_spec={"world_size": 2, "batch_size": 4},
 )

@@ -39,14 +39,14 @@ WORKLOAD = Workload(
     name="memory_bound",
     description="Deep narrow MLP, large batch: saved activations exceed the memory budget.",
     intended_bottleneck="memory",
-    # Saved activations ≈ 3 × batch × width × 4 bytes per block: tiny ≈ 290 MB, bench ≈ 770 MB, on top of the
-    # ~390 MB an instrumented worker holds before its first step. Budgets sit between the full batch and a
-    # quarter of it (grad_accum_steps=4), with ~100 MB of margin each side.
+    # Saved activations ≈ 3 × batch × width × 4 bytes per block: tiny ≈ 400 MB, bench ≈ 770 MB, on top of the
+    # ~390 MB an instrumented worker holds before its first step. Each budget sits between the full batch
+    # and half of it (grad_accum_steps=2), with ≥ 100 MB of margin each side; activation checkpointing fits too.
     default_params={"samples": 32768, "dim": 64, "width": 256, "depth": 16, "classes": 10},
     sizes={
-        "tiny": Size(params={"samples": 16384, "width": 128, "depth": 24},
-                     spec={"batch_size": 8192, "steps": 10, "memory_budget_mb": 600}),
-        "bench": Size(params={}, spec={"batch_size": 16384, "steps": 20, "memory_budget_mb": 900}),
+        "tiny": Size(params={"samples": 16384, "width": 128, "depth": 32},
+                     spec={"batch_size": 8192, "steps": 10, "memory_budget_mb": 700}),
+        "bench": Size(params={}, spec={"batch_size": 16384, "steps": 20, "memory_budget_mb": 1000}),
     },
     builder=build,
 )
