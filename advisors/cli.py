@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import orjson
 
+from advisors import cli_optimize
 from advisors.diagnosis import diagnose, diagnosis_json
 from advisors.observation import Observation, RunFacts, observe
 from profilers.breakdown import CATEGORIES
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("path")
     a.add_argument("--json", action="store_true", help="print the analysis as JSON")
     a.add_argument("--report", metavar="OUT.html", help="also write a shareable report")
+    cli_optimize.add_parser(sub)
     return p
 
 
@@ -75,7 +77,7 @@ def _print_text(result: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        result = analyze(args.path)
+        result = analyze(args.path) if args.command == "analyze" else cli_optimize.main(args)
     except StepwiseError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -84,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.json:
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.command == "optimize":
+        print("\n".join(result["table"]))
     else:
         _print_text(result)
     return 0

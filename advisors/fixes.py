@@ -123,6 +123,21 @@ _CATALOG = (
 )
 FIXES: dict[str, Fix] = {f.id: f for f in _CATALOG}
 
+#: What to try next, in order, when a fix is rejected: the same bottleneck, another lever.
+ALTERNATIVES: dict[str, tuple[str, ...]] = {
+    "dataloader_workers": ("cache_decoded", "prefetch_pinned"),
+    "prefetch_pinned": ("cache_decoded",),
+    "cache_decoded": ("dataloader_workers",),
+    "grad_accumulation": ("activation_checkpointing",),
+    "activation_checkpointing": ("grad_accumulation",),
+    "bf16_autocast": ("tf32", "torch_compile", "fp16_autocast"),
+    "torch_compile": ("bf16_autocast", "channels_last"),
+    "ddp_no_sync": ("grad_compression", "ddp_bucket_size"),
+    "grad_compression": ("ddp_no_sync", "ddp_bucket_size"),
+    "ddp_bucket_size": ("ddp_no_sync", "grad_compression"),
+    "cuda_graphs": ("larger_batch", "torch_compile"),
+}
+
 
 def get_fix(fix_id: str) -> Fix:
     if fix_id not in FIXES:

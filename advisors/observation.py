@@ -20,6 +20,7 @@ from profilers.run_model import RunResult, summarise_steps
 from profilers.spec import TrainingSpec
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.trace_load import load_trace
+from profilers.trace_sources import find_trace_files
 
 RUN_MARKERS = ("result.json", "spec.json", "manifest.json")
 TRACE_SUBFOLDERS = ("tb", "trace")
@@ -77,7 +78,11 @@ def observe_run(run_dir: Path) -> Observation:
     notes: list[str] = []
     b: Breakdown | None = None
     trace_dir = next((run_dir / d for d in TRACE_SUBFOLDERS if (run_dir / d).is_dir()), None)
-    if trace_dir is None:
+    try:
+        has_files = trace_dir is not None and bool(find_trace_files(trace_dir))
+    except TraceError:
+        has_files = False
+    if trace_dir is None or not has_files:
         notes.append("the run folder has no trace (the profiler exported nothing before the run ended)")
     else:
         try:

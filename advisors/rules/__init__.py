@@ -41,4 +41,10 @@ def rule_by_id(rule_id: str) -> type[Rule]:
     raise KeyError(f"no rule {rule_id!r}; known: {', '.join(r.id for r in RULES)}")
 
 
-__all__ = ["RULES", "Example", "Rule", "rule_by_id"]
+def rules_docs() -> list[dict]:
+    """Every rule as documentation (id, name, class, docstring, thresholds, fix, example labels): the
+    dashboard's Rules page is built from this, so the docs and the tests come from the same classes."""
+    return [r.doc() for r in RULES]
+
+
+__all__ = ["RULES", "Example", "Rule", "rule_by_id", "rules_docs"]

@@ -91,3 +91,16 @@ def test_analyze_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.Capt
     assert main(["analyze", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:")
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["optimize", "data_bound", "--trials", "2"], "--trials must be at least 3"),
+    (["optimize", "no_such_workload"], "unknown workload"),
+    (["optimize", "missing_spec.json"], "no such spec file"),
+    (["optimize", "data_bound", "--rounds", "0"], "--rounds must be at least 1"),
+])
+def test_optimize_bad_input_is_one_error_line(argv: list[str], needle: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*argv, "--store", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and needle in err[0]

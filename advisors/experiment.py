@@ -1,0 +1,178 @@
+"""Apply a fix and prove it: baseline (A) and patched (B) runs, interleaved A B A B…, then a verdict.
+
+Both arms use the same seed and data (the spec carries them). Each trial's measured steps exclude warm-up
+and profiled steps (:mod:`advisors.trials`). The comparison is per-sample throughput, so a fix that changes
+the micro-batch or the samples per step (accumulation, ``no_sync``) is judged on what counts.
+
+A fix is **kept** when (1) both arms ran ``ok``, the lower bound of the 95% interval on the throughput ratio
+exceeds ``1 + Policy.min_gain`` and the loss holds; or (2) the baseline failed or ran out of memory and the
+patched run is ``ok`` within the memory budget with the loss holding. In case (2) the baseline cannot be
+timed, so a *reference* arm — the baseline with its memory budget lifted — is run instead, and the ratio
+says what the fix costs per sample. Loss parity: at the last step both arms reached, the patched loss may
+exceed the baseline's by at most ``loss_tolerance`` (relative).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from advisors.fixes import patched
+from advisors.model import Fix
+from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
+from advisors.trials import ProgressFn, RunFn, RunOutcome
+from profilers.spec import TrainingSpec
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How much evidence a fix needs. All defaults are stated in the verdict text."""
+
+    trials: int = 3
+    min_gain: float = 0.03  # the interval's lower bound must exceed 1 + min_gain
+    loss_tolerance: float = 0.05  # relative excess of the patched loss at the last common step
+    n_boot: int = N_BOOT
+    level: float = LEVEL
+    seed: int = SEED
+
+
+@dataclass(frozen=True)
+class Arm:
+    """The runs of one spec. ``status`` is ``ok`` only when every run was."""
+
+    label: str
+    spec: TrainingSpec
+    outcomes: tuple[RunOutcome, ...]
+
+    @property
+    def status(self) -> str:
+        return next((o.status for o in self.outcomes if not o.ok), "ok") if self.outcomes else "not run"
+
+    @property
+    def trials(self) -> tuple[Trial, ...]:
+        return tuple(o.trial for o in self.outcomes if o.ok and o.trial is not None)
+
+    @property
+    def median_step_ms(self) -> float | None:
+        return float(np.median([t.median_ms for t in self.trials])) if self.trials else None
+
+    @property
+    def samples_per_s(self) -> float | None:
+        return float(np.median([t.throughput for t in self.trials])) if self.trials else None
+
+    @property
+    def peak_memory_mb(self) -> float | None:
+        peaks = [o.peak_memory_mb for o in self.outcomes if o.peak_memory_mb is not None]
+        return max(peaks) if peaks else None
+
+    @property
+    def error(self) -> str | None:
+        return next((o.error for o in self.outcomes if not o.ok and o.error), None)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The verdict on one fix, with every run it rests on."""
+
+    fix: Fix
+    baseline: Arm
+    patched: Arm
+    reference: Arm | None
+    ratio: RatioEstimate | None  # patched / (baseline or reference) per-sample throughput
+    loss_delta: float | None
+    loss_step: int | None
+    kept: bool
+    reason: str
+    policy: Policy = field(default_factory=Policy)
+
+    @property
+    def speedup(self) -> float | None:
+        return self.ratio.point if self.ratio else None
+
+
+def run_experiment(base: TrainingSpec, fix: Fix, run: RunFn, policy: Policy = Policy(),
+                   on_progress: ProgressFn | None = None) -> Experiment:
+    """Run ``base`` and ``base`` + ``fix`` interleaved, ``policy.trials`` times each, and judge the fix.
+
+    Raises SpecError when the fix cannot be applied to ``base`` (advice-only fix, invalid combination).
+    """
+    spec_b = patched(base, fix)
+    base_runs: list[RunOutcome] = []
+    ref_runs: list[RunOutcome] = []
+    b_runs: list[RunOutcome] = []
+    reference = base.patch(memory_budget_mb=None)
+    for i in range(policy.trials):
+        if not base_runs or (base_runs[0].ok and len(base_runs) <= i):
+            base_runs.append(_trial(run, base, "baseline", i, policy, on_progress))
+        if base_runs[0].status == "out_of_memory":
+            ref_runs.append(_trial(run, reference, "reference", i, policy, on_progress))
+        b_runs.append(_trial(run, spec_b, "patched", i, policy, on_progress))
+        if not b_runs[-1].ok:
+            break  # a patched run that fails will not succeed on a second try: stop spending time
+    arm_a = Arm("baseline", base, tuple(base_runs))
+    arm_b = Arm("patched", spec_b, tuple(b_runs))
+    arm_r = Arm("reference (no memory budget)", reference, tuple(ref_runs)) if ref_runs else None
+    return _judge(fix, arm_a, arm_b, arm_r, policy)
+
+
+def _trial(run: RunFn, spec: TrainingSpec, arm: str, i: int, policy: Policy,
+           on_progress: ProgressFn | None) -> RunOutcome:
+    def relay(progress: dict) -> None:
+        if on_progress is not None:
+            on_progress({"phase": "trial", "arm": arm, "trial": i + 1, "trials": policy.trials, "run": progress})
+
+    relay({})
+    return run(spec, relay)
+
+
+def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experiment:
+    timed = ref if ref is not None else a
+    ratio = throughput_ratio(timed.trials, b.trials, policy.n_boot, policy.level, policy.seed) \
+        if timed.trials and b.trials else None
+    loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
+    loss_ok = loss_delta is None or loss_delta <= policy.loss_tolerance * max(abs(_loss_at(timed, loss_step)), 1e-8)
+    loss_text = "" if loss_delta is None else f"; loss at step {loss_step} {loss_delta:+.4f}"
+    baseline_status = a.outcomes[0].status if a.outcomes else "not run"  # later flaky runs are just untimed
+    if b.status != "ok":
+        kept, reason = False, f"the patched run ended {b.status}" + (f": {b.error}" if b.error else "")
+    elif baseline_status != "ok":
+        budget = b.spec.memory_budget_mb
+        within = budget is None or (b.peak_memory_mb or 0.0) <= budget
+        cost = f"; {1 / ratio.point - 1:+.0%} time per sample vs the unbudgeted reference" if ratio else ""
+        kept = within and loss_ok
+        reason = (f"turns {baseline_status} into ok" + (f" within the {budget} MB budget (peak "
+                                                  f"{b.peak_memory_mb:.0f} MB)" if budget and b.peak_memory_mb
+                                                  else "") + cost + loss_text)
+        if not loss_ok:
+            reason = f"runs, but the loss does not hold ({loss_delta:+.4f} > {policy.loss_tolerance:.0%}){loss_text}"
+    else:
+        assert ratio is not None
+        gain = ratio.low > 1 + policy.min_gain
+        kept = gain and loss_ok
+        interval = f"{ratio.point:.2f}x, {policy.level:.0%} interval [{ratio.low:.2f}, {ratio.high:.2f}]"
+        if not gain:
+            reason = f"no real gain: {interval} does not clear {1 + policy.min_gain:.2f}x" + loss_text
+        elif not loss_ok:
+            reason = f"faster ({interval}) but the loss does not hold (tolerance {policy.loss_tolerance:.0%})" \
+                + loss_text
+        else:
+            reason = f"kept: {interval} per-sample throughput" + loss_text
+    return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
+                      loss_step=loss_step, kept=kept, reason=reason, policy=policy)
+
+
+def loss_parity(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> tuple[int | None, float | None]:
+    """``(step, patched − baseline)`` median losses at the last step every run of both arms reached."""
+    curves_a = [o.losses for o in a if o.losses]
+    curves_b = [o.losses for o in b if o.losses]
+    if not curves_a or not curves_b:
+        return None, None
+    step = min(len(c) for c in (*curves_a, *curves_b)) - 1
+    return step, float(np.median([c[step] for c in curves_b]) - np.median([c[step] for c in curves_a]))
+
+
+def _loss_at(arm: Arm, step: int | None) -> float:
+    curves = [o.losses for o in arm.outcomes if o.losses]
+    return float(np.median([c[step] for c in curves])) if curves and step is not None else 0.0

@@ -1,0 +1,76 @@
+"""A :class:`~advisors.optimize.Ladder` as JSON (the ``optimize --json`` contract) and as a text table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisors.diagnosis import diagnosis_json
+from advisors.experiment import Arm, Experiment
+from advisors.optimize import Ladder
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+def arm_json(arm: Arm | None) -> dict[str, Any] | None:
+    if arm is None:
+        return None
+    return {"label": arm.label, "status": arm.status, "runs": len(arm.outcomes), "step_time_ms": _r(arm.median_step_ms),
+            "samples_per_s": _r(arm.samples_per_s), "peak_memory_mb": _r(arm.peak_memory_mb, 1),
+            "error": arm.error, "run_dirs": [o.run_dir for o in arm.outcomes if o.run_dir],
+            "raw_step_ms": [list(t.walls_ms) for t in arm.trials],
+            "samples_per_step": [t.samples_per_step for t in arm.trials]}
+
+
+def experiment_json(e: Experiment) -> dict[str, Any]:
+    before = e.reference if e.reference is not None else e.baseline
+    return {
+        "fix": e.fix.id, "fix_title": e.fix.title, "spec_patch": {k: v[1] for k, v in
+                                                                   e.baseline.spec.describe_diff(e.patched.spec).items()},
+        "before": arm_json(before), "after": arm_json(e.patched),
+        "baseline_status": e.baseline.outcomes[0].status if e.baseline.outcomes else None,
+        "speedup": _r(e.speedup), "interval": None if e.ratio is None else [_r(e.ratio.low), _r(e.ratio.high)],
+        "interval_level": e.policy.level, "min_gain": e.policy.min_gain, "kept": e.kept, "reason": e.reason,
+        "loss_delta": _r(e.loss_delta, 6), "loss_step": e.loss_step, "loss_tolerance": e.policy.loss_tolerance,
+        "trials": e.policy.trials, "snippet": e.fix.snippet,
+    }
+
+
+def ladder_json(ladder: Ladder) -> dict[str, Any]:
+    rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
+               "cumulative_speedup": _r(r.cumulative)} for r in ladder.rungs]
+    return {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
+            "final_spec_changes": {k: v[1] for k, v in ladder.start.describe_diff(ladder.final).items()},
+            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
+            "final_diagnosis": diagnosis_json(ladder.last_diagnosis) if ladder.last_diagnosis else None}
+
+
+def ladder_table(ladder: Ladder) -> list[str]:
+    """One line per rung: the practitioner's "baseline / fix / fix…" table, rejected attempts included."""
+    lines = [f"{'step':<34}{'status':<15}{'ms/step':>10}{'samples/s':>11}{'peak MB':>9}{'vs prev':>9}"
+             f"{'95% interval':>16}{'cum.':>7}  verdict"]
+    first = ladder.rungs[0].experiment if ladder.rungs else None
+    if first is not None:
+        base = first.baseline
+        lines.append(_row("baseline", base, None, None, 1.0, ""))
+        if first.reference is not None:
+            lines.append(_row("  (reference: budget lifted)", first.reference, None, None, None, ""))
+    for r in ladder.rungs:
+        e = r.experiment
+        interval = f"[{e.ratio.low:.2f}, {e.ratio.high:.2f}]" if e.ratio else ""
+        verdict = ("KEPT" if e.kept else "rejected") + f" — {e.reason}"
+        lines.append(_row(f"+ {e.fix.id} ({r.bottleneck})", e.patched, e.speedup, interval,
+                          r.cumulative if e.kept else None, verdict))
+    lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
+    return lines
+
+
+def _row(name: str, arm: Arm, speedup: float | None, interval: str | None, cumulative: float | None,
+         verdict: str) -> str:
+    ms = f"{arm.median_step_ms:.1f}" if arm.median_step_ms else "-"
+    sps = f"{arm.samples_per_s:.1f}" if arm.samples_per_s else "-"
+    peak = f"{arm.peak_memory_mb:.0f}" if arm.peak_memory_mb else "-"
+    sp = f"{speedup:.2f}x" if speedup else ""
+    cum = f"{cumulative:.2f}x" if cumulative else ""
+    return f"{name:<34}{arm.status:<15}{ms:>10}{sps:>11}{peak:>9}{sp:>9}{interval or '':>16}{cum:>7}  {verdict}"

@@ -1,0 +1,83 @@
+"""One trial = one run of a spec, reduced to what an A/B comparison needs (:class:`RunOutcome`).
+
+The experiment takes any :data:`RunFn`, so unit tests pass a fake with made-up timings; :func:`store_runner`
+is the real one: it runs the spec through :mod:`profilers.runner` into a :class:`RunStore` and reads the
+run's ``steps.jsonl``. Measured steps exclude the spec's warm-up steps and the profiled steps (profiler
+overhead) — unless fewer than :data:`MIN_MEASURED_STEPS` would remain, in which case profiled steps stay in.
+A step's time is its slowest rank's; its samples are summed over ranks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import pandas as pd
+
+from advisors.observation import loss_curve
+from advisors.stats import Trial
+from profilers import runner
+from profilers.run_model import RunResult
+from profilers.spec import TrainingSpec
+from profilers.store import RunStore
+
+MIN_MEASURED_STEPS = 3
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run as the experiment sees it. ``trial`` is ``None`` when no step could be measured."""
+
+    status: str
+    trial: Trial | None
+    peak_memory_mb: float | None
+    losses: tuple[float, ...]  # mean over ranks, per step index
+    steps_done: int
+    error: str | None = None
+    run_dir: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.trial is not None
+
+
+class RunFn(Protocol):
+    def __call__(self, spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome: ...
+
+
+def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
+    """The real :data:`RunFn`: a subprocess run per trial, kept in ``store`` (its folder is the evidence)."""
+
+    def run_one(spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome:
+        handle = runner.start(spec, store, label=f"ab-{spec.workload}")
+        result = runner.follow(handle, on_progress, timeout_s)
+        return outcome_from_steps(spec, result, store.read_steps(handle.run_id), str(handle.run_dir))
+
+    return run_one
+
+
+def outcome_from_steps(spec: TrainingSpec, result: RunResult, steps: pd.DataFrame,
+                       run_dir: str | None = None) -> RunOutcome:
+    """Reduce a run's result and raw step rows to a :class:`RunOutcome`."""
+    return RunOutcome(status=result.status.value, trial=measured_trial(steps, spec.warmup_steps),
+                      peak_memory_mb=result.peak_memory_mb, losses=loss_curve(steps),
+                      steps_done=result.steps_done, error=result.error, run_dir=run_dir)
+
+
+def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
+    """Per-step wall times (slowest rank) of the measured steps, and samples per step (all ranks)."""
+    if steps.empty:
+        return None
+    ranks = steps["rank"].nunique()
+    per_step = steps.groupby("step").agg(n=("rank", "nunique"), wall_ms=("wall_ms", "max"),
+                                         samples=("samples", "sum"), profiled=("profiled", "max")).sort_index()
+    done = per_step[(per_step["n"] >= ranks) & (per_step.index >= warmup_steps)]
+    plain = done[~done["profiled"].astype(bool)]
+    chosen = plain if len(plain) >= MIN_MEASURED_STEPS else done
+    walls = [float(w) for w in chosen["wall_ms"] if isinstance(w, float) and math.isfinite(w) and w > 0]
+    samples = chosen["samples"].dropna()
+    if not walls or samples.empty:
+        return None
+    return Trial(walls_ms=tuple(walls), samples_per_step=float(samples.median()))

@@ -1,0 +1,140 @@
+"""A/B experiments and the optimize loop with a fake runner: fake timings, no thresholds on real time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from advisors.diagnosis import diagnose
+from advisors.experiment import Policy, run_experiment
+from advisors.fixes import FIXES
+from advisors.model import Diagnosis
+from advisors.optimize import candidates, optimize
+from advisors.stats import Trial, throughput_ratio
+from advisors.synthetic import observation, run_facts
+from advisors.trials import RunOutcome, measured_trial
+from profilers.spec import TrainingSpec
+
+BASE = TrainingSpec(workload="data_bound", batch_size=32, steps=20)
+FAST = Policy(trials=3, n_boot=400)
+
+
+@dataclass
+class FakeRunner:
+    """Step time from the spec: 100 ms, 20 ms with cache_decoded, 98 ms with workers (no real gain)."""
+
+    oom_without_accum: bool = False
+    loss_penalty: dict[str, float] = field(default_factory=dict)
+    calls: list[TrainingSpec] = field(default_factory=list)
+    specs: dict[str, TrainingSpec] = field(default_factory=dict)
+
+    def __call__(self, spec: TrainingSpec, on_progress: Any = None) -> RunOutcome:
+        self.calls.append(spec)
+        run_dir = f"fake-{len(self.calls)}"
+        self.specs[run_dir] = spec
+        if on_progress:
+            on_progress({"step": 1})
+        if self.oom_without_accum and spec.memory_budget_mb and spec.grad_accum_steps == 1:
+            return RunOutcome("out_of_memory", None, 1900.0, (2.3, 2.2), 2, "RSS passed the budget", run_dir)
+        ms = 20.0 if spec.cache_decoded else 98.0 if spec.num_workers else 100.0
+        ms *= 1.05 if spec.grad_accum_steps > 1 else 1.0
+        rng = np.random.default_rng(len(self.calls))
+        walls = tuple(float(w) for w in ms * (1 + 0.01 * rng.standard_normal(15)))
+        loss = 1.0 + sum(v for k, v in self.loss_penalty.items() if getattr(spec, k))
+        losses = tuple(np.linspace(2.3, loss, spec.steps))
+        return RunOutcome("ok", Trial(walls, spec.batch_size), 700.0, losses, spec.steps, None, run_dir)
+
+
+def test_clear_gain_is_kept_and_trials_interleave() -> None:
+    fake = FakeRunner()
+    exp = run_experiment(BASE, FIXES["cache_decoded"], fake, FAST)
+    assert exp.kept and exp.speedup is not None and 4.5 < exp.speedup < 5.5
+    assert exp.ratio and exp.ratio.low > 1 + FAST.min_gain
+    assert [s.cache_decoded for s in fake.calls] == [False, True] * 3  # A B A B A B
+    assert len(exp.baseline.trials) == len(exp.patched.trials) == 3
+
+
+def test_no_real_gain_is_rejected_with_numbers() -> None:
+    exp = run_experiment(BASE, FIXES["dataloader_workers"], FakeRunner(), FAST)
+    assert not exp.kept and "no real gain" in exp.reason and "interval" in exp.reason
+    assert exp.speedup is not None and 1.0 < exp.speedup < 1.05
+
+
+def test_faster_but_worse_loss_is_rejected() -> None:
+    exp = run_experiment(BASE, FIXES["cache_decoded"], FakeRunner(loss_penalty={"cache_decoded": 0.5}), FAST)
+    assert not exp.kept and "loss does not hold" in exp.reason and exp.loss_delta is not None
+
+
+def test_out_of_memory_baseline_uses_a_reference_and_keeps_the_fix() -> None:
+    fake = FakeRunner(oom_without_accum=True)
+    spec = BASE.patch(memory_budget_mb=900)
+    exp = run_experiment(spec, FIXES["grad_accumulation"], fake, FAST)
+    assert exp.kept and exp.reason.startswith("turns out_of_memory into ok within the 900 MB budget")
+    assert len(exp.baseline.outcomes) == 1 and exp.reference is not None and len(exp.reference.trials) == 3
+    assert exp.reference.spec.memory_budget_mb is None
+    assert exp.speedup is not None and exp.speedup < 1.0  # the cost per sample, measured against the reference
+
+
+def test_failing_patch_stops_early() -> None:
+    fake = FakeRunner(oom_without_accum=True)
+    spec = BASE.patch(memory_budget_mb=900)
+    exp = run_experiment(spec, FIXES["cache_decoded"], fake, FAST)
+    assert not exp.kept and "out_of_memory" in exp.reason and len(exp.patched.outcomes) == 1
+
+
+def _fake_diagnose(fake: FakeRunner):
+    def diag(outcome: RunOutcome) -> Diagnosis:
+        spec = fake.specs[outcome.run_dir or ""]
+        if outcome.status == "out_of_memory":
+            return diagnose(observation(no_trace=True, run=run_facts("out_of_memory", spec=spec)))
+        loader = 0.02 if spec.cache_decoded else 0.6
+        ops = {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": loader} if not spec.num_workers else {}
+        return diagnose(observation({"dataloader": loader, "forward": 0.3}, device="cpu", ops=ops,
+                                    run=run_facts(spec=spec)))
+    return diag
+
+
+def test_optimize_builds_a_ladder_with_rejected_and_kept_rungs() -> None:
+    fake = FakeRunner()
+    ladder = optimize(BASE, fake, rounds=3, policy=FAST, diagnose_run=_fake_diagnose(fake))
+    fixes = [(r.experiment.fix.id, r.experiment.kept) for r in ladder.rungs]
+    assert fixes[:2] == [("dataloader_workers", False), ("cache_decoded", True)]
+    assert ladder.final.cache_decoded and not ladder.final.num_workers
+    assert 4.5 < ladder.total_speedup < 5.5
+    assert ladder.last_diagnosis is not None and ladder.last_diagnosis.bottleneck.value == "none"
+
+
+def test_optimize_turns_out_of_memory_into_ok() -> None:
+    fake = FakeRunner(oom_without_accum=True)
+    ladder = optimize(BASE.patch(memory_budget_mb=900), fake, rounds=1, policy=FAST,
+                      diagnose_run=_fake_diagnose(fake))
+    assert ladder.rungs[0].experiment.fix.id == "grad_accumulation" and ladder.rungs[0].experiment.kept
+    assert ladder.final.grad_accum_steps == 2
+
+
+def test_candidates_skip_what_cannot_act_here() -> None:
+    d = diagnose(observation({"gpu_compute": 0.07, "forward": 0.4}, kernels_per_step=60, median_kernel_us=4))
+    on_cpu = [f.id for f in candidates(d, BASE, "cpu", set())]
+    assert "cuda_graphs" not in on_cpu and "larger_batch" in on_cpu
+    on_gpu = [f.id for f in candidates(d, BASE, "cuda", {"larger_batch"})]
+    assert on_gpu[0] == "cuda_graphs" and "larger_batch" not in on_gpu
+    already = [f.id for f in candidates(d, BASE.patch(batch_size=64), "cpu", set())]
+    assert "larger_batch" in already  # a relative patch always changes the spec
+
+
+def test_ratio_interval_brackets_no_change() -> None:
+    rng = np.random.default_rng(1)
+    arms = [[Trial(tuple(100 + rng.standard_normal(20)), 32.0) for _ in range(3)] for _ in range(2)]
+    r = throughput_ratio(arms[0], arms[1], n_boot=500)
+    assert r.low <= 1.0 <= r.high and r.low < r.point < r.high
+    assert throughput_ratio(arms[0], arms[1], n_boot=500) == r  # seeded: reproducible
+
+
+def test_measured_trial_skips_warmup_and_profiled_steps() -> None:
+    rows = [{"rank": k, "step": i, "wall_ms": 1000.0 if i < 2 else 500.0 if i in (2, 3) else 10.0 + k,
+             "samples": 8, "profiled": i in (2, 3)} for i in range(8) for k in (0, 1)]
+    t = measured_trial(pd.DataFrame(rows), warmup_steps=2)
+    assert t is not None and t.walls_ms == (11.0,) * 4 and t.samples_per_step == 16
