@@ -79,14 +79,15 @@ def _before_after(e: Any) -> None:
     s = ex.summary(e)
     (st.success if e.kept else st.warning)(ui.text(e.reason, 600))
     cols = st.columns(3)
-    cols[0].metric("Before (median step)", f"{s['before_ms']:.1f} ms" if s["before_ms"] else "—")
-    cols[1].metric("After (median step)", f"{s['after_ms']:.1f} ms" if s["after_ms"] else "—")
+    per_run = "median over runs of each run's median step"
+    cols[0].metric("Before (median step)", f"{s['before_ms']:.1f} ms" if s["before_ms"] else "—", help=per_run)
+    cols[1].metric("After (median step)", f"{s['after_ms']:.1f} ms" if s["after_ms"] else "—", help=per_run)
     if s["speedup"]:
         cols[2].metric("Throughput ratio", f"{s['speedup']:.2f}×",
                        help=f"{s['level']:.0%} interval [{s['low']:.2f}, {s['high']:.2f}]")
     st.caption("Spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
     ui.chart(charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after (every "
-                                                    "measured step; box = interquartile range)"),
+                                                    "measured step of every run pooled; box = interquartile range)"),
              key="advisor.before_after")
     left, right = st.columns(2)
     with left:
