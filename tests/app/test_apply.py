@@ -1,0 +1,64 @@
+"""Advisor → Apply and Optimise on a stored run, with the runs faked: a fix that halves the step time.
+
+Each fake trial points at the stored run's folder, so the diagnosis of a trial and the before/after breakdown
+read a real (hand-written) run folder; only the training is skipped.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from advisors import trials
+from advisors.stats import Trial
+from advisors.trials import RunOutcome
+from app import state as app_state
+from tests.app.conftest import assert_clean, open_page
+from tests.app.fake_runs import fake_run
+
+
+@pytest.fixture()
+def stored(store, monkeypatch):
+    record = fake_run(store)
+
+    def fake_store_runner(st_store, timeout_s=None):
+        def run(spec, on_progress=None):
+            if on_progress:
+                on_progress({"step": 5, "total_steps": 10})
+            base = 50.0 if spec.num_workers > 0 else 100.0
+            walls = tuple(base + i % 3 for i in range(8))
+            return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
+                              losses=(2.3, 1.9, 1.6, 1.4), steps_done=10, run_dir=record.run_dir)
+        return run
+
+    monkeypatch.setattr(trials, "store_runner", fake_store_runner)
+    return record
+
+
+def _finish(at, key: str) -> None:
+    job = at.session_state[key]
+    assert job.wait(60), "the background job finished"
+    at.run()
+    assert_clean(at)
+    assert job.error is None, job.error
+
+
+def test_apply_shows_before_and_after(stored) -> None:
+    at = open_page("advisor")
+    assert_clean(at)
+    assert at.selectbox(key="advisor.fix").value == "dataloader_workers"
+    at.number_input(key="advisor.trials").set_value(2)
+    at.button(key="advisor.apply").click().run()
+    _finish(at, app_state.EXPERIMENT_JOB)
+    assert at.success and "kept" in at.success[0].value
+    assert [m.label for m in at.metric][:3] == ["Before (median step)", "After (median step)", "Throughput ratio"]
+    assert float(at.metric[2].value.rstrip("×")) == pytest.approx(2.0, rel=0.1)
+
+
+def test_optimise_shows_the_ladder(stored) -> None:
+    at = open_page("advisor")
+    at.number_input(key="advisor.rounds").set_value(2)
+    at.button(key="advisor.optimise").click().run()
+    _finish(at, app_state.LADDER_JOB)
+    assert any("Total measured speed-up" in m.value for m in at.markdown)
+    ladder = at.dataframe[-1].value
+    assert ladder["kept"].iloc[0] and ladder["fix"].iloc[0] == "DataLoader worker processes"
