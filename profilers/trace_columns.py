@@ -55,50 +55,26 @@ def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+_NO_ARGS: dict[str, Any] = {}
+
+
 def _collect_chunk(chunk: list[Any], dropped: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    ts: list[Any] = []
-    dur: list[Any] = []
-    cat: list[Any] = []
-    name: list[Any] = []
-    pid: list[Any] = []
-    tid: list[Any] = []
-    corr: list[Any] = []
-    dev: list[Any] = []
-    stream: list[Any] = []
-    itype: list[Any] = []
-    mem: list[tuple[Any, ...]] = []
-    not_event = 0
-    for e in chunk:
-        if e.__class__ is not dict:
-            not_event += 1
-            continue
-        ph = e.get("ph")
-        if ph == "X":
-            ts.append(e.get("ts"))
-            dur.append(e.get("dur"))
-            cat.append(e.get("cat"))
-            name.append(e.get("name"))
-            pid.append(e.get("pid"))
-            tid.append(e.get("tid"))
-            a = e.get("args")
-            if a.__class__ is dict:
-                corr.append(a.get("correlation"))
-                dev.append(a.get("device"))
-                stream.append(a.get("stream"))
-                itype.append(a.get("Input type"))
-            else:
-                corr.append(None)
-                dev.append(None)
-                stream.append(None)
-                itype.append(None)
-        elif ph in ("i", "I") and e.get("name") == "[memory]":
-            a = e.get("args")
-            if a.__class__ is dict:
-                mem.append((e.get("ts"), a.get("Device Type"), a.get("Device Id"), a.get("Bytes"),
-                            a.get("Total Allocated"), a.get("Total Reserved")))
-    if not_event:
-        dropped["not an object"] = dropped.get("not an object", 0) + not_event
-    events = _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, dropped)
+    # One list comprehension per field: measurably faster than one loop appending to ten lists.
+    objs = [e for e in chunk if e.__class__ is dict]
+    if len(objs) < len(chunk):
+        dropped["not an object"] = dropped.get("not an object", 0) + len(chunk) - len(objs)
+    xs = [e for e in objs if e.get("ph") == "X"]
+    args = [a if a.__class__ is dict else _NO_ARGS for a in [e.get("args") for e in xs]]
+    # Numeric defaults keep these lists all-number, so they convert on numpy's fast path.
+    events = _events_frame(
+        ts=[e.get("ts") for e in xs], dur=[e.get("dur") for e in xs], cat=[e.get("cat") for e in xs],
+        name=[e.get("name") for e in xs], pid=[e.get("pid", -1) for e in xs], tid=[e.get("tid") for e in xs],
+        corr=[a.get("correlation", -1) for a in args], dev=[a.get("device", -1) for a in args],
+        stream=[a.get("stream", -1) for a in args], itype=[a.get("Input type") for a in args], dropped=dropped)
+    mem = [(e.get("ts"), a.get("Device Type"), a.get("Device Id"), a.get("Bytes"), a.get("Total Allocated"),
+            a.get("Total Reserved"))
+           for e in objs if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"
+           and (a := e.get("args")).__class__ is dict]
     return events, _memory_frame(mem, dropped)
 
 
@@ -147,7 +123,10 @@ def _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, droppe
     ts_f, dur_f = _floats(ts), _floats(dur)
     bad_time = ~np.isfinite(ts_f) | ~np.isfinite(dur_f)
     negative = ~bad_time & (dur_f < 0)
-    bad_name = np.fromiter((v.__class__ is not str for v in name), dtype=bool, count=len(name))
+    name_codes_all, name_uniques_all = pd.factorize(np.array(name, dtype=object), use_na_sentinel=False)
+    bad_unique = np.fromiter((v.__class__ is not str for v in name_uniques_all), dtype=bool,
+                             count=len(name_uniques_all))
+    bad_name = bad_unique[name_codes_all] if len(name) else np.zeros(0, dtype=bool)
     keep = ~(bad_time | negative | bad_name)
     for reason, mask in (("missing or non-numeric ts/dur", bad_time), ("negative duration", negative),
                          ("missing or non-string name", bad_name & ~bad_time & ~negative)):
@@ -165,7 +144,10 @@ def _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, droppe
     kind_codes, kind_uniques = pd.factorize(np.array(pick(cat), dtype=object), use_na_sentinel=False)
     kind_map = np.array([KINDS.index(kind_of(c if isinstance(c, str) else None)) for c in kind_uniques], dtype=np.int8)
     kinds = pd.Categorical.from_codes(kind_map[kind_codes] if idx.size else np.zeros(0, np.int8), categories=KINDS)
-    name_codes, name_uniques = pd.factorize(np.array(pick(name), dtype=object), use_na_sentinel=False)
+    if all_kept:
+        name_codes, name_uniques = name_codes_all, name_uniques_all
+    else:
+        name_codes, name_uniques = pd.factorize(np.array(pick(name), dtype=object), use_na_sentinel=False)
     tid_codes, tid_uniques = pd.factorize(np.array(pick(tid), dtype=object), use_na_sentinel=False)
     # 7 and "7" in one file are the same thread: intern on the string form.
     tid_labels, tid_inverse = np.unique(np.array([str(t) for t in tid_uniques], dtype=object), return_inverse=True)
@@ -186,7 +168,7 @@ def _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, droppe
         "device": device,
         "stream": stream_arr,
         "correlation": _ints(pick(corr), -1),
-        "dtype": _categorical([_first_dtype(t) for t in pick(itype)]),
+        "dtype": _categorical(["" if t is None else _first_dtype(t) for t in pick(itype)]),
     })
 
 
