@@ -46,7 +46,9 @@ def _write(folder: Path, item: Uploaded) -> None:
     target = folder / safe_name(item.name)
     try:
         with open(target, "xb") as fh:
-            fh.write(item.getvalue())
+            # getbuffer() is a view of the upload's memory (no 100 MB copy); getvalue() for plain uploads.
+            getbuffer = getattr(item, "getbuffer", None)
+            fh.write(getbuffer() if getbuffer is not None else item.getvalue())
     except FileExistsError:
         raise StepwiseError(f"two uploaded files share the name {target.name!r}") from None
 

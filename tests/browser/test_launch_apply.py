@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.slow
 
@@ -40,3 +41,19 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_text("Step time before and after", exact=False).scroll_into_view_if_needed()
     watch.shot("apply_before_after")
     assert not watch.page_errors and not watch.dialogs
+
+
+def test_cancel_leaves_a_killed_run(server, watch) -> None:
+    page = watch.page
+    page.goto(f"{server.url}/launch")
+    page.get_by_role("heading", name="Launch a run").wait_for()
+    page.get_by_label("steps", exact=True).fill("500")
+    page.get_by_role("button", name="Start").click()
+    page.get_by_role("button", name="Cancel run").wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_text(re.compile(r"step [1-9]\d* of 500")).wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_role("button", name="Cancel run").click()
+    page.get_by_text("Run finished: killed").wait_for(timeout=RUN_TIMEOUT_MS)
+    watch.shot("launch_cancelled")
+    page.goto(f"{server.url}/runs")
+    page.get_by_role("heading", name="Runs").wait_for()
+    expect(page.get_by_role("combobox", name="Selected run")).to_have_value(re.compile(r" · run · killed · "))
