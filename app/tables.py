@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pandas as pd
 
 from profilers.run_model import RunRecord
@@ -39,8 +41,6 @@ def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.
                          "ms/step": o["total_ns"] / 1e6 / max(steps, 1), "calls": o["count"], "mean µs": o["mean_us"]})
 
 
-def median_or_none(values: tuple[float, ...] | list[float]) -> float:
-    """Median of a non-empty sequence (callers check emptiness first)."""
-    import statistics
-
-    return float(statistics.median(values))
+def median_label(values: tuple[float, ...] | list[float]) -> str:
+    """``"12.3 ms"``: the median of per-step times, or a dash when there are none."""
+    return f"{statistics.median(values):.1f} ms" if values else "—"

@@ -53,11 +53,6 @@ class Analysis:
     notes: tuple[str, ...] = field(default=())
 
     @property
-    def observation(self) -> Observation:
-        """What the advisor reads (rebuilt on demand; the analysis itself stays free of raw data)."""
-        return Observation(source=self.label, breakdown=self.breakdown, run=self.run, notes=self.notes)
-
-    @property
     def warnings(self) -> tuple[str, ...]:
         return self.breakdown.warnings if self.breakdown is not None else ()
 

@@ -30,9 +30,8 @@ if ta is None or tb is None:
     st.stop()
 c = compare(ta, tb)
 cols = st.columns(3)
-med = tables.median_or_none
-cols[0].metric("A median step", f"{med(c.step_ms_a):.1f} ms" if c.step_ms_a else "—")
-cols[1].metric("B median step", f"{med(c.step_ms_b):.1f} ms" if c.step_ms_b else "—")
+cols[0].metric("A median step", tables.median_label(c.step_ms_a))
+cols[1].metric("B median step", tables.median_label(c.step_ms_b))
 if c.speedup:
     cols[2].metric("Speed-up of B", f"{c.speedup:.2f}×", delta=f"{(c.speedup - 1):+.0%}")
 ui.chart(charts_compare.step_time_distributions({f"A: {c.label_a}": c.step_ms_a, f"B: {c.label_b}": c.step_ms_b},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -77,3 +76,18 @@ def test_hostile_names_in_markdown_and_json(hostile) -> None:
     doc = json.loads(render(hostile, "json"))
     names = {k["name"] for k in doc["summary"]["top_kernels"]}
     assert f"{NAMES[0]}_kernel" in names  # JSON keeps the exact names (it is data, not markup)
+
+
+def test_stored_run_exports_its_run_facts_and_telemetry(tmp_path) -> None:
+    from profilers.store import RunStore
+    from tests.app.fake_runs import fake_run
+
+    record = fake_run(RunStore(tmp_path / "runs"))
+    a = analyse_path(record.run_dir)
+    assert a.kind == "run" and a.run is not None and not a.telemetry.empty
+    html = render(a, "html").decode()
+    assert 'id="fig-telemetry"' in html and 'id="fig-progress"' in html
+    assert "(psutil: NVML was not available)" in html
+    doc = json.loads(render(a, "json"))
+    assert doc["run"]["status"] == "ok" and doc["run"]["spec"]["workload"] == "data_bound"
+    assert len(doc["step_ms"]) == 7  # 8 measured steps, the first skipped
