@@ -30,6 +30,18 @@ CATEGORY_COLORS: dict[str, str] = {
     "forward": "#88D27A",
     "other": "#BAB0AC",
 }
+CATEGORY_MEANING: dict[str, str] = {
+    "gpu_compute": "GPU kernels (collectives excluded)",
+    "gpu_memcpy": "GPU memory copies",
+    "gpu_memset": "GPU memory sets",
+    "communication": "collectives not hidden under other work",
+    "dataloader": "waiting for the next batch",
+    "host_runtime": "CUDA/HIP runtime calls while the GPU idles",
+    "optimizer": "the optimizer step on the host",
+    "backward": "autograd on the host",
+    "forward": "forward operators on the host",
+    "other": "Python overhead and idle time",
+}
 BOTTLENECK_COLORS: dict[str, str] = {
     "data": "#F58518", "memory": "#72B7B2", "compute": "#4C78A8", "communication": "#E45756",
     "host": "#B279A2", "none": "#BAB0AC",
@@ -148,3 +160,22 @@ def memory_peak(peaks: dict[str, float | None], capacity_mb: float | None, title
                       annotation_text=f"capacity {capacity_mb:.0f} MiB", annotation_position="top left")
         fig.update_xaxes(range=[0, max(capacity_mb, *(v for _, v in items)) * 1.1] if items else [0, capacity_mb])
     return style(fig, title, height=200 + 20 * len(items), x_title="MiB")
+
+
+def category_key(columns: int = 2) -> go.Figure:
+    """The colour key: a swatch per category with what it means (the same colours in every chart)."""
+    cats = list(CATEGORIES)
+    rows = -(-len(cats) // columns)
+    xs = [i // rows for i in range(len(cats))]
+    ys = [rows - i % rows for i in range(len(cats))]
+    fig = go.Figure(go.Scatter(
+        x=xs, y=ys, mode="markers+text", marker={"symbol": "square", "size": 16,
+                                                 "color": [CATEGORY_COLORS[c] for c in cats]},
+        text=[f"<b>{category_name(c)}</b>: {CATEGORY_MEANING[c]}" for c in cats], textposition="middle right",
+        hoverinfo="skip", showlegend=False))
+    fig.update_xaxes(visible=False, range=[-0.05, columns])
+    fig.update_yaxes(visible=False, range=[0.4, rows + 0.6])
+    style(fig, "Step time is attributed to these categories (the same colours in every chart)",
+          height=60 + 26 * rows)
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 36, "b": 4})
+    return fig

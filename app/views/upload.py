@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import data, state, uploads
+from app import data, state, ui, uploads
+from reports import charts
 
 st.title("Upload traces")
 limit_mb = int(st.get_option("server.maxUploadSize"))
@@ -35,6 +36,9 @@ if new:
     if len(outcomes) == 1 and stored:
         state.select_run(stored[0].run_id)
         st.switch_page("views/analysis.py")
+
+# The colour key also loads the browser's chart library while a file is chosen: the analysis then draws at once.
+ui.chart(charts.category_key(), key="upload.key")
 
 for outcome in state.upload_results()[:20]:
     (st.success if outcome.ok else st.error)(uploads.describe(outcome))

@@ -16,7 +16,7 @@ DATA_TRACE = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
 def test_good_trace_is_stored_and_analysed(store, shared_traces) -> None:
     at = open_page("upload")
     assert_clean(at)
-    assert any("Size limit: 512 MB" in m.value for m in at.markdown)
+    assert any("Size limit: 1024 MB" in m.value for m in at.markdown)
     blob = (shared_traces / DATA_TRACE).read_bytes()
     at.file_uploader(key="upload.files").set_value((DATA_TRACE.split("/")[1], blob, "application/gzip")).run()
     assert_clean(at)
