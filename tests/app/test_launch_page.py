@@ -83,3 +83,19 @@ def test_finished_run_links_to_analysis(store) -> None:
     at.run()
     assert_clean(at)
     assert at.success and "ok" in at.success[0].value
+
+
+def test_follow_and_cancel_a_run_this_session_did_not_start(store) -> None:
+    """After a dashboard restart the session has no handle: the run is found in the store, followed, cancelled."""
+    record = store.create("run", "started before the restart",
+                          {"workload": "data_bound", "params": {"size": "tiny"}})
+    at = open_page("launch")
+    assert_clean(at)
+    assert at.expander[0].label == "Other running runs (1)"
+    at.button(key="launch.follow_btn").click().run()
+    assert at.subheader[0].value == "Live"
+    at.button(key="launch.cancel").click().run()
+    at.run()
+    assert_clean(at)
+    assert store.get(record.run_id).status is RunStatus.KILLED
+    assert at.warning and "killed" in at.warning[0].value
