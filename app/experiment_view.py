@@ -10,7 +10,7 @@ import streamlit as st
 from app import data, experimenting, state, ui
 from app.jobs import BackgroundJob
 from profilers.run_model import RunRecord
-from reports import charts_compare
+from reports import charts_compare, export
 from reports import experiment as ex
 from reports.analysis import Analysis
 
@@ -43,7 +43,7 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         state.set_experiment_job(experimenting.start_experiment(data.store(), analysis, by_id[fix_id], int(trials)))
         job = state.experiment_job()
     if job is not None:
-        _follow(job, "experiment", _before_after)
+        _follow(job, "experiment", lambda e: (_before_after(e), _downloads(record, analysis, e)))
     st.divider()
     st.markdown("#### Several rounds: the optimisation ladder")
     cols = st.columns([1, 1, 2])
@@ -106,3 +106,13 @@ def _ladder(ladder: Any) -> None:
     if len(steps) > 1:
         ui.chart(charts_compare.ladder(steps), key="advisor.ladder_chart")
     st.dataframe(ex.ladder_frame(ladder), hide_index=True, width="stretch")
+
+
+def _downloads(record: RunRecord, analysis: Analysis, e: Any) -> None:
+    """The run's report with this before/after in it, in every format."""
+    cols = st.columns(3)
+    for col, fmt in zip(cols, ("html", "md", "json")):
+        col.download_button(f"Report with this fix ({fmt.upper()})", key=f"advisor.export.{fmt}",
+                            data=lambda fmt=fmt: export.render(analysis, fmt, experiment=e),
+                            file_name=f"stepwise-{record.run_id}-fix.{fmt}", mime=export.FORMATS[fmt],
+                            on_click="ignore", icon=":material/download:")

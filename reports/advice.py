@@ -59,3 +59,9 @@ def rule_docs() -> list[dict[str, Any]] | None:
     if not rules:
         return None
     return [r.doc() for r in rules]
+
+
+def experiment_json(e: Any, fallback: dict[str, Any]) -> dict[str, Any]:
+    """The advisor's JSON form of an experiment (``advisors.ladder_report.experiment_json``), else ``fallback``."""
+    fn = _attr("advisors.ladder_report", "experiment_json")
+    return fn(e) if fn is not None else fallback

@@ -13,6 +13,7 @@ from typing import Any
 
 from profilers.breakdown import CATEGORIES
 from reports import advice
+from reports import experiment as ex
 from reports.analysis import Analysis
 from reports.compare import Comparison, step_samples
 
@@ -47,8 +48,8 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     return out
 
 
-def report_context(a: Analysis, comparison: Comparison | None = None) -> dict[str, Any]:
-    """Everything the HTML and Markdown templates show."""
+def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Any = None) -> dict[str, Any]:
+    """Everything the HTML and Markdown templates show (``experiment``: an applied fix's A/B result)."""
     b, d = a.breakdown, a.diagnosis
     rows = max(len(b.per_step), 1) if b is not None else 1
     shares = b.shares() if b is not None else {}
@@ -79,7 +80,17 @@ def report_context(a: Analysis, comparison: Comparison | None = None) -> dict[st
             "spec": run.spec.to_dict() if run.spec is not None else None},
         "notes": list(a.notes), "warnings": list(a.warnings),
         "comparison": None if comparison is None else comparison_context(comparison),
+        "experiment": None if experiment is None else experiment_context(experiment),
     }
+
+
+def experiment_context(e: Any) -> dict[str, Any]:
+    """An applied fix: its title and snippet, the verdict and the numbers it rests on."""
+    s = ex.summary(e)
+    return {"fix": e.fix.title, "snippet": e.fix.snippet, "kept": e.kept, "reason": e.reason,
+            "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]), "speedup": _num(s["speedup"]),
+            "low": _num(s["low"]), "high": _num(s["high"]), "level": s["level"], "trials": s["trials"],
+            "spec_change": {k: str(v) for k, v in s["spec_change"].items()}}
 
 
 def comparison_context(c: Comparison) -> dict[str, Any]:
@@ -89,10 +100,10 @@ def comparison_context(c: Comparison) -> dict[str, Any]:
             "ops": [{k: _num(v) for k, v in r.items()} for r in c.ops.to_dict("records")]}
 
 
-def report_json(a: Analysis, comparison: Comparison | None = None) -> dict[str, Any]:
+def report_json(a: Analysis, comparison: Comparison | None = None, experiment: Any = None) -> dict[str, Any]:
     """The JSON export: the breakdown summary (the ``analyze --json`` facts), the advisor's diagnosis, the
-    run's facts and per-step samples, and the comparison when given."""
-    ctx = report_context(a, comparison)
+    run's facts and per-step samples, and the comparison and the applied fix when given."""
+    ctx = report_context(a, comparison, experiment)
     return {
         "stepwise_report": REPORT_SCHEMA, "generated_unix": round(time.time(), 3), "label": a.label, "kind": a.kind,
         "headline": a.headline, "summary": a.summary,
@@ -100,4 +111,5 @@ def report_json(a: Analysis, comparison: Comparison | None = None) -> dict[str, 
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
         "comparison": ctx["comparison"],
+        "experiment": None if experiment is None else advice.experiment_json(experiment, ctx["experiment"]),
     }

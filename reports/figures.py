@@ -4,10 +4,12 @@ wants "all the pictures of this analysis"), built from the chart functions of :m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import plotly.graph_objects as go
 
 from reports import charts, charts_compare, charts_time
+from reports import experiment as ex
 from reports.analysis import Analysis
 from reports.compare import Comparison
 
@@ -61,4 +63,16 @@ def comparison_figures(c: Comparison) -> list[Figure]:
         out.append(Figure("cmp_kernels", charts_compare.name_deltas(c.kernels, "Kernels that moved most")))
     if len(c.ops):
         out.append(Figure("cmp_ops", charts_compare.name_deltas(c.ops, "Operators that moved most")))
+    return out
+
+
+def experiment_figures(e: Any) -> list[Figure]:
+    """Before/after of an applied fix: step time distributions, breakdown before vs after, loss curves."""
+    out = [Figure("exp_steps", charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after"))]
+    b = ex.breakdowns(e)
+    if b:
+        out.append(Figure("exp_breakdown", charts_compare.breakdown_side_by_side(b, "Breakdown before vs after")))
+    losses = ex.loss_curves(e)
+    if losses:
+        out.append(Figure("exp_loss", charts_compare.loss_curves(losses, "Loss curves overlaid")))
     return out

@@ -52,6 +52,8 @@ def test_apply_shows_before_and_after(stored) -> None:
     assert at.success and "kept" in at.success[0].value
     assert [m.label for m in at.metric][:3] == ["Before (median step)", "After (median step)", "Throughput ratio"]
     assert float(at.metric[2].value.rstrip("×")) == pytest.approx(2.0, rel=0.1)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Report with this fix (HTML)", "Report with this fix (MD)", "Report with this fix (JSON)"]
 
 
 def test_optimise_shows_the_ladder(stored) -> None:
@@ -62,3 +64,17 @@ def test_optimise_shows_the_ladder(stored) -> None:
     assert any("Total measured speed-up" in m.value for m in at.markdown)
     ladder = at.dataframe[-1].value
     assert ladder["kept"].iloc[0] and ladder["fix"].iloc[0] == "DataLoader worker processes"
+
+
+def test_report_with_the_applied_fix(stored) -> None:
+    from advisors.experiment import Policy, run_experiment
+    from advisors.fixes import FIXES
+    from reports.analysis import analyse_path
+    from reports.export import render
+
+    a = analyse_path(stored.run_dir)
+    e = run_experiment(a.run.spec, FIXES["dataloader_workers"], trials.store_runner(None), Policy(trials=2))
+    html = render(a, "html", experiment=e).decode()
+    assert "Applied fix: DataLoader worker processes" in html and 'id="fig-exp_steps"' in html
+    assert "Applied fix" in render(a, "md", experiment=e).decode()
+    assert '"experiment"' in render(a, "json", experiment=e).decode()
