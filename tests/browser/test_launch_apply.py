@@ -41,6 +41,10 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_text("Step time before and after", exact=False).scroll_into_view_if_needed()
     watch.shot("apply_before_after")
     assert not watch.page_errors and not watch.dialogs
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Report with this fix (HTML)").click()
+    html = info.value.path().read_text()
+    assert "Applied fix: " in html and 'id="fig-exp_steps"' in html
 
 
 def test_cancel_leaves_a_killed_run(server, watch) -> None:
