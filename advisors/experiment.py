@@ -68,6 +68,12 @@ class Arm:
         return max(peaks) if peaks else None
 
     @property
+    def host_load(self) -> float | None:
+        """Median machine load average over the arm's runs: how much else was running meanwhile."""
+        loads = [o.host_load for o in self.outcomes if o.host_load is not None]
+        return float(np.median(loads)) if loads else None
+
+    @property
     def error(self) -> str | None:
         return next((o.error for o in self.outcomes if not o.ok and o.error), None)
 

@@ -60,6 +60,12 @@ _CATALOG = (
          "for i, (x, y) in enumerate(loader):            # loader yields B/k samples\n"
          "    loss = loss_fn(model(x), y) / k\n    loss.backward()\n"
          "    if (i + 1) % k == 0:\n        opt.step(); opt.zero_grad()"),
+    _fix("grad_accumulation_x4", "Quarter-size micro-batches with gradient accumulation", M,
+         {"grad_accum_steps": Relative(4)}, "any",
+         "Same samples per optimizer step, a quarter of the activations alive at once (when halving is not enough).",
+         "k = 4  # micro-batches per optimizer step; the loader yields B/k samples\n"
+         "for i, (x, y) in enumerate(loader):\n    (loss_fn(model(x), y) / k).backward()\n"
+         "    if (i + 1) % k == 0:\n        opt.step(); opt.zero_grad()"),
     _fix("activation_checkpointing", "Activation checkpointing", M, {"activation_checkpointing": True}, "any",
          "Keep only block inputs; recompute activations during backward (about one extra forward).",
          "from torch.utils.checkpoint import checkpoint\n"
@@ -128,7 +134,8 @@ ALTERNATIVES: dict[str, tuple[str, ...]] = {
     "dataloader_workers": ("cache_decoded", "prefetch_pinned"),
     "prefetch_pinned": ("cache_decoded",),
     "cache_decoded": ("dataloader_workers",),
-    "grad_accumulation": ("activation_checkpointing",),
+    "grad_accumulation": ("grad_accumulation_x4", "activation_checkpointing"),
+    "grad_accumulation_x4": ("activation_checkpointing",),
     "activation_checkpointing": ("grad_accumulation",),
     "bf16_autocast": ("tf32", "torch_compile", "fp16_autocast"),
     "torch_compile": ("bf16_autocast", "channels_last"),

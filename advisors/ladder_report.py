@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from advisors.diagnosis import diagnosis_json
 from advisors.experiment import Arm, Experiment
 from advisors.optimize import Ladder
+from advisors.stats import iqr, relative_spread
+
+SPREAD_WARNING = 0.25  # trials of one arm this far apart (relative) get a warning: the machine was noisy
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
@@ -16,9 +21,13 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 def arm_json(arm: Arm | None) -> dict[str, Any] | None:
     if arm is None:
         return None
+    spread = relative_spread([t.throughput for t in arm.trials])
     return {"label": arm.label, "status": arm.status, "runs": len(arm.outcomes), "step_time_ms": _r(arm.median_step_ms),
+            "step_iqr_ms": _r(float(np.median([iqr(t.walls_ms) for t in arm.trials])) if arm.trials else None),
+            "trial_spread": _r(spread),
+            "warning": f"trials {spread:.0%} apart: noisy machine, wide interval" if spread > SPREAD_WARNING else None,
             "samples_per_s": _r(arm.samples_per_s), "peak_memory_mb": _r(arm.peak_memory_mb, 1),
-            "error": arm.error, "run_dirs": [o.run_dir for o in arm.outcomes if o.run_dir],
+            "error": arm.error, "host_load_avg": _r(arm.host_load, 2), "run_dirs": [o.run_dir for o in arm.outcomes if o.run_dir],
             "raw_step_ms": [list(t.walls_ms) for t in arm.trials],
             "samples_per_step": [t.samples_per_step for t in arm.trials]}
 
@@ -48,7 +57,7 @@ def ladder_json(ladder: Ladder) -> dict[str, Any]:
 
 def ladder_table(ladder: Ladder) -> list[str]:
     """One line per rung: the practitioner's "baseline / fix / fix…" table, rejected attempts included."""
-    lines = [f"{'step':<34}{'status':<15}{'ms/step':>10}{'samples/s':>11}{'peak MB':>9}{'vs prev':>9}"
+    lines = [f"{'step':<40}{'status':<15}{'ms/step':>10}{'samples/s':>11}{'peak MB':>9}{'vs prev':>9}"
              f"{'95% interval':>16}{'cum.':>7}  verdict"]
     first = ladder.rungs[0].experiment if ladder.rungs else None
     if first is not None:
@@ -63,6 +72,11 @@ def ladder_table(ladder: Ladder) -> list[str]:
         lines.append(_row(f"+ {e.fix.id} ({r.bottleneck})", e.patched, e.speedup, interval,
                           r.cumulative if e.kept else None, verdict))
     lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
+    loads = [a.host_load for r in ladder.rungs for a in (r.experiment.baseline, r.experiment.patched)
+             if a.host_load is not None]
+    if loads:
+        lines.append(f"machine load average during the trials: median {np.median(loads):.1f} "
+                     f"(max {max(loads):.1f}) on this machine's cores")
     return lines
 
 
@@ -73,4 +87,4 @@ def _row(name: str, arm: Arm, speedup: float | None, interval: str | None, cumul
     peak = f"{arm.peak_memory_mb:.0f}" if arm.peak_memory_mb else "-"
     sp = f"{speedup:.2f}x" if speedup else ""
     cum = f"{cumulative:.2f}x" if cumulative else ""
-    return f"{name:<34}{arm.status:<15}{ms:>10}{sps:>11}{peak:>9}{sp:>9}{interval or '':>16}{cum:>7}  {verdict}"
+    return f"{name:<40}{arm.status:<15}{ms:>10}{sps:>11}{peak:>9}{sp:>9}{interval or '':>16}{cum:>7}  {verdict}"

@@ -1,12 +1,14 @@
-"""Small, honest statistics for A/B trials: medians, IQR, and a hierarchical bootstrap on a throughput ratio.
+"""Small, honest statistics for A/B trials: medians, IQR, and a paired two-level bootstrap on a throughput ratio.
 
 A trial is one run: an array of per-step wall times (ms) and the samples one step processes. Its throughput
 is ``samples_per_step / mean(wall) × 1000`` (samples/s): the mean, not the median, because throughput is
 total samples over total time — a prefetching loader makes some steps instant and others long, and only the
-mean charges both. The median step time is reported beside it as the robust "typical step". Runs differ from each other (process start,
-machine load) more than steps within a run do, so the bootstrap resamples at both levels: trials with
-replacement, then steps within each chosen trial. The point estimate is the ratio of the arms' median trial
-throughputs.
+mean charges both. The median step time is reported beside it as the robust "typical step".
+
+A and B run interleaved (A B A B …), so trial ``i`` of each arm forms a pair that saw the same machine load.
+The ratio is the geometric mean of the pairs' B/A throughput ratios. Runs differ from each other (process
+start, load from other programs) more than steps within a run do, so its interval comes from a two-level
+bootstrap: pairs with replacement, then steps within each run.
 """
 
 from __future__ import annotations
@@ -60,34 +62,38 @@ def iqr(values: Sequence[float]) -> float:
     return float(q3 - q1)
 
 
-def median_throughput(trials: Sequence[Trial]) -> float:
-    return float(np.median([t.throughput for t in trials]))
+def relative_spread(values: Sequence[float]) -> float:
+    """(max − min) / median: how far apart the trials of one arm landed (0 for fewer than two)."""
+    if len(values) < 2:
+        return 0.0
+    return float((max(values) - min(values)) / np.median(values))
 
 
 def throughput_ratio(a: Sequence[Trial], b: Sequence[Trial], n_boot: int = N_BOOT, level: float = LEVEL,
                      seed: int = SEED) -> RatioEstimate:
-    """Ratio of median trial throughputs B/A and a hierarchical-bootstrap percentile interval."""
-    if not a or not b:
+    """Paired B/A throughput ratio: the geometric mean over pairs ``(a[i], b[i])`` (trials run back to back,
+    so a pair shares the machine's load of that moment), with a percentile interval from a bootstrap that
+    resamples pairs, then the steps within each run of a pair."""
+    n = min(len(a), len(b))
+    if n == 0:
         raise ValueError("both arms need at least one trial")
     rng = np.random.default_rng(seed)
-    boot = _boot_arm(b, n_boot, rng) / _boot_arm(a, n_boot, rng)
+    point = float(np.exp(np.mean([np.log(b[i].throughput / a[i].throughput) for i in range(n)])))
+    picks = rng.integers(0, n, size=(n_boot, n))
+    log_ratio = np.zeros((n_boot, n))
+    for i in range(n):
+        rows = picks == i  # bootstrap slots that picked pair i
+        k = int(rows.sum())
+        if k:
+            log_ratio[rows] = np.log(_resampled(b[i], k, rng) / _resampled(a[i], k, rng))
+    boot = np.exp(log_ratio.mean(axis=1))
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
-    return RatioEstimate(point=median_throughput(b) / median_throughput(a), low=float(low), high=float(high),
-                         level=level, n_boot=n_boot)
+    return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
 
 
-def _boot_arm(trials: Sequence[Trial], n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_boot`` resampled arm throughputs: median over resampled trials of resampled-step throughputs."""
-    per_trial = np.empty((n_boot, len(trials)))
-    picks = rng.integers(0, len(trials), size=(n_boot, len(trials)))
-    for j in range(len(trials)):
-        # resample every trial's steps once per bootstrap round; column j uses the trial picked for slot j
-        for i, t in enumerate(trials):
-            rows = np.flatnonzero(picks[:, j] == i)
-            if rows.size == 0:
-                continue
-            walls = np.asarray(t.walls_ms, dtype=float)
-            idx = rng.integers(0, walls.size, size=(rows.size, walls.size))
-            per_trial[rows, j] = t.samples_per_step / walls[idx].mean(axis=1) * 1e3
-    return np.median(per_trial, axis=1)
+def _resampled(t: Trial, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``k`` throughputs of ``t`` with its steps resampled with replacement."""
+    walls = np.asarray(t.walls_ms, dtype=float)
+    idx = rng.integers(0, walls.size, size=(k, walls.size))
+    return t.samples_per_step / walls[idx].mean(axis=1) * 1e3

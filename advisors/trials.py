@@ -10,7 +10,8 @@ A step's time is its slowest rank's; its samples are summed over ranks.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol
 
 import pandas as pd
@@ -37,6 +38,7 @@ class RunOutcome:
     steps_done: int
     error: str | None = None
     run_dir: str | None = None
+    host_load: float | None = None  # 1-minute load average of the machine when the run ended (noise context)
 
     @property
     def ok(self) -> bool:
@@ -53,7 +55,8 @@ def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
     def run_one(spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome:
         handle = runner.start(spec, store, label=f"ab-{spec.workload}")
         result = runner.follow(handle, on_progress, timeout_s)
-        return outcome_from_steps(spec, result, store.read_steps(handle.run_id), str(handle.run_dir))
+        outcome = outcome_from_steps(spec, result, store.read_steps(handle.run_id), str(handle.run_dir))
+        return replace(outcome, host_load=_load_average())
 
     return run_one
 
@@ -81,3 +84,10 @@ def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
     if not walls or samples.empty:
         return None
     return Trial(walls_ms=tuple(walls), samples_per_step=float(samples.median()))
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None

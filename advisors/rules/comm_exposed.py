@@ -8,6 +8,8 @@ from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
 from profilers.spec import TrainingSpec
 
+SHOW_ORCHESTRATION_FROM = 0.01  # mention the host gaps in the message only when they are at least 1% of the step
+
 
 class ExposedCommunication(Rule):
     """Exposed communication: collective time (NCCL/RCCL kernels on a GPU, gloo/c10d ops on a CPU) that no
@@ -52,7 +54,7 @@ class ExposedCommunication(Rule):
             f, severity=severity,
             confidence=ramp(f.comm_exposed, self.t["min_exposed_share"], self.t["high_exposed_share"]),
             message=f"Collectives exposed for {pct(f.comm_exposed)} of the step"
-                    + (f" (plus {pct(f.comm_orchestration)} of host gaps around them)" if f.comm_orchestration > 0.01
+                    + (f" (plus {pct(f.comm_orchestration)} of host gaps around them)" if f.comm_orchestration >= SHOW_ORCHESTRATION_FROM
                        else "") + ": "
                     + ("all-reduce once per several micro-batches with no_sync accumulation."
                        if fix == "ddp_no_sync" else "compress gradients to bf16 on the wire."),

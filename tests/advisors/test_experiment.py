@@ -138,3 +138,27 @@ def test_measured_trial_skips_warmup_and_profiled_steps() -> None:
              "samples": 8, "profiled": i in (2, 3)} for i in range(8) for k in (0, 1)]
     t = measured_trial(pd.DataFrame(rows), warmup_steps=2)
     assert t is not None and t.walls_ms == (11.0,) * 4 and t.samples_per_step == 16
+
+
+def test_optimize_cli_json_contract(monkeypatch, tmp_path, capsys) -> None:
+    import functools
+    import json
+
+    from advisors import cli_optimize
+    from advisors.cli import main
+
+    fake = FakeRunner()
+    monkeypatch.setattr(cli_optimize, "store_runner", lambda store: fake)
+    monkeypatch.setattr(cli_optimize, "optimize", functools.partial(optimize, diagnose_run=_fake_diagnose(fake)))
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(BASE.to_json())
+    assert main(["optimize", str(spec_file), "--rounds", "2", "--json", "--store", str(tmp_path / "runs")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["total_speedup"] > 4 and out["final_spec_changes"] == {"cache_decoded": True}
+    rows = out["rounds"]
+    assert [r["kept"] for r in rows[:2]] == [False, True]
+    for r in rows:
+        assert {"round", "bottleneck", "fix", "before", "after", "speedup", "kept", "loss_delta", "interval",
+                "reason", "cumulative_speedup"} <= set(r)
+        assert len(r["before"]["raw_step_ms"]) == 3 and r["after"]["samples_per_s"] > 0
+    assert rows[1]["spec_patch"] == {"cache_decoded": True}
