@@ -115,28 +115,55 @@ class Breakdown:
         return parts.find_straggler(self.per_rank)
 
 
+def event_sets(trace: Trace, rank: int, masks: dict[str, np.ndarray] | None = None) -> dict[str, Intervals]:
+    """The time covered by each event set of :func:`breakdown_parts.category_masks` on one rank."""
+    ev = trace.events
+    masks = parts.category_masks(ev) if masks is None else masks
+    sel = ev["rank"].to_numpy() == rank
+    starts, ends = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
+    return {key: Intervals.of(starts[sel & m], ends[sel & m]) for key, m in masks.items()}
+
+
+def claim(sets: dict[str, Intervals], on_gpu: bool) -> dict[str, Intervals]:
+    """The priority claim: each category's time not claimed before it (unclipped; no ``other``)."""
+    claimed = Intervals.empty()
+    out: dict[str, Intervals] = {}
+    for cat, key in GPU_PRIORITY if on_gpu else CPU_PRIORITY:
+        mine = sets[key] - claimed
+        out[cat] = out[cat] | mine if cat in out else mine
+        claimed = claimed | sets[key]
+    return out
+
+
+def claimed_by_category(trace: Trace, rank: int) -> dict[str, Intervals]:
+    """On one rank, the time each category of :data:`CATEGORIES` claims inside its steps (``other`` too)."""
+    steps = trace.steps[trace.steps["rank"] == rank]
+    in_steps = Intervals.of(steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
+    claims = claim(event_sets(trace, rank), rank in parts.gpu_ranks(trace.events))
+    out = {cat: (claims[cat] & in_steps) if cat in claims else Intervals.empty() for cat in CATEGORIES}
+    taken = Intervals.empty()
+    for piece in claims.values():
+        taken = taken | piece
+    out["other"] = in_steps - taken
+    return out
+
+
 def breakdown(trace: Trace) -> Breakdown:
     """Compute the :class:`Breakdown` of a normalised trace (all ranks, all steps)."""
     ev = trace.events
     masks = parts.category_masks(ev)
     rows: list[pd.DataFrame] = []
     busy_ns = comm_total = comm_overlap = 0
-    rank_codes = ev["rank"].to_numpy()
-    starts, ends = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
     has_gpu_rank = parts.gpu_ranks(ev)
     for rank, steps in trace.steps.groupby("rank", sort=True):
-        sel = rank_codes == rank
         lo, hi = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
-        sets = {c: Intervals.of(starts[sel & m], ends[sel & m]) for c, m in masks.items()}
+        sets = event_sets(trace, int(rank), masks)
         on_gpu = rank in has_gpu_rank
+        claims = claim(sets, on_gpu)
         out = steps[["rank", "step", "start_ns", "end_ns"]].reset_index(drop=True)
         out["step_ns"] = hi - lo
         for cat in CATEGORIES:
-            out[cat] = np.zeros(len(out), dtype=np.int64)
-        claimed = Intervals.empty()
-        for cat, key in GPU_PRIORITY if on_gpu else CPU_PRIORITY:
-            out[cat] += (sets[key] - claimed).covered_in(lo, hi)
-            claimed = claimed | sets[key]
+            out[cat] = claims[cat].covered_in(lo, hi) if cat in claims else np.zeros(len(out), dtype=np.int64)
         out["other"] = out["step_ns"] - out[list(CATEGORIES[:-1])].sum(axis=1)
         device_busy = sets["gpu_compute"] | sets["gpu_memcpy"] | sets["gpu_memset"]
         comm = sets["comm_kernel"] if on_gpu else sets["comm_op"]
@@ -176,4 +203,5 @@ def _empty_steps() -> pd.DataFrame:
     return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in cols})
 
 
-__all__ = ["Breakdown", "breakdown", "CATEGORIES", "GPU_PRIORITY", "CPU_PRIORITY"]
+__all__ = ["Breakdown", "breakdown", "claim", "claimed_by_category", "event_sets", "CATEGORIES", "GPU_PRIORITY",
+           "CPU_PRIORITY"]

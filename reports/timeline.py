@@ -1,8 +1,7 @@
 """A downsampled step timeline: which category claims the time, bucket by bucket, on every rank.
 
-The raw trace never leaves the server. Per rank, the same priority claim as :func:`profilers.breakdown.breakdown`
-(``GPU_PRIORITY`` / ``CPU_PRIORITY``: each category claims only time not yet claimed) yields one interval set per
-category; the window from the first step start to the last step end is cut into at most ``buckets`` equal
+The raw trace never leaves the server. Per rank, the breakdown's own priority claim
+(:func:`profilers.breakdown.claimed_by_category`) yields one interval set per category; the window from the first step start to the last step end is cut into at most ``buckets`` equal
 buckets and each set's covered time is measured per bucket. A trace of any size becomes
 ``ranks × buckets`` rows.
 
@@ -18,9 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profilers import breakdown_parts as parts
-from profilers.breakdown import CATEGORIES, CPU_PRIORITY, GPU_PRIORITY
-from profilers.intervals import Intervals
+from profilers.breakdown import CATEGORIES, claimed_by_category
 from profilers.trace_model import Trace
 
 DEFAULT_BUCKETS = 400
@@ -40,26 +37,6 @@ def step_spans(trace: Trace) -> pd.DataFrame:
         "start_ms": (s["start_ns"].to_numpy() - origin) / 1e6,
         "end_ms": (s["end_ns"].to_numpy() - origin) / 1e6,
     })
-
-
-def claimed_by_category(trace: Trace, rank: int) -> dict[str, Intervals]:
-    """The time each category claims on ``rank``, inside its steps, in the breakdown's priority order."""
-    ev = trace.events
-    sel = ev["rank"].to_numpy() == rank
-    starts, ends = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
-    masks = parts.category_masks(ev)
-    steps = trace.steps[trace.steps["rank"] == rank]
-    in_steps = Intervals.of(steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
-    on_gpu = rank in parts.gpu_ranks(ev)
-    claimed = Intervals.empty()
-    out: dict[str, Intervals] = {}
-    for cat, key in GPU_PRIORITY if on_gpu else CPU_PRIORITY:
-        events = Intervals.of(starts[sel & masks[key]], ends[sel & masks[key]])
-        mine = (events - claimed) & in_steps
-        out[cat] = out[cat] | mine if cat in out else mine
-        claimed = claimed | events
-    out["other"] = in_steps - claimed
-    return out
 
 
 def category_timeline(trace: Trace, buckets: int = DEFAULT_BUCKETS) -> pd.DataFrame:
