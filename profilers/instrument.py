@@ -87,25 +87,18 @@ class StepTimer:
         return elapsed / 1e6
 
 
-MMAP_THRESHOLD_BYTES = 1024 * 1024
-_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+def release_free_heap() -> bool:
+    """Give the heap's free pages back to the OS (glibc ``malloc_trim``); False where glibc is absent.
 
-
-def release_large_frees() -> bool:
-    """Make glibc hand tensors ≥ 1 MiB straight back to the OS when they are freed (``mallopt``).
-
-    Why: with glibc's default (a threshold that grows to 32 MiB), freed activations stay in the heap, and the
-    profiler's many small allocations fragment it, so RSS ratchets up by a step's activations on every
-    profiled step (measured: +100 MB per step on ``memory_bound`` tiny) and never comes down. RSS then measures
-    the allocator's history, not the run's live memory, and the CPU memory budget would be unfair. With this,
-    RSS follows live tensors, like CUDA's ``memory_allocated``. Applied to bare runs too, so A/B stays fair.
-    Returns False where it does not apply (non-glibc platforms).
+    Why: while the profiler collects, its many small allocations land between freed activations, so the
+    heap cannot reuse those holes and RSS ratchets up by about one step's activations per profiled step
+    (measured +100 MB per step on ``memory_bound`` tiny, flat before the window). Trimming once the trace is
+    written (and the profiler's in-memory copy dropped) brings RSS back to the workload's own level.
     """
     try:
         import ctypes
 
-        libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
     except (OSError, AttributeError):
         return False
 
@@ -126,7 +119,7 @@ def process_tree_rss_mb(proc: psutil.Process) -> float:
 
 
 def own_peak_rss_mb() -> float:
-    """High-water RSS of this process (``ru_maxrss`` is in KiB on Linux): catches spikes between polls."""
+    """High-water RSS of this process (``ru_maxrss`` is in KiB on Linux), the profiler's footprint included."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -134,8 +127,10 @@ class Watchdog(threading.Thread):
     """Polls memory every ``interval_s``; calls ``on_oom(peak_mb)`` past the budget, ``on_timeout(step)`` past
     ``step_timeout_s``. The callbacks are expected to end the process (the main thread may be stuck in a step).
 
-    It also tracks the peak memory of the run (own high-water RSS, or the tree total if higher), so the
-    result can report it even when no budget is set.
+    Memory is the RSS of the process tree (:func:`process_tree_rss_mb`). While :meth:`pause_memory` is on —
+    the profiler's collecting window and trace export — memory is neither checked nor counted in ``peak_mb``:
+    that footprint is the profiler's, not the workload's, and a workload's activations recur on every step,
+    so a real breach is still caught on the next plain step.
     """
 
     def __init__(self, memory_budget_mb: float | None, step_timeout_s: float | None,
@@ -147,9 +142,9 @@ class Watchdog(threading.Thread):
         self._on_oom, self._on_timeout = on_oom, on_timeout
         self._interval = min(interval_s, WATCHDOG_INTERVAL_S)
         self._proc = psutil.Process(pid)
-        self._own = pid is None or pid == os.getpid()
         self._halt = threading.Event()
         self._step: tuple[int, float] | None = None  # (step, monotonic start) of the step in flight
+        self.memory_paused = False
         self.peak_mb = 0.0
 
     def step_started(self, step: int) -> None:
@@ -158,17 +153,20 @@ class Watchdog(threading.Thread):
     def step_finished(self) -> None:
         self._step = None
 
+    def pause_memory(self, paused: bool) -> None:
+        self.memory_paused = paused
+
     def check_once(self) -> None:
         """One poll (the thread calls this in a loop; tests call it directly)."""
-        try:
-            current = process_tree_rss_mb(self._proc)
-        except psutil.Error:
-            return
-        own_peak = own_peak_rss_mb() if self._own else 0.0
-        self.peak_mb = max(self.peak_mb, current, own_peak)
-        if self.memory_budget_mb is not None and max(current, own_peak) > self.memory_budget_mb:
-            self._on_oom(self.peak_mb)
-            return
+        if not self.memory_paused:
+            try:
+                current = process_tree_rss_mb(self._proc)
+            except psutil.Error:
+                current = 0.0
+            self.peak_mb = max(self.peak_mb, current)
+            if self.memory_budget_mb is not None and current > self.memory_budget_mb:
+                self._on_oom(self.peak_mb)
+                return
         in_flight = self._step
         if self.step_timeout_s is not None and in_flight is not None:
             step, started = in_flight

@@ -16,6 +16,7 @@ passed or torch/Python run out of memory. ``STEPWISE_BARE=1`` runs without profi
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -54,11 +55,14 @@ class RunState:
         self._lock = threading.Lock()  # the watchdog thread and the main thread may both end the run
 
     def peak_memory_mb(self) -> float:
+        """CUDA: max allocated. CPU: the watchdog's peak RSS of the process tree outside the profiler's window
+        (what the budget is checked against), or the process high-water mark when no watchdog ran."""
         device_peak = self.trainer.peak_device_memory_mb() if self.trainer else None
         if device_peak is not None:
             return round(device_peak, 1)
-        watched = self.watchdog.peak_mb if self.watchdog else 0.0
-        return round(max(watched, instrument.own_peak_rss_mb()), 1)
+        if self.watchdog is not None and self.watchdog.peak_mb > 0:
+            return round(self.watchdog.peak_mb, 1)
+        return round(instrument.own_peak_rss_mb(), 1)
 
     def result(self, status: str, error: str | None, **extra: Any) -> dict[str, Any]:
         spec, rec, tr = self.spec, self.recorder, self.trainer
@@ -71,7 +75,8 @@ class RunState:
             "status": status, "error": error,
             "steps_done": tr.steps_done if tr else 0, "total_steps": tr.total_steps if tr else None,
             "step_time_ms": median, "step_time_iqr_ms": iqr, "samples_per_s": samples_per_s,
-            "peak_memory_mb": self.peak_memory_mb(), "final_loss": tr.final_loss if tr else None,
+            "peak_memory_mb": self.peak_memory_mb(), "peak_rss_with_profiler_mb": round(instrument.own_peak_rss_mb(), 1),
+            "final_loss": tr.final_loss if tr else None,
             "device": tr.device.type if tr else None, "device_name": tr.device_name if tr else None,
             "world_size": world, "backend": tr.backend if tr else None, "rank": self.info.rank,
             "telemetry_source": tel.source if tel else None,
@@ -108,14 +113,26 @@ class _Hooks:
         self.state, self.profiler, self.profiled = state, profiler, profiled or range(0)
 
     def before_step(self, step: int) -> None:
-        if self.state.watchdog is not None:
-            self.state.watchdog.step_started(step)
+        dog = self.state.watchdog
+        if dog is not None:
+            dog.step_started(step)
+            if self.profiled and step == self.profiled.start:
+                dog.pause_memory(True)  # the profiler's footprint is not the workload's (see Watchdog)
 
     def after_step(self, record: StepRecord) -> None:
         if self.state.watchdog is not None:
             self.state.watchdog.step_finished()
         if self.profiler is not None:
-            self.profiler.step()  # closes ProfilerStep#N right after the timed work
+            self.profiler.step()  # closes ProfilerStep#N right after the timed work (writes the trace at the end)
+        if self.profiled and record.step == self.profiled[-1]:
+            # The trace is on disk now (repeat=1: the profiler never records again). Drop its in-memory copy
+            # of every event and trim the heap, so RSS carries no trace of the profiler for the rest of the run.
+            if self.profiler is not None:
+                self.profiler.profiler = None
+            gc.collect()
+            instrument.release_free_heap()
+            if self.state.watchdog is not None:
+                self.state.watchdog.pause_memory(False)
         assert self.state.recorder is not None
         self.state.recorder.record(record, profiled=record.step in self.profiled)
 
@@ -181,7 +198,6 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m profilers.worker RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0])
-    instrument.release_large_frees()
     state = RunState(run_dir, trainer_dist.DistInfo.from_env())
     try:
         state.spec = TrainingSpec.from_json((run_dir / "spec.json").read_text(encoding="utf-8"))

@@ -1,8 +1,9 @@
 """``communication_bound``: DDP over 2 ranks, a parameter-heavy but cheap model and a small per-rank batch.
 
-Each step all-reduces every gradient (tens of MB) for a few milliseconds of compute, so communication
-dominates. Fixes: accumulate over more samples per all-reduce (``grad_accum_steps`` with ``ddp_no_sync`` and a
-larger ``batch_size``) or send half the bytes (``grad_compression``).
+Almost all parameters sit in one wide input projection (think embedding-heavy recommender): its gradient is
+the cheapest in FLOPs yet is tens of MB, and it is produced *last* in backward, so its all-reduce cannot hide
+behind any compute — every step ends waiting for communication. Fixes: more samples per all-reduce
+(``grad_accum_steps`` with ``ddp_no_sync`` and a larger ``batch_size``) or fewer bytes (``grad_compression``).
 """
 
 from __future__ import annotations
@@ -17,20 +18,23 @@ from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_class
 
 def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
     data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=spec.seed)
-    hidden: list[nn.Module] = []
-    for _ in range(p["depth"]):
-        hidden += [nn.Linear(p["width"], p["width"]), nn.ReLU()]
-    model = nn.Sequential(nn.Linear(p["dim"], p["width"]), nn.ReLU(), *hidden, nn.Linear(p["width"], p["classes"]))
+    model = nn.Sequential(
+        nn.Linear(p["dim"], p["width"]), nn.ReLU(),  # the wide projection: dim × width parameters
+        nn.Linear(p["width"], p["hidden"]), nn.ReLU(),
+        nn.Linear(p["hidden"], p["classes"]),
+    )
     return Parts(model=model, dataset=data, loss_fn=cross_entropy)
 
 
 WORKLOAD = Workload(
     name="communication_bound",
-    description="DDP over 2 ranks: many parameters, small per-rank batch, all-reduce dominates.",
+    description="DDP over 2 ranks: a wide, parameter-heavy projection and a small per-rank batch; "
+                "the all-reduce dominates.",
     intended_bottleneck="communication",
-    default_params={"samples": 4096, "dim": 256, "width": 1024, "depth": 12, "classes": 10},
+    # bench: 3072 × 4096 ≈ 12.6 M parameters = 50 MB of fp32 gradients per step for 4 samples per rank.
+    default_params={"samples": 2048, "dim": 3072, "width": 4096, "hidden": 256, "classes": 10},
     sizes={
-        "tiny": Size(params={"samples": 512, "dim": 64, "width": 256, "depth": 4}, spec={"steps": 10}),
+        "tiny": Size(params={"samples": 512, "dim": 1024, "width": 2048, "hidden": 64}, spec={"steps": 10}),
         "bench": Size(params={}, spec={"steps": 40}),
     },
     builder=build,

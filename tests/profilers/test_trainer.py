@@ -213,5 +213,16 @@ def test_watchdog_calls_out_memory_and_timeouts() -> None:
     dog.step_finished()
 
 
+def test_watchdog_ignores_memory_while_paused_for_the_profiler() -> None:
+    ooms: list[float] = []
+    dog = Watchdog(memory_budget_mb=1, step_timeout_s=None, on_oom=ooms.append, on_timeout=lambda s: None)
+    dog.pause_memory(True)
+    dog.check_once()
+    assert ooms == [] and dog.peak_mb == 0.0
+    dog.pause_memory(False)
+    dog.check_once()
+    assert len(ooms) == 1 and dog.peak_mb > 1
+
+
 def test_bare_switch() -> None:
     assert instrument.bare_requested({"STEPWISE_BARE": "1"}) and not instrument.bare_requested({})
