@@ -75,7 +75,7 @@ def test_spec_overrides_and_params_resolution() -> None:
     w = WORKLOADS["compute_bound"]
     spec = w.spec("tiny", precision="bf16", params={"width": 32})
     assert spec.precision == "bf16" and dict(spec.params) == {"size": "tiny", "width": 32}
-    assert w.resolve_params(spec)["width"] == 32 and w.resolve_params(spec)["depth"] == 2
+    assert w.resolve_params(spec)["width"] == 32 and w.resolve_params(spec)["depth"] == 3
     with pytest.raises(SpecError, match="has no parameter"):
         w.build(spec.patch(params={"widht": 3}))
     with pytest.raises(SpecError, match="has no size 'huge'"):
