@@ -63,6 +63,10 @@ class RunRecorder:
         self.started = time.time()
         self._steps = (run_dir / STEPS_FILE).open("a", encoding="utf-8")
         self._tb = None
+        if rank == 0:  # a follower sees the run (and its length) before the first step ends
+            write_json_atomic(run_dir / PROGRESS_FILE, {
+                "step": 0, "total_steps": total_steps, "loss": None, "eta_s": None, "elapsed_s": 0.0,
+                "status": "running", "updated_unix": time.time()})
         if tensorboard and rank == 0:
             from torch.utils.tensorboard import SummaryWriter
 

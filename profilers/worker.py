@@ -3,11 +3,18 @@
 Started directly (one process) or under ``torchrun`` (RANK/WORLD_SIZE/LOCAL_RANK from the environment). The
 runner writes ``RUN_DIR/spec.json`` first; this worker writes (see ``profilers/trainer_record.py``):
 
-- ``steps.jsonl``: one line per rank per optimizer step, flushed every step;
+- ``steps.jsonl``: one line per rank per optimizer step, flushed every step: ``rank, step, wall_ms, loss,
+  samples`` (this rank's samples, = batch_size), ``profiled`` (the profiler was collecting), ``t_unix_ns``;
 - ``telemetry.jsonl``: NVML or host samples at 10 Hz (local rank 0; ``STEPWISE_TELEMETRY_INTERVAL_S``);
-- ``progress.json``: rank 0, replaced atomically every step;
+- ``progress.json``: rank 0, replaced atomically at start and after every step, and with the final status;
 - ``tb/``: ``rank{R}.<ns>.pt.trace.json.gz`` traces and rank 0's TensorBoard scalars;
-- ``result.json``: rank 0 at the end, or the first rank that fails.
+- ``result.json``: rank 0 at the end, or the first rank that fails. Beyond the contract's keys it carries
+  ``total_steps, backend, rank, instrumented, setup_s, peak_rss_with_profiler_mb`` and, when ok,
+  ``rank_step_time_ms`` (median per rank) and ``slowest_rank``; a failure names ``failed_rank``.
+
+``step_time_ms`` is the median over steps after ``warmup_steps`` that the profiler did not collect
+(all post-warm-up steps when fewer than 3 remain); ``samples_per_s`` = batch_size × world_size / that median.
+``peak_memory_mb`` on CPU is the watchdog's peak RSS of the process tree outside the profiling window.
 
 Exit codes: 0 ok, 1 failed (exception, step timeout), ``EXIT_OUT_OF_MEMORY`` (75) when the memory budget is
 passed or torch/Python run out of memory. ``STEPWISE_BARE=1`` runs without profiler, telemetry or TensorBoard.

@@ -207,3 +207,26 @@ def test_two_ranks_under_torchrun_with_no_sync_and_bf16_compression(tmp_path: Pa
         assert profiler_steps(trace_of(tmp_path, rank))
     # DDP keeps the replicas identical, so both ranks see the same loss trend on different shards.
     assert all(s["loss"] > 0 for s in steps)
+
+
+def test_progress_is_readable_live_by_another_process(tmp_path: Path) -> None:
+    spec = WORKLOADS["digits"].spec("tiny", steps=60)
+    (tmp_path / "spec.json").write_text(spec.to_json())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPWISE_")}
+    proc = subprocess.Popen([sys.executable, "-m", "profilers.worker", str(tmp_path)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: list[dict[str, Any]] = []
+    try:
+        while proc.poll() is None and not any(0 < p["step"] < 60 for p in seen):
+            try:
+                seen.append(json.loads((tmp_path / "progress.json").read_text()))  # never half-written
+            except FileNotFoundError:
+                pass
+            time.sleep(0.005)
+        assert proc.wait(timeout=150) == 0
+    finally:
+        proc.kill()
+    running = [p for p in seen if p["status"] == "running"]
+    assert running and all(p["total_steps"] == 60 for p in running)
+    assert any(0 < p["step"] < 60 and p["eta_s"] is not None for p in running)
+    assert json.loads((tmp_path / "progress.json").read_text())["status"] == "ok"
