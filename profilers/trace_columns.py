@@ -15,6 +15,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from profilers.trace_model import GPU_KINDS, KINDS, kind_of
+from profilers.trace_structs import NO_ARGS, Event
 
 
 @dataclass
@@ -58,7 +59,23 @@ def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
 _NO_ARGS: dict[str, Any] = {}
 
 
+def _collect_structs(chunk: list[Event], dropped: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The same columns from typed events (the fast path: attribute reads, no dict lookups)."""
+    xs = [e for e in chunk if e.ph == "X"]
+    args = [e.args or NO_ARGS for e in xs]
+    events = _events_frame(
+        ts=[e.ts for e in xs], dur=[e.dur for e in xs], cat=[e.cat for e in xs], name=[e.name for e in xs],
+        pid=[e.pid for e in xs], tid=[e.tid for e in xs], corr=[a.correlation for a in args],
+        dev=[a.device for a in args], stream=[a.stream for a in args], itype=[a.input_type for a in args],
+        dropped=dropped)
+    mem = [(e.ts, a.device_type, a.device_id, a.bytes, a.total_allocated, a.total_reserved)
+           for e in chunk if e.ph in ("i", "I") and e.name == "[memory]" and (a := e.args) is not None]
+    return events, _memory_frame(mem, dropped)
+
+
 def _collect_chunk(chunk: list[Any], dropped: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if chunk and chunk[0].__class__ is Event:
+        return _collect_structs(chunk, dropped)
     # One list comprehension per field: measurably faster than one loop appending to ten lists.
     objs = [e for e in chunk if e.__class__ is dict]
     if len(objs) < len(chunk):
