@@ -74,10 +74,25 @@ def _print_text(result: dict[str, Any]) -> None:
         print(f"  warning: {w}")
 
 
+def _write_report(path: str, out: str) -> None:
+    """The dashboard's own report (HTML, JSON or Markdown by the suffix), written atomically."""
+    from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
+    from reports.export import write_report
+
+    try:
+        write_report(analyse_path(path), out)
+    except ValueError as err:  # an unknown suffix
+        raise StepwiseError(str(err)) from None
+    except OSError as err:
+        raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         result = analyze(args.path) if args.command == "analyze" else cli_optimize.main(args)
+        if args.command == "analyze" and args.report:
+            _write_report(args.path, args.report)
     except StepwiseError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
