@@ -9,7 +9,8 @@ exceeds ``1 + Policy.min_gain`` and the loss holds; or (2) the baseline failed o
 patched run is ``ok`` within the memory budget with the loss holding. In case (2) the baseline cannot be
 timed, so a *reference* arm — the baseline with its memory budget lifted — is run instead, and the ratio
 says what the fix costs per sample. Loss parity: at the last step both arms reached, the patched loss may
-exceed the baseline's by at most ``loss_tolerance`` (relative).
+exceed the baseline's by at most ``loss_tolerance`` (relative); each run's loss there is its mean over the
+last ``LOSS_WINDOW`` steps.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from advisors.model import Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
 from advisors.trials import ProgressFn, RunFn, RunOutcome
 from profilers.spec import TrainingSpec
+
+LOSS_WINDOW = 5  # final loss = mean over this many steps: one mini-batch's loss is too noisy to compare
 
 
 @dataclass(frozen=True)
@@ -138,8 +141,9 @@ def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experim
     ratio = throughput_ratio(timed.trials, b.trials, policy.n_boot, policy.level, policy.seed) \
         if timed.trials and b.trials else None
     loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
-    loss_ok = loss_delta is None or loss_delta <= policy.loss_tolerance * max(abs(_loss_at(timed, loss_step)), 1e-8)
-    loss_text = "" if loss_delta is None else f"; loss at step {loss_step} {loss_delta:+.4f}"
+    loss_ok = loss_delta is None or loss_step is None or \
+        loss_delta <= policy.loss_tolerance * max(abs(final_loss(timed.outcomes, loss_step)), 1e-8)
+    loss_text = "" if loss_delta is None else f"; loss (mean of {LOSS_WINDOW} steps to {loss_step}) {loss_delta:+.4f}"
     baseline_status = a.outcomes[0].status if a.outcomes else "not run"  # later flaky runs are just untimed
     if b.status != "ok":
         kept, reason = False, f"the patched run ended {b.status}" + (f": {b.error}" if b.error else "")
@@ -169,16 +173,18 @@ def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experim
                       loss_step=loss_step, kept=kept, reason=reason, policy=policy)
 
 
-def loss_parity(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> tuple[int | None, float | None]:
-    """``(step, patched − baseline)`` median losses at the last step every run of both arms reached."""
-    curves_a = [o.losses for o in a if o.losses]
-    curves_b = [o.losses for o in b if o.losses]
-    if not curves_a or not curves_b:
+def loss_parity(a: Sequence[RunOutcome], b: Sequence[RunOutcome],
+                window: int = LOSS_WINDOW) -> tuple[int | None, float | None]:
+    """``(step, patched − baseline)``: the arms' median final loss at the last step every run of both reached,
+    each run's final loss being its mean over the last ``window`` steps up to there (one mini-batch's loss
+    is too noisy to compare)."""
+    if not [o for o in a if o.losses] or not [o for o in b if o.losses]:
         return None, None
-    step = min(len(c) for c in (*curves_a, *curves_b)) - 1
-    return step, float(np.median([c[step] for c in curves_b]) - np.median([c[step] for c in curves_a]))
+    step = min(len(o.losses) for o in (*a, *b) if o.losses) - 1
+    return step, final_loss(b, step, window) - final_loss(a, step, window)
 
 
-def _loss_at(arm: Arm, step: int | None) -> float:
-    curves = [o.losses for o in arm.outcomes if o.losses]
-    return float(np.median([c[step] for c in curves])) if curves and step is not None else 0.0
+def final_loss(outcomes: Sequence[RunOutcome], step: int, window: int = LOSS_WINDOW) -> float:
+    """Median over runs of the mean loss over steps ``step - window + 1 .. step``."""
+    lo = max(step - window + 1, 0)
+    return float(np.median([np.mean(o.losses[lo:step + 1]) for o in outcomes if o.losses]))

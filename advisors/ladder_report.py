@@ -69,8 +69,15 @@ def ladder_table(ladder: Ladder) -> list[str]:
         e = r.experiment
         interval = f"[{e.ratio.low:.2f}, {e.ratio.high:.2f}]" if e.ratio else ""
         verdict = ("KEPT" if e.kept else "rejected") + f" — {e.reason}"
-        lines.append(_row(f"+ {e.fix.id} ({r.bottleneck})", e.patched, e.speedup, interval,
+        lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e.speedup, interval,
                           r.cumulative if e.kept else None, verdict))
+        fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None
+        if fragile is not None and not fragile.ok:
+            peak = f" (peak {fragile.peak_memory_mb:.0f} MB)" if fragile.peak_memory_mb else ""
+            lines.append(f"    ! the spec kept in round {r.round - 1} ended {fragile.status}{peak} when re-run as this "
+                         "round's baseline: that fix is fragile here")
+    lines.append("samples/s: median over an arm's trials; vs prev: geometric mean of the back-to-back (A, B) "
+                 "pairs' per-sample throughput ratios, with its bootstrap interval")
     lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
     loads = [a.host_load for r in ladder.rungs for a in (r.experiment.baseline, r.experiment.patched)
              if a.host_load is not None]

@@ -1,8 +1,8 @@
 """``optimize(spec, run, rounds)``: diagnose, apply the matching fix, measure it, keep it or not, repeat.
 
 Round 1 diagnoses one run of the starting spec; later rounds diagnose the last kept patched run (its trace
-and result are in its run folder). Within a round the candidates are the binding finding's fix, then its
-:data:`~advisors.fixes.ALTERNATIVES`, then the other findings' fixes — skipping advice-only fixes, fixes that
+and result are in its run folder). Within a round the candidates are every finding's own fix in severity
+order, then their :data:`~advisors.fixes.ALTERNATIVES` — skipping advice-only fixes, fixes that
 cannot act here (CUDA-only on a CPU, DDP-only with one rank), no-op patches and fixes already rejected. A
 round ends at the first kept fix or after ``max_attempts`` experiments; a round with nothing kept ends the
 search. The result is a :class:`Ladder`: every attempt with its numbers, kept or rejected.
@@ -74,15 +74,16 @@ def optimize(spec: TrainingSpec, run: RunFn, rounds: int = 3, policy: Policy = P
     emit = on_progress or (lambda _: None)
     emit({"phase": "diagnose", "round": 1})
     diagnosis = diagnose_run(run(spec, lambda p: emit({"phase": "diagnosis_run", "round": 1, "run": p})))
-    current, rungs, cumulative, rejected = spec, [], 1.0, set()  # type: ignore[var-annotated]
+    current, cumulative = spec, 1.0
+    rungs: list[Rung] = []
+    rejected: set[str] = set()
     for rnd in range(1, rounds + 1):
         kept_exp: Experiment | None = None
         for attempt, fix in enumerate(candidates(diagnosis, current, device, rejected)):
             if attempt >= max_attempts:
                 break
             emit({"phase": "experiment", "round": rnd, "fix": fix.id})
-            exp = run_experiment(current, fix, run, policy,
-                                 lambda p, r=rnd, f=fix.id: emit({**p, "round": r, "fix": f}))
+            exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.id))
             if exp.kept:
                 cumulative *= exp.speedup or 1.0
             binding = diagnosis.binding
@@ -101,19 +102,21 @@ def optimize(spec: TrainingSpec, run: RunFn, rounds: int = 3, policy: Policy = P
     return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis)
 
 
+def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
+    """Progress events of one experiment, tagged with its round and fix."""
+    return lambda event: emit({**event, "round": rnd, "fix": fix_id})
+
+
 def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:
-    """Fixes worth an experiment for diagnosis ``d`` on ``spec``, most relevant first."""
-    seen: set[str] = set()
-    for finding in d.findings:
-        if finding.severity <= 0 or finding.fix_id is None:
-            continue
-        for fix_id in (finding.fix_id, *ALTERNATIVES.get(finding.fix_id, ())):
-            if fix_id in seen or fix_id in rejected:
-                continue
-            seen.add(fix_id)
-            fix = FIXES[fix_id]
-            if fix.spec_patch and applies(fix, device, spec.world_size) is None and _changes(spec, fix):
-                yield fix
+    """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order,
+    then their alternatives (the same bottleneck, another lever)."""
+    proposed = [f.fix_id for f in d.findings if f.severity > 0 and f.fix_id is not None]
+    ordered = [*proposed, *(alt for fix_id in proposed for alt in ALTERNATIVES.get(fix_id, ()))]
+    for fix_id in dict.fromkeys(ordered):
+        fix = FIXES[fix_id]
+        if fix_id not in rejected and fix.spec_patch and applies(fix, device, spec.world_size) is None \
+                and _changes(spec, fix):
+            yield fix
 
 
 def _changes(spec: TrainingSpec, fix: Fix) -> bool:

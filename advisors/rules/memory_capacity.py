@@ -13,16 +13,17 @@ class NearCapacity(Rule):
     and ``deviceProperties``, or a stored run's measured peak against its ``memory_budget_mb``.
 
     Near the limit the caching allocator starts freeing and retrying, a larger batch cannot fit, and the next
-    longer sequence fails. It costs little step time until it fails, so the severity is the fixed
-    ``capacity_stake`` (0.10): it ranks below any time bottleneck larger than that.
+    longer sequence fails. It costs little step time until it fails, so the severity starts low —
+    ``near_stake`` (0.10) at ``near_share`` — and grows linearly to ``full_stake`` (0.60) at ``full_share``:
+    a run one longer batch away from failing outranks most speed findings.
 
-    Thresholds: ``near_share`` (0.90) of capacity; ``full_share`` (0.98) for full confidence.
+    Thresholds: ``near_share`` (0.90) of capacity; ``full_share`` (0.98), also full confidence.
 
     Fix: a smaller micro-batch with gradient accumulation (same samples per optimizer step).
     """
 
     id, name, bottleneck = "MEM001", "near-memory-capacity", Bottleneck.MEMORY
-    thresholds = {"near_share": 0.90, "full_share": 0.98, "capacity_stake": 0.10}
+    thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60}
     fix_id = "grad_accumulation"
     fires = (
         Example("device peak 95% of total", lambda: observation({"gpu_compute": 0.9}, memory_peak=0.95)),
@@ -48,8 +49,10 @@ class NearCapacity(Rule):
         share = self._peak_share(f)
         if share is None or share < self.t["near_share"] or (f.run and f.run.status == "out_of_memory"):
             return None
+        closeness = min((share - self.t["near_share"]) / (self.t["full_share"] - self.t["near_share"]), 1.0)
+        severity = self.t["near_stake"] + closeness * (self.t["full_stake"] - self.t["near_stake"])
         return self.finding(
-            f, severity=self.t["capacity_stake"], confidence=ramp(share, self.t["near_share"], self.t["full_share"]),
+            f, severity=severity, confidence=ramp(share, self.t["near_share"], self.t["full_share"]),
             message=f"Peak memory reaches {pct(share)} of capacity: shrink the micro-batch and accumulate gradients "
                     "before a longer input runs out of memory.",
             evidence={"peak_share_of_capacity": share,

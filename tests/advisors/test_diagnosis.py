@@ -104,3 +104,12 @@ def test_optimize_bad_input_is_one_error_line(argv: list[str], needle: str, tmp_
     assert main([*argv, "--store", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and needle in err[0]
+
+
+def test_near_capacity_outranks_a_moderate_speed_finding() -> None:
+    busy_fp32 = dict(kernels={"matmul": 0.5, "elementwise": 0.2})
+    at_risk = diagnose(observation({"gpu_compute": 0.8}, memory_peak=0.99, **busy_fp32))
+    roomy = diagnose(observation({"gpu_compute": 0.8}, memory_peak=0.91, **busy_fp32))
+    assert at_risk.bottleneck is Bottleneck.MEMORY and at_risk.binding and at_risk.binding.rule == "MEM001"
+    assert roomy.bottleneck is Bottleneck.COMPUTE
+    assert any(f.rule == "MEM001" for f in roomy.others)
