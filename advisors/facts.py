@@ -93,6 +93,8 @@ def derive(obs: Observation) -> Facts:
     names = b.ops["name"].astype(str) if len(b.ops) else pd.Series(dtype=str)
     kernel_names = b.kernels["name"].astype(str) if len(b.kernels) else pd.Series(dtype=str)
     loader = b.ops[names.str.contains(kc.DATALOADER)] if len(names) else b.ops
+    from_ops = float(loader["total_ns"].max()) / total if len(loader) else 0.0
+    from_trace = obs.loader.total_ns / total if obs.loader is not None else 0.0
     exposed = shares["communication"]
     host_idle = max(0.0, 1.0 - (busy or 0.0) - shares["dataloader"]) if on_gpu else 0.0
     cm = b.cpu_matmul
@@ -100,8 +102,8 @@ def derive(obs: Observation) -> Facts:
         b=b, run=run, spec=spec, has_steps=True, device=b.device, n_steps=b.n_steps, n_ranks=len(b.ranks),
         steps_inferred=b.steps_inferred, step_ms=b.step_time_ms, shares=shares, gpu_busy=busy,
         loader_exposed=shares["dataloader"],
-        loader_total=float(loader["total_ns"].max()) / total if len(loader) else 0.0,
-        loader_mode=_loader_mode(names, spec),
+        loader_total=max(from_ops, from_trace),
+        loader_mode=(obs.loader.mode if obs.loader is not None else None) or _loader_mode(names, spec),
         pageable_copy=b.syncs.pageable_copy_ns / total, pinned_copy=b.syncs.pinned_copy_ns / total,
         kernel_step_share={k: v / total for k, v in b.kernel_class_ns.items()},
         kernel_mix={k: b.kernel_class_share(k) for k in b.kernel_class_ns},

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from advisors.loader_facts import LoaderFacts, loader_facts
 from profilers.breakdown import Breakdown, breakdown
 from profilers.errors import SpecError, TraceError
 from profilers.run_model import RunResult, summarise_steps
@@ -58,6 +59,7 @@ class Observation:
     breakdown: Breakdown | None
     run: RunFacts | None
     notes: tuple[str, ...] = field(default=())
+    loader: LoaderFacts | None = None  # DataLoader spans of any host kind (None: not read from a trace)
 
 
 def is_run_folder(path: Path) -> bool:
@@ -69,7 +71,8 @@ def observe(path: str | Path) -> Observation:
     p = Path(path)
     if is_run_folder(p):
         return observe_run(p)
-    return Observation(source=str(p), breakdown=breakdown(load_trace(p)), run=None)
+    trace = load_trace(p)
+    return Observation(source=str(p), breakdown=breakdown(trace), run=None, loader=loader_facts(trace))
 
 
 def observe_run(run_dir: Path) -> Observation:
@@ -77,6 +80,7 @@ def observe_run(run_dir: Path) -> Observation:
     facts = run_facts(run_dir)
     notes: list[str] = []
     b: Breakdown | None = None
+    loader: LoaderFacts | None = None
     trace_dir = next((run_dir / d for d in TRACE_SUBFOLDERS if (run_dir / d).is_dir()), None)
     try:
         has_files = trace_dir is not None and bool(find_trace_files(trace_dir))
@@ -86,10 +90,11 @@ def observe_run(run_dir: Path) -> Observation:
         notes.append("the run folder has no trace (the profiler exported nothing before the run ended)")
     else:
         try:
-            b = breakdown(load_trace(trace_dir))
+            trace = load_trace(trace_dir)
+            b, loader = breakdown(trace), loader_facts(trace)
         except TraceError as err:
             notes.append(f"the run's trace could not be read: {err}")
-    return Observation(source=str(run_dir), breakdown=b, run=facts, notes=tuple(notes))
+    return Observation(source=str(run_dir), breakdown=b, run=facts, notes=tuple(notes), loader=loader)
 
 
 def run_facts(run_dir: Path) -> RunFacts:
