@@ -5,7 +5,8 @@ and profiled steps (:mod:`advisors.trials`). The comparison is per-sample throug
 the micro-batch or the samples per step (accumulation, ``no_sync``) is judged on what counts.
 
 A fix is **kept** when (1) both arms ran ``ok``, the lower bound of the 95% interval on the throughput ratio
-exceeds ``1 + Policy.min_gain`` and the loss holds; or (2) the baseline failed or ran out of memory and the
+exceeds ``1 + Policy.min_gain`` and the loss holds; or (1b) for a memory fix on a running baseline, the peak
+drops by ``min_peak_drop`` at no more than ``max_memory_cost`` per sample (headroom is its purpose); or (2) the baseline failed or ran out of memory and the
 patched run is ``ok`` within the memory budget with the loss holding. In case (2) the baseline cannot be
 timed, so a *reference* arm — the baseline with its memory budget lifted — is run instead, and the ratio
 says what the fix costs per sample. Loss parity: at the last step both arms reached, the patched loss may
@@ -21,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from advisors.fixes import patched
-from advisors.model import Fix
+from advisors.model import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
 from advisors.trials import ProgressFn, RunFn, RunOutcome
 from profilers.spec import TrainingSpec
@@ -36,6 +37,8 @@ class Policy:
     trials: int = 3
     min_gain: float = 0.03  # the interval's lower bound must exceed 1 + min_gain
     loss_tolerance: float = 0.05  # relative excess of the patched loss at the last common step
+    min_peak_drop: float = 0.05  # a memory fix on a running baseline must cut the peak by this much …
+    max_memory_cost: float = 0.15  # … at no more than this per-sample cost (interval's lower bound)
     n_boot: int = N_BOOT
     level: float = LEVEL
     seed: int = SEED
@@ -159,10 +162,13 @@ def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experim
             reason = f"runs, but the loss does not hold ({loss_delta:+.4f} > {policy.loss_tolerance:.0%}){loss_text}"
     else:
         assert ratio is not None
-        gain = ratio.low > 1 + policy.min_gain
-        kept = gain and loss_ok
         interval = f"{ratio.point:.2f}x, {policy.level:.0%} interval [{ratio.low:.2f}, {ratio.high:.2f}]"
-        if not gain:
+        headroom = _headroom(a, b, ratio, policy) if fix.bottleneck is Bottleneck.MEMORY else None
+        gain = ratio.low > 1 + policy.min_gain or headroom is not None
+        kept = gain and loss_ok
+        if headroom is not None and loss_ok:
+            reason = f"kept for memory headroom: {headroom} at {interval} per-sample throughput" + loss_text
+        elif not gain:
             reason = f"no real gain: {interval} does not clear {1 + policy.min_gain:.2f}x" + loss_text
         elif not loss_ok:
             reason = f"faster ({interval}) but the loss does not hold (tolerance {policy.loss_tolerance:.0%})" \
@@ -171,6 +177,16 @@ def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experim
             reason = f"kept: {interval} per-sample throughput" + loss_text
     return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
                       loss_step=loss_step, kept=kept, reason=reason, policy=policy)
+
+
+def _headroom(a: Arm, b: Arm, ratio: RatioEstimate, policy: Policy) -> str | None:
+    """For a memory fix on a baseline that already runs: the peak it saves, if it saves at least
+    ``min_peak_drop`` at no more than ``max_memory_cost`` per sample (interval's lower bound); else None."""
+    if a.peak_memory_mb is None or b.peak_memory_mb is None:
+        return None
+    if b.peak_memory_mb > a.peak_memory_mb * (1 - policy.min_peak_drop) or ratio.low < 1 - policy.max_memory_cost:
+        return None
+    return f"peak {a.peak_memory_mb:.0f} -> {b.peak_memory_mb:.0f} MB"
 
 
 def loss_parity(a: Sequence[RunOutcome], b: Sequence[RunOutcome],

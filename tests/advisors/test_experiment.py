@@ -162,3 +162,18 @@ def test_optimize_cli_json_contract(monkeypatch, tmp_path, capsys) -> None:
                 "reason", "cumulative_speedup"} <= set(r)
         assert len(r["before"]["raw_step_ms"]) == 3 and r["after"]["samples_per_s"] > 0
     assert rows[1]["spec_patch"] == {"cache_decoded": True}
+
+
+def test_memory_fix_on_a_running_baseline_is_kept_for_headroom() -> None:
+    @dataclass
+    class PeakRunner(FakeRunner):
+        def __call__(self, spec: TrainingSpec, on_progress: Any = None) -> RunOutcome:
+            out = super().__call__(spec, on_progress)
+            return RunOutcome(out.status, out.trial, 1000.0 / spec.grad_accum_steps, out.losses, out.steps_done,
+                              None, out.run_dir)
+
+    exp = run_experiment(BASE, FIXES["grad_accumulation"], PeakRunner(), FAST)  # 5% slower, half the peak
+    assert exp.kept and exp.reason.startswith("kept for memory headroom: peak 1000 -> 500 MB")
+    slower = run_experiment(BASE, FIXES["grad_accumulation"], PeakRunner(), Policy(trials=3, n_boot=400,
+                                                                                 max_memory_cost=0.01))
+    assert not slower.kept and "no real gain" in slower.reason
