@@ -35,7 +35,7 @@ WORKLOAD = Workload(
     intended_bottleneck="compute",
     default_params={"samples": 4096, "dim": 512, "width": 2048, "depth": 6, "classes": 10},
     sizes={
-        "tiny": Size(params={"samples": 1024, "dim": 128, "width": 512, "depth": 3}, spec={"batch_size": 64,
+        "tiny": Size(params={"samples": 1024, "dim": 256, "width": 1024, "depth": 3}, spec={"batch_size": 128,
                                                                                              "steps": 10}),
         "bench": Size(params={}, spec={"batch_size": 256, "steps": 40}),
     },
