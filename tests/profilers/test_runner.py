@@ -242,6 +242,23 @@ def test_sigkill_of_a_real_worker_keeps_its_steps(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_two_real_runs_at_once_share_one_store_and_lose_nothing(tmp_path: Path) -> None:
+    """Two users launching at the same moment: two worker processes write into one store (SQLite WAL) at
+    once; both end ok with every step and their own trace, and the index lists exactly both."""
+    store = RunStore(tmp_path)
+    handles = [runner.start(_tiny(name, steps=5), store) for name in ("compute_bound", "data_bound")]
+    _STARTED.extend(handles)
+    results = [h.wait(WAIT_S * 2) for h in handles]
+    assert [r.status for r in results] == [RunStatus.OK, RunStatus.OK], [r.error for r in results]
+    records = {r.run_id: r for r in store.list()}
+    assert set(records) == {h.run_id for h in handles}
+    for h in handles:
+        assert records[h.run_id].status is RunStatus.OK
+        assert len(store.read_steps(h.run_id)) == 5 and len(_traces(Path(records[h.run_id].run_dir))) == 1
+    assert records[handles[0].run_id].run_dir != records[handles[1].run_id].run_dir
+
+
+@pytest.mark.slow
 def test_two_gloo_ranks_end_ok_with_two_traces(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     result = runner.run(_tiny("communication_bound", world_size=2, steps=6), store, timeout_s=WAIT_S * 2)
