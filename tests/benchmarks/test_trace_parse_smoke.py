@@ -2,12 +2,15 @@
 
 No timing is asserted (CI machines are shared): only that the generated trace is what it claims to be, that
 Stepwise reads exactly the events and steps it holds, and that the benchmark runs end to end without HTA.
+The entry script imports its ``benchmarks/trace_parse_*`` modules by name: loaded by path (here), run as a
+script (its children) and imported as ``benchmarks.trace_parse`` (``benchmarks/dashboard.py``) must all work.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -124,3 +127,13 @@ def test_table_reports_a_contender_that_did_not_finish(tp):
     assert "did not finish: time limit of 600 s reached" in table
     assert "2.00x  MET" in table  # Stepwise / orjson
     assert "0.63x  MET" in table  # peak / size
+
+
+def test_entry_imports_as_a_package_module_too():
+    """``benchmarks/dashboard.py`` does ``from benchmarks.trace_parse import generate_kineto_trace``."""
+    repo = BENCH.parents[1]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from benchmarks.trace_parse import generate_kineto_trace, main; print(generate_kineto_trace.__name__)")
+    r = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True, cwd=repo)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "generate_kineto_trace"

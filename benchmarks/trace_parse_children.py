@@ -1,0 +1,95 @@
+"""What each contender's child process does: one timed load (+ analysis) of one trace, reported as a dict.
+
+The functions here run inside the fresh subprocess that :func:`trace_parse_measure.measure` starts (as
+``trace_parse.py --child KIND``), under the project's python or, for HTA, the python of its own venv: this
+module imports only the standard library at load time, and each contender's libraries inside its function,
+so that import time and the RSS after imports are measured apart from the work.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import time
+from typing import Any, Callable
+
+
+def _self_rss() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _child_stepwise(path: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    from profilers.breakdown import breakdown
+    from profilers.trace_load import load_trace
+    t1 = time.perf_counter()
+    base = _self_rss()
+    c1 = time.process_time()
+    trace = load_trace(path)
+    t2 = time.perf_counter()
+    b = breakdown(trace)
+    t3 = time.perf_counter()
+    c3 = time.process_time()
+    return {"import_s": t1 - t0, "rss_after_import": base, "seconds": t3 - t1, "cpu_s": c3 - c1, "load_s": t2 - t1,
+            "breakdown_s": t3 - t2, "events": int(len(trace.events)), "steps": int(b.n_steps),
+            "memory_events": int(len(trace.memory)), "ranks": list(trace.ranks),
+            "gpu_busy_share": b.gpu_busy_share, "shares": b.shares()}
+
+
+def _read_decompressed(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def _child_orjson(path: str, gc_off: bool = False) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    import gc
+
+    import orjson
+    t1 = time.perf_counter()
+    base = _self_rss()
+    data = _read_decompressed(path)
+    if gc_off:  # what Stepwise's loader does too: millions of acyclic dicts only feed the cyclic GC
+        gc.disable()
+    c2 = time.process_time()
+    t2 = time.perf_counter()
+    doc = orjson.loads(data)
+    t3 = time.perf_counter()
+    c3 = time.process_time()
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return {"import_s": t1 - t0, "rss_after_import": base, "seconds": t3 - t2, "cpu_s": c3 - c2, "read_s": t2 - t1,
+            "bytes": len(data), "events": len(events), "gc": not gc_off}
+
+
+def _child_hta(trace_dir: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    from hta.trace_analysis import TraceAnalysis
+    t1 = time.perf_counter()
+    base = _self_rss()
+    c1 = time.process_time()
+    analysis = TraceAnalysis(trace_dir=trace_dir)
+    t2 = time.perf_counter()
+    bd = analysis.get_temporal_breakdown(visualize=False)
+    t3 = time.perf_counter()
+    c3 = time.process_time()  # one rank file: HTA parses it in this process (a pool only for several ranks)
+    rows = bd.to_dict(orient="records") if hasattr(bd, "to_dict") else []
+    events = sum(len(analysis.t.get_trace(r)) for r in analysis.t.get_ranks()) if hasattr(analysis, "t") else None
+    return {"import_s": t1 - t0, "rss_after_import": base, "seconds": t3 - t1, "cpu_s": c3 - c1,
+            "load_s": t2 - t1, "breakdown_s": t3 - t2, "events": events, "temporal_breakdown": rows}
+
+
+CHILDREN: dict[str, Callable[[str], dict[str, Any]]] = {
+    "stepwise": _child_stepwise,
+    "orjson": lambda p: _child_orjson(p, gc_off=True),
+    "orjson_gc": _child_orjson,
+    "hta": _child_hta,
+}
+KINDS = ("stepwise", "orjson", "orjson_gc", "hta")  # table order
+KIND_TITLES = {
+    "stepwise": "Stepwise load+breakdown",
+    "orjson": "orjson.loads, gc off",
+    "orjson_gc": "orjson.loads, gc on (default)",
+    "hta": "HTA TraceAnalysis+temporal bd",
+}
