@@ -16,6 +16,7 @@ from advisors.diagnosis import diagnose, diagnosis_json
 from advisors.observation import Observation, RunFacts, observe
 from profilers.breakdown import CATEGORIES
 from profilers.errors import StepwiseError
+from profilers.memory_snapshot import snapshot_json
 from profilers.summary import breakdown_summary
 
 
@@ -31,25 +32,42 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("path")
     a.add_argument("--json", action="store_true", help="print the analysis as JSON")
     a.add_argument("--report", metavar="OUT.html", help="also write a shareable report")
+    a.add_argument("--device-memory-gib", type=_positive_gib, metavar="GIB",
+                   help="the device's total memory, for a memory snapshot (snapshots do not record it)")
     cli_optimize.add_parser(sub)
     return p
 
 
-def analyze(path: str) -> dict[str, Any]:
-    """Facts (the breakdown summary, or a run's own figures when it left no trace) plus the diagnosis."""
-    obs = observe(path)
-    out = breakdown_summary(obs.breakdown) if obs.breakdown is not None else _run_only_summary(obs)
+def _positive_gib(text: str) -> int:
+    try:
+        gib = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of GiB: {text!r}") from None
+    if not 0 < gib < 1e6:
+        raise argparse.ArgumentTypeError(f"a device memory size must be positive GiB, not {text}")
+    return int(gib * 1024**3)
+
+
+def analyze(path: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+    """Facts (the breakdown summary, or a run's own figures when it left no trace, or a memory snapshot's
+    summary) plus the diagnosis."""
+    obs = observe(path, device_memory_bytes)
+    out = breakdown_summary(obs.breakdown) if obs.breakdown is not None else _no_trace_summary(obs)
     if obs.run is not None:
         out["run"] = _run_json(obs.run)
+    if obs.snapshot is not None:
+        out["memory_snapshot"] = snapshot_json(obs.snapshot, device_memory_bytes)
     out.update(diagnosis_json(diagnose(obs)))
     return out
 
 
-def _run_only_summary(obs: Observation) -> dict[str, Any]:
+def _no_trace_summary(obs: Observation) -> dict[str, Any]:
+    """The summary fields for a run that left no trace, or a memory snapshot (zero step time to attribute)."""
     run = obs.run
-    assert run is not None  # observe() returns a breakdown, a run, or both
-    return {"device": run.device or "unknown", "device_name": run.device or "unknown", "ranks": [],
-            "steps": run.steps_done, "steps_inferred": False, "step_time_ms": run.step_time_ms or 0.0,
+    device = run.device if run is not None else ("cuda" if obs.snapshot is not None else None)
+    return {"device": device or "unknown", "device_name": device or "unknown", "ranks": [],
+            "steps": run.steps_done if run else 0, "steps_inferred": False,
+            "step_time_ms": (run.step_time_ms if run else None) or 0.0,
             "breakdown": {c: {"ms": 0.0, "share": 0.0} for c in CATEGORIES}, "warnings": list(obs.notes)}
 
 
@@ -66,21 +84,30 @@ def _print_text(result: dict[str, Any]) -> None:
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")
+    snap = result.get("memory_snapshot")
+    if snap:
+        total = f" of a {snap['device_total_gib']:.2f} GiB device" if snap["device_total_gib"] else ""
+        peak = "unknown" if snap["peak_allocated_gib"] is None else f"{snap['peak_allocated_gib']:.2f} GiB"
+        print(f"  memory snapshot: peak live {peak}, reserved {snap['reserved_gib']:.2f} GiB"
+              f"{total}, {snap['segments']} segments, {snap['oom_events']} out-of-memory events")
+        for site in snap["top_sites"]:
+            print(f"    {site['gib']:8.2f} GiB  x{site['count']:<4} {site['where']}")
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%] {f['message']}")
-    for n in (n for n in result["not_enough_data"] if n["whole_class"] or n["bottleneck"] == "none"):
+    for n in (n for n in result["not_enough_data"] if n["whole_class"] or
+              (n["bottleneck"] == "none" and n["reason"] not in result["warnings"])):
         print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
 
 
-def _write_report(path: str, out: str) -> None:
+def _write_report(path: str, out: str, device_memory_bytes: int | None = None) -> None:
     """The dashboard's own report (HTML, JSON or Markdown by the suffix), written atomically."""
     from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
     from reports.export import write_report
 
     try:
-        write_report(analyse_path(path), out)
+        write_report(analyse_path(path, device_memory_bytes=device_memory_bytes), out)
     except ValueError as err:  # an unknown suffix
         raise StepwiseError(str(err)) from None
     except OSError as err:
@@ -90,9 +117,12 @@ def _write_report(path: str, out: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        result = analyze(args.path) if args.command == "analyze" else cli_optimize.main(args)
-        if args.command == "analyze" and args.report:
-            _write_report(args.path, args.report)
+        if args.command == "analyze":
+            result = analyze(args.path, args.device_memory_gib)
+            if args.report:
+                _write_report(args.path, args.report, args.device_memory_gib)
+        else:
+            result = cli_optimize.main(args)
     except StepwiseError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ exchange, waits), while in a step without collectives they are plain dispatch ov
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import pandas as pd
@@ -21,6 +21,7 @@ import pandas as pd
 from advisors.observation import Observation, RunFacts
 from profilers import kernel_classes as kc
 from profilers.breakdown import Breakdown
+from profilers.memory_snapshot import MemorySnapshot
 from profilers.spec import TrainingSpec
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
@@ -67,6 +68,8 @@ class Facts:
     host_idle: float  # GPU idle and not waiting for the loader (GPU ranks only)
     comm_device_fraction: float  # exposed collective time / device busy time
     memory_peak_share: float | None
+    snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
+    device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
 
     @property
     def comm_orchestration(self) -> float:
@@ -85,7 +88,7 @@ def derive(obs: Observation) -> Facts:
     run = obs.run
     spec = run.spec if run else None
     if b is None or b.total_step_ns <= 0:
-        return _no_trace(b, run, spec)
+        return replace(_no_trace(b, run, spec), snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes)
     total = float(b.total_step_ns)
     shares = b.shares()
     on_gpu = b.device == "gpu"
@@ -120,6 +123,7 @@ def derive(obs: Observation) -> Facts:
         host_idle=host_idle,
         comm_device_fraction=(exposed / busy) if busy else 0.0,
         memory_peak_share=b.memory.device_peak_share,
+        snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
     )
 
 

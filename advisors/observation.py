@@ -2,7 +2,8 @@
 
 An uploaded trace gives a breakdown and no run; a stored run gives its result, spec and per-step metrics, and
 a breakdown when its profiler exported a trace (a run stopped out of memory before that has none, and is
-still diagnosed). ``observe(path)`` decides which one a path is.
+still diagnosed); a ``torch.cuda.memory._dump_snapshot`` pickle gives only memory facts (read without ever
+unpickling a class). ``observe(path)`` decides which one a path is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pandas as pd
 from advisors.loader_facts import LoaderFacts, loader_facts
 from profilers.breakdown import Breakdown, breakdown
 from profilers.errors import SpecError, TraceError
+from profilers.memory_snapshot import MemorySnapshot, is_snapshot_file, load_memory_snapshot
 from profilers.run_model import RunResult, summarise_steps
 from profilers.spec import TrainingSpec
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
@@ -60,19 +62,32 @@ class Observation:
     run: RunFacts | None
     notes: tuple[str, ...] = field(default=())
     loader: LoaderFacts | None = None  # DataLoader spans of any host kind (None: not read from a trace)
+    snapshot: MemorySnapshot | None = None  # an allocator snapshot (no steps, no timing: memory only)
+    device_memory_bytes: int | None = None  # the device's total memory when the user stated it
 
 
 def is_run_folder(path: Path) -> bool:
     return path.is_dir() and any((path / m).is_file() for m in RUN_MARKERS)
 
 
-def observe(path: str | Path) -> Observation:
-    """An observation of a trace (file, folder, zip) or of a stored run folder. Raises TraceError/RunError."""
+def observe(path: str | Path, device_memory_bytes: int | None = None) -> Observation:
+    """An observation of a trace (file, folder, zip), a memory snapshot or a stored run folder.
+    ``device_memory_bytes`` (the device total, when the user knows it) gives a snapshot a capacity to compare
+    with. Raises TraceError/RunError."""
     p = Path(path)
     if is_run_folder(p):
         return observe_run(p)
+    if is_snapshot_file(p):
+        return observe_snapshot(p, device_memory_bytes)
     trace = load_trace(p)
     return Observation(source=str(p), breakdown=breakdown(trace), run=None, loader=loader_facts(trace))
+
+
+def observe_snapshot(path: Path, device_memory_bytes: int | None = None, source: str | None = None) -> Observation:
+    """A memory snapshot on its own: no steps, so only the memory rules can judge it (the others say why not)."""
+    return Observation(source=source or str(path), breakdown=None, run=None,
+                       notes=("a memory snapshot records allocations, not step timing: only memory can be judged",),
+                       snapshot=load_memory_snapshot(path), device_memory_bytes=device_memory_bytes)
 
 
 def observe_run(run_dir: Path) -> Observation:

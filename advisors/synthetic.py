@@ -16,6 +16,9 @@ import pandas as pd
 from advisors.observation import Observation, RunFacts
 from profilers import breakdown_parts as parts
 from profilers.breakdown import CATEGORIES, Breakdown
+from profilers.memory_snapshot import AllocationSite, MemorySnapshot
+
+GIB = 1024**3
 
 KERNEL_NAMES = {
     "matmul": "volta_sgemm_128x64_nn",
@@ -79,10 +82,21 @@ def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: f
 
 
 def observation(shares: Mapping[str, float] | None = None, *, run: RunFacts | None = None,
-                no_trace: bool = False, **kw: Any) -> Observation:
-    """An observation of a synthetic breakdown (or of a run alone, with ``no_trace``)."""
-    b = None if no_trace else breakdown_of(shares or {}, **kw)
-    return Observation(source="synthetic", breakdown=b, run=run)
+                no_trace: bool = False, snapshot: MemorySnapshot | None = None,
+                device_memory_gib: float | None = None, **kw: Any) -> Observation:
+    """An observation of a synthetic breakdown (or of a run alone, with ``no_trace``; or of a memory
+    ``snapshot`` alone, optionally with the device total the user stated)."""
+    b = None if no_trace or snapshot is not None else breakdown_of(shares or {}, **kw)
+    total = None if device_memory_gib is None else int(device_memory_gib * GIB)
+    return Observation(source="synthetic", breakdown=b, run=run, snapshot=snapshot, device_memory_bytes=total)
+
+
+def snapshot_of(peak_gib: float, reserved_gib: float, oom_events: int = 0) -> MemorySnapshot:
+    """A memory snapshot summary whose peak live allocation and reservation are the given sizes."""
+    return MemorySnapshot(source="synthetic.pickle", segments=8, reserved_bytes=int(reserved_gib * GIB),
+                          allocated_bytes=int(0.1 * peak_gib * GIB), peak_allocated_bytes=int(peak_gib * GIB),
+                          history_events=1000, oom_events=oom_events, expandable_segments=False,
+                          top_sites=(AllocationSite("model.py:39 forward", int(0.4 * peak_gib * GIB), 12),))
 
 
 def run_facts(status: str = "ok", **kw: Any) -> RunFacts:

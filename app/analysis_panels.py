@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import tables, ui
+from app import state, tables, ui
 from reports import charts, charts_time
 from reports.analysis import Analysis
 
@@ -129,3 +129,26 @@ def ranks_panel(a: Analysis) -> None:
         st.markdown(f"Rank **{s.rank}** works {s.work_ms:.1f} ms per step against a median of "
                     f"{s.median_work_ms:.1f} ms: the others wait {s.excess_share:.0%} of a step for it.")
     st.dataframe(b.per_rank, hide_index=True, width="stretch")
+
+
+def snapshot_panel(a: Analysis, run_id: str) -> None:
+    """A memory snapshot: the device total (asked: snapshots do not record it), peak vs reserved vs capacity,
+    and where the memory alive at the peak was allocated."""
+    s = a.snapshot
+    assert s is not None
+    gib = 1024**3
+    stated = (a.device_memory_bytes or 0) / gib
+    total = st.number_input("Device total memory (GiB), to judge capacity — 0 if unknown", min_value=0.0,
+                            max_value=4096.0, value=float(stated), step=1.0, key=f"analysis.device_gib.{run_id}")
+    if abs(total - stated) > 1e-9:
+        state.set_device_memory(run_id, int(total * gib) if total > 0 else None)
+        st.rerun()
+    cols = st.columns(4)
+    cols[0].metric("Peak live", "—" if s.peak_allocated_bytes is None else f"{s.peak_allocated_bytes / gib:.2f} GiB")
+    cols[1].metric("Reserved", f"{s.reserved_bytes / gib:.2f} GiB", help=f"{s.segments} allocator segments")
+    cols[2].metric("Device total", f"{stated:.0f} GiB" if stated else "unknown")
+    cols[3].metric("Out-of-memory events", s.oom_events)
+    ui.chart(charts.snapshot_memory(s, a.device_memory_bytes), key="analysis.snapshot_peak")
+    st.markdown("**Largest allocations alive at the peak**")
+    st.dataframe(tables.snapshot_sites_frame(s), hide_index=True, width="stretch")
+    st.caption(f"{s.history_events:,} allocator events replayed; read by an unpickler that refuses every class.")

@@ -15,7 +15,7 @@ import streamlit as st
 
 from profilers.run_model import RunRecord
 from profilers.store import RunStore
-from reports.analysis import Analysis, analyse_run, analyse_trace
+from reports.analysis import Analysis, analyse_run, analyse_trace, upload_root
 from reports.fingerprint import content_digest, stat_fingerprint
 
 ANALYSIS_ENTRIES = 12
@@ -60,9 +60,7 @@ def checked_upload(path: Path, label: str) -> tuple[Analysis, str]:
 
 def upload_trace_root(record: RunRecord) -> Path:
     """What an ``upload`` run holds under ``trace/``: the one file or folder that was uploaded."""
-    trace = Path(record.run_dir) / "trace"
-    entries = sorted(trace.iterdir()) if trace.is_dir() else []
-    return entries[0] if len(entries) == 1 else trace
+    return upload_root(Path(record.run_dir) / "trace")
 
 
 def run_analysis(record: RunRecord, digest: str | None = None) -> Analysis:

@@ -22,6 +22,7 @@ LIVE_RUNNING = "stepwise.live_running"
 FOLLOWED_RUN = "stepwise.followed_run"
 ANALYSIS_TAB = "stepwise.analysis_tab"  # the open tab of the Analysis page (a widget key: Streamlit sets it)
 UPLOAD_DIGESTS = "stepwise.upload_digests"
+DEVICE_MEMORY = "stepwise.device_memory"  # run id -> the device total (bytes) a user stated for a snapshot
 
 
 def _get(key: str, default: Any = None) -> Any:
@@ -119,3 +120,14 @@ def remember_upload_digest(run_id: str, digest: str) -> None:
     digests = dict(_get(UPLOAD_DIGESTS, {}))
     digests[run_id] = digest
     _set(UPLOAD_DIGESTS, digests)
+
+
+def device_memory(run_id: str) -> int | None:
+    """The device total this session stated for a memory snapshot run (snapshots do not record one)."""
+    return _get(DEVICE_MEMORY, {}).get(run_id)
+
+
+def set_device_memory(run_id: str, total_bytes: int | None) -> None:
+    totals = dict(_get(DEVICE_MEMORY, {}))
+    totals[run_id] = total_bytes
+    _set(DEVICE_MEMORY, totals)

@@ -6,6 +6,7 @@ import statistics
 
 import pandas as pd
 
+from profilers.memory_snapshot import MemorySnapshot
 from profilers.run_model import RunRecord
 
 MAX_TABLE_ROWS = 500
@@ -44,3 +45,9 @@ def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.
 def median_label(values: tuple[float, ...] | list[float]) -> str:
     """``"12.3 ms"``: the median of per-step times, or a dash when there are none."""
     return f"{statistics.median(values):.1f} ms" if values else "—"
+
+
+def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
+    """Where the largest allocations alive at a snapshot's peak were made (first frame outside torch)."""
+    return pd.DataFrame([{"allocated at": t.where, "GiB": t.bytes / 1024**3, "allocations": t.count}
+                         for t in snapshot.top_sites], columns=["allocated at", "GiB", "allocations"])

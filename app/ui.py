@@ -10,7 +10,7 @@ import streamlit as st
 from app import data, state
 from profilers.errors import StepwiseError
 from profilers.run_model import RunRecord, RunStatus
-from reports.analysis import Analysis
+from reports.analysis import Analysis, with_device_memory
 from reports.escape import markdown_text
 
 def describe_run(r: RunRecord) -> str:
@@ -51,7 +51,8 @@ def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: 
 def load_analysis(record: RunRecord) -> Analysis | None:
     """The run's analysis, or None after showing a clear error (the page keeps working)."""
     try:
-        return data.run_analysis(record, state.upload_digest(record.run_id))
+        analysis = data.run_analysis(record, state.upload_digest(record.run_id))
+        return with_device_memory(analysis, state.device_memory(record.run_id))
     except StepwiseError as err:
         st.error(f"{text(record.label)} cannot be analysed: {text(err)}")
     except MemoryError:

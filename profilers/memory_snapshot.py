@@ -145,3 +145,20 @@ def _sites(allocs: list[dict[str, Any]], top: int = 5) -> tuple[AllocationSite, 
         sizes[where] += _num(a, "size")
         counts[where] += 1
     return tuple(AllocationSite(w, b, counts[w]) for w, b in sizes.most_common(top))
+
+
+def snapshot_json(s: MemorySnapshot, device_memory_bytes: int | None = None) -> dict[str, Any]:
+    """The snapshot as the command line and reports print it (GiB, shares of the reservation/device)."""
+    gib = 1024**3
+    peak = s.peak_allocated_bytes
+    return {
+        "source": s.source, "segments": s.segments, "reserved_gib": round(s.reserved_bytes / gib, 4),
+        "allocated_at_dump_gib": round(s.allocated_bytes / gib, 4),
+        "peak_allocated_gib": None if peak is None else round(peak / gib, 4),
+        "peak_share_of_reserved": None if s.peak_share_of_reserved is None else round(s.peak_share_of_reserved, 4),
+        "device_total_gib": None if not device_memory_bytes else round(device_memory_bytes / gib, 4),
+        "reserved_share_of_device": (round(s.reserved_bytes / device_memory_bytes, 4) if device_memory_bytes
+                                     else None),
+        "history_events": s.history_events, "oom_events": s.oom_events, "expandable_segments": s.expandable_segments,
+        "top_sites": [{"where": t.where, "gib": round(t.bytes / gib, 4), "count": t.count} for t in s.top_sites],
+    }

@@ -5,21 +5,25 @@ memory series, the run's step metrics and downsampled telemetry when it is a sto
 diagnosis (or the reason there is none). Never the raw events: a 100 MB trace becomes a few hundred rows.
 
 ``analyse_path(path)`` is the one entry point for a trace file, folder or zip, or a stored run folder; the
-command line (``advisors analyze --report``) and the dashboard both use it.
+command line (``advisors analyze --report``) and the dashboard both use it. A memory snapshot pickle gets
+an analysis with no breakdown and its :class:`~profilers.memory_snapshot.MemorySnapshot` summary.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from advisors.model import Diagnosis
-from advisors.observation import TRACE_SUBFOLDERS, Observation, RunFacts, is_run_folder, run_facts
+from advisors.loader_facts import LoaderFacts, loader_facts
+from advisors.observation import (TRACE_SUBFOLDERS, Observation, RunFacts, is_run_folder, observe_snapshot,
+                                  run_facts)
 from profilers.breakdown import Breakdown, breakdown
 from profilers.errors import TraceError
+from profilers.memory_snapshot import MemorySnapshot, is_snapshot_file
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.summary import breakdown_summary
 from profilers.trace_load import load_trace
@@ -51,6 +55,8 @@ class Analysis:
     advisor_note: str | None  # why ``diagnosis`` is None
     n_events: int = 0
     notes: tuple[str, ...] = field(default=())
+    snapshot: MemorySnapshot | None = None  # a memory snapshot's summary (then there is no breakdown)
+    device_memory_bytes: int | None = None  # the device total the user stated, for a snapshot
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -62,30 +68,38 @@ class Analysis:
         d = self.diagnosis
         if d is not None and d.binding is not None:
             return d.binding.message
+        if self.snapshot is not None:
+            return snapshot_headline(self.snapshot, self.device_memory_bytes)
         if self.breakdown is None or not self.breakdown.total_step_ns:
             return "No step time to attribute."
         cat, share = max(self.breakdown.shares().items(), key=lambda kv: kv[1])
         return f"The largest share of step time is {cat.replace('_', ' ')} ({share:.0%})."
 
 
-def analyse_path(path: str | Path, label: str | None = None, buckets: int | None = None) -> Analysis:
-    """Analyse a trace (file, folder of ranks, zip) or a stored run folder. Raises TraceError for a bad trace."""
+def analyse_path(path: str | Path, label: str | None = None, buckets: int | None = None,
+                 device_memory_bytes: int | None = None) -> Analysis:
+    """Analyse a trace (file, folder of ranks, zip), a memory snapshot or a stored run folder. Raises TraceError
+    for a bad trace. ``device_memory_bytes`` is the device total for a snapshot (it does not record one)."""
     p = Path(path)
+    if is_snapshot_file(p):
+        return analyse_snapshot(p, label or p.name, device_memory_bytes)
     if is_run_folder(p):
         manifest = read_json(p / "manifest.json")
         kind = str(manifest.get("kind", "run")) if isinstance(manifest, dict) else "run"
         name = label or (str(manifest.get("label")) if isinstance(manifest, dict) else p.name)
         if kind == "upload":
-            return analyse_trace(p / "trace", name, buckets)
+            return analyse_trace(upload_root(p / "trace"), name, buckets)
         return analyse_run(p, name, kind, buckets)
     return analyse_trace(p, label or p.name, buckets)
 
 
 def analyse_trace(path: Path, label: str, buckets: int | None = None) -> Analysis:
-    """A trace with no run around it (an upload or a file on disk)."""
+    """A trace with no run around it (an upload or a file on disk); a memory snapshot is handed on."""
+    if is_snapshot_file(path):
+        return analyse_snapshot(path, label)
     trace = load_trace(path)
     b = breakdown(trace)
-    obs = Observation(source=label, breakdown=b, run=None)
+    obs = Observation(source=label, breakdown=b, run=None, loader=loader_facts(trace))
     diagnosis, note = advice.diagnose(obs)
     kw = {} if buckets is None else {"buckets": buckets}
     return Analysis(label=label, kind="trace", breakdown=b, summary=breakdown_summary(b),
@@ -94,11 +108,47 @@ def analyse_trace(path: Path, label: str, buckets: int | None = None) -> Analysi
                     diagnosis=diagnosis, advisor_note=note, n_events=trace.n_events)
 
 
+def analyse_snapshot(path: Path, label: str, device_memory_bytes: int | None = None) -> Analysis:
+    """A ``torch.cuda.memory._dump_snapshot`` pickle (read by a class-refusing unpickler): memory facts only."""
+    obs = observe_snapshot(path, device_memory_bytes, source=label)
+    diagnosis, note = advice.diagnose(obs)
+    return Analysis(label=label, kind="trace", breakdown=None, summary=None, timeline=pd.DataFrame(),
+                    step_spans=pd.DataFrame(), memory=pd.DataFrame(), run=None, steps=_empty_steps(),
+                    telemetry=pd.DataFrame(), diagnosis=diagnosis, advisor_note=note, notes=obs.notes,
+                    snapshot=obs.snapshot, device_memory_bytes=device_memory_bytes)
+
+
+def with_device_memory(a: Analysis, device_memory_bytes: int | None) -> Analysis:
+    """A snapshot's analysis re-judged against a device total the user states (cheap: no file is read)."""
+    if a.snapshot is None or device_memory_bytes == a.device_memory_bytes:
+        return a
+    obs = Observation(source=a.label, breakdown=None, run=None, notes=a.notes, snapshot=a.snapshot,
+                      device_memory_bytes=device_memory_bytes)
+    diagnosis, note = advice.diagnose(obs)
+    return replace(a, diagnosis=diagnosis, advisor_note=note, device_memory_bytes=device_memory_bytes)
+
+
+def snapshot_headline(s: MemorySnapshot, device_memory_bytes: int | None) -> str:
+    """One sentence for a snapshot that no rule flagged."""
+    gib = 1024**3
+    peak = "an unknown peak" if s.peak_allocated_bytes is None else f"{s.peak_allocated_bytes / gib:.2f} GiB"
+    where = (f" on a {device_memory_bytes / gib:.0f} GiB device ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
+             if device_memory_bytes else "")
+    return f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved{where}: no memory pressure."
+
+
+def upload_root(trace_dir: Path) -> Path:
+    """What an ``upload`` run holds under ``trace/``: the one file or folder uploaded, else the folder."""
+    entries = sorted(trace_dir.iterdir()) if trace_dir.is_dir() else []
+    return entries[0] if len(entries) == 1 else trace_dir
+
+
 def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:
     """A stored run: its facts, steps and telemetry, plus its trace when the profiler exported one."""
     facts = run_facts(run_dir)
     notes: list[str] = []
     b: Breakdown | None = None
+    loader: LoaderFacts | None = None
     timeline = spans = memory = pd.DataFrame()
     n_events = 0
     trace_dir = next((run_dir / d for d in TRACE_SUBFOLDERS if (run_dir / d).is_dir()), None)
@@ -107,13 +157,13 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
     else:
         try:
             trace = load_trace(trace_dir)
-            b = breakdown(trace)
+            b, loader = breakdown(trace), loader_facts(trace)
             kw = {} if buckets is None else {"buckets": buckets}
             timeline, spans, memory = category_timeline(trace, **kw), step_spans(trace), memory_series(trace)
             n_events = trace.n_events
         except TraceError as err:
             notes.append(f"the run's trace could not be read: {err}")
-    obs = Observation(source=label, breakdown=b, run=facts, notes=tuple(notes))
+    obs = Observation(source=label, breakdown=b, run=facts, notes=tuple(notes), loader=loader)
     diagnosis, note = advice.diagnose(obs)
     return Analysis(label=label, kind=kind, breakdown=b, summary=breakdown_summary(b) if b else None,
                     timeline=timeline, step_spans=spans, memory=memory, run=facts,

@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from profilers.breakdown import CATEGORIES
+from profilers.memory_snapshot import MemorySnapshot
 
 CATEGORY_COLORS: dict[str, str] = {
     "gpu_compute": "#4C78A8",
@@ -160,6 +161,14 @@ def memory_peak(peaks: dict[str, float | None], capacity_mb: float | None, title
                       annotation_text=f"capacity {capacity_mb:.0f} MiB", annotation_position="top left")
         fig.update_xaxes(range=[0, max(capacity_mb, *(v for _, v in items)) * 1.1] if items else [0, capacity_mb])
     return style(fig, title, height=200 + 20 * len(items), x_title="MiB")
+
+
+def snapshot_memory(s: MemorySnapshot, device_memory_bytes: int | None) -> go.Figure:
+    """A memory snapshot's peak live, reserved and live-at-dump memory against the device total when stated."""
+    mib = 1024**2
+    peaks = {"peak live (replayed history)": s.peak_allocated_bytes / mib if s.peak_allocated_bytes else None,
+             "reserved by the allocator": s.reserved_bytes / mib, "live at the dump": s.allocated_bytes / mib}
+    return memory_peak(peaks, device_memory_bytes / mib if device_memory_bytes else None, "Memory snapshot")
 
 
 def category_key(columns: int = 2) -> go.Figure:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from profilers.breakdown import CATEGORIES
+from profilers.memory_snapshot import snapshot_json
 from reports import advice
 from reports import experiment as ex
 from reports.analysis import Analysis
@@ -78,6 +79,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
             "peak_memory_mb": run.peak_memory_mb, "final_loss": run.final_loss, "device": run.device,
             "telemetry_source": run.telemetry_source,
             "spec": run.spec.to_dict() if run.spec is not None else None},
+        "snapshot": None if a.snapshot is None else snapshot_json(a.snapshot, a.device_memory_bytes),
         "notes": list(a.notes), "warnings": list(a.warnings),
         "comparison": None if comparison is None else comparison_context(comparison),
         "experiment": None if experiment is None else experiment_context(experiment),
@@ -110,6 +112,6 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: A
         "diagnosis": None if a.diagnosis is None else advice.diagnosis_json(a.diagnosis),
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
-        "comparison": ctx["comparison"],
+        "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],
         "experiment": None if experiment is None else advice.experiment_json(experiment, ctx["experiment"]),
     }

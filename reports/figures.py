@@ -44,6 +44,8 @@ def analysis_figures(a: Analysis) -> list[Figure]:
     if not a.memory.empty:
         first = int(a.memory["rank"].min())
         out.append(Figure("memory", charts_time.memory_over_time(a.memory, a.step_spans, first)))
+    if a.snapshot is not None:
+        out.append(Figure("snapshot", charts.snapshot_memory(a.snapshot, a.device_memory_bytes)))
     if b is not None and len(b.kernels):
         out.append(Figure("kernels", charts.top_items(b.kernels, "Top GPU kernels", color_by="kclass")))
     if b is not None and len(b.ops):

@@ -47,3 +47,19 @@ def test_bad_input_is_one_error_line_and_exit_2(tmp_path: Path, content: bytes |
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_memory_snapshot_with_and_without_device_total(shared_traces: Path, tmp_path: Path):
+    snap = str(shared_traces / "memory/cs336_memory_snapshot.pickle")
+    out = tmp_path / "snapshot.html"
+    done = analyze(snap, "--json", "--report", str(out))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["bottleneck"] == "memory" and result["findings"][0]["rule"] == "MEM005"
+    assert result["memory_snapshot"]["segments"] == 216 and result["memory_snapshot"]["device_total_gib"] is None
+    assert abs(result["memory_snapshot"]["peak_allocated_gib"] - 12.97) < 0.01
+    assert "model.py:39 forward" in out.read_text()
+    roomy = json.loads(analyze(snap, "--json", "--device-memory-gib", "80").stdout)
+    assert roomy["bottleneck"] == "none" and roomy["memory_snapshot"]["reserved_share_of_device"] < 0.2
+    bad = analyze(snap, "--device-memory-gib", "-3")
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "positive" in bad.stderr

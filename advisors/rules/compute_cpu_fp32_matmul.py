@@ -32,7 +32,9 @@ class CpuFp32Matmul(Rule):
                                                                   cpu_matmul={"fp32": 0.1})))
 
     def missing(self, f: Facts) -> str | None:
-        if not f.has_steps or f.device != "cpu":
+        if not f.has_steps:
+            return "no profiled steps to measure"
+        if f.device != "cpu":
             return None  # a GPU trace is judged by COMP001/COMP002
         if f.cpu_matmul_untyped > f.cpu_matmul_fp32 + f.cpu_matmul_low:
             return "matmul input types were not recorded (profile with record_shapes=True)"

@@ -12,7 +12,9 @@ record, analysis = ui.selected_analysis("analysis.run")
 if analysis is not None:
     panels.headline(analysis)
     panels.notes(analysis)
-    if analysis.breakdown is None:
+    if analysis.snapshot is not None and record is not None:
+        panels.snapshot_panel(analysis, record.run_id)
+    elif analysis.breakdown is None:
         st.warning("No trace to break down for this run; its measured steps and telemetry are below.")
         panels.telemetry_panel(analysis)
     else:

@@ -18,9 +18,7 @@ def _labelled() -> list[tuple[Path, str]]:
     for label in LABELS:
         folder = TRACES / label
         for p in sorted(folder.glob("*")) if folder.is_dir() else []:
-            if p.suffix == ".pickle":
-                continue  # a memory snapshot, not a trace (another helper reads it)
-            out.append((p, label))
+            out.append((p, label))  # traces, folders of ranks, and memory snapshot pickles alike
             if p.is_dir():
                 out.extend((f, label) for f in sorted(p.glob("*.json*")))
     return out
@@ -66,3 +64,17 @@ def test_single_process_loader_recorded_as_annotation_is_recognised() -> None:
     rules = {f.rule: f for f in d.findings}
     assert rules["DATA003"].evidence["loader_mode"] == "single_process"
     assert rules["DATA002"].evidence["idle_fraction_of_loader_time"] > 0.9
+
+
+def test_snapshot_is_judged_against_the_device_total_when_stated() -> None:
+    snap = TRACES / "memory" / "cs336_memory_snapshot.pickle"
+    unknown = diagnose(observe(snap))
+    assert unknown.binding is not None and unknown.binding.rule == "MEM005"
+    assert unknown.binding.evidence["peak_share_of_reserved"] > 0.95 and unknown.confidence <= 0.4
+    assert unknown.binding.evidence["top_site"] == "model.py:39 forward"
+    small = diagnose(observe(snap, device_memory_bytes=14 * 1024**3))  # 13.2 GiB reserved of 14: 94%
+    assert small.bottleneck.value == "memory" and small.binding is not None
+    assert 0.9 < small.binding.evidence["share_of_device"] < 0.95 and small.confidence > unknown.confidence
+    big = diagnose(observe(snap, device_memory_bytes=80 * 1024**3))
+    assert big.bottleneck.value == "none" and big.binding is None
+    assert any(n.bottleneck.value == "data" and n.whole_class for n in big.notes)  # no timing: said, not guessed

@@ -72,3 +72,39 @@ def test_files_as_ranks_of_one_job(store, shared_traces) -> None:
     assert run.label == "dlrm 2 ranks"
     assert at.title[0].value == "Analysis"
     assert at.metric[1].value.startswith("2 ×")
+
+
+SNAPSHOT = "memory/cs336_memory_snapshot.pickle"
+
+
+def test_memory_snapshot_upload_is_analysed_and_judged_against_a_stated_device(store, shared_traces) -> None:
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value(
+        ("cs336_memory_snapshot.pickle", (shared_traces / SNAPSHOT).read_bytes(), "application/octet-stream")).run()
+    assert_clean(at)
+    [run] = store.list()
+    assert at.title[0].value == "Analysis"
+    assert [m.label for m in at.metric][:2] == ["Peak live", "Reserved"] and at.metric[0].value == "12.97 GiB"
+    assert at.subheader[0].value == "Binding bottleneck: memory"
+    assert any("model.py:39 forward" in str(v) for v in at.dataframe[0].value["allocated at"])
+    at = open_page("analysis")  # the stored snapshot, opened again from the Analysis page
+    at.number_input(key=f"analysis.device_gib.{run.run_id}").set_value(80.0).run()
+    assert_clean(at)
+    assert not at.subheader and any("no memory pressure" in m.value for m in at.markdown)
+    assert at.metric[2].value == "80 GiB"
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (print, ("this must never run",))
+
+
+def test_a_pickle_that_carries_code_is_refused_and_nothing_is_stored(store) -> None:
+    import pickle
+
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value(
+        ("evil.pickle", pickle.dumps({"segments": [_RunsCode()]}), "application/octet-stream")).run()
+    assert_clean(at)
+    assert len(at.error) == 1 and "refused to load builtins\\.print" in at.error[0].value
+    assert store.list() == []
