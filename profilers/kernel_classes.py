@@ -29,7 +29,11 @@ _ELEMENTWISE = re.compile(
 #: Markers of Tensor Core / reduced-precision GEMM kernels (NVIDIA and AMD spellings).
 LOW_PRECISION_KERNEL = re.compile(
     r"h884|h1688|h16816|s1688|s16816|i8816|hmma|bf16|f16|fp16|half|tf32|tensorop|fp8|e4m3|e5m2|"
-    r"_hsh_|_bsh_|_hh_|hgemm|bgemm|mfma_f16|mfma_bf16|xmma_gemm_f16|_f16f16|_bf16bf16",
+    r"_hsh_|_bsh_|_hh_|hgemm|bgemm|mfma_f16|mfma_bf16|xmma_gemm_f16|_f16f16|_bf16bf16|"
+    # AMD Tensile/hipBLASLt: ``Cijk_<A layout>_<B layout>_<types>``; the type token is case-sensitive
+    # (``S``/``D`` fp32/fp64 stay fp32: ``SB`` is single with beta). H half, B bf16, F8/B8 fp8, I8 int8;
+    # hipBLASLt spells in/out/compute types (``HHS``, ``BBS``, ``HSS``, ``BSS``) and a ``_BH`` suffix.
+    r"(?-i:Cijk_A[a-z]+_B[a-z]+_(?:HHS|BBS|HSS|BSS|H|B|F8B8|B8F8|F8|B8|I8)(?:B|S|I)?(?:_|$))",
     re.IGNORECASE)
 COMM_OP = re.compile(r"gloo|nccl:|c10d::|record_param_comms|all_reduce|allreduce|all_gather|broadcast_|"
                      r"reduce_scatter|barrier|alltoall|send|recv", re.IGNORECASE)
