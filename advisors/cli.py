@@ -13,10 +13,11 @@ import orjson
 
 from advisors import cli_optimize
 from advisors.diagnosis import diagnose, diagnosis_json
-from advisors.observation import Observation, RunFacts, observe
-from profilers.breakdown import CATEGORIES
+from advisors.model import Diagnosis
+from advisors.observation import RunFacts, observe
+from profilers.breakdown import CATEGORIES, Breakdown
 from profilers.errors import StepwiseError
-from profilers.memory_snapshot import snapshot_json
+from profilers.memory_snapshot import MemorySnapshot, snapshot_json
 from profilers.summary import breakdown_summary
 
 
@@ -52,23 +53,28 @@ def analyze(path: str, device_memory_bytes: int | None = None) -> dict[str, Any]
     """Facts (the breakdown summary, or a run's own figures when it left no trace, or a memory snapshot's
     summary) plus the diagnosis."""
     obs = observe(path, device_memory_bytes)
-    out = breakdown_summary(obs.breakdown) if obs.breakdown is not None else _no_trace_summary(obs)
-    if obs.run is not None:
-        out["run"] = _run_json(obs.run)
-    if obs.snapshot is not None:
-        out["memory_snapshot"] = snapshot_json(obs.snapshot, device_memory_bytes)
-    out.update(diagnosis_json(diagnose(obs)))
+    return result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+
+
+def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
+                device_memory_bytes: int | None, diagnosis: Diagnosis) -> dict[str, Any]:
+    """The ``analyze --json`` document from its parts (shared with ``--report``, which reads the input once)."""
+    out = breakdown_summary(b) if b is not None else _no_trace_summary(run, snapshot, notes)
+    if run is not None:
+        out["run"] = _run_json(run)
+    if snapshot is not None:
+        out["memory_snapshot"] = snapshot_json(snapshot, device_memory_bytes)
+    out.update(diagnosis_json(diagnosis))
     return out
 
 
-def _no_trace_summary(obs: Observation) -> dict[str, Any]:
+def _no_trace_summary(run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str]) -> dict[str, Any]:
     """The summary fields for a run that left no trace, or a memory snapshot (zero step time to attribute)."""
-    run = obs.run
-    device = run.device if run is not None else ("cuda" if obs.snapshot is not None else None)
+    device = run.device if run is not None else ("cuda" if snapshot is not None else None)
     return {"device": device or "unknown", "device_name": device or "unknown", "ranks": [],
             "steps": run.steps_done if run else 0, "steps_inferred": False,
             "step_time_ms": (run.step_time_ms if run else None) or 0.0,
-            "breakdown": {c: {"ms": 0.0, "share": 0.0} for c in CATEGORIES}, "warnings": list(obs.notes)}
+            "breakdown": {c: {"ms": 0.0, "share": 0.0} for c in CATEGORIES}, "warnings": list(notes)}
 
 
 def _run_json(run: RunFacts) -> dict[str, Any]:
@@ -101,26 +107,32 @@ def _print_text(result: dict[str, Any]) -> None:
         print(f"  warning: {w}")
 
 
-def _write_report(path: str, out: str, device_memory_bytes: int | None = None) -> None:
-    """The dashboard's own report (HTML, JSON or Markdown by the suffix), written atomically."""
+def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+    """Analyse once for both: the dashboard's report (HTML, JSON or Markdown by the suffix, written
+    atomically) and the ``--json`` document."""
     from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
     from reports.export import write_report
 
+    analysis = analyse_path(path, device_memory_bytes=device_memory_bytes)
     try:
-        write_report(analyse_path(path, device_memory_bytes=device_memory_bytes), out)
+        write_report(analysis, out)
     except ValueError as err:  # an unknown suffix
         raise StepwiseError(str(err)) from None
     except OSError as err:
         raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
+    if analysis.diagnosis is None:
+        raise StepwiseError(analysis.advisor_note or "the advisor could not judge this input")
+    return result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
+                       analysis.diagnosis)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if args.command == "analyze":
+        if args.command == "analyze" and args.report:
+            result = _analyze_with_report(args.path, args.report, args.device_memory_gib)
+        elif args.command == "analyze":
             result = analyze(args.path, args.device_memory_gib)
-            if args.report:
-                _write_report(args.path, args.report, args.device_memory_gib)
         else:
             result = cli_optimize.main(args)
     except StepwiseError as err:

@@ -113,3 +113,28 @@ def test_near_capacity_outranks_a_moderate_speed_finding() -> None:
     assert at_risk.bottleneck is Bottleneck.MEMORY and at_risk.binding and at_risk.binding.rule == "MEM001"
     assert roomy.bottleneck is Bottleneck.COMPUTE
     assert any(f.rule == "MEM001" for f in roomy.others)
+
+
+@pytest.mark.parametrize("rel", ["data/kineto_resnet50_num_workers_0.pt.trace.json.gz",
+                                 "communication/param_dlrm_8_ranks", "memory/cs336_memory_snapshot.pickle"])
+def test_report_path_reads_once_and_prints_the_same_json(rel: str, shared_traces: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``analyze --json --report`` analyses the input once (for both) and prints what ``analyze --json`` prints."""
+    path = str(shared_traces / rel)
+    assert main(["analyze", path, "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["analyze", path, "--json", "--report", str(tmp_path / "r.json")]) == 0
+    assert json.loads(capsys.readouterr().out) == plain
+    assert json.loads((tmp_path / "r.json").read_text())["diagnosis"]["bottleneck"] == plain["bottleneck"]
+
+
+def test_report_path_matches_for_a_stored_run_without_trace(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "result.json").write_text(json.dumps({"status": "out_of_memory", "steps_done": 0,
+                                                     "peak_memory_mb": 2100.0, "error": "budget"}))
+    assert main(["analyze", str(run_dir), "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["analyze", str(run_dir), "--json", "--report", str(tmp_path / "r.md")]) == 0
+    assert json.loads(capsys.readouterr().out) == plain and plain["bottleneck"] == "memory"
