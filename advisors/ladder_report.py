@@ -76,8 +76,9 @@ def ladder_table(ladder: Ladder) -> list[str]:
             peak = f" (peak {fragile.peak_memory_mb:.0f} MB)" if fragile.peak_memory_mb else ""
             lines.append(f"    ! the spec kept in round {r.round - 1} ended {fragile.status}{peak} when re-run as this "
                          "round's baseline: that fix is fragile here")
-    lines.append("samples/s: median over an arm's trials; vs prev: geometric mean of the back-to-back (A, B) "
-                 "pairs' per-sample throughput ratios, with its bootstrap interval")
+    lines.append("ms/step: median measured step (a step that waits for data sits in the tail the median ignores); "
+                 "samples/s: from the mean step, median over an arm's trials; vs prev: geometric mean of the "
+                 "back-to-back (A, B) pairs' per-sample throughput ratios, with its bootstrap interval")
     lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
     loads = [a.host_load for r in ladder.rungs for a in (r.experiment.baseline, r.experiment.patched)
              if a.host_load is not None]
