@@ -22,11 +22,12 @@ from advisors.rules.memory_allocator_churn import AllocatorChurn
 from advisors.rules.memory_bandwidth import BandwidthBound
 from advisors.rules.memory_capacity import NearCapacity
 from advisors.rules.memory_out_of_memory import OutOfMemory
+from advisors.rules.memory_snapshot_fragmentation import SnapshotFragmentation
 from advisors.rules.memory_snapshot_peak import SnapshotPeak
 from advisors.rules.train_loss_plateau import LossPlateau
 
 RULES: tuple[type[Rule], ...] = (
-    OutOfMemory, NearCapacity, SnapshotPeak, AllocatorChurn, BandwidthBound,
+    OutOfMemory, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
     SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
     Fp32Gemms, GemmSaturated, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,

@@ -138,3 +138,38 @@ def test_report_path_matches_for_a_stored_run_without_trace(tmp_path: Path,
     plain = json.loads(capsys.readouterr().out)
     assert main(["analyze", str(run_dir), "--json", "--report", str(tmp_path / "r.md")]) == 0
     assert json.loads(capsys.readouterr().out) == plain and plain["bottleneck"] == "memory"
+
+
+def _snapshot_pickle(path: Path, reserved_gib: float, peak_gib: float, expandable: bool) -> Path:
+    """A snapshot in ``_dump_snapshot``'s own layout: segments, one device's alloc/free history, settings."""
+    import pickle
+
+    gib = 1024**3
+    seg = int(reserved_gib * gib / 4)
+    segments = [{"device": 0, "address": i * seg, "total_size": seg, "allocated_size": 0, "active_size": 0,
+                 "blocks": [{"address": i * seg, "size": seg, "state": "inactive", "frames": []}]} for i in range(4)]
+    frames = [{"filename": "/home/u/train.py", "line": 42, "name": "forward"}]
+    history = []
+    for i in range(3):  # three steps, each allocating peak_gib in two blocks then freeing them
+        for j in range(2):
+            history.append({"action": "alloc", "addr": (i * 2 + j) * 4096, "size": int(peak_gib * gib / 2),
+                            "frames": frames})
+        for j in range(2):
+            history.append({"action": "free_completed", "addr": (i * 2 + j) * 4096, "size": int(peak_gib * gib / 2)})
+    doc = {"segments": segments, "device_traces": [history],
+           "allocator_settings": {"expandable_segments": expandable}}
+    path.write_bytes(pickle.dumps(doc))
+    return path
+
+
+def test_fragmented_snapshot_proposes_expandable_segments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snap = _snapshot_pickle(tmp_path / "frag.pickle", reserved_gib=8.0, peak_gib=3.0, expandable=False)
+    assert main(["analyze", str(snap), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bottleneck"] == "memory" and out["findings"][0]["rule"] == "MEM006"
+    assert out["findings"][0]["fix"]["id"] == "expandable_segments"
+    assert out["memory_snapshot"]["peak_allocated_gib"] == 3.0 and out["memory_snapshot"]["reserved_gib"] == 8.0
+    assert out["memory_snapshot"]["top_sites"][0]["where"] == "train.py:42 forward"
+    already = _snapshot_pickle(tmp_path / "on.pickle", reserved_gib=8.0, peak_gib=3.0, expandable=True)
+    assert main(["analyze", str(already), "--json"]) == 0
+    assert "MEM006" not in {f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]}
