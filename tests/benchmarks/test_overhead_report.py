@@ -1,0 +1,53 @@
+"""``benchmarks/overhead.py``'s verdict logic on fake step timings (no runs, no timing assertions)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "overhead.py"
+
+
+@pytest.fixture(scope="module")
+def overhead():
+    spec = importlib.util.spec_from_file_location("stepwise_bench_overhead", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _steps(ms: float, jitter: float, rng: np.random.Generator) -> pd.DataFrame:
+    return pd.DataFrame({"rank": 0, "step": range(40), "wall_ms": ms + jitter * rng.standard_normal(40),
+                         "samples": 32})
+
+
+def _rows(overhead, bare_ms: float, inst_ms: float, jitter: float, n: int = 5) -> list[dict]:
+    rng = np.random.default_rng(0)
+    keep = set(range(3, 40))
+    rows = []
+    for t in range(n):
+        b, i = _steps(bare_ms, jitter, rng), _steps(inst_ms, jitter, rng)
+        rows.append({"trial": t + 1, "bare": overhead.throughput(b, keep), "instrumented": overhead.throughput(i, keep),
+                     "bare_window": 1.0, "instrumented_window": 1.0,
+                     "trials": (overhead.trial(b, keep), overhead.trial(i, keep))})
+    return rows
+
+
+def test_a_clear_small_overhead_is_met_and_resolved(overhead, capsys) -> None:
+    assert overhead.report("fake", _rows(overhead, 40.0, 40.8, jitter=0.2)) is True  # 2% slower, quiet
+    out = capsys.readouterr().out
+    assert "target ≥ 0.95: met" in out and "not resolved" not in out
+
+
+def test_a_clear_large_overhead_is_not_met(overhead, capsys) -> None:
+    assert overhead.report("fake", _rows(overhead, 40.0, 50.0, jitter=0.2)) is False  # 20% slower
+    assert "NOT met" in capsys.readouterr().out
+
+
+def test_noise_larger_than_the_overhead_is_said(overhead, capsys) -> None:
+    overhead.report("fake", _rows(overhead, 40.0, 42.0, jitter=12.0, n=3))  # ±30% per step, 5% overhead
+    assert "not resolved" in capsys.readouterr().out
