@@ -37,7 +37,7 @@ def throughput(steps: pd.DataFrame, keep: set[int]) -> float:
     return float(rows["samples"].sum() / seconds) if seconds > 0 else float("nan")
 
 
-def trial(steps: pd.DataFrame, keep: set[int]) -> Trial | None:
+def as_trial(steps: pd.DataFrame, keep: set[int]) -> Trial | None:
     """Rank 0's steps in ``keep`` as a :class:`Trial` (per-step walls, samples per step)."""
     rows = steps[(steps["rank"] == 0) & steps["step"].isin(keep)]
     walls = tuple(float(w) for w in rows["wall_ms"] if w > 0)
@@ -67,7 +67,7 @@ def measure(workload: str, size: str, trials: int, store: RunStore) -> list[dict
             "instrumented": throughput(inst, outside),
             "bare_window": throughput(bare, window),
             "instrumented_window": throughput(inst, window),
-            "trials": (trial(bare, outside), trial(inst, outside)),
+            "trials": (as_trial(bare, outside), as_trial(inst, outside)),
         })
     return rows
 

@@ -33,7 +33,7 @@ def _rows(overhead, bare_ms: float, inst_ms: float, jitter: float, n: int = 5) -
         b, i = _steps(bare_ms, jitter, rng), _steps(inst_ms, jitter, rng)
         rows.append({"trial": t + 1, "bare": overhead.throughput(b, keep), "instrumented": overhead.throughput(i, keep),
                      "bare_window": 1.0, "instrumented_window": 1.0,
-                     "trials": (overhead.trial(b, keep), overhead.trial(i, keep))})
+                     "trials": (overhead.as_trial(b, keep), overhead.as_trial(i, keep))})
     return rows
 
 
