@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import pandas as pd
 
@@ -23,10 +23,12 @@ from profilers.run_model import RunResult, summarise_steps
 from profilers.spec import TrainingSpec
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.trace_load import load_trace
+from profilers.trace_model import Trace
 from profilers.trace_sources import find_trace_files
 
 RUN_MARKERS = ("result.json", "spec.json", "manifest.json")
 TRACE_SUBFOLDERS = ("tb", "trace")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -92,24 +94,25 @@ def observe_snapshot(path: Path, device_memory_bytes: int | None = None, source:
 
 def observe_run(run_dir: Path) -> Observation:
     """A stored run: its result, spec, steps and telemetry, plus its trace when one was exported."""
-    facts = run_facts(run_dir)
-    notes: list[str] = []
-    b: Breakdown | None = None
-    loader: LoaderFacts | None = None
+    parts, notes = with_run_trace(run_dir, lambda t: (breakdown(t), loader_facts(t)))
+    b, loader = parts if parts is not None else (None, None)
+    return Observation(source=str(run_dir), breakdown=b, run=run_facts(run_dir), notes=notes, loader=loader)
+
+
+def with_run_trace(run_dir: Path, use: Callable[[Trace], T]) -> tuple[T | None, tuple[str, ...]]:
+    """``use(trace)`` on the trace a run exported (``tb/`` or ``trace/``), or ``None`` with the reason: the
+    profiler exported nothing, or the trace (or what ``use`` reads of it) cannot be read."""
     trace_dir = next((run_dir / d for d in TRACE_SUBFOLDERS if (run_dir / d).is_dir()), None)
     try:
         has_files = trace_dir is not None and bool(find_trace_files(trace_dir))
     except TraceError:
         has_files = False
     if trace_dir is None or not has_files:
-        notes.append("the run folder has no trace (the profiler exported nothing before the run ended)")
-    else:
-        try:
-            trace = load_trace(trace_dir)
-            b, loader = breakdown(trace), loader_facts(trace)
-        except TraceError as err:
-            notes.append(f"the run's trace could not be read: {err}")
-    return Observation(source=str(run_dir), breakdown=b, run=facts, notes=tuple(notes), loader=loader)
+        return None, ("the run folder has no trace (the profiler exported nothing before the run ended)",)
+    try:
+        return use(load_trace(trace_dir)), ()
+    except TraceError as err:
+        return None, (f"the run's trace could not be read: {err}",)
 
 
 def run_facts(run_dir: Path) -> RunFacts:

@@ -18,11 +18,10 @@ from typing import Any
 import pandas as pd
 
 from advisors.model import Diagnosis
-from advisors.loader_facts import LoaderFacts, loader_facts
-from advisors.observation import (TRACE_SUBFOLDERS, Observation, RunFacts, is_run_folder, observe_snapshot,
-                                  run_facts)
+from advisors.loader_facts import loader_facts
+from advisors.observation import (Observation, RunFacts, is_run_folder, observe_snapshot, run_facts,
+                                  with_run_trace)
 from profilers.breakdown import Breakdown, breakdown
-from profilers.errors import TraceError
 from profilers.memory_snapshot import MemorySnapshot, is_snapshot_file
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.summary import breakdown_summary
@@ -145,31 +144,19 @@ def upload_root(trace_dir: Path) -> Path:
 
 def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:
     """A stored run: its facts, steps and telemetry, plus its trace when the profiler exported one."""
+    kw = {} if buckets is None else {"buckets": buckets}
+    parts, notes = with_run_trace(run_dir, lambda t: (
+        breakdown(t), loader_facts(t), category_timeline(t, **kw), step_spans(t), memory_series(t), t.n_events))
+    b, loader, timeline, spans, memory, n_events = parts if parts is not None else (
+        None, None, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 0)
     facts = run_facts(run_dir)
-    notes: list[str] = []
-    b: Breakdown | None = None
-    loader: LoaderFacts | None = None
-    timeline = spans = memory = pd.DataFrame()
-    n_events = 0
-    trace_dir = next((run_dir / d for d in TRACE_SUBFOLDERS if (run_dir / d).is_dir()), None)
-    if trace_dir is None:
-        notes.append("the run folder has no trace (the profiler exported nothing before the run ended)")
-    else:
-        try:
-            trace = load_trace(trace_dir)
-            b, loader = breakdown(trace), loader_facts(trace)
-            kw = {} if buckets is None else {"buckets": buckets}
-            timeline, spans, memory = category_timeline(trace, **kw), step_spans(trace), memory_series(trace)
-            n_events = trace.n_events
-        except TraceError as err:
-            notes.append(f"the run's trace could not be read: {err}")
-    obs = Observation(source=label, breakdown=b, run=facts, notes=tuple(notes), loader=loader)
+    obs = Observation(source=label, breakdown=b, run=facts, notes=notes, loader=loader)
     diagnosis, note = advice.diagnose(obs)
     return Analysis(label=label, kind=kind, breakdown=b, summary=breakdown_summary(b) if b else None,
                     timeline=timeline, step_spans=spans, memory=memory, run=facts,
                     steps=steps_frame(read_jsonl(run_dir / "steps.jsonl")),
                     telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
-                    diagnosis=diagnosis, advisor_note=note, n_events=n_events, notes=tuple(notes))
+                    diagnosis=diagnosis, advisor_note=note, n_events=n_events, notes=notes)
 
 
 def _empty_steps() -> pd.DataFrame:
