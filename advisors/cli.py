@@ -17,7 +17,7 @@ from advisors.model import Diagnosis
 from advisors.observation import RunFacts, observe
 from profilers.breakdown import CATEGORIES, Breakdown
 from profilers.errors import StepwiseError
-from profilers.memory_snapshot import MemorySnapshot, snapshot_json
+from profilers.memory_snapshot import GIB, MemorySnapshot, snapshot_json
 from profilers.summary import breakdown_summary
 
 
@@ -46,7 +46,7 @@ def _positive_gib(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number of GiB: {text!r}") from None
     if not 0 < gib < 1e6:
         raise argparse.ArgumentTypeError(f"a device memory size must be positive GiB, not {text}")
-    return int(gib * 1024**3)
+    return int(gib * GIB)
 
 
 def analyze(path: str, device_memory_bytes: int | None = None) -> dict[str, Any]:

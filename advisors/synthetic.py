@@ -16,9 +16,7 @@ import pandas as pd
 from advisors.observation import Observation, RunFacts
 from profilers import breakdown_parts as parts
 from profilers.breakdown import CATEGORIES, Breakdown
-from profilers.memory_snapshot import AllocationSite, MemorySnapshot
-
-GIB = 1024**3
+from profilers.memory_snapshot import GIB, AllocationSite, MemorySnapshot
 
 KERNEL_NAMES = {
     "matmul": "volta_sgemm_128x64_nn",
@@ -151,5 +149,5 @@ def _op_table(ops: Mapping[str, float], total: int) -> pd.DataFrame:
 def _memory(peak_share: float | None) -> parts.MemoryPeak:
     if peak_share is None:
         return parts.MemoryPeak(None, None, None, None)
-    capacity = 16 * 1024**3
+    capacity = 16 * GIB
     return parts.MemoryPeak(int(peak_share * capacity), int(peak_share * capacity), capacity, None)

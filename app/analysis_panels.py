@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import state, tables, ui
+from profilers.memory_snapshot import GIB
 from reports import charts, charts_time
 from reports.analysis import Analysis
 
@@ -136,7 +137,7 @@ def snapshot_panel(a: Analysis, run_id: str) -> None:
     and where the memory alive at the peak was allocated."""
     s = a.snapshot
     assert s is not None
-    gib = 1024**3
+    gib = GIB
     stated = (a.device_memory_bytes or 0) / gib
     total = st.number_input("Device total memory (GiB), to judge capacity — 0 if unknown", min_value=0.0,
                             max_value=4096.0, value=float(stated), step=1.0, key=f"analysis.device_gib.{run_id}")

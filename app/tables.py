@@ -6,7 +6,7 @@ import statistics
 
 import pandas as pd
 
-from profilers.memory_snapshot import MemorySnapshot
+from profilers.memory_snapshot import GIB, MemorySnapshot
 from profilers.run_model import RunRecord
 
 MAX_TABLE_ROWS = 500
@@ -49,5 +49,5 @@ def median_label(values: tuple[float, ...] | list[float]) -> str:
 
 def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
     """Where the largest allocations alive at a snapshot's peak were made (first frame outside torch)."""
-    return pd.DataFrame([{"allocated at": t.where, "GiB": t.bytes / 1024**3, "allocations": t.count}
+    return pd.DataFrame([{"allocated at": t.where, "GiB": t.bytes / GIB, "allocations": t.count}
                          for t in snapshot.top_sites], columns=["allocated at", "GiB", "allocations"])

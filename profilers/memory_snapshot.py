@@ -18,6 +18,7 @@ from typing import Any
 from profilers.errors import TraceError
 
 MAX_SNAPSHOT_BYTES = 512 * 1024**2
+GIB = 1024**3  # snapshots are reported in GiB everywhere (CLI, rules, dashboard, reports)
 PICKLE_MAGIC = b"\x80"
 
 
@@ -149,7 +150,7 @@ def _sites(allocs: list[dict[str, Any]], top: int = 5) -> tuple[AllocationSite, 
 
 def snapshot_json(s: MemorySnapshot, device_memory_bytes: int | None = None) -> dict[str, Any]:
     """The snapshot as the command line and reports print it (GiB, shares of the reservation/device)."""
-    gib = 1024**3
+    gib = GIB
     peak = s.peak_allocated_bytes
     return {
         "source": s.source, "segments": s.segments, "reserved_gib": round(s.reserved_bytes / gib, 4),

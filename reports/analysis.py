@@ -22,7 +22,7 @@ from advisors.loader_facts import loader_facts
 from advisors.observation import (Observation, RunFacts, is_run_folder, observe_snapshot, run_facts,
                                   with_run_trace)
 from profilers.breakdown import Breakdown, breakdown
-from profilers.memory_snapshot import MemorySnapshot, is_snapshot_file
+from profilers.memory_snapshot import GIB, MemorySnapshot, is_snapshot_file
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.summary import breakdown_summary
 from profilers.trace_load import load_trace
@@ -129,7 +129,7 @@ def with_device_memory(a: Analysis, device_memory_bytes: int | None) -> Analysis
 
 def snapshot_headline(s: MemorySnapshot, device_memory_bytes: int | None) -> str:
     """One sentence for a snapshot that no rule flagged."""
-    gib = 1024**3
+    gib = GIB
     peak = "an unknown peak" if s.peak_allocated_bytes is None else f"{s.peak_allocated_bytes / gib:.2f} GiB"
     where = (f" on a {device_memory_bytes / gib:.0f} GiB device ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
              if device_memory_bytes else "")

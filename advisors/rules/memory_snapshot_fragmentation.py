@@ -6,8 +6,7 @@ from advisors.facts import Facts
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, snapshot_of
-
-GIB = 1024**3
+from profilers.memory_snapshot import GIB
 
 
 class SnapshotFragmentation(Rule):

@@ -6,9 +6,7 @@ from advisors.facts import Facts
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, snapshot_of
-from profilers.memory_snapshot import MemorySnapshot
-
-GIB = 1024**3
+from profilers.memory_snapshot import GIB, MemorySnapshot
 
 
 class SnapshotPeak(Rule):
