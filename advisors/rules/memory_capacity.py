@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from advisors.facts import Facts
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
@@ -49,8 +51,7 @@ class NearCapacity(Rule):
         share = self._peak_share(f)
         if share is None or share < self.t["near_share"] or (f.run and f.run.status == "out_of_memory"):
             return None
-        closeness = min((share - self.t["near_share"]) / (self.t["full_share"] - self.t["near_share"]), 1.0)
-        severity = self.t["near_stake"] + closeness * (self.t["full_stake"] - self.t["near_stake"])
+        severity = capacity_stake(share, self.t)
         return self.finding(
             f, severity=severity, confidence=ramp(share, self.t["near_share"], self.t["full_share"]),
             message=f"Peak memory reaches {pct(share)} of capacity: shrink the micro-batch and accumulate gradients "
@@ -59,6 +60,13 @@ class NearCapacity(Rule):
                       "peak_memory_mb": f.run.peak_memory_mb if f.run else None,
                       "capacity_mb": f.run.memory_budget_mb if f.run and f.memory_peak_share is None else
                       _mb(f.b.memory.device_capacity_bytes) if f.b else None})
+
+
+def capacity_stake(share: float, t: Mapping[str, float]) -> float:
+    """Severity of memory at ``share`` of capacity: ``near_stake`` at ``near_share``, rising linearly to
+    ``full_stake`` at ``full_share`` and above (the thresholds MEM001 and MEM005 share)."""
+    closeness = min((share - t["near_share"]) / (t["full_share"] - t["near_share"]), 1.0)
+    return t["near_stake"] + closeness * (t["full_stake"] - t["near_stake"])
 
 
 def _mb(n: int | None) -> float | None:

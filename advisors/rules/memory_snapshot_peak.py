@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisors.facts import Facts
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
+from advisors.rules.memory_capacity import capacity_stake
 from advisors.synthetic import observation, snapshot_of
 from profilers.memory_snapshot import GIB, MemorySnapshot
 
@@ -72,7 +73,7 @@ class SnapshotPeak(Rule):
             share = max(s.reserved_bytes, s.peak_allocated_bytes or 0) / total
             if share < self.t["near_share"]:
                 return None
-            return self._finding(f, s, self._stake(share), ramp(share, self.t["near_share"], self.t["full_share"]),
+            return self._finding(f, s, capacity_stake(share, self.t), ramp(share, self.t["near_share"], self.t["full_share"]),
                                  f"Memory reaches {pct(share)} of the {_gib(total)} device "
                                  f"({_gib(s.reserved_bytes)} reserved)", share)
         peak = s.peak_share_of_reserved
@@ -84,10 +85,6 @@ class SnapshotPeak(Rule):
                              f"Peak live memory is {_gib(s.peak_allocated_bytes)}, {pct(peak)} of the "
                              f"{_gib(s.reserved_bytes)} reserved; the snapshot does not record the device total — "
                              f"on a device of {_gib(limit)} or less this is within 10% of capacity")
-
-    def _stake(self, share: float) -> float:
-        closeness = min((share - self.t["near_share"]) / (self.t["full_share"] - self.t["near_share"]), 1.0)
-        return self.t["near_stake"] + closeness * (self.t["full_stake"] - self.t["near_stake"])
 
     def _finding(self, f: Facts, s: MemorySnapshot, severity: float, confidence: float, what: str,
                  share: float | None = None) -> Finding:
