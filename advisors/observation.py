@@ -78,11 +78,20 @@ def observe(path: str | Path, device_memory_bytes: int | None = None) -> Observa
     with. Raises TraceError/RunError."""
     p = Path(path)
     if is_run_folder(p):
-        return observe_run(p)
+        manifest = read_json(p / "manifest.json")
+        if not (isinstance(manifest, dict) and manifest.get("kind") == "upload"):
+            return observe_run(p)
+        p = upload_root(p / "trace")  # an uploaded trace or snapshot: judged as what was uploaded
     if is_snapshot_file(p):
         return observe_snapshot(p, device_memory_bytes)
     trace = load_trace(p)
     return Observation(source=str(p), breakdown=breakdown(trace), run=None, loader=loader_facts(trace))
+
+
+def upload_root(trace_dir: Path) -> Path:
+    """What an ``upload`` run holds under ``trace/``: the one file or folder uploaded, else the folder."""
+    entries = sorted(trace_dir.iterdir()) if trace_dir.is_dir() else []
+    return entries[0] if len(entries) == 1 else trace_dir
 
 
 def observe_snapshot(path: Path, device_memory_bytes: int | None = None, source: str | None = None) -> Observation:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from advisors.observation import upload_root
 from profilers.run_model import RunRecord
 from profilers.store import RunStore
-from reports.analysis import Analysis, analyse_run, analyse_trace, upload_root
+from reports.analysis import Analysis, analyse_run, analyse_trace
 from reports.fingerprint import content_digest, stat_fingerprint
 
 ANALYSIS_ENTRIES = 12

@@ -20,7 +20,7 @@ import pandas as pd
 from advisors.model import Diagnosis
 from advisors.loader_facts import loader_facts
 from advisors.observation import (Observation, RunFacts, is_run_folder, observe_snapshot, run_facts,
-                                  with_run_trace)
+                                  upload_root, with_run_trace)
 from profilers.breakdown import Breakdown, breakdown
 from profilers.memory_snapshot import GIB, MemorySnapshot, is_snapshot_file
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
@@ -80,22 +80,21 @@ def analyse_path(path: str | Path, label: str | None = None, buckets: int | None
     """Analyse a trace (file, folder of ranks, zip), a memory snapshot or a stored run folder. Raises TraceError
     for a bad trace. ``device_memory_bytes`` is the device total for a snapshot (it does not record one)."""
     p = Path(path)
-    if is_snapshot_file(p):
-        return analyse_snapshot(p, label or p.name, device_memory_bytes)
     if is_run_folder(p):
         manifest = read_json(p / "manifest.json")
         kind = str(manifest.get("kind", "run")) if isinstance(manifest, dict) else "run"
         name = label or (str(manifest.get("label")) if isinstance(manifest, dict) else p.name)
         if kind == "upload":
-            return analyse_trace(upload_root(p / "trace"), name, buckets)
+            return analyse_trace(upload_root(p / "trace"), name, buckets, device_memory_bytes)
         return analyse_run(p, name, kind, buckets)
-    return analyse_trace(p, label or p.name, buckets)
+    return analyse_trace(p, label or p.name, buckets, device_memory_bytes)
 
 
-def analyse_trace(path: Path, label: str, buckets: int | None = None) -> Analysis:
+def analyse_trace(path: Path, label: str, buckets: int | None = None,
+                  device_memory_bytes: int | None = None) -> Analysis:
     """A trace with no run around it (an upload or a file on disk); a memory snapshot is handed on."""
     if is_snapshot_file(path):
-        return analyse_snapshot(path, label)
+        return analyse_snapshot(path, label, device_memory_bytes)
     trace = load_trace(path)
     b = breakdown(trace)
     obs = Observation(source=label, breakdown=b, run=None, loader=loader_facts(trace))
@@ -134,12 +133,6 @@ def snapshot_headline(s: MemorySnapshot, device_memory_bytes: int | None) -> str
     where = (f" on a {device_memory_bytes / gib:.0f} GiB device ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
              if device_memory_bytes else "")
     return f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved{where}: no memory pressure."
-
-
-def upload_root(trace_dir: Path) -> Path:
-    """What an ``upload`` run holds under ``trace/``: the one file or folder uploaded, else the folder."""
-    entries = sorted(trace_dir.iterdir()) if trace_dir.is_dir() else []
-    return entries[0] if len(entries) == 1 else trace_dir
 
 
 def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:

@@ -173,3 +173,18 @@ def test_fragmented_snapshot_proposes_expandable_segments(tmp_path: Path, capsys
     already = _snapshot_pickle(tmp_path / "on.pickle", reserved_gib=8.0, peak_gib=3.0, expandable=True)
     assert main(["analyze", str(already), "--json"]) == 0
     assert "MEM006" not in {f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]}
+
+
+@pytest.mark.parametrize("rel", ["memory/cs336_memory_snapshot.pickle",
+                                 "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"])
+def test_an_uploaded_run_is_judged_as_what_was_uploaded(rel: str, shared_traces: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``analyze`` on an upload's run folder reads the uploaded trace or snapshot, with or without ``--report``."""
+    from profilers.store import RunStore
+
+    run_dir = RunStore(tmp_path / "runs").import_trace(shared_traces / rel).run_dir
+    assert main(["analyze", run_dir, "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["bottleneck"] == rel.split("/")[0]
+    assert main(["analyze", run_dir, "--json", "--report", str(tmp_path / "r.json")]) == 0
+    assert json.loads(capsys.readouterr().out) == plain
