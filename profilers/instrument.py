@@ -21,6 +21,7 @@ import psutil
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
+from profilers.proctree import Descendants
 from profilers.spec import TrainingSpec
 
 BARE_ENV = "STEPWISE_BARE"
@@ -103,14 +104,15 @@ def release_free_heap() -> bool:
         return False
 
 
-def process_tree_rss_mb(proc: psutil.Process) -> float:
+def process_tree_rss_mb(proc: psutil.Process, children: list[psutil.Process] | None = None) -> float:
     """RSS of ``proc`` plus the unique memory (USS) of its children (DataLoader workers).
 
     Children are forked and share the parent's pages copy-on-write; adding their RSS would count torch's
-    libraries twice, so only what each child owns alone is added.
+    libraries twice, so only what each child owns alone is added. ``children``: the descendants if the caller
+    already knows them (the watchdog keeps a :class:`~profilers.proctree.Descendants`), else they are walked.
     """
     total = proc.memory_info().rss
-    for child in proc.children(recursive=True):
+    for child in proc.children(recursive=True) if children is None else children:
         try:
             total += child.memory_full_info().uss
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -142,6 +144,7 @@ class Watchdog(threading.Thread):
         self._on_oom, self._on_timeout = on_oom, on_timeout
         self._interval = min(interval_s, WATCHDOG_INTERVAL_S)
         self._proc = psutil.Process(pid)
+        self._children = Descendants(self._proc)
         self._halt = threading.Event()
         self._step: tuple[int, float] | None = None  # (step, monotonic start) of the step in flight
         self.memory_paused = False
@@ -160,7 +163,7 @@ class Watchdog(threading.Thread):
         """One poll (the thread calls this in a loop; tests call it directly)."""
         if not self.memory_paused:
             try:
-                current = process_tree_rss_mb(self._proc)
+                current = process_tree_rss_mb(self._proc, self._children.get())
             except psutil.Error:
                 current = 0.0
             self.peak_mb = max(self.peak_mb, current)

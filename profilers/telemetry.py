@@ -26,6 +26,8 @@ from typing import Any, Iterable
 import pandas as pd
 import psutil
 
+from profilers.proctree import Descendants
+
 __all__ = ["FakeNvml", "TelemetrySampler", "kineto_base_ns", "probe_nvml", "read_telemetry"]
 
 KINETO_BASE_PERIOD_S = 7_889_238  # libkineto's ChromeTraceBaseTime granularity
@@ -165,18 +167,16 @@ class HostReader:
 
     def __init__(self, root_pids: Iterable[int]) -> None:
         self._roots = [psutil.Process(pid) for pid in root_pids]
+        self._descendants = [Descendants(root) for root in self._roots]
         self._procs: dict[int, psutil.Process] = {}
         self._io: dict[int, tuple[int, int]] = {}
         self._last_t: float | None = None
 
     def _tree(self) -> list[tuple[psutil.Process, bool]]:
         out: list[tuple[psutil.Process, bool]] = []
-        for root in self._roots:
+        for root, descendants in zip(self._roots, self._descendants):
             out.append((root, True))
-            try:
-                out.extend((child, False) for child in root.children(recursive=True))
-            except psutil.Error:
-                continue
+            out.extend((child, False) for child in descendants.get())
         return out
 
     def sample(self) -> list[dict[str, Any]]:
