@@ -106,10 +106,35 @@ def _floats(values: list[Any]) -> np.ndarray:
     return np.fromiter((_num(v) for v in values), dtype=np.float64, count=len(values))
 
 
+_FLOAT_EXACT = 2.0**53  # below this magnitude a float64 is the exact value of the int it came from
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _ints(values: list[Any], default: int) -> np.ndarray:
-    arr = _floats(values)
-    arr[~np.isfinite(arr)] = default
-    return arr.astype(np.int64)
+    """Ids (correlation, pid, device, stream...) as exact int64; anything else, or beyond int64, is ``default``.
+
+    All-int lists take numpy's int64 fast path (exact). numpy turns a list with a float, or with an int beyond
+    int64, into float64, which cannot tell 2**53 from 2**53 + 1: only then is the list read value by value.
+    """
+    try:
+        arr = np.array(values)
+    except (TypeError, ValueError, OverflowError):
+        arr = np.array([], dtype=object)
+    if arr.ndim == 1 and arr.size == len(values):
+        if arr.dtype.kind == "i":
+            return arr.astype(np.int64, copy=False)
+        if arr.dtype.kind == "f" and not (np.abs(arr) >= _FLOAT_EXACT).any():  # NaN compares False
+            arr[~np.isfinite(arr)] = default
+            return arr.astype(np.int64)
+    return np.fromiter((_exact_int(v, default) for v in values), dtype=np.int64, count=len(values))
+
+
+def _exact_int(v: Any, default: int) -> int:
+    if v.__class__ is int:
+        return v if _INT64_MIN <= v <= _INT64_MAX else default
+    if v.__class__ is float and -(2.0**63) < v < 2.0**63:  # False for NaN and infinities
+        return int(v)
+    return default
 
 
 def to_ns(ts_us: np.ndarray) -> np.ndarray:

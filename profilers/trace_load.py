@@ -155,11 +155,11 @@ def _assign_steps(events: pd.DataFrame, steps: pd.DataFrame) -> np.ndarray:
     runtime = (kinds == KINDS.index("runtime")) & (corr >= 0)
     device_side = np.isin(kinds, [KINDS.index(k) for k in ("kernel", "memcpy", "memset")]) & (corr >= 0)
     if runtime.any() and device_side.any():
-        launch = pd.Series(out[runtime], index=pd.MultiIndex.from_arrays([rank[runtime], corr[runtime]]))
-        launch = launch[~launch.index.duplicated()]
-        key = pd.MultiIndex.from_arrays([rank[device_side], corr[device_side]])
-        found = launch.reindex(key).to_numpy()
-        has = ~np.isnan(found.astype(np.float64))
+        # Exact integer keys and positions (no NaN for "not found"): ids beyond 2**53 stay distinct.
+        launches = pd.MultiIndex.from_arrays([rank[runtime], corr[runtime]])
+        first = ~launches.duplicated()
+        pos = launches[first].get_indexer(pd.MultiIndex.from_arrays([rank[device_side], corr[device_side]]))
+        has = pos >= 0
         idx = np.flatnonzero(device_side)
-        out[idx[has]] = found[has].astype(np.int32)
+        out[idx[has]] = out[runtime][first][pos[has]]
     return out

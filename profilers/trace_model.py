@@ -15,7 +15,7 @@ pid            int64       process id (GPU events: device id in most Kineto vers
 tid            category    thread id or stream label as written (strings in old schemas)
 device         int16       GPU device index for GPU-side events, -1 for host events
 stream         int32       CUDA/HIP stream for GPU-side events, -1 for host events
-correlation    int64       CPU launch <-> GPU activity link (``args.correlation``), -1 when absent
+correlation    int64       CPU launch <-> GPU activity link (``args.correlation``, exact), -1 when absent or beyond int64
 dtype          category    first ``Input type`` of a host op when record_shapes was on ("float", "c10::BFloat16"), else ""
 step           int32       ``N`` of the ``ProfilerStep#N`` the event starts in on its rank, -1 outside steps
 =============  ==========  ===============================================================================
