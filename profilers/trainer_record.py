@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from profilers.tb_export import add_step_scalars
 from profilers.trainer import StepRecord
 
 STEPS_FILE, PROGRESS_FILE, RESULT_FILE = "steps.jsonl", "progress.json", "result.json"
@@ -55,22 +56,26 @@ def median_iqr(values: list[float]) -> tuple[float | None, float | None]:
 
 
 class RunRecorder:
-    """Per-rank step log; rank 0 also keeps ``progress.json`` and (if instrumented) TensorBoard scalars."""
+    """Per-rank step log; the ``leader`` also keeps ``progress.json`` and (if instrumented) TensorBoard scalars.
 
-    def __init__(self, run_dir: Path, rank: int, total_steps: int, tensorboard: bool) -> None:
-        self.run_dir, self.rank, self.total_steps = run_dir, rank, total_steps
+    The leader is the first rank of the run folder's node (local rank 0): rank 0 on one machine, and on every
+    node of a multi-node run, whose other nodes keep run folders of their own.
+    """
+
+    def __init__(self, run_dir: Path, rank: int, total_steps: int, tensorboard: bool, leader: bool) -> None:
+        self.run_dir, self.rank, self.total_steps, self.leader = run_dir, rank, total_steps, leader
         self.records: list[tuple[StepRecord, bool]] = []
         self.started = time.time()
         self._steps = (run_dir / STEPS_FILE).open("a", encoding="utf-8")
         self._tb = None
-        if rank == 0:  # a follower sees the run (and its length) before the first step ends
+        if leader:  # a follower sees the run (and its length) before the first step ends
             write_json_atomic(run_dir / PROGRESS_FILE, {
                 "step": 0, "total_steps": total_steps, "loss": None, "eta_s": None, "elapsed_s": 0.0,
                 "status": "running", "updated_unix": time.time()})
-        if tensorboard and rank == 0:
+        if tensorboard and leader:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._tb = SummaryWriter(str(run_dir / "tb"))
+            self._tb = SummaryWriter(str(run_dir / "tb"), filename_suffix=f".rank{rank}")
 
     def record(self, rec: StepRecord, profiled: bool) -> None:
         self.records.append((rec, profiled))
@@ -78,7 +83,7 @@ class RunRecorder:
                 "samples": rec.samples, "profiled": profiled, "t_unix_ns": rec.t_unix_ns}
         self._steps.write(json.dumps(line) + "\n")
         self._steps.flush()
-        if self.rank != 0:
+        if not self.leader:
             return
         done = rec.step + 1
         recent = [r.wall_ms for r, _ in self.records[-10:]]
@@ -88,9 +93,7 @@ class RunRecorder:
             "elapsed_s": round(time.time() - self.started, 3), "status": "running", "updated_unix": time.time(),
         })
         if self._tb is not None:
-            self._tb.add_scalar("step_time_ms", rec.wall_ms, rec.step)
-            self._tb.add_scalar("loss", rec.loss, rec.step)
-            self._tb.add_scalar("samples_per_s", rec.samples / max(rec.wall_ms, 1e-9) * 1000, rec.step)
+            add_step_scalars(self._tb, rec.step, rec.wall_ms, rec.loss, rec.samples)
 
     def step_times(self, warmup_steps: int) -> list[float]:
         """Wall times of the steady steps: after warm-up and outside the profiler's collecting window.
@@ -103,7 +106,8 @@ class RunRecorder:
         return [r.wall_ms for r, _ in self.records if r.step >= warmup_steps] or [r.wall_ms for r, _ in self.records]
 
     def close(self) -> None:
+        """Close the step log and flush the scalars to disk (SummaryWriter buffers up to 2 minutes)."""
         self._steps.close()
         if self._tb is not None:
-            self._tb.close()
-            self._tb = None
+            tb, self._tb = self._tb, None
+            tb.close()

@@ -7,7 +7,8 @@ runner writes ``RUN_DIR/spec.json`` first; this worker writes (see ``profilers/t
   samples`` (this rank's samples, = batch_size), ``profiled`` (the profiler was collecting), ``t_unix_ns``;
 - ``telemetry.jsonl``: NVML or host samples at 10 Hz (local rank 0; ``STEPWISE_TELEMETRY_INTERVAL_S``);
 - ``progress.json``: rank 0, replaced atomically at start and after every step, and with the final status;
-- ``tb/``: ``rank{R}.<ns>.pt.trace.json.gz`` traces and rank 0's TensorBoard scalars;
+- ``tb/``: ``rank{R}.<ns>.pt.trace.json.gz`` traces and rank 0's TensorBoard scalars (``profilers.tb_export``
+  names them), on disk before the process ends, failed or not;
 - ``result.json``: rank 0 at the end, or the first rank that fails. Beyond the contract's keys it carries
   ``total_steps, backend, rank, instrumented, setup_s, peak_rss_with_profiler_mb`` and, when ok,
   ``rank_step_time_ms`` (median per rank) and ``slowest_rank``; a failure names ``failed_rank``.
@@ -102,6 +103,11 @@ class RunState:
                 write_json_atomic(self.run_dir / PROGRESS_FILE, _final_progress(result))
             if self.telemetry is not None:
                 self.telemetry.stop()
+            if self.recorder is not None:
+                # os._exit skips the finally of main: without this close, the TensorBoard scalars still in
+                # the writer's queue (it flushes every 2 minutes) are lost with the process.
+                with contextlib.suppress(Exception):
+                    self.recorder.close()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)  # the main thread may be stuck inside a step: do not wait for it
@@ -157,7 +163,8 @@ def _train(state: RunState) -> None:
     assert spec is not None
     state.trainer = trainer = Trainer.build(spec, info)
     state.setup_s = time.time() - state.started  # imports, data generation, model build, process group
-    state.recorder = RunRecorder(state.run_dir, info.rank, trainer.total_steps, tensorboard=not state.bare)
+    state.recorder = RunRecorder(state.run_dir, info.rank, trainer.total_steps, tensorboard=not state.bare,
+                                 leader=info.rank == 0)
     cuda = trainer.device.type == "cuda"
     profiler = None if state.bare else instrument.make_profiler(spec, state.run_dir / "tb", info.rank, cuda)
     if profiler is not None and trainer.total_steps < spec.warmup_steps + spec.profile_wait + 1:

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from profilers.spec import TrainingSpec
+from profilers.tb_export import STEP_SCALARS
 from profilers.worker import EXIT_OUT_OF_MEMORY
 from sample_runs import WORKLOADS, Parts, Size, Workload
 from sample_runs.base import cross_entropy, teacher_classification
@@ -143,6 +144,51 @@ def test_a_workload_that_raises_leaves_a_failed_result_and_its_steps(tmp_path: P
     assert json.loads((tmp_path / "progress.json").read_text())["status"] == "failed"
 
 
+def tb_scalars(run_dir: Path) -> dict[str, list[int]]:
+    """``{tag: [step, …]}`` of the TensorBoard scalars on disk in ``run_dir/tb``, read as TensorBoard reads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tb"))
+    acc.Reload()
+    return {tag: [e.step for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def test_a_failed_run_keeps_its_tensorboard_scalars(tmp_path: Path) -> None:
+    """The worker ends a failed run with os._exit: its scalars must reach the disk first (the writer buffers)."""
+    spec = TrainingSpec(workload=MISBEHAVING.name, params={"mode": "raise", "at": 4}, batch_size=8, steps=10)
+    assert run_worker(tmp_path, spec).returncode == 1
+    assert tb_scalars(tmp_path) == {tag: [0, 1, 2, 3] for tag in STEP_SCALARS}
+
+
+def test_finish_abnormally_puts_every_scalar_on_disk_before_the_process_dies(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, with a slow event writer (a loaded machine, a network disk): what is on disk at ``os._exit``
+    must be every step's scalars, not only those the writer thread happened to reach."""
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    from profilers import trainer_dist, worker
+    from profilers.trainer import StepRecord
+    from profilers.trainer_record import RunRecorder
+
+    write = RecordWriter.write
+    monkeypatch.setattr(RecordWriter, "write", lambda self, data: (time.sleep(0.05), write(self, data))[1])
+    state = worker.RunState(tmp_path, trainer_dist.DistInfo())
+    state.spec = TrainingSpec(workload=MISBEHAVING.name, batch_size=8, steps=10)
+    state.recorder = RunRecorder(tmp_path, 0, 10, tensorboard=True, leader=True)
+    for step in range(4):
+        state.recorder.record(StepRecord(step, 5.0, 1.0, 8, time.time_ns()), profiled=False)
+    on_disk: dict[str, list[int]] = {}
+
+    def exit_now(code: int) -> None:  # the moment the process would end: look at the disk, then unwind
+        on_disk.update(tb_scalars(tmp_path))
+        raise SystemExit(code)
+
+    monkeypatch.setattr(worker.os, "_exit", exit_now)
+    with pytest.raises(SystemExit):
+        state.finish_abnormally("failed", "boom", worker.EXIT_FAILED)
+    assert on_disk == {tag: [0, 1, 2, 3] for tag in STEP_SCALARS}
+
+
 def test_exceeding_the_memory_budget_is_out_of_memory_with_exit_75(tmp_path: Path) -> None:
     # Leaks 100 MB per step from step 3: the budget is passed a few steps in, whatever the base RSS.
     spec = TrainingSpec(workload=MISBEHAVING.name, params={"mode": "leak", "at": 3}, batch_size=8, steps=40,
@@ -164,6 +210,7 @@ def test_a_step_over_step_timeout_fails_naming_the_step(tmp_path: Path) -> None:
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["status"] == "failed" and result["error"] == "step 2 exceeded step_timeout_s=1.0"
     assert len(read_jsonl(tmp_path / "steps.jsonl")) == 2
+    assert tb_scalars(tmp_path)[STEP_SCALARS[0]] == [0, 1]  # flushed by the watchdog's thread, step 2 still stuck
 
 
 def test_bare_mode_times_steps_without_profiler_or_telemetry(tmp_path: Path) -> None:
