@@ -81,7 +81,22 @@ def _run_json(run: RunFacts) -> dict[str, Any]:
     return {"status": run.status, "error": run.error, "steps_done": run.steps_done,
             "step_time_ms": run.step_time_ms, "samples_per_s": run.samples_per_s,
             "peak_memory_mb": run.peak_memory_mb, "memory_budget_mb": run.memory_budget_mb,
-            "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None}
+            "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None,
+            "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None}
+
+
+def telemetry_line(tel: dict[str, Any]) -> str:
+    """One line of what the run's telemetry saw during its steady steps."""
+    parts = [f"{tel['source'] or 'unknown'} at {tel['rate_hz']:.1f} Hz" if tel.get("rate_hz") else
+             f"{tel['source'] or 'unknown'}", f"{tel['samples']} samples in steady steps"]
+    if tel.get("host_cpu_busy") is not None:
+        cores = f" of {tel['cpu_count']}" if tel.get("cpu_count") else ""
+        parts.append(f"host cores{cores} {100 * tel['host_cpu_busy']:.0f}% busy")
+    if tel.get("gpu_util_pct") is not None:
+        parts.append(f"GPU utilisation {tel['gpu_util_pct']:.0f}%")
+    if tel.get("gpu_mem_used_share") is not None:
+        parts.append(f"GPU memory {100 * tel['gpu_mem_used_share']:.0f}% used at most")
+    return ", ".join(parts)
 
 
 def _print_text(result: dict[str, Any]) -> None:
@@ -98,6 +113,9 @@ def _print_text(result: dict[str, Any]) -> None:
               f"{total}, {snap['segments']} segments, {snap['oom_events']} out-of-memory events")
         for site in snap["top_sites"]:
             print(f"    {site['gib']:8.2f} GiB  x{site['count']:<4} {site['where']}")
+    tel = (result.get("run") or {}).get("telemetry")
+    if tel:
+        print("  telemetry: " + telemetry_line(tel))
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%] {f['message']}")
     for n in (n for n in result["not_enough_data"] if n["whole_class"] or

@@ -23,6 +23,7 @@ from profilers import kernel_classes as kc
 from profilers.breakdown import Breakdown
 from profilers.memory_snapshot import MemorySnapshot
 from profilers.spec import TrainingSpec
+from profilers.telemetry_summary import TelemetrySummary
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
 _MULTI_LOADER = re.compile(r"_MultiProcessingDataLoaderIter")
@@ -70,6 +71,7 @@ class Facts:
     memory_peak_share: float | None
     snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
+    telemetry: TelemetrySummary | None = None  # a stored run's telemetry over its steady steps
 
     @property
     def comm_orchestration(self) -> float:
@@ -88,7 +90,8 @@ def derive(obs: Observation) -> Facts:
     run = obs.run
     spec = run.spec if run else None
     if b is None or b.total_step_ns <= 0:
-        return replace(_no_trace(b, run, spec), snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes)
+        return replace(_no_trace(b, run, spec), snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
+                       telemetry=run.telemetry if run else None)
     total = float(b.total_step_ns)
     shares = b.shares()
     on_gpu = b.device == "gpu"
@@ -124,6 +127,7 @@ def derive(obs: Observation) -> Facts:
         comm_device_fraction=(exposed / busy) if busy else 0.0,
         memory_peak_share=b.memory.device_peak_share,
         snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
+        telemetry=run.telemetry if run else None,
     )
 
 

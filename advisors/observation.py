@@ -22,6 +22,7 @@ from profilers.memory_snapshot import MemorySnapshot, is_snapshot_file, load_mem
 from profilers.run_model import RunResult, summarise_steps
 from profilers.spec import TrainingSpec
 from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
+from profilers.telemetry_summary import TelemetrySummary, summarise_telemetry
 from profilers.trace_load import load_trace
 from profilers.trace_model import Trace
 from profilers.trace_sources import find_trace_files
@@ -53,6 +54,7 @@ class RunFacts:
     device: str | None
     spec: TrainingSpec | None
     telemetry_source: str | None = None
+    telemetry: TelemetrySummary | None = None  # steady-step medians of the run's telemetry.jsonl
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         device=result.device if result else None,
         spec=spec,
         telemetry_source=result.telemetry_source if result else None,
+        telemetry=summarise_telemetry(telemetry, steps),
     )
 
 

@@ -21,6 +21,7 @@ RUN_KINDS: tuple[str, ...] = ("run", "launch", "upload")
 # Telemetry metric names (any source) that hold a memory amount in MiB; the largest value seen is the peak.
 MEMORY_METRICS_MB: tuple[str, ...] = (
     "rss_mb", "host_rss_mb", "process_rss_mb", "gpu_memory_used_mb", "memory_used_mb", "cuda_allocated_mb",
+    "mem_used_mb",  # NVML (profilers.telemetry.NvmlReader): device memory used, per GPU
 )
 
 

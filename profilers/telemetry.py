@@ -11,7 +11,8 @@ trace header, which it computes as wall-clock time floored to a 7,889,238-second
 
 Host metrics cover the training process and its DataLoader children (and, under torchrun, the other local
 ranks): ``cpu_pct`` (100 = one core), ``rss_mb`` (RSS of the roots + USS of their children), ``read_mb_s``,
-``write_mb_s`` (storage I/O of those processes).
+``write_mb_s`` (storage I/O of those processes); and for the machine as a whole ``system_cpu_pct`` (0–100, all
+cores) and ``cpu_count`` (logical cores), so the advisor can tell a saturated host from an idle one.
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ class HostReader:
         self._procs: dict[int, psutil.Process] = {}
         self._io: dict[int, tuple[int, int]] = {}
         self._last_t: float | None = None
+        self._cpu_count = psutil.cpu_count() or None
+        psutil.cpu_percent(None)  # primes the whole-machine figure: each call measures since the previous one
 
     def _tree(self) -> list[tuple[psutil.Process, bool]]:
         out: list[tuple[psutil.Process, bool]] = []
@@ -203,8 +206,8 @@ class HostReader:
             self._procs.pop(gone, None)
             self._io.pop(gone, None)
         rate = (lambda b: round(b / MB / dt, 3)) if dt else (lambda b: 0.0)
-        return [{"cpu_pct": round(cpu, 1), "rss_mb": round(rss / MB, 1),
-                 "read_mb_s": rate(read_b), "write_mb_s": rate(write_b)}]
+        return [{"cpu_pct": round(cpu, 1), "system_cpu_pct": psutil.cpu_percent(None), "cpu_count": self._cpu_count,
+                 "rss_mb": round(rss / MB, 1), "read_mb_s": rate(read_b), "write_mb_s": rate(write_b)}]
 
 
 class TelemetrySampler(threading.Thread):

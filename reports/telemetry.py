@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 MAX_POINTS = 1500
-_META = ("t_unix_ns", "t_trace_us", "source", "gpu")
+_META = ("t_unix_ns", "t_trace_us", "source", "gpu", "cpu_count")  # cpu_count: the machine, not a metric
 
 
 def metric_columns(telemetry: pd.DataFrame) -> list[str]:

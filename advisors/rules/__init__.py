@@ -15,6 +15,7 @@ from advisors.rules.compute_saturated import GemmSaturated
 from advisors.rules.data_idle_while_loading import DeviceIdleWhileLoading
 from advisors.rules.data_loader_exposed import LoaderStarvesStep
 from advisors.rules.data_pageable_copies import PageableCopies
+from advisors.rules.data_saturated_host import LoaderOnSaturatedHost
 from advisors.rules.data_single_process import SingleProcessLoading
 from advisors.rules.host_launch_bound import LaunchBound
 from advisors.rules.host_syncs import FrequentSyncs
@@ -28,7 +29,7 @@ from advisors.rules.train_loss_plateau import LossPlateau
 
 RULES: tuple[type[Rule], ...] = (
     OutOfMemory, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
-    SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
+    LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
     Fp32Gemms, GemmSaturated, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,
     LaunchBound, FrequentSyncs,

@@ -1,0 +1,116 @@
+"""A run's telemetry reaches the advisor: steady-step summary, DATA005 (saturated host), MEM001 via NVML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from advisors.cli import main
+from profilers.store import RunStore
+from profilers.store_io import steps_frame, telemetry_frame
+from profilers.telemetry_summary import summarise_telemetry
+from tests.app.fake_runs import fake_run
+from tests.trace_factory import step, write, x
+
+MS = 1_000_000
+T0 = 1_700_000_000 * 10**9
+
+
+def _steps(n: int = 10, profiled: tuple[int, ...] = (3, 4)) -> pd.DataFrame:
+    return steps_frame([{"rank": 0, "step": i, "wall_ms": 100.0, "loss": 1.0, "samples": 8,
+                         "profiled": i in profiled, "t_unix_ns": T0 + i * 100 * MS} for i in range(n)])
+
+
+def test_host_summary_keeps_only_samples_inside_steady_steps() -> None:
+    rows = []
+    for j in range(20):  # every 50 ms over the 10 steps; profiled steps 3-4 and first step 0 look different
+        t = T0 + j * 50 * MS + 25 * MS
+        step = j // 2
+        odd = step in (0, 3, 4)
+        rows.append({"t_unix_ns": t, "t_trace_us": 0.0, "source": "host", "cpu_pct": 190.0 if odd else 100.0,
+                     "system_cpu_pct": 99.0 if odd else 60.0, "cpu_count": 2, "rss_mb": 300.0})
+    s = summarise_telemetry(telemetry_frame(rows), _steps())
+    assert s is not None and s.source == "host"
+    assert s.samples == 14  # steps 1, 2, 5..9: two samples each
+    assert s.process_cpu_pct == 100.0 and s.system_cpu_pct == 60.0 and s.cpu_count == 2
+    assert s.host_cpu_busy == pytest.approx(0.60)
+    assert s.rate_hz == pytest.approx(20.0)
+
+
+def test_host_busy_falls_back_to_the_process_tree_over_the_core_count() -> None:
+    rows = [{"t_unix_ns": T0 + j * 100 * MS, "source": "host", "cpu_pct": 150.0, "cpu_count": 4} for j in range(10)]
+    s = summarise_telemetry(telemetry_frame(rows))
+    assert s is not None and s.host_cpu_busy == pytest.approx(150 / 400)
+    old = summarise_telemetry(telemetry_frame([{k: v for k, v in r.items() if k != "cpu_count"} for r in rows]))
+    assert old is not None and old.host_cpu_busy is None  # a core count is never guessed
+
+
+def test_nvml_summary_per_sample_over_gpus() -> None:
+    rows = []
+    for j in range(10):
+        for gpu, util in ((0, 90.0), (1, 50.0)):
+            rows.append({"t_unix_ns": T0 + j * 100 * MS, "source": "nvml", "gpu": gpu, "gpu_util_pct": util,
+                         "mem_used_mb": 70_000.0 + 100 * j * (gpu == 0), "mem_total_mb": 81_920.0, "power_w": 300.0})
+    s = summarise_telemetry(telemetry_frame(rows))
+    assert s is not None and s.source == "nvml"
+    assert s.rate_hz == pytest.approx(10.0)  # two rows per sample: still 10 samples a second
+    assert s.gpu_util_pct == pytest.approx(70.0)  # the mean over the GPUs of each sample
+    assert s.gpu_mem_used_mb == 70_900.0 and s.gpu_mem_used_share == pytest.approx(70_900 / 81_920)
+    assert s.host_cpu_busy is None
+
+
+def _run_with_host(tmp_path: Path, system_cpu_pct: float) -> Path:
+    store = RunStore(tmp_path / "runs")
+    rec = fake_run(store, steps=40)
+    run_dir = Path(rec.run_dir)
+    steps = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+    t0, t1 = steps[0]["t_unix_ns"], steps[-1]["t_unix_ns"] + 100 * MS
+    with open(run_dir / "telemetry.jsonl", "w") as fh:
+        for t in range(t0, t1, 100 * MS):
+            fh.write(json.dumps({"t_unix_ns": t, "t_trace_us": 0.0, "source": "host", "cpu_pct": 100.0,
+                                 "system_cpu_pct": system_cpu_pct, "cpu_count": 2, "rss_mb": 300.0}) + "\n")
+    return run_dir
+
+
+def _analyze(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(["analyze", str(run_dir), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_saturated_host_makes_caching_the_first_data_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(_run_with_host(tmp_path, 97.0), capsys)
+    assert out["bottleneck"] == "data"
+    tel = out["run"]["telemetry"]
+    assert tel["source"] == "host" and tel["samples"] >= 5 and tel["host_cpu_busy"] == pytest.approx(0.97)
+    first = out["findings"][0]
+    assert first["rule"] == "DATA005" and first["fix"]["id"] == "cache_decoded"
+    assert first["evidence"]["host_cpu_busy"] == pytest.approx(0.97) and first["evidence"]["cpu_count"] == 2
+
+
+def test_idle_cores_leave_worker_processes_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(_run_with_host(tmp_path, 45.0), capsys)
+    rules = [f["rule"] for f in out["findings"]]
+    assert "DATA005" not in rules and rules[0] == "DATA003"
+
+
+def test_a_trace_alone_says_host_saturation_is_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "compute.pt.trace.json"
+    write(trace, [e for i in range(3) for e in (step(i, i * 50_000.0, 50_000), x("aten::mm", i * 50_000.0 + 10, 45_000))])
+    out = _analyze(trace, capsys)
+    assert "run" not in out and out["bottleneck"] != "data"
+    assert any("host saturation unknown" in n["reason"] for n in out["not_enough_data"])
+
+
+def test_host_rows_carry_the_machine_figures_the_summary_needs() -> None:
+    import os
+
+    import psutil
+
+    from profilers.telemetry import HostReader
+
+    reader = HostReader([os.getpid()])
+    row = reader.sample()[0]
+    assert row["cpu_count"] == psutil.cpu_count() and 0.0 <= row["system_cpu_pct"] <= 100.0
