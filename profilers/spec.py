@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -29,6 +31,9 @@ OptimizerName = Literal["sgd", "adam", "adamw"]
 OptimizerImpl = Literal["default", "foreach", "fused"]
 Backend = Literal["auto", "gloo", "nccl"]
 Compression = Literal["none", "fp16", "bf16"]
+# The modes torch.compile accepts (``torch._inductor.list_mode_options()``; tests/profilers/test_spec.py keeps
+# this list equal to the installed torch's). Checked here so a typo fails at once, not inside the worker.
+CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite"]
 
 
 class FrozenParams(dict):  # type: ignore[type-arg]
@@ -67,7 +72,7 @@ class TrainingSpec:
     # Numerics and execution
     precision: Precision = "fp32"
     compile: bool = False
-    compile_mode: str = "default"
+    compile_mode: CompileMode = "default"
     grad_accum_steps: int = 1  # micro-batch = batch_size // grad_accum_steps
     activation_checkpointing: bool = False
     channels_last: bool = False
@@ -202,7 +207,7 @@ class TrainingSpec:
             raise SpecError(f"unknown spec field(s) {unknown}; known fields: {sorted(_field_names())}")
         if "workload" not in data:
             raise SpecError("a spec needs a 'workload'")
-        return cls(**data)
+        return cls(**{name: _numeric_text_as_float(name, value) for name, value in data.items()})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -259,8 +264,8 @@ def _matches(value: Any, hint: Any) -> bool:
         return isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is float:  # NaN would pass every `<= 0` check below it: a non-finite number is no setting
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if hint is str:
         return isinstance(value, str)
     return True  # Mapping[...] is checked in __post_init__
@@ -278,7 +283,7 @@ def _describe(hint: Any) -> str:
 def _coerce(name: str, raw: str, hint: Any) -> Any:
     """Turn a ``--set`` string into a value of the field's type (``null``/``none`` for optional fields)."""
     text = raw.strip()
-    args = get_args(hint) if get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    args = _type_args(hint)
     if type(None) in args and text.lower() in ("null", "none", ""):
         return None
     for arg in (a for a in args if a is not type(None)):
@@ -299,6 +304,24 @@ def _coerce(name: str, raw: str, hint: Any) -> Any:
         except ValueError:
             continue
     raise SpecError(f"--set {name}={raw!r}: expected {_describe(hint)}")
+
+
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _numeric_text_as_float(name: str, value: Any) -> Any:
+    """A float field given as a decimal string becomes a float: PyYAML follows YAML 1.1, where ``1e-3`` (no dot)
+    is a string, yet that is how everyone writes a learning rate. Other text is left for the type check to
+    reject; only float fields are touched, so ``batch_size: "8"`` stays an error."""
+    if not isinstance(value, str) or float not in _type_args(_hints().get(name)):
+        return value
+    if not _DECIMAL.fullmatch(value.strip()):
+        raise SpecError(f"{name}={value!r} is not a valid {_describe(_hints()[name])} (write a number, e.g. 1e-3)")
+    return float(value)
+
+
+def _type_args(hint: Any) -> tuple[Any, ...]:
+    return get_args(hint) if get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 
 
 def _parse_scalar(raw: str) -> Any:

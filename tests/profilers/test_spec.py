@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import re
+from typing import get_args
 
 import pytest
 
 from profilers.errors import SpecError
-from profilers.spec import TrainingSpec
+from profilers.spec import CompileMode, TrainingSpec
 
 
 def spec(**kw: object) -> TrainingSpec:
@@ -39,6 +41,10 @@ def test_defaults_match_the_contract() -> None:
     ({"world_size": 3, "nnodes": 2, "rdzv_endpoint": "h:1"}, "not a multiple"),
     ({"backend": "nccl", "device": "cpu"}, "nccl"),
     ({"params": [1, 2]}, "params must be a mapping"),
+    ({"compile_mode": "bogus"}, "compile_mode='bogus' is not a valid one of 'default', 'reduce-overhead'"),
+    ({"lr": float("nan")}, "lr=nan is not a valid float"),  # NaN passes `lr <= 0`: refused by type
+    ({"bucket_cap_mb": float("inf")}, "bucket_cap_mb=inf"),
+    ({"lr": "1e-3"}, "lr='1e-3' is not a valid float"),  # text becomes a number only when read from a file
 ])
 def test_invalid_specs_raise_spec_error_with_a_clear_message(bad: dict, words: str) -> None:
     with pytest.raises(SpecError, match=words.replace("(", r"\(")):
@@ -95,6 +101,33 @@ def test_from_text_rejects_garbage_and_unknown_fields() -> None:
         TrainingSpec.from_yaml("batch_size: 3")
     with pytest.raises(SpecError, match="must be a mapping"):
         TrainingSpec.from_yaml("- 1")
+
+
+def test_compile_modes_are_exactly_those_torch_compile_accepts() -> None:
+    import torch._inductor
+
+    assert set(get_args(CompileMode)) == set(torch._inductor.list_mode_options())
+    assert spec(compile_mode="max-autotune-no-cudagraphs").compile_mode == "max-autotune-no-cudagraphs"
+    with pytest.raises(SpecError, match="compile_mode='max_autotune'"):
+        spec().with_sets(["compile_mode=max_autotune"])
+
+
+def test_hand_written_yaml_floats_are_read_as_numbers() -> None:
+    """YAML 1.1 (PyYAML) reads ``1e-3`` as a string; a float field takes it, other fields and junk do not."""
+    s = TrainingSpec.from_yaml("workload: digits\nlr: 1e-3\nbucket_cap_mb: 5E+1\nstep_timeout_s: '.5'\n")
+    assert (s.lr, s.bucket_cap_mb, s.step_timeout_s) == (1e-3, 50.0, 0.5) and isinstance(s.lr, float)
+    assert TrainingSpec.from_dict({"workload": "digits", "lr": " 2e-4 "}).lr == 2e-4
+    assert TrainingSpec.from_json('{"workload": "digits", "lr": "3e-4"}').lr == 3e-4
+    for line, words in [("lr: fast", "lr='fast' is not a valid float (write a number"),
+                        ("lr: 1e-3x", "lr='1e-3x' is not a valid float"),
+                        ("lr: nan", "lr='nan' is not a valid float"),
+                        ("lr: .nan", "lr=nan is not a valid float"),
+                        ("lr: -1e-3", "lr must be positive"),
+                        ("step_timeout_s: soon", "step_timeout_s='soon' is not a valid float or null"),
+                        ("batch_size: '8'", "batch_size='8' is not a valid int"),
+                        ("compile_mode: '1e3'", "compile_mode='1e3' is not a valid one of")]:
+        with pytest.raises(SpecError, match=re.escape(words)):
+            TrainingSpec.from_yaml(f"workload: digits\n{line}\n")
 
 
 def test_describe_diff_lists_changed_fields_and_params() -> None:
