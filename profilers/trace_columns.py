@@ -27,6 +27,13 @@ class RankColumns:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
+#: Trace times must fit int64 nanoseconds with room for any difference of two: ``|ts|`` and ``|ts + dur|``
+#: below 2**62 ns (about 146 years either side of the trace clock's zero). A value beyond is corrupt, not a time;
+#: its event is dropped and counted like any other broken event.
+MAX_TIME_US = 2.0**62 / 1000
+OUT_OF_RANGE = "ts or ts+dur beyond ±2**62 ns"
+
+
 def _num(x: Any) -> float:
     return float(x) if x.__class__ in (int, float) else float("nan")
 
@@ -165,17 +172,20 @@ def _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, droppe
     ts_f, dur_f = _floats(ts), _floats(dur)
     bad_time = ~np.isfinite(ts_f) | ~np.isfinite(dur_f)
     negative = ~bad_time & (dur_f < 0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        beyond = ~bad_time & ((np.abs(ts_f) >= MAX_TIME_US) | (np.abs(ts_f + dur_f) >= MAX_TIME_US))
     name_codes_all, name_uniques_all = pd.factorize(np.array(name, dtype=object), use_na_sentinel=False)
     bad_unique = np.fromiter((v.__class__ is not str for v in name_uniques_all), dtype=bool,
                              count=len(name_uniques_all))
     bad_name = bad_unique[name_codes_all] if len(name) else np.zeros(0, dtype=bool)
-    keep = ~(bad_time | negative | bad_name)
+    taken = np.zeros(len(ts), dtype=bool)
     for reason, mask in (("missing or non-numeric ts/dur", bad_time), ("negative duration", negative),
-                         ("missing or non-string name", bad_name & ~bad_time & ~negative)):
-        n = int(mask.sum())
+                         (OUT_OF_RANGE, beyond), ("missing or non-string name", bad_name)):
+        n = int((mask & ~taken).sum())  # each event counted once, under its first reason
         if n:
             dropped[reason] = dropped.get(reason, 0) + n
-    idx = np.flatnonzero(keep)
+        taken |= mask
+    idx = np.flatnonzero(~taken)
     all_kept = idx.size == len(ts)
 
     def pick(values: list[Any]) -> list[Any]:
@@ -221,9 +231,11 @@ def _memory_frame(rows: list[tuple[Any, ...]], dropped: dict[str, int]) -> pd.Da
     raw = list(zip(*rows))
     ts = _floats(list(raw[0]))
     ok = np.isfinite(ts)
-    if (~ok).any():
-        key = "[memory] event without numeric ts"
-        dropped[key] = dropped.get(key, 0) + int((~ok).sum())
+    beyond = ok & (np.abs(ts) >= MAX_TIME_US)
+    for key, mask in (("[memory] event without numeric ts", ~ok), ("[memory] event with ts beyond ±2**62 ns", beyond)):
+        if mask.any():
+            dropped[key] = dropped.get(key, 0) + int(mask.sum())
+    ok &= ~beyond
     frame = {"ts_ns": to_ns(ts[ok])}
     for col, values in zip(cols[1:], raw[1:]):
         frame[col] = _ints(list(values), 0)[ok]

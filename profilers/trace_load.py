@@ -2,8 +2,9 @@
 
 See :mod:`profilers.trace_model` for the columns. What is tolerated (and said in ``Trace.warnings``): no
 ``distributedInfo`` (rank from the file name, else file order), no ``ProfilerStep`` markers (each rank's whole
-window is one step), duplicate step ids (the first is kept), individually broken events (dropped, counted).
-A file with no usable event is an error.
+window is one step), duplicate step ids (the first is kept), individually broken events (dropped, counted: see
+:mod:`profilers.trace_columns`), a rank that is negative or beyond int32 (the next free rank is used). A file with
+no usable event is an error, and so is a ``ProfilerStep#N`` whose N no int64 holds (step ids are exact).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from profilers.trace_json import parse_document
 from profilers.trace_model import KINDS, DeviceInfo, Trace
 from profilers.trace_sources import find_trace_files, iter_opened
 
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP = re.compile(r"ProfilerStep#(\d+)")
 _HOST_STEP_KINDS = ("cpu_op", "user_annotation")
+_INT64_MAX = 2**63 - 1
+_MAX_RANK = 2**31 - 1  # the rank column is int32
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
@@ -83,18 +86,21 @@ def _load(path: str | os.PathLike[str]) -> Trace:
 
 
 def _int_or_none(v: Any) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+    """An integer field of the trace's header, or None when it is not a number an int64 holds."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not -(2**63) <= v <= _INT64_MAX:  # NaN fails too
+        return None
+    return int(v)
 
 
 def _rank(info: dict, hint: int | None, order: int, used: set[int], name: str, warnings: list[str]) -> int:
     for candidate in (_int_or_none(info.get("rank")), hint):
-        if candidate is not None and candidate >= 0 and candidate not in used:
+        if candidate is not None and 0 <= candidate <= _MAX_RANK and candidate not in used:
             return candidate
     fallback = order
     while fallback in used:
         fallback += 1
     if _int_or_none(info.get("rank")) is not None or hint is not None:
-        warnings.append(f"{name}: its rank is already taken by another file; read as rank {fallback}")
+        warnings.append(f"{name}: its rank is negative, beyond int32 or taken by another file; read as rank {fallback}")
     return fallback
 
 
@@ -115,7 +121,7 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def _steps(events: pd.DataFrame, warnings: list[str]) -> tuple[pd.DataFrame, bool]:
     names = events["name"].cat.categories
-    step_ids = {code: int(m.group(1)) for code, n in enumerate(names) if (m := _STEP.match(str(n)))}
+    step_ids = {code: _step_id(m.group(1)) for code, n in enumerate(names) if (m := _STEP.fullmatch(str(n)))}
     host = events["kind"].isin(_HOST_STEP_KINDS).to_numpy()
     codes = events["name"].cat.codes.to_numpy()
     is_step = host & np.isin(codes, list(step_ids)) if step_ids else np.zeros(len(events), bool)
@@ -133,15 +139,23 @@ def _steps(events: pd.DataFrame, warnings: list[str]) -> tuple[pd.DataFrame, boo
     return _step_frame(marked), False
 
 
+def _step_id(digits: str) -> int:
+    """The exact N of ``ProfilerStep#N``; an N no int64 holds is not a step counter but a corrupt trace."""
+    if len(digits) > 19 or int(digits) > _INT64_MAX:
+        shown = digits if len(digits) <= 24 else digits[:24] + "..."
+        raise TraceError(f"ProfilerStep#{shown}: the step id does not fit in 64 bits; not a real step marker")
+    return int(digits)
+
+
 def _step_frame(df: pd.DataFrame) -> pd.DataFrame:
     out = df[["rank", "step", "start_ns", "end_ns"]].astype(
-        {"rank": np.int32, "step": np.int32, "start_ns": np.int64, "end_ns": np.int64})
+        {"rank": np.int32, "step": np.int64, "start_ns": np.int64, "end_ns": np.int64})
     return out.sort_values(["rank", "start_ns"], ignore_index=True)
 
 
 def _assign_steps(events: pd.DataFrame, steps: pd.DataFrame) -> np.ndarray:
     """Host events: the step they start in. GPU events: the step of their CPU launch, else by time."""
-    out = np.full(len(events), -1, dtype=np.int32)
+    out = np.full(len(events), -1, dtype=np.int64)
     rank = events["rank"].to_numpy()
     start = events["start_ns"].to_numpy()
     for r, s in steps.groupby("rank"):

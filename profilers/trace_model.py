@@ -10,17 +10,17 @@ kind           category    one of :data:`KINDS` (normalised from Kineto's ``cat`
 name           category    event name, interned
 start_ns       int64       start, integer **nanoseconds** on the trace clock (Kineto ``ts`` is in µs)
 dur_ns         int64       duration in nanoseconds (negative or missing durations are dropped at load)
-end_ns         int64       ``start_ns + dur_ns``
+end_ns         int64       ``start_ns + dur_ns`` (events with a start or end beyond ±2**62 ns are dropped at load)
 pid            int64       process id (GPU events: device id in most Kineto versions)
 tid            category    thread id or stream label as written (strings in old schemas)
 device         int16       GPU device index for GPU-side events, -1 for host events
 stream         int32       CUDA/HIP stream for GPU-side events, -1 for host events
-correlation    int64       CPU launch <-> GPU activity link (``args.correlation``, exact), -1 when absent or beyond int64
+correlation    int64       CPU launch <-> GPU activity link (``args.correlation``, exact), -1 if absent or beyond int64
 dtype          category    first ``Input type`` of a host op when record_shapes was on ("float", "c10::BFloat16"), else ""
-step           int32       ``N`` of the ``ProfilerStep#N`` the event starts in on its rank, -1 outside steps
+step           int64       ``N`` of the ``ProfilerStep#N`` the event starts in on its rank, -1 outside steps
 =============  ==========  ===============================================================================
 
-``Trace.steps``: ``rank, step, start_ns, end_ns`` — the CPU ``ProfilerStep#N`` spans (a
+``Trace.steps``: ``rank, step, start_ns, end_ns`` — the CPU ``ProfilerStep#N`` spans, ``step`` the exact ``N`` (a
 ``gpu_user_annotation`` copy of a step on the GPU timeline is not a step). With no markers the whole window
 of each rank is one step ``0`` and ``steps_inferred`` is true.
 

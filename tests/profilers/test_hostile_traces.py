@@ -16,7 +16,7 @@ import profilers.trace_sources as trace_sources
 from profilers.breakdown import breakdown
 from profilers.errors import TraceError
 from profilers.trace_load import load_trace
-from tests.trace_factory import step, write, x
+from tests.trace_factory import memory, step, write, x
 
 GOOD = [step(1, 0, 100), x("aten::mm", 5, 10)]
 
@@ -49,9 +49,24 @@ CASES = [
      "error:no usable trace events"),
     ("big_ints.json", b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "args": {"id": '
      + b"9" * 40 + b"}}]}", "ok:1"),
+    # Numbers no real trace holds: a step id beyond int64 is refused; times beyond int64 ns drop their event.
+    ("step_id_20_digits.json", _doc([step(99999999999999999999, 0, 100), GOOD[1]]), "error:step id does not fit"),
+    ("step_id_2_63.json", _doc([step(2**63, 0, 100), GOOD[1]]), "error:step id does not fit"),
+    ("step_id_4300_digits.json", _doc([x("ProfilerStep#" + "9" * 5000, 0, 100, cat="user_annotation"), GOOD[1]]),
+     "error:step id does not fit"),
+    ("ts_1e300.json", _doc([*GOOD, x("far", 1e300, 1)]), "ok:2"),
+    ("ts_minus_1e300.json", _doc([*GOOD, x("far", -1e300, 1)]), "ok:2"),
+    ("dur_1e300.json", _doc([*GOOD, x("long", 5, 1e300)]), "ok:2"),
+    ("step_ts_1e300.json", _doc([step(1, 1e300, 100), GOOD[1]]), "ok:1"),
+    ("memory_ts_1e300.json", _doc([*GOOD, {**memory(10, 1, 1), "ts": 1e300}]), "ok:2"),
+    ("rank_infinity.json", b'{"distributedInfo": {"rank": Infinity, "world_size": 1e300}, "deviceProperties": '
+     b'[{"id": 1e300, "totalGlobalMem": -Infinity}], "traceEvents": ' + orjson.dumps(GOOD) + b"}", "ok:2"),
+    ("rank_beyond_int32.json", orjson.dumps({"distributedInfo": {"rank": 3_000_000_000}, "traceEvents": GOOD}),
+     "ok:2"),
 ]
 
 
+@pytest.mark.filterwarnings("error")  # numpy overflow / invalid-cast warnings are a silent nonsense result
 @pytest.mark.parametrize("name, content, expected", CASES, ids=[c[0] for c in CASES])
 def test_bad_trace_table(tmp_path: Path, name: str, content: bytes, expected: str):
     p = tmp_path / name
@@ -64,6 +79,27 @@ def test_bad_trace_table(tmp_path: Path, name: str, content: bytes, expected: st
         tr = load_trace(p)
         assert tr.n_events == int(detail)
         breakdown(tr)  # and the analysis copes with what was kept
+
+
+def test_step_ids_are_exact_int64(tmp_path: Path):
+    """Ids beyond int32 (which wrapped negative and lost their step) and up to int64's max are kept exactly."""
+    top = 2**63 - 1
+    events = [step(3_000_000_000, 0, 100), step(top, 100, 100), x("aten::mm", 5, 10), x("aten::add", 105, 10)]
+    tr = load_trace(write(tmp_path / "t.json", events))
+    assert tr.steps["step"].tolist() == [3_000_000_000, top]
+    steps = dict(zip(tr.events["name"].astype(str), tr.events["step"]))
+    assert steps["aten::mm"] == 3_000_000_000 and steps["aten::add"] == top
+    b = breakdown(tr)
+    assert b.n_steps == 2 and b.category_ns()["forward"] == 20_000 and b.ops["count"].sum() == 2
+
+
+def test_times_beyond_int64_ns_are_dropped_and_said(tmp_path: Path):
+    events = [step(1, 0, 100), x("aten::mm", 5, 10), x("far", 1e300, 1), x("long", 5, 1e300),
+              x("edge", 2.0**62 / 1000, 0), x("fine", 2.0**61 / 1000, 1)]
+    tr = load_trace(write(tmp_path / "t.json", events))
+    assert sorted(tr.events["name"].astype(str)) == ["ProfilerStep#1", "aten::mm", "fine"]
+    assert any("3 ts or ts+dur beyond ±2**62 ns" in w for w in tr.warnings), tr.warnings
+    assert breakdown(tr).step_time_ms == pytest.approx(0.1)
 
 
 def test_duplicate_step_ids_keep_first_and_warn(tmp_path: Path):
