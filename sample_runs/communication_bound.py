@@ -32,12 +32,12 @@ class WideProjection(nn.Module):
 
 def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
     data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=spec.seed)
-    model = nn.Sequential(
-        WideProjection(p["dim"], p["width"], p["chunks"]), nn.ReLU(),  # dim × width parameters
-        nn.Linear(p["width"], p["hidden"]), nn.ReLU(),
+    model = nn.Sequential(  # blocks "0" and "1" are checkpointable units
+        nn.Sequential(WideProjection(p["dim"], p["width"], p["chunks"]), nn.ReLU()),  # dim × width parameters
+        nn.Sequential(nn.Linear(p["width"], p["hidden"]), nn.ReLU()),
         nn.Linear(p["hidden"], p["classes"]),
     )
-    return Parts(model=model, dataset=data, loss_fn=cross_entropy)
+    return Parts(model=model, dataset=data, loss_fn=cross_entropy, checkpoint_blocks=("0", "1"))
 
 
 WORKLOAD = Workload(

@@ -16,11 +16,12 @@ from sample_runs.base import Parts, Size, Workload, cross_entropy
 from sample_runs.jpeg_data import JpegDataset, encode_images
 
 
-def small_cnn(classes: int, width: int) -> nn.Module:
-    """A 4×4 patchify convolution, one strided convolution and a linear head: cheap next to decoding its input."""
+def small_cnn(classes: int, width: int) -> nn.Sequential:
+    """A 4×4 patchify convolution, one strided convolution and a linear head: cheap next to decoding its input.
+    Each convolution with its ReLU is a checkpointable block (``"0"``, ``"1"``)."""
     return nn.Sequential(
-        nn.Conv2d(3, width, 4, stride=4), nn.ReLU(),
-        nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Sequential(nn.Conv2d(3, width, 4, stride=4), nn.ReLU()),
+        nn.Sequential(nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU()),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, classes),
     )
 
@@ -29,7 +30,7 @@ def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
     blobs, labels = encode_images(p["images"], p["classes"], p["source_size"], seed=spec.seed)
     dataset = JpegDataset(blobs, labels, out_size=p["image_size"], seed=spec.seed, blur=p["blur"])
     return Parts(model=small_cnn(p["classes"], p["width"]), dataset=dataset, loss_fn=cross_entropy,
-                 channels_last=True, decodes_samples=True)
+                 checkpoint_blocks=("0", "1"), channels_last=True, decodes_samples=True)
 
 
 WORKLOAD = Workload(
