@@ -2,6 +2,27 @@
 
 Each workload lives in its own module and exposes ``WORKLOAD``. ``get_workload`` also accepts
 ``"package.module:NAME"`` for a workload defined outside this registry (your own model, or a test's).
+
+Every workload honours every spec knob (the trainer applies them, see ``sample_runs.base``) except where a
+knob has nothing to act on; the run's warnings then say so. Per workload:
+
+=====================  ==============================================================================
+workload               knobs that cannot act (warned)
+=====================  ==============================================================================
+data_bound             ``ddp_no_sync``, ``grad_compression`` (one rank unless ``world_size`` > 1)
+compute_bound          ``channels_last`` (no 4-D activations), ``cache_decoded`` (samples in memory),
+                       ``ddp_no_sync``, ``grad_compression``
+memory_bound           ``channels_last``, ``cache_decoded``, ``ddp_no_sync``, ``grad_compression``
+communication_bound    ``channels_last``, ``cache_decoded``
+resnet_small, digits   ``cache_decoded``, ``ddp_no_sync``, ``grad_compression``
+gpt_small              ``channels_last``, ``cache_decoded``, ``ddp_no_sync``, ``grad_compression``
+=====================  ==============================================================================
+
+Everywhere: ``tf32``, ``cudnn_benchmark``, ``pin_memory`` and ``cuda_graphs`` act on CUDA only (warned on a
+CPU); ``ddp_no_sync`` needs ``grad_accum_steps`` > 1. ``cudnn_benchmark`` tunes convolutions only, so on CUDA
+it is a silent no-op for the workloads without convolutions (compute_bound, memory_bound,
+communication_bound, gpt_small). ``activation_checkpointing`` acts on every workload (each declares its
+checkpoint blocks).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from PIL import Image
 
 from profilers.errors import SpecError
 from profilers.spec import TrainingSpec
+from profilers.trainer import Trainer
 from sample_runs import WORKLOADS, get_workload
 from sample_runs.jpeg_data import encode_images
 
@@ -99,3 +100,18 @@ def test_digits_is_the_real_sklearn_data() -> None:
     assert len(ds) == 1797  # type: ignore[arg-type]
     x, y = ds[0]
     assert x.shape == (1, 8, 8) and 0.0 <= float(x.min()) and float(x.max()) <= 1.0 and 0 <= int(y) <= 9
+
+
+# The workload-specific rows of the table in sample_runs/__init__.py (ddp/CUDA knobs are the same everywhere).
+CANNOT_ACT = {"data_bound": set(), "resnet_small": {"cache_decoded"}, "digits": {"cache_decoded"},
+              **{n: {"channels_last", "cache_decoded"} for n in ("compute_bound", "memory_bound",
+                                                             "communication_bound", "gpt_small")}}
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_the_knobs_a_workload_cannot_honour_are_warned_as_documented(name: str) -> None:
+    spec = WORKLOADS[name].spec("tiny", device="cpu", world_size=1, memory_budget_mb=None, channels_last=True,
+                                cache_decoded=True, activation_checkpointing=True)
+    warnings = " | ".join(Trainer.build(spec).warnings)
+    warned = {k for k in ("channels_last", "cache_decoded", "activation_checkpointing") if f"{k}=True" in warnings}
+    assert warned == CANNOT_ACT[name], warnings
