@@ -10,12 +10,18 @@ is ≥ 95% of the bare run. The steps inside the window are reported too, for in
 The verdict uses the advisor's own statistics (:func:`advisors.stats.throughput_ratio`): the geometric mean
 of the pairs' ratios with a bootstrap interval over pairs and steps. On a noisy machine the interval says
 whether the trials can tell the overhead from the noise at all ("not resolved" when it straddles the target).
+
+Then, per workload, ``overhead_blocks.py`` measures the same steady-state instrumentation inside one process
+(alternating ON/OFF blocks of steps, ABBA), whose interval is narrow enough to resolve a few percent; see its
+docstring for what each measurement covers. ``--no-blocks`` skips it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +33,11 @@ from profilers import runner
 from profilers.instrument import BARE_ENV, profiled_steps
 from profilers.store import RunStore
 from sample_runs import get_workload
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:  # loaded by file path (the tests) as well as run as a script
+    sys.path.append(_HERE)
+import overhead_blocks as blocks  # noqa: E402
 
 TARGET = 0.95
 
@@ -99,13 +110,28 @@ def main() -> int:
     ap.add_argument("--workload", action="append", help="workload name (repeatable); default compute_bound, data_bound")
     ap.add_argument("--size", default="bench")
     ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--blocks", type=int, default=16, help="ON/OFF blocks of the in-process measurement")
+    ap.add_argument("--no-blocks", action="store_true", help="skip the in-process ON/OFF measurement")
     args = ap.parse_args()
     ok = True
+    names = args.workload or ["compute_bound", "data_bound"]
     with tempfile.TemporaryDirectory(prefix="stepwise-overhead-") as tmp:
         store = RunStore(Path(tmp))
-        for name in args.workload or ["compute_bound", "data_bound"]:
+        for name in names:
             ok &= report(name, measure(name, args.size, args.trials, store))
+    if not args.no_blocks:
+        print("\nIn one process, steady-state instrumentation ON vs OFF in alternating blocks (overhead_blocks.py):")
+        for name in names:
+            ok &= blocks.report(in_fresh_process(name, args.size, args.blocks), TARGET)
     return 0 if ok else 1
+
+
+def in_fresh_process(workload: str, size: str, n_blocks: int) -> dict:
+    """``overhead_blocks.measure`` in its own interpreter (as a worker would be: fresh heap, runner's env)."""
+    script = Path(__file__).with_name("overhead_blocks.py")
+    out = subprocess.run([sys.executable, str(script), "--workload", workload, "--size", size,
+                          "--blocks", str(n_blocks), "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])[0]
 
 
 if __name__ == "__main__":

@@ -51,3 +51,20 @@ def test_a_clear_large_overhead_is_not_met(overhead, capsys) -> None:
 def test_noise_larger_than_the_overhead_is_said(overhead, capsys) -> None:
     overhead.report("fake", _rows(overhead, 40.0, 42.0, jitter=12.0, n=3))  # ±30% per step, 5% overhead
     assert "not resolved" in capsys.readouterr().out
+
+
+def test_in_process_blocks_alternate_abba_and_sample_telemetry_when_on() -> None:
+    """A short real measurement: 4 blocks (ON OFF OFF ON) with the telemetry thread sampling in the ON blocks."""
+    import subprocess
+    import sys
+
+    import json
+
+    script = BENCH.with_name("overhead_blocks.py")
+    out = subprocess.run([sys.executable, str(script), "--workload", "compute_bound", "--size", "tiny",
+                          "--blocks", "4", "--json"], check=True, capture_output=True, text=True, timeout=300)
+    r = json.loads(out.stdout.strip().splitlines()[-1])[0]
+    assert r["blocks"] == 4 and len(r["on_samples_per_s"]) == len(r["off_samples_per_s"]) == 2
+    seconds_on = 2 * r["block_steps"] * r["step_ms"] / 1000
+    assert r["telemetry_samples"] >= 0.5 * 10 * seconds_on  # ≈10 Hz while ON (some slack for a busy machine)
+    assert r["low"] <= r["ratio"] <= r["high"] and r["ratio"] > 0
