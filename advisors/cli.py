@@ -1,6 +1,8 @@
 """``python -m advisors analyze PATH [--json] [--report OUT.html]``.
 
 Exit codes: 0 analysed; 2 bad input or usage, with one stderr line starting ``error:`` (never a traceback).
+Any unexpected exception while analysing an input is reported the same way, as
+``error: could not analyse PATH: <Type>: <message>`` (KeyboardInterrupt and SystemExit pass through).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from profilers.breakdown import CATEGORIES, Breakdown
 from profilers.errors import StepwiseError
 from profilers.memory_snapshot import GIB, MemorySnapshot, snapshot_json
 from profilers.summary import breakdown_summary
+from profilers.telemetry_summary import describe_telemetry
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,20 +88,6 @@ def _run_json(run: RunFacts) -> dict[str, Any]:
             "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None}
 
 
-def telemetry_line(tel: dict[str, Any]) -> str:
-    """One line of what the run's telemetry saw during its steady steps."""
-    parts = [f"{tel['source'] or 'unknown'} at {tel['rate_hz']:.1f} Hz" if tel.get("rate_hz") else
-             f"{tel['source'] or 'unknown'}", f"{tel['samples']} samples in steady steps"]
-    if tel.get("host_cpu_busy") is not None:
-        cores = f" of {tel['cpu_count']}" if tel.get("cpu_count") else ""
-        parts.append(f"host cores{cores} {100 * tel['host_cpu_busy']:.0f}% busy")
-    if tel.get("gpu_util_pct") is not None:
-        parts.append(f"GPU utilisation {tel['gpu_util_pct']:.0f}%")
-    if tel.get("gpu_mem_used_share") is not None:
-        parts.append(f"GPU memory {100 * tel['gpu_mem_used_share']:.0f}% used at most")
-    return ", ".join(parts)
-
-
 def _print_text(result: dict[str, Any]) -> None:
     print(f"{result['device_name']} · ranks {result['ranks']} · {result['steps']} steps · "
           f"median step {result['step_time_ms']:.2f} ms · bottleneck: {result['bottleneck']}")
@@ -115,7 +104,7 @@ def _print_text(result: dict[str, Any]) -> None:
             print(f"    {site['gib']:8.2f} GiB  x{site['count']:<4} {site['where']}")
     tel = (result.get("run") or {}).get("telemetry")
     if tel:
-        print("  telemetry: " + telemetry_line(tel))
+        print("  telemetry: " + describe_telemetry(tel))
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%] {f['message']}")
     for n in (n for n in result["not_enough_data"] if n["whole_class"] or
@@ -144,13 +133,26 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
                        analysis.diagnosis)
 
 
+def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
+    """``analyze``, with a last resort: whatever else escapes while reading the input is bad input too, said in
+    one line (an input the readers did not foresee must not end in a traceback)."""
+    try:
+        if args.report:
+            return _analyze_with_report(args.path, args.report, args.device_memory_gib)
+        return analyze(args.path, args.device_memory_gib)
+    except (StepwiseError, MemoryError):
+        raise
+    except Exception as err:  # not BaseException: KeyboardInterrupt and SystemExit keep their meaning
+        detail = " ".join(f"{type(err).__name__}: {err}".split())
+        detail = detail if len(detail) <= 300 else detail[:297] + "..."
+        raise StepwiseError(f"could not analyse {args.path}: {detail}") from err
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if args.command == "analyze" and args.report:
-            result = _analyze_with_report(args.path, args.report, args.device_memory_gib)
-        elif args.command == "analyze":
-            result = analyze(args.path, args.device_memory_gib)
+        if args.command == "analyze":
+            result = _analyze_command(args)
         else:
             result = cli_optimize.main(args)
     except StepwiseError as err:

@@ -37,6 +37,12 @@ def test_json_fields_and_report(shared_traces: Path, tmp_path: Path):
     (b"not json at all", ()),
     (b'{"traceEvents": []}', ()),
     (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}', ("--report", "x.pdf")),
+    # Numbers no real trace holds: a 20-digit step id (was an OverflowError traceback, exit 1), a trace whose
+    # only times are beyond int64 nanoseconds (nothing usable is left).
+    (b'{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#99999999999999999999", '
+     b'"ts": 0, "dur": 100}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}]}', ()),
+    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1e300, "dur": 1}, {"ph": "X", "name": "b", "ts": 1, '
+     b'"dur": 1e300}]}', ("--json",)),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(tmp_path: Path, content: bytes | None, args: tuple[str, ...]):
     path = tmp_path / "input.json"
@@ -63,3 +69,15 @@ def test_memory_snapshot_with_and_without_device_total(shared_traces: Path, tmp_
     assert roomy["bottleneck"] == "none" and roomy["memory_snapshot"]["reserved_share_of_device"] < 0.2
     bad = analyze(snap, "--device-memory-gib", "-3")
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "positive" in bad.stderr
+
+
+def test_times_beyond_int64_ns_are_dropped_not_analysed(tmp_path: Path):
+    """``"ts": 1e300`` on the step marker gave exit 0, numpy overflow warnings and a -9.2e12 ms step."""
+    path = tmp_path / "input.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 1e300, '
+                     b'"dur": 100}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}]}')
+    done = analyze(str(path), "--json")
+    assert done.returncode == 0 and done.stderr == ""
+    result = json.loads(done.stdout)
+    assert result["step_time_ms"] == 0.01  # the whole window of what is left: aten::mm's 10 µs
+    assert any("ts or ts+dur beyond" in w for w in result["warnings"])
