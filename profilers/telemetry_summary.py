@@ -59,6 +59,23 @@ class TelemetrySummary:
         out["gpu_mem_used_share"] = self.gpu_mem_used_share
         return out
 
+    def describe(self) -> str:
+        return describe_telemetry(self.as_dict())
+
+
+def describe_telemetry(tel: dict[str, Any]) -> str:
+    """One line of what a run's telemetry saw during its steady steps, from :meth:`TelemetrySummary.as_dict`."""
+    parts = [f"{tel['source'] or 'unknown'} at {tel['rate_hz']:.1f} Hz" if tel.get("rate_hz") else
+             f"{tel['source'] or 'unknown'}", f"{tel['samples']} samples in steady steps"]
+    if tel.get("host_cpu_busy") is not None:
+        cores = f" of {tel['cpu_count']}" if tel.get("cpu_count") else ""
+        parts.append(f"host cores{cores} {100 * tel['host_cpu_busy']:.0f}% busy")
+    if tel.get("gpu_util_pct") is not None:
+        parts.append(f"GPU utilisation {tel['gpu_util_pct']:.0f}%")
+    if tel.get("gpu_mem_used_share") is not None:
+        parts.append(f"GPU memory {100 * tel['gpu_mem_used_share']:.0f}% used at most")
+    return ", ".join(parts)
+
 
 def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = None) -> TelemetrySummary | None:
     """Summary of ``telemetry`` (``store_io.telemetry_frame``) over the steady steps of ``steps``
