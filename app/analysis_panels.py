@@ -89,6 +89,8 @@ def telemetry_panel(a: Analysis) -> None:
         ui.chart(charts_time.telemetry(a.telemetry, a.steps, source), key="analysis.telemetry")
         if source == "host":
             st.caption("Host telemetry (psutil) was recorded because NVML was unavailable on the machine that ran it.")
+        if a.run is not None and a.run.telemetry is not None:
+            st.caption("During the steady steps: " + a.run.telemetry.describe() + ".")
     elif a.run is not None:
         st.info("This run recorded no telemetry.")
     if not a.memory.empty:

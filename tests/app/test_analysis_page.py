@@ -46,6 +46,8 @@ def test_stored_run_with_telemetry(store) -> None:
     assert_clean(at)
     assert not at.error
     assert any("Host telemetry" in c.value for c in at.caption)
+    steady = [c.value for c in at.caption if c.value.startswith("During the steady steps:")]
+    assert steady and "host at 10.0 Hz" in steady[0]  # the run's telemetry summary, as analyze prints it
 
 
 def test_unreadable_upload_says_so(store, tmp_path) -> None:
