@@ -14,8 +14,8 @@ import re
 import stat
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from pathlib import Path, PurePath, PurePosixPath
+from typing import BinaryIO, Callable, Iterator, TypeVar
 
 from profilers.errors import TraceError
 
@@ -144,16 +144,28 @@ def _plain_file(p: Path) -> TraceFile:
     return TraceFile(p.name, rank_from_name(p.name), opener)
 
 
-def _folder_files(p: Path) -> list[TraceFile]:
-    candidates = [f for f in p.rglob("*") if f.is_file() and not f.is_symlink() and _is_trace_name(f.name)]
-    preferred = [f for f in candidates if ".pt.trace.json" in f.name]
+T = TypeVar("T")
+
+
+def choose_traces(candidates: list[T], path: Callable[[T], PurePath]) -> list[T]:
+    """Which of the trace files found in a folder or a zip to read (one rule for both).
+
+    Kineto's ``*.pt.trace.json[.gz]`` files when there are any (else every candidate); and since a TensorBoard
+    log dir can hold several profiling sessions (``plugins/profile/<session>/``), only the newest session: the
+    greatest ``<session>`` name (TensorBoard names them by date and time), plus any trace outside a session.
+    """
+    preferred = [c for c in candidates if ".pt.trace.json" in path(c).name]
     chosen = preferred or candidates
-    # A TensorBoard log dir can hold several profiling sessions: read the newest one only.
-    sessions = {f.parent for f in chosen if f.parent.parent.name == "profile"}
+    sessions = {path(c).parent for c in chosen if path(c).parent.parent.name == "profile"}
     if len(sessions) > 1:
         newest = max(sessions, key=lambda d: d.name)
-        chosen = [f for f in chosen if f.parent == newest or f.parent not in sessions]
-    return [_plain_file(f) for f in chosen]
+        chosen = [c for c in chosen if path(c).parent == newest or path(c).parent not in sessions]
+    return chosen
+
+
+def _folder_files(p: Path) -> list[TraceFile]:
+    candidates = [f for f in p.rglob("*") if f.is_file() and not f.is_symlink() and _is_trace_name(f.name)]
+    return [_plain_file(f) for f in choose_traces(candidates, Path)]
 
 
 def _zip_files(p: Path) -> list[TraceFile]:
@@ -164,7 +176,7 @@ def _zip_files(p: Path) -> list[TraceFile]:
     infos = zf.infolist()
     if len(infos) > MAX_ZIP_ENTRIES:
         raise TraceError(f"{p.name}: {len(infos)} entries; a trace zip may hold at most {MAX_ZIP_ENTRIES}")
-    out: list[TraceFile] = []
+    members: list[str] = []
     for info in infos:
         name = info.filename
         if info.is_dir():
@@ -175,9 +187,9 @@ def _zip_files(p: Path) -> list[TraceFile]:
             raise TraceError(f"{p.name}: zip member {name!r} is a symbolic link; refusing it")
         if not _is_trace_name(name) or Path(name).name.startswith("._"):
             continue
-        out.append(TraceFile(f"{p.name}:{name}", rank_from_name(name), _zip_opener(p, name)))
-    preferred = [f for f in out if ".pt.trace.json" in f.name]
-    return preferred or out
+        members.append(name)
+    chosen = choose_traces(members, PurePosixPath)
+    return [TraceFile(f"{p.name}:{m}", rank_from_name(m), _zip_opener(p, m)) for m in chosen]
 
 
 def _zip_opener(p: Path, member: str) -> Callable[[], BinaryIO]:

@@ -54,6 +54,21 @@ def test_tensorboard_logdir_reads_newest_session(tmp_path: Path):
     assert load_trace(tmp_path).ranks == (0, 1)
 
 
+def test_zipped_tensorboard_logdir_reads_newest_session_like_the_folder(tmp_path: Path):
+    """run0 holds rank 7 alone, run1 ranks 0-3: the zip reads run1 only, as the unzipped folder does."""
+    logdir = tmp_path / "logdir"
+    for session, ranks in (("run0", [7]), ("run1", [0, 1, 2, 3])):
+        d = logdir / "plugins" / "profile" / session
+        d.mkdir(parents=True)
+        for r in ranks:
+            (d / f"host_{r}.pt.trace.json.gz").write_bytes(gzip.compress(orjson.dumps(small_trace(rank=r))))
+    zipped = tmp_path / "logdir.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        for f in sorted(logdir.rglob("*.gz")):
+            z.write(f, f.relative_to(tmp_path).as_posix())
+    assert load_trace(zipped).ranks == load_trace(logdir).ranks == (0, 1, 2, 3)
+
+
 def test_zip_of_ranks_and_unsafe_zips(tmp_path: Path):
     good = tmp_path / "ranks.zip"
     with zipfile.ZipFile(good, "w") as z:
