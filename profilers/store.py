@@ -3,6 +3,9 @@
 Layout under the root (``$STEPWISE_HOME``, else ``./runs``)::
 
     index.sqlite             WAL mode, busy timeout: several runs and dashboard sessions share it
+                             (elsewhere with ``$STEPWISE_INDEX`` or ``RunStore(root, index=...)``: e.g. run
+                             folders on shared storage, where SQLite's locking is unreliable, and the
+                             index on a local disk; it is rebuilt from the folders when missing)
     <run_id>/manifest.json   the store's own record: kind, label, workload, created, pid, status
     <run_id>/spec.json ...   spec, steps.jsonl, telemetry.jsonl, progress.json, tb/, result.json
     .tmp-<run_id>/           a run under construction: never listed, renamed into place when complete
@@ -41,6 +44,7 @@ from profilers.store_io import (
 )
 
 STORE_ENV = "STEPWISE_HOME"
+INDEX_ENV = "STEPWISE_INDEX"
 INDEX_FILE = "index.sqlite"
 MANIFEST = "manifest.json"
 TMP_PREFIX = ".tmp-"
@@ -61,10 +65,12 @@ def default_root() -> Path:
 class RunStore:
     """Run folders under ``root`` plus their index. Safe to use from several threads and processes."""
 
-    def __init__(self, root: Path | str | None = None) -> None:
+    def __init__(self, root: Path | str | None = None, index: Path | str | None = None) -> None:
         self.root = Path(root) if root is not None else default_root()
         self.root.mkdir(parents=True, exist_ok=True)
-        self._index = self.root / INDEX_FILE
+        index = index if index is not None else os.environ.get(INDEX_ENV) or None
+        self._index = Path(index) if index is not None else self.root / INDEX_FILE
+        self._index.parent.mkdir(parents=True, exist_ok=True)
         if self._open_index():
             self.reindex()
 

@@ -63,6 +63,19 @@ def test_index_is_rebuilt_from_folders(tmp_path: Path) -> None:
     assert again.status is RunStatus.FAILED and again.error == "boom"
 
 
+def test_index_location_is_configurable_and_rebuilt_where_missing(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    runs, local = tmp_path / "shared-runs", tmp_path / "local" / "stepwise-index.sqlite"
+    store = RunStore(runs, index=local)
+    run = store.create("run", "x", spec={"workload": "w"})
+    store.finish(run.run_id, RunResult(RunStatus.OK, steps_done=3))
+    assert local.is_file() and not (runs / "index.sqlite").exists()
+    monkeypatch.setenv("STEPWISE_INDEX", str(tmp_path / "other" / "index.sqlite"))  # a new, empty location
+    again = RunStore(runs)
+    assert (tmp_path / "other" / "index.sqlite").is_file() and not (runs / "index.sqlite").exists()
+    assert [r.run_id for r in again.list()] == [run.run_id] and again.get(run.run_id).status is RunStatus.OK
+
+
 def _create_many(root: str, n: int) -> list[str]:
     store = RunStore(Path(root))
     return [store.create("run", f"p{os.getpid()}-{i}", spec={"workload": "w"}).run_id for i in range(n)]
