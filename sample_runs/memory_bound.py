@@ -9,6 +9,12 @@ between long-lived tensors). Each block is a residual gated unit, ``x + gelu(h) 
 with ``h = linear(x)``: four saved activations of one size per matmul (x, h, gelu(h), sigmoid(h)), so memory
 is large next to compute, and the residual path lets the loss fall. ``activation_checkpointing`` is
 honoured, but under glibc it lowers RSS far less than live memory, so budgets are set for micro-batching.
+
+On CUDA the budget caps the caching allocator (live tensors, no heap inflation), so the CPU depth would fit
+in it. There the model is ``cuda_depth`` blocks deep, derived from each size's batch and budget by
+``sample_runs.memory_sizing`` so that the full batch needs ~1.4 × the budget and half of it ~0.7 ×. The
+depth depends on the size, not on the spec's ``memory_budget_mb``, so the budget-lifted reference run of an
+experiment trains the same model. An explicit ``params.depth`` is used as given on either device.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from torch import nn
 
 from profilers.spec import TrainingSpec
 from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
+from sample_runs.memory_sizing import cuda_depth, runs_on_cuda
 
 
 class GatedBlock(nn.Module):
@@ -37,26 +44,37 @@ class GatedBlock(nn.Module):
 
 def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
     data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=spec.seed)
-    blocks = [GatedBlock(p["width"], p["depth"]) for _ in range(p["depth"])]
+    depth = p["cuda_depth"] if runs_on_cuda(spec) and "depth" not in spec.params else p["depth"]
+    blocks = [GatedBlock(p["width"], depth) for _ in range(depth)]
     model = nn.Sequential(nn.Linear(p["dim"], p["width"]), *blocks, nn.Linear(p["width"], p["classes"]))
-    names = tuple(str(i) for i in range(1, p["depth"] + 1))
+    names = tuple(str(i) for i in range(1, depth + 1))
     return Parts(model=model, dataset=data, loss_fn=cross_entropy, checkpoint_blocks=names)
+
+
+DEFAULTS = {"samples": 65536, "dim": 64, "width": 128, "depth": 16, "classes": 10}
+TINY = {"batch_size": 32768, "memory_budget_mb": 1500}
+BENCH = {"batch_size": 32768, "memory_budget_mb": 1850}
+
+
+def _cuda_depth(size: Mapping[str, Any]) -> int:
+    return cuda_depth(size["memory_budget_mb"], size["batch_size"], DEFAULTS["dim"], DEFAULTS["width"],
+                      DEFAULTS["classes"])
 
 
 WORKLOAD = Workload(
     name="memory_bound",
     description="Deep narrow MLP on a large batch: saved activations exceed the memory budget.",
     intended_bottleneck="memory",
-    # Saved activations ≈ 4 × batch × width × 4 bytes per block (the scalar multiply saves one more): tiny
-    # 768 MB, bench 1 GB, above the ~390 MB an instrumented worker holds before its first step. Budgets sit
-    # between the measured RSS peaks of the full batch and of half of it (grad_accum_steps=2).
-    default_params={"samples": 65536, "dim": 64, "width": 128, "depth": 16, "classes": 10},
+    # Saved activations ≈ 4 × batch × width × 4 bytes per block: tiny 768 MB, bench 1 GB, above the ~390 MB an
+    # instrumented worker holds before its first step. CPU budgets sit between the measured RSS peaks of the
+    # full batch and of half of it (grad_accum_steps=2); on CUDA the depth is cuda_depth (module docs).
+    default_params={**DEFAULTS, "cuda_depth": _cuda_depth(BENCH)},
     sizes={
         # Measured RSS peaks (instrumented worker, 2026-11, torch 2.13 CPU): tiny full 1780 / half 1228 /
         # checkpointed 1383 MB; bench full 2068-2366 / half 1332-1500 (once 1711 on a loaded machine) /
         # quarter 934 MB. The bench budget sits near the middle of the gap, so neither side is marginal.
-        "tiny": Size(params={"depth": 12}, spec={"batch_size": 32768, "steps": 10, "memory_budget_mb": 1500}),
-        "bench": Size(params={}, spec={"batch_size": 32768, "steps": 20, "memory_budget_mb": 1850}),
+        "tiny": Size(params={"depth": 12, "cuda_depth": _cuda_depth(TINY)}, spec={**TINY, "steps": 10}),
+        "bench": Size(params={}, spec={**BENCH, "steps": 20}),
     },
     builder=build,
 )

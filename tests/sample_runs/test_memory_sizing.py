@@ -1,0 +1,95 @@
+"""memory_bound's memory model and its CUDA depth, checked on the CPU: the model matches what autograd saves and
+the live peak the profiler records, and the derived depth makes each size's budget bind on CUDA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from profilers.breakdown import breakdown
+from profilers.trace_load import load_trace
+from sample_runs import WORKLOADS
+from sample_runs.memory_sizing import MB, cuda_depth, peak_bytes, runs_on_cuda, saved_bytes
+
+W = WORKLOADS["memory_bound"]
+SHAPE = {"dim": 64, "width": 128, "classes": 10}
+
+
+def _parts(batch: int, depth: int):  # type: ignore[no-untyped-def]
+    return W.build(W.spec("tiny", device="cpu", batch_size=batch, params={"samples": batch, "depth": depth}))
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_saved_bytes_is_what_autograd_saves(depth: int) -> None:
+    parts = _parts(256, depth)
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.dim() and len(t) == 256:  # per-sample activations; weights are saved as views of the parameters
+            storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    x, y = parts.dataset.__getitems__(list(range(256)))  # type: ignore[attr-defined]
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        parts.loss_fn(parts.model(x), y)
+    assert sum(storages.values()) == saved_bytes(256, depth=depth, **SHAPE)
+
+
+@pytest.mark.parametrize("depth", [2, 6])
+def test_peak_bytes_matches_the_live_peak_in_a_profiled_step(depth: int, tmp_path: Path) -> None:
+    """The CPU allocator's ``[memory]`` events count live tensors as CUDA's allocator does (from the profiler's
+    start, so the second step is profiled: momentum exists, gradients were set to None)."""
+    batch = 4096
+    parts = _parts(batch, depth)
+    opt = torch.optim.SGD(parts.model.parameters(), lr=0.01, momentum=0.9)
+    idx = list(range(batch))
+
+    def step() -> None:
+        x, y = parts.dataset.__getitems__(idx)  # type: ignore[attr-defined]
+        parts.loss_fn(parts.model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    measured = breakdown(load_trace(tmp_path / "trace.json")).memory.host_allocated_bytes
+    assert measured is not None
+    assert 0.97 < measured / peak_bytes(batch, depth=depth, **SHAPE) < 1.1  # measured 1.01-1.06
+
+
+@pytest.mark.parametrize("size", ["tiny", "bench"])
+def test_on_cuda_the_full_batch_overflows_the_budget_and_half_of_it_fits(size: str) -> None:
+    spec = W.spec(size)
+    p = W.resolve_params(spec)
+    budget = spec.memory_budget_mb * MB  # type: ignore[operator]
+    assert p["cuda_depth"] == cuda_depth(spec.memory_budget_mb, spec.batch_size, **SHAPE)  # type: ignore[arg-type]
+    # Why CUDA needs its own depth: at the CPU depth the live tensors of the full batch fit the budget.
+    assert peak_bytes(spec.batch_size, depth=p["depth"], **SHAPE) < 0.8 * budget
+    full = peak_bytes(spec.batch_size, depth=p["cuda_depth"], **SHAPE)
+    half = peak_bytes(spec.batch_size // 2, depth=p["cuda_depth"], **SHAPE)
+    quarter = peak_bytes(spec.batch_size // 4, depth=p["cuda_depth"], **SHAPE)
+    assert full > 1.35 * budget and half < 0.75 * budget and quarter < 0.4 * budget
+
+
+def _depth(spec) -> int:  # type: ignore[no-untyped-def]
+    return len(W.build(spec.patch(params={"samples": 64})).checkpoint_blocks)
+
+
+def test_the_model_takes_the_cuda_depth_only_where_it_will_run_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    tiny = W.resolve_params(W.spec("tiny"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert not runs_on_cuda(W.spec("tiny")) and _depth(W.spec("tiny")) == tiny["depth"] == 12
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert runs_on_cuda(W.spec("tiny")) and runs_on_cuda(W.spec("tiny", device="cuda"))
+    assert _depth(W.spec("tiny")) == tiny["cuda_depth"] > tiny["depth"]
+    assert _depth(W.spec("tiny", device="cpu")) == tiny["depth"]  # the CPU sizes are unchanged
+    # The budget-lifted reference and the micro-batched fix train the same model as the baseline.
+    assert _depth(W.spec("tiny", memory_budget_mb=None)) == _depth(W.spec("tiny", grad_accum_steps=2)) == \
+        tiny["cuda_depth"]
+    assert _depth(W.spec("tiny", params={"depth": 3})) == 3  # an explicit depth is taken as given
+    assert _depth(W.spec("bench")) == W.resolve_params(W.spec("bench"))["cuda_depth"]
