@@ -4,6 +4,9 @@
 Whatever happens to the process — a crash, an out-of-memory stop, a kill — the caller gets a ``RunResult``
 with a status, never an exception, and the run folder keeps every step written so far. Only registered
 workloads are run: the workload name is checked against ``sample_runs`` before anything starts.
+
+A multi-node run (``nnodes > 1``) is started by a runner on every node with the same spec: each node keeps a
+run folder of its own, with its ranks' steps and traces and a result written by its first rank.
 """
 
 from __future__ import annotations
@@ -44,11 +47,18 @@ def check_workload(name: str, allow_external: bool = False) -> None:
 
 
 def worker_command(spec: Any, run_dir: Path) -> list[str]:
-    """The command line that runs ``spec`` in ``run_dir``: the worker module, under torchrun for > 1 rank."""
+    """The command line that runs ``spec`` in ``run_dir``: the worker module, under torchrun for > 1 rank.
+
+    ``world_size`` counts the ranks of all nodes, so this node starts ``world_size // nnodes`` of them. With
+    ``nnodes > 1`` every node runs this same command against the same ``rdzv_endpoint``; torchrun's c10d
+    rendezvous hands out the node ranks (the agent whose host is the endpoint's hosts the rendezvous store).
+    """
     worker = ["-m", "profilers.worker", str(run_dir)]
-    if int(spec.world_size) <= 1 and int(getattr(spec, "nnodes", 1) or 1) <= 1:
+    world, nnodes = int(spec.world_size), int(getattr(spec, "nnodes", 1) or 1)
+    if world <= 1 and nnodes <= 1:
         return [sys.executable, *worker]
-    nnodes = int(getattr(spec, "nnodes", 1) or 1)
+    if world % nnodes:
+        raise SpecError(f"world_size={world} is not a multiple of nnodes={nnodes}")
     endpoint = getattr(spec, "rdzv_endpoint", None)
     if endpoint:
         rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", str(endpoint)]
@@ -56,7 +66,7 @@ def worker_command(spec: Any, run_dir: Path) -> list[str]:
         rdzv = ["--standalone"]
     else:
         raise SpecError(f"nnodes={nnodes} needs rdzv_endpoint (host:port of the rendezvous)")
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(spec.world_size),
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world // nnodes),
             "--nnodes", str(nnodes), *rdzv, *worker]
 
 

@@ -83,7 +83,7 @@ class TrainingSpec:
     optimizer_impl: OptimizerImpl = "default"
     memory_budget_mb: int | None = None
     # Distributed
-    world_size: int = 1
+    world_size: int = 1  # ranks in all, across every node: each node runs world_size // nnodes of them
     backend: Backend = "auto"
     nnodes: int = 1
     rdzv_endpoint: str | None = None
@@ -141,7 +141,8 @@ class TrainingSpec:
         if self.step_timeout_s is not None and self.step_timeout_s <= 0:
             raise SpecError(f"step_timeout_s must be positive, got {self.step_timeout_s}")
         if self.world_size % self.nnodes:
-            raise SpecError(f"world_size={self.world_size} is not a multiple of nnodes={self.nnodes}")
+            raise SpecError(f"world_size={self.world_size} is not a multiple of nnodes={self.nnodes}: world_size "
+                            "counts the ranks of all nodes together and every node runs the same number of them")
         if self.nnodes > 1 and not self.rdzv_endpoint:
             raise SpecError("nnodes > 1 needs rdzv_endpoint (host:port of the rendezvous)")
         if self.backend == "nccl" and self.device == "cpu":

@@ -76,6 +76,7 @@ class Trainer:
         device, device_name = trainer_setup.resolve_device(spec, info.local_rank)
         trainer_setup.apply_backend_flags(spec, device, warnings)
         backend = trainer_dist.init_process_group(spec, info, device) if info.distributed else None
+        trainer_dist.check_same_spec(spec, info)
         torch.manual_seed(spec.seed)  # identical initial weights on every rank and every A/B trial
         parts = get_workload(spec.workload).build(spec, info.rank)
         model = trainer_setup.prepare_model(parts.model, spec, device, checkpoint_blocks=parts.checkpoint_blocks,

@@ -33,6 +33,7 @@ class DistInfo:
     local_rank: int = 0
     local_world_size: int = 1
     launched: bool = False  # started by torchrun (RANK/WORLD_SIZE in the environment)
+    node_rank: int = 0  # torchrun's GROUP_RANK: which node of a multi-node run this process runs on
 
     @classmethod
     def from_env(cls, environ: Any = os.environ) -> DistInfo:
@@ -40,7 +41,8 @@ class DistInfo:
             return cls()
         return cls(rank=int(environ["RANK"]), world_size=int(environ["WORLD_SIZE"]),
                    local_rank=int(environ.get("LOCAL_RANK", 0)),
-                   local_world_size=int(environ.get("LOCAL_WORLD_SIZE", 1)), launched=True)
+                   local_world_size=int(environ.get("LOCAL_WORLD_SIZE", 1)), launched=True,
+                   node_rank=int(environ.get("GROUP_RANK", 0)))
 
     @property
     def distributed(self) -> bool:
@@ -54,6 +56,30 @@ def check_world(spec: TrainingSpec, info: DistInfo) -> None:
                         "this worker was started as a single process")
     if info.launched and info.world_size != spec.world_size:
         raise SpecError(f"spec.world_size={spec.world_size} but torchrun started {info.world_size} process(es)")
+
+
+def check_same_spec(spec: TrainingSpec, info: DistInfo) -> None:
+    """Every rank must train the same spec. On several machines each node's runner builds the spec from its own
+    command line, and a difference (another ``--steps``, batch size or workload size) would not fail: it would
+    hang in a collective or silently train something else. One small all-gather at setup names it instead."""
+    if not info.distributed or not dist.is_initialized():
+        return
+    texts: list[Any] = [None] * info.world_size
+    dist.all_gather_object(texts, spec.to_json())
+    problem = spec_mismatch(texts)
+    if problem is not None:
+        raise SpecError(problem)
+
+
+def spec_mismatch(spec_texts: list[str]) -> str | None:
+    """The first rank whose spec (JSON) differs from rank 0's, with the fields that differ; None when all agree."""
+    for rank, text in enumerate(spec_texts):
+        if text != spec_texts[0]:
+            diff = TrainingSpec.from_json(spec_texts[0]).describe_diff(TrainingSpec.from_json(text))
+            fields = ", ".join(f"{name}={a!r} vs {b!r}" for name, (a, b) in diff.items())
+            return (f"rank {rank} runs another spec than rank 0 ({fields}); "
+                    "start every node with the same command")
+    return None
 
 
 def resolve_backend(spec: TrainingSpec, device: torch.device) -> str:

@@ -6,12 +6,16 @@ runner writes ``RUN_DIR/spec.json`` first; this worker writes (see ``profilers/t
 - ``steps.jsonl``: one line per rank per optimizer step, flushed every step: ``rank, step, wall_ms, loss,
   samples`` (this rank's samples, = batch_size), ``profiled`` (the profiler was collecting), ``t_unix_ns``;
 - ``telemetry.jsonl``: NVML or host samples at 10 Hz (local rank 0; ``STEPWISE_TELEMETRY_INTERVAL_S``);
-- ``progress.json``: rank 0, replaced atomically at start and after every step, and with the final status;
-- ``tb/``: ``rank{R}.<ns>.pt.trace.json.gz`` traces and rank 0's TensorBoard scalars (``profilers.tb_export``
+- ``progress.json``: the leader, replaced atomically at start and after every step, and with the final status;
+- ``tb/``: ``rank{R}.<ns>.pt.trace.json.gz`` traces and the leader's TensorBoard scalars (``profilers.tb_export``
   names them), on disk before the process ends, failed or not;
-- ``result.json``: rank 0 at the end, or the first rank that fails. Beyond the contract's keys it carries
-  ``total_steps, backend, rank, instrumented, setup_s, peak_rss_with_profiler_mb`` and, when ok,
-  ``rank_step_time_ms`` (median per rank) and ``slowest_rank``; a failure names ``failed_rank``.
+- ``result.json``: the leader at the end, or the first rank that fails. Beyond the contract's keys it carries
+  ``total_steps, backend, rank, node_rank, instrumented, setup_s, peak_rss_with_profiler_mb`` and, when ok,
+  ``rank_step_time_ms`` (median per rank, every node's) and ``slowest_rank``; a failure names ``failed_rank``.
+
+The leader is local rank 0: rank 0 on one machine. In a multi-node run every node has a run folder of its own
+(the runner started there), which its local ranks fill, so each node's leader writes that folder's progress and
+result — a node without rank 0 would otherwise end without a result and be stored as failed.
 
 ``step_time_ms`` is the median over steps after ``warmup_steps`` that the profiler did not collect
 (all post-warm-up steps when fewer than 3 remain); ``samples_per_s`` = batch_size × world_size / that median.
@@ -87,6 +91,7 @@ class RunState:
             "final_loss": tr.final_loss if tr else None,
             "device": tr.device.type if tr else None, "device_name": tr.device_name if tr else None,
             "world_size": world, "backend": tr.backend if tr else None, "rank": self.info.rank,
+            "node_rank": self.info.node_rank,
             "telemetry_source": tel.source if tel else None,
             "telemetry_note": tel.note if tel else ("instrumentation off (STEPWISE_BARE=1)" if self.bare
                                                     else "telemetry runs on local rank 0 only"),
@@ -99,7 +104,7 @@ class RunState:
         """Write the failure result (first writer wins across ranks) and end the process now."""
         with self._lock:
             result = self.result(status, error, failed_rank=self.info.rank)
-            if write_json_if_absent(self.run_dir / RESULT_FILE, result) and self.info.rank == 0:
+            if write_json_if_absent(self.run_dir / RESULT_FILE, result) and self.info.local_rank == 0:
                 write_json_atomic(self.run_dir / PROGRESS_FILE, _final_progress(result))
             if self.telemetry is not None:
                 self.telemetry.stop()
@@ -164,7 +169,7 @@ def _train(state: RunState) -> None:
     state.trainer = trainer = Trainer.build(spec, info)
     state.setup_s = time.time() - state.started  # imports, data generation, model build, process group
     state.recorder = RunRecorder(state.run_dir, info.rank, trainer.total_steps, tensorboard=not state.bare,
-                                 leader=info.rank == 0)
+                                 leader=info.local_rank == 0)
     cuda = trainer.device.type == "cuda"
     profiler = None if state.bare else instrument.make_profiler(spec, state.run_dir / "tb", info.rank, cuda)
     if profiler is not None and trainer.total_steps < spec.warmup_steps + spec.profile_wait + 1:
@@ -219,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         _train(state)
         rows = trainer_dist.gather_floats(state.recorder.step_times(state.spec.warmup_steps)
                                           if state.recorder else [], state.info)
-        if state.info.rank == 0:
+        if state.info.local_rank == 0:  # the leader of this node's run folder (rank 0 on a single node)
             per_rank = [median_iqr(r)[0] for r in rows]
             slowest = max(range(len(per_rank)), key=lambda i: per_rank[i] or 0.0)
             result = state.result("ok", None, rank_step_time_ms=per_rank, slowest_rank=slowest)

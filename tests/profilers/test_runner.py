@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -158,6 +159,17 @@ def test_worker_command_shapes() -> None:
     assert json.dumps(multi)  # plain strings only
 
 
+@pytest.mark.parametrize("world_size, nnodes, per_node", [(2, 1, "2"), (4, 2, "2"), (2, 2, "1"), (6, 3, "2")])
+def test_each_node_starts_its_share_of_world_size(world_size: int, nnodes: int, per_node: str) -> None:
+    """world_size counts every node's ranks: torchrun's --nproc_per_node is this node's share."""
+    spec = TrainingSpec(workload="w", world_size=world_size, nnodes=nnodes,
+                        rdzv_endpoint="h:1" if nnodes > 1 else None)
+    cmd = runner.worker_command(spec, Path("/r"))
+    assert cmd[cmd.index("--nproc_per_node") + 1] == per_node and cmd[cmd.index("--nnodes") + 1] == str(nnodes)
+    with pytest.raises(SpecError, match="counts the ranks of all nodes"):
+        TrainingSpec(workload="w", world_size=3, nnodes=2, rdzv_endpoint="h:1")
+
+
 # -- real workloads through profilers.worker ------------------------------------------------------------------
 
 class _FailingData(torch.utils.data.Dataset):  # type: ignore[type-arg]
@@ -267,6 +279,37 @@ def test_two_gloo_ranks_end_ok_with_two_traces(tmp_path: Path) -> None:
     assert [p.name.split(".")[0] for p in _traces(Path(record.run_dir))] == ["rank0", "rank1"]
     steps = store.read_steps(record.run_id)
     assert sorted(steps["rank"].unique()) == [0, 1] and result.steps_done == 6
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_two_nodes_each_run_the_same_command_and_keep_their_own_folder(tmp_path: Path) -> None:
+    """Two "machines" on this one: two runners, two stores, one c10d rendezvous, one rank each. Each node's
+    folder holds its own rank's steps and trace, and each ends ok — also the node without rank 0."""
+    spec = _tiny("communication_bound", world_size=2, nnodes=2, rdzv_endpoint=f"127.0.0.1:{_free_port()}",
+                 backend="gloo", device="cpu", steps=6)
+    stores = [RunStore(tmp_path / "node_a"), RunStore(tmp_path / "node_b")]
+    handles = [runner.start(spec, store) for store in stores]
+    _STARTED.extend(handles)
+    results = [h.wait(WAIT_S * 2) for h in handles]
+    assert [r.status for r in results] == [RunStatus.OK, RunStatus.OK], [r.error for r in results]
+    ranks = []
+    for store, handle in zip(stores, handles):
+        assert store.get(handle.run_id).status is RunStatus.OK
+        steps = store.read_steps(handle.run_id)
+        (rank,) = steps["rank"].unique()
+        assert sorted(steps["step"]) == list(range(6))
+        assert [p.name.split(".")[0] for p in _traces(handle.run_dir)] == [f"rank{rank}"]
+        result = json.loads((handle.run_dir / "result.json").read_text())
+        assert result["rank"] == rank == result["node_rank"] and len(result["rank_step_time_ms"]) == 2
+        assert store.read_progress(handle.run_id)["status"] == "ok"  # type: ignore[index]
+        ranks.append(int(rank))
+    assert sorted(ranks) == [0, 1]
 
 
 def test_cancel_run_from_another_process_without_a_handle(tmp_path: Path) -> None:
