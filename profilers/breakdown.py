@@ -22,6 +22,15 @@ On a CPU the operators *are* the compute, so they claim first; a gloo/c10d colle
 its own thread) claims the time no operator covers: the main thread waiting for the all-reduce is exposed
 communication. Time inside a ``## backward ##``-style annotation that neither covers goes to that phase.
 ``other`` is whatever no event covers (Python overhead, idle).
+
+Collective ops are never work, on any rank: the four host work sets (dataloader, optimizer, backward,
+forward) leave out the time their own thread spends inside a communication op (``c10d::allreduce_``,
+``c10d::barrier``, ``gloo:all_reduce``, ``nccl:all_reduce``, ``record_param_comms``, torchrec awaitable waits;
+:data:`profilers.kernel_classes.COMM_OP`), including ops nested inside it and the enclosing ``Optimizer.step``
+or autograd op around it. So on a CPU a barrier on the main thread is communication, hidden only where work
+on *another* thread overlaps it, and ``comm_overlapped_ns`` measures collectives against that work, never
+against themselves. On a GPU rank communication stays the collective kernels (the device categories add up
+to device busy time); host time inside a collective op while the device idles is left to ``other``.
 """
 
 from __future__ import annotations
@@ -116,12 +125,14 @@ class Breakdown:
 
 
 def event_sets(trace: Trace, rank: int, masks: dict[str, np.ndarray] | None = None) -> dict[str, Intervals]:
-    """The time covered by each event set of :func:`breakdown_parts.category_masks` on one rank."""
+    """The time covered by each event set of :func:`breakdown_parts.category_masks` on one rank; the host work
+    sets without their threads' time inside communication ops (:func:`breakdown_parts.host_work_sets`)."""
     ev = trace.events
     masks = parts.category_masks(ev) if masks is None else masks
     sel = ev["rank"].to_numpy() == rank
     starts, ends = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
-    return {key: Intervals.of(starts[sel & m], ends[sel & m]) for key, m in masks.items()}
+    sets = {key: Intervals.of(starts[sel & m], ends[sel & m]) for key, m in masks.items() if key not in parts.HOST_WORK}
+    return {**sets, **parts.host_work_sets(ev, sel, masks)}
 
 
 def claim(sets: dict[str, Intervals], on_gpu: bool) -> dict[str, Intervals]:
@@ -167,6 +178,7 @@ def breakdown(trace: Trace) -> Breakdown:
         out["other"] = out["step_ns"] - out[list(CATEGORIES[:-1])].sum(axis=1)
         device_busy = sets["gpu_compute"] | sets["gpu_memcpy"] | sets["gpu_memset"]
         comm = sets["comm_kernel"] if on_gpu else sets["comm_op"]
+        # On a CPU the work a collective can hide under is the host work sets, which never hold a collective.
         work = device_busy if on_gpu else sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
         busy_ns += int((device_busy | sets["comm_kernel"]).covered_in(lo, hi).sum())
         comm_total += int(comm.covered_in(lo, hi).sum())

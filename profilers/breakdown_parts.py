@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from profilers import kernel_classes as kc
+from profilers.intervals import Intervals
 from profilers.trace_model import KINDS, Trace
 
 _K = {k: i for i, k in enumerate(KINDS)}
@@ -29,8 +30,15 @@ def gpu_ranks(ev: pd.DataFrame) -> set[int]:
     return set(np.unique(ev["rank"].to_numpy()[gpu]).tolist())
 
 
+#: The host event sets that are work (what a collective can hide under), as opposed to communication.
+HOST_WORK = ("dataloader", "optimizer", "backward", "forward")
+
+
 def category_masks(ev: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Row masks of the event sets each category is built from (overlaps resolved later by priority)."""
+    """Row masks of the event sets each category is built from (overlaps resolved later by priority).
+
+    The ``HOST_WORK`` masks still hold the communication ops (``c10d::allreduce_`` is a ``cpu_op`` too) and
+    the ops that enclose them: :func:`host_work_sets` takes their time out, thread by thread."""
     kernel = _kind(ev, "kernel")
     comm_kernel = kernel & _by_name(ev, kc.COMM_KERNEL)
     host_op = _kind(ev, "cpu_op")
@@ -53,6 +61,31 @@ def category_masks(ev: pd.DataFrame) -> dict[str, np.ndarray]:
         "phase_backward": annotation & _by_name(ev, kc.BACKWARD),
         "phase_forward": annotation & not_step & _by_name(ev, kc.FORWARD_PHASE),
     }
+
+
+def host_work_sets(ev: pd.DataFrame, sel: np.ndarray, masks: dict[str, np.ndarray]) -> dict[str, Intervals]:
+    """The ``HOST_WORK`` sets of the rows ``sel``, without the time their own thread (pid, tid) spends inside a
+    communication op: a ``c10d::barrier`` or an all-reduce waited on inside ``Optimizer.step`` or a backward op
+    is communication, not work; a collective on another thread stays hidden under this thread's work."""
+    rows = np.flatnonzero(sel)
+    starts, ends = ev["start_ns"].to_numpy()[rows], ev["end_ns"].to_numpy()[rows]
+    comm = masks["comm_op"][rows]
+    if not comm.any():
+        return {key: Intervals.of(starts[masks[key][rows]], ends[masks[key][rows]]) for key in HOST_WORK}
+    thread, _ = pd.factorize(pd.MultiIndex.from_arrays([ev["pid"].to_numpy()[rows],
+                                                        ev["tid"].cat.codes.to_numpy()[rows]]))
+    comm_threads = np.unique(thread[comm])
+    in_comm = {int(t): Intervals.of(starts[comm & (thread == t)], ends[comm & (thread == t)]) for t in comm_threads}
+    elsewhere = ~np.isin(thread, comm_threads)
+    out: dict[str, Intervals] = {}
+    for key in HOST_WORK:
+        m = masks[key][rows]
+        got = Intervals.of(starts[m & elsewhere], ends[m & elsewhere])
+        for t, busy in in_comm.items():
+            on = m & (thread == t)
+            got = got | (Intervals.of(starts[on], ends[on]) - busy)
+        out[key] = got
+    return out
 
 
 def kernel_table(ev: pd.DataFrame, in_step: np.ndarray) -> pd.DataFrame:

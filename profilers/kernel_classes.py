@@ -35,7 +35,9 @@ LOW_PRECISION_KERNEL = re.compile(
     # hipBLASLt spells in/out/compute types (``HHS``, ``BBS``, ``HSS``, ``BSS``) and a ``_BH`` suffix.
     r"(?-i:Cijk_A[a-z]+_B[a-z]+_(?:HHS|BBS|HSS|BSS|H|B|F8B8|B8F8|F8|B8|I8)(?:B|S|I)?(?:_|$))",
     re.IGNORECASE)
-COMM_OP = re.compile(r"gloo|nccl:|c10d::|record_param_comms|all_reduce|allreduce|all_gather|broadcast_|"
+#: Host-side collectives (ops and annotations). ``broadcast`` only through its ``c10d::``/``gloo``/``nccl:`` prefix:
+#: ``aten::broadcast_tensors`` is shape arithmetic, not communication.
+COMM_OP = re.compile(r"gloo|nccl:|c10d::|record_param_comms|all_reduce|allreduce|all_gather|"
                      r"reduce_scatter|barrier|alltoall|send|recv", re.IGNORECASE)
 MATMUL_OP = re.compile(r"^aten::(mm|addmm|bmm|matmul|linear|conv\w*|_convolution|mkldnn_\w*conv\w*|"
                        r"_scaled_dot_product\w*|baddbmm|addmv|mv|einsum)$|mkldnn_matmul|mkldnn_linear")

@@ -97,3 +97,39 @@ def test_memory_peak_syncs_and_launch_links(tmp_path: Path):
     assert b.memory.device_peak_share == pytest.approx(7 / 8)
     assert b.syncs.stream_sync == 1 and b.syncs.item == 1
     assert b.device_name == "Fake GPU"
+
+
+def test_cpu_collective_ops_are_communication_not_forward(tmp_path: Path):
+    """A c10d::barrier on the main thread (inside the optimizer step, with an op of its own nested in it) is
+    communication; only work on another thread hides part of it, and it never overlaps itself."""
+    events = [
+        step(1, 0, 100),
+        x("aten::addmm", 5, 20),
+        x("aten::broadcast_tensors", 25, 2),  # shape arithmetic, not a collective
+        x("Optimizer.step#SGD.step", 28, 67, cat="user_annotation"),
+        x("c10d::barrier", 30, 60),
+        x("aten::empty", 40, 1),  # inside the barrier, on its thread: part of the collective
+        x("aten::mul", 80, 10, tid=2),  # work on another thread hides 10 µs of the barrier
+    ]
+    b = breakdown(load_trace(write(tmp_path / "cpu.json", events)))
+    assert b.device == "cpu"
+    got = {c: v / 1000 for c, v in b.category_ns().items() if v}
+    assert got == {"communication": 50, "forward": 32, "optimizer": 7, "other": 11}
+    assert b.comm_total_ns == 60_000 and b.comm_overlapped_ns == 10_000
+
+
+def test_lone_cpu_barrier_is_exposed_communication(tmp_path: Path):
+    events = [step(1, 0, 100), x("aten::addmm", 0, 20), x("c10d::barrier", 20, 60)]
+    b = breakdown(load_trace(write(tmp_path / "cpu.json", events)))
+    assert {c: v / 1000 for c, v in b.category_ns().items() if v} == {"forward": 20, "communication": 60, "other": 20}
+    assert b.comm_total_ns == 60_000 and b.comm_overlapped_ns == 0
+
+
+def test_gpu_rank_host_collective_op_is_not_forward(tmp_path: Path):
+    """On a GPU rank communication is the collective kernels; the host's record_param_comms while the device
+    idles is not forward work (it is left to other)."""
+    events = [step(1, 0, 100), x("aten::mm", 0, 20), kernel("sgemm", 0, 20),
+              x("record_param_comms", 20, 30), kernel("ncclKernel_AllReduce", 50, 40, stream=9)]
+    b = breakdown(load_trace(write(tmp_path / "gpu.json", events)))
+    got = {c: v / 1000 for c, v in b.category_ns().items() if v}
+    assert got == {"gpu_compute": 20, "communication": 40, "other": 40}
