@@ -130,7 +130,7 @@ def test_edge_cases(shared_traces: Path):
 
 # Communication and kernel classes, read independently: NCCL kernels by name, plain interval sweeps.
 
-COMM_TRACES = ["communication/hta_sampled_128_ranks/rank-0.json.gz", "communication/hta_sampled_128_ranks/rank-1.json.gz",
+COMM_TRACES = [*(f"communication/hta_sampled_128_ranks/rank-{r}.json.gz" for r in (0, 1)),
                "communication/hta_v100_2rank_216k_events.json.gz",
                "edge/hta_two_events_large_integers.pt.trace.json.gz", *FOLDERS]
 HOST_COMM = ("gloo:", "c10d::", "nccl:", "record_param_comms")  # the host collectives these files hold
