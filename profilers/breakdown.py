@@ -62,7 +62,7 @@ class Breakdown:
     ``per_step``: one row per (rank, step): ``rank, step, start_ns, end_ns, step_ns`` and one column per
     :data:`CATEGORIES` (ns); the categories of a row sum to ``step_ns`` exactly.
     ``per_rank``: ``rank, steps, step_ms`` (median), ``work_ms`` (median step minus exposed communication),
-    ``comm_ms``, ``exposed_comm_ms``.
+    ``exposed_comm_ms`` (median); a rank's total collective time is not per rank (see ``comm_total_ns``).
     ``kernels``: ``name, kclass, count, total_ns, mean_us, low_precision`` (GPU kernels inside steps).
     ``ops``: ``name, count, total_ns, mean_us`` (host operators inside steps, inclusive time).
     """

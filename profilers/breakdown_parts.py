@@ -240,9 +240,14 @@ def cpu_matmul(ev: pd.DataFrame, in_step: np.ndarray) -> CpuMatmul:
                      int(m.loc[~low & ~fp32, "dur_ns"].sum()))
 
 
+RANK_COLUMNS = ["rank", "steps", "step_ms", "work_ms", "exposed_comm_ms"]
+
+
 def rank_table(per_step: pd.DataFrame) -> pd.DataFrame:
+    """One row per rank (``RANK_COLUMNS``): steps, median step time, median work (step minus exposed
+    communication) and median exposed communication, in ms."""
     if per_step.empty:
-        return pd.DataFrame(columns=["rank", "steps", "step_ms", "work_ms", "comm_ms", "exposed_comm_ms"])
+        return pd.DataFrame(columns=RANK_COLUMNS)
     g = per_step.assign(work=per_step["step_ns"] - per_step["communication"]).groupby("rank")
     return pd.DataFrame({
         "steps": g.size(),

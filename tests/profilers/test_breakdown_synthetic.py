@@ -133,3 +133,28 @@ def test_gpu_rank_host_collective_op_is_not_forward(tmp_path: Path):
     b = breakdown(load_trace(write(tmp_path / "gpu.json", events)))
     got = {c: v / 1000 for c, v in b.category_ns().items() if v}
     assert got == {"gpu_compute": 20, "communication": 40, "other": 40}
+
+
+def test_device_synchronize_counted_per_step(tmp_path: Path):
+    """cudaDeviceSynchronize / hipDeviceSynchronize inside steps, averaged over (rank, step) rows; one outside
+    every step and the stream/event kinds are not device syncs."""
+    events = [
+        step(1, 0, 100), step(2, 100, 100),
+        x("cudaDeviceSynchronize", 10, 5, cat="cuda_runtime"), x("cudaDeviceSynchronize", 40, 5, cat="cuda_runtime"),
+        x("hipDeviceSynchronize", 150, 5, cat="hip_runtime"),
+        x("cudaDeviceSynchronize", 250, 5, cat="cuda_runtime"),  # after the last step
+        x("cudaStreamSynchronize", 60, 5, cat="cuda_runtime"), x("cudaEventSynchronize", 160, 5, cat="cuda_runtime"),
+        x("cudaDeviceSynchronize", 170, 5),  # a cpu_op of that name is not the runtime call
+        kernel("sgemm", 20, 10),
+    ]
+    syncs = breakdown(load_trace(write(tmp_path / "t.json", events))).syncs
+    assert syncs.device_sync == 1.5  # 3 calls over 2 steps
+    assert syncs.stream_sync == 0.5 and syncs.event_sync == 0.5
+    assert syncs.total_syncs == 2.5
+
+
+def test_per_rank_columns_are_what_is_documented(tmp_path: Path):
+    from profilers.breakdown_parts import RANK_COLUMNS, rank_table
+
+    b = breakdown(load_trace(write(tmp_path / "t.json", [step(1, 0, 100), x("aten::mm", 0, 10)])))
+    assert list(b.per_rank.columns) == RANK_COLUMNS == list(rank_table(b.per_step.iloc[:0]).columns)
