@@ -1,5 +1,6 @@
 """The realistic workloads (no single designed bottleneck) run end to end through the runner at tiny size and
-leave a trace the engine breaks down (the designed ones are covered by tests/advisors/test_real_runs.py)."""
+leave a trace the engine breaks down, dominated by the model's compute (the designed ones are covered by
+tests/advisors/test_real_runs.py)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,26 @@ from pathlib import Path
 import pytest
 
 from profilers import runner
-from profilers.breakdown import breakdown
 from profilers.store import RunStore
-from profilers.trace_load import load_trace
 from sample_runs import WORKLOADS
+from tests.sample_runs.dominant import assert_dominated_by, run_breakdown
+
+# Measured on 2 cores (3+ runs each, 2026-11), forward+backward vs the runner-up ("other": Python between ops):
+# resnet_small 0.81-0.89 vs 0.08-0.14, gpt_small 0.64-0.68 vs 0.17-0.19, digits 0.57-0.85 vs 0.12-0.33.
+EXPECTED = {"resnet_small": "compute", "gpt_small": "compute", "digits": "compute"}
+MARGIN = 1.3
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["resnet_small", "gpt_small", "digits"])
-def test_runs_ok_and_its_trace_breaks_down(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_runs_ok_and_its_trace_is_dominated_by_its_compute(name: str, tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs")
     handle = runner.start(WORKLOADS[name].spec("tiny"), store)
     result = runner.follow(handle, timeout_s=300)
     assert result.status.value == "ok", result.error
     steps = store.read_steps(handle.run_id)
     assert len(steps) == result.steps_done > 0 and steps["loss"].notna().all()
-    b = breakdown(load_trace(store.path(handle.run_id)))
-    assert b.device == "cpu" and b.n_steps >= 1 and not b.steps_inferred
+    b = run_breakdown(store.path(handle.run_id))
     busy = b.share("forward") + b.share("backward") + b.share("optimizer") + b.share("dataloader")
     assert busy > 0.5  # a training step, not idle time
+    assert_dominated_by(b, EXPECTED[name], MARGIN)  # checks device, steps and markers too

@@ -1,0 +1,38 @@
+"""Which kind of work a run's trace is dominated by, in the trace engine's own CPU categories.
+
+On a CPU the operators are the compute, so ``forward`` + ``backward`` together are the model's compute;
+``dataloader``, ``communication`` (exposed gloo all-reduce), ``optimizer`` and ``other`` (Python, idle) stand
+alone. Shared by the real-run tests of the designed and the realistic workloads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profilers.breakdown import Breakdown, breakdown
+from profilers.trace_load import load_trace
+
+GROUPS = {"data": ("dataloader",), "compute": ("forward", "backward"), "communication": ("communication",),
+          "optimizer": ("optimizer",), "other": ("other", "gpu_compute", "gpu_memcpy", "gpu_memset",
+                                                 "host_runtime")}
+
+
+def run_breakdown(run_dir: str | Path) -> Breakdown:
+    """The breakdown of the trace a run exported (a stored run folder)."""
+    return breakdown(load_trace(Path(run_dir)))
+
+
+def grouped_shares(b: Breakdown) -> dict[str, float]:
+    """Share of all step time per group of :data:`GROUPS`, largest first (rounded, for failure messages)."""
+    shares = b.shares()
+    grouped = {g: sum(shares[c] for c in cats) for g, cats in GROUPS.items()}
+    return dict(sorted(((g, round(v, 3)) for g, v in grouped.items()), key=lambda kv: -kv[1]))
+
+
+def assert_dominated_by(b: Breakdown, group: str, margin: float) -> dict[str, float]:
+    """``group`` is the largest, at least ``margin`` × the runner-up; returns the shares for the record."""
+    shares = grouped_shares(b)
+    (top, top_share), (_, second) = list(shares.items())[:2]
+    assert b.device == "cpu" and b.n_steps >= 1 and not b.steps_inferred, shares
+    assert top == group and top_share >= margin * second, shares
+    return shares
