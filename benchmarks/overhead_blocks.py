@@ -37,14 +37,17 @@ from sample_runs import get_workload  # noqa: E402
 CALIBRATION_STEPS = 5
 BLOCK_SECONDS = 1.5
 ABBA = ("on", "off", "off", "on")
+PARTS = frozenset({"watchdog", "telemetry", "tensorboard"})
 
 
 class BlockHooks:
     """Switches the steady-state instrumentation on and off between blocks; keeps each block's step walls."""
 
-    def __init__(self, run_dir: Path, first_step: int, block_steps: int, total: int) -> None:
-        self.first, self.block_steps = first_step, block_steps
-        self.recorders = {"on": RunRecorder(_mk(run_dir / "on"), 0, total, tensorboard=True, leader=True),
+    def __init__(self, run_dir: Path, first_step: int, block_steps: int, total: int,
+                 parts: frozenset[str] = PARTS) -> None:
+        self.first, self.block_steps, self.parts = first_step, block_steps, parts
+        self.recorders = {"on": RunRecorder(_mk(run_dir / "on"), 0, total, tensorboard="tensorboard" in parts,
+                                            leader=True),
                           "off": RunRecorder(_mk(run_dir / "off"), 0, total, tensorboard=False, leader=True)}
         self.run_dir = run_dir
         self.arm: str | None = None
@@ -73,9 +76,10 @@ class BlockHooks:
         if arm == self.arm:
             return
         self.stop()
-        if arm == "on":  # exactly what worker._start_watch starts for an instrumented run without a budget
+        if arm == "on" and "watchdog" in self.parts:  # what worker._start_watch starts without a budget
             self.dog = instrument.Watchdog(None, None, on_oom=lambda mb: None, on_timeout=lambda s: None)
             self.dog.start()
+        if arm == "on" and "telemetry" in self.parts:
             self.telemetry = TelemetrySampler(self.run_dir / "telemetry.jsonl", interval_s=0.1)
             self.telemetry.start()
         self.arm = arm
@@ -110,7 +114,7 @@ def _mk(path: Path) -> Path:
     return path
 
 
-def measure(workload: str, size: str, blocks: int) -> dict:
+def measure(workload: str, size: str, blocks: int, parts: frozenset[str] = PARTS) -> dict:
     spec = get_workload(workload).spec(size)
     trainer = Trainer.build(spec.patch(steps=10**6))
     warm = _Walls()
@@ -121,18 +125,19 @@ def measure(workload: str, size: str, blocks: int) -> dict:
     first = trainer.steps_done
     trainer.total_steps = first + blocks * block_steps
     with tempfile.TemporaryDirectory(prefix="stepwise-overhead-blocks-") as tmp:
-        hooks = BlockHooks(Path(tmp), first, block_steps, trainer.total_steps)
+        hooks = BlockHooks(Path(tmp), first, block_steps, trainer.total_steps, parts)
         try:
             trainer.run(hooks)
         finally:
             hooks.close()
-        samples = sum(1 for _ in open(Path(tmp) / "telemetry.jsonl", encoding="utf-8"))
+        tel = Path(tmp) / "telemetry.jsonl"
+        samples = sum(1 for _ in open(tel, encoding="utf-8")) if tel.exists() else 0
     per_sample = spec.batch_size * spec.grad_accum_steps
     trials = {"on": [], "off": []}
     for arm, walls in hooks.blocks:
         trials[arm].append(Trial(tuple(walls), per_sample))
     est = throughput_ratio(trials["off"], trials["on"])
-    return {"workload": workload, "size": size, "block_steps": block_steps, "blocks": len(hooks.blocks),
+    return {"workload": workload, "size": size, "parts": sorted(parts), "block_steps": block_steps, "blocks": len(hooks.blocks),
             "step_ms": step_ms, "telemetry_samples": samples,
             "on_samples_per_s": [round(t.throughput, 1) for t in trials["on"]],
             "off_samples_per_s": [round(t.throughput, 1) for t in trials["off"]],
@@ -140,7 +145,7 @@ def measure(workload: str, size: str, blocks: int) -> dict:
 
 
 def report(r: dict, target: float = 0.95) -> bool:
-    print(f"\n{r['workload']} ({r['size']}): {r['blocks']} blocks of {r['block_steps']} steps "
+    print(f"\n{r['workload']} ({r['size']}, ON = {'+'.join(r['parts'])}): {r['blocks']} blocks of {r['block_steps']} steps "
           f"(~{r['step_ms']:.0f} ms/step), order ABBA, {r['telemetry_samples']} telemetry samples in the ON blocks")
     print("  ON  samples/s: " + " ".join(f"{v:.0f}" for v in r["on_samples_per_s"]))
     print("  OFF samples/s: " + " ".join(f"{v:.0f}" for v in r["off_samples_per_s"]))
@@ -157,9 +162,14 @@ def main() -> int:
     ap.add_argument("--workload", action="append", help="workload name (repeatable); default compute_bound, data_bound")
     ap.add_argument("--size", default="bench")
     ap.add_argument("--blocks", type=int, default=16, help="blocks in all (a multiple of 4 keeps ABBA whole)")
+    ap.add_argument("--parts", default=",".join(sorted(PARTS)),
+                    help="what ON switches on, comma-separated (to find which part costs): " + ", ".join(sorted(PARTS)))
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
     args = ap.parse_args()
-    results = [measure(w, args.size, args.blocks) for w in args.workload or ["compute_bound", "data_bound"]]
+    parts = frozenset(p.strip() for p in args.parts.split(",") if p.strip())
+    if not parts <= PARTS:
+        ap.error(f"unknown part(s) {sorted(parts - PARTS)}; known: {sorted(PARTS)}")
+    results = [measure(w, args.size, args.blocks, parts) for w in args.workload or ["compute_bound", "data_bound"]]
     if args.json:
         print(json.dumps(results))
         return 0

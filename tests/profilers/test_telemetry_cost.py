@@ -1,0 +1,47 @@
+"""The host sampler stays cheap: no psutil ``cpu_percent`` (6x the cost of ``cpu_times``), one process-table
+walk per refresh period, and its CPU figures still agree with the work done."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+from profilers.telemetry import HostReader
+
+
+def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_percent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = {"children": 0}
+    real_children = psutil.Process.children
+
+    def counting_children(self: psutil.Process, recursive: bool = False) -> list[psutil.Process]:
+        calls["children"] += 1
+        return real_children(self, recursive=recursive)
+
+    def forbidden(*_: object, **__: object) -> float:
+        raise AssertionError("cpu_percent is too costly for a 10 Hz sampler")
+
+    monkeypatch.setattr(psutil.Process, "children", counting_children)
+    monkeypatch.setattr(psutil.Process, "cpu_percent", forbidden)
+    monkeypatch.setattr(psutil, "cpu_percent", forbidden)
+    reader = HostReader([os.getpid()])
+    start = time.monotonic()
+    for _ in range(20):
+        reader.sample()
+    assert time.monotonic() - start < HostReader.CHILDREN_REFRESH_S  # all inside one refresh period
+    assert calls["children"] == 1
+
+
+def test_process_cpu_follows_the_work_done() -> None:
+    reader = HostReader([os.getpid()])
+    reader.sample()
+    end = time.perf_counter() + 0.3
+    while time.perf_counter() < end:  # one core busy
+        sum(i * i for i in range(1000))
+    row = reader.sample()[0]
+    assert 60.0 <= row["cpu_pct"] <= 130.0  # ≈ 100 = one core (loose: a shared machine)
+    assert 0.0 <= row["system_cpu_pct"] <= 100.0
+    assert row["system_cpu_pct"] >= 100.0 / (psutil.cpu_count() or 1) * 0.5
