@@ -110,7 +110,7 @@ def main() -> int:
     ap.add_argument("--workload", action="append", help="workload name (repeatable); default compute_bound, data_bound")
     ap.add_argument("--size", default="bench")
     ap.add_argument("--trials", type=int, default=5)
-    ap.add_argument("--blocks", type=int, default=16, help="ON/OFF blocks of the in-process measurement")
+    ap.add_argument("--blocks", type=int, default=48, help="ON/OFF blocks of the in-process measurement")
     ap.add_argument("--no-blocks", action="store_true", help="skip the in-process ON/OFF measurement")
     args = ap.parse_args()
     ok = True

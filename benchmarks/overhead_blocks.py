@@ -1,6 +1,6 @@
 """Within-run A/B of the instrumentation that stays on outside the profiler's window.
 
-    .venv/bin/python benchmarks/overhead_blocks.py [--workload data_bound] [--size bench] [--blocks 16] [--json]
+    .venv/bin/python benchmarks/overhead_blocks.py [--workload data_bound] [--size bench] [--blocks 48] [--json]
 
 Why a second measurement beside ``overhead.py``: on a shared VM the same bare run varies ±15–20% from one
 process to the next (memory placement, neighbours), more than the 5% being measured, so run-vs-run pairs
@@ -161,7 +161,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", action="append", help="workload name (repeatable); default compute_bound, data_bound")
     ap.add_argument("--size", default="bench")
-    ap.add_argument("--blocks", type=int, default=16, help="blocks in all (a multiple of 4 keeps ABBA whole)")
+    ap.add_argument("--blocks", type=int, default=48, help="blocks in all (a multiple of 4 keeps ABBA whole)")
     ap.add_argument("--parts", default=",".join(sorted(PARTS)),
                     help="what ON switches on, comma-separated (to find which part costs): " + ", ".join(sorted(PARTS)))
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of text")
