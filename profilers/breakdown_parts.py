@@ -72,8 +72,7 @@ def host_work_sets(ev: pd.DataFrame, sel: np.ndarray, masks: dict[str, np.ndarra
     comm = masks["comm_op"][rows]
     if not comm.any():
         return {key: Intervals.of(starts[masks[key][rows]], ends[masks[key][rows]]) for key in HOST_WORK}
-    thread, _ = pd.factorize(pd.MultiIndex.from_arrays([ev["pid"].to_numpy()[rows],
-                                                        ev["tid"].cat.codes.to_numpy()[rows]]))
+    thread = _thread_ids(ev["pid"].to_numpy()[rows], ev["tid"].cat.codes.to_numpy()[rows])
     comm_threads = np.unique(thread[comm])
     in_comm = {int(t): Intervals.of(starts[comm & (thread == t)], ends[comm & (thread == t)]) for t in comm_threads}
     elsewhere = ~np.isin(thread, comm_threads)
@@ -86,6 +85,14 @@ def host_work_sets(ev: pd.DataFrame, sel: np.ndarray, masks: dict[str, np.ndarra
             got = got | (Intervals.of(starts[on], ends[on]) - busy)
         out[key] = got
     return out
+
+
+def _thread_ids(pid: np.ndarray, tid_code: np.ndarray) -> np.ndarray:
+    """A dense id per distinct (pid, tid) pair, from integer arrays (a pandas MultiIndex factorize of the same
+    pairs took 0.27 s of a 0.52 s breakdown on 0.4 M host events)."""
+    pid_code, _ = pd.factorize(pid)
+    key = pid_code.astype(np.int64) * (int(tid_code.max(initial=0)) + 2) + (tid_code.astype(np.int64) + 1)
+    return pd.factorize(key)[0]
 
 
 def kernel_table(ev: pd.DataFrame, in_step: np.ndarray) -> pd.DataFrame:
