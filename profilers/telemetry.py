@@ -173,17 +173,21 @@ class HostReader:
     Measured per sample (thread CPU time, 10 Hz, next to a decoding loop): 0.68 ms before, 0.56 ms now — most
     of what is left is the cold start of a thread that slept 100 ms (whichever call comes first pays ~0.2 ms),
     so ~0.6% of one core. ``tests/profilers/test_telemetry_cost.py`` holds the two choices in place.
+
+    Rates (CPU %, I/O MB/s) are taken over at least ``RATE_WINDOW_S`` of each process's own readings, not
+    between consecutive samples: the kernel counts CPU time in 10 ms ticks, and a sample that runs late lets
+    the next one follow a few ms after it, so one tick over 0.6 ms read as 1729% on 2 cores (measured, with
+    DataLoader workers). Over ≥ 0.25 s a tick is ≤ 4% of a core.
     """
 
     CHILDREN_REFRESH_S = 2.0
+    RATE_WINDOW_S = 0.25
 
     def __init__(self, root_pids: Iterable[int]) -> None:
         self._roots = [psutil.Process(pid) for pid in root_pids]
         self._descendants = [Descendants(root, self.CHILDREN_REFRESH_S) for root in self._roots]
-        self._last: dict[int, tuple[float, int, int]] = {}  # pid -> (cpu seconds, read bytes, write bytes)
-        self._last_t: float | None = None
+        self._rates = WindowedRates(self.RATE_WINDOW_S)
         self._cpu_count = psutil.cpu_count() or None
-        self._last_system = _busy_total(psutil.cpu_times())
 
     def _tree(self) -> list[tuple[psutil.Process, bool]]:
         out: list[tuple[psutil.Process, bool]] = []
@@ -193,33 +197,57 @@ class HostReader:
         return out
 
     def sample(self) -> list[dict[str, Any]]:
-        now = time.monotonic()
-        dt = None if self._last_t is None else max(now - self._last_t, 1e-6)
-        self._last_t = now
-        cpu_s = rss = read_b = write_b = 0.0
-        seen: dict[int, tuple[float, int, int]] = {}
+        cpu = rss = read = write = 0.0
+        alive: set[Any] = {"system"}
         for proc, is_root in self._tree():
             try:
                 times = proc.cpu_times()
-                used = times.user + times.system
+                at = time.monotonic()  # each process's counters against its own clock reading
                 rss += proc.memory_info().rss if is_root else proc.memory_full_info().uss
                 io = proc.io_counters()
             except (psutil.Error, AttributeError):
                 continue
-            before = self._last.get(proc.pid, (used, io.read_bytes, io.write_bytes))
-            cpu_s += max(used - before[0], 0.0)
-            read_b += max(io.read_bytes - before[1], 0)
-            write_b += max(io.write_bytes - before[2], 0)
-            seen[proc.pid] = (used, io.read_bytes, io.write_bytes)
-        self._last = seen  # processes that exited are forgotten
+            alive.add(proc.pid)
+            rates = self._rates.update(proc.pid, at, (times.user + times.system, io.read_bytes, io.write_bytes))
+            if rates is not None:
+                cpu, read, write = cpu + 100.0 * rates[0], read + rates[1], write + rates[2]
         busy, total = _busy_total(psutil.cpu_times())
-        d_total = total - self._last_system[1]
-        system = 100.0 * (busy - self._last_system[0]) / d_total if d_total > 0 else 0.0
-        self._last_system = (busy, total)
-        rate = (lambda b: round(b / MB / dt, 3)) if dt else (lambda b: 0.0)
-        return [{"cpu_pct": round(100.0 * cpu_s / dt, 1) if dt else 0.0,
-                 "system_cpu_pct": round(min(max(system, 0.0), 100.0), 1), "cpu_count": self._cpu_count,
-                 "rss_mb": round(rss / MB, 1), "read_mb_s": rate(read_b), "write_mb_s": rate(write_b)}]
+        system = self._rates.update("system", time.monotonic(), (busy, total))
+        self._rates.forget_all_but(alive)  # processes that exited
+        system_pct = 100.0 * system[0] / system[1] if system is not None and system[1] > 0 else None
+        return [{"cpu_pct": round(cpu, 1),
+                 "system_cpu_pct": None if system_pct is None else round(min(max(system_pct, 0.0), 100.0), 1),
+                 "cpu_count": self._cpu_count, "rss_mb": round(rss / MB, 1),
+                 "read_mb_s": round(read / MB, 3), "write_mb_s": round(write / MB, 3)}]
+
+
+class WindowedRates:
+    """Per-second rates of monotonic counters, each over at least ``window_s`` of that key's own readings.
+
+    ``update(key, at, counters)`` stores the reading and returns ``(Δc / Δt, ...)`` against the newest earlier
+    reading that is at least ``window_s`` old — or, while the key is younger than that, against its oldest
+    reading once that is at least ``window_s / 5`` old; ``None`` before (a first reading has no rate).
+    """
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self._history: dict[Any, list[tuple[float, tuple[float, ...]]]] = {}
+
+    def update(self, key: Any, at: float, counters: tuple[float, ...]) -> tuple[float, ...] | None:
+        history = self._history.setdefault(key, [])
+        old = [h for h in history if at - h[0] >= self.window_s]
+        base = old[-1] if old else (history[0] if history and at - history[0][0] >= self.window_s / 5 else None)
+        history.append((at, counters))
+        if old:  # readings older than the base are no longer needed
+            del history[:len(old) - 1]
+        if base is None:
+            return None
+        dt = at - base[0]
+        return tuple(max(c - b, 0.0) / dt for c, b in zip(counters, base[1]))
+
+    def forget_all_but(self, keys: set[Any]) -> None:
+        for key in set(self._history) - keys:
+            del self._history[key]
 
 
 def _busy_total(t: Any) -> tuple[float, float]:

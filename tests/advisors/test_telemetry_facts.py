@@ -111,6 +111,11 @@ def test_host_rows_carry_the_machine_figures_the_summary_needs() -> None:
 
     from profilers.telemetry import HostReader
 
+    import time
+
     reader = HostReader([os.getpid()])
+    first = reader.sample()[0]
+    assert first["cpu_count"] == psutil.cpu_count() and first["system_cpu_pct"] is None  # no rate from one reading
+    time.sleep(0.1)
     row = reader.sample()[0]
     assert row["cpu_count"] == psutil.cpu_count() and 0.0 <= row["system_cpu_pct"] <= 100.0

@@ -45,3 +45,18 @@ def test_process_cpu_follows_the_work_done() -> None:
     assert 60.0 <= row["cpu_pct"] <= 130.0  # ≈ 100 = one core (loose: a shared machine)
     assert 0.0 <= row["system_cpu_pct"] <= 100.0
     assert row["system_cpu_pct"] >= 100.0 / (psutil.cpu_count() or 1) * 0.5
+
+
+def test_rates_use_a_window_so_a_late_sample_cannot_spike() -> None:
+    """Counters move in 10 ms ticks; two samples 1 ms apart must not turn one tick into 1000%."""
+    from profilers.telemetry import WindowedRates
+
+    r = WindowedRates(0.25)
+    assert r.update("p", 0.0, (0.0,)) is None  # one reading: no rate
+    assert r.update("p", 0.01, (0.0,)) is None  # younger than window / 5: still none
+    assert r.update("p", 0.10, (0.10,)) == pytest.approx((1.0,))  # 0.1 s of CPU over 0.1 s: one core
+    late, early = r.update("p", 0.30, (0.29,)), r.update("p", 0.301, (0.30,))
+    assert late == pytest.approx((0.29 / 0.29,))  # against the newest reading ≥ 0.25 s old (t = 0.01)
+    assert early == pytest.approx((0.30 / 0.291,))  # the same base, not the reading 1 ms before
+    r.forget_all_but(set())
+    assert r.update("p", 1.0, (1.0,)) is None  # forgotten: starts again
