@@ -9,8 +9,8 @@ from advisors.synthetic import observation, run_facts
 from profilers.telemetry_summary import TelemetrySummary
 
 
-def _host(busy_pct: float, cores: int = 2) -> TelemetrySummary:
-    return TelemetrySummary(source="host", samples=200, rate_hz=10.0, cpu_count=cores,
+def _host(busy_pct: float, cores: int = 2, samples: int = 200) -> TelemetrySummary:
+    return TelemetrySummary(source="host", samples=samples, rate_hz=10.0, cpu_count=cores,
                             process_cpu_pct=busy_pct * cores * 0.95, system_cpu_pct=busy_pct)
 
 
@@ -45,6 +45,9 @@ class LoaderOnSaturatedHost(Rule):
         Example("host cores 98% busy but loading only 3% of the step",
                 lambda: observation({"gpu_compute": 0.9, "dataloader": 0.03},
                                     run=run_facts(telemetry=_host(98.0)))),
+        Example("40% exposed loading, host 97% busy in only 3 samples",
+                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4},
+                                    run=run_facts(telemetry=_host(97.0, samples=3)))),
     )
 
     def missing(self, f: Facts) -> str | None:
@@ -63,6 +66,8 @@ class LoaderOnSaturatedHost(Rule):
         tel = f.telemetry
         busy = tel.host_cpu_busy if tel is not None else None
         if busy is None or busy < self.t["busy"] or f.loader_exposed < self.t["loader_share"]:
+            return None
+        if tel.samples < self.t["min_samples"]:  # a median of a couple of samples says nothing (see missing)
             return None
         cores = f"{tel.cpu_count} cores" if tel.cpu_count else "cores"
         return self.finding(
