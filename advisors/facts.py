@@ -71,7 +71,11 @@ class Facts:
     memory_peak_share: float | None
     snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
-    telemetry: TelemetrySummary | None = None  # a stored run's telemetry over its steady steps
+
+    @property
+    def telemetry(self) -> TelemetrySummary | None:
+        """A stored run's telemetry over its steady steps (``None`` for a trace or snapshot alone)."""
+        return self.run.telemetry if self.run is not None else None
 
     @property
     def comm_orchestration(self) -> float:
@@ -90,8 +94,7 @@ def derive(obs: Observation) -> Facts:
     run = obs.run
     spec = run.spec if run else None
     if b is None or b.total_step_ns <= 0:
-        return replace(_no_trace(b, run, spec), snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
-                       telemetry=run.telemetry if run else None)
+        return replace(_no_trace(b, run, spec), snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes)
     total = float(b.total_step_ns)
     shares = b.shares()
     on_gpu = b.device == "gpu"
@@ -127,7 +130,6 @@ def derive(obs: Observation) -> Facts:
         comm_device_fraction=(exposed / busy) if busy else 0.0,
         memory_peak_share=b.memory.device_peak_share,
         snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
-        telemetry=run.telemetry if run else None,
     )
 
 
