@@ -68,8 +68,8 @@ def describe_telemetry(tel: dict[str, Any]) -> str:
     parts = [f"{tel['source'] or 'unknown'} at {tel['rate_hz']:.1f} Hz" if tel.get("rate_hz") else
              f"{tel['source'] or 'unknown'}", f"{tel['samples']} samples in steady steps"]
     if tel.get("host_cpu_busy") is not None:
-        cores = f" of {tel['cpu_count']}" if tel.get("cpu_count") else ""
-        parts.append(f"host cores{cores} {100 * tel['host_cpu_busy']:.0f}% busy")
+        cores = f"{tel['cpu_count']} host cores" if tel.get("cpu_count") else "host cores"
+        parts.append(f"{cores} {100 * tel['host_cpu_busy']:.0f}% busy")
     if tel.get("gpu_util_pct") is not None:
         parts.append(f"GPU utilisation {tel['gpu_util_pct']:.0f}%")
     if tel.get("gpu_mem_used_share") is not None:
