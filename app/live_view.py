@@ -15,6 +15,12 @@ REFRESH_S = 1.0
 def _body(run_id: str) -> None:
     store = data.store()
     live = launching.live(store, run_id)
+    if live.status is not RunStatus.RUNNING and state.live_was_running():
+        # The run has ended: rerun the whole page first, which stops the auto-refresh. "Run finished" and its
+        # links are drawn only by that full run, so a click on them never races a rerun still to come (a
+        # click landing between this fragment and the page rerun was overridden by it: the link did nothing).
+        state.set_live_was_running(False)
+        st.rerun(scope="app")
     p = live.progress or {}
     total, done = int(p.get("total_steps") or 0), int(p.get("step") or 0)
     if live.status is RunStatus.RUNNING:
@@ -39,9 +45,6 @@ def _body(run_id: str) -> None:
     if not live.telemetry.empty:
         source = str(live.telemetry["source"].iloc[0]) if "source" in live.telemetry else None
         ui.chart(charts_time.telemetry(live.telemetry, live.steps, source), key="launch.live_telemetry")
-    if live.status is not RunStatus.RUNNING and state.live_was_running():
-        state.set_live_was_running(False)
-        st.rerun(scope="app")  # stop the auto-refresh: the run has ended
 
 
 def render(run_id: str) -> None:

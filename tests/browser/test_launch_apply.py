@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.harness import wait_for_app
+
 pytestmark = pytest.mark.slow
 
 RUN_TIMEOUT_MS = 240_000
@@ -23,6 +25,9 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_text("Run finished").wait_for(timeout=RUN_TIMEOUT_MS)
     watch.shot("launch_finished")
     assert page.get_by_text("Run finished: ok").count() == 1
+    # Click once the page is idle, as a person would after reading the result: a click while the page's last
+    # auto-refresh is still in flight is folded into that rerun by Streamlit (the newer request's page wins).
+    wait_for_app(page)
     page.get_by_role("link", name="Ask the advisor").click()
     page.get_by_role("heading", name="Advisor").wait_for()
     page.get_by_text("Apply the fix").wait_for()
