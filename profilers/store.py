@@ -124,9 +124,15 @@ class RunStore:
                 continue
             try:
                 tmp.mkdir()
-                return run_id, tmp
             except FileExistsError:
                 continue
+            # Look again: a writer that had the same id may have renamed its folder into place between the
+            # check above and the mkdir (its temporary name was free again). Holding the temporary folder now,
+            # no other writer can finish this id, so a second look that finds it free settles the claim.
+            if (self.root / run_id).exists():
+                tmp.rmdir()
+                continue
+            return run_id, tmp
         raise RunError(f"could not allocate a run id under {self.root}")
 
     # -- changing ------------------------------------------------------------------------------------------

@@ -102,6 +102,32 @@ def test_concurrent_creates_from_processes_and_threads(tmp_path: Path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_an_id_finished_by_another_writer_after_the_check_is_not_claimed_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race behind the concurrent test, made certain: another writer with the same id renames its folder
+    into place just after this one looked (the look says free, the temporary name is free again)."""
+    import profilers.store as store_mod
+
+    store = RunStore(tmp_path)
+    monkeypatch.setattr(store_mod.time, "strftime", lambda fmt: "20261122-120000")
+    tokens, real_token = iter(["abcd", "abcd", "beef"]), store_mod.secrets.token_hex
+    monkeypatch.setattr(store_mod.secrets, "token_hex", lambda n: next(tokens) if n == 2 else real_token(n))
+    first = store.create("run", "w", spec={"workload": "w"})
+    assert first.run_id == "20261122-120000-w-abcd"
+    real_exists, looked = Path.exists, []
+
+    def stale_first_look(self: Path, *a: object, **k: object) -> bool:
+        if self.name == first.run_id and not looked:
+            looked.append(self)
+            return False  # what the look saw a moment before the other writer's rename
+        return real_exists(self, *a, **k)
+
+    monkeypatch.setattr(Path, "exists", stale_first_look)
+    second = store.create("run", "w", spec={"workload": "w"})
+    assert looked and second.run_id == "20261122-120000-w-beef"
+    assert {r.run_id for r in store.list(limit=None)} == {first.run_id, second.run_id}
+
+
 def test_recover_settles_stale_running_runs(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     stale = store.create("run", "stale", spec={"workload": "w"})
