@@ -139,6 +139,7 @@ def measure(workload: str, size: str, blocks: int, parts: frozenset[str] = PARTS
     est = throughput_ratio(trials["off"], trials["on"])
     return {"workload": workload, "size": size, "parts": sorted(parts), "block_steps": block_steps, "blocks": len(hooks.blocks),
             "step_ms": step_ms, "telemetry_samples": samples,
+            "on_seconds": round(sum(sum(walls) for arm, walls in hooks.blocks if arm == "on") / 1000, 3),
             "on_samples_per_s": [round(t.throughput, 1) for t in trials["on"]],
             "off_samples_per_s": [round(t.throughput, 1) for t in trials["off"]],
             "ratio": est.point, "low": est.low, "high": est.high, "level": est.level}

@@ -1,10 +1,18 @@
-"""Shared test fixtures: where the real GPU traces live (../shared/traces beside the checkout)."""
+"""Shared test fixtures: where the real GPU traces live (../shared/traces beside the checkout); Hypothesis runs
+derandomized, so the gate tests the same generated inputs every time (a new random find must not turn an
+unrelated commit red). ``HYPOTHESIS_PROFILE=explore`` fuzzes with fresh randomness on each run."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("gate", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = (REPO.parent / "shared" / "traces").resolve()

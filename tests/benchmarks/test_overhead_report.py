@@ -65,6 +65,6 @@ def test_in_process_blocks_alternate_abba_and_sample_telemetry_when_on() -> None
                           "--blocks", "4", "--json"], check=True, capture_output=True, text=True, timeout=300)
     r = json.loads(out.stdout.strip().splitlines()[-1])[0]
     assert r["blocks"] == 4 and len(r["on_samples_per_s"]) == len(r["off_samples_per_s"]) == 2
-    seconds_on = 2 * r["block_steps"] * r["step_ms"] / 1000
-    assert r["telemetry_samples"] >= 0.5 * 10 * seconds_on  # ≈10 Hz while ON (some slack for a busy machine)
+    # ≈10 Hz over the steps the ON blocks actually took (not the calibration's estimate: load changes between)
+    assert r["on_seconds"] > 0 and r["telemetry_samples"] >= 0.5 * 10 * r["on_seconds"]
     assert r["low"] <= r["ratio"] <= r["high"] and r["ratio"] > 0

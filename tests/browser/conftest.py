@@ -12,7 +12,12 @@ from typing import Any, Iterator
 
 import pytest
 
+from playwright.sync_api import expect
+
 from tests.browser.harness import ARTIFACTS, CHROMIUM, chromium, dashboard
+
+# ``expect`` assertions wait as long as the pages' own default (set below): 5 s is short on a loaded machine.
+expect.set_options(timeout=90_000)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

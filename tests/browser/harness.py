@@ -70,7 +70,13 @@ class Dashboard:
 
 @contextmanager
 def dashboard(home: Path, log: Path, extra_args: tuple[str, ...] = ()) -> Iterator[Dashboard]:
-    server = Dashboard(home, log, extra_args).start()
+    for attempt in range(3):  # the free port can be taken between choosing it and Streamlit binding it
+        try:
+            server = Dashboard(home, log, extra_args).start()
+            break
+        except RuntimeError:
+            if attempt == 2 or "is not available" not in log.read_text(errors="replace"):  # Streamlit's words
+                raise
     try:
         yield server
     finally:
@@ -89,8 +95,17 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
-def wait_for_app(page: Any, timeout_ms: int = 60_000) -> None:
-    """Wait until Streamlit has finished the current script run (no 'running' indicator)."""
+def wait_for_app(page: Any, timeout_ms: int = 60_000, settle_ms: int = 700) -> None:
+    """Wait until Streamlit has finished its script runs: no 'running' indicator on two looks ``settle_ms`` apart.
+
+    The indicator only appears once a run has lasted 500 ms, so one look can fall in a run's first moments."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+    idle = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        page.wait_for_function(idle, timeout=max(int((deadline - time.monotonic()) * 1000), 1))
+        page.wait_for_timeout(settle_ms)
+        if page.evaluate(idle):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the dashboard kept running for {timeout_ms} ms")

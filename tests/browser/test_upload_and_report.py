@@ -28,6 +28,7 @@ def test_upload_names_the_data_bottleneck(server, watch, shared_traces) -> None:
 
 def _open_report(browser, path: Path, shot: str) -> tuple[int, list[str], list[str], list[str], str]:
     context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    context.set_default_timeout(90_000)  # every figure rendered offline by a GPU-less Chromium on a busy machine
     try:
         page, blocked = open_offline(context, path)
         errors: list[str] = []

@@ -88,6 +88,24 @@ def _wait_for_step(handle: RunHandle, step: int) -> None:
         time.sleep(0.05)
 
 
+def _until(condition: Any, timeout_s: float = 10.0) -> bool:
+    """``condition()`` became true within ``timeout_s`` (a killed process takes a moment to be reaped)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _gone(pid: int) -> bool:
+    """``pid`` has exited: no such process, or a zombie waiting for its parent (init) to reap it."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_fake_worker_ok(tmp_path: Path) -> None:
     store, handle = _fake(tmp_path, "ok")
     result = handle.wait(WAIT_S)
@@ -110,7 +128,7 @@ def test_sigkill_mid_run_is_killed_with_steps(tmp_path: Path) -> None:
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and "SIGKILL" in (result.error or "")
     assert result.steps_done == 3 and store.get(handle.run_id).status is RunStatus.KILLED
-    assert run_processes(handle.run_id) == []  # the orphaned grandchild went with it
+    assert _until(lambda: run_processes(handle.run_id) == [])  # the orphaned grandchild went with it
 
 
 def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None:
@@ -121,11 +139,11 @@ def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and result.error == "cancelled by the user"
     assert result.steps_done == 3
-    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+    assert _until(lambda: _gone(child_pid))
 
 
 def test_runner_backstop_stops_a_hung_run(tmp_path: Path) -> None:
-    store, handle = _fake(tmp_path, "hang", hang_timeout_s=1.0)
+    store, handle = _fake(tmp_path, "hang", hang_timeout_s=3.0)
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and "no step finished" in (result.error or "")
     assert result.steps_done == 3
@@ -325,5 +343,5 @@ def test_cancel_run_from_another_process_without_a_handle(tmp_path: Path) -> Non
     assert out.stdout.strip() == "killed", out.stderr
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and result.steps_done == 3
-    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+    assert _until(lambda: _gone(child_pid))
     assert cancel_run(store, handle.run_id) is RunStatus.KILLED  # a finished run stays as it is

@@ -204,11 +204,11 @@ def test_exceeding_the_memory_budget_is_out_of_memory_with_exit_75(tmp_path: Pat
 
 def test_a_step_over_step_timeout_fails_naming_the_step(tmp_path: Path) -> None:
     spec = TrainingSpec(workload=MISBEHAVING.name, params={"mode": "sleep", "at": 2}, batch_size=8, steps=10,
-                        step_timeout_s=1.0)
+                        step_timeout_s=5.0)  # step 2 sleeps 30 s; 5 s leaves the first steps room on a slow machine
     proc = run_worker(tmp_path, spec)
     assert proc.returncode == 1
     result = json.loads((tmp_path / "result.json").read_text())
-    assert result["status"] == "failed" and result["error"] == "step 2 exceeded step_timeout_s=1.0"
+    assert result["status"] == "failed" and result["error"] == "step 2 exceeded step_timeout_s=5.0"
     assert len(read_jsonl(tmp_path / "steps.jsonl")) == 2
     assert tb_scalars(tmp_path)[STEP_SCALARS[0]] == [0, 1]  # flushed by the watchdog's thread, step 2 still stuck
 
