@@ -66,9 +66,21 @@ def _checkpointed(module: nn.Module) -> nn.Module:
     return module
 
 
+def cudnn_benchmark_note(model: nn.Module, spec: TrainingSpec, device_type: str) -> str | None:
+    """The warning for ``cudnn_benchmark`` on CUDA when the model has no convolution for cuDNN to tune."""
+    if not (spec.cudnn_benchmark and device_type == "cuda"):
+        return None
+    if any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules()):
+        return None
+    return f"cudnn_benchmark=True has no effect on {spec.workload} (no convolutions to tune); ignored"
+
+
 def prepare_model(model: nn.Module, spec: TrainingSpec, device: torch.device, *, checkpoint_blocks: tuple[str, ...],
                   channels_last_applies: bool, warnings: list[str]) -> nn.Module:
     """Device, memory format and activation checkpointing (DDP and compile come after, in the trainer)."""
+    note = cudnn_benchmark_note(model, spec, device.type)
+    if note:
+        warnings.append(note)
     model = model.to(device)
     if spec.channels_last:
         if channels_last_applies:

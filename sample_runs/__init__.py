@@ -20,7 +20,7 @@ gpt_small              ``channels_last``, ``cache_decoded``, ``ddp_no_sync``, ``
 
 Everywhere: ``tf32``, ``cudnn_benchmark``, ``pin_memory`` and ``cuda_graphs`` act on CUDA only (warned on a
 CPU); ``ddp_no_sync`` needs ``grad_accum_steps`` > 1. ``cudnn_benchmark`` tunes convolutions only, so on CUDA
-it is a silent no-op for the workloads without convolutions (compute_bound, memory_bound,
+it is warned and ignored for the workloads without convolutions (compute_bound, memory_bound,
 communication_bound, gpt_small). ``activation_checkpointing`` acts on every workload (each declares its
 checkpoint blocks).
 """

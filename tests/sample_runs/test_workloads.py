@@ -115,3 +115,18 @@ def test_the_knobs_a_workload_cannot_honour_are_warned_as_documented(name: str) 
     warnings = " | ".join(Trainer.build(spec).warnings)
     warned = {k for k in ("channels_last", "cache_decoded", "activation_checkpointing") if f"{k}=True" in warnings}
     assert warned == CANNOT_ACT[name], warnings
+
+
+NO_CONVOLUTIONS = {"compute_bound", "memory_bound", "communication_bound", "gpt_small"}  # as the docs list them
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_cudnn_benchmark_on_cuda_is_warned_where_there_is_no_convolution(name: str) -> None:
+    from profilers.trainer_setup import cudnn_benchmark_note
+
+    spec = WORKLOADS[name].spec("tiny", cudnn_benchmark=True)
+    model = WORKLOADS[name].build(spec).model
+    note = cudnn_benchmark_note(model, spec, "cuda")
+    assert (note is not None) == (name in NO_CONVOLUTIONS), note
+    assert cudnn_benchmark_note(model, spec.patch(cudnn_benchmark=False), "cuda") is None
+    assert cudnn_benchmark_note(model, spec, "cpu") is None  # the CPU path warns "CUDA only" instead
