@@ -172,6 +172,9 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame) -> dict[str, A
 
 
 def _peak_mb(telemetry: pd.DataFrame) -> float | None:
+    """Largest memory amount sampled; on a GPU run (NVML lines present) the device's, not the host's RSS."""
+    if "source" in telemetry.columns and telemetry["source"].eq("nvml").any():
+        telemetry = telemetry[telemetry["source"].eq("nvml")]
     cols = [c for c in MEMORY_METRICS_MB if c in telemetry.columns]
     if telemetry.empty or not cols:
         return None

@@ -2,6 +2,8 @@
 
 ``TelemetrySampler`` is a daemon thread that appends one JSON line per sample (per GPU for NVML) to
 ``telemetry.jsonl`` and flushes it, so a reader sees samples live and a killed run keeps what it sampled.
+With NVML it writes the host's line too (``source: "host"``, same ``t_unix_ns``): a GPU run's input pipeline
+lives on the host's cores, and the advisor needs to know whether they were saturated.
 
 Clock alignment: every line carries ``t_unix_ns`` (``time.time_ns()``) and ``t_trace_us``, the same clock as
 the Kineto trace's ``ts``. Kineto (torch ≥ 2.4) writes ``ts`` in µs relative to ``baseTimeNanoseconds`` in the
@@ -274,6 +276,7 @@ class TelemetrySampler(threading.Thread):
         self._stop_event = threading.Event()
         self._roots = list(root_pids) if root_pids is not None else [os.getpid()]
         self.reader: NvmlReader | HostReader
+        self.host: HostReader | None = None  # beside NVML: the host's side of a GPU run (its CPUs feed the GPU)
         if source is None or source == "nvml":
             ok, reason = probe_nvml()  # probes the real pynvml
             if ok:
@@ -290,13 +293,19 @@ class TelemetrySampler(threading.Thread):
             if not ok:
                 raise RuntimeError(f"NVML telemetry requested but unavailable: {reason}")
             self.source, self.reader, self.note = "nvml", NvmlReader(source), f"{reason} (injected NVML module)"
+        if self.source == "nvml":
+            self.host = HostReader(self._roots)
+            self.note += "; host CPU and memory via psutil alongside"
         self.samples_written = 0
 
     def sample_once(self, fh: Any) -> None:
         t_ns = time.time_ns()
         base = kineto_base_ns(t_ns)
-        for metrics in self.reader.sample():
-            line = {"t_unix_ns": t_ns, "t_trace_us": (t_ns - base) / 1000, "source": self.source, **metrics}
+        rows = [(self.source, m) for m in self.reader.sample()]
+        if self.host is not None:
+            rows += [("host", m) for m in self.host.sample()]
+        for source, metrics in rows:
+            line = {"t_unix_ns": t_ns, "t_trace_us": (t_ns - base) / 1000, "source": source, **metrics}
             fh.write(orjson.dumps(line).decode() + "\n")
             self.samples_written += 1
         fh.flush()

@@ -89,7 +89,7 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
     kept = telemetry[_in_steady_steps(t, steps)] if steps is not None and not steps.empty else telemetry
     sources = telemetry["source"].dropna().astype(str).unique() if "source" in telemetry else []
     return TelemetrySummary(
-        source=str(sources[0]) if len(sources) else None,
+        source="+".join(sources) if len(sources) else None,  # "nvml+host" on a GPU run
         samples=int(kept["t_unix_ns"].nunique()),
         rate_hz=_round(rate),
         cpu_count=_int(_median(kept, "cpu_count")),

@@ -72,12 +72,13 @@ def telemetry(tel: pd.DataFrame, steps: pd.DataFrame, source: str | None = None)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("Utilisation (%)", "Memory (MiB)"))
     metrics = metric_columns(tel) if not tel.empty else []
-    groups = list(tel.groupby("gpu")) if "gpu" in tel.columns and tel["gpu"].notna().any() else [(None, tel)]
+    by_gpu = "gpu" in tel.columns and tel["gpu"].notna().any()
+    groups = list(tel.groupby("gpu", dropna=False)) if by_gpu else [(None, tel)]
     i = 0
     for gpu, g in groups:
-        suffix = f" gpu{int(gpu)}" if gpu is not None else ""
+        suffix = "" if not by_gpu else " host" if pd.isna(gpu) else f" gpu{int(gpu)}"
         for row, names in ((1, UTIL_METRICS), (2, MEMORY_METRICS)):
-            for m in (m for m in names if m in metrics):
+            for m in (m for m in names if m in metrics and g[m].notna().any()):  # host rows: no GPU metric
                 fig.add_trace(go.Scatter(x=g["t_s"].round(3).tolist(), y=g[m].round(2).tolist(), mode="lines",
                                          name=f"{m}{suffix}", line={"color": SERIES_COLORS[i % len(SERIES_COLORS)]}),
                               row=row, col=1)

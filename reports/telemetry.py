@@ -2,7 +2,8 @@
 
 Input: ``RunStore.read_telemetry`` (``t_unix_ns, t_trace_us, source`` then one column per metric; NVML lines
 carry a ``gpu`` index). Output: the same metric columns, averaged per time bucket, plus ``t_s`` (seconds since
-the first sample) and ``t_unix_ns`` (the bucket's first sample), one series per ``gpu`` when present.
+the first sample) and ``t_unix_ns`` (the bucket's first sample), one series per ``gpu`` when present (the host's
+lines beside NVML ones have no ``gpu``: their series keeps ``gpu`` empty).
 """
 
 from __future__ import annotations
@@ -33,5 +34,5 @@ def downsample_telemetry(telemetry: pd.DataFrame, max_points: int = MAX_POINTS) 
     df["_b"] = np.minimum((df["t_s"] / span * max_points).astype(int), max_points - 1)
     agg = {m: (m, "mean") for m in metrics}
     agg.update(t_s=("t_s", "first"), t_unix_ns=("t_unix_ns", "first"), source=("source", "first"))
-    out = df.groupby([*keys, "_b"], sort=True).agg(**agg).reset_index()
+    out = df.groupby([*keys, "_b"], sort=True, dropna=False).agg(**agg).reset_index()  # host rows: no gpu
     return out.drop(columns="_b").sort_values([*keys, "t_s"], ignore_index=True)

@@ -23,7 +23,8 @@ class LoaderOnSaturatedHost(Rule):
     computing, a worker takes its CPU from the training step (measured on the 2-core ``data_bound`` bench:
     2 workers gave 1.00× [0.85, 1.22] while caching decoded samples gave 6.3×). So this rule proposes making
     each sample cheaper — decode once and cache — instead of spreading the same work over more processes.
-    It needs telemetry: an uploaded trace, or a GPU run sampled through NVML, cannot show host saturation.
+    It needs run telemetry (an uploaded trace cannot show host saturation); GPU runs sample the host beside
+    NVML, so it judges them too.
 
     Thresholds: ``loader_share`` (0.10) — exposed loader time worth fixing; ``busy`` (0.85) of the host's
     cores busy, ``high_busy`` (0.97) for full confidence; ``min_samples`` (5) telemetry samples inside steady

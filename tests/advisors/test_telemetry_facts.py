@@ -62,7 +62,24 @@ def test_nvml_summary_per_sample_over_gpus() -> None:
     assert s.host_cpu_busy is None
 
 
-def _run_with_host(tmp_path: Path, system_cpu_pct: float) -> Path:
+def test_a_gpu_run_samples_the_host_beside_nvml_and_the_summary_reads_both() -> None:
+    rows = []
+    for j in range(10):  # what TelemetrySampler writes with NVML: each GPU's line, then the host's, same time
+        t = T0 + j * 100 * MS
+        rows += [{"t_unix_ns": t, "source": "nvml", "gpu": g, "gpu_util_pct": 40.0, "mem_used_mb": 9_000.0,
+                  "mem_total_mb": 81_920.0} for g in (0, 1)]
+        rows.append({"t_unix_ns": t, "source": "host", "cpu_pct": 380.0, "system_cpu_pct": 96.0, "cpu_count": 4,
+                     "rss_mb": 30_000.0})
+    s = summarise_telemetry(telemetry_frame(rows))
+    assert s is not None and s.source == "nvml+host" and s.samples == 10 and s.rate_hz == pytest.approx(10.0)
+    assert s.gpu_util_pct == pytest.approx(40.0) and s.gpu_mem_used_mb == 9_000.0  # not the host's RSS
+    assert s.host_cpu_busy == pytest.approx(0.96) and s.process_cpu_pct == 380.0
+    from profilers.run_model import summarise_steps
+
+    assert summarise_steps(_steps(), telemetry_frame(rows))["peak_memory_mb"] == 9_000.0  # the device's peak
+
+
+def _run_with_host(tmp_path: Path, system_cpu_pct: float, gpus: int = 0) -> Path:
     store = RunStore(tmp_path / "runs")
     rec = fake_run(store, steps=40)
     run_dir = Path(rec.run_dir)
@@ -70,6 +87,9 @@ def _run_with_host(tmp_path: Path, system_cpu_pct: float) -> Path:
     t0, t1 = steps[0]["t_unix_ns"], steps[-1]["t_unix_ns"] + 100 * MS
     with open(run_dir / "telemetry.jsonl", "w") as fh:
         for t in range(t0, t1, 100 * MS):
+            for g in range(gpus):
+                fh.write(json.dumps({"t_unix_ns": t, "t_trace_us": 0.0, "source": "nvml", "gpu": g,
+                                     "gpu_util_pct": 35.0, "mem_used_mb": 5_000.0, "mem_total_mb": 81_920.0}) + "\n")
             fh.write(json.dumps({"t_unix_ns": t, "t_trace_us": 0.0, "source": "host", "cpu_pct": 100.0,
                                  "system_cpu_pct": system_cpu_pct, "cpu_count": 2, "rss_mb": 300.0}) + "\n")
     return run_dir
@@ -88,6 +108,14 @@ def test_saturated_host_makes_caching_the_first_data_fix(tmp_path: Path, capsys:
     first = out["findings"][0]
     assert first["rule"] == "DATA005" and first["fix"]["id"] == "cache_decoded"
     assert first["evidence"]["host_cpu_busy"] == pytest.approx(0.97) and first["evidence"]["cpu_count"] == 2
+
+
+def test_a_gpu_runs_saturated_host_is_judged_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(_run_with_host(tmp_path, 97.0, gpus=2), capsys)
+    tel = out["run"]["telemetry"]
+    assert tel["source"] == "nvml+host" and tel["host_cpu_busy"] == pytest.approx(0.97)
+    assert tel["gpu_util_pct"] == pytest.approx(35.0)
+    assert out["findings"][0]["rule"] == "DATA005"
 
 
 def test_idle_cores_leave_worker_processes_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,15 +33,20 @@ def test_probe_never_raises_and_explains_itself() -> None:
 def test_nvml_path_writes_one_line_per_gpu_with_every_metric(tmp_path: Path) -> None:
     fake = FakeNvml(gpus=2, unsupported=("nvmlDeviceGetPowerUsage",))
     sampler = TelemetrySampler(tmp_path / "t.jsonl", source=fake)
-    assert sampler.source == "nvml" and "2 GPU" in sampler.note
+    assert sampler.source == "nvml" and "2 GPU" in sampler.note and "host" in sampler.note
     with (tmp_path / "t.jsonl").open("w") as fh:
         sampler.sample_once(fh)
         sampler.sample_once(fh)
-    df = read_telemetry(tmp_path / "t.jsonl")
+    all_rows = read_telemetry(tmp_path / "t.jsonl")
+    assert all_rows["source"].tolist() == ["nvml", "nvml", "host"] * 2  # each sample: every GPU, then the host
+    assert all_rows.groupby("t_unix_ns").size().tolist() == [3, 3]  # one time per sample
+    df = all_rows[all_rows["source"] == "nvml"]
     assert len(df) == 4 and sorted(df["gpu"].unique()) == [0, 1]
-    assert NVML_KEYS <= set(df.columns) and set(df["source"]) == {"nvml"}
+    assert NVML_KEYS <= set(df.columns)
     assert df["power_w"].isna().all()  # unsupported metric → missing, not a crash
     assert df["mem_total_mb"].eq(16000).all() and df["temp_c"].tolist() == [60, 61, 60, 61]
+    host = all_rows[all_rows["source"] == "host"]
+    assert host["gpu"].isna().all() and host["cpu_count"].notna().all() and host["rss_mb"].gt(0).all()
     for name in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetClockInfo",
                  "nvmlDeviceGetTemperature", "nvmlDeviceGetPcieThroughput", "nvmlDeviceGetHandleByIndex"):
         assert fake.calls.get(name, 0) > 0, name
