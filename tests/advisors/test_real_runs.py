@@ -21,7 +21,13 @@ from tests.sample_runs.dominant import assert_dominated_by, run_breakdown
 
 EXPECTED = {"data_bound": "data", "compute_bound": "compute", "memory_bound": "memory",
             "communication_bound": "communication"}
-MARGIN = 1.3  # the intended group's share of step time over the runner-up's (measured >= 1.6, see each workload)
+MARGIN = 1.3  # the intended group's share of step time over the runner-up's (see each workload's measurements)
+# communication_bound's split swings from step to step (two ranks and gloo's threads share 2 cores: per-step
+# communication/compute ratios of 0.4-5 in one run), so its dominance is judged over 8 profiled steps instead
+# of 3, with its own margin. Measured 2026-11-22 on 2 cores, ratio of the aggregate shares: 3 profiled steps
+# 1.08-1.88 (6 runs; CI once saw 1.25 and failed the 1.3 margin), 6 steps 1.30-2.14 (5), 8 steps 1.36-1.86 (6).
+PROFILED = {"communication_bound": 8}
+MARGINS = {"communication_bound": 1.15}
 
 
 def _facts(outcome) -> dict:
@@ -34,7 +40,10 @@ def _facts(outcome) -> dict:
 @pytest.mark.parametrize("workload", sorted(EXPECTED))
 def test_tiny_workload_is_diagnosed_as_built(workload: str, tmp_path: Path) -> None:
     run = store_runner(RunStore(tmp_path / "runs"), timeout_s=300)
-    outcome = run(WORKLOADS[workload].spec("tiny"))
+    spec = WORKLOADS[workload].spec("tiny")
+    if workload in PROFILED:  # same warm-up and unprofiled steps, more of them profiled
+        spec = spec.patch(profile_active=PROFILED[workload], steps=spec.steps + PROFILED[workload] - spec.profile_active)
+    outcome = run(spec)
     d = diagnose_outcome(outcome)
     why = {"findings": [(f.rule, round(f.severity, 3)) for f in d.findings], "facts": _facts(outcome)}
     assert d.bottleneck.value == EXPECTED[workload], why
@@ -42,7 +51,7 @@ def test_tiny_workload_is_diagnosed_as_built(workload: str, tmp_path: Path) -> N
         assert outcome.trial is not None and outcome.trial.samples_per_step > 0
         assert len(outcome.losses) == outcome.steps_done
         b = run_breakdown(outcome.run_dir)  # type: ignore[arg-type]
-        shares = assert_dominated_by(b, EXPECTED[workload], MARGIN)
+        shares = assert_dominated_by(b, EXPECTED[workload], MARGINS.get(workload, MARGIN))
         if workload == "compute_bound":  # and that compute is matmul work (measured 0.85-0.9 of it)
             ns = b.category_ns()
             assert b.cpu_matmul.total_ns > 0.6 * (ns["forward"] + ns["backward"]), shares
