@@ -128,9 +128,17 @@ def _with_kwargs(source: str, line: int, target: str, site: Mapping[str, Any], k
     if missing:
         close = _offset(lines, call.end_lineno or call.lineno, (call.end_col_offset or 1) - 1)  # the ')'
         inside = source[:close].rstrip()
-        has_args = bool(call.args or call.keywords)
-        sep = "" if not has_args else (" " if inside.endswith(",") else ", ")
-        text = sep + ", ".join(f"{k}={v}" for k, v in missing.items())
+        args = [*call.args, *(k.value for k in call.keywords)]
+        last = max(args, key=lambda a: (a.end_lineno or a.lineno, a.end_col_offset or 0), default=None)
+        one_per_line = last is not None and inside.endswith(",") and (last.end_lineno or last.lineno) < \
+            (call.end_lineno or call.lineno)
+        if one_per_line:  # the user's style: one argument per line, each with a trailing comma
+            arg_line = lines[(last.lineno if last is not None else call.lineno) - 1]
+            indent = arg_line[:len(arg_line) - len(arg_line.lstrip())]
+            text = "".join(f"\n{indent}{k}={v}," for k, v in missing.items())
+        else:
+            sep = "" if not args else (" " if inside.endswith(",") else ", ")
+            text = sep + ", ".join(f"{k}={v}" for k, v in missing.items())
         edits.append((len(inside), len(inside), text))
     out = source
     for start, end, text in sorted(edits, reverse=True):
