@@ -138,13 +138,14 @@ def optimize(spec: Spec, run: RunFn, rounds: int = 3, policy: Policy = Policy(),
     rungs: list[Rung] = []
     advice: dict[str, Advice] = {}
     rejected: set[str] = set()
+    not_applied: set[str] = set()  # a fix that could not act (e.g. a cache refused for random augmentation) stays so
     for rnd in range(1, rounds + 1):
         kept_exp: Experiment | None = None
         binding = diagnosis.binding
         for fix, why in how.advice(diagnosis):
             advice.setdefault(fix.id, Advice(rnd, diagnosis.bottleneck.value, binding.rule if binding else None,
                                              fix, why))
-        for attempt, fix in enumerate(how.candidates(diagnosis, current, rejected)):
+        for attempt, fix in enumerate(how.candidates(diagnosis, current, rejected | not_applied)):
             if attempt >= max_attempts:
                 break
             emit({"phase": "experiment", "round": rnd, "fix": fix.id})
@@ -158,6 +159,8 @@ def optimize(spec: Spec, run: RunFn, rounds: int = 3, policy: Policy = Policy(),
                 kept_exp = exp
                 break
             rejected.add(fix.id)
+            if exp.not_applied:
+                not_applied.add(fix.id)
         if kept_exp is None:
             break
         current, rejected = kept_exp.patched.spec, set()

@@ -64,7 +64,7 @@ class StepRecorder:
         if torch.cuda.is_available():
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         self.prof = torch.profiler.profile(
-            activities=activities, profile_memory=True, record_shapes=False,
+            activities=activities, profile_memory=True, record_shapes=True,  # dtypes: is bf16 already on?
             schedule=torch.profiler.schedule(wait=wait, warmup=PROFILE_WARMUP, active=active, repeat=1),
             on_trace_ready=self._export)
         self.traces: list[Path] = []
