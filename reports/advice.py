@@ -65,3 +65,15 @@ def experiment_json(e: Any, fallback: dict[str, Any]) -> dict[str, Any]:
     """The advisor's JSON form of an experiment (``advisors.ladder_report.experiment_json``), else ``fallback``."""
     fn = _attr("advisors.ladder_report", "experiment_json")
     return fn(e) if fn is not None else fallback
+
+
+def ladder_json(ladder: Any, fallback: dict[str, Any]) -> dict[str, Any]:
+    """The advisor's JSON form of a ladder (``advisors.ladder_report.ladder_json``: the ``optimize --json``
+    contract, with ``where`` and ``change`` per round on a script), else ``fallback``."""
+    from reports.experiment import arm_device
+
+    fn = _attr("advisors.ladder_report", "ladder_json")
+    if fn is None:
+        return fallback
+    device = arm_device(ladder.rungs[0].experiment.patched) if ladder.rungs else "cpu"
+    return fn(ladder, device)

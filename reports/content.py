@@ -1,7 +1,8 @@
 """What a report says, as plain values: the context the templates render and the JSON export.
 
 One place decides the content (verdict, findings with their fixes, breakdown, top kernels and ops, the run's
-facts, an optional A-vs-B comparison); the templates only lay it out. Strings are left raw here — escaping
+facts, an optional A-vs-B comparison, an applied fix or an optimisation ladder — for a script, with where in
+the user's file the change belongs and the diff); the templates only lay it out. Strings are left raw here — escaping
 is the template's job (jinja2 autoescape for HTML, the ``md`` filter for Markdown).
 """
 
@@ -49,8 +50,10 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     return out
 
 
-def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Any = None) -> dict[str, Any]:
-    """Everything the HTML and Markdown templates show (``experiment``: an applied fix's A/B result)."""
+def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Any = None,
+                   ladder: Any = None) -> dict[str, Any]:
+    """Everything the HTML and Markdown templates show (``experiment``: an applied fix's A/B result;
+    ``ladder``: an ``advisors.optimize.Ladder``)."""
     b, d = a.breakdown, a.diagnosis
     rows = max(len(b.per_step), 1) if b is not None else 1
     shares = b.shares() if b is not None else {}
@@ -83,16 +86,39 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "notes": list(a.notes), "warnings": list(a.warnings),
         "comparison": None if comparison is None else comparison_context(comparison),
         "experiment": None if experiment is None else experiment_context(experiment),
+        "ladder": None if ladder is None else ladder_context(ladder),
     }
 
 
 def experiment_context(e: Any) -> dict[str, Any]:
-    """An applied fix: its title and snippet, the verdict and the numbers it rests on."""
+    """An applied fix: its title and snippet, the verdict and the numbers it rests on; for a script, ``where``
+    (file:line) and ``change`` (the diff or the snippet at the line, for a kept fix)."""
     s = ex.summary(e)
+    script = ex.script_change(e) or {}
     return {"fix": e.fix.title, "snippet": e.fix.snippet, "kept": e.kept, "reason": e.reason,
+            "verdict": s["verdict"], "not_applied": s["not_applied"], "injected": s["injected"],
             "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]), "speedup": _num(s["speedup"]),
             "low": _num(s["low"]), "high": _num(s["high"]), "level": s["level"], "trials": s["trials"],
-            "spec_change": {k: str(v) for k, v in s["spec_change"].items()}}
+            "spec_change": {k: str(v) for k, v in s["spec_change"].items()},
+            "where": script.get("where"), "change": script.get("change")}
+
+
+def ladder_context(ladder: Any) -> dict[str, Any]:
+    """An optimisation ladder: every attempt with its verdict (and, on a script, where and the change), the total
+    speed-up of the kept fixes, and the fixes left to you."""
+    changes = {(c["round"], c["fix_id"]): c for c in ex.ladder_changes(ladder)}
+    rungs = []
+    for r in ladder.rungs:
+        e = r.experiment
+        s = ex.summary(e)
+        c = changes.get((r.round, e.fix.id), {})
+        rungs.append({"round": r.round, "bottleneck": r.bottleneck, "fix": e.fix.title, "verdict": s["verdict"],
+                      "reason": e.reason, "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]),
+                      "speedup": _num(s["speedup"]), "low": _num(s["low"]), "high": _num(s["high"]),
+                      "cumulative": _num(r.cumulative) if e.kept else None,
+                      "where": c.get("where"), "change": c.get("change")})
+    return {"total_speedup": _num(ladder.total_speedup), "rungs": rungs, "advice": ex.ladder_advice(ladder),
+            "trials": ladder.rungs[0].experiment.policy.trials if ladder.rungs else None}
 
 
 def comparison_context(c: Comparison) -> dict[str, Any]:
@@ -102,10 +128,12 @@ def comparison_context(c: Comparison) -> dict[str, Any]:
             "ops": [{k: _num(v) for k, v in r.items()} for r in c.ops.to_dict("records")]}
 
 
-def report_json(a: Analysis, comparison: Comparison | None = None, experiment: Any = None) -> dict[str, Any]:
+def report_json(a: Analysis, comparison: Comparison | None = None, experiment: Any = None,
+                ladder: Any = None) -> dict[str, Any]:
     """The JSON export: the breakdown summary (the ``analyze --json`` facts), the advisor's diagnosis, the
-    run's facts and per-step samples, and the comparison and the applied fix when given."""
-    ctx = report_context(a, comparison, experiment)
+    run's facts and per-step samples, and the comparison, the applied fix and the ladder when given (on a
+    script, each with ``where`` and ``change``)."""
+    ctx = report_context(a, comparison, experiment, ladder)
     return {
         "stepwise_report": REPORT_SCHEMA, "generated_unix": round(time.time(), 3), "label": a.label, "kind": a.kind,
         "headline": a.headline, "summary": a.summary,
@@ -113,5 +141,8 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: A
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
         "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],
-        "experiment": None if experiment is None else advice.experiment_json(experiment, ctx["experiment"]),
+        "experiment": None if experiment is None else {
+            **advice.experiment_json(experiment, ctx["experiment"]),
+            **{k: ctx["experiment"][k] for k in ("verdict", "not_applied", "where", "change")}},
+        "ladder": None if ladder is None else advice.ladder_json(ladder, ctx["ladder"]),
     }

@@ -23,12 +23,14 @@ def markdown_text(text: object, limit: int | None = None) -> str:
     return _MD_SPECIAL.sub(r"\\\1", s)
 
 
-def markdown_code(text: object) -> str:
-    """``text`` inside a fenced code block that it cannot close (the fence is longer than any backtick run)."""
+def markdown_code(text: object, language: str = "") -> str:
+    """``text`` inside a fenced code block that it cannot close (the fence is longer than any backtick run);
+    ``language`` (letters only, e.g. ``diff``) names the block's syntax."""
     s = str(text)
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}\n{s}\n{fence}"
+    lang = language if re.fullmatch(r"[A-Za-z]*", language) else ""
+    return f"{fence}{lang}\n{s}\n{fence}"
 
 
 def script_json(obj: Any) -> str:

@@ -1,7 +1,10 @@
 """An A/B experiment or an optimisation ladder (``advisors.experiment`` / ``advisors.optimize``) as chart inputs.
 
 Pure functions from the advisor's values to plain samples, curves and tables; the before/after breakdown
-reads each arm's first stored run (its trace) with :func:`reports.analysis.analyse_path`.
+reads each arm's first stored run (its trace) with :func:`reports.analysis.analyse_path`. For a fix injected
+into a user's script (:class:`~profilers.script_spec.ScriptSpec`), :func:`script_change` says where in the
+user's file the change belongs and, for a kept fix, the edit itself (``advisors.ladder_report.change_json``: a
+unified diff of the file, or the snippet at the line).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import pandas as pd
 
 from profilers.breakdown import CATEGORIES
 from profilers.errors import StepwiseError
+from profilers.script_spec import ScriptSpec
+from profilers.store_io import read_json
 from reports.analysis import analyse_path
 
 
@@ -66,7 +71,74 @@ def summary(e: Any) -> dict[str, Any]:
     return {"before_ms": before.median_step_ms, "after_ms": after.median_step_ms, "speedup": e.speedup,
             "low": e.ratio.low if e.ratio else None, "high": e.ratio.high if e.ratio else None,
             "level": e.policy.level, "kept": e.kept, "reason": e.reason, "trials": e.policy.trials,
-            "spec_change": {k: v[1] for k, v in e.baseline.spec.describe_diff(e.patched.spec).items()}}
+            "spec_change": {k: v[1] for k, v in e.baseline.spec.describe_diff(e.patched.spec).items()},
+            "verdict": verdict(e), "not_applied": getattr(e, "not_applied", None), "injected": is_script(e)}
+
+
+def is_script(e: Any) -> bool:
+    """True for a fix injected into a user's script (its knobs are injected at boot; the file is never written)."""
+    return isinstance(e.patched.spec, ScriptSpec)
+
+
+def verdict(e: Any) -> str:
+    """``kept``, ``not applied`` (the fix never acted in the patched run: no speed was judged) or ``rejected``."""
+    return "kept" if e.kept else "not applied" if getattr(e, "not_applied", None) else "rejected"
+
+
+def call_site(e: Any) -> dict[str, Any] | None:
+    """The call in the user's code the fix acts on (its DataLoader, optimizer, model call …), as the launcher
+    recorded it in the runs' ``injected.json`` (patched runs first); ``None`` when the fix has no single place."""
+    from advisors.script_fixes import INJECTIONS
+
+    inj = INJECTIONS.get(e.fix.id)
+    if inj is None or inj.target is None:
+        return None
+    for o in (*e.patched.outcomes, *e.baseline.outcomes):
+        site = ((o.applied or {}).get("sites") or {}).get(inj.target)
+        if isinstance(site, dict) and site.get("file") and site.get("line"):
+            return dict(site)
+    return None
+
+
+def arm_device(arm: Any) -> str:
+    """Where an arm's runs executed (``cuda`` or ``cpu``), from its first run's ``result.json``."""
+    for o in arm.outcomes:
+        result = read_json(Path(o.run_dir) / "result.json") if o.run_dir else None
+        if isinstance(result, dict) and result.get("device"):
+            return "cuda" if str(result["device"]).startswith("cuda") else "cpu"
+    return "cpu"
+
+
+def script_change(e: Any, where: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """For a fix on a script: ``where`` (``file:line`` or ``None``), ``site`` (the recorded call) and ``change``
+    (for a kept fix: ``{kind: diff|snippet, file, line, text}``, else ``None``); ``None`` for a workload.
+    ``where`` overrides the call site (a ladder rung knows its own)."""
+    if not is_script(e):
+        return None
+    from advisors.ladder_report import change_json
+    from advisors.optimize import Rung
+
+    site = where if where is not None else call_site(e)
+    change = change_json(Rung(0, e.fix.bottleneck.value, None, e, e.speedup or 1.0, site), arm_device(e.patched)) \
+        if e.kept else None
+    return {"where": f"{site.get('file')}:{site.get('line')}" if site else None, "site": site, "change": change}
+
+
+def ladder_changes(ladder: Any) -> list[dict[str, Any]]:
+    """Per rung of a ladder on a script: round, fix, verdict, reason, ``where`` and ``change`` (kept fixes)."""
+    out = []
+    for r in ladder.rungs:
+        c = script_change(r.experiment, r.where)
+        if c is not None:
+            out.append({"round": r.round, "fix": r.experiment.fix.title, "fix_id": r.experiment.fix.id,
+                        "verdict": verdict(r.experiment), "reason": r.experiment.reason, **c})
+    return out
+
+
+def ladder_advice(ladder: Any) -> list[dict[str, Any]]:
+    """The fixes the ladder's diagnoses proposed that you change yourself: title, why, snippet."""
+    return [{"round": a.round, "fix": a.fix.title, "fix_id": a.fix.id, "why": a.why, "snippet": a.fix.snippet}
+            for a in getattr(ladder, "advice", ())]
 
 
 def ladder_frame(ladder: Any) -> pd.DataFrame:
@@ -78,7 +150,7 @@ def ladder_frame(ladder: Any) -> pd.DataFrame:
         rows.append({"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, "fix": e.fix.title,
                      "before ms": s["before_ms"], "after ms": s["after_ms"], "speed-up": s["speedup"],
                      "interval": None if s["low"] is None else f"[{s['low']:.2f}, {s['high']:.2f}]",
-                     "kept": e.kept, "cumulative": r.cumulative, "reason": e.reason})
+                     "kept": e.kept, "verdict": verdict(e), "cumulative": r.cumulative, "reason": e.reason})
     return pd.DataFrame(rows)
 
 

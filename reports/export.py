@@ -29,7 +29,7 @@ from reports.analysis import Analysis
 from reports.charts import BOTTLENECK_COLORS
 from reports.compare import Comparison
 from reports.escape import markdown_code, markdown_text, script_json_text
-from reports.figures import analysis_figures, comparison_figures, experiment_figures
+from reports.figures import analysis_figures, comparison_figures, experiment_figures, ladder_figures
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FORMATS = {"html": "text/html", "json": "application/json", "md": "text/markdown"}
@@ -72,19 +72,23 @@ def fmt_for(path: str | Path, fmt: str | None = None) -> str:
     return chosen
 
 
-def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None, experiment: Any = None) -> bytes:
+def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None, experiment: Any = None,
+           ladder: Any = None) -> bytes:
     """The report as bytes in ``fmt`` (``html``, ``json`` or ``md``); ``comparison`` adds an A-vs-B section,
-    ``experiment`` (an ``advisors.experiment.Experiment``) the applied fix with its before/after."""
+    ``experiment`` (an ``advisors.experiment.Experiment``) the applied fix with its before/after, ``ladder``
+    (an ``advisors.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
+    user's file a kept fix belongs and show the diff."""
     fmt = fmt_for("", fmt)
-    ctx = content.report_context(analysis, comparison, experiment)
+    ctx = content.report_context(analysis, comparison, experiment, ladder)
     if fmt == "json":
-        return orjson.dumps(content.report_json(analysis, comparison, experiment),
+        return orjson.dumps(content.report_json(analysis, comparison, experiment, ladder),
                             option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
                             default=str)
     if fmt == "md":
         return _env().get_template("report.md.j2").render(**ctx).encode("utf-8")
     figures = (analysis_figures(analysis) + (comparison_figures(comparison) if comparison else [])
-               + (experiment_figures(experiment) if experiment is not None else []))
+               + (experiment_figures(experiment) if experiment is not None else [])
+               + (ladder_figures(ladder) if ladder is not None else []))
     plotly_js = _plotly_js()
     html = _env().get_template("report.html.j2").render(
         **ctx,
@@ -96,10 +100,10 @@ def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None, e
 
 
 def write_report(analysis: Analysis, path: str | Path, fmt: str | None = None,
-                 comparison: Comparison | None = None, experiment: Any = None) -> Path:
+                 comparison: Comparison | None = None, experiment: Any = None, ladder: Any = None) -> Path:
     """Write the report to ``path`` atomically (temp file + rename); returns the path."""
     out = Path(path)
-    data = render(analysis, fmt_for(out, fmt), comparison, experiment)
+    data = render(analysis, fmt_for(out, fmt), comparison, experiment, ladder)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_bytes(data)
     tmp.replace(out)

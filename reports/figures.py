@@ -78,3 +78,9 @@ def experiment_figures(e: Any) -> list[Figure]:
     if losses:
         out.append(Figure("exp_loss", charts_compare.loss_curves(losses, "Loss curves overlaid")))
     return out
+
+
+def ladder_figures(ladder: Any) -> list[Figure]:
+    """The ladder: median step from the start through each kept fix (when at least one was kept)."""
+    steps = ex.ladder_steps(ladder)
+    return [Figure("ladder", charts_compare.ladder(steps))] if len(steps) > 1 else []

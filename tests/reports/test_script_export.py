@@ -1,0 +1,104 @@
+"""Reports of an experiment or a ladder on a launched script: ``where`` (file:line) and the change (the unified
+diff of the user's file) in HTML, Markdown and JSON — escaped like every other string, even when the user's own
+code is hostile. The trials are faked; the run folder, the script, the strategy and the diff are real."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisors.experiment import Policy, run_experiment
+from advisors.fixes import FIXES
+from advisors.optimize import optimize
+from advisors.script_strategy import ScriptStrategy
+from app import script_apply
+from reports.analysis import analyse_path
+from reports.export import render
+from tests.app.fake_runs import LOADER_LINE, fake_script_run, fake_script_runner
+
+HOSTILE = "Photos(\"</pre><script>alert('diff')</script>\")"
+RAW = "<script>alert('diff')</script>"
+ESCAPED = "&lt;/pre&gt;&lt;script&gt;alert(&#39;diff&#39;)&lt;/script&gt;"
+
+
+@pytest.fixture()
+def script_run(tmp_path):
+    from profilers.store import RunStore
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    record, script = fake_script_run(RunStore(tmp_path / "runs"), folder, dataset=HOSTILE)
+    return record, script, analyse_path(record.run_dir)
+
+
+def _experiment(record, script, acted: bool = True):
+    target = script_apply.target_of(record.run_dir, "cuda")
+    strategy, fix = target.strategy(), FIXES["dataloader_workers"]
+    run = fake_script_runner(record, script, acted=acted)()
+    return run_experiment(target.spec, fix, run, Policy(trials=2), apply=strategy.apply, proof=strategy.proof(fix))
+
+
+def _html_body(html: str) -> str:
+    return html[: html.index("<script>")]  # the page before the two inline scripts (plotly.js, bootstrap)
+
+
+def test_kept_script_fix_in_every_format(script_run) -> None:
+    record, script, a = script_run
+    e = _experiment(record, script)
+    assert e.kept
+    where = f"{script}:{LOADER_LINE}"
+    html = render(a, "html", experiment=e).decode()
+    body = _html_body(html)
+    assert f'Where: <code class="where">{where}</code>' in body
+    assert '<pre class="change diff"><code>--- a/train.py' in body
+    assert f"+loader = DataLoader(Photos(&#34;{ESCAPED}&#34;), batch_size=16, shuffle=True, num_workers=" in body
+    assert ESCAPED in body and RAW not in html  # the user's code is text, never markup
+    assert html.count("<script") == html.count('<script type="application/json"') + 2  # CSP: only the two inline
+    assert "Injected at boot (your file was not written)" in body
+
+    md = render(a, "md", experiment=e).decode()
+    assert "```diff\n--- a/train.py\n+++ b/train.py" in md
+    assert f"+loader = DataLoader({HOSTILE}, batch_size=16, shuffle=True, num_workers=" in md  # literal in the fence
+    assert "Where: " + where.replace("-", "\\-").replace("_", "\\_").replace(".", "\\.").replace(":", "\\:") in md
+
+    doc = json.loads(render(a, "json", experiment=e))
+    assert doc["experiment"]["where"] == where and doc["experiment"]["verdict"] == "kept"
+    change = doc["experiment"]["change"]
+    assert change["kind"] == "diff" and change["file"] == str(script) and change["line"] == LOADER_LINE
+    assert f"-loader = DataLoader({HOSTILE}, batch_size=16, shuffle=True)" in change["text"]
+
+
+def test_not_applied_script_fix_is_reported_as_such(script_run) -> None:
+    record, script, a = script_run
+    e = _experiment(record, script, acted=False)
+    html = _html_body(render(a, "html", experiment=e).decode())
+    assert "not applied · 2 runs per arm" in html and "not applied: the script built no DataLoader" in html
+    assert '<pre class="change' not in html  # no change to make: the fix never acted
+    md = render(a, "md", experiment=e).decode()
+    assert "**Not applied**" in md and "not a \"no gain\" verdict" in md
+    doc = json.loads(render(a, "json", experiment=e))
+    assert doc["experiment"]["not_applied"] == "the script built no DataLoader" and doc["experiment"]["change"] is None
+
+
+def test_ladder_on_a_script_in_every_format(script_run) -> None:
+    record, script, a = script_run
+    target = script_apply.target_of(record.run_dir, "cuda")
+    run = fake_script_runner(record, script)()
+    ladder = optimize(target.spec, run, rounds=2, policy=Policy(trials=2), device="cuda",
+                      strategy=ScriptStrategy(target.spec, "cuda"))
+    assert ladder.rungs[0].experiment.kept
+    where = f"{script}:{LOADER_LINE}"
+    html = render(a, "html", ladder=ladder).decode()
+    body = _html_body(html)
+    assert "<h2>Optimisation ladder</h2>" in body and f'at <code class="where">{where}</code></h3>' in body
+    assert ESCAPED in body and RAW not in html and 'id="fig-ladder"' in html
+    assert "Not injectable: change it yourself" in body and "Fewer host-device syncs" in body
+    md = render(a, "md", ladder=ladder).decode()
+    assert "## Optimisation ladder" in md and "```diff\n--- a/train.py" in md
+    assert "### Not injectable: change it yourself" in md
+    doc = json.loads(render(a, "json", ladder=ladder))
+    first = doc["ladder"]["rounds"][0]
+    assert first["where"] == where and first["change"]["kind"] == "diff" and HOSTILE in first["change"]["text"]
+    assert [x["fix"] for x in doc["ladder"]["advice"]] == ["avoid_syncs"]
+    assert doc["ladder"]["command"] == ["python", "train.py"]
