@@ -26,7 +26,7 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
     facts = derive(obs)
     instances = [r((overrides or {}).get(r.id)) for r in rules]
     order = {r.id: i for i, r in enumerate(instances)}
-    findings = [f for r in instances if (f := r.check(facts)) is not None]
+    findings = [f for r in instances if (f := r.evaluate(facts)) is not None]
     ranked = sorted(findings, key=lambda f: (-f.severity, -f.confidence, order[f.rule]))
     binding = ranked[0] if ranked and ranked[0].severity > 0 else None
     others = tuple(ranked[1:] if binding else ranked)

@@ -13,7 +13,7 @@ exchange, waits), while in a step without collectives they are plain dispatch ov
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import pandas as pd
@@ -33,42 +33,45 @@ _CONV = re.compile(r"conv|cudnn_convolution|wgrad|dgrad|fprop|implicit_convolve"
 
 @dataclass(frozen=True)
 class Facts:
-    """Derived numbers (see the module docs). ``b`` is the breakdown itself, for evidence tables."""
+    """Derived numbers (see the module docs). ``b`` is the breakdown itself, for evidence tables.
 
-    b: Breakdown | None
-    run: RunFacts | None
-    spec: TrainingSpec | None
-    has_steps: bool
-    device: str | None  # "gpu" | "cpu" | None (no trace)
-    n_steps: int
-    n_ranks: int
-    steps_inferred: bool
-    step_ms: float
-    shares: Mapping[str, float]
-    gpu_busy: float | None
-    loader_exposed: float
-    loader_total: float  # inclusive DataLoader op time (0 when the trace shows no loader ops)
-    loader_mode: str | None  # "single_process" | "multi_process" | None
-    pageable_copy: float
-    pinned_copy: float
-    kernel_step_share: Mapping[str, float]  # kernel class -> kernel time / step time
-    kernel_mix: Mapping[str, float]  # kernel class -> share of kernel time
-    gemm_low_precision: float | None  # fraction of GEMM work in bf16/fp16/tf32 (kernel names or op dtypes)
-    cpu_matmul_fp32: float
-    cpu_matmul_low: float
-    cpu_matmul_untyped: float
-    compiled: bool
-    has_conv: bool
-    kernels_per_step: float
-    median_kernel_us: float
-    syncs_per_step: float
-    malloc_free_per_step: float
-    comm_exposed: float
-    comm_total: float
-    comm_overlap_fraction: float | None  # overlapped / total collective time
-    host_idle: float  # GPU idle and not waiting for the loader (GPU ranks only)
-    comm_device_fraction: float  # exposed collective time / device busy time
-    memory_peak_share: float | None
+    Every field has a default that means "the observation does not say" (no steps, nothing measured), so a
+    test or an example states only what it is about: ``Facts(has_steps=True, device="cpu", shares={...})``."""
+
+    b: Breakdown | None = None
+    run: RunFacts | None = None
+    spec: TrainingSpec | None = None
+    has_steps: bool = False
+    device: str | None = None  # "gpu" | "cpu" | None (no trace)
+    n_steps: int = 0
+    n_ranks: int = 0
+    steps_inferred: bool = False
+    step_ms: float = 0.0
+    shares: Mapping[str, float] = field(default_factory=dict)
+    gpu_busy: float | None = None
+    loader_exposed: float = 0.0
+    loader_total: float = 0.0  # inclusive DataLoader op time (0 when the trace shows no loader ops)
+    loader_mode: str | None = None  # "single_process" | "multi_process" | None
+    pageable_copy: float = 0.0
+    pinned_copy: float = 0.0
+    kernel_step_share: Mapping[str, float] = field(default_factory=dict)  # kernel class -> kernel time / step time
+    kernel_mix: Mapping[str, float] = field(default_factory=dict)  # kernel class -> share of kernel time
+    gemm_low_precision: float | None = None  # fraction of GEMM work in bf16/fp16/tf32 (kernel names or op dtypes)
+    cpu_matmul_fp32: float = 0.0
+    cpu_matmul_low: float = 0.0
+    cpu_matmul_untyped: float = 0.0
+    compiled: bool = False
+    has_conv: bool = False
+    kernels_per_step: float = 0.0
+    median_kernel_us: float = 0.0
+    syncs_per_step: float = 0.0
+    malloc_free_per_step: float = 0.0
+    comm_exposed: float = 0.0
+    comm_total: float = 0.0
+    comm_overlap_fraction: float | None = None  # overlapped / total collective time
+    host_idle: float = 0.0  # GPU idle and not waiting for the loader (GPU ranks only)
+    comm_device_fraction: float = 0.0  # exposed collective time / device busy time
+    memory_peak_share: float | None = None
     snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
 
@@ -170,14 +173,5 @@ def _loader_mode(op_names: pd.Series, spec: TrainingSpec | None) -> str | None:
 
 
 def _no_trace(b: Breakdown | None, run: RunFacts | None, spec: TrainingSpec | None) -> Facts:
-    zeros: dict[str, float] = {}
-    return Facts(
-        b=b, run=run, spec=spec, has_steps=False, device=None, n_steps=0, n_ranks=0, steps_inferred=False,
-        step_ms=0.0, shares=zeros, gpu_busy=None, loader_exposed=0.0, loader_total=0.0,
-        loader_mode=_loader_mode(pd.Series(dtype=str), spec), pageable_copy=0.0, pinned_copy=0.0,
-        kernel_step_share=zeros, kernel_mix=zeros, gemm_low_precision=None, cpu_matmul_fp32=0.0,
-        cpu_matmul_low=0.0, cpu_matmul_untyped=0.0, compiled=bool(spec and spec.compile), has_conv=False,
-        kernels_per_step=0.0, median_kernel_us=0.0, syncs_per_step=0.0, malloc_free_per_step=0.0,
-        comm_exposed=0.0, comm_total=0.0, comm_overlap_fraction=None, host_idle=0.0, comm_device_fraction=0.0,
-        memory_peak_share=None,
-    )
+    return Facts(b=b, run=run, spec=spec, loader_mode=_loader_mode(pd.Series(dtype=str), spec),
+                 compiled=bool(spec and spec.compile))

@@ -34,19 +34,16 @@ class ExposedCommunication(Rule):
     fires = (
         Example("NCCL exposed 38% of the step, GPU otherwise idle",
                 lambda: observation({"gpu_compute": 0.07, "communication": 0.38}, kernels={"communication": 0.40},
-                                    ranks=(0, 1))),
+                                    ranks=(0, 1)), fix="ddp_no_sync", severity=0.8444),
         Example("gloo all-reduce 80% of a CPU step", lambda: observation({"communication": 0.8, "backward": 0.1},
-                                                                        device="cpu")),
+                                                                        device="cpu"), fix="ddp_no_sync", severity=0.8),
     )
     passes = (Example("heavy but overlapped: 40% of step in NCCL, 2% exposed",
                       lambda: observation({"gpu_compute": 0.9, "communication": 0.02}, comm_total=0.4,
                                           comm_overlapped=0.38, ranks=(0, 1))),)
 
-    def missing(self, f: Facts) -> str | None:
-        return None if f.has_steps else "no profiled steps to measure"
-
     def check(self, f: Facts) -> Finding | None:
-        if not f.has_steps or f.comm_exposed < self.t["min_exposed_share"]:
+        if f.comm_exposed < self.t["min_exposed_share"]:
             return None
         severity = f.comm_exposed + f.comm_orchestration
         fix = _next_fix(f.spec)

@@ -24,7 +24,8 @@ class LowOverlap(Rule):
     thresholds = {"min_comm_share": 0.10, "max_overlap": 0.3, "min_hideable": 0.05}
     fix_id = "ddp_bucket_size"
     fires = (Example("all-reduce 21% of the step, none of it overlapped, 36% compute",
-                     lambda: observation({"gpu_compute": 0.36, "communication": 0.21}, comm_total=0.21)),)
+                     lambda: observation({"gpu_compute": 0.36, "communication": 0.21}, comm_total=0.21),
+                     fix="ddp_bucket_size", severity=0.21),)
     passes = (Example("overlapped collectives",
                       lambda: observation({"gpu_compute": 0.8, "communication": 0.03}, comm_total=0.3,
                                           comm_overlapped=0.27)),
@@ -33,7 +34,7 @@ class LowOverlap(Rule):
 
     def check(self, f: Facts) -> Finding | None:
         overlap = f.comm_overlap_fraction
-        if not f.has_steps or overlap is None or f.comm_total < self.t["min_comm_share"]:
+        if overlap is None or f.comm_total < self.t["min_comm_share"]:
             return None
         if overlap >= self.t["max_overlap"]:
             return None

@@ -30,7 +30,8 @@ class CudnnBenchmarkOff(Rule):
     fires = (Example("CUDA run with convolutions, benchmark off",
                      lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5},
                                          ops={"aten::cudnn_convolution": 0.3},
-                                         run=run_facts(device="cuda", spec=_CONV_RUN))),)
+                                         run=run_facts(device="cuda", spec=_CONV_RUN)),
+                     fix="cudnn_benchmark", severity=0.05),)
     passes = (Example("benchmark on",
                       lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5},
                                           ops={"aten::cudnn_convolution": 0.3},

@@ -29,7 +29,8 @@ class Fp32Gemms(Rule):
     fix_id = "bf16_autocast"
     fires = (Example("ResNet in fp32: GEMM/conv 65% of kernel time, GPU busy 72%",
                      lambda: observation({"gpu_compute": 0.72},
-                                         kernels={"matmul": 0.47, "normalization": 0.11, "elementwise": 0.11})),)
+                                         kernels={"matmul": 0.47, "normalization": 0.11, "elementwise": 0.11}),
+                     fix="bf16_autocast", severity=0.235),)
     passes = (
         Example("mixed precision partly on: 40% of GEMM time in bf16",
                 lambda: observation({"gpu_compute": 0.72}, kernels={"matmul": 0.47, "elementwise": 0.2},
@@ -44,7 +45,7 @@ class Fp32Gemms(Rule):
         return None if f.device == "gpu" else "no GPU kernels (the CPU rule COMP005 reads host matmuls)"
 
     def check(self, f: Facts) -> Finding | None:
-        if self.missing(f) or (f.gpu_busy or 0.0) < self.t["min_gpu_busy"]:
+        if (f.gpu_busy or 0.0) < self.t["min_gpu_busy"]:
             return None
         gemm = f.kernel_mix.get("matmul", 0.0)
         low = f.gemm_low_precision

@@ -50,18 +50,20 @@ class SaturatedDevice(Rule):
     fix_id = "torch_compile"
     fires = (
         Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
-                lambda: observation({"gpu_compute": 0.98}, kernels={"matmul": 0.98}, low_precision=1.0)),
+                lambda: observation({"gpu_compute": 0.98}, kernels={"matmul": 0.98}, low_precision=1.0),
+                fix="torch_compile", severity=0.98),
         Example("GPU 97% busy in bf16, 45% of the step in NCCL but all of it overlapped, compiled",
                 lambda: observation({"gpu_compute": 0.97, "communication": 0.01}, comm_total=0.45,
                                     comm_overlapped=0.44, ranks=(0, 1), low_precision=1.0,
                                     kernels={"matmul": 0.4, "elementwise": 0.25, "communication": 0.45},
-                                    ops={"CompiledFunction": 0.6})),
+                                    ops={"CompiledFunction": 0.6}), fix=None, severity=0.97),
         Example("CPU MLP: operators 92% of the step, fp32 matmuls 70%",
                 lambda: observation({"forward": 0.3, "backward": 0.52, "optimizer": 0.1}, device="cpu",
-                                    cpu_matmul={"fp32": 0.7})),
+                                    cpu_matmul={"fp32": 0.7}), fix="bf16_autocast", severity=0.92),
         Example("CPU run: operators 75% of the step, both cores 98% busy",
                 lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05, "dataloader": 0.04},
-                                    device="cpu", run=run_facts(telemetry=_host(98.0)))),
+                                    device="cpu", run=run_facts(telemetry=_host(98.0))),
+                fix="torch_compile", severity=0.75),
     )
     passes = (
         Example("busy but pointwise-dominated (bandwidth-bound: MEM004)",
@@ -76,8 +78,6 @@ class SaturatedDevice(Rule):
     )
 
     def check(self, f: Facts) -> Finding | None:
-        if not f.has_steps:
-            return None
         work = f.device_work
         host = self._host_busy(f)
         saturated = work >= self.t["min_busy"] or (

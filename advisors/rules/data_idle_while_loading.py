@@ -28,7 +28,8 @@ class DeviceIdleWhileLoading(Rule):
     fix_id = "prefetch_pinned"
     fires = (
         Example("GPU idle for all 30% of loader time",
-                lambda: observation({"gpu_compute": 0.6, "dataloader": 0.30}, ops={_LOADER: 0.31})),
+                lambda: observation({"gpu_compute": 0.6, "dataloader": 0.30}, ops={_LOADER: 0.31}),
+                fix="prefetch_pinned", severity=0.3),
     )
     passes = (
         Example("loader runs 30% of the step but the GPU computes meanwhile (3% exposed)",
@@ -46,7 +47,7 @@ class DeviceIdleWhileLoading(Rule):
         return None
 
     def check(self, f: Facts) -> Finding | None:
-        if self.missing(f) or f.loader_exposed < self.t["moderate_share"]:
+        if f.loader_exposed < self.t["moderate_share"]:
             return None
         idle_fraction = min(f.loader_exposed / f.loader_total, 1.0)
         if idle_fraction < self.t["min_idle_fraction"]:

@@ -29,9 +29,11 @@ class LoaderStarvesStep(Rule):
     fires = (
         Example("GPU waits 34% of the step for a single-process loader",
                 lambda: observation({"gpu_compute": 0.55, "dataloader": 0.34},
-                                    ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.36})),
+                                    ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.36}),
+                fix="dataloader_workers", severity=0.34),
         Example("CPU run: loader 25% of the step", lambda: observation({"dataloader": 0.25, "forward": 0.4},
-                                                                       device="cpu")),
+                                                                       device="cpu"),
+                fix="dataloader_workers", severity=0.25),
     )
     passes = (
         Example("loader hidden by workers: 1% exposed", lambda: observation({"gpu_compute": 0.8, "dataloader": 0.01})),
@@ -39,7 +41,7 @@ class LoaderStarvesStep(Rule):
     )
 
     def check(self, f: Facts) -> Finding | None:
-        if not f.has_steps or f.loader_exposed < self.t["moderate_share"]:
+        if f.loader_exposed < self.t["moderate_share"]:
             return None
         level = "high" if f.loader_exposed >= self.t["high_share"] else "moderate"
         fix = "cache_decoded" if _workers_already_on(f.spec) else self.fix_id

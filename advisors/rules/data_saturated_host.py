@@ -38,7 +38,8 @@ class LoaderOnSaturatedHost(Rule):
     fix_id = "cache_decoded"
     fires = (
         Example("40% exposed loading, host cores 96% busy",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(96.0)))),
+                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(96.0))),
+                fix="cache_decoded", severity=0.4),
     )
     passes = (
         Example("40% exposed loading, host cores 55% busy (room for workers)",
@@ -66,9 +67,7 @@ class LoaderOnSaturatedHost(Rule):
     def check(self, f: Facts) -> Finding | None:
         tel = f.telemetry
         busy = tel.host_cpu_busy if tel is not None else None
-        if busy is None or busy < self.t["busy"] or f.loader_exposed < self.t["loader_share"]:
-            return None
-        if tel.samples < self.t["min_samples"]:  # a median of a couple of samples says nothing (see missing)
+        if tel is None or busy is None or busy < self.t["busy"] or f.loader_exposed < self.t["loader_share"]:
             return None
         cores = f"{tel.cpu_count} cores" if tel.cpu_count else "cores"
         return self.finding(

@@ -26,7 +26,8 @@ class SingleProcessLoading(Rule):
     fix_id = "dataloader_workers"
     fires = (
         Example("single-process iterator, 40% exposed",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, ops={_SINGLE: 0.4})),
+                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, ops={_SINGLE: 0.4}),
+                fix="dataloader_workers", severity=0.4),
     )
     passes = (
         Example("single-process iterator but only 2% exposed",

@@ -26,7 +26,8 @@ class LaunchBound(Rule):
     fix_id = "cuda_graphs"
     fires = (Example("small BERT: GPU busy 7%, 60 kernels of ~5 µs per step",
                      lambda: observation({"gpu_compute": 0.07, "forward": 0.36, "host_runtime": 0.09},
-                                         kernels_per_step=60, median_kernel_us=4.6, step_ms=4.4)),)
+                                         kernels_per_step=60, median_kernel_us=4.6, step_ms=4.4),
+                     fix="cuda_graphs", severity=0.93),)
     passes = (Example("busy GPU", lambda: observation({"gpu_compute": 0.9}, median_kernel_us=5)),
               Example("idle GPU but long kernels: something else binds",
                       lambda: observation({"gpu_compute": 0.3, "dataloader": 0.6}, median_kernel_us=800)))
@@ -37,7 +38,7 @@ class LaunchBound(Rule):
         return None if f.device == "gpu" else "no GPU events: launch overhead is measured against a GPU timeline"
 
     def check(self, f: Facts) -> Finding | None:
-        if self.missing(f) or (f.gpu_busy or 0.0) > self.t["max_gpu_busy"]:
+        if (f.gpu_busy or 0.0) > self.t["max_gpu_busy"]:
             return None
         if f.median_kernel_us > self.t["max_median_kernel_us"] or f.kernels_per_step < self.t["min_kernels_per_step"]:
             return None
