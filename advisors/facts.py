@@ -72,6 +72,9 @@ class Facts:
     host_idle: float = 0.0  # GPU idle and not waiting for the loader (GPU ranks only)
     comm_device_fraction: float = 0.0  # exposed collective time / device busy time
     memory_peak_share: float | None = None
+    compiled_spans: int = 0  # host spans of torch.compile'd code inside steps
+    triton_kernel_share: float = 0.0  # share of kernel time in Triton kernels (Inductor's output)
+    comm_kinds: Mapping[str, float] = field(default_factory=dict)  # collective family -> share of collective time
     snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
 
@@ -89,6 +92,13 @@ class Facts:
         parts = ("gpu_compute", "gpu_memcpy", "gpu_memset") if self.device == "gpu" else \
             ("forward", "backward", "optimizer")
         return sum(self.shares.get(c, 0.0) for c in parts)
+
+    @property
+    def comm_kind(self) -> str | None:
+        """The collective family holding most collective time (``all_reduce``, ``all_to_all``, ``sharded``);
+        ``None`` when no named collective was seen."""
+        named = {k: v for k, v in self.comm_kinds.items() if k != "other" and v > 0}
+        return max(named, key=named.__getitem__) if named else None
 
     @property
     def comm_orchestration(self) -> float:
@@ -132,8 +142,10 @@ def derive(obs: Observation) -> Facts:
         gemm_low_precision=_gemm_low_precision(b),
         cpu_matmul_fp32=cm.fp32_ns / total, cpu_matmul_low=cm.low_precision_ns / total,
         cpu_matmul_untyped=cm.unknown_ns / total,
-        compiled=bool(names.str.contains(_COMPILED).any() or kernel_names.str.contains(_COMPILED).any()
-                      or (spec is not None and spec.compile)),
+        compiled=bool(b.compiled_spans or names.str.contains(_COMPILED).any()
+                      or kernel_names.str.contains(_COMPILED).any() or (spec is not None and spec.compile)),
+        compiled_spans=b.compiled_spans, triton_kernel_share=_share_by_name(b.kernels, kc.TRITON_KERNEL),
+        comm_kinds=_comm_kinds(b),
         has_conv=bool(names.str.contains(_CONV).any() or kernel_names.str.contains(_CONV).any()),
         kernels_per_step=b.host.kernels_per_step, median_kernel_us=b.host.median_kernel_us,
         syncs_per_step=b.syncs.total_syncs, malloc_free_per_step=b.syncs.malloc_free,
@@ -144,6 +156,28 @@ def derive(obs: Observation) -> Facts:
         memory_peak_share=b.memory.device_peak_share,
         snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
     )
+
+
+def _share_by_name(table: pd.DataFrame, pattern: re.Pattern[str]) -> float:
+    """Fraction of a kernel/op table's time in rows whose name matches ``pattern``."""
+    total = float(table["total_ns"].sum()) if len(table) else 0.0
+    if total <= 0:
+        return 0.0
+    return float(table.loc[table["name"].astype(str).str.contains(pattern), "total_ns"].sum()) / total
+
+
+def _comm_kinds(b: Breakdown) -> dict[str, float]:
+    """Collective time by family (:func:`profilers.kernel_classes.collective_kind`): from the collective
+    kernels on a GPU, from the host collective ops (gloo, c10d) on a CPU; shares sum to 1 (empty: none)."""
+    k = b.kernels
+    rows = k[k["kclass"] == "communication"] if len(k) else k
+    if not len(rows) and len(b.ops):
+        rows = b.ops[b.ops["name"].astype(str).str.contains(kc.COMM_OP)]
+    if not len(rows) or rows["total_ns"].sum() <= 0:
+        return {}
+    kinds = rows["name"].astype(str).map(kc.collective_kind)
+    by_kind = rows.groupby(kinds.to_numpy())["total_ns"].sum()
+    return {str(kind): float(ns) / float(by_kind.sum()) for kind, ns in by_kind.items()}
 
 
 def _gemm_low_precision(b: Breakdown) -> float | None:

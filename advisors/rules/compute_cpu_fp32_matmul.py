@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
+from advisors.fit import mixed_precision_on
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
@@ -44,7 +45,7 @@ class CpuFp32Matmul(Rule):
         if f.device != "cpu" or f.cpu_matmul_fp32 < self.t["min_fp32_share"]:
             return None
         typed = f.cpu_matmul_fp32 + f.cpu_matmul_low
-        if f.cpu_matmul_low / typed >= self.t["max_low_precision"]:
+        if f.cpu_matmul_low / typed >= self.t["max_low_precision"] or mixed_precision_on(f):
             return None
         return self.finding(
             f, severity=f.cpu_matmul_fp32 * self.t["bf16_saving"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
+from advisors.fit import mixed_precision_on
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
@@ -49,7 +50,8 @@ class Fp32Gemms(Rule):
             return None
         gemm = f.kernel_mix.get("matmul", 0.0)
         low = f.gemm_low_precision
-        if gemm < self.t["min_gemm_share"] or low is None or low >= self.t["max_low_precision"]:
+        if gemm < self.t["min_gemm_share"] or low is None or low >= self.t["max_low_precision"] \
+                or mixed_precision_on(f):  # a spec already in bf16/fp16 is not told to use it
             return None
         fp32_step = f.kernel_step_share.get("matmul", 0.0) * (1.0 - low)
         return self.finding(

@@ -29,6 +29,8 @@ class NotCompiled(Rule):
     passes = (Example("compiled model",
                       lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5, "elementwise": 0.25},
                                           ops={"CompiledFunction": 0.5})),
+              Example("Triton kernels (Inductor's output), no compiled region recorded",
+                      lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5, "triton": 0.25})),
               Example("GEMM only", lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.8})))
 
     def missing(self, f: Facts) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
+from advisors.fit import mixed_precision_on
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.rules.memory_bandwidth import BandwidthBound, bandwidth_bound
@@ -112,7 +113,7 @@ class SaturatedDevice(Rule):
 
     def _lever(self, f: Facts) -> tuple[str | None, str]:
         fp32 = self._fp32_matmul(f)
-        if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"]:
+        if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"] and not mixed_precision_on(f):
             return "bf16_autocast", f"its matmuls run in fp32 ({pct(fp32)} of the step): train under bf16 autocast"
         if not f.compiled:
             unknown = " (matmul precision not recorded: profile with record_shapes=True to see whether bf16 " \
