@@ -48,7 +48,7 @@ def experiment_json(e: Experiment) -> dict[str, Any]:
 
 def ladder_json(ladder: Ladder) -> dict[str, Any]:
     rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
-               "cumulative_speedup": _r(r.cumulative)} for r in ladder.rungs]
+               "upper_bound_speedup": r.upper_bound, "cumulative_speedup": _r(r.cumulative)} for r in ladder.rungs]
     return {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
             "final_spec_changes": {k: v[1] for k, v in ladder.start.describe_diff(ladder.final).items()},
             "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
@@ -68,7 +68,8 @@ def ladder_table(ladder: Ladder) -> list[str]:
     for r in ladder.rungs:
         e = r.experiment
         interval = f"[{e.ratio.low:.2f}, {e.ratio.high:.2f}]" if e.ratio else ""
-        verdict = ("KEPT" if e.kept else "rejected") + f" — {e.reason}"
+        bound = f" (the diagnosis' upper bound: {r.upper_bound:.2f}x)" if r.upper_bound else ""
+        verdict = ("KEPT" if e.kept else "rejected") + f" — {e.reason}{bound}"
         lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e.speedup, interval,
                           r.cumulative if e.kept else None, verdict))
         fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from advisors.diagnosis import diagnose
+from advisors.diagnosis import diagnose, upper_bound_for
 from advisors.experiment import Experiment, Policy, run_experiment
 from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
 from advisors.model import Diagnosis, Fix
@@ -36,6 +36,7 @@ class Rung:
     rule: str | None
     experiment: Experiment
     cumulative: float
+    upper_bound: float | None = None  # the diagnosis' bound on what this fix could gain (Finding.upper_bound_speedup)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ def optimize(spec: TrainingSpec, run: RunFn, rounds: int = 3, policy: Policy = P
             if exp.kept:
                 cumulative *= exp.speedup or 1.0
             binding = diagnosis.binding
-            rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative))
+            rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative,
+                              upper_bound_for(diagnosis, fix.id)))
             if exp.kept:
                 kept_exp = exp
                 break
@@ -108,9 +110,10 @@ def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
 
 
 def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:
-    """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order,
-    then their alternatives (the same bottleneck, another lever)."""
-    proposed = [f.fix_id for f in d.findings if f.severity > 0 and f.fix_id is not None]
+    """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order (a
+    finding's lead rule first, then the other rules that saw the same time), then their alternatives (the same
+    bottleneck, another lever)."""
+    proposed = [f.fix_id for g in d.findings if g.severity > 0 for f in (g, *g.related) if f.fix_id is not None]
     ordered = [*proposed, *(alt for fix_id in proposed for alt in ALTERNATIVES.get(fix_id, ()))]
     for fix_id in dict.fromkeys(ordered):
         fix = FIXES[fix_id]

@@ -53,6 +53,7 @@ class Rule:
     id: ClassVar[str]
     name: ClassVar[str]
     bottleneck: ClassVar[Bottleneck]
+    cause: ClassVar[str]  # the time it looks at: a key of advisors.accounting.CAUSES
     thresholds: ClassVar[Mapping[str, float]]
     fix_id: ClassVar[str | None] = None
     fires: ClassVar[tuple[Example, ...]] = ()
@@ -89,7 +90,7 @@ class Rule:
     @classmethod
     def doc(cls) -> dict[str, Any]:
         """The rule as documentation (the dashboard's Rules page is built from this)."""
-        return {"id": cls.id, "name": cls.name, "bottleneck": cls.bottleneck.value,
+        return {"id": cls.id, "name": cls.name, "bottleneck": cls.bottleneck.value, "cause": cls.cause,
                 "doc": inspect.cleandoc(cls.__doc__ or ""), "thresholds": dict(cls.thresholds),
                 "fix": cls.fix_id, "fires": [e.label for e in cls.fires], "passes": [e.label for e in cls.passes]}
 

@@ -35,6 +35,7 @@ class ExposedCommunication(Rule):
     """
 
     id, name, bottleneck = "COMM001", "exposed-communication", Bottleneck.COMMUNICATION
+    cause = "collectives"
     thresholds = {"min_exposed_share": 0.10, "high_exposed_share": 0.30}
     fix_id = "ddp_no_sync"
     fires = (

@@ -24,6 +24,7 @@ class LowOverlap(Rule):
     """
 
     id, name, bottleneck = "COMM002", "low-comm-overlap", Bottleneck.COMMUNICATION
+    cause = "collectives"
     thresholds = {"min_comm_share": 0.10, "max_overlap": 0.3, "min_hideable": 0.05}
     fix_id = "ddp_bucket_size"
     fires = (Example("all-reduce 21% of the step, none of it overlapped, 36% compute",

@@ -20,6 +20,7 @@ class Straggler(Rule):
     """
 
     id, name, bottleneck = "COMM003", "straggler-rank", Bottleneck.COMMUNICATION
+    cause = "collectives"
     thresholds = {"min_excess_share": 0.05, "high_excess_share": 0.25}
     fix_id = None
     fires = (Example("rank 1 works 30% longer",

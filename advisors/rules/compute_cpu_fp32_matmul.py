@@ -22,6 +22,7 @@ class CpuFp32Matmul(Rule):
     """
 
     id, name, bottleneck = "COMP005", "cpu-fp32-matmul", Bottleneck.COMPUTE
+    cause = "cpu_matmul"
     thresholds = {"min_fp32_share": 0.3, "high_fp32_share": 0.7, "max_low_precision": 0.1, "bf16_saving": 0.5}
     fix_id = "bf16_autocast"
     fires = (Example("CPU MLP: fp32 matmuls 75% of the step",

@@ -25,6 +25,7 @@ class CudnnBenchmarkOff(Rule):
     """
 
     id, name, bottleneck = "COMP004", "cudnn-benchmark-off", Bottleneck.COMPUTE
+    cause = "gemm_time"
     thresholds = {"min_gemm_share": 0.2, "autotune_saving": 0.1, "confidence": 0.6}
     fix_id = "cudnn_benchmark"
     fires = (Example("CUDA run with convolutions, benchmark off",

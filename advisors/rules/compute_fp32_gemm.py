@@ -25,6 +25,7 @@ class Fp32Gemms(Rule):
     """
 
     id, name, bottleneck = "COMP001", "fp32-gemms-no-tensor-cores", Bottleneck.COMPUTE
+    cause = "gemm_time"
     thresholds = {"min_gpu_busy": 0.5, "min_gemm_share": 0.3, "high_gemm_share": 0.7, "max_low_precision": 0.1,
                   "tensor_core_saving": 0.5}
     fix_id = "bf16_autocast"

@@ -21,6 +21,7 @@ class NotCompiled(Rule):
     """
 
     id, name, bottleneck = "COMP003", "not-compiled", Bottleneck.COMPUTE
+    cause = "pointwise_time"
     thresholds = {"min_elementwise_share": 0.15, "high_elementwise_share": 0.5, "fusion_saving": 0.3}
     fix_id = "torch_compile"
     fires = (Example("eager model, elementwise 30% of kernel time",

@@ -35,7 +35,9 @@ class SaturatedDevice(Rule):
     A busy GPU whose kernels are mostly elementwise/normalization is bandwidth-bound instead (MEM004 says so,
     with the same thresholds): this rule stays silent there.
 
-    Severity: the device's work share — all of it is at stake on a saturated device. Thresholds:
+    Severity: the time the proposed lever acts on — the fp32 matmul share of the step for bf16 autocast, all of
+    the device's work for compilation or when no cheap fix is left (then the levers are the algorithm or more
+    devices, which act on all of it); so ``upper_bound_speedup`` is the bound of that lever. Thresholds:
     ``min_busy`` (0.85) and ``high_busy`` (0.97, full confidence); ``max_low_precision`` (0.1) of matmul
     time in bf16/fp16 below which the math counts as fp32; ``min_fp32_matmul_share`` (0.2) of the step in
     fp32 matmuls before mixed precision is worth proposing.
@@ -46,6 +48,7 @@ class SaturatedDevice(Rule):
     """
 
     id, name, bottleneck = "COMP002", "saturated-device", Bottleneck.COMPUTE
+    cause = "device_time"
     thresholds = {"min_busy": 0.85, "high_busy": 0.97, "min_busy_with_host": 0.7, "host_busy": 0.9,
                   "min_telemetry_samples": 5, "max_low_precision": 0.1, "min_fp32_matmul_share": 0.2}
     fix_id = "torch_compile"
@@ -60,7 +63,7 @@ class SaturatedDevice(Rule):
                                     ops={"CompiledFunction": 0.6}), fix=None, severity=0.97),
         Example("CPU MLP: operators 92% of the step, fp32 matmuls 70%",
                 lambda: observation({"forward": 0.3, "backward": 0.52, "optimizer": 0.1}, device="cpu",
-                                    cpu_matmul={"fp32": 0.7}), fix="bf16_autocast", severity=0.92),
+                                    cpu_matmul={"fp32": 0.7}), fix="bf16_autocast", severity=0.7),
         Example("CPU run: operators 75% of the step, both cores 98% busy",
                 lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05, "dataloader": 0.04},
                                     device="cpu", run=run_facts(telemetry=_host(98.0))),
@@ -87,8 +90,9 @@ class SaturatedDevice(Rule):
         if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
             return None
         fix, lever = self._lever(f)
+        stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else work
         return self.finding(
-            f, severity=work, confidence=ramp(max(work, host or 0.0), self.t["min_busy"], self.t["high_busy"]),
+            f, severity=stake, confidence=ramp(max(work, host or 0.0), self.t["min_busy"], self.t["high_busy"]),
             message=f"{self._what(f, work, host)}: the step is compute-bound; {lever}.",
             evidence=self._evidence(f, work, host), fix_id=fix)
 

@@ -29,6 +29,7 @@ class DeviceIdleWhileLoading(Rule):
     """
 
     id, name, bottleneck = "DATA002", "device-idle-while-loading", Bottleneck.DATA
+    cause = "loader_wait"
     thresholds = {"min_idle_fraction": 0.5, "moderate_share": 0.05, "high_share": 0.20}
     fix_id = "prefetch_pinned"
     fires = (

@@ -29,6 +29,7 @@ class LoaderStarvesStep(Rule):
     """
 
     id, name, bottleneck = "DATA001", "loader-starves-step", Bottleneck.DATA
+    cause = "loader_wait"
     thresholds = {"moderate_share": 0.05, "high_share": 0.20}
     fix_id = "dataloader_workers"
     fires = (

@@ -19,6 +19,7 @@ class PageableCopies(Rule):
     """
 
     id, name, bottleneck = "DATA004", "pageable-h2d-copies", Bottleneck.DATA
+    cause = "h2d_copies"
     thresholds = {"min_share": 0.01, "high_share": 0.10, "pinned_saving": 0.5}
     fix_id = "pin_memory"
     fires = (Example("4% of the step in pageable copies",

@@ -38,6 +38,7 @@ class LoaderOnSaturatedHost(Rule):
     """
 
     id, name, bottleneck = "DATA005", "loader-on-saturated-host", Bottleneck.DATA
+    cause = "loader_wait"
     thresholds = {"loader_share": 0.10, "busy": 0.85, "high_busy": 0.97, "min_samples": 5}
     fix_id = "cache_decoded"
     fires = (

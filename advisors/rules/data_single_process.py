@@ -24,6 +24,7 @@ class SingleProcessLoading(Rule):
     """
 
     id, name, bottleneck = "DATA003", "single-process-loading", Bottleneck.DATA
+    cause = "loader_wait"
     thresholds = {"moderate_share": 0.05, "high_share": 0.20}
     fix_id = "dataloader_workers"
     fires = (

@@ -25,6 +25,7 @@ class LaunchBound(Rule):
     """
 
     id, name, bottleneck = "HOST001", "launch-bound", Bottleneck.HOST
+    cause = "host_gaps"
     thresholds = {"max_gpu_busy": 0.5, "max_median_kernel_us": 50.0, "min_kernels_per_step": 5.0,
                   "high_idle_share": 0.8}
     fix_id = "cuda_graphs"

@@ -21,6 +21,7 @@ class FrequentSyncs(Rule):
     """
 
     id, name, bottleneck = "HOST002", "frequent-syncs", Bottleneck.HOST
+    cause = "host_gaps"
     thresholds = {"min_syncs_per_step": 10.0, "high_syncs_per_step": 100.0, "bubble_us": 20.0}
     fix_id = "avoid_syncs"
     fires = (Example("57 .item() calls per 15 ms step",

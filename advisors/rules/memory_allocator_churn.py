@@ -21,6 +21,7 @@ class AllocatorChurn(Rule):
     """
 
     id, name, bottleneck = "MEM003", "allocator-churn", Bottleneck.MEMORY
+    cause = "host_gaps"
     thresholds = {"min_calls_per_step": 2.0, "high_calls_per_step": 20.0, "call_cost_us": 100.0}
     fix_id = "expandable_segments"
     fires = (Example("12 cudaMalloc/cudaFree per step",

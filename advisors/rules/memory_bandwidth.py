@@ -27,6 +27,7 @@ class BandwidthBound(Rule):
     """
 
     id, name, bottleneck = "MEM004", "bandwidth-bound-kernels", Bottleneck.MEMORY
+    cause = "pointwise_time"
     thresholds = {"min_gpu_busy": 0.5, "min_pointwise_share": 0.5, "high_pointwise_share": 0.8,
                   "max_matmul_share": 0.45, "recoverable": 0.5}
     fix_id = "torch_compile"

@@ -33,6 +33,7 @@ class NearCapacity(Rule):
     """
 
     id, name, bottleneck = "MEM001", "near-memory-capacity", Bottleneck.MEMORY
+    cause = "capacity"
     thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60}
     fix_id = "grad_accumulation"
     fires = (

@@ -21,6 +21,7 @@ class OutOfMemory(Rule):
     """
 
     id, name, bottleneck = "MEM002", "out-of-memory", Bottleneck.MEMORY
+    cause = "capacity"
     thresholds = {"confidence": 0.95}
     fix_id = "grad_accumulation"
     fires = (Example("run stopped out of memory at 2100 MB of a 2048 MB budget, no trace",

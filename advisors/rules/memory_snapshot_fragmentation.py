@@ -26,6 +26,7 @@ class SnapshotFragmentation(Rule):
     """
 
     id, name, bottleneck = "MEM006", "snapshot-fragmentation", Bottleneck.MEMORY
+    cause = "fragmentation"
     thresholds = {"max_peak_share": 0.75, "min_slack_gib": 1.0, "high_slack_share": 0.5, "stake": 0.3}
     fix_id = "expandable_segments"
     fires = (Example("snapshot: 8 GiB reserved, never more than 4 GiB alive",

@@ -35,6 +35,7 @@ class SnapshotPeak(Rule):
     """
 
     id, name, bottleneck = "MEM005", "snapshot-peak-memory", Bottleneck.MEMORY
+    cause = "capacity"
     thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60,
                   "oom_confidence": 0.95, "unknown_total_confidence": 0.4}
     fix_id = "grad_accumulation"

@@ -27,6 +27,7 @@ class LossPlateau(Rule):
     """
 
     id, name, bottleneck = "TRAIN001", "loss-plateau", Bottleneck.COMPUTE
+    cause = "plateau"
     thresholds = {"min_steps": 20, "min_rel_improvement": 0.02, "smooth_fraction": 0.1, "min_wasted_share": 0.25,
                   "high_wasted_share": 0.6}
     fix_id = "early_stopping"

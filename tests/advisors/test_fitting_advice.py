@@ -128,7 +128,8 @@ def _facts(spec: TrainingSpec | None = None, **kw) -> Facts:
     ("channels_last", dict(channels_last=True)), ("cudnn_benchmark", dict(cudnn_benchmark=True)),
     ("fused_optimizer", dict(optimizer_impl="fused")), ("cuda_graphs", dict(cuda_graphs=True)),
     ("activation_checkpointing", dict(activation_checkpointing=True)),
-    ("ddp_no_sync", dict(ddp_no_sync=True, world_size=2)), ("grad_compression", dict(grad_compression="bf16", world_size=2)),
+    ("ddp_no_sync", dict(ddp_no_sync=True, world_size=2)),
+    ("grad_compression", dict(grad_compression="bf16", world_size=2)),
 ])
 def test_already_done_reads_the_spec(fix_id: str, doing_it: dict) -> None:
     base = TrainingSpec(workload="gpt_small")

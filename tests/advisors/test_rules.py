@@ -38,6 +38,9 @@ def test_rule_is_self_describing(rule: type[Rule]) -> None:
     assert all(isinstance(v, (int, float)) for v in rule.thresholds.values())
     assert rule.fix_id is None or rule.fix_id in FIXES
     assert isinstance(rule.bottleneck, Bottleneck) and rule.bottleneck is not Bottleneck.NONE
+    from advisors.accounting import CAUSES
+
+    assert rule.cause in CAUSES, "every rule names the time it looks at"
 
 
 def test_rule_ids_are_unique_and_stable() -> None:
@@ -73,7 +76,7 @@ def test_data001_levels() -> None:
 class _Sees(Rule):
     """A rule that cannot judge anything (test double). Thresholds: none."""
 
-    id, name, bottleneck, thresholds = "TEST001", "never-judges", Bottleneck.COMPUTE, {}
+    id, name, bottleneck, cause, thresholds = "TEST001", "never-judges", Bottleneck.COMPUTE, "device_time", {}
     calls = 0
 
     def missing(self, f):
