@@ -10,7 +10,7 @@ import streamlit as st
 from app import data, experimenting, state, ui
 from app.jobs import BackgroundJob
 from profilers.run_model import RunRecord
-from reports import charts_compare, export
+from reports import advice, charts_compare, export
 from reports import experiment as ex
 from reports.analysis import Analysis
 
@@ -43,7 +43,7 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         state.set_experiment_job(experimenting.start_experiment(data.store(), analysis, by_id[fix_id], int(trials)))
         job = state.experiment_job()
     if job is not None:
-        _follow(job, "experiment", lambda e: (_before_after(e), _downloads(record, analysis, e)))
+        _follow(job, "experiment", lambda e: (_before_after(e, analysis), _downloads(record, analysis, e)))
     st.divider()
     st.markdown("#### Several rounds: the optimisation ladder")
     cols = st.columns([1, 1, 2])
@@ -75,16 +75,21 @@ def _follow(job: BackgroundJob, name: str, show: Callable[[Any], None]) -> None:
     _poll()
 
 
-def _before_after(e: Any) -> None:
+def _before_after(e: Any, analysis: Analysis) -> None:
     s = ex.summary(e)
     (st.success if e.kept else st.warning)(ui.text(e.reason, 600))
-    cols = st.columns(3)
+    bound = advice.upper_bound(analysis.diagnosis, e)
+    cols = st.columns(4 if bound else 3)
     per_run = "median over runs of each run's median step"
     cols[0].metric("Before (median step)", f"{s['before_ms']:.1f} ms" if s["before_ms"] else "—", help=per_run)
     cols[1].metric("After (median step)", f"{s['after_ms']:.1f} ms" if s["after_ms"] else "—", help=per_run)
     if s["speedup"]:
         cols[2].metric("Throughput ratio", f"{s['speedup']:.2f}×",
                        help=f"{s['level']:.0%} interval [{s['low']:.2f}, {s['high']:.2f}]")
+    if bound:
+        cols[-1].metric("Upper bound", f"{bound:.2f}×",
+                        help="The diagnosis' bound on this fix: the speed-up if the time at stake vanished entirely "
+                             "(1 / (1 − share)). The measured ratio is read against it.")
     st.caption("Spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
     ui.chart(charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after (every "
                                                     "measured step of every run pooled; box = interquartile range)"),
