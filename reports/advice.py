@@ -59,6 +59,12 @@ def upper_bound(d: Diagnosis | None, e: Any) -> float | None:
     return fn(d, e.fix.id) if fn is not None and d is not None else None
 
 
+def cause_text(cause: str) -> str:
+    """What a rule's cause is (``advisors.accounting.CAUSES``), or the cause's name when that table is missing."""
+    causes = _attr("advisors.accounting", "CAUSES") or {}
+    return causes[cause][1] if cause in causes else cause
+
+
 def rule_docs() -> list[dict[str, Any]] | None:
     """Every rule's documentation (``Rule.doc()``), in ``RULES`` order; None while the rules are missing."""
     rules = _attr("advisors.rules", "RULES")

@@ -50,6 +50,8 @@ def test_gpu_idle_covered_by_loader_waits_is_data_not_host(tmp_path: Path) -> No
     assert host.region == "host" and host.severity <= d.regions["host"] + 1e-6
     assert host.estimate is not None and host.estimate > host.severity  # its own estimate, capped and kept
     assert d.regions["loader"] == pytest.approx(0.45, abs=0.01)
+    data = [g for g in d.findings if g.bottleneck is Bottleneck.DATA]  # three loader rules, one finding
+    assert len(data) == 1 and {m.rule for m in data[0].related} == {"DATA001", "DATA002"}
 
 
 def test_one_finding_per_cause_lists_the_rules_that_saw_it(shared_traces: Path, tmp_path: Path,
