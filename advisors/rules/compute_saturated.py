@@ -26,11 +26,12 @@ class SaturatedDevice(Rule):
     *Saturated* reads the device's own work as a share of step time (``Facts.device_work``):
 
     - on a GPU, kernel, copy and set time not spent in exposed collectives — heavy communication that is
-      fully overlapped does not take the verdict away;
-    - on a CPU, operator time in forward, backward and the optimizer (the operators *are* the compute there).
-      A stored run's host telemetry counts too: with ``min_telemetry_samples`` or more samples showing the
-      host's cores ``host_busy`` (0.9) busy, ``min_busy_with_host`` (0.7) of the step in operators is enough
-      (the rest is Python between operators on a busy machine).
+      fully overlapped does not take the verdict away — at least ``min_busy`` (0.85) of the step;
+    - on a CPU, operator time in forward, backward and the optimizer (the operators *are* the compute there),
+      at least ``min_cpu_busy`` (0.8): the rest of a CPU step is partly the same cores running Python between
+      operators, which a trace cannot tell from idling. A stored run's host telemetry settles it: with
+      ``min_telemetry_samples`` (5) or more samples showing the host's cores ``host_busy`` (0.9) busy,
+      ``min_busy_with_host`` (0.7) of the step in operators is enough.
 
     A busy GPU whose kernels are mostly elementwise/normalization is bandwidth-bound instead (MEM004 says so,
     with the same thresholds): this rule stays silent there.
@@ -38,7 +39,7 @@ class SaturatedDevice(Rule):
     Severity: the time the proposed lever acts on — the fp32 matmul share of the step for bf16 autocast, all of
     the device's work for compilation or when no cheap fix is left (then the levers are the algorithm or more
     devices, which act on all of it); so ``upper_bound_speedup`` is the bound of that lever. Thresholds:
-    ``min_busy`` (0.85) and ``high_busy`` (0.97, full confidence); ``max_low_precision`` (0.1) of matmul
+    the busy shares above and ``high_busy`` (0.97, full confidence); ``max_low_precision`` (0.1) of matmul
     time in bf16/fp16 below which the math counts as fp32; ``min_fp32_matmul_share`` (0.2) of the step in
     fp32 matmuls before mixed precision is worth proposing.
 
@@ -49,8 +50,9 @@ class SaturatedDevice(Rule):
 
     id, name, bottleneck = "COMP002", "saturated-device", Bottleneck.COMPUTE
     cause = "device_time"
-    thresholds = {"min_busy": 0.85, "high_busy": 0.97, "min_busy_with_host": 0.7, "host_busy": 0.9,
-                  "min_telemetry_samples": 5, "max_low_precision": 0.1, "min_fp32_matmul_share": 0.2}
+    thresholds = {"min_busy": 0.85, "min_cpu_busy": 0.8, "high_busy": 0.97, "min_busy_with_host": 0.7,
+                  "host_busy": 0.9, "min_telemetry_samples": 5, "max_low_precision": 0.1,
+                  "min_fp32_matmul_share": 0.2}
     fix_id = "torch_compile"
     fires = (
         Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
@@ -76,6 +78,8 @@ class SaturatedDevice(Rule):
                 lambda: observation({"gpu_compute": 0.5}, kernels={"matmul": 0.45})),
         Example("CPU waits for a single-process loader 40% of the step",
                 lambda: observation({"forward": 0.2, "backward": 0.3, "dataloader": 0.4}, device="cpu")),
+        Example("CPU run: operators 78% of the step, no telemetry",
+                lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.08}, device="cpu")),
         Example("CPU run: operators 75% of the step, cores 55% busy",
                 lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05}, device="cpu",
                                     run=run_facts(telemetry=_host(55.0)))),
@@ -84,15 +88,16 @@ class SaturatedDevice(Rule):
     def check(self, f: Facts) -> Finding | None:
         work = f.device_work
         host = self._host_busy(f)
-        saturated = work >= self.t["min_busy"] or (
-            f.device == "cpu" and host is not None and host >= self.t["host_busy"]
-            and work >= self.t["min_busy_with_host"])
+        on_cpu = f.device == "cpu"
+        saturated = work >= self.t["min_cpu_busy" if on_cpu else "min_busy"] or (
+            on_cpu and host is not None and host >= self.t["host_busy"] and work >= self.t["min_busy_with_host"])
         if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
             return None
         fix, lever = self._lever(f)
         stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else work
         return self.finding(
-            f, severity=stake, confidence=ramp(max(work, host or 0.0), self.t["min_busy"], self.t["high_busy"]),
+            f, severity=stake, confidence=ramp(max(work, host or 0.0), self.t["min_cpu_busy" if on_cpu else "min_busy"],
+                                               self.t["high_busy"]),
             message=f"{self._what(f, work, host)}: the step is compute-bound; {lever}.",
             evidence=self._evidence(f, work, host), fix_id=fix)
 

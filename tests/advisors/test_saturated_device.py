@@ -99,7 +99,7 @@ def test_stored_cpu_run_with_busy_cores_is_compute(tmp_path: Path, capsys: pytes
     out = _analyze(run_dir, capsys)
     assert out["bottleneck"] == "compute", [(f["rule"], f["severity"]) for f in out["findings"]]
     ev = out["findings"][0]["evidence"]
-    assert 0.7 <= ev["device_work_share"] < 0.85 and ev["host_cpu_busy"] == pytest.approx(0.98)
+    assert 0.7 <= ev["device_work_share"] < 0.8 and ev["host_cpu_busy"] == pytest.approx(0.98)  # telemetry decides
     assert ev["cpu_count"] == 2
 
 
