@@ -89,15 +89,15 @@ class SaturatedDevice(Rule):
         work = f.device_work
         host = self._host_busy(f)
         on_cpu = f.device == "cpu"
-        saturated = work >= self.t["min_cpu_busy" if on_cpu else "min_busy"] or (
+        saturated = work >= self.t["min_cpu_busy" if on_cpu else "min_busy"] or (  # trace alone, or with telemetry
             on_cpu and host is not None and host >= self.t["host_busy"] and work >= self.t["min_busy_with_host"])
         if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
             return None
         fix, lever = self._lever(f)
         stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else work
+        floor = self.t["min_cpu_busy" if on_cpu else "min_busy"]
         return self.finding(
-            f, severity=stake, confidence=ramp(max(work, host or 0.0), self.t["min_cpu_busy" if on_cpu else "min_busy"],
-                                               self.t["high_busy"]),
+            f, severity=stake, confidence=ramp(max(work, host or 0.0), floor, self.t["high_busy"]),
             message=f"{self._what(f, work, host)}: the step is compute-bound; {lever}.",
             evidence=self._evidence(f, work, host), fix_id=fix)
 
@@ -109,15 +109,16 @@ class SaturatedDevice(Rule):
         return tel.host_cpu_busy
 
     def _fp32_matmul(self, f: Facts) -> float | None:
-        """Share of the step in fp32 matmuls, or ``None`` when their precision is not recorded."""
+        """Share of the step in fp32 matmuls (0 without matmuls), or ``None`` when a CPU trace recorded matmuls
+        without their input types (kernel names always say it on a GPU)."""
         low = f.gemm_low_precision
         if f.device == "gpu":
-            if low is None:
-                return None
-            return f.kernel_step_share.get("matmul", 0.0) * (1.0 - low) if low < self.t["max_low_precision"] else 0.0
+            if low is None or low >= self.t["max_low_precision"]:
+                return 0.0
+            return f.kernel_step_share.get("matmul", 0.0) * (1.0 - low)
         typed = f.cpu_matmul_fp32 + f.cpu_matmul_low
         if typed <= 0:
-            return None
+            return None if f.cpu_matmul_untyped > 0 else 0.0
         return f.cpu_matmul_fp32 if f.cpu_matmul_low / typed < self.t["max_low_precision"] else 0.0
 
     def _lever(self, f: Facts) -> tuple[str | None, str]:
