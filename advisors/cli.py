@@ -106,12 +106,19 @@ def _print_text(result: dict[str, Any]) -> None:
     if tel:
         print("  telemetry: " + describe_telemetry(tel))
     for f in result["findings"]:
-        print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%] {f['message']}")
+        print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%{_bound(f)}] {f['message']}")
+        for m in f.get("rules", []):
+            print(f"      same time, {m['rule']}: {m['message']}")
     for n in (n for n in result["not_enough_data"] if n["whole_class"] or
               (n["bottleneck"] == "none" and n["reason"] not in result["warnings"])):
         print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
+
+
+def _bound(f: dict[str, Any]) -> str:
+    """`` · ≤1.52x``: the most the finding's fix could gain (nothing when the severity is not step time)."""
+    return f" · ≤{f['upper_bound_speedup']:.2f}x" if f.get("upper_bound_speedup") else ""
 
 
 def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None) -> dict[str, Any]:

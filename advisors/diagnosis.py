@@ -1,16 +1,20 @@
-"""``diagnose(observation) -> Diagnosis``: run every rule, rank the findings, name the binding bottleneck.
+"""``diagnose(observation) -> Diagnosis``: run every rule, group and settle the findings, name the binding bottleneck.
 
-The binding bottleneck is the finding with the largest severity (share of step time at stake); ties go to
-the higher confidence, then to the earlier rule in ``RULES``. Nothing firing (or only findings with no step
-time at stake) is ``none``. The diagnosis' confidence is the binding finding's, lowered when a finding of
-another class comes close: ``confidence × (MARGIN_FLOOR + (1 - MARGIN_FLOOR) × margin)`` with ``margin`` the
-relative gap to the best finding of a different class.
+Rules that see the same time become one finding (the most severe leads, the others are listed in
+``related``); each finding then claims its severity from its region of the step, at most what is left there
+(:mod:`advisors.accounting`), so severities never double count. The binding bottleneck is the finding with the
+largest settled severity (share of step time at stake); ties go to the higher confidence, then to the earlier
+rule in ``RULES``. Nothing firing (or only findings with no step time at stake) is ``none``. The diagnosis'
+confidence is the binding finding's, lowered when a finding of another class comes close:
+``confidence × (MARGIN_FLOOR + (1 - MARGIN_FLOOR) × margin)`` with ``margin`` the relative gap to the best
+finding of a different class.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from advisors.accounting import group, regions, settle
 from advisors.facts import Facts, derive
 from advisors.fixes import FIXES
 from advisors.model import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
@@ -26,8 +30,9 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
     facts = derive(obs)
     instances = [r((overrides or {}).get(r.id)) for r in rules]
     order = {r.id: i for i, r in enumerate(instances)}
-    findings = [f for r in instances if (f := r.check(facts)) is not None]
-    ranked = sorted(findings, key=lambda f: (-f.severity, -f.confidence, order[f.rule]))
+    causes = {r.id: r.cause for r in instances}
+    findings = [f for r in instances if (f := r.evaluate(facts)) is not None]
+    ranked = settle(group(findings, causes, order), causes, facts, order)
     binding = ranked[0] if ranked and ranked[0].severity > 0 else None
     others = tuple(ranked[1:] if binding else ranked)
     fired = {f.bottleneck for f in findings}
@@ -35,7 +40,7 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
     return Diagnosis(
         bottleneck=binding.bottleneck if binding else Bottleneck.NONE,
         confidence=_confidence(binding, others),
-        binding=binding, others=others, evidence=headline(facts, binding), notes=notes)
+        binding=binding, others=others, evidence=headline(facts, binding), notes=notes, regions=regions(facts))
 
 
 def _confidence(binding: Finding | None, others: Sequence[Finding]) -> float:
@@ -77,16 +82,40 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
     return out
 
 
+def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
+    """The upper bound on what ``fix_id`` can gain, from the finding that proposed it (a group's lead or one of
+    its rules), else from the group whose fix has it as an alternative (another lever on the same time)."""
+    from advisors.fixes import ALTERNATIVES
+
+    for g in d.findings:
+        for f in (g, *g.related):
+            if f.fix_id == fix_id:
+                return f.upper_bound_speedup
+    for g in d.findings:
+        if any(fix_id in ALTERNATIVES.get(f.fix_id or "", ()) for f in (g, *g.related)):
+            return g.upper_bound_speedup
+    return None
+
+
 def finding_json(f: Finding) -> dict[str, Any]:
+    """A finding as JSON: its severity (settled), ``upper_bound_speedup`` (1 / (1 - severity), ``null`` when
+    the severity is not step time), the region it claims, the rule's own ``estimate`` when the region had less
+    left, and under ``rules`` the other rules that saw the same time, each with its own evidence and fix."""
     fix = FIXES.get(f.fix_id) if f.fix_id else None
-    return {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
-            "confidence": f.confidence, "message": f.message, "evidence": dict(f.evidence),
-            "fix": fix.to_json() if fix else None}
+    out = {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
+           "upper_bound_speedup": f.upper_bound_speedup, "claims": f.region, "estimate": f.estimate,
+           "confidence": f.confidence, "message": f.message, "evidence": dict(f.evidence),
+           "fix": fix.to_json() if fix else None}
+    if f.related:
+        out["rules"] = [finding_json(m) for m in f.related]
+    return out
 
 
 def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
-    """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first), notes."""
+    """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first; each one cause,
+    with the rules that saw it), the step's regions they claimed from (``accounting``), notes."""
     return {"bottleneck": d.bottleneck.value, "confidence": d.confidence,
             "findings": [finding_json(f) for f in d.findings], "evidence": dict(d.evidence),
+            "accounting": {k: round(v, 4) for k, v in d.regions.items()},
             "not_enough_data": [{"bottleneck": n.bottleneck.value, "reason": n.reason, "whole_class": n.whole_class}
                                 for n in d.notes]}

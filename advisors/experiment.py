@@ -1,4 +1,4 @@
-"""Apply a fix and prove it: baseline (A) and patched (B) runs, interleaved A B A B…, then a verdict.
+"""Apply a fix and prove it: baseline (A) and patched (B) runs, interleaved A B, B A, A B…, then a verdict.
 
 Both arms use the same seed and data (the spec carries them). Each trial's measured steps exclude warm-up
 and profiled steps (:mod:`advisors.trials`). The comparison is per-sample throughput, so a fix that changes
@@ -124,7 +124,10 @@ def run_experiment(base: Spec, fix: Fix, run: RunFn, policy: Policy = Policy(),
     b_runs: list[RunOutcome] = []
     reference = base.patch(memory_budget_mb=None)
     for i in range(policy.trials):
-        if not base_runs or (base_runs[0].ok and len(base_runs) <= i):
+        # A B, B A, A B …: neither arm always runs first (the first run of a pair can pay for the page cache, a
+        # just-finished run's leftovers or the machine's state); pairs stay back to back
+        patched_first = i % 2 == 1 and bool(base_runs) and base_runs[0].ok
+        if not patched_first and (not base_runs or (base_runs[0].ok and len(base_runs) <= i)):
             base_runs.append(_trial(run, base, "baseline", i, policy, on_progress))
         if base_runs[0].status == "out_of_memory":
             ref_runs.append(_trial(run, reference, "reference", i, policy, on_progress))
@@ -134,6 +137,8 @@ def run_experiment(base: Spec, fix: Fix, run: RunFn, policy: Policy = Policy(),
         why_not = proof(b_runs[-1]) if proof is not None else None
         if why_not is not None:
             break  # the fix did not act: more trials would only time the baseline twice
+        if patched_first:
+            base_runs.append(_trial(run, base, "baseline", i, policy, on_progress))
     arm_a = Arm("baseline", base, tuple(base_runs))
     arm_b = Arm("patched", spec_b, tuple(b_runs))
     arm_r = Arm("reference (no memory budget)", reference, tuple(ref_runs)) if ref_runs else None

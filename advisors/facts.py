@@ -13,7 +13,7 @@ exchange, waits), while in a step without collectives they are plain dispatch ov
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import pandas as pd
@@ -33,42 +33,48 @@ _CONV = re.compile(r"conv|cudnn_convolution|wgrad|dgrad|fprop|implicit_convolve"
 
 @dataclass(frozen=True)
 class Facts:
-    """Derived numbers (see the module docs). ``b`` is the breakdown itself, for evidence tables."""
+    """Derived numbers (see the module docs). ``b`` is the breakdown itself, for evidence tables.
 
-    b: Breakdown | None
-    run: RunFacts | None
-    spec: TrainingSpec | None
-    has_steps: bool
-    device: str | None  # "gpu" | "cpu" | None (no trace)
-    n_steps: int
-    n_ranks: int
-    steps_inferred: bool
-    step_ms: float
-    shares: Mapping[str, float]
-    gpu_busy: float | None
-    loader_exposed: float
-    loader_total: float  # inclusive DataLoader op time (0 when the trace shows no loader ops)
-    loader_mode: str | None  # "single_process" | "multi_process" | None
-    pageable_copy: float
-    pinned_copy: float
-    kernel_step_share: Mapping[str, float]  # kernel class -> kernel time / step time
-    kernel_mix: Mapping[str, float]  # kernel class -> share of kernel time
-    gemm_low_precision: float | None  # fraction of GEMM work in bf16/fp16/tf32 (kernel names or op dtypes)
-    cpu_matmul_fp32: float
-    cpu_matmul_low: float
-    cpu_matmul_untyped: float
-    compiled: bool
-    has_conv: bool
-    kernels_per_step: float
-    median_kernel_us: float
-    syncs_per_step: float
-    malloc_free_per_step: float
-    comm_exposed: float
-    comm_total: float
-    comm_overlap_fraction: float | None  # overlapped / total collective time
-    host_idle: float  # GPU idle and not waiting for the loader (GPU ranks only)
-    comm_device_fraction: float  # exposed collective time / device busy time
-    memory_peak_share: float | None
+    Every field has a default that means "the observation does not say" (no steps, nothing measured), so a
+    test or an example states only what it is about: ``Facts(has_steps=True, device="cpu", shares={...})``."""
+
+    b: Breakdown | None = None
+    run: RunFacts | None = None
+    spec: TrainingSpec | None = None
+    has_steps: bool = False
+    device: str | None = None  # "gpu" | "cpu" | None (no trace)
+    n_steps: int = 0
+    n_ranks: int = 0
+    steps_inferred: bool = False
+    step_ms: float = 0.0
+    shares: Mapping[str, float] = field(default_factory=dict)
+    gpu_busy: float | None = None
+    loader_exposed: float = 0.0
+    loader_total: float = 0.0  # inclusive DataLoader op time (0 when the trace shows no loader ops)
+    loader_mode: str | None = None  # "single_process" | "multi_process" | None
+    pageable_copy: float = 0.0
+    pinned_copy: float = 0.0
+    kernel_step_share: Mapping[str, float] = field(default_factory=dict)  # kernel class -> kernel time / step time
+    kernel_mix: Mapping[str, float] = field(default_factory=dict)  # kernel class -> share of kernel time
+    gemm_low_precision: float | None = None  # fraction of GEMM work in bf16/fp16/tf32 (kernel names or op dtypes)
+    cpu_matmul_fp32: float = 0.0
+    cpu_matmul_low: float = 0.0
+    cpu_matmul_untyped: float = 0.0
+    compiled: bool = False
+    has_conv: bool = False
+    kernels_per_step: float = 0.0
+    median_kernel_us: float = 0.0
+    syncs_per_step: float = 0.0
+    malloc_free_per_step: float = 0.0
+    comm_exposed: float = 0.0
+    comm_total: float = 0.0
+    comm_overlap_fraction: float | None = None  # overlapped / total collective time
+    host_idle: float = 0.0  # GPU idle and not waiting for the loader (GPU ranks only)
+    comm_device_fraction: float = 0.0  # exposed collective time / device busy time
+    memory_peak_share: float | None = None
+    compiled_spans: int = 0  # host spans of torch.compile'd code inside steps
+    triton_kernel_share: float = 0.0  # share of kernel time in Triton kernels (Inductor's output)
+    comm_kinds: Mapping[str, float] = field(default_factory=dict)  # collective family -> share of collective time
     snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
 
@@ -86,6 +92,13 @@ class Facts:
         parts = ("gpu_compute", "gpu_memcpy", "gpu_memset") if self.device == "gpu" else \
             ("forward", "backward", "optimizer")
         return sum(self.shares.get(c, 0.0) for c in parts)
+
+    @property
+    def comm_kind(self) -> str | None:
+        """The collective family holding most collective time (``all_reduce``, ``all_to_all``, ``sharded``);
+        ``None`` when no named collective was seen."""
+        named = {k: v for k, v in self.comm_kinds.items() if k != "other" and v > 0}
+        return max(named, key=named.__getitem__) if named else None
 
     @property
     def comm_orchestration(self) -> float:
@@ -129,8 +142,10 @@ def derive(obs: Observation) -> Facts:
         gemm_low_precision=_gemm_low_precision(b),
         cpu_matmul_fp32=cm.fp32_ns / total, cpu_matmul_low=cm.low_precision_ns / total,
         cpu_matmul_untyped=cm.unknown_ns / total,
-        compiled=bool(names.str.contains(_COMPILED).any() or kernel_names.str.contains(_COMPILED).any()
-                      or (spec is not None and spec.compile)),
+        compiled=bool(b.compiled_spans or names.str.contains(_COMPILED).any()
+                      or kernel_names.str.contains(_COMPILED).any() or (spec is not None and spec.compile)),
+        compiled_spans=b.compiled_spans, triton_kernel_share=_share_by_name(b.kernels, kc.TRITON_KERNEL),
+        comm_kinds=_comm_kinds(b),
         has_conv=bool(names.str.contains(_CONV).any() or kernel_names.str.contains(_CONV).any()),
         kernels_per_step=b.host.kernels_per_step, median_kernel_us=b.host.median_kernel_us,
         syncs_per_step=b.syncs.total_syncs, malloc_free_per_step=b.syncs.malloc_free,
@@ -141,6 +156,28 @@ def derive(obs: Observation) -> Facts:
         memory_peak_share=b.memory.device_peak_share,
         snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
     )
+
+
+def _share_by_name(table: pd.DataFrame, pattern: re.Pattern[str]) -> float:
+    """Fraction of a kernel/op table's time in rows whose name matches ``pattern``."""
+    total = float(table["total_ns"].sum()) if len(table) else 0.0
+    if total <= 0:
+        return 0.0
+    return float(table.loc[table["name"].astype(str).str.contains(pattern), "total_ns"].sum()) / total
+
+
+def _comm_kinds(b: Breakdown) -> dict[str, float]:
+    """Collective time by family (:func:`profilers.kernel_classes.collective_kind`): from the collective
+    kernels on a GPU, from the host collective ops (gloo, c10d) on a CPU; shares sum to 1 (empty: none)."""
+    k = b.kernels
+    rows = k[k["kclass"] == "communication"] if len(k) else k
+    if not len(rows) and len(b.ops):
+        rows = b.ops[b.ops["name"].astype(str).str.contains(kc.COMM_OP)]
+    if not len(rows) or rows["total_ns"].sum() <= 0:
+        return {}
+    kinds = rows["name"].astype(str).map(kc.collective_kind)
+    by_kind = rows.groupby(kinds.to_numpy())["total_ns"].sum()
+    return {str(kind): float(ns) / float(by_kind.sum()) for kind, ns in by_kind.items()}
 
 
 def _gemm_low_precision(b: Breakdown) -> float | None:
@@ -170,14 +207,5 @@ def _loader_mode(op_names: pd.Series, spec: TrainingSpec | None) -> str | None:
 
 
 def _no_trace(b: Breakdown | None, run: RunFacts | None, spec: TrainingSpec | None) -> Facts:
-    zeros: dict[str, float] = {}
-    return Facts(
-        b=b, run=run, spec=spec, has_steps=False, device=None, n_steps=0, n_ranks=0, steps_inferred=False,
-        step_ms=0.0, shares=zeros, gpu_busy=None, loader_exposed=0.0, loader_total=0.0,
-        loader_mode=_loader_mode(pd.Series(dtype=str), spec), pageable_copy=0.0, pinned_copy=0.0,
-        kernel_step_share=zeros, kernel_mix=zeros, gemm_low_precision=None, cpu_matmul_fp32=0.0,
-        cpu_matmul_low=0.0, cpu_matmul_untyped=0.0, compiled=bool(spec and spec.compile), has_conv=False,
-        kernels_per_step=0.0, median_kernel_us=0.0, syncs_per_step=0.0, malloc_free_per_step=0.0,
-        comm_exposed=0.0, comm_total=0.0, comm_overlap_fraction=None, host_idle=0.0, comm_device_fraction=0.0,
-        memory_peak_share=None,
-    )
+    return Facts(b=b, run=run, spec=spec, loader_mode=_loader_mode(pd.Series(dtype=str), spec),
+                 compiled=bool(spec and spec.compile))

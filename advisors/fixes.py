@@ -35,15 +35,18 @@ def _fix(id: str, title: str, bottleneck: Bottleneck, patch: Mapping[str, Any], 
 
 D, M, C, X, H = Bottleneck.DATA, Bottleneck.MEMORY, Bottleneck.COMPUTE, Bottleneck.COMMUNICATION, Bottleneck.HOST
 _LOADER = "loader = DataLoader(ds, batch_size=B, shuffle=True,\n"
+_WORKERS = "num_workers=min(max(os.cpu_count(), 2), 8)"  # what WorkerCount resolves to, never a fixed number
 _CATALOG = (
     _fix("dataloader_workers", "DataLoader worker processes", D,
          {"num_workers": WorkerCount(), "pin_memory": True, "persistent_workers": True, "prefetch_factor": 4}, "any",
          "Decode and collate in worker processes that prefetch ahead, so loading overlaps the step.",
-         _LOADER + "                    num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4)"),
+         _LOADER + f"                    {_WORKERS}, pin_memory=True,\n"
+         "                    persistent_workers=True, prefetch_factor=4)"),
     _fix("prefetch_pinned", "Persistent workers, deeper prefetch, pinned memory", D,
          {"num_workers": WorkerCount(), "persistent_workers": True, "prefetch_factor": 4, "pin_memory": True}, "any",
          "Keep workers alive across epochs and queue more batches ahead; pinned batches copy asynchronously.",
-         _LOADER + "                    num_workers=4, persistent_workers=True, prefetch_factor=4, pin_memory=True)\n"
+         _LOADER + f"                    {_WORKERS}, persistent_workers=True,\n"
+         "                    prefetch_factor=4, pin_memory=True)\n"
          "x = x.to(device, non_blocking=True)"),
     _fix("cache_decoded", "Cache decoded samples", D, {"cache_decoded": True}, "any",
          "Decode each sample once and keep the decoded tensor: later epochs skip the decode entirely.",
@@ -120,6 +123,25 @@ _CATALOG = (
          "Tells DDP the graph is the same every step: it skips searching for unused parameters and can overlap "
          "more of the all-reduce with backward.",
          "ddp = DistributedDataParallel(model, static_graph=True)"),
+    _fix("all_to_all_overlap", "Overlap and shrink the all-to-all", X, {}, "distributed",
+         "All-to-all and send/recv move embedding rows (recommendation models) or routed tokens (mixture of experts), "
+         "not gradients: no_sync accumulation and DDP buckets cannot touch them. Start the next batch's exchange "
+         "under this batch's dense compute, and send fewer bytes (reduced-precision embedding comms; for MoE a lower "
+         "capacity factor and experts placed within a node).",
+         "# TorchRec: pipeline the sparse all-to-all of batch i+1 under the dense compute of batch i\n"
+         "from torchrec.distributed.train_pipeline import TrainPipelineSparseDist\n"
+         "pipeline = TrainPipelineSparseDist(model, optimizer, device)\n"
+         "it = iter(loader)\nfor _ in range(steps):\n    pipeline.progress(it)\n"
+         "# fewer bytes: QCommsConfig(forward_precision=CommType.FP16, backward_precision=CommType.BF16)\n"
+         "# MoE: capacity_factor=1.0 and expert-parallel groups inside a node"),
+    _fix("fsdp_prefetch", "Prefetch FSDP all-gathers", X, {}, "distributed",
+         "All-gather and reduce-scatter belong to sharded training (FSDP, ZeRO), not to DDP: no_sync and bucket sizes "
+         "do not apply. Issue the next layer's all-gather before it is needed so it runs under compute, and keep "
+         "weights gathered from forward to backward where memory allows.",
+         "from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel as FSDP\n"
+         "model = FSDP(model, forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE,\n"
+         "             limit_all_gathers=True)\n"
+         "# FSDP2: fully_shard(block, reshard_after_forward=False) keeps gathered weights for backward"),
     _fix("larger_batch", "Larger batch", H, {"batch_size": Relative(2)}, "any",
          "More work per kernel launch: the host's per-op overhead is paid per batch, not per sample.",
          "loader = DataLoader(ds, batch_size=2 * B, ...)   # scale the learning rate with the batch"),
@@ -165,9 +187,15 @@ def resolve_patch(spec: TrainingSpec, fix: Fix) -> dict[str, Any]:
             new = current * value.factor
             value = max(int(round(new)), 1) if isinstance(current, int) else float(new)
         elif isinstance(value, WorkerCount):
-            value = max(current, min(max(os.cpu_count() or MIN_WORKERS, MIN_WORKERS), MAX_WORKERS))
+            value = worker_count(os.cpu_count(), current)
         out[field] = value
     return out
+
+
+def worker_count(cores: int | None, current: int = 0) -> int:
+    """DataLoader workers for a machine of ``cores`` cores: as many as cores, between 2 and 8, never fewer than
+    ``current`` (what :class:`WorkerCount` resolves to on this machine, and what advice quotes for a run's own)."""
+    return max(current, min(max(cores or MIN_WORKERS, MIN_WORKERS), MAX_WORKERS))
 
 
 def patched(spec: TrainingSpec, fix: Fix) -> TrainingSpec:

@@ -77,8 +77,8 @@ def change_json(r: Rung, device: str) -> dict[str, Any] | None:
 
 def ladder_json(ladder: Ladder, device: str = "cpu") -> dict[str, Any]:
     rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
-               "cumulative_speedup": _r(r.cumulative), "where": where_text(r.where),
-               "change": change_json(r, device)} for r in ladder.rungs]
+               "upper_bound_speedup": r.upper_bound, "cumulative_speedup": _r(r.cumulative),
+               "where": where_text(r.where), "change": change_json(r, device)} for r in ladder.rungs]
     out = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
            "final_spec_changes": {k: v[1] for k, v in ladder.start.describe_diff(ladder.final).items()},
            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
@@ -103,7 +103,8 @@ def ladder_table(ladder: Ladder) -> list[str]:
     for r in ladder.rungs:
         e = r.experiment
         interval = f"[{e.ratio.low:.2f}, {e.ratio.high:.2f}]" if e.ratio else ""
-        verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "rejected") + f" — {e.reason}"
+        bound = f" (the diagnosis' upper bound: {r.upper_bound:.2f}x)" if r.upper_bound else ""
+        verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "rejected") + f" — {e.reason}{bound}"
         verdict += f" (at {r.where['file']}:{r.where['line']})" if r.where else ""
         lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e.speedup, interval,
                           r.cumulative if e.kept else None, verdict))

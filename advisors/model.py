@@ -2,7 +2,8 @@
 
 All frozen. ``severity`` is always a share of step time (0..1) at stake — the time the matching fix can win
 back at best — so findings of different classes compare on one scale, and the binding bottleneck is simply
-the finding with the largest severity.
+the finding with the largest severity. In a diagnosis the severities are settled by
+:mod:`advisors.accounting`: each microsecond of the step is claimed once, so they never double count.
 """
 
 from __future__ import annotations
@@ -59,9 +60,19 @@ class Relative:
         return f"x{self.factor:g}"
 
 
+#: ``Finding.region`` of findings whose severity is not step time (a risk, or run time saved).
+OUTSIDE_STEP = "outside_step"
+
+
 @dataclass(frozen=True)
 class Finding:
-    """What one rule concluded about one observation."""
+    """What one rule concluded about one observation.
+
+    In a :class:`Diagnosis` a finding leads its cause (:mod:`advisors.accounting`): ``related`` lists the other
+    rules that saw the same time, ``region`` is the part of the step its severity was claimed from
+    (:data:`OUTSIDE_STEP` for what is not step time — memory capacity, a loss plateau; ``None`` before the
+    diagnosis settles it), and ``estimate`` the rule's own severity when the region had less left to claim
+    (``None``: not capped)."""
 
     rule: str  # stable id, e.g. "DATA001"
     name: str  # readable name, e.g. "loader-starves-step"
@@ -71,10 +82,21 @@ class Finding:
     message: str  # one sentence a person can act on
     evidence: Mapping[str, EvidenceValue]
     fix_id: str | None
+    related: tuple[Finding, ...] = ()
+    region: str | None = None
+    estimate: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", _unit(self.severity))
         object.__setattr__(self, "confidence", _unit(self.confidence))
+
+    @property
+    def upper_bound_speedup(self) -> float | None:
+        """The most the fix could gain if the time at stake vanished: ``1 / (1 - severity)`` (Amdahl). ``None``
+        when the severity is not step time (:data:`OUTSIDE_STEP`) or when all of the step is at stake."""
+        if self.region == OUTSIDE_STEP or self.severity >= 1.0:
+            return None
+        return round(1.0 / (1.0 - self.severity), 3)
 
 
 @dataclass(frozen=True)
@@ -90,7 +112,8 @@ class Note:
 @dataclass(frozen=True)
 class Diagnosis:
     """The binding bottleneck (``binding`` is ``None`` when nothing fired), the other findings ranked by
-    severity, the headline evidence and what could not be judged."""
+    severity, the headline evidence and what could not be judged. ``regions``: each region's share of step
+    time, which the findings claimed from (:mod:`advisors.accounting`)."""
 
     bottleneck: Bottleneck
     confidence: float
@@ -98,6 +121,7 @@ class Diagnosis:
     others: tuple[Finding, ...]
     evidence: Mapping[str, EvidenceValue]
     notes: tuple[Note, ...] = field(default=())
+    regions: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def findings(self) -> tuple[Finding, ...]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
-from advisors.diagnosis import diagnose
+from advisors.diagnosis import diagnose, upper_bound_for
 from advisors.experiment import ApplyFn, Experiment, Policy, ProofFn, Spec, run_experiment
 from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
 from advisors.model import Diagnosis, Fix
@@ -38,6 +38,7 @@ class Rung:
     experiment: Experiment
     cumulative: float
     where: dict[str, Any] | None = None
+    upper_bound: float | None = None  # the diagnosis' bound on what this fix could gain (Finding.upper_bound_speedup)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def optimize(spec: Spec, run: RunFn, rounds: int = 3, policy: Policy = Policy(),
             if exp.kept:
                 cumulative *= exp.speedup or 1.0
             rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative,
-                              how.where(fix)))
+                              how.where(fix), upper_bound_for(diagnosis, fix.id)))
             if exp.kept:
                 kept_exp = exp
                 break
@@ -179,14 +180,15 @@ def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
 
 
 def proposed(d: Diagnosis) -> list[str]:
-    """Fix ids worth trying for ``d``: every finding's own fix in severity order, then their alternatives."""
-    own = [f.fix_id for f in d.findings if f.severity > 0 and f.fix_id is not None]
+    """Fix ids worth trying for ``d``: every finding's own fix in severity order (a finding's lead rule first,
+    then the other rules that saw the same time), then their alternatives (the same bottleneck, another lever)."""
+    own = [f.fix_id for g in d.findings if g.severity > 0 for f in (g, *g.related) if f.fix_id is not None]
     return list(dict.fromkeys([*own, *(alt for fix_id in own for alt in ALTERNATIVES.get(fix_id, ()))]))
 
 
 def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:
-    """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order,
-    then their alternatives (the same bottleneck, another lever)."""
+    """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order (a
+    finding's lead rule first, then the other rules that saw the same time), then their alternatives."""
     for fix_id in proposed(d):
         fix = FIXES[fix_id]
         if fix_id not in rejected and fix.spec_patch and applies(fix, device, spec.world_size) is None \

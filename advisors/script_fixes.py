@@ -77,8 +77,9 @@ def _const(**knobs: Any) -> Callable[[ScriptContext], dict[str, Any]]:
 
 INJECTIONS: dict[str, Injection] = {
     "dataloader_workers": Injection(lambda ctx: _workers(ctx, {}), "num_workers", "dataloader"),
-    "prefetch_pinned": Injection(lambda ctx: _workers(ctx, {"pin_memory": True}) if ctx.device == "cuda"
-                                 else _workers(ctx, {}), "num_workers", "dataloader"),
+    # pinned memory is this fix's own lever; without CUDA it would repeat dataloader_workers exactly
+    "prefetch_pinned": Injection(lambda ctx: _workers(ctx, {"pin_memory": True}) if ctx.device == "cuda" else None,
+                                 "num_workers", "dataloader"),
     "cache_decoded": Injection(_const(cache_decoded=True), "cache_decoded", "dataloader"),
     "pin_memory": Injection(_const(pin_memory=True), "pin_memory", "dataloader"),
     "bf16_autocast": Injection(_const(autocast="bf16"), "autocast", "model_call"),
@@ -105,6 +106,8 @@ NOT_INJECTABLE: dict[str, str] = {
     "cuda_graphs": "CUDA graph capture needs static shapes and a loop written for replay",
     "avoid_syncs": "the .item() calls are in your loop",
     "early_stopping": "stopping early needs your validation loop",
+    "all_to_all_overlap": "pipelining the all-to-all changes how your loop drives batches (e.g. TorchRec's pipeline)",
+    "fsdp_prefetch": "FSDP prefetching is set where your model is sharded",
 }
 
 
@@ -115,8 +118,14 @@ def not_injectable(fix: Fix) -> str | None:
     return NOT_INJECTABLE.get(fix.id, f"{fix.title} has no injection: it needs a change in your code")
 
 
+#: Fixes that act on convolutions only: not worth a trial on a model the launcher saw without any.
+CONV_ONLY = ("channels_last", "cudnn_benchmark")
+
+
 def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec | None:
     """``spec`` with ``fix``'s knobs injected, or ``None`` when the fix has nothing (new) to inject here."""
+    if fix.id in CONV_ONLY and (ctx.sites.get("model_call") or {}).get("convolutions") == 0:
+        return None
     inj = INJECTIONS.get(fix.id)
     knobs = inj.knobs(ctx) if inj is not None else None
     if not knobs:

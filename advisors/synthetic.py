@@ -24,8 +24,13 @@ KERNEL_NAMES = {
     "elementwise": "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
     "normalization": "void at::native::layer_norm_kernel<float>",
     "communication": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+    "all_to_all": "ncclDevKernel_SendRecv",
+    "all_gather": "ncclDevKernel_AllGather_RING_LL",
+    "triton": "triton_poi_fused_add_mul_0",
     "other": "synthetic_kernel",
 }
+#: ``kernels`` keys that name a kind of kernel rather than a class: the class they count as.
+KERNEL_ALIASES = {"all_to_all": "communication", "all_gather": "communication", "triton": "elementwise"}
 
 
 def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: float = 100.0, n_steps: int = 4,
@@ -39,7 +44,8 @@ def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: f
                  rank_exposed_ms: Sequence[float] | None = None, steps_inferred: bool = False) -> Breakdown:
     """A breakdown whose categories take ``shares`` of every step (``other`` takes the rest).
 
-    ``kernels`` maps a kernel class to its time as a share of step time; ``low_precision`` is the fraction of
+    ``kernels`` maps a kernel class (or a :data:`KERNEL_ALIASES` kind: ``all_to_all``, ``all_gather``,
+    ``triton``) to its time as a share of step time; ``low_precision`` is the fraction of
     matmul kernel time in Tensor Core kernels. ``ops`` maps host op names to inclusive time shares;
     ``cpu_matmul`` maps ``fp32``/``low``/``unknown`` to matmul op time shares. ``rank_step_ms`` and
     ``rank_exposed_ms`` give each rank its own step time and exposed communication (for stragglers).
@@ -126,8 +132,9 @@ def _per_step(shares: Mapping[str, float], step_ns: int, n_steps: int, ranks: Se
 
 def _kernel_table(kernels: Mapping[str, float], low_precision: float, total: int, count: float) -> pd.DataFrame:
     rows = []
-    for kclass, share in kernels.items():
-        pieces = [(kclass, share, False)]
+    for key, share in kernels.items():
+        kclass = KERNEL_ALIASES.get(key, key)
+        pieces = [(key, share, False)]
         if kclass == "matmul":
             pieces = [("matmul", share * (1 - low_precision), False), ("matmul_low", share * low_precision, True)]
         for key, s, low in pieces:

@@ -13,7 +13,7 @@ from app import data, experimenting, script_apply, state, ui
 from app.jobs import BackgroundJob
 from profilers.errors import StepwiseError
 from profilers.run_model import RunRecord
-from reports import charts_compare, export
+from reports import advice, charts_compare, export
 from reports import experiment as ex
 from reports.analysis import Analysis
 
@@ -50,7 +50,7 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         state.set_experiment_job(experimenting.start_experiment(data.store(), analysis, by_id[fix_id], int(trials)))
         job = state.experiment_job()
     if job is not None:
-        _follow(job, "experiment", lambda e: (_before_after(e), _downloads(record, analysis, e)))
+        _follow(job, "experiment", lambda e: (_before_after(e, analysis), _downloads(record, analysis, e)))
     st.divider()
     st.markdown("#### Several rounds: the optimisation ladder")
     cols = st.columns([1, 1, 2])
@@ -99,7 +99,7 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
         state.set_experiment_job(script_apply.start_experiment(data.store(), target, by_id[fix_id], int(trials)))
         job = state.experiment_job()
     if job is not None:
-        _follow(job, "experiment", lambda e: (_before_after(e), _change(e), _downloads(record, analysis, e)))
+        _follow(job, "experiment", lambda e: (_before_after(e, analysis), _change(e), _downloads(record, analysis, e)))
     st.divider()
     st.markdown("#### Several rounds: the optimisation ladder")
     st.caption("Each round diagnoses a fresh run of your script, injects the fix the diagnosis points to and "
@@ -154,21 +154,26 @@ def _follow(job: BackgroundJob, name: str, show: Callable[[Any], None]) -> None:
     _poll()
 
 
-def _before_after(e: Any) -> None:
+def _before_after(e: Any, analysis: Analysis) -> None:
     s = ex.summary(e)
+    bound = advice.upper_bound(analysis.diagnosis, e)
     if s["not_applied"]:
         st.info(ui.text(e.reason, 600), icon=":material/block:")
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")
     else:
         (st.success if e.kept else st.warning)(ui.text(e.reason, 600))
-    cols = st.columns(3)
+    cols = st.columns(4 if bound else 3)
     per_run = "median over runs of each run's median step"
     cols[0].metric("Before (median step)", f"{s['before_ms']:.1f} ms" if s["before_ms"] else "—", help=per_run)
     cols[1].metric("After (median step)", f"{s['after_ms']:.1f} ms" if s["after_ms"] else "—", help=per_run)
     if s["speedup"]:
         cols[2].metric("Throughput ratio", f"{s['speedup']:.2f}×",
                        help=f"{s['level']:.0%} interval [{s['low']:.2f}, {s['high']:.2f}]")
+    if bound:
+        cols[-1].metric("Upper bound", f"{bound:.2f}×",
+                        help="The diagnosis' bound on this fix: the speed-up if the time at stake vanished entirely "
+                             "(1 / (1 − share)). The measured ratio is read against it.")
     st.caption(("Injected at boot (your file was not written): " if s["injected"] else "Spec change: ")
                + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
     ui.chart(charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after (every "

@@ -89,5 +89,7 @@ def trial_fraction(event: dict[str, Any]) -> float:
         return 0.0
     run = event.get("run") or {}
     within = (run.get("step") or 0) / max(run.get("total_steps") or 1, 1)
-    index = 2 * (int(event.get("trial") or 1) - 1) + (1 if event.get("arm") == "patched" else 0)
+    pair = int(event.get("trial") or 1) - 1
+    second = "baseline" if pair % 2 else "patched"  # pairs alternate A B, B A (advisors.experiment)
+    index = 2 * pair + (1 if event.get("arm") == second else 0)
     return min((index + within) / (2 * trials), 1.0)

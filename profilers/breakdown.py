@@ -65,6 +65,8 @@ class Breakdown:
     ``exposed_comm_ms`` (median); a rank's total collective time is not per rank (see ``comm_total_ns``).
     ``kernels``: ``name, kclass, count, total_ns, mean_us, low_precision`` (GPU kernels inside steps).
     ``ops``: ``name, count, total_ns, mean_us`` (host operators inside steps, inclusive time).
+    ``compiled_spans``: host spans of torch.compile'd code inside steps, of any host kind (the region
+    annotation is a ``user_annotation``, so the op table alone does not show it).
     """
 
     device: str  # "gpu" | "cpu"
@@ -85,6 +87,7 @@ class Breakdown:
     host: parts.HostStats
     cpu_matmul: parts.CpuMatmul
     warnings: tuple[str, ...]
+    compiled_spans: int = 0
 
     @property
     def total_step_ns(self) -> int:
@@ -207,6 +210,7 @@ def breakdown(trace: Trace) -> Breakdown:
         host=parts.host_stats(ev, in_step, max(len(per_step), 1)),
         cpu_matmul=parts.cpu_matmul(ev, in_step),
         warnings=trace.warnings,
+        compiled_spans=parts.compiled_spans(ev, in_step),
     )
 
 

@@ -95,6 +95,12 @@ def _thread_ids(pid: np.ndarray, tid_code: np.ndarray) -> np.ndarray:
     return pd.factorize(key)[0]
 
 
+def compiled_spans(ev: pd.DataFrame, in_step: np.ndarray) -> int:
+    """Host spans (operators, annotations, Python) of torch.compile'd code inside steps."""
+    host = _kind(ev, "cpu_op", "user_annotation", "python_function")
+    return int((host & in_step & _by_name(ev, kc.COMPILED_REGION)).sum())
+
+
 def kernel_table(ev: pd.DataFrame, in_step: np.ndarray) -> pd.DataFrame:
     sel = _kind(ev, "kernel") & in_step
     k = ev.loc[sel, ["name", "dur_ns"]]

@@ -28,7 +28,8 @@ _ELEMENTWISE = re.compile(
     re.IGNORECASE)
 #: Markers of Tensor Core / reduced-precision GEMM kernels (NVIDIA and AMD spellings).
 LOW_PRECISION_KERNEL = re.compile(
-    r"h884|h1688|h16816|s1688|s16816|i8816|hmma|bf16|f16|fp16|half|tf32|tensorop|fp8|e4m3|e5m2|"
+    r"h884|h1688|h16816|s1688|s16816|i8816|hmma|bf16|f16|fp16|half|tf32|tensorop|fp8|e4m3|e5m2|bfloat16|float16|"
+    r"float8|"
     r"_hsh_|_bsh_|_hh_|hgemm|bgemm|mfma_f16|mfma_bf16|xmma_gemm_f16|_f16f16|_bf16bf16|"
     # AMD Tensile/hipBLASLt: ``Cijk_<A layout>_<B layout>_<types>``; the type token is case-sensitive
     # (``S``/``D`` fp32/fp64 stay fp32: ``SB`` is single with beta). H half, B bf16, F8/B8 fp8, I8 int8;
@@ -41,6 +42,16 @@ COMM_OP = re.compile(r"gloo|nccl:|c10d::|record_param_comms|all_reduce|allreduce
                      r"reduce_scatter|barrier|alltoall|send|recv", re.IGNORECASE)
 MATMUL_OP = re.compile(r"^aten::(mm|addmm|bmm|matmul|linear|conv\w*|_convolution|mkldnn_\w*conv\w*|"
                        r"_scaled_dot_product\w*|baddbmm|addmv|mv|einsum)$|mkldnn_matmul|mkldnn_linear")
+#: Host spans of code torch.compile produced: dynamo's region annotation, AOTAutograd's autograd function,
+#: Inductor's compiled graph call.
+COMPILED_REGION = re.compile(r"Torch-Compiled Region|CompiledFunction|CompiledFxGraph", re.IGNORECASE)
+#: Kernels Inductor (or a user) wrote in Triton: ``triton_poi_fused_add_0``, ``triton_red_…``, ``triton__0d1d``.
+TRITON_KERNEL = re.compile(r"^triton_", re.IGNORECASE)
+#: Collective families, by kernel or host-op name: what a collective *is* decides which advice can touch it.
+ALL_TO_ALL = re.compile(r"all_?to_?all|sendrecv|send_?recv|(?<![a-z])(send|recv)(?![a-z])", re.IGNORECASE)
+SHARDED = re.compile(r"all_?gather|reduce_?scatter|_allgather_base|_reduce_scatter_base", re.IGNORECASE)
+ALL_REDUCE = re.compile(r"all_?reduce", re.IGNORECASE)
+COLLECTIVE_KINDS = ("all_reduce", "all_to_all", "sharded", "other")
 DATALOADER = re.compile(r"DataLoader|dataloader\.py|DataLoaderIter", re.IGNORECASE)
 DATA_PHASE = re.compile(r"data_?load|training_batch|next_batch|get_batch|fetch_batch|load_batch|input_pipeline",
                         re.IGNORECASE)
@@ -61,6 +72,18 @@ def classify_kernel(name: str) -> str:
         return "matmul"
     if _ELEMENTWISE.search(name):
         return "elementwise"
+    return "other"
+
+
+def collective_kind(name: str) -> str:
+    """The family of one collective kernel or op: ``all_to_all`` (all-to-all, send/recv), ``sharded``
+    (all-gather, reduce-scatter: FSDP/ZeRO), ``all_reduce``, else ``other`` (broadcast, barrier, unnamed)."""
+    if ALL_TO_ALL.search(name):
+        return "all_to_all"
+    if SHARDED.search(name):
+        return "sharded"
+    if ALL_REDUCE.search(name):
+        return "all_reduce"
     return "other"
 
 

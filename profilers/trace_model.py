@@ -53,6 +53,7 @@ _CAT_TO_KIND = {
     "operator": "cpu_op",
     "user_annotation": "user_annotation",
     "python_function": "python_function",
+    "python": "python_function",  # PyTorch 1.8 Kineto traces: Python stack events
     "cuda_runtime": "runtime",
     "cuda_driver": "runtime",
     "runtime": "runtime",
@@ -67,10 +68,11 @@ _CAT_TO_KIND = {
 
 
 def kind_of(cat: str | None) -> str:
-    """Normalise a Kineto category (any schema, any capitalisation) to one of :data:`KINDS`."""
+    """Normalise a Kineto category (any schema, any capitalisation, spaces or underscores: ``Operator``,
+    ``GPU Memcpy``, ``user_annotation``) to one of :data:`KINDS`."""
     if not cat:
         return "other"
-    return _CAT_TO_KIND.get(cat.lower(), "other")
+    return _CAT_TO_KIND.get(cat.strip().lower().replace(" ", "_").replace("-", "_"), "other")
 
 
 @dataclass(frozen=True)

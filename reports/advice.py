@@ -53,6 +53,18 @@ def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     return {"bottleneck": d.bottleneck.value, "confidence": d.confidence, "findings": [], "evidence": dict(d.evidence)}
 
 
+def upper_bound(d: Diagnosis | None, e: Any) -> float | None:
+    """The diagnosis' upper bound on what experiment ``e``'s fix could gain (``advisors.diagnosis.upper_bound_for``)."""
+    fn = _attr("advisors.diagnosis", "upper_bound_for")
+    return fn(d, e.fix.id) if fn is not None and d is not None else None
+
+
+def cause_text(cause: str) -> str:
+    """What a rule's cause is (``advisors.accounting.CAUSES``), or the cause's name when that table is missing."""
+    causes = _attr("advisors.accounting", "CAUSES") or {}
+    return causes[cause][1] if cause in causes else cause
+
+
 def rule_docs() -> list[dict[str, Any]] | None:
     """Every rule's documentation (``Rule.doc()``), in ``RULES`` order; None while the rules are missing."""
     rules = _attr("advisors.rules", "RULES")

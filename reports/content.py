@@ -35,19 +35,23 @@ def _rows(table: Any, cols: dict[str, str], n: int = TOP_ROWS) -> list[dict[str,
     return [{out: _num(getattr(r, col)) for out, col in cols.items()} for r in table.head(n).itertuples()]
 
 
+def _finding(f: Any) -> dict[str, Any]:
+    fix = advice.fix_for(f.fix_id)
+    return {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
+            "upper_bound_speedup": getattr(f, "upper_bound_speedup", None), "confidence": f.confidence,
+            "message": f.message, "evidence": dict(f.evidence),
+            "fix": None if fix is None else {"id": fix.id, "title": fix.title, "explanation": fix.explanation,
+                                             "snippet": fix.snippet},
+            "rules": [_finding(m) for m in getattr(f, "related", ())]}
+
+
 def findings(a: Analysis) -> list[dict[str, Any]]:
-    """The findings, binding first, each with its fix (title, explanation, snippet) when it proposes one."""
+    """The findings, binding first, each one cause: its fix (title, explanation, snippet) when it proposes one,
+    the most that fix could gain (``upper_bound_speedup``), and the other rules that saw the same time."""
     d = a.diagnosis
     if d is None:
         return []
-    out = []
-    for f in d.findings:
-        fix = advice.fix_for(f.fix_id)
-        out.append({"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
-                    "confidence": f.confidence, "message": f.message, "evidence": dict(f.evidence),
-                    "fix": None if fix is None else {"id": fix.id, "title": fix.title, "explanation": fix.explanation,
-                                                     "snippet": fix.snippet}})
-    return out
+    return [_finding(f) for f in d.findings]
 
 
 def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Any = None,
@@ -85,13 +89,14 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "snapshot": None if a.snapshot is None else snapshot_json(a.snapshot, a.device_memory_bytes),
         "notes": list(a.notes), "warnings": list(a.warnings),
         "comparison": None if comparison is None else comparison_context(comparison),
-        "experiment": None if experiment is None else experiment_context(experiment),
+        "experiment": None if experiment is None else experiment_context(experiment, advice.upper_bound(d, experiment)),
         "ladder": None if ladder is None else ladder_context(ladder),
     }
 
 
-def experiment_context(e: Any) -> dict[str, Any]:
-    """An applied fix: its title and snippet, the verdict and the numbers it rests on; for a script, ``where``
+def experiment_context(e: Any, upper_bound: float | None = None) -> dict[str, Any]:
+    """An applied fix: its title and snippet, the verdict and the numbers it rests on, the diagnosis' upper
+    bound on what the fix could gain (for the measured ratio to be read against); for a script, ``where``
     (file:line) and ``change`` (the diff or the snippet at the line, for a kept fix)."""
     s = ex.summary(e)
     script = ex.script_change(e) or {}
@@ -99,7 +104,7 @@ def experiment_context(e: Any) -> dict[str, Any]:
             "verdict": s["verdict"], "not_applied": s["not_applied"], "injected": s["injected"],
             "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]), "speedup": _num(s["speedup"]),
             "low": _num(s["low"]), "high": _num(s["high"]), "level": s["level"], "trials": s["trials"],
-            "spec_change": {k: str(v) for k, v in s["spec_change"].items()},
+            "upper_bound": _num(upper_bound), "spec_change": {k: str(v) for k, v in s["spec_change"].items()},
             "where": script.get("where"), "change": script.get("change")}
 
 
@@ -143,6 +148,7 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: A
         "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],
         "experiment": None if experiment is None else {
             **advice.experiment_json(experiment, ctx["experiment"]),
+            "upper_bound_speedup": ctx["experiment"]["upper_bound"],
             **{k: ctx["experiment"][k] for k in ("verdict", "not_applied", "where", "change")}},
         "ladder": None if ladder is None else advice.ladder_json(ladder, ctx["ladder"]),
     }

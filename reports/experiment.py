@@ -142,7 +142,8 @@ def ladder_advice(ladder: Any) -> list[dict[str, Any]]:
 
 
 def ladder_frame(ladder: Any) -> pd.DataFrame:
-    """One row per attempted fix: round, bottleneck, fix, before/after ms, speed-up [interval], kept, reason."""
+    """One row per attempted fix: round, bottleneck, fix, before/after ms, speed-up [interval], the diagnosis'
+    upper bound on that fix's gain, kept, reason."""
     rows = []
     for r in ladder.rungs:
         e = r.experiment
@@ -150,6 +151,7 @@ def ladder_frame(ladder: Any) -> pd.DataFrame:
         rows.append({"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, "fix": e.fix.title,
                      "before ms": s["before_ms"], "after ms": s["after_ms"], "speed-up": s["speedup"],
                      "interval": None if s["low"] is None else f"[{s['low']:.2f}, {s['high']:.2f}]",
+                     "upper bound": getattr(r, "upper_bound", None),
                      "kept": e.kept, "verdict": verdict(e), "cumulative": r.cumulative, "reason": e.reason})
     return pd.DataFrame(rows)
 

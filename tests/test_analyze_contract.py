@@ -27,6 +27,8 @@ def test_json_fields_and_report(shared_traces: Path, tmp_path: Path):
     assert result["ranks"] == list(range(8)) and result["steps"] == 1
     assert abs(sum(v["share"] for v in result["breakdown"].values()) - 1) < 0.01
     assert result["bottleneck"] == "communication"
+    for f in result["findings"]:  # every finding says the most its fix could gain
+        assert "upper_bound_speedup" in f and f["upper_bound_speedup"] == round(1 / (1 - f["severity"]), 3)
     html = out.read_text()
     assert html.startswith("<!DOCTYPE html>") or html.lstrip().lower().startswith("<!doctype html>")
     assert "communication" in html

@@ -3,7 +3,12 @@ is its documentation, named thresholds (overridable), the fix it proposes, and `
 that are its tests.
 
 A rule reads :class:`~advisors.facts.Facts` and returns a :class:`~advisors.model.Finding` or ``None``;
-``missing(facts)`` says honestly when the observation holds too little to judge.
+``missing(facts)`` says honestly when the observation holds too little to judge. Callers use
+:meth:`Rule.evaluate`, which asks ``missing()`` first and calls ``check()`` only when the rule can judge: a
+``check()`` never repeats that preamble, and never fires on what its ``missing()`` said it cannot see.
+
+A ``fires`` example states the fix its finding proposes and its severity (``Example(..., fix=..., severity=...)``):
+the examples are the rule's tests, so they pin what the rule advises, not only that it speaks.
 """
 
 from __future__ import annotations
@@ -25,12 +30,18 @@ SINGLE_STEP_FACTOR = 0.9  # one step only: nothing to say how typical it is
 RULE_FIX: Any = object()  # ``finding(fix_id=...)`` default: the rule's own ``fix_id`` (``None`` means no fix)
 
 
+NOT_STATED = "(not stated)"  # an example that does not pin its fix (``passes`` examples never fire)
+
+
 @dataclass(frozen=True)
 class Example:
-    """A named synthetic input (built lazily) for a rule's documentation and tests."""
+    """A named synthetic input (built lazily) for a rule's documentation and tests. A ``fires`` example also
+    states the fix id its finding proposes (``None``: no fix) and its severity (share of step time)."""
 
     label: str
     build: Callable[[], Observation]
+    fix: str | None = NOT_STATED
+    severity: float | None = None
 
     def facts(self) -> Facts:
         return derive(self.build())
@@ -42,6 +53,7 @@ class Rule:
     id: ClassVar[str]
     name: ClassVar[str]
     bottleneck: ClassVar[Bottleneck]
+    cause: ClassVar[str]  # the time it looks at: a key of advisors.accounting.CAUSES
     thresholds: ClassVar[Mapping[str, float]]
     fix_id: ClassVar[str | None] = None
     fires: ClassVar[tuple[Example, ...]] = ()
@@ -53,7 +65,14 @@ class Rule:
             raise ValueError(f"{self.id}: unknown threshold(s) {unknown}; known: {sorted(self.thresholds)}")
         self.t: Mapping[str, float] = {**self.thresholds, **(overrides or {})}
 
+    def evaluate(self, f: Facts) -> Finding | None:
+        """The rule's finding on ``f``: ``None`` when :meth:`missing` says it cannot judge, else :meth:`check`."""
+        if self.missing(f) is not None:
+            return None
+        return self.check(f)
+
     def check(self, f: Facts) -> Finding | None:  # pragma: no cover - abstract
+        """The finding, assuming :meth:`missing` found nothing missing (call :meth:`evaluate`, not this)."""
         raise NotImplementedError
 
     def missing(self, f: Facts) -> str | None:
@@ -71,7 +90,7 @@ class Rule:
     @classmethod
     def doc(cls) -> dict[str, Any]:
         """The rule as documentation (the dashboard's Rules page is built from this)."""
-        return {"id": cls.id, "name": cls.name, "bottleneck": cls.bottleneck.value,
+        return {"id": cls.id, "name": cls.name, "bottleneck": cls.bottleneck.value, "cause": cls.cause,
                 "doc": inspect.cleandoc(cls.__doc__ or ""), "thresholds": dict(cls.thresholds),
                 "fix": cls.fix_id, "fires": [e.label for e in cls.fires], "passes": [e.label for e in cls.passes]}
 

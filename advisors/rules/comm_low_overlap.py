@@ -17,25 +17,33 @@ class LowOverlap(Rule):
     ``min(exposed, compute share)``. Thresholds: ``min_comm_share`` (0.10) of step time in collectives;
     ``max_overlap`` (0.3) — overlap fraction below which the rule fires; ``min_hideable`` (0.05).
 
+    Only for all-reduce (or collectives the trace does not name): buckets are DDP's, and cannot move an
+    all-to-all or a sharded all-gather (COMM001 advises those).
+
     Fix: smaller DDP buckets so all-reduce starts earlier in backward.
     """
 
     id, name, bottleneck = "COMM002", "low-comm-overlap", Bottleneck.COMMUNICATION
+    cause = "collectives"
     thresholds = {"min_comm_share": 0.10, "max_overlap": 0.3, "min_hideable": 0.05}
     fix_id = "ddp_bucket_size"
     fires = (Example("all-reduce 21% of the step, none of it overlapped, 36% compute",
-                     lambda: observation({"gpu_compute": 0.36, "communication": 0.21}, comm_total=0.21)),)
+                     lambda: observation({"gpu_compute": 0.36, "communication": 0.21}, comm_total=0.21),
+                     fix="ddp_bucket_size", severity=0.21),)
     passes = (Example("overlapped collectives",
                       lambda: observation({"gpu_compute": 0.8, "communication": 0.03}, comm_total=0.3,
                                           comm_overlapped=0.27)),
+              Example("all-to-all, none overlapped: buckets cannot move it",
+                      lambda: observation({"gpu_compute": 0.36, "communication": 0.21}, comm_total=0.21,
+                                          kernels={"all_to_all": 0.21})),
               Example("exposed, but no compute to hide under",
                       lambda: observation({"gpu_compute": 0.02, "communication": 0.6}, comm_total=0.6)))
 
     def check(self, f: Facts) -> Finding | None:
         overlap = f.comm_overlap_fraction
-        if not f.has_steps or overlap is None or f.comm_total < self.t["min_comm_share"]:
+        if overlap is None or f.comm_total < self.t["min_comm_share"]:
             return None
-        if overlap >= self.t["max_overlap"]:
+        if overlap >= self.t["max_overlap"] or f.comm_kind not in (None, "all_reduce"):
             return None
         compute = f.shares.get("gpu_compute", 0.0) if f.device == "gpu" else \
             sum(f.shares.get(c, 0.0) for c in ("forward", "backward"))

@@ -20,11 +20,12 @@ class Straggler(Rule):
     """
 
     id, name, bottleneck = "COMM003", "straggler-rank", Bottleneck.COMMUNICATION
+    cause = "collectives"
     thresholds = {"min_excess_share": 0.05, "high_excess_share": 0.25}
     fix_id = None
     fires = (Example("rank 1 works 30% longer",
                      lambda: observation({"gpu_compute": 0.5}, ranks=(0, 1, 2), rank_step_ms=(100, 100, 100),
-                                         rank_exposed_ms=(40, 10, 40))),)
+                                         rank_exposed_ms=(40, 10, 40)), fix=None, severity=0.3),)
     passes = (Example("balanced ranks", lambda: observation({"gpu_compute": 0.5, "communication": 0.2},
                                                             ranks=(0, 1, 2))),)
 
@@ -34,7 +35,7 @@ class Straggler(Rule):
         return None
 
     def check(self, f: Facts) -> Finding | None:
-        s = f.b.straggler if f.b is not None and f.has_steps else None
+        s = f.b.straggler if f.b is not None else None
         if s is None or s.excess_share < self.t["min_excess_share"]:
             return None
         exposed = f.b.per_rank["exposed_comm_ms"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
+from advisors.fit import mixed_precision_on
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
@@ -21,11 +22,12 @@ class CpuFp32Matmul(Rule):
     """
 
     id, name, bottleneck = "COMP005", "cpu-fp32-matmul", Bottleneck.COMPUTE
+    cause = "cpu_matmul"
     thresholds = {"min_fp32_share": 0.3, "high_fp32_share": 0.7, "max_low_precision": 0.1, "bf16_saving": 0.5}
     fix_id = "bf16_autocast"
     fires = (Example("CPU MLP: fp32 matmuls 75% of the step",
                      lambda: observation({"forward": 0.4, "backward": 0.5}, device="cpu",
-                                         cpu_matmul={"fp32": 0.75})),)
+                                         cpu_matmul={"fp32": 0.75}), fix="bf16_autocast", severity=0.375),)
     passes = (Example("already bf16", lambda: observation({"forward": 0.4, "backward": 0.5}, device="cpu",
                                                           cpu_matmul={"low": 0.6, "fp32": 0.05})),
               Example("matmuls a small part", lambda: observation({"dataloader": 0.8}, device="cpu",
@@ -41,10 +43,10 @@ class CpuFp32Matmul(Rule):
         return None
 
     def check(self, f: Facts) -> Finding | None:
-        if not f.has_steps or f.device != "cpu" or f.cpu_matmul_fp32 < self.t["min_fp32_share"]:
+        if f.device != "cpu" or f.cpu_matmul_fp32 < self.t["min_fp32_share"]:
             return None
         typed = f.cpu_matmul_fp32 + f.cpu_matmul_low
-        if f.cpu_matmul_low / typed >= self.t["max_low_precision"]:
+        if f.cpu_matmul_low / typed >= self.t["max_low_precision"] or mixed_precision_on(f):
             return None
         return self.finding(
             f, severity=f.cpu_matmul_fp32 * self.t["bf16_saving"],

@@ -25,12 +25,14 @@ class CudnnBenchmarkOff(Rule):
     """
 
     id, name, bottleneck = "COMP004", "cudnn-benchmark-off", Bottleneck.COMPUTE
+    cause = "gemm_time"
     thresholds = {"min_gemm_share": 0.2, "autotune_saving": 0.1, "confidence": 0.6}
     fix_id = "cudnn_benchmark"
     fires = (Example("CUDA run with convolutions, benchmark off",
                      lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5},
                                          ops={"aten::cudnn_convolution": 0.3},
-                                         run=run_facts(device="cuda", spec=_CONV_RUN))),)
+                                         run=run_facts(device="cuda", spec=_CONV_RUN)),
+                     fix="cudnn_benchmark", severity=0.05),)
     passes = (Example("benchmark on",
                       lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5},
                                           ops={"aten::cudnn_convolution": 0.3},

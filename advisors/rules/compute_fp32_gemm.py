@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
+from advisors.fit import mixed_precision_on
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
@@ -24,12 +25,14 @@ class Fp32Gemms(Rule):
     """
 
     id, name, bottleneck = "COMP001", "fp32-gemms-no-tensor-cores", Bottleneck.COMPUTE
+    cause = "gemm_time"
     thresholds = {"min_gpu_busy": 0.5, "min_gemm_share": 0.3, "high_gemm_share": 0.7, "max_low_precision": 0.1,
                   "tensor_core_saving": 0.5}
     fix_id = "bf16_autocast"
     fires = (Example("ResNet in fp32: GEMM/conv 65% of kernel time, GPU busy 72%",
                      lambda: observation({"gpu_compute": 0.72},
-                                         kernels={"matmul": 0.47, "normalization": 0.11, "elementwise": 0.11})),)
+                                         kernels={"matmul": 0.47, "normalization": 0.11, "elementwise": 0.11}),
+                     fix="bf16_autocast", severity=0.235),)
     passes = (
         Example("mixed precision partly on: 40% of GEMM time in bf16",
                 lambda: observation({"gpu_compute": 0.72}, kernels={"matmul": 0.47, "elementwise": 0.2},
@@ -44,11 +47,12 @@ class Fp32Gemms(Rule):
         return None if f.device == "gpu" else "no GPU kernels (the CPU rule COMP005 reads host matmuls)"
 
     def check(self, f: Facts) -> Finding | None:
-        if self.missing(f) or (f.gpu_busy or 0.0) < self.t["min_gpu_busy"]:
+        if (f.gpu_busy or 0.0) < self.t["min_gpu_busy"]:
             return None
         gemm = f.kernel_mix.get("matmul", 0.0)
         low = f.gemm_low_precision
-        if gemm < self.t["min_gemm_share"] or low is None or low >= self.t["max_low_precision"]:
+        if gemm < self.t["min_gemm_share"] or low is None or low >= self.t["max_low_precision"] \
+                or mixed_precision_on(f):  # a spec already in bf16/fp16 is not told to use it
             return None
         fp32_step = f.kernel_step_share.get("matmul", 0.0) * (1.0 - low)
         return self.finding(

@@ -21,13 +21,17 @@ class NotCompiled(Rule):
     """
 
     id, name, bottleneck = "COMP003", "not-compiled", Bottleneck.COMPUTE
+    cause = "pointwise_time"
     thresholds = {"min_elementwise_share": 0.15, "high_elementwise_share": 0.5, "fusion_saving": 0.3}
     fix_id = "torch_compile"
     fires = (Example("eager model, elementwise 30% of kernel time",
-                     lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5, "elementwise": 0.25})),)
+                     lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5, "elementwise": 0.25}),
+                     fix="torch_compile", severity=0.075),)
     passes = (Example("compiled model",
                       lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5, "elementwise": 0.25},
                                           ops={"CompiledFunction": 0.5})),
+              Example("Triton kernels (Inductor's output), no compiled region recorded",
+                      lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5, "triton": 0.25})),
               Example("GEMM only", lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.8})))
 
     def missing(self, f: Facts) -> str | None:
@@ -36,7 +40,7 @@ class NotCompiled(Rule):
         return None if f.device == "gpu" else "no GPU kernels: fusion opportunities are read from kernel time"
 
     def check(self, f: Facts) -> Finding | None:
-        if self.missing(f) or f.compiled:
+        if f.compiled:
             return None
         elementwise = f.kernel_mix.get("elementwise", 0.0)
         if elementwise < self.t["min_elementwise_share"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
+from advisors.fit import mixed_precision_on
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.rules.memory_bandwidth import BandwidthBound, bandwidth_bound
@@ -25,17 +26,20 @@ class SaturatedDevice(Rule):
     *Saturated* reads the device's own work as a share of step time (``Facts.device_work``):
 
     - on a GPU, kernel, copy and set time not spent in exposed collectives — heavy communication that is
-      fully overlapped does not take the verdict away;
-    - on a CPU, operator time in forward, backward and the optimizer (the operators *are* the compute there).
-      A stored run's host telemetry counts too: with ``min_telemetry_samples`` or more samples showing the
-      host's cores ``host_busy`` (0.9) busy, ``min_busy_with_host`` (0.7) of the step in operators is enough
-      (the rest is Python between operators on a busy machine).
+      fully overlapped does not take the verdict away — at least ``min_busy`` (0.85) of the step;
+    - on a CPU, operator time in forward, backward and the optimizer (the operators *are* the compute there),
+      at least ``min_cpu_busy`` (0.8): the rest of a CPU step is partly the same cores running Python between
+      operators, which a trace cannot tell from idling. A stored run's host telemetry settles it: with
+      ``min_telemetry_samples`` (5) or more samples showing the host's cores ``host_busy`` (0.9) busy,
+      ``min_busy_with_host`` (0.7) of the step in operators is enough.
 
     A busy GPU whose kernels are mostly elementwise/normalization is bandwidth-bound instead (MEM004 says so,
     with the same thresholds): this rule stays silent there.
 
-    Severity: the device's work share — all of it is at stake on a saturated device. Thresholds:
-    ``min_busy`` (0.85) and ``high_busy`` (0.97, full confidence); ``max_low_precision`` (0.1) of matmul
+    Severity: the time the proposed lever acts on — the fp32 matmul share of the step for bf16 autocast, all of
+    the device's work for compilation or when no cheap fix is left (then the levers are the algorithm or more
+    devices, which act on all of it); so ``upper_bound_speedup`` is the bound of that lever. Thresholds:
+    the busy shares above and ``high_busy`` (0.97, full confidence); ``max_low_precision`` (0.1) of matmul
     time in bf16/fp16 below which the math counts as fp32; ``min_fp32_matmul_share`` (0.2) of the step in
     fp32 matmuls before mixed precision is worth proposing.
 
@@ -45,23 +49,27 @@ class SaturatedDevice(Rule):
     """
 
     id, name, bottleneck = "COMP002", "saturated-device", Bottleneck.COMPUTE
-    thresholds = {"min_busy": 0.85, "high_busy": 0.97, "min_busy_with_host": 0.7, "host_busy": 0.9,
-                  "min_telemetry_samples": 5, "max_low_precision": 0.1, "min_fp32_matmul_share": 0.2}
+    cause = "device_time"
+    thresholds = {"min_busy": 0.85, "min_cpu_busy": 0.8, "high_busy": 0.97, "min_busy_with_host": 0.7,
+                  "host_busy": 0.9, "min_telemetry_samples": 5, "max_low_precision": 0.1,
+                  "min_fp32_matmul_share": 0.2}
     fix_id = "torch_compile"
     fires = (
         Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
-                lambda: observation({"gpu_compute": 0.98}, kernels={"matmul": 0.98}, low_precision=1.0)),
+                lambda: observation({"gpu_compute": 0.98}, kernels={"matmul": 0.98}, low_precision=1.0),
+                fix="torch_compile", severity=0.98),
         Example("GPU 97% busy in bf16, 45% of the step in NCCL but all of it overlapped, compiled",
                 lambda: observation({"gpu_compute": 0.97, "communication": 0.01}, comm_total=0.45,
                                     comm_overlapped=0.44, ranks=(0, 1), low_precision=1.0,
                                     kernels={"matmul": 0.4, "elementwise": 0.25, "communication": 0.45},
-                                    ops={"CompiledFunction": 0.6})),
+                                    ops={"CompiledFunction": 0.6}), fix=None, severity=0.97),
         Example("CPU MLP: operators 92% of the step, fp32 matmuls 70%",
                 lambda: observation({"forward": 0.3, "backward": 0.52, "optimizer": 0.1}, device="cpu",
-                                    cpu_matmul={"fp32": 0.7})),
+                                    cpu_matmul={"fp32": 0.7}), fix="bf16_autocast", severity=0.7),
         Example("CPU run: operators 75% of the step, both cores 98% busy",
                 lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05, "dataloader": 0.04},
-                                    device="cpu", run=run_facts(telemetry=_host(98.0)))),
+                                    device="cpu", run=run_facts(telemetry=_host(98.0))),
+                fix="torch_compile", severity=0.75),
     )
     passes = (
         Example("busy but pointwise-dominated (bandwidth-bound: MEM004)",
@@ -70,24 +78,26 @@ class SaturatedDevice(Rule):
                 lambda: observation({"gpu_compute": 0.5}, kernels={"matmul": 0.45})),
         Example("CPU waits for a single-process loader 40% of the step",
                 lambda: observation({"forward": 0.2, "backward": 0.3, "dataloader": 0.4}, device="cpu")),
+        Example("CPU run: operators 78% of the step, no telemetry",
+                lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.08}, device="cpu")),
         Example("CPU run: operators 75% of the step, cores 55% busy",
                 lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05}, device="cpu",
                                     run=run_facts(telemetry=_host(55.0)))),
     )
 
     def check(self, f: Facts) -> Finding | None:
-        if not f.has_steps:
-            return None
         work = f.device_work
         host = self._host_busy(f)
-        saturated = work >= self.t["min_busy"] or (
-            f.device == "cpu" and host is not None and host >= self.t["host_busy"]
-            and work >= self.t["min_busy_with_host"])
+        on_cpu = f.device == "cpu"
+        saturated = work >= self.t["min_cpu_busy" if on_cpu else "min_busy"] or (  # trace alone, or with telemetry
+            on_cpu and host is not None and host >= self.t["host_busy"] and work >= self.t["min_busy_with_host"])
         if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
             return None
         fix, lever = self._lever(f)
+        stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else work
+        floor = self.t["min_cpu_busy" if on_cpu else "min_busy"]
         return self.finding(
-            f, severity=work, confidence=ramp(max(work, host or 0.0), self.t["min_busy"], self.t["high_busy"]),
+            f, severity=stake, confidence=ramp(max(work, host or 0.0), floor, self.t["high_busy"]),
             message=f"{self._what(f, work, host)}: the step is compute-bound; {lever}.",
             evidence=self._evidence(f, work, host), fix_id=fix)
 
@@ -99,20 +109,21 @@ class SaturatedDevice(Rule):
         return tel.host_cpu_busy
 
     def _fp32_matmul(self, f: Facts) -> float | None:
-        """Share of the step in fp32 matmuls, or ``None`` when their precision is not recorded."""
+        """Share of the step in fp32 matmuls (0 without matmuls), or ``None`` when a CPU trace recorded matmuls
+        without their input types (kernel names always say it on a GPU)."""
         low = f.gemm_low_precision
         if f.device == "gpu":
-            if low is None:
-                return None
-            return f.kernel_step_share.get("matmul", 0.0) * (1.0 - low) if low < self.t["max_low_precision"] else 0.0
+            if low is None or low >= self.t["max_low_precision"]:
+                return 0.0
+            return f.kernel_step_share.get("matmul", 0.0) * (1.0 - low)
         typed = f.cpu_matmul_fp32 + f.cpu_matmul_low
         if typed <= 0:
-            return None
+            return None if f.cpu_matmul_untyped > 0 else 0.0
         return f.cpu_matmul_fp32 if f.cpu_matmul_low / typed < self.t["max_low_precision"] else 0.0
 
     def _lever(self, f: Facts) -> tuple[str | None, str]:
         fp32 = self._fp32_matmul(f)
-        if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"]:
+        if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"] and not mixed_precision_on(f):
             return "bf16_autocast", f"its matmuls run in fp32 ({pct(fp32)} of the step): train under bf16 autocast"
         if not f.compiled:
             unknown = " (matmul precision not recorded: profile with record_shapes=True to see whether bf16 " \

@@ -19,10 +19,12 @@ class PageableCopies(Rule):
     """
 
     id, name, bottleneck = "DATA004", "pageable-h2d-copies", Bottleneck.DATA
+    cause = "h2d_copies"
     thresholds = {"min_share": 0.01, "high_share": 0.10, "pinned_saving": 0.5}
     fix_id = "pin_memory"
     fires = (Example("4% of the step in pageable copies",
-                     lambda: observation({"gpu_compute": 0.7, "gpu_memcpy": 0.04}, pageable_copy=0.04)),)
+                     lambda: observation({"gpu_compute": 0.7, "gpu_memcpy": 0.04}, pageable_copy=0.04),
+                     fix="pin_memory", severity=0.02),)
     passes = (Example("copies already pinned",
                       lambda: observation({"gpu_compute": 0.7, "gpu_memcpy": 0.04}, pinned_copy=0.04)),
               Example("CPU run", lambda: observation({"forward": 0.9}, device="cpu")))
@@ -33,7 +35,7 @@ class PageableCopies(Rule):
         return None if f.device == "gpu" else "no GPU: there are no host-to-device copies to check"
 
     def check(self, f: Facts) -> Finding | None:
-        if self.missing(f) or f.pageable_copy < self.t["min_share"]:
+        if f.pageable_copy < self.t["min_share"]:
             return None
         return self.finding(
             f, severity=f.pageable_copy * self.t["pinned_saving"],

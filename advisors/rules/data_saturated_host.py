@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
+from advisors.fit import already_done
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts
+from profilers.spec import TrainingSpec
 from profilers.telemetry_summary import TelemetrySummary
+
+_CACHED = TrainingSpec(workload="data_bound", cache_decoded=True)
 
 
 def _host(busy_pct: float, cores: int = 2, samples: int = 200) -> TelemetrySummary:
@@ -34,11 +38,13 @@ class LoaderOnSaturatedHost(Rule):
     """
 
     id, name, bottleneck = "DATA005", "loader-on-saturated-host", Bottleneck.DATA
+    cause = "loader_wait"
     thresholds = {"loader_share": 0.10, "busy": 0.85, "high_busy": 0.97, "min_samples": 5}
     fix_id = "cache_decoded"
     fires = (
         Example("40% exposed loading, host cores 96% busy",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(96.0)))),
+                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(96.0))),
+                fix="cache_decoded", severity=0.4),
     )
     passes = (
         Example("40% exposed loading, host cores 55% busy (room for workers)",
@@ -46,6 +52,9 @@ class LoaderOnSaturatedHost(Rule):
         Example("host cores 98% busy but loading only 3% of the step",
                 lambda: observation({"gpu_compute": 0.9, "dataloader": 0.03},
                                     run=run_facts(telemetry=_host(98.0)))),
+        Example("40% exposed loading, host 96% busy, decoded samples cached already",
+                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4},
+                                    run=run_facts(telemetry=_host(96.0), spec=_CACHED))),
         Example("40% exposed loading, host 97% busy in only 3 samples",
                 lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4},
                                     run=run_facts(telemetry=_host(97.0, samples=3)))),
@@ -66,9 +75,9 @@ class LoaderOnSaturatedHost(Rule):
     def check(self, f: Facts) -> Finding | None:
         tel = f.telemetry
         busy = tel.host_cpu_busy if tel is not None else None
-        if busy is None or busy < self.t["busy"] or f.loader_exposed < self.t["loader_share"]:
+        if tel is None or busy is None or busy < self.t["busy"] or f.loader_exposed < self.t["loader_share"]:
             return None
-        if tel.samples < self.t["min_samples"]:  # a median of a couple of samples says nothing (see missing)
+        if already_done(self.fix_id, f):  # caching is on: the loader's CPU cost is what is left
             return None
         cores = f"{tel.cpu_count} cores" if tel.cpu_count else "cores"
         return self.finding(

@@ -21,10 +21,12 @@ class FrequentSyncs(Rule):
     """
 
     id, name, bottleneck = "HOST002", "frequent-syncs", Bottleneck.HOST
+    cause = "host_gaps"
     thresholds = {"min_syncs_per_step": 10.0, "high_syncs_per_step": 100.0, "bubble_us": 20.0}
     fix_id = "avoid_syncs"
     fires = (Example("57 .item() calls per 15 ms step",
-                     lambda: observation({"gpu_compute": 0.4}, syncs={"item": 57.0, "stream_sync": 10.0}, step_ms=15)),)
+                     lambda: observation({"gpu_compute": 0.4}, syncs={"item": 57.0, "stream_sync": 10.0}, step_ms=15),
+                     fix="avoid_syncs", severity=0.0893),)
     passes = (Example("one .item() per step", lambda: observation({"gpu_compute": 0.4}, syncs={"item": 1.0})),
               Example("CPU run", lambda: observation({"forward": 0.9}, device="cpu", syncs={"item": 50.0})))
 
@@ -35,7 +37,7 @@ class FrequentSyncs(Rule):
 
     def check(self, f: Facts) -> Finding | None:
         n = f.syncs_per_step
-        if self.missing(f) or n < self.t["min_syncs_per_step"] or f.step_ms <= 0:
+        if n < self.t["min_syncs_per_step"] or f.step_ms <= 0:
             return None
         share = min(n * self.t["bubble_us"] / 1e3 / f.step_ms, 1.0 - (f.gpu_busy or 0.0))
         return self.finding(

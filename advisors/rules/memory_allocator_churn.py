@@ -21,10 +21,12 @@ class AllocatorChurn(Rule):
     """
 
     id, name, bottleneck = "MEM003", "allocator-churn", Bottleneck.MEMORY
+    cause = "host_gaps"
     thresholds = {"min_calls_per_step": 2.0, "high_calls_per_step": 20.0, "call_cost_us": 100.0}
     fix_id = "expandable_segments"
     fires = (Example("12 cudaMalloc/cudaFree per step",
-                     lambda: observation({"gpu_compute": 0.8}, syncs={"malloc_free": 12.0})),)
+                     lambda: observation({"gpu_compute": 0.8}, syncs={"malloc_free": 12.0}),
+                     fix="expandable_segments", severity=0.012),)
     passes = (Example("warm allocator", lambda: observation({"gpu_compute": 0.8})),)
 
     def missing(self, f: Facts) -> str | None:
@@ -34,7 +36,7 @@ class AllocatorChurn(Rule):
 
     def check(self, f: Facts) -> Finding | None:
         calls = f.malloc_free_per_step
-        if self.missing(f) or calls < self.t["min_calls_per_step"] or f.step_ms <= 0:
+        if calls < self.t["min_calls_per_step"] or f.step_ms <= 0:
             return None
         share = min(calls * self.t["call_cost_us"] / 1e3 / f.step_ms, 1.0)
         return self.finding(

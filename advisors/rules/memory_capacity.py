@@ -33,14 +33,18 @@ class NearCapacity(Rule):
     """
 
     id, name, bottleneck = "MEM001", "near-memory-capacity", Bottleneck.MEMORY
+    cause = "capacity"
     thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60}
     fix_id = "grad_accumulation"
     fires = (
-        Example("device peak 95% of total", lambda: observation({"gpu_compute": 0.9}, memory_peak=0.95)),
+        Example("device peak 95% of total", lambda: observation({"gpu_compute": 0.9}, memory_peak=0.95),
+                fix="grad_accumulation", severity=0.4125),
         Example("run peak 930 of a 1000 MB budget, no trace",
-                lambda: observation(no_trace=True, run=run_facts(peak_memory_mb=930.0, memory_budget_mb=1000.0))),
+                lambda: observation(no_trace=True, run=run_facts(peak_memory_mb=930.0, memory_budget_mb=1000.0)),
+                fix="grad_accumulation", severity=0.2875),
         Example("NVML telemetry: 75.2 of 80 GB used, no memory events in the trace",
-                lambda: observation({"gpu_compute": 0.9}, run=run_facts(telemetry=_nvml(75_200.0, 80_000.0)))),
+                lambda: observation({"gpu_compute": 0.9}, run=run_facts(telemetry=_nvml(75_200.0, 80_000.0))),
+                fix="grad_accumulation", severity=0.35),
     )
     passes = (Example("device peak 40%", lambda: observation({"gpu_compute": 0.9}, memory_peak=0.4)),
               Example("NVML telemetry: 30 of 80 GB used",

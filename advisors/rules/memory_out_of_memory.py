@@ -21,12 +21,13 @@ class OutOfMemory(Rule):
     """
 
     id, name, bottleneck = "MEM002", "out-of-memory", Bottleneck.MEMORY
+    cause = "capacity"
     thresholds = {"confidence": 0.95}
     fix_id = "grad_accumulation"
     fires = (Example("run stopped out of memory at 2100 MB of a 2048 MB budget, no trace",
                      lambda: observation(no_trace=True, run=run_facts(
                          "out_of_memory", peak_memory_mb=2100.0, memory_budget_mb=2048.0, steps_done=0,
-                         error="RSS passed the memory budget")),),)
+                         error="RSS passed the memory budget")), fix="grad_accumulation", severity=1.0),)
     passes = (Example("run finished ok", lambda: observation(no_trace=True, run=run_facts("ok"))),
               Example("uploaded trace, no run", lambda: observation({"gpu_compute": 0.9})))
 

@@ -26,10 +26,11 @@ class SnapshotFragmentation(Rule):
     """
 
     id, name, bottleneck = "MEM006", "snapshot-fragmentation", Bottleneck.MEMORY
+    cause = "fragmentation"
     thresholds = {"max_peak_share": 0.75, "min_slack_gib": 1.0, "high_slack_share": 0.5, "stake": 0.3}
     fix_id = "expandable_segments"
     fires = (Example("snapshot: 8 GiB reserved, never more than 4 GiB alive",
-                     lambda: observation(snapshot=snapshot_of(4.0, 8.0))),)
+                     lambda: observation(snapshot=snapshot_of(4.0, 8.0)), fix="expandable_segments", severity=0.15),)
     passes = (Example("snapshot: peak fills 98% of the reservation",
                       lambda: observation(snapshot=snapshot_of(12.97, 13.21))),
               Example("snapshot: half empty but only 0.4 GiB of slack",

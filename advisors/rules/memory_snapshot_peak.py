@@ -35,15 +35,18 @@ class SnapshotPeak(Rule):
     """
 
     id, name, bottleneck = "MEM005", "snapshot-peak-memory", Bottleneck.MEMORY
+    cause = "capacity"
     thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60,
                   "oom_confidence": 0.95, "unknown_total_confidence": 0.4}
     fix_id = "grad_accumulation"
     fires = (
         Example("snapshot: 15.2 GiB reserved on a 16 GiB device",
-                lambda: observation(snapshot=snapshot_of(14.8, 15.2), device_memory_gib=16.0)),
+                lambda: observation(snapshot=snapshot_of(14.8, 15.2), device_memory_gib=16.0),
+                fix="grad_accumulation", severity=0.4125),
         Example("snapshot, device total unknown: peak 12.97 of 13.21 GiB reserved",
-                lambda: observation(snapshot=snapshot_of(12.97, 13.21))),
-        Example("snapshot with an out-of-memory event", lambda: observation(snapshot=snapshot_of(7.5, 7.9, 1))),
+                lambda: observation(snapshot=snapshot_of(12.97, 13.21)), fix="grad_accumulation", severity=0.1),
+        Example("snapshot with an out-of-memory event", lambda: observation(snapshot=snapshot_of(7.5, 7.9, 1)),
+                fix="grad_accumulation", severity=1.0),
     )
     passes = (
         Example("snapshot: 13.2 GiB reserved on an 80 GiB device",

@@ -27,11 +27,13 @@ class LossPlateau(Rule):
     """
 
     id, name, bottleneck = "TRAIN001", "loss-plateau", Bottleneck.COMPUTE
+    cause = "plateau"
     thresholds = {"min_steps": 20, "min_rel_improvement": 0.02, "smooth_fraction": 0.1, "min_wasted_share": 0.25,
                   "high_wasted_share": 0.6}
     fix_id = "early_stopping"
     fires = (Example("loss flat for the last 30 of 40 steps",
-                     lambda: observation(no_trace=True, run=run_facts(losses=_FLAT, steps_done=40))),)
+                     lambda: observation(no_trace=True, run=run_facts(losses=_FLAT, steps_done=40)),
+                     fix="early_stopping", severity=0.0),)
     passes = (Example("loss still falling", lambda: observation(no_trace=True,
                                                                 run=run_facts(losses=_FALLING, steps_done=40))),
               Example("uploaded trace", lambda: observation({"gpu_compute": 0.9})))
@@ -45,7 +47,7 @@ class LossPlateau(Rule):
 
     def check(self, f: Facts) -> Finding | None:
         run = f.run
-        if run is None or len(run.losses) < self.t["min_steps"]:
+        if run is None:
             return None
         plateau = plateau_step(run.losses, self.t["min_rel_improvement"], self.t["smooth_fraction"])
         n = len(run.losses)

@@ -20,6 +20,9 @@ for tab, cls in zip(st.tabs([c.capitalize() for c in classes]), classes):
         for d in (d for d in docs if d["bottleneck"] == cls):
             with st.expander(f"{d['id']} · {d['name']}"):
                 st.markdown(d["doc"])
+                if d.get("cause"):
+                    st.caption(f"Looks at: {ui.text(advice.cause_text(d['cause']))} — rules that look at the same "
+                               "time are one finding, and claim it once.")
                 if d["thresholds"]:
                     st.dataframe([{"threshold": k, "value": v} for k, v in d["thresholds"].items()],
                                  hide_index=True)

@@ -22,6 +22,7 @@ from profilers.inject.report import InjectionReport
 from profilers.inject.sites import user_site
 
 PROBE_INDICES = 3
+MIN_HIT_SHARE = 0.10  # a cache that serves fewer reads than this did not act on the measured steps
 CACHE_MEMORY_SHARE = 0.25  # refuse a cache whose estimated size exceeds this share of available memory
 LOADER_KNOBS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
 
@@ -235,8 +236,12 @@ class LoaderInjection:
         if (k := self.report.knob("cache_decoded")) is not None and self.caches:
             hits = sum(c.hits.value for c in self.caches)
             misses = sum(c.misses.value for c in self.caches)
-            if hits:
+            share = hits / (hits + misses) if hits + misses else 0.0
+            if share >= MIN_HIT_SHARE:
                 k.act(f"{hits} of {hits + misses} sample reads came from the cache of decoded samples")
+            elif hits:
+                k.refuse(f"only {hits} of {hits + misses} sample reads ({share:.1%}) hit the cache: the run read too few "
+                         "samples twice for a cache to matter (the dataset is large against the steps measured)")
             else:
                 k.refuse(f"the cache was in place but no read hit it ({misses} reads): the run ended before any "
                          "sample was read a second time (less than one epoch per worker)")

@@ -96,8 +96,9 @@ class ModuleInjection:
         if any(m is module for m in self.models) or not any(True for _ in module.parameters()):
             return
         self.models.append(module)
-        self.report.site("model_call", user_site(3), type=type(module).__name__)
         inner = getattr(module, "module", module)  # DistributedDataParallel wraps the script's model
+        self.report.site("model_call", user_site(3), type=type(module).__name__,
+                         convolutions=sum(isinstance(m, _CONV) for m in inner.modules()))
         if self.knobs.get("channels_last"):
             self._make_channels_last(module, inner)
         if self.knobs.get("cudnn_benchmark") and (k := self.report.knob("cudnn_benchmark")) is not None:

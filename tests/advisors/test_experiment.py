@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from advisors.diagnosis import diagnose
 from advisors.experiment import Policy, run_experiment
@@ -53,7 +54,7 @@ def test_clear_gain_is_kept_and_trials_interleave() -> None:
     exp = run_experiment(BASE, FIXES["cache_decoded"], fake, FAST)
     assert exp.kept and exp.speedup is not None and 4.5 < exp.speedup < 5.5
     assert exp.ratio and exp.ratio.low > 1 + FAST.min_gain
-    assert [s.cache_decoded for s in fake.calls] == [False, True] * 3  # A B A B A B
+    assert [s.cache_decoded for s in fake.calls] == [False, True, True, False, False, True]  # A B, B A, A B
     assert len(exp.baseline.trials) == len(exp.patched.trials) == 3
 
 
@@ -105,6 +106,8 @@ def test_optimize_builds_a_ladder_with_rejected_and_kept_rungs() -> None:
     assert ladder.final.cache_decoded and not ladder.final.num_workers
     assert 4.5 < ladder.total_speedup < 5.5
     assert ladder.last_diagnosis is not None and ladder.last_diagnosis.bottleneck.value == "none"
+    # each rung carries the diagnosis' bound: loader 60% of the step at stake, so at most 2.5x
+    assert [r.upper_bound for r in ladder.rungs[:2]] == [pytest.approx(2.5), pytest.approx(2.5)]
 
 
 def test_optimize_turns_out_of_memory_into_ok() -> None:

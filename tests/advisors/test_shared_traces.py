@@ -61,7 +61,7 @@ def test_cpu_only_traces_say_what_they_cannot_judge(name: str) -> None:
 def test_single_process_loader_recorded_as_annotation_is_recognised() -> None:
     # owlv2 records enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ as a user_annotation
     d = diagnose(observe(TRACES / "data" / "tracelens_h100_owlv2.json.gz"))
-    rules = {f.rule: f for f in d.findings}
+    rules = {m.rule: m for f in d.findings for m in (f, *f.related)}  # the loader rules are one finding
     assert rules["DATA003"].evidence["loader_mode"] == "single_process"
     assert rules["DATA002"].evidence["idle_fraction_of_loader_time"] > 0.9
 

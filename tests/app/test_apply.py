@@ -6,6 +6,8 @@ read a real (hand-written) run folder; only the training is skipped.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from advisors import trials
@@ -50,8 +52,10 @@ def test_apply_shows_before_and_after(stored) -> None:
     at.button(key="advisor.apply").click().run()
     _finish(at, app_state.EXPERIMENT_JOB)
     assert at.success and "kept" in at.success[0].value
-    assert [m.label for m in at.metric][:3] == ["Before (median step)", "After (median step)", "Throughput ratio"]
+    assert [m.label for m in at.metric][:4] == ["Before (median step)", "After (median step)", "Throughput ratio",
+                                                "Upper bound"]
     assert float(at.metric[2].value.rstrip("×")) == pytest.approx(2.0, rel=0.1)
+    assert float(at.metric[3].value.rstrip("×")) == pytest.approx(2.5, rel=0.02)  # loader 60% of the step at stake
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Report with this fix (HTML)", "Report with this fix (MD)", "Report with this fix (JSON)"]
 
@@ -64,6 +68,7 @@ def test_optimise_shows_the_ladder(stored) -> None:
     assert any("Total measured speed-up" in m.value for m in at.markdown)
     ladder = at.dataframe[-1].value
     assert ladder["kept"].iloc[0] and ladder["fix"].iloc[0] == "DataLoader worker processes"
+    assert ladder["upper bound"].iloc[0] == pytest.approx(2.5, rel=0.02)
 
 
 def test_report_with_the_applied_fix(stored) -> None:
@@ -76,5 +81,9 @@ def test_report_with_the_applied_fix(stored) -> None:
     e = run_experiment(a.run.spec, FIXES["dataloader_workers"], trials.store_runner(None), Policy(trials=2))
     html = render(a, "html", experiment=e).decode()
     assert "Applied fix: DataLoader worker processes" in html and 'id="fig-exp_steps"' in html
-    assert "Applied fix" in render(a, "md", experiment=e).decode()
-    assert '"experiment"' in render(a, "json", experiment=e).decode()
+    assert "Upper bound (time at stake vanishing)" in html and "2.50×" in html and "gains at most 2.50×" in html
+    md = render(a, "md", experiment=e).decode()
+    assert "Applied fix" in md and "| 2.50× |" in md
+    doc = json.loads(render(a, "json", experiment=e).decode())
+    assert doc["experiment"]["upper_bound_speedup"] == pytest.approx(2.5, rel=0.02)
+    assert doc["experiment"]["speedup"] <= doc["experiment"]["upper_bound_speedup"]

@@ -70,3 +70,5 @@ def test_rules_page_lists_every_rule(store) -> None:
     assert_clean(at)
     assert len(at.expander) == len(RULES)
     assert len(at.code) >= 5
+    looks = [c.value for c in at.caption if c.value.startswith("Looks at:")]
+    assert len(looks) == len(RULES) and any("loader" in c.lower() or "next batch" in c for c in looks)
