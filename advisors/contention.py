@@ -24,6 +24,7 @@ from profilers.telemetry_summary import TelemetrySummary
 OTHERS_MIN_CORES = 0.25  # other programs' use below this is background (the sampler, the shell), not competition
 SLACK_CORES = 0.25  # telemetry medians over a few seconds at 10 Hz wander by about this much
 FEWER_CORES = 0.9  # a process that got under this share of the other run's cores was held back
+NEIGHBOUR_CORES = 0.5  # other programs' use that differs this much between the runs is worth a note
 
 
 @dataclass(frozen=True)
@@ -56,3 +57,15 @@ def competed(slow: HostCpu | None, fast: HostCpu | None) -> bool:
     held_back = slow.ours < FEWER_CORES * fast.ours
     took_ours = slow.others >= OTHERS_MIN_CORES and slow.others > slow.cores - fast.ours - SLACK_CORES
     return held_back and took_ours
+
+
+def neighbour_note(base: HostCpu | None, new: HostCpu | None) -> str | None:
+    """A note when other programs' use of the machine differed between the runs although neither run lost its
+    cores: cores share caches and memory bandwidth (and SMT siblings their execution units), so a neighbour can
+    still slow a step — measured 1.155x for a one-thread run with another program on the other core of a
+    shared 2-core machine. Not a reason to withhold a verdict: a tolerance above such offsets is."""
+    if base is None or new is None or abs(new.others - base.others) < NEIGHBOUR_CORES:
+        return None
+    return (f"other programs used {new.others:.2f} of the machine's {new.cores} cores during NEW and "
+            f"{base.others:.2f} during BASE: a busy neighbour slows a step through the shared caches and memory "
+            "even when the run keeps its own cores (up to 1.16x measured on a shared 2-core machine)")

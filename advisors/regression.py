@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from advisors.contention import HostCpu, competed
+from advisors.contention import HostCpu, competed, neighbour_note
 from advisors.model import Bottleneck, Diagnosis
 from advisors.movers import Mover, Movers, movers
 from advisors.stats import RatioEstimate, median_ratio
@@ -167,6 +167,9 @@ def _notes(base: Side, new: Side) -> tuple[str, ...]:
                    "differently (a run's wall-clock steps, a trace's profiled steps)")
     if base.device and new.device and base.device != new.device:
         out.append(f"BASE ran on {base.device} and NEW on {new.device}")
+    neighbours = neighbour_note(base.cpu, new.cpu)
+    if neighbours:
+        out.append(neighbours)
     missing = [n for n, s in (("BASE", base), ("NEW", new)) if s.breakdown is None]
     if missing:
         out.append(f"{' and '.join(missing)} left no trace: the categories, kernels and operators that moved "

@@ -138,6 +138,15 @@ def test_a_real_slowdown_keeps_its_cores_and_is_called_on_a_busy_machine() -> No
     one_core = HostCpu(cores=2, busy=2.0, ours=1.0)  # another program holds the other core in both runs
     c = check(_side(_noisy(33), one_core), _side(_noisy(47, seed=1), one_core))
     assert not c.contended and c.verdict == "regression"
+    assert not any("other programs" in n for n in c.notes)  # the same neighbour in both runs: nothing to note
+
+
+def test_a_busy_neighbour_is_noted_but_does_not_hold_the_verdict() -> None:
+    """Measured: 1.155x with the machine idle during BASE and another program on the other core during NEW."""
+    idle, neighbour = HostCpu(cores=2, busy=1.03, ours=1.0), HostCpu(cores=2, busy=2.0, ours=1.0)
+    c = check(_side(_noisy(33), idle), _side(_noisy(38.1, seed=1), neighbour))
+    assert not c.contended and c.verdict == "regression"
+    assert any("1.00 of the machine's 2 cores during NEW and 0.03 during BASE" in n for n in c.notes)
 
 
 @pytest.mark.parametrize("slow, fast, expected", [

@@ -3,10 +3,20 @@ slowed through a spec knob reads ``regression``, and the README's CI recipe work
 
 The runs use one intra-op thread (``OMP_NUM_THREADS=1``, as ``torch.utils.benchmark`` times by default): on this
 shared 2-core machine a 2-thread matmul slows by 1.4x as soon as another program takes a core (measured: 26 vs
-37-39 ms per step, ``compute_bound`` tiny), while a 1-thread one kept 33-34 ms with another program on the other
-core. Heavier competition is left to the gate's contention guard (``advisors.contention``), which answers
-``same`` and says so: a pair it suspects is retried (at most :data:`ATTEMPTS` times) where a regression must be
-shown, exactly as its reason tells a CI user to do.
+37-39 ms per step, ``compute_bound`` tiny), while a 1-thread one mostly kept 33-34 ms with another program on
+the other core (not always: see below). Heavier competition is left to the gate's contention guard
+(``advisors.contention``), which answers ``same`` and says so: a pair it suspects is retried (at most
+:data:`ATTEMPTS` times) where a regression must be shown, exactly as its reason tells a CI user to do.
+
+What neither sees: the per-process offset of a run (where its buffers landed, the host's clocks), and another
+program on the *other* core, which slows a one-thread run through the caches and the core's shared parts while
+it keeps its whole core. Pairs of one spec the guard did not suspect measured (2026-11-23, ``compute_bound``
+tiny at 30 steps): 0.971-1.030 in one series; 1.002, 0.973, 1.086, 1.114; 0.981, 0.908, 1.004, 0.996, 1.155
+(the machine otherwise idle during BASE, another program on the other core during NEW); 1.012, 1.048, 0.982,
+0.899, 0.967 and 1.026, 1.064, 1.134, 1.025, 1.027 with the machine idle — each run steady within itself, so the
+interval excluded 1. The gate's tolerance must sit above that, as the README tells
+a CI user on a shared runner: these tests gate at :data:`TOLERANCE` (the default 5 % is for a quiet, dedicated
+machine). The knob doubles the batch: measured 1.79-1.90x (1.5x the batch gave 1.22-1.55x, too near the tolerance).
 """
 
 from __future__ import annotations
@@ -30,7 +40,8 @@ REPO = Path(__file__).resolve().parents[2]
 STEPS = 30  # 3 warm-up, 3 profiled: 23 measured steps of ~35 ms, ~7 s a run with the process start
 PAIRS = 5
 ATTEMPTS = 3
-SLOWER_BATCH = 192  # compute_bound tiny trains 128 samples a step: 1.5x the work per step
+SLOWER_BATCH = 256  # compute_bound tiny trains 128 samples a step: twice the work per step
+TOLERANCE = 0.20  # above the run-to-run offsets measured on this shared machine (see the module docs)
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +57,7 @@ def _pair(store: RunStore, base: TrainingSpec, new: TrainingSpec) -> RegressionC
     run = store_runner(store, timeout_s=300)
     a, b = run(base), run(new)
     assert a.status == b.status == "ok", (a.error, b.error)
-    return check(observe_side(a.run_dir, "base"), observe_side(b.run_dir, "new"))  # type: ignore[arg-type]
+    return check(observe_side(a.run_dir, "base"), observe_side(b.run_dir, "new"), TOLERANCE)  # type: ignore[arg-type]
 
 
 def _seen(c: RegressionCheck) -> str:
@@ -103,7 +114,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _launch(script: Path, store: Path, width: int) -> str:
-    done = _cli("profilers", "launch", "--steps", "15", "--json", "--store", str(store), "--", "python", str(script),
+    done = _cli("profilers", "launch", "--steps", "20", "--json", "--store", str(store), "--", "python", str(script),
                 str(width))
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["run_dir"]
@@ -112,19 +123,20 @@ def _launch(script: Path, store: Path, width: int) -> str:
 @pytest.mark.slow
 def test_the_readme_ci_recipe(tmp_path: Path) -> None:
     """Pin a launched run of the script as the baseline, then gate later runs against it: the same script
-    passes (exit 0), a script doing twice the matmul work per step fails (exit 1)."""
+    passes (exit 0), a script doing twice the matmul work per step fails (exit 1). Steps of ~20 ms: 5 ms steps
+    swung so much within a launch that a 1.33x slowdown stayed inside the interval."""
     script, store = tmp_path / "train.py", tmp_path / "runs"
     script.write_text(TRAIN)
-    pinned = _cli("advisors", "compare", "--save-baseline", "main", _launch(script, store, 512), "--store", str(store))
+    pinned = _cli("advisors", "compare", "--save-baseline", "main", _launch(script, store, 1024), "--store", str(store))
     assert pinned.returncode == 0 and pinned.stdout.startswith("pinned baseline main"), pinned.stderr
 
-    same = _cli("advisors", "compare", "baseline:main", _launch(script, store, 512), "--store", str(store), "--json")
+    gate = ("--store", str(store), "--json", "--max-slowdown", str(100 * TOLERANCE))
+    same = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1024), *gate)
     assert same.returncode == 0, same.stdout + same.stderr
     assert json.loads(same.stdout)["verdict"] == "same"
 
     for _ in range(ATTEMPTS):
-        slower = _cli("advisors", "compare", "baseline:main", _launch(script, store, 768), "--store", str(store),
-                      "--json")
+        slower = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1536), *gate)
         doc = json.loads(slower.stdout)
         assert slower.returncode == 1 or doc["contention"]["suspected"], doc["reason"]
         if slower.returncode == 1:
