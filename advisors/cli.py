@@ -152,9 +152,17 @@ def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script: list[str] = []
+    if "--" in argv:  # everything after -- is the user's command, never our options
+        cut = argv.index("--")
+        argv, script = argv[:cut], argv[cut + 1:]
     try:
         args = build_parser().parse_args(argv)
         code = 0
+        args.script = script
+        if script and args.command != "optimize":
+            raise StepwiseError(f"-- {' '.join(script[:2])} …: only optimize takes a script")
         if args.command == "analyze":
             result = _analyze_command(args)
         elif args.command == "compare":

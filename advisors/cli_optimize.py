@@ -1,4 +1,9 @@
-"""``python -m advisors optimize WORKLOAD|SPEC.json [--rounds N] [--size tiny|bench] [--trials K] [--json]``."""
+"""``python -m advisors optimize WORKLOAD|SPEC.json [--rounds N] [--size tiny|bench] [--trials K] [--json]`` and
+``python -m advisors optimize [--rounds N] [--steps S] [--trials K] [--json] -- python train.py ARGS…``.
+
+A script is never written: each fix is injected at boot (:mod:`profilers.inject`), measured A/B with the same
+seeds, and a kept fix is shown as the edit to make in the user's file (``where``, ``change``).
+"""
 
 from __future__ import annotations
 
@@ -18,12 +23,21 @@ from profilers.store import RunStore
 
 def add_parser(sub: Any) -> None:
     o = sub.add_parser("optimize", help="diagnose, apply fixes, measure them A/B, keep what helps")
-    o.add_argument("target", help="a workload name (see `python -m profilers list-workloads`) or a SPEC.json")
+    o.add_argument("target", nargs="?", help="a workload name (see `python -m profilers list-workloads`) or a "
+                   "SPEC.json; or nothing, and your script after --: -- python train.py ARGS…")
     o.add_argument("--rounds", type=int, default=3, help="diagnose/fix rounds (default 3)")
     o.add_argument("--size", default="tiny", help="workload size preset when TARGET is a name (tiny, bench)")
     o.add_argument("--trials", type=int, default=Policy.trials, help="A/B trials per arm (at least 3)")
     o.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
     o.add_argument("--json", action="store_true", help="print the ladder as JSON")
+    o.add_argument("--steps", type=int, default=20, help="a script's timed steps per trial (default 20)")
+    o.add_argument("--warmup", type=int, default=3, help="a script's untimed warm-up steps (default 3)")
+    o.add_argument("--nproc-per-node", type=int, default=1, help="ranks of a script (torchrun), default 1")
+    o.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node script run")
+    o.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous for --nnodes > 1")
+    o.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
+                   help="try this fix on the script as asked (repeatable) instead of the diagnosis' choice")
+    o.add_argument("--timeout", type=float, help="cancel any single trial run after this many seconds")
 
 
 def load_spec(target: str, size: str) -> TrainingSpec:
@@ -53,6 +67,15 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         raise SpecError(f"--rounds must be at least 1, got {args.rounds}")
     if args.trials < 3:
         raise SpecError(f"--trials must be at least 3 (interleaved A/B needs repeats), got {args.trials}")
+    command = getattr(args, "script", None)
+    if command:
+        if args.target:
+            raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
+        return _optimize_script(args, command)
+    if not args.target:
+        raise SpecError("optimize needs a workload name, a SPEC.json, or a script after --: -- python train.py")
+    if args.fix:
+        raise SpecError("--fix applies to a script after --")
     spec = load_spec(args.target, args.size)
     store = RunStore(args.store)
     progress = None if args.json else _print_progress
@@ -61,6 +84,31 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     out = ladder_json(ladder)
     out["table"] = ladder_table(ladder)
     return out
+
+
+def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
+    from advisors.script_strategy import ScriptStrategy
+    from advisors.trials import script_runner
+    from profilers.script_spec import ScriptSpec
+
+    spec = ScriptSpec(command=tuple(command), measure_steps=args.steps, warmup_steps=args.warmup,
+                      nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint)
+    spec.name  # a missing script or a bad command is refused here, before any run
+    device = _local_device()
+    strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
+    progress = None if args.json else _print_progress
+    ladder = optimize(spec, script_runner(RunStore(args.store), args.timeout), rounds=args.rounds,
+                      policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
+                      max_attempts=max(3, len(args.fix)))
+    out = ladder_json(ladder, device)
+    out["table"] = ladder_table(ladder)
+    return out
+
+
+def _local_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _print_progress(event: dict[str, Any]) -> None:

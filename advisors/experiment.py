@@ -16,8 +16,8 @@ last ``LOSS_WINDOW`` steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence, Union
 
 import numpy as np
 
@@ -25,7 +25,12 @@ from advisors.fixes import patched
 from advisors.model import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
 from advisors.trials import ProgressFn, RunFn, RunOutcome
+from profilers.script_spec import ScriptSpec
 from profilers.spec import TrainingSpec
+
+Spec = Union[TrainingSpec, ScriptSpec]
+ApplyFn = Callable[[Spec, Fix], Spec]
+ProofFn = Callable[[RunOutcome], "str | None"]  # why the fix did not act in this patched run, or None
 
 LOSS_WINDOW = 5  # final loss = mean over this many steps: one mini-batch's loss is too noisy to compare
 
@@ -49,7 +54,7 @@ class Arm:
     """The runs of one spec. ``status`` is ``ok`` only when every run was."""
 
     label: str
-    spec: TrainingSpec
+    spec: Spec
     outcomes: tuple[RunOutcome, ...]
 
     @property
@@ -98,19 +103,22 @@ class Experiment:
     kept: bool
     reason: str
     policy: Policy = field(default_factory=Policy)
+    not_applied: str | None = None  # why an injected fix did not act (then ``kept`` is False)
 
     @property
     def speedup(self) -> float | None:
         return self.ratio.point if self.ratio else None
 
 
-def run_experiment(base: TrainingSpec, fix: Fix, run: RunFn, policy: Policy = Policy(),
-                   on_progress: ProgressFn | None = None) -> Experiment:
-    """Run ``base`` and ``base`` + ``fix`` interleaved, ``policy.trials`` times each, and judge the fix.
+def run_experiment(base: Spec, fix: Fix, run: RunFn, policy: Policy = Policy(),
+                   on_progress: ProgressFn | None = None, apply: ApplyFn = patched,
+                   proof: ProofFn | None = None) -> Experiment:
+    """Run ``base`` and ``apply(base, fix)`` interleaved, ``policy.trials`` times each, and judge the fix.
+    ``proof`` (scripts) says why a patched run shows no effect of the fix; the experiment then stops.
 
     Raises SpecError when the fix cannot be applied to ``base`` (advice-only fix, invalid combination).
     """
-    spec_b = patched(base, fix)
+    spec_b = apply(base, fix)
     base_runs: list[RunOutcome] = []
     ref_runs: list[RunOutcome] = []
     b_runs: list[RunOutcome] = []
@@ -123,10 +131,17 @@ def run_experiment(base: TrainingSpec, fix: Fix, run: RunFn, policy: Policy = Po
         b_runs.append(_trial(run, spec_b, "patched", i, policy, on_progress))
         if not b_runs[-1].ok:
             break  # a patched run that fails will not succeed on a second try: stop spending time
+        why_not = proof(b_runs[-1]) if proof is not None else None
+        if why_not is not None:
+            break  # the fix did not act: more trials would only time the baseline twice
     arm_a = Arm("baseline", base, tuple(base_runs))
     arm_b = Arm("patched", spec_b, tuple(b_runs))
     arm_r = Arm("reference (no memory budget)", reference, tuple(ref_runs)) if ref_runs else None
-    return _judge(fix, arm_a, arm_b, arm_r, policy)
+    exp = _judge(fix, arm_a, arm_b, arm_r, policy)
+    why_not = proof(b_runs[-1]) if proof is not None and b_runs and b_runs[-1].ok else None
+    if why_not is not None:
+        exp = replace(exp, kept=False, not_applied=why_not, reason=f"not applied: {why_not}")
+    return exp
 
 
 def _trial(run: RunFn, spec: TrainingSpec, arm: str, i: int, policy: Policy,
@@ -146,7 +161,9 @@ def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experim
     loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
     loss_ok = loss_delta is None or loss_step is None or \
         loss_delta <= policy.loss_tolerance * max(abs(final_loss(timed.outcomes, loss_step)), 1e-8)
-    loss_text = "" if loss_delta is None else f"; loss (mean of {LOSS_WINDOW} steps to {loss_step}) {loss_delta:+.4f}"
+    loss_text = "; loss not checked (the launcher saw no loss)" if loss_delta is None else \
+        f"; loss (mean of {LOSS_WINDOW} steps to {loss_step}) {loss_delta:+.4f}"
+    loss_text += "".join(f"; {n}" for n in dict.fromkeys(n for o in (*timed.outcomes, *b.outcomes) for n in o.notes))
     baseline_status = a.outcomes[0].status if a.outcomes else "not run"  # later flaky runs are just untimed
     if b.status != "ok":
         kept, reason = False, f"the patched run ended {b.status}" + (f": {b.error}" if b.error else "")

@@ -78,6 +78,16 @@ class Facts:
         return self.run.telemetry if self.run is not None else None
 
     @property
+    def device_work(self) -> float:
+        """Share of step time the device spends working: on a GPU, kernels, copies and sets outside exposed
+        collectives; on a CPU, operators in forward, backward and the optimizer (0 without steps)."""
+        if not self.has_steps:
+            return 0.0
+        parts = ("gpu_compute", "gpu_memcpy", "gpu_memset") if self.device == "gpu" else \
+            ("forward", "backward", "optimizer")
+        return sum(self.shares.get(c, 0.0) for c in parts)
+
+    @property
     def comm_orchestration(self) -> float:
         """GPU-idle host time attributed to preparing/awaiting collectives."""
         return self.host_idle * min(self.comm_device_fraction, 1.0)

@@ -116,6 +116,10 @@ _CATALOG = (
          "All-reduce gradients in bf16: half the bytes on the wire, decompressed before the optimizer.",
          "from torch.distributed.algorithms.ddp_comm_hooks import default_hooks\n"
          "ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)"),
+    _fix("ddp_static_graph", "DDP static_graph", X, {}, "distributed",
+         "Tells DDP the graph is the same every step: it skips searching for unused parameters and can overlap "
+         "more of the all-reduce with backward.",
+         "ddp = DistributedDataParallel(model, static_graph=True)"),
     _fix("larger_batch", "Larger batch", H, {"batch_size": Relative(2)}, "any",
          "More work per kernel launch: the host's per-op overhead is paid per batch, not per sample.",
          "loader = DataLoader(ds, batch_size=2 * B, ...)   # scale the learning rate with the batch"),
@@ -141,7 +145,7 @@ ALTERNATIVES: dict[str, tuple[str, ...]] = {
     "torch_compile": ("bf16_autocast", "channels_last"),
     "ddp_no_sync": ("grad_compression", "ddp_bucket_size"),
     "grad_compression": ("ddp_no_sync", "ddp_bucket_size"),
-    "ddp_bucket_size": ("ddp_no_sync", "grad_compression"),
+    "ddp_bucket_size": ("ddp_no_sync", "grad_compression", "ddp_static_graph"),
     "cuda_graphs": ("larger_batch", "torch_compile"),
 }
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from advisors.diagnosis import diagnosis_json
 from advisors.experiment import Arm, Experiment
-from advisors.optimize import Ladder
+from advisors.optimize import Ladder, Rung
+from profilers.script_spec import ScriptSpec
 from advisors.stats import iqr, relative_spread
 
 SPREAD_WARNING = 0.25  # trials of one arm this far apart (relative) get a warning: the machine was noisy
@@ -42,17 +43,51 @@ def experiment_json(e: Experiment) -> dict[str, Any]:
         "speedup": _r(e.speedup), "interval": None if e.ratio is None else [_r(e.ratio.low), _r(e.ratio.high)],
         "interval_level": e.policy.level, "min_gain": e.policy.min_gain, "kept": e.kept, "reason": e.reason,
         "loss_delta": _r(e.loss_delta, 6), "loss_step": e.loss_step, "loss_tolerance": e.policy.loss_tolerance,
-        "trials": e.policy.trials, "snippet": e.fix.snippet,
+        "trials": e.policy.trials, "snippet": e.fix.snippet, "not_applied": e.not_applied,
+        "applied": applied_json(e),
     }
 
 
-def ladder_json(ladder: Ladder) -> dict[str, Any]:
+def applied_json(e: Experiment) -> dict[str, Any] | None:
+    """For a script: what was injected into the patched runs and the evidence that it acted (or why not)."""
+    report = next((o.applied for o in e.patched.outcomes if o.applied is not None), None)
+    if report is None:
+        return None
+    changed = e.baseline.spec.describe_diff(e.patched.spec)
+    knobs = report.get("knobs") or {}
+    return {"knobs": {k: knobs.get(k) for k in changed if k in knobs}}
+
+
+def where_text(where: dict[str, Any] | None) -> str | None:
+    return None if not where else f"{where.get('file')}:{where.get('line')}"
+
+
+def change_json(r: Rung, device: str) -> dict[str, Any] | None:
+    """A kept script fix as the edit to make: a diff of the user's file, or the snippet at the line."""
+    from advisors.script_diff import render
+    from advisors.script_fixes import INJECTIONS
+
+    e = r.experiment
+    if not e.kept or not isinstance(e.patched.spec, ScriptSpec):
+        return None
+    inj = INJECTIONS.get(e.fix.id)
+    knobs = {k: v[1] for k, v in e.baseline.spec.describe_diff(e.patched.spec).items()}
+    return render(e.fix, knobs, inj.target if inj else None, r.where, device).to_json()
+
+
+def ladder_json(ladder: Ladder, device: str = "cpu") -> dict[str, Any]:
     rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
-               "cumulative_speedup": _r(r.cumulative)} for r in ladder.rungs]
-    return {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
-            "final_spec_changes": {k: v[1] for k, v in ladder.start.describe_diff(ladder.final).items()},
-            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
-            "final_diagnosis": diagnosis_json(ladder.last_diagnosis) if ladder.last_diagnosis else None}
+               "cumulative_speedup": _r(r.cumulative), "where": where_text(r.where),
+               "change": change_json(r, device)} for r in ladder.rungs]
+    out = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
+           "final_spec_changes": {k: v[1] for k, v in ladder.start.describe_diff(ladder.final).items()},
+           "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
+           "final_diagnosis": diagnosis_json(ladder.last_diagnosis) if ladder.last_diagnosis else None,
+           "advice": [{"round": a.round, "bottleneck": a.bottleneck, "rule": a.rule, "fix": a.fix.id,
+                       "fix_title": a.fix.title, "why": a.why, "snippet": a.fix.snippet} for a in ladder.advice]}
+    if isinstance(ladder.start, ScriptSpec):
+        out["command"] = list(ladder.start.command)
+    return out
 
 
 def ladder_table(ladder: Ladder) -> list[str]:
@@ -68,7 +103,8 @@ def ladder_table(ladder: Ladder) -> list[str]:
     for r in ladder.rungs:
         e = r.experiment
         interval = f"[{e.ratio.low:.2f}, {e.ratio.high:.2f}]" if e.ratio else ""
-        verdict = ("KEPT" if e.kept else "rejected") + f" — {e.reason}"
+        verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "rejected") + f" — {e.reason}"
+        verdict += f" (at {r.where['file']}:{r.where['line']})" if r.where else ""
         lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e.speedup, interval,
                           r.cumulative if e.kept else None, verdict))
         fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None
@@ -80,6 +116,8 @@ def ladder_table(ladder: Ladder) -> list[str]:
                  "samples/s: from the mean step, median over an arm's trials; vs prev: geometric mean of the "
                  "back-to-back (A, B) pairs' per-sample throughput ratios, with its bootstrap interval")
     lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
+    for a in ladder.advice:
+        lines.append(f"advice ({a.bottleneck}, {a.fix.id}): {a.why}")
     loads = [a.host_load for r in ladder.rungs for a in (r.experiment.baseline, r.experiment.patched)
              if a.host_load is not None]
     if loads:

@@ -10,12 +10,12 @@ search. The result is a :class:`Ladder`: every attempt with its numbers, kept or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from advisors.diagnosis import diagnose
-from advisors.experiment import Experiment, Policy, run_experiment
+from advisors.experiment import ApplyFn, Experiment, Policy, ProofFn, Spec, run_experiment
 from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
 from advisors.model import Diagnosis, Fix
 from advisors.observation import observe
@@ -29,23 +29,37 @@ Observe = Callable[[RunOutcome], Diagnosis]
 
 @dataclass(frozen=True)
 class Rung:
-    """One attempted fix. ``cumulative`` is the product of kept ratios up to and including this rung."""
+    """One attempted fix. ``cumulative`` is the product of kept ratios up to and including this rung;
+    ``where`` the call site in the user's code the change belongs at (scripts; ``None``: no single place)."""
 
     round: int
     bottleneck: str
     rule: str | None
     experiment: Experiment
     cumulative: float
+    where: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A fix the diagnosis proposed that cannot be applied for you: ``why`` it needs your own change."""
+
+    round: int
+    bottleneck: str
+    rule: str | None
+    fix: Fix
+    why: str
 
 
 @dataclass(frozen=True)
 class Ladder:
-    """The whole search: start and final spec, every attempt, the last diagnosis."""
+    """The whole search: start and final spec, every attempt, the last diagnosis, and the advice left to you."""
 
-    start: TrainingSpec
-    final: TrainingSpec
+    start: Spec
+    final: Spec
     rungs: tuple[Rung, ...]
     last_diagnosis: Diagnosis | None
+    advice: tuple[Advice, ...] = field(default=())
 
     @property
     def kept(self) -> tuple[Rung, ...]:
@@ -60,6 +74,47 @@ class Ladder:
         return out
 
 
+class Strategy(Protocol):
+    """How fixes reach one kind of spec: which to try, how to apply them, how to tell that one acted."""
+
+    def proof(self, fix: Fix) -> ProofFn | None: ...
+
+    def candidates(self, d: Diagnosis, spec: Any, rejected: set[str]) -> Iterator[Fix]: ...
+
+    def apply(self, spec: Any, fix: Fix) -> Any: ...
+
+    def learn(self, outcome: RunOutcome) -> None: ...
+
+    def advice(self, d: Diagnosis) -> list[tuple[Fix, str]]: ...
+
+    def where(self, fix: Fix) -> dict[str, Any] | None: ...
+
+
+class SpecStrategy:
+    """Sample workloads: fixes are TrainingSpec patches."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def candidates(self, d: Diagnosis, spec: Any, rejected: set[str]) -> Iterator[Fix]:
+        return candidates(d, spec, self.device, rejected)
+
+    def apply(self, spec: Any, fix: Fix) -> Any:
+        return patched(spec, fix)
+
+    def learn(self, outcome: RunOutcome) -> None:
+        return None
+
+    def advice(self, d: Diagnosis) -> list[tuple[Fix, str]]:
+        return []
+
+    def where(self, fix: Fix) -> dict[str, Any] | None:
+        return None
+
+    def proof(self, fix: Fix) -> ProofFn | None:
+        return None  # a spec patch acts by construction: the worker builds the run from the spec
+
+
 def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
     """Diagnose a trial from its run folder (trace, result, steps)."""
     if outcome.run_dir is None:
@@ -67,39 +122,55 @@ def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
     return diagnose(observe(Path(outcome.run_dir)))
 
 
-def optimize(spec: TrainingSpec, run: RunFn, rounds: int = 3, policy: Policy = Policy(),
+def optimize(spec: Spec, run: RunFn, rounds: int = 3, policy: Policy = Policy(),
              device: str = "cpu", on_progress: ProgressFn | None = None,
-             diagnose_run: Observe = diagnose_outcome, max_attempts: int = MAX_ATTEMPTS) -> Ladder:
-    """Search for kept fixes, ``rounds`` diagnoses at most. ``device`` is where runs execute (``cpu``/``cuda``)."""
+             diagnose_run: Observe = diagnose_outcome, max_attempts: int = MAX_ATTEMPTS,
+             strategy: Strategy | None = None) -> Ladder:
+    """Search for kept fixes, ``rounds`` diagnoses at most. ``device`` is where runs execute (``cpu``/``cuda``);
+    ``strategy`` says how fixes reach the spec (default: TrainingSpec patches)."""
+    how = strategy or SpecStrategy(device)
     emit = on_progress or (lambda _: None)
     emit({"phase": "diagnose", "round": 1})
-    diagnosis = diagnose_run(run(spec, lambda p: emit({"phase": "diagnosis_run", "round": 1, "run": p})))
+    first = run(spec, lambda p: emit({"phase": "diagnosis_run", "round": 1, "run": p}))
+    how.learn(first)
+    diagnosis = diagnose_run(first)
     current, cumulative = spec, 1.0
     rungs: list[Rung] = []
+    advice: dict[str, Advice] = {}
     rejected: set[str] = set()
+    not_applied: set[str] = set()  # a fix that could not act (e.g. a cache refused for random augmentation) stays so
     for rnd in range(1, rounds + 1):
         kept_exp: Experiment | None = None
-        for attempt, fix in enumerate(candidates(diagnosis, current, device, rejected)):
+        binding = diagnosis.binding
+        for fix, why in how.advice(diagnosis):
+            advice.setdefault(fix.id, Advice(rnd, diagnosis.bottleneck.value, binding.rule if binding else None,
+                                             fix, why))
+        for attempt, fix in enumerate(how.candidates(diagnosis, current, rejected | not_applied)):
             if attempt >= max_attempts:
                 break
             emit({"phase": "experiment", "round": rnd, "fix": fix.id})
-            exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.id))
+            exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.id), apply=how.apply,
+                                 proof=how.proof(fix))
             if exp.kept:
                 cumulative *= exp.speedup or 1.0
-            binding = diagnosis.binding
-            rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative))
+            rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative,
+                              how.where(fix)))
             if exp.kept:
                 kept_exp = exp
                 break
             rejected.add(fix.id)
+            if exp.not_applied:
+                not_applied.add(fix.id)
         if kept_exp is None:
             break
         current, rejected = kept_exp.patched.spec, set()
         if rnd < rounds:
             emit({"phase": "diagnose", "round": rnd + 1})
             last_ok = [o for o in kept_exp.patched.outcomes if o.run_dir]
+            how.learn(last_ok[-1])
             diagnosis = diagnose_run(last_ok[-1])
-    return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis)
+    return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis,
+                  advice=tuple(advice.values()))
 
 
 def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
@@ -107,12 +178,16 @@ def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
     return lambda event: emit({**event, "round": rnd, "fix": fix_id})
 
 
+def proposed(d: Diagnosis) -> list[str]:
+    """Fix ids worth trying for ``d``: every finding's own fix in severity order, then their alternatives."""
+    own = [f.fix_id for f in d.findings if f.severity > 0 and f.fix_id is not None]
+    return list(dict.fromkeys([*own, *(alt for fix_id in own for alt in ALTERNATIVES.get(fix_id, ()))]))
+
+
 def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:
     """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order,
     then their alternatives (the same bottleneck, another lever)."""
-    proposed = [f.fix_id for f in d.findings if f.severity > 0 and f.fix_id is not None]
-    ordered = [*proposed, *(alt for fix_id in proposed for alt in ALTERNATIVES.get(fix_id, ()))]
-    for fix_id in dict.fromkeys(ordered):
+    for fix_id in proposed(d):
         fix = FIXES[fix_id]
         if fix_id not in rejected and fix.spec_patch and applies(fix, device, spec.world_size) is None \
                 and _changes(spec, fix):
@@ -124,3 +199,7 @@ def _changes(spec: TrainingSpec, fix: Fix) -> bool:
         return patched(spec, fix) != spec
     except SpecError:
         return False
+
+
+__all__ = ["Advice", "ApplyFn", "Ladder", "Rung", "SpecStrategy", "Strategy", "candidates", "diagnose_outcome",
+           "optimize", "proposed"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import pandas as pd
 
@@ -39,6 +39,8 @@ class RunOutcome:
     error: str | None = None
     run_dir: str | None = None
     host_load: float | None = None  # 1-minute load average of the machine when the run ended (noise context)
+    applied: Mapping[str, Any] | None = None  # a script run's injected.json: each knob acted or not, call sites
+    notes: tuple[str, ...] = ()  # what the verdict must say of this run (e.g. it ended before its steps)
 
     @property
     def ok(self) -> bool:
@@ -59,6 +61,47 @@ def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
         return replace(outcome, host_load=_load_average())
 
     return run_one
+
+
+def script_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
+    """The :data:`RunFn` of a :class:`~profilers.script_spec.ScriptSpec`: the script launched with its seeds and
+    injected knobs; measured steps are exactly the timed window after warm-up (never the profiled ones). A
+    script that ends before its window is measured on the steps it did, and the outcome says so."""
+    from profilers.launch import start_script
+
+    def run_one(spec: Any, on_progress: ProgressFn | None = None) -> RunOutcome:
+        handle = start_script(spec, store, label=f"ab-{spec.name}")
+        result = runner.follow(handle, on_progress, timeout_s)
+        return replace(script_outcome(spec, result, store.read_steps(handle.run_id), handle.run_dir),
+                       host_load=_load_average())
+
+    return run_one
+
+
+def script_outcome(spec: Any, result: RunResult, steps: pd.DataFrame, run_dir: Any) -> RunOutcome:
+    """A script run reduced for the experiment: steps ``warmup .. warmup + measure`` timed, its injection report."""
+    from profilers.store_io import read_json
+
+    window = steps[(steps["step"] >= spec.warmup_steps) & (steps["step"] < spec.warmup_steps + spec.measure_steps)] \
+        if not steps.empty else steps
+    done = int(window["step"].nunique()) if not window.empty else 0
+    notes: tuple[str, ...] = ()
+    unseen = bool(done) and window["samples"].fillna(0).le(0).all()
+    if unseen:  # no DataLoader batch was seen: compare per step (the fixes tried never change the batch)
+        window = window.assign(samples=1.0)
+    trial = measured_trial(window.assign(profiled=False), spec.warmup_steps) if done else None
+    if 0 < done < spec.measure_steps:
+        notes = (f"the script ended after {result.steps_done} steps: measured on {done} of the "
+                 f"{spec.measure_steps} steps asked for",)
+    elif done == 0 and result.status.value == "ok":
+        notes = (f"the script ended after {result.steps_done} steps, before any measured step (after "
+                 f"{spec.warmup_steps} warm-up steps)",)
+    if unseen:
+        notes += ("the script's batches were not seen (no DataLoader): throughput is compared per step",)
+    applied = read_json(run_dir / "injected.json")
+    return RunOutcome(status=result.status.value, trial=trial, peak_memory_mb=result.peak_memory_mb,
+                      losses=loss_curve(steps), steps_done=result.steps_done, error=result.error,
+                      run_dir=str(run_dir), applied=applied if isinstance(applied, dict) else None, notes=notes)
 
 
 def outcome_from_steps(spec: TrainingSpec, result: RunResult, steps: pd.DataFrame,

@@ -1,7 +1,8 @@
 """Command line: ``python -m profilers run|launch|list``.
 
 - ``run WORKLOAD [--set KEY=VALUE]… [--steps N] [--size tiny|bench] [--json] [--store DIR]``
-- ``launch [--steps N] [--json] [--label L] [--store DIR] -- python train.py ARGS…``
+- ``launch [--steps N] [--nproc-per-node N [--nnodes M --rdzv-endpoint HOST:PORT]] [--json] [--label L]
+  [--store DIR] -- python train.py ARGS…`` (every rank instrumented, under torchrun when N × M > 1)
 - ``list [--json] [--kind run|launch|upload] [--limit N] [--store DIR]``
 
 ``run`` and ``launch`` print the same JSON (``--json``): ``run_id``, ``run_dir``, ``status``, ``steps_done``,
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--size", default="tiny", help="the workload's size preset (tiny, bench, …)")
     launch = sub.add_parser("launch", help="profile an unmodified script: launch [options] -- python train.py …")
     launch.add_argument("--steps", type=int, default=5, help="steps to profile (after 1 wait + 1 warm-up step)")
+    launch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
+    launch.add_argument("--nnodes", type=int, default=1, help="nodes (each runs the same command)")
+    launch.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous, for --nnodes > 1")
     launch.add_argument("target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS…")
     for p in (run, launch):
         p.add_argument("--label", help="a name for the run in the run list")
@@ -119,7 +123,9 @@ def _run(args: argparse.Namespace) -> int:
 def _launch(args: argparse.Namespace) -> int:
     from profilers.launch import start_launch
 
-    return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label), args)
+    return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
+                                nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
+                                rdzv_endpoint=args.rdzv_endpoint), args)
 
 
 def _list(args: argparse.Namespace) -> int:

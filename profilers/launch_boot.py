@@ -1,11 +1,22 @@
 """Boot an unmodified training script under the profiler: ``python -m profilers.launch_boot RUN_DIR N TARGET…``.
 
 ``TARGET`` is ``SCRIPT ARGS…`` or ``-m MODULE ARGS…``; it runs as ``__main__`` with its own ``sys.argv``.
-Steps are found by :class:`profilers.launch_steps.StepDetector`. A ``torch.profiler`` schedule (wait 1,
+Steps are found by :class:`profilers.launch_steps.StepDetector`. A ``torch.profiler`` schedule (wait W,
 warmup 1, active N) advances at each step; every step's wall time (and loss and samples when visible) goes to
 ``steps.jsonl``, live progress to ``progress.json``. When the active window ends, the trace is exported as
 ``tb/rank0.<ns>.pt.trace.json.gz``, the script is stopped (``StopTraining`` from the hook), ``result.json``
 is written and the process ends with ``os._exit`` so no DataLoader worker or stray thread can hang the exit.
+
+An optional ``RUN_DIR/boot.json`` (written by :func:`profilers.launch.start_script`) asks for more: ``seed``
+(torch, numpy and random seeded before the script starts, the same for every arm of an A/B), ``warmup`` +
+``measure`` unprofiled steps before the profiler's window (the measured ones are timed without profiler
+overhead), ``profile`` active steps, and ``inject``: fix knobs applied to the script's own objects by
+:class:`profilers.inject.Injector`. What the injector did, knob by knob, and the user's call sites (DataLoader,
+optimizer, DDP, model) go to ``injected.json`` — written for every launch, knobs or not.
+
+Under ``torchrun`` (``python -m profilers launch --nproc-per-node N``) every rank boots this way: each writes
+its steps (``rank``) and its trace (``rank{R}.…``); local rank 0 writes progress, telemetry, ``injected.json``
+and ``result.json``.
 
 Exit codes follow the worker's: 0 ok, 1 failed, 75 out of memory (a result is written in each case).
 """
@@ -15,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import random
 import resource
 import runpy
 import sys
@@ -23,11 +35,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
+from profilers.inject import Injector
 from profilers.launch_steps import StepDetector
 from profilers.run_model import RunResult, RunStatus, summarise_steps
-from profilers.store_io import read_jsonl, steps_frame, telemetry_frame, write_json_atomic
+from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
 PROFILE_WAIT, PROFILE_WARMUP = 1, 1
@@ -39,17 +53,19 @@ class StopTraining(SystemExit):
 
 
 class StepRecorder:
-    """Times steps, drives the profiler schedule, writes steps/progress/trace into ``run_dir``."""
+    """Times steps, drives the profiler schedule, writes steps/progress/trace into ``run_dir``. ``wait`` steps
+    run before the profiler's warm-up step and ``active`` profiled steps; ``rank`` names this process's rows."""
 
-    def __init__(self, run_dir: Path, active: int) -> None:
-        self.run_dir, self.active = run_dir, active
-        self.total = PROFILE_WAIT + PROFILE_WARMUP + active
+    def __init__(self, run_dir: Path, active: int, wait: int = PROFILE_WAIT, rank: int = 0,
+                 leader: bool = True) -> None:
+        self.run_dir, self.active, self.wait, self.rank, self.leader = run_dir, active, wait, rank, leader
+        self.total = wait + PROFILE_WARMUP + active
         activities = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         self.prof = torch.profiler.profile(
-            activities=activities, profile_memory=True, record_shapes=False,
-            schedule=torch.profiler.schedule(wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=active, repeat=1),
+            activities=activities, profile_memory=True, record_shapes=True,  # dtypes: is bf16 already on?
+            schedule=torch.profiler.schedule(wait=wait, warmup=PROFILE_WARMUP, active=active, repeat=1),
             on_trace_ready=self._export)
         self.traces: list[Path] = []
         self.steps_done = 0
@@ -69,13 +85,14 @@ class StepRecorder:
         wall_ms = (time.perf_counter() - self._t_last) * 1000.0
         step = self.steps_done
         started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
-        row = {"rank": 0, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
-               "profiled": PROFILE_WAIT + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns}
+        row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
+               "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns}
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
         self.steps_done += 1
         self.prof.step()  # ends the active window (and exports) after the last profiled step
-        self.write_progress(loss, RunStatus.RUNNING)
+        if self.leader:
+            self.write_progress(loss, RunStatus.RUNNING)
         if self.steps_done >= self.total:
             raise StopTraining(EXIT_OK)
         self._t_last = time.perf_counter()  # our own bookkeeping is not the script's step time
@@ -98,7 +115,7 @@ class StepRecorder:
     def _export(self, prof: torch.profiler.profile) -> None:
         tb = self.run_dir / "tb"
         tb.mkdir(exist_ok=True)
-        name = f"rank0.{time.time_ns()}.pt.trace.json"
+        name = f"rank{self.rank}.{time.time_ns()}.pt.trace.json"
         partial = tb / f"{name}.partial.gz"  # not a trace name until complete; .gz makes torch gzip it
         prof.export_chrome_trace(str(partial))
         os.replace(partial, tb / f"{name}.gz")
@@ -135,7 +152,8 @@ def _result(rec: StepRecorder, status: RunStatus, error: str | None, warnings: l
     device, device_name = _device()
     if device == "cuda":
         summary["peak_memory_mb"] = torch.cuda.max_memory_allocated() / 1024**2
-    return RunResult(status=status, error=error, device=device, device_name=device_name, world_size=1,
+    return RunResult(status=status, error=error, device=device, device_name=device_name,
+                     world_size=int(os.environ.get("WORLD_SIZE", "1")),
                      telemetry_source=getattr(sampler, "source", None),
                      telemetry_note=getattr(sampler, "note", "telemetry sampler unavailable"),
                      warnings=tuple(warnings), started_unix=rec._started, finished_unix=time.time(), **summary)
@@ -154,14 +172,37 @@ def _start_sampler(run_dir: Path) -> Any:
         return None
 
 
+def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
+    """``boot.json`` (see the module docs) with its defaults: a plain launch waits 1 step, profiles ``active``."""
+    raw = read_json(run_dir / "boot.json")
+    cfg = raw if isinstance(raw, dict) else {}
+    return {"warmup": int(cfg.get("warmup", PROFILE_WAIT)), "measure": int(cfg.get("measure", 0)),
+            "profile": int(cfg.get("profile", active)), "seed": cfg.get("seed"),
+            "inject": dict(cfg.get("inject") or {})}
+
+
+def seed_everything(seed: int) -> None:
+    """The same random streams for every arm: torch (CPU and CUDA), numpy and ``random``."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def main(argv: list[str]) -> int:
     run_dir, active, target = Path(argv[0]), int(argv[1]), argv[2:]
     if not target or (target[0] == "-m" and len(target) < 2):
         print("usage: python -m profilers.launch_boot RUN_DIR N (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
         return 2
-    sampler = _start_sampler(run_dir)
-    rec = StepRecorder(run_dir, active)
+    cfg = read_boot_config(run_dir, active)
+    rank, leader = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")) == 0
+    sampler = _start_sampler(run_dir) if leader else None
+    rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader)
     detector = StepDetector(rec.on_step)
+    injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt))
+    detector.before_step = injector.on_step
+    if cfg["seed"] is not None:
+        seed_everything(int(cfg["seed"]))
+    injector.install()
     detector.install()
     status, error, code, warnings = RunStatus.OK, None, EXIT_OK, []
     rec.start()
@@ -180,6 +221,7 @@ def main(argv: list[str]) -> int:
         error = (f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc()))[-TRACEBACK_CHARS:]
     finally:
         detector.uninstall()
+        injector.uninstall()
         rec.stop()
         if sampler is not None:
             sampler.stop()
@@ -188,12 +230,19 @@ def main(argv: list[str]) -> int:
         error = "no training step was detected: the script called neither optimizer.step() nor backward()"
     elif status is RunStatus.OK and rec.steps_done < rec.total:
         warnings.append(f"the script ended after {rec.steps_done} step(s), before the {rec.total} requested "
-                        f"({PROFILE_WAIT} wait + {PROFILE_WARMUP} warm-up + {active} profiled)")
-        if rec.steps_done > PROFILE_WAIT + PROFILE_WARMUP:
+                        f"({rec.wait} before profiling + {PROFILE_WARMUP} profiler warm-up + {cfg['profile']} "
+                        "profiled)")
+        if rec.steps_done > rec.wait + PROFILE_WARMUP:
             warnings.append(f"the trace's last marker, ProfilerStep#{rec.steps_done}, is the script's ending "
                             "after its last step, not a training step")
+    elif status is RunStatus.OK:
+        warnings.append(f"profiled {cfg['profile']} step(s) of the script after {rec.wait + PROFILE_WARMUP}, "
+                        f"then stopped it on purpose after step {rec.steps_done}")
     if detector.mode is not None:
         warnings.append(f"steps detected by {detector.mode} calls")
+    if not leader:
+        return code
+    write_json_atomic(run_dir / "injected.json", injector.finish())
     result = _result(rec, status, error, warnings, sampler)
     write_json_atomic(run_dir / "result.json", result.to_dict())
     rec.write_progress(result.final_loss, status)

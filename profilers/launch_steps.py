@@ -67,6 +67,11 @@ class StepDetector:
         self._last_loss: float | None = None
         self._samples: int | None = None
         self._undo: list[Callable[[], None]] = []
+        self.before_step: Callable[[], None] | None = None  # called first at each detected step (the injector)
+
+    def count_step(self, optimizer: Any) -> None:
+        """A step that the optimizer skipped on purpose (a GradScaler seeing inf gradients) still ends a step."""
+        self._after_optimizer_step(optimizer, (), {})
 
     def install(self) -> None:
         handle = register_optimizer_step_post_hook(self._after_optimizer_step)
@@ -139,4 +144,6 @@ class StepDetector:
     def _emit(self) -> None:
         loss, samples = self._last_loss, self._samples
         self._last_loss, self._samples, self._backwards_since_step = None, None, 0
+        if self.before_step is not None:
+            self.before_step()
         self._on_step(loss, samples)

@@ -80,7 +80,7 @@ class RunHandle:
         return self._result
 
     # -- inside ----------------------------------------------------------------------------------------------
-    def _launch(self, command: list[str], extra_env: Mapping[str, str] | None) -> None:
+    def _launch(self, command: list[str], extra_env: Mapping[str, str] | None, cwd: str | None = None) -> None:
         # OpenMP threads that spin while waiting make a contended machine pathologically slow (measured: a
         # small CNN's backward 6 ms passive vs 150 ms spinning with another job on the 2 cores). Passive
         # waiting is the measurement-safe default; a caller's own OMP_WAIT_POLICY wins.
@@ -89,7 +89,7 @@ class RunHandle:
         try:
             with open(self.run_dir / "stdout.log", "ab") as out, open(self.run_dir / "stderr.log", "ab") as err:
                 self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                              start_new_session=True, close_fds=True)
+                                              start_new_session=True, close_fds=True, cwd=cwd)
         except OSError as err:
             self._store_result(self.store.salvage(self.run_id, RunStatus.FAILED,
                                                   f"could not start {command[0]}: {err}"))
@@ -179,10 +179,10 @@ class RunHandle:
 
 
 def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[str, str] | None = None,
-          hang_timeout_s: float | None = None) -> RunHandle:
-    """Start ``command`` for the stored run ``run_id`` and return its handle (used by runner and launcher)."""
+          hang_timeout_s: float | None = None, cwd: str | None = None) -> RunHandle:
+    """Start ``command`` (in ``cwd``, default ours) for the stored run ``run_id`` and return its handle."""
     handle = RunHandle(store, run_id, hang_timeout_s)
-    handle._launch(command, extra_env)
+    handle._launch(command, extra_env, cwd)
     return handle
 
 

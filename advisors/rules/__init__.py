@@ -11,7 +11,7 @@ from advisors.rules.compute_cpu_fp32_matmul import CpuFp32Matmul
 from advisors.rules.compute_cudnn_benchmark import CudnnBenchmarkOff
 from advisors.rules.compute_fp32_gemm import Fp32Gemms
 from advisors.rules.compute_not_compiled import NotCompiled
-from advisors.rules.compute_saturated import GemmSaturated
+from advisors.rules.compute_saturated import SaturatedDevice
 from advisors.rules.data_idle_while_loading import DeviceIdleWhileLoading
 from advisors.rules.data_loader_exposed import LoaderStarvesStep
 from advisors.rules.data_pageable_copies import PageableCopies
@@ -31,7 +31,7 @@ RULES: tuple[type[Rule], ...] = (
     OutOfMemory, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
-    Fp32Gemms, GemmSaturated, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,
+    Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,
     LaunchBound, FrequentSyncs,
     LossPlateau,
 )

@@ -22,6 +22,7 @@ CONFIDENCE_AT_HIGH = 0.95
 #: Discounts when the trace itself is thin.
 INFERRED_STEPS_FACTOR = 0.85  # no ProfilerStep markers: the whole window was taken as one step
 SINGLE_STEP_FACTOR = 0.9  # one step only: nothing to say how typical it is
+RULE_FIX: Any = object()  # ``finding(fix_id=...)`` default: the rule's own ``fix_id`` (``None`` means no fix)
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,11 @@ class Rule:
 
     # -- helpers for subclasses ---------------------------------------------------------------------------
     def finding(self, f: Facts, severity: float, confidence: float, message: str,
-                evidence: Mapping[str, EvidenceValue], fix_id: str | None = None) -> Finding:
+                evidence: Mapping[str, EvidenceValue], fix_id: str | None = RULE_FIX) -> Finding:
         return Finding(rule=self.id, name=self.name, bottleneck=self.bottleneck, severity=severity,
                        confidence=confidence * data_quality(f), message=message,
-                       evidence={k: _round(v) for k, v in evidence.items()}, fix_id=fix_id or self.fix_id)
+                       evidence={k: _round(v) for k, v in evidence.items()},
+                       fix_id=self.fix_id if fix_id is RULE_FIX else fix_id)
 
     @classmethod
     def doc(cls) -> dict[str, Any]:

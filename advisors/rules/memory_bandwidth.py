@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from advisors.facts import Facts
 from advisors.model import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
@@ -44,12 +46,10 @@ class BandwidthBound(Rule):
         return None if f.device == "gpu" else "no GPU kernels: bandwidth-bound kernels are read from kernel time"
 
     def check(self, f: Facts) -> Finding | None:
-        if self.missing(f) or (f.gpu_busy or 0.0) < self.t["min_gpu_busy"]:
+        if self.missing(f) or not bandwidth_bound(f, self.t):
             return None
         pointwise = f.kernel_mix.get("elementwise", 0.0) + f.kernel_mix.get("normalization", 0.0)
         matmul = f.kernel_mix.get("matmul", 0.0)
-        if pointwise < self.t["min_pointwise_share"] or matmul > self.t["max_matmul_share"]:
-            return None
         step_share = min(f.kernel_step_share.get("elementwise", 0.0) + f.kernel_step_share.get("normalization", 0.0),
                          f.gpu_busy or 0.0)
         fix = "bf16_autocast" if f.compiled else self.fix_id
@@ -62,3 +62,11 @@ class BandwidthBound(Rule):
             evidence={"pointwise_share_of_kernel_time": pointwise, "matmul_share_of_kernel_time": matmul,
                       "pointwise_share_of_step": step_share, "gpu_busy_share": f.gpu_busy, "compiled": f.compiled},
             fix_id=fix)
+
+
+def bandwidth_bound(f: Facts, t: Mapping[str, float]) -> bool:
+    """A busy GPU whose kernel time is mostly pointwise with few GEMMs (MEM004's test; COMP002 defers to it)."""
+    if f.device != "gpu" or (f.gpu_busy or 0.0) < t["min_gpu_busy"]:
+        return False
+    pointwise = f.kernel_mix.get("elementwise", 0.0) + f.kernel_mix.get("normalization", 0.0)
+    return pointwise >= t["min_pointwise_share"] and f.kernel_mix.get("matmul", 0.0) <= t["max_matmul_share"]

@@ -1,0 +1,53 @@
+"""What an injection did, knob by knob: acted or not, and the evidence either way.
+
+Every knob the launcher was asked to inject ends in the report with ``acted`` (True: its effect was seen in
+this run; False: it could not act, with ``why``) — never silently absent. The experiment reads this to say
+"not applied: <why>" instead of "no gain" for a fix whose effect was never there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class KnobReport:
+    value: Any
+    acted: bool | None = None  # None: not decided yet (nothing reached it)
+    evidence: list[str] = field(default_factory=list)
+    why: str | None = None
+
+    def act(self, evidence: str) -> None:
+        self.acted = True
+        if evidence not in self.evidence:
+            self.evidence.append(evidence)
+
+    def refuse(self, why: str) -> None:
+        if self.acted is not True:
+            self.acted, self.why = False, why
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "acted": bool(self.acted),
+                "evidence": list(self.evidence),
+                "why": None if self.acted else (self.why or "the script never reached the object this knob acts on")}
+
+
+class InjectionReport:
+    """Knob reports plus the user's call sites (DataLoader, optimizer, DDP, first model call)."""
+
+    def __init__(self, knobs: dict[str, Any]) -> None:
+        self.knobs = {k: KnobReport(v) for k, v in knobs.items()}
+        self.sites: dict[str, dict[str, Any]] = {}
+        self.loader: dict[str, Any] = {}  # the training DataLoader's effective settings
+
+    def knob(self, name: str) -> KnobReport | None:
+        return self.knobs.get(name)
+
+    def site(self, what: str, site: dict[str, Any] | None, **extra: Any) -> None:
+        if site is not None and what not in self.sites:
+            self.sites[what] = {**site, **extra}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"knobs": {k: r.to_json() for k, r in self.knobs.items()}, "sites": self.sites,
+                "loader": self.loader}

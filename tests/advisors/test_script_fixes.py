@@ -1,0 +1,79 @@
+"""The script side of the fix catalog: every fix is injectable or says why not; worker counts come from the
+run's own numbers; a kept fix renders as a diff of the user's file at the recorded call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisors.fixes import FIXES
+from advisors.script_diff import render
+from advisors.script_fixes import INJECTIONS, NOT_INJECTABLE, ScriptContext, not_injectable, worker_count
+
+
+def test_every_catalog_fix_is_injectable_or_says_why_not() -> None:
+    for fix in FIXES.values():
+        assert (fix.id in INJECTIONS) != (fix.id in NOT_INJECTABLE), fix.id
+        assert not_injectable(fix) is None or "loop" in not_injectable(fix) or len(not_injectable(fix) or "") > 10
+    assert set(INJECTIONS) <= set(FIXES) and set(NOT_INJECTABLE) <= set(FIXES)
+
+
+def test_worker_count_follows_the_runs_numbers() -> None:
+    idle = ScriptContext(cores=2, host_busy=0.3, loader={"num_workers": 0})
+    assert worker_count(idle) == 4  # latency-bound loading: more workers than cores
+    assert worker_count(ScriptContext(cores=2, host_busy=None, loader={"num_workers": 0})) == 2
+    assert worker_count(ScriptContext(cores=2, host_busy=0.5, loader={"num_workers": 4})) == 8  # climb, measured
+    assert worker_count(ScriptContext(cores=2, host_busy=0.5, loader={"num_workers": 8})) is None  # 4 per core
+    saturated = ScriptContext(cores=2, host_busy=0.95, loader={"num_workers": 2})
+    assert worker_count(saturated) is None  # more workers cannot help: caching is tried instead
+    assert worker_count(ScriptContext(cores=2, host_busy=0.95, loader={"num_workers": 6})) == 2  # fewer
+    assert INJECTIONS["dataloader_workers"].knobs(saturated) is None
+
+
+SCRIPT = '''import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(
+    ds,
+    batch_size=32,
+    num_workers=0,
+)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, )
+for x, y in loader:
+    loss = loss_fn(model(x),
+                   y)
+'''
+
+
+def test_dataloader_change_is_a_diff_of_the_users_call(tmp_path: Path) -> None:
+    f = tmp_path / "train.py"
+    f.write_text(SCRIPT)
+    ch = render(FIXES["dataloader_workers"], {"num_workers": 4, "prefetch_factor": 4}, "dataloader",
+                {"file": str(f), "line": 4})
+    assert ch.kind == "diff" and ch.file == str(f)
+    assert "-    num_workers=0,\n+    num_workers=4,\n" in ch.text  # an existing keyword's value replaced
+    assert "+    prefetch_factor=4,\n )" in ch.text  # added in the call's own style, one per line
+    assert f.read_text() == SCRIPT  # only read
+
+
+def test_optimizer_keyword_added_after_a_trailing_comma(tmp_path: Path) -> None:
+    f = tmp_path / "train.py"
+    f.write_text(SCRIPT)
+    ch = render(FIXES["foreach_optimizer"], {"optimizer_impl": "foreach"}, "optimizer",
+                {"file": str(f), "line": 9, "type": "SGD"})
+    assert "+opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True )" in ch.text
+
+
+def test_autocast_wraps_the_whole_statement(tmp_path: Path) -> None:
+    f = tmp_path / "train.py"
+    f.write_text(SCRIPT)
+    ch = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call", {"file": str(f), "line": 11})
+    assert ("+    with torch.autocast(device_type='cpu', dtype=torch.bfloat16):\n"
+            "+        loss = loss_fn(model(x),\n+                       y)\n") in ch.text
+
+
+def test_without_a_readable_file_the_snippet_is_placed_at_the_line(tmp_path: Path) -> None:
+    ch = render(FIXES["torch_compile"], {"compile": True}, "model_call", {"file": str(tmp_path / "gone.py"),
+                                                                          "line": 7})
+    assert ch.kind == "snippet" and ch.text.startswith("# at gone.py:7\n") and "torch.compile" in ch.text
+    ch = render(FIXES["tf32"], {"matmul_precision": "high"}, None, None)
+    assert ch.kind == "snippet" and "once, at start-up" in ch.text
