@@ -42,7 +42,7 @@ def side_from_parts(label: str, run: RunFacts | None, steps: pd.DataFrame, break
             why = f" ({_one_line(run.error)})" if run.error else ""
             raise RunError(f"{label}: the run ended {run.status}{why}; its steps do not stand for its spec, "
                            "so its speed cannot be compared")
-        samples = run_samples(steps, run.spec)
+        samples = run_samples(steps, run.spec, run.measured_window)
         if samples is None and (fallback := trace_samples(breakdown)) is not None:
             samples = replace(fallback, what=f"{fallback.what} of its trace (it recorded no measured steps)")
     else:

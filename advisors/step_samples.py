@@ -3,7 +3,9 @@
 A run: every measured step of its ``steps.jsonl`` — the steps after the spec's warm-up, without the profiled
 ones when enough remain, each the slowest rank's wall time (:func:`advisors.trials.measured_trial`, the
 figures the run's own ``step_time_ms`` is the median of). A launched script has no spec: its first step
-(lazy initialisation) is its warm-up, as :func:`profilers.run_model.summarise_steps` counts it.
+(lazy initialisation) is its warm-up, as :func:`profilers.run_model.summarise_steps` counts it; a script run
+that asked for timed steps (``boot.json``: ``warmup`` then ``measure`` steps without profiler) is measured on
+exactly those, as the script experiments measure it (:func:`advisors.trials.script_outcome`).
 
 A trace: every profiled step on every rank (one sample per (rank, step) row of the breakdown), the samples
 its ``step_time_ms`` is the median of.
@@ -34,8 +36,16 @@ class StepSamples:
     what: str
 
 
-def run_samples(steps: pd.DataFrame, spec: TrainingSpec | None) -> StepSamples | None:
-    """A run's measured steps, or ``None`` when it measured none."""
+def run_samples(steps: pd.DataFrame, spec: TrainingSpec | None,
+                window: tuple[int, int] | None = None) -> StepSamples | None:
+    """A run's measured steps, or ``None`` when it measured none. ``window``: a script run's timed steps."""
+    if window is not None and not steps.empty:
+        first, end = window
+        timed = steps[(steps["step"] >= first) & (steps["step"] < end)].assign(profiled=False)
+        trial = measured_trial(timed, first)
+        if trial is not None:
+            return StepSamples(ms=trial.walls_ms, kind="run", what=f"{len(trial.walls_ms)} timed steps after "
+                               f"{first} warm-up step{_s(first)}")
     warmup = spec.warmup_steps if spec is not None else WARMUP_WITHOUT_SPEC
     trial = measured_trial(steps, warmup)
     if trial is None:

@@ -48,7 +48,7 @@ class Comparison:
 def step_samples(a: Analysis) -> tuple[float, ...]:
     """Per-step times in ms, the ones the regression gate judges: a run's measured steps (after warm-up, slowest
     rank; its trace's steps when it measured none), else the trace's profiled steps per rank."""
-    found = run_samples(a.steps, a.run.spec) if a.run is not None else None
+    found = run_samples(a.steps, a.run.spec, a.run.measured_window) if a.run is not None else None
     found = found or trace_samples(a.breakdown)
     return tuple(round(v, 4) for v in found.ms) if found is not None else ()
 

@@ -181,3 +181,18 @@ def test_a_run_and_a_trace_compare_with_a_note(tmp_path: Path, shared_traces: Pa
     run = observe_side(fake_run(RunStore(tmp_path / "runs")).run_dir)
     c = check(run, observe_side(shared_traces / FAST))
     assert any("measured differently" in n for n in c.notes) and any("ran on cpu" in n for n in c.notes)
+
+
+def test_a_script_run_is_measured_on_the_steps_it_timed(tmp_path: Path) -> None:
+    """A script run (``optimize -- python train.py``) times ``measure`` steps after ``warmup``, without profiler."""
+    from profilers.run_model import RunResult
+
+    store = RunStore(tmp_path / "runs")
+    record = store.create("launch", "train.py", files={"boot.json": {"warmup": 3, "measure": 5, "profile": 2}})
+    walls = [100.0] * 3 + [10.0, 11.0, 12.0, 11.0, 10.0] + [60.0] * 3  # warm-up, timed, profiler warm-up + window
+    rows = [{"rank": 0, "step": i, "wall_ms": w, "loss": 1.0, "samples": 8, "profiled": i >= 9, "t_unix_ns": i}
+            for i, w in enumerate(walls)]
+    (Path(record.run_dir) / "steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store.finish(record.run_id, RunResult(status=RunStatus.OK, steps_done=len(walls)))
+    s = observe_side(record.run_dir)
+    assert s.samples.ms == (10.0, 11.0, 12.0, 11.0, 10.0) and s.samples.what == "5 timed steps after 3 warm-up steps"
