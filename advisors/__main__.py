@@ -1,4 +1,4 @@
-"""Command line: ``python -m advisors analyze|optimize``."""
+"""Command line: ``python -m advisors analyze|optimize|compare``."""
 
 import sys
 

@@ -1,6 +1,8 @@
-"""``python -m advisors analyze PATH [--json] [--report OUT.html]``.
+"""``python -m advisors analyze PATH [--json] [--report OUT.html]`` (and ``optimize``, ``compare``: see
+:mod:`advisors.cli_optimize`, :mod:`advisors.cli_compare`).
 
-Exit codes: 0 analysed; 2 bad input or usage, with one stderr line starting ``error:`` (never a traceback).
+Exit codes: 0 analysed; 1 only from ``compare``, for a regression; 2 bad input or usage, with one stderr line
+starting ``error:`` (never a traceback).
 Any unexpected exception while analysing an input is reported the same way, as
 ``error: could not analyse PATH: <Type>: <message>`` (KeyboardInterrupt and SystemExit pass through).
 """
@@ -13,7 +15,7 @@ from typing import Any, Sequence
 
 import orjson
 
-from advisors import cli_optimize
+from advisors import cli_compare, cli_optimize
 from advisors.diagnosis import diagnose, diagnosis_json
 from advisors.model import Diagnosis
 from advisors.observation import RunFacts, observe
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--device-memory-gib", type=_positive_gib, metavar="GIB",
                    help="the device's total memory, for a memory snapshot (snapshots do not record it)")
     cli_optimize.add_parser(sub)
+    cli_compare.add_parser(sub)
     return p
 
 
@@ -163,11 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, script = argv[:cut], argv[cut + 1:]
     try:
         args = build_parser().parse_args(argv)
+        code = 0
         args.script = script
         if script and args.command != "optimize":
             raise StepwiseError(f"-- {' '.join(script[:2])} …: only optimize takes a script")
         if args.command == "analyze":
             result = _analyze_command(args)
+        elif args.command == "compare":
+            result, code = cli_compare.main(args)
         else:
             result = cli_optimize.main(args)
     except StepwiseError as err:
@@ -180,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     elif args.command == "optimize":
         print("\n".join(result["table"]))
+    elif args.command == "compare":
+        cli_compare.print_text(result)
     else:
         _print_text(result)
-    return 0
+    return code

@@ -55,6 +55,7 @@ class RunFacts:
     spec: TrainingSpec | None
     telemetry_source: str | None = None
     telemetry: TelemetrySummary | None = None  # steady-step medians of the run's telemetry.jsonl
+    measured_window: tuple[int, int] | None = None  # a script run's timed steps [first, end) from its boot.json
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         spec=spec,
         telemetry_source=result.telemetry_source if result else None,
         telemetry=summarise_telemetry(telemetry, steps),
+        measured_window=_measured_window(read_json(run_dir / "boot.json")),
     )
 
 
@@ -160,6 +162,17 @@ def loss_curve(steps: pd.DataFrame) -> tuple[float, ...]:
         return ()
     per_step = steps.groupby("step")["loss"].mean().sort_index()
     return tuple(float(v) for v in per_step if isinstance(v, float) and math.isfinite(v))
+
+
+def _measured_window(boot: Any) -> tuple[int, int] | None:
+    """The steps a script run timed without profiler (``warmup`` .. ``warmup + measure``), when it asked for any."""
+    if not isinstance(boot, dict):
+        return None
+    try:
+        warmup, measure = int(boot.get("warmup", 0)), int(boot.get("measure", 0))
+    except (TypeError, ValueError):
+        return None
+    return (warmup, warmup + measure) if measure > 0 and warmup >= 0 else None
 
 
 def _spec(data: Any) -> TrainingSpec | None:

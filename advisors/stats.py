@@ -1,4 +1,5 @@
-"""Small, honest statistics for A/B trials: medians, IQR, and a paired two-level bootstrap on a throughput ratio.
+"""Small, honest statistics for A/B trials: medians, IQR, and a paired two-level bootstrap on a throughput ratio;
+for two single measurements (the regression gate), a bootstrap on the ratio of their median step times.
 
 A trial is one run: an array of per-step wall times (ms) and the samples one step processes. Its throughput
 is ``samples_per_step / mean(wall) × 1000`` (samples/s): the mean, not the median, because throughput is
@@ -9,6 +10,11 @@ A and B run interleaved (A B A B …), so trial ``i`` of each arm forms a pair t
 The ratio is the geometric mean of the pairs' B/A throughput ratios. Runs differ from each other (process
 start, load from other programs) more than steps within a run do, so its interval comes from a two-level
 bootstrap: pairs with replacement, then steps within each run.
+
+:func:`median_ratio` serves a comparison of *one* run (or trace) per side: the ratio of the two sides' median
+step times, its interval from resampling each side's steps with replacement. With one run per side the
+run-to-run noise cannot be seen in it (only the step-to-step noise can): a gate built on it needs a tolerance
+as well (see :mod:`advisors.regression`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import numpy as np
 N_BOOT = 2000
 LEVEL = 0.95
 SEED = 0
+BOOT_CELLS = 1 << 22  # resampled values held at once by :func:`median_ratio` (32 MiB of float64)
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,8 @@ class Trial:
 
 @dataclass(frozen=True)
 class RatioEstimate:
-    """``b / a`` throughput ratio (> 1: B is faster per sample) with its bootstrap interval."""
+    """A ``b / a`` ratio with its bootstrap interval: of throughputs from :func:`throughput_ratio` (> 1: B is
+    faster per sample), of median step times from :func:`median_ratio` (> 1: B is slower)."""
 
     point: float
     low: float
@@ -90,6 +98,30 @@ def throughput_ratio(a: Sequence[Trial], b: Sequence[Trial], n_boot: int = N_BOO
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
     return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
+
+
+def median_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, level: float = LEVEL,
+                 seed: int = SEED) -> RatioEstimate:
+    """``median(b) / median(a)`` of two independent samples (e.g. the per-step times of two runs), with a
+    percentile interval from a bootstrap that resamples each side's values with replacement. The median, not
+    the mean: a burst of load from another program stretches a few steps, and must not move the verdict."""
+    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if va.size == 0 or vb.size == 0 or np.any(va <= 0) or np.any(vb <= 0):
+        raise ValueError("both samples need at least one positive value, and only positive values")
+    rng = np.random.default_rng(seed)
+    med_a, med_b = _boot_medians(va, n_boot, rng), _boot_medians(vb, n_boot, rng)
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(med_b / med_a, [tail, 100 - tail])
+    point = float(np.median(vb) / np.median(va))
+    return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
+
+
+def _boot_medians(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of ``n_boot`` resamples of ``values``, drawn in chunks of at most ``BOOT_CELLS`` values (a
+    trace of many ranks × steps must not need gigabytes)."""
+    rows = max(1, BOOT_CELLS // values.size)
+    return np.concatenate([np.median(values[rng.integers(0, values.size, size=(min(rows, n_boot - i), values.size))],
+                                     axis=1) for i in range(0, n_boot, rows)])
 
 
 def _resampled(t: Trial, k: int, rng: np.random.Generator) -> np.ndarray:

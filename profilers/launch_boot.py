@@ -84,8 +84,9 @@ class StepRecorder:
             torch.cuda.synchronize()  # the step's kernels belong to the step
         wall_ms = (time.perf_counter() - self._t_last) * 1000.0
         step = self.steps_done
+        started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
         row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
-               "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": time.time_ns()}
+               "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns}
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
         self.steps_done += 1

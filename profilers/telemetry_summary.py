@@ -1,7 +1,8 @@
 """What a run's telemetry says about its steady steps, in a few numbers the advisor can judge.
 
 Samples are kept only while a steady step was running: after the warm-up (the first step) and outside the
-profiler's collecting window, the same steps :func:`profilers.run_model.summarise_steps` times. Each step's
+profiler's collecting window unless fewer than three steps lie outside it (a launched script profiles
+nearly all its steps), the same steps :func:`profilers.run_model.summarise_steps` times. Each step's
 interval comes from ``steps.jsonl`` (``t_unix_ns`` at its start, ``wall_ms`` long) and telemetry carries the
 same wall clock (``t_unix_ns``), so no clock has to be guessed. Without step rows every sample counts.
 
@@ -20,6 +21,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+MIN_PLAIN_STEPS = 3  # as in profilers.run_model.summarise_steps
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,10 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
 def _in_steady_steps(t: pd.Series, steps: pd.DataFrame) -> np.ndarray:
     """Mask of samples that fall inside a steady step of rank 0 (or of the lowest rank present)."""
     rank = int(steps["rank"].min())
-    rows = steps[(steps["rank"] == rank) & ~steps["profiled"].astype(bool)].sort_values("step")
+    rows = steps[steps["rank"] == rank].sort_values("step")
     rows = rows.iloc[1:] if len(rows) > 1 else rows  # the first step carries lazy initialisation
+    plain = rows[~rows["profiled"].astype(bool)]
+    rows = plain if len(plain) >= MIN_PLAIN_STEPS else rows  # a launched script profiles nearly every step
     start = pd.to_numeric(rows["t_unix_ns"], errors="coerce")
     end = start + pd.to_numeric(rows["wall_ms"], errors="coerce") * 1e6
     ok = start.notna() & end.notna()

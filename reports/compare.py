@@ -1,7 +1,10 @@
-"""Compare two analyses (runs or traces): step time, breakdown deltas and the kernels/ops that moved most.
+"""Compare two analyses (runs or traces): step time, breakdown deltas, the kernels/ops that moved most, and
+the regression gate's verdict on the pair.
 
 All times are ms **per step** (per (rank, step) row of the breakdown), so a 5-step trace and a 50-step run
-compare fairly. A positive ``delta_ms`` means B spends more than A.
+compare fairly. A positive ``delta_ms`` means B spends more than A. The deltas and the verdict come from
+:mod:`advisors.movers` and :mod:`advisors.regression`: the dashboard, the exports and ``python -m advisors
+compare`` say the same thing about the same pair.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from profilers.breakdown import CATEGORIES
+from advisors import movers
+from advisors.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, Side, check
+from advisors.sides import side_from_parts
+from advisors.step_samples import run_samples, trace_samples
 from reports.analysis import Analysis
 
-TOP_DELTAS = 15
+TOP_DELTAS = movers.TOP_DELTAS
 
 
 @dataclass(frozen=True)
@@ -40,52 +46,28 @@ class Comparison:
 
 
 def step_samples(a: Analysis) -> tuple[float, ...]:
-    """Per-step times in ms: a run's measured steps (slowest rank, first step skipped), else the trace's steps."""
-    s = a.steps
-    if not s.empty and s["wall_ms"].notna().any():
-        per_step = s.groupby("step")["wall_ms"].max().sort_index().dropna()
-        if len(per_step) > 1:
-            per_step = per_step.iloc[1:]
-        return tuple(round(float(v), 4) for v in per_step)
-    if a.breakdown is not None and len(a.breakdown.per_step):
-        return tuple(round(float(v) / 1e6, 4) for v in a.breakdown.per_step["step_ns"])
-    return ()
-
-
-def _per_step_ms(a: Analysis) -> pd.Series:
-    if a.breakdown is None or not len(a.breakdown.per_step):
-        return pd.Series(0.0, index=list(CATEGORIES))
-    return a.breakdown.per_step[list(CATEGORIES)].mean() / 1e6
-
-
-def _table_delta(ta: pd.DataFrame | None, tb: pd.DataFrame | None, na: int, nb: int) -> pd.DataFrame:
-    cols = ["name", "a_ms", "b_ms", "delta_ms"]
-    parts = []
-    for t, n, col in ((ta, na, "a_ms"), (tb, nb, "b_ms")):
-        if t is not None and len(t):
-            parts.append(t.groupby("name")["total_ns"].sum().rename(col) / 1e6 / max(n, 1))
-    if not parts:
-        return pd.DataFrame(columns=cols)
-    df = pd.concat(parts, axis=1).fillna(0.0)
-    for col in ("a_ms", "b_ms"):
-        if col not in df:
-            df[col] = 0.0
-    df["delta_ms"] = df["b_ms"] - df["a_ms"]
-    df = df.reset_index().rename(columns={"index": "name"})
-    order = df["delta_ms"].abs().sort_values(ascending=False).index[:TOP_DELTAS]
-    return df.loc[order, cols].reset_index(drop=True)
+    """Per-step times in ms, the ones the regression gate judges: a run's measured steps (after warm-up, slowest
+    rank; its trace's steps when it measured none), else the trace's profiled steps per rank."""
+    found = run_samples(a.steps, a.run.spec, a.run.measured_window) if a.run is not None else None
+    found = found or trace_samples(a.breakdown)
+    return tuple(round(v, 4) for v in found.ms) if found is not None else ()
 
 
 def compare(a: Analysis, b: Analysis) -> Comparison:
     """A vs B (see :class:`Comparison`)."""
-    ca, cb = _per_step_ms(a), _per_step_ms(b)
-    cats = pd.DataFrame({"category": list(CATEGORIES), "a_ms": ca.to_numpy(), "b_ms": cb.to_numpy()})
-    cats["delta_ms"] = cats["b_ms"] - cats["a_ms"]
     ba, bb = a.breakdown, b.breakdown
-    na, nb = (len(x.per_step) if x is not None else 1 for x in (ba, bb))
     return Comparison(
         label_a=a.label, label_b=b.label, step_ms_a=step_samples(a), step_ms_b=step_samples(b),
-        categories=cats,
-        kernels=_table_delta(ba.kernels if ba else None, bb.kernels if bb else None, na, nb),
-        ops=_table_delta(ba.ops if ba else None, bb.ops if bb else None, na, nb),
+        categories=movers.category_deltas(ba, bb), kernels=movers.kernel_deltas(ba, bb),
+        ops=movers.op_deltas(ba, bb),
     )
+
+
+def regression_check(base: Analysis, new: Analysis, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> RegressionCheck:
+    """The gate's verdict on two analyses (StepwiseError when a side cannot be compared: a run that did not end
+    ``ok``, a memory snapshot, no steps)."""
+    return check(_side(base), _side(new), max_slowdown)
+
+
+def _side(a: Analysis) -> Side:
+    return side_from_parts(a.label, a.run, a.steps, a.breakdown, a.diagnosis, is_snapshot=a.snapshot is not None)

@@ -1,7 +1,8 @@
 """Shareable exports of an :class:`~reports.analysis.Analysis`: one self-contained HTML file, JSON, Markdown.
 
 ``write_report(analysis, path, fmt=None)`` is what the command line calls (``fmt`` from the suffix when
-omitted); ``render(analysis, fmt)`` returns the bytes (the dashboard's download buttons).
+omitted); ``render(analysis, fmt)`` returns the bytes (the dashboard's download buttons). A comparison of two
+inputs with the regression gate's verdict exports the same way: ``write_comparison``/``render_comparison``.
 
 HTML safety: the template is rendered by jinja2 with autoescape on, so every string from a trace or spec is
 text. Figures travel as JSON in ``<script type="application/json">`` elements (``<``, ``>``, ``&`` escaped,
@@ -24,12 +25,13 @@ import orjson
 import plotly.io as pio
 import plotly.offline
 
-from reports import content
+from advisors.regression import RegressionCheck
+from reports import content, content_compare
 from reports.analysis import Analysis
 from reports.charts import BOTTLENECK_COLORS
 from reports.compare import Comparison
 from reports.escape import markdown_code, markdown_text, script_json_text
-from reports.figures import analysis_figures, comparison_figures, experiment_figures, ladder_figures
+from reports.figures import Figure, analysis_figures, comparison_figures, experiment_figures, ladder_figures
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FORMATS = {"html": "text/html", "json": "application/json", "md": "text/markdown"}
@@ -89,8 +91,26 @@ def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None, e
     figures = (analysis_figures(analysis) + (comparison_figures(comparison) if comparison else [])
                + (experiment_figures(experiment) if experiment is not None else [])
                + (ladder_figures(ladder) if ladder is not None else []))
+    return _html("report.html.j2", ctx, figures)
+
+
+def render_comparison(check: RegressionCheck, tables: Comparison, fmt: str) -> bytes:
+    """The comparison of two inputs as bytes in ``fmt``: the gate's verdict and reason, both sides, what moved,
+    the A-vs-B charts (``tables`` from :func:`reports.compare.compare` on the same two analyses)."""
+    fmt = fmt_for("", fmt)
+    if fmt == "json":
+        return orjson.dumps(content_compare.comparison_json(check, tables),
+                            option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
+                            default=str)
+    ctx = content_compare.comparison_context(check, tables)
+    if fmt == "md":
+        return _env().get_template("compare.md.j2").render(**ctx).encode("utf-8")
+    return _html("compare.html.j2", ctx, comparison_figures(tables))
+
+
+def _html(template: str, ctx: dict[str, Any], figures: list[Figure]) -> bytes:
     plotly_js = _plotly_js()
-    html = _env().get_template("report.html.j2").render(
+    html = _env().get_template(template).render(
         **ctx,
         figures=[{"key": f.key, "json": script_json_text(pio.to_json(f.figure, validate=False))} for f in figures],
         plotly_js=plotly_js, bootstrap=BOOTSTRAP, colors=BOTTLENECK_COLORS,
@@ -103,12 +123,21 @@ def write_report(analysis: Analysis, path: str | Path, fmt: str | None = None,
                  comparison: Comparison | None = None, experiment: Any = None, ladder: Any = None) -> Path:
     """Write the report to ``path`` atomically (temp file + rename); returns the path."""
     out = Path(path)
-    data = render(analysis, fmt_for(out, fmt), comparison, experiment, ladder)
+    return _write(out, render(analysis, fmt_for(out, fmt), comparison, experiment, ladder))
+
+
+def write_comparison(check: RegressionCheck, tables: Comparison, path: str | Path, fmt: str | None = None) -> Path:
+    """Write the comparison to ``path`` atomically (format from the suffix unless ``fmt``); returns the path."""
+    out = Path(path)
+    return _write(out, render_comparison(check, tables, fmt_for(out, fmt)))
+
+
+def _write(out: Path, data: bytes) -> Path:
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_bytes(data)
     tmp.replace(out)
     return out
 
 
-__all__ = ["FORMATS", "fmt_for", "render", "write_report"]
+__all__ = ["FORMATS", "fmt_for", "render", "render_comparison", "write_comparison", "write_report"]
 

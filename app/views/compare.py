@@ -1,10 +1,11 @@
-"""Compare: any two runs or traces side by side — step time, breakdown deltas, kernels and ops that moved."""
+"""Compare: any two runs or traces side by side — the regression verdict, step time, breakdown deltas, kernels and
+ops that moved, and the comparison as HTML/JSON/Markdown."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app import data, state, tables, ui
+from app import compare_panels, data, state, tables, ui
 from reports import charts_compare
 from reports.compare import compare
 
@@ -34,6 +35,7 @@ cols[0].metric("A median step", tables.median_label(c.step_ms_a))
 cols[1].metric("B median step", tables.median_label(c.step_ms_b))
 if c.speedup:
     cols[2].metric("Speed-up of B", f"{c.speedup:.2f}×", delta=f"{(c.speedup - 1):+.0%}")
+compare_panels.verdict(ta, tb, c)
 ui.chart(charts_compare.step_time_distributions({f"A: {c.label_a}": c.step_ms_a, f"B: {c.label_b}": c.step_ms_b},
                                                 "Step time, A vs B"), key="compare.steps")
 side = {f"A: {c.label_a}": dict(zip(c.categories["category"], c.categories["a_ms"])),

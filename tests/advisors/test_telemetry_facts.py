@@ -40,6 +40,15 @@ def test_host_summary_keeps_only_samples_inside_steady_steps() -> None:
     assert s.rate_hz == pytest.approx(20.0)
 
 
+def test_a_launched_script_profiling_nearly_every_step_keeps_its_profiled_steps() -> None:
+    """As ``summarise_steps`` times them: after the first step, profiled ones too when under 3 plain remain."""
+    rows = [{"t_unix_ns": T0 + j * 50 * MS + 25 * MS, "t_trace_us": 0.0, "source": "host",
+             "cpu_pct": 190.0 if j < 2 else 100.0, "system_cpu_pct": 60.0, "cpu_count": 2} for j in range(20)]
+    s = summarise_telemetry(telemetry_frame(rows), _steps(profiled=tuple(range(2, 10))))
+    assert s is not None and s.samples == 18  # steps 1..9, two samples each (step 0 left out)
+    assert s.process_cpu_pct == 100.0
+
+
 def test_host_busy_falls_back_to_the_process_tree_over_the_core_count() -> None:
     rows = [{"t_unix_ns": T0 + j * 100 * MS, "source": "host", "cpu_pct": 150.0, "cpu_count": 4} for j in range(10)]
     s = summarise_telemetry(telemetry_frame(rows))

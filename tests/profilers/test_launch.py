@@ -99,6 +99,9 @@ def test_unmodified_script_is_profiled_for_n_steps_and_ends_cleanly(tmp_path: Pa
     steps = store.read_steps(handle.run_id)  # type: ignore[attr-defined]
     assert list(steps["step"]) == list(range(2 + STEPS)) and int(steps["profiled"].sum()) == STEPS
     assert steps["loss"].notna().all()
+    # A row's time is its step's start, as the trainer writes it: the next step starts after this one ended.
+    starts, walls = steps["t_unix_ns"].astype("int64").to_numpy(), steps["wall_ms"].to_numpy()
+    assert all(starts[i + 1] - starts[i] >= walls[i] * 1e6 - 0.5e6 for i in range(len(starts) - 1))
     assert (result.samples_per_s is not None) == has_samples  # type: ignore[attr-defined]
     if has_samples:
         assert set(steps["samples"]) == {32.0}  # two micro-batches of 16 per optimizer step

@@ -1,0 +1,50 @@
+"""What a comparison export says, as plain values: the gate's verdict and reason, both sides, what moved.
+
+The context the comparison templates render and the JSON export; like :mod:`reports.content`, strings stay
+raw here (escaping is the template's job). The JSON export is ``compare --json`` plus the samples and the
+full delta tables, so a tool reading it needs no second format.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from advisors.regression import RegressionCheck, check_json
+from reports.compare import Comparison
+
+COMPARISON_SCHEMA = 1
+VERDICT_COLORS = {"regression": "#E45756", "improvement": "#54A24B", "same": "#4C78A8"}
+
+
+def comparison_context(c: RegressionCheck, tables: Comparison) -> dict[str, Any]:
+    """Everything the HTML and Markdown comparison templates show."""
+    doc = check_json(c)
+    return {
+        **doc, "label": f"{c.base.label} → {c.new.label}", "color": VERDICT_COLORS[c.verdict],
+        "percent": round(100 * c.max_slowdown, 4),
+        "categories": [{k: _num(v) for k, v in r.items()} for r in tables.categories.to_dict("records")
+                       if r["a_ms"] or r["b_ms"]],
+        "kernels": _records(tables.kernels), "ops": _records(tables.ops),
+    }
+
+
+def comparison_json(c: RegressionCheck, tables: Comparison) -> dict[str, Any]:
+    """The JSON export: the ``compare --json`` fields, each side's step samples and the delta tables."""
+    return {
+        "stepwise_comparison": COMPARISON_SCHEMA, "generated_unix": round(time.time(), 3), **check_json(c),
+        "step_ms": {"base": [round(v, 4) for v in c.base.samples.ms], "new": [round(v, 4) for v in c.new.samples.ms]},
+        "tables": {"categories": [{k: _num(v) for k, v in r.items()} for r in tables.categories.to_dict("records")],
+                   "kernels": _records(tables.kernels), "ops": _records(tables.ops)},
+    }
+
+
+def _num(v: Any, nd: int = 4) -> Any:
+    if isinstance(v, float):
+        return round(v, nd) if math.isfinite(v) else None
+    return v
+
+
+def _records(table: Any) -> list[dict[str, Any]]:
+    return [{k: _num(v) for k, v in r.items()} for r in table.to_dict("records")]

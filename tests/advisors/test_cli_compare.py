@@ -1,0 +1,140 @@
+"""``python -m advisors compare``: exit codes 0/1/2, the JSON fields, pinned baselines, the exported comparison."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisors.cli import main
+from profilers import baselines
+from profilers.run_model import RunStatus
+from profilers.store import RunStore
+from tests.app.fake_runs import fake_run
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz"
+SLOW = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+FIELDS = ("verdict", "ratio", "interval", "max_slowdown", "reason", "base", "new", "movers", "bottleneck", "contention")
+
+
+def _run(capsys, *args: str) -> tuple[int, dict | str, str]:
+    code = main(["compare", *args])
+    out = capsys.readouterr()
+    try:
+        return code, json.loads(out.out), out.err
+    except json.JSONDecodeError:
+        return code, out.out, out.err
+
+
+def test_the_pair_as_a_user_runs_it(shared_traces: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "advisors", "compare", str(shared_traces / FAST),
+                           str(shared_traces / SLOW), "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert all(k in doc for k in FIELDS)
+    assert doc["verdict"] == "regression" and doc["base"]["step_time_ms"] < doc["new"]["step_time_ms"]
+    assert doc["movers"]["categories"][0]["name"] == "dataloader"
+    assert set(doc["movers"]) == {"categories", "kernels", "operators"}
+    assert doc["bottleneck"]["base"] == "compute" and doc["bottleneck"]["new"] == "data"
+
+
+def test_exit_codes_and_text(shared_traces: Path, capsys) -> None:
+    fast, slow = str(shared_traces / FAST), str(shared_traces / SLOW)
+    code, doc, _ = _run(capsys, slow, fast, "--json")
+    assert code == 0 and doc["verdict"] == "improvement"
+    code, doc, _ = _run(capsys, fast, fast, "--json")
+    assert code == 0 and doc["verdict"] == "same" and doc["ratio"] == 1.0
+    code, doc, _ = _run(capsys, fast, slow, "--json", "--max-slowdown", "50%")
+    assert code == 0 and doc["verdict"] == "same" and doc["max_slowdown"] == 0.5
+    code, text, _ = _run(capsys, fast, slow)
+    assert code == 1 and text.startswith("regression: ") and "moved: category" in text and "dataloader" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.json", "missing2.json"], "no such file or folder"),
+    (["{fast}"], "takes two inputs"),
+    (["{fast}", "{fast}", "{fast}"], "takes two inputs"),
+    (["{fast}", "{fast}", "--max-slowdown", "-3"], "percentage"),
+    (["{fast}", "{fast}", "--max-slowdown", "lots"], "not a percentage"),
+    (["{snapshot}", "{fast}"], "memory snapshot"),
+    (["{bad}", "{fast}"], "'traceEvents' is a str"),
+    (["baseline:nope", "{fast}"], "no baseline 'nope'"),
+    (["baseline:../x", "{fast}"], "not a baseline name"),
+    (["{fast}", "{fast}", "--report", "{tmp}/out.pdf"], "unknown report format"),
+    (["--save-baseline", "main", "{fast}", "{fast}"], "takes one RUN"),
+    (["--save-baseline", "bad name", "{fast}"], "not a baseline name"),
+])
+def test_bad_input_is_one_error_line_and_exit_2(shared_traces: Path, tmp_path: Path, capsys, args, message) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": "no"}')
+    values = {"fast": shared_traces / FAST, "snapshot": shared_traces / "memory/cs336_memory_snapshot.pickle",
+              "bad": bad, "tmp": tmp_path}
+    code, out, err = _run(capsys, *[a.format(**values) for a in args], "--store", str(tmp_path / "runs"))
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], err
+
+
+def test_an_unforeseen_exception_is_one_error_line(shared_traces: Path, monkeypatch, capsys) -> None:
+    import advisors.cli_compare as cli_compare
+
+    def boom(*_args, **_kwargs):
+        raise OverflowError("Python int\ntoo large")
+
+    monkeypatch.setattr(cli_compare, "observe_side", boom)
+    code, _, err = _run(capsys, str(shared_traces / FAST), str(shared_traces / FAST))
+    assert code == 2 and err.startswith("error: could not compare ") and err.endswith(
+        "OverflowError: Python int too large\n")
+
+
+def test_a_failed_run_is_bad_input(tmp_path: Path, capsys) -> None:
+    store = RunStore(tmp_path / "runs")
+    ok, failed = fake_run(store), fake_run(store, status=RunStatus.FAILED)
+    code, _, err = _run(capsys, ok.run_dir, failed.run_dir)
+    assert code == 2 and "the run ended failed" in err
+
+
+def test_pinned_baseline(tmp_path: Path, shared_traces: Path, capsys) -> None:
+    store = RunStore(tmp_path / "runs")
+    first, second = fake_run(store, "first"), fake_run(store, "second", step_ms=80.0)
+    s = ["--store", str(store.root)]
+    code, doc, _ = _run(capsys, "--save-baseline", "main", first.run_dir, "--json", *s)
+    assert code == 0 and doc["run_id"] == first.run_id and doc["previous"] is None and doc["step_time_ms"] == 51.0
+    code, doc, _ = _run(capsys, "baseline:main", second.run_dir, "--json", *s)
+    assert code == 1 and doc["verdict"] == "regression" and doc["base"]["label"] == "baseline:main"
+    code, doc, _ = _run(capsys, "--save-baseline", "main", second.run_id, "--json", *s)  # a run id works too
+    assert code == 0 and doc["previous"] == first.run_id
+    code, doc, _ = _run(capsys, "baseline:main", second.run_dir, "--json", *s)
+    assert code == 0 and doc["verdict"] == "same"
+    code, text, _ = _run(capsys, "--save-baseline", "trace", str(shared_traces / FAST), *s)  # a trace: imported
+    assert code == 0 and text.startswith("pinned baseline trace = run ")
+    assert store.get(baselines.get(store, "trace").run_id).kind == "upload"
+    store.delete(second.run_id)
+    code, _, err = _run(capsys, "baseline:main", first.run_dir, *s)
+    assert code == 2 and "no longer in" in err
+
+
+def test_a_run_folder_of_another_store_is_refused(tmp_path: Path, capsys) -> None:
+    elsewhere = fake_run(RunStore(tmp_path / "other"))
+    code, _, err = _run(capsys, "--save-baseline", "main", elsewhere.run_dir, "--store", str(tmp_path / "runs"))
+    assert code == 2 and "another store" in err and str(tmp_path / "other") in err
+
+
+@pytest.mark.parametrize("suffix", ["html", "json", "md"])
+def test_report_keeps_the_exit_code(shared_traces: Path, tmp_path: Path, capsys, suffix: str) -> None:
+    out = tmp_path / f"cmp.{suffix}"
+    code, doc, _ = _run(capsys, str(shared_traces / FAST), str(shared_traces / SLOW), "--json", "--report", str(out))
+    assert code == 1 and doc["verdict"] == "regression"
+    text = out.read_text()
+    if suffix == "json":
+        saved = json.loads(text)
+        assert saved["stepwise_comparison"] == 1 and saved["verdict"] == "regression"
+        assert len(saved["step_ms"]["base"]) == 6 and saved["tables"]["categories"]
+    elif suffix == "md":
+        assert text.startswith("# Stepwise comparison") and "**Verdict: regression**" in text
+    else:
+        assert "Verdict: regression" in text and 'id="fig-cmp_steps"' in text and "Content-Security-Policy" in text

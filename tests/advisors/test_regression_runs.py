@@ -1,0 +1,144 @@
+"""The regression gate on real tiny runs (slow): runs of one spec read ``same`` (no false alarm in 5 pairs), a run
+slowed through a spec knob reads ``regression``, and the README's CI recipe works end to end.
+
+The runs use one intra-op thread (``OMP_NUM_THREADS=1``, as ``torch.utils.benchmark`` times by default): on this
+shared 2-core machine a 2-thread matmul slows by 1.4x as soon as another program takes a core (measured: 26 vs
+37-39 ms per step, ``compute_bound`` tiny), while a 1-thread one mostly kept 33-34 ms with another program on
+the other core (not always: see below). Heavier competition is left to the gate's contention guard
+(``advisors.contention``), which answers ``same`` and says so: a pair it suspects is retried (at most
+:data:`ATTEMPTS` times) where a regression must be shown, exactly as its reason tells a CI user to do.
+
+What neither sees: the per-process offset of a run (where its buffers landed, the host's clocks), and another
+program on the *other* core, which slows a one-thread run through the caches and the core's shared parts while
+it keeps its whole core. Pairs of one spec the guard did not suspect measured (2026-11-23, ``compute_bound``
+tiny at 30 steps): 0.971-1.030 in one series; 1.002, 0.973, 1.086, 1.114; 0.981, 0.908, 1.004, 0.996, 1.155
+(the machine otherwise idle during BASE, another program on the other core during NEW); 1.012, 1.048, 0.982,
+0.899, 0.967 and 1.026, 1.064, 1.134, 1.025, 1.027 with the machine idle — each run steady within itself, so the
+interval excluded 1. The gate's tolerance must sit above that, as the README tells
+a CI user on a shared runner: these tests gate at :data:`TOLERANCE` (the default 5 % is for a quiet, dedicated
+machine). The knob doubles the batch: measured 1.79-1.90x (1.5x the batch gave 1.22-1.55x, too near the tolerance).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from advisors.regression import RegressionCheck, check
+from advisors.sides import observe_side
+from advisors.trials import store_runner
+from profilers.spec import TrainingSpec
+from profilers.store import RunStore
+from sample_runs import WORKLOADS
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = 30  # 3 warm-up, 3 profiled: 23 measured steps of ~35 ms, ~7 s a run with the process start
+PAIRS = 5
+ATTEMPTS = 3
+SLOWER_BATCH = 256  # compute_bound tiny trains 128 samples a step: twice the work per step
+TOLERANCE = 0.20  # above the run-to-run offsets measured on this shared machine (see the module docs)
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def _spec(**patch) -> TrainingSpec:
+    return WORKLOADS["compute_bound"].spec("tiny").patch(steps=STEPS, **patch)
+
+
+def _pair(store: RunStore, base: TrainingSpec, new: TrainingSpec) -> RegressionCheck:
+    run = store_runner(store, timeout_s=300)
+    a, b = run(base), run(new)
+    assert a.status == b.status == "ok", (a.error, b.error)
+    return check(observe_side(a.run_dir, "base"), observe_side(b.run_dir, "new"), TOLERANCE)  # type: ignore[arg-type]
+
+
+def _seen(c: RegressionCheck) -> str:
+    cpu = [(round(s.cpu.ours, 2), round(s.cpu.others, 2)) if s.cpu else None for s in (c.base, c.new)]
+    return f"{c.verdict} {c.ratio:.3f} {c.estimate and (round(c.estimate.low, 3), round(c.estimate.high, 3))} {cpu}"
+
+
+@pytest.mark.slow
+def test_runs_of_one_spec_read_same_every_time(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs")
+    seen = [_pair(store, _spec(), _spec()) for _ in range(PAIRS)]
+    print("same spec:", "; ".join(_seen(c) for c in seen))
+    assert [c.verdict for c in seen] == ["same"] * PAIRS, [c.reason for c in seen]
+
+
+@pytest.mark.slow
+def test_a_run_slowed_through_a_spec_knob_is_a_regression(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs")
+    seen = []
+    for _ in range(ATTEMPTS):
+        c = _pair(store, _spec(), _spec(batch_size=SLOWER_BATCH))
+        seen.append(c)
+        assert c.verdict == "regression" or c.contended, c.reason  # never an unexplained "same"
+        if c.verdict == "regression":
+            break
+    print("slowed:", "; ".join(_seen(c) for c in seen))
+    assert c.verdict == "regression", [x.reason for x in seen]
+    assert c.ratio >= 1.2 and c.estimate is not None and c.estimate.low > 1.1
+    assert c.movers.largest is not None and c.movers.largest.name in ("forward", "backward", "optimizer")
+    assert c.movers.largest.delta_ms > 0
+
+
+TRAIN = textwrap.dedent('''
+    """A user's training script, unmodified: its width is the change under test."""
+    import sys, torch
+    from torch.utils.data import DataLoader, TensorDataset
+    width = int(sys.argv[1])
+    x, y = torch.randn(4096, 256), torch.randint(0, 10, (4096,))
+    loader = DataLoader(TensorDataset(x, y), batch_size=128, shuffle=True)
+    model = torch.nn.Sequential(torch.nn.Linear(256, width), torch.nn.GELU(), torch.nn.Linear(width, width),
+                                torch.nn.GELU(), torch.nn.Linear(width, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(100):
+        for xb, yb in loader:
+            loss = torch.nn.functional.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+''')
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def _launch(script: Path, store: Path, width: int) -> str:
+    done = _cli("profilers", "launch", "--steps", "20", "--json", "--store", str(store), "--", "python", str(script),
+                str(width))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["run_dir"]
+
+
+@pytest.mark.slow
+def test_the_readme_ci_recipe(tmp_path: Path) -> None:
+    """Pin a launched run of the script as the baseline, then gate later runs against it: the same script
+    passes (exit 0), a script doing twice the matmul work per step fails (exit 1). Steps of ~20 ms: 5 ms steps
+    swung so much within a launch that a 1.33x slowdown stayed inside the interval."""
+    script, store = tmp_path / "train.py", tmp_path / "runs"
+    script.write_text(TRAIN)
+    pinned = _cli("advisors", "compare", "--save-baseline", "main", _launch(script, store, 1024), "--store", str(store))
+    assert pinned.returncode == 0 and pinned.stdout.startswith("pinned baseline main"), pinned.stderr
+
+    gate = ("--store", str(store), "--json", "--max-slowdown", str(100 * TOLERANCE))
+    same = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1024), *gate)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert json.loads(same.stdout)["verdict"] == "same"
+
+    for _ in range(ATTEMPTS):
+        slower = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1536), *gate)
+        doc = json.loads(slower.stdout)
+        assert slower.returncode == 1 or doc["contention"]["suspected"], doc["reason"]
+        if slower.returncode == 1:
+            break
+    assert slower.returncode == 1 and doc["verdict"] == "regression" and doc["ratio"] > 1.2, doc["reason"]

@@ -1,0 +1,46 @@
+"""The Compare page shows the regression gate's verdict, the bottleneck before → after and what moved."""
+
+from __future__ import annotations
+
+import pytest
+
+from profilers.run_model import RunStatus
+from tests.app.conftest import assert_clean, open_page
+from tests.app.fake_runs import fake_run
+
+BEFORE = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+AFTER = "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz"
+
+
+@pytest.fixture()
+def pair(store, shared_traces):
+    return store.import_trace(shared_traces / BEFORE), store.import_trace(shared_traces / AFTER)
+
+
+def test_verdict_movers_and_downloads(store, pair) -> None:
+    at = open_page("compare")
+    assert_clean(at)
+    assert at.selectbox(key="compare.a").value == pair[0].run_id  # A: workers=0, B: workers=4
+    assert at.success and at.success[0].value.startswith("**Improvement**")
+    assert any("**data** → **compute**" in m.value for m in at.markdown)
+    moved = at.dataframe[0].value
+    assert list(moved.columns) == ["kind", "name", "A ms", "B ms", "B − A ms"]
+    assert moved.iloc[0]["name"] == "dataloader" and moved.iloc[0]["B − A ms"] < -50
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Download comparison (HTML)", "Download comparison (JSON)", "Download comparison (Markdown)"]
+
+    at.selectbox(key="compare.a").set_value(pair[1].run_id).run()
+    at.selectbox(key="compare.b").set_value(pair[0].run_id).run()
+    assert_clean(at)
+    assert at.error and at.error[0].value.startswith("**Regression**")
+    at.number_input(key="compare.max_slowdown").set_value(50.0).run()
+    assert_clean(at)
+    assert not at.error and any(i.value.startswith("**Same**") for i in at.info)
+
+
+def test_a_failed_run_gets_no_verdict_but_its_charts(store, pair) -> None:
+    fake_run(store, "broken", status=RunStatus.FAILED)
+    at = open_page("compare")  # newest first: B is the failed run
+    assert_clean(at)
+    assert any("No verdict" in w.value and "the run ended failed" in w.value for w in at.warning)
+    assert at.metric  # the step times and charts still show
