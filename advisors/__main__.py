@@ -2,6 +2,6 @@
 
 import sys
 
-from advisors.cli import main
+from cli.advisors import main
 
 sys.exit(main())

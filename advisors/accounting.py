@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from advisors.facts import Facts
-from advisors.model import OUTSIDE_STEP, Finding
+from advisors.verdict import OUTSIDE_STEP, Finding
 
 REGIONS = ("device", "collectives", "loader", "host")
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from advisors.accounting import group, regions, settle
 from advisors.facts import Facts, derive
 from advisors.fixes import FIXES
-from advisors.model import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
+from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
 from advisors.observation import Observation
 from advisors.rules import RULES, Rule
 

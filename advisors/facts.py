@@ -19,11 +19,11 @@ from typing import Mapping
 import pandas as pd
 
 from advisors.observation import Observation, RunFacts
-from profilers import kernel_classes as kc
-from profilers.breakdown import Breakdown
-from profilers.memory_snapshot import MemorySnapshot
-from profilers.spec import TrainingSpec
-from profilers.telemetry_summary import TelemetrySummary
+from profilers.trace import kernel_classes as kc
+from profilers.trace.breakdown import Breakdown
+from profilers.trace.memory_snapshot import MemorySnapshot
+from profilers.run.spec import TrainingSpec
+from profilers.telemetry.summary import TelemetrySummary
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
 _MULTI_LOADER = re.compile(r"_MultiProcessingDataLoaderIter")
@@ -167,7 +167,7 @@ def _share_by_name(table: pd.DataFrame, pattern: re.Pattern[str]) -> float:
 
 
 def _comm_kinds(b: Breakdown) -> dict[str, float]:
-    """Collective time by family (:func:`profilers.kernel_classes.collective_kind`): from the collective
+    """Collective time by family (:func:`profilers.trace.kernel_classes.collective_kind`): from the collective
     kernels on a GPU, from the host collective ops (gloo, c10d) on a CPU; shares sum to 1 (empty: none)."""
     k = b.kernels
     rows = k[k["kclass"] == "communication"] if len(k) else k

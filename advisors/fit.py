@@ -15,7 +15,7 @@ from typing import Callable
 
 from advisors.facts import Facts
 from advisors.fixes import worker_count
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 
 #: GEMM/matmul time already in reduced precision above which mixed precision counts as on.
 MIXED_PRECISION_ON = 0.1

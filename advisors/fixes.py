@@ -1,6 +1,6 @@
 """The fix catalog: every fix a rule can propose, as a TrainingSpec patch plus the code a user writes.
 
-``FIXES[id]`` is a :class:`~advisors.model.Fix`. ``patched(spec, fix)`` applies its patch to a spec,
+``FIXES[id]`` is a :class:`~advisors.verdict.Fix`. ``patched(spec, fix)`` applies its patch to a spec,
 resolving relative values (``Relative(2)`` doubles the current value, ``WorkerCount()`` picks a worker count
 for this machine). A fix with an empty ``spec_patch`` is advice only (its snippet is the change); the
 experiment loop cannot apply it and says so.
@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from advisors.model import Bottleneck, Device, Fix, Relative
+from advisors.verdict import Bottleneck, Device, Fix, Relative
 from profilers.errors import SpecError
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 
 MIN_WORKERS, MAX_WORKERS = 2, 8
 

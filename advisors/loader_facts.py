@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profilers import kernel_classes as kc
-from profilers.intervals import Intervals
-from profilers.trace_model import Trace
+from profilers.trace import kernel_classes as kc
+from profilers.trace.intervals import Intervals
+from profilers.trace.events import Trace
 
 HOST_KINDS = ("cpu_op", "user_annotation", "python_function")
 SINGLE_PROCESS, MULTI_PROCESS = "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"

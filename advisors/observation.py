@@ -16,16 +16,16 @@ from typing import Any, Callable, TypeVar
 import pandas as pd
 
 from advisors.loader_facts import LoaderFacts, loader_facts
-from profilers.breakdown import Breakdown, breakdown
+from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.errors import SpecError, TraceError
-from profilers.memory_snapshot import MemorySnapshot, is_snapshot_file, load_memory_snapshot
-from profilers.run_model import RunResult, summarise_steps
-from profilers.spec import TrainingSpec
-from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
-from profilers.telemetry_summary import TelemetrySummary, summarise_telemetry
-from profilers.trace_load import load_trace
-from profilers.trace_model import Trace
-from profilers.trace_sources import find_trace_files
+from profilers.trace.memory_snapshot import MemorySnapshot, is_snapshot_file, load_memory_snapshot
+from profilers.run.records import RunResult, summarise_steps
+from profilers.run.spec import TrainingSpec
+from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
+from profilers.telemetry.summary import TelemetrySummary, summarise_telemetry
+from profilers.trace.load import load_trace
+from profilers.trace.events import Trace
+from profilers.trace.sources import find_trace_files
 
 RUN_MARKERS = ("result.json", "spec.json", "manifest.json")
 TRACE_SUBFOLDERS = ("tb", "trace")

@@ -14,7 +14,7 @@ bootstrap: pairs with replacement, then steps within each run.
 :func:`median_ratio` serves a comparison of *one* run (or trace) per side: the ratio of the two sides' median
 step times, its interval from resampling each side's steps with replacement. With one run per side the
 run-to-run noise cannot be seen in it (only the step-to-step noise can): a gate built on it needs a tolerance
-as well (see :mod:`advisors.regression`).
+as well (see :mod:`advisors.compare.regression`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Build small, exact :class:`~profilers.breakdown.Breakdown` values (and observations) by hand.
+"""Build small, exact :class:`~profilers.trace.breakdown.Breakdown` values (and observations) by hand.
 
 The rules' ``fires``/``passes`` examples and the advisor's unit tests use these: every number is stated as a
 share of step time, so an example reads like the situation it describes ("loader 30% exposed, GPU busy 60%").
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from advisors.observation import Observation, RunFacts
-from profilers import breakdown_parts as parts
-from profilers.breakdown import CATEGORIES, Breakdown
-from profilers.memory_snapshot import GIB, AllocationSite, MemorySnapshot
+from profilers.trace import breakdown_parts as parts
+from profilers.trace.breakdown import CATEGORIES, Breakdown
+from profilers.trace.memory_snapshot import GIB, AllocationSite, MemorySnapshot
 
 KERNEL_NAMES = {
     "matmul": "volta_sgemm_128x64_nn",

@@ -14,8 +14,8 @@ from pathlib import Path
 import streamlit as st
 
 from advisors.observation import upload_root
-from profilers.run_model import RunRecord
-from profilers.store import RunStore
+from profilers.run.records import RunRecord
+from profilers.store.runs import RunStore
 from reports.analysis import Analysis, analyse_run, analyse_trace
 from reports.fingerprint import content_digest, stat_fingerprint
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import sidebar
-
+from app.widgets import sidebar
 st.set_page_config(page_title="Stepwise", page_icon=":material/speed:", layout="wide")
 
 PAGES = {

@@ -1,7 +1,7 @@
 """The one place that knows the session-state keys. Everything here is per browser session, never shared.
 
 Pages call these accessors instead of touching ``st.session_state`` with string keys, so a key is spelled once.
-Long-lived objects (a run's :class:`~profilers.run_handle.RunHandle`, an experiment job) live here too: they
+Long-lived objects (a run's :class:`~profilers.run.handle.RunHandle`, an experiment job) live here too: they
 belong to the session that started them; the run store on disk is what every session shares.
 """
 

@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advisors.experiment import Policy
-from advisors.ladder_report import ladder_json, ladder_table
-from advisors.optimize import Ladder, optimize
-from advisors.trials import store_runner
-from profilers.store import RunStore
+from advisors.experiments.experiment import Policy
+from advisors.experiments.ladder_report import ladder_json, ladder_table
+from advisors.experiments.optimize import Ladder, optimize
+from advisors.experiments.trials import store_runner
+from profilers.store.runs import RunStore
 from sample_runs import WORKLOADS
 
 TARGETS: dict[str, tuple[str, float]] = {  # workload -> (what, threshold)

@@ -4,7 +4,7 @@
 
 Runs are interleaved (bare, instrumented, bare, instrumented, …) so drift on the machine hits both alike.
 Throughput is samples per second of rank 0 over the same step indices in both runs: after the warm-up steps
-and outside the profiler's warm-up+active window (``profilers.instrument.profiled_steps``), where the target
+and outside the profiler's warm-up+active window (``profilers.run.instrument.profiled_steps``), where the target
 is ≥ 95% of the bare run. The steps inside the window are reported too, for information.
 
 The verdict uses the advisor's own statistics (:func:`advisors.stats.throughput_ratio`): the geometric mean
@@ -29,9 +29,9 @@ from pathlib import Path
 import pandas as pd
 
 from advisors.stats import Trial, throughput_ratio
-from profilers import runner
-from profilers.instrument import BARE_ENV, profiled_steps
-from profilers.store import RunStore
+from profilers.run import runner
+from profilers.run.instrument import BARE_ENV, profiled_steps
+from profilers.store.runs import RunStore
 from sample_runs import get_workload
 
 _HERE = str(Path(__file__).resolve().parent)

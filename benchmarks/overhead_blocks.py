@@ -28,10 +28,10 @@ import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from advisors.stats import Trial, throughput_ratio  # noqa: E402
-from profilers import instrument  # noqa: E402
-from profilers.telemetry import TelemetrySampler  # noqa: E402
-from profilers.trainer import StepRecord, Trainer  # noqa: E402
-from profilers.trainer_record import RunRecorder  # noqa: E402
+from profilers.run import instrument  # noqa: E402
+from profilers.telemetry.sampler import TelemetrySampler  # noqa: E402
+from profilers.run.trainer import StepRecord, Trainer  # noqa: E402
+from profilers.run.trainer_record import RunRecorder  # noqa: E402
 from sample_runs import get_workload  # noqa: E402
 
 CALIBRATION_STEPS = 5

@@ -12,7 +12,7 @@ Two inputs, measured in the same run and printed side by side:
 
 Contenders, each measured in a fresh subprocess so that peak memories never mix:
 
-* Stepwise: ``profilers.trace_load.load_trace(path)`` + ``profilers.breakdown.breakdown(trace)``;
+* Stepwise: ``profilers.trace.load.load_trace(path)`` + ``profilers.trace.breakdown.breakdown(trace)``;
 * ``orjson.loads`` of the same (decompressed) bytes, already in memory: the floor any Python JSON reader has;
 * HTA (``holistictraceanalysis``): ``TraceAnalysis(trace_dir=...)`` + ``get_temporal_breakdown()``, run by the
   python of a separate venv (``.venv-bench``, made by ``benchmarks/_hta_env.sh``), time-boxed and RSS-capped.

@@ -21,8 +21,8 @@ def _self_rss() -> int:
 
 def _child_stepwise(path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from profilers.breakdown import breakdown
-    from profilers.trace_load import load_trace
+    from profilers.trace.breakdown import breakdown
+    from profilers.trace.load import load_trace
     t1 = time.perf_counter()
     base = _self_rss()
     c1 = time.process_time()

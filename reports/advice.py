@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from advisors.model import Diagnosis
+from advisors.verdict import Diagnosis
 from advisors.observation import Observation
 from profilers.errors import StepwiseError
 
@@ -40,7 +40,7 @@ def diagnose(obs: Observation) -> tuple[Diagnosis | None, str | None]:
 
 
 def fix_for(fix_id: str | None) -> Any | None:
-    """The :class:`~advisors.model.Fix` a finding proposes, from ``advisors.fixes.FIXES``."""
+    """The :class:`~advisors.verdict.Fix` a finding proposes, from ``advisors.fixes.FIXES``."""
     fixes = _attr("advisors.fixes", "FIXES") or {}
     return fixes.get(fix_id) if fix_id else None
 
@@ -74,17 +74,17 @@ def rule_docs() -> list[dict[str, Any]] | None:
 
 
 def experiment_json(e: Any, fallback: dict[str, Any]) -> dict[str, Any]:
-    """The advisor's JSON form of an experiment (``advisors.ladder_report.experiment_json``), else ``fallback``."""
-    fn = _attr("advisors.ladder_report", "experiment_json")
+    """The advisor's JSON form of an experiment (``advisors.experiments.ladder_report.experiment_json``), else ``fallback``."""
+    fn = _attr("advisors.experiments.ladder_report", "experiment_json")
     return fn(e) if fn is not None else fallback
 
 
 def ladder_json(ladder: Any, fallback: dict[str, Any]) -> dict[str, Any]:
-    """The advisor's JSON form of a ladder (``advisors.ladder_report.ladder_json``: the ``optimize --json``
+    """The advisor's JSON form of a ladder (``advisors.experiments.ladder_report.ladder_json``: the ``optimize --json``
     contract, with ``where`` and ``change`` per round on a script), else ``fallback``."""
     from reports.experiment import arm_device
 
-    fn = _attr("advisors.ladder_report", "ladder_json")
+    fn = _attr("advisors.experiments.ladder_report", "ladder_json")
     if fn is None:
         return fallback
     device = arm_device(ladder.rungs[0].experiment.patched) if ladder.rungs else "cpu"

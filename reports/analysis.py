@@ -6,7 +6,7 @@ diagnosis (or the reason there is none). Never the raw events: a 100 MB trace be
 
 ``analyse_path(path)`` is the one entry point for a trace file, folder or zip, or a stored run folder; the
 command line (``advisors analyze --report``) and the dashboard both use it. A memory snapshot pickle gets
-an analysis with no breakdown and its :class:`~profilers.memory_snapshot.MemorySnapshot` summary.
+an analysis with no breakdown and its :class:`~profilers.trace.memory_snapshot.MemorySnapshot` summary.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from typing import Any
 
 import pandas as pd
 
-from advisors.model import Diagnosis
+from advisors.verdict import Diagnosis
 from advisors.loader_facts import loader_facts
 from advisors.observation import (Observation, RunFacts, is_run_folder, observe_snapshot, run_facts,
                                   upload_root, with_run_trace)
-from profilers.breakdown import Breakdown, breakdown
-from profilers.memory_snapshot import GIB, MemorySnapshot, is_snapshot_file
-from profilers.store_io import read_json, read_jsonl, steps_frame, telemetry_frame
-from profilers.summary import breakdown_summary
-from profilers.trace_load import load_trace
+from profilers.trace.breakdown import Breakdown, breakdown
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot, is_snapshot_file
+from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
+from profilers.trace.summary import breakdown_summary
+from profilers.trace.load import load_trace
 from reports import advice
 from reports.timeline import category_timeline, memory_series, step_spans
 from reports.telemetry import downsample_telemetry

@@ -16,8 +16,8 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from profilers.breakdown import CATEGORIES
-from profilers.memory_snapshot import MemorySnapshot
+from profilers.trace.breakdown import CATEGORIES
+from profilers.trace.memory_snapshot import MemorySnapshot
 
 CATEGORY_COLORS: dict[str, str] = {
     "gpu_compute": "#4C78A8",

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from profilers.breakdown import CATEGORIES
+from profilers.trace.breakdown import CATEGORIES
 from reports.charts import CATEGORY_COLORS, SERIES_COLORS, category_name, label, style
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from profilers.breakdown import CATEGORIES
+from profilers.trace.breakdown import CATEGORIES
 from reports.charts import CATEGORY_COLORS, SERIES_COLORS, category_name, style
 from reports.telemetry import metric_columns
 

@@ -3,7 +3,7 @@ the regression gate's verdict on the pair.
 
 All times are ms **per step** (per (rank, step) row of the breakdown), so a 5-step trace and a 50-step run
 compare fairly. A positive ``delta_ms`` means B spends more than A. The deltas and the verdict come from
-:mod:`advisors.movers` and :mod:`advisors.regression`: the dashboard, the exports and ``python -m advisors
+:mod:`advisors.compare.movers` and :mod:`advisors.compare.regression`: the dashboard, the exports and ``python -m advisors
 compare`` say the same thing about the same pair.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from advisors import movers
-from advisors.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, Side, check
-from advisors.sides import side_from_parts
-from advisors.step_samples import run_samples, trace_samples
+from advisors.compare import movers
+from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, Side, check
+from advisors.compare.sides import side_from_parts
+from advisors.compare.step_samples import run_samples, trace_samples
 from reports.analysis import Analysis
 
 TOP_DELTAS = movers.TOP_DELTAS

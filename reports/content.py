@@ -12,8 +12,8 @@ import math
 import time
 from typing import Any
 
-from profilers.breakdown import CATEGORIES
-from profilers.memory_snapshot import snapshot_json
+from profilers.trace.breakdown import CATEGORIES
+from profilers.trace.memory_snapshot import snapshot_json
 from reports import advice
 from reports import experiment as ex
 from reports.analysis import Analysis
@@ -57,7 +57,7 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
 def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Any = None,
                    ladder: Any = None) -> dict[str, Any]:
     """Everything the HTML and Markdown templates show (``experiment``: an applied fix's A/B result;
-    ``ladder``: an ``advisors.optimize.Ladder``)."""
+    ``ladder``: an ``advisors.experiments.optimize.Ladder``)."""
     b, d = a.breakdown, a.diagnosis
     rows = max(len(b.per_step), 1) if b is not None else 1
     shares = b.shares() if b is not None else {}

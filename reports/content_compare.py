@@ -11,7 +11,7 @@ import math
 import time
 from typing import Any
 
-from advisors.regression import RegressionCheck, check_json
+from advisors.compare.regression import RegressionCheck, check_json
 from reports.compare import Comparison
 
 COMPARISON_SCHEMA = 1

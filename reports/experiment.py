@@ -1,9 +1,9 @@
-"""An A/B experiment or an optimisation ladder (``advisors.experiment`` / ``advisors.optimize``) as chart inputs.
+"""An A/B experiment or an optimisation ladder (``advisors.experiments.experiment`` / ``advisors.experiments.optimize``) as chart inputs.
 
 Pure functions from the advisor's values to plain samples, curves and tables; the before/after breakdown
 reads each arm's first stored run (its trace) with :func:`reports.analysis.analyse_path`. For a fix injected
-into a user's script (:class:`~profilers.script_spec.ScriptSpec`), :func:`script_change` says where in the
-user's file the change belongs and, for a kept fix, the edit itself (``advisors.ladder_report.change_json``: a
+into a user's script (:class:`~profilers.run.script_spec.ScriptSpec`), :func:`script_change` says where in the
+user's file the change belongs and, for a kept fix, the edit itself (``advisors.experiments.ladder_report.change_json``: a
 unified diff of the file, or the snippet at the line).
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profilers.breakdown import CATEGORIES
+from profilers.trace.breakdown import CATEGORIES
 from profilers.errors import StepwiseError
-from profilers.script_spec import ScriptSpec
-from profilers.store_io import read_json
+from profilers.run.script_spec import ScriptSpec
+from profilers.store.files import read_json
 from reports.analysis import analyse_path
 
 
@@ -88,7 +88,7 @@ def verdict(e: Any) -> str:
 def call_site(e: Any) -> dict[str, Any] | None:
     """The call in the user's code the fix acts on (its DataLoader, optimizer, model call …), as the launcher
     recorded it in the runs' ``injected.json`` (patched runs first); ``None`` when the fix has no single place."""
-    from advisors.script_fixes import INJECTIONS
+    from advisors.experiments.script_fixes import INJECTIONS
 
     inj = INJECTIONS.get(e.fix.id)
     if inj is None or inj.target is None:
@@ -115,8 +115,8 @@ def script_change(e: Any, where: dict[str, Any] | None = None) -> dict[str, Any]
     ``where`` overrides the call site (a ladder rung knows its own)."""
     if not is_script(e):
         return None
-    from advisors.ladder_report import change_json
-    from advisors.optimize import Rung
+    from advisors.experiments.ladder_report import change_json
+    from advisors.experiments.optimize import Rung
 
     site = where if where is not None else call_site(e)
     change = change_json(Rung(0, e.fix.bottleneck.value, None, e, e.speedup or 1.0, site), arm_device(e.patched)) \

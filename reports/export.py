@@ -25,7 +25,7 @@ import orjson
 import plotly.io as pio
 import plotly.offline
 
-from advisors.regression import RegressionCheck
+from advisors.compare.regression import RegressionCheck
 from reports import content, content_compare
 from reports.analysis import Analysis
 from reports.charts import BOTTLENECK_COLORS
@@ -77,8 +77,8 @@ def fmt_for(path: str | Path, fmt: str | None = None) -> str:
 def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None, experiment: Any = None,
            ladder: Any = None) -> bytes:
     """The report as bytes in ``fmt`` (``html``, ``json`` or ``md``); ``comparison`` adds an A-vs-B section,
-    ``experiment`` (an ``advisors.experiment.Experiment``) the applied fix with its before/after, ``ladder``
-    (an ``advisors.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
+    ``experiment`` (an ``advisors.experiments.experiment.Experiment``) the applied fix with its before/after, ``ladder``
+    (an ``advisors.experiments.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
     user's file a kept fix belongs and show the diff."""
     fmt = fmt_for("", fmt)
     ctx = content.report_context(analysis, comparison, experiment, ladder)

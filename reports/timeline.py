@@ -1,12 +1,12 @@
 """A downsampled step timeline: which category claims the time, bucket by bucket, on every rank.
 
 The raw trace never leaves the server. Per rank, the breakdown's own priority claim
-(:func:`profilers.breakdown.claimed_by_category`) yields one interval set per category; the window from the first step start to the last step end is cut into at most ``buckets`` equal
+(:func:`profilers.trace.breakdown.claimed_by_category`) yields one interval set per category; the window from the first step start to the last step end is cut into at most ``buckets`` equal
 buckets and each set's covered time is measured per bucket. A trace of any size becomes
 ``ranks × buckets`` rows.
 
 ``category_timeline`` columns: ``rank``, ``t_ms`` (bucket start, ms from the earliest step start of any rank),
-``width_ms``, then one column per :data:`~profilers.breakdown.CATEGORIES` in ms (time outside steps is not
+``width_ms``, then one column per :data:`~profilers.trace.breakdown.CATEGORIES` in ms (time outside steps is not
 counted; inside steps ``other`` takes what no category claims).
 
 ``step_spans`` columns: ``rank, step, start_ms, end_ms`` on the same axis.
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profilers.breakdown import CATEGORIES, claimed_by_category
-from profilers.trace_model import Trace
+from profilers.trace.breakdown import CATEGORIES, claimed_by_category
+from profilers.trace.events import Trace
 
 DEFAULT_BUCKETS = 400
 

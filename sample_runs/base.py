@@ -1,7 +1,7 @@
 """What a workload is: a named recipe that turns a :class:`TrainingSpec` into a model, a dataset and a loss.
 
 A workload owns only *what* is trained. *How* it is trained (precision, DataLoader, DDP, accumulation,
-checkpointing, compile, …) is the trainer's job (``profilers.trainer``), so every workload honours every
+checkpointing, compile, …) is the trainer's job (``profilers.run.trainer``), so every workload honours every
 spec knob without code of its own. The few facts the trainer needs from the model travel in :class:`Parts`.
 """
 
@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from profilers.errors import SpecError
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 
 Bottleneck = Literal["data", "compute", "memory", "communication"]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

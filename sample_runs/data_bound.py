@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from torch import nn
 
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 from sample_runs.base import Parts, Size, Workload, cross_entropy
 from sample_runs.jpeg_data import JpegDataset, encode_images
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 from sample_runs.base import Parts, Size, TensorPairs, Workload, cross_entropy, generator
 
 

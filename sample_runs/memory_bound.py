@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
 from sample_runs.memory_sizing import cuda_depth, runs_on_cuda
 

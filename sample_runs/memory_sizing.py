@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 
 MB = 2**20
 FP32 = 4

@@ -4,28 +4,28 @@ ties between findings of equal severity (more specific rules first within a clas
 from __future__ import annotations
 
 from advisors.rules.base import Example, Rule
-from advisors.rules.comm_exposed import ExposedCommunication
-from advisors.rules.comm_low_overlap import LowOverlap
-from advisors.rules.comm_straggler import Straggler
-from advisors.rules.compute_cpu_fp32_matmul import CpuFp32Matmul
-from advisors.rules.compute_cudnn_benchmark import CudnnBenchmarkOff
-from advisors.rules.compute_fp32_gemm import Fp32Gemms
-from advisors.rules.compute_not_compiled import NotCompiled
-from advisors.rules.compute_saturated import SaturatedDevice
-from advisors.rules.data_idle_while_loading import DeviceIdleWhileLoading
-from advisors.rules.data_loader_exposed import LoaderStarvesStep
-from advisors.rules.data_pageable_copies import PageableCopies
-from advisors.rules.data_saturated_host import LoaderOnSaturatedHost
-from advisors.rules.data_single_process import SingleProcessLoading
-from advisors.rules.host_launch_bound import LaunchBound
-from advisors.rules.host_syncs import FrequentSyncs
-from advisors.rules.memory_allocator_churn import AllocatorChurn
-from advisors.rules.memory_bandwidth import BandwidthBound
-from advisors.rules.memory_capacity import NearCapacity
-from advisors.rules.memory_out_of_memory import OutOfMemory
-from advisors.rules.memory_snapshot_fragmentation import SnapshotFragmentation
-from advisors.rules.memory_snapshot_peak import SnapshotPeak
-from advisors.rules.train_loss_plateau import LossPlateau
+from advisors.rules.communication.exposed import ExposedCommunication
+from advisors.rules.communication.low_overlap import LowOverlap
+from advisors.rules.communication.straggler import Straggler
+from advisors.rules.compute.cpu_fp32_matmul import CpuFp32Matmul
+from advisors.rules.compute.cudnn_benchmark import CudnnBenchmarkOff
+from advisors.rules.compute.fp32_gemm import Fp32Gemms
+from advisors.rules.compute.not_compiled import NotCompiled
+from advisors.rules.compute.saturated import SaturatedDevice
+from advisors.rules.data.idle_while_loading import DeviceIdleWhileLoading
+from advisors.rules.data.loader_exposed import LoaderStarvesStep
+from advisors.rules.data.pageable_copies import PageableCopies
+from advisors.rules.data.saturated_host import LoaderOnSaturatedHost
+from advisors.rules.data.single_process import SingleProcessLoading
+from advisors.rules.host.launch_bound import LaunchBound
+from advisors.rules.host.syncs import FrequentSyncs
+from advisors.rules.memory.allocator_churn import AllocatorChurn
+from advisors.rules.memory.bandwidth import BandwidthBound
+from advisors.rules.memory.capacity import NearCapacity
+from advisors.rules.memory.out_of_memory import OutOfMemory
+from advisors.rules.memory.snapshot_fragmentation import SnapshotFragmentation
+from advisors.rules.memory.snapshot_peak import SnapshotPeak
+from advisors.rules.compute.loss_plateau import LossPlateau
 
 RULES: tuple[type[Rule], ...] = (
     OutOfMemory, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,

@@ -2,7 +2,7 @@
 is its documentation, named thresholds (overridable), the fix it proposes, and ``fires``/``passes`` examples
 that are its tests.
 
-A rule reads :class:`~advisors.facts.Facts` and returns a :class:`~advisors.model.Finding` or ``None``;
+A rule reads :class:`~advisors.facts.Facts` and returns a :class:`~advisors.verdict.Finding` or ``None``;
 ``missing(facts)`` says honestly when the observation holds too little to judge. Callers use
 :meth:`Rule.evaluate`, which asks ``missing()`` first and calls ``check()`` only when the rule can judge: a
 ``check()`` never repeats that preamble, and never fires on what its ``missing()`` said it cannot see.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping
 
 from advisors.facts import Facts, derive
-from advisors.model import Bottleneck, EvidenceValue, Finding
+from advisors.verdict import Bottleneck, EvidenceValue, Finding
 from advisors.observation import Observation
 
 #: Confidence at the firing threshold and at the "high" level; linear in between.

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import advisor_panels, experiment_view, ui
+from app.widgets import advisor_panels
 
+from app.widgets import experiment_view
+
+from app.widgets import ui
 st.title("Advisor")
 record, analysis = ui.selected_analysis("advisor.run")
 if analysis is not None and record is not None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import analysis_panels as panels
-from app import state, ui
-
+from app.widgets import analysis_panels as panels
+from app import state
+from app.widgets import ui
 st.title("Analysis")
 record, analysis = ui.selected_analysis("analysis.run")
 if analysis is not None:

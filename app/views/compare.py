@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import compare_panels, data, state, tables, ui
+from app import data, state
+
+from app.widgets import compare_panels
+
+from app.services import tables
+
+from app.widgets import ui
 from reports import charts_compare
 from reports.compare import compare
 

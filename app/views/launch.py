@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import data, launching, live_view, spec_form, state, ui
+from app import data, state
+
+from app.services import launching
+
+from app.widgets import live_view
+
+from app.widgets import spec_form
+
+from app.widgets import ui
 from profilers.errors import StepwiseError
-from profilers.run_model import RunStatus
+from profilers.run.records import RunStatus
 
 st.title("Launch a run")
 store = data.store()

@@ -6,7 +6,9 @@ import re
 
 import streamlit as st
 
-from app import data, ui
+from app import data
+
+from app.widgets import ui
 from reports import export
 from reports.compare import compare
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import ui
+from app.widgets import ui
 from reports import advice
 
 st.title("Rules")

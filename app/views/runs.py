@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import data, state, tables, ui
+from app import data, state
+
+from app.services import tables
+
+from app.widgets import ui
 from profilers.errors import StepwiseError
-from profilers.run_model import RunStatus
+from profilers.run.records import RunStatus
 
 st.title("Runs")
 st.caption("Launched runs and uploaded traces share this list. Pick one to analyse, advise on, compare or export.")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import data, state, ui, uploads
+from app import data, state
+
+from app.widgets import ui
+
+from app.services import uploads
 from reports import charts
 
 st.title("Upload traces")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from advisors.accounting import CAUSES, REGIONS, regions
-from advisors.cli import main
+from cli.advisors import main
 from advisors.diagnosis import diagnose, upper_bound_for
 from advisors.facts import derive
-from advisors.model import OUTSIDE_STEP, Bottleneck
+from advisors.verdict import OUTSIDE_STEP, Bottleneck
 from advisors.observation import observe
 from advisors.rules import RULES
 from advisors.synthetic import observation

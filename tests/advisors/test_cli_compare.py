@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from advisors.cli import main
-from profilers import baselines
-from profilers.run_model import RunStatus
-from profilers.store import RunStore
+from cli.advisors import main
+from profilers.store import baselines
+from profilers.run.records import RunStatus
+from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_bad_input_is_one_error_line_and_exit_2(shared_traces: Path, tmp_path: P
 
 
 def test_an_unforeseen_exception_is_one_error_line(shared_traces: Path, monkeypatch, capsys) -> None:
-    import advisors.cli_compare as cli_compare
+    import cli.compare as cli_compare
 
     def boom(*_args, **_kwargs):
         raise OverflowError("Python int\ntoo large")

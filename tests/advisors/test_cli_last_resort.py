@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import advisors.cli as cli
+import cli.advisors as cli
 
 
 def _boom(exc: BaseException):

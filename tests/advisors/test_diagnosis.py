@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from advisors.cli import main
+from cli.advisors import main
 from advisors.diagnosis import diagnose, diagnosis_json
-from advisors.model import Bottleneck
+from advisors.verdict import Bottleneck
 from advisors.synthetic import observation, run_facts
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 
 
 def test_nothing_fires_is_none() -> None:
@@ -180,7 +180,7 @@ def test_fragmented_snapshot_proposes_expandable_segments(tmp_path: Path, capsys
 def test_an_uploaded_run_is_judged_as_what_was_uploaded(rel: str, shared_traces: Path, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """``analyze`` on an upload's run folder reads the uploaded trace or snapshot, with or without ``--report``."""
-    from profilers.store import RunStore
+    from profilers.store.runs import RunStore
 
     run_dir = RunStore(tmp_path / "runs").import_trace(shared_traces / rel).run_dir
     assert main(["analyze", run_dir, "--json"]) == 0

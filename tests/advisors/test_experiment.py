@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 
 from advisors.diagnosis import diagnose
-from advisors.experiment import Policy, run_experiment
+from advisors.experiments.experiment import Policy, run_experiment
 from advisors.fixes import FIXES
-from advisors.model import Diagnosis
-from advisors.optimize import candidates, optimize
+from advisors.verdict import Diagnosis
+from advisors.experiments.optimize import candidates, optimize
 from advisors.stats import Trial, throughput_ratio
 from advisors.synthetic import observation, run_facts
-from advisors.trials import RunOutcome, measured_trial
-from profilers.spec import TrainingSpec
+from advisors.experiments.trials import RunOutcome, measured_trial
+from profilers.run.spec import TrainingSpec
 
 BASE = TrainingSpec(workload="data_bound", batch_size=32, steps=20)
 FAST = Policy(trials=3, n_boot=400)
@@ -147,8 +147,8 @@ def test_optimize_cli_json_contract(monkeypatch, tmp_path, capsys) -> None:
     import functools
     import json
 
-    from advisors import cli_optimize
-    from advisors.cli import main
+    from cli import optimize as cli_optimize
+    from cli.advisors import main
 
     fake = FakeRunner()
     monkeypatch.setattr(cli_optimize, "store_runner", lambda store: fake)

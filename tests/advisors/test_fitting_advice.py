@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from advisors.cli import main
+from cli.advisors import main
 from advisors.facts import Facts, derive
 from advisors.fit import already_done, first_fitting, loader_numbers
 from advisors.fixes import FIXES
 from advisors.observation import observe
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 from tests.trace_factory import kernel, step, write, x
 
 STEP_US = 10_000.0
@@ -153,7 +153,7 @@ def test_already_done_reads_the_trace_without_a_spec() -> None:
 
 def test_loader_numbers_quote_the_runs_cores_and_workers() -> None:
     from advisors.synthetic import run_facts
-    from profilers.telemetry_summary import TelemetrySummary
+    from profilers.telemetry.summary import TelemetrySummary
 
     tel = TelemetrySummary(source="host", samples=30, rate_hz=10.0, cpu_count=4, process_cpu_pct=100.0)
     spec = TrainingSpec(workload="data_bound", num_workers=0)

@@ -7,7 +7,7 @@ import pytest
 from advisors.fixes import FIXES, applies, patched, resolve_patch
 from advisors.rules import RULES
 from profilers.errors import SpecError
-from profilers.spec import TrainingSpec
+from profilers.run.spec import TrainingSpec
 
 BASE = TrainingSpec(workload="gpt_small", batch_size=32, world_size=2)
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from advisors.facts import derive
-from advisors.optimize import diagnose_outcome, observe
-from advisors.trials import store_runner
-from profilers.store import RunStore
+from advisors.experiments.optimize import diagnose_outcome, observe
+from advisors.experiments.trials import store_runner
+from profilers.store.runs import RunStore
 from sample_runs import WORKLOADS
 from sample_runs.memory_sizing import peak_bytes, saved_bytes
 from tests.sample_runs.dominant import assert_dominated_by, run_breakdown

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisors.contention import HostCpu, competed
-from advisors.model import Bottleneck
-from advisors.regression import MIN_STEPS, Side, check, check_json
-from advisors.sides import observe_side
+from advisors.compare.contention import HostCpu, competed
+from advisors.verdict import Bottleneck
+from advisors.compare.regression import MIN_STEPS, Side, check, check_json
+from advisors.compare.sides import observe_side
 from advisors.stats import median_ratio
-from advisors.step_samples import StepSamples
+from advisors.compare.step_samples import StepSamples
 from profilers.errors import RunError, StepwiseError
-from profilers.run_model import RunStatus
-from profilers.store import RunStore
+from profilers.run.records import RunStatus
+from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run
 
 FAST = "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz"  # the pair's base: 4 DataLoader workers
@@ -185,7 +185,7 @@ def test_a_run_and_a_trace_compare_with_a_note(tmp_path: Path, shared_traces: Pa
 
 def test_a_script_run_is_measured_on_the_steps_it_timed(tmp_path: Path) -> None:
     """A script run (``optimize -- python train.py``) times ``measure`` steps after ``warmup``, without profiler."""
-    from profilers.run_model import RunResult
+    from profilers.run.records import RunResult
 
     store = RunStore(tmp_path / "runs")
     record = store.create("launch", "train.py", files={"boot.json": {"warmup": 3, "measure": 5, "profile": 2}})

@@ -5,7 +5,7 @@ The runs use one intra-op thread (``OMP_NUM_THREADS=1``, as ``torch.utils.benchm
 shared 2-core machine a 2-thread matmul slows by 1.4x as soon as another program takes a core (measured: 26 vs
 37-39 ms per step, ``compute_bound`` tiny), while a 1-thread one mostly kept 33-34 ms with another program on
 the other core (not always: see below). Heavier competition is left to the gate's contention guard
-(``advisors.contention``), which answers ``same`` and says so: a pair it suspects is retried (at most
+(``advisors.compare.contention``), which answers ``same`` and says so: a pair it suspects is retried (at most
 :data:`ATTEMPTS` times) where a regression must be shown, exactly as its reason tells a CI user to do.
 
 What neither sees: the per-process offset of a run (where its buffers landed, the host's clocks), and another
@@ -29,11 +29,11 @@ from pathlib import Path
 
 import pytest
 
-from advisors.regression import RegressionCheck, check
-from advisors.sides import observe_side
-from advisors.trials import store_runner
-from profilers.spec import TrainingSpec
-from profilers.store import RunStore
+from advisors.compare.regression import RegressionCheck, check
+from advisors.compare.sides import observe_side
+from advisors.experiments.trials import store_runner
+from profilers.run.spec import TrainingSpec
+from profilers.store.runs import RunStore
 from sample_runs import WORKLOADS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from advisors.fixes import FIXES
-from advisors.model import Bottleneck
+from advisors.verdict import Bottleneck
 from advisors.rules import RULES, Rule, rule_by_id
 from advisors.rules.base import NOT_STATED
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from advisors.cli import main
-from profilers.store import RunStore
+from cli.advisors import main
+from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run
 from tests.trace_factory import kernel, step, write, x
 
@@ -125,7 +125,7 @@ def test_no_matmuls_is_not_unknown_precision() -> None:
     """A saturated compiled CPU step with no matmul at all: nothing to put in bf16, so 'no cheap fix' — not
     'precision not recorded'."""
     from advisors.diagnosis import diagnose
-    from advisors.rules.compute_saturated import NO_CHEAP_FIX
+    from advisors.rules.compute.saturated import NO_CHEAP_FIX
     from advisors.synthetic import observation
 
     d = diagnose(observation({"forward": 0.4, "backward": 0.5}, device="cpu", ops={"CompiledFunction": 0.4}))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisors.fixes import FIXES
-from advisors.script_diff import render
-from advisors.script_fixes import INJECTIONS, NOT_INJECTABLE, ScriptContext, not_injectable, worker_count
+from advisors.experiments.script_diff import render
+from advisors.experiments.script_fixes import INJECTIONS, NOT_INJECTABLE, ScriptContext, not_injectable, worker_count
 
 
 def test_every_catalog_fix_is_injectable_or_says_why_not() -> None:

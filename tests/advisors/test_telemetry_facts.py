@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from advisors.cli import main
-from profilers.store import RunStore
-from profilers.store_io import steps_frame, telemetry_frame
-from profilers.telemetry_summary import summarise_telemetry
+from cli.advisors import main
+from profilers.store.runs import RunStore
+from profilers.store.files import steps_frame, telemetry_frame
+from profilers.telemetry.summary import summarise_telemetry
 from tests.app.fake_runs import fake_run
 from tests.trace_factory import step, write, x
 
@@ -83,7 +83,7 @@ def test_a_gpu_run_samples_the_host_beside_nvml_and_the_summary_reads_both() -> 
     assert s is not None and s.source == "nvml+host" and s.samples == 10 and s.rate_hz == pytest.approx(10.0)
     assert s.gpu_util_pct == pytest.approx(40.0) and s.gpu_mem_used_mb == 9_000.0  # not the host's RSS
     assert s.host_cpu_busy == pytest.approx(0.96) and s.process_cpu_pct == 380.0
-    from profilers.run_model import summarise_steps
+    from profilers.run.records import summarise_steps
 
     assert summarise_steps(_steps(), telemetry_frame(rows))["peak_memory_mb"] == 9_000.0  # the device's peak
 
@@ -146,7 +146,7 @@ def test_host_rows_carry_the_machine_figures_the_summary_needs() -> None:
 
     import psutil
 
-    from profilers.telemetry import HostReader
+    from profilers.telemetry.sampler import HostReader
 
     import time
 

@@ -8,7 +8,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from profilers.store import RunStore
+from profilers.store.runs import RunStore
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN = str(REPO / "app" / "main.py")

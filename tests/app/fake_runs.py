@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from profilers.run_model import RunRecord, RunResult, RunStatus
-from profilers.store import RunStore
+from profilers.run.records import RunRecord, RunResult, RunStatus
+from profilers.store.runs import RunStore
 from tests.trace_factory import step, write, x
 
 
@@ -109,7 +109,7 @@ def fake_script_runner(record: RunRecord, script: Path, acted: bool = True,
     """A ``script_runner`` stand-in: a run with ``num_workers`` injected takes half the time; each run reports
     its knobs as acted (or not, with ``why``) and points at ``record``'s folder for its trace."""
     from advisors.stats import Trial
-    from advisors.trials import RunOutcome
+    from advisors.experiments.trials import RunOutcome
 
     calls: list = []
 

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from advisors import trials
+from advisors.experiments import trials
 from advisors.stats import Trial
-from advisors.trials import RunOutcome
+from advisors.experiments.trials import RunOutcome
 from app import state as app_state
 from tests.app.conftest import assert_clean, open_page
 from tests.app.fake_runs import fake_run
@@ -72,7 +72,7 @@ def test_optimise_shows_the_ladder(stored) -> None:
 
 
 def test_report_with_the_applied_fix(stored) -> None:
-    from advisors.experiment import Policy, run_experiment
+    from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES
     from reports.analysis import analyse_path
     from reports.export import render

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisors import trials
+from advisors.experiments import trials
 from app import state as app_state
 from tests.app.conftest import assert_clean, open_page, plain
 from tests.app.fake_runs import LOADER_LINE, fake_script_run, fake_script_runner

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profilers.run_model import RunStatus
+from profilers.run.records import RunStatus
 from tests.app.conftest import assert_clean, open_page
 from tests.app.fake_runs import fake_run
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from profilers import runner
-from profilers.run_model import RunStatus
+from profilers.run import runner
+from profilers.run.records import RunStatus
 from tests.app.conftest import assert_clean, open_page, plain
 from tests.app.fake_runs import fake_run
 

@@ -18,8 +18,8 @@ import numpy as np
 import orjson
 import pytest
 
-from profilers.breakdown import breakdown
-from profilers.trace_load import load_trace
+from profilers.trace.breakdown import breakdown
+from profilers.trace.load import load_trace
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "trace_parse.py"
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.browser.harness import REPO, wait_for_app
+from app.testing.harness import REPO, wait_for_app
 
 pytestmark = pytest.mark.slow
 

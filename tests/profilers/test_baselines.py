@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from profilers import baselines
+from profilers.store import baselines
 from profilers.errors import RunError
-from profilers.store import RunStore
+from profilers.store.runs import RunStore
 
 
 def test_pin_get_list_and_move(tmp_path: Path) -> None:

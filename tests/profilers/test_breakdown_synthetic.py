@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from profilers.breakdown import CATEGORIES, breakdown
-from profilers.trace_load import load_trace
+from profilers.trace.breakdown import CATEGORIES, breakdown
+from profilers.trace.load import load_trace
 from tests.trace_factory import kernel, memory, step, write, x
 
 
@@ -154,7 +154,7 @@ def test_device_synchronize_counted_per_step(tmp_path: Path):
 
 
 def test_per_rank_columns_are_what_is_documented(tmp_path: Path):
-    from profilers.breakdown_parts import RANK_COLUMNS, rank_table
+    from profilers.trace.breakdown_parts import RANK_COLUMNS, rank_table
 
     b = breakdown(load_trace(write(tmp_path / "t.json", [step(1, 0, 100), x("aten::mm", 0, 10)])))
     assert list(b.per_rank.columns) == RANK_COLUMNS == list(rank_table(b.per_step.iloc[:0]).columns)

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import profilers.trace_sources as trace_sources
-from profilers.breakdown import breakdown
+import profilers.trace.sources as trace_sources
+from profilers.trace.breakdown import breakdown
 from profilers.errors import TraceError
-from profilers.trace_load import load_trace
+from profilers.trace.load import load_trace
 from tests.trace_factory import memory, step, write, x
 
 GOOD = [step(1, 0, 100), x("aten::mm", 5, 10)]

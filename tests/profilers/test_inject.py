@@ -11,9 +11,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
-from profilers.inject import Injector
-from profilers.inject.loader import CachedDataset, cache_refusal, same_sample
-from profilers.script_spec import ScriptSpec
+from profilers.run.inject import Injector
+from profilers.run.inject.loader import CachedDataset, cache_refusal, same_sample
+from profilers.run.script_spec import ScriptSpec
 from profilers.errors import SpecError
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profilers.intervals import Intervals
+from profilers.trace.intervals import Intervals
 
 
 def iv(*pairs: tuple[int, int]) -> Intervals:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profilers.kernel_classes import LOW_PRECISION_KERNEL, classify_kernel
+from profilers.trace.kernel_classes import LOW_PRECISION_KERNEL, classify_kernel
 
 GEMMS = {
     # NVIDIA

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profilers.trace_load import load_trace
+from profilers.trace.load import load_trace
 from tests.trace_factory import kernel, step, write, x
 
 BIG = 2**53  # float64(BIG + 1) == float64(BIG)

@@ -12,11 +12,11 @@ import psutil
 import pytest
 
 from profilers.errors import RunError
-from profilers.launch import boot_command, launch
-from profilers.launch_boot import PROFILE_WAIT, PROFILE_WARMUP
-from profilers.run_model import RunStatus
-from profilers.store import RunStore
-from profilers.trace_load import load_trace
+from profilers.run.launch import boot_command, launch
+from profilers.run.launch_boot import PROFILE_WAIT, PROFILE_WARMUP
+from profilers.run.records import RunStatus
+from profilers.store.runs import RunStore
+from profilers.trace.load import load_trace
 
 STEPS = 3
 WAIT_S = 240.0  # an upper bound for a stuck launch, not a timing assertion
@@ -135,7 +135,7 @@ def test_boot_command_shapes(tmp_path: Path) -> None:
     script = tmp_path / "t.py"
     script.write_text("pass")
     cmd = boot_command(["python3", "-u", "-X", "dev", str(script), "--lr", "1"], tmp_path, 4)
-    assert cmd == [sys.executable, "-u", "-X", "dev", "-m", "profilers.launch_boot", str(tmp_path), "4",
+    assert cmd == [sys.executable, "-u", "-X", "dev", "-m", "profilers.run.launch_boot", str(tmp_path), "4",
                    str(script), "--lr", "1"]
     assert boot_command(["--", "python", "-m", "pkg.train"], tmp_path, 2)[-2:] == ["-m", "pkg.train"]
     assert boot_command([str(script)], tmp_path, 2)[-1] == str(script)

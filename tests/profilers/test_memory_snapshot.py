@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from profilers.errors import TraceError
-from profilers.memory_snapshot import is_snapshot_file, load_memory_snapshot
+from profilers.trace.memory_snapshot import is_snapshot_file, load_memory_snapshot
 
 
 def test_real_snapshot_summary(shared_traces: Path):

@@ -11,8 +11,8 @@ import pytest
 
 from advisors.diagnosis import diagnose
 from advisors.observation import observe
-from profilers.trace_load import load_trace
-from profilers.trace_model import kind_of
+from profilers.trace.load import load_trace
+from profilers.trace.events import kind_of
 from tests.trace_factory import write, x
 
 STEP_US = 10_000.0

@@ -7,8 +7,8 @@ import sys
 
 import psutil
 
-from profilers.instrument import process_tree_rss_mb
-from profilers.proctree import Descendants
+from profilers.run.instrument import process_tree_rss_mb
+from profilers.telemetry.proctree import Descendants
 
 
 class Clock:

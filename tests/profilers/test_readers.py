@@ -12,11 +12,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-import profilers.trace_json as trace_json
-import profilers.trace_sources as trace_sources
-from profilers.breakdown import breakdown
+import profilers.trace.json_events as trace_json
+import profilers.trace.sources as trace_sources
+from profilers.trace.breakdown import breakdown
 from profilers.errors import TraceError
-from profilers.trace_load import load_trace
+from profilers.trace.load import load_trace
 from tests.trace_factory import kernel, step, write, x
 
 

@@ -1,7 +1,7 @@
 """The runner: a process that ends well, crashes, is killed or hangs always leaves a stored, honest run.
 
 The first tests drive ``spawn`` with a small fake worker (fast, exact); the rest run real tiny workloads
-through ``profilers.worker`` (one and two gloo ranks).
+through ``profilers.run.worker`` (one and two gloo ranks).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import psutil
 import pytest
 import torch
 
-from profilers import runner
+from profilers.run import runner
 from profilers.errors import SpecError
-from profilers.run_handle import RunHandle, classify_exit, run_processes, spawn
-from profilers.run_model import RunStatus
-from profilers.spec import TrainingSpec
-from profilers.store import RunStore
+from profilers.run.handle import RunHandle, classify_exit, run_processes, spawn
+from profilers.run.records import RunStatus
+from profilers.run.spec import TrainingSpec
+from profilers.store.runs import RunStore
 from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,7 +168,7 @@ def test_unknown_workload_is_refused_before_anything_is_stored(tmp_path: Path) -
 
 def test_worker_command_shapes() -> None:
     one = runner.worker_command(TrainingSpec(workload="w"), Path("/r"))
-    assert one == [sys.executable, "-m", "profilers.worker", "/r"]
+    assert one == [sys.executable, "-m", "profilers.run.worker", "/r"]
     two = runner.worker_command(TrainingSpec(workload="w", world_size=2), Path("/r"))
     assert two[1:4] == ["-m", "torch.distributed.run", "--nproc_per_node"] and "--standalone" in two
     multi = runner.worker_command(TrainingSpec(workload="w", world_size=2, nnodes=2,
@@ -188,7 +188,7 @@ def test_each_node_starts_its_share_of_world_size(world_size: int, nnodes: int, 
         TrainingSpec(workload="w", world_size=3, nnodes=2, rdzv_endpoint="h:1")
 
 
-# -- real workloads through profilers.worker ------------------------------------------------------------------
+# -- real workloads through profilers.run.worker ------------------------------------------------------------------
 
 class _FailingData(torch.utils.data.Dataset):  # type: ignore[type-arg]
     """Serves ``ok_items`` samples, then raises: the run fails after a few good steps."""
@@ -331,12 +331,12 @@ def test_two_nodes_each_run_the_same_command_and_keep_their_own_folder(tmp_path:
 
 
 def test_cancel_run_from_another_process_without_a_handle(tmp_path: Path) -> None:
-    from profilers.run_handle import cancel_run
+    from profilers.run.handle import cancel_run
 
     store, handle = _fake(tmp_path, "block")
     _wait_for_step(handle, 3)
     child_pid = int((handle.run_dir / "child.pid").read_text())
-    code = ("import sys; from profilers.store import RunStore; from profilers.run_handle import cancel_run; "
+    code = ("import sys; from profilers.store.runs import RunStore; from profilers.run.handle import cancel_run; "
             "print(cancel_run(RunStore(sys.argv[1]), sys.argv[2]).value)")
     out = subprocess.run([sys.executable, "-c", code, str(store.root), handle.run_id], capture_output=True,
                          text=True, timeout=WAIT_S)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profilers.breakdown import CATEGORIES, breakdown
-from profilers.trace_load import load_trace
+from profilers.trace.breakdown import CATEGORIES, breakdown
+from profilers.trace.load import load_trace
 from tests.conftest import SHARED_TRACES
 
 FILES = sorted(str(p.relative_to(SHARED_TRACES)) for p in SHARED_TRACES.rglob("*.json*"))

@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 
 from profilers.errors import SpecError
-from profilers.spec import CompileMode, TrainingSpec
+from profilers.run.spec import CompileMode, TrainingSpec
 
 
 def spec(**kw: object) -> TrainingSpec:

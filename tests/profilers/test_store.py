@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from profilers import store_io
+from profilers.store import files as store_io
 from profilers.errors import RunError
-from profilers.run_model import RunResult, RunStatus
-from profilers.store import RunStore
+from profilers.run.records import RunResult, RunStatus
+from profilers.store.runs import RunStore
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 
@@ -106,7 +106,7 @@ def test_an_id_finished_by_another_writer_after_the_check_is_not_claimed_twice(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The race behind the concurrent test, made certain: another writer with the same id renames its folder
     into place just after this one looked (the look says free, the temporary name is free again)."""
-    import profilers.store as store_mod
+    import profilers.store.runs as store_mod
 
     store = RunStore(tmp_path)
     monkeypatch.setattr(store_mod.time, "strftime", lambda fmt: "20261122-120000")

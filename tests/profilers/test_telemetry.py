@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from profilers.telemetry import FakeNvml, HostReader, TelemetrySampler, kineto_base_ns, probe_nvml, read_telemetry
+from profilers.telemetry.sampler import FakeNvml, HostReader, TelemetrySampler, kineto_base_ns, probe_nvml, read_telemetry
 
 NVML_KEYS = {"gpu_util_pct", "mem_used_mb", "mem_total_mb", "power_w", "sm_clock_mhz", "temp_c", "pcie_tx_kbps",
              "pcie_rx_kbps"}

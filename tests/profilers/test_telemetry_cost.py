@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from profilers.telemetry import HostReader
+from profilers.telemetry.sampler import HostReader
 
 
 def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_percent(
@@ -58,7 +58,7 @@ def test_process_cpu_follows_the_work_done() -> None:
 
 def test_rates_use_a_window_so_a_late_sample_cannot_spike() -> None:
     """Counters move in 10 ms ticks; two samples 1 ms apart must not turn one tick into 1000%."""
-    from profilers.telemetry import WindowedRates
+    from profilers.telemetry.sampler import WindowedRates
 
     r = WindowedRates(0.25)
     assert r.update("p", 0.0, (0.0,)) is None  # one reading: no rate

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profilers.telemetry import TelemetrySampler, read_telemetry
+from profilers.telemetry.sampler import TelemetrySampler, read_telemetry
 
 WINDOW_S = 1.5
 MIN_RATE_HZ = 10

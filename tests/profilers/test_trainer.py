@@ -9,11 +9,11 @@ import torch
 from torch.profiler import ProfilerAction
 from torch.utils.data import DataLoader, Dataset
 
-from profilers import instrument
-from profilers.instrument import StepTimer, Watchdog, profiled_steps, profiler_schedule
-from profilers.spec import TrainingSpec
-from profilers.trainer import StepRecord, Trainer
-from profilers.trainer_data import EpochBatchSampler, SharedSampleCache
+from profilers.run import instrument
+from profilers.run.instrument import StepTimer, Watchdog, profiled_steps, profiler_schedule
+from profilers.run.spec import TrainingSpec
+from profilers.run.trainer import StepRecord, Trainer
+from profilers.run.trainer_data import EpochBatchSampler, SharedSampleCache
 from sample_runs import WORKLOADS
 
 

@@ -15,9 +15,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from profilers import trainer_dist
-from profilers.spec import TrainingSpec
-from profilers.trainer import Trainer
+from profilers.run import trainer_dist
+from profilers.run.spec import TrainingSpec
+from profilers.run.trainer import Trainer
 from sample_runs import WORKLOADS
 
 

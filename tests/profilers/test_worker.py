@@ -1,4 +1,4 @@
-"""``python -m profilers.worker RUN_DIR``: the run-folder contract, end to end, in real subprocesses.
+"""``python -m profilers.run.worker RUN_DIR``: the run-folder contract, end to end, in real subprocesses.
 
 The misbehaving workloads below are loaded by the worker as ``tests.profilers.test_worker:NAME`` (the
 registry's ``module:ATTR`` form), so they never appear in ``sample_runs.WORKLOADS``.
@@ -20,9 +20,9 @@ import pytest
 import torch
 from torch import nn
 
-from profilers.spec import TrainingSpec
-from profilers.tb_export import STEP_SCALARS
-from profilers.worker import EXIT_OUT_OF_MEMORY
+from profilers.run.spec import TrainingSpec
+from profilers.run.tb_export import STEP_SCALARS
+from profilers.run.worker import EXIT_OUT_OF_MEMORY
 from sample_runs import WORKLOADS, Parts, Size, Workload
 from sample_runs.base import cross_entropy, teacher_classification
 
@@ -66,7 +66,7 @@ def run_worker(run_dir: Path, spec: TrainingSpec, env: dict[str, str] | None = N
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "spec.json").write_text(spec.to_json())
     full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("STEPWISE_")}, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "profilers.worker", str(run_dir)], cwd=REPO, env=full_env,
+    return subprocess.run([sys.executable, "-m", "profilers.run.worker", str(run_dir)], cwd=REPO, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -166,9 +166,11 @@ def test_finish_abnormally_puts_every_scalar_on_disk_before_the_process_dies(tmp
     must be every step's scalars, not only those the writer thread happened to reach."""
     from tensorboard.summary.writer.record_writer import RecordWriter
 
-    from profilers import trainer_dist, worker
-    from profilers.trainer import StepRecord
-    from profilers.trainer_record import RunRecorder
+    from profilers.run import trainer_dist
+
+    from profilers.run import worker
+    from profilers.run.trainer import StepRecord
+    from profilers.run.trainer_record import RunRecorder
 
     write = RecordWriter.write
     monkeypatch.setattr(RecordWriter, "write", lambda self, data: (time.sleep(0.05), write(self, data))[1])
@@ -241,7 +243,7 @@ def test_two_ranks_under_torchrun_with_no_sync_and_bf16_compression(tmp_path: Pa
                                                    grad_compression="bf16", steps=8)
     (tmp_path / "spec.json").write_text(spec.to_json())
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc_per_node=2",
-           "--master_addr=127.0.0.1", f"--master_port={_free_port()}", "-m", "profilers.worker", str(tmp_path)]
+           "--master_addr=127.0.0.1", f"--master_port={_free_port()}", "-m", "profilers.run.worker", str(tmp_path)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=170)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "result.json").read_text())
@@ -260,7 +262,7 @@ def test_progress_is_readable_live_by_another_process(tmp_path: Path) -> None:
     spec = WORKLOADS["digits"].spec("tiny", steps=60)
     (tmp_path / "spec.json").write_text(spec.to_json())
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPWISE_")}
-    proc = subprocess.Popen([sys.executable, "-m", "profilers.worker", str(tmp_path)], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "profilers.run.worker", str(tmp_path)], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: list[dict[str, Any]] = []
     try:

@@ -79,7 +79,7 @@ def test_hostile_names_in_markdown_and_json(hostile) -> None:
 
 
 def test_stored_run_exports_its_run_facts_and_telemetry(tmp_path) -> None:
-    from profilers.store import RunStore
+    from profilers.store.runs import RunStore
     from tests.app.fake_runs import fake_run
 
     record = fake_run(RunStore(tmp_path / "runs"))

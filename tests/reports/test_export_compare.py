@@ -38,8 +38,8 @@ def test_every_format(pair, tmp_path) -> None:
 
 
 def test_the_gate_and_the_page_agree_with_the_command_line(pair, shared_traces) -> None:
-    from advisors.regression import check, check_json
-    from advisors.sides import observe_side
+    from advisors.compare.regression import check, check_json
+    from advisors.compare.sides import observe_side
 
     a, b = pair
     cli = check_json(check(observe_side(shared_traces / FAST, "workers=4"), observe_side(shared_traces / SLOW,

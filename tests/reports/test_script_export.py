@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from advisors.experiment import Policy, run_experiment
+from advisors.experiments.experiment import Policy, run_experiment
 from advisors.fixes import FIXES
-from advisors.optimize import optimize
-from advisors.script_strategy import ScriptStrategy
-from app import script_apply
+from advisors.experiments.optimize import optimize
+from advisors.experiments.script_strategy import ScriptStrategy
+from app.services import script_apply
 from reports.analysis import analyse_path
 from reports.export import render
 from tests.app.fake_runs import LOADER_LINE, fake_script_run, fake_script_runner
@@ -24,7 +24,7 @@ ESCAPED = "&lt;/pre&gt;&lt;script&gt;alert(&#39;diff&#39;)&lt;/script&gt;"
 
 @pytest.fixture()
 def script_run(tmp_path):
-    from profilers.store import RunStore
+    from profilers.store.runs import RunStore
 
     folder = tmp_path / "project"
     folder.mkdir()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profilers.store_io import steps_frame, telemetry_frame
+from profilers.store.files import steps_frame, telemetry_frame
 from reports.charts_time import telemetry as telemetry_chart
 from reports.telemetry import downsample_telemetry
 

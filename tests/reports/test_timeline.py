@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from profilers.breakdown import CATEGORIES, breakdown
-from profilers.trace_load import load_trace
+from profilers.trace.breakdown import CATEGORIES, breakdown
+from profilers.trace.load import load_trace
 from reports.timeline import category_timeline, memory_series, step_spans
 from tests.trace_factory import kernel, memory, step, write, x
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profilers.breakdown import Breakdown, breakdown
-from profilers.trace_load import load_trace
+from profilers.trace.breakdown import Breakdown, breakdown
+from profilers.trace.load import load_trace
 
 GROUPS = {"data": ("dataloader",), "compute": ("forward", "backward"), "communication": ("communication",),
           "optimizer": ("optimizer",), "other": ("other", "gpu_compute", "gpu_memcpy", "gpu_memset",

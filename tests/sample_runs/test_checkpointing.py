@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from profilers.trainer import Trainer
+from profilers.run.trainer import Trainer
 from sample_runs import WORKLOADS
 
 # In-process (one rank) and small enough to be quick; checkpointing does not depend on the rank count.

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from profilers.breakdown import breakdown
-from profilers.trace_load import load_trace
+from profilers.trace.breakdown import breakdown
+from profilers.trace.load import load_trace
 from sample_runs import WORKLOADS
 from sample_runs.memory_sizing import MB, cuda_depth, peak_bytes, runs_on_cuda, saved_bytes
 

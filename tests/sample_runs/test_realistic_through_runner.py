@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from profilers import runner
-from profilers.store import RunStore
+from profilers.run import runner
+from profilers.store.runs import RunStore
 from sample_runs import WORKLOADS
 from tests.sample_runs.dominant import assert_dominated_by, run_breakdown
 

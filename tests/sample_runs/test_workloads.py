@@ -9,8 +9,8 @@ import torch
 from PIL import Image
 
 from profilers.errors import SpecError
-from profilers.spec import TrainingSpec
-from profilers.trainer import Trainer
+from profilers.run.spec import TrainingSpec
+from profilers.run.trainer import Trainer
 from sample_runs import WORKLOADS, get_workload
 from sample_runs.jpeg_data import encode_images
 
@@ -122,7 +122,7 @@ NO_CONVOLUTIONS = {"compute_bound", "memory_bound", "communication_bound", "gpt_
 
 @pytest.mark.parametrize("name", sorted(REQUIRED))
 def test_cudnn_benchmark_on_cuda_is_warned_where_there_is_no_convolution(name: str) -> None:
-    from profilers.trainer_setup import cudnn_benchmark_note
+    from profilers.run.trainer_setup import cudnn_benchmark_note
 
     spec = WORKLOADS[name].spec("tiny", cudnn_benchmark=True)
     model = WORKLOADS[name].build(spec).model

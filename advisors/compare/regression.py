@@ -1,0 +1,219 @@
+"""The regression gate: is NEW slower than BASE beyond a tolerance *and* beyond noise? And what moved?
+
+**The statistic.** ``ratio = median(NEW step times) / median(BASE step times)`` (> 1: NEW is slower), over the
+samples of :mod:`advisors.compare.step_samples` (a run's measured steps, a trace's profiled steps per rank), with a
+95 % bootstrap interval (:func:`advisors.stats.median_ratio`: each side's steps resampled, fixed seed, so the
+same inputs always get the same verdict). Medians, as everywhere in Stepwise: a run's step time is its median
+measured step, and a burst of load from another program stretches a few steps without moving a median.
+
+**The verdict.** ``regression`` when the ratio exceeds ``1 + max_slowdown`` *and* the interval's lower bound
+exceeds 1; ``improvement`` in mirror image (ratio below ``1 / (1 + max_slowdown)`` and the upper bound below
+1), so swapping the sides swaps the two; ``same`` otherwise. Only a regression fails the gate.
+
+**Too few steps.** With fewer than :data:`MIN_STEPS` steps on a side there is no interval: resampling one or
+two values says nothing about how much a step varies, so no difference can be told from noise. The verdict is
+then ``same``, never a regression or an improvement, and its reason says so (a one-step trace against itself
+reads ``same`` with ratio 1; against another one-step trace, the ratio is shown, unproven).
+
+**What the interval cannot see.** One run per side shows the step-to-step noise, not the run-to-run noise
+(process start, memory layout, other programs' load over a whole run). Two guards: the tolerance, and, for
+stored runs with host telemetry, competition for the cores (:mod:`advisors.compare.contention`): when other
+programs held the machine during the slower run and its process got fewer cores, the change cannot be told
+from the competition, so the verdict is ``same`` and the reason says the machine was busy (a re-run on a
+quieter machine settles it). Measured on a busy 2-core machine in ``tests/advisors/test_regression_runs.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from advisors.compare.contention import HostCpu, competed, neighbour_note
+from advisors.verdict import Bottleneck, Diagnosis
+from advisors.compare.movers import Mover, Movers, movers
+from advisors.stats import RatioEstimate, median_ratio
+from advisors.compare.step_samples import StepSamples
+from profilers.trace.breakdown import Breakdown
+
+Verdict = Literal["regression", "improvement", "same"]
+DEFAULT_MAX_SLOWDOWN = 0.05
+MIN_STEPS = 3
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: its step samples, the advisor's binding bottleneck, its breakdown if any."""
+
+    label: str
+    samples: StepSamples
+    bottleneck: Bottleneck
+    headline: str | None  # the binding finding's sentence
+    breakdown: Breakdown | None
+    device: str | None
+    cpu: HostCpu | None = None  # a run's host CPU during its steady steps (None: a trace, or not recorded)
+
+    @property
+    def step_time_ms(self) -> float:
+        return float(np.median(self.samples.ms))
+
+    @property
+    def steps(self) -> int:
+        return len(self.samples.ms)
+
+
+@dataclass(frozen=True)
+class RegressionCheck:
+    """The verdict, the numbers it rests on and the reason in one paragraph. ``estimate`` is ``None`` when a
+    side has fewer than :data:`MIN_STEPS` steps (``ratio`` is then the bare ratio of medians). ``contended``:
+    other programs' competition for the cores may explain the change, so it was not called."""
+
+    verdict: Verdict
+    ratio: float
+    estimate: RatioEstimate | None
+    max_slowdown: float
+    reason: str
+    base: Side
+    new: Side
+    movers: Movers
+    notes: tuple[str, ...]
+    contended: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 same or improvement, 1 a regression (2, bad input, is the command line's)."""
+        return 1 if self.verdict == "regression" else 0
+
+
+def side(label: str, samples: StepSamples, diagnosis: Diagnosis | None, breakdown: Breakdown | None,
+         device: str | None = None, cpu: HostCpu | None = None) -> Side:
+    binding = diagnosis.binding if diagnosis is not None else None
+    return Side(label=label, samples=samples, bottleneck=diagnosis.bottleneck if diagnosis else Bottleneck.NONE,
+                headline=binding.message if binding is not None else None, breakdown=breakdown,
+                device=device or (breakdown.device if breakdown is not None else None), cpu=cpu)
+
+
+def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> RegressionCheck:
+    """Judge NEW against BASE (see the module docs)."""
+    if not 0 <= max_slowdown < 10:
+        raise ValueError(f"max_slowdown is a fraction (0.05 for 5%), got {max_slowdown}")
+    ratio = new.step_time_ms / base.step_time_ms
+    enough = min(base.steps, new.steps) >= MIN_STEPS
+    est = median_ratio(base.samples.ms, new.samples.ms) if enough else None
+    slower, faster = (new, base) if ratio >= 1 else (base, new)
+    contended = competed(slower.cpu, faster.cpu)
+    verdict: Verdict = "same"
+    if est is not None and not contended:
+        if ratio > 1 + max_slowdown and est.low > 1:
+            verdict = "regression"
+        elif ratio < 1 / (1 + max_slowdown) and est.high < 1:
+            verdict = "improvement"
+    moved = movers(base.breakdown, new.breakdown)
+    return RegressionCheck(verdict=verdict, ratio=ratio, estimate=est, max_slowdown=max_slowdown,
+                           reason=_reason(verdict, ratio, est, max_slowdown, base, new, moved, contended),
+                           base=base, new=new, movers=moved, notes=_notes(base, new), contended=contended)
+
+
+def _reason(verdict: Verdict, ratio: float, est: RatioEstimate | None, tol: float, base: Side, new: Side,
+            moved: Movers, contended: bool) -> str:
+    change = _change(ratio)
+    times = f"{new.step_time_ms:.4g} ms vs {base.step_time_ms:.4g} ms"
+    if est is None:
+        few = (f"BASE has {base.steps} step{_s(base.steps)} and NEW {new.steps}: at least {MIN_STEPS} per side are "
+               "needed to tell a change from noise")
+        if 1 / (1 + tol) <= ratio <= 1 + tol:
+            return f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}). " \
+                   f"{few}."
+        return (f"NEW's median step {change} BASE's ({times}), but {few}, so this cannot prove a regression or an "
+                "improvement. Profile more steps.")
+    interval = f"{100 * est.level:.0f}% interval of the ratio {est.low:.3f}-{est.high:.3f}"
+    if verdict != "same":
+        return f"NEW's median step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and " \
+               f"beyond noise.{_largest(moved)}"
+    if 1 / (1 + tol) <= ratio <= 1 + tol:
+        return f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, " \
+               f"{interval})."
+    if contended and not est.low <= 1 <= est.high:
+        slow, fast = ("NEW", "BASE") if ratio > 1 else ("BASE", "NEW")
+        cpu_slow, cpu_fast = (new.cpu, base.cpu) if ratio > 1 else (base.cpu, new.cpu)
+        assert cpu_slow is not None and cpu_fast is not None
+        return (f"NEW's median step {change} BASE's ({times}; {interval}), but other programs used "
+                f"{cpu_slow.others:.2f} of the machine's {cpu_slow.cores} cores during {slow}, and {slow}'s process "
+                f"got {cpu_slow.ours:.2f} cores where {fast}'s used {cpu_fast.ours:.2f}: a process held back "
+                "from the cores it would use slows down by more than the share it lost, so the change cannot be "
+                "told from the competition. Re-run on a quieter machine to settle it.")
+    return (f"NEW's median step {change} BASE's ({times}), but the {interval} includes no change: "
+            f"not beyond the noise between their steps.")
+
+
+def _change(ratio: float) -> str:
+    if ratio >= 1:
+        return f"takes {ratio - 1:.1%} longer than"
+    return f"takes {1 - ratio:.1%} less time than"
+
+
+def _largest(moved: Movers) -> str:
+    m = moved.largest
+    if m is None:
+        return ""
+    return f" The category that moved most: {m.name.replace('_', ' ')} ({m.delta_ms:+.4g} ms per step)."
+
+
+def _notes(base: Side, new: Side) -> tuple[str, ...]:
+    out = []
+    if base.samples.kind != new.samples.kind:
+        out.append(f"BASE is a {base.samples.kind} and NEW a {new.samples.kind}: their steps are measured "
+                   "differently (a run's wall-clock steps, a trace's profiled steps)")
+    if base.device and new.device and base.device != new.device:
+        out.append(f"BASE ran on {base.device} and NEW on {new.device}")
+    neighbours = neighbour_note(base.cpu, new.cpu)
+    if neighbours:
+        out.append(neighbours)
+    missing = [n for n, s in (("BASE", base), ("NEW", new)) if s.breakdown is None]
+    if missing:
+        out.append(f"{' and '.join(missing)} left no trace: the categories, kernels and operators that moved "
+                   "need a trace on both sides")
+    return tuple(out)
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def check_json(c: RegressionCheck) -> dict[str, Any]:
+    """The ``compare --json`` document (plain types, stable field names: a contract like ``analyze --json``)."""
+    est = c.estimate
+    return {
+        "verdict": c.verdict, "ratio": round(c.ratio, 4),
+        "interval": None if est is None else [round(est.low, 4), round(est.high, 4)],
+        "level": None if est is None else est.level, "max_slowdown": c.max_slowdown,
+        "reason": c.reason,
+        "base": _side_json(c.base), "new": _side_json(c.new),
+        "bottleneck": {"base": c.base.bottleneck.value, "new": c.new.bottleneck.value,
+                       "changed": c.base.bottleneck != c.new.bottleneck},
+        "contention": {"suspected": c.contended, "base": _cpu_json(c.base.cpu),
+                       "new": _cpu_json(c.new.cpu)},
+        "movers": {"categories": [_mover_json(m) for m in c.movers.categories],
+                   "kernels": [_mover_json(m) for m in c.movers.kernels],
+                   "operators": [_mover_json(m) for m in c.movers.operators]},
+        "notes": list(c.notes),
+    }
+
+
+def _side_json(s: Side) -> dict[str, Any]:
+    return {"label": s.label, "kind": s.samples.kind, "step_time_ms": round(s.step_time_ms, 4), "steps": s.steps,
+            "sampled": s.samples.what, "device": s.device, "bottleneck": s.bottleneck.value,
+            "headline": s.headline}
+
+
+def _cpu_json(cpu: HostCpu | None) -> dict[str, Any] | None:
+    if cpu is None:
+        return None
+    return {"cores": cpu.cores, "busy_cores": round(cpu.busy, 3), "process_cores": round(cpu.ours, 3),
+            "other_cores": round(cpu.others, 3)}
+
+
+def _mover_json(m: Mover) -> dict[str, Any]:
+    return {"name": m.name, "base_ms": round(m.base_ms, 4), "new_ms": round(m.new_ms, 4),
+            "delta_ms": round(m.delta_ms, 4)}

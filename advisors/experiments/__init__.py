@@ -1,0 +1,1 @@
+"""Measuring a fix: the A/B experiment, the optimisation ladder, the trial runner, and the pieces that apply fixes to a user's unmodified script (what can be injected, the strategy, the diff of the line to change)."""

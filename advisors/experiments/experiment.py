@@ -1,0 +1,228 @@
+"""Apply a fix and prove it: baseline (A) and patched (B) runs, interleaved A B, B A, A B…, then a verdict.
+
+Both arms use the same seed and data (the spec carries them). Each trial's measured steps exclude warm-up
+and profiled steps (:mod:`advisors.experiments.trials`). The comparison is per-sample throughput, so a fix that changes
+the micro-batch or the samples per step (accumulation, ``no_sync``) is judged on what counts.
+
+A fix is **kept** when (1) both arms ran ``ok``, the lower bound of the 95% interval on the throughput ratio
+exceeds ``1 + Policy.min_gain`` and the loss holds; or (1b) for a memory fix on a running baseline, the peak
+drops by ``min_peak_drop`` at no more than ``max_memory_cost`` per sample (headroom is its purpose); or (2) the baseline failed or ran out of memory and the
+patched run is ``ok`` within the memory budget with the loss holding. In case (2) the baseline cannot be
+timed, so a *reference* arm — the baseline with its memory budget lifted — is run instead, and the ratio
+says what the fix costs per sample. Loss parity: at the last step both arms reached, the patched loss may
+exceed the baseline's by at most ``loss_tolerance`` (relative); each run's loss there is its mean over the
+last ``LOSS_WINDOW`` steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence, Union
+
+import numpy as np
+
+from advisors.fixes import patched
+from advisors.verdict import Bottleneck, Fix
+from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
+from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome
+from profilers.run.script_spec import ScriptSpec
+from profilers.run.spec import TrainingSpec
+
+Spec = Union[TrainingSpec, ScriptSpec]
+ApplyFn = Callable[[Spec, Fix], Spec]
+ProofFn = Callable[[RunOutcome], "str | None"]  # why the fix did not act in this patched run, or None
+
+LOSS_WINDOW = 5  # final loss = mean over this many steps: one mini-batch's loss is too noisy to compare
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How much evidence a fix needs. All defaults are stated in the verdict text."""
+
+    trials: int = 3
+    min_gain: float = 0.03  # the interval's lower bound must exceed 1 + min_gain
+    loss_tolerance: float = 0.05  # relative excess of the patched loss at the last common step
+    min_peak_drop: float = 0.05  # a memory fix on a running baseline must cut the peak by this much …
+    max_memory_cost: float = 0.15  # … at no more than this per-sample cost (interval's lower bound)
+    n_boot: int = N_BOOT
+    level: float = LEVEL
+    seed: int = SEED
+
+
+@dataclass(frozen=True)
+class Arm:
+    """The runs of one spec. ``status`` is ``ok`` only when every run was."""
+
+    label: str
+    spec: Spec
+    outcomes: tuple[RunOutcome, ...]
+
+    @property
+    def status(self) -> str:
+        return next((o.status for o in self.outcomes if not o.ok), "ok") if self.outcomes else "not run"
+
+    @property
+    def trials(self) -> tuple[Trial, ...]:
+        return tuple(o.trial for o in self.outcomes if o.ok and o.trial is not None)
+
+    @property
+    def median_step_ms(self) -> float | None:
+        return float(np.median([t.median_ms for t in self.trials])) if self.trials else None
+
+    @property
+    def samples_per_s(self) -> float | None:
+        return float(np.median([t.throughput for t in self.trials])) if self.trials else None
+
+    @property
+    def peak_memory_mb(self) -> float | None:
+        peaks = [o.peak_memory_mb for o in self.outcomes if o.peak_memory_mb is not None]
+        return max(peaks) if peaks else None
+
+    @property
+    def host_load(self) -> float | None:
+        """Median machine load average over the arm's runs: how much else was running meanwhile."""
+        loads = [o.host_load for o in self.outcomes if o.host_load is not None]
+        return float(np.median(loads)) if loads else None
+
+    @property
+    def error(self) -> str | None:
+        return next((o.error for o in self.outcomes if not o.ok and o.error), None)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The verdict on one fix, with every run it rests on."""
+
+    fix: Fix
+    baseline: Arm
+    patched: Arm
+    reference: Arm | None
+    ratio: RatioEstimate | None  # patched / (baseline or reference) per-sample throughput
+    loss_delta: float | None
+    loss_step: int | None
+    kept: bool
+    reason: str
+    policy: Policy = field(default_factory=Policy)
+    not_applied: str | None = None  # why an injected fix did not act (then ``kept`` is False)
+
+    @property
+    def speedup(self) -> float | None:
+        return self.ratio.point if self.ratio else None
+
+
+def run_experiment(base: Spec, fix: Fix, run: RunFn, policy: Policy = Policy(),
+                   on_progress: ProgressFn | None = None, apply: ApplyFn = patched,
+                   proof: ProofFn | None = None) -> Experiment:
+    """Run ``base`` and ``apply(base, fix)`` interleaved, ``policy.trials`` times each, and judge the fix.
+    ``proof`` (scripts) says why a patched run shows no effect of the fix; the experiment then stops.
+
+    Raises SpecError when the fix cannot be applied to ``base`` (advice-only fix, invalid combination).
+    """
+    spec_b = apply(base, fix)
+    base_runs: list[RunOutcome] = []
+    ref_runs: list[RunOutcome] = []
+    b_runs: list[RunOutcome] = []
+    reference = base.patch(memory_budget_mb=None)
+    for i in range(policy.trials):
+        # A B, B A, A B …: neither arm always runs first (the first run of a pair can pay for the page cache, a
+        # just-finished run's leftovers or the machine's state); pairs stay back to back
+        patched_first = i % 2 == 1 and bool(base_runs) and base_runs[0].ok
+        if not patched_first and (not base_runs or (base_runs[0].ok and len(base_runs) <= i)):
+            base_runs.append(_trial(run, base, "baseline", i, policy, on_progress))
+        if base_runs[0].status == "out_of_memory":
+            ref_runs.append(_trial(run, reference, "reference", i, policy, on_progress))
+        b_runs.append(_trial(run, spec_b, "patched", i, policy, on_progress))
+        if not b_runs[-1].ok:
+            break  # a patched run that fails will not succeed on a second try: stop spending time
+        why_not = proof(b_runs[-1]) if proof is not None else None
+        if why_not is not None:
+            break  # the fix did not act: more trials would only time the baseline twice
+        if patched_first:
+            base_runs.append(_trial(run, base, "baseline", i, policy, on_progress))
+    arm_a = Arm("baseline", base, tuple(base_runs))
+    arm_b = Arm("patched", spec_b, tuple(b_runs))
+    arm_r = Arm("reference (no memory budget)", reference, tuple(ref_runs)) if ref_runs else None
+    exp = _judge(fix, arm_a, arm_b, arm_r, policy)
+    why_not = proof(b_runs[-1]) if proof is not None and b_runs and b_runs[-1].ok else None
+    if why_not is not None:
+        exp = replace(exp, kept=False, not_applied=why_not, reason=f"not applied: {why_not}")
+    return exp
+
+
+def _trial(run: RunFn, spec: TrainingSpec, arm: str, i: int, policy: Policy,
+           on_progress: ProgressFn | None) -> RunOutcome:
+    def relay(progress: dict) -> None:
+        if on_progress is not None:
+            on_progress({"phase": "trial", "arm": arm, "trial": i + 1, "trials": policy.trials, "run": progress})
+
+    relay({})
+    return run(spec, relay)
+
+
+def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experiment:
+    timed = ref if ref is not None else a
+    ratio = throughput_ratio(timed.trials, b.trials, policy.n_boot, policy.level, policy.seed) \
+        if timed.trials and b.trials else None
+    loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
+    loss_ok = loss_delta is None or loss_step is None or \
+        loss_delta <= policy.loss_tolerance * max(abs(final_loss(timed.outcomes, loss_step)), 1e-8)
+    loss_text = "; loss not checked (the launcher saw no loss)" if loss_delta is None else \
+        f"; loss (mean of {LOSS_WINDOW} steps to {loss_step}) {loss_delta:+.4f}"
+    loss_text += "".join(f"; {n}" for n in dict.fromkeys(n for o in (*timed.outcomes, *b.outcomes) for n in o.notes))
+    baseline_status = a.outcomes[0].status if a.outcomes else "not run"  # later flaky runs are just untimed
+    if b.status != "ok":
+        kept, reason = False, f"the patched run ended {b.status}" + (f": {b.error}" if b.error else "")
+    elif baseline_status != "ok":
+        budget = b.spec.memory_budget_mb
+        within = budget is None or (b.peak_memory_mb or 0.0) <= budget
+        cost = f"; {1 / ratio.point - 1:+.0%} time per sample vs the unbudgeted reference" if ratio else ""
+        kept = within and loss_ok
+        reason = (f"turns {baseline_status} into ok" + (f" within the {budget} MB budget (peak "
+                                                  f"{b.peak_memory_mb:.0f} MB)" if budget and b.peak_memory_mb
+                                                  else "") + cost + loss_text)
+        if not loss_ok:
+            reason = f"runs, but the loss does not hold ({loss_delta:+.4f} > {policy.loss_tolerance:.0%}){loss_text}"
+    else:
+        assert ratio is not None
+        interval = f"{ratio.point:.2f}x, {policy.level:.0%} interval [{ratio.low:.2f}, {ratio.high:.2f}]"
+        headroom = _headroom(a, b, ratio, policy) if fix.bottleneck is Bottleneck.MEMORY else None
+        gain = ratio.low > 1 + policy.min_gain or headroom is not None
+        kept = gain and loss_ok
+        if headroom is not None and loss_ok:
+            reason = f"kept for memory headroom: {headroom} at {interval} per-sample throughput" + loss_text
+        elif not gain:
+            reason = f"no real gain: {interval} does not clear {1 + policy.min_gain:.2f}x" + loss_text
+        elif not loss_ok:
+            reason = f"faster ({interval}) but the loss does not hold (tolerance {policy.loss_tolerance:.0%})" \
+                + loss_text
+        else:
+            reason = f"kept: {interval} per-sample throughput" + loss_text
+    return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
+                      loss_step=loss_step, kept=kept, reason=reason, policy=policy)
+
+
+def _headroom(a: Arm, b: Arm, ratio: RatioEstimate, policy: Policy) -> str | None:
+    """For a memory fix on a baseline that already runs: the peak it saves, if it saves at least
+    ``min_peak_drop`` at no more than ``max_memory_cost`` per sample (interval's lower bound); else None."""
+    if a.peak_memory_mb is None or b.peak_memory_mb is None:
+        return None
+    if b.peak_memory_mb > a.peak_memory_mb * (1 - policy.min_peak_drop) or ratio.low < 1 - policy.max_memory_cost:
+        return None
+    return f"peak {a.peak_memory_mb:.0f} -> {b.peak_memory_mb:.0f} MB"
+
+
+def loss_parity(a: Sequence[RunOutcome], b: Sequence[RunOutcome],
+                window: int = LOSS_WINDOW) -> tuple[int | None, float | None]:
+    """``(step, patched − baseline)``: the arms' median final loss at the last step every run of both reached,
+    each run's final loss being its mean over the last ``window`` steps up to there (one mini-batch's loss
+    is too noisy to compare)."""
+    if not [o for o in a if o.losses] or not [o for o in b if o.losses]:
+        return None, None
+    step = min(len(o.losses) for o in (*a, *b) if o.losses) - 1
+    return step, final_loss(b, step, window) - final_loss(a, step, window)
+
+
+def final_loss(outcomes: Sequence[RunOutcome], step: int, window: int = LOSS_WINDOW) -> float:
+    """Median over runs of the mean loss over steps ``step - window + 1 .. step``."""
+    lo = max(step - window + 1, 0)
+    return float(np.median([np.mean(o.losses[lo:step + 1]) for o in outcomes if o.losses]))

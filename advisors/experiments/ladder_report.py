@@ -1,0 +1,137 @@
+"""A :class:`~advisors.experiments.optimize.Ladder` as JSON (the ``optimize --json`` contract) and as a text table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from advisors.diagnosis import diagnosis_json
+from advisors.experiments.experiment import Arm, Experiment
+from advisors.experiments.optimize import Ladder, Rung
+from profilers.run.script_spec import ScriptSpec
+from advisors.stats import iqr, relative_spread
+
+SPREAD_WARNING = 0.25  # trials of one arm this far apart (relative) get a warning: the machine was noisy
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+def arm_json(arm: Arm | None) -> dict[str, Any] | None:
+    if arm is None:
+        return None
+    spread = relative_spread([t.throughput for t in arm.trials])
+    return {"label": arm.label, "status": arm.status, "runs": len(arm.outcomes), "step_time_ms": _r(arm.median_step_ms),
+            "step_iqr_ms": _r(float(np.median([iqr(t.walls_ms) for t in arm.trials])) if arm.trials else None),
+            "trial_spread": _r(spread),
+            "warning": f"trials {spread:.0%} apart: noisy machine, wide interval" if spread > SPREAD_WARNING else None,
+            "samples_per_s": _r(arm.samples_per_s), "peak_memory_mb": _r(arm.peak_memory_mb, 1),
+            "error": arm.error, "host_load_avg": _r(arm.host_load, 2), "run_dirs": [o.run_dir for o in arm.outcomes if o.run_dir],
+            "raw_step_ms": [list(t.walls_ms) for t in arm.trials],
+            "samples_per_step": [t.samples_per_step for t in arm.trials]}
+
+
+def experiment_json(e: Experiment) -> dict[str, Any]:
+    before = e.reference if e.reference is not None else e.baseline
+    return {
+        "fix": e.fix.id, "fix_title": e.fix.title, "spec_patch": {k: v[1] for k, v in
+                                                                   e.baseline.spec.describe_diff(e.patched.spec).items()},
+        "before": arm_json(before), "after": arm_json(e.patched),
+        "baseline_status": e.baseline.outcomes[0].status if e.baseline.outcomes else None,
+        "speedup": _r(e.speedup), "interval": None if e.ratio is None else [_r(e.ratio.low), _r(e.ratio.high)],
+        "interval_level": e.policy.level, "min_gain": e.policy.min_gain, "kept": e.kept, "reason": e.reason,
+        "loss_delta": _r(e.loss_delta, 6), "loss_step": e.loss_step, "loss_tolerance": e.policy.loss_tolerance,
+        "trials": e.policy.trials, "snippet": e.fix.snippet, "not_applied": e.not_applied,
+        "applied": applied_json(e),
+    }
+
+
+def applied_json(e: Experiment) -> dict[str, Any] | None:
+    """For a script: what was injected into the patched runs and the evidence that it acted (or why not)."""
+    report = next((o.applied for o in e.patched.outcomes if o.applied is not None), None)
+    if report is None:
+        return None
+    changed = e.baseline.spec.describe_diff(e.patched.spec)
+    knobs = report.get("knobs") or {}
+    return {"knobs": {k: knobs.get(k) for k in changed if k in knobs}}
+
+
+def where_text(where: dict[str, Any] | None) -> str | None:
+    return None if not where else f"{where.get('file')}:{where.get('line')}"
+
+
+def change_json(r: Rung, device: str) -> dict[str, Any] | None:
+    """A kept script fix as the edit to make: a diff of the user's file, or the snippet at the line."""
+    from advisors.experiments.script_diff import render
+    from advisors.experiments.script_fixes import INJECTIONS
+
+    e = r.experiment
+    if not e.kept or not isinstance(e.patched.spec, ScriptSpec):
+        return None
+    inj = INJECTIONS.get(e.fix.id)
+    knobs = {k: v[1] for k, v in e.baseline.spec.describe_diff(e.patched.spec).items()}
+    return render(e.fix, knobs, inj.target if inj else None, r.where, device).to_json()
+
+
+def ladder_json(ladder: Ladder, device: str = "cpu") -> dict[str, Any]:
+    rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
+               "upper_bound_speedup": r.upper_bound, "cumulative_speedup": _r(r.cumulative),
+               "where": where_text(r.where), "change": change_json(r, device)} for r in ladder.rungs]
+    out = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
+           "final_spec_changes": {k: v[1] for k, v in ladder.start.describe_diff(ladder.final).items()},
+           "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
+           "final_diagnosis": diagnosis_json(ladder.last_diagnosis) if ladder.last_diagnosis else None,
+           "advice": [{"round": a.round, "bottleneck": a.bottleneck, "rule": a.rule, "fix": a.fix.id,
+                       "fix_title": a.fix.title, "why": a.why, "snippet": a.fix.snippet} for a in ladder.advice]}
+    if isinstance(ladder.start, ScriptSpec):
+        out["command"] = list(ladder.start.command)
+    return out
+
+
+def ladder_table(ladder: Ladder) -> list[str]:
+    """One line per rung: the practitioner's "baseline / fix / fix…" table, rejected attempts included."""
+    lines = [f"{'step':<40}{'status':<15}{'ms/step':>10}{'samples/s':>11}{'peak MB':>9}{'vs prev':>9}"
+             f"{'95% interval':>16}{'cum.':>7}  verdict"]
+    first = ladder.rungs[0].experiment if ladder.rungs else None
+    if first is not None:
+        base = first.baseline
+        lines.append(_row("baseline", base, None, None, 1.0, ""))
+        if first.reference is not None:
+            lines.append(_row("  (reference: budget lifted)", first.reference, None, None, None, ""))
+    for r in ladder.rungs:
+        e = r.experiment
+        interval = f"[{e.ratio.low:.2f}, {e.ratio.high:.2f}]" if e.ratio else ""
+        bound = f" (the diagnosis' upper bound: {r.upper_bound:.2f}x)" if r.upper_bound else ""
+        verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "rejected") + f" — {e.reason}{bound}"
+        verdict += f" (at {r.where['file']}:{r.where['line']})" if r.where else ""
+        lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e.speedup, interval,
+                          r.cumulative if e.kept else None, verdict))
+        fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None
+        if fragile is not None and not fragile.ok:
+            peak = f" (peak {fragile.peak_memory_mb:.0f} MB)" if fragile.peak_memory_mb else ""
+            lines.append(f"    ! the spec kept in round {r.round - 1} ended {fragile.status}{peak} when re-run as this "
+                         "round's baseline: that fix is fragile here")
+    lines.append("ms/step: median measured step (a step that waits for data sits in the tail the median ignores); "
+                 "samples/s: from the mean step, median over an arm's trials; vs prev: geometric mean of the "
+                 "back-to-back (A, B) pairs' per-sample throughput ratios, with its bootstrap interval")
+    lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
+    for a in ladder.advice:
+        lines.append(f"advice ({a.bottleneck}, {a.fix.id}): {a.why}")
+    loads = [a.host_load for r in ladder.rungs for a in (r.experiment.baseline, r.experiment.patched)
+             if a.host_load is not None]
+    if loads:
+        lines.append(f"machine load average during the trials: median {np.median(loads):.1f} "
+                     f"(max {max(loads):.1f}) on this machine's cores")
+    return lines
+
+
+def _row(name: str, arm: Arm, speedup: float | None, interval: str | None, cumulative: float | None,
+         verdict: str) -> str:
+    ms = f"{arm.median_step_ms:.1f}" if arm.median_step_ms else "-"
+    sps = f"{arm.samples_per_s:.1f}" if arm.samples_per_s else "-"
+    peak = f"{arm.peak_memory_mb:.0f}" if arm.peak_memory_mb else "-"
+    sp = f"{speedup:.2f}x" if speedup else ""
+    cum = f"{cumulative:.2f}x" if cumulative else ""
+    return f"{name:<40}{arm.status:<15}{ms:>10}{sps:>11}{peak:>9}{sp:>9}{interval or '':>16}{cum:>7}  {verdict}"

@@ -1,0 +1,207 @@
+"""``optimize(spec, run, rounds)``: diagnose, apply the matching fix, measure it, keep it or not, repeat.
+
+Round 1 diagnoses one run of the starting spec; later rounds diagnose the last kept patched run (its trace
+and result are in its run folder). Within a round the candidates are every finding's own fix in severity
+order, then their :data:`~advisors.fixes.ALTERNATIVES` — skipping advice-only fixes, fixes that
+cannot act here (CUDA-only on a CPU, DDP-only with one rank), no-op patches and fixes already rejected. A
+round ends at the first kept fix or after ``max_attempts`` experiments; a round with nothing kept ends the
+search. The result is a :class:`Ladder`: every attempt with its numbers, kept or rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol
+
+from advisors.diagnosis import diagnose, upper_bound_for
+from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, Spec, run_experiment
+from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
+from advisors.verdict import Diagnosis, Fix
+from advisors.observation import observe
+from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome
+from profilers.errors import SpecError
+from profilers.run.spec import TrainingSpec
+
+MAX_ATTEMPTS = 3
+Observe = Callable[[RunOutcome], Diagnosis]
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One attempted fix. ``cumulative`` is the product of kept ratios up to and including this rung;
+    ``where`` the call site in the user's code the change belongs at (scripts; ``None``: no single place)."""
+
+    round: int
+    bottleneck: str
+    rule: str | None
+    experiment: Experiment
+    cumulative: float
+    where: dict[str, Any] | None = None
+    upper_bound: float | None = None  # the diagnosis' bound on what this fix could gain (Finding.upper_bound_speedup)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A fix the diagnosis proposed that cannot be applied for you: ``why`` it needs your own change."""
+
+    round: int
+    bottleneck: str
+    rule: str | None
+    fix: Fix
+    why: str
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """The whole search: start and final spec, every attempt, the last diagnosis, and the advice left to you."""
+
+    start: Spec
+    final: Spec
+    rungs: tuple[Rung, ...]
+    last_diagnosis: Diagnosis | None
+    advice: tuple[Advice, ...] = field(default=())
+
+    @property
+    def kept(self) -> tuple[Rung, ...]:
+        return tuple(r for r in self.rungs if r.experiment.kept)
+
+    @property
+    def total_speedup(self) -> float:
+        """Product of the kept fixes' measured per-sample ratios (an out-of-memory fix counts its cost)."""
+        out = 1.0
+        for r in self.kept:
+            out *= r.experiment.speedup or 1.0
+        return out
+
+
+class Strategy(Protocol):
+    """How fixes reach one kind of spec: which to try, how to apply them, how to tell that one acted."""
+
+    def proof(self, fix: Fix) -> ProofFn | None: ...
+
+    def candidates(self, d: Diagnosis, spec: Any, rejected: set[str]) -> Iterator[Fix]: ...
+
+    def apply(self, spec: Any, fix: Fix) -> Any: ...
+
+    def learn(self, outcome: RunOutcome) -> None: ...
+
+    def advice(self, d: Diagnosis) -> list[tuple[Fix, str]]: ...
+
+    def where(self, fix: Fix) -> dict[str, Any] | None: ...
+
+
+class SpecStrategy:
+    """Sample workloads: fixes are TrainingSpec patches."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def candidates(self, d: Diagnosis, spec: Any, rejected: set[str]) -> Iterator[Fix]:
+        return candidates(d, spec, self.device, rejected)
+
+    def apply(self, spec: Any, fix: Fix) -> Any:
+        return patched(spec, fix)
+
+    def learn(self, outcome: RunOutcome) -> None:
+        return None
+
+    def advice(self, d: Diagnosis) -> list[tuple[Fix, str]]:
+        return []
+
+    def where(self, fix: Fix) -> dict[str, Any] | None:
+        return None
+
+    def proof(self, fix: Fix) -> ProofFn | None:
+        return None  # a spec patch acts by construction: the worker builds the run from the spec
+
+
+def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
+    """Diagnose a trial from its run folder (trace, result, steps)."""
+    if outcome.run_dir is None:
+        raise SpecError("this trial has no run folder to diagnose")
+    return diagnose(observe(Path(outcome.run_dir)))
+
+
+def optimize(spec: Spec, run: RunFn, rounds: int = 3, policy: Policy = Policy(),
+             device: str = "cpu", on_progress: ProgressFn | None = None,
+             diagnose_run: Observe = diagnose_outcome, max_attempts: int = MAX_ATTEMPTS,
+             strategy: Strategy | None = None) -> Ladder:
+    """Search for kept fixes, ``rounds`` diagnoses at most. ``device`` is where runs execute (``cpu``/``cuda``);
+    ``strategy`` says how fixes reach the spec (default: TrainingSpec patches)."""
+    how = strategy or SpecStrategy(device)
+    emit = on_progress or (lambda _: None)
+    emit({"phase": "diagnose", "round": 1})
+    first = run(spec, lambda p: emit({"phase": "diagnosis_run", "round": 1, "run": p}))
+    how.learn(first)
+    diagnosis = diagnose_run(first)
+    current, cumulative = spec, 1.0
+    rungs: list[Rung] = []
+    advice: dict[str, Advice] = {}
+    rejected: set[str] = set()
+    not_applied: set[str] = set()  # a fix that could not act (e.g. a cache refused for random augmentation) stays so
+    for rnd in range(1, rounds + 1):
+        kept_exp: Experiment | None = None
+        binding = diagnosis.binding
+        for fix, why in how.advice(diagnosis):
+            advice.setdefault(fix.id, Advice(rnd, diagnosis.bottleneck.value, binding.rule if binding else None,
+                                             fix, why))
+        for attempt, fix in enumerate(how.candidates(diagnosis, current, rejected | not_applied)):
+            if attempt >= max_attempts:
+                break
+            emit({"phase": "experiment", "round": rnd, "fix": fix.id})
+            exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.id), apply=how.apply,
+                                 proof=how.proof(fix))
+            if exp.kept:
+                cumulative *= exp.speedup or 1.0
+            rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative,
+                              how.where(fix), upper_bound_for(diagnosis, fix.id)))
+            if exp.kept:
+                kept_exp = exp
+                break
+            rejected.add(fix.id)
+            if exp.not_applied:
+                not_applied.add(fix.id)
+        if kept_exp is None:
+            break
+        current, rejected = kept_exp.patched.spec, set()
+        if rnd < rounds:
+            emit({"phase": "diagnose", "round": rnd + 1})
+            last_ok = [o for o in kept_exp.patched.outcomes if o.run_dir]
+            how.learn(last_ok[-1])
+            diagnosis = diagnose_run(last_ok[-1])
+    return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis,
+                  advice=tuple(advice.values()))
+
+
+def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
+    """Progress events of one experiment, tagged with its round and fix."""
+    return lambda event: emit({**event, "round": rnd, "fix": fix_id})
+
+
+def proposed(d: Diagnosis) -> list[str]:
+    """Fix ids worth trying for ``d``: every finding's own fix in severity order (a finding's lead rule first,
+    then the other rules that saw the same time), then their alternatives (the same bottleneck, another lever)."""
+    own = [f.fix_id for g in d.findings if g.severity > 0 for f in (g, *g.related) if f.fix_id is not None]
+    return list(dict.fromkeys([*own, *(alt for fix_id in own for alt in ALTERNATIVES.get(fix_id, ()))]))
+
+
+def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:
+    """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order (a
+    finding's lead rule first, then the other rules that saw the same time), then their alternatives."""
+    for fix_id in proposed(d):
+        fix = FIXES[fix_id]
+        if fix_id not in rejected and fix.spec_patch and applies(fix, device, spec.world_size) is None \
+                and _changes(spec, fix):
+            yield fix
+
+
+def _changes(spec: TrainingSpec, fix: Fix) -> bool:
+    try:
+        return patched(spec, fix) != spec
+    except SpecError:
+        return False
+
+
+__all__ = ["Advice", "ApplyFn", "Ladder", "Rung", "SpecStrategy", "Strategy", "candidates", "diagnose_outcome",
+           "optimize", "proposed"]

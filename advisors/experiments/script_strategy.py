@@ -1,0 +1,91 @@
+"""Optimising a user's script: the :class:`~advisors.experiments.optimize.Strategy` whose fixes are injected at boot.
+
+After every diagnosed run it learns the script's context from the run folder (device, ranks, the training
+DataLoader's settings and call sites from ``injected.json``, host cores busy from the telemetry), so the next
+fix is chosen from the run's own numbers. Fixes that need the loop rewritten are returned as advice with the
+reason, never skipped in silence; fixes that cannot act on this device or world size are not tried.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from advisors.experiments.experiment import ProofFn
+from advisors.fixes import FIXES, applies
+from advisors.verdict import Diagnosis, Fix
+from advisors.observation import run_facts
+from advisors.experiments.optimize import proposed
+from advisors.experiments.script_fixes import INJECTIONS, ScriptContext, not_injectable, script_patched, why_not_applied
+from advisors.experiments.trials import RunOutcome
+from profilers.errors import SpecError
+from profilers.run.script_spec import ScriptSpec
+from profilers.store.files import read_json
+
+
+class ScriptStrategy:
+    """``forced``: fix ids to try as asked (``optimize --fix``), even where the diagnosis did not propose them or
+    they are not expected to act here — the experiment then shows whether they applied."""
+
+    def __init__(self, spec: ScriptSpec, device: str = "cpu", forced: tuple[str, ...] = ()) -> None:
+        self.ctx = ScriptContext(device=device, world_size=spec.world_size)
+        unknown = [f for f in forced if f not in FIXES]
+        if unknown:
+            raise SpecError(f"unknown fix {unknown[0]!r}; known: {', '.join(FIXES)}")
+        blocked = [f for f in forced if not_injectable(FIXES[f])]
+        if blocked:
+            raise SpecError(f"{blocked[0]} is not injectable: {not_injectable(FIXES[blocked[0]])}")
+        self.forced = tuple(forced)
+
+    def learn(self, outcome: RunOutcome) -> None:
+        if outcome.run_dir is None:
+            return
+        self.ctx = context_of(Path(outcome.run_dir), self.ctx)
+
+    def candidates(self, d: Diagnosis, spec: ScriptSpec, rejected: set[str]) -> Iterator[Fix]:
+        if self.forced:
+            yield from (FIXES[f] for f in self.forced
+                        if f not in rejected and script_patched(spec, FIXES[f], self.ctx) is not None)
+            return
+        for fix_id in proposed(d):
+            fix = FIXES[fix_id]
+            if fix_id in rejected or not_injectable(fix) or applies(fix, self.ctx.device, spec.world_size):
+                continue
+            if script_patched(spec, fix, self.ctx) is not None:
+                yield fix
+
+    def apply(self, spec: ScriptSpec, fix: Fix) -> ScriptSpec:
+        out = script_patched(spec, fix, self.ctx)
+        if out is None:
+            raise SpecError(f"{fix.title}: nothing new to inject into this script")
+        return out
+
+    def proof(self, fix: Fix) -> ProofFn:
+        return lambda outcome: why_not_applied(fix, outcome.applied)
+
+    def advice(self, d: Diagnosis) -> list[tuple[Fix, str]]:
+        out = []
+        for fix_id in proposed(d):
+            fix = FIXES[fix_id]
+            why = not_injectable(fix)
+            if why is not None and applies(fix, self.ctx.device, self.ctx.world_size) is None:
+                out.append((fix, f"not injectable: change it yourself ({why})"))
+        return out
+
+    def where(self, fix: Fix) -> dict[str, Any] | None:
+        inj = INJECTIONS.get(fix.id)
+        return dict(self.ctx.sites[inj.target]) if inj and inj.target and inj.target in self.ctx.sites else None
+
+
+def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
+    """What a script's run folder says about it: loader settings and call sites, device, host cores busy."""
+    injected = read_json(run_dir / "injected.json")
+    injected = injected if isinstance(injected, dict) else {}
+    facts = run_facts(run_dir)
+    tel = facts.telemetry
+    busy = tel.host_cpu_busy if tel is not None else None
+    device = "cuda" if (facts.device or "").startswith("cuda") else before.device
+    return ScriptContext(device=device, world_size=facts.world_size or before.world_size,
+                         cores=(tel.cpu_count if tel is not None and tel.cpu_count else before.cores),
+                         host_busy=busy, loader=injected.get("loader") or before.loader,
+                         sites=injected.get("sites") or before.sites)

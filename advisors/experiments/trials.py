@@ -1,0 +1,136 @@
+"""One trial = one run of a spec, reduced to what an A/B comparison needs (:class:`RunOutcome`).
+
+The experiment takes any :data:`RunFn`, so unit tests pass a fake with made-up timings; :func:`store_runner`
+is the real one: it runs the spec through :mod:`profilers.run.runner` into a :class:`RunStore` and reads the
+run's ``steps.jsonl``. Measured steps exclude the spec's warm-up steps and the profiled steps (profiler
+overhead) — unless fewer than :data:`MIN_MEASURED_STEPS` would remain, in which case profiled steps stay in.
+A step's time is its slowest rank's; its samples are summed over ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Protocol
+
+import pandas as pd
+
+from advisors.observation import loss_curve
+from advisors.stats import Trial
+from profilers.run import runner
+from profilers.run.records import RunResult
+from profilers.run.spec import TrainingSpec
+from profilers.store.runs import RunStore
+
+MIN_MEASURED_STEPS = 3
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run as the experiment sees it. ``trial`` is ``None`` when no step could be measured."""
+
+    status: str
+    trial: Trial | None
+    peak_memory_mb: float | None
+    losses: tuple[float, ...]  # mean over ranks, per step index
+    steps_done: int
+    error: str | None = None
+    run_dir: str | None = None
+    host_load: float | None = None  # 1-minute load average of the machine when the run ended (noise context)
+    applied: Mapping[str, Any] | None = None  # a script run's injected.json: each knob acted or not, call sites
+    notes: tuple[str, ...] = ()  # what the verdict must say of this run (e.g. it ended before its steps)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.trial is not None
+
+
+class RunFn(Protocol):
+    def __call__(self, spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome: ...
+
+
+def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
+    """The real :data:`RunFn`: a subprocess run per trial, kept in ``store`` (its folder is the evidence)."""
+
+    def run_one(spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome:
+        handle = runner.start(spec, store, label=f"ab-{spec.workload}")
+        result = runner.follow(handle, on_progress, timeout_s)
+        outcome = outcome_from_steps(spec, result, store.read_steps(handle.run_id), str(handle.run_dir))
+        return replace(outcome, host_load=_load_average())
+
+    return run_one
+
+
+def script_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
+    """The :data:`RunFn` of a :class:`~profilers.run.script_spec.ScriptSpec`: the script launched with its seeds and
+    injected knobs; measured steps are exactly the timed window after warm-up (never the profiled ones). A
+    script that ends before its window is measured on the steps it did, and the outcome says so."""
+    from profilers.run.launch import start_script
+
+    def run_one(spec: Any, on_progress: ProgressFn | None = None) -> RunOutcome:
+        handle = start_script(spec, store, label=f"ab-{spec.name}")
+        result = runner.follow(handle, on_progress, timeout_s)
+        return replace(script_outcome(spec, result, store.read_steps(handle.run_id), handle.run_dir),
+                       host_load=_load_average())
+
+    return run_one
+
+
+def script_outcome(spec: Any, result: RunResult, steps: pd.DataFrame, run_dir: Any) -> RunOutcome:
+    """A script run reduced for the experiment: steps ``warmup .. warmup + measure`` timed, its injection report."""
+    from profilers.store.files import read_json
+
+    window = steps[(steps["step"] >= spec.warmup_steps) & (steps["step"] < spec.warmup_steps + spec.measure_steps)] \
+        if not steps.empty else steps
+    done = int(window["step"].nunique()) if not window.empty else 0
+    notes: tuple[str, ...] = ()
+    unseen = bool(done) and window["samples"].fillna(0).le(0).all()
+    if unseen:  # no DataLoader batch was seen: compare per step (the fixes tried never change the batch)
+        window = window.assign(samples=1.0)
+    trial = measured_trial(window.assign(profiled=False), spec.warmup_steps) if done else None
+    if 0 < done < spec.measure_steps:
+        notes = (f"the script ended after {result.steps_done} steps: measured on {done} of the "
+                 f"{spec.measure_steps} steps asked for",)
+    elif done == 0 and result.status.value == "ok":
+        notes = (f"the script ended after {result.steps_done} steps, before any measured step (after "
+                 f"{spec.warmup_steps} warm-up steps)",)
+    if unseen:
+        notes += ("the script's batches were not seen (no DataLoader): throughput is compared per step",)
+    applied = read_json(run_dir / "injected.json")
+    return RunOutcome(status=result.status.value, trial=trial, peak_memory_mb=result.peak_memory_mb,
+                      losses=loss_curve(steps), steps_done=result.steps_done, error=result.error,
+                      run_dir=str(run_dir), applied=applied if isinstance(applied, dict) else None, notes=notes)
+
+
+def outcome_from_steps(spec: TrainingSpec, result: RunResult, steps: pd.DataFrame,
+                       run_dir: str | None = None) -> RunOutcome:
+    """Reduce a run's result and raw step rows to a :class:`RunOutcome`."""
+    return RunOutcome(status=result.status.value, trial=measured_trial(steps, spec.warmup_steps),
+                      peak_memory_mb=result.peak_memory_mb, losses=loss_curve(steps),
+                      steps_done=result.steps_done, error=result.error, run_dir=run_dir)
+
+
+def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
+    """Per-step wall times (slowest rank) of the measured steps, and samples per step (all ranks)."""
+    if steps.empty:
+        return None
+    ranks = steps["rank"].nunique()
+    per_step = steps.groupby("step").agg(n=("rank", "nunique"), wall_ms=("wall_ms", "max"),
+                                         samples=("samples", "sum"), profiled=("profiled", "max")).sort_index()
+    done = per_step[(per_step["n"] >= ranks) & (per_step.index >= warmup_steps)]
+    plain = done[~done["profiled"].astype(bool)]
+    chosen = plain if len(plain) >= MIN_MEASURED_STEPS else done
+    walls = [float(w) for w in chosen["wall_ms"] if isinstance(w, float) and math.isfinite(w) and w > 0]
+    samples = chosen["samples"].dropna()
+    if not walls or samples.empty:
+        return None
+    return Trial(walls_ms=tuple(walls), samples_per_step=float(samples.median()))
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None

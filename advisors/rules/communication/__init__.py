@@ -1,0 +1,1 @@
+"""Rules whose bottleneck is communication between ranks."""

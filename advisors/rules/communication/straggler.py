@@ -1,0 +1,50 @@
+"""COMM003 — one rank holds the others back."""
+
+from __future__ import annotations
+
+from advisors.facts import Facts
+from advisors.verdict import Bottleneck, Finding
+from advisors.rules.base import Example, Rule, pct, ramp
+from advisors.synthetic import observation
+
+
+class Straggler(Rule):
+    """Across ranks, one does more work per step (step minus its exposed communication) than the median; the
+    others wait for it inside their collectives. Each rank's exposed communication splits into *transfer* (the
+    least any rank spends, roughly the wire time) and *wait* (the rest: time spent waiting for peers).
+
+    Severity: the straggler's excess work as a share of the median step (``Straggler.excess_share`` of the
+    breakdown). Thresholds: ``min_excess_share`` (0.05); ``high_excess_share`` (0.25).
+
+    Fix: none to patch — balance the work (shard sizes, sequence-length bucketing, uneven embedding tables).
+    """
+
+    id, name, bottleneck = "COMM003", "straggler-rank", Bottleneck.COMMUNICATION
+    cause = "collectives"
+    thresholds = {"min_excess_share": 0.05, "high_excess_share": 0.25}
+    fix_id = None
+    fires = (Example("rank 1 works 30% longer",
+                     lambda: observation({"gpu_compute": 0.5}, ranks=(0, 1, 2), rank_step_ms=(100, 100, 100),
+                                         rank_exposed_ms=(40, 10, 40)), fix=None, severity=0.3),)
+    passes = (Example("balanced ranks", lambda: observation({"gpu_compute": 0.5, "communication": 0.2},
+                                                            ranks=(0, 1, 2))),)
+
+    def missing(self, f: Facts) -> str | None:
+        if f.has_steps and f.n_ranks < 2 and f.comm_total > 0:
+            return "one rank in the trace: stragglers need the other ranks' traces too"
+        return None
+
+    def check(self, f: Facts) -> Finding | None:
+        s = f.b.straggler if f.b is not None else None
+        if s is None or s.excess_share < self.t["min_excess_share"]:
+            return None
+        exposed = f.b.per_rank["exposed_comm_ms"]
+        transfer = float(exposed.min())
+        wait = float(exposed.median()) - transfer
+        return self.finding(
+            f, severity=min(s.excess_share, 1.0),
+            confidence=ramp(s.excess_share, self.t["min_excess_share"], self.t["high_excess_share"]),
+            message=f"Rank {s.rank} works {s.work_ms:.1f} ms per step against a median {s.median_work_ms:.1f} ms; "
+                    f"the others wait for it ({pct(s.excess_share)} of the step): balance the work across ranks.",
+            evidence={"straggler_rank": s.rank, "straggler_work_ms": s.work_ms, "median_work_ms": s.median_work_ms,
+                      "excess_share": s.excess_share, "median_wait_ms": wait, "transfer_ms": transfer})

@@ -1,0 +1,1 @@
+"""Rules whose bottleneck is compute on the device (or the CPU doing the math)."""

@@ -1,0 +1,161 @@
+"""COMP002 — the device is saturated: a GPU busy nearly all the step, or a CPU whose operators fill it."""
+
+from __future__ import annotations
+
+from advisors.facts import Facts
+from advisors.fit import mixed_precision_on
+from advisors.verdict import Bottleneck, Finding
+from advisors.rules.base import Example, Rule, pct, ramp
+from advisors.rules.memory.bandwidth import BandwidthBound, bandwidth_bound
+from advisors.synthetic import observation, run_facts
+from profilers.telemetry.summary import TelemetrySummary
+
+NO_CHEAP_FIX = ("no cheap fix: kernels already low precision and compiled; the remaining levers are the algorithm "
+                "or more devices")
+
+
+def _host(busy_pct: float, cores: int = 2, samples: int = 40) -> TelemetrySummary:
+    return TelemetrySummary(source="host", samples=samples, rate_hz=10.0, cpu_count=cores,
+                            process_cpu_pct=busy_pct * cores, system_cpu_pct=busy_pct)
+
+
+class SaturatedDevice(Rule):
+    """A saturated device is compute-bound by definition: nothing else holds the step, so only doing the math
+    faster (or doing less of it) shortens it.
+
+    *Saturated* reads the device's own work as a share of step time (``Facts.device_work``):
+
+    - on a GPU, kernel, copy and set time not spent in exposed collectives — heavy communication that is
+      fully overlapped does not take the verdict away — at least ``min_busy`` (0.85) of the step;
+    - on a CPU, operator time in forward, backward and the optimizer (the operators *are* the compute there),
+      at least ``min_cpu_busy`` (0.8): the rest of a CPU step is partly the same cores running Python between
+      operators, which a trace cannot tell from idling. A stored run's host telemetry settles it: with
+      ``min_telemetry_samples`` (5) or more samples showing the host's cores ``host_busy`` (0.9) busy,
+      ``min_busy_with_host`` (0.7) of the step in operators is enough.
+
+    A busy GPU whose kernels are mostly elementwise/normalization is bandwidth-bound instead (MEM004 says so,
+    with the same thresholds): this rule stays silent there.
+
+    Severity: the time the proposed lever acts on — the fp32 matmul share of the step for bf16 autocast, all of
+    the device's work for compilation or when no cheap fix is left (then the levers are the algorithm or more
+    devices, which act on all of it); so ``upper_bound_speedup`` is the bound of that lever. Thresholds:
+    the busy shares above and ``high_busy`` (0.97, full confidence); ``max_low_precision`` (0.1) of matmul
+    time in bf16/fp16 below which the math counts as fp32; ``min_fp32_matmul_share`` (0.2) of the step in
+    fp32 matmuls before mixed precision is worth proposing.
+
+    Fix, the next lever that fits the evidence: bf16 autocast when the matmuls are fp32; else
+    ``torch.compile`` when the model runs eagerly; else no fix — "no cheap fix: kernels already low precision
+    and compiled; the remaining levers are the algorithm or more devices".
+    """
+
+    id, name, bottleneck = "COMP002", "saturated-device", Bottleneck.COMPUTE
+    cause = "device_time"
+    thresholds = {"min_busy": 0.85, "min_cpu_busy": 0.8, "high_busy": 0.97, "min_busy_with_host": 0.7,
+                  "host_busy": 0.9, "min_telemetry_samples": 5, "max_low_precision": 0.1,
+                  "min_fp32_matmul_share": 0.2}
+    fix_id = "torch_compile"
+    fires = (
+        Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
+                lambda: observation({"gpu_compute": 0.98}, kernels={"matmul": 0.98}, low_precision=1.0),
+                fix="torch_compile", severity=0.98),
+        Example("GPU 97% busy in bf16, 45% of the step in NCCL but all of it overlapped, compiled",
+                lambda: observation({"gpu_compute": 0.97, "communication": 0.01}, comm_total=0.45,
+                                    comm_overlapped=0.44, ranks=(0, 1), low_precision=1.0,
+                                    kernels={"matmul": 0.4, "elementwise": 0.25, "communication": 0.45},
+                                    ops={"CompiledFunction": 0.6}), fix=None, severity=0.97),
+        Example("CPU MLP: operators 92% of the step, fp32 matmuls 70%",
+                lambda: observation({"forward": 0.3, "backward": 0.52, "optimizer": 0.1}, device="cpu",
+                                    cpu_matmul={"fp32": 0.7}), fix="bf16_autocast", severity=0.7),
+        Example("CPU run: operators 75% of the step, both cores 98% busy",
+                lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05, "dataloader": 0.04},
+                                    device="cpu", run=run_facts(telemetry=_host(98.0))),
+                fix="torch_compile", severity=0.75),
+    )
+    passes = (
+        Example("busy but pointwise-dominated (bandwidth-bound: MEM004)",
+                lambda: observation({"gpu_compute": 0.9}, kernels={"elementwise": 0.7, "matmul": 0.2})),
+        Example("GEMMs with the device half idle",
+                lambda: observation({"gpu_compute": 0.5}, kernels={"matmul": 0.45})),
+        Example("CPU waits for a single-process loader 40% of the step",
+                lambda: observation({"forward": 0.2, "backward": 0.3, "dataloader": 0.4}, device="cpu")),
+        Example("CPU run: operators 78% of the step, no telemetry",
+                lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.08}, device="cpu")),
+        Example("CPU run: operators 75% of the step, cores 55% busy",
+                lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05}, device="cpu",
+                                    run=run_facts(telemetry=_host(55.0)))),
+    )
+
+    def check(self, f: Facts) -> Finding | None:
+        work = f.device_work
+        host = self._host_busy(f)
+        on_cpu = f.device == "cpu"
+        saturated = work >= self.t["min_cpu_busy" if on_cpu else "min_busy"] or (  # trace alone, or with telemetry
+            on_cpu and host is not None and host >= self.t["host_busy"] and work >= self.t["min_busy_with_host"])
+        if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
+            return None
+        fix, lever = self._lever(f)
+        stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else work
+        floor = self.t["min_cpu_busy" if on_cpu else "min_busy"]
+        return self.finding(
+            f, severity=stake, confidence=ramp(max(work, host or 0.0), floor, self.t["high_busy"]),
+            message=f"{self._what(f, work, host)}: the step is compute-bound; {lever}.",
+            evidence=self._evidence(f, work, host), fix_id=fix)
+
+    def _host_busy(self, f: Facts) -> float | None:
+        """Share of the host's cores busy during steady steps, when the run's telemetry has enough samples."""
+        tel = f.telemetry
+        if tel is None or tel.host_cpu_busy is None or tel.samples < self.t["min_telemetry_samples"]:
+            return None
+        return tel.host_cpu_busy
+
+    def _fp32_matmul(self, f: Facts) -> float | None:
+        """Share of the step in fp32 matmuls (0 without matmuls), or ``None`` when a CPU trace recorded matmuls
+        without their input types (kernel names always say it on a GPU)."""
+        low = f.gemm_low_precision
+        if f.device == "gpu":
+            if low is None or low >= self.t["max_low_precision"]:
+                return 0.0
+            return f.kernel_step_share.get("matmul", 0.0) * (1.0 - low)
+        typed = f.cpu_matmul_fp32 + f.cpu_matmul_low
+        if typed <= 0:
+            return None if f.cpu_matmul_untyped > 0 else 0.0
+        return f.cpu_matmul_fp32 if f.cpu_matmul_low / typed < self.t["max_low_precision"] else 0.0
+
+    def _lever(self, f: Facts) -> tuple[str | None, str]:
+        fp32 = self._fp32_matmul(f)
+        if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"] and not mixed_precision_on(f):
+            return "bf16_autocast", f"its matmuls run in fp32 ({pct(fp32)} of the step): train under bf16 autocast"
+        if not f.compiled:
+            unknown = " (matmul precision not recorded: profile with record_shapes=True to see whether bf16 " \
+                      "autocast applies)" if fp32 is None else ""
+            return "torch_compile", f"the model runs eagerly: compile it with torch.compile{unknown}"
+        if fp32 is None:
+            return None, "the model is compiled and its matmul precision is not recorded: no cheap fix is " \
+                         "known; profile with record_shapes=True to see whether bf16 autocast applies"
+        return None, NO_CHEAP_FIX
+
+    def _what(self, f: Facts, work: float, host: float | None) -> str:
+        if f.device == "gpu":
+            overlapped = f" ({pct(f.comm_total)} of the step in collectives, overlapped)" \
+                if f.comm_total >= 0.05 and f.comm_exposed < 0.05 else ""
+            return f"The GPU is saturated: busy {pct(work)} of the step{overlapped}"
+        s = f.shares
+        cores = f", the host's cores {pct(host)} busy" if host is not None else ""
+        return (f"The CPU is saturated: operators fill {pct(work)} of the step (forward {pct(s.get('forward', 0.0))}, "
+                f"backward {pct(s.get('backward', 0.0))}, optimizer {pct(s.get('optimizer', 0.0))}){cores}")
+
+    def _evidence(self, f: Facts, work: float, host: float | None) -> dict:
+        s = f.shares
+        out = {"device": f.device, "device_work_share": work, "compiled": f.compiled,
+               "fp32_matmul_share_of_step": self._fp32_matmul(f)}
+        if f.device == "gpu":
+            out.update({"gpu_busy_share": f.gpu_busy, "gemm_share_of_kernel_time": f.kernel_mix.get("matmul", 0.0),
+                        "gemm_low_precision_share": f.gemm_low_precision, "comm_total_share": f.comm_total,
+                        "exposed_comm_share": f.comm_exposed})
+        else:
+            tel = f.telemetry
+            out.update({"forward_share": s.get("forward", 0.0), "backward_share": s.get("backward", 0.0),
+                        "optimizer_share": s.get("optimizer", 0.0),
+                        "matmul_share_of_step": f.cpu_matmul_fp32 + f.cpu_matmul_low + f.cpu_matmul_untyped,
+                        "host_cpu_busy": host, "cpu_count": tel.cpu_count if tel is not None else None})
+        return out

@@ -1,0 +1,1 @@
+"""Rules for a device kept waiting by the host: launch overhead and synchronisations."""

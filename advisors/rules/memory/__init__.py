@@ -1,0 +1,1 @@
+"""Rules whose bottleneck is memory: capacity, bandwidth, allocator churn, snapshots."""

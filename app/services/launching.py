@@ -1,0 +1,137 @@
+"""Glue of the Launch page (no Streamlit here): the workload registry, the spec knobs, start/cancel, live data.
+
+Only registered workloads (``sample_runs.WORKLOADS``) or a script path the user typed are ever started —
+never code from an upload. ``sample_runs`` imports torch, so it is imported on first use, not at startup.
+"""
+
+from __future__ import annotations
+
+import shlex
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin
+
+import pandas as pd
+
+from profilers.run import launch
+
+from profilers.run import runner
+from profilers.errors import RunError
+from profilers.run.handle import RunHandle, cancel_run
+from profilers.run.records import RunStatus
+from profilers.run.spec import TrainingSpec
+from profilers.store.runs import RunStore
+from reports.telemetry import downsample_telemetry
+
+#: The spec fields the form shows, in order, grouped (every other field keeps the workload's value and can be
+#: changed with ``KEY=VALUE`` lines).
+KNOB_GROUPS: dict[str, tuple[str, ...]] = {
+    "Training": ("batch_size", "steps", "lr", "optimizer", "optimizer_impl", "seed"),
+    "Data loading": ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache_decoded"),
+    "Numerics and memory": ("precision", "channels_last", "compile", "grad_accum_steps", "activation_checkpointing",
+                            "memory_budget_mb"),
+    "Distributed": ("world_size", "backend", "bucket_cap_mb", "ddp_no_sync", "grad_compression"),
+    "Profiling": ("warmup_steps", "profile_memory", "step_timeout_s"),
+}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """How to edit one spec field: ``kind`` is bool, choice, int or float; ``optional`` means 0 stands for None."""
+
+    name: str
+    kind: str
+    options: tuple[Any, ...] = ()
+    optional: bool = False
+
+
+def knob(name: str) -> Knob:
+    """The editor for spec field ``name``, derived from its type annotation."""
+    hint = typing.get_type_hints(TrainingSpec)[name]
+    args = get_args(hint)
+    optional = get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args
+    base = next(a for a in args if a is not type(None)) if optional else hint
+    if get_origin(base) is Literal:
+        return Knob(name, "choice", get_args(base), optional)
+    kind = {bool: "bool", int: "int", float: "float"}.get(base, "text")
+    return Knob(name, kind, (), optional)
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    name: str
+    description: str
+    intended_bottleneck: str | None
+    sizes: tuple[str, ...]
+
+
+def workloads() -> list[WorkloadInfo]:
+    """The registered sample workloads."""
+    import sample_runs
+
+    return [WorkloadInfo(w.name, w.description, w.intended_bottleneck, tuple(w.sizes))
+            for w in sample_runs.WORKLOADS.values()]
+
+
+def base_spec(workload: str, size: str) -> TrainingSpec:
+    """The workload's recommended spec at ``size`` (what the form starts from)."""
+    import sample_runs
+
+    return sample_runs.get_workload(workload).spec(size)
+
+
+def build_spec(workload: str, size: str, values: dict[str, Any], sets: str = "") -> TrainingSpec:
+    """The base spec with the form's values (0 → None for optional knobs) and ``KEY=VALUE`` lines applied.
+
+    Raises SpecError with one sentence for an invalid combination."""
+    spec = base_spec(workload, size)
+    changes = {}
+    for name, value in values.items():
+        k = knob(name)
+        if k.optional and k.kind in ("int", "float") and not value:
+            value = None
+        elif k.kind == "int" and value is not None:
+            value = int(value)
+        changes[name] = value
+    spec = spec.patch(**changes)
+    lines = [line.strip() for line in sets.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return spec.with_sets(lines) if lines else spec
+
+
+def start_workload(spec: TrainingSpec, store: RunStore, label: str | None = None) -> RunHandle:
+    return runner.start(spec, store, label=label or None)
+
+
+def start_script(command: str, steps: int, store: RunStore, label: str | None = None) -> RunHandle:
+    """Launch the script in ``command`` (e.g. ``python train.py --lr 0.1``) unmodified, profiling ``steps``."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as err:
+        raise RunError(f"cannot split the command: {err}") from None
+    return launch.start_launch(argv, store, steps=steps, label=label or None)
+
+
+def cancel(store: RunStore, run_id: str, handle: RunHandle | None) -> None:
+    """Stop a run: through this session's handle when it has one, else from the stored pid (any session)."""
+    if handle is not None and handle.run_id == run_id:
+        handle.cancel("cancelled from the dashboard")
+    else:
+        cancel_run(store, run_id, "cancelled from the dashboard")
+
+
+@dataclass(frozen=True)
+class Live:
+    """What the live view shows of a run: its status, ``progress.json``, steps and downsampled telemetry."""
+
+    status: RunStatus
+    progress: dict[str, Any] | None
+    steps: pd.DataFrame
+    telemetry: pd.DataFrame
+    error: str | None
+
+
+def live(store: RunStore, run_id: str) -> Live:
+    record = store.get(run_id)
+    return Live(status=record.status, progress=store.read_progress(run_id), steps=store.read_steps(run_id),
+                telemetry=downsample_telemetry(store.read_telemetry(run_id), max_points=600), error=record.error)

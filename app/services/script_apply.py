@@ -1,0 +1,134 @@
+"""Glue of the Advisor's Apply for a launched script run (no Streamlit): the script as a
+:class:`~profilers.run.script_spec.ScriptSpec` again, the fixes that can be injected into it, the ones that need the
+user's own change, and the experiment or the ladder started in the background.
+
+The spec comes from the run folder: ``script.json`` when the run was started from a spec (an A/B trial, an
+``optimize`` run), else ``launch.json`` (command, folder, ranks). The strategy learns the script's context from
+the run folder (device, loader settings, call sites in ``injected.json``, host cores busy), as
+``python -m advisors optimize -- python train.py`` does after its first run. Every trial is a real run of the
+unmodified script with the fix injected at boot (``advisors.experiments.trials.script_runner``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisors.verdict import Diagnosis, Fix
+from advisors.experiments.script_fixes import ScriptContext
+from advisors.experiments.script_strategy import ScriptStrategy, context_of
+from app.services.jobs import BackgroundJob
+from profilers.errors import RunError
+from profilers.run.script_spec import ScriptSpec
+from profilers.store.runs import RunStore
+from profilers.store.files import read_json
+
+
+def script_spec(run_dir: Path) -> ScriptSpec:
+    """The spec that re-runs the launched script of ``run_dir``. RunError/SpecError say why it cannot be (no
+    ``launch.json``, the script is gone, a multi-node run whose rendezvous was not recorded)."""
+    saved = read_json(run_dir / "script.json")
+    if isinstance(saved, dict):
+        spec = ScriptSpec.from_dict(saved)
+    else:
+        launch = read_json(run_dir / "launch.json")
+        if not isinstance(launch, dict) or not launch.get("command"):
+            raise RunError("this run has no launch.json with the command that started it")
+        spec = ScriptSpec(command=tuple(str(c) for c in launch["command"]), cwd=str(launch.get("cwd") or "."),
+                          nproc_per_node=int(launch.get("nproc_per_node") or 1),
+                          nnodes=int(launch.get("nnodes") or 1))
+    spec.name  # the command is read again here: a script that is gone is refused before any run
+    return spec
+
+
+@dataclass(frozen=True)
+class ScriptTarget:
+    """A launched run that can be run again: its spec, folder, device and what its folder says of the script."""
+
+    spec: ScriptSpec
+    run_dir: Path
+    device: str
+    ctx: ScriptContext
+
+    def strategy(self) -> ScriptStrategy:
+        """A strategy that already knows this run's context (loader settings, call sites, cores busy)."""
+        s = ScriptStrategy(self.spec, self.device)
+        s.ctx = self.ctx
+        return s
+
+    def with_steps(self, measure_steps: int) -> ScriptTarget:
+        """The same target timing ``measure_steps`` steps per run."""
+        return ScriptTarget(self.spec.patch(measure_steps=measure_steps), self.run_dir, self.device, self.ctx)
+
+
+def target_of(run_dir: Path | str, device: str) -> ScriptTarget:
+    """The launched run in ``run_dir`` as something to apply fixes to; raises a StepwiseError saying why not."""
+    run_dir = Path(run_dir)
+    spec = script_spec(run_dir)
+    ctx = context_of(run_dir, ScriptContext(device=device, world_size=spec.world_size))
+    return ScriptTarget(spec, run_dir, ctx.device, ctx)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the Advisor offers for a script run: ``fixes`` to inject and measure; ``yours``: fixes the diagnosis
+    proposes that need the loop rewritten (``(fix, why)``, why starting "not injectable: change it yourself");
+    ``not_here``: injectable fixes that cannot act on this device or world size (``(fix, why)``)."""
+
+    fixes: list[Fix] = field(default_factory=list)
+    yours: list[tuple[Fix, str]] = field(default_factory=list)
+    not_here: list[tuple[Fix, str]] = field(default_factory=list)
+
+
+def offer(target: ScriptTarget, d: Diagnosis | None) -> Offer:
+    """The fixes for diagnosis ``d`` of the target run, sorted into the three groups of :class:`Offer`."""
+    from advisors.fixes import FIXES, applies
+    from advisors.experiments.optimize import proposed
+    from advisors.experiments.script_fixes import not_injectable
+
+    if d is None:
+        return Offer()
+    s = target.strategy()
+    not_here = []
+    for fix_id in proposed(d):
+        fix = FIXES[fix_id]
+        why = applies(fix, target.ctx.device, target.spec.world_size)
+        if why is not None and not_injectable(fix) is None:
+            not_here.append((fix, why))
+    return Offer(fixes=list(s.candidates(d, target.spec, set())), yours=s.advice(d), not_here=not_here)
+
+
+def start_experiment(store: RunStore, target: ScriptTarget, fix: Fix, trials: int) -> BackgroundJob:
+    """The script without and with ``fix`` injected, interleaved, ``trials`` runs each; the result is an
+    ``Experiment`` (``not_applied`` says why when the fix did not act in the patched run)."""
+    from advisors.experiments import trials as trial_runs
+    from advisors.experiments.experiment import Policy, run_experiment
+
+    strategy, run = target.strategy(), trial_runs.script_runner(store)
+    return BackgroundJob(f"experiment-{fix.id}", lambda report: run_experiment(
+        target.spec, fix, run, Policy(trials=trials), on_progress=report, apply=strategy.apply,
+        proof=strategy.proof(fix)))
+
+
+def start_ladder(store: RunStore, target: ScriptTarget, rounds: int, trials: int) -> BackgroundJob:
+    """Diagnose a fresh run → inject → measure, ``rounds`` times; the result is a ``Ladder`` (with ``advice``:
+    the fixes left to the user)."""
+    from advisors.experiments import trials as trial_runs
+    from advisors.experiments.experiment import Policy
+    from advisors.experiments.optimize import optimize
+
+    run, spec, device = trial_runs.script_runner(store), target.spec, target.device
+    return BackgroundJob("ladder", lambda report: optimize(
+        spec, run, rounds=rounds, policy=Policy(trials=trials), device=device, on_progress=report,
+        strategy=ScriptStrategy(spec, device)))
+
+
+def describe(spec: ScriptSpec) -> str:
+    """One line: what each trial runs (plain text; the page escapes it)."""
+    ranks = f" on {spec.world_size} ranks" if spec.world_size > 1 else ""
+    return (f"{' '.join(spec.command)} in {spec.cwd}{ranks}: {spec.warmup_steps} warm-up steps, "
+            f"{spec.measure_steps} timed steps, then {spec.profile_steps} profiled; seed {spec.seed} in every run")
+
+
+__all__ = ["Offer", "ScriptTarget", "describe", "offer", "script_spec", "start_experiment", "start_ladder",
+           "target_of"]

@@ -1,0 +1,53 @@
+"""Frames for ``st.dataframe``: the run list and the kernel/op tables, in display units (ms, MiB)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pandas as pd
+
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot
+from profilers.run.records import RunRecord
+
+MAX_TABLE_ROWS = 500
+
+
+def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per run, newest first (what the Runs page lists)."""
+    rows = [{
+        "run": r.label, "kind": r.kind, "status": r.status.value,
+        "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
+        "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
+        "device": r.device, "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
+    } for r in records]
+    return pd.DataFrame(rows)
+
+
+def kernels_frame(kernels: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:
+    """Kernels in steps: total and per-step ms, calls, mean µs, class, low precision."""
+    if kernels.empty:
+        return pd.DataFrame(columns=["kernel", "class", "total ms", "ms/step", "calls", "mean µs", "low precision"])
+    k = kernels.head(limit)
+    return pd.DataFrame({"kernel": k["name"], "class": k["kclass"], "total ms": k["total_ns"] / 1e6,
+                         "ms/step": k["total_ns"] / 1e6 / max(steps, 1), "calls": k["count"],
+                         "mean µs": k["mean_us"], "low precision": k["low_precision"]})
+
+
+def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:
+    """Host operators in steps (inclusive time): total and per-step ms, calls, mean µs."""
+    if ops.empty:
+        return pd.DataFrame(columns=["operator", "total ms", "ms/step", "calls", "mean µs"])
+    o = ops.head(limit)
+    return pd.DataFrame({"operator": o["name"], "total ms": o["total_ns"] / 1e6,
+                         "ms/step": o["total_ns"] / 1e6 / max(steps, 1), "calls": o["count"], "mean µs": o["mean_us"]})
+
+
+def median_label(values: tuple[float, ...] | list[float]) -> str:
+    """``"12.3 ms"``: the median of per-step times, or a dash when there are none."""
+    return f"{statistics.median(values):.1f} ms" if values else "—"
+
+
+def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
+    """Where the largest allocations alive at a snapshot's peak were made (first frame outside torch)."""
+    return pd.DataFrame([{"allocated at": t.where, "GiB": t.bytes / GIB, "allocations": t.count}
+                         for t in snapshot.top_sites], columns=["allocated at", "GiB", "allocations"])

@@ -1,0 +1,90 @@
+"""Turn files dropped in the browser into stored ``upload`` runs — only when they are readable traces.
+
+Each upload is written to a private temporary folder *inside the run store* (``.tmp-upload-…``: never listed,
+swept by the store after an hour), analysed there (the same cached analysis the Analysis page will read,
+because the cache key is the content digest), and only then imported with ``RunStore.import_trace``. A bad
+file therefore never becomes a run: it gets one clear message and the page keeps working.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from profilers.errors import StepwiseError
+from profilers.store.runs import RunStore
+from profilers.store.files import safe_name
+from reports.analysis import Analysis
+from reports.escape import markdown_text
+
+TMP_PREFIX = ".tmp-upload-"
+
+
+class Uploaded(Protocol):
+    """What the page hands over: Streamlit's ``UploadedFile`` or anything with a name and bytes."""
+
+    name: str
+
+    def getvalue(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    """One upload's result: ``run_id`` when it was stored, ``message`` (plain text) either way."""
+
+    name: str
+    ok: bool
+    message: str
+    run_id: str | None = None
+    digest: str | None = None  # content digest of the stored trace (the analysis cache key)
+
+
+def _write(folder: Path, item: Uploaded) -> None:
+    target = folder / safe_name(item.name)
+    try:
+        with open(target, "xb") as fh:
+            # getbuffer() is a view of the upload's memory (no 100 MB copy); getvalue() for plain uploads.
+            getbuffer = getattr(item, "getbuffer", None)
+            fh.write(getbuffer() if getbuffer is not None else item.getvalue())
+    except FileExistsError:
+        raise StepwiseError(f"two uploaded files share the name {target.name!r}") from None
+
+
+def store_upload(store: RunStore, items: Sequence[Uploaded],
+                 validate: Callable[[Path, str], tuple[Analysis, str]], job_name: str | None = None) -> UploadOutcome:
+    """Validate and store one upload: a single file, or (``job_name`` given) several files as the ranks of one
+    job. ``validate(path, label)`` analyses the staged copy (raising for a bad trace) and returns the analysis
+    and the content digest."""
+    label = job_name or (items[0].name if items else "upload")
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=store.root))
+    try:
+        if job_name:
+            root = tmp / safe_name(job_name)
+            root.mkdir()
+            for item in items:
+                _write(root, item)
+        else:
+            _write(tmp, items[0])
+            root = tmp / safe_name(items[0].name)
+        analysis, digest = validate(root, label)
+        record = store.import_trace(root, label=label)
+        return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
+    except StepwiseError as err:
+        return UploadOutcome(label, False, str(err))
+    except MemoryError:
+        return UploadOutcome(label, False, "the trace needs more memory than this machine has")
+    except Exception as err:  # a reader bug must not take the page down; say what happened
+        return UploadOutcome(label, False, f"could not be read ({type(err).__name__}: {err})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def describe(outcome: UploadOutcome) -> str:
+    """The outcome as one line of escaped Markdown (names and messages come from files and traces)."""
+    name = markdown_text(outcome.name, 120)
+    if outcome.ok:
+        return f"**{name}** — stored. {markdown_text(outcome.message, 300)}"
+    return f"**{name}** — not stored: {markdown_text(outcome.message, 600)}"

@@ -1,0 +1,1 @@
+"""The dashboard driven from outside: a Streamlit server on a free port and headless Chromium (``harness``), and the user journeys the browser tests and ``benchmarks/dashboard.py`` share (``flows``)."""

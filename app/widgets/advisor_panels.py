@@ -1,0 +1,89 @@
+"""Rendering of the advisor's diagnosis: the binding bottleneck, its evidence, the other findings and fixes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app.widgets import ui
+from reports import advice
+from reports.analysis import Analysis
+
+#: Streamlit's named text colours closest to :data:`reports.charts.BOTTLENECK_COLORS`.
+COLOR_NAMES = {"data": "orange", "memory": "blue", "compute": "blue", "communication": "red", "host": "violet"}
+
+
+def _value(v: object) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _evidence_table(evidence: dict) -> None:
+    rows = [{"measure": k, "value": _value(v)} for k, v in evidence.items()]
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def _fix(fix_id: str | None, key: str) -> None:
+    fix = advice.fix_for(fix_id)
+    if fix is None:
+        return
+    st.markdown(f"**Fix — {ui.text(fix.title)}.** {ui.text(fix.explanation)}")
+    st.code(fix.snippet, language="python")
+    if fix.spec_patch:
+        st.caption("As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in fix.spec_patch.items())))
+
+
+def bound_text(f: object) -> str:
+    """" · its fix gains at most 1.52×" (empty when the finding's severity is not step time)."""
+    bound = getattr(f, "upper_bound_speedup", None)
+    return f" · its fix gains at most {bound:.2f}×" if bound else ""
+
+
+def _related(f: object, key: str) -> None:
+    """The other rules that saw the same time as ``f``: their message, evidence and fix."""
+    related = getattr(f, "related", ())
+    if not related:
+        return
+    st.markdown("**Other rules that saw the same time**")
+    for j, m in enumerate(related):
+        st.markdown(f"- `{m.rule}` {ui.text(m.name)}: {ui.text(m.message)}")
+        _evidence_table(dict(m.evidence))
+        _fix(m.fix_id, f"{key}.rel{j}")
+
+
+def diagnosis(a: Analysis) -> None:
+    """The verdict first, then the ranked findings, then what could not be judged."""
+    d = a.diagnosis
+    if d is None:
+        st.warning(ui.text(a.advisor_note or "advisor not available yet"))
+        return
+    if d.binding is None:
+        st.success("Nothing binds: no rule found step time at stake.")
+    else:
+        with st.container(border=True):
+            st.markdown(f"### :{COLOR_NAMES.get(d.bottleneck.value, 'gray')}[Binding bottleneck: "
+                        f"**{d.bottleneck.value}**]")
+            st.markdown(f"{ui.text(d.binding.message)}")
+            st.progress(d.confidence, text=f"confidence {d.confidence:.0%} · {d.binding.severity:.0%} of step "
+                                           f"time at stake{bound_text(d.binding)} · rule {d.binding.rule}")
+        with st.expander("Evidence", expanded=True):
+            _evidence_table(dict(d.evidence))
+        _fix(d.binding.fix_id, "binding")
+        _related(d.binding, "binding")
+    if d.others:
+        st.markdown("#### Other findings, most severe first")
+        for i, f in enumerate(d.others):
+            with st.expander(f"{f.severity:.0%} · {f.bottleneck.value} · {f.rule} {f.name}"):
+                st.markdown(ui.text(f.message))
+                st.caption(f"confidence {f.confidence:.0%}{bound_text(f)}")
+                _evidence_table(dict(f.evidence))
+                _fix(f.fix_id, f"other{i}")
+                _related(f, f"other{i}")
+    if d.notes:
+        with st.expander(f"Not enough data to judge ({len(d.notes)})"):
+            for n in d.notes:
+                st.markdown(f"- **{n.bottleneck.value}**: {ui.text(n.reason)}")

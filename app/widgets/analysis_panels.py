@@ -1,0 +1,161 @@
+"""The panels of the Analysis page, one function each; they render an :class:`Analysis` and compute nothing."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import state
+
+from app.services import tables
+
+from app.widgets import ui
+from profilers.trace.memory_snapshot import GIB
+from reports import charts, charts_time
+from reports.analysis import Analysis
+
+
+def headline(a: Analysis) -> None:
+    """The one sentence, then the key figures."""
+    b = a.breakdown
+    d = a.diagnosis
+    if d is not None and d.binding is not None:
+        st.subheader(f"Binding bottleneck: {d.bottleneck.value}")
+        st.markdown(f"{ui.text(d.binding.message)} _(confidence {d.confidence:.0%})_")
+    else:
+        st.markdown(ui.text(a.headline))
+        if a.advisor_note:
+            st.caption(ui.text(a.advisor_note))
+    if b is None:
+        return
+    cols = st.columns(5)
+    cols[0].metric("Device", b.device.upper(), help=b.device_name)
+    cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
+    cols[2].metric("Median step", f"{b.step_time_ms:.1f} ms")
+    cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
+    cols[4].metric("Events", f"{a.n_events:,}")
+    ui.chart(charts.share_bar(b.shares()), key="analysis.share")
+
+
+def notes(a: Analysis) -> None:
+    items = [*a.notes, *a.warnings]
+    if items:
+        with st.expander(f"Notes and warnings ({len(items)})"):
+            for item in items:
+                st.markdown(f"- {ui.text(item, 500)}")
+
+
+def breakdown_panel(a: Analysis) -> None:
+    b = a.breakdown
+    assert b is not None
+    rank = None
+    if len(b.ranks) > 1:
+        choice = st.selectbox("Rank", ["mean over ranks", *b.ranks], key="analysis.rank_breakdown")
+        rank = None if choice == "mean over ranks" else int(choice)
+    ui.chart(charts.step_breakdown(b.per_step, rank), key="analysis.per_step")
+    if len(b.ranks) > 1:
+        ui.chart(charts.rank_breakdown(b.per_step), key="analysis.per_rank")
+
+
+def timeline_panel(a: Analysis) -> None:
+    if a.timeline.empty:
+        st.info("No timeline: the trace has no steps.")
+        return
+    ranks = sorted(a.timeline["rank"].unique().tolist())
+    rank = st.selectbox("Rank", ranks, key="analysis.rank_timeline") if len(ranks) > 1 else ranks[0]
+    ui.chart(charts_time.timeline(a.timeline, a.step_spans, int(rank)), key="analysis.timeline")
+    st.caption(f"{a.n_events:,} events summarised into {len(a.timeline):,} time buckets; the raw trace stays "
+               "on the server.")
+
+
+def tables_panel(a: Analysis) -> None:
+    b = a.breakdown
+    assert b is not None
+    rows = max(len(b.per_step), 1)
+    query = st.text_input("Filter names", key="analysis.filter", placeholder="e.g. gemm, conv, aten::add")
+    kernels, ops = b.kernels, b.ops
+    if query:
+        kernels = kernels[kernels["name"].str.contains(query, case=False, regex=False)]
+        ops = ops[ops["name"].str.contains(query, case=False, regex=False)]
+    left, right = st.columns(2)
+    with left:
+        if len(b.kernels):
+            ui.chart(charts.top_items(kernels, "Top GPU kernels", color_by="kclass"), key="analysis.top_kernels")
+        st.dataframe(tables.kernels_frame(kernels, rows), hide_index=True, width="stretch", height=320)
+    with right:
+        ui.chart(charts.top_items(ops, "Top host operators (inclusive)"), key="analysis.top_ops")
+        st.dataframe(tables.ops_frame(ops, rows), hide_index=True, width="stretch", height=320)
+
+
+def telemetry_panel(a: Analysis) -> None:
+    b = a.breakdown
+    if not a.telemetry.empty:
+        source = a.run.telemetry_source if a.run else None
+        ui.chart(charts_time.telemetry(a.telemetry, a.steps, source), key="analysis.telemetry")
+        if source == "host":
+            st.caption("Host telemetry (psutil) was recorded because NVML was unavailable on the machine that ran it.")
+        if a.run is not None and a.run.telemetry is not None:
+            st.caption("During the steady steps: " + a.run.telemetry.describe() + ".")
+    elif a.run is not None:
+        st.info("This run recorded no telemetry.")
+    if not a.memory.empty:
+        ranks = sorted(a.memory["rank"].unique().tolist())
+        rank = st.selectbox("Rank", ranks, key="analysis.rank_memory") if len(ranks) > 1 else ranks[0]
+        ui.chart(charts_time.memory_over_time(a.memory, a.step_spans, int(rank)), key="analysis.memory_time")
+    peaks, capacity = _peaks(a)
+    if any(v is not None for v in peaks.values()):
+        ui.chart(charts.memory_peak(peaks, capacity, "Memory peak against capacity"), key="analysis.memory_peak")
+    elif b is not None and a.telemetry.empty:
+        st.info("The trace holds no memory events (profile_memory was off).")
+
+
+def _peaks(a: Analysis) -> tuple[dict[str, float | None], float | None]:
+    mib = 1024**2
+    peaks: dict[str, float | None] = {}
+    capacity = None
+    if a.breakdown is not None:
+        m = a.breakdown.memory
+        peaks["device allocated"] = m.device_allocated_bytes / mib if m.device_allocated_bytes else None
+        peaks["device reserved"] = m.device_reserved_bytes / mib if m.device_reserved_bytes else None
+        peaks["host allocated"] = m.host_allocated_bytes / mib if m.host_allocated_bytes else None
+        capacity = m.device_capacity_bytes / mib if m.device_capacity_bytes else None
+    if a.run is not None:
+        peaks["run peak (telemetry)"] = a.run.peak_memory_mb
+        capacity = capacity or a.run.memory_budget_mb
+    return peaks, capacity
+
+
+def ranks_panel(a: Analysis) -> None:
+    b = a.breakdown
+    assert b is not None
+    if len(b.ranks) < 2:
+        st.info("One rank: there is no straggler to find.")
+        return
+    s = b.straggler
+    ui.chart(charts.straggler(b.per_rank, s.rank if s else None), key="analysis.straggler")
+    if s is not None:
+        st.markdown(f"Rank **{s.rank}** works {s.work_ms:.1f} ms per step against a median of "
+                    f"{s.median_work_ms:.1f} ms: the others wait {s.excess_share:.0%} of a step for it.")
+    st.dataframe(b.per_rank, hide_index=True, width="stretch")
+
+
+def snapshot_panel(a: Analysis, run_id: str) -> None:
+    """A memory snapshot: the device total (asked: snapshots do not record it), peak vs reserved vs capacity,
+    and where the memory alive at the peak was allocated."""
+    s = a.snapshot
+    assert s is not None
+    gib = GIB
+    stated = (a.device_memory_bytes or 0) / gib
+    total = st.number_input("Device total memory (GiB), to judge capacity — 0 if unknown", min_value=0.0,
+                            max_value=4096.0, value=float(stated), step=1.0, key=f"analysis.device_gib.{run_id}")
+    if abs(total - stated) > 1e-9:
+        state.set_device_memory(run_id, int(total * gib) if total > 0 else None)
+        st.rerun()
+    cols = st.columns(4)
+    cols[0].metric("Peak live", "—" if s.peak_allocated_bytes is None else f"{s.peak_allocated_bytes / gib:.2f} GiB")
+    cols[1].metric("Reserved", f"{s.reserved_bytes / gib:.2f} GiB", help=f"{s.segments} allocator segments")
+    cols[2].metric("Device total", f"{stated:.0f} GiB" if stated else "unknown")
+    cols[3].metric("Out-of-memory events", s.oom_events)
+    ui.chart(charts.snapshot_memory(s, a.device_memory_bytes), key="analysis.snapshot_peak")
+    st.markdown("**Largest allocations alive at the peak**")
+    st.dataframe(tables.snapshot_sites_frame(s), hide_index=True, width="stretch")
+    st.caption(f"{s.history_events:,} allocator events replayed; read by an unpickler that refuses every class.")

@@ -1,0 +1,63 @@
+"""The live view of a run: progress bar, step time and loss, telemetry; refreshed by an ``st.fragment``."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import data, state
+
+from app.services import launching
+
+from app.widgets import ui
+from profilers.errors import StepwiseError
+from profilers.run.records import RunStatus
+from reports import charts_time
+
+REFRESH_S = 1.0
+
+
+def _body(run_id: str) -> None:
+    store = data.store()
+    live = launching.live(store, run_id)
+    if live.status is not RunStatus.RUNNING and state.live_was_running():
+        # The run has ended: rerun the whole page first, which stops the auto-refresh. "Run finished" and its
+        # links are drawn only by that full run, so a click on them never races a rerun still to come (a
+        # click landing between this fragment and the page rerun was overridden by it: the link did nothing).
+        state.set_live_was_running(False)
+        st.rerun(scope="app")
+    p = live.progress or {}
+    total, done = int(p.get("total_steps") or 0), int(p.get("step") or 0)
+    if live.status is RunStatus.RUNNING:
+        eta = p.get("eta_s")
+        st.progress(min(done / total, 1.0) if total else 0.0,
+                    text=f"step {done} of {total or '?'}" + (f" · about {eta:.0f} s left" if eta else ""))
+        if st.button("Cancel run", key="launch.cancel", type="secondary"):
+            try:
+                launching.cancel(store, run_id, state.launch_handle())
+                st.toast("Cancelling: the run stops and is stored as killed.")
+            except StepwiseError as err:
+                st.error(ui.text(err))
+    else:
+        (st.success if live.status is RunStatus.OK else st.warning)(
+            f"Run finished: **{live.status.value}** after {done} steps."
+            + (f" {ui.text(live.error, 1500)}" if live.error else ""))
+        state.select_run(run_id)
+        cols = st.columns(3)
+        cols[0].page_link("views/analysis.py", label="Open its analysis", icon=":material/bar_chart:")
+        cols[1].page_link("views/advisor.py", label="Ask the advisor", icon=":material/lightbulb:")
+    ui.chart(charts_time.live_progress(live.steps), key="launch.live_progress")
+    if not live.telemetry.empty:
+        source = str(live.telemetry["source"].iloc[0]) if "source" in live.telemetry else None
+        ui.chart(charts_time.telemetry(live.telemetry, live.steps, source), key="launch.live_telemetry")
+
+
+def render(run_id: str) -> None:
+    """Follow ``run_id``: auto-refreshing while it runs, static once it has ended."""
+    running = data.store().get(run_id).status is RunStatus.RUNNING
+    state.set_live_was_running(running)
+
+    @st.fragment(run_every=REFRESH_S if running else None)
+    def _live() -> None:
+        _body(run_id)
+
+    _live()

@@ -1,0 +1,70 @@
+"""Small rendering helpers the pages share: the run picker, safe text, charts, loading an analysis."""
+
+from __future__ import annotations
+
+import time
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import data, state
+from profilers.errors import StepwiseError
+from profilers.run.records import RunRecord, RunStatus
+from reports.analysis import Analysis, with_device_memory
+from reports.escape import markdown_text
+
+def describe_run(r: RunRecord) -> str:
+    """One line for a selectbox (plain text: Streamlit does not render Markdown there)."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_unix))
+    step = f" · {r.step_time_ms:.1f} ms/step" if r.step_time_ms else ""
+    return f"{r.label} · {r.kind} · {r.status.value} · {when}{step}"
+
+
+def text(value: object, limit: int | None = None) -> str:
+    """A trace- or user-derived string as literal Markdown."""
+    return markdown_text(value, limit)
+
+
+def chart(fig: go.Figure, key: str | None = None) -> None:
+    st.plotly_chart(fig, width="stretch", key=key, theme=None, config={"displaylogo": False})
+
+
+def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: str | None = None,
+               remember: bool = True) -> RunRecord | None:
+    """A selectbox of runs; with ``remember`` the choice becomes the session's selected run (shared by the
+    Analysis, Advisor and Report pages)."""
+    if not records:
+        st.info("No runs yet: launch a sample workload or upload a trace.")
+        st.page_link("views/upload.py", label="Upload a trace", icon=":material/upload:")
+        st.page_link("views/launch.py", label="Launch a run", icon=":material/play_arrow:")
+        return None
+    by_id = {r.run_id: r for r in records}
+    wanted = default or state.selected_run()
+    ids = list(by_id)
+    choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in by_id else 0,
+                          format_func=lambda i: describe_run(by_id[i]), key=key)
+    if remember:
+        state.select_run(choice)
+    return by_id[choice]
+
+
+def load_analysis(record: RunRecord) -> Analysis | None:
+    """The run's analysis, or None after showing a clear error (the page keeps working)."""
+    try:
+        analysis = data.run_analysis(record, state.upload_digest(record.run_id))
+        return with_device_memory(analysis, state.device_memory(record.run_id))
+    except StepwiseError as err:
+        st.error(f"{text(record.label)} cannot be analysed: {text(err)}")
+    except MemoryError:
+        st.error(f"{text(record.label)} needs more memory than this machine has.")
+    return None
+
+
+def selected_analysis(key: str) -> tuple[RunRecord | None, Analysis | None]:
+    """Pick a run (widget ``key``) and load its analysis."""
+    record = run_picker(data.store().list(), key)
+    if record is None:
+        return None, None
+    if record.status is RunStatus.RUNNING:
+        st.info("This run is still training: its figures fill in as it goes and are final when it ends.")
+    return record, load_analysis(record)

@@ -1,0 +1,1 @@
+"""The command lines: ``python -m advisors analyze|optimize|compare`` (``advisors``, ``optimize``, ``compare``) and ``python -m profilers run|launch|list`` (``profilers``). They sit above reports and advisors and import them; nothing below imports them."""

@@ -1,0 +1,195 @@
+"""``python -m advisors analyze PATH [--json] [--report OUT.html]`` (and ``optimize``, ``compare``: see
+:mod:`cli.optimize`, :mod:`cli.compare`).
+
+Exit codes: 0 analysed; 1 only from ``compare``, for a regression; 2 bad input or usage, with one stderr line
+starting ``error:`` (never a traceback).
+Any unexpected exception while analysing an input is reported the same way, as
+``error: could not analyse PATH: <Type>: <message>`` (KeyboardInterrupt and SystemExit pass through).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+import orjson
+
+from cli import compare as cli_compare
+
+from cli import optimize as cli_optimize
+from advisors.diagnosis import diagnose, diagnosis_json
+from advisors.verdict import Diagnosis
+from advisors.observation import RunFacts, observe
+from profilers.trace.breakdown import CATEGORIES, Breakdown
+from profilers.errors import StepwiseError
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot, snapshot_json
+from profilers.trace.summary import breakdown_summary
+from profilers.telemetry.summary import describe_telemetry
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print usage + exit 2; keep the one-line contract
+        raise StepwiseError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m advisors", description="Why is this PyTorch training slow?")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("analyze", help="break down a trace, a folder of ranks, a zip or a stored run")
+    a.add_argument("path")
+    a.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    a.add_argument("--report", metavar="OUT.html", help="also write a shareable report")
+    a.add_argument("--device-memory-gib", type=_positive_gib, metavar="GIB",
+                   help="the device's total memory, for a memory snapshot (snapshots do not record it)")
+    cli_optimize.add_parser(sub)
+    cli_compare.add_parser(sub)
+    return p
+
+
+def _positive_gib(text: str) -> int:
+    try:
+        gib = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of GiB: {text!r}") from None
+    if not 0 < gib < 1e6:
+        raise argparse.ArgumentTypeError(f"a device memory size must be positive GiB, not {text}")
+    return int(gib * GIB)
+
+
+def analyze(path: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+    """Facts (the breakdown summary, or a run's own figures when it left no trace, or a memory snapshot's
+    summary) plus the diagnosis."""
+    obs = observe(path, device_memory_bytes)
+    return result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+
+
+def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
+                device_memory_bytes: int | None, diagnosis: Diagnosis) -> dict[str, Any]:
+    """The ``analyze --json`` document from its parts (shared with ``--report``, which reads the input once)."""
+    out = breakdown_summary(b) if b is not None else _no_trace_summary(run, snapshot, notes)
+    if run is not None:
+        out["run"] = _run_json(run)
+    if snapshot is not None:
+        out["memory_snapshot"] = snapshot_json(snapshot, device_memory_bytes)
+    out.update(diagnosis_json(diagnosis))
+    return out
+
+
+def _no_trace_summary(run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str]) -> dict[str, Any]:
+    """The summary fields for a run that left no trace, or a memory snapshot (zero step time to attribute)."""
+    device = run.device if run is not None else ("cuda" if snapshot is not None else None)
+    return {"device": device or "unknown", "device_name": device or "unknown", "ranks": [],
+            "steps": run.steps_done if run else 0, "steps_inferred": False,
+            "step_time_ms": (run.step_time_ms if run else None) or 0.0,
+            "breakdown": {c: {"ms": 0.0, "share": 0.0} for c in CATEGORIES}, "warnings": list(notes)}
+
+
+def _run_json(run: RunFacts) -> dict[str, Any]:
+    return {"status": run.status, "error": run.error, "steps_done": run.steps_done,
+            "step_time_ms": run.step_time_ms, "samples_per_s": run.samples_per_s,
+            "peak_memory_mb": run.peak_memory_mb, "memory_budget_mb": run.memory_budget_mb,
+            "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None,
+            "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None}
+
+
+def _print_text(result: dict[str, Any]) -> None:
+    print(f"{result['device_name']} · ranks {result['ranks']} · {result['steps']} steps · "
+          f"median step {result['step_time_ms']:.2f} ms · bottleneck: {result['bottleneck']}")
+    for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
+        if v["share"] > 0:
+            print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")
+    snap = result.get("memory_snapshot")
+    if snap:
+        total = f" of a {snap['device_total_gib']:.2f} GiB device" if snap["device_total_gib"] else ""
+        peak = "unknown" if snap["peak_allocated_gib"] is None else f"{snap['peak_allocated_gib']:.2f} GiB"
+        print(f"  memory snapshot: peak live {peak}, reserved {snap['reserved_gib']:.2f} GiB"
+              f"{total}, {snap['segments']} segments, {snap['oom_events']} out-of-memory events")
+        for site in snap["top_sites"]:
+            print(f"    {site['gib']:8.2f} GiB  x{site['count']:<4} {site['where']}")
+    tel = (result.get("run") or {}).get("telemetry")
+    if tel:
+        print("  telemetry: " + describe_telemetry(tel))
+    for f in result["findings"]:
+        print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%{_bound(f)}] {f['message']}")
+        for m in f.get("rules", []):
+            print(f"      same time, {m['rule']}: {m['message']}")
+    for n in (n for n in result["not_enough_data"] if n["whole_class"] or
+              (n["bottleneck"] == "none" and n["reason"] not in result["warnings"])):
+        print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
+    for w in result["warnings"]:
+        print(f"  warning: {w}")
+
+
+def _bound(f: dict[str, Any]) -> str:
+    """`` · ≤1.52x``: the most the finding's fix could gain (nothing when the severity is not step time)."""
+    return f" · ≤{f['upper_bound_speedup']:.2f}x" if f.get("upper_bound_speedup") else ""
+
+
+def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+    """Analyse once for both: the dashboard's report (HTML, JSON or Markdown by the suffix, written
+    atomically) and the ``--json`` document."""
+    from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
+    from reports.export import write_report
+
+    analysis = analyse_path(path, device_memory_bytes=device_memory_bytes)
+    try:
+        write_report(analysis, out)
+    except ValueError as err:  # an unknown suffix
+        raise StepwiseError(str(err)) from None
+    except OSError as err:
+        raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
+    if analysis.diagnosis is None:
+        raise StepwiseError(analysis.advisor_note or "the advisor could not judge this input")
+    return result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
+                       analysis.diagnosis)
+
+
+def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
+    """``analyze``, with a last resort: whatever else escapes while reading the input is bad input too, said in
+    one line (an input the readers did not foresee must not end in a traceback)."""
+    try:
+        if args.report:
+            return _analyze_with_report(args.path, args.report, args.device_memory_gib)
+        return analyze(args.path, args.device_memory_gib)
+    except (StepwiseError, MemoryError):
+        raise
+    except Exception as err:  # not BaseException: KeyboardInterrupt and SystemExit keep their meaning
+        detail = " ".join(f"{type(err).__name__}: {err}".split())
+        detail = detail if len(detail) <= 300 else detail[:297] + "..."
+        raise StepwiseError(f"could not analyse {args.path}: {detail}") from err
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script: list[str] = []
+    if "--" in argv:  # everything after -- is the user's command, never our options
+        cut = argv.index("--")
+        argv, script = argv[:cut], argv[cut + 1:]
+    try:
+        args = build_parser().parse_args(argv)
+        code = 0
+        args.script = script
+        if script and args.command != "optimize":
+            raise StepwiseError(f"-- {' '.join(script[:2])} …: only optimize takes a script")
+        if args.command == "analyze":
+            result = _analyze_command(args)
+        elif args.command == "compare":
+            result, code = cli_compare.main(args)
+        else:
+            result = cli_optimize.main(args)
+    except StepwiseError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: the input needs more memory than this machine has", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.command == "optimize":
+        print("\n".join(result["table"]))
+    elif args.command == "compare":
+        cli_compare.print_text(result)
+    else:
+        _print_text(result)
+    return code

@@ -1,0 +1,120 @@
+"""``python -m advisors optimize WORKLOAD|SPEC.json [--rounds N] [--size tiny|bench] [--trials K] [--json]`` and
+``python -m advisors optimize [--rounds N] [--steps S] [--trials K] [--json] -- python train.py ARGS…``.
+
+A script is never written: each fix is injected at boot (:mod:`profilers.run.inject`), measured A/B with the same
+seeds, and a kept fix is shown as the edit to make in the user's file (``where``, ``change``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from advisors.experiments.experiment import Policy
+from advisors.experiments.ladder_report import ladder_json, ladder_table
+from advisors.experiments.optimize import optimize
+from advisors.experiments.trials import store_runner
+from profilers.errors import SpecError
+from profilers.run.spec import TrainingSpec
+from profilers.store.runs import RunStore
+
+
+def add_parser(sub: Any) -> None:
+    o = sub.add_parser("optimize", help="diagnose, apply fixes, measure them A/B, keep what helps")
+    o.add_argument("target", nargs="?", help="a workload name (see `python -m profilers list-workloads`) or a "
+                   "SPEC.json; or nothing, and your script after --: -- python train.py ARGS…")
+    o.add_argument("--rounds", type=int, default=3, help="diagnose/fix rounds (default 3)")
+    o.add_argument("--size", default="tiny", help="workload size preset when TARGET is a name (tiny, bench)")
+    o.add_argument("--trials", type=int, default=Policy.trials, help="A/B trials per arm (at least 3)")
+    o.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
+    o.add_argument("--json", action="store_true", help="print the ladder as JSON")
+    o.add_argument("--steps", type=int, default=20, help="a script's timed steps per trial (default 20)")
+    o.add_argument("--warmup", type=int, default=3, help="a script's untimed warm-up steps (default 3)")
+    o.add_argument("--nproc-per-node", type=int, default=1, help="ranks of a script (torchrun), default 1")
+    o.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node script run")
+    o.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous for --nnodes > 1")
+    o.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
+                   help="try this fix on the script as asked (repeatable) instead of the diagnosis' choice")
+    o.add_argument("--timeout", type=float, help="cancel any single trial run after this many seconds")
+
+
+def load_spec(target: str, size: str) -> TrainingSpec:
+    """A spec from a JSON/YAML file, or a registered workload's recommended spec at ``size``."""
+    path = Path(target)
+    if path.suffix.lower() in (".json", ".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise SpecError(f"{target}: no such spec file")
+        text = path.read_text(encoding="utf-8")
+        return TrainingSpec.from_yaml(text) if path.suffix.lower() in (".yaml", ".yml") else \
+            TrainingSpec.from_json(text)
+    from sample_runs import get_workload
+
+    return get_workload(target).spec(size)
+
+
+def run_device(spec: TrainingSpec) -> str:
+    if spec.device != "auto":
+        return spec.device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    if args.rounds < 1:
+        raise SpecError(f"--rounds must be at least 1, got {args.rounds}")
+    if args.trials < 3:
+        raise SpecError(f"--trials must be at least 3 (interleaved A/B needs repeats), got {args.trials}")
+    command = getattr(args, "script", None)
+    if command:
+        if args.target:
+            raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
+        return _optimize_script(args, command)
+    if not args.target:
+        raise SpecError("optimize needs a workload name, a SPEC.json, or a script after --: -- python train.py")
+    if args.fix:
+        raise SpecError("--fix applies to a script after --")
+    spec = load_spec(args.target, args.size)
+    store = RunStore(args.store)
+    progress = None if args.json else _print_progress
+    ladder = optimize(spec, store_runner(store), rounds=args.rounds, policy=Policy(trials=args.trials),
+                      device=run_device(spec), on_progress=progress)
+    out = ladder_json(ladder)
+    out["table"] = ladder_table(ladder)
+    return out
+
+
+def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
+    from advisors.experiments.script_strategy import ScriptStrategy
+    from advisors.experiments.trials import script_runner
+    from profilers.run.script_spec import ScriptSpec
+
+    spec = ScriptSpec(command=tuple(command), measure_steps=args.steps, warmup_steps=args.warmup,
+                      nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint)
+    spec.name  # a missing script or a bad command is refused here, before any run
+    device = _local_device()
+    strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
+    progress = None if args.json else _print_progress
+    ladder = optimize(spec, script_runner(RunStore(args.store), args.timeout), rounds=args.rounds,
+                      policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
+                      max_attempts=max(3, len(args.fix)))
+    out = ladder_json(ladder, device)
+    out["table"] = ladder_table(ladder)
+    return out
+
+
+def _local_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _print_progress(event: dict[str, Any]) -> None:
+    if event.get("phase") == "trial" and event.get("run") == {}:
+        print(f"  round {event.get('round')} · {event.get('fix')} · {event['arm']} trial {event['trial']}/"
+              f"{event['trials']}", file=sys.stderr, flush=True)
+    elif event.get("phase") in ("diagnose", "experiment"):
+        what = f"trying {event['fix']}" if event["phase"] == "experiment" else "diagnosing"
+        print(f"round {event.get('round')}: {what}", file=sys.stderr, flush=True)

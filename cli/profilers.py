@@ -1,0 +1,153 @@
+"""Command line: ``python -m profilers run|launch|list``.
+
+- ``run WORKLOAD [--set KEY=VALUE]… [--steps N] [--size tiny|bench] [--json] [--store DIR]``
+- ``launch [--steps N] [--nproc-per-node N [--nnodes M --rdzv-endpoint HOST:PORT]] [--json] [--label L]
+  [--store DIR] -- python train.py ARGS…`` (every rank instrumented, under torchrun when N × M > 1)
+- ``list [--json] [--kind run|launch|upload] [--limit N] [--store DIR]``
+
+``run`` and ``launch`` print the same JSON (``--json``): ``run_id``, ``run_dir``, ``status``, ``steps_done``,
+``step_time_ms`` (median), ``samples_per_s``, ``peak_memory_mb``, ``error`` and the rest of ``result.json``.
+Exit codes: 0 the run ended ``ok``; 1 it ended ``failed``/``out_of_memory``/``killed`` (the JSON is still
+printed); 2 bad usage, unknown workload or bad ``--set``, as one ``error:`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+from profilers.errors import StepwiseError
+from profilers.run.handle import RunHandle
+from profilers.run.records import RunResult, RunStatus
+from profilers.store.runs import RunStore
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
+BAR_WIDTH = 24
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m profilers", description="Instrumented training runs and the run store.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="run a registered workload under the profiler")
+    run.add_argument("workload")
+    run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                     help="change a spec field, e.g. --set batch_size=64 --set params.size=bench")
+    run.add_argument("--steps", type=int, help="optimizer steps to run")
+    run.add_argument("--size", default="tiny", help="the workload's size preset (tiny, bench, …)")
+    launch = sub.add_parser("launch", help="profile an unmodified script: launch [options] -- python train.py …")
+    launch.add_argument("--steps", type=int, default=5, help="steps to profile (after 1 wait + 1 warm-up step)")
+    launch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
+    launch.add_argument("--nnodes", type=int, default=1, help="nodes (each runs the same command)")
+    launch.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous, for --nnodes > 1")
+    launch.add_argument("target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS…")
+    for p in (run, launch):
+        p.add_argument("--label", help="a name for the run in the run list")
+        p.add_argument("--timeout", type=float, help="cancel the run after this many seconds")
+    lst = sub.add_parser("list", help="list stored runs, newest first")
+    lst.add_argument("--kind", choices=("run", "launch", "upload"))
+    lst.add_argument("--limit", type=int, default=50)
+    for p in (run, launch, lst):
+        p.add_argument("--json", action="store_true", help="print JSON on stdout")
+        p.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
+    return parser
+
+
+def result_json(handle: RunHandle, result: RunResult) -> dict[str, Any]:
+    """The JSON contract shared by ``run --json`` and ``launch --json``."""
+    return {"run_id": handle.run_id, "run_dir": str(handle.run_dir), **result.to_dict()}
+
+
+def _progress_bar(label: str) -> Any:
+    def show(progress: dict[str, Any]) -> None:
+        step, total = int(progress.get("step") or 0), int(progress.get("total_steps") or 0)
+        filled = int(BAR_WIDTH * step / total) if total else 0
+        loss = progress.get("loss")
+        eta = progress.get("eta_s")
+        text = f"\r{label} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {step}/{total or '?'}"
+        text += f"  loss {loss:.4g}" if isinstance(loss, (int, float)) else ""
+        text += f"  eta {eta:.0f}s" if isinstance(eta, (int, float)) else ""
+        print(text, end="", file=sys.stderr, flush=True)
+    return show
+
+
+def _follow(handle: RunHandle, args: argparse.Namespace) -> int:
+    from profilers.run.runner import follow
+
+    on_progress = None if args.json else _progress_bar(handle.run_id)
+    try:
+        result = follow(handle, on_progress, args.timeout)
+    except KeyboardInterrupt:
+        handle.cancel("interrupted from the keyboard")
+        result = handle.wait()
+    if on_progress is not None:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(result_json(handle, result), indent=2))
+    else:
+        figures = [f"{result.steps_done} steps"]
+        if result.step_time_ms is not None:
+            figures.append(f"{result.step_time_ms:.2f} ms/step (median)")
+        if result.samples_per_s is not None:
+            figures.append(f"{result.samples_per_s:.1f} samples/s")
+        if result.peak_memory_mb is not None:
+            figures.append(f"peak {result.peak_memory_mb:.0f} MiB")
+        print(f"{result.status.value}: {', '.join(figures)}\nrun folder: {handle.run_dir}")
+        if result.error:
+            print(f"error: {result.error}")
+    return EXIT_OK if result.status is RunStatus.OK else EXIT_RUN_FAILED
+
+
+def _run(args: argparse.Namespace) -> int:
+    import sample_runs
+    from profilers.run import runner
+    runner.check_workload(args.workload)
+    spec = sample_runs.get_workload(args.workload).spec(size=args.size)
+    if args.sets:
+        spec = spec.with_sets(args.sets)
+    if args.steps is not None:
+        spec = spec.patch(steps=args.steps)
+    return _follow(runner.start(spec, RunStore(args.store), label=args.label), args)
+
+
+def _launch(args: argparse.Namespace) -> int:
+    from profilers.run.launch import start_launch
+
+    return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
+                                nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
+                                rdzv_endpoint=args.rdzv_endpoint), args)
+
+
+def _list(args: argparse.Namespace) -> int:
+    store = RunStore(args.store)
+    store.recover()
+    records = store.list(kind=args.kind, limit=args.limit)
+    if args.json:
+        print(json.dumps([{**asdict(r), "status": r.status.value} for r in records], indent=2))
+        return EXIT_OK
+    for r in records:
+        step = f"{r.step_time_ms:9.2f} ms" if r.step_time_ms is not None else " " * 12
+        print(f"{r.run_id:<44} {r.kind:<7} {r.status.value:<14} {step}  {r.label}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return {"run": _run, "launch": _launch, "list": _list}[args.command](args)
+    except StepwiseError as err:
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Running training: the specs (``spec`` for sample workloads, ``script_spec`` for a user's script), the runner and its handle, the worker and trainer a run executes in, the launcher that instruments an unmodified script (``launch``, ``launch_boot``, ``launch_steps``, ``inject``), and the typed records a run leaves (``records``)."""

@@ -1,0 +1,284 @@
+"""A started run's process: follow it, cancel its whole process tree, and store its result whatever happens.
+
+The process runs in its own session (so its group can be signalled at once) and a watcher thread keeps a
+snapshot of its descendants, because ``torchrun`` starts each rank in a session of its own. When the process
+ends, leftovers (DataLoader workers, ranks) are killed, and the result is stored: the worker's own
+``result.json`` when it wrote one, else a result salvaged from the steps and telemetry written so far, with
+the exit code or signal and the tail of ``stderr.log`` named in the error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Mapping
+
+import psutil
+
+from profilers.run.records import RunResult, RunStatus
+from profilers.store.runs import RunStore
+
+EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
+CANCEL_GRACE_S = 3.0  # SIGTERM first; SIGKILL for whatever still lives after this
+TICK_S = 0.25
+RUN_ID_ENV = "STEPWISE_RUN_ID"  # set in every process of a run, so its whole tree can be found and stopped
+STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 20, 2000
+_KILL_SIGNALS = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
+_TORCHRUN_KILLED = re.compile(r"Signal \d+ \((SIGKILL|SIGTERM|SIGINT|SIGHUP)\) received")
+
+
+class RunHandle:
+    """A run in progress. ``poll``/``progress``/``cancel`` never block; ``wait`` returns the stored result."""
+
+    def __init__(self, store: RunStore, run_id: str, hang_timeout_s: float | None = None) -> None:
+        self.store, self.run_id = store, run_id
+        self.run_dir: Path = store.path(run_id)
+        self._hang_timeout_s = hang_timeout_s
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._result: RunResult | None = None
+        self._stop_reason: str | None = None
+        self._kill_at: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tree: dict[int, psutil.Process] = {}
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def poll(self) -> RunStatus:
+        return self._result.status if self._result is not None else RunStatus.RUNNING
+
+    def progress(self) -> dict | None:
+        """The run's latest ``progress.json`` (step, total_steps, loss, eta_s, …), or None before the first."""
+        return self.store.read_progress(self.run_id)
+
+    def cancel(self, reason: str = "cancelled by the user") -> None:
+        """Stop the whole process tree (SIGTERM, then SIGKILL after a grace); the run is stored ``killed``."""
+        with self._lock:
+            if self._done.is_set() or self._stop_reason is not None:
+                return
+            self._stop_reason = reason
+            self._kill_at = time.monotonic() + CANCEL_GRACE_S
+        self._signal_tree(signal.SIGTERM)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds; True when the run has ended and its result is stored."""
+        return self._done.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> RunResult:
+        """The stored result; raises TimeoutError when the run has not ended within ``timeout``."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"run {self.run_id} still running after {timeout} s")
+        assert self._result is not None
+        return self._result
+
+    # -- inside ----------------------------------------------------------------------------------------------
+    def _launch(self, command: list[str], extra_env: Mapping[str, str] | None, cwd: str | None = None) -> None:
+        # OpenMP threads that spin while waiting make a contended machine pathologically slow (measured: a
+        # small CNN's backward 6 ms passive vs 150 ms spinning with another job on the 2 cores). Passive
+        # waiting is the measurement-safe default; a caller's own OMP_WAIT_POLICY wins.
+        env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, **(extra_env or {}), "PYTHONUNBUFFERED": "1",
+               RUN_ID_ENV: self.run_id}
+        try:
+            with open(self.run_dir / "stdout.log", "ab") as out, open(self.run_dir / "stderr.log", "ab") as err:
+                self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                                              start_new_session=True, close_fds=True, cwd=cwd)
+        except OSError as err:
+            self._store_result(self.store.salvage(self.run_id, RunStatus.FAILED,
+                                                  f"could not start {command[0]}: {err}"))
+            return
+        try:
+            started = psutil.Process(self._proc.pid).create_time()
+        except psutil.Error:
+            started = None
+        self.store.update(self.run_id, pid=self._proc.pid, pid_started=started)
+        threading.Thread(target=self._watch, name=f"stepwise-{self.run_id}", daemon=True).start()
+
+    def _watch(self) -> None:
+        assert self._proc is not None
+        pid = self._proc.pid
+        last_step, last_change = None, time.monotonic()
+        try:
+            # WNOWAIT: the finished leader stays a zombie, so its process group cannot be reused while we
+            # kill what is left in it.
+            while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                self._snapshot_tree()
+                if self._kill_at is not None and time.monotonic() > self._kill_at:
+                    self._signal_tree(signal.SIGKILL, by_environment=False)
+                step = (self.progress() or {}).get("step")
+                if step != last_step:
+                    last_step, last_change = step, time.monotonic()
+                elif (self._hang_timeout_s is not None and last_step is not None
+                      and time.monotonic() - last_change > self._hang_timeout_s):
+                    self.cancel(f"stopped by the runner: no step finished for {self._hang_timeout_s:g} s")
+                time.sleep(TICK_S)
+            self._signal_tree(signal.SIGKILL)
+            code = self._proc.wait()
+            result = self._result_for_exit(code)
+        except BaseException as err:  # the watcher must always leave a stored result behind
+            code, error = self._proc.poll(), f"the runner lost the run: {err!r}"
+            try:
+                result = self.store.salvage(self.run_id, RunStatus.FAILED, error, code)
+            except Exception:
+                result = RunResult(RunStatus.FAILED, error=error, exit_code=code, finished_unix=time.time())
+        self._store_result(result)
+
+    def _store_result(self, result: RunResult) -> None:
+        try:
+            self.store.finish(self.run_id, result)
+        except Exception as err:  # e.g. the folder was deleted under us: the caller still gets its result
+            result = result.with_(warnings=(*result.warnings, f"the result could not be stored: {err!r}"))
+        finally:
+            self._result = result
+            self._done.set()
+
+    def _snapshot_tree(self) -> None:
+        try:
+            for child in psutil.Process(self._proc.pid).children(recursive=True):  # type: ignore[union-attr]
+                self._tree.setdefault(child.pid, child)
+        except psutil.Error:
+            pass
+
+    def _signal_tree(self, sig: signal.Signals, by_environment: bool = True) -> None:
+        if self._proc is None:
+            return
+        self._snapshot_tree()
+        if by_environment:  # also orphans spawned after the last snapshot, whose parent is already gone
+            for proc in run_processes(self.run_id):
+                self._tree.setdefault(proc.pid, proc)
+        try:
+            os.killpg(self._proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for proc in list(self._tree.values()):
+            try:
+                proc.send_signal(sig)  # psutil refuses a pid that was reused by another process
+            except psutil.Error:
+                self._tree.pop(proc.pid, None)
+
+    def _result_for_exit(self, code: int) -> RunResult:
+        worker = self.store.read_result(self.run_id)
+        reason = self._stop_reason
+        if worker is not None and worker.status.finished:
+            if reason is None or (code == EXIT_OK and worker.status is RunStatus.OK):
+                return worker.with_(exit_code=code)
+            return worker.with_(status=RunStatus.KILLED, error=reason, exit_code=code)
+        tail = stderr_tail(self.run_dir)
+        if reason is not None:
+            return self.store.salvage(self.run_id, RunStatus.KILLED, reason, code)
+        status, what = classify_exit(code, tail)
+        error = f"the worker {what} without writing a result" + (f"; stderr ends with:\n{tail}" if tail else "")
+        return self.store.salvage(self.run_id, status, error, code)
+
+
+def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[str, str] | None = None,
+          hang_timeout_s: float | None = None, cwd: str | None = None) -> RunHandle:
+    """Start ``command`` (in ``cwd``, default ours) for the stored run ``run_id`` and return its handle."""
+    handle = RunHandle(store, run_id, hang_timeout_s)
+    handle._launch(command, extra_env, cwd)
+    return handle
+
+
+def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the user",
+               grace_s: float = CANCEL_GRACE_S) -> RunStatus:
+    """Cancel a run from any process, e.g. a dashboard restarted after starting it (no handle at hand).
+
+    Signals the run's process group and descendants (SIGTERM, SIGKILL after ``grace_s``) when the stored
+    pid is still that process; a watching handle elsewhere then stores the result, else it is salvaged here.
+    """
+    from profilers.store.files import pid_alive
+
+    record = store.get(run_id)
+    if record.status.finished:
+        return record.status
+    manifest = store.read_manifest(run_id)
+    pid, started = manifest.get("pid"), manifest.get("pid_started")
+    procs = run_processes(run_id)
+    if pid_alive(pid, started):
+        leader = psutil.Process(int(pid))
+        procs += [leader, *leader.children(recursive=True)]
+    if procs:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError, TypeError, ValueError):
+                if pid_alive(pid, started):
+                    os.killpg(int(pid), sig)
+            for proc in procs:
+                with contextlib.suppress(psutil.Error):
+                    proc.send_signal(sig)
+            if _wait_gone(procs, grace_s if sig == signal.SIGTERM else 5.0):
+                break
+    record = store.get(run_id)
+    if not record.status.finished:
+        time.sleep(TICK_S * 4)  # give a watching handle the chance to store its own, fuller result
+        record = store.get(run_id)
+    if not record.status.finished:
+        record = store.finish(run_id, store.salvage(run_id, RunStatus.KILLED, reason))
+    return record.status
+
+
+def run_processes(run_id: str) -> list[psutil.Process]:
+    """Every live process started for ``run_id``: the runner puts ``STEPWISE_RUN_ID`` in their environment,
+    which all descendants inherit, so even orphans whose parent died are found."""
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get(RUN_ID_ENV) == run_id and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
+    """Wait until every process has ended (zombies count as ended: we must not reap another's child)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for proc in procs:
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.Error:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return not alive
+        time.sleep(0.05)
+
+
+def classify_exit(code: int, stderr_tail_text: str = "") -> tuple[RunStatus, str]:
+    """Status and wording for a process that ended without a result: a kill signal means ``killed``."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return (RunStatus.KILLED if name in _KILL_SIGNALS else RunStatus.FAILED), f"was killed by {name}"
+    if code == EXIT_OUT_OF_MEMORY:
+        return RunStatus.OUT_OF_MEMORY, "exited with code 75 (out of memory)"
+    if code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
+        return RunStatus.KILLED, f"exited with code {code} (killed by a signal)"
+    if _TORCHRUN_KILLED.search(stderr_tail_text):
+        return RunStatus.KILLED, f"exited with code {code} after a rank was killed by a signal"
+    return RunStatus.FAILED, f"exited with code {code}"
+
+
+def stderr_tail(run_dir: Path) -> str:
+    """The last lines of ``stderr.log`` (bounded), for error messages."""
+    try:
+        with open(run_dir / "stderr.log", "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16 * 1024))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [line for line in text.splitlines() if line.strip()][-STDERR_TAIL_LINES:]
+    return "\n".join(lines)[-STDERR_TAIL_CHARS:]

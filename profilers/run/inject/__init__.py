@@ -1,0 +1,87 @@
+"""Fix injection at boot: the launcher applies a fix to a script nobody changed, by patching, for the length of
+one run, the library objects the script builds (see ``loader``, ``modules``, ``optim``). The script's files are
+never read for execution differently nor written.
+
+:class:`Injector` installs every part, hears each training step (the first one ends the model watch and routes
+fp16 steps through the GradScaler), and at the end returns the report: per knob whether it acted and the
+evidence; the user's call sites of DataLoader, optimizer, DDP and model call. With no knobs it still records
+the call sites, which is what the Advisor needs to point at the line to change.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import psutil
+import torch
+
+from profilers.run.inject.loader import LoaderInjection
+from profilers.run.inject.modules import ModuleInjection
+from profilers.run.inject.optim import OptimInjection
+from profilers.run.inject.report import InjectionReport
+
+__all__ = ["Injector", "InjectionReport"]
+
+
+class Injector:
+    def __init__(self, knobs: dict[str, Any], device: str | None = None,
+                 on_skipped_step: Callable[[Any], None] | None = None) -> None:
+        self.knobs = dict(knobs)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.report = InjectionReport(self.knobs)
+        self.loader = LoaderInjection(self.knobs, self.report, psutil.virtual_memory().available)
+        self.modules = ModuleInjection(self.knobs, self.report, self.device)
+        self.optim = OptimInjection(self.knobs, self.report)
+        self.optim.on_skipped_step = on_skipped_step
+        self._undo: list[Callable[[], None]] = []
+        self.steps = 0
+
+    def install(self) -> None:
+        if "alloc_conf" in self.knobs:
+            os.environ["PYTORCH_CUDA_ALLOC_CONF"] = self.knobs["alloc_conf"]
+            k = self.report.knob("alloc_conf")
+            if k is not None:
+                if self.device == "cuda":
+                    k.act(f"PYTORCH_CUDA_ALLOC_CONF={self.knobs['alloc_conf']} set before the first CUDA allocation")
+                else:
+                    k.refuse("the CUDA caching allocator is not used on the CPU")
+        self.loader.install()
+        self.modules.install()
+        self.optim.install()
+        if self.knobs.get("autocast") == "fp16":
+            self._scale_backward()
+
+    def uninstall(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+        self.optim.uninstall()
+        self.modules.uninstall()
+        self.loader.uninstall()
+
+    def on_step(self) -> None:
+        self.steps += 1
+        if self.steps == 1:
+            self.modules.stop_watching()
+
+    def _scale_backward(self) -> None:
+        """fp16: ``loss.backward()`` becomes ``scaler.scale(loss).backward()``; steps go through the scaler."""
+        original = torch.Tensor.backward
+        me = self
+
+        def backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            scaler = me.modules.scaler
+            if scaler is not None and tensor.numel() == 1:
+                if me.optim.scaler is None:
+                    me.optim.scale_steps(scaler)
+                tensor = scaler.scale(tensor)
+            return original(tensor, *args, **kwargs)
+
+        torch.Tensor.backward = backward  # type: ignore[method-assign]
+        self._undo.append(lambda: setattr(torch.Tensor, "backward", original))
+
+    def finish(self) -> dict[str, Any]:
+        """The report, once the run is over (evidence that needs the whole run is decided here)."""
+        self.loader.finish()
+        self.modules.finish()
+        return self.report.to_json()

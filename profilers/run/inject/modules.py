@@ -1,0 +1,196 @@
+"""Model knobs, injected around the script's outermost module call: ``autocast`` (bf16, or fp16 with a
+GradScaler on CUDA), ``compile`` (``Module.compile()`` in place), ``channels_last``; and the process-wide flags
+``matmul_precision`` (TF32) and ``cudnn_benchmark``.
+
+The outermost module is found on the fly: while the first step runs, ``nn.Module.__call__`` is watched; a
+module with parameters called while no other module call is in progress is a model the script trains (a GAN
+has two). Its ``forward`` is wrapped on the instance only, and the class-wide watch is removed after the first
+step so the rest of the run pays nothing for it. Low-precision outputs leave the wrapped forward as fp32, so
+the script's loss is computed as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_flatten, tree_map
+
+from profilers.run.inject.report import InjectionReport
+from profilers.run.inject.sites import user_site
+
+LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_MATH = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.MultiheadAttention, nn.Bilinear, nn.LSTM, nn.GRU)
+_CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+
+
+def _to_fp32(x: Any) -> Any:
+    return x.float() if isinstance(x, torch.Tensor) and x.dtype in (torch.bfloat16, torch.float16) else x
+
+
+def _channels_last(x: Any) -> Any:
+    return x.contiguous(memory_format=torch.channels_last) if isinstance(x, torch.Tensor) and x.dim() == 4 else x
+
+
+class ModuleInjection:
+    def __init__(self, knobs: dict[str, Any], report: InjectionReport, device: str) -> None:
+        self.knobs, self.report, self.device = knobs, report, device
+        self.models: list[nn.Module] = []
+        self.scaler: Any = None
+        self._local = threading.local()
+        self._undo: list[Callable[[], None]] = []
+        self._watching = False
+        self._low_outputs = 0
+        self._math_outputs: list[torch.dtype] = []
+
+    # -- install / uninstall ---------------------------------------------------------------------------------
+    def install(self) -> None:
+        self._flags()
+        original_call = nn.Module.__call__
+        me = self
+
+        def call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            depth = getattr(me._local, "depth", 0)
+            if depth == 0 and me._watching:
+                me._seen(module)
+            me._local.depth = depth + 1
+            try:
+                return original_call(module, *args, **kwargs)
+            finally:
+                me._local.depth = depth
+
+        nn.Module.__call__ = call  # type: ignore[method-assign]
+        self._watching = True
+        self._undo.append(lambda: setattr(nn.Module, "__call__", original_call))
+
+    def stop_watching(self) -> None:
+        """After the first step: the models are known; remove the class-wide hook (it costs every call)."""
+        if self._watching:
+            self._watching = False
+            self.uninstall()
+
+    def uninstall(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    # -- process-wide flags ------------------------------------------------------------------------------------
+    def _flags(self) -> None:
+        r = self.report
+        if "matmul_precision" in self.knobs:
+            torch.set_float32_matmul_precision(self.knobs["matmul_precision"])
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+            k = r.knob("matmul_precision")
+            if k is not None:
+                if self.device == "cuda":
+                    k.act(f"float32 matmul precision '{self.knobs['matmul_precision']}': TF32 Tensor Core GEMMs")
+                else:
+                    k.refuse("TF32 is a CUDA Tensor Core mode; this run is on the CPU")
+        if self.knobs.get("cudnn_benchmark"):
+            torch.backends.cudnn.benchmark = True
+
+    # -- the models ------------------------------------------------------------------------------------------
+    def _seen(self, module: nn.Module) -> None:
+        if any(m is module for m in self.models) or not any(True for _ in module.parameters()):
+            return
+        self.models.append(module)
+        inner = getattr(module, "module", module)  # DistributedDataParallel wraps the script's model
+        self.report.site("model_call", user_site(3), type=type(module).__name__,
+                         convolutions=sum(isinstance(m, _CONV) for m in inner.modules()))
+        if self.knobs.get("channels_last"):
+            self._make_channels_last(module, inner)
+        if self.knobs.get("cudnn_benchmark") and (k := self.report.knob("cudnn_benchmark")) is not None:
+            convs = sum(isinstance(m, _CONV) for m in inner.modules())
+            if self.device != "cuda":
+                k.refuse("cudnn.benchmark picks cuDNN convolution algorithms; this run is on the CPU")
+            elif not convs:
+                k.refuse("the model has no convolution for cuDNN to tune")
+            else:
+                k.act(f"cuDNN autotunes the algorithms of {convs} convolution layers")
+        if self.knobs.get("autocast") in LOW:
+            self._autocast(module, inner)
+        if self.knobs.get("compile"):
+            inner.compile()
+            self.report.site("compile", None)
+
+    def _make_channels_last(self, module: nn.Module, inner: nn.Module) -> None:
+        k = self.report.knob("channels_last")
+        four_d = [p for p in inner.parameters() if p.dim() == 4]
+        if k is None:
+            return
+        if not four_d:
+            k.refuse("the model has no 4-D (convolution) weights: channels_last changes nothing")
+            return
+        if inner is not module:
+            k.refuse("the model is already wrapped in DistributedDataParallel; channels_last must be set before")
+            return
+        inner.to(memory_format=torch.channels_last)
+        original = module.forward
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return original(*tree_map(_channels_last, args), **tree_map(_channels_last, kwargs))
+
+        module.forward = forward  # type: ignore[method-assign]
+        k.act(f"{len(four_d)} convolution weights and 4-D inputs in channels_last (NHWC) layout")
+
+    def _autocast(self, module: nn.Module, inner: nn.Module) -> None:
+        name = self.knobs["autocast"]
+        dtype = LOW[name]
+        original = module.forward
+        device_type = self.device
+        me = self
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            with torch.autocast(device_type=device_type, dtype=dtype):
+                out = original(*args, **kwargs)
+            leaves, _ = tree_flatten(out)
+            me._low_outputs += sum(isinstance(x, torch.Tensor) and x.dtype == dtype for x in leaves)
+            return tree_map(_to_fp32, out)
+
+        module.forward = forward  # type: ignore[method-assign]
+        hooks: list[Any] = []
+
+        def math_hook(m: nn.Module, inputs: Any, output: Any) -> None:
+            first = next((x for x in tree_flatten(output)[0] if isinstance(x, torch.Tensor)), None)
+            if first is not None and first.is_floating_point():
+                me._math_outputs.append(first.dtype)
+            for h in hooks:
+                h.remove()
+            hooks.clear()
+
+        hooks.extend(m.register_forward_hook(math_hook) for m in inner.modules() if isinstance(m, _MATH))
+        if name == "fp16":  # fp16's narrow range needs loss scaling (bf16's does not)
+            self.scaler = torch.amp.GradScaler(device_type)
+
+    def finish(self) -> None:
+        """Decide what acted, from what the models' calls showed."""
+        r = self.report
+        if (k := r.knob("autocast")) is not None:
+            dtype = LOW.get(self.knobs["autocast"])
+            if not self.models:
+                k.refuse("no module with parameters was called at the top level")
+            elif dtype in self._math_outputs or self._low_outputs:
+                seen = "its first matmul/convolution layer ran" if dtype in self._math_outputs else "its output was"
+                k.act(f"{self.knobs['autocast']} autocast around {type(self.models[0]).__name__}.forward: {seen} in "
+                      f"{self.knobs['autocast']}" + ("; loss scaled by a GradScaler" if self.scaler else ""))
+            else:
+                k.refuse(f"under autocast the model's layers still produced "
+                         f"{', '.join(sorted({str(d) for d in self._math_outputs})) or 'no floating outputs'}")
+        if (k := r.knob("compile")) is not None:
+            graphs, breaks = compiled_graphs()
+            if graphs:
+                k.act(f"torch.compile traced {graphs} graph(s)" + (f", {breaks} graph break(s)" if breaks else ""))
+            else:
+                k.refuse("torch.compile was set on the model but no graph was compiled"
+                         if self.models else "no module with parameters was called at the top level")
+
+
+def compiled_graphs() -> tuple[int, int]:
+    """(graphs compiled, graph breaks) in this process, from torch._dynamo's counters."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return 0, 0
+    return int(counters["stats"].get("unique_graphs", 0)), int(sum(counters["graph_break"].values()))

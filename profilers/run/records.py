@@ -1,0 +1,181 @@
+"""Typed values for stored runs: their status, their index record and their result.
+
+``RunResult`` mirrors ``result.json`` in a run folder (written by the worker, by the launcher's boot module,
+or by the runner when a process died without a word). ``summarise_steps`` derives the measured part of a
+result from the raw ``steps.jsonl`` / ``telemetry.jsonl`` rows, so that a run killed mid-way still reports
+what it did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from enum import Enum
+from typing import Any, Literal, Mapping
+
+import pandas as pd
+
+RunKind = Literal["run", "launch", "upload"]
+RUN_KINDS: tuple[str, ...] = ("run", "launch", "upload")
+
+# Telemetry metric names (any source) that hold a memory amount in MiB; the largest value seen is the peak.
+MEMORY_METRICS_MB: tuple[str, ...] = (
+    "rss_mb", "host_rss_mb", "process_rss_mb", "gpu_memory_used_mb", "memory_used_mb", "cuda_allocated_mb",
+    "mem_used_mb",  # NVML (profilers.telemetry.sampler.NvmlReader): device memory used, per GPU
+)
+
+
+class RunStatus(str, Enum):
+    """Where a run stands. Every status but ``running`` is final."""
+
+    RUNNING = "running"
+    OK = "ok"
+    FAILED = "failed"
+    OUT_OF_MEMORY = "out_of_memory"
+    KILLED = "killed"
+
+    @property
+    def finished(self) -> bool:
+        return self is not RunStatus.RUNNING
+
+    @classmethod
+    def parse(cls, value: object) -> "RunStatus":
+        """A status from its stored text; anything unknown reads as ``failed`` (never a crash)."""
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.FAILED
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/Infinity become None (``result.json`` must stay strict JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _opt_float(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one run: ``result.json``. Times in ms, memory in MiB, timestamps in Unix seconds."""
+
+    status: RunStatus
+    error: str | None = None
+    steps_done: int = 0
+    step_time_ms: float | None = None  # median over the measured steps
+    step_time_iqr_ms: float | None = None
+    samples_per_s: float | None = None
+    peak_memory_mb: float | None = None
+    final_loss: float | None = None
+    device: str | None = None
+    device_name: str | None = None
+    world_size: int = 1
+    telemetry_source: str | None = None
+    telemetry_note: str | None = None
+    warnings: tuple[str, ...] = ()
+    started_unix: float | None = None
+    finished_unix: float | None = None
+    exit_code: int | None = None  # of the process the runner started; None when it did not watch one
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: _clean(v) for k, v in asdict(self).items()}
+        out["status"] = self.status.value
+        out["warnings"] = list(self.warnings)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunResult":
+        """Tolerant reader: unknown keys are ignored, wrong types become None, a bad status reads ``failed``."""
+        known = {f.name for f in fields(cls)}
+        kw: dict[str, Any] = {k: data[k] for k in known if k in data}
+        kw["status"] = RunStatus.parse(data.get("status"))
+        for name in ("step_time_ms", "step_time_iqr_ms", "samples_per_s", "peak_memory_mb", "final_loss",
+                     "started_unix", "finished_unix"):
+            kw[name] = _opt_float(kw.get(name))
+        for name, default in (("steps_done", 0), ("world_size", 1)):
+            kw[name] = int(_opt_float(kw.get(name)) or default)
+        code = _opt_float(kw.get("exit_code"))
+        kw["exit_code"] = None if code is None else int(code)
+        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note"):
+            kw[name] = None if kw.get(name) is None else str(kw[name])
+        warnings = kw.get("warnings") or ()
+        kw["warnings"] = tuple(str(w) for w in warnings) if isinstance(warnings, (list, tuple)) else (str(warnings),)
+        return cls(**kw)
+
+    def with_(self, **changes: Any) -> "RunResult":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of the run index (what the run list shows). ``run_dir`` is the folder, the truth."""
+
+    run_id: str
+    kind: str
+    label: str
+    workload: str | None
+    status: RunStatus
+    created_unix: float
+    finished_unix: float | None
+    run_dir: str
+    step_time_ms: float | None = None
+    samples_per_s: float | None = None
+    peak_memory_mb: float | None = None
+    world_size: int = 1
+    device: str | None = None
+    error: str | None = None
+    pid: int | None = None
+
+
+def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame) -> dict[str, Any]:
+    """Measured fields of a :class:`RunResult` from raw step rows (columns of ``RunStore.read_steps``).
+
+    A step counts as done when every rank that reported anything reported it. Its time is the slowest rank's
+    ``wall_ms`` (the ranks wait for each other); its samples are summed over ranks. The median and IQR skip
+    the first step (lazy initialisation) and, when enough remain, the profiled steps (profiler overhead).
+    """
+    out: dict[str, Any] = {"steps_done": 0, "step_time_ms": None, "step_time_iqr_ms": None,
+                           "samples_per_s": None, "final_loss": None, "peak_memory_mb": _peak_mb(telemetry)}
+    if steps.empty:
+        return out
+    ranks = steps["rank"].nunique()
+    per_step = steps.groupby("step").agg(
+        n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"),
+        profiled=("profiled", "max"), loss=("loss", "mean"),
+    ).sort_index()
+    done = per_step[per_step["n"] >= ranks]
+    out["steps_done"] = int(len(done))
+    if done.empty:
+        return out
+    losses = done["loss"].dropna()
+    out["final_loss"] = _opt_float(losses.iloc[-1]) if len(losses) else None
+    measured = done.iloc[1:] if len(done) > 1 else done
+    plain = measured[~measured["profiled"].astype(bool)]
+    if len(plain) >= 3:
+        measured = plain
+    walls = measured["wall_ms"].dropna()
+    if walls.empty:
+        return out
+    out["step_time_ms"] = _opt_float(walls.median())
+    out["step_time_iqr_ms"] = _opt_float(walls.quantile(0.75) - walls.quantile(0.25))
+    total_s = float(walls.sum()) / 1000.0
+    samples = float(measured.loc[walls.index, "samples"].fillna(0).sum())
+    out["samples_per_s"] = _opt_float(samples / total_s) if total_s > 0 and samples > 0 else None
+    return out
+
+
+def _peak_mb(telemetry: pd.DataFrame) -> float | None:
+    """Largest memory amount sampled; on a GPU run (NVML lines present) the device's, not the host's RSS."""
+    if "source" in telemetry.columns and telemetry["source"].eq("nvml").any():
+        telemetry = telemetry[telemetry["source"].eq("nvml")]
+    cols = [c for c in MEMORY_METRICS_MB if c in telemetry.columns]
+    if telemetry.empty or not cols:
+        return None
+    return _opt_float(pd.to_numeric(telemetry[cols].stack(), errors="coerce").max())

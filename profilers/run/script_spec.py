@@ -1,0 +1,132 @@
+"""``ScriptSpec``: an unmodified training script as something that can be run, measured and patched.
+
+A sample workload is described by a :class:`~profilers.run.spec.TrainingSpec`; a user's script is described by
+the command that starts it plus what the launcher does around it: how many steps to let it warm up, time and
+profile, the seeds every arm gets, the ranks to start, and ``inject`` — the knobs the boot module applies to
+the script's own objects (its DataLoader's keyword arguments, autocast around its model, …; see
+:mod:`profilers.run.inject`). The script's files are never written: a patched spec differs only in ``inject``.
+
+A run of a script spec takes ``warmup_steps`` untimed steps, ``measure_steps`` timed steps without profiler,
+then one profiler warm-up step and ``profile_steps`` profiled steps (for the next diagnosis), and is stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from profilers.errors import SpecError
+
+#: Knobs the boot module understands, with the type of their value. ``None`` removes a knob.
+KNOBS: Mapping[str, tuple[type, ...]] = {
+    "num_workers": (int,), "pin_memory": (bool,), "persistent_workers": (bool,), "prefetch_factor": (int,),
+    "cache_decoded": (bool,), "autocast": (str,), "compile": (bool,), "channels_last": (bool,),
+    "matmul_precision": (str,), "cudnn_benchmark": (bool,), "optimizer_impl": (str,),
+    "bucket_cap_mb_factor": (int, float), "grad_compression": (str,), "static_graph": (bool,),
+    "alloc_conf": (str,),
+}
+MAX_STEPS = 10_000
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """A training script run by the launcher (see the module docs). ``command`` is ``python SCRIPT ARGS…`` or
+    ``python -m MODULE ARGS…``; ``cwd`` is where it starts (the user's folder: relative paths keep working)."""
+
+    command: tuple[str, ...]
+    measure_steps: int = 20
+    warmup_steps: int = 3
+    profile_steps: int = 3
+    seed: int = 0
+    nproc_per_node: int = 1
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None
+    inject: Mapping[str, Any] = field(default_factory=dict)
+    cwd: str = field(default_factory=os.getcwd)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "command", tuple(str(c) for c in self.command))
+        object.__setattr__(self, "inject", dict(sorted((self.inject or {}).items())))
+        for name in ("measure_steps", "profile_steps"):
+            if not 1 <= getattr(self, name) <= MAX_STEPS:
+                raise SpecError(f"{name} must be between 1 and {MAX_STEPS}, got {getattr(self, name)}")
+        if not 0 <= self.warmup_steps <= MAX_STEPS:
+            raise SpecError(f"warmup_steps must be between 0 and {MAX_STEPS}, got {self.warmup_steps}")
+        if self.nproc_per_node < 1 or self.nnodes < 1:
+            raise SpecError("nproc_per_node and nnodes must be at least 1")
+        if self.nnodes > 1 and not self.rdzv_endpoint:
+            raise SpecError(f"nnodes={self.nnodes} needs rdzv_endpoint (host:port of the rendezvous)")
+        for knob, value in self.inject.items():
+            if knob not in KNOBS:
+                raise SpecError(f"unknown injection knob {knob!r}; known: {', '.join(KNOBS)}")
+            if not isinstance(value, KNOBS[knob]) or (isinstance(value, bool) and bool not in KNOBS[knob]):
+                raise SpecError(f"injection knob {knob} takes {KNOBS[knob][0].__name__}, got {value!r}")
+
+    # -- what the experiment machinery reads of any spec --------------------------------------------------
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes
+
+    @property
+    def memory_budget_mb(self) -> None:
+        return None  # a script has no budget of ours: it runs out of memory for real or not at all
+
+    @property
+    def workload(self) -> str:
+        return f"script:{self.name}"
+
+    @property
+    def name(self) -> str:
+        target = script_target(self.command, self.cwd)
+        return target[1] if target[0] == "-m" else Path(target[0]).name
+
+    @property
+    def total_steps(self) -> int:
+        return self.warmup_steps + self.measure_steps + 1 + self.profile_steps
+
+    def patch(self, **changes: Any) -> ScriptSpec:
+        """A copy with fields changed; ``inject`` entries are merged (``None`` removes a knob)."""
+        if "inject" in changes:
+            merged = {**self.inject, **changes.pop("inject")}
+            changes["inject"] = {k: v for k, v in merged.items() if v is not None}
+        if "memory_budget_mb" in changes and changes.pop("memory_budget_mb") is not None:
+            raise SpecError("a script run has no memory budget")
+        return replace(self, **changes)
+
+    def describe_diff(self, other: ScriptSpec) -> dict[str, tuple[Any, Any]]:
+        """``{knob: (mine, other's)}`` for every injected knob (and plain field) that differs."""
+        out: dict[str, tuple[Any, Any]] = {}
+        for knob in sorted(set(self.inject) | set(other.inject)):
+            if self.inject.get(knob) != other.inject.get(knob):
+                out[knob] = (self.inject.get(knob), other.inject.get(knob))
+        for name in ("measure_steps", "warmup_steps", "profile_steps", "seed", "nproc_per_node", "nnodes"):
+            if getattr(self, name) != getattr(other, name):
+                out[name] = (getattr(self, name), getattr(other, name))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["command"], d["inject"] = list(self.command), dict(self.inject)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScriptSpec:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError(f"unknown script spec field(s): {', '.join(unknown)}")
+        return cls(**{k: (tuple(v) if k == "command" else v) for k, v in data.items()})
+
+    def boot_config(self) -> dict[str, Any]:
+        """What the boot module reads from ``boot.json``."""
+        return {"warmup": self.warmup_steps, "measure": self.measure_steps, "profile": self.profile_steps,
+                "seed": self.seed, "inject": dict(self.inject)}
+
+
+def script_target(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:
+    """``[SCRIPT, ARGS…]`` or ``["-m", MODULE, ARGS…]`` of a ``python …`` command (interpreter flags dropped)."""
+    from profilers.run.launch import split_command
+
+    return split_command(list(command), cwd)[1]

@@ -1,0 +1,396 @@
+"""The run store: one folder per run (the truth) and a SQLite index of them (a cache, rebuilt at will).
+
+Layout under the root (``$STEPWISE_HOME``, else ``./runs``)::
+
+    index.sqlite             WAL mode, busy timeout: several runs and dashboard sessions share it
+                             (elsewhere with ``$STEPWISE_INDEX`` or ``RunStore(root, index=...)``: e.g. run
+                             folders on shared storage, where SQLite's locking is unreliable, and the
+                             index on a local disk; it is rebuilt from the folders when missing)
+    <run_id>/manifest.json   the store's own record: kind, label, workload, created, pid, status
+    <run_id>/spec.json ...   spec, steps.jsonl, telemetry.jsonl, progress.json, tb/, result.json
+    .tmp-<run_id>/           a run under construction: never listed, renamed into place when complete
+
+Every file the store writes is written atomically (temp file + ``os.replace``). ``reindex()`` rebuilds the
+index from the folders; ``recover()`` settles runs whose process is gone. File-level reading, writing and
+upload copying live in :mod:`profilers.store.files`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from profilers.errors import RunError
+from profilers.run.records import RUN_KINDS, RunRecord, RunResult, RunStatus, summarise_steps
+from profilers.store.files import (
+    copy_upload,
+    pid_alive,
+    read_json,
+    read_jsonl,
+    safe_name,
+    steps_frame,
+    telemetry_frame,
+    write_json_atomic,
+)
+
+STORE_ENV = "STEPWISE_HOME"
+INDEX_ENV = "STEPWISE_INDEX"
+INDEX_FILE = "index.sqlite"
+MANIFEST = "manifest.json"
+TMP_PREFIX = ".tmp-"
+TRASH_PREFIX = ".trash-"
+STALE_START_S = 120.0  # a `running` run still without a pid after this long never started
+STALE_TMP_S = 3600.0  # construction folders older than this are leftovers of a crash
+_SCHEMA_VERSION = 1
+_RUN_ID = re.compile(r"^\d{8}-\d{6}-[a-z0-9_]{1,40}-[0-9a-f]{4}$")
+_COLUMNS = ("run_id", "kind", "label", "workload", "status", "created_unix", "finished_unix", "step_time_ms",
+            "samples_per_s", "peak_memory_mb", "world_size", "device", "error", "pid")
+_UPDATABLE = frozenset(_COLUMNS) - {"run_id", "kind", "created_unix"} | {"pid_started"}
+
+
+def default_root() -> Path:
+    return Path(os.environ.get(STORE_ENV) or "runs")
+
+
+class RunStore:
+    """Run folders under ``root`` plus their index. Safe to use from several threads and processes."""
+
+    def __init__(self, root: Path | str | None = None, index: Path | str | None = None) -> None:
+        self.root = Path(root) if root is not None else default_root()
+        self.root.mkdir(parents=True, exist_ok=True)
+        index = index if index is not None else os.environ.get(INDEX_ENV) or None
+        self._index = Path(index) if index is not None else self.root / INDEX_FILE
+        self._index.parent.mkdir(parents=True, exist_ok=True)
+        if self._open_index():
+            self.reindex()
+
+    # -- creating ------------------------------------------------------------------------------------------
+    def create(self, kind: str, label: str | None = None, spec: Any = None,
+               files: Mapping[str, Any] | None = None) -> RunRecord:
+        """A new run folder, status ``running``, listed only once complete: ``spec.json`` when a spec is given
+        and ``files`` (name → JSON value, e.g. the launcher's ``launch.json``) are written before."""
+        workload = _spec_field(spec, "workload")
+        content = {**({"spec.json": json.loads(_spec_text(spec))} if spec is not None else {}), **(files or {})}
+        return self._build(kind, label, workload, RunStatus.RUNNING, lambda d: _write_files(d, content),
+                           world_size=int(_spec_field(spec, "world_size") or 1))
+
+    def import_trace(self, src: Path | str, label: str | None = None) -> RunRecord:
+        """Copy an uploaded trace (file, zip or folder) into a new ``upload`` run under ``trace/``.
+
+        Only copies, safely: symbolic links and special files are refused, sizes are bounded
+        (``store_io.MAX_IMPORT_BYTES``, ``MAX_IMPORT_FILES``). The trace engine validates the content.
+        """
+        src = Path(src)
+        return self._build("upload", label or src.name, None, RunStatus.OK,
+                           lambda d: copy_upload(src, d / "trace"), source_name=src.name)
+
+    def _build(self, kind: str, label: str | None, workload: str | None, status: RunStatus,
+               populate: Callable[[Path], None], **extra: Any) -> RunRecord:
+        if kind not in RUN_KINDS:
+            raise RunError(f"unknown run kind {kind!r}; expected one of {', '.join(RUN_KINDS)}")
+        run_id, tmp = self._claim_id(workload or label or kind)
+        now = time.time()
+        manifest = {"run_id": run_id, "kind": kind, "label": label or run_id, "workload": workload,
+                    "status": status.value, "created_unix": now, "finished_unix": None if not status.finished
+                    else now, "world_size": 1, "pid": None, **extra}
+        try:
+            populate(tmp)
+            write_json_atomic(tmp / MANIFEST, manifest)
+            os.rename(tmp, self.root / run_id)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        record = self._record_from_folder(self.root / run_id)
+        assert record is not None
+        self._upsert(record)
+        return record
+
+    def _claim_id(self, name: str) -> tuple[str, Path]:
+        slug = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")[:40] or "run"
+        for _ in range(100):
+            run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{secrets.token_hex(2)}"
+            tmp = self.root / f"{TMP_PREFIX}{run_id}"
+            if (self.root / run_id).exists():
+                continue
+            try:
+                tmp.mkdir()
+            except FileExistsError:
+                continue
+            # Look again: a writer that had the same id may have renamed its folder into place between the
+            # check above and the mkdir (its temporary name was free again). Holding the temporary folder now,
+            # no other writer can finish this id, so a second look that finds it free settles the claim.
+            if (self.root / run_id).exists():
+                tmp.rmdir()
+                continue
+            return run_id, tmp
+        raise RunError(f"could not allocate a run id under {self.root}")
+
+    # -- changing ------------------------------------------------------------------------------------------
+    def update(self, run_id: str, **fields: Any) -> RunRecord:
+        """Change index fields of a run (e.g. ``pid``), in its manifest first, then in the index."""
+        bad = set(fields) - _UPDATABLE
+        if bad:
+            raise RunError(f"cannot update {', '.join(sorted(bad))} of a run")
+        fields = {k: (v.value if isinstance(v, RunStatus) else v) for k, v in fields.items()}
+        manifest = self._manifest(run_id)
+        write_json_atomic(self.path(run_id) / MANIFEST, {**manifest, **fields})
+        record = self._record_from_folder(self.path(run_id))
+        assert record is not None
+        self._upsert(record)
+        return record
+
+    def finish(self, run_id: str, result: RunResult) -> RunRecord:
+        """Record a final result: ``result.json`` (merged with what the worker wrote), manifest, index."""
+        run_dir = self.path(run_id)
+        previous = read_json(run_dir / "result.json")
+        merged = {**(previous if isinstance(previous, dict) else {}), **result.to_dict(), "run_id": run_id}
+        write_json_atomic(run_dir / "result.json", merged)
+        return self.update(run_id, status=result.status, finished_unix=result.finished_unix or time.time(),
+                           error=result.error)
+
+    def delete(self, run_id: str) -> None:
+        """Remove a finished run (folder first renamed out of sight, so a half-deleted run is never listed)."""
+        record = self.get(run_id)
+        if record.status is RunStatus.RUNNING and self._process_alive(run_id):
+            raise RunError(f"run {run_id} is still running; cancel it first")
+        trash = self.root / f"{TRASH_PREFIX}{run_id}-{secrets.token_hex(2)}"
+        os.rename(self.path(run_id), trash)
+        self._delete_row(run_id)
+        shutil.rmtree(trash, ignore_errors=True)
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def path(self, run_id: str) -> Path:
+        if not _RUN_ID.match(run_id or ""):
+            raise RunError(f"{run_id!r} is not a run id")
+        return self.root / run_id
+
+    def get(self, run_id: str) -> RunRecord:
+        with closing(self._db()) as db:
+            row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            record = self._record_from_folder(self.path(run_id)) if self.path(run_id).is_dir() else None
+            if record is None:
+                raise RunError(f"no run {run_id} in {self.root}")
+            self._upsert(record)
+            return record
+        return self._row_to_record(row)
+
+    def list(self, kind: str | None = None, limit: int | None = 200,
+             status: RunStatus | None = None) -> list[RunRecord]:
+        """Runs, newest first, optionally of one kind and/or status."""
+        where, args = [], []
+        if kind is not None:
+            where.append("kind = ?"), args.append(kind)
+        if status is not None:
+            where.append("status = ?"), args.append(RunStatus(status).value)
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY created_unix DESC, run_id DESC" + (" LIMIT ?" if limit is not None else "")
+        with closing(self._db()) as db:
+            rows = db.execute(sql, (*args, *([limit] if limit is not None else []))).fetchall()
+        return [self._row_to_record(r) for r in rows]
+
+    def read_steps(self, run_id: str) -> pd.DataFrame:
+        """``steps.jsonl`` as a frame: rank, step, wall_ms, loss, samples, profiled, t_unix_ns (one row each)."""
+        return steps_frame(read_jsonl(self.path(run_id) / "steps.jsonl"))
+
+    def read_telemetry(self, run_id: str) -> pd.DataFrame:
+        """``telemetry.jsonl``: t_unix_ns, t_trace_us, source, then one column per metric."""
+        return telemetry_frame(read_jsonl(self.path(run_id) / "telemetry.jsonl"))
+
+    def read_progress(self, run_id: str) -> dict[str, Any] | None:
+        data = read_json(self.path(run_id) / "progress.json")
+        return data if isinstance(data, dict) else None
+
+    def read_result(self, run_id: str) -> RunResult | None:
+        data = read_json(self.path(run_id) / "result.json")
+        return RunResult.from_dict(data) if isinstance(data, dict) else None
+
+    def read_spec(self, run_id: str) -> dict[str, Any] | None:
+        data = read_json(self.path(run_id) / "spec.json")
+        return data if isinstance(data, dict) else None
+
+    def salvage(self, run_id: str, status: RunStatus, error: str, exit_code: int | None = None) -> RunResult:
+        """A result for a run whose process died without a word, from the steps and telemetry gathered."""
+        manifest = self._manifest(run_id)
+        telemetry = self.read_telemetry(run_id)
+        sources = telemetry["source"].dropna().unique().tolist() if "source" in telemetry else []
+        return RunResult(
+            status=status, error=error, world_size=int(manifest.get("world_size") or 1),
+            started_unix=manifest.get("created_unix"), finished_unix=time.time(), exit_code=exit_code,
+            telemetry_source=sources[0] if sources else None,
+            warnings=("the process ended without writing result.json: the figures come from the steps and "
+                      "telemetry written so far",),
+            **summarise_steps(self.read_steps(run_id), telemetry),
+        )
+
+    # -- recovery ------------------------------------------------------------------------------------------
+    def recover(self) -> list[str]:
+        """Settle runs left ``running`` whose process is gone (→ ``killed``, steps kept) or that finished
+        while nobody watched (→ their ``result.json``). Idempotent and cheap: call it at startup or on refresh.
+        Returns the run ids it changed."""
+        self._sync_folders()
+        changed = []
+        for record in self.list(status=RunStatus.RUNNING, limit=None):
+            result = self.read_result(record.run_id)
+            if result is not None and result.status.finished:
+                self.finish(record.run_id, result)
+            elif self._process_alive(record.run_id):
+                continue
+            elif record.pid is None and time.time() - record.created_unix < STALE_START_S:
+                continue
+            else:
+                why = "no process was ever recorded" if record.pid is None else f"process {record.pid} is gone"
+                self.finish(record.run_id, self.salvage(
+                    record.run_id, RunStatus.KILLED, f"the run stopped without a result ({why}); "
+                    "it was probably killed or its host restarted"))
+            changed.append(record.run_id)
+        return changed
+
+    def reindex(self) -> int:
+        """Rebuild the index from the run folders; returns how many runs it holds."""
+        with closing(self._db()) as db:
+            db.execute("DELETE FROM runs")
+        return self._sync_folders()
+
+    def _sync_folders(self) -> int:
+        with closing(self._db()) as db:
+            indexed = {r[0] for r in db.execute("SELECT run_id FROM runs")}
+        present = set()
+        for entry in os.scandir(self.root):
+            if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and _older_than(entry, STALE_TMP_S):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            if not entry.is_dir(follow_symlinks=False) or not _RUN_ID.match(entry.name):
+                continue
+            present.add(entry.name)
+            if entry.name not in indexed:
+                record = self._record_from_folder(Path(entry.path))
+                if record is not None:
+                    self._upsert(record)
+                else:
+                    present.discard(entry.name)
+        for gone in indexed - present:
+            self._delete_row(gone)
+        return len(present)
+
+    def _process_alive(self, run_id: str) -> bool:
+        manifest = self._manifest(run_id)
+        return pid_alive(manifest.get("pid"), manifest.get("pid_started"))
+
+    # -- folder ↔ record ------------------------------------------------------------------------------------
+    def read_manifest(self, run_id: str) -> dict[str, Any]:
+        """The store's own ``manifest.json`` of a run (kind, label, pid, pid_started, …)."""
+        return self._manifest(run_id)
+
+    def _manifest(self, run_id: str) -> dict[str, Any]:
+        data = read_json(self.path(run_id) / MANIFEST)
+        if not isinstance(data, dict):
+            raise RunError(f"run {run_id} has no readable {MANIFEST}")
+        return data
+
+    def _record_from_folder(self, run_dir: Path) -> RunRecord | None:
+        """The record a folder describes, or None when it is not a run folder (never raises)."""
+        manifest = read_json(run_dir / MANIFEST)
+        if not isinstance(manifest, dict) or manifest.get("run_id") != run_dir.name:
+            return None
+        result = read_json(run_dir / "result.json")
+        result = RunResult.from_dict(result) if isinstance(result, dict) else None
+        status = RunStatus.parse(manifest.get("status"))
+        if result is not None and result.status.finished and result.status is not status:
+            status = result.status if status is RunStatus.RUNNING else status
+        try:
+            return RunRecord(
+                run_id=run_dir.name, kind=str(manifest.get("kind", "run")),
+                label=str(manifest.get("label") or run_dir.name), workload=manifest.get("workload"),
+                status=status, created_unix=float(manifest.get("created_unix") or 0.0),
+                finished_unix=(result.finished_unix if result else None) or manifest.get("finished_unix"),
+                run_dir=str(run_dir), step_time_ms=result.step_time_ms if result else None,
+                samples_per_s=result.samples_per_s if result else None,
+                peak_memory_mb=result.peak_memory_mb if result else None,
+                world_size=(result.world_size if result else None) or int(manifest.get("world_size") or 1),
+                device=result.device if result else None,
+                error=(result.error if result else None) or manifest.get("error"),
+                pid=manifest.get("pid"),
+            )
+        except (TypeError, ValueError):
+            return None
+
+    def _row_to_record(self, row: sqlite3.Row) -> RunRecord:
+        data = {k: row[k] for k in _COLUMNS}
+        data["status"] = RunStatus.parse(data["status"])
+        return RunRecord(run_dir=str(self.root / row["run_id"]), **data)
+
+    # -- the index -----------------------------------------------------------------------------------------
+    def _db(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._index, timeout=30.0, isolation_level=None)
+        db.execute("PRAGMA busy_timeout = 30000")
+        db.row_factory = sqlite3.Row
+        return db
+
+    def _open_index(self) -> bool:
+        """Create or check the index; a corrupt or outdated one is set aside. True when it must be filled."""
+        try:
+            return self._ensure_schema()
+        except sqlite3.DatabaseError:
+            os.replace(self._index, self._index.with_name(f"{INDEX_FILE}.corrupt-{int(time.time())}"))
+            return self._ensure_schema()
+
+    def _ensure_schema(self) -> bool:
+        with closing(self._db()) as db:
+            db.execute("PRAGMA journal_mode = WAL")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version == _SCHEMA_VERSION:
+                return False
+            db.execute("DROP TABLE IF EXISTS runs")
+            db.execute(
+                "CREATE TABLE runs (run_id TEXT PRIMARY KEY, kind TEXT, label TEXT, workload TEXT, status TEXT,"
+                " created_unix REAL, finished_unix REAL, step_time_ms REAL, samples_per_s REAL,"
+                " peak_memory_mb REAL, world_size INTEGER, device TEXT, error TEXT, pid INTEGER)")
+            db.execute("CREATE INDEX IF NOT EXISTS runs_created ON runs (created_unix)")
+            db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            return True
+
+    def _upsert(self, record: RunRecord) -> None:
+        values = [getattr(record, c) for c in _COLUMNS]
+        values[_COLUMNS.index("status")] = record.status.value
+        with closing(self._db()) as db:
+            db.execute(f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) VALUES "
+                       f"({', '.join('?' * len(_COLUMNS))})", values)
+
+    def _delete_row(self, run_id: str) -> None:
+        with closing(self._db()) as db:
+            db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
+
+def _spec_field(spec: Any, name: str) -> Any:
+    if spec is None:
+        return None
+    return spec.get(name) if isinstance(spec, Mapping) else getattr(spec, name, None)
+
+
+def _spec_text(spec: Any) -> str:
+    if isinstance(spec, Mapping):
+        return json.dumps(dict(spec), indent=2)
+    text = spec.to_json()
+    return text if isinstance(text, str) else json.dumps(text, indent=2)
+
+
+def _write_files(folder: Path, files: Mapping[str, Any]) -> None:
+    for name, value in files.items():
+        write_json_atomic(folder / safe_name(name), value)
+
+
+def _older_than(entry: os.DirEntry[str], seconds: float) -> bool:
+    try:
+        return time.time() - entry.stat(follow_symlinks=False).st_mtime > seconds
+    except OSError:
+        return False

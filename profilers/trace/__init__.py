@@ -1,0 +1,1 @@
+"""Reading traces and what they say: sources and containers (``sources``), the JSON event stream (``json_events``, ``structs``, ``columns``), the normalised ``Trace`` (``events``, ``load``), interval arithmetic, kernel classes, the time breakdown and its parts, CUDA memory snapshots and per-run summaries."""

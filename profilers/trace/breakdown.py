@@ -1,0 +1,223 @@
+"""``breakdown(trace) -> Breakdown``: attribute every nanosecond of every step, on every rank, exactly once.
+
+Step time is the CPU ``ProfilerStep#N`` span. Inside it, categories claim time in a fixed priority order,
+each claiming only time not yet claimed (the idea of the TensorBoard profiler plugin), so per step the
+categories add up to the step time exactly and "the binding bottleneck" is well defined.
+
+Ranks with GPU activity (``GPU_PRIORITY``)::
+
+    gpu_compute > gpu_memcpy > gpu_memset > communication > dataloader > host_runtime
+                > optimizer > backward > forward > other
+
+``communication`` there is collective kernels (NCCL/RCCL) *not* hidden under compute, copies or sets: the
+exposed part. The hidden part is reported as ``comm_overlapped_ns``. Host categories (dataloader, runtime,
+optimizer/backward/forward CPU ops) only get time when the device is idle: time the GPU waits for the host.
+
+CPU-only ranks (``CPU_PRIORITY``)::
+
+    dataloader > optimizer > backward > forward (operators) > communication
+               > data / optimizer / backward / forward phase annotations > other
+
+On a CPU the operators *are* the compute, so they claim first; a gloo/c10d collective in flight (often on
+its own thread) claims the time no operator covers: the main thread waiting for the all-reduce is exposed
+communication. Time inside a ``## backward ##``-style annotation that neither covers goes to that phase.
+``other`` is whatever no event covers (Python overhead, idle).
+
+Collective ops are never work, on any rank: the four host work sets (dataloader, optimizer, backward,
+forward) leave out the time their own thread spends inside a communication op (``c10d::allreduce_``,
+``c10d::barrier``, ``gloo:all_reduce``, ``nccl:all_reduce``, ``record_param_comms``, torchrec awaitable waits;
+:data:`profilers.trace.kernel_classes.COMM_OP`), including ops nested inside it and the enclosing ``Optimizer.step``
+or autograd op around it. So on a CPU a barrier on the main thread is communication, hidden only where work
+on *another* thread overlaps it, and ``comm_overlapped_ns`` measures collectives against that work, never
+against themselves. On a GPU rank communication stays the collective kernels (the device categories add up
+to device busy time); host time inside a collective op while the device idles is left to ``other``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from profilers.trace import breakdown_parts as parts
+from profilers.trace.intervals import Intervals
+from profilers.trace.events import Trace
+
+CATEGORIES = ("gpu_compute", "gpu_memcpy", "gpu_memset", "communication", "dataloader", "host_runtime",
+              "optimizer", "backward", "forward", "other")  # column order of Breakdown.per_step
+#: (category it counts as, event set) in claiming order; ``other`` takes the rest.
+GPU_PRIORITY = (("gpu_compute", "gpu_compute"), ("gpu_memcpy", "gpu_memcpy"), ("gpu_memset", "gpu_memset"),
+                ("communication", "comm_kernel"), ("dataloader", "dataloader"), ("host_runtime", "host_runtime"),
+                ("optimizer", "optimizer"), ("backward", "backward"), ("forward", "forward"))
+CPU_PRIORITY = (("dataloader", "dataloader"), ("optimizer", "optimizer"), ("backward", "backward"),
+                ("forward", "forward"), ("communication", "comm_op"), ("dataloader", "phase_data"),
+                ("optimizer", "phase_optimizer"), ("backward", "phase_backward"), ("forward", "phase_forward"))
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Everything the advisor reads from one trace set. Times are integer nanoseconds unless named _ms.
+
+    ``per_step``: one row per (rank, step): ``rank, step, start_ns, end_ns, step_ns`` and one column per
+    :data:`CATEGORIES` (ns); the categories of a row sum to ``step_ns`` exactly.
+    ``per_rank``: ``rank, steps, step_ms`` (median), ``work_ms`` (median step minus exposed communication),
+    ``exposed_comm_ms`` (median); a rank's total collective time is not per rank (see ``comm_total_ns``).
+    ``kernels``: ``name, kclass, count, total_ns, mean_us, low_precision`` (GPU kernels inside steps).
+    ``ops``: ``name, count, total_ns, mean_us`` (host operators inside steps, inclusive time).
+    ``compiled_spans``: host spans of torch.compile'd code inside steps, of any host kind (the region
+    annotation is a ``user_annotation``, so the op table alone does not show it).
+    """
+
+    device: str  # "gpu" | "cpu"
+    device_name: str
+    ranks: tuple[int, ...]
+    n_steps: int
+    steps_inferred: bool
+    per_step: pd.DataFrame
+    per_rank: pd.DataFrame
+    kernels: pd.DataFrame
+    ops: pd.DataFrame
+    kernel_class_ns: dict[str, int]
+    gpu_busy_ns: int
+    comm_total_ns: int
+    comm_overlapped_ns: int
+    syncs: parts.SyncCounts
+    memory: parts.MemoryPeak
+    host: parts.HostStats
+    cpu_matmul: parts.CpuMatmul
+    warnings: tuple[str, ...]
+    compiled_spans: int = 0
+
+    @property
+    def total_step_ns(self) -> int:
+        return int(self.per_step["step_ns"].sum())
+
+    @property
+    def step_time_ms(self) -> float:
+        """Median step time over all (rank, step) rows."""
+        return float(np.median(self.per_step["step_ns"])) / 1e6 if len(self.per_step) else 0.0
+
+    def category_ns(self) -> dict[str, int]:
+        return {c: int(self.per_step[c].sum()) for c in CATEGORIES}
+
+    def shares(self) -> dict[str, float]:
+        """Share of all step time per category; sums to 1 (0 for an empty breakdown)."""
+        total = self.total_step_ns
+        return {c: (v / total if total else 0.0) for c, v in self.category_ns().items()}
+
+    def share(self, category: str) -> float:
+        return self.shares()[category]
+
+    @property
+    def gpu_busy_share(self) -> float:
+        total = self.total_step_ns
+        return self.gpu_busy_ns / total if total else 0.0
+
+    @property
+    def kernel_total_ns(self) -> int:
+        return int(sum(self.kernel_class_ns.values()))
+
+    def kernel_class_share(self, kclass: str) -> float:
+        total = self.kernel_total_ns
+        return self.kernel_class_ns.get(kclass, 0) / total if total else 0.0
+
+    @property
+    def straggler(self) -> parts.Straggler | None:
+        return parts.find_straggler(self.per_rank)
+
+
+def event_sets(trace: Trace, rank: int, masks: dict[str, np.ndarray] | None = None) -> dict[str, Intervals]:
+    """The time covered by each event set of :func:`breakdown_parts.category_masks` on one rank; the host work
+    sets without their threads' time inside communication ops (:func:`breakdown_parts.host_work_sets`)."""
+    ev = trace.events
+    masks = parts.category_masks(ev) if masks is None else masks
+    sel = ev["rank"].to_numpy() == rank
+    starts, ends = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
+    sets = {key: Intervals.of(starts[sel & m], ends[sel & m]) for key, m in masks.items() if key not in parts.HOST_WORK}
+    return {**sets, **parts.host_work_sets(ev, sel, masks)}
+
+
+def claim(sets: dict[str, Intervals], on_gpu: bool) -> dict[str, Intervals]:
+    """The priority claim: each category's time not claimed before it (unclipped; no ``other``)."""
+    claimed = Intervals.empty()
+    out: dict[str, Intervals] = {}
+    for cat, key in GPU_PRIORITY if on_gpu else CPU_PRIORITY:
+        mine = sets[key] - claimed
+        out[cat] = out[cat] | mine if cat in out else mine
+        claimed = claimed | sets[key]
+    return out
+
+
+def claimed_by_category(trace: Trace, rank: int) -> dict[str, Intervals]:
+    """On one rank, the time each category of :data:`CATEGORIES` claims inside its steps (``other`` too)."""
+    steps = trace.steps[trace.steps["rank"] == rank]
+    in_steps = Intervals.of(steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
+    claims = claim(event_sets(trace, rank), rank in parts.gpu_ranks(trace.events))
+    out = {cat: (claims[cat] & in_steps) if cat in claims else Intervals.empty() for cat in CATEGORIES}
+    taken = Intervals.empty()
+    for piece in claims.values():
+        taken = taken | piece
+    out["other"] = in_steps - taken
+    return out
+
+
+def breakdown(trace: Trace) -> Breakdown:
+    """Compute the :class:`Breakdown` of a normalised trace (all ranks, all steps)."""
+    ev = trace.events
+    masks = parts.category_masks(ev)
+    rows: list[pd.DataFrame] = []
+    busy_ns = comm_total = comm_overlap = 0
+    has_gpu_rank = parts.gpu_ranks(ev)
+    for rank, steps in trace.steps.groupby("rank", sort=True):
+        lo, hi = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
+        sets = event_sets(trace, int(rank), masks)
+        on_gpu = rank in has_gpu_rank
+        claims = claim(sets, on_gpu)
+        out = steps[["rank", "step", "start_ns", "end_ns"]].reset_index(drop=True)
+        out["step_ns"] = hi - lo
+        for cat in CATEGORIES:
+            out[cat] = claims[cat].covered_in(lo, hi) if cat in claims else np.zeros(len(out), dtype=np.int64)
+        out["other"] = out["step_ns"] - out[list(CATEGORIES[:-1])].sum(axis=1)
+        device_busy = sets["gpu_compute"] | sets["gpu_memcpy"] | sets["gpu_memset"]
+        comm = sets["comm_kernel"] if on_gpu else sets["comm_op"]
+        # On a CPU the work a collective can hide under is the host work sets, which never hold a collective.
+        work = device_busy if on_gpu else sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
+        busy_ns += int((device_busy | sets["comm_kernel"]).covered_in(lo, hi).sum())
+        comm_total += int(comm.covered_in(lo, hi).sum())
+        comm_overlap += int((comm & work).covered_in(lo, hi).sum())
+        rows.append(out)
+    per_step = pd.concat(rows, ignore_index=True) if rows else _empty_steps()
+    in_step = ev["step"].to_numpy() >= 0
+    kernels = parts.kernel_table(ev, in_step)
+    device = "gpu" if has_gpu_rank else "cpu"
+    return Breakdown(
+        device=device,
+        device_name=trace.device_name,
+        ranks=trace.ranks,
+        n_steps=int(per_step["step"].nunique()),
+        steps_inferred=trace.steps_inferred,
+        per_step=per_step,
+        per_rank=parts.rank_table(per_step),
+        kernels=kernels,
+        ops=parts.op_table(ev, in_step),
+        kernel_class_ns=parts.kernel_class_ns(ev, kernels, in_step),
+        gpu_busy_ns=busy_ns,
+        comm_total_ns=comm_total,
+        comm_overlapped_ns=comm_overlap,
+        syncs=parts.sync_counts(ev, in_step, max(len(per_step), 1)),
+        memory=parts.memory_peak(trace),
+        host=parts.host_stats(ev, in_step, max(len(per_step), 1)),
+        cpu_matmul=parts.cpu_matmul(ev, in_step),
+        warnings=trace.warnings,
+        compiled_spans=parts.compiled_spans(ev, in_step),
+    )
+
+
+def _empty_steps() -> pd.DataFrame:
+    cols = ["rank", "step", "start_ns", "end_ns", "step_ns", *CATEGORIES]
+    return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in cols})
+
+
+__all__ = ["Breakdown", "breakdown", "claim", "claimed_by_category", "event_sets", "CATEGORIES", "GPU_PRIORITY",
+           "CPU_PRIORITY"]

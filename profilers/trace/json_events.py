@@ -1,0 +1,214 @@
+"""Parse a Chrome/Kineto trace JSON document into (top-level fields, chunks of events), in bounded memory.
+
+Small documents are parsed whole. Large ones are parsed ``CHUNK_BYTES`` at a time: the ``traceEvents``
+array is cut between two events and each piece is parsed on its own, so peak memory is one chunk's objects,
+not the whole document's. A cut is accepted only when the piece parses; a cut inside a string or a nested
+object cannot, so the next earlier candidate is tried. Pieces decode into typed events first
+(:mod:`profilers.trace.structs`), else into orjson dicts. What strict JSON forbids but real writers emit
+(NaN/Infinity, integers beyond 64 bits, stray non-UTF-8 bytes) falls back to the standard library parser;
+the broken events are then dropped, and counted, by the column code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Iterator
+
+import orjson
+
+from profilers.errors import TraceError
+from profilers.trace.structs import decode_document, decode_piece
+
+# Measured on the 216k-event trace: 8 MiB pieces parse faster than one whole document (cache-friendly,
+# short-lived dicts) and keep peak memory to a few pieces' worth of Python objects.
+WHOLE_LIMIT = 8 * 1024**2  # documents up to this size are parsed in one go
+CHUNK_BYTES = 8 * 1024**2  # beyond it, the events array is parsed this many bytes at a time
+MAX_EVENT_BYTES = 512 * 1024**2  # a single "event" larger than this is not a trace event
+_KEY = b'"traceEvents"'
+_CUT = re.compile(rb"\}\s*,\s*\{")
+_WS = b" \t\r\n"
+
+
+@dataclass
+class ParsedDocument:
+    """What the reader needs: top-level fields (at least ``distributedInfo``, ``deviceProperties``,
+    ``computeProperties`` when present) and the event chunks (typed ``trace_structs.Event``s or dicts)."""
+
+    top: dict[str, Any]
+    chunks: Iterator[list[Any]]
+    notes: list[str]
+
+
+def _loads(data: bytes, label: str, notes: list[str]) -> Any:
+    """orjson first; on failure the standard library, which also takes what real writers emit that strict
+    JSON forbids (NaN/Infinity, integers beyond 64 bits); stray non-UTF-8 bytes are replaced (and noted)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        strict_error = err
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        notes.append(f"{label}: bytes that are not UTF-8 were replaced with U+FFFD")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise TraceError(f"{label}: not valid JSON ({_short(strict_error)})") from None
+
+
+def _short(err: Exception) -> str:
+    text = str(err)
+    return text if len(text) < 160 else text[:157] + "..."
+
+
+def parse_document(stream: BinaryIO, label: str) -> ParsedDocument:
+    """Read a trace document from ``stream``. Raises TraceError for anything that is not a trace."""
+    first = stream.read(WHOLE_LIMIT)
+    if not first.strip(_WS):
+        raise TraceError(f"{label}: the file is empty")
+    if first.lstrip(_WS)[:1] not in (b"{", b"["):
+        raise TraceError(f"{label}: not JSON (it does not start with '{{' or '[')")
+    more = stream.read(1)
+    notes: list[str] = []
+    if not more:
+        return _whole(first, label, notes)
+    return _streamed(first + more, stream, label, notes)
+
+
+def _whole(data: bytes, label: str, notes: list[str]) -> ParsedDocument:
+    fast = decode_document(data)
+    if fast is not None:
+        return ParsedDocument(fast[0], iter([fast[1]]), notes)
+    doc = _loads(data, label, notes)
+    if isinstance(doc, list):
+        return ParsedDocument({}, iter([doc]), notes)
+    if not isinstance(doc, dict):
+        raise TraceError(f"{label}: valid JSON but not a trace (a {type(doc).__name__}, not an object)")
+    if "traceEvents" not in doc:
+        raise TraceError(f"{label}: valid JSON but not a trace (no 'traceEvents' key)")
+    events = doc.pop("traceEvents")
+    if not isinstance(events, list):
+        raise TraceError(f"{label}: 'traceEvents' is a {type(events).__name__}, not a list")
+    return ParsedDocument(doc, iter([events]), notes)
+
+
+def _streamed(buf: bytes, stream: BinaryIO, label: str, notes: list[str]) -> ParsedDocument:
+    stripped = buf.lstrip(_WS)
+    if stripped[:1] == b"[":
+        top: dict[str, Any] = {}
+        pos = len(buf) - len(stripped) + 1
+    else:
+        key = buf.find(_KEY)
+        if key < 0:
+            raise TraceError(f"{label}: no 'traceEvents' array near the start of this large file")
+        top = _parse_header(buf[:key], label, notes)
+        pos = key + len(_KEY)
+        while pos < len(buf) and buf[pos] in b" \t\r\n:":
+            pos += 1
+        if buf[pos : pos + 1] != b"[":
+            raise TraceError(f"{label}: 'traceEvents' is not a list")
+        pos += 1
+    return ParsedDocument(top, _chunks(buf[pos:], stream, label, top, notes), notes)
+
+
+def _parse_header(head: bytes, label: str, notes: list[str]) -> dict[str, Any]:
+    text = head.rstrip(_WS).rstrip(b",")
+    parsed = _loads(text + b"}", label, notes) if text.strip(_WS) != b"{" else {}
+    if not isinstance(parsed, dict):
+        raise TraceError(f"{label}: the top level is not a JSON object")
+    return parsed
+
+
+def _separator(buf: bytes) -> bytes | None:
+    """The exact bytes between two top-level events when the writer puts each event on its own lines
+    (Kineto: ``},\n  {``): learned from the indentation of the first event; None for one-line arrays."""
+    first = buf.find(b"{")
+    line_start = buf.rfind(b"\n", 0, first)
+    if first < 0 or line_start < 0 or buf[line_start + 1 : first].strip(b" \t"):
+        return None
+    return b"},\n" + buf[line_start + 1 : first] + b"{"
+
+
+def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any], notes: list[str]) -> Iterator[list[Any]]:
+    """Yield lists of events; fills ``top`` with the fields that follow the array (e.g. traceName)."""
+    sep = _separator(buf)
+    eof = False
+    while True:
+        if not eof and len(buf) < 2 * CHUNK_BYTES:
+            more = stream.read(CHUNK_BYTES)
+            eof = not more
+            buf += more
+        if eof:
+            events, tail = _finish(buf, label, notes)
+            top.update(tail)
+            if events:
+                yield events
+            return
+        cut_events, rest = _cut(buf, sep, CHUNK_BYTES if len(buf) > 2 * CHUNK_BYTES else len(buf))
+        if cut_events is not None:
+            yield cut_events
+            buf = rest
+        elif len(buf) > MAX_EVENT_BYTES:
+            raise TraceError(f"{label}: no event boundary in {MAX_EVENT_BYTES // 1024**2} MiB; not a Kineto trace")
+
+
+def _cut(buf: bytes, sep: bytes | None, limit: int) -> tuple[list[Any] | None, bytes]:
+    """Parse the longest prefix of whole events within ``buf[:limit]``; return them and the rest."""
+    if sep is not None:
+        at = buf.rfind(sep, 0, limit)
+        if at > 0:
+            try:
+                return decode_piece(b"[" + buf[: at + 1] + b"]"), buf[at + len(sep) - 1 :]
+            except ValueError:
+                pass  # the writer's layout is not what it seemed: fall back to the general search
+    tries = 0
+    end = min(len(buf), limit)
+    while tries < 8:
+        brace = buf.rfind(b"}", 0, end)
+        if brace < 0:
+            return None, buf
+        m = _CUT.match(buf, brace)
+        if m is None:
+            end = brace
+            continue
+        tries += 1
+        try:
+            events = decode_piece(b"[" + buf[: brace + 1] + b"]")
+        except ValueError:
+            end = brace
+            continue
+        return events, buf[m.end() - 1 :]
+    return None, buf  # no clean cut yet: read more and try again
+
+
+def _finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[str, Any]]:
+    """At end of file: the last events, then ``]`` and maybe more top-level fields and ``}``."""
+    closes: list[int] = []
+    end = len(buf)
+    while len(closes) < 16 and (close := buf.rfind(b"]", 0, end)) >= 0:
+        closes.append(close)
+        end = close
+    events: Any = None
+    for close in closes:  # strict and fast first: the right "]" is almost always the last or nearly
+        try:
+            events = decode_piece(b"[" + buf[:close] + b"]")
+            break
+        except ValueError:
+            continue
+    else:
+        if not closes:
+            raise TraceError(f"{label}: the trace is truncated (the 'traceEvents' array never closes)")
+        close = closes[0]
+        events = _loads(b"[" + buf[:close] + b"]", label, notes)  # lenient, or a clear error
+    tail = buf[close + 1 :].strip(_WS)
+    fields: dict[str, Any] = {}
+    if tail.startswith(b","):
+        try:
+            parsed = orjson.loads(b"{" + tail[1:])
+            fields = parsed if isinstance(parsed, dict) else {}
+        except orjson.JSONDecodeError:
+            fields = {}
+    return events, fields

@@ -1,0 +1,179 @@
+"""``load_trace(path) -> Trace``: read every rank file behind a path and normalise it once.
+
+See :mod:`profilers.trace.events` for the columns. What is tolerated (and said in ``Trace.warnings``): no
+``distributedInfo`` (rank from the file name, else file order), no ``ProfilerStep`` markers (each rank's whole
+window is one step), duplicate step ids (the first is kept), individually broken events (dropped, counted: see
+:mod:`profilers.trace.columns`), a rank that is negative or beyond int32 (the next free rank is used). A file with
+no usable event is an error, and so is a ``ProfilerStep#N`` whose N no int64 holds (step ids are exact).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from profilers.errors import TraceError
+from profilers.trace.columns import collect, concat_frames
+from profilers.trace.json_events import parse_document
+from profilers.trace.events import KINDS, DeviceInfo, Trace
+from profilers.trace.sources import find_trace_files, iter_opened
+
+_STEP = re.compile(r"ProfilerStep#(\d+)")
+_HOST_STEP_KINDS = ("cpu_op", "user_annotation")
+_INT64_MAX = 2**63 - 1
+_MAX_RANK = 2**31 - 1  # the rank column is int32
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Load a trace file, a folder of per-rank files, a TensorBoard log dir, a zip or a stored run folder."""
+    # Parsing allocates millions of short-lived dicts that hold no cycles: the cyclic GC only slows it down.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(path)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load(path: str | os.PathLike[str]) -> Trace:
+    files = find_trace_files(path)
+    frames: list[pd.DataFrame] = []
+    memories: list[pd.DataFrame] = []
+    warnings: list[str] = []
+    devices: dict[int, DeviceInfo] = {}
+    world_size: int | None = None
+    backend: str | None = None
+    used_ranks: set[int] = set()
+    for order, (f, stream) in enumerate(iter_opened(files)):
+        doc = parse_document(stream, f.name)
+        cols = collect(doc.chunks)
+        warnings.extend(doc.notes)
+        if cols.dropped:
+            detail = ", ".join(f"{n} {why}" for why, n in cols.dropped.items())
+            warnings.append(f"{f.name}: dropped broken events ({detail})")
+        if cols.events.empty:
+            raise TraceError(f"{f.name}: no usable trace events (complete 'X' events with ts and dur)")
+        info = doc.top.get("distributedInfo") if isinstance(doc.top.get("distributedInfo"), dict) else {}
+        rank = _rank(info, f.rank_hint, order, used_ranks, f.name, warnings)
+        used_ranks.add(rank)
+        world_size = world_size or _int_or_none(info.get("world_size"))
+        backend = backend or (info.get("backend") if isinstance(info.get("backend"), str) else None)
+        for d in _devices(doc.top):
+            devices.setdefault(d.index, d)
+        frames.append(cols.events.assign(rank=np.int32(rank)))
+        memories.append(cols.memory.assign(rank=np.int32(rank)))
+    events = _concat(frames)
+    steps, inferred = _steps(events, warnings)
+    events["step"] = _assign_steps(events, steps)
+    return Trace(
+        events=events,
+        steps=steps,
+        memory=pd.concat(memories, ignore_index=True) if memories else pd.DataFrame(),
+        ranks=tuple(sorted(used_ranks)),
+        devices=tuple(devices[k] for k in sorted(devices)),
+        world_size=world_size,
+        backend=backend,
+        steps_inferred=inferred,
+        source=str(path),
+        warnings=tuple(warnings),
+    )
+
+
+def _int_or_none(v: Any) -> int | None:
+    """An integer field of the trace's header, or None when it is not a number an int64 holds."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not -(2**63) <= v <= _INT64_MAX:  # NaN fails too
+        return None
+    return int(v)
+
+
+def _rank(info: dict, hint: int | None, order: int, used: set[int], name: str, warnings: list[str]) -> int:
+    for candidate in (_int_or_none(info.get("rank")), hint):
+        if candidate is not None and 0 <= candidate <= _MAX_RANK and candidate not in used:
+            return candidate
+    fallback = order
+    while fallback in used:
+        fallback += 1
+    if _int_or_none(info.get("rank")) is not None or hint is not None:
+        warnings.append(f"{name}: its rank is negative, beyond int32 or taken by another file; read as rank {fallback}")
+    return fallback
+
+
+def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
+    props = top.get("deviceProperties") or top.get("computeProperties") or []
+    out = []
+    for i, p in enumerate(props if isinstance(props, list) else []):
+        if isinstance(p, dict):
+            mem = _int_or_none(p.get("totalGlobalMem"))
+            out.append(DeviceInfo(_int_or_none(p.get("id")) or i, str(p.get("name", f"GPU {i}")), mem))
+    return out
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    events = concat_frames(frames)
+    return events.sort_values(["rank", "start_ns"], kind="stable", ignore_index=True)
+
+
+def _steps(events: pd.DataFrame, warnings: list[str]) -> tuple[pd.DataFrame, bool]:
+    names = events["name"].cat.categories
+    step_ids = {code: _step_id(m.group(1)) for code, n in enumerate(names) if (m := _STEP.fullmatch(str(n)))}
+    host = events["kind"].isin(_HOST_STEP_KINDS).to_numpy()
+    codes = events["name"].cat.codes.to_numpy()
+    is_step = host & np.isin(codes, list(step_ids)) if step_ids else np.zeros(len(events), bool)
+    marked = events.loc[is_step, ["rank", "start_ns", "end_ns"]].copy()
+    marked["step"] = [step_ids[c] for c in codes[is_step]]
+    if marked.empty:
+        win = events.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+        win["step"] = 0
+        warnings.append("no ProfilerStep#N markers: each rank's whole trace window is treated as one step")
+        return _step_frame(win), True
+    before = len(marked)
+    marked = marked.sort_values(["rank", "start_ns"]).drop_duplicates(["rank", "step"], keep="first")
+    if len(marked) < before:
+        warnings.append(f"{before - len(marked)} duplicate ProfilerStep ids on a rank: the first of each is kept")
+    return _step_frame(marked), False
+
+
+def _step_id(digits: str) -> int:
+    """The exact N of ``ProfilerStep#N``; an N no int64 holds is not a step counter but a corrupt trace."""
+    if len(digits) > 19 or int(digits) > _INT64_MAX:
+        shown = digits if len(digits) <= 24 else digits[:24] + "..."
+        raise TraceError(f"ProfilerStep#{shown}: the step id does not fit in 64 bits; not a real step marker")
+    return int(digits)
+
+
+def _step_frame(df: pd.DataFrame) -> pd.DataFrame:
+    out = df[["rank", "step", "start_ns", "end_ns"]].astype(
+        {"rank": np.int32, "step": np.int64, "start_ns": np.int64, "end_ns": np.int64})
+    return out.sort_values(["rank", "start_ns"], ignore_index=True)
+
+
+def _assign_steps(events: pd.DataFrame, steps: pd.DataFrame) -> np.ndarray:
+    """Host events: the step they start in. GPU events: the step of their CPU launch, else by time."""
+    out = np.full(len(events), -1, dtype=np.int64)
+    rank = events["rank"].to_numpy()
+    start = events["start_ns"].to_numpy()
+    for r, s in steps.groupby("rank"):
+        sel = np.flatnonzero(rank == r)
+        st, en, ids = s["start_ns"].to_numpy(), s["end_ns"].to_numpy(), s["step"].to_numpy()
+        k = np.searchsorted(st, start[sel], side="right") - 1
+        ok = (k >= 0) & (start[sel] < en[np.clip(k, 0, None)])
+        out[sel[ok]] = ids[k[ok]]
+    kinds = events["kind"].cat.codes.to_numpy()
+    corr = events["correlation"].to_numpy()
+    runtime = (kinds == KINDS.index("runtime")) & (corr >= 0)
+    device_side = np.isin(kinds, [KINDS.index(k) for k in ("kernel", "memcpy", "memset")]) & (corr >= 0)
+    if runtime.any() and device_side.any():
+        # Exact integer keys and positions (no NaN for "not found"): ids beyond 2**53 stay distinct.
+        launches = pd.MultiIndex.from_arrays([rank[runtime], corr[runtime]])
+        first = ~launches.duplicated()
+        pos = launches[first].get_indexer(pd.MultiIndex.from_arrays([rank[device_side], corr[device_side]]))
+        has = pos >= 0
+        idx = np.flatnonzero(device_side)
+        out[idx[has]] = out[runtime][first][pos[has]]
+    return out
