@@ -29,6 +29,8 @@ _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
 _MULTI_LOADER = re.compile(r"_MultiProcessingDataLoaderIter")
 _COMPILED = re.compile(r"CompiledFunction|Torch-Compiled Region|CompiledFxGraph|triton_", re.IGNORECASE)
 _CONV = re.compile(r"conv|cudnn_convolution|wgrad|dgrad|fprop|implicit_convolve", re.IGNORECASE)
+_FUSED_STEP = re.compile(r"^aten::_fused_(?:adamw?|sgd|adagrad)_?$", re.IGNORECASE)
+_FOREACH_STEP = re.compile(r"^aten::_foreach_", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class Facts:
     comm_kinds: Mapping[str, float] = field(default_factory=dict)  # collective family -> share of collective time
     snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
+    optimizer_impl: str | None = None  # "fused" | "foreach" | "single_tensor" | None (no optimizer step seen)
+    optimizer_class: str | None = None  # e.g. "AdamW", from the profiler's "Optimizer.step#AdamW.step" span
 
     @property
     def telemetry(self) -> TelemetrySummary | None:
@@ -155,7 +159,20 @@ def derive(obs: Observation) -> Facts:
         comm_device_fraction=(exposed / busy) if busy else 0.0,
         memory_peak_share=b.memory.device_peak_share,
         snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
+        optimizer_impl=_optimizer_impl(names, b.optimizers),
+        optimizer_class=b.optimizers[0] if b.optimizers else None,
     )
+
+
+def _optimizer_impl(op_names: pd.Series, optimizers: tuple[str, ...]) -> str | None:
+    """How the optimizer updates parameters, read from its operators: one fused kernel per step
+    (``aten::_fused_adamw_``), multi-tensor ``aten::_foreach_*`` ops, or a per-parameter loop of single-tensor
+    ops (the CPU default) under an ``Optimizer.step`` span. ``None`` when the trace shows no optimizer step."""
+    if len(op_names) and op_names.str.contains(_FUSED_STEP).any():
+        return "fused"
+    if len(op_names) and op_names.str.contains(_FOREACH_STEP).any():
+        return "foreach"
+    return "single_tensor" if optimizers else None
 
 
 def _share_by_name(table: pd.DataFrame, pattern: re.Pattern[str]) -> float:

@@ -3,9 +3,9 @@
 ``already_done(fix_id, facts)`` reads what the fix is *about* (not every field of its patch: a run with
 ``num_workers=2`` already loads in worker processes, whatever its ``prefetch_factor``) from the stored run's
 spec when there is one, and from the trace otherwise: a multi-process DataLoader iterator, compiled regions or
-Triton kernels, GEMMs already in bf16/fp16/fp8, pinned copies. ``first_fitting`` picks the first of a rule's
-levers that the run does not already pull. ``loader_numbers`` gives DataLoader advice the run's own figures
-(its cores, its current workers) instead of a hard-coded count.
+Triton kernels, GEMMs already in bf16/fp16/fp8, pinned copies, a fused or foreach optimizer step.
+``first_fitting`` picks the first of a rule's levers that the run does not already pull. ``loader_numbers``
+gives DataLoader advice the run's own figures (its cores, its current workers) instead of a hard-coded count.
 """
 
 from __future__ import annotations
@@ -51,8 +51,10 @@ _DONE: dict[str, Callable[[Facts], bool]] = {
     "tf32": _spec(lambda s: s.tf32 or s.precision != "fp32"),
     "torch_compile": lambda f: f.compiled,
     "channels_last": _spec(lambda s: s.channels_last),
-    "fused_optimizer": _spec(lambda s: s.optimizer_impl == "fused"),
-    "foreach_optimizer": _spec(lambda s: s.optimizer_impl in ("foreach", "fused")),
+    "fused_optimizer": lambda f: (f.spec is not None and f.spec.optimizer_impl == "fused")
+    or f.optimizer_impl == "fused",
+    "foreach_optimizer": lambda f: (f.spec is not None and f.spec.optimizer_impl in ("foreach", "fused"))
+    or f.optimizer_impl in ("foreach", "fused"),
     "cudnn_benchmark": _spec(lambda s: s.cudnn_benchmark),
     "ddp_no_sync": _spec(lambda s: s.ddp_no_sync),
     "grad_compression": _spec(lambda s: s.grad_compression != "none"),

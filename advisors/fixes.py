@@ -93,8 +93,9 @@ _CATALOG = (
     _fix("channels_last", "channels_last memory format", C, {"channels_last": True}, "any",
          "NHWC layout: convolutions avoid layout transposes on Tensor Cores and oneDNN.",
          "model = model.to(memory_format=torch.channels_last)\nx = x.to(memory_format=torch.channels_last)"),
-    _fix("fused_optimizer", "Fused optimizer", C, {"optimizer_impl": "fused"}, "cuda",
-         "One kernel updates every parameter instead of several per tensor.",
+    _fix("fused_optimizer", "Fused optimizer", C, {"optimizer_impl": "fused"}, "any",
+         "One kernel updates every parameter instead of several per tensor (CUDA, and CPU for Adam, AdamW, SGD "
+         "and Adagrad).",
          "opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)"),
     _fix("foreach_optimizer", "foreach optimizer", C, {"optimizer_impl": "foreach"}, "any",
          "Multi-tensor updates: fewer, larger kernels (or loops) per step.",

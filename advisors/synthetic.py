@@ -41,14 +41,16 @@ def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: f
                  comm_overlapped: float = 0.0, syncs: Mapping[str, float] | None = None,
                  pageable_copy: float = 0.0, pinned_copy: float = 0.0, memory_peak: float | None = None,
                  cpu_matmul: Mapping[str, float] | None = None, rank_step_ms: Sequence[float] | None = None,
-                 rank_exposed_ms: Sequence[float] | None = None, steps_inferred: bool = False) -> Breakdown:
+                 rank_exposed_ms: Sequence[float] | None = None, steps_inferred: bool = False,
+                 optimizers: Sequence[str] = ()) -> Breakdown:
     """A breakdown whose categories take ``shares`` of every step (``other`` takes the rest).
 
     ``kernels`` maps a kernel class (or a :data:`KERNEL_ALIASES` kind: ``all_to_all``, ``all_gather``,
     ``triton``) to its time as a share of step time; ``low_precision`` is the fraction of
     matmul kernel time in Tensor Core kernels. ``ops`` maps host op names to inclusive time shares;
     ``cpu_matmul`` maps ``fp32``/``low``/``unknown`` to matmul op time shares. ``rank_step_ms`` and
-    ``rank_exposed_ms`` give each rank its own step time and exposed communication (for stragglers).
+    ``rank_exposed_ms`` give each rank its own step time and exposed communication (for stragglers);
+    ``optimizers`` the classes of the ``Optimizer.step#<Class>.step`` spans the trace would show.
     """
     unknown = sorted(set(shares) - set(CATEGORIES))
     if unknown:
@@ -81,7 +83,7 @@ def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: f
         cpu_matmul=parts.CpuMatmul(total_ns=int(sum(cm.values()) * total), fp32_ns=int(cm.get("fp32", 0) * total),
                                    low_precision_ns=int(cm.get("low", 0) * total),
                                    unknown_ns=int(cm.get("unknown", 0) * total)),
-        warnings=(),
+        warnings=(), optimizers=tuple(optimizers),
     )
 
 

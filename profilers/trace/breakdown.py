@@ -67,6 +67,8 @@ class Breakdown:
     ``ops``: ``name, count, total_ns, mean_us`` (host operators inside steps, inclusive time).
     ``compiled_spans``: host spans of torch.compile'd code inside steps, of any host kind (the region
     annotation is a ``user_annotation``, so the op table alone does not show it).
+    ``optimizers``: classes of the optimizers stepped inside steps (``Optimizer.step#AdamW.step``), most
+    frequent first.
     """
 
     device: str  # "gpu" | "cpu"
@@ -88,6 +90,7 @@ class Breakdown:
     cpu_matmul: parts.CpuMatmul
     warnings: tuple[str, ...]
     compiled_spans: int = 0
+    optimizers: tuple[str, ...] = ()
 
     @property
     def total_step_ns(self) -> int:
@@ -211,6 +214,7 @@ def breakdown(trace: Trace) -> Breakdown:
         cpu_matmul=parts.cpu_matmul(ev, in_step),
         warnings=trace.warnings,
         compiled_spans=parts.compiled_spans(ev, in_step),
+        optimizers=parts.optimizer_classes(ev, in_step),
     )
 
 

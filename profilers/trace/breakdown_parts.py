@@ -101,6 +101,16 @@ def compiled_spans(ev: pd.DataFrame, in_step: np.ndarray) -> int:
     return int((host & in_step & _by_name(ev, kc.COMPILED_REGION)).sum())
 
 
+def optimizer_classes(ev: pd.DataFrame, in_step: np.ndarray) -> tuple[str, ...]:
+    """Optimizer classes whose ``Optimizer.step#<Class>.step`` span (torch.optim's own profiler annotation)
+    falls inside steps, most frequent first."""
+    spans = ev.loc[_kind(ev, "user_annotation", "cpu_op") & in_step & _by_name(ev, kc.OPTIMIZER_STEP), "name"]
+    if spans.empty:
+        return ()
+    names = spans.astype(str).str.extract(kc.OPTIMIZER_STEP, expand=False).dropna()
+    return tuple(str(n) for n in names.value_counts().index)
+
+
 def kernel_table(ev: pd.DataFrame, in_step: np.ndarray) -> pd.DataFrame:
     sel = _kind(ev, "kernel") & in_step
     k = ev.loc[sel, ["name", "dur_ns"]]

@@ -10,6 +10,8 @@ from advisors.rules.memory.bandwidth import BandwidthBound, bandwidth_bound
 from advisors.synthetic import observation, run_facts
 from profilers.telemetry.summary import TelemetrySummary
 
+# Optimizers with a fused CPU kernel (``torch.optim``'s ``fused=True`` on CPU tensors, torch >= 2.4).
+FUSED_CPU_OPTIMIZERS = frozenset({"Adam", "AdamW", "SGD", "Adagrad"})
 NO_CHEAP_FIX = ("no cheap fix: kernels already low precision and compiled; the remaining levers are the algorithm "
                 "or more devices")
 
@@ -43,16 +45,20 @@ class SaturatedDevice(Rule):
     time in bf16/fp16 below which the math counts as fp32; ``min_fp32_matmul_share`` (0.2) of the step in
     fp32 matmuls before mixed precision is worth proposing.
 
-    Fix, the next lever that fits the evidence: bf16 autocast when the matmuls are fp32; else
-    ``torch.compile`` when the model runs eagerly; else no fix — "no cheap fix: kernels already low precision
-    and compiled; the remaining levers are the algorithm or more devices".
+    Fix, the next lever that fits the evidence: bf16 autocast when the matmuls are fp32; else a fused
+    optimizer when the optimizer's step takes ``min_optimizer_share`` (0.15) of a CPU step and updates parameters
+    one tensor at a time or with foreach ops (``fused=True`` for Adam, AdamW, SGD and Adagrad, whose fused CPU
+    kernels exist; foreach for other optimizers still looping per tensor) — one keyword, the same arithmetic, no
+    compile cost; else ``torch.compile`` when the model runs eagerly; else no fix — "no cheap fix: kernels
+    already low precision and compiled; the remaining levers are the algorithm or more devices". The
+    optimizer lever's severity is the optimizer's share of the step.
     """
 
     id, name, bottleneck = "COMP002", "saturated-device", Bottleneck.COMPUTE
     cause = "device_time"
     thresholds = {"min_busy": 0.85, "min_cpu_busy": 0.8, "high_busy": 0.97, "min_busy_with_host": 0.7,
                   "host_busy": 0.9, "min_telemetry_samples": 5, "max_low_precision": 0.1,
-                  "min_fp32_matmul_share": 0.2}
+                  "min_fp32_matmul_share": 0.2, "min_optimizer_share": 0.15}
     fix_id = "torch_compile"
     fires = (
         Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
@@ -66,6 +72,18 @@ class SaturatedDevice(Rule):
         Example("CPU MLP: operators 92% of the step, fp32 matmuls 70%",
                 lambda: observation({"forward": 0.3, "backward": 0.52, "optimizer": 0.1}, device="cpu",
                                     cpu_matmul={"fp32": 0.7}), fix="bf16_autocast", severity=0.7),
+        Example("CPU MLP in bf16: operators 95% of the step, AdamW looping per tensor 35%",
+                lambda: observation({"forward": 0.25, "backward": 0.35, "optimizer": 0.35}, device="cpu",
+                                    cpu_matmul={"low": 0.5}, optimizers=("AdamW",)),
+                fix="fused_optimizer", severity=0.35),
+        Example("CPU MLP in bf16: RMSprop looping per tensor 30% (no fused kernel: foreach)",
+                lambda: observation({"forward": 0.3, "backward": 0.35, "optimizer": 0.3}, device="cpu",
+                                    cpu_matmul={"low": 0.5}, optimizers=("RMSprop",)),
+                fix="foreach_optimizer", severity=0.3),
+        Example("CPU MLP in bf16 with a fused AdamW already: compile is next",
+                lambda: observation({"forward": 0.35, "backward": 0.45, "optimizer": 0.15}, device="cpu",
+                                    cpu_matmul={"low": 0.5}, optimizers=("AdamW",), ops={"aten::_fused_adamw_": 0.14}),
+                fix="torch_compile", severity=0.95),
         Example("CPU run: operators 75% of the step, both cores 98% busy",
                 lambda: observation({"forward": 0.25, "backward": 0.45, "optimizer": 0.05, "dataloader": 0.04},
                                     device="cpu", run=run_facts(telemetry=_host(98.0))),
@@ -94,7 +112,8 @@ class SaturatedDevice(Rule):
         if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
             return None
         fix, lever = self._lever(f)
-        stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else work
+        stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else \
+            f.shares.get("optimizer", 0.0) if fix in ("fused_optimizer", "foreach_optimizer") else work
         floor = self.t["min_cpu_busy" if on_cpu else "min_busy"]
         return self.finding(
             f, severity=stake, confidence=ramp(max(work, host or 0.0), floor, self.t["high_busy"]),
@@ -125,6 +144,9 @@ class SaturatedDevice(Rule):
         fp32 = self._fp32_matmul(f)
         if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"] and not mixed_precision_on(f):
             return "bf16_autocast", f"its matmuls run in fp32 ({pct(fp32)} of the step): train under bf16 autocast"
+        optimizer = self._optimizer_lever(f)
+        if optimizer is not None:
+            return optimizer
         if not f.compiled:
             unknown = " (matmul precision not recorded: profile with record_shapes=True to see whether bf16 " \
                       "autocast applies)" if fp32 is None else ""
@@ -133,6 +155,23 @@ class SaturatedDevice(Rule):
             return None, "the model is compiled and its matmul precision is not recorded: no cheap fix is " \
                          "known; profile with record_shapes=True to see whether bf16 autocast applies"
         return None, NO_CHEAP_FIX
+
+    def _optimizer_lever(self, f: Facts) -> tuple[str, str] | None:
+        """A fused (or foreach) optimizer when a CPU step spends ``min_optimizer_share`` in an optimizer that is
+        not fused yet. The GPU default is already multi-tensor, and its optimizer time is kernel time the
+        breakdown does not separate, so this lever reads CPU steps only."""
+        share = f.shares.get("optimizer", 0.0)
+        if f.device != "cpu" or share < self.t["min_optimizer_share"] or f.optimizer_impl in (None, "fused"):
+            return None
+        name = f.optimizer_class or "the optimizer"
+        if f.optimizer_class in FUSED_CPU_OPTIMIZERS:
+            return "fused_optimizer", (f"{name} takes {pct(share)} of the step updating parameters "
+                                       f"{'with foreach ops' if f.optimizer_impl == 'foreach' else 'one tensor at a time'}"
+                                       f": construct it with fused=True (one kernel for all parameters)")
+        if f.optimizer_impl == "single_tensor":
+            return "foreach_optimizer", (f"{name} takes {pct(share)} of the step updating parameters one tensor at "
+                                         "a time: construct it with foreach=True")
+        return None
 
     def _what(self, f: Facts, work: float, host: float | None) -> str:
         if f.device == "gpu":
@@ -155,7 +194,8 @@ class SaturatedDevice(Rule):
         else:
             tel = f.telemetry
             out.update({"forward_share": s.get("forward", 0.0), "backward_share": s.get("backward", 0.0),
-                        "optimizer_share": s.get("optimizer", 0.0),
+                        "optimizer_share": s.get("optimizer", 0.0), "optimizer": f.optimizer_class,
+                        "optimizer_impl": f.optimizer_impl,
                         "matmul_share_of_step": f.cpu_matmul_fp32 + f.cpu_matmul_low + f.cpu_matmul_untyped,
                         "host_cpu_busy": host, "cpu_count": tel.cpu_count if tel is not None else None})
         return out
