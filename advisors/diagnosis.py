@@ -102,7 +102,7 @@ def finding_json(f: Finding) -> dict[str, Any]:
     the severity is not step time), the region it claims, the rule's own ``estimate`` when the region had less
     left, and under ``rules`` the other rules that saw the same time, each with its own evidence and fix."""
     fix = FIXES.get(f.fix_id) if f.fix_id else None
-    out = {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
+    out: dict[str, Any] = {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
            "upper_bound_speedup": f.upper_bound_speedup, "claims": f.region, "estimate": f.estimate,
            "confidence": f.confidence, "message": f.message, "evidence": dict(f.evidence),
            "fix": fix.to_json() if fix else None}

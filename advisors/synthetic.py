@@ -62,8 +62,8 @@ def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: f
         busy = sum(shares.get(c, 0.0) for c in ("gpu_compute", "gpu_memcpy", "gpu_memset", "communication"))
     k_table = _kernel_table(kernels or {}, low_precision, total, kernels_per_step * len(per_step))
     class_ns = {c: 0 for c in ("matmul", "normalization", "elementwise", "communication", "memory", "other")}
-    for row in k_table.itertuples():
-        class_ns[row.kclass] += int(row.total_ns)
+    for kclass, total_ns in zip(k_table["kclass"].tolist(), k_table["total_ns"].tolist()):
+        class_ns[kclass] += int(total_ns)
     class_ns["memory"] = int((pageable_copy + pinned_copy) * total)
     comm_ns = int((comm_total if comm_total is not None else shares.get("communication", 0.0)) * total)
     cm = cpu_matmul or {}
@@ -133,7 +133,7 @@ def _per_step(shares: Mapping[str, float], step_ns: int, n_steps: int, ranks: Se
 
 
 def _kernel_table(kernels: Mapping[str, float], low_precision: float, total: int, count: float) -> pd.DataFrame:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, share in kernels.items():
         kclass = KERNEL_ALIASES.get(key, key)
         pieces = [(key, share, False)]

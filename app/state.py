@@ -7,9 +7,15 @@ belong to the session that started them; the run store on disk is what every ses
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
+
+if TYPE_CHECKING:  # types only: the state module stays light to import
+    from advisors.experiments.experiment import Experiment
+    from advisors.experiments.optimize import Ladder
+    from advisors.experiments.trials import Spec
+    from app.services.jobs import BackgroundJob
 
 SELECTED_RUN = "stepwise.selected_run"
 COMPARE_PAIR = "stepwise.compare_pair"
@@ -77,19 +83,19 @@ def upload_results() -> list[Any]:
     return results
 
 
-def experiment_job() -> Any | None:
+def experiment_job() -> BackgroundJob[Experiment[Spec]] | None:
     return _get(EXPERIMENT_JOB)
 
 
-def set_experiment_job(job: Any | None) -> None:
+def set_experiment_job(job: BackgroundJob[Experiment[Spec]] | None) -> None:
     _set(EXPERIMENT_JOB, job)
 
 
-def ladder_job() -> Any | None:
+def ladder_job() -> BackgroundJob[Ladder[Spec]] | None:
     return _get(LADDER_JOB)
 
 
-def set_ladder_job(job: Any | None) -> None:
+def set_ladder_job(job: BackgroundJob[Ladder[Spec]] | None) -> None:
     _set(LADDER_JOB, job)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 import orjson
 
@@ -29,7 +29,7 @@ from profilers.telemetry.summary import describe_telemetry
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would print usage + exit 2; keep the one-line contract
+    def error(self, message: str) -> NoReturn:  # argparse would print usage + exit 2; keep the one-line contract
         raise StepwiseError(message)
 
 

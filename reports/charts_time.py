@@ -76,7 +76,7 @@ def telemetry(tel: pd.DataFrame, steps: pd.DataFrame, source: str | None = None)
     groups = list(tel.groupby("gpu", dropna=False)) if by_gpu else [(None, tel)]
     i = 0
     for gpu, g in groups:
-        suffix = "" if not by_gpu else " host" if pd.isna(gpu) else f" gpu{int(gpu)}"
+        suffix = "" if not by_gpu else " host" if gpu is None or pd.isna(gpu) else f" gpu{int(g['gpu'].iloc[0])}"
         for row, names in ((1, UTIL_METRICS), (2, MEMORY_METRICS)):
             for m in (m for m in names if m in metrics and g[m].notna().any()):  # host rows: no GPU metric
                 fig.add_trace(go.Scatter(x=g["t_s"].round(3).tolist(), y=g[m].round(2).tolist(), mode="lines",

@@ -12,6 +12,10 @@ import math
 import time
 from typing import Any
 
+from advisors.experiments.experiment import Experiment
+from advisors.experiments.optimize import Ladder
+from advisors.experiments.trials import Spec
+from advisors.verdict import Finding
 from profilers.trace.breakdown import CATEGORIES
 from profilers.trace.memory_snapshot import snapshot_json
 from reports import advice
@@ -35,14 +39,14 @@ def _rows(table: Any, cols: dict[str, str], n: int = TOP_ROWS) -> list[dict[str,
     return [{out: _num(getattr(r, col)) for out, col in cols.items()} for r in table.head(n).itertuples()]
 
 
-def _finding(f: Any) -> dict[str, Any]:
+def _finding(f: Finding) -> dict[str, Any]:
     fix = advice.fix_for(f.fix_id)
     return {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
-            "upper_bound_speedup": getattr(f, "upper_bound_speedup", None), "confidence": f.confidence,
+            "upper_bound_speedup": f.upper_bound_speedup, "confidence": f.confidence,
             "message": f.message, "evidence": dict(f.evidence),
             "fix": None if fix is None else {"id": fix.id, "title": fix.title, "explanation": fix.explanation,
                                              "snippet": fix.snippet},
-            "rules": [_finding(m) for m in getattr(f, "related", ())]}
+            "rules": [_finding(m) for m in f.related]}
 
 
 def findings(a: Analysis) -> list[dict[str, Any]]:
@@ -54,8 +58,8 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     return [_finding(f) for f in d.findings]
 
 
-def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Any = None,
-                   ladder: Any = None) -> dict[str, Any]:
+def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
+                   ladder: Ladder[Spec] | None = None) -> dict[str, Any]:
     """Everything the HTML and Markdown templates show (``experiment``: an applied fix's A/B result;
     ``ladder``: an ``advisors.experiments.optimize.Ladder``)."""
     b, d = a.breakdown, a.diagnosis
@@ -94,7 +98,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
     }
 
 
-def experiment_context(e: Any, upper_bound: float | None = None) -> dict[str, Any]:
+def experiment_context(e: Experiment[Spec], upper_bound: float | None = None) -> dict[str, Any]:
     """An applied fix: its title and snippet, the verdict and the numbers it rests on, the diagnosis' upper
     bound on what the fix could gain (for the measured ratio to be read against); for a script, ``where``
     (file:line) and ``change`` (the diff or the snippet at the line, for a kept fix)."""
@@ -108,7 +112,7 @@ def experiment_context(e: Any, upper_bound: float | None = None) -> dict[str, An
             "where": script.get("where"), "change": script.get("change")}
 
 
-def ladder_context(ladder: Any) -> dict[str, Any]:
+def ladder_context(ladder: Ladder[Spec]) -> dict[str, Any]:
     """An optimisation ladder: every attempt with its verdict (and, on a script, where and the change), the total
     speed-up of the kept fixes, and the fixes left to you."""
     changes = {(c["round"], c["fix_id"]): c for c in ex.ladder_changes(ladder)}
@@ -133,8 +137,8 @@ def comparison_context(c: Comparison) -> dict[str, Any]:
             "ops": [{k: _num(v) for k, v in r.items()} for r in c.ops.to_dict("records")]}
 
 
-def report_json(a: Analysis, comparison: Comparison | None = None, experiment: Any = None,
-                ladder: Any = None) -> dict[str, Any]:
+def report_json(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
+                ladder: Ladder[Spec] | None = None) -> dict[str, Any]:
     """The JSON export: the breakdown summary (the ``analyze --json`` facts), the advisor's diagnosis, the
     run's facts and per-step samples, and the comparison, the applied fix and the ladder when given (on a
     script, each with ``where`` and ``change``)."""
@@ -147,8 +151,8 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: A
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
         "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],
         "experiment": None if experiment is None else {
-            **advice.experiment_json(experiment, ctx["experiment"]),
+            **advice.experiment_json(experiment),
             "upper_bound_speedup": ctx["experiment"]["upper_bound"],
             **{k: ctx["experiment"][k] for k in ("verdict", "not_applied", "where", "change")}},
-        "ladder": None if ladder is None else advice.ladder_json(ladder, ctx["ladder"]),
+        "ladder": None if ladder is None else advice.ladder_json(ladder),
     }

@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from advisors.experiments.experiment import Arm, Experiment
+from advisors.experiments.optimize import Ladder
+from advisors.experiments.trials import Spec
 from profilers.trace.breakdown import CATEGORIES
 from profilers.errors import StepwiseError
 from profilers.run.script_spec import ScriptSpec
@@ -22,23 +25,23 @@ from profilers.store.files import read_json
 from reports.analysis import analyse_path
 
 
-def _before(e: Any) -> Any:
+def _before(e: Experiment[Spec]) -> Arm[Spec]:
     """The arm the patched one is timed against: the reference when the baseline could not be timed."""
     return e.reference if e.reference is not None else e.baseline
 
 
-def arms(e: Any) -> dict[str, Any]:
+def arms(e: Experiment[Spec]) -> dict[str, Arm[Spec]]:
     return {f"before: {_before(e).label}": _before(e), f"after: {e.fix.title}": e.patched}
 
 
-def step_samples(e: Any) -> dict[str, list[float]]:
+def step_samples(e: Experiment[Spec]) -> dict[str, list[float]]:
     """Every measured step time (ms) of each arm, all trials pooled."""
     return {name: [w for t in arm.trials for w in t.walls_ms] for name, arm in arms(e).items()}
 
 
-def loss_curves(e: Any) -> dict[str, list[float]]:
+def loss_curves(e: Experiment[Spec]) -> dict[str, list[float]]:
     """Median loss per step over each arm's runs (up to the shortest run)."""
-    out = {}
+    out: dict[str, list[float]] = {}
     for name, arm in arms(e).items():
         curves = [o.losses for o in arm.outcomes if o.losses]
         if curves:
@@ -47,7 +50,7 @@ def loss_curves(e: Any) -> dict[str, list[float]]:
     return out
 
 
-def breakdowns(e: Any) -> dict[str, dict[str, float]]:
+def breakdowns(e: Experiment[Spec]) -> dict[str, dict[str, float]]:
     """ms per step by category of each arm's first run that left a readable trace."""
     out: dict[str, dict[str, float]] = {}
     for name, arm in arms(e).items():
@@ -65,27 +68,27 @@ def breakdowns(e: Any) -> dict[str, dict[str, float]]:
     return out
 
 
-def summary(e: Any) -> dict[str, Any]:
+def summary(e: Experiment[Spec]) -> dict[str, Any]:
     """Headline numbers: medians, speed-up with its interval, kept and why."""
     before, after = _before(e), e.patched
     return {"before_ms": before.median_step_ms, "after_ms": after.median_step_ms, "speedup": e.speedup,
             "low": e.ratio.low if e.ratio else None, "high": e.ratio.high if e.ratio else None,
             "level": e.policy.level, "kept": e.kept, "reason": e.reason, "trials": e.policy.trials,
-            "spec_change": {k: v[1] for k, v in e.baseline.spec.describe_diff(e.patched.spec).items()},
-            "verdict": verdict(e), "not_applied": getattr(e, "not_applied", None), "injected": is_script(e)}
+            "spec_change": {k: v[1] for k, v in e.spec_changes().items()},
+            "verdict": verdict(e), "not_applied": e.not_applied, "injected": is_script(e)}
 
 
-def is_script(e: Any) -> bool:
+def is_script(e: Experiment[Spec]) -> bool:
     """True for a fix injected into a user's script (its knobs are injected at boot; the file is never written)."""
     return isinstance(e.patched.spec, ScriptSpec)
 
 
-def verdict(e: Any) -> str:
+def verdict(e: Experiment[Spec]) -> str:
     """``kept``, ``not applied`` (the fix never acted in the patched run: no speed was judged) or ``rejected``."""
-    return "kept" if e.kept else "not applied" if getattr(e, "not_applied", None) else "rejected"
+    return "kept" if e.kept else "not applied" if e.not_applied else "rejected"
 
 
-def call_site(e: Any) -> dict[str, Any] | None:
+def call_site(e: Experiment[Spec]) -> dict[str, Any] | None:
     """The call in the user's code the fix acts on (its DataLoader, optimizer, model call …), as the launcher
     recorded it in the runs' ``injected.json`` (patched runs first); ``None`` when the fix has no single place."""
     from advisors.experiments.script_fixes import INJECTIONS
@@ -100,7 +103,7 @@ def call_site(e: Any) -> dict[str, Any] | None:
     return None
 
 
-def arm_device(arm: Any) -> str:
+def arm_device(arm: Arm[Spec]) -> str:
     """Where an arm's runs executed (``cuda`` or ``cpu``), from its first run's ``result.json``."""
     for o in arm.outcomes:
         result = read_json(Path(o.run_dir) / "result.json") if o.run_dir else None
@@ -109,7 +112,7 @@ def arm_device(arm: Any) -> str:
     return "cpu"
 
 
-def script_change(e: Any, where: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def script_change(e: Experiment[Spec], where: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """For a fix on a script: ``where`` (``file:line`` or ``None``), ``site`` (the recorded call) and ``change``
     (for a kept fix: ``{kind: diff|snippet, file, line, text}``, else ``None``); ``None`` for a workload.
     ``where`` overrides the call site (a ladder rung knows its own)."""
@@ -124,7 +127,7 @@ def script_change(e: Any, where: dict[str, Any] | None = None) -> dict[str, Any]
     return {"where": f"{site.get('file')}:{site.get('line')}" if site else None, "site": site, "change": change}
 
 
-def ladder_changes(ladder: Any) -> list[dict[str, Any]]:
+def ladder_changes(ladder: Ladder[Spec]) -> list[dict[str, Any]]:
     """Per rung of a ladder on a script: round, fix, verdict, reason, ``where`` and ``change`` (kept fixes)."""
     out = []
     for r in ladder.rungs:
@@ -135,13 +138,13 @@ def ladder_changes(ladder: Any) -> list[dict[str, Any]]:
     return out
 
 
-def ladder_advice(ladder: Any) -> list[dict[str, Any]]:
+def ladder_advice(ladder: Ladder[Spec]) -> list[dict[str, Any]]:
     """The fixes the ladder's diagnoses proposed that you change yourself: title, why, snippet."""
     return [{"round": a.round, "fix": a.fix.title, "fix_id": a.fix.id, "why": a.why, "snippet": a.fix.snippet}
-            for a in getattr(ladder, "advice", ())]
+            for a in ladder.advice]
 
 
-def ladder_frame(ladder: Any) -> pd.DataFrame:
+def ladder_frame(ladder: Ladder[Spec]) -> pd.DataFrame:
     """One row per attempted fix: round, bottleneck, fix, before/after ms, speed-up [interval], the diagnosis'
     upper bound on that fix's gain, kept, reason."""
     rows = []
@@ -151,12 +154,12 @@ def ladder_frame(ladder: Any) -> pd.DataFrame:
         rows.append({"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, "fix": e.fix.title,
                      "before ms": s["before_ms"], "after ms": s["after_ms"], "speed-up": s["speedup"],
                      "interval": None if s["low"] is None else f"[{s['low']:.2f}, {s['high']:.2f}]",
-                     "upper bound": getattr(r, "upper_bound", None),
+                     "upper bound": r.upper_bound,
                      "kept": e.kept, "verdict": verdict(e), "cumulative": r.cumulative, "reason": e.reason})
     return pd.DataFrame(rows)
 
 
-def ladder_steps(ladder: Any) -> pd.DataFrame:
+def ladder_steps(ladder: Ladder[Spec]) -> pd.DataFrame:
     """Median step after each kept rung, from the start: ``label, step_ms`` (the ladder chart)."""
     rows = []
     if ladder.rungs:

@@ -26,6 +26,9 @@ import plotly.io as pio
 import plotly.offline
 
 from advisors.compare.regression import RegressionCheck
+from advisors.experiments.experiment import Experiment
+from advisors.experiments.optimize import Ladder
+from advisors.experiments.trials import Spec
 from reports import content, content_compare
 from reports.analysis import Analysis
 from reports.charts import BOTTLENECK_COLORS
@@ -74,8 +77,8 @@ def fmt_for(path: str | Path, fmt: str | None = None) -> str:
     return chosen
 
 
-def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None, experiment: Any = None,
-           ladder: Any = None) -> bytes:
+def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None,
+           experiment: Experiment[Spec] | None = None, ladder: Ladder[Spec] | None = None) -> bytes:
     """The report as bytes in ``fmt`` (``html``, ``json`` or ``md``); ``comparison`` adds an A-vs-B section,
     ``experiment`` (an ``advisors.experiments.experiment.Experiment``) the applied fix with its before/after, ``ladder``
     (an ``advisors.experiments.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
@@ -120,7 +123,8 @@ def _html(template: str, ctx: dict[str, Any], figures: list[Figure]) -> bytes:
 
 
 def write_report(analysis: Analysis, path: str | Path, fmt: str | None = None,
-                 comparison: Comparison | None = None, experiment: Any = None, ladder: Any = None) -> Path:
+                 comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
+                 ladder: Ladder[Spec] | None = None) -> Path:
     """Write the report to ``path`` atomically (temp file + rename); returns the path."""
     out = Path(path)
     return _write(out, render(analysis, fmt_for(out, fmt), comparison, experiment, ladder))

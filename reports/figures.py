@@ -4,10 +4,12 @@ wants "all the pictures of this analysis"), built from the chart functions of :m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import plotly.graph_objects as go
 
+from advisors.experiments.experiment import Experiment
+from advisors.experiments.optimize import Ladder
+from advisors.experiments.trials import Spec
 from reports import charts, charts_compare, charts_time
 from reports import experiment as ex
 from reports.analysis import Analysis
@@ -68,7 +70,7 @@ def comparison_figures(c: Comparison) -> list[Figure]:
     return out
 
 
-def experiment_figures(e: Any) -> list[Figure]:
+def experiment_figures(e: Experiment[Spec]) -> list[Figure]:
     """Before/after of an applied fix: step time distributions, breakdown before vs after, loss curves."""
     out = [Figure("exp_steps", charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after"))]
     b = ex.breakdowns(e)
@@ -80,7 +82,7 @@ def experiment_figures(e: Any) -> list[Figure]:
     return out
 
 
-def ladder_figures(ladder: Any) -> list[Figure]:
+def ladder_figures(ladder: Ladder[Spec]) -> list[Figure]:
     """The ladder: median step from the start through each kept fix (when at least one was kept)."""
     steps = ex.ladder_steps(ladder)
     return [Figure("ladder", charts_compare.ladder(steps))] if len(steps) > 1 else []

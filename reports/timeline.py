@@ -72,7 +72,7 @@ def memory_series(trace: Trace, max_points: int = 1500) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     origin = _origin_ns(trace) or int(m["ts_ns"].min())
     frames = []
-    for (rank, is_host), g in m.groupby([m["rank"], m["device_type"] == 0], sort=True):
+    for (_, is_host), g in m.groupby([m["rank"], m["device_type"] == 0], sort=True):
         t = (g["ts_ns"].to_numpy() - origin) / 1e6
         alloc = g["total_allocated"].to_numpy(dtype=float) / 1024**2
         reserved = g["total_reserved"].to_numpy(dtype=float) / 1024**2
@@ -81,6 +81,7 @@ def memory_series(trace: Trace, max_points: int = 1500) -> pd.DataFrame:
             df = pd.DataFrame({"b": bucket, "t": t, "a": alloc, "r": reserved}).groupby("b").agg(
                 t=("t", "first"), a=("a", "max"), r=("r", "max"))
             t, alloc, reserved = df["t"].to_numpy(), df["a"].to_numpy(), df["r"].to_numpy()
-        frames.append(pd.DataFrame({"rank": int(rank), "device": "host" if is_host else "device", "t_ms": t,
+        rank = int(g["rank"].iloc[0])  # the group's key
+        frames.append(pd.DataFrame({"rank": rank, "device": "host" if is_host else "device", "t_ms": t,
                                     "allocated_mb": alloc, "reserved_mb": reserved}))
     return pd.concat(frames, ignore_index=True)[cols]

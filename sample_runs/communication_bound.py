@@ -48,11 +48,9 @@ WORKLOAD = Workload(
     # bench: 3072 × 4096 ≈ 12.6 M parameters = 50 MB of fp32 gradients per step for 4 samples per rank.
     default_params={"samples": 2048, "dim": 3072, "width": 4096, "chunks": 4, "hidden": 256, "classes": 10},
     sizes={
-        # tiny: 1 MB gradient blocks (chunks 8). Measured on 2 cores (trace breakdown, 2026-11): communication
-        # 0.48-0.74 of step time, forward+backward 0.17-0.30, in 8 runs; with 4 MB blocks (chunks 2) the split
-        # was noisier (communication 0.39-0.64, once below forward+backward's 0.41). Re-measured 2026-11-22 over
-        # 3 profiled steps: communication 0.41-0.53, forward+backward 0.25-0.38 (6 runs); over 8: 0.46-0.52 vs
-        # 0.28-0.34 (6 runs). tests/advisors/test_real_runs.py judges it over 8.
+        # tiny: 1 MB gradient blocks (chunks 8): communication leads forward+backward more steadily than with
+        # 4 MB blocks (chunks 2). Shares measured: benchmarks/results/workload-shares-2026-11.md;
+        # tests/advisors/test_real_runs.py judges it over 8 profiled steps.
         "tiny": Size(params={"samples": 512, "dim": 1024, "width": 2048, "chunks": 8, "hidden": 64},
                      spec={"steps": 10}),
         "bench": Size(params={}, spec={"steps": 40}),

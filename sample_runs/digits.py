@@ -41,8 +41,8 @@ WORKLOAD = Workload(
     intended_bottleneck=None,
     default_params={"width": 16, "limit": None},
     sizes={
-        # tiny: bench's width, so forward+backward clearly lead the ~2 ms of Python per step (measured 0.57-0.85
-        # of step time vs 0.12-0.33 "other"; at width 8 it was 0.56-0.59 vs 0.32-0.40).
+        # tiny: bench's width, so forward+backward clearly lead the ~2 ms of Python per step (at width 8 they
+        # did not; shares measured: benchmarks/results/workload-shares-2026-11.md).
         "tiny": Size(params={"limit": 512}, spec={"batch_size": 32, "steps": 10, "lr": 0.1}),
         "bench": Size(params={}, spec={"batch_size": 64, "steps": 60, "lr": 0.1}),
     },

@@ -57,9 +57,10 @@ class JpegDataset(Dataset[tuple[torch.Tensor, int]]):
         scale = rnd.uniform(0.6, 1.0)
         cw, ch = int(w * scale), int(h * scale)
         left, top = rnd.randint(0, w - cw), rnd.randint(0, h - ch)
-        img = img.crop((left, top, left + cw, top + ch)).resize((self.out_size, self.out_size), Image.BICUBIC)
+        img = img.crop((left, top, left + cw, top + ch)).resize((self.out_size, self.out_size),
+                                                                Image.Resampling.BICUBIC)
         if rnd.random() < 0.5:
-            img = img.transpose(Image.FLIP_LEFT_RIGHT)
+            img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
         img = ImageEnhance.Color(img).enhance(rnd.uniform(0.7, 1.3))
         img = ImageEnhance.Contrast(img).enhance(rnd.uniform(0.7, 1.3))
         if self.blur > 0:

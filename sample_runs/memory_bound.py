@@ -70,9 +70,8 @@ WORKLOAD = Workload(
     # full batch and of half of it (grad_accum_steps=2); on CUDA the depth is cuda_depth (module docs).
     default_params={**DEFAULTS, "cuda_depth": _cuda_depth(BENCH)},
     sizes={
-        # Measured RSS peaks (instrumented worker, 2026-11, torch 2.13 CPU): tiny full 1780 / half 1228 /
-        # checkpointed 1383 MB; bench full 2068-2366 / half 1332-1500 (once 1711 on a loaded machine) /
-        # quarter 934 MB. The bench budget sits near the middle of the gap, so neither side is marginal.
+        # The measured RSS peaks of each size: benchmarks/results/workload-shares-2026-11.md. The bench budget
+        # sits near the middle of the gap between full and half batch, so neither side is marginal.
         "tiny": Size(params={"depth": 12, "cuda_depth": _cuda_depth(TINY)}, spec={**TINY, "steps": 10}),
         "bench": Size(params={}, spec={**BENCH, "steps": 20}),
     },

@@ -10,10 +10,10 @@ if [ -z "$PY" ]; then
 fi
 [ -d .venv ] || "$PY" -m venv .venv
 STAMP=.venv/.stepwise-installed
-WANT="$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+WANT="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -r requirements.txt
+  .venv/bin/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
   .venv/bin/python -m pip install --quiet --no-deps -e .
   echo "$WANT" > "$STAMP"
 fi

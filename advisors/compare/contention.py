@@ -5,9 +5,8 @@ A run's host telemetry (``run.telemetry``: medians over its steady steps) holds 
 used the difference. When, during the slower of two runs, other programs took cores the faster run's process
 was using, and the slower run's process got fewer cores, the competition can explain its slowdown — and by
 how much cannot be bounded from the shares: threads that wait for each other lose more than their share of
-the cores. Measured 2026-11-23 on a shared 2-core machine, ``compute_bound`` tiny, runs of one spec: 26.3 ms
-per step with the process at 1.29 cores, 38.6 ms at 0.97 cores while other programs used 1.03 (1.47x slower
-at 0.75x the cores), 33.8 ms at 1.06 cores while they used 0.71 (1.28x at 0.82x).
+the cores: on a shared 2-core machine, runs of one spec slowed more than in proportion to the cores they lost
+(measured: benchmarks/results/contention-2026-11-23.md).
 
 So such a comparison cannot tell a change from the competition (:func:`competed`): the verdict stays
 ``same`` and says so. A real slowdown (more work per step) keeps the process's cores and is not excused; a

@@ -104,7 +104,8 @@ def movers(base: Breakdown | None, new: Breakdown | None, top: int = TOP_MOVERS)
 
 def _top(table: pd.DataFrame, top: int) -> tuple[Mover, ...]:
     rows = table[table["delta_ms"] != 0].head(top)
-    return tuple(Mover(name=str(r.name), base_ms=float(r.a_ms), new_ms=float(r.b_ms)) for r in rows.itertuples())
+    return tuple(Mover(name=str(name), base_ms=float(a_ms), new_ms=float(b_ms))
+                 for name, a_ms, b_ms in zip(rows["name"].tolist(), rows["a_ms"].tolist(), rows["b_ms"].tolist()))
 
 
 def _rows(b: Breakdown | None) -> int:

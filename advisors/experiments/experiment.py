@@ -17,19 +17,21 @@ last ``LOSS_WINDOW`` steps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence, Union
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import numpy as np
 
 from advisors.fixes import patched
 from advisors.verdict import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
-from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome
-from profilers.run.script_spec import ScriptSpec
+from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome, Spec, SpecT, spec_changes
+from profilers.errors import SpecError
 from profilers.run.spec import TrainingSpec
 
-Spec = Union[TrainingSpec, ScriptSpec]
-ApplyFn = Callable[[Spec, Fix], Spec]
+#: How a fix reaches a spec of one kind: ``ApplyFn[TrainingSpec]`` (a spec patch), ``ApplyFn[ScriptSpec]`` (injection).
+ApplyFn = Callable[[SpecT, Fix], SpecT]
+#: The kind of spec an arm, an experiment or a ladder holds; ``Experiment[Spec]`` is either kind.
+SpecT_co = TypeVar("SpecT_co", bound=Spec, covariant=True)
 ProofFn = Callable[[RunOutcome], "str | None"]  # why the fix did not act in this patched run, or None
 
 LOSS_WINDOW = 5  # final loss = mean over this many steps: one mini-batch's loss is too noisy to compare
@@ -50,11 +52,11 @@ class Policy:
 
 
 @dataclass(frozen=True)
-class Arm:
+class Arm(Generic[SpecT_co]):
     """The runs of one spec. ``status`` is ``ok`` only when every run was."""
 
     label: str
-    spec: Spec
+    spec: SpecT_co
     outcomes: tuple[RunOutcome, ...]
 
     @property
@@ -90,13 +92,13 @@ class Arm:
 
 
 @dataclass(frozen=True)
-class Experiment:
+class Experiment(Generic[SpecT_co]):
     """The verdict on one fix, with every run it rests on."""
 
     fix: Fix
-    baseline: Arm
-    patched: Arm
-    reference: Arm | None
+    baseline: Arm[SpecT_co]
+    patched: Arm[SpecT_co]
+    reference: Arm[SpecT_co] | None
     ratio: RatioEstimate | None  # patched / (baseline or reference) per-sample throughput
     loss_delta: float | None
     loss_step: int | None
@@ -109,16 +111,27 @@ class Experiment:
     def speedup(self) -> float | None:
         return self.ratio.point if self.ratio else None
 
+    def spec_changes(self) -> dict[str, tuple[Any, Any]]:
+        """``{field or knob: (baseline's, patched's)}``: what the fix changed in the spec."""
+        return spec_changes(self.baseline.spec, self.patched.spec)
 
-def run_experiment(base: Spec, fix: Fix, run: RunFn, policy: Policy = Policy(),
-                   on_progress: ProgressFn | None = None, apply: ApplyFn = patched,
-                   proof: ProofFn | None = None) -> Experiment:
+
+def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Policy(),
+                   on_progress: ProgressFn | None = None, apply: ApplyFn[SpecT] | None = None,
+                   proof: ProofFn | None = None) -> Experiment[SpecT]:
     """Run ``base`` and ``apply(base, fix)`` interleaved, ``policy.trials`` times each, and judge the fix.
-    ``proof`` (scripts) says why a patched run shows no effect of the fix; the experiment then stops.
+    ``apply`` defaults to the fix's spec patch (:func:`advisors.fixes.patched`); a script's fixes are injected,
+    so a script needs its own (``advisors.experiments.script_strategy``). ``proof`` (scripts) says why a
+    patched run shows no effect of the fix; the experiment then stops.
 
     Raises SpecError when the fix cannot be applied to ``base`` (advice-only fix, invalid combination).
     """
-    spec_b = apply(base, fix)
+    if apply is not None:
+        spec_b = apply(base, fix)
+    elif isinstance(base, TrainingSpec):
+        spec_b = patched(base, fix)
+    else:
+        raise SpecError(f"fix {fix.id!r} on a script: its knobs are injected, pass apply= (a ScriptStrategy's)")
     base_runs: list[RunOutcome] = []
     ref_runs: list[RunOutcome] = []
     b_runs: list[RunOutcome] = []
@@ -149,9 +162,9 @@ def run_experiment(base: Spec, fix: Fix, run: RunFn, policy: Policy = Policy(),
     return exp
 
 
-def _trial(run: RunFn, spec: TrainingSpec, arm: str, i: int, policy: Policy,
+def _trial(run: RunFn[SpecT], spec: SpecT, arm: str, i: int, policy: Policy,
            on_progress: ProgressFn | None) -> RunOutcome:
-    def relay(progress: dict) -> None:
+    def relay(progress: dict[str, Any]) -> None:
         if on_progress is not None:
             on_progress({"phase": "trial", "arm": arm, "trial": i + 1, "trials": policy.trials, "run": progress})
 
@@ -159,8 +172,8 @@ def _trial(run: RunFn, spec: TrainingSpec, arm: str, i: int, policy: Policy,
     return run(spec, relay)
 
 
-def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experiment:
-    timed = ref if ref is not None else a
+def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, policy: Policy) -> Experiment[SpecT]:
+    timed: Arm[SpecT] = ref if ref is not None else a
     ratio = throughput_ratio(timed.trials, b.trials, policy.n_boot, policy.level, policy.seed) \
         if timed.trials and b.trials else None
     loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
@@ -201,7 +214,7 @@ def _judge(fix: Fix, a: Arm, b: Arm, ref: Arm | None, policy: Policy) -> Experim
                       loss_step=loss_step, kept=kept, reason=reason, policy=policy)
 
 
-def _headroom(a: Arm, b: Arm, ratio: RatioEstimate, policy: Policy) -> str | None:
+def _headroom(a: Arm[Spec], b: Arm[Spec], ratio: RatioEstimate, policy: Policy) -> str | None:
     """For a memory fix on a baseline that already runs: the peak it saves, if it saves at least
     ``min_peak_drop`` at no more than ``max_memory_cost`` per sample (interval's lower bound); else None."""
     if a.peak_memory_mb is None or b.peak_memory_mb is None:

@@ -9,6 +9,7 @@ import numpy as np
 from advisors.diagnosis import diagnosis_json
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.optimize import Ladder, Rung
+from advisors.experiments.trials import Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
 from advisors.stats import iqr, relative_spread
 
@@ -19,7 +20,7 @@ def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
-def arm_json(arm: Arm | None) -> dict[str, Any] | None:
+def arm_json(arm: Arm[Spec] | None) -> dict[str, Any] | None:
     if arm is None:
         return None
     spread = relative_spread([t.throughput for t in arm.trials])
@@ -33,11 +34,11 @@ def arm_json(arm: Arm | None) -> dict[str, Any] | None:
             "samples_per_step": [t.samples_per_step for t in arm.trials]}
 
 
-def experiment_json(e: Experiment) -> dict[str, Any]:
+def experiment_json(e: Experiment[Spec]) -> dict[str, Any]:
     before = e.reference if e.reference is not None else e.baseline
     return {
         "fix": e.fix.id, "fix_title": e.fix.title, "spec_patch": {k: v[1] for k, v in
-                                                                   e.baseline.spec.describe_diff(e.patched.spec).items()},
+                                                                   e.spec_changes().items()},
         "before": arm_json(before), "after": arm_json(e.patched),
         "baseline_status": e.baseline.outcomes[0].status if e.baseline.outcomes else None,
         "speedup": _r(e.speedup), "interval": None if e.ratio is None else [_r(e.ratio.low), _r(e.ratio.high)],
@@ -48,12 +49,12 @@ def experiment_json(e: Experiment) -> dict[str, Any]:
     }
 
 
-def applied_json(e: Experiment) -> dict[str, Any] | None:
+def applied_json(e: Experiment[Spec]) -> dict[str, Any] | None:
     """For a script: what was injected into the patched runs and the evidence that it acted (or why not)."""
     report = next((o.applied for o in e.patched.outcomes if o.applied is not None), None)
     if report is None:
         return None
-    changed = e.baseline.spec.describe_diff(e.patched.spec)
+    changed = e.spec_changes()
     knobs = report.get("knobs") or {}
     return {"knobs": {k: knobs.get(k) for k in changed if k in knobs}}
 
@@ -62,7 +63,7 @@ def where_text(where: dict[str, Any] | None) -> str | None:
     return None if not where else f"{where.get('file')}:{where.get('line')}"
 
 
-def change_json(r: Rung, device: str) -> dict[str, Any] | None:
+def change_json(r: Rung[Spec], device: str) -> dict[str, Any] | None:
     """A kept script fix as the edit to make: a diff of the user's file, or the snippet at the line."""
     from advisors.experiments.script_diff import render
     from advisors.experiments.script_fixes import INJECTIONS
@@ -71,16 +72,16 @@ def change_json(r: Rung, device: str) -> dict[str, Any] | None:
     if not e.kept or not isinstance(e.patched.spec, ScriptSpec):
         return None
     inj = INJECTIONS.get(e.fix.id)
-    knobs = {k: v[1] for k, v in e.baseline.spec.describe_diff(e.patched.spec).items()}
+    knobs = {k: v[1] for k, v in e.spec_changes().items()}
     return render(e.fix, knobs, inj.target if inj else None, r.where, device).to_json()
 
 
-def ladder_json(ladder: Ladder, device: str = "cpu") -> dict[str, Any]:
+def ladder_json(ladder: Ladder[Spec], device: str = "cpu") -> dict[str, Any]:
     rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
                "upper_bound_speedup": r.upper_bound, "cumulative_speedup": _r(r.cumulative),
                "where": where_text(r.where), "change": change_json(r, device)} for r in ladder.rungs]
-    out = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
-           "final_spec_changes": {k: v[1] for k, v in ladder.start.describe_diff(ladder.final).items()},
+    out: dict[str, Any] = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
+           "final_spec_changes": {k: v[1] for k, v in spec_changes(ladder.start, ladder.final).items()},
            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
            "final_diagnosis": diagnosis_json(ladder.last_diagnosis) if ladder.last_diagnosis else None,
            "advice": [{"round": a.round, "bottleneck": a.bottleneck, "rule": a.rule, "fix": a.fix.id,
@@ -90,7 +91,7 @@ def ladder_json(ladder: Ladder, device: str = "cpu") -> dict[str, Any]:
     return out
 
 
-def ladder_table(ladder: Ladder) -> list[str]:
+def ladder_table(ladder: Ladder[Spec]) -> list[str]:
     """One line per rung: the practitioner's "baseline / fix / fix…" table, rejected attempts included."""
     lines = [f"{'step':<40}{'status':<15}{'ms/step':>10}{'samples/s':>11}{'peak MB':>9}{'vs prev':>9}"
              f"{'95% interval':>16}{'cum.':>7}  verdict"]
@@ -127,7 +128,7 @@ def ladder_table(ladder: Ladder) -> list[str]:
     return lines
 
 
-def _row(name: str, arm: Arm, speedup: float | None, interval: str | None, cumulative: float | None,
+def _row(name: str, arm: Arm[Spec], speedup: float | None, interval: str | None, cumulative: float | None,
          verdict: str) -> str:
     ms = f"{arm.median_step_ms:.1f}" if arm.median_step_ms else "-"
     sps = f"{arm.samples_per_s:.1f}" if arm.samples_per_s else "-"

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
 
 from advisors.diagnosis import diagnose, upper_bound_for
-from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, Spec, run_experiment
+from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, SpecT_co, run_experiment
 from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import observe
-from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome
+from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
 from profilers.run.spec import TrainingSpec
 
@@ -28,14 +28,14 @@ Observe = Callable[[RunOutcome], Diagnosis]
 
 
 @dataclass(frozen=True)
-class Rung:
+class Rung(Generic[SpecT_co]):
     """One attempted fix. ``cumulative`` is the product of kept ratios up to and including this rung;
     ``where`` the call site in the user's code the change belongs at (scripts; ``None``: no single place)."""
 
     round: int
     bottleneck: str
     rule: str | None
-    experiment: Experiment
+    experiment: Experiment[SpecT_co]
     cumulative: float
     where: dict[str, Any] | None = None
     upper_bound: float | None = None  # the diagnosis' bound on what this fix could gain (Finding.upper_bound_speedup)
@@ -53,17 +53,17 @@ class Advice:
 
 
 @dataclass(frozen=True)
-class Ladder:
+class Ladder(Generic[SpecT_co]):
     """The whole search: start and final spec, every attempt, the last diagnosis, and the advice left to you."""
 
-    start: Spec
-    final: Spec
-    rungs: tuple[Rung, ...]
+    start: SpecT_co
+    final: SpecT_co
+    rungs: tuple[Rung[SpecT_co], ...]
     last_diagnosis: Diagnosis | None
     advice: tuple[Advice, ...] = field(default=())
 
     @property
-    def kept(self) -> tuple[Rung, ...]:
+    def kept(self) -> tuple[Rung[SpecT_co], ...]:
         return tuple(r for r in self.rungs if r.experiment.kept)
 
     @property
@@ -75,14 +75,17 @@ class Ladder:
         return out
 
 
-class Strategy(Protocol):
+_S = TypeVar("_S", bound=Spec)
+
+
+class Strategy(Protocol[_S]):
     """How fixes reach one kind of spec: which to try, how to apply them, how to tell that one acted."""
 
     def proof(self, fix: Fix) -> ProofFn | None: ...
 
-    def candidates(self, d: Diagnosis, spec: Any, rejected: set[str]) -> Iterator[Fix]: ...
+    def candidates(self, d: Diagnosis, spec: _S, rejected: set[str]) -> Iterator[Fix]: ...
 
-    def apply(self, spec: Any, fix: Fix) -> Any: ...
+    def apply(self, spec: _S, fix: Fix) -> _S: ...
 
     def learn(self, outcome: RunOutcome) -> None: ...
 
@@ -97,10 +100,10 @@ class SpecStrategy:
     def __init__(self, device: str) -> None:
         self.device = device
 
-    def candidates(self, d: Diagnosis, spec: Any, rejected: set[str]) -> Iterator[Fix]:
+    def candidates(self, d: Diagnosis, spec: TrainingSpec, rejected: set[str]) -> Iterator[Fix]:
         return candidates(d, spec, self.device, rejected)
 
-    def apply(self, spec: Any, fix: Fix) -> Any:
+    def apply(self, spec: TrainingSpec, fix: Fix) -> TrainingSpec:
         return patched(spec, fix)
 
     def learn(self, outcome: RunOutcome) -> None:
@@ -123,25 +126,32 @@ def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
     return diagnose(observe(Path(outcome.run_dir)))
 
 
-def optimize(spec: Spec, run: RunFn, rounds: int = 3, policy: Policy = Policy(),
+def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = Policy(),
              device: str = "cpu", on_progress: ProgressFn | None = None,
              diagnose_run: Observe = diagnose_outcome, max_attempts: int = MAX_ATTEMPTS,
-             strategy: Strategy | None = None) -> Ladder:
+             strategy: Strategy[SpecT] | None = None) -> Ladder[SpecT]:
     """Search for kept fixes, ``rounds`` diagnoses at most. ``device`` is where runs execute (``cpu``/``cuda``);
-    ``strategy`` says how fixes reach the spec (default: TrainingSpec patches)."""
-    how = strategy or SpecStrategy(device)
+    ``strategy`` says how fixes reach the spec (default: TrainingSpec patches; a script needs its
+    :class:`~advisors.experiments.script_strategy.ScriptStrategy`)."""
+    how: Strategy[SpecT]
+    if strategy is not None:
+        how = strategy
+    elif isinstance(spec, TrainingSpec):
+        how = SpecStrategy(device)
+    else:
+        raise SpecError("optimising a script needs its strategy (advisors.experiments.script_strategy.ScriptStrategy)")
     emit = on_progress or (lambda _: None)
     emit({"phase": "diagnose", "round": 1})
     first = run(spec, lambda p: emit({"phase": "diagnosis_run", "round": 1, "run": p}))
     how.learn(first)
     diagnosis = diagnose_run(first)
     current, cumulative = spec, 1.0
-    rungs: list[Rung] = []
+    rungs: list[Rung[SpecT]] = []
     advice: dict[str, Advice] = {}
     rejected: set[str] = set()
     not_applied: set[str] = set()  # a fix that could not act (e.g. a cache refused for random augmentation) stays so
     for rnd in range(1, rounds + 1):
-        kept_exp: Experiment | None = None
+        kept_exp: Experiment[SpecT] | None = None
         binding = diagnosis.binding
         for fix, why in how.advice(diagnosis):
             advice.setdefault(fix.id, Advice(rnd, diagnosis.bottleneck.value, binding.rule if binding else None,

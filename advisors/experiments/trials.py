@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Protocol
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, TypeVar, Union
 
 import pandas as pd
 
@@ -20,11 +21,17 @@ from advisors.observation import loss_curve
 from advisors.stats import Trial
 from profilers.run import runner
 from profilers.run.records import RunResult
+from profilers.run.script_spec import ScriptSpec
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 
 MIN_MEASURED_STEPS = 3
 ProgressFn = Callable[[dict[str, Any]], None]
+#: What an experiment runs: a sample workload's spec or a user's script.
+Spec = Union[TrainingSpec, ScriptSpec]
+#: One kind of spec, the same all through a function (an experiment on a script patches and runs scripts).
+SpecT = TypeVar("SpecT", TrainingSpec, ScriptSpec)
+_RunSpec = TypeVar("_RunSpec", bound=Spec, contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -47,11 +54,22 @@ class RunOutcome:
         return self.status == "ok" and self.trial is not None
 
 
-class RunFn(Protocol):
-    def __call__(self, spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome: ...
+def spec_changes(before: Spec, after: Spec) -> dict[str, tuple[Any, Any]]:
+    """``{field or knob: (before, after)}`` between two specs of one kind (``describe_diff`` of that kind)."""
+    if isinstance(before, TrainingSpec) and isinstance(after, TrainingSpec):
+        return before.describe_diff(after)
+    if isinstance(before, ScriptSpec) and isinstance(after, ScriptSpec):
+        return before.describe_diff(after)
+    raise TypeError(f"a {type(before).__name__} and a {type(after).__name__} cannot be compared")
 
 
-def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
+class RunFn(Protocol[_RunSpec]):
+    """Runs one spec of its kind (``RunFn[TrainingSpec]``, ``RunFn[ScriptSpec]``) to a :class:`RunOutcome`."""
+
+    def __call__(self, spec: _RunSpec, on_progress: ProgressFn | None = None) -> RunOutcome: ...
+
+
+def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn[TrainingSpec]:
     """The real :data:`RunFn`: a subprocess run per trial, kept in ``store`` (its folder is the evidence)."""
 
     def run_one(spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome:
@@ -63,13 +81,13 @@ def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
     return run_one
 
 
-def script_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
+def script_runner(store: RunStore, timeout_s: float | None = None) -> RunFn[ScriptSpec]:
     """The :data:`RunFn` of a :class:`~profilers.run.script_spec.ScriptSpec`: the script launched with its seeds and
     injected knobs; measured steps are exactly the timed window after warm-up (never the profiled ones). A
     script that ends before its window is measured on the steps it did, and the outcome says so."""
     from profilers.run.launch import start_script
 
-    def run_one(spec: Any, on_progress: ProgressFn | None = None) -> RunOutcome:
+    def run_one(spec: ScriptSpec, on_progress: ProgressFn | None = None) -> RunOutcome:
         handle = start_script(spec, store, label=f"ab-{spec.name}")
         result = runner.follow(handle, on_progress, timeout_s)
         return replace(script_outcome(spec, result, store.read_steps(handle.run_id), handle.run_dir),
@@ -78,7 +96,7 @@ def script_runner(store: RunStore, timeout_s: float | None = None) -> RunFn:
     return run_one
 
 
-def script_outcome(spec: Any, result: RunResult, steps: pd.DataFrame, run_dir: Any) -> RunOutcome:
+def script_outcome(spec: ScriptSpec, result: RunResult, steps: pd.DataFrame, run_dir: Path) -> RunOutcome:
     """A script run reduced for the experiment: steps ``warmup .. warmup + measure`` timed, its injection report."""
     from profilers.store.files import read_json
 

@@ -3,25 +3,15 @@ ladder in the background. The runs are real runs in the store (``advisors.experi
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from advisors.experiments.experiment import Experiment, Policy, run_experiment
+from advisors.experiments.optimize import Ladder, candidates, optimize
+from advisors.experiments.trials import Spec, store_runner
+from advisors.verdict import Fix
 from app.services.jobs import BackgroundJob
 from profilers.store.runs import RunStore
 from reports.analysis import Analysis
-
-EXPERIMENT_MISSING = "advisor not available yet: advisors.experiments.experiment / advisors.experiments.optimize are not in this build"
-
-
-def available() -> bool:
-    """True when the advisor's experiment and optimisation modules exist."""
-    try:
-        importlib.import_module("advisors.experiments.experiment")
-        importlib.import_module("advisors.experiments.optimize")
-        importlib.import_module("advisors.experiments.trials")
-    except ImportError:
-        return False
-    return True
 
 
 def device_of(a: Analysis) -> str:
@@ -30,32 +20,23 @@ def device_of(a: Analysis) -> str:
     return "cuda" if dev in ("cuda", "gpu") or str(dev).startswith("cuda") else "cpu"
 
 
-def candidate_fixes(a: Analysis) -> list[Any]:
+def candidate_fixes(a: Analysis) -> list[Fix]:
     """Fixes worth an experiment for this run, the binding finding's first (``advisors.experiments.optimize.candidates``)."""
-    from advisors.experiments.optimize import candidates
-
     if a.diagnosis is None or a.run is None or a.run.spec is None:
         return []
     return list(candidates(a.diagnosis, a.run.spec, device_of(a), set()))
 
 
-def start_experiment(store: RunStore, a: Analysis, fix: Any, trials: int) -> BackgroundJob:
+def start_experiment(store: RunStore, a: Analysis, fix: Fix, trials: int) -> BackgroundJob[Experiment[Spec]]:
     """Baseline vs patched, interleaved, ``trials`` runs each; the job's result is an ``Experiment``."""
-    from advisors.experiments.experiment import Policy, run_experiment
-    from advisors.experiments.trials import store_runner
-
     assert a.run is not None and a.run.spec is not None
     spec, run = a.run.spec, store_runner(store)
     return BackgroundJob(f"experiment-{fix.id}",
                          lambda report: run_experiment(spec, fix, run, Policy(trials=trials), on_progress=report))
 
 
-def start_ladder(store: RunStore, a: Analysis, rounds: int, trials: int) -> BackgroundJob:
+def start_ladder(store: RunStore, a: Analysis, rounds: int, trials: int) -> BackgroundJob[Ladder[Spec]]:
     """Diagnose → apply → measure, ``rounds`` times; the job's result is a ``Ladder``."""
-    from advisors.experiments.experiment import Policy
-    from advisors.experiments.optimize import optimize
-    from advisors.experiments.trials import store_runner
-
     assert a.run is not None and a.run.spec is not None
     spec, run, device = a.run.spec, store_runner(store), device_of(a)
     return BackgroundJob("ladder", lambda report: optimize(spec, run, rounds=rounds, policy=Policy(trials=trials),

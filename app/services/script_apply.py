@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisors.experiments.experiment import Experiment
+from advisors.experiments.optimize import Ladder
+from advisors.experiments.trials import Spec
 from advisors.verdict import Diagnosis, Fix
 from advisors.experiments.script_fixes import ScriptContext
 from advisors.experiments.script_strategy import ScriptStrategy, context_of
@@ -98,7 +101,7 @@ def offer(target: ScriptTarget, d: Diagnosis | None) -> Offer:
     return Offer(fixes=list(s.candidates(d, target.spec, set())), yours=s.advice(d), not_here=not_here)
 
 
-def start_experiment(store: RunStore, target: ScriptTarget, fix: Fix, trials: int) -> BackgroundJob:
+def start_experiment(store: RunStore, target: ScriptTarget, fix: Fix, trials: int) -> BackgroundJob[Experiment[Spec]]:
     """The script without and with ``fix`` injected, interleaved, ``trials`` runs each; the result is an
     ``Experiment`` (``not_applied`` says why when the fix did not act in the patched run)."""
     from advisors.experiments import trials as trial_runs
@@ -110,7 +113,7 @@ def start_experiment(store: RunStore, target: ScriptTarget, fix: Fix, trials: in
         proof=strategy.proof(fix)))
 
 
-def start_ladder(store: RunStore, target: ScriptTarget, rounds: int, trials: int) -> BackgroundJob:
+def start_ladder(store: RunStore, target: ScriptTarget, rounds: int, trials: int) -> BackgroundJob[Ladder[Spec]]:
     """Diagnose a fresh run → inject → measure, ``rounds`` times; the result is a ``Ladder`` (with ``advice``:
     the fixes left to the user)."""
     from advisors.experiments import trials as trial_runs

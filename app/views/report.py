@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import streamlit as st
 
@@ -27,7 +28,7 @@ if analysis is not None and record is not None:
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", record.label)[:60].strip("._") or "report"
     cols = st.columns(3)
     for col, (fmt, title) in zip(cols, (("html", "HTML report"), ("json", "JSON"), ("md", "Markdown"))):
-        col.download_button(f"Download {title}", data=lambda fmt=fmt: export.render(analysis, fmt, comparison),
+        col.download_button(f"Download {title}", data=partial(export.render, analysis, fmt, comparison),
                             file_name=f"stepwise-{stem}.{fmt}", mime=export.FORMATS[fmt], key=f"report.{fmt}",
                             on_click="ignore", icon=":material/download:", type="primary" if fmt == "html" else
                             "secondary")

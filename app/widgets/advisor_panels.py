@@ -59,7 +59,7 @@ def diagnosis(a: Analysis) -> None:
     """The verdict first, then the ranked findings, then what could not be judged."""
     d = a.diagnosis
     if d is None:
-        st.warning(ui.text(a.advisor_note or "advisor not available yet"))
+        st.warning(ui.text(a.advisor_note or "The advisor gave no diagnosis for this input."))
         return
     if d.binding is None:
         st.success("Nothing binds: no rule found step time at stake.")

@@ -49,8 +49,8 @@ def breakdown_panel(a: Analysis) -> None:
     assert b is not None
     rank = None
     if len(b.ranks) > 1:
-        choice = st.selectbox("Rank", ["mean over ranks", *b.ranks], key="analysis.rank_breakdown")
-        rank = None if choice == "mean over ranks" else int(choice)
+        rank = st.selectbox("Rank", [None, *b.ranks], key="analysis.rank_breakdown",
+                            format_func=lambda r: "mean over ranks" if r is None else str(r))
     ui.chart(charts.step_breakdown(b.per_step, rank), key="analysis.per_step")
     if len(b.ranks) > 1:
         ui.chart(charts.rank_breakdown(b.per_step), key="analysis.per_rank")

@@ -7,6 +7,7 @@ has loaded already; nothing here judges, it only renders :class:`advisors.compar
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -58,7 +59,7 @@ def _downloads(c: RegressionCheck, tables: Comparison) -> None:
     cols = st.columns(3)
     for col, (fmt, title) in zip(cols, (("html", "HTML"), ("json", "JSON"), ("md", "Markdown"))):
         col.download_button(f"Download comparison ({title})",
-                            data=lambda fmt=fmt: export.render_comparison(c, tables, fmt),
+                            data=partial(export.render_comparison, c, tables, fmt),
                             file_name=f"stepwise-compare-{stem}.{fmt}", mime=export.FORMATS[fmt],
                             key=f"compare.{fmt}", on_click="ignore", icon=":material/download:")
     st.caption("The same verdict in CI: `python -m advisors compare BASE NEW --max-slowdown 5` exits 1 on a "

@@ -5,7 +5,8 @@ make in the user's file (the diff, at file:line)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Callable, TypeVar
 
 import streamlit as st
 
@@ -16,6 +17,9 @@ from app.services import experimenting
 from app.services import script_apply
 
 from app.widgets import ui
+from advisors.experiments.experiment import Experiment
+from advisors.experiments.optimize import Ladder
+from advisors.experiments.trials import Spec
 from app.services.jobs import BackgroundJob
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord
@@ -24,6 +28,7 @@ from reports import experiment as ex
 from reports.analysis import Analysis
 
 POLL_S = 1.0
+T = TypeVar("T")
 AB_CAPTION = ("Baseline and patched runs alternate (A B A B …) with the same seed and data; the fix is kept when "
               "the 95% interval of the throughput ratio clears +3% and the loss holds.")
 
@@ -36,9 +41,6 @@ def render(record: RunRecord, analysis: Analysis) -> None:
     if record.kind != "run" or analysis.run is None or analysis.run.spec is None:
         st.caption("Apply needs a run launched from a sample workload (its spec can be patched); for an uploaded "
                    "trace or your own script, the fix's code snippet above is the change to make.")
-        return
-    if not experimenting.available():
-        st.info(experimenting.EXPERIMENT_MISSING)
         return
     fixes = experimenting.candidate_fixes(analysis)
     if not fixes:
@@ -56,7 +58,7 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         state.set_experiment_job(experimenting.start_experiment(data.store(), analysis, by_id[fix_id], int(trials)))
         job = state.experiment_job()
     if job is not None:
-        _follow(job, "experiment", lambda e: (_before_after(e, analysis), _downloads(record, analysis, e)))
+        _follow(job, "experiment", partial(_experiment, record, analysis, script=False))
     st.divider()
     st.markdown("#### Several rounds: the optimisation ladder")
     cols = st.columns([1, 1, 2])
@@ -66,14 +68,11 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         state.set_ladder_job(experimenting.start_ladder(data.store(), analysis, int(rounds), int(trials)))
         ladder = state.ladder_job()
     if ladder is not None:
-        _follow(ladder, "ladder", lambda lad: (_ladder(lad), _ladder_downloads(record, analysis, lad)))
+        _follow(ladder, "ladder", partial(_ladder_with_downloads, record, analysis))
 
 
 def _render_script(record: RunRecord, analysis: Analysis) -> None:
     """Apply and the ladder on a launched script: the fix is injected at boot, the user's file is never written."""
-    if not experimenting.available():
-        st.info(experimenting.EXPERIMENT_MISSING)
-        return
     try:
         target = script_apply.target_of(record.run_dir, experimenting.device_of(analysis))
     except StepwiseError as err:
@@ -105,7 +104,7 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
         state.set_experiment_job(script_apply.start_experiment(data.store(), target, by_id[fix_id], int(trials)))
         job = state.experiment_job()
     if job is not None:
-        _follow(job, "experiment", lambda e: (_before_after(e, analysis), _change(e), _downloads(record, analysis, e)))
+        _follow(job, "experiment", partial(_experiment, record, analysis, script=True))
     st.divider()
     st.markdown("#### Several rounds: the optimisation ladder")
     st.caption("Each round diagnoses a fresh run of your script, injects the fix the diagnosis points to and "
@@ -117,7 +116,20 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
         state.set_ladder_job(script_apply.start_ladder(data.store(), target, int(rounds), int(trials)))
         ladder = state.ladder_job()
     if ladder is not None:
-        _follow(ladder, "ladder", lambda lad: (_ladder(lad), _ladder_downloads(record, analysis, lad)))
+        _follow(ladder, "ladder", partial(_ladder_with_downloads, record, analysis))
+
+
+def _experiment(record: RunRecord, analysis: Analysis, e: Experiment[Spec], script: bool) -> None:
+    """A finished experiment: before/after, the change to make (scripts), the report downloads."""
+    _before_after(e, analysis)
+    if script:
+        _change(e)
+    _downloads(record, analysis, e)
+
+
+def _ladder_with_downloads(record: RunRecord, analysis: Analysis, ladder: Ladder[Spec]) -> None:
+    _ladder(ladder)
+    _ladder_downloads(record, analysis, ladder)
 
 
 def _change_block(where: str | None, change: dict[str, Any] | None) -> None:
@@ -130,7 +142,7 @@ def _change_block(where: str | None, change: dict[str, Any] | None) -> None:
         st.code(change["text"], language="diff" if change["kind"] == "diff" else "python")
 
 
-def _change(e: Any) -> None:
+def _change(e: Experiment[Spec]) -> None:
     """For a script: a kept fix's diff at its file:line; a fix that did not act says so (not "no gain")."""
     c = ex.script_change(e)
     if c is None:
@@ -141,7 +153,7 @@ def _change(e: Any) -> None:
         st.caption(f"Where the change would go in your code: {ui.text(c['where'])}.")
 
 
-def _follow(job: BackgroundJob, name: str, show: Callable[[Any], None]) -> None:
+def _follow(job: BackgroundJob[T], name: str, show: Callable[[T], None]) -> None:
     """Poll ``job`` in a fragment while it runs; once it has ended, rerun the page once (stops the polling)."""
     polling = not job.done
 
@@ -154,13 +166,13 @@ def _follow(job: BackgroundJob, name: str, show: Callable[[Any], None]) -> None:
             st.rerun(scope="app")
         elif job.error:
             st.error(f"The {name} stopped: {ui.text(job.error, 2000)}")
-        else:
+        elif job.result is not None:
             show(job.result)
 
     _poll()
 
 
-def _before_after(e: Any, analysis: Analysis) -> None:
+def _before_after(e: Experiment[Spec], analysis: Analysis) -> None:
     s = ex.summary(e)
     bound = advice.upper_bound(analysis.diagnosis, e)
     if s["not_applied"]:
@@ -196,7 +208,7 @@ def _before_after(e: Any, analysis: Analysis) -> None:
             ui.chart(charts_compare.loss_curves(losses, "Loss curves overlaid"), key="advisor.loss")
 
 
-def _ladder(ladder: Any) -> None:
+def _ladder(ladder: Ladder[Spec]) -> None:
     st.markdown(f"Total measured speed-up of the kept fixes: **{ladder.total_speedup:.2f}×**")
     steps = ex.ladder_steps(ladder)
     if len(steps) > 1:
@@ -214,21 +226,21 @@ def _ladder(ladder: Any) -> None:
         st.code(a["snippet"], language="python")
 
 
-def _ladder_downloads(record: RunRecord, analysis: Analysis, ladder: Any) -> None:
+def _ladder_downloads(record: RunRecord, analysis: Analysis, ladder: Ladder[Spec]) -> None:
     """The run's report with this ladder in it, in every format."""
     cols = st.columns(3)
     for col, fmt in zip(cols, ("html", "md", "json")):
         col.download_button(f"Report with this ladder ({fmt.upper()})", key=f"advisor.ladder_export.{fmt}",
-                            data=lambda fmt=fmt: export.render(analysis, fmt, ladder=ladder),
+                            data=partial(export.render, analysis, fmt, ladder=ladder),
                             file_name=f"stepwise-{record.run_id}-ladder.{fmt}", mime=export.FORMATS[fmt],
                             on_click="ignore", icon=":material/download:")
 
 
-def _downloads(record: RunRecord, analysis: Analysis, e: Any) -> None:
+def _downloads(record: RunRecord, analysis: Analysis, e: Experiment[Spec]) -> None:
     """The run's report with this before/after in it, in every format."""
     cols = st.columns(3)
     for col, fmt in zip(cols, ("html", "md", "json")):
         col.download_button(f"Report with this fix ({fmt.upper()})", key=f"advisor.export.{fmt}",
-                            data=lambda fmt=fmt: export.render(analysis, fmt, experiment=e),
+                            data=partial(export.render, analysis, fmt, experiment=e),
                             file_name=f"stepwise-{record.run_id}-fix.{fmt}", mime=export.FORMATS[fmt],
                             on_click="ignore", icon=":material/download:")

@@ -105,6 +105,7 @@ class RunHandle:
         assert self._proc is not None
         pid = self._proc.pid
         last_step, last_change = None, time.monotonic()
+        code: int | None
         try:
             # WNOWAIT: the finished leader stays a zombie, so its process group cannot be reused while we
             # kill what is left in it.
@@ -140,8 +141,10 @@ class RunHandle:
             self._done.set()
 
     def _snapshot_tree(self) -> None:
+        if self._proc is None:
+            return
         try:
-            for child in psutil.Process(self._proc.pid).children(recursive=True):  # type: ignore[union-attr]
+            for child in psutil.Process(self._proc.pid).children(recursive=True):
                 self._tree.setdefault(child.pid, child)
         except psutil.Error:
             pass
@@ -201,13 +204,13 @@ def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the use
     manifest = store.read_manifest(run_id)
     pid, started = manifest.get("pid"), manifest.get("pid_started")
     procs = run_processes(run_id)
-    if pid_alive(pid, started):
+    if pid is not None and pid_alive(pid, started):
         leader = psutil.Process(int(pid))
         procs += [leader, *leader.children(recursive=True)]
     if procs:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             with contextlib.suppress(ProcessLookupError, PermissionError, TypeError, ValueError):
-                if pid_alive(pid, started):
+                if pid is not None and pid_alive(pid, started):
                     os.killpg(int(pid), sig)
             for proc in procs:
                 with contextlib.suppress(psutil.Error):

@@ -178,4 +178,4 @@ def _peak_mb(telemetry: pd.DataFrame) -> float | None:
     cols = [c for c in MEMORY_METRICS_MB if c in telemetry.columns]
     if telemetry.empty or not cols:
         return None
-    return _opt_float(pd.to_numeric(telemetry[cols].stack(), errors="coerce").max())
+    return _opt_float(telemetry[cols].apply(pd.to_numeric, errors="coerce").max().max())

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from profilers.errors import SpecError
 from profilers.run.handle import RunHandle, spawn
 from profilers.run.records import RunResult
+from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 
 __all__ = ["RunHandle", "check_workload", "run", "spawn", "start", "worker_command"]
@@ -34,19 +35,18 @@ def check_workload(name: str, allow_external: bool = False) -> None:
     opt-in of Python callers such as tests, never used by the command line or the dashboard, so a spec that
     arrives from a file cannot make the runner import code.
     """
-    import sample_runs
+    from sample_runs import WORKLOADS, get_workload  # imported here: the registry imports every workload
 
-    registry: Mapping[str, Any] = getattr(sample_runs, "WORKLOADS", {}) or {}
-    if name in registry:
+    if name in WORKLOADS:
         return
     if allow_external and ":" in name:
-        sample_runs.get_workload(name)
+        get_workload(name)
         return
-    known = ", ".join(sorted(registry)) or "none registered"
+    known = ", ".join(sorted(WORKLOADS)) or "none registered"
     raise SpecError(f"unknown workload {name!r}; known workloads: {known}")
 
 
-def worker_command(spec: Any, run_dir: Path) -> list[str]:
+def worker_command(spec: TrainingSpec, run_dir: Path) -> list[str]:
     """The command line that runs ``spec`` in ``run_dir``: the worker module, under torchrun for > 1 rank.
 
     ``world_size`` counts the ranks of all nodes, so this node starts ``world_size // nnodes`` of them. With
@@ -54,14 +54,13 @@ def worker_command(spec: Any, run_dir: Path) -> list[str]:
     rendezvous hands out the node ranks (the agent whose host is the endpoint's hosts the rendezvous store).
     """
     worker = ["-m", "profilers.run.worker", str(run_dir)]
-    world, nnodes = int(spec.world_size), int(getattr(spec, "nnodes", 1) or 1)
+    world, nnodes = spec.world_size, spec.nnodes
     if world <= 1 and nnodes <= 1:
         return [sys.executable, *worker]
     if world % nnodes:
         raise SpecError(f"world_size={world} is not a multiple of nnodes={nnodes}")
-    endpoint = getattr(spec, "rdzv_endpoint", None)
-    if endpoint:
-        rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", str(endpoint)]
+    if spec.rdzv_endpoint:
+        rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", spec.rdzv_endpoint]
     elif nnodes == 1:
         rdzv = ["--standalone"]
     else:
@@ -70,26 +69,24 @@ def worker_command(spec: Any, run_dir: Path) -> list[str]:
             "--nnodes", str(nnodes), *rdzv, *worker]
 
 
-def hang_timeout_s(spec: Any) -> float | None:
-    step_timeout = getattr(spec, "step_timeout_s", None)
-    return None if not step_timeout else float(step_timeout) * HANG_FACTOR + HANG_GRACE_S
+def hang_timeout_s(spec: TrainingSpec) -> float | None:
+    """How long the runner waits for a new step before it stops a stuck worker (None: no step timeout)."""
+    return None if spec.step_timeout_s is None else spec.step_timeout_s * HANG_FACTOR + HANG_GRACE_S
 
 
-def start(spec: Any, store: RunStore, label: str | None = None,
+def start(spec: TrainingSpec, store: RunStore, label: str | None = None,
           extra_env: Mapping[str, str] | None = None, allow_external: bool = False) -> RunHandle:
     """Store ``spec`` in a new run folder and start its worker; returns without waiting.
 
     Raises SpecError for an unknown workload or an impossible distributed setting (nothing is stored then).
     """
     check_workload(spec.workload, allow_external)
-    if int(getattr(spec, "nnodes", 1) or 1) > 1 and not getattr(spec, "rdzv_endpoint", None):
-        raise SpecError("a multi-node run needs rdzv_endpoint (host:port of the rendezvous)")
     record = store.create("run", label, spec)
     command = worker_command(spec, Path(record.run_dir))
     return spawn(store, record.run_id, command, extra_env, hang_timeout_s=hang_timeout_s(spec))
 
 
-def run(spec: Any, store: RunStore, on_progress: Callable[[dict[str, Any]], None] | None = None,
+def run(spec: TrainingSpec, store: RunStore, on_progress: Callable[[dict[str, Any]], None] | None = None,
         timeout_s: float | None = None, label: str | None = None,
         extra_env: Mapping[str, str] | None = None, allow_external: bool = False) -> RunResult:
     """Start ``spec`` and wait for its result; ``on_progress`` sees each new ``progress.json``.

@@ -117,7 +117,8 @@ class ScriptSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise SpecError(f"unknown script spec field(s): {', '.join(unknown)}")
-        return cls(**{k: (tuple(v) if k == "command" else v) for k, v in data.items()})
+        fields: dict[str, Any] = {k: (tuple(v) if k == "command" else v) for k, v in data.items()}
+        return cls(**fields)
 
     def boot_config(self) -> dict[str, Any]:
         """What the boot module reads from ``boot.json``."""

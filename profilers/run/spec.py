@@ -36,7 +36,7 @@ Compression = Literal["none", "fp16", "bf16"]
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite"]
 
 
-class FrozenParams(dict):  # type: ignore[type-arg]
+class FrozenParams(dict[str, Any]):
     """A read-only dict: picklable and JSON-able like a dict, but a patch can never mutate a parent spec."""
 
     def _readonly(self, *args: Any, **kwargs: Any) -> None:

@@ -36,8 +36,9 @@ def write_scalars(run_dir: Path) -> int:
     for rank, rows in steps.groupby("rank"):
         writer = SummaryWriter(log_dir=str(run_dir / "tb"), filename_suffix=f".rank{rank}")
         try:
-            for row in rows.itertuples(index=False):
-                add_step_scalars(writer, int(row.step), float(row.wall_ms), _known(row.loss), _known(row.samples))
+            for step, wall_ms, loss, samples in zip(rows["step"].tolist(), rows["wall_ms"].tolist(),
+                                                    rows["loss"].tolist(), rows["samples"].tolist()):
+                add_step_scalars(writer, int(step), float(wall_ms), _known(loss), _known(samples))
         finally:
             writer.close()
     return int(steps["step"].nunique())

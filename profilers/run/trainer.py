@@ -121,7 +121,8 @@ class Trainer:
         accum = spec.grad_accum_steps
         autocast = trainer_setup.autocast_context
         scaler = trainer_setup.grad_scaler(spec, self.device)
-        no_sync = spec.ddp_no_sync and isinstance(model, torch.nn.parallel.DistributedDataParallel)
+        # the DDP model whose all-reduce may be skipped (ddp_no_sync), else None
+        skippable = model if spec.ddp_no_sync and isinstance(model, torch.nn.parallel.DistributedDataParallel) else None
         timer = StepTimer(cuda=self.device.type == "cuda")
         model.train()
         epoch = 0
@@ -140,7 +141,8 @@ class Trainer:
                     x, y = next(batches)
                     x, y = self._to_device(x), self._to_device(y)
                     # Skip the all-reduce on all but the last micro-batch; gradients accumulate locally.
-                    sync = model.no_sync() if no_sync and micro < accum - 1 else contextlib.nullcontext()
+                    last = micro == accum - 1
+                    sync = skippable.no_sync() if skippable is not None and not last else contextlib.nullcontext()
                     with sync:
                         with autocast(spec, self.device):
                             loss = self.loss_fn(model(x), y)

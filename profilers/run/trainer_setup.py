@@ -62,7 +62,7 @@ def _checkpointed(module: nn.Module) -> nn.Module:
             return inner_forward(*args, **kwargs)
         return checkpoint(inner_forward, *args, use_reentrant=False, **kwargs)
 
-    module.forward = forward  # type: ignore[method-assign]
+    module.forward = forward
     return module
 
 
@@ -84,7 +84,8 @@ def prepare_model(model: nn.Module, spec: TrainingSpec, device: torch.device, *,
     model = model.to(device)
     if spec.channels_last:
         if channels_last_applies:
-            model = model.to(memory_format=torch.channels_last)
+            # Module.to documents to(memory_format=...); torch's overloads omit it
+            model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         else:
             warnings.append(f"channels_last=True has no effect on {spec.workload} (no 4-D activations); ignored")
     if spec.activation_checkpointing:

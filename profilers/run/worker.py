@@ -208,7 +208,10 @@ def _local_rank_pids() -> list[int]:
     import psutil
 
     try:
-        return [p.pid for p in psutil.Process().parent().children()] or [os.getpid()]
+        agent = psutil.Process().parent()
+        if agent is None:  # no parent left (the agent died): this rank alone
+            return [os.getpid()]
+        return [p.pid for p in agent.children()] or [os.getpid()]
     except psutil.Error:
         return [os.getpid()]
 

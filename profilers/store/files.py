@@ -81,7 +81,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _int_array(values: Any) -> pd.arrays.IntegerArray:
     """Nullable int64 without a detour through float (nanosecond timestamps exceed 2**53)."""
-    out = []
+    out: list[int | None] = []
     for v in values:
         if isinstance(v, bool) or v is None:
             out.append(None)

@@ -17,6 +17,7 @@ upload copying live in :mod:`profilers.store.files`.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -26,7 +27,7 @@ import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import pandas as pd
 
@@ -58,6 +59,19 @@ _COLUMNS = ("run_id", "kind", "label", "workload", "status", "created_unix", "fi
 _UPDATABLE = frozenset(_COLUMNS) - {"run_id", "kind", "created_unix"} | {"pid_started"}
 
 
+class StoredSpec(Protocol):
+    """What the store reads of a spec (a :class:`~profilers.run.spec.TrainingSpec`): its workload and ranks for
+    the index, its JSON for ``spec.json``."""
+
+    @property
+    def workload(self) -> str: ...
+
+    @property
+    def world_size(self) -> int: ...
+
+    def to_json(self) -> str: ...
+
+
 def default_root() -> Path:
     return Path(os.environ.get(STORE_ENV) or "runs")
 
@@ -75,14 +89,16 @@ class RunStore:
             self.reindex()
 
     # -- creating ------------------------------------------------------------------------------------------
-    def create(self, kind: str, label: str | None = None, spec: Any = None,
+    def create(self, kind: str, label: str | None = None, spec: StoredSpec | Mapping[str, Any] | None = None,
                files: Mapping[str, Any] | None = None) -> RunRecord:
         """A new run folder, status ``running``, listed only once complete: ``spec.json`` when a spec is given
-        and ``files`` (name → JSON value, e.g. the launcher's ``launch.json``) are written before."""
-        workload = _spec_field(spec, "workload")
-        content = {**({"spec.json": json.loads(_spec_text(spec))} if spec is not None else {}), **(files or {})}
-        return self._build(kind, label, workload, RunStatus.RUNNING, lambda d: _write_files(d, content),
-                           world_size=int(_spec_field(spec, "world_size") or 1))
+        (a spec, or its dict form) and ``files`` (name → JSON value, e.g. the launcher's ``launch.json``) are
+        written before."""
+        data = _spec_dict(spec)
+        workload = data.get("workload")
+        content = {**({"spec.json": data} if spec is not None else {}), **(files or {})}
+        return self._build(kind, label, str(workload) if workload is not None else None, RunStatus.RUNNING,
+                           lambda d: _write_files(d, content), world_size=int(data.get("world_size") or 1))
 
     def import_trace(self, src: Path | str, label: str | None = None) -> RunRecord:
         """Copy an uploaded trace (file, zip or folder) into a new ``upload`` run under ``trace/``.
@@ -188,11 +204,14 @@ class RunStore:
     def list(self, kind: str | None = None, limit: int | None = 200,
              status: RunStatus | None = None) -> list[RunRecord]:
         """Runs, newest first, optionally of one kind and/or status."""
-        where, args = [], []
+        where: builtins.list[str] = []
+        args: builtins.list[str | int] = []
         if kind is not None:
-            where.append("kind = ?"), args.append(kind)
+            where.append("kind = ?")
+            args.append(kind)
         if status is not None:
-            where.append("status = ?"), args.append(RunStatus(status).value)
+            where.append("status = ?")
+            args.append(RunStatus(status).value)
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY created_unix DESC, run_id DESC" + (" LIMIT ?" if limit is not None else "")
         with closing(self._db()) as db:
@@ -234,7 +253,7 @@ class RunStore:
         )
 
     # -- recovery ------------------------------------------------------------------------------------------
-    def recover(self) -> list[str]:
+    def recover(self) -> builtins.list[str]:  # builtins: ``list`` here is the method above
         """Settle runs left ``running`` whose process is gone (→ ``killed``, steps kept) or that finished
         while nobody watched (→ their ``result.json``). Idempotent and cheap: call it at startup or on refresh.
         Returns the run ids it changed."""
@@ -371,17 +390,16 @@ class RunStore:
             db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
 
 
-def _spec_field(spec: Any, name: str) -> Any:
+def _spec_dict(spec: StoredSpec | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The JSON object ``spec.json`` holds (empty without a spec)."""
     if spec is None:
-        return None
-    return spec.get(name) if isinstance(spec, Mapping) else getattr(spec, name, None)
-
-
-def _spec_text(spec: Any) -> str:
+        return {}
     if isinstance(spec, Mapping):
-        return json.dumps(dict(spec), indent=2)
-    text = spec.to_json()
-    return text if isinstance(text, str) else json.dumps(text, indent=2)
+        return json.loads(json.dumps(dict(spec)))  # what a reader will see: JSON types only, never a live object
+    data = json.loads(spec.to_json())
+    if not isinstance(data, dict):
+        raise RunError(f"a spec's JSON must be an object, got {type(data).__name__}")
+    return data
 
 
 def _write_files(folder: Path, files: Mapping[str, Any]) -> None:

@@ -48,7 +48,9 @@ def probe_nvml(nvml: Any = None) -> tuple[bool, str]:
     """``(available, reason)``: can NVML be initialised and does it see a GPU? Never raises."""
     try:
         if nvml is None:
-            import pynvml as nvml  # nvidia-ml-py
+            import pynvml  # nvidia-ml-py
+
+            nvml = pynvml
         nvml.nvmlInit()
         try:
             count = int(nvml.nvmlDeviceGetCount())
@@ -66,7 +68,9 @@ class NvmlReader:
 
     def __init__(self, nvml: Any = None) -> None:
         if nvml is None:
-            import pynvml as nvml
+            import pynvml
+
+            nvml = pynvml
         self._nvml = nvml
         nvml.nvmlInit()
         self._handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(int(nvml.nvmlDeviceGetCount()))]

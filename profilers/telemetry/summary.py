@@ -90,7 +90,7 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
     span_s = (times.max() - times.min()) / 1e9 if len(times) >= 2 else 0.0
     rate = (len(times) - 1) / span_s if span_s > 0 else None
     kept = telemetry[_in_steady_steps(t, steps)] if steps is not None and not steps.empty else telemetry
-    sources = telemetry["source"].dropna().astype(str).unique() if "source" in telemetry else []
+    sources: list[str] = telemetry["source"].dropna().astype(str).unique().tolist() if "source" in telemetry else []
     return TelemetrySummary(
         source="+".join(sources) if len(sources) else None,  # "nvml+host" on a GPU run
         samples=int(kept["t_unix_ns"].nunique()),
@@ -130,7 +130,7 @@ def _in_steady_steps(t: pd.Series, steps: pd.DataFrame) -> np.ndarray:
 def _per_sample_mean(df: pd.DataFrame, col: str) -> pd.DataFrame:
     if col not in df.columns:
         return df
-    return df.groupby("t_unix_ns", as_index=False)[col].mean()
+    return df.groupby("t_unix_ns", as_index=False)[[col]].mean()
 
 
 def _median(df: pd.DataFrame, col: str) -> float | None:

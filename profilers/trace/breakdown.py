@@ -172,9 +172,10 @@ def breakdown(trace: Trace) -> Breakdown:
     rows: list[pd.DataFrame] = []
     busy_ns = comm_total = comm_overlap = 0
     has_gpu_rank = parts.gpu_ranks(ev)
-    for rank, steps in trace.steps.groupby("rank", sort=True):
+    for _, steps in trace.steps.groupby("rank", sort=True):
+        rank = int(steps["rank"].iloc[0])  # the group's key
         lo, hi = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
-        sets = event_sets(trace, int(rank), masks)
+        sets = event_sets(trace, rank, masks)
         on_gpu = rank in has_gpu_rank
         claims = claim(sets, on_gpu)
         out = steps[["rank", "step", "start_ns", "end_ns"]].reset_index(drop=True)

@@ -195,7 +195,8 @@ def _events_frame(ts, dur, cat, name, pid, tid, corr, dev, stream, itype, droppe
     dur_ns = np.rint(dur_f[idx] * 1000).astype(np.int64)
     kind_codes, kind_uniques = pd.factorize(np.array(pick(cat), dtype=object), use_na_sentinel=False)
     kind_map = np.array([KINDS.index(kind_of(c if isinstance(c, str) else None)) for c in kind_uniques], dtype=np.int8)
-    kinds = pd.Categorical.from_codes(kind_map[kind_codes] if idx.size else np.zeros(0, np.int8), categories=KINDS)
+    kinds = pd.Categorical.from_codes(kind_map[kind_codes] if idx.size else np.zeros(0, np.int8),
+                                      categories=pd.Index(KINDS))
     if all_kept:
         name_codes, name_uniques = name_codes_all, name_uniques_all
     else:

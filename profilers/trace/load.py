@@ -59,7 +59,7 @@ def _load(path: str | os.PathLike[str]) -> Trace:
             warnings.append(f"{f.name}: dropped broken events ({detail})")
         if cols.events.empty:
             raise TraceError(f"{f.name}: no usable trace events (complete 'X' events with ts and dur)")
-        info = doc.top.get("distributedInfo") if isinstance(doc.top.get("distributedInfo"), dict) else {}
+        info = raw if isinstance(raw := doc.top.get("distributedInfo"), dict) else {}
         rank = _rank(info, f.rank_hint, order, used_ranks, f.name, warnings)
         used_ranks.add(rank)
         world_size = world_size or _int_or_none(info.get("world_size"))

@@ -89,11 +89,11 @@ def _num(d: Any, key: str) -> int:
 
 def _summarise(doc: dict[str, Any], source: str) -> MemorySnapshot:
     segments = [s for s in doc["segments"] if isinstance(s, dict)]
-    traces = doc.get("device_traces") if isinstance(doc.get("device_traces"), list) else []
+    traces = raw if isinstance(raw := doc.get("device_traces"), list) else []
     history = [t for dev in traces if isinstance(dev, list) for t in dev if isinstance(t, dict)]
     allocated_now = sum(_num(s, "allocated_size") for s in segments)
     above_end, live_at_peak = _replay(history)
-    settings = doc.get("allocator_settings") if isinstance(doc.get("allocator_settings"), dict) else {}
+    settings = raw if isinstance(raw := doc.get("allocator_settings"), dict) else {}
     expandable = settings.get("expandable_segments")
     return MemorySnapshot(
         source=source,

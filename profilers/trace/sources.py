@@ -15,9 +15,20 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import BinaryIO, Callable, Iterator, TypeVar
+from typing import IO, TYPE_CHECKING, BinaryIO, Callable, Iterator, Protocol, TypeVar
 
 from profilers.errors import TraceError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
+
+class _Source(Protocol):
+    """What the readers below read from: a file, a zip member, a gzip stream."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
 
 MAX_TRACE_BYTES = int(os.environ.get("STEPWISE_MAX_TRACE_BYTES", str(3 * 1024**3)))
 MAX_ZIP_ENTRIES = 1024
@@ -41,13 +52,14 @@ class TraceFile:
 class LimitedReader(io.RawIOBase):
     """Reads through ``inner`` and raises :class:`TraceError` past ``limit`` bytes (gzip-bomb guard)."""
 
-    def __init__(self, inner: BinaryIO, limit: int, label: str) -> None:
+    def __init__(self, inner: _Source, limit: int, label: str) -> None:
         self._inner, self._left, self._limit, self._label = inner, limit, limit, label
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer, /) -> int:
+        b = memoryview(buffer).cast("B")
         try:
             data = self._inner.read(len(b))
         except (OSError, EOFError, zipfile.BadZipFile, gzip.BadGzipFile) as err:
@@ -67,23 +79,24 @@ class LimitedReader(io.RawIOBase):
         super().close()
 
 
-def _maybe_gunzip(raw: BinaryIO, label: str) -> BinaryIO:
+def _maybe_gunzip(raw: IO[bytes], label: str) -> BinaryIO:
     head = raw.read(2)
     rest = io.BufferedReader(_Prefixed(head, raw))
-    inner: BinaryIO = gzip.GzipFile(fileobj=rest, mode="rb") if head == GZIP_MAGIC else rest  # type: ignore[assignment]
+    inner: _Source = gzip.GzipFile(fileobj=rest, mode="rb") if head == GZIP_MAGIC else rest
     return io.BufferedReader(LimitedReader(inner, MAX_TRACE_BYTES, label), buffer_size=1 << 20)
 
 
 class _Prefixed(io.RawIOBase):
     """A stream that first replays a few sniffed bytes, then continues with the underlying stream."""
 
-    def __init__(self, prefix: bytes, inner: BinaryIO) -> None:
+    def __init__(self, prefix: bytes, inner: _Source) -> None:
         self._prefix, self._inner = prefix, inner
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer, /) -> int:
+        b = memoryview(buffer).cast("B")
         if self._prefix:
             n = min(len(b), len(self._prefix))
             b[:n] = self._prefix[:n]

@@ -36,13 +36,14 @@ def breakdown_summary(b: Breakdown, top_n: int = TOP_N) -> dict[str, Any]:
         },
         "kernel_classes": {k: round(b.kernel_class_share(k), 6) for k in b.kernel_class_ns},
         "top_kernels": [
-            {"name": r.name, "class": r.kclass, "count": int(r.count), "total_ms": _ms(r.total_ns),
-             "mean_us": round(float(r.mean_us), 3), "low_precision": bool(r.low_precision)}
-            for r in b.kernels.head(top_n).itertuples()
+            {"name": r["name"], "class": r["kclass"], "count": int(r["count"]), "total_ms": _ms(r["total_ns"]),
+             "mean_us": round(float(r["mean_us"]), 3), "low_precision": bool(r["low_precision"])}
+            for r in b.kernels.head(top_n).to_dict("records")
         ],
         "top_ops": [
-            {"name": r.name, "count": int(r.count), "total_ms": _ms(r.total_ns), "mean_us": round(float(r.mean_us), 3)}
-            for r in b.ops.head(top_n).itertuples()
+            {"name": r["name"], "count": int(r["count"]), "total_ms": _ms(r["total_ns"]),
+             "mean_us": round(float(r["mean_us"]), 3)}
+            for r in b.ops.head(top_n).to_dict("records")
         ],
         "syncs_per_step": {
             "stream_sync": b.syncs.stream_sync, "device_sync": b.syncs.device_sync,
@@ -56,9 +57,9 @@ def breakdown_summary(b: Breakdown, top_n: int = TOP_N) -> dict[str, Any]:
             "host_peak_allocated_mb": _mb(mem.host_allocated_bytes),
         },
         "per_rank": [
-            {"rank": int(r.rank), "step_ms": round(float(r.step_ms), 4), "work_ms": round(float(r.work_ms), 4),
-             "exposed_comm_ms": round(float(r.exposed_comm_ms), 4)}
-            for r in b.per_rank.itertuples()
+            {"rank": int(r["rank"]), "step_ms": round(float(r["step_ms"]), 4), "work_ms": round(float(r["work_ms"]), 4),
+             "exposed_comm_ms": round(float(r["exposed_comm_ms"]), 4)}
+            for r in b.per_rank.to_dict("records")
         ],
         "straggler": None if straggler is None else {
             "rank": straggler.rank, "work_ms": round(straggler.work_ms, 4),

@@ -16,7 +16,9 @@ from advisors.verdict import Diagnosis
 from advisors.experiments.optimize import candidates, optimize
 from advisors.stats import Trial, throughput_ratio
 from advisors.synthetic import observation, run_facts
-from advisors.experiments.trials import RunOutcome, measured_trial
+from advisors.experiments.trials import RunOutcome, measured_trial, spec_changes
+from profilers.errors import SpecError
+from profilers.run.script_spec import ScriptSpec
 from profilers.run.spec import TrainingSpec
 
 BASE = TrainingSpec(workload="data_bound", batch_size=32, steps=20)
@@ -56,6 +58,23 @@ def test_clear_gain_is_kept_and_trials_interleave() -> None:
     assert exp.ratio and exp.ratio.low > 1 + FAST.min_gain
     assert [s.cache_decoded for s in fake.calls] == [False, True, True, False, False, True]  # A B, B A, A B
     assert len(exp.baseline.trials) == len(exp.patched.trials) == 3
+
+
+def test_the_experiment_names_what_the_fix_changed() -> None:
+    exp = run_experiment(BASE, FIXES["cache_decoded"], FakeRunner(), FAST)
+    assert exp.spec_changes() == {"cache_decoded": (False, True)}
+
+
+def test_a_script_needs_its_own_way_to_apply_a_fix(tmp_path) -> None:
+    script = ScriptSpec(command=("python", "train.py"), cwd=str(tmp_path))
+    runs: list[Any] = []
+    with pytest.raises(SpecError, match="apply="):
+        run_experiment(script, FIXES["dataloader_workers"], lambda spec, on_progress=None: runs.append(spec), FAST)
+    assert runs == []  # refused before any run
+    with pytest.raises(SpecError, match="strategy"):
+        optimize(script, lambda spec, on_progress=None: runs.append(spec), rounds=1, policy=FAST)
+    with pytest.raises(TypeError, match="cannot be compared"):
+        spec_changes(BASE, script)
 
 
 def test_no_real_gain_is_rejected_with_numbers() -> None:

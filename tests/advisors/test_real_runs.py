@@ -22,12 +22,10 @@ from tests.sample_runs.dominant import assert_dominated_by, run_breakdown
 EXPECTED = {"data_bound": "data", "compute_bound": "compute", "memory_bound": "memory",
             "communication_bound": "communication"}
 MARGIN = 1.3  # the intended group's share of step time over the runner-up's (see each workload's measurements)
-# communication_bound's split swings from step to step (two ranks and gloo's threads share 2 cores: per-step
-# communication/compute ratios of 0.4-5 in one run), so its dominance is judged over 8 profiled steps instead
-# of 3, with its own margin. Measured 2026-11-22 on 2 cores, ratio of the aggregate shares: 3 profiled steps
-# 1.08-1.88 (6 runs; CI once saw 1.25 and failed the 1.3 margin), 6 steps 1.30-2.14 (5), 8 steps 1.36-1.86 (6).
-# 2026-11-23, a clean-clone run of the whole suite: 8 steps read communication 0.431 vs compute 0.413 (1.04), so
-# communication must be the largest group, nothing more: the margin cannot be held on this 2-core machine.
+# communication_bound's split swings from step to step (two ranks and gloo's threads share 2 cores), so its
+# dominance is judged over 8 profiled steps instead of 3, and communication must be the largest group, nothing
+# more: the 1.3 margin cannot be held on this 2-core machine (the measured ratios per number of profiled steps
+# are in benchmarks/results/workload-shares-2026-11.md).
 PROFILED = {"communication_bound": 8}
 MARGINS = {"communication_bound": 1.0}
 

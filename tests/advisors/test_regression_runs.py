@@ -2,21 +2,19 @@
 slowed through a spec knob reads ``regression``, and the README's CI recipe works end to end.
 
 The runs use one intra-op thread (``OMP_NUM_THREADS=1``, as ``torch.utils.benchmark`` times by default): on this
-shared 2-core machine a 2-thread matmul slows by 1.4x as soon as another program takes a core (measured: 26 vs
-37-39 ms per step, ``compute_bound`` tiny), while a 1-thread one mostly kept 33-34 ms with another program on
-the other core (not always: see below). Heavier competition is left to the gate's contention guard
+shared 2-core machine a 2-thread matmul slows as soon as another program takes a core, while a 1-thread one mostly
+keeps its pace with another program on the other core (not always: see below; the figures are in
+``benchmarks/results/contention-2026-11-23.md``). Heavier competition is left to the gate's contention guard
 (``advisors.compare.contention``), which answers ``same`` and says so: a pair it suspects is retried (at most
 :data:`ATTEMPTS` times) where a regression must be shown, exactly as its reason tells a CI user to do.
 
 What neither sees: the per-process offset of a run (where its buffers landed, the host's clocks), and another
 program on the *other* core, which slows a one-thread run through the caches and the core's shared parts while
-it keeps its whole core. Pairs of one spec the guard did not suspect measured (2026-11-23, ``compute_bound``
-tiny at 30 steps): 0.971-1.030 in one series; 1.002, 0.973, 1.086, 1.114; 0.981, 0.908, 1.004, 0.996, 1.155
-(the machine otherwise idle during BASE, another program on the other core during NEW); 1.012, 1.048, 0.982,
-0.899, 0.967 and 1.026, 1.064, 1.134, 1.025, 1.027 with the machine idle — each run steady within itself, so the
-interval excluded 1. The gate's tolerance must sit above that, as the README tells
-a CI user on a shared runner: these tests gate at :data:`TOLERANCE` (the default 5 % is for a quiet, dedicated
-machine). The knob doubles the batch: measured 1.79-1.90x (1.5x the batch gave 1.22-1.55x, too near the tolerance).
+it keeps its whole core. Pairs of one spec the guard did not suspect read 0.90-1.16, each run steady
+within itself so that the interval excluded 1 (the series: ``benchmarks/results/contention-2026-11-23.md``).
+The gate's tolerance must sit above that, as the README tells a CI user on a shared runner: these tests gate at
+:data:`TOLERANCE` (the default 5 % is for a quiet, dedicated machine). The knob doubles the batch, well clear of
+the tolerance (1.5x the batch was too near it; measured in the same file).
 """
 
 from __future__ import annotations

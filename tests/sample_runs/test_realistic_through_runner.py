@@ -13,8 +13,8 @@ from profilers.store.runs import RunStore
 from sample_runs import WORKLOADS
 from tests.sample_runs.dominant import assert_dominated_by, run_breakdown
 
-# Measured on 2 cores (3+ runs each, 2026-11), forward+backward vs the runner-up ("other": Python between ops):
-# resnet_small 0.81-0.89 vs 0.08-0.14, gpt_small 0.64-0.68 vs 0.17-0.19, digits 0.57-0.85 vs 0.12-0.33.
+# forward+backward vs the runner-up ("other": Python between ops), measured per workload in
+# benchmarks/results/workload-shares-2026-11.md.
 EXPECTED = {"resnet_small": "compute", "gpt_small": "compute", "digits": "compute"}
 MARGIN = 1.3
 

@@ -35,7 +35,9 @@ class Straggler(Rule):
         return None
 
     def check(self, f: Facts) -> Finding | None:
-        s = f.b.straggler if f.b is not None else None
+        if f.b is None:
+            return None
+        s = f.b.straggler
         if s is None or s.excess_share < self.t["min_excess_share"]:
             return None
         exposed = f.b.per_rank["exposed_comm_ms"]

@@ -77,7 +77,7 @@ class Injector:
                 tensor = scaler.scale(tensor)
             return original(tensor, *args, **kwargs)
 
-        torch.Tensor.backward = backward  # type: ignore[method-assign]
+        setattr(torch.Tensor, "backward", backward)  # a wrapper of a wider signature, undone below
         self._undo.append(lambda: setattr(torch.Tensor, "backward", original))
 
     def finish(self) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def cache_refusal(ds: Any, available_bytes: int) -> str | None:
     return None
 
 
-class CachedDataset(Dataset):  # type: ignore[type-arg]
+class CachedDataset(Dataset[Any]):
     """The script's dataset with each decoded sample kept after its first read (per process: worker processes
     each fill their own). Hits and misses are counted in shared memory so the launcher sees workers' hits."""
 
@@ -139,7 +139,7 @@ class LoaderInjection:
         signature = inspect.signature(original_init)
         me = self
 
-        def init(loader: DataLoader, *args: Any, **kwargs: Any) -> None:  # type: ignore[type-arg]
+        def init(loader: DataLoader[Any], *args: Any, **kwargs: Any) -> None:
             bound = signature.bind(loader, *args, **kwargs)
             bound.apply_defaults()
             site = user_site()
@@ -152,13 +152,14 @@ class LoaderInjection:
 
         original_get = DataLoader._get_iterator
 
-        def get_iterator(loader: DataLoader) -> Any:  # type: ignore[type-arg]
+        def get_iterator(loader: DataLoader[Any]) -> Any:
             it = original_get(loader)  # built: its worker processes exist
             me._iterator_made(it, loader)
             return it
 
-        DataLoader.__init__ = init  # type: ignore[method-assign]
-        DataLoader._get_iterator = get_iterator  # type: ignore[method-assign]
+        # setattr: the patch replaces the methods by wrappers of a wider signature, as the undo below puts them back
+        setattr(DataLoader, "__init__", init)
+        setattr(DataLoader, "_get_iterator", get_iterator)
         self._undo += [lambda: setattr(DataLoader, "__init__", original_init),
                        lambda: setattr(DataLoader, "_get_iterator", original_get)]
 
@@ -193,7 +194,7 @@ class LoaderInjection:
         if r is not None:
             r.refuse(why)
 
-    def _iterator_made(self, it: Any, loader: DataLoader) -> None:  # type: ignore[type-arg]
+    def _iterator_made(self, it: Any, loader: DataLoader[Any]) -> None:
         info = self.loaders.get(id(loader))
         if info is None:
             return
@@ -207,7 +208,7 @@ class LoaderInjection:
         self.iterators.add(id(it))
         self._evidence(it, loader)
 
-    def _evidence(self, it: Any, loader: DataLoader) -> None:  # type: ignore[type-arg]
+    def _evidence(self, it: Any, loader: DataLoader[Any]) -> None:
         r = self.report
         workers = len(getattr(it, "_workers", []) or [])
         if (k := r.knob("num_workers")) is not None:

@@ -126,13 +126,14 @@ class ModuleInjection:
         if inner is not module:
             k.refuse("the model is already wrapped in DistributedDataParallel; channels_last must be set before")
             return
-        inner.to(memory_format=torch.channels_last)
+        # Module.to documents to(memory_format=...); torch's overloads omit it
+        inner.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
         original = module.forward
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             return original(*tree_map(_channels_last, args), **tree_map(_channels_last, kwargs))
 
-        module.forward = forward  # type: ignore[method-assign]
+        module.forward = forward
         k.act(f"{len(four_d)} convolution weights and 4-D inputs in channels_last (NHWC) layout")
 
     def _autocast(self, module: nn.Module, inner: nn.Module) -> None:
@@ -149,7 +150,7 @@ class ModuleInjection:
             me._low_outputs += sum(isinstance(x, torch.Tensor) and x.dtype == dtype for x in leaves)
             return tree_map(_to_fp32, out)
 
-        module.forward = forward  # type: ignore[method-assign]
+        module.forward = forward
         hooks: list[Any] = []
 
         def math_hook(m: nn.Module, inputs: Any, output: Any) -> None:

@@ -40,7 +40,7 @@ class OptimInjection:
             me.optimizers.append(opt)
             me.report.site("optimizer", user_site(), type=type(opt).__name__)
 
-        torch.optim.Optimizer.__init__ = base  # type: ignore[method-assign]
+        setattr(torch.optim.Optimizer, "__init__", base)  # a wrapper of a wider signature, undone below
         self._undo.append(lambda: setattr(torch.optim.Optimizer, "__init__", base_init))
         impl = self.knobs.get("optimizer_impl")
         if impl in ("foreach", "fused"):
@@ -93,7 +93,7 @@ class OptimInjection:
             init(*bound.args, **bound.kwargs)
             me._ddp_evidence(ddp, asked)
 
-        DistributedDataParallel.__init__ = wrapped  # type: ignore[method-assign]
+        setattr(DistributedDataParallel, "__init__", wrapped)  # a wrapper of a wider signature, undone below
         self._undo.append(lambda: setattr(DistributedDataParallel, "__init__", init))
 
     def _ddp_evidence(self, ddp: DistributedDataParallel, asked: float) -> None:
