@@ -147,8 +147,8 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: A
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
         "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],
         "experiment": None if experiment is None else {
-            **advice.experiment_json(experiment, ctx["experiment"]),
+            **advice.experiment_json(experiment),
             "upper_bound_speedup": ctx["experiment"]["upper_bound"],
             **{k: ctx["experiment"][k] for k in ("verdict", "not_applied", "where", "change")}},
-        "ladder": None if ladder is None else advice.ladder_json(ladder, ctx["ladder"]),
+        "ladder": None if ladder is None else advice.ladder_json(ladder),
     }

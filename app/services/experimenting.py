@@ -1,28 +1,16 @@
 """Glue of the Advisor's Apply (no Streamlit): which fixes can be tried, and starting the experiment or the
-ladder in the background. The runs are real runs in the store (``advisors.experiments.trials.store_runner``)."""
+ladder in the background. The runs are real runs in the store (``advisors.experiments.trials.store_runner``).
+
+The experiment machinery is imported inside the functions that start one, so that opening a page does not
+load it."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from app.services.jobs import BackgroundJob
 from profilers.store.runs import RunStore
 from reports.analysis import Analysis
-
-EXPERIMENT_MISSING = "advisor not available yet: advisors.experiments.experiment / advisors.experiments.optimize are not in this build"
-
-
-def available() -> bool:
-    """True when the advisor's experiment and optimisation modules exist."""
-    try:
-        importlib.import_module("advisors.experiments.experiment")
-        importlib.import_module("advisors.experiments.optimize")
-        importlib.import_module("advisors.experiments.trials")
-    except ImportError:
-        return False
-    return True
-
 
 def device_of(a: Analysis) -> str:
     """Where the run executed: ``cuda`` or ``cpu`` (what decides whether a CUDA-only fix can act)."""

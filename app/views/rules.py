@@ -9,9 +9,6 @@ from reports import advice
 
 st.title("Rules")
 docs = advice.rule_docs()
-if docs is None:
-    st.info("advisor not available yet: `advisors.rules.RULES` does not exist in this build.")
-    st.stop()
 st.caption(f"{len(docs)} rules, in the order that breaks ties between equally severe findings. Severity is always "
            "the share of step time at stake, so findings of different kinds compare on one scale.")
 classes = list(dict.fromkeys(d["bottleneck"] for d in docs))

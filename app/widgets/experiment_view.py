@@ -37,9 +37,6 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         st.caption("Apply needs a run launched from a sample workload (its spec can be patched); for an uploaded "
                    "trace or your own script, the fix's code snippet above is the change to make.")
         return
-    if not experimenting.available():
-        st.info(experimenting.EXPERIMENT_MISSING)
-        return
     fixes = experimenting.candidate_fixes(analysis)
     if not fixes:
         st.info("No fix can be tried on this run: the findings propose advice-only changes, or changes that "
@@ -71,9 +68,6 @@ def render(record: RunRecord, analysis: Analysis) -> None:
 
 def _render_script(record: RunRecord, analysis: Analysis) -> None:
     """Apply and the ladder on a launched script: the fix is injected at boot, the user's file is never written."""
-    if not experimenting.available():
-        st.info(experimenting.EXPERIMENT_MISSING)
-        return
     try:
         target = script_apply.target_of(record.run_dir, experimenting.device_of(analysis))
     except StepwiseError as err:
