@@ -53,3 +53,11 @@ def test_a_report_is_what_brings_plotting_in(tmp_path: Path) -> None:
     assert (tmp_path / "r.html").is_file()
     assert "jinja2" in modules and "reports.analysis" in modules
     assert "torch" not in modules
+
+
+def test_the_top_level_help_still_lists_every_subcommand(capsys) -> None:
+    from cli.advisors import build_parser, main
+
+    assert all(c in build_parser().format_help() for c in ("analyze", "optimize", "compare"))
+    assert main(["nonsense"]) == 2  # an unknown subcommand is told the whole list
+    assert "analyze" in capsys.readouterr().err and "compare" in build_parser("nonsense").format_help()
