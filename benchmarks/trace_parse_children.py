@@ -117,9 +117,9 @@ def check_analyze_output(stdout: bytes) -> dict[str, Any]:
 KINDS = ("stepwise", "stepwise_process", "orjson", "orjson_gc", "hta", "hta_process")  # table order
 KIND_TITLES = {
     "stepwise": "Stepwise load+breakdown",
-    "stepwise_process": "Stepwise `analyze --json`, process",
+    "stepwise_process": "Stepwise analyze, whole process",
     "orjson": "orjson.loads, gc off",
     "orjson_gc": "orjson.loads, gc on (default)",
     "hta": "HTA TraceAnalysis+temporal bd",
-    "hta_process": "HTA load+temporal bd, process",
+    "hta_process": "HTA load+bd, whole process",
 }

@@ -107,7 +107,7 @@ def test_benchmark_runs_end_to_end_without_hta(tp, tmp_path, capsys):
                   "--micro-batches", "1", "--workdir", str(tmp_path), "--json", str(out_json)])
     out = capsys.readouterr().out
     assert rc == 0
-    for line in ("Stepwise load+breakdown: time", "Stepwise `analyze --json`, process: time",
+    for line in ("Stepwise load+breakdown: time", "Stepwise analyze, whole process: time",
                  "orjson.loads, gc off: time", "HTA / Stepwise time",
                  "Stepwise / orjson gc off", "Stepwise peak / JSON size"):
         assert line in out
