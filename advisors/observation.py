@@ -3,7 +3,8 @@
 An uploaded trace gives a breakdown and no run; a stored run gives its result, spec and per-step metrics, and
 a breakdown when its profiler exported a trace (a run stopped out of memory before that has none, and is
 still diagnosed); a ``torch.cuda.memory._dump_snapshot`` pickle gives only memory facts (read without ever
-unpickling a class). ``observe(path)`` decides which one a path is.
+unpickling a class). ``observe(path)`` reads any input through the one table of input kinds
+(:mod:`profilers.inputs`) and builds the observation from what its reader returns.
 """
 
 from __future__ import annotations
@@ -16,18 +17,21 @@ from typing import Any, Callable, TypeVar
 import pandas as pd
 
 from advisors.loader_facts import LoaderFacts, loader_facts
-from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.errors import SpecError, TraceError
-from profilers.trace.memory_snapshot import MemorySnapshot, is_snapshot_file, load_memory_snapshot
+from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
 from profilers.run.records import RunResult, summarise_steps
 from profilers.run.spec import TrainingSpec
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.telemetry.summary import TelemetrySummary, summarise_telemetry
-from profilers.trace.load import load_trace
+from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.events import Trace
+from profilers.trace.load import load_trace
+from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.trace.sources import find_trace_files
 
-RUN_MARKERS = ("result.json", "spec.json", "manifest.json")
+__all__ = ["Observation", "RunFacts", "is_run_folder", "observe", "observe_raw", "observe_run",
+           "run_facts", "snapshot_observation", "upload_root", "with_run_trace"]
+
 TRACE_SUBFOLDERS = ("tb", "trace")
 T = TypeVar("T")
 
@@ -71,37 +75,31 @@ class Observation:
     device_memory_bytes: int | None = None  # the device's total memory when the user stated it
 
 
-def is_run_folder(path: Path) -> bool:
-    return path.is_dir() and any((path / m).is_file() for m in RUN_MARKERS)
-
-
 def observe(path: str | Path, device_memory_bytes: int | None = None) -> Observation:
-    """An observation of a trace (file, folder, zip), a memory snapshot or a stored run folder.
-    ``device_memory_bytes`` (the device total, when the user knows it) gives a snapshot a capacity to compare
-    with. Raises TraceError/RunError."""
-    p = Path(path)
-    if is_run_folder(p):
-        manifest = read_json(p / "manifest.json")
-        if not (isinstance(manifest, dict) and manifest.get("kind") == "upload"):
-            return observe_run(p)
-        p = upload_root(p / "trace")  # an uploaded trace or snapshot: judged as what was uploaded
-    if is_snapshot_file(p):
-        return observe_snapshot(p, device_memory_bytes)
-    trace = load_trace(p)
-    return Observation(source=str(p), breakdown=breakdown(trace), run=None, loader=loader_facts(trace))
+    """An observation of a trace (file, folder, zip), a memory snapshot, a stored run folder or an upload, or of
+    any kind registered in :mod:`profilers.inputs`. ``device_memory_bytes`` (the device total, when the user
+    knows it) gives a snapshot a capacity to compare with. Raises TraceError/RunError."""
+    kind, p, raw = read_input(path)
+    return observe_raw(raw, str(p), device_memory_bytes, kind.name)
 
 
-def upload_root(trace_dir: Path) -> Path:
-    """What an ``upload`` run holds under ``trace/``: the one file or folder uploaded, else the folder."""
-    entries = sorted(trace_dir.iterdir()) if trace_dir.is_dir() else []
-    return entries[0] if len(entries) == 1 else trace_dir
+def observe_raw(raw: object, source: str, device_memory_bytes: int | None = None,
+                kind: str = "input") -> Observation:
+    """The observation of what an input reader returned: a Trace, a MemorySnapshot or a RunFolder."""
+    if isinstance(raw, Trace):
+        return Observation(source=source, breakdown=breakdown(raw), run=None, loader=loader_facts(raw))
+    if isinstance(raw, MemorySnapshot):
+        return snapshot_observation(raw, source, device_memory_bytes)
+    if isinstance(raw, RunFolder):
+        return observe_run(raw.path)
+    raise TraceError(f"{source}: the {kind} reader returned a {type(raw).__name__}, which nothing can judge")
 
 
-def observe_snapshot(path: Path, device_memory_bytes: int | None = None, source: str | None = None) -> Observation:
-    """A memory snapshot on its own: no steps, so only the memory rules can judge it (the others say why not)."""
-    return Observation(source=source or str(path), breakdown=None, run=None,
+def snapshot_observation(snapshot: MemorySnapshot, source: str, device_memory_bytes: int | None = None) -> Observation:
+    """A memory snapshot: no steps, so only the memory rules can judge it (the others say why not)."""
+    return Observation(source=source, breakdown=None, run=None,
                        notes=("a memory snapshot records allocations, not step timing: only memory can be judged",),
-                       snapshot=load_memory_snapshot(path), device_memory_bytes=device_memory_bytes)
+                       snapshot=snapshot, device_memory_bytes=device_memory_bytes)
 
 
 def observe_run(run_dir: Path) -> Observation:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from advisors.observation import upload_root
+from profilers.inputs import upload_root
 from profilers.run.records import RunRecord
 from profilers.store.runs import RunStore
 from reports.analysis import Analysis, analyse_run, analyse_trace

@@ -3,12 +3,15 @@
 The functions here run inside the fresh subprocess that :func:`trace_parse_measure.measure` starts (as
 ``trace_parse.py --child KIND``), under the project's python or, for HTA, the python of its own venv: this
 module imports only the standard library at load time, and each contender's libraries inside its function,
-so that import time and the RSS after imports are measured apart from the work.
+so that import time and the RSS after imports are measured apart from the work. The whole-process
+contenders (:data:`PROCESS_KINDS`) are not children of this module: they are the commands
+:func:`process_command` names, timed from start to exit.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import time
 from typing import Any, Callable
@@ -86,10 +89,37 @@ CHILDREN: dict[str, Callable[[str], dict[str, Any]]] = {
     "orjson_gc": _child_orjson,
     "hta": _child_hta,
 }
-KINDS = ("stepwise", "orjson", "orjson_gc", "hta")  # table order
+# Whole processes, as a user times them (interpreter start, imports, the work, exit): the command line a
+# Stepwise user runs, and the smallest script that does HTA's load + temporal breakdown.
+HTA_SCRIPT = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
+              "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n")
+PROCESS_KINDS = ("stepwise_process", "hta_process")
+
+
+def process_command(kind: str, python: str, target: str) -> list[str]:
+    """The command a whole-process contender runs on ``target`` (a trace file; HTA: a folder of rank files)."""
+    if kind == "stepwise_process":
+        return [python, "-m", "advisors", "analyze", "--json", target]
+    if kind == "hta_process":
+        return [python, "-c", HTA_SCRIPT, target]
+    raise ValueError(f"not a whole-process contender: {kind}")
+
+
+def check_analyze_output(stdout: bytes) -> dict[str, Any]:
+    """What ``analyze --json`` printed, reduced to a few figures; a ValueError unless it is its JSON document."""
+    doc = json.loads(stdout)
+    if not isinstance(doc, dict) or "steps" not in doc or "bottleneck" not in doc:
+        raise ValueError("no analyze --json document on stdout")
+    return {"steps": doc["steps"], "ranks": doc.get("ranks"), "bottleneck": doc["bottleneck"],
+            "step_time_ms": doc.get("step_time_ms")}
+
+
+KINDS = ("stepwise", "stepwise_process", "orjson", "orjson_gc", "hta", "hta_process")  # table order
 KIND_TITLES = {
     "stepwise": "Stepwise load+breakdown",
+    "stepwise_process": "Stepwise analyze, whole process",
     "orjson": "orjson.loads, gc off",
     "orjson_gc": "orjson.loads, gc on (default)",
     "hta": "HTA TraceAnalysis+temporal bd",
+    "hta_process": "HTA load+bd, whole process",
 }

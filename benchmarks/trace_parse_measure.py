@@ -51,15 +51,54 @@ def _tree_rss(proc: Any) -> int:
 
 def measure(python: str, kind: str, target: str, *, timeout: float, rss_cap: int, env: dict[str, str] | None = None,
             workdir: Path) -> Run:
-    """Run one contender in a fresh process; kill it (its whole process group) past ``timeout`` or ``rss_cap``."""
-    import psutil
+    """Run one contender in a fresh process; kill it (its whole process group) past ``timeout`` or ``rss_cap``.
+    ``seconds`` is the work as the child timed it (imports excluded)."""
     out = workdir / f"result-{kind}-{os.getpid()}-{time.monotonic_ns()}.json"
-    log = workdir / f"stderr-{kind}.log"
     cmd = [python, str(ENTRY), "--child", kind, "--child-target", target, "--child-out", str(out)]
+    wall, peak, reason, code, _, log = _limited(cmd, kind, timeout=timeout, rss_cap=rss_cap, env=env, workdir=workdir)
+    if reason:
+        return Run(False, None, wall, peak, reason)
+    if code != 0 or not out.exists():
+        return Run(False, None, wall, peak, f"exit {code}: {_last_line(log)}")
+    detail = json.loads(out.read_text())
+    out.unlink()
+    return Run(True, float(detail["seconds"]), wall, peak, "", detail)
+
+
+def measure_process(cmd: list[str], kind: str, *, timeout: float, rss_cap: int, env: dict[str, str] | None = None,
+                    workdir: Path, check: Any = None) -> Run:
+    """Run a whole command as a user would (interpreter start and imports included): ``seconds`` is its wall
+    time from start to exit as the parent saw it; ``detail`` has its CPU time (user+sys, from ``wait4``) and
+    what ``check(stdout)`` makes of its output (a ValueError there means the run failed)."""
+    wall, peak, reason, code, cpu, log = _limited(cmd, kind, timeout=timeout, rss_cap=rss_cap, env=env,
+                                                  workdir=workdir, keep_stdout=True)
+    stdout = log.with_suffix(".out")
+    if reason:
+        return Run(False, None, wall, peak, reason)
+    if code != 0:
+        return Run(False, None, wall, peak, f"exit {code}: {_last_line(log)}")
+    detail: dict[str, Any] = {"cpu_s": cpu}
+    if check is not None:
+        try:
+            detail.update(check(stdout.read_bytes()))
+        except ValueError as err:
+            return Run(False, None, wall, peak, f"its output is not what was asked: {err}")
+    return Run(True, wall, wall, peak, "", detail)
+
+
+def _last_line(log: Path) -> str:
+    tail = log.read_text(errors="replace").strip().splitlines()
+    return next((ln for ln in reversed(tail) if ln.strip()), "no message")[:200]
+
+
+def _limited(cmd: list[str], kind: str, *, timeout: float, rss_cap: int, env: dict[str, str] | None, workdir: Path,
+             keep_stdout: bool = False) -> tuple[float, int, str, int, float, Path]:
+    """Run ``cmd`` under the limits: ``(wall s, peak RSS, why it was stopped or "", exit code, cpu s, stderr log)``."""
+    import psutil
+    log = workdir / f"stderr-{kind}.log"
     t0 = time.perf_counter()
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=str(REPO), env=env,
-                                start_new_session=True)
+    with open(log, "wb") as err, open(log.with_suffix(".out") if keep_stdout else os.devnull, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=str(REPO), env=env, start_new_session=True)
     ps = psutil.Process(proc.pid)
     peak = 0
     reason = ""
@@ -86,15 +125,7 @@ def measure(python: str, kind: str, target: str, *, timeout: float, rss_cap: int
             _, status, rusage = os.wait4(proc.pid, 0)
             break
         time.sleep(0.02)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
     peak = max(peak, rusage.ru_maxrss * 1024)
-    if reason:
-        return Run(False, None, wall, peak, reason)
-    if proc.returncode != 0 or not out.exists():
-        tail = log.read_text(errors="replace").strip().splitlines()
-        last = next((ln for ln in reversed(tail) if ln.strip()), "no message")
-        return Run(False, None, wall, peak, f"exit {proc.returncode}: {last[:200]}")
-    detail = json.loads(out.read_text())
-    out.unlink()
-    return Run(True, float(detail["seconds"]), wall, peak, "", detail)
+    return wall, peak, reason, proc.returncode, rusage.ru_utime + rusage.ru_stime, log

@@ -5,6 +5,10 @@ Exit codes: 0 analysed; 1 only from ``compare``, for a regression; 2 bad input o
 starting ``error:`` (never a traceback).
 Any unexpected exception while analysing an input is reported the same way, as
 ``error: could not analyse PATH: <Type>: <message>`` (KeyboardInterrupt and SystemExit pass through).
+
+Each subcommand imports what it needs when it runs: ``analyze --json`` loads the trace engine and the rules,
+never torch, the experiment machinery, plotting or templates (``--report`` loads those it writes with);
+``tests/cli/test_quick_analyze.py`` holds it to that.
 """
 
 from __future__ import annotations
@@ -15,9 +19,6 @@ from typing import Any, NoReturn, Sequence
 
 import orjson
 
-from cli import compare as cli_compare
-
-from cli import optimize as cli_optimize
 from advisors.diagnosis import diagnose, diagnosis_json
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
@@ -33,18 +34,41 @@ class _Parser(argparse.ArgumentParser):
         raise StepwiseError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("analyze", "optimize", "compare")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand; or, given the subcommand a command line names, that one alone, so that the others'
+    modules (the experiment machinery behind ``optimize``, the regression statistics behind ``compare``) are
+    not imported to run it."""
     p = _Parser(prog="python -m advisors", description="Why is this PyTorch training slow?")
     sub = p.add_subparsers(dest="command", required=True)
+    wanted = command if command in COMMANDS else None
+    if wanted in (None, "analyze"):
+        _add_analyze(sub)
+    if wanted in (None, "optimize"):
+        from cli import optimize as cli_optimize
+
+        cli_optimize.add_parser(sub)
+    if wanted in (None, "compare"):
+        from cli import compare as cli_compare
+
+        cli_compare.add_parser(sub)
+    return p
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The subcommand a command line names: its first word that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _add_analyze(sub: Any) -> None:
     a = sub.add_parser("analyze", help="break down a trace, a folder of ranks, a zip or a stored run")
     a.add_argument("path")
     a.add_argument("--json", action="store_true", help="print the analysis as JSON")
     a.add_argument("--report", metavar="OUT.html", help="also write a shareable report")
     a.add_argument("--device-memory-gib", type=_positive_gib, metavar="GIB",
                    help="the device's total memory, for a memory snapshot (snapshots do not record it)")
-    cli_optimize.add_parser(sub)
-    cli_compare.add_parser(sub)
-    return p
 
 
 def _positive_gib(text: str) -> int:
@@ -167,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = argv.index("--")
         argv, script = argv[:cut], argv[cut + 1:]
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(_named_command(argv)).parse_args(argv)
         code = 0
         args.script = script
         if script and args.command != "optimize":
@@ -175,8 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "analyze":
             result = _analyze_command(args)
         elif args.command == "compare":
+            from cli import compare as cli_compare
+
             result, code = cli_compare.main(args)
         else:
+            from cli import optimize as cli_optimize
+
             result = cli_optimize.main(args)
     except StepwiseError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -189,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "optimize":
         print("\n".join(result["table"]))
     elif args.command == "compare":
+        from cli import compare as cli_compare
+
         cli_compare.print_text(result)
     else:
         _print_text(result)

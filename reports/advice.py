@@ -1,21 +1,26 @@
-"""The advisor as the reports see it: a diagnosis, or the honest reason there is none; the rules' documentation
-and the fix catalogue; the advisor's own JSON forms of a diagnosis, an experiment and a ladder."""
+"""The advisor as the reports see it: a diagnosis when the advisor can give one, else an honest reason.
+
+Plain imports of the advisor's own entry points; only the ladder's JSON (``advisors.experiments``, the
+experiment machinery) is imported inside the functions that print an experiment, so that analysing a trace
+never loads it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisors import diagnosis as advisor
 from advisors.accounting import CAUSES
-from advisors.experiments import ladder_report
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
 from advisors.fixes import FIXES
 from advisors.observation import Observation
 from advisors.rules import RULES
 from advisors.verdict import Diagnosis, Fix
 from profilers.errors import StepwiseError
+
+if TYPE_CHECKING:
+    from advisors.experiments.experiment import Experiment
+    from advisors.experiments.optimize import Ladder
+    from advisors.experiments.trials import Spec
 
 
 def diagnose(obs: Observation) -> tuple[Diagnosis | None, str | None]:
@@ -27,7 +32,7 @@ def diagnose(obs: Observation) -> tuple[Diagnosis | None, str | None]:
 
 
 def fix_for(fix_id: str | None) -> Fix | None:
-    """The :class:`~advisors.verdict.Fix` a finding proposes (``advisors.fixes.FIXES``); None for no fix."""
+    """The :class:`~advisors.verdict.Fix` a finding proposes, from ``advisors.fixes.FIXES``."""
     return FIXES.get(fix_id) if fix_id else None
 
 
@@ -42,7 +47,7 @@ def upper_bound(d: Diagnosis | None, e: Experiment[Spec]) -> float | None:
 
 
 def cause_text(cause: str) -> str:
-    """What a rule's cause is (``advisors.accounting.CAUSES``); the cause's own name for one not in that table."""
+    """What a rule's cause is (``advisors.accounting.CAUSES``), or the cause's name when it is not listed."""
     return CAUSES[cause][1] if cause in CAUSES else cause
 
 
@@ -53,13 +58,16 @@ def rule_docs() -> list[dict[str, Any]]:
 
 def experiment_json(e: Experiment[Spec]) -> dict[str, Any]:
     """The advisor's JSON form of an experiment (``advisors.experiments.ladder_report.experiment_json``)."""
-    return ladder_report.experiment_json(e)
+    from advisors.experiments.ladder_report import experiment_json as as_json
+
+    return as_json(e)
 
 
 def ladder_json(ladder: Ladder[Spec]) -> dict[str, Any]:
-    """The advisor's JSON form of a ladder (the ``optimize --json`` contract, with ``where`` and ``change`` per
-    round on a script), for the device its runs executed on."""
+    """The advisor's JSON form of a ladder (``advisors.experiments.ladder_report.ladder_json``: the ``optimize
+    --json`` contract, with ``where`` and ``change`` per round on a script), for the device its runs executed on."""
+    from advisors.experiments.ladder_report import ladder_json as as_json
     from reports.experiment import arm_device
 
     device = arm_device(ladder.rungs[0].experiment.patched) if ladder.rungs else "cpu"
-    return ladder_report.ladder_json(ladder, device)
+    return as_json(ladder, device)

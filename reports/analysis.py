@@ -4,9 +4,10 @@ Built once per input (the dashboard caches it): the breakdown and its JSON summa
 memory series, the run's step metrics and downsampled telemetry when it is a stored run, and the advisor's
 diagnosis (or the reason there is none). Never the raw events: a 100 MB trace becomes a few hundred rows.
 
-``analyse_path(path)`` is the one entry point for a trace file, folder or zip, or a stored run folder; the
-command line (``advisors analyze --report``) and the dashboard both use it. A memory snapshot pickle gets
-an analysis with no breakdown and its :class:`~profilers.trace.memory_snapshot.MemorySnapshot` summary.
+``analyse_path(path)`` is the one entry point for a trace file, folder or zip, a stored run folder or an
+upload, or any kind registered in :mod:`profilers.inputs` (which decides what a path is); the command line
+(``advisors analyze --report``) and the dashboard both use it. A memory snapshot pickle gets an analysis
+with no breakdown and its :class:`~profilers.trace.memory_snapshot.MemorySnapshot` summary.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import pandas as pd
 
 from advisors.verdict import Diagnosis
 from advisors.loader_facts import loader_facts
-from advisors.observation import (Observation, RunFacts, is_run_folder, observe_snapshot, run_facts,
-                                  upload_root, with_run_trace)
+from advisors.observation import Observation, RunFacts, run_facts, snapshot_observation, with_run_trace
+from profilers.errors import TraceError
+from profilers.inputs import RunFolder, resolve
 from profilers.trace.breakdown import Breakdown, breakdown
-from profilers.trace.memory_snapshot import GIB, MemorySnapshot, is_snapshot_file
+from profilers.trace.events import Trace
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.trace.summary import breakdown_summary
-from profilers.trace.load import load_trace
 from reports import advice
 from reports.timeline import category_timeline, memory_series, step_spans
 from reports.telemetry import downsample_telemetry
@@ -77,25 +79,34 @@ class Analysis:
 
 def analyse_path(path: str | Path, label: str | None = None, buckets: int | None = None,
                  device_memory_bytes: int | None = None) -> Analysis:
-    """Analyse a trace (file, folder of ranks, zip), a memory snapshot or a stored run folder. Raises TraceError
-    for a bad trace. ``device_memory_bytes`` is the device total for a snapshot (it does not record one)."""
+    """Analyse a trace (file, folder of ranks, zip), a memory snapshot, a stored run folder or an upload. Raises
+    TraceError for a bad trace. ``device_memory_bytes`` is the device total for a snapshot (it does not record one).
+
+    The label is ``label``, else the run's (or the upload's) own label from its manifest, else the file name."""
     p = Path(path)
-    if is_run_folder(p):
-        manifest = read_json(p / "manifest.json")
-        kind = str(manifest.get("kind", "run")) if isinstance(manifest, dict) else "run"
-        name = label or (str(manifest.get("label")) if isinstance(manifest, dict) else p.name)
-        if kind == "upload":
-            return analyse_trace(upload_root(p / "trace"), name, buckets, device_memory_bytes)
-        return analyse_run(p, name, kind, buckets)
-    return analyse_trace(p, label or p.name, buckets, device_memory_bytes)
+    kind, inner, containers = resolve(p)
+    manifest = read_json(p / "manifest.json") if containers or kind.name == "run" else None
+    manifest = manifest if isinstance(manifest, dict) else {}
+    name = label or str(manifest.get("label") or p.name)
+    assert kind.read is not None
+    raw = kind.read(inner)
+    if isinstance(raw, RunFolder):
+        return analyse_run(raw.path, name, str(manifest.get("kind", "run")), buckets)
+    if isinstance(raw, Trace):
+        return trace_analysis(raw, name, buckets)
+    if isinstance(raw, MemorySnapshot):
+        return snapshot_analysis(raw, name, device_memory_bytes)
+    raise TraceError(f"{name}: the {kind.name} reader returned a {type(raw).__name__}, which nothing can analyse")
 
 
 def analyse_trace(path: Path, label: str, buckets: int | None = None,
                   device_memory_bytes: int | None = None) -> Analysis:
-    """A trace with no run around it (an upload or a file on disk); a memory snapshot is handed on."""
-    if is_snapshot_file(path):
-        return analyse_snapshot(path, label, device_memory_bytes)
-    trace = load_trace(path)
+    """An upload or a file on disk under the label the caller gives it (whatever kind it is)."""
+    return analyse_path(path, label, buckets, device_memory_bytes)
+
+
+def trace_analysis(trace: Trace, label: str, buckets: int | None = None) -> Analysis:
+    """A trace with no run around it."""
     b = breakdown(trace)
     obs = Observation(source=label, breakdown=b, run=None, loader=loader_facts(trace))
     diagnosis, note = advice.diagnose(obs)
@@ -106,9 +117,9 @@ def analyse_trace(path: Path, label: str, buckets: int | None = None,
                     diagnosis=diagnosis, advisor_note=note, n_events=trace.n_events)
 
 
-def analyse_snapshot(path: Path, label: str, device_memory_bytes: int | None = None) -> Analysis:
+def snapshot_analysis(snapshot: MemorySnapshot, label: str, device_memory_bytes: int | None = None) -> Analysis:
     """A ``torch.cuda.memory._dump_snapshot`` pickle (read by a class-refusing unpickler): memory facts only."""
-    obs = observe_snapshot(path, device_memory_bytes, source=label)
+    obs = snapshot_observation(snapshot, label, device_memory_bytes)
     diagnosis, note = advice.diagnose(obs)
     return Analysis(label=label, kind="trace", breakdown=None, summary=None, timeline=pd.DataFrame(),
                     step_spans=pd.DataFrame(), memory=pd.DataFrame(), run=None, steps=_empty_steps(),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from profilers import inputs
 from profilers.errors import StepwiseError
 from profilers.store.runs import RunStore
 from profilers.store.files import safe_name
@@ -53,12 +54,22 @@ def _write(folder: Path, item: Uploaded) -> None:
         raise StepwiseError(f"two uploaded files share the name {target.name!r}") from None
 
 
+def refused_name(name: str) -> str | None:
+    """Why a file of this name is not read (no input kind takes its suffix), or None when one does."""
+    if inputs.upload_kind(name) is not None:
+        return None
+    return f"not a kind of file Stepwise reads (expected {', '.join(inputs.upload_suffixes())})"
+
+
 def store_upload(store: RunStore, items: Sequence[Uploaded],
                  validate: Callable[[Path, str], tuple[Analysis, str]], job_name: str | None = None) -> UploadOutcome:
     """Validate and store one upload: a single file, or (``job_name`` given) several files as the ranks of one
     job. ``validate(path, label)`` analyses the staged copy (raising for a bad trace) and returns the analysis
     and the content digest."""
     label = job_name or (items[0].name if items else "upload")
+    refused = next(((item.name, why) for item in items if (why := refused_name(item.name))), None)
+    if refused is not None:
+        return UploadOutcome(label, False, refused[1] if not job_name else f"{refused[0]}: {refused[1]}")
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=store.root))
     try:
         if job_name:

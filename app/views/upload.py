@@ -9,19 +9,19 @@ from app import data, state
 from app.widgets import ui
 
 from app.services import uploads
+from profilers import inputs
 from reports import charts
 
 st.title("Upload traces")
 limit_mb = int(st.get_option("server.maxUploadSize"))
 st.markdown(
-    "Drop PyTorch Profiler / Kineto traces: `.json`, `.json.gz`, or a `.zip` holding one file per rank; "
-    "or a `torch.cuda.memory._dump_snapshot` pickle (read by an unpickler that refuses every class). "
+    f"Drop any of these — {inputs.describe_uploads()}. "
     f"**Size limit: {limit_mb} MB per file** (the server's `server.maxUploadSize`). "
     "A file that is not a readable trace is refused with the reason and nothing is stored.")
 as_job = st.toggle("The files I drop are the ranks of one job", key="upload.as_job",
                    help="Off: each file becomes its own run. On: all files together become one multi-rank run.")
 job_name = st.text_input("Job name", value="multi-rank job", key="upload.job_name") if as_job else None
-files = st.file_uploader("Trace files", type=["json", "gz", "zip", "pickle", "pkl"], accept_multiple_files=True,
+files = st.file_uploader("Trace files", type=inputs.upload_types(), accept_multiple_files=True,
                          key="upload.files")
 
 seen = state.upload_seen()

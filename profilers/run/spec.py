@@ -21,7 +21,6 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, get_args, get_origin
 
-import yaml
 
 from profilers.errors import SpecError
 
@@ -222,10 +221,14 @@ class TrainingSpec:
         return cls.from_dict(data)
 
     def to_yaml(self) -> str:
+        import yaml  # only specs written as YAML need it: reading a trace never does
+
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     @classmethod
     def from_yaml(cls, text: str) -> TrainingSpec:
+        import yaml
+
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as err:
@@ -326,6 +329,8 @@ def _type_args(hint: Any) -> tuple[Any, ...]:
 
 
 def _parse_scalar(raw: str) -> Any:
+    import yaml
+
     try:
         return yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import psutil
 
 from profilers.errors import RunError
 
@@ -139,6 +138,8 @@ def telemetry_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def pid_alive(pid: Any, started_unix: Any = None) -> bool:
     """True when ``pid`` runs and is not a zombie (and, given its start time, is the same process)."""
+    import psutil  # only the run store asks about processes: reading a run's files does not
+
     try:
         proc = psutil.Process(int(pid))
         if proc.status() == psutil.STATUS_ZOMBIE:

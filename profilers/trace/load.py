@@ -21,7 +21,7 @@ from profilers.errors import TraceError
 from profilers.trace.columns import collect, concat_frames
 from profilers.trace.json_events import parse_document
 from profilers.trace.events import KINDS, DeviceInfo, Trace
-from profilers.trace.sources import find_trace_files, iter_opened
+from profilers.trace.sources import TraceFile, find_trace_files, iter_opened
 
 _STEP = re.compile(r"ProfilerStep#(\d+)")
 _HOST_STEP_KINDS = ("cpu_op", "user_annotation")
@@ -31,18 +31,27 @@ _MAX_RANK = 2**31 - 1  # the rank column is int32
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Load a trace file, a folder of per-rank files, a TensorBoard log dir, a zip or a stored run folder."""
+    return load_trace_files(find_trace_files(path), str(path))
+
+
+def load_trace_files(files: list[TraceFile], source: str) -> Trace:
+    """Load the given rank files (each one openable Kineto JSON document, gzipped or not) as one trace.
+
+    The entry point for a container :func:`~profilers.trace.sources.find_trace_files` does not know: a reader
+    that finds the rank files its own way (see :mod:`profilers.inputs`) hands them here."""
+    if not files:
+        raise TraceError(f"{source}: no trace files")
     # Parsing allocates millions of short-lived dicts that hold no cycles: the cyclic GC only slows it down.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(path)
+        return _load(files, source)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _load(path: str | os.PathLike[str]) -> Trace:
-    files = find_trace_files(path)
+def _load(files: list[TraceFile], source: str) -> Trace:
     frames: list[pd.DataFrame] = []
     memories: list[pd.DataFrame] = []
     warnings: list[str] = []
@@ -80,7 +89,7 @@ def _load(path: str | os.PathLike[str]) -> Trace:
         world_size=world_size,
         backend=backend,
         steps_inferred=inferred,
-        source=str(path),
+        source=source,
         warnings=tuple(warnings),
     )
 

@@ -20,6 +20,7 @@ from profilers.errors import TraceError
 MAX_SNAPSHOT_BYTES = 512 * 1024**2
 GIB = 1024**3  # snapshots are reported in GiB everywhere (CLI, rules, dashboard, reports)
 PICKLE_MAGIC = b"\x80"
+SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".pt")  # what torch.cuda.memory._dump_snapshot files are called (or no suffix)
 
 
 class _NoClassesUnpickler(pickle.Unpickler):
@@ -62,7 +63,7 @@ def is_snapshot_file(path: str | os.PathLike[str]) -> bool:
     if not p.is_file():
         return False
     with p.open("rb") as fh:
-        return fh.read(1) == PICKLE_MAGIC and p.suffix.lower() in (".pickle", ".pkl", ".pt", "")
+        return fh.read(1) == PICKLE_MAGIC and p.suffix.lower() in (*SNAPSHOT_SUFFIXES, "")
 
 
 def load_memory_snapshot(path: str | os.PathLike[str]) -> MemorySnapshot:

@@ -34,7 +34,8 @@ MAX_TRACE_BYTES = int(os.environ.get("STEPWISE_MAX_TRACE_BYTES", str(3 * 1024**3
 MAX_ZIP_ENTRIES = 1024
 MAX_RANK_FILES = 512
 
-_TRACE_SUFFIXES = (".json", ".json.gz")
+TRACE_SUFFIXES = (".json", ".json.gz")  # a Kineto file, alone or inside a folder or zip
+ZIP_SUFFIXES = (".zip",)  # a zip of rank files (also recognised by its magic bytes)
 _NOT_TRACES = {"spec.json", "result.json", "progress.json", "summary.json", "manifest.json", "telemetry.json"}
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 GZIP_MAGIC = b"\x1f\x8b"
@@ -118,7 +119,7 @@ def rank_from_name(name: str) -> int | None:
 
 def _is_trace_name(name: str) -> bool:
     low = name.lower()
-    return low.endswith(_TRACE_SUFFIXES) and Path(low).name not in _NOT_TRACES
+    return low.endswith(TRACE_SUFFIXES) and Path(low).name not in _NOT_TRACES
 
 
 def find_trace_files(path: str | os.PathLike[str]) -> list[TraceFile]:
@@ -128,7 +129,7 @@ def find_trace_files(path: str | os.PathLike[str]) -> list[TraceFile]:
         raise TraceError(f"{p}: no such file or folder")
     if p.is_dir():
         files = _folder_files(p)
-    elif p.suffix.lower() == ".zip" or _looks_like_zip(p):
+    elif p.suffix.lower() in ZIP_SUFFIXES or _looks_like_zip(p):
         files = _zip_files(p)
     else:
         files = [_plain_file(p)]

@@ -107,7 +107,8 @@ def test_benchmark_runs_end_to_end_without_hta(tp, tmp_path, capsys):
                   "--micro-batches", "1", "--workdir", str(tmp_path), "--json", str(out_json)])
     out = capsys.readouterr().out
     assert rc == 0
-    for line in ("Stepwise load+breakdown: time", "orjson.loads, gc off: time", "HTA / Stepwise time",
+    for line in ("Stepwise load+breakdown: time", "Stepwise analyze, whole process: time",
+                 "orjson.loads, gc off: time", "HTA / Stepwise time",
                  "Stepwise / orjson gc off", "Stepwise peak / JSON size"):
         assert line in out
     assert "did not finish" not in out and "skipped" not in out  # HTA rows are left out, not failed
@@ -127,6 +128,18 @@ def test_table_reports_a_contender_that_did_not_finish(tp):
     assert "did not finish: time limit of 600 s reached" in table
     assert "2.00x  MET" in table  # Stepwise / orjson
     assert "0.63x  MET" in table  # peak / size
+
+
+def test_whole_process_ratio_is_judged_against_the_target_of_its_input(tp):
+    def runs(seconds: list[float], cpu: float) -> list:
+        return [tp.Run(True, s, s, 2**20, "", {"cpu_s": cpu}) for s in seconds]
+
+    big = tp.InputResult("synthetic 1.00 GB", "x.json", 10**9, 10**9)
+    big.runs = {"stepwise_process": runs([10.0, 12.0, 11.0], 10.0), "hta_process": runs([200.0], 190.0)}
+    small = tp.InputResult("shared", "y.json.gz", 3 * 2**20, 51 * 2**20)
+    small.runs = {"stepwise_process": runs([1.0, 1.2, 1.1], 1.0), "hta_process": runs([6.0], 5.0)}
+    line = next(ln for ln in tp.render([small, big]).splitlines() if ln.startswith("HTA / Stepwise, whole process"))
+    assert "5.45x  MET" in line and "18.18x  MISSED" in line  # 6 / 1.1 against 5x; 200 / 11 against 20x
 
 
 def test_entry_imports_as_a_package_module_too():

@@ -1,0 +1,63 @@
+"""``python -m advisors analyze --json`` imports only what analysis needs, run as a user runs it.
+
+The command runs under ``-X importtime``, which names every module the process imported; the heavy ones that
+analysis never uses (torch, the experiment machinery, plotting, templates, the dashboard) must not be among
+them. ``--report`` does need plotting or templates: that run is the control showing the check can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.trace_factory import kernel, step, write, x
+
+REPO = Path(__file__).resolve().parents[2]
+NOT_FOR_ANALYSIS = ("torch", "plotly", "streamlit", "jinja2", "advisors.experiments", "sample_runs", "reports",
+                    "profilers.run.runner", "profilers.run.worker")
+_IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| +(\S+)$")
+
+
+def _small_trace(tmp_path: Path) -> Path:
+    events = [step(1, 0, 1000), x("aten::mm", 10, 400), x("cudaLaunchKernel", 20, 5, cat="cuda_runtime",
+                                                           correlation=1),
+              kernel("sm80_gemm", 30, 500, correlation=1), step(2, 1000, 1000), x("aten::mm", 1010, 400)]
+    return write(tmp_path / "t.json", events)
+
+
+def _analyze(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "advisors", "analyze", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    modules = {m.group(1) for line in done.stderr.splitlines() if (m := _IMPORTED.match(line))}
+    return done, modules
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in NOT_FOR_ANALYSIS))
+
+
+def test_analyze_json_imports_no_torch_plotting_or_experiments(tmp_path: Path) -> None:
+    done, modules = _analyze(str(_small_trace(tmp_path)), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["steps"] == 2
+    assert "profilers.trace.load" in modules and "advisors.diagnosis" in modules  # the parse saw the imports
+    assert _heavy(modules) == []
+
+
+def test_a_report_is_what_brings_plotting_in(tmp_path: Path) -> None:
+    done, modules = _analyze(str(_small_trace(tmp_path)), "--json", "--report", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "r.html").is_file()
+    assert "jinja2" in modules and "reports.analysis" in modules
+    assert "torch" not in modules
+
+
+def test_the_top_level_help_still_lists_every_subcommand(capsys) -> None:
+    from cli.advisors import build_parser, main
+
+    assert all(c in build_parser().format_help() for c in ("analyze", "optimize", "compare"))
+    assert main(["nonsense"]) == 2  # an unknown subcommand is told the whole list
+    assert "analyze" in capsys.readouterr().err and "compare" in build_parser("nonsense").format_help()
