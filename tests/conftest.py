@@ -1,6 +1,12 @@
 """Shared test fixtures: where the real GPU traces live (../shared/traces beside the checkout); Hypothesis runs
 derandomized, so the gate tests the same generated inputs every time (a new random find must not turn an
-unrelated commit red). ``HYPOTHESIS_PROFILE=explore`` fuzzes with fresh randomness on each run."""
+unrelated commit red). ``HYPOTHESIS_PROFILE=explore`` fuzzes with fresh randomness on each run.
+
+Torch runs one intra-op thread in the test process (``STEPWISE_TEST_TORCH_THREADS`` changes it): the tests check
+answers, not speed, and on this 2-core machine two threads spin against each other and against other jobs —
+measured on test_checkpointing + test_memory_sizing: 19.8 s CPU / 58 s wall with two, 10.9 s / 30 s with one
+(busy machine, 2026-11-23). Runs the tests start in subprocesses keep torch's default (the slow tests' margins
+were measured with it)."""
 
 from __future__ import annotations
 
@@ -16,6 +22,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = (REPO.parent / "shared" / "traces").resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("STEPWISE_TEST_TORCH_THREADS", "1")))
 
 
 @pytest.fixture(scope="session")

@@ -1,25 +1,46 @@
-"""The ``python -m advisors analyze`` command-line contract, run as a user runs it (a subprocess)."""
+"""The ``python -m advisors analyze`` command-line contract: once as a user runs it (a subprocess), the other
+cases through ``cli.advisors.main`` in this process (the same code after the interpreter starts, ~2 s less each),
+with every Python warning an error, since a subprocess would have printed it on stderr."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
+from cli.advisors import main
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess[str]:
+def analyze_in_a_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "advisors", "analyze", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
 
 
+def analyze(*args: str) -> subprocess.CompletedProcess[str]:
+    """``main(["analyze", *args])`` here, its stdout and stderr captured, shaped like :func:`subprocess.run`'s."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        warnings.simplefilter("error")
+        try:
+            code = main(["analyze", *args])
+        except SystemExit as exit_:  # argparse's usage errors
+            code = exit_.code if isinstance(exit_.code, int) else 2
+    return subprocess.CompletedProcess(["advisors", "analyze", *args], code, out.getvalue(), err.getvalue())
+
+
 def test_json_fields_and_report(shared_traces: Path, tmp_path: Path):
     out = tmp_path / "report.html"
-    done = analyze(str(shared_traces / "communication/param_dlrm_8_ranks"), "--json", "--report", str(out))
+    done = analyze_in_a_process(str(shared_traces / "communication/param_dlrm_8_ranks"), "--json", "--report",
+                                str(out))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     for key in ("device", "ranks", "steps", "step_time_ms", "breakdown", "bottleneck", "confidence", "findings"):

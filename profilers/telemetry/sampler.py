@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import orjson
 import pandas as pd
@@ -184,14 +184,17 @@ class HostReader:
     between consecutive samples: the kernel counts CPU time in 10 ms ticks, and a sample that runs late lets
     the next one follow a few ms after it, so one tick over 0.6 ms read as 1729% on 2 cores (measured, with
     DataLoader workers). Over ≥ 0.25 s a tick is ≤ 4% of a core.
+
+    ``clock`` (default ``time.monotonic``) times those windows and the children refresh; tests pass a fake one.
     """
 
     CHILDREN_REFRESH_S = 2.0
     RATE_WINDOW_S = 0.25
 
-    def __init__(self, root_pids: Iterable[int]) -> None:
+    def __init__(self, root_pids: Iterable[int], clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._roots = [psutil.Process(pid) for pid in root_pids]
-        self._descendants = [Descendants(root, self.CHILDREN_REFRESH_S) for root in self._roots]
+        self._descendants = [Descendants(root, self.CHILDREN_REFRESH_S, clock) for root in self._roots]
         self._rates = WindowedRates(self.RATE_WINDOW_S)
         self._cpu_count = psutil.cpu_count() or None
 
@@ -208,7 +211,7 @@ class HostReader:
         for proc, is_root in self._tree():
             try:
                 times = proc.cpu_times()
-                at = time.monotonic()  # each process's counters against its own clock reading
+                at = self._clock()  # each process's counters against its own clock reading
                 rss += proc.memory_info().rss if is_root else proc.memory_full_info().uss
                 io = proc.io_counters()
             except (psutil.Error, AttributeError):
@@ -218,7 +221,7 @@ class HostReader:
             if rates is not None:
                 cpu, read, write = cpu + 100.0 * rates[0], read + rates[1], write + rates[2]
         busy, total = _busy_total(psutil.cpu_times())
-        system = self._rates.update("system", time.monotonic(), (busy, total))
+        system = self._rates.update("system", self._clock(), (busy, total))
         self._rates.forget_all_but(alive)  # processes that exited
         system_pct = 100.0 * system[0] / system[1] if system is not None and system[1] > 0 else None
         return [{"cpu_pct": round(cpu, 1),
@@ -270,14 +273,24 @@ class TelemetrySampler(threading.Thread):
     ``source``: ``None`` picks NVML when :func:`probe_nvml` succeeds, else host; ``"nvml"``/``"host"`` force
     one; an NVML-like object (e.g. :class:`FakeNvml`) is used as the pynvml module. ``note`` says what was
     chosen and why (it goes into the run result). ``root_pids`` are the processes whose host metrics count.
+
+    Time is injectable, so the schedule can be tested without waiting for it: ``clock`` (monotonic seconds)
+    keeps the sampling grid and the host reader's rate windows, ``wall_ns`` stamps each line (``t_unix_ns``,
+    and through it ``t_trace_us``), and ``sleep(seconds)`` waits between samples — by default on the stop
+    event, so :meth:`stop` wakes it at once. A fake ``sleep`` advances a fake ``clock`` and may call
+    :meth:`stop`; :meth:`run` can then be called in the test's own thread.
     """
 
     def __init__(self, out_path: os.PathLike[str] | str, interval_s: float = 0.1, source: Any = None,
-                 root_pids: Iterable[int] | None = None) -> None:
+                 root_pids: Iterable[int] | None = None, clock: Callable[[], float] = time.monotonic,
+                 wall_ns: Callable[[], int] = time.time_ns,
+                 sleep: Callable[[float], Any] | None = None) -> None:
         super().__init__(name="stepwise-telemetry", daemon=True)
         self.out_path = Path(out_path)
         self.interval_s = interval_s
         self._stop_event = threading.Event()
+        self._clock, self._wall_ns = clock, wall_ns
+        self._sleep: Callable[[float], Any] = self._stop_event.wait if sleep is None else sleep
         self._roots = list(root_pids) if root_pids is not None else [os.getpid()]
         self.reader: NvmlReader | HostReader
         self.host: HostReader | None = None  # beside NVML: the host's side of a GPU run (its CPUs feed the GPU)
@@ -288,22 +301,22 @@ class TelemetrySampler(threading.Thread):
             elif source == "nvml":
                 raise RuntimeError(f"NVML telemetry requested but unavailable: {reason}")
             else:
-                self.source, self.reader = "host", HostReader(self._roots)
+                self.source, self.reader = "host", HostReader(self._roots, clock)
                 self.note = f"NVML unavailable: {reason}; host telemetry via psutil"
         elif source == "host":
-            self.source, self.reader, self.note = "host", HostReader(self._roots), "host telemetry via psutil"
+            self.source, self.reader, self.note = "host", HostReader(self._roots, clock), "host telemetry via psutil"
         else:
             ok, reason = probe_nvml(source)
             if not ok:
                 raise RuntimeError(f"NVML telemetry requested but unavailable: {reason}")
             self.source, self.reader, self.note = "nvml", NvmlReader(source), f"{reason} (injected NVML module)"
         if self.source == "nvml":
-            self.host = HostReader(self._roots)
+            self.host = HostReader(self._roots, clock)
             self.note += "; host CPU and memory via psutil alongside"
         self.samples_written = 0
 
     def sample_once(self, fh: Any) -> None:
-        t_ns = time.time_ns()
+        t_ns = self._wall_ns()
         base = kineto_base_ns(t_ns)
         rows = [(self.source, m) for m in self.reader.sample()]
         if self.host is not None:
@@ -317,7 +330,7 @@ class TelemetrySampler(threading.Thread):
     def run(self) -> None:
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
         with self.out_path.open("a", encoding="utf-8") as fh:
-            next_t = time.monotonic()
+            next_t = self._clock()
             while not self._stop_event.is_set():
                 try:
                     self.sample_once(fh)
@@ -325,7 +338,7 @@ class TelemetrySampler(threading.Thread):
                     pass
                 # Schedule on a fixed grid so sampling cost does not lower the rate below 1 / interval_s.
                 next_t += self.interval_s
-                self._stop_event.wait(max(next_t - time.monotonic(), 0.0))
+                self._sleep(max(next_t - self._clock(), 0.0))
 
     def stop(self) -> None:
         self._stop_event.set()

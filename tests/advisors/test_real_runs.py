@@ -17,10 +17,8 @@ from advisors.experiments.trials import store_runner
 from profilers.store.runs import RunStore
 from sample_runs import WORKLOADS
 from sample_runs.memory_sizing import peak_bytes, saved_bytes
-from tests.sample_runs.dominant import assert_dominated_by, run_breakdown
+from tests.sample_runs.dominant import DESIGNED, assert_dominated_by, expected_group, run_breakdown
 
-EXPECTED = {"data_bound": "data", "compute_bound": "compute", "memory_bound": "memory",
-            "communication_bound": "communication"}
 MARGIN = 1.3  # the intended group's share of step time over the runner-up's (see each workload's measurements)
 # communication_bound's split swings from step to step (two ranks and gloo's threads share 2 cores), so its
 # dominance is judged over 8 profiled steps instead of 3, and communication must be the largest group, nothing
@@ -37,7 +35,7 @@ def _facts(outcome) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", sorted(EXPECTED))
+@pytest.mark.parametrize("workload", DESIGNED)  # every registered workload with an intended_bottleneck
 def test_tiny_workload_is_diagnosed_as_built(workload: str, tmp_path: Path) -> None:
     run = store_runner(RunStore(tmp_path / "runs"), timeout_s=300)
     spec = WORKLOADS[workload].spec("tiny")
@@ -46,12 +44,12 @@ def test_tiny_workload_is_diagnosed_as_built(workload: str, tmp_path: Path) -> N
     outcome = run(spec)
     d = diagnose_outcome(outcome)
     why = {"findings": [(f.rule, round(f.severity, 3)) for f in d.findings], "facts": _facts(outcome)}
-    assert d.bottleneck.value == EXPECTED[workload], why
+    assert d.bottleneck.value == expected_group(workload), why
     if outcome.status == "ok":
         assert outcome.trial is not None and outcome.trial.samples_per_step > 0
         assert len(outcome.losses) == outcome.steps_done
         b = run_breakdown(outcome.run_dir)  # type: ignore[arg-type]
-        shares = assert_dominated_by(b, EXPECTED[workload], MARGINS.get(workload, MARGIN))
+        shares = assert_dominated_by(b, expected_group(workload), MARGINS.get(workload, MARGIN))
         if workload == "compute_bound":  # and that compute is matmul work (measured 0.85-0.9 of it)
             ns = b.category_ns()
             assert b.cpu_matmul.total_ns > 0.6 * (ns["forward"] + ns["backward"]), shares

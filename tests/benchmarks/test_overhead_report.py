@@ -53,6 +53,7 @@ def test_noise_larger_than_the_overhead_is_said(overhead, capsys) -> None:
     assert "not resolved" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # a real measurement: trains compute_bound in 4 blocks in a subprocess (~9 s)
 def test_in_process_blocks_alternate_abba_and_sample_telemetry_when_on() -> None:
     """A short real measurement: 4 blocks (ON OFF OFF ON) with the telemetry thread sampling in the ON blocks."""
     import subprocess
@@ -68,3 +69,33 @@ def test_in_process_blocks_alternate_abba_and_sample_telemetry_when_on() -> None
     # ≈10 Hz over the steps the ON blocks actually took (not the calibration's estimate: load changes between)
     assert r["on_seconds"] > 0 and r["telemetry_samples"] >= 0.5 * 10 * r["on_seconds"]
     assert r["low"] <= r["ratio"] <= r["high"] and r["ratio"] > 0
+
+
+def test_blocks_switch_instrumentation_in_abba_order_without_training(tmp_path: Path) -> None:
+    """``overhead_blocks.BlockHooks`` driven by hand-made step records (the fast lane's cover of the slow test
+    above): blocks of 3 steps in ON OFF OFF ON order, the telemetry thread running in the ON blocks only, each
+    step's wall kept in its block and recorded by its arm's recorder."""
+    import time
+
+    from profilers.run.trainer import StepRecord
+
+    spec = importlib.util.spec_from_file_location("stepwise_bench_overhead_blocks",
+                                                  BENCH.with_name("overhead_blocks.py"))
+    blocks_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(blocks_mod)
+    hooks = blocks_mod.BlockHooks(tmp_path, first_step=5, block_steps=3, total=17, parts=frozenset({"telemetry"}))
+    running = []
+    try:
+        for step in range(5, 17):
+            hooks.before_step(step)
+            running.append(hooks.telemetry is not None and hooks.telemetry.is_alive())
+            hooks.after_step(StepRecord(step, 10.0 + step, 1.0, 8, time.time_ns()))
+    finally:
+        hooks.close()
+    assert [arm for arm, _ in hooks.blocks] == ["on", "off", "off", "on"]
+    assert [walls for _, walls in hooks.blocks] == [[15.0, 16.0, 17.0], [18.0, 19.0, 20.0], [21.0, 22.0, 23.0],
+                                                    [24.0, 25.0, 26.0]]
+    assert running == [True] * 3 + [False] * 6 + [True] * 3
+    assert hooks.telemetry is None and hooks.dog is None  # closed
+    rows = {arm: (tmp_path / arm / "steps.jsonl").read_text().count("\n") for arm in ("on", "off")}
+    assert rows == {"on": 6, "off": 6}

@@ -83,6 +83,7 @@ def _leftovers(run_dir: Path) -> list[int]:
     return out
 
 
+@pytest.mark.slow  # a real launched process; launch_boot in process: test_launch_in_process.py
 @pytest.mark.parametrize("source, mode, has_samples", [
     (WITH_OPTIMIZER, "optimizer", True),
     (HAND_WRITTEN_SGD, "backward", False),
@@ -111,17 +112,20 @@ def test_unmodified_script_is_profiled_for_n_steps_and_ends_cleanly(tmp_path: Pa
     assert _leftovers(run_dir) == []  # no DataLoader worker outlives the run
 
 
+@pytest.mark.slow  # a real launched process; launch_boot in process: test_launch_in_process.py
 def test_a_script_that_raises_is_failed_with_its_steps(tmp_path: Path) -> None:
     store, handle, result = _launch(tmp_path, RAISES)
     assert result.status is RunStatus.FAILED and "bad batch" in (result.error or "")  # type: ignore
     assert result.steps_done == 4 and len(store.read_steps(handle.run_id)) == 4  # type: ignore
 
 
+@pytest.mark.slow  # a real launched process; launch_boot in process: test_launch_in_process.py
 def test_a_script_without_training_is_failed(tmp_path: Path) -> None:
     _, _, result = _launch(tmp_path, NO_TRAINING)
     assert result.status is RunStatus.FAILED and "no training step" in (result.error or "")  # type: ignore
 
 
+@pytest.mark.slow  # a real launched process; launch_boot in process: test_launch_in_process.py
 def test_a_script_shorter_than_the_window_ends_ok_with_a_warning_and_its_trace(tmp_path: Path) -> None:
     _, handle, result = _launch(tmp_path, HAND_WRITTEN_SGD.replace("range(1000)", "range(3)"))
     assert result.status is RunStatus.OK and result.steps_done == 3  # type: ignore[attr-defined]

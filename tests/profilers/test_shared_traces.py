@@ -1,8 +1,12 @@
 """Every real trace in ../shared/traces loads, and its breakdown agrees with figures computed here
-independently, with the standard library only (plain json, plain interval sweeps)."""
+independently, with the standard library only (plain json, plain interval sweeps).
+
+Several tests read the same large traces (hta_v100_2rank: 216k events, three times): each file's raw events and
+its breakdown are computed once per module and shared, read only, then dropped when the module ends (~0.5 GB)."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import statistics
@@ -10,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profilers.trace.breakdown import CATEGORIES, breakdown
+from profilers.trace.breakdown import CATEGORIES, Breakdown, breakdown
 from profilers.trace.load import load_trace
 from tests.conftest import SHARED_TRACES
 
@@ -20,10 +24,23 @@ GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 HOST_STEP_CATS = {"cpu_op", "user_annotation", "operator"}
 
 
-def _events(path: Path) -> list[dict]:
+@functools.lru_cache(maxsize=None)
+def _events(path: Path) -> tuple[dict, ...]:
     raw = path.read_bytes()
     doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    return tuple(e for e in doc["traceEvents"] if e.get("ph") == "X")
+
+
+@functools.lru_cache(maxsize=None)
+def _breakdown(path: Path) -> Breakdown:
+    return breakdown(load_trace(path))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _each_file_parsed_once():
+    yield
+    _events.cache_clear()
+    _breakdown.cache_clear()
 
 
 def _union_len(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
@@ -74,7 +91,7 @@ def independent(paths: list[Path]) -> dict:
 @pytest.mark.parametrize("rel", FILES + FOLDERS)
 def test_trace_loads_and_breakdown_matches_independent_figures(rel: str, shared_traces: Path):
     path = shared_traces / rel
-    b = breakdown(load_trace(path))
+    b = _breakdown(path)
     files = sorted(path.glob("*.json*")) if path.is_dir() else [path]
     ref = independent(files)
     assert b.n_steps == ref["steps"]
@@ -101,14 +118,14 @@ def test_dataloader_share_falls_from_about_40_to_about_1_percent(shared_traces: 
     before, after = independent([before_path]), independent([after_path])
     assert before["dataloader_raw"] == pytest.approx(0.40, abs=0.03)
     assert after["dataloader_raw"] == pytest.approx(0.01, abs=0.01)
-    exposed_before = breakdown(load_trace(before_path)).share("dataloader")
-    exposed_after = breakdown(load_trace(after_path)).share("dataloader")
+    exposed_before = _breakdown(before_path).share("dataloader")
+    exposed_after = _breakdown(after_path).share("dataloader")
     assert exposed_before > 0.30 and exposed_after < 0.02
     assert exposed_before / exposed_after > 20
 
 
 def test_multi_rank_folder_counts_a_step_once(shared_traces: Path):
-    b = breakdown(load_trace(shared_traces / "communication/param_dlrm_8_ranks"))
+    b = _breakdown(shared_traces / "communication/param_dlrm_8_ranks")
     assert b.ranks == tuple(range(8)) and b.n_steps == 1
     assert b.per_rank["step_ms"].min() == pytest.approx(12.5, abs=0.2)
     assert b.per_rank["step_ms"].max() == pytest.approx(20.1, abs=0.2)
@@ -121,7 +138,7 @@ def test_edge_cases(shared_traces: Path):
     assert load_trace(shared_traces / "edge/hta_no_rank_info.json.gz").ranks == (0,)
     big = load_trace(shared_traces / "edge/hta_two_events_large_integers.pt.trace.json.gz")
     assert big.n_events == 2 and big.steps_inferred
-    amd = breakdown(load_trace(shared_traces / "edge/hta_amd_mi250_rocm_minitoy.json.gz"))
+    amd = _breakdown(shared_traces / "edge/hta_amd_mi250_rocm_minitoy.json.gz")
     assert amd.device == "gpu" and amd.kernel_total_ns > 0 and "AMD" in amd.device_name
     old = load_trace(shared_traces / "edge/kineto_old_schema_gpu_metrics.json")
     assert set(old.events["kind"].unique()) >= {"cpu_op", "runtime", "kernel", "memcpy"}
@@ -218,7 +235,7 @@ def independent_cpu_comm(path: Path) -> dict:
 @pytest.mark.parametrize("rel", COMM_TRACES)
 def test_exposed_and_overlapped_communication_match_an_independent_reading(rel: str, shared_traces: Path):
     path = shared_traces / rel
-    b = breakdown(load_trace(path))
+    b = _breakdown(path)
     ref = independent_comm(sorted(path.glob("*.json*")) if path.is_dir() else [path])
     assert ref["total"] > 0.05  # there is communication to check
     step_ns = b.total_step_ns
@@ -235,13 +252,13 @@ def test_hta_sample_communication_figures_recomputed_from_raw_events(shared_trac
         ref = independent_comm([path])
         assert ref["total"] / ref["busy"] == pytest.approx(comm_of_busy, abs=1e-3)
         assert ref["exposed"] / ref["busy"] == pytest.approx(exposed_of_busy, abs=1e-3)
-        b = breakdown(load_trace(path))
+        b = _breakdown(path)
         assert b.share("communication") / b.gpu_busy_share == pytest.approx(exposed_of_busy, abs=1e-3)
 
 
 def test_cpu_gloo_communication_matches_an_independent_reading(shared_traces: Path):
     path = shared_traces / "edge/hta_cpu_only_gloo_rank-34.pt.trace.json.gz"
-    b = breakdown(load_trace(path))
+    b = _breakdown(path)
     ref = independent_cpu_comm(path)
     step_ns = b.total_step_ns
     assert b.share("communication") == pytest.approx(ref["exposed"], abs=1e-5)
@@ -286,4 +303,4 @@ def test_kernel_class_share_matches_an_independent_reading(rel: str, kclass: str
     path = shared_traces / rel
     ref = independent_kernel_share(path, in_class)
     assert ref > 0.3
-    assert breakdown(load_trace(path)).kernel_class_share(kclass) == pytest.approx(ref, abs=tol)
+    assert _breakdown(path).kernel_class_share(kclass) == pytest.approx(ref, abs=tol)

@@ -92,7 +92,9 @@ def _create_many(root: str, n: int) -> list[str]:
 
 def test_concurrent_creates_from_processes_and_threads(tmp_path: Path) -> None:
     RunStore(tmp_path)
-    ctx = multiprocessing.get_context("spawn")
+    # fork: the children only need the store (own connections, opened after the fork); spawn re-imported this
+    # module, pandas and the store in each child, ~2 s of CPU apiece on 2 cores, for the same test.
+    ctx = multiprocessing.get_context("fork")
     with ctx.Pool(2) as pool:
         ids = [i for chunk in pool.starmap(_create_many, [(str(tmp_path), 15)] * 2) for i in chunk]
     threads_ids: list[str] = []

@@ -76,16 +76,38 @@ def test_host_rss_counts_children_such_as_dataloader_workers() -> None:
         child.wait()
 
 
+def _wait_for_lines(path: Path, n: int, timeout_s: float = 20.0) -> None:
+    """Until ``path`` holds ``n`` complete lines (a live reader's view), polling; fails after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not (path.exists() and path.read_text().count("\n") >= n):
+        assert time.monotonic() < deadline, f"fewer than {n} telemetry lines after {timeout_s} s"
+        time.sleep(0.005)
+
+
 def test_sampler_thread_writes_live_lines_and_stops(tmp_path: Path) -> None:
+    """The real thread, real clock: lines appear while it runs (the schedule itself is tested on a fake clock
+    in test_telemetry_schedule.py)."""
     path = tmp_path / "t.jsonl"
     sampler = TelemetrySampler(path, interval_s=0.02, source="host")
     sampler.start()
-    time.sleep(0.3)
+    _wait_for_lines(path, 3)
     sampler.stop()
     assert not sampler.is_alive()
     df = read_telemetry(path)
-    assert len(df) >= 2 and df["t_unix_ns"].is_monotonic_increasing
+    assert len(df) >= 3 and df["t_unix_ns"].is_monotonic_increasing
     assert (df["rss_mb"] > 0).all() and set(df["source"]) == {"host"}
+
+
+def test_stop_wakes_the_sampler_from_its_wait(tmp_path: Path) -> None:
+    """A minute between samples, yet stop() ends the thread at once: the default sleep waits on the stop event."""
+    path = tmp_path / "t.jsonl"
+    sampler = TelemetrySampler(path, interval_s=60.0, source="host")
+    sampler.start()
+    _wait_for_lines(path, 1)
+    started = time.monotonic()
+    sampler.stop()
+    assert not sampler.is_alive() and time.monotonic() - started < 1.9  # stop() gives up joining at 2 s
+    assert len(read_telemetry(path)) == 1
 
 
 def test_read_telemetry_skips_a_truncated_last_line(tmp_path: Path) -> None:

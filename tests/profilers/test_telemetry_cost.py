@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from profilers.telemetry.sampler import HostReader
+from tests.fake_clock import FakeClock
 
 
 def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_percent(
@@ -27,11 +28,11 @@ def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_perce
     monkeypatch.setattr(psutil.Process, "children", counting_children)
     monkeypatch.setattr(psutil.Process, "cpu_percent", forbidden)
     monkeypatch.setattr(psutil, "cpu_percent", forbidden)
-    reader = HostReader([os.getpid()])
-    start = time.monotonic()
-    for _ in range(20):
+    clock = FakeClock()
+    reader = HostReader([os.getpid()], clock=clock.monotonic)
+    for _ in range(20):  # 10 Hz for 1.9 s of the reader's clock: all inside one refresh period
         reader.sample()
-    assert time.monotonic() - start < HostReader.CHILDREN_REFRESH_S  # all inside one refresh period
+        clock.advance(0.1)
     assert calls["children"] == 1
 
 

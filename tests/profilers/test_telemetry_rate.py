@@ -1,6 +1,7 @@
 """The host sampler keeps its promised rate (≥ 10 Hz) in real time, not just "some lines" (test_telemetry.py).
 
-Its own file: it sleeps about 1.5 s, and the rate is a property of the thread's schedule, not of a reader.
+Its own file: it sleeps about 1.5 s per test, and the rate is a property of the thread's schedule, not of a
+reader. Slow (real time); the fast lane checks the same schedule on a fake clock in test_telemetry_schedule.py.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from profilers.telemetry.sampler import TelemetrySampler, read_telemetry
 
 WINDOW_S = 1.5
 MIN_RATE_HZ = 10
+
+pytestmark = pytest.mark.slow
 
 
 def _in_window(times: pd.Series) -> pd.Series:

@@ -2,6 +2,9 @@
 
 The misbehaving workloads below are loaded by the worker as ``tests.profilers.test_worker:NAME`` (the
 registry's ``module:ATTR`` form), so they never appear in ``sample_runs.WORKLOADS``.
+
+Slow: each test trains in a process of its own (~3-15 s on 2 cores). The fast lane runs the contract with
+``worker.main`` in process (``test_worker_in_process.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from profilers.run.tb_export import STEP_SCALARS
 from profilers.run.worker import EXIT_OUT_OF_MEMORY
 from sample_runs import WORKLOADS, Parts, Size, Workload
 from sample_runs.base import cross_entropy, teacher_classification
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 RESULT_KEYS = {"status", "error", "steps_done", "step_time_ms", "step_time_iqr_ms", "samples_per_s",
@@ -158,37 +163,6 @@ def test_a_failed_run_keeps_its_tensorboard_scalars(tmp_path: Path) -> None:
     spec = TrainingSpec(workload=MISBEHAVING.name, params={"mode": "raise", "at": 4}, batch_size=8, steps=10)
     assert run_worker(tmp_path, spec).returncode == 1
     assert tb_scalars(tmp_path) == {tag: [0, 1, 2, 3] for tag in STEP_SCALARS}
-
-
-def test_finish_abnormally_puts_every_scalar_on_disk_before_the_process_dies(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """In process, with a slow event writer (a loaded machine, a network disk): what is on disk at ``os._exit``
-    must be every step's scalars, not only those the writer thread happened to reach."""
-    from tensorboard.summary.writer.record_writer import RecordWriter
-
-    from profilers.run import trainer_dist
-
-    from profilers.run import worker
-    from profilers.run.trainer import StepRecord
-    from profilers.run.trainer_record import RunRecorder
-
-    write = RecordWriter.write
-    monkeypatch.setattr(RecordWriter, "write", lambda self, data: (time.sleep(0.05), write(self, data))[1])
-    state = worker.RunState(tmp_path, trainer_dist.DistInfo())
-    state.spec = TrainingSpec(workload=MISBEHAVING.name, batch_size=8, steps=10)
-    state.recorder = RunRecorder(tmp_path, 0, 10, tensorboard=True, leader=True)
-    for step in range(4):
-        state.recorder.record(StepRecord(step, 5.0, 1.0, 8, time.time_ns()), profiled=False)
-    on_disk: dict[str, list[int]] = {}
-
-    def exit_now(code: int) -> None:  # the moment the process would end: look at the disk, then unwind
-        on_disk.update(tb_scalars(tmp_path))
-        raise SystemExit(code)
-
-    monkeypatch.setattr(worker.os, "_exit", exit_now)
-    with pytest.raises(SystemExit):
-        state.finish_abnormally("failed", "boom", worker.EXIT_FAILED)
-    assert on_disk == {tag: [0, 1, 2, 3] for tag in STEP_SCALARS}
 
 
 def test_exceeding_the_memory_budget_is_out_of_memory_with_exit_75(tmp_path: Path) -> None:

@@ -1,8 +1,14 @@
-"""The WORKLOADS registry: every workload builds, learns-shaped outputs, is deterministic and fits its story."""
+"""The WORKLOADS registry: every workload builds, learns-shaped outputs, is deterministic and fits its story.
+
+Per-workload tests run over ``WORKLOADS`` itself, so a new workload is covered as soon as it is registered; what
+they need to know about it (the knobs it cannot honour, whether it has convolutions) is read from the table in
+``sample_runs/__init__.py``, so a workload missing from those docs fails here instead of being skipped."""
 
 from __future__ import annotations
 
 import io
+import re
+from typing import get_args
 
 import pytest
 import torch
@@ -11,11 +17,14 @@ from PIL import Image
 from profilers.errors import SpecError
 from profilers.run.spec import TrainingSpec
 from profilers.run.trainer import Trainer
+import sample_runs
 from sample_runs import WORKLOADS, get_workload
+from sample_runs.base import Bottleneck
 from sample_runs.jpeg_data import encode_images
 
 REQUIRED = {"data_bound", "compute_bound", "memory_bound", "communication_bound", "resnet_small", "gpt_small",
             "digits"}
+ALL = sorted(WORKLOADS)
 
 
 def test_registry_holds_the_required_workloads_and_names_them_on_a_miss() -> None:
@@ -30,7 +39,7 @@ def test_registry_holds_the_required_workloads_and_names_them_on_a_miss() -> Non
     assert get_workload("sample_runs.digits:WORKLOAD") is WORKLOADS["digits"]
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", ALL)
 def test_each_workload_builds_a_model_that_trains_on_its_data(name: str) -> None:
     w = WORKLOADS[name]
     assert {"tiny", "bench"} <= set(w.sizes) and w.description
@@ -51,7 +60,7 @@ def test_each_workload_builds_a_model_that_trains_on_its_data(name: str) -> None
         parts.model.get_submodule(block)  # every declared block exists
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", ALL)
 def test_data_is_deterministic_from_the_seed(name: str) -> None:
     w = WORKLOADS[name]
     first = w.build(w.spec("tiny")).dataset[3]
@@ -61,15 +70,32 @@ def test_data_is_deterministic_from_the_seed(name: str) -> None:
     assert not torch.equal(torch.as_tensor(first[0]), torch.as_tensor(other[0]))
 
 
-def test_intended_bottlenecks_and_the_baselines_that_show_them() -> None:
+def test_the_designed_workloads_carry_their_bottleneck() -> None:
     assert {n: WORKLOADS[n].intended_bottleneck for n in ("data_bound", "compute_bound", "memory_bound",
                                                         "communication_bound")} == {
         "data_bound": "data", "compute_bound": "compute", "memory_bound": "memory",
         "communication_bound": "communication"}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_designed_bottleneck_is_built_into_every_baseline(name: str) -> None:
+    """A workload built to be ``memory``-bound has a memory budget, ``communication``-bound runs two ranks,
+    ``data``-bound decodes each sample; one with no designed bottleneck (``None``) is realistic, and the real-run
+    tests expect its trace to show what ``tests/sample_runs/dominant.py`` says."""
+    from tests.sample_runs.dominant import GROUPS, expected_group
+
+    w = WORKLOADS[name]
+    assert w.intended_bottleneck in (None, *get_args(Bottleneck)), w.intended_bottleneck
     for size in ("tiny", "bench"):
-        assert WORKLOADS["memory_bound"].spec(size).memory_budget_mb is not None
-        assert WORKLOADS["communication_bound"].spec(size).world_size == 2
-    assert WORKLOADS["data_bound"].build(WORKLOADS["data_bound"].spec("tiny")).decodes_samples
+        spec = w.spec(size)
+        if w.intended_bottleneck == "memory":
+            assert spec.memory_budget_mb is not None
+        if w.intended_bottleneck == "communication":
+            assert spec.world_size >= 2
+    if w.intended_bottleneck == "data":
+        assert w.build(w.spec("tiny")).decodes_samples
+    if w.intended_bottleneck is None:
+        assert expected_group(name) in GROUPS
 
 
 def test_spec_overrides_and_params_resolution() -> None:
@@ -102,25 +128,56 @@ def test_digits_is_the_real_sklearn_data() -> None:
     assert x.shape == (1, 8, 8) and 0.0 <= float(x.min()) and float(x.max()) <= 1.0 and 0 <= int(y) <= 9
 
 
-# The workload-specific rows of the table in sample_runs/__init__.py (ddp/CUDA knobs are the same everywhere).
-CANNOT_ACT = {"data_bound": set(), "resnet_small": {"cache_decoded"}, "digits": {"cache_decoded"},
-              **{n: {"channels_last", "cache_decoded"} for n in ("compute_bound", "memory_bound",
-                                                             "communication_bound", "gpt_small")}}
+# The knobs whose "cannot act" depends on the workload (ddp and CUDA knobs are the same everywhere).
+PER_WORKLOAD_KNOBS = {"channels_last", "cache_decoded", "activation_checkpointing"}
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+def documented_cannot_act(doc: str) -> dict[str, set[str]]:
+    """``{workload: knobs}`` from the reST table in ``sample_runs``'s docstring (a row may name several
+    workloads, ``a, b``, and run on over indented lines), limited to :data:`PER_WORKLOAD_KNOBS`."""
+    table = re.search(r"^=+ +=+\n.*?\n=+ +=+\n(.*?)\n=+ +=+$", doc, re.S | re.M)
+    assert table, "no workload table in sample_runs' docstring"
+    rows: dict[str, set[str]] = {}
+    names: list[str] = []
+    for line in table.group(1).splitlines():
+        if not line[:1].isspace():  # a new row: the workload names, then the knobs
+            first, _, line = line.partition("  ")
+            names = [n.strip() for n in first.split(",")]
+            rows.update({n: set() for n in names})
+        for n in names:
+            rows[n] |= set(re.findall(r"``(\w+)``", line)) & PER_WORKLOAD_KNOBS
+    return rows
+
+
+def documented_without_convolutions(doc: str) -> set[str]:
+    found = re.search(r"without convolutions \(([^)]*)\)", " ".join(doc.split()))
+    assert found, "sample_runs' docstring no longer lists the workloads without convolutions"
+    return {n.strip() for n in found.group(1).split(",")}
+
+
+CANNOT_ACT = documented_cannot_act(sample_runs.__doc__ or "")
+NO_CONVOLUTIONS = documented_without_convolutions(sample_runs.__doc__ or "")
+
+
+def test_the_docs_table_names_every_workload_and_only_those() -> None:
+    assert set(CANNOT_ACT) == set(WORKLOADS)
+    assert NO_CONVOLUTIONS <= set(WORKLOADS)
+    # The table as it reads today, so a parsing slip cannot make the two tests below vacuous.
+    assert CANNOT_ACT["data_bound"] == set() and CANNOT_ACT["digits"] == {"cache_decoded"}
+    assert CANNOT_ACT["gpt_small"] == {"channels_last", "cache_decoded"}
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_the_knobs_a_workload_cannot_honour_are_warned_as_documented(name: str) -> None:
     spec = WORKLOADS[name].spec("tiny", device="cpu", world_size=1, memory_budget_mb=None, channels_last=True,
                                 cache_decoded=True, activation_checkpointing=True)
     warnings = " | ".join(Trainer.build(spec).warnings)
-    warned = {k for k in ("channels_last", "cache_decoded", "activation_checkpointing") if f"{k}=True" in warnings}
+    warned = {k for k in sorted(PER_WORKLOAD_KNOBS) if f"{k}=True" in warnings}
+    assert name in CANNOT_ACT, f"{name} is missing from the workload table in sample_runs/__init__.py"
     assert warned == CANNOT_ACT[name], warnings
 
 
-NO_CONVOLUTIONS = {"compute_bound", "memory_bound", "communication_bound", "gpt_small"}  # as the docs list them
-
-
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", ALL)
 def test_cudnn_benchmark_on_cuda_is_warned_where_there_is_no_convolution(name: str) -> None:
     from profilers.run.trainer_setup import cudnn_benchmark_note
 
