@@ -170,16 +170,21 @@ def _before_after(e: Any, analysis: Analysis) -> None:
     else:
         (st.success if e.kept else st.warning)(ui.text(e.reason, 600))
     cols = st.columns(4 if bound else 3)
-    per_run = "median over runs of each run's median step"
-    cols[0].metric("Before (median step)", f"{s['before_ms']:.1f} ms" if s["before_ms"] else "—", help=per_run)
-    cols[1].metric("After (median step)", f"{s['after_ms']:.1f} ms" if s["after_ms"] else "—", help=per_run)
+    paired = "geometric mean over the paired runs of each run's samples/s (what the ratio divides)"
+    cols[0].metric("Before (samples/s)", _rate(s["before_samples_per_s"]), help=paired)
+    cols[1].metric("After (samples/s)", _rate(s["after_samples_per_s"]), help=paired)
     if s["speedup"]:
-        cols[2].metric("Throughput ratio", f"{s['speedup']:.2f}×",
-                       help=f"{s['level']:.0%} interval [{s['low']:.2f}, {s['high']:.2f}]")
+        cols[2].metric("Throughput ratio", f"{s['speedup']:.2f}×", help=f"After over before, {s['level']:.0%} "
+                       f"interval [{s['low']:.2f}, {s['high']:.2f}]")
     if bound:
         cols[-1].metric("Upper bound", f"{bound:.2f}×",
                         help="The diagnosis' bound on this fix: the speed-up if the time at stake vanished entirely "
                              "(1 / (1 − share)). The measured ratio is read against it.")
+    if s["before_ms"] and s["after_ms"]:
+        st.caption(f"Median step (median over runs of each run's median step): {s['before_ms']:.1f} ms before, "
+                   f"{s['after_ms']:.1f} ms after, {s['median_ratio']:.2f}× by medians. The throughput ratio "
+                   "divides total samples by total time, so steps of unequal length or a changed batch move it "
+                   "differently from the medians.")
     st.caption(("Injected at boot (your file was not written): " if s["injected"] else "Spec change: ")
                + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
     ui.chart(charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after (every "
@@ -194,6 +199,10 @@ def _before_after(e: Any, analysis: Analysis) -> None:
         losses = ex.loss_curves(e)
         if losses:
             ui.chart(charts_compare.loss_curves(losses, "Loss curves overlaid"), key="advisor.loss")
+
+
+def _rate(value: float | None) -> str:
+    return f"{value:,.1f}" if value else "—"
 
 
 def _ladder(ladder: Any) -> None:

@@ -16,8 +16,22 @@ from reports.escape import markdown_text
 def describe_run(r: RunRecord) -> str:
     """One line for a selectbox (plain text: Streamlit does not render Markdown there)."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_unix))
-    step = f" · {r.step_time_ms:.1f} ms/step" if r.step_time_ms else ""
+    step = f" · {step_time(r.step_time_ms)}/step" if r.step_time_ms else ""
     return f"{r.label} · {r.kind} · {r.status.value} · {when}{step}"
+
+
+def step_time(ms: float | None) -> str:
+    """A run's step time as every page shows it (same rounding on Runs, Analysis, Compare and in pickers)."""
+    return f"{ms:.1f} ms" if ms is not None else "—"
+
+
+def step_time_help(a: Analysis) -> str:
+    """What the shown step time is, and the profiled window's own median when it differs."""
+    profiled = a.profiled_step_time_ms
+    extra = (f" The profiled window's own median step: {profiled:.1f} ms (profiler overhead included)."
+             if profiled is not None and a.step_time_ms is not None and round(profiled, 1) != round(a.step_time_ms, 1)
+             else "")
+    return f"The {a.step_time_basis}.{extra}"
 
 
 def text(value: object, limit: int | None = None) -> str:

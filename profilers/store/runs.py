@@ -47,6 +47,7 @@ STORE_ENV = "STEPWISE_HOME"
 INDEX_ENV = "STEPWISE_INDEX"
 INDEX_FILE = "index.sqlite"
 MANIFEST = "manifest.json"
+CANCEL_FILE = "cancel.json"
 TMP_PREFIX = ".tmp-"
 TRASH_PREFIX = ".trash-"
 STALE_START_S = 120.0  # a `running` run still without a pid after this long never started
@@ -211,6 +212,16 @@ class RunStore:
         data = read_json(self.path(run_id) / "progress.json")
         return data if isinstance(data, dict) else None
 
+    def request_cancel(self, run_id: str, reason: str) -> None:
+        """Record that someone asked this run to stop (``cancel.json``), before any signal is sent: whoever
+        stores the result then says why it ended, and the live view stops counting down at once."""
+        write_json_atomic(self.path(run_id) / CANCEL_FILE, {"reason": reason, "t_unix": time.time()})
+
+    def read_cancel(self, run_id: str) -> str | None:
+        """Why a stop was asked for this run, or None when nobody asked."""
+        data = read_json(self.path(run_id) / CANCEL_FILE)
+        return str(data.get("reason")) if isinstance(data, dict) and data.get("reason") else None
+
     def read_result(self, run_id: str) -> RunResult | None:
         data = read_json(self.path(run_id) / "result.json")
         return RunResult.from_dict(data) if isinstance(data, dict) else None
@@ -230,7 +241,7 @@ class RunStore:
             telemetry_source=sources[0] if sources else None,
             warnings=("the process ended without writing result.json: the figures come from the steps and "
                       "telemetry written so far",),
-            **summarise_steps(self.read_steps(run_id), telemetry),
+            **summarise_steps(self.read_steps(run_id), telemetry, _warmup(self.read_spec(run_id))).result_fields(),
         )
 
     # -- recovery ------------------------------------------------------------------------------------------
@@ -369,6 +380,14 @@ class RunStore:
     def _delete_row(self, run_id: str) -> None:
         with closing(self._db()) as db:
             db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
+
+def _warmup(spec: Mapping[str, Any] | None) -> int:
+    """The warm-up steps a stored spec asked for (1 when it names none: the first step is always lazy)."""
+    try:
+        return max(int((spec or {}).get("warmup_steps") or 1), 1)
+    except (TypeError, ValueError):
+        return 1
 
 
 def _spec_field(spec: Any, name: str) -> Any:
