@@ -19,8 +19,17 @@ store = data.store()
 store.recover()  # settles runs whose process is gone (e.g. after a dashboard restart): cheap and idempotent
 records = store.list()
 if records:
-    st.dataframe(tables.runs_frame(records), hide_index=True, width="stretch",
-                 column_config={"ms/step": st.column_config.NumberColumn(format="%.2f"),
+    frame = tables.runs_frame(records)
+    ids = list(frame["id"])
+
+    def _row_clicked() -> None:  # a click on a row selects that run (before the picker below draws)
+        rows = st.session_state["runs.table"].selection.rows
+        if rows and rows[0] < len(ids):
+            state.select_run(ids[rows[0]])
+
+    st.dataframe(frame, hide_index=True, width="stretch", key="runs.table", on_select=_row_clicked,
+                 selection_mode="single-row",
+                 column_config={"ms/step": st.column_config.NumberColumn(format="%.1f"),
                                 "samples/s": st.column_config.NumberColumn(format="%.1f"),
                                 "peak MiB": st.column_config.NumberColumn(format="%.0f")})
 record = ui.run_picker(records, key="runs.pick", label="Selected run")

@@ -47,7 +47,7 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         return
     by_id = {f.id: f for f in fixes}
     left, right = st.columns([3, 1])
-    fix_id = left.selectbox("Fix to apply", list(by_id), format_func=lambda i: by_id[i].title, key="advisor.fix")
+    fix_id = left.selectbox("Fix to apply", list(by_id), format_func=lambda i: by_id[i].title, key=f"advisor.fix.{record.run_id}")
     trials = right.number_input("Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials")
     st.caption(AB_CAPTION)
     job = state.experiment_job()
@@ -92,7 +92,7 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
         return
     by_id = {f.id: f for f in offer.fixes}
     left, mid, right = st.columns([3, 1, 1])
-    fix_id = left.selectbox("Fix to apply", list(by_id), format_func=lambda i: by_id[i].title, key="advisor.fix")
+    fix_id = left.selectbox("Fix to apply", list(by_id), format_func=lambda i: by_id[i].title, key=f"advisor.fix.{record.run_id}")
     trials = mid.number_input("Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials")
     steps = right.number_input("Timed steps per run", min_value=1, max_value=1000, value=target.spec.measure_steps,
                                key="advisor.script_steps")

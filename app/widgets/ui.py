@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import data, state
+from app.widgets import links
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord, RunStatus
 from reports.analysis import Analysis, with_device_memory
@@ -53,12 +54,21 @@ def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: 
         st.page_link("views/launch.py", label="Launch a run", icon=":material/play_arrow:")
         return None
     by_id = {r.run_id: r for r in records}
-    wanted = default or state.selected_run()
     ids = list(by_id)
-    choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in by_id else 0,
-                          format_func=lambda i: describe_run(by_id[i]), key=key)
-    if remember:
-        state.select_run(choice)
+    wanted = default or state.selected_run()
+    if not remember:
+        choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in by_id else 0,
+                              format_func=lambda i: describe_run(by_id[i]), key=key)
+        return by_id[choice]
+    # The session's selected run drives the widget (a deep link, a clicked row or a finished launch may have
+    # changed it since the widget last drew); a pick in the widget changes it first, through on_change.
+    wanted = wanted if wanted in by_id else ids[0]
+    if st.session_state.get(key) != wanted:
+        st.session_state[key] = wanted
+    choice = st.selectbox(label, ids, format_func=lambda i: describe_run(by_id[i]), key=key,
+                          on_change=lambda: state.select_run(st.session_state[key]))
+    state.select_run(choice)
+    links.show(choice)
     return by_id[choice]
 
 
