@@ -15,6 +15,7 @@ from typing import Any
 from advisors.experiments.experiment import Policy
 from advisors.experiments.ladder_report import ladder_json, ladder_table
 from advisors.experiments.optimize import optimize
+from advisors.experiments.progress import Progress
 from advisors.experiments.trials import store_runner
 from profilers.errors import SpecError
 from profilers.run.spec import TrainingSpec
@@ -111,10 +112,10 @@ def _local_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _print_progress(event: dict[str, Any]) -> None:
-    if event.get("phase") == "trial" and event.get("run") == {}:
-        print(f"  round {event.get('round')} · {event.get('fix')} · {event['arm']} trial {event['trial']}/"
-              f"{event['trials']}", file=sys.stderr, flush=True)
-    elif event.get("phase") in ("diagnose", "experiment"):
-        what = f"trying {event['fix']}" if event["phase"] == "experiment" else "diagnosing"
-        print(f"round {event.get('round')}: {what}", file=sys.stderr, flush=True)
+def _print_progress(event: Progress) -> None:
+    if event.phase == "trial" and event.step is None:
+        print(f"  round {event.round} · {event.fix} · {event.arm} trial {event.trial}/{event.trials}",
+              file=sys.stderr, flush=True)
+    elif event.phase in ("diagnose", "experiment"):
+        what = f"trying {event.fix}" if event.phase == "experiment" else "diagnosing"
+        print(f"round {event.round}: {what}", file=sys.stderr, flush=True)

@@ -17,14 +17,15 @@ last ``LOSS_WINDOW`` steps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
 from advisors.fixes import patched
 from advisors.verdict import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
-from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome
+from advisors.experiments.progress import Progress, ProgressFn
+from advisors.experiments.trials import RunFn, RunOutcome
 from profilers.run.script_spec import ScriptSpec
 from profilers.run.spec import TrainingSpec
 
@@ -151,9 +152,11 @@ def run_experiment(base: Spec, fix: Fix, run: RunFn, policy: Policy = Policy(),
 
 def _trial(run: RunFn, spec: TrainingSpec, arm: str, i: int, policy: Policy,
            on_progress: ProgressFn | None) -> RunOutcome:
-    def relay(progress: dict) -> None:
+    here = Progress("trial", arm=arm, trial=i + 1, trials=policy.trials)
+
+    def relay(progress: dict[str, Any]) -> None:
         if on_progress is not None:
-            on_progress({"phase": "trial", "arm": arm, "trial": i + 1, "trials": policy.trials, "run": progress})
+            on_progress(here.with_run(progress))
 
     relay({})
     return run(spec, relay)
