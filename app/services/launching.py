@@ -112,6 +112,17 @@ def start_script(command: str, steps: int, store: RunStore, label: str | None = 
     return launch.start_launch(argv, store, steps=steps, label=label or None)
 
 
+def followable(store: RunStore, run_id: str | None) -> str | None:
+    """``run_id`` when the Launch page can follow it (a launched run or script, not a trial of an experiment)."""
+    if run_id is None:
+        return None
+    try:
+        record = store.get(run_id)
+    except RunError:
+        return None
+    return run_id if record.kind in ("run", "launch") and record.parent is None else None
+
+
 def cancel_reason(progress: Mapping[str, Any] | None) -> str:
     """"cancelled by you at step N": the last step the run reported when the user pressed Cancel."""
     step = (progress or {}).get("step")

@@ -13,6 +13,7 @@ from app import data, state
 from profilers.errors import RunError
 
 RUN_PARAM = "run"
+FOLLOW_PARAM = "follow"  # the run the Launch page follows live (a reload of that page re-attaches to it)
 
 
 def linked_run() -> str | None:
@@ -42,3 +43,13 @@ def show(run_id: str | None) -> None:
     elif st.query_params.get(RUN_PARAM) != run_id:
         st.query_params[RUN_PARAM] = run_id
         state.set_followed_link(run_id)
+
+
+def followed() -> str | None:
+    """The run the URL says the Launch page follows (``?follow=<id>``), unchecked."""
+    return st.query_params.get(FOLLOW_PARAM) or None
+
+
+def show_followed(run_id: str) -> None:
+    if st.query_params.get(FOLLOW_PARAM) != run_id:
+        st.query_params[FOLLOW_PARAM] = run_id

@@ -86,7 +86,7 @@ def load_analysis(record: RunRecord) -> Analysis | None:
 
 def selected_analysis(key: str) -> tuple[RunRecord | None, Analysis | None]:
     """Pick a run (widget ``key``) and load its analysis."""
-    record = run_picker(data.store().list(), key)
+    record = run_picker(data.analysable_runs(), key)
     if record is None:
         return None, None
     if record.status is RunStatus.RUNNING:

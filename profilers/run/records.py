@@ -15,8 +15,10 @@ from typing import Any, Literal, Mapping
 
 import pandas as pd
 
-RunKind = Literal["run", "launch", "upload"]
-RUN_KINDS: tuple[str, ...] = ("run", "launch", "upload")
+RunKind = Literal["run", "launch", "upload", "experiment"]
+RUN_KINDS: tuple[str, ...] = ("run", "launch", "upload", "experiment")
+# The part a trial run plays in the experiment (``RunRecord.parent``) that started it.
+TRIAL_ROLES: tuple[str, ...] = ("trial", "baseline", "patched", "reference", "diagnosis")
 
 # Telemetry metric names (any source) that hold a memory amount in MiB; the largest value seen is the peak.
 MEMORY_METRICS_MB: tuple[str, ...] = (
@@ -134,6 +136,9 @@ class RunRecord:
     device: str | None = None
     error: str | None = None
     pid: int | None = None
+    parent: str | None = None  # a trial run: the experiment (run id) it belongs to; hidden from lists by default
+    role: str | None = None  # a trial run's part in it (``TRIAL_ROLES``)
+    source_run: str | None = None  # an experiment: the run it was started from
 
 
 @dataclass(frozen=True)

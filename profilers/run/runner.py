@@ -76,7 +76,8 @@ def hang_timeout_s(spec: Any) -> float | None:
 
 
 def start(spec: Any, store: RunStore, label: str | None = None,
-          extra_env: Mapping[str, str] | None = None, allow_external: bool = False) -> RunHandle:
+          extra_env: Mapping[str, str] | None = None, allow_external: bool = False,
+          parent: str | None = None) -> RunHandle:
     """Store ``spec`` in a new run folder and start its worker; returns without waiting.
 
     Raises SpecError for an unknown workload or an impossible distributed setting (nothing is stored then).
@@ -84,7 +85,7 @@ def start(spec: Any, store: RunStore, label: str | None = None,
     check_workload(spec.workload, allow_external)
     if int(getattr(spec, "nnodes", 1) or 1) > 1 and not getattr(spec, "rdzv_endpoint", None):
         raise SpecError("a multi-node run needs rdzv_endpoint (host:port of the rendezvous)")
-    record = store.create("run", label, spec)
+    record = store.create("run", label, spec, parent=parent, role="trial" if parent else None)
     command = worker_command(spec, Path(record.run_dir))
     return spawn(store, record.run_id, command, extra_env, hang_timeout_s=hang_timeout_s(spec))
 

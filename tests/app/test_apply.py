@@ -22,7 +22,7 @@ from tests.app.fake_runs import fake_run
 def stored(store, monkeypatch):
     record = fake_run(store)
 
-    def fake_store_runner(st_store, timeout_s=None):
+    def fake_store_runner(st_store, timeout_s=None, experiment=None):
         def run(spec, on_progress=None):
             if on_progress:
                 on_progress({"step": 5, "total_steps": 10})

@@ -59,3 +59,29 @@ def test_the_fix_selector_follows_the_run(store) -> None:
     at.selectbox(key="advisor.run").set_value(other).run()
     assert_clean(at)
     assert fix_selector(at).key == f"advisor.fix.{other}"
+
+
+def test_a_reload_reattaches_the_launch_live_view(store) -> None:
+    running = store.create("run", "still training", {"workload": "data_bound", "params": {"size": "tiny"}})
+    at = open_page()
+    at.query_params["follow"] = running.run_id
+    at.switch_page("views/launch.py").run()
+    assert_clean(at)
+    assert at.subheader[0].value == "Live"
+
+
+def test_a_running_experiment_reattaches_on_its_runs_advisor(store) -> None:
+    from advisors.experiments.progress import Progress
+    from profilers.store import experiments
+
+    source = fake_run(store, label="source")
+    exp = experiments.start(store, source.run_id, "apply", "Apply x on source", {"fix": "dataloader_workers"})
+    experiments.write_progress(store, exp.run_id, Progress("trial", arm="baseline", trial=1, trials=2, step=3,
+                                                           total_steps=10).to_dict())
+    at = open_page()
+    at.query_params["run"] = source.run_id
+    at.switch_page("views/advisor.py").run()
+    assert_clean(at)
+    bars = [p.proto.text for p in at.get("progress")]
+    assert any("baseline run 1 of 2 · step 3 of 10" in b for b in bars), bars
+    assert at.button(key="advisor.apply").disabled  # one experiment at a time on this run
