@@ -22,13 +22,14 @@ if records:
     frame = tables.runs_frame(records)
     ids = list(frame["id"])
 
-    def _row_clicked() -> None:  # a click on a row selects that run (before the picker below draws)
-        rows = st.session_state["runs.table"].selection.rows
-        if rows and rows[0] < len(ids):
+    def _row_clicked() -> None:  # a click on a row (its box or any cell) selects that run, before the picker draws
+        selection = st.session_state["runs.table"].selection
+        rows = list(selection.get("rows", [])) + [cell[0] for cell in selection.get("cells", [])]
+        if rows and 0 <= rows[0] < len(ids):
             state.select_run(ids[rows[0]])
 
     st.dataframe(frame, hide_index=True, width="stretch", key="runs.table", on_select=_row_clicked,
-                 selection_mode="single-row",
+                 selection_mode=["single-row", "single-cell"],
                  column_config={"ms/step": st.column_config.NumberColumn(format="%.1f"),
                                 "samples/s": st.column_config.NumberColumn(format="%.1f"),
                                 "peak MiB": st.column_config.NumberColumn(format="%.0f")})
