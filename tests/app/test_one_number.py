@@ -32,6 +32,7 @@ def test_analyze_json_and_report_say_the_same(store) -> None:
     doc = analyze(record.run_dir)
     assert doc["step_time_ms"] == 51.0 and doc["run"]["step_time_ms"] == 51.0
     assert doc["profiled_step_time_ms"] == 50.0
+    assert doc["evidence"]["step_time_ms"] == 51.0 and doc["evidence"]["profiled_step_time_ms"] == 50.0
     a = analyse_path(Path(record.run_dir))
     assert a.step_time_ms == 51.0 and a.profiled_step_time_ms == 50.0
     md = render(a, "md").decode()
