@@ -24,6 +24,10 @@ def _metric(page, label: str):
     return page.get_by_test_id("stMetric").filter(has_text=label).first
 
 
+def _value(page, label: str):
+    return _metric(page, label).get_by_test_id("stMetricValue")
+
+
 def test_one_number_everywhere_deep_links_and_row_clicks(server, watch) -> None:
     store = RunStore(server.home)
     old = fake_run(store, label="truth older")  # result.json: 51 ms; its trace's profiled steps: 50 ms
@@ -90,11 +94,13 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
     page.get_by_text(re.compile(r"(baseline|patched) run \d of 2")).first.wait_for()
     watch.shot("apply_reattached")
     page.get_by_text("Step time before and after", exact=False).wait_for(timeout=EXPERIMENT_TIMEOUT_MS)
-    ratio = _metric(page, "Throughput ratio").inner_text()
+    ratio = _value(page, "Throughput ratio").inner_text()
+    assert re.fullmatch(r"\d+\.\d\d×", ratio.strip()), ratio
+    _metric(page, "Throughput ratio").scroll_into_view_if_needed()
     watch.shot("apply_result")
     page.reload()
     page.get_by_text("Step time before and after", exact=False).wait_for()
-    expect(_metric(page, "Throughput ratio")).to_have_text(ratio)
+    expect(_value(page, "Throughput ratio")).to_have_text(ratio)
     rows = _listed(server.home)
     experiments = [r for r in rows if r["kind"] == "experiment"]
     assert len(experiments) == 1 and experiments[0]["source_run"] == source.run_id
@@ -106,7 +112,8 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
     with dashboard(server.home, tmp_path / "restarted.log") as again:
         page.goto(f"{again.url}/advisor?run={source.run_id}")
         page.get_by_text("Step time before and after", exact=False).wait_for()
-        expect(_metric(page, "Throughput ratio")).to_have_text(ratio)
+        expect(_value(page, "Throughput ratio")).to_have_text(ratio)
+        _metric(page, "Throughput ratio").scroll_into_view_if_needed()
         watch.shot("apply_after_restart")
         page.goto(f"{again.url}/runs")
         page.get_by_role("heading", name="Runs").wait_for()
