@@ -39,6 +39,21 @@ def ladder_view(ladder: Any) -> dict[str, Any]:
     })
 
 
+def experiment_roles(e: Any) -> dict[str, list[str | None]]:
+    """Each arm's run folders by the part they played: ``baseline``, ``patched``, ``reference``."""
+    arms = {"baseline": e.baseline, "patched": e.patched, "reference": e.reference}
+    return {role: [o.run_dir for o in arm.outcomes] for role, arm in arms.items() if arm is not None}
+
+
+def ladder_roles(ladder: Any) -> dict[str, list[str | None]]:
+    """The roles of every rung's runs (a diagnosis run stays a ``trial``)."""
+    roles: dict[str, list[str | None]] = {}
+    for rung in ladder.rungs:
+        for role, dirs in experiment_roles(rung.experiment).items():
+            roles.setdefault(role, []).extend(dirs)
+    return roles
+
+
 def _json_safe(value: Mapping[str, Any]) -> dict[str, Any]:
     """Plain JSON types only: NaN/inf become None, numpy and other scalars their Python value."""
     def default(obj: Any) -> Any:

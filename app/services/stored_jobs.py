@@ -15,7 +15,7 @@ from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports import export
 from reports.analysis import Analysis
-from reports.experiment_view import experiment_view, ladder_view
+from reports.experiment_view import experiment_roles, experiment_view, ladder_roles, ladder_view
 
 T = TypeVar("T")
 Work = Callable[[str, ProgressFn], T]  # (experiment id, report) -> the advisor's result
@@ -39,8 +39,8 @@ def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Map
         except Exception as err:
             experiments.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
             raise
-        view, roles = (experiment_view(result, analysis.diagnosis), _roles(result)) if mode == "apply" else \
-            (ladder_view(result), _ladder_roles(result))
+        view, roles = (experiment_view(result, analysis.diagnosis), experiment_roles(result)) if mode == "apply" else \
+            (ladder_view(result), ladder_roles(result))
         experiments.tag_roles(store, record.run_id, roles)
         key = "experiment" if mode == "apply" else "ladder"
         reports = {fmt: export.render(analysis, fmt, **{key: result}) for fmt in REPORT_FORMATS}
@@ -61,16 +61,3 @@ def latest(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecor
 def busy(store: RunStore, source_run: str) -> bool:
     """True while an experiment started from this run is still running (a second would share the machine)."""
     return any(r.status is RunStatus.RUNNING for r in experiments.of_run(store, source_run))
-
-
-def _roles(e: Any) -> dict[str, list[str | None]]:
-    arms = {"baseline": e.baseline, "patched": e.patched, "reference": e.reference}
-    return {role: [o.run_dir for o in arm.outcomes] for role, arm in arms.items() if arm is not None}
-
-
-def _ladder_roles(ladder: Any) -> dict[str, list[str | None]]:
-    roles: dict[str, list[str | None]] = {}
-    for rung in ladder.rungs:
-        for role, dirs in _roles(rung.experiment).items():
-            roles.setdefault(role, []).extend(dirs)
-    return roles

@@ -35,8 +35,9 @@ VIEW_FILE = "view.json"
 REPORT_FORMATS = ("html", "md", "json")
 
 
-def start(store: RunStore, source_run: str, mode: Mode, label: str, about: Mapping[str, Any]) -> RunRecord:
-    """A new experiment record (status ``running``) for ``source_run``, owned by this process."""
+def start(store: RunStore, source_run: str | None, mode: Mode, label: str, about: Mapping[str, Any]) -> RunRecord:
+    """A new experiment record (status ``running``) for ``source_run`` (``None``: started from a spec or a
+    script on the command line), owned by this process."""
     record = store.create("experiment", label, files={ABOUT_FILE: {"mode": mode, **about}}, source_run=source_run)
     try:
         started: float | None = psutil.Process(os.getpid()).create_time()
