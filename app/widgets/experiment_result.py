@@ -4,6 +4,7 @@ restart), then its stored result — before/after or the ladder — and its stor
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import pandas as pd
@@ -23,15 +24,18 @@ POLL_S = 1.0
 def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], None]) -> None:
     """Poll the stored experiment while it runs; once it has ended, rerun the page once, then show its view."""
     polling = record.status is RunStatus.RUNNING
-    name = "ladder" if experiments.about(store, record.run_id).get("mode") == "ladder" else "experiment"
+    about = experiments.about(store, record.run_id)
+    name = "ladder" if about.get("mode") == "ladder" else "experiment"
+    title = about.get("fix_title") or about.get("fix")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.created_unix))
+    st.caption(ui.text(f"{'Ladder' if name == 'ladder' else 'Apply'}{f': {title}' if title else ''} · started {when}"))
 
     @st.fragment(run_every=POLL_S if polling else None)
     def _poll() -> None:
         now = store.get(record.run_id)
         if now.status is RunStatus.RUNNING:
             p = Progress.from_dict(experiments.progress(store, record.run_id))
-            elapsed = (pd.Timestamp.now(tz="UTC").timestamp() - now.created_unix)
-            st.progress(p.fraction, text=f"{p.describe} · {elapsed:.0f} s")
+            st.progress(p.fraction, text=f"{p.describe} · {time.time() - now.created_unix:.0f} s")
         elif polling:
             st.rerun(scope="app")
         elif now.status is not RunStatus.OK:
