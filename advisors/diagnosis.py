@@ -69,7 +69,11 @@ def _notes(rules: Sequence[Rule], facts: Facts, fired: set[Bottleneck], obs: Obs
 
 def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
     """The few numbers a reader checks first, plus the binding finding's own evidence."""
-    out: dict[str, EvidenceValue] = {"step_time_ms": round(f.step_ms, 4), "steps": f.n_steps, "ranks": f.n_ranks}
+    # the run's one step time (its median measured step) when it has one; the profiled window's beside it
+    run_ms = f.run.step_time_ms if f.run is not None else None
+    out: dict[str, EvidenceValue] = {"step_time_ms": round(run_ms if run_ms is not None else f.step_ms, 4),
+                                     "profiled_step_time_ms": round(f.step_ms, 4) if f.has_steps else None,
+                                     "steps": f.n_steps, "ranks": f.n_ranks}
     if f.has_steps:
         out.update({"gpu_busy_share": None if f.gpu_busy is None else round(f.gpu_busy, 4),
                     "dataloader_exposed_share": round(f.loader_exposed, 4),

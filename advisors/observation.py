@@ -130,20 +130,20 @@ def run_facts(run_dir: Path) -> RunFacts:
     raw_result = read_json(run_dir / "result.json")
     steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
     telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
-    measured = summarise_steps(steps, telemetry)
     result = RunResult.from_dict(raw_result) if isinstance(raw_result, dict) else None
     spec = _spec(read_json(run_dir / "spec.json"))
-    peak = _first(result.peak_memory_mb if result else None, measured["peak_memory_mb"])
+    measured = summarise_steps(steps, telemetry, spec.warmup_steps if spec else 1)
+    peak = _first(result.peak_memory_mb if result else None, measured.peak_memory_mb)
     return RunFacts(
         status=result.status.value if result else "running",
         error=result.error if result else None,
-        steps_done=result.steps_done if result and result.steps_done else int(measured["steps_done"]),
+        steps_done=result.steps_done if result and result.steps_done else int(measured.steps_done),
         planned_steps=spec.steps if spec else None,
-        step_time_ms=_first(result.step_time_ms if result else None, measured["step_time_ms"]),
-        samples_per_s=_first(result.samples_per_s if result else None, measured["samples_per_s"]),
+        step_time_ms=_first(result.step_time_ms if result else None, measured.step_time_ms),
+        samples_per_s=_first(result.samples_per_s if result else None, measured.samples_per_s),
         peak_memory_mb=peak,
         memory_budget_mb=float(spec.memory_budget_mb) if spec and spec.memory_budget_mb else None,
-        final_loss=_first(result.final_loss if result else None, measured["final_loss"]),
+        final_loss=_first(result.final_loss if result else None, measured.final_loss),
         losses=loss_curve(steps),
         world_size=result.world_size if result else (spec.world_size if spec else 1),
         device=result.device if result else None,

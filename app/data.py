@@ -28,6 +28,16 @@ def store() -> RunStore:
     return RunStore()
 
 
+def listed_runs() -> list[RunRecord]:
+    """What the run list shows: runs, uploads and experiments (one entry each), not the trial runs inside."""
+    return store().list(trials=False)
+
+
+def analysable_runs() -> list[RunRecord]:
+    """What the run pickers offer: runs and uploads (an experiment is reached from the run it started from)."""
+    return [r for r in listed_runs() if r.kind != "experiment"]
+
+
 @st.cache_data(max_entries=256, ttl=ANALYSIS_TTL_S, show_spinner=False)
 def _digest(path: str, fingerprint: tuple) -> str:
     return content_digest(path)

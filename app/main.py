@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.widgets import sidebar
+from app.widgets import links, sidebar
 st.set_page_config(page_title="Stepwise", page_icon=":material/speed:", layout="wide")
 
 PAGES = {
+    "": [st.Page("views/home.py", title="Stepwise", default=True, visibility="hidden")],
     "Runs": [
-        st.Page("views/runs.py", title="Runs", icon=":material/list:", default=True),
+        st.Page("views/runs.py", title="Runs", icon=":material/list:", url_path="runs"),
         st.Page("views/launch.py", title="Launch", icon=":material/play_arrow:"),
         st.Page("views/upload.py", title="Upload", icon=":material/upload:"),
     ],
@@ -29,5 +30,6 @@ PAGES = {
 }
 
 navigation = st.navigation(PAGES)
+links.follow()  # ``?run=<id>`` on any page selects that run before the page draws its pickers
 sidebar.render()
 navigation.run()

@@ -28,7 +28,8 @@ LIVE_RUNNING = "stepwise.live_running"
 FOLLOWED_RUN = "stepwise.followed_run"
 ANALYSIS_TAB = "stepwise.analysis_tab"  # the open tab of the Analysis page (a widget key: Streamlit sets it)
 UPLOAD_DIGESTS = "stepwise.upload_digests"
-DEVICE_MEMORY = "stepwise.device_memory"  # run id -> the device total (bytes) a user stated for a snapshot
+DEVICE_MEMORY = "stepwise.device_memory"
+FOLLOWED_LINK = "stepwise.followed_link"  # the last ``?run=`` this session followed (a link is followed once)  # run id -> the device total (bytes) a user stated for a snapshot
 
 
 def _get(key: str, default: Any = None) -> Any:
@@ -46,6 +47,14 @@ def selected_run() -> str | None:
 
 def select_run(run_id: str | None) -> None:
     _set(SELECTED_RUN, run_id)
+
+
+def followed_link() -> str | None:
+    return _get(FOLLOWED_LINK)
+
+
+def set_followed_link(run_id: str | None) -> None:
+    _set(FOLLOWED_LINK, run_id)
 
 
 def compare_pair() -> tuple[str | None, str | None]:

@@ -92,6 +92,10 @@ def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnaps
                 device_memory_bytes: int | None, diagnosis: Diagnosis) -> dict[str, Any]:
     """The ``analyze --json`` document from its parts (shared with ``--report``, which reads the input once)."""
     out = breakdown_summary(b) if b is not None else _no_trace_summary(run, snapshot, notes)
+    # One step time per input: a run's own median measured step; the profiled window's median beside it.
+    out["profiled_step_time_ms"] = out["step_time_ms"] if b is not None and b.n_steps else None
+    if run is not None and run.step_time_ms is not None:
+        out["step_time_ms"] = round(run.step_time_ms, 4)
     if run is not None:
         out["run"] = _run_json(run)
     if snapshot is not None:
@@ -119,7 +123,7 @@ def _run_json(run: RunFacts) -> dict[str, Any]:
 
 def _print_text(result: dict[str, Any]) -> None:
     print(f"{result['device_name']} · ranks {result['ranks']} · {result['steps']} steps · "
-          f"median step {result['step_time_ms']:.2f} ms · bottleneck: {result['bottleneck']}")
+          f"median step {result['step_time_ms']:.2f} ms{_profiled(result)} · bottleneck: {result['bottleneck']}")
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")
@@ -143,6 +147,14 @@ def _print_text(result: dict[str, Any]) -> None:
         print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
+
+
+def _profiled(result: dict[str, Any]) -> str:
+    """`` (profiled window: 35.20 ms)`` when a run's median differs from its profiled steps' median."""
+    profiled = result.get("profiled_step_time_ms")
+    if profiled is None or abs(profiled - result["step_time_ms"]) < 5e-3:
+        return ""
+    return f" (profiled window: {profiled:.2f} ms)"
 
 
 def _bound(f: dict[str, Any]) -> str:

@@ -10,15 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from advisors.experiments.experiment import Policy
 from advisors.experiments.ladder_report import ladder_json, ladder_table
-from advisors.experiments.optimize import optimize
+from advisors.experiments.optimize import Ladder, optimize
+from advisors.experiments.progress import Progress
 from advisors.experiments.trials import store_runner
 from profilers.errors import SpecError
 from profilers.run.spec import TrainingSpec
+from profilers.store import experiments as stored
 from profilers.store.runs import RunStore
+from reports.experiment_view import ladder_roles, ladder_view
 
 
 def add_parser(sub: Any) -> None:
@@ -79,10 +82,27 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     spec = load_spec(args.target, args.size)
     store = RunStore(args.store)
     progress = None if args.json else _print_progress
-    ladder = optimize(spec, store_runner(store), rounds=args.rounds, policy=Policy(trials=args.trials),
-                      device=run_device(spec), on_progress=progress)
-    out = ladder_json(ladder)
+    device = run_device(spec)
+    return _stored(store, f"Ladder of {args.rounds} rounds on {spec.workload}", args, lambda exp_id: optimize(
+        spec, store_runner(store, experiment=exp_id), rounds=args.rounds, policy=Policy(trials=args.trials),
+        device=device, on_progress=progress), None)
+
+
+def _stored(store: RunStore, label: str, args: argparse.Namespace, work: Callable[[str], Ladder],
+            device: str | None) -> dict[str, Any]:
+    """Run the ladder as one stored experiment (its trial runs inside it, hidden from ``profilers list``); the
+    JSON adds ``experiment_id``."""
+    record = stored.start(store, None, "ladder", label, {"rounds": args.rounds, "trials": args.trials})
+    try:
+        ladder = work(record.run_id)
+    except BaseException as err:
+        stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
+        raise
+    stored.tag_roles(store, record.run_id, ladder_roles(ladder))
+    stored.finish(store, record.run_id, ladder_view(ladder))
+    out = ladder_json(ladder, device) if device is not None else ladder_json(ladder)
     out["table"] = ladder_table(ladder)
+    out["experiment_id"] = record.run_id
     return out
 
 
@@ -97,12 +117,11 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
     device = _local_device()
     strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
     progress = None if args.json else _print_progress
-    ladder = optimize(spec, script_runner(RunStore(args.store), args.timeout), rounds=args.rounds,
-                      policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
-                      max_attempts=max(3, len(args.fix)))
-    out = ladder_json(ladder, device)
-    out["table"] = ladder_table(ladder)
-    return out
+    store = RunStore(args.store)
+    return _stored(store, f"Ladder of {args.rounds} rounds on {spec.name}", args, lambda exp_id: optimize(
+        spec, script_runner(store, args.timeout, experiment=exp_id), rounds=args.rounds,
+        policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
+        max_attempts=max(3, len(args.fix))), device)
 
 
 def _local_device() -> str:
@@ -111,10 +130,10 @@ def _local_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _print_progress(event: dict[str, Any]) -> None:
-    if event.get("phase") == "trial" and event.get("run") == {}:
-        print(f"  round {event.get('round')} · {event.get('fix')} · {event['arm']} trial {event['trial']}/"
-              f"{event['trials']}", file=sys.stderr, flush=True)
-    elif event.get("phase") in ("diagnose", "experiment"):
-        what = f"trying {event['fix']}" if event["phase"] == "experiment" else "diagnosing"
-        print(f"round {event.get('round')}: {what}", file=sys.stderr, flush=True)
+def _print_progress(event: Progress) -> None:
+    if event.phase == "trial" and event.step is None:
+        print(f"  round {event.round} · {event.fix} · {event.arm} trial {event.trial}/{event.trials}",
+              file=sys.stderr, flush=True)
+    elif event.phase in ("diagnose", "experiment"):
+        what = f"trying {event.fix}" if event.phase == "experiment" else "diagnosing"
+        print(f"round {event.round}: {what}", file=sys.stderr, flush=True)

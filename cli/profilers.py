@@ -22,7 +22,7 @@ from typing import Any, NoReturn, Sequence
 
 from profilers.errors import StepwiseError
 from profilers.run.handle import RunHandle
-from profilers.run.records import RunResult, RunStatus
+from profilers.run.records import RUN_KINDS, RunRecord, RunResult, RunStatus
 from profilers.store.runs import RunStore
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
@@ -54,8 +54,10 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--label", help="a name for the run in the run list")
         p.add_argument("--timeout", type=float, help="cancel the run after this many seconds")
     lst = sub.add_parser("list", help="list stored runs, newest first")
-    lst.add_argument("--kind", choices=("run", "launch", "upload"))
+    lst.add_argument("--kind", choices=RUN_KINDS)
     lst.add_argument("--limit", type=int, default=50)
+    lst.add_argument("--all", action="store_true",
+                     help="also list the trial runs of experiments (by default an experiment is one entry)")
     for p in (run, launch, lst):
         p.add_argument("--json", action="store_true", help="print JSON on stdout")
         p.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
@@ -130,14 +132,26 @@ def _launch(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     store = RunStore(args.store)
     store.recover()
-    records = store.list(kind=args.kind, limit=args.limit)
+    records = store.list(kind=args.kind, limit=args.limit, trials=args.all)
+    trial_runs = {r.run_id: [t.run_id for t in store.list(parent=r.run_id, limit=None)]
+                  for r in records if r.kind == "experiment"}
     if args.json:
-        print(json.dumps([{**asdict(r), "status": r.status.value} for r in records], indent=2))
+        print(json.dumps([{**asdict(r), "status": r.status.value,
+                           **({"trial_runs": trial_runs[r.run_id]} if r.run_id in trial_runs else {})}
+                          for r in records], indent=2))
         return EXIT_OK
     for r in records:
         step = f"{r.step_time_ms:9.2f} ms" if r.step_time_ms is not None else " " * 12
-        print(f"{r.run_id:<44} {r.kind:<7} {r.status.value:<14} {step}  {r.label}")
+        print(f"{r.run_id:<44} {r.kind:<10} {r.status.value:<14} {step}  {r.label}{_belongs(r, trial_runs)}")
     return EXIT_OK
+
+
+def _belongs(r: RunRecord, trial_runs: dict[str, list[str]]) -> str:
+    """`` (3 trial runs, from RUN)`` for an experiment; `` [baseline of EXPERIMENT]`` for a trial run."""
+    if r.run_id in trial_runs:
+        n = len(trial_runs[r.run_id])
+        return f"  ({n} trial run{'' if n == 1 else 's'}, from {r.source_run})"
+    return f"  [{r.role or 'trial'} of {r.parent}]" if r.parent else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -126,7 +126,7 @@ def kind_of(path: str | os.PathLike[str]) -> InputKind:
 def resolve(path: str | os.PathLike[str]) -> tuple[InputKind, Path, tuple[InputKind, ...]]:
     """``(kind, path, containers)``: the readable kind behind ``path`` and its path, after opening any
     containers (listed outermost first). Raises TraceError for containers nested past :data:`MAX_NESTING`."""
-    p, seen = Path(path), []
+    p, seen = Path(path), list[InputKind]()
     for _ in range(MAX_NESTING + 1):
         kind = kind_of(p)
         if kind.unwrap is None:

@@ -64,6 +64,27 @@ class Analysis:
         return self.breakdown.warnings if self.breakdown is not None else ()
 
     @property
+    def step_time_ms(self) -> float | None:
+        """The run's one step time, the same on every page and in every report: a stored run's median measured
+        step after warm-up (its ``result.json``, what the run list shows); an uploaded trace's median profiled
+        step. ``None`` when nothing was timed."""
+        if self.run is not None and self.run.step_time_ms is not None:
+            return self.run.step_time_ms
+        return self.profiled_step_time_ms
+
+    @property
+    def profiled_step_time_ms(self) -> float | None:
+        """The profiled window's own median step (the trace's steps, profiler overhead included)."""
+        return self.breakdown.step_time_ms if self.breakdown is not None and self.breakdown.n_steps else None
+
+    @property
+    def step_time_basis(self) -> str:
+        """What :attr:`step_time_ms` is the median of, in words (a tooltip, a report's footnote)."""
+        if self.run is not None and self.run.step_time_ms is not None:
+            return "median measured step of the run after warm-up (profiled steps excluded)"
+        return "median profiled step of the trace"
+
+    @property
     def headline(self) -> str:
         """One sentence: the advisor's binding finding, else the largest category of step time."""
         d = self.diagnosis

@@ -71,7 +71,8 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "label": a.label, "kind": a.kind, "headline": a.headline, "advisor_note": a.advisor_note,
         "meta": None if b is None else {
             "device": b.device, "device_name": b.device_name, "ranks": len(b.ranks), "steps": b.n_steps,
-            "step_time_ms": round(b.step_time_ms, 3), "events": a.n_events,
+            "step_time_ms": _num(a.step_time_ms), "profiled_step_time_ms": _num(a.profiled_step_time_ms),
+            "step_time_basis": a.step_time_basis, "events": a.n_events,
             "gpu_busy": None if b.device != "gpu" else round(b.gpu_busy_share, 4)},
         "verdict": None if d is None or d.binding is None else {
             "bottleneck": d.bottleneck.value, "message": d.binding.message, "confidence": d.confidence},
@@ -107,6 +108,8 @@ def experiment_context(e: Experiment[Spec], upper_bound: float | None = None) ->
     return {"fix": e.fix.title, "snippet": e.fix.snippet, "kept": e.kept, "reason": e.reason,
             "verdict": s["verdict"], "not_applied": s["not_applied"], "injected": s["injected"],
             "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]), "speedup": _num(s["speedup"]),
+            "median_ratio": _num(s["median_ratio"]), "before_samples_per_s": _num(s["before_samples_per_s"]),
+            "after_samples_per_s": _num(s["after_samples_per_s"]),
             "low": _num(s["low"]), "high": _num(s["high"]), "level": s["level"], "trials": s["trials"],
             "upper_bound": _num(upper_bound), "spec_change": {k: str(v) for k, v in s["spec_change"].items()},
             "where": script.get("where"), "change": script.get("change")}
@@ -145,7 +148,10 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: E
     ctx = report_context(a, comparison, experiment, ladder)
     return {
         "stepwise_report": REPORT_SCHEMA, "generated_unix": round(time.time(), 3), "label": a.label, "kind": a.kind,
-        "headline": a.headline, "summary": a.summary,
+        "headline": a.headline, "step_time_ms": _num(a.step_time_ms),
+        "profiled_step_time_ms": _num(a.profiled_step_time_ms), "step_time_basis": a.step_time_basis,
+        "summary": None if a.summary is None else {**a.summary, "step_time_ms": _num(a.step_time_ms),
+                                                   "profiled_step_time_ms": _num(a.profiled_step_time_ms)},
         "diagnosis": None if a.diagnosis is None else advice.diagnosis_json(a.diagnosis),
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],

@@ -11,16 +11,36 @@ import json
 import re
 from typing import Any
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=])")
+# Escaped wherever they stand: they open inline syntax anywhere (code, emphasis, links, HTML, tables, strike,
+# Streamlit's LaTeX).
+_MD_ALWAYS = r"\\`*\[\]<>|~$"
+_MD_SPECIAL = re.compile(
+    rf"([{_MD_ALWAYS}])"
+    r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # intraword ``_`` (data_bound) never emphasises: left readable
+    r"|:(?=\S)"  # ``http://``, ``:smile:``, ``:red[…]``; but ``ratio: 2`` stays as written
+    r"|&(?=#?[A-Za-z0-9]+;)"  # an entity (``&amp;``), not a bare ``&``
+    r"|(?<=\bwww)\."  # GFM links a bare ``www.example.com``
+)
+# At the start of a value (a template may put it at the start of a line): headings, lists, quotes, rules.
+_MD_LINE_START = re.compile(r"^(\s*)(?:(?:#{1,6}|[+\-=]+)(?=\s|$)|\d{1,9}(?=[.)](?:\s|$)))")
 
 
 def markdown_text(text: object, limit: int | None = None) -> str:
-    """``text`` as literal Markdown: every punctuation character that could start syntax is backslash-escaped,
-    newlines become spaces (one value never breaks a table row or starts a block)."""
+    """``text`` as literal Markdown that still reads as plain text: only a character that could start syntax
+    where it stands is backslash-escaped (``51.0 ms`` and ``data_bound`` stay as they are), newlines become
+    spaces (one value never breaks a table row or starts a block)."""
     s = str(text).replace("\r", " ").replace("\n", " ")
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    s = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), s)
+    m = _MD_LINE_START.match(s)
+    if m is None:
+        return s
+    lead = m.group(1)
+    if s[len(lead)].isdigit():  # ``1. `` or ``1) ``: escape the delimiter after the number
+        end = m.end()
+        return s[:end] + "\\" + s[end:]
+    return lead + "\\" + s[len(lead):]
 
 
 def markdown_code(text: object, language: str = "") -> str:

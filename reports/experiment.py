@@ -68,10 +68,30 @@ def breakdowns(e: Experiment[Spec]) -> dict[str, dict[str, float]]:
     return out
 
 
+def paired_throughputs(e: Experiment[Spec]) -> tuple[float | None, float | None]:
+    """Samples/s of each arm as the throughput ratio computes it: the geometric mean over the paired runs
+    (run ``i`` of each arm) of each run's throughput. Their quotient is exactly ``e.speedup``."""
+    a, b = _before(e).trials, e.patched.trials
+    n = min(len(a), len(b))
+    if n == 0:
+        return None, None
+    return (float(np.exp(np.mean([np.log(t.throughput) for t in a[:n]]))),
+            float(np.exp(np.mean([np.log(t.throughput) for t in b[:n]]))))
+
+
+def median_ratio(before_ms: float | None, after_ms: float | None) -> float | None:
+    """Before over after of the arms' median steps (> 1: the patched step is shorter)."""
+    return before_ms / after_ms if before_ms and after_ms else None
+
+
 def summary(e: Experiment[Spec]) -> dict[str, Any]:
-    """Headline numbers: medians, speed-up with its interval, kept and why."""
+    """Headline numbers: the arms' throughputs and their ratio (with its interval), computed the same way; the
+    arms' median steps and their own ratio; kept and why."""
     before, after = _before(e), e.patched
-    return {"before_ms": before.median_step_ms, "after_ms": after.median_step_ms, "speedup": e.speedup,
+    before_sps, after_sps = paired_throughputs(e)
+    return {"before_ms": before.median_step_ms, "after_ms": after.median_step_ms,
+            "median_ratio": median_ratio(before.median_step_ms, after.median_step_ms),
+            "before_samples_per_s": before_sps, "after_samples_per_s": after_sps, "speedup": e.speedup,
             "low": e.ratio.low if e.ratio else None, "high": e.ratio.high if e.ratio else None,
             "level": e.policy.level, "kept": e.kept, "reason": e.reason, "trials": e.policy.trials,
             "spec_change": {k: v[1] for k, v in e.spec_changes().items()},

@@ -24,7 +24,8 @@ import numpy as np
 from advisors.fixes import patched
 from advisors.verdict import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
-from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome, Spec, SpecT, spec_changes
+from advisors.experiments.progress import Progress, ProgressFn
+from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
 from profilers.run.spec import TrainingSpec
 
@@ -164,9 +165,11 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
 
 def _trial(run: RunFn[SpecT], spec: SpecT, arm: str, i: int, policy: Policy,
            on_progress: ProgressFn | None) -> RunOutcome:
+    here = Progress("trial", arm=arm, trial=i + 1, trials=policy.trials)
+
     def relay(progress: dict[str, Any]) -> None:
         if on_progress is not None:
-            on_progress({"phase": "trial", "arm": arm, "trial": i + 1, "trials": policy.trials, "run": progress})
+            on_progress(here.with_run(progress))
 
     relay({})
     return run(spec, relay)

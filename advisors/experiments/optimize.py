@@ -19,7 +19,8 @@ from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn
 from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import observe
-from advisors.experiments.trials import ProgressFn, RunFn, RunOutcome, Spec, SpecT, spec_changes
+from advisors.experiments.progress import Progress, ProgressFn
+from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
 from profilers.run.spec import TrainingSpec
 
@@ -141,8 +142,8 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
     else:
         raise SpecError("optimising a script needs its strategy (advisors.experiments.script_strategy.ScriptStrategy)")
     emit = on_progress or (lambda _: None)
-    emit({"phase": "diagnose", "round": 1})
-    first = run(spec, lambda p: emit({"phase": "diagnosis_run", "round": 1, "run": p}))
+    emit(Progress("diagnose", round=1))
+    first = run(spec, lambda p: emit(Progress("diagnosis_run", round=1).with_run(p)))
     how.learn(first)
     diagnosis = diagnose_run(first)
     current, cumulative = spec, 1.0
@@ -159,7 +160,7 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
         for attempt, fix in enumerate(how.candidates(diagnosis, current, rejected | not_applied)):
             if attempt >= max_attempts:
                 break
-            emit({"phase": "experiment", "round": rnd, "fix": fix.id})
+            emit(Progress("experiment", round=rnd, fix=fix.id))
             exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.id), apply=how.apply,
                                  proof=how.proof(fix))
             if exp.kept:
@@ -176,7 +177,7 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
             break
         current, rejected = kept_exp.patched.spec, set()
         if rnd < rounds:
-            emit({"phase": "diagnose", "round": rnd + 1})
+            emit(Progress("diagnose", round=rnd + 1))
             last_ok = [o for o in kept_exp.patched.outcomes if o.run_dir]
             how.learn(last_ok[-1])
             diagnosis = diagnose_run(last_ok[-1])
@@ -186,7 +187,7 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
 
 def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
     """Progress events of one experiment, tagged with its round and fix."""
-    return lambda event: emit({**event, "round": rnd, "fix": fix_id})
+    return lambda event: emit(event.tagged(rnd, fix_id))
 
 
 def proposed(d: Diagnosis) -> list[str]:

@@ -26,7 +26,7 @@ from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 
 MIN_MEASURED_STEPS = 3
-ProgressFn = Callable[[dict[str, Any]], None]
+RunProgressFn = Callable[[dict[str, Any]], None]  # a trial run's own progress.json, as runner.follow reports it
 #: What an experiment runs: a sample workload's spec or a user's script.
 Spec = Union[TrainingSpec, ScriptSpec]
 #: One kind of spec, the same all through a function (an experiment on a script patches and runs scripts).
@@ -66,14 +66,16 @@ def spec_changes(before: Spec, after: Spec) -> dict[str, tuple[Any, Any]]:
 class RunFn(Protocol[_RunSpec]):
     """Runs one spec of its kind (``RunFn[TrainingSpec]``, ``RunFn[ScriptSpec]``) to a :class:`RunOutcome`."""
 
-    def __call__(self, spec: _RunSpec, on_progress: ProgressFn | None = None) -> RunOutcome: ...
+    def __call__(self, spec: _RunSpec, on_progress: RunProgressFn | None = None) -> RunOutcome: ...
 
 
-def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn[TrainingSpec]:
-    """The real :data:`RunFn`: a subprocess run per trial, kept in ``store`` (its folder is the evidence)."""
+def store_runner(store: RunStore, timeout_s: float | None = None,
+                 experiment: str | None = None) -> RunFn[TrainingSpec]:
+    """The real :data:`RunFn`: a subprocess run per trial, kept in ``store`` (its folder is the evidence);
+    ``experiment``: the stored experiment (run id) the trials belong to (then hidden from run lists)."""
 
-    def run_one(spec: TrainingSpec, on_progress: ProgressFn | None = None) -> RunOutcome:
-        handle = runner.start(spec, store, label=f"ab-{spec.workload}")
+    def run_one(spec: TrainingSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
+        handle = runner.start(spec, store, label=f"ab-{spec.workload}", parent=experiment)
         result = runner.follow(handle, on_progress, timeout_s)
         outcome = outcome_from_steps(spec, result, store.read_steps(handle.run_id), str(handle.run_dir))
         return replace(outcome, host_load=_load_average())
@@ -81,14 +83,15 @@ def store_runner(store: RunStore, timeout_s: float | None = None) -> RunFn[Train
     return run_one
 
 
-def script_runner(store: RunStore, timeout_s: float | None = None) -> RunFn[ScriptSpec]:
+def script_runner(store: RunStore, timeout_s: float | None = None,
+                  experiment: str | None = None) -> RunFn[ScriptSpec]:
     """The :data:`RunFn` of a :class:`~profilers.run.script_spec.ScriptSpec`: the script launched with its seeds and
     injected knobs; measured steps are exactly the timed window after warm-up (never the profiled ones). A
     script that ends before its window is measured on the steps it did, and the outcome says so."""
     from profilers.run.launch import start_script
 
-    def run_one(spec: ScriptSpec, on_progress: ProgressFn | None = None) -> RunOutcome:
-        handle = start_script(spec, store, label=f"ab-{spec.name}")
+    def run_one(spec: ScriptSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
+        handle = start_script(spec, store, label=f"ab-{spec.name}", parent=experiment)
         result = runner.follow(handle, on_progress, timeout_s)
         return replace(script_outcome(spec, result, store.read_steps(handle.run_id), handle.run_dir),
                        host_load=_load_average())

@@ -9,7 +9,9 @@ from advisors.experiments.experiment import Experiment, Policy, run_experiment
 from advisors.experiments.optimize import Ladder, candidates, optimize
 from advisors.experiments.trials import Spec, store_runner
 from advisors.verdict import Fix
+from app.services import stored_jobs
 from app.services.jobs import BackgroundJob
+from profilers.run.records import RunRecord
 from profilers.store.runs import RunStore
 from reports.analysis import Analysis
 
@@ -27,50 +29,29 @@ def candidate_fixes(a: Analysis) -> list[Fix]:
     return list(candidates(a.diagnosis, a.run.spec, device_of(a), set()))
 
 
-def start_experiment(store: RunStore, a: Analysis, fix: Fix, trials: int) -> BackgroundJob[Experiment[Spec]]:
-    """Baseline vs patched, interleaved, ``trials`` runs each; the job's result is an ``Experiment``."""
+def start_experiment(store: RunStore, source: RunRecord, a: Analysis, fix: Any, trials: int) -> BackgroundJob[Any]:
+    """Baseline vs patched, interleaved, ``trials`` runs each, as a stored experiment of ``source``; the job's
+    result is an ``Experiment``."""
+    from advisors.experiments.experiment import Policy, run_experiment
+    from advisors.experiments.trials import store_runner
+
     assert a.run is not None and a.run.spec is not None
-    spec, run = a.run.spec, store_runner(store)
-    return BackgroundJob(f"experiment-{fix.id}",
-                         lambda report: run_experiment(spec, fix, run, Policy(trials=trials), on_progress=report))
+    spec = a.run.spec
+    return stored_jobs.start(store, source, "apply", {"fix": fix.id, "fix_title": fix.title, "trials": trials}, a,
+                             lambda exp_id, report: run_experiment(spec, fix, store_runner(store, experiment=exp_id),
+                                                                   Policy(trials=trials), on_progress=report))
 
 
-def start_ladder(store: RunStore, a: Analysis, rounds: int, trials: int) -> BackgroundJob[Ladder[Spec]]:
-    """Diagnose → apply → measure, ``rounds`` times; the job's result is a ``Ladder``."""
+def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, trials: int) -> BackgroundJob[Any]:
+    """Diagnose → apply → measure, ``rounds`` times, as a stored experiment of ``source``; the job's result is a
+    ``Ladder``."""
+    from advisors.experiments.experiment import Policy
+    from advisors.experiments.optimize import optimize
+    from advisors.experiments.trials import store_runner
+
     assert a.run is not None and a.run.spec is not None
-    spec, run, device = a.run.spec, store_runner(store), device_of(a)
-    return BackgroundJob("ladder", lambda report: optimize(spec, run, rounds=rounds, policy=Policy(trials=trials),
-                                                           device=device, on_progress=report))
-
-
-def describe_progress(event: dict[str, Any]) -> str:
-    """One line for a progress event of the experiment or the ladder."""
-    if not event:
-        return "starting…"
-    parts = []
-    if "round" in event:
-        parts.append(f"round {event['round']}")
-    if event.get("fix"):
-        parts.append(f"fix {event['fix']}")
-    phase = event.get("phase")
-    if phase == "trial":
-        parts.append(f"{event.get('arm')} run {event.get('trial')} of {event.get('trials')}")
-    elif phase in ("diagnose", "diagnosis_run"):
-        parts.append("diagnosing a fresh run")
-    run = event.get("run") or {}
-    if run.get("step") is not None:
-        parts.append(f"step {run.get('step')} of {run.get('total_steps', '?')}")
-    return " · ".join(parts) or str(phase)
-
-
-def trial_fraction(event: dict[str, Any]) -> float:
-    """Rough completion of an experiment: finished runs of the 2 × trials it plans, plus the current run's steps."""
-    trials = int(event.get("trials") or 0)
-    if event.get("phase") != "trial" or not trials:
-        return 0.0
-    run = event.get("run") or {}
-    within = (run.get("step") or 0) / max(run.get("total_steps") or 1, 1)
-    pair = int(event.get("trial") or 1) - 1
-    second = "baseline" if pair % 2 else "patched"  # pairs alternate A B, B A (advisors.experiments.experiment)
-    index = 2 * pair + (1 if event.get("arm") == second else 0)
-    return min((index + within) / (2 * trials), 1.0)
+    spec, device = a.run.spec, device_of(a)
+    return stored_jobs.start(store, source, "ladder", {"rounds": rounds, "trials": trials}, a,
+                             lambda exp_id, report: optimize(spec, store_runner(store, experiment=exp_id),
+                                                             rounds=rounds, policy=Policy(trials=trials),
+                                                             device=device, on_progress=report))

@@ -13,7 +13,7 @@ import traceback
 from typing import Any, Callable, Generic, TypeVar
 
 T = TypeVar("T")
-Progress = Callable[[dict[str, Any]], None]
+Progress = Callable[[Any], None]  # receives the job's progress values (``advisors.experiments.progress.Progress``)
 
 
 class BackgroundJob(Generic[T]):
@@ -22,8 +22,9 @@ class BackgroundJob(Generic[T]):
     def __init__(self, name: str, fn: Callable[[Progress], T]) -> None:
         self.name = name
         self.started = time.time()
-        self.last: dict[str, Any] = {}
+        self.last: Any = None
         self.events = 0
+        self.experiment_id: str | None = None  # the stored experiment it runs, when it runs one
         self.result: T | None = None
         self.error: str | None = None
         self._done = threading.Event()
@@ -31,8 +32,8 @@ class BackgroundJob(Generic[T]):
         self._thread = threading.Thread(target=self._run, name=f"stepwise-{name}", daemon=True)
         self._thread.start()
 
-    def _report(self, event: dict[str, Any]) -> None:
-        self.last = dict(event)  # one assignment: a reader sees the old or the new event, never half of one
+    def _report(self, event: Any) -> None:
+        self.last = event  # one assignment of an immutable value: a reader sees the old or the new one
         self.events += 1
 
     def _run(self) -> None:

@@ -10,7 +10,7 @@ import shlex
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, Mapping, get_args, get_origin
 
 import pandas as pd
 
@@ -19,7 +19,7 @@ from profilers.run import launch
 from profilers.run import runner
 from profilers.errors import RunError
 from profilers.run.handle import RunHandle, cancel_run
-from profilers.run.records import RunStatus
+from profilers.run.records import RunResult, RunStatus
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 from reports.telemetry import downsample_telemetry
@@ -112,12 +112,34 @@ def start_script(command: str, steps: int, store: RunStore, label: str | None = 
     return launch.start_launch(argv, store, steps=steps, label=label or None)
 
 
-def cancel(store: RunStore, run_id: str, handle: RunHandle | None) -> None:
-    """Stop a run: through this session's handle when it has one, else from the stored pid (any session)."""
+def followable(store: RunStore, run_id: str | None) -> str | None:
+    """``run_id`` when the Launch page can follow it (a launched run or script, not a trial of an experiment)."""
+    if run_id is None:
+        return None
+    try:
+        record = store.get(run_id)
+    except RunError:
+        return None
+    return run_id if record.kind in ("run", "launch") and record.parent is None else None
+
+
+def cancel_reason(progress: Mapping[str, Any] | None) -> str:
+    """"cancelled by you at step N": the last step the run reported when the user pressed Cancel."""
+    step = (progress or {}).get("step")
+    return f"cancelled by you at step {int(step)}" if isinstance(step, (int, float)) and step > 0 else \
+        "cancelled by you before its first step"
+
+
+def cancel(store: RunStore, run_id: str, handle: RunHandle | None) -> str:
+    """Stop a run: through this session's handle when it has one, else from the stored pid (any session).
+    Returns the reason stored with it."""
+    reason = cancel_reason(store.read_progress(run_id))
+    store.request_cancel(run_id, reason)  # first: the live view stops its countdown on the next draw
     if handle is not None and handle.run_id == run_id:
-        handle.cancel("cancelled from the dashboard")
+        handle.cancel(reason)
     else:
-        cancel_run(store, run_id, "cancelled from the dashboard")
+        cancel_run(store, run_id, reason)
+    return reason
 
 
 @dataclass(frozen=True)
@@ -129,9 +151,31 @@ class Live:
     steps: pd.DataFrame
     telemetry: pd.DataFrame
     error: str | None
+    cancelled: str | None = None  # why a stop was asked (then no ETA is shown: the run is stopping)
+    outcome: str = ""  # one sentence on how a finished run ended
 
 
 def live(store: RunStore, run_id: str) -> Live:
     record = store.get(run_id)
-    return Live(status=record.status, progress=store.read_progress(run_id), steps=store.read_steps(run_id),
-                telemetry=downsample_telemetry(store.read_telemetry(run_id), max_points=600), error=record.error)
+    progress = store.read_progress(run_id)
+    cancelled = store.read_cancel(run_id)
+    return Live(status=record.status, progress=progress, steps=store.read_steps(run_id),
+                telemetry=downsample_telemetry(store.read_telemetry(run_id), max_points=600), error=record.error,
+                cancelled=cancelled, outcome=outcome_text(record.status, store.read_result(run_id), cancelled,
+                                                          record.error))
+
+
+def outcome_text(status: RunStatus, result: RunResult | None, cancelled: str | None, error: str | None) -> str:
+    """How a run ended, in words that tell the truth: a cancel is the user's, not a crash; a script the launcher
+    stopped after its profiled steps was stopped on purpose."""
+    if status is RunStatus.RUNNING:
+        return "stopping: " + cancelled if cancelled else "running"
+    steps = result.steps_done if result is not None else 0
+    if cancelled and status is RunStatus.KILLED:
+        return cancelled[:1].upper() + cancelled[1:] + "."
+    if status is RunStatus.OK and result is not None and result.profiled_then_stopped:
+        return (f"Profiled {result.profiled_then_stopped} steps of your script, then stopped it "
+                f"(after step {steps}, as asked).")
+    if status is RunStatus.OK:
+        return f"Finished: ok after {steps} steps."
+    return f"Ended {status.value} after {steps} steps" + (f": {error}" if error else ".")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from advisors.experiments.experiment import Experiment
 from advisors.experiments.optimize import Ladder
@@ -20,7 +21,10 @@ from advisors.experiments.trials import Spec
 from advisors.verdict import Diagnosis, Fix
 from advisors.experiments.script_fixes import ScriptContext
 from advisors.experiments.script_strategy import ScriptStrategy, context_of
+from app.services import stored_jobs
 from app.services.jobs import BackgroundJob
+from profilers.run.records import RunRecord
+from reports.analysis import Analysis
 from profilers.errors import RunError
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
@@ -101,29 +105,35 @@ def offer(target: ScriptTarget, d: Diagnosis | None) -> Offer:
     return Offer(fixes=list(s.candidates(d, target.spec, set())), yours=s.advice(d), not_here=not_here)
 
 
-def start_experiment(store: RunStore, target: ScriptTarget, fix: Fix, trials: int) -> BackgroundJob[Experiment[Spec]]:
-    """The script without and with ``fix`` injected, interleaved, ``trials`` runs each; the result is an
-    ``Experiment`` (``not_applied`` says why when the fix did not act in the patched run)."""
+def start_experiment(store: RunStore, source: RunRecord, a: Analysis, target: ScriptTarget, fix: Fix,
+                     trials: int) -> BackgroundJob[Any]:
+    """The script without and with ``fix`` injected, interleaved, ``trials`` runs each, as a stored experiment of
+    ``source``; the result is an ``Experiment`` (``not_applied`` says why when the fix did not act)."""
     from advisors.experiments import trials as trial_runs
     from advisors.experiments.experiment import Policy, run_experiment
 
-    strategy, run = target.strategy(), trial_runs.script_runner(store)
-    return BackgroundJob(f"experiment-{fix.id}", lambda report: run_experiment(
-        target.spec, fix, run, Policy(trials=trials), on_progress=report, apply=strategy.apply,
-        proof=strategy.proof(fix)))
+    strategy = target.strategy()
+    return stored_jobs.start(store, source, "apply", {"fix": fix.id, "fix_title": fix.title, "trials": trials}, a,
+                             lambda exp_id, report: run_experiment(
+                                 target.spec, fix, trial_runs.script_runner(store, experiment=exp_id),
+                                 Policy(trials=trials), on_progress=report, apply=strategy.apply,
+                                 proof=strategy.proof(fix)))
 
 
-def start_ladder(store: RunStore, target: ScriptTarget, rounds: int, trials: int) -> BackgroundJob[Ladder[Spec]]:
-    """Diagnose a fresh run → inject → measure, ``rounds`` times; the result is a ``Ladder`` (with ``advice``:
-    the fixes left to the user)."""
+def start_ladder(store: RunStore, source: RunRecord, a: Analysis, target: ScriptTarget, rounds: int,
+                 trials: int) -> BackgroundJob[Any]:
+    """Diagnose a fresh run → inject → measure, ``rounds`` times, as a stored experiment of ``source``; the
+    result is a ``Ladder`` (with ``advice``: the fixes left to the user)."""
     from advisors.experiments import trials as trial_runs
     from advisors.experiments.experiment import Policy
     from advisors.experiments.optimize import optimize
 
-    run, spec, device = trial_runs.script_runner(store), target.spec, target.device
-    return BackgroundJob("ladder", lambda report: optimize(
-        spec, run, rounds=rounds, policy=Policy(trials=trials), device=device, on_progress=report,
-        strategy=ScriptStrategy(spec, device)))
+    spec, device = target.spec, target.device
+    return stored_jobs.start(store, source, "ladder", {"rounds": rounds, "trials": trials}, a,
+                             lambda exp_id, report: optimize(
+                                 spec, trial_runs.script_runner(store, experiment=exp_id), rounds=rounds,
+                                 policy=Policy(trials=trials), device=device, on_progress=report,
+                                 strategy=ScriptStrategy(spec, device)))
 
 
 def describe(spec: ScriptSpec) -> str:

@@ -16,7 +16,7 @@ from reports import charts_compare
 from reports.compare import compare
 
 st.title("Compare")
-records = data.store().list()
+records = data.analysable_runs()
 if len(records) < 2:
     st.info("Compare needs two runs or uploaded traces.")
     st.page_link("views/upload.py", label="Upload a trace", icon=":material/upload:")

@@ -8,7 +8,7 @@ from app import data, state
 
 from app.services import launching
 
-from app.widgets import live_view
+from app.widgets import links, live_view
 
 from app.widgets import spec_form
 
@@ -58,8 +58,11 @@ else:
             st.error(ui.text(err))
 
 st.divider()
-follow = state.followed_run()
-running = [r for r in store.list(status=RunStatus.RUNNING) if r.run_id != follow]
+follow = state.followed_run() or launching.followable(store, links.followed())  # a reload re-attaches
+if follow is not None:
+    state.follow_run(follow)
+    links.show_followed(follow)
+running = [r for r in store.list(status=RunStatus.RUNNING, trials=False) if r.run_id != follow and r.kind != "experiment"]
 if running:
     with st.expander(f"Other running runs ({len(running)})"):
         other = ui.run_picker(running, key="launch.follow", label="Follow", default=running[0].run_id,

@@ -19,7 +19,7 @@ st.markdown("One **HTML** file with interactive charts that opens anywhere, offl
 record, analysis = ui.selected_analysis("report.run")
 if analysis is not None and record is not None:
     comparison = None
-    others = [r for r in data.store().list() if r.run_id != record.run_id]
+    others = [r for r in data.analysable_runs() if r.run_id != record.run_id]
     if others and st.checkbox("Add a comparison with another run (this run is A)", key="report.with_compare"):
         other = ui.run_picker(others, "report.compare_to", "B", remember=False)
         other_analysis = ui.load_analysis(other) if other is not None else None

@@ -17,14 +17,31 @@ st.caption("Launched runs and uploaded traces share this list. Pick one to analy
 
 store = data.store()
 store.recover()  # settles runs whose process is gone (e.g. after a dashboard restart): cheap and idempotent
-records = store.list()
+records = data.listed_runs()  # an experiment is one entry; its trial runs are inside it
 if records:
-    st.dataframe(tables.runs_frame(records), hide_index=True, width="stretch",
-                 column_config={"ms/step": st.column_config.NumberColumn(format="%.2f"),
+    frame = tables.runs_frame(records)
+    ids = list(frame["id"])
+
+    def _row_clicked() -> None:  # a click on a row (its box or any cell) selects that run, before the picker draws
+        selection = st.session_state["runs.table"].selection
+        rows = list(selection.get("rows", [])) + [cell[0] for cell in selection.get("cells", [])]
+        if rows and 0 <= rows[0] < len(ids):
+            state.select_run(ids[rows[0]])
+
+    st.dataframe(frame, hide_index=True, width="stretch", key="runs.table", on_select=_row_clicked,
+                 selection_mode=["single-row", "single-cell"],
+                 column_config={"ms/step": st.column_config.NumberColumn(format="%.1f"),
                                 "samples/s": st.column_config.NumberColumn(format="%.1f"),
                                 "peak MiB": st.column_config.NumberColumn(format="%.0f")})
 record = ui.run_picker(records, key="runs.pick", label="Selected run")
-if record is not None:
+if record is not None and record.kind == "experiment":
+    source = record.source_run
+    st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}). Its result is on the Advisor page of "
+            "the run it was started from.", icon=":material/science:")
+    if source:
+        st.page_link("views/advisor.py", label="Open its result", icon=":material/lightbulb:",
+                     query_params={"run": source})
+elif record is not None:
     cols = st.columns(4)
     cols[0].page_link("views/analysis.py", label="Analysis", icon=":material/bar_chart:")
     cols[1].page_link("views/advisor.py", label="Advisor", icon=":material/lightbulb:")

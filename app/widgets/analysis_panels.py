@@ -30,7 +30,7 @@ def headline(a: Analysis) -> None:
     cols = st.columns(5)
     cols[0].metric("Device", b.device.upper(), help=b.device_name)
     cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
-    cols[2].metric("Median step", f"{b.step_time_ms:.1f} ms")
+    cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
     cols[4].metric("Events", f"{a.n_events:,}")
     ui.chart(charts.share_bar(b.shares()), key="analysis.share")

@@ -27,20 +27,23 @@ def _body(run_id: str) -> None:
         st.rerun(scope="app")
     p = live.progress or {}
     total, done = int(p.get("total_steps") or 0), int(p.get("step") or 0)
-    if live.status is RunStatus.RUNNING:
+    if live.status is RunStatus.RUNNING and live.cancelled:
+        st.progress(min(done / total, 1.0) if total else 0.0, text=f"step {done} of {total or '?'} · stopping")
+        st.info(ui.text(live.cancelled[:1].upper() + live.cancelled[1:]) + ". The run is stopping; it is stored "
+                "as killed, with every step it did.", icon=":material/stop_circle:")
+    elif live.status is RunStatus.RUNNING:
         eta = p.get("eta_s")
         st.progress(min(done / total, 1.0) if total else 0.0,
                     text=f"step {done} of {total or '?'}" + (f" · about {eta:.0f} s left" if eta else ""))
         if st.button("Cancel run", key="launch.cancel", type="secondary"):
             try:
                 launching.cancel(store, run_id, state.launch_handle())
-                st.toast("Cancelling: the run stops and is stored as killed.")
+                st.rerun()  # at once: the countdown must stop with the click
             except StepwiseError as err:
                 st.error(ui.text(err))
     else:
-        (st.success if live.status is RunStatus.OK else st.warning)(
-            f"Run finished: **{live.status.value}** after {done} steps."
-            + (f" {ui.text(live.error, 1500)}" if live.error else ""))
+        show = st.success if live.status is RunStatus.OK else (st.info if live.cancelled else st.warning)
+        show(ui.text(live.outcome, 1500))
         state.select_run(run_id)
         cols = st.columns(3)
         cols[0].page_link("views/analysis.py", label="Open its analysis", icon=":material/bar_chart:")

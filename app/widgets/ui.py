@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import data, state
+from app.widgets import links
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord, RunStatus
 from reports.analysis import Analysis, with_device_memory
@@ -16,8 +17,22 @@ from reports.escape import markdown_text
 def describe_run(r: RunRecord) -> str:
     """One line for a selectbox (plain text: Streamlit does not render Markdown there)."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_unix))
-    step = f" · {r.step_time_ms:.1f} ms/step" if r.step_time_ms else ""
+    step = f" · {step_time(r.step_time_ms)}/step" if r.step_time_ms else ""
     return f"{r.label} · {r.kind} · {r.status.value} · {when}{step}"
+
+
+def step_time(ms: float | None) -> str:
+    """A run's step time as every page shows it (same rounding on Runs, Analysis, Compare and in pickers)."""
+    return f"{ms:.1f} ms" if ms is not None else "—"
+
+
+def step_time_help(a: Analysis) -> str:
+    """What the shown step time is, and the profiled window's own median when it differs."""
+    profiled = a.profiled_step_time_ms
+    extra = (f" The profiled window's own median step: {profiled:.1f} ms (profiler overhead included)."
+             if profiled is not None and a.step_time_ms is not None and round(profiled, 1) != round(a.step_time_ms, 1)
+             else "")
+    return f"The {a.step_time_basis}.{extra}"
 
 
 def text(value: object, limit: int | None = None) -> str:
@@ -39,12 +54,21 @@ def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: 
         st.page_link("views/launch.py", label="Launch a run", icon=":material/play_arrow:")
         return None
     by_id = {r.run_id: r for r in records}
-    wanted = default or state.selected_run()
     ids = list(by_id)
-    choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in by_id else 0,
-                          format_func=lambda i: describe_run(by_id[i]), key=key)
-    if remember:
-        state.select_run(choice)
+    wanted = default or state.selected_run()
+    if not remember:
+        choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in by_id else 0,
+                              format_func=lambda i: describe_run(by_id[i]), key=key)
+        return by_id[choice]
+    # The session's selected run drives the widget (a deep link, a clicked row or a finished launch may have
+    # changed it since the widget last drew); a pick in the widget changes it first, through on_change.
+    wanted = wanted if wanted in by_id else ids[0]
+    if st.session_state.get(key) != wanted:
+        st.session_state[key] = wanted
+    choice = st.selectbox(label, ids, format_func=lambda i: describe_run(by_id[i]), key=key,
+                          on_change=lambda: state.select_run(st.session_state[key]))
+    state.select_run(choice)
+    links.show(choice)
     return by_id[choice]
 
 
@@ -62,7 +86,7 @@ def load_analysis(record: RunRecord) -> Analysis | None:
 
 def selected_analysis(key: str) -> tuple[RunRecord | None, Analysis | None]:
     """Pick a run (widget ``key``) and load its analysis."""
-    record = run_picker(data.store().list(), key)
+    record = run_picker(data.analysable_runs(), key)
     if record is None:
         return None, None
     if record.status is RunStatus.RUNNING:

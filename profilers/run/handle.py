@@ -66,6 +66,8 @@ class RunHandle:
                 return
             self._stop_reason = reason
             self._kill_at = time.monotonic() + CANCEL_GRACE_S
+        with contextlib.suppress(Exception):  # the marker is for readers; the stop must happen regardless
+            self.store.request_cancel(self.run_id, reason)
         self._signal_tree(signal.SIGTERM)
 
     def join(self, timeout: float | None = None) -> bool:
@@ -168,7 +170,8 @@ class RunHandle:
 
     def _result_for_exit(self, code: int) -> RunResult:
         worker = self.store.read_result(self.run_id)
-        reason = self._stop_reason
+        # a stop asked from elsewhere (another session, after a reload: ``cancel_run``) is a cancel too
+        reason = self._stop_reason or self.store.read_cancel(self.run_id)
         if worker is not None and worker.status.finished:
             if reason is None or (code == EXIT_OK and worker.status is RunStatus.OK):
                 return worker.with_(exit_code=code)
@@ -201,6 +204,7 @@ def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the use
     record = store.get(run_id)
     if record.status.finished:
         return record.status
+    store.request_cancel(run_id, reason)
     manifest = store.read_manifest(run_id)
     pid, started = manifest.get("pid"), manifest.get("pid_started")
     procs = run_processes(run_id)

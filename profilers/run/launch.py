@@ -82,7 +82,8 @@ def boot_command(command: list[str], run_dir: Path, steps: int, nproc_per_node: 
 def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS, label: str | None = None,
                  extra_env: Mapping[str, str] | None = None, nproc_per_node: int = 1, nnodes: int = 1,
                  rdzv_endpoint: str | None = None, boot: Mapping[str, Any] | None = None,
-                 files: Mapping[str, Any] | None = None, cwd: str | None = None) -> RunHandle:
+                 files: Mapping[str, Any] | None = None, cwd: str | None = None,
+                 parent: str | None = None) -> RunHandle:
     """Store a ``launch`` run and start the script; returns without waiting. RunError for a bad command."""
     if not 1 <= steps <= MAX_STEPS:
         raise RunError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
@@ -94,17 +95,19 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
                                "nproc_per_node": nproc_per_node, "nnodes": nnodes}, **(files or {})}
     if boot is not None:
         content["boot.json"] = dict(boot)
-    record = store.create("launch", label or name, files=content)
+    record = store.create("launch", label or name, files=content, parent=parent,
+                          role="trial" if parent else None)
     run_dir = Path(record.run_dir)
     argv = boot_command(command, run_dir, steps, nproc_per_node, nnodes, rdzv_endpoint, cwd)
     return spawn(store, record.run_id, argv, extra_env, cwd=cwd)
 
 
-def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None) -> RunHandle:
+def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
+                 parent: str | None = None) -> RunHandle:
     """Run a :class:`ScriptSpec`: seeds, warm-up, measured and profiled steps, injected knobs (``boot.json``)."""
     return start_launch(list(spec.command), store, steps=spec.profile_steps, label=label or spec.name,
                         nproc_per_node=spec.nproc_per_node, nnodes=spec.nnodes, rdzv_endpoint=spec.rdzv_endpoint,
-                        boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd)
+                        boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd, parent=parent)
 
 
 def launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS, label: str | None = None,

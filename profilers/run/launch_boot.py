@@ -147,16 +147,17 @@ def _result(rec: StepRecorder, status: RunStatus, error: str | None, warnings: l
             sampler: Any) -> RunResult:
     telemetry = telemetry_frame(read_jsonl(rec.run_dir / "telemetry.jsonl"))
     summary = summarise_steps(steps_frame(read_jsonl(rec.run_dir / "steps.jsonl")), telemetry)
-    if summary["peak_memory_mb"] is None:
-        summary["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    if summary.peak_memory_mb is None:
+        summary = summary.with_peak(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)  # KiB on Linux
     device, device_name = _device()
     if device == "cuda":
-        summary["peak_memory_mb"] = torch.cuda.max_memory_allocated() / 1024**2
+        summary = summary.with_peak(torch.cuda.max_memory_allocated() / 1024**2)
     return RunResult(status=status, error=error, device=device, device_name=device_name,
                      world_size=int(os.environ.get("WORLD_SIZE", "1")),
                      telemetry_source=getattr(sampler, "source", None),
                      telemetry_note=getattr(sampler, "note", "telemetry sampler unavailable"),
-                     warnings=tuple(warnings), started_unix=rec._started, finished_unix=time.time(), **summary)
+                     warnings=tuple(warnings), started_unix=rec._started, finished_unix=time.time(),
+                     **summary.result_fields())
 
 
 def _start_sampler(run_dir: Path) -> Any:
@@ -205,6 +206,7 @@ def main(argv: list[str]) -> int:
     injector.install()
     detector.install()
     status, error, code, warnings = RunStatus.OK, None, EXIT_OK, []
+    stopped: int | None = None
     rec.start()
     try:
         _run_target(target)
@@ -236,6 +238,7 @@ def main(argv: list[str]) -> int:
             warnings.append(f"the trace's last marker, ProfilerStep#{rec.steps_done}, is the script's ending "
                             "after its last step, not a training step")
     elif status is RunStatus.OK:
+        stopped = int(cfg["profile"])
         warnings.append(f"profiled {cfg['profile']} step(s) of the script after {rec.wait + PROFILE_WARMUP}, "
                         f"then stopped it on purpose after step {rec.steps_done}")
     if detector.mode is not None:
@@ -243,7 +246,7 @@ def main(argv: list[str]) -> int:
     if not leader:
         return code
     write_json_atomic(run_dir / "injected.json", injector.finish())
-    result = _result(rec, status, error, warnings, sampler)
+    result = _result(rec, status, error, warnings, sampler).with_(profiled_then_stopped=stopped)
     write_json_atomic(run_dir / "result.json", result.to_dict())
     rec.write_progress(result.final_loss, status)
     _write_scalars(run_dir)

@@ -15,8 +15,10 @@ from typing import Any, Literal, Mapping
 
 import pandas as pd
 
-RunKind = Literal["run", "launch", "upload"]
-RUN_KINDS: tuple[str, ...] = ("run", "launch", "upload")
+RunKind = Literal["run", "launch", "upload", "experiment"]
+RUN_KINDS: tuple[str, ...] = ("run", "launch", "upload", "experiment")
+# The part a trial run plays in the experiment (``RunRecord.parent``) that started it.
+TRIAL_ROLES: tuple[str, ...] = ("trial", "baseline", "patched", "reference", "diagnosis")
 
 # Telemetry metric names (any source) that hold a memory amount in MiB; the largest value seen is the peak.
 MEMORY_METRICS_MB: tuple[str, ...] = (
@@ -83,6 +85,7 @@ class RunResult:
     started_unix: float | None = None
     finished_unix: float | None = None
     exit_code: int | None = None  # of the process the runner started; None when it did not watch one
+    profiled_then_stopped: int | None = None  # a launched script stopped on purpose after this many profiled steps
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: _clean(v) for k, v in asdict(self).items()}
@@ -101,8 +104,9 @@ class RunResult:
             kw[name] = _opt_float(kw.get(name))
         for name, default in (("steps_done", 0), ("world_size", 1)):
             kw[name] = int(_opt_float(kw.get(name)) or default)
-        code = _opt_float(kw.get("exit_code"))
-        kw["exit_code"] = None if code is None else int(code)
+        for name in ("exit_code", "profiled_then_stopped"):
+            value = _opt_float(kw.get(name))
+            kw[name] = None if value is None else int(value)
         for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note"):
             kw[name] = None if kw.get(name) is None else str(kw[name])
         warnings = kw.get("warnings") or ()
@@ -132,43 +136,67 @@ class RunRecord:
     device: str | None = None
     error: str | None = None
     pid: int | None = None
+    parent: str | None = None  # a trial run: the experiment (run id) it belongs to; hidden from lists by default
+    role: str | None = None  # a trial run's part in it (``TRIAL_ROLES``)
+    source_run: str | None = None  # an experiment: the run it was started from
 
 
-def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StepSummary:
+    """The measured part of a :class:`RunResult`, derived from raw step rows by :func:`summarise_steps`.
+
+    ``step_time_ms`` is the run's one step time: the median measured step (see :func:`summarise_steps`)."""
+
+    steps_done: int = 0
+    step_time_ms: float | None = None
+    step_time_iqr_ms: float | None = None
+    samples_per_s: float | None = None
+    final_loss: float | None = None
+    peak_memory_mb: float | None = None
+
+    def result_fields(self) -> dict[str, Any]:
+        """The fields as keyword arguments of :class:`RunResult`."""
+        return asdict(self)
+
+    def with_peak(self, peak_memory_mb: float | None) -> "StepSummary":
+        return replace(self, peak_memory_mb=peak_memory_mb)
+
+
+def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: int = 1) -> StepSummary:
     """Measured fields of a :class:`RunResult` from raw step rows (columns of ``RunStore.read_steps``).
 
     A step counts as done when every rank that reported anything reported it. Its time is the slowest rank's
     ``wall_ms`` (the ranks wait for each other); its samples are summed over ranks. The median and IQR skip
-    the first step (lazy initialisation) and, when enough remain, the profiled steps (profiler overhead).
+    the first ``warmup_steps`` done steps (at least one: lazy initialisation; the worker uses the spec's
+    warm-up) and, when at least three remain, the profiled steps (profiler overhead).
     """
-    out: dict[str, Any] = {"steps_done": 0, "step_time_ms": None, "step_time_iqr_ms": None,
-                           "samples_per_s": None, "final_loss": None, "peak_memory_mb": _peak_mb(telemetry)}
+    peak = _peak_mb(telemetry)
     if steps.empty:
-        return out
+        return StepSummary(peak_memory_mb=peak)
     ranks = steps["rank"].nunique()
     per_step = steps.groupby("step").agg(
         n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"),
         profiled=("profiled", "max"), loss=("loss", "mean"),
     ).sort_index()
     done = per_step[per_step["n"] >= ranks]
-    out["steps_done"] = int(len(done))
     if done.empty:
-        return out
+        return StepSummary(peak_memory_mb=peak)
     losses = done["loss"].dropna()
-    out["final_loss"] = _opt_float(losses.iloc[-1]) if len(losses) else None
-    measured = done.iloc[1:] if len(done) > 1 else done
+    final_loss = _opt_float(losses.iloc[-1]) if len(losses) else None
+    skip = max(int(warmup_steps), 1)
+    measured = done.iloc[skip:] if len(done) > skip else done.iloc[-1:]
     plain = measured[~measured["profiled"].astype(bool)]
     if len(plain) >= 3:
         measured = plain
     walls = measured["wall_ms"].dropna()
+    base = StepSummary(steps_done=int(len(done)), final_loss=final_loss, peak_memory_mb=peak)
     if walls.empty:
-        return out
-    out["step_time_ms"] = _opt_float(walls.median())
-    out["step_time_iqr_ms"] = _opt_float(walls.quantile(0.75) - walls.quantile(0.25))
+        return base
     total_s = float(walls.sum()) / 1000.0
     samples = float(measured.loc[walls.index, "samples"].fillna(0).sum())
-    out["samples_per_s"] = _opt_float(samples / total_s) if total_s > 0 and samples > 0 else None
-    return out
+    return replace(base, step_time_ms=_opt_float(walls.median()),
+                   step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
+                   samples_per_s=_opt_float(samples / total_s) if total_s > 0 and samples > 0 else None)
 
 
 def _peak_mb(telemetry: pd.DataFrame) -> float | None:

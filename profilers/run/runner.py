@@ -75,13 +75,14 @@ def hang_timeout_s(spec: TrainingSpec) -> float | None:
 
 
 def start(spec: TrainingSpec, store: RunStore, label: str | None = None,
-          extra_env: Mapping[str, str] | None = None, allow_external: bool = False) -> RunHandle:
+          extra_env: Mapping[str, str] | None = None, allow_external: bool = False,
+          parent: str | None = None) -> RunHandle:
     """Store ``spec`` in a new run folder and start its worker; returns without waiting.
 
     Raises SpecError for an unknown workload or an impossible distributed setting (nothing is stored then).
     """
     check_workload(spec.workload, allow_external)
-    record = store.create("run", label, spec)
+    record = store.create("run", label, spec, parent=parent, role="trial" if parent else None)
     command = worker_command(spec, Path(record.run_dir))
     return spawn(store, record.run_id, command, extra_env, hang_timeout_s=hang_timeout_s(spec))
 

@@ -48,14 +48,16 @@ STORE_ENV = "STEPWISE_HOME"
 INDEX_ENV = "STEPWISE_INDEX"
 INDEX_FILE = "index.sqlite"
 MANIFEST = "manifest.json"
+CANCEL_FILE = "cancel.json"
 TMP_PREFIX = ".tmp-"
 TRASH_PREFIX = ".trash-"
 STALE_START_S = 120.0  # a `running` run still without a pid after this long never started
 STALE_TMP_S = 3600.0  # construction folders older than this are leftovers of a crash
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 2: experiments as stored objects (parent, role, source_run)
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-[a-z0-9_]{1,40}-[0-9a-f]{4}$")
 _COLUMNS = ("run_id", "kind", "label", "workload", "status", "created_unix", "finished_unix", "step_time_ms",
-            "samples_per_s", "peak_memory_mb", "world_size", "device", "error", "pid")
+            "samples_per_s", "peak_memory_mb", "world_size", "device", "error", "pid", "parent", "role",
+            "source_run")
 _UPDATABLE = frozenset(_COLUMNS) - {"run_id", "kind", "created_unix"} | {"pid_started"}
 
 
@@ -90,15 +92,19 @@ class RunStore:
 
     # -- creating ------------------------------------------------------------------------------------------
     def create(self, kind: str, label: str | None = None, spec: StoredSpec | Mapping[str, Any] | None = None,
-               files: Mapping[str, Any] | None = None) -> RunRecord:
+               files: Mapping[str, Any] | None = None, parent: str | None = None, role: str | None = None,
+               source_run: str | None = None) -> RunRecord:
         """A new run folder, status ``running``, listed only once complete: ``spec.json`` when a spec is given
         (a spec, or its dict form) and ``files`` (name → JSON value, e.g. the launcher's ``launch.json``) are
-        written before."""
+        written before. ``parent`` and ``role``: a trial run of an experiment; ``source_run``: the run an
+        experiment was started from."""
         data = _spec_dict(spec)
         workload = data.get("workload")
         content = {**({"spec.json": data} if spec is not None else {}), **(files or {})}
+        links = {k: v for k, v in (("parent", parent), ("role", role), ("source_run", source_run)) if v}
         return self._build(kind, label, str(workload) if workload is not None else None, RunStatus.RUNNING,
-                           lambda d: _write_files(d, content), world_size=int(data.get("world_size") or 1))
+                           lambda d: _write_files(d, content), world_size=int(data.get("world_size") or 1),
+                           **links)
 
     def import_trace(self, src: Path | str, label: str | None = None) -> RunRecord:
         """Copy an uploaded trace (file, zip or folder) into a new ``upload`` run under ``trace/``.
@@ -202,10 +208,21 @@ class RunStore:
         return self._row_to_record(row)
 
     def list(self, kind: str | None = None, limit: int | None = 200,
-             status: RunStatus | None = None) -> list[RunRecord]:
-        """Runs, newest first, optionally of one kind and/or status."""
+             status: RunStatus | None = None, trials: bool = True, parent: str | None = None,
+             source_run: str | None = None) -> list[RunRecord]:
+        """Runs, newest first, optionally of one kind and/or status. ``trials=False`` leaves out the trial runs
+        of experiments (each experiment is one entry); ``parent``: only that experiment's trials;
+        ``source_run``: only the experiments started from that run."""
         where: builtins.list[str] = []
         args: builtins.list[str | int] = []
+        if not trials:
+            where.append("parent IS NULL")
+        if parent is not None:
+            where.append("parent = ?")
+            args.append(parent)
+        if source_run is not None:
+            where.append("source_run = ?")
+            args.append(source_run)
         if kind is not None:
             where.append("kind = ?")
             args.append(kind)
@@ -230,6 +247,16 @@ class RunStore:
         data = read_json(self.path(run_id) / "progress.json")
         return data if isinstance(data, dict) else None
 
+    def request_cancel(self, run_id: str, reason: str) -> None:
+        """Record that someone asked this run to stop (``cancel.json``), before any signal is sent: whoever
+        stores the result then says why it ended, and the live view stops counting down at once."""
+        write_json_atomic(self.path(run_id) / CANCEL_FILE, {"reason": reason, "t_unix": time.time()})
+
+    def read_cancel(self, run_id: str) -> str | None:
+        """Why a stop was asked for this run, or None when nobody asked."""
+        data = read_json(self.path(run_id) / CANCEL_FILE)
+        return str(data.get("reason")) if isinstance(data, dict) and data.get("reason") else None
+
     def read_result(self, run_id: str) -> RunResult | None:
         data = read_json(self.path(run_id) / "result.json")
         return RunResult.from_dict(data) if isinstance(data, dict) else None
@@ -249,7 +276,7 @@ class RunStore:
             telemetry_source=sources[0] if sources else None,
             warnings=("the process ended without writing result.json: the figures come from the steps and "
                       "telemetry written so far",),
-            **summarise_steps(self.read_steps(run_id), telemetry),
+            **summarise_steps(self.read_steps(run_id), telemetry, _warmup(self.read_spec(run_id))).result_fields(),
         )
 
     # -- recovery ------------------------------------------------------------------------------------------
@@ -338,7 +365,8 @@ class RunStore:
                 world_size=(result.world_size if result else None) or int(manifest.get("world_size") or 1),
                 device=result.device if result else None,
                 error=(result.error if result else None) or manifest.get("error"),
-                pid=manifest.get("pid"),
+                pid=manifest.get("pid"), parent=_opt_str(manifest.get("parent")), role=_opt_str(manifest.get("role")),
+                source_run=_opt_str(manifest.get("source_run")),
             )
         except (TypeError, ValueError):
             return None
@@ -373,8 +401,10 @@ class RunStore:
             db.execute(
                 "CREATE TABLE runs (run_id TEXT PRIMARY KEY, kind TEXT, label TEXT, workload TEXT, status TEXT,"
                 " created_unix REAL, finished_unix REAL, step_time_ms REAL, samples_per_s REAL,"
-                " peak_memory_mb REAL, world_size INTEGER, device TEXT, error TEXT, pid INTEGER)")
+                " peak_memory_mb REAL, world_size INTEGER, device TEXT, error TEXT, pid INTEGER, parent TEXT,"
+                " role TEXT, source_run TEXT)")
             db.execute("CREATE INDEX IF NOT EXISTS runs_created ON runs (created_unix)")
+            db.execute("CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent)")
             db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             return True
 
@@ -388,6 +418,18 @@ class RunStore:
     def _delete_row(self, run_id: str) -> None:
         with closing(self._db()) as db:
             db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _warmup(spec: Mapping[str, Any] | None) -> int:
+    """The warm-up steps a stored spec asked for (1 when it names none: the first step is always lazy)."""
+    try:
+        return max(int((spec or {}).get("warmup_steps") or 1), 1)
+    except (TypeError, ValueError):
+        return 1
 
 
 def _spec_dict(spec: StoredSpec | Mapping[str, Any] | None) -> dict[str, Any]:

@@ -82,6 +82,9 @@ class LimitedReader(io.RawIOBase):
 
 def _maybe_gunzip(raw: IO[bytes], label: str) -> BinaryIO:
     head = raw.read(2)
+    if label.lower().endswith(".gz") and head != GZIP_MAGIC and head.lstrip()[:1] not in (b"{", b"["):
+        raise TraceError(f"{label}: named .gz but not gzip-compressed (it does not start with the gzip signature "
+                         "1f 8b), and not JSON either: was it truncated, renamed, or saved as something else?")
     rest = io.BufferedReader(_Prefixed(head, raw))
     inner: _Source = gzip.GzipFile(fileobj=rest, mode="rb") if head == GZIP_MAGIC else rest
     return io.BufferedReader(LimitedReader(inner, MAX_TRACE_BYTES, label), buffer_size=1 << 20)

@@ -170,7 +170,7 @@ def test_optimize_cli_json_contract(monkeypatch, tmp_path, capsys) -> None:
     from cli.advisors import main
 
     fake = FakeRunner()
-    monkeypatch.setattr(cli_optimize, "store_runner", lambda store: fake)
+    monkeypatch.setattr(cli_optimize, "store_runner", lambda store, experiment=None: fake)
     monkeypatch.setattr(cli_optimize, "optimize", functools.partial(optimize, diagnose_run=_fake_diagnose(fake)))
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(BASE.to_json())
@@ -184,6 +184,7 @@ def test_optimize_cli_json_contract(monkeypatch, tmp_path, capsys) -> None:
                 "reason", "cumulative_speedup"} <= set(r)
         assert len(r["before"]["raw_step_ms"]) == 3 and r["after"]["samples_per_s"] > 0
     assert rows[1]["spec_patch"] == {"cache_decoded": True}
+    assert out["experiment_id"]  # the ladder is stored as one experiment (tests/advisors/test_cli_optimize_stored.py)
 
 
 def test_memory_fix_on_a_running_baseline_is_kept_for_headroom() -> None:

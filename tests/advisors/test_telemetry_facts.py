@@ -85,7 +85,7 @@ def test_a_gpu_run_samples_the_host_beside_nvml_and_the_summary_reads_both() -> 
     assert s.host_cpu_busy == pytest.approx(0.96) and s.process_cpu_pct == 380.0
     from profilers.run.records import summarise_steps
 
-    assert summarise_steps(_steps(), telemetry_frame(rows))["peak_memory_mb"] == 9_000.0  # the device's peak
+    assert summarise_steps(_steps(), telemetry_frame(rows)).peak_memory_mb == 9_000.0  # the device's peak
 
 
 def _run_with_host(tmp_path: Path, system_cpu_pct: float, gpus: int = 0) -> Path:

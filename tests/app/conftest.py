@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import streamlit as st
@@ -40,3 +41,9 @@ def plain(markdown: str) -> str:
     import re
 
     return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def fix_selector(at: AppTest) -> Any:
+    """The Advisor's "Fix to apply" selectbox (keyed by the run it belongs to: ``advisor.fix.<run id>``)."""
+    [box] = [s for s in at.selectbox if (s.key or "").startswith("advisor.fix.")]
+    return box

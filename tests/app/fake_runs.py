@@ -113,7 +113,7 @@ def fake_script_runner(record: RunRecord, script: Path, acted: bool = True,
 
     calls: list = []
 
-    def runner(store=None, timeout_s=None):
+    def runner(store=None, timeout_s=None, experiment=None):
         def run(spec, on_progress=None):
             calls.append(spec)
             if on_progress:

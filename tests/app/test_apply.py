@@ -14,7 +14,7 @@ from advisors.experiments import trials
 from advisors.stats import Trial
 from advisors.experiments.trials import RunOutcome
 from app import state as app_state
-from tests.app.conftest import assert_clean, open_page
+from tests.app.conftest import assert_clean, fix_selector, open_page
 from tests.app.fake_runs import fake_run
 
 
@@ -22,7 +22,7 @@ from tests.app.fake_runs import fake_run
 def stored(store, monkeypatch):
     record = fake_run(store)
 
-    def fake_store_runner(st_store, timeout_s=None):
+    def fake_store_runner(st_store, timeout_s=None, experiment=None):
         def run(spec, on_progress=None):
             if on_progress:
                 on_progress({"step": 5, "total_steps": 10})
@@ -47,14 +47,19 @@ def _finish(at, key: str) -> None:
 def test_apply_shows_before_and_after(stored) -> None:
     at = open_page("advisor")
     assert_clean(at)
-    assert at.selectbox(key="advisor.fix").value == "dataloader_workers"
+    assert fix_selector(at).value == "dataloader_workers"
     at.number_input(key="advisor.trials").set_value(2)
     at.button(key="advisor.apply").click().run()
     _finish(at, app_state.EXPERIMENT_JOB)
     assert at.success and "kept" in at.success[0].value
-    assert [m.label for m in at.metric][:4] == ["Before (median step)", "After (median step)", "Throughput ratio",
+    assert [m.label for m in at.metric][:4] == ["Before (samples/s)", "After (samples/s)", "Throughput ratio",
                                                 "Upper bound"]
-    assert float(at.metric[2].value.rstrip("×")) == pytest.approx(2.0, rel=0.1)
+    before, after = (float(at.metric[i].value.replace(",", "")) for i in (0, 1))
+    ratio = float(at.metric[2].value.rstrip("×"))
+    assert ratio == pytest.approx(2.0, rel=0.1)
+    assert ratio == pytest.approx(after / before, abs=0.006)  # the panel's numbers agree with each other
+    medians = next(c.value for c in at.caption if c.value.startswith("Median step"))
+    assert "by medians" in medians
     assert float(at.metric[3].value.rstrip("×")) == pytest.approx(2.5, rel=0.02)  # loader 60% of the step at stake
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Report with this fix (HTML)", "Report with this fix (MD)", "Report with this fix (JSON)"]
@@ -83,7 +88,7 @@ def test_report_with_the_applied_fix(stored) -> None:
     assert "Applied fix: DataLoader worker processes" in html and 'id="fig-exp_steps"' in html
     assert "Upper bound (time at stake vanishing)" in html and "2.50×" in html and "gains at most 2.50×" in html
     md = render(a, "md", experiment=e).decode()
-    assert "Applied fix" in md and "| 2.50× |" in md
+    assert "Applied fix" in md and "Upper bound on this fix's gain: 2.50×." in md
     doc = json.loads(render(a, "json", experiment=e).decode())
     assert doc["experiment"]["upper_bound_speedup"] == pytest.approx(2.5, rel=0.02)
     assert doc["experiment"]["speedup"] <= doc["experiment"]["upper_bound_speedup"]

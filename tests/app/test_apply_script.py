@@ -12,7 +12,7 @@ import pytest
 
 from advisors.experiments import trials
 from app import state as app_state
-from tests.app.conftest import assert_clean, open_page, plain
+from tests.app.conftest import assert_clean, fix_selector, open_page, plain
 from tests.app.fake_runs import LOADER_LINE, fake_script_run, fake_script_runner
 
 
@@ -41,7 +41,7 @@ def test_launch_run_offers_apply(script_run, monkeypatch) -> None:
     at = open_page("advisor")
     assert_clean(at)
     assert not any("Apply needs a run launched" in c.value for c in at.caption)
-    assert at.selectbox(key="advisor.fix").value == "dataloader_workers"
+    assert fix_selector(at).value == "dataloader_workers"
     assert at.number_input(key="advisor.script_steps").value == 20
     assert not at.button(key="advisor.apply").disabled and at.button(key="advisor.optimise")
     assert any("injected at boot" in plain(c.value) and "python train.py" in plain(c.value) for c in at.caption)
@@ -92,7 +92,7 @@ def test_not_injectable_fix_is_yours_to_change(script_run, monkeypatch) -> None:
     assert_clean(at)
     [yours] = [plain(w.value) for w in at.warning if "change it yourself" in w.value]
     assert yours.startswith("**Fewer host-device syncs** — not injectable: change it yourself")
-    assert "avoid_syncs" not in at.selectbox(key="advisor.fix").options
+    assert "avoid_syncs" not in fix_selector(at).options
     assert any("running = running + loss.detach()" in c.value for c in at.code if c.language == "python")
 
 

@@ -54,7 +54,11 @@ def test_form_starts_workload_and_shows_it_live(store, started) -> None:
     assert at.subheader[0].value == "Live"
     assert "step 4 of 10" in at.get("progress")[0].proto.text
     at.button(key="launch.cancel").click().run()
-    assert handle.cancelled == ["cancelled from the dashboard"]
+    assert handle.cancelled == ["cancelled by you at step 4"]
+    # the countdown stops with the click (the run is still ending): no ETA, the user's cancel in words
+    bar = at.get("progress")[0].proto.text
+    assert "left" not in bar and "stopping" in bar
+    assert plain(at.info[0].value).startswith("Cancelled by you at step 4. The run is stopping")
 
 
 def test_invalid_spec_is_explained(store, started) -> None:
@@ -98,4 +102,5 @@ def test_follow_and_cancel_a_run_this_session_did_not_start(store) -> None:
     at.run()
     assert_clean(at)
     assert store.get(record.run_id).status is RunStatus.KILLED
-    assert at.warning and "killed" in at.warning[0].value
+    assert store.get(record.run_id).error == "cancelled by you before its first step"
+    assert any(plain(i.value) == "Cancelled by you before its first step." for i in at.info)

@@ -106,5 +106,5 @@ def test_a_pickle_that_carries_code_is_refused_and_nothing_is_stored(store) -> N
     at.file_uploader(key="upload.files").set_value(
         ("evil.pickle", pickle.dumps({"segments": [_RunsCode()]}), "application/octet-stream")).run()
     assert_clean(at)
-    assert len(at.error) == 1 and "refused to load builtins\\.print" in at.error[0].value
+    assert len(at.error) == 1 and "refused to load builtins.print" in at.error[0].value
     assert store.list() == []

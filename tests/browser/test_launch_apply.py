@@ -22,9 +22,9 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_role("heading", name="Launch a run").wait_for()
     page.get_by_role("button", name="Start").click()
     page.get_by_role("heading", name="Live").wait_for()
-    page.get_by_text("Run finished").wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_text(re.compile(r"^(Finished: |Ended |Cancelled by you)")).wait_for(timeout=RUN_TIMEOUT_MS)
     watch.shot("launch_finished")
-    assert page.get_by_text("Run finished: ok").count() == 1
+    assert page.get_by_text(re.compile(r"^Finished: ok after \d+ steps\.$")).count() == 1
     # Click once the page is idle, as a person would after reading the result: a click while the page's last
     # auto-refresh is still in flight is folded into that rerun by Streamlit (the newer request's page wins).
     wait_for_app(page)
@@ -61,7 +61,11 @@ def test_cancel_leaves_a_killed_run(server, watch) -> None:
     page.get_by_role("button", name="Cancel run").wait_for(timeout=RUN_TIMEOUT_MS)
     page.get_by_text(re.compile(r"step [1-9]\d* of 500")).wait_for(timeout=RUN_TIMEOUT_MS)
     page.get_by_role("button", name="Cancel run").click()
-    page.get_by_text("Run finished: killed").wait_for(timeout=RUN_TIMEOUT_MS)
+    # the countdown stops with the click, and the end is the user's cancel, not a crash
+    page.get_by_text(re.compile(r"step \d+ of 500 · stopping")).wait_for()
+    expect(page.get_by_text(re.compile(r"s left"))).to_have_count(0)
+    page.get_by_text(re.compile(r"^Cancelled by you at step \d+\.$")).wait_for(timeout=RUN_TIMEOUT_MS)
+    assert page.get_by_text("SIGTERM").count() == 0
     watch.shot("launch_cancelled")
     page.goto(f"{server.url}/runs")
     page.get_by_role("heading", name="Runs").wait_for()

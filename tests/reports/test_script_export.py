@@ -15,6 +15,7 @@ from advisors.experiments.script_strategy import ScriptStrategy
 from app.services import script_apply
 from reports.analysis import analyse_path
 from reports.export import render
+from reports.escape import markdown_text
 from tests.app.fake_runs import LOADER_LINE, fake_script_run, fake_script_runner
 
 HOSTILE = "Photos(\"</pre><script>alert('diff')</script>\")"
@@ -60,7 +61,7 @@ def test_kept_script_fix_in_every_format(script_run) -> None:
     md = render(a, "md", experiment=e).decode()
     assert "```diff\n--- a/train.py\n+++ b/train.py" in md
     assert f"+loader = DataLoader({HOSTILE}, batch_size=16, shuffle=True, num_workers=" in md  # literal in the fence
-    assert "Where: " + where.replace("-", "\\-").replace("_", "\\_").replace(".", "\\.").replace(":", "\\:") in md
+    assert "Where: " + markdown_text(where) in md and "project/train.py" in md  # a path reads as written
 
     doc = json.loads(render(a, "json", experiment=e))
     assert doc["experiment"]["where"] == where and doc["experiment"]["verdict"] == "kept"

@@ -64,7 +64,7 @@ class LoaderStarvesStep(Rule):
                                                           self.t["high_share"]),
             message=f"The step waits {pct(f.loader_exposed)} of its time for the next batch ({level}): {what}.",
             evidence={"dataloader_exposed_share": f.loader_exposed, "dataloader_total_share": f.loader_total,
-                      "gpu_busy_share": f.gpu_busy, "level": level, "step_time_ms": f.step_ms,
+                      "gpu_busy_share": f.gpu_busy, "level": level, "profiled_step_time_ms": f.step_ms,
                       "loader_mode": f.loader_mode, "num_workers": n.current, "cpu_count": n.cores},
             fix_id=fix)
 

@@ -44,4 +44,4 @@ class FrequentSyncs(Rule):
             f, severity=share, confidence=ramp(n, self.t["min_syncs_per_step"], self.t["high_syncs_per_step"]),
             message=f"{n:.0f} host-device synchronisations per step drain the GPU queue (about {pct(share)} of the "
                     "step): keep values on the device and log less often.",
-            evidence={"syncs_per_step": n, "estimated_share": share, "step_time_ms": f.step_ms})
+            evidence={"syncs_per_step": n, "estimated_share": share, "profiled_step_time_ms": f.step_ms})

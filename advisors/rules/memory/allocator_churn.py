@@ -43,4 +43,4 @@ class AllocatorChurn(Rule):
             f, severity=share, confidence=ramp(calls, self.t["min_calls_per_step"], self.t["high_calls_per_step"]),
             message=f"{calls:.0f} cudaMalloc/cudaFree calls per step (about {pct(share)} of it): enable "
                     "expandable segments and keep shapes steady so the allocator reuses its blocks.",
-            evidence={"malloc_free_per_step": calls, "estimated_share": share, "step_time_ms": f.step_ms})
+            evidence={"malloc_free_per_step": calls, "estimated_share": share, "profiled_step_time_ms": f.step_ms})

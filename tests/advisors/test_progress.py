@@ -1,0 +1,37 @@
+"""The typed :class:`Progress` an experiment and the ladder report (issue 13.4)."""
+
+from __future__ import annotations
+
+from advisors.experiments.experiment import Policy, run_experiment
+from advisors.experiments.progress import Progress
+from advisors.experiments.trials import RunOutcome
+from advisors.fixes import FIXES
+from advisors.stats import Trial
+from profilers.run.spec import TrainingSpec
+
+
+def _run(spec, on_progress=None) -> RunOutcome:
+    if on_progress is not None:
+        on_progress({"step": 4, "total_steps": 8})
+    walls = tuple((50.0 if spec.num_workers else 100.0) + i % 3 for i in range(6))
+    return RunOutcome("ok", Trial(walls, 16.0), 300.0, (2.0, 1.5, 1.2), 8)
+
+
+def test_an_experiment_reports_typed_progress() -> None:
+    seen: list[Progress] = []
+    spec = TrainingSpec(workload="data_bound", params={"size": "tiny"})
+    run_experiment(spec, FIXES["dataloader_workers"], _run, Policy(trials=2, n_boot=50), on_progress=seen.append)
+    assert all(isinstance(p, Progress) for p in seen)
+    assert [(p.arm, p.trial) for p in seen if p.step is None] == [("baseline", 1), ("patched", 1), ("patched", 2),
+                                                                    ("baseline", 2)]
+    last = seen[-1]
+    assert last.describe == "baseline run 2 of 2 · step 4 of 8" and last.fraction == 0.875
+    assert last.tagged(2, "amp").describe.startswith("round 2 · fix amp · ")
+
+
+def test_progress_round_trips_and_tolerates_damage() -> None:
+    p = Progress("trial", round=1, fix="amp", arm="patched", trial=2, trials=3, step=5, total_steps=10)
+    assert Progress.from_dict(p.to_dict()) == p
+    assert Progress.from_dict(None) == Progress()
+    assert Progress.from_dict({"phase": "exploding", "trial": "x"}) == Progress()
+    assert Progress().describe == "starting…" and Progress().fraction == 0.0

@@ -1,0 +1,106 @@
+"""Experiments as stored objects (issue 12.2): an Apply is one entry of the run list (its trials inside, tagged,
+hidden), its result is stored and found again by a new session (a reload, a closed tab) and after a restart
+(a fresh store object and an empty cache), from the run it started from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import streamlit as st
+
+from advisors.experiments import trials
+from advisors.experiments.trials import RunOutcome
+from advisors.stats import Trial
+from app import state as app_state
+from cli.profilers import main as profilers_main
+from profilers.run.records import RunResult, RunStatus
+from profilers.store import experiments
+from tests.app.conftest import assert_clean, open_page
+from tests.app.fake_runs import fake_run
+
+
+@pytest.fixture()
+def source(store, monkeypatch):
+    """A run to apply a fix to; each trial is a real stored run (tagged with its experiment), its timings faked."""
+    record = fake_run(store, label="source run")
+
+    def fake_store_runner(st_store, timeout_s=None, experiment=None):
+        def run(spec, on_progress=None):
+            trial = st_store.create("run", "ab-data_bound", spec, parent=experiment, role="trial" if experiment else None)
+            if on_progress:
+                on_progress({"step": 5, "total_steps": 10})
+            base = 50.0 if spec.num_workers > 0 else 100.0
+            walls = tuple(base + i % 3 for i in range(8))
+            st_store.finish(trial.run_id, RunResult(RunStatus.OK, steps_done=10, step_time_ms=base))
+            return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
+                              losses=(2.3, 1.9, 1.6, 1.4), steps_done=10, run_dir=trial.run_dir)
+        return run
+
+    monkeypatch.setattr(trials, "store_runner", fake_store_runner)
+    return record
+
+
+def _apply(at) -> None:
+    at.number_input(key="advisor.trials").set_value(2)
+    at.button(key="advisor.apply").click().run()
+    job = at.session_state[app_state.EXPERIMENT_JOB]
+    assert job.wait(60) and job.error is None, job.error
+    at.run()
+    assert_clean(at)
+
+
+def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
+    at = open_page("advisor")
+    _apply(at)
+    [exp] = store.list(kind="experiment")
+    assert exp.source_run == source.run_id and exp.status is RunStatus.OK
+    inside = experiments.trials(store, exp.run_id)
+    assert len(inside) == 4 and {t.role for t in inside} == {"baseline", "patched"}
+    listed = store.list(trials=False)
+    assert {r.run_id for r in listed} == {source.run_id, exp.run_id}
+    runs = open_page()
+    assert set(runs.dataframe[0].value["id"]) == {source.run_id, exp.run_id}
+    assert all(t.run_id not in runs.selectbox(key="runs.pick").options for t in inside)
+
+
+def test_the_result_survives_a_reload_and_a_restart(store, source) -> None:
+    at = open_page("advisor")
+    _apply(at)
+    shown = [m.label for m in at.metric]
+    ratio = next(m.value for m in at.metric if m.label == "Throughput ratio")
+    # a new session (a reload or a closed tab), then an empty cache and a fresh store (a restart)
+    for restart in (False, True):
+        if restart:
+            st.cache_data.clear()
+        again = open_page()
+        again.query_params["run"] = source.run_id
+        again.switch_page("views/advisor.py").run()
+        assert_clean(again)
+        assert [m.label for m in again.metric] == shown
+        assert next(m.value for m in again.metric if m.label == "Throughput ratio") == ratio
+        labels = [b.proto.label for b in again.get("download_button")]
+        assert "Report with this fix (MD)" in labels
+
+
+def test_profilers_list_shows_one_entry_per_experiment(store, source, capsys) -> None:
+    at = open_page("advisor")
+    _apply(at)
+    assert profilers_main(["list", "--json", "--store", str(store.root)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["kind"] for r in rows].count("experiment") == 1 and len(rows) == 2
+    exp = next(r for r in rows if r["kind"] == "experiment")
+    assert len(exp["trial_runs"]) == 4 and exp["source_run"] == source.run_id
+    for key in ("run_id", "kind", "label", "status", "step_time_ms", "run_dir"):  # the contract's fields stay
+        assert key in rows[0]
+    assert profilers_main(["list", "--json", "--all", "--store", str(store.root)]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert len(every) == 6 and {r["role"] for r in every if r["parent"]} == {"baseline", "patched"}
+
+
+def test_an_experiment_whose_dashboard_died_is_settled(store) -> None:
+    record = fake_run(store, label="source")
+    exp = experiments.start(store, record.run_id, "apply", "Apply x on source", {"fix": "x"})
+    store.update(exp.run_id, pid=2**22 + 12345, pid_started=1.0)  # a process that is gone
+    assert exp.run_id in store.recover()
+    assert store.get(exp.run_id).status is RunStatus.KILLED
