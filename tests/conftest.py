@@ -4,8 +4,7 @@ unrelated commit red). ``HYPOTHESIS_PROFILE=explore`` fuzzes with fresh randomne
 
 Torch runs one intra-op thread in the test process (``STEPWISE_TEST_TORCH_THREADS`` changes it): the tests check
 answers, not speed, and on this 2-core machine two threads spin against each other and against other jobs —
-measured on test_checkpointing + test_memory_sizing: 19.8 s CPU / 58 s wall with two, 10.9 s / 30 s with one
-(busy machine, 2026-11-23). Runs the tests start in subprocesses keep torch's default (the slow tests' margins
+about half the CPU time with one (measured: benchmarks/results/test-lane-2026-11-23.md). Runs the tests start in subprocesses keep torch's default (the slow tests' margins
 were measured with it)."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-WALL_START_NS = 1_763_900_000_000_000_000  # 2025-11-23, an ordinary Unix time in ns
+WALL_START_NS = 1_763_900_000_000_000_000  # an ordinary Unix time in ns (late 2025)
 
 
 class FakeClock:

@@ -84,8 +84,8 @@ def test_bad_trace_table(tmp_path: Path, name: str, content: bytes, expected: st
 @pytest.mark.slow
 @pytest.mark.filterwarnings("error")
 def test_a_ten_megabyte_name_is_kept_and_analysed(tmp_path: Path):
-    """Slow: the name classifiers' regexes scan the whole name, ~25 s for 10 MB on 2 cores (measured
-    2026-11-23); the fast lane's long_name.json (100 kB) takes the same path."""
+    """Slow: the name classifiers' regexes scan the whole name, ~25 s for 10 MB on 2 cores (measured:
+    benchmarks/results/test-lane-2026-11-23.md); the fast lane's long_name.json (100 kB) takes the same path."""
     tr = load_trace(write(tmp_path / "huge_name.json", [step(1, 0, 100), x("n" * 10_000_000, 5, 10)]))
     assert tr.n_events == 2
     breakdown(tr)

@@ -18,8 +18,7 @@ GROUPS = {"data": ("dataloader",), "compute": ("forward", "backward"), "communic
                                                  "host_runtime")}
 
 # The realistic workloads (``intended_bottleneck`` None): the group their tiny run's trace is dominated by.
-# Measured on 2 cores (3+ runs each, 2026-11), forward+backward vs the runner-up ("other": Python between ops):
-# resnet_small 0.81-0.89 vs 0.08-0.14, gpt_small 0.64-0.68 vs 0.17-0.19, digits 0.57-0.85 vs 0.12-0.33.
+# Forward+backward vs the runner-up, measured on 2 cores: benchmarks/results/test-lane-2026-11-23.md.
 REALISTIC_DOMINANT = {"resnet_small": "compute", "gpt_small": "compute", "digits": "compute"}
 
 DESIGNED = sorted(n for n, w in WORKLOADS.items() if w.intended_bottleneck is not None)
