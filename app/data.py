@@ -16,11 +16,17 @@ import streamlit as st
 from advisors.observation import upload_root
 from profilers.run.records import RunRecord
 from profilers.store.runs import RunStore
+from profilers.trace.events import Trace
+from profilers.trace.load import load_trace
+from profilers.trace.memory_snapshot import is_snapshot_file, read_snapshot_document
+from profilers.trace.snapshot_history import SnapshotHistory, snapshot_history
 from reports.analysis import Analysis, analyse_run, analyse_trace
+from reports.events.window import EventIndex, event_index
 from reports.fingerprint import content_digest, stat_fingerprint
 
 ANALYSIS_ENTRIES = 12
 ANALYSIS_TTL_S = 3600
+TRACE_ENTRIES = 2  # loaded traces kept for the Events page (a 100 MB trace holds a few hundred MB in memory)
 
 
 def store() -> RunStore:
@@ -73,3 +79,36 @@ def run_analysis(record: RunRecord, digest: str | None = None) -> Analysis:
     run_dir = Path(record.run_dir)
     return _run_analysis(str(run_dir), record.label, record.kind, stat_fingerprint(run_dir))
 
+
+
+@st.cache_resource(max_entries=TRACE_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
+def _trace_and_index(path: str, fingerprint: tuple) -> tuple[Trace, EventIndex]:
+    # A resource, not data: the loaded trace is shared read-only, never pickled per session.
+    trace = load_trace(path)
+    return trace, event_index(trace)
+
+
+@st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
+def _snapshot_history(path: str, fingerprint: tuple) -> SnapshotHistory:
+    return snapshot_history(read_snapshot_document(path))
+
+
+def trace_source(record: RunRecord) -> Path:
+    """The file or folder holding a run's trace (an upload's file, else the run folder)."""
+    return upload_trace_root(record) if record.kind == "upload" else Path(record.run_dir)
+
+
+def is_snapshot(record: RunRecord) -> bool:
+    return is_snapshot_file(trace_source(record))
+
+
+def event_trace(record: RunRecord) -> tuple[Trace, EventIndex]:
+    """The run's loaded trace and its window index (cached per file stat). Raises TraceError."""
+    path = trace_source(record)
+    return _trace_and_index(str(path), stat_fingerprint(path))
+
+
+def snapshot_over_time(record: RunRecord) -> SnapshotHistory:
+    """A memory snapshot's curve over time and top stacks (cached per file stat). Raises TraceError."""
+    path = trace_source(record)
+    return _snapshot_history(str(path), stat_fingerprint(path))

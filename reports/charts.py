@@ -141,7 +141,7 @@ def distinct_labels(names: list[str], limit: int = 60) -> list[str]:
     return out
 
 
-def _wrapped(text: str, width: int = 90) -> str:
+def hover_text(text: str, width: int = 90) -> str:
     """An escaped trace string broken into hover lines of ``width`` characters."""
     return "<br>".join(html.escape(text[i:i + width], quote=True) for i in range(0, len(text), width)) or "(empty)"
 
@@ -155,7 +155,7 @@ def top_items(table: pd.DataFrame, title: str, n: int = 15, color_by: str | None
     top = table.head(n).iloc[::-1].reset_index(drop=True)
     names = [str(x) for x in top["name"]]
     ys = [label(s, 10**6) for s in distinct_labels(names)]
-    full = [_wrapped(x) for x in names]
+    full = [hover_text(x) for x in names]
     ms = (top["total_ns"] / 1e6).round(3).tolist()
     by_class = color_by == "kclass" and "kclass" in top
     classes = [str(k) for k in top["kclass"]] if by_class else ["all"] * len(top)

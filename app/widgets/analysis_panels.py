@@ -76,6 +76,8 @@ def timeline_panel(a: Analysis) -> None:
     ui.chart(charts_time.timeline(a.timeline, a.step_spans, int(rank)), key="analysis.timeline")
     st.caption(f"{a.n_events:,} events summarised into {len(a.timeline):,} time buckets; the raw trace stays "
                "on the server.")
+    st.page_link("views/events.py", label="Zoom into any window, see single events, export for Perfetto",
+                 icon=":material/timeline:")
 
 
 def tables_panel(a: Analysis) -> None:
@@ -172,3 +174,5 @@ def snapshot_panel(a: Analysis, run_id: str) -> None:
     st.markdown("**Largest allocations alive at the peak**")
     st.dataframe(tables.snapshot_sites_frame(s), hide_index=True, width="stretch")
     st.caption(f"{s.history_events:,} allocator events replayed; read by an unpickler that refuses every class.")
+    st.page_link("views/events.py", label="Memory over time and the stacks of the top allocation sites",
+                 icon=":material/timeline:")
