@@ -12,6 +12,7 @@ Time-based charts live in :mod:`reports.charts_time`, before/after and A-vs-B ch
 from __future__ import annotations
 
 import html
+import os
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -129,15 +130,30 @@ KCLASS_COLORS: dict[str, str] = {"matmul": "#4C78A8", "normalization": "#72B7B2"
 
 
 def distinct_labels(names: list[str], limit: int = 60) -> list[str]:
-    """Short axis labels, one per name and never two alike: a long name keeps its start and its end
-    (``void gemm_kernel<…>::run_128x64``), and names still equal after shortening get ``#2``, ``#3``."""
+    """Short axis labels, one per name and never two alike. A long name keeps its start and its end
+    (``void gemm_kernel<…>::run_128x64``); names whose short forms collide show, after their start, the part
+    where they differ from each other; any still equal get ``#2``, ``#3``."""
     half = (limit - 1) // 2
-    short = [n if len(n) <= limit else f"{n[:half]}…{n[-(limit - 1 - half):]}" for n in names]
+
+    def short(n: str) -> str:
+        return n if len(n) <= limit else f"{n[:half]}…{n[-(limit - 1 - half):]}"
+
+    out = [short(n) for n in names]
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(out):
+        groups.setdefault(s, []).append(i)
+    for members in (m for m in groups.values() if len(m) > 1):
+        full = [names[i] for i in members]
+        p = len(os.path.commonprefix(full))
+        head, at = limit // 3, max(p - 6, limit // 3)
+        for i, n in zip(members, full):
+            if len(n) > limit:
+                tail = n[at:at + limit - head - 2]
+                out[i] = f"{n[:head]}…{tail}{'…' if at + len(tail) < len(n) else ''}"
     seen: dict[str, int] = {}
-    out = []
-    for s in short:
+    for i, s in enumerate(out):
         seen[s] = seen.get(s, 0) + 1
-        out.append(s if seen[s] == 1 else f"{s} #{seen[s]}")
+        out[i] = s if seen[s] == 1 else f"{s} #{seen[s]}"
     return out
 
 

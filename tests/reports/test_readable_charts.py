@@ -26,11 +26,12 @@ def test_two_long_kernels_with_a_common_prefix_are_two_bars() -> None:
     assert "_variant_a" in hovers and "_variant_b" in hovers  # full names on hover
 
 
-def test_names_equal_after_shortening_are_numbered() -> None:
-    same = "k" * 200
-    assert charts.distinct_labels([same, same + "", same], 60) == [
-        charts.distinct_labels([same])[0], charts.distinct_labels([same])[0] + " #2",
-        charts.distinct_labels([same])[0] + " #3"]
+def test_colliding_short_labels_show_where_the_names_differ() -> None:
+    base = "void at::native::vectorized_elementwise_kernel<4, at::native::{}<float>, at::detail::Array<char*, 3> >"
+    labels = charts.distinct_labels([base.format("CUDAFunctor_add"), base.format("BinaryFunctor_mul")], 60)
+    assert "CUDAFunctor_add" in labels[0] and "BinaryFunctor_mul" in labels[1]
+    same = charts.distinct_labels(["k" * 200] * 3, 60)  # identical names (two ranks' copies): numbered
+    assert len(set(same)) == 3 and same[1].endswith(" #2") and same[2].endswith(" #3")
 
 
 def test_kernel_colours_are_explained_by_a_legend() -> None:
