@@ -41,7 +41,12 @@ def _digest(path: str, fingerprint: tuple) -> str:
 
 @st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading and analysing the trace…")
 def _trace_analysis(digest: str, label: str, _path: str) -> Analysis:
-    return analyse_trace(Path(_path), label)
+    path = Path(_path)
+    if is_snapshot_file(path):
+        return analyse_trace(path, label)
+    # Parsed once: the loaded trace (and its window index) stays for the Events page, keyed by the content.
+    trace, _ = _loaded_trace(digest, _path)
+    return analyse_trace(path, label, trace=trace)
 
 
 @st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading the run…")
@@ -82,9 +87,10 @@ def run_analysis(record: RunRecord, digest: str | None = None) -> Analysis:
 
 
 @st.cache_resource(max_entries=TRACE_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
-def _trace_and_index(path: str, fingerprint: tuple) -> tuple[Trace, EventIndex]:
-    # A resource, not data: the loaded trace is shared read-only, never pickled per session.
-    trace = load_trace(path)
+def _loaded_trace(key: str, _path: str) -> tuple[Trace, EventIndex]:
+    # A resource, not data: the loaded trace is shared read-only, never pickled per session. ``key``: an
+    # upload's content digest (its file moves from staging into the store), else the path and its stat.
+    trace = load_trace(_path)
     return trace, event_index(trace)
 
 
@@ -102,10 +108,13 @@ def is_snapshot(record: RunRecord) -> bool:
     return is_snapshot_file(trace_source(record))
 
 
-def event_trace(record: RunRecord) -> tuple[Trace, EventIndex]:
-    """The run's loaded trace and its window index (cached per file stat). Raises TraceError."""
+def event_trace(record: RunRecord, digest: str | None = None) -> tuple[Trace, EventIndex]:
+    """The run's loaded trace and its window index (cached; an upload's is the one its analysis loaded).
+    ``digest``: an upload's content digest when the caller knows it. Raises TraceError."""
     path = trace_source(record)
-    return _trace_and_index(str(path), stat_fingerprint(path))
+    if record.kind == "upload":
+        return _loaded_trace(digest or trace_digest(path), str(path))
+    return _loaded_trace(f"{path}|{stat_fingerprint(path)}", str(path))
 
 
 def snapshot_over_time(record: RunRecord) -> SnapshotHistory:

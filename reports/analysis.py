@@ -25,6 +25,7 @@ from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot, is_snapshot_file
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.trace.summary import breakdown_summary
+from profilers.trace.events import Trace
 from profilers.trace.load import load_trace
 from reports import advice
 from reports.timeline import category_timeline, memory_series, step_spans
@@ -91,11 +92,13 @@ def analyse_path(path: str | Path, label: str | None = None, buckets: int | None
 
 
 def analyse_trace(path: Path, label: str, buckets: int | None = None,
-                  device_memory_bytes: int | None = None) -> Analysis:
-    """A trace with no run around it (an upload or a file on disk); a memory snapshot is handed on."""
+                  device_memory_bytes: int | None = None, trace: Trace | None = None) -> Analysis:
+    """A trace with no run around it (an upload or a file on disk); a memory snapshot is handed on.
+    ``trace``: the trace of ``path`` when the caller already loaded it (the dashboard keeps it for its Events
+    page), so it is not parsed twice."""
     if is_snapshot_file(path):
         return analyse_snapshot(path, label, device_memory_bytes)
-    trace = load_trace(path)
+    trace = load_trace(path) if trace is None else trace
     b = breakdown(trace)
     obs = Observation(source=label, breakdown=b, run=None, loader=loader_facts(trace))
     diagnosis, note = advice.diagnose(obs)

@@ -30,7 +30,7 @@ def _zoom_to_selection() -> None:
 def trace_view(record: RunRecord) -> None:
     try:
         with st.spinner("Loading the trace's events (once per file; later windows are instant)…"):
-            trace, index = data.event_trace(record)
+            trace, index = data.event_trace(record, state.upload_digest(record.run_id))
     except StepwiseError as err:
         st.error(f"{ui.text(record.label)} cannot be read: {ui.text(err)}")
         return
