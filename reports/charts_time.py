@@ -19,7 +19,7 @@ UTIL_METRICS = ("gpu_util_pct", "cpu_pct")
 MEMORY_METRICS = ("mem_used_mb", "rss_mb", "gpu_memory_used_mb", "cuda_allocated_mb")
 
 
-def _step_lines(fig: go.Figure, starts: list[float]) -> None:
+def step_lines(fig: go.Figure, starts: list[float]) -> None:
     """Dotted vertical lines at step starts across the whole plot area, added in one layout update (plotly's
     ``add_vline`` re-validates the figure per call: 120 of them on a two-row figure took seconds)."""
     lines = [{"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
@@ -42,7 +42,7 @@ def timeline(tl: pd.DataFrame, spans: pd.DataFrame, rank: int) -> go.Figure:
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_yaxes(range=[0, 100], ticksuffix="%")
     s = spans[spans["rank"] == rank]
-    _step_lines(fig, s["start_ms"].tolist())
+    step_lines(fig, s["start_ms"].tolist())
     width = float(df["width_ms"].iloc[0]) if len(df) else 0.0
     return style(fig, f"Timeline of rank {rank} ({len(df)} buckets of {width:.2f} ms; dotted lines: step starts)",
                  height=340, y_title="share of bucket", x_title="ms since the first step")
@@ -59,7 +59,7 @@ def memory_over_time(mem: pd.DataFrame, spans: pd.DataFrame, rank: int) -> go.Fi
         if float(g["reserved_mb"].max()) > 0:
             fig.add_trace(go.Scatter(x=g["t_ms"].round(3).tolist(), y=g["reserved_mb"].round(2).tolist(),
                                      name=f"{device} reserved", line={"color": color, "dash": "dash"}, mode="lines"))
-    _step_lines(fig, spans[spans["rank"] == rank]["start_ms"].tolist())
+    step_lines(fig, spans[spans["rank"] == rank]["start_ms"].tolist())
     return style(fig, f"Memory over the trace (rank {rank})", y_title="MiB", x_title="ms since the first step")
 
 
@@ -92,7 +92,7 @@ def telemetry(tel: pd.DataFrame, steps: pd.DataFrame, source: str | None = None)
                                            line={"color": SERIES_COLORS[i % len(SERIES_COLORS)]}), row=row, col=1)
                 i += 1
     if not tel.empty and not steps.empty:
-        _step_lines(fig, step_marks(steps, int(tel["t_unix_ns"].min())))
+        step_lines(fig, step_marks(steps, int(tel["t_unix_ns"].min())))
     where = f" — {source}" if source else ""
     fig.update_xaxes(title_text="s since the first sample", row=len(present), col=1)
     return style(fig, f"Telemetry{where}; dotted lines: step starts", height=260 + 200 * (len(present) - 1))

@@ -9,7 +9,9 @@ import plotly.graph_objects as go
 
 from profilers.trace.snapshot_history import SnapshotHistory
 from reports.charts import CATEGORY_COLORS, SERIES_COLORS, hover_text, label, style
-from reports.charts_time import timeline
+from profilers.trace.breakdown import CATEGORIES
+from reports.charts import category_name
+from reports.charts_time import step_lines
 
 #: One colour per event kind, taken from the category each kind mostly feeds.
 KIND_COLORS = {"kernel": CATEGORY_COLORS["gpu_compute"], "memcpy": CATEGORY_COLORS["gpu_memcpy"],
@@ -19,12 +21,26 @@ KIND_COLORS = {"kernel": CATEGORY_COLORS["gpu_compute"], "memcpy": CATEGORY_COLO
 
 
 def window(tl: pd.DataFrame, spans: pd.DataFrame, rank: int, start_ms: float, end_ms: float) -> go.Figure:
-    """The category timeline of one window; drag a box over it to zoom (the page re-buckets that window)."""
+    """The category timeline of one window as stacked step areas (one path per category: a browser draws ten
+    paths far faster than 400 × 10 bars); drag a box over it to zoom (the page re-buckets that window)."""
+    df = tl[tl["rank"] == rank]
+    fig = go.Figure()
+    width = df["width_ms"].where(df["width_ms"] > 0, 1)
+    x = df["t_ms"].round(6).tolist()
+    for cat in CATEGORIES:
+        if cat in df and float(df[cat].sum()) > 0:
+            fig.add_trace(go.Scatter(x=x, y=(100 * df[cat] / width).round(2).tolist(), name=category_name(cat),
+                                     mode="lines", stackgroup="share", line={"width": 0, "shape": "hv"},
+                                     fillcolor=CATEGORY_COLORS[cat], marker_color=CATEGORY_COLORS[cat],
+                                     hovertemplate=f"t=%{{x:.3f}} ms<br>{category_name(cat)}: %{{y:.0f}}%<extra></extra>"))
     inside = spans[(spans["rank"] == rank) & (spans["start_ms"] >= start_ms) & (spans["start_ms"] <= end_ms)]
-    fig = timeline(tl, inside, rank)
+    step_lines(fig, inside["start_ms"].tolist())
     fig.update_xaxes(range=[start_ms, end_ms])
-    fig.update_layout(dragmode="select", selectdirection="h")
-    return fig
+    fig.update_yaxes(range=[0, 100], ticksuffix="%")
+    fig.update_layout(dragmode="select", selectdirection="h", hovermode="x")
+    w = float(df["width_ms"].iloc[0]) if len(df) else 0.0
+    return style(fig, f"Timeline of rank {rank} ({len(df)} buckets of {w:.2f} ms; dotted lines: step starts)",
+                 height=340, y_title="share of bucket", x_title="ms since the first step")
 
 
 def events(ev: pd.DataFrame, start_ms: float, end_ms: float) -> go.Figure:
