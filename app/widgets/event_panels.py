@@ -10,6 +10,7 @@ from app import data, state
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord
+from profilers.trace.events import Trace
 from profilers.trace.memory_snapshot import GIB
 from reports.events import charts as charts_events
 from reports.events.window import MAX_EVENTS, clamp_window, window_events, window_timeline
@@ -64,7 +65,7 @@ def trace_view(record: RunRecord) -> None:
     export_panel(record, trace, index.origin_ns, start, end)
 
 
-def export_panel(record: RunRecord, trace, origin_ns: int, start: float, end: float) -> None:
+def export_panel(record: RunRecord, trace: Trace, origin_ns: int, start: float, end: float) -> None:
     """Two downloads, built only when clicked: the whole trace and the current window."""
     st.subheader("Open it in Perfetto")
     st.markdown("\n".join(INSTRUCTIONS))
