@@ -45,8 +45,7 @@ def _trace_analysis(digest: str, label: str, _path: str) -> Analysis:
     if is_snapshot_file(path):
         return analyse_trace(path, label)
     # Parsed once: the loaded trace (and its window index) stays for the Events page, keyed by the content.
-    trace, _ = _loaded_trace(digest, _path)
-    return analyse_trace(path, label, trace=trace)
+    return analyse_trace(path, label, trace=_loaded_trace(digest, _path))
 
 
 @st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading the run…")
@@ -87,11 +86,16 @@ def run_analysis(record: RunRecord, digest: str | None = None) -> Analysis:
 
 
 @st.cache_resource(max_entries=TRACE_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
-def _loaded_trace(key: str, _path: str) -> tuple[Trace, EventIndex]:
+def _loaded_trace(key: str, _path: str) -> Trace:
     # A resource, not data: the loaded trace is shared read-only, never pickled per session. ``key``: an
     # upload's content digest (its file moves from staging into the store), else the path and its stat.
-    trace = load_trace(_path)
-    return trace, event_index(trace)
+    return load_trace(_path)
+
+
+@st.cache_resource(max_entries=TRACE_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
+def _window_index(key: str, _path: str) -> EventIndex:
+    # Built on the first visit of the Events page only, so an upload's first view does not pay for it.
+    return event_index(_loaded_trace(key, _path))
 
 
 @st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
@@ -109,12 +113,11 @@ def is_snapshot(record: RunRecord) -> bool:
 
 
 def event_trace(record: RunRecord, digest: str | None = None) -> tuple[Trace, EventIndex]:
-    """The run's loaded trace and its window index (cached; an upload's is the one its analysis loaded).
+    """The run's loaded trace and its window index (cached; an upload's trace is the one its analysis loaded).
     ``digest``: an upload's content digest when the caller knows it. Raises TraceError."""
     path = trace_source(record)
-    if record.kind == "upload":
-        return _loaded_trace(digest or trace_digest(path), str(path))
-    return _loaded_trace(f"{path}|{stat_fingerprint(path)}", str(path))
+    key = (digest or trace_digest(path)) if record.kind == "upload" else f"{path}|{stat_fingerprint(path)}"
+    return _loaded_trace(key, str(path)), _window_index(key, str(path))
 
 
 def snapshot_over_time(record: RunRecord) -> SnapshotHistory:
