@@ -16,11 +16,17 @@ import streamlit as st
 from profilers.inputs import upload_root
 from profilers.run.records import RunRecord
 from profilers.store.runs import RunStore
+from profilers.trace.events import Trace
+from profilers.trace.load import load_trace
+from profilers.trace.memory_snapshot import is_snapshot_file, read_snapshot_document
+from profilers.trace.snapshot_history import SnapshotHistory, snapshot_history
 from reports.analysis import Analysis, analyse_run, analyse_trace
+from reports.events.window import EventIndex, event_index
 from reports.fingerprint import content_digest, stat_fingerprint
 
 ANALYSIS_ENTRIES = 12
 ANALYSIS_TTL_S = 3600
+TRACE_ENTRIES = 2  # loaded traces kept for the Events page (a 100 MB trace holds a few hundred MB in memory)
 
 
 def store() -> RunStore:
@@ -45,7 +51,11 @@ def _digest(path: str, fingerprint: tuple) -> str:
 
 @st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading and analysing the trace…")
 def _trace_analysis(digest: str, label: str, _path: str) -> Analysis:
-    return analyse_trace(Path(_path), label)
+    path = Path(_path)
+    if is_snapshot_file(path):
+        return analyse_trace(path, label)
+    # Parsed once: the loaded trace (and its window index) stays for the Events page, keyed by the content.
+    return analyse_trace(path, label, trace=_loaded_trace(digest, _path))
 
 
 @st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading the run…")
@@ -83,3 +93,44 @@ def run_analysis(record: RunRecord, digest: str | None = None) -> Analysis:
     run_dir = Path(record.run_dir)
     return _run_analysis(str(run_dir), record.label, record.kind, stat_fingerprint(run_dir))
 
+
+
+@st.cache_resource(max_entries=TRACE_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
+def _loaded_trace(key: str, _path: str) -> Trace:
+    # A resource, not data: the loaded trace is shared read-only, never pickled per session. ``key``: an
+    # upload's content digest (its file moves from staging into the store), else the path and its stat.
+    return load_trace(_path)
+
+
+@st.cache_resource(max_entries=TRACE_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
+def _window_index(key: str, _path: str) -> EventIndex:
+    # Built on the first visit of the Events page only, so an upload's first view does not pay for it.
+    return event_index(_loaded_trace(key, _path))
+
+
+@st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
+def _snapshot_history(path: str, fingerprint: tuple) -> SnapshotHistory:
+    return snapshot_history(read_snapshot_document(path))
+
+
+def trace_source(record: RunRecord) -> Path:
+    """The file or folder holding a run's trace (an upload's file, else the run folder)."""
+    return upload_trace_root(record) if record.kind == "upload" else Path(record.run_dir)
+
+
+def is_snapshot(record: RunRecord) -> bool:
+    return is_snapshot_file(trace_source(record))
+
+
+def event_trace(record: RunRecord, digest: str | None = None) -> tuple[Trace, EventIndex]:
+    """The run's loaded trace and its window index (cached; an upload's trace is the one its analysis loaded).
+    ``digest``: an upload's content digest when the caller knows it. Raises TraceError."""
+    path = trace_source(record)
+    key = (digest or trace_digest(path)) if record.kind == "upload" else f"{path}|{stat_fingerprint(path)}"
+    return _loaded_trace(key, str(path)), _window_index(key, str(path))
+
+
+def snapshot_over_time(record: RunRecord) -> SnapshotHistory:
+    """A memory snapshot's curve over time and top stacks (cached per file stat). Raises TraceError."""
+    path = trace_source(record)
+    return _snapshot_history(str(path), stat_fingerprint(path))

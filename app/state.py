@@ -28,8 +28,10 @@ LIVE_RUNNING = "stepwise.live_running"
 FOLLOWED_RUN = "stepwise.followed_run"
 ANALYSIS_TAB = "stepwise.analysis_tab"  # the open tab of the Analysis page (a widget key: Streamlit sets it)
 UPLOAD_DIGESTS = "stepwise.upload_digests"
-DEVICE_MEMORY = "stepwise.device_memory"
-FOLLOWED_LINK = "stepwise.followed_link"  # the last ``?run=`` this session followed (a link is followed once)  # run id -> the device total (bytes) a user stated for a snapshot
+DEVICE_MEMORY = "stepwise.device_memory"  # run id -> the device total (bytes) a user stated for a snapshot
+FOLLOWED_LINK = "stepwise.followed_link"  # the last ``?run=`` this session followed (a link is followed once)
+EVENTS_START, EVENTS_END = "stepwise.events.start_ms", "stepwise.events.end_ms"  # the Events page's window inputs
+EVENTS_RUN = "stepwise.events.run"  # the run whose window those inputs hold
 
 
 def _get(key: str, default: Any = None) -> Any:
@@ -146,3 +148,17 @@ def set_device_memory(run_id: str, total_bytes: int | None) -> None:
     totals = dict(_get(DEVICE_MEMORY, {}))
     totals[run_id] = total_bytes
     _set(DEVICE_MEMORY, totals)
+
+
+def event_window(run_id: str, span_ms: float) -> tuple[float, float]:
+    """The Events page's window (ms) for ``run_id``; the whole trace when the run changed or none was set."""
+    if _get(EVENTS_RUN) != run_id or _get(EVENTS_START) is None or _get(EVENTS_END) is None:
+        set_event_window(0.0, span_ms)
+        _set(EVENTS_RUN, run_id)
+    return float(_get(EVENTS_START)), float(_get(EVENTS_END))
+
+
+def set_event_window(start_ms: float, end_ms: float) -> None:
+    """Set the window (the number inputs' own keys: call it before they are drawn, e.g. from a callback)."""
+    _set(EVENTS_START, round(float(start_ms), 3))
+    _set(EVENTS_END, round(float(end_ms), 3))

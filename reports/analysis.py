@@ -121,8 +121,12 @@ def analyse_path(path: str | Path, label: str | None = None, buckets: int | None
 
 
 def analyse_trace(path: Path, label: str, buckets: int | None = None,
-                  device_memory_bytes: int | None = None) -> Analysis:
-    """An upload or a file on disk under the label the caller gives it (whatever kind it is)."""
+                  device_memory_bytes: int | None = None, trace: Trace | None = None) -> Analysis:
+    """An upload or a file on disk under the label the caller gives it (whatever kind it is). ``trace``: the
+    trace of ``path`` when the caller already loaded it (the dashboard keeps it for its Events page), so it is
+    not parsed twice."""
+    if trace is not None:
+        return trace_analysis(trace, label, buckets)
     return analyse_path(path, label, buckets, device_memory_bytes)
 
 

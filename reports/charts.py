@@ -12,6 +12,7 @@ Time-based charts live in :mod:`reports.charts_time`, before/after and A-vs-B ch
 from __future__ import annotations
 
 import html
+import os
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -47,6 +48,8 @@ BOTTLENECK_COLORS: dict[str, str] = {
     "data": "#F58518", "memory": "#72B7B2", "compute": "#4C78A8", "communication": "#E45756",
     "host": "#B279A2", "none": "#BAB0AC",
 }
+#: Work per rank, and the straggler: neutral grey and near-black, colours no category or class uses.
+WORK_COLOR, STRAGGLER_COLOR = "#8C8C96", "#1B1B1B"
 SERIES_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#B279A2", "#72B7B2")  # A, B, …
 TEMPLATE = "plotly_white"
 MAX_LABEL = 80
@@ -122,31 +125,92 @@ def share_bar(shares: dict[str, float], title: str = "Where step time goes") -> 
     return fig
 
 
+KCLASS_COLORS: dict[str, str] = {"matmul": "#4C78A8", "normalization": "#72B7B2", "elementwise": "#EECA3B",
+                                  "communication": "#E45756", "memory": "#9ECAE9", "other": "#BAB0AC"}
+
+
+def distinct_labels(names: list[str], limit: int = 60) -> list[str]:
+    """Short axis labels, one per name and never two alike. A long name keeps its start and its end
+    (``void gemm_kernel<…>::run_128x64``); names whose short forms collide show, after their start, the part
+    where they differ from each other; any still equal get ``#2``, ``#3``."""
+    half = (limit - 1) // 2
+
+    def short(n: str) -> str:
+        return n if len(n) <= limit else f"{n[:half]}…{n[-(limit - 1 - half):]}"
+
+    out = [short(n) for n in names]
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(out):
+        groups.setdefault(s, []).append(i)
+    for members in (m for m in groups.values() if len(m) > 1):
+        full = [names[i] for i in members]
+        p = len(os.path.commonprefix(full))
+        head, at = limit // 3, max(p - 6, limit // 3)
+        for i, n in zip(members, full):
+            if len(n) > limit:
+                tail = n[at:at + limit - head - 2]
+                out[i] = f"{n[:head]}…{tail}{'…' if at + len(tail) < len(n) else ''}"
+    seen: dict[str, int] = {}
+    for i, s in enumerate(out):
+        seen[s] = seen.get(s, 0) + 1
+        out[i] = s if seen[s] == 1 else f"{s} #{seen[s]}"
+    return out
+
+
+def hover_text(text: str, width: int = 90) -> str:
+    """An escaped trace string broken into hover lines of ``width`` characters."""
+    return "<br>".join(html.escape(text[i:i + width], quote=True) for i in range(0, len(text), width)) or "(empty)"
+
+
 def top_items(table: pd.DataFrame, title: str, n: int = 15, color_by: str | None = None) -> go.Figure:
-    """Horizontal bars of the ``n`` largest rows of a kernel or op table (``name``, ``total_ns``)."""
-    top = table.head(n).iloc[::-1]
-    colors = [CATEGORY_COLORS["gpu_compute"]] * len(top)
-    if color_by == "kclass" and "kclass" in top:
-        palette = {"matmul": "#4C78A8", "normalization": "#72B7B2", "elementwise": "#EECA3B",
-                   "communication": "#E45756", "memory": "#9ECAE9", "other": "#BAB0AC"}
-        colors = [palette.get(str(k), "#BAB0AC") for k in top["kclass"]]
-    fig = go.Figure(go.Bar(y=[label(n_, 60) for n_ in top["name"]], x=(top["total_ns"] / 1e6).round(3).tolist(),
-                           orientation="h", marker_color=colors,
-                           hovertemplate="%{y}<br>%{x:.2f} ms in steps<extra></extra>"))
-    return style(fig, title, height=max(240, 22 * len(top) + 90), x_title="ms (all steps)")
+    """Horizontal bars of the ``n`` largest rows of a kernel or op table (``name``, ``total_ns``).
+
+    One bar per row, always: the axis labels are shortened so that they stay distinct
+    (:func:`distinct_labels`) and the full name is in the hover. With ``color_by="kclass"`` the bars are
+    coloured by kernel class and the legend says which colour is which class."""
+    top = table.head(n).iloc[::-1].reset_index(drop=True)
+    names = [str(x) for x in top["name"]]
+    ys = [label(s, 10**6) for s in distinct_labels(names)]
+    full = [hover_text(x) for x in names]
+    ms = (top["total_ns"] / 1e6).round(3).tolist()
+    by_class = color_by == "kclass" and "kclass" in top
+    classes = [str(k) for k in top["kclass"]] if by_class else ["all"] * len(top)
+    fig = go.Figure()
+    for cls in dict.fromkeys(classes):
+        idx = [i for i, c in enumerate(classes) if c == cls]
+        fig.add_trace(go.Bar(
+            y=[ys[i] for i in idx], x=[ms[i] for i in idx], orientation="h", name=f"{cls} kernels",
+            marker_color=KCLASS_COLORS.get(cls, KCLASS_COLORS["other"]) if by_class else CATEGORY_COLORS["gpu_compute"],
+            customdata=[full[i] for i in idx], showlegend=by_class,
+            hovertemplate="%{customdata}<br>%{x:.2f} ms in steps<extra></extra>"))
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=ys)
+    fig.update_layout(barmode="overlay")
+    style(fig, title, height=max(240, 22 * len(top) + 110), x_title="ms (all steps)")
+    if by_class:
+        fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0,
+                                  "title": {"text": "colour = kernel class"}})
+    return fig
 
 
 def straggler(per_rank: pd.DataFrame, straggler_rank: int | None) -> go.Figure:
-    """Per rank: median work (step minus exposed communication) and exposed communication; the straggler marked."""
-    ranks = [f"rank {r}" for r in per_rank["rank"]]
-    marker = ["#E45756" if straggler_rank is not None and r == straggler_rank else CATEGORY_COLORS["gpu_compute"]
-              for r in per_rank["rank"]]
-    fig = go.Figure([
-        go.Bar(x=ranks, y=per_rank["work_ms"].round(3).tolist(), name="work (ms)", marker_color=marker),
-        go.Bar(x=ranks, y=per_rank["exposed_comm_ms"].round(3).tolist(), name="exposed communication (ms)",
-               marker_color=CATEGORY_COLORS["communication"], opacity=0.55),
-    ])
+    """Per rank: median work (step minus exposed communication) and exposed communication. ``straggler_rank``
+    (only a rank beyond step-to-step noise, see :mod:`reports.stragglers`) is drawn in :data:`STRAGGLER_COLOR`,
+    a colour no category uses, with its own legend entry."""
+    fig = go.Figure()
+    marked = per_rank["rank"] == straggler_rank  # all False when there is none
+    for is_straggler in (False, True):
+        rows = per_rank[marked if is_straggler else ~marked]
+        if rows.empty:
+            continue
+        fig.add_trace(go.Bar(x=[f"rank {r}" for r in rows["rank"]], y=rows["work_ms"].round(3).tolist(),
+                             name="straggler: work beyond step-to-step noise (ms)" if is_straggler else "work (ms)",
+                             marker_color=STRAGGLER_COLOR if is_straggler else WORK_COLOR,
+                             hovertemplate="%{x}: %{y:.2f} ms of work per step<extra></extra>"))
+    fig.add_trace(go.Bar(x=[f"rank {r}" for r in per_rank["rank"]], y=per_rank["exposed_comm_ms"].round(3).tolist(),
+                         name="exposed communication (ms)", marker_color=CATEGORY_COLORS["communication"],
+                         opacity=0.55, hovertemplate="%{x}: %{y:.2f} ms exposed communication<extra></extra>"))
     fig.update_layout(barmode="stack")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=[f"rank {r}" for r in per_rank["rank"]])
     note = f" — rank {straggler_rank} is the straggler" if straggler_rank is not None else ""
     return style(fig, f"Median step per rank{note}", y_title="ms per step")
 

@@ -22,6 +22,7 @@ from reports import advice
 from reports import experiment as ex
 from reports.analysis import Analysis
 from reports.compare import Comparison, step_samples
+from reports.evidence import format_evidence
 
 TOP_ROWS = 20
 REPORT_SCHEMA = 1
@@ -76,7 +77,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
             "gpu_busy": None if b.device != "gpu" else round(b.gpu_busy_share, 4)},
         "verdict": None if d is None or d.binding is None else {
             "bottleneck": d.bottleneck.value, "message": d.binding.message, "confidence": d.confidence},
-        "evidence": [] if d is None else [(k, _num(v)) for k, v in d.evidence.items()],
+        "evidence": [] if d is None else format_evidence(d.evidence),
         "findings": findings(a),
         "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason} for n in d.notes],
         "shares": [{"category": c, "ms": round(per_cat[c] / rows / 1e6, 3), "share": round(shares[c], 4)}

@@ -47,3 +47,34 @@ def open_offline(context: Any, path: Path) -> tuple[Any, list[str]]:
     context.route("**/*", route)
     page = context.new_page()
     return page, blocked
+
+
+def chart_titled(page: Any, title: str) -> Any:
+    """The rendered plotly chart whose title contains ``title``."""
+    return page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text=title))
+
+
+def time_tab(page: Any, tab: str, chart_title: str) -> float:
+    """Seconds from clicking the Analysis tab ``tab`` to its chart titled ``chart_title`` being drawn."""
+    import time
+
+    t0 = time.perf_counter()
+    page.get_by_role("tab", name=tab).click()
+    chart_titled(page, chart_title).locator(".main-svg").first.wait_for()
+    return time.perf_counter() - t0
+
+
+def open_events(page: Any, url: str, run_label: str) -> None:
+    """Open the Events page on the run whose picker line contains ``run_label``."""
+    page.goto(f"{url}/events")
+    page.get_by_role("heading", name="Events", exact=True).wait_for()
+    box = page.get_by_test_id("stSelectbox").first
+    if run_label not in box.inner_text():
+        box.click()
+        page.get_by_role("option", name=run_label, exact=False).first.click()
+    chart_titled(page, "Timeline of rank").locator(".main-svg").first.wait_for()
+
+
+def drawn(page: Any, timeout_ms: int = 30_000) -> None:
+    """Until no element is still a loading skeleton (tables and code blocks draw after the script run ends)."""
+    page.wait_for_function("() => !document.querySelector(\"[data-testid^='stSkeleton']\")", timeout=timeout_ms)

@@ -24,5 +24,5 @@ if analysis is not None:
                  "Ranks": panels.ranks_panel}
         for tab, render in zip(st.tabs(list(panes), key=state.ANALYSIS_TAB, on_change="rerun"), panes.values()):
             if tab.open is not False:
-                with tab:
+                with tab, st.spinner("Drawing…"):  # never a blank tab: a spinner while its charts are built
                     render(analysis)

@@ -8,23 +8,19 @@ import streamlit as st
 from app.widgets import ui
 from reports import advice
 from reports.analysis import Analysis
+from reports.evidence import format_evidence
 
 #: Streamlit's named text colours closest to :data:`reports.charts.BOTTLENECK_COLORS`.
 COLOR_NAMES = {"data": "orange", "memory": "blue", "compute": "blue", "communication": "red", "host": "violet"}
 
 
-def _value(v: object) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
 def _evidence_table(evidence: dict) -> None:
-    rows = [{"measure": k, "value": _value(v)} for k, v in evidence.items()]
+    """Labelled, unit-formatted values (:func:`reports.evidence.format_evidence`); the raw key on hover."""
+    rows = [{"measure": label, "value": value} for label, value in format_evidence(evidence)]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                     column_config={"measure": st.column_config.TextColumn(width="large"),
+                                    "value": st.column_config.TextColumn(width="medium")})
 
 
 def _fix(fix_id: str | None, key: str) -> None:

@@ -12,6 +12,17 @@ from app.widgets import ui
 from profilers.trace.memory_snapshot import GIB
 from reports import charts, charts_time
 from reports.analysis import Analysis
+from reports.stragglers import straggler_call
+
+
+_NUMBERS = {"total ms": st.column_config.NumberColumn(format="%.2f", width="small"),
+            "ms/step": st.column_config.NumberColumn(format="%.3f", width="small"),
+            "calls": st.column_config.NumberColumn(format="%d", width="small"),
+            "mean µs": st.column_config.NumberColumn(format="%.1f", width="small")}
+#: Full-width tables whose name column takes the room and whose numbers stay narrow (nothing cut off).
+KERNEL_COLUMNS = {"kernel": st.column_config.TextColumn(width="large"), "class": st.column_config.TextColumn(
+    width="small"), "low precision": st.column_config.CheckboxColumn(width="small"), **_NUMBERS}
+OP_COLUMNS = {"operator": st.column_config.TextColumn(width="large"), **_NUMBERS}
 
 
 def headline(a: Analysis) -> None:
@@ -65,6 +76,8 @@ def timeline_panel(a: Analysis) -> None:
     ui.chart(charts_time.timeline(a.timeline, a.step_spans, int(rank)), key="analysis.timeline")
     st.caption(f"{a.n_events:,} events summarised into {len(a.timeline):,} time buckets; the raw trace stays "
                "on the server.")
+    st.page_link("views/events.py", label="Zoom into any window, see single events, export for Perfetto",
+                 icon=":material/timeline:")
 
 
 def tables_panel(a: Analysis) -> None:
@@ -76,14 +89,14 @@ def tables_panel(a: Analysis) -> None:
     if query:
         kernels = kernels[kernels["name"].str.contains(query, case=False, regex=False)]
         ops = ops[ops["name"].str.contains(query, case=False, regex=False)]
-    left, right = st.columns(2)
-    with left:
-        if len(b.kernels):
-            ui.chart(charts.top_items(kernels, "Top GPU kernels", color_by="kclass"), key="analysis.top_kernels")
-        st.dataframe(tables.kernels_frame(kernels, rows), hide_index=True, width="stretch", height=320)
-    with right:
-        ui.chart(charts.top_items(ops, "Top host operators (inclusive)"), key="analysis.top_ops")
-        st.dataframe(tables.ops_frame(ops, rows), hide_index=True, width="stretch", height=320)
+    if len(b.kernels):
+        ui.chart(charts.top_items(kernels, "Top GPU kernels", color_by="kclass"), key="analysis.top_kernels")
+        st.caption("One bar per kernel; hover a bar for its full name. Long names keep their start and end.")
+    st.dataframe(tables.kernels_frame(kernels, rows), hide_index=True, width="stretch", height=320,
+                 column_config=KERNEL_COLUMNS)
+    ui.chart(charts.top_items(ops, "Top host operators (inclusive)"), key="analysis.top_ops")
+    st.dataframe(tables.ops_frame(ops, rows), hide_index=True, width="stretch", height=320,
+                 column_config=OP_COLUMNS)
 
 
 def telemetry_panel(a: Analysis) -> None:
@@ -104,8 +117,9 @@ def telemetry_panel(a: Analysis) -> None:
     peaks, capacity = _peaks(a)
     if any(v is not None for v in peaks.values()):
         ui.chart(charts.memory_peak(peaks, capacity, "Memory peak against capacity"), key="analysis.memory_peak")
-    elif b is not None and a.telemetry.empty:
-        st.info("The trace holds no memory events (profile_memory was off).")
+    if b is not None and a.memory.empty:
+        st.info("No memory events in this trace (the profiler ran with profile_memory off), so there is no "
+                "memory curve over time.")
 
 
 def _peaks(a: Analysis) -> tuple[dict[str, float | None], float | None]:
@@ -130,12 +144,13 @@ def ranks_panel(a: Analysis) -> None:
     if len(b.ranks) < 2:
         st.info("One rank: there is no straggler to find.")
         return
-    s = b.straggler
-    ui.chart(charts.straggler(b.per_rank, s.rank if s else None), key="analysis.straggler")
-    if s is not None:
-        st.markdown(f"Rank **{s.rank}** works {s.work_ms:.1f} ms per step against a median of "
-                    f"{s.median_work_ms:.1f} ms: the others wait {s.excess_share:.0%} of a step for it.")
-    st.dataframe(b.per_rank, hide_index=True, width="stretch")
+    call = straggler_call(b.per_step)
+    marked = call.rank if call.beyond_noise else None
+    ui.chart(charts.straggler(b.per_rank, marked), key="analysis.straggler")
+    (st.warning if call.beyond_noise else st.caption)(call.reason)  # our own sentence: numbers only
+    st.dataframe(b.per_rank, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
+                                ("step_ms", "work_ms", "exposed_comm_ms")})
 
 
 def snapshot_panel(a: Analysis, run_id: str) -> None:
@@ -159,3 +174,5 @@ def snapshot_panel(a: Analysis, run_id: str) -> None:
     st.markdown("**Largest allocations alive at the peak**")
     st.dataframe(tables.snapshot_sites_frame(s), hide_index=True, width="stretch")
     st.caption(f"{s.history_events:,} allocator events replayed; read by an unpickler that refuses every class.")
+    st.page_link("views/events.py", label="Memory over time and the stacks of the top allocation sites",
+                 icon=":material/timeline:")

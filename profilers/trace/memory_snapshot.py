@@ -68,6 +68,13 @@ def is_snapshot_file(path: str | os.PathLike[str]) -> bool:
 
 def load_memory_snapshot(path: str | os.PathLike[str]) -> MemorySnapshot:
     p = Path(path)
+    return _summarise(read_snapshot_document(p), p.name)
+
+
+def read_snapshot_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The snapshot's plain document (dicts, lists, numbers, strings), read by the class-refusing unpickler.
+    Raises TraceError for a file too large, not a pickle, a pickle that needs a class, or not a snapshot."""
+    p = Path(path)
     size = p.stat().st_size
     if size > MAX_SNAPSHOT_BYTES:
         raise TraceError(f"{p.name}: {size // 1024**2} MiB; memory snapshots over "
@@ -80,7 +87,7 @@ def load_memory_snapshot(path: str | os.PathLike[str]) -> MemorySnapshot:
         raise TraceError(f"{p.name}: not a readable pickle ({type(err).__name__})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):
         raise TraceError(f"{p.name}: a pickle, but not a torch.cuda.memory snapshot (no 'segments')")
-    return _summarise(doc, p.name)
+    return doc
 
 
 def _num(d: Any, key: str) -> int:

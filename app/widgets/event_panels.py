@@ -1,0 +1,103 @@
+"""The Events page's panels: a zoomable, server-re-bucketed timeline window, the events of a small window one
+by one, the Perfetto export, and a memory snapshot's curve over time with the stacks of its top sites."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app import data, state
+from app.widgets import ui
+from profilers.errors import StepwiseError
+from profilers.run.records import RunRecord
+from profilers.trace.events import Trace
+from profilers.trace.memory_snapshot import GIB
+from reports.events import charts as charts_events
+from reports.events.window import MAX_EVENTS, clamp_window, window_events, window_timeline
+from reports.events.perfetto import INSTRUCTIONS, perfetto_gzip
+
+CHART_KEY = "events.chart"
+
+
+def _zoom_to_selection() -> None:
+    """Callback of a box drawn on the window chart: the box's time range becomes the window."""
+    chart = st.session_state.get(CHART_KEY)
+    box = (chart or {}).get("selection", {}).get("box", []) if chart else []
+    xs = [float(x) for b in box for x in b.get("x", [])]
+    if len(xs) >= 2 and max(xs) > min(xs):
+        state.set_event_window(min(xs), max(xs))
+
+
+def trace_view(record: RunRecord) -> None:
+    try:
+        with st.spinner("Loading the trace's events (once per file; later windows are instant)…"):
+            trace, index = data.event_trace(record, state.upload_digest(record.run_id))
+    except StepwiseError as err:
+        st.error(f"{ui.text(record.label)} cannot be read: {ui.text(err)}")
+        return
+    if not index.ranks:
+        st.info("This trace has no steps, so there is no step timeline to zoom into.")
+        return
+    rank = st.selectbox("Rank", index.ranks, key="events.rank") if len(index.ranks) > 1 else index.ranks[0]
+    start, end = state.event_window(record.run_id, index.span_ms)
+    cols = st.columns([2, 2, 1, 1])
+    cols[0].number_input("From (ms)", min_value=0.0, max_value=index.span_ms, step=1.0, format="%.3f",
+                         key=state.EVENTS_START)
+    cols[1].number_input("To (ms)", min_value=0.0, max_value=index.span_ms, step=1.0, format="%.3f",
+                         key=state.EVENTS_END)
+    mid, half = (start + end) / 2, (end - start)
+    cols[2].button("Zoom out ×2", on_click=state.set_event_window, args=(max(0.0, mid - half),
+                                                                       min(index.span_ms, mid + half)))
+    cols[3].button("Whole trace", on_click=state.set_event_window, args=(0.0, index.span_ms))
+    start, end = clamp_window(index, start, end)
+    tl = window_timeline(index, int(rank), start, end)
+    st.plotly_chart(charts_events.window(tl, index.spans, int(rank), start, end), key=CHART_KEY, theme=None,
+                    on_select=_zoom_to_selection, selection_mode="box", config={"displaylogo": False})
+    st.caption(f"Drag across the chart to zoom: the server re-buckets that window ({len(tl)} buckets of "
+               f"{(end - start) / max(len(tl), 1):.4g} ms here) from the {index.n_events:,} events it holds; the "
+               "browser never receives the raw trace.")
+    ev, n = window_events(trace, index, int(rank), start, end)
+    if ev is None:
+        st.info(f"{n:,} events of rank {rank} overlap this window: zoom in to at most {MAX_EVENTS:,} to see them "
+                "one by one.")
+    elif n:
+        ui.chart(charts_events.events(ev, start, end), key="events.list")
+    export_panel(record, trace, index.origin_ns, start, end)
+
+
+def export_panel(record: RunRecord, trace: Trace, origin_ns: int, start: float, end: float) -> None:
+    """Two downloads, built only when clicked: the whole trace and the current window."""
+    st.subheader("Open it in Perfetto")
+    st.markdown("\n".join(INSTRUCTIONS))
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in record.label)[:60] or "trace"
+    lo, hi = origin_ns + int(start * 1e6), origin_ns + int(end * 1e6)
+    cols = st.columns(2)
+    cols[0].download_button("Download the whole trace (.json.gz)", data=lambda: perfetto_gzip(trace, origin_ns),
+                            file_name=f"{stem}.perfetto.json.gz", mime="application/gzip", icon=":material/download:",
+                            on_click="ignore", key="events.export_all")
+    cols[1].download_button(f"Download this window ({start:.3f}–{end:.3f} ms)",
+                            data=lambda: perfetto_gzip(trace, origin_ns, lo, hi),
+                            file_name=f"{stem}.{start:.3f}-{end:.3f}ms.perfetto.json.gz", mime="application/gzip",
+                            icon=":material/download:", on_click="ignore", key="events.export_window")
+
+
+def snapshot_view(record: RunRecord) -> None:
+    """Memory over time from the snapshot's alloc/free history, then the stacks holding the most at the peak."""
+    try:
+        with st.spinner("Replaying the snapshot's allocation history…"):
+            history = data.snapshot_over_time(record)
+    except StepwiseError as err:
+        st.error(f"{ui.text(record.label)} cannot be read: {ui.text(err)}")
+        return
+    if history.curve.empty:
+        st.info("This snapshot recorded no allocation history (record_memory_history was off), so there is no "
+                "curve over time; the Analysis page shows what its segments hold.")
+        return
+    total = state.device_memory(record.run_id)
+    ui.chart(charts_events.snapshot_curve(history, total), key="events.snapshot_curve")
+    peak = "unknown" if history.peak_bytes is None else f"{history.peak_bytes / GIB:.2f} GiB"
+    st.markdown(f"**Peak allocated: {peak}.** The stacks below made the allocations alive at that moment, "
+                "largest first (innermost frame first; library frames are marked).")
+    for i, s in enumerate(history.top_stacks):
+        with st.expander(f"{s.bytes / GIB:.2f} GiB in {s.count} allocation(s) — {s.where}", expanded=i == 0):
+            st.dataframe(pd.DataFrame({"frame": list(s.frames)}), hide_index=True, width="stretch")

@@ -1,0 +1,40 @@
+"""Events page: a trace's window zooms and re-buckets, a small window lists its events, exports are offered;
+a memory snapshot shows memory over time and the stacks of its top allocation sites."""
+
+from __future__ import annotations
+
+from app import state
+from tests.app.conftest import assert_clean, open_page
+
+DATA_TRACE = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+SNAPSHOT = "memory/cs336_memory_snapshot.pickle"
+
+
+def test_trace_window_zooms_to_single_events(store, shared_traces) -> None:
+    store.import_trace(shared_traces / DATA_TRACE)
+    at = open_page("events")
+    assert_clean(at)
+    start, end = at.number_input(key=state.EVENTS_START), at.number_input(key=state.EVENTS_END)
+    span = end.value
+    assert start.value == 0.0 and span > 100
+    assert len(at.get("plotly_chart")) == 1  # the whole trace: too many events to draw one by one
+    assert any("zoom in to at most" in i.value for i in at.info)
+    buttons = [b.label for b in at.get("download_button")]
+    assert any("whole trace" in b for b in buttons) and any("this window" in b for b in buttons)
+    start.set_value(20.0)
+    end.set_value(20.5).run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 2  # the window chart and its events, one bar each
+    assert not at.info
+    at.button[1].click().run()  # Whole trace
+    assert at.number_input(key=state.EVENTS_START).value == 0.0
+    assert at.number_input(key=state.EVENTS_END).value == span
+
+
+def test_snapshot_memory_over_time_and_stacks(store, shared_traces) -> None:
+    store.import_trace(shared_traces / SNAPSHOT)
+    at = open_page("events")
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 1
+    assert any("Peak allocated: 12.97 GiB" in m.value for m in at.markdown)
+    assert len(at.expander) == 5 and "model.py:39 in forward" in at.expander[0].label
