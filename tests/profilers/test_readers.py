@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gzip
-import os
+import random
 import shutil
 import stat
 import zipfile
@@ -116,7 +116,7 @@ def test_broken_events_are_dropped_and_counted(tmp_path: Path):
 
 @pytest.mark.parametrize("content, message", [
     (b"", "empty"),
-    (os.urandom(64).replace(b"{", b"x").replace(b"[", b"x"), "not JSON"),
+    (random.Random(119).randbytes(64).replace(b"{", b"x").replace(b"[", b"x"), "not JSON"),
     (b"[1, 2", "not valid JSON"),
     (b"{}", "no 'traceEvents'"),
     (b"42", "not JSON"),
