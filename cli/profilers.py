@@ -150,7 +150,8 @@ def _belongs(r: RunRecord, trial_runs: dict[str, list[str]]) -> str:
     """`` (3 trial runs, from RUN)`` for an experiment; `` [baseline of EXPERIMENT]`` for a trial run."""
     if r.run_id in trial_runs:
         n = len(trial_runs[r.run_id])
-        return f"  ({n} trial run{'' if n == 1 else 's'}, from {r.source_run})"
+        source = f", from {r.source_run}" if r.source_run else ", started from the command line"
+        return f"  ({n} trial run{'' if n == 1 else 's'}{source})"
     return f"  [{r.role or 'trial'} of {r.parent}]" if r.parent else ""
 
 
