@@ -29,6 +29,7 @@ MAX_EVENT_BYTES = 512 * 1024**2  # a single "event" larger than this is not a tr
 _KEY = b'"traceEvents"'
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
+_MAX_TAIL = 1024**2  # top-level fields after the events array (traceName, deviceProperties...) are small
 
 
 @dataclass
@@ -66,19 +67,26 @@ def _short(err: Exception) -> str:
 
 def parse_document(stream: BinaryIO, label: str) -> ParsedDocument:
     """Read a trace document from ``stream``. Raises TraceError for anything that is not a trace."""
+    first = read_start(stream, label)
+    more = stream.read(1)
+    notes: list[str] = []
+    if not more:
+        return whole(first, label, notes)
+    return _streamed(first + more, stream, label, notes)
+
+
+def read_start(stream: BinaryIO, label: str) -> bytes:
+    """The first ``WHOLE_LIMIT`` bytes of a document, checked to be the start of JSON."""
     first = stream.read(WHOLE_LIMIT)
     if not first.strip(_WS):
         raise TraceError(f"{label}: the file is empty")
     if first.lstrip(_WS)[:1] not in (b"{", b"["):
         raise TraceError(f"{label}: not JSON (it does not start with '{{' or '[')")
-    more = stream.read(1)
-    notes: list[str] = []
-    if not more:
-        return _whole(first, label, notes)
-    return _streamed(first + more, stream, label, notes)
+    return first
 
 
-def _whole(data: bytes, label: str, notes: list[str]) -> ParsedDocument:
+def whole(data: bytes, label: str, notes: list[str]) -> ParsedDocument:
+    """A document read whole (small enough to hold its events at once)."""
     fast = decode_document(data)
     if fast is not None:
         return ParsedDocument(fast[0], iter([fast[1]]), notes)
@@ -96,22 +104,25 @@ def _whole(data: bytes, label: str, notes: list[str]) -> ParsedDocument:
 
 
 def _streamed(buf: bytes, stream: BinaryIO, label: str, notes: list[str]) -> ParsedDocument:
+    top, pos = events_start(buf, label, notes)
+    return ParsedDocument(top, _chunks(buf[pos:], stream, label, top, notes), notes)
+
+
+def events_start(buf: bytes, label: str, notes: list[str]) -> tuple[dict[str, Any], int]:
+    """The top-level fields before the events array of a large document, and where its first event starts."""
     stripped = buf.lstrip(_WS)
     if stripped[:1] == b"[":
-        top: dict[str, Any] = {}
-        pos = len(buf) - len(stripped) + 1
-    else:
-        key = buf.find(_KEY)
-        if key < 0:
-            raise TraceError(f"{label}: no 'traceEvents' array near the start of this large file")
-        top = _parse_header(buf[:key], label, notes)
-        pos = key + len(_KEY)
-        while pos < len(buf) and buf[pos] in b" \t\r\n:":
-            pos += 1
-        if buf[pos : pos + 1] != b"[":
-            raise TraceError(f"{label}: 'traceEvents' is not a list")
+        return {}, len(buf) - len(stripped) + 1
+    key = buf.find(_KEY)
+    if key < 0:
+        raise TraceError(f"{label}: no 'traceEvents' array near the start of this large file")
+    top = _parse_header(buf[:key], label, notes)
+    pos = key + len(_KEY)
+    while pos < len(buf) and buf[pos] in b" \t\r\n:":
         pos += 1
-    return ParsedDocument(top, _chunks(buf[pos:], stream, label, top, notes), notes)
+    if buf[pos : pos + 1] != b"[":
+        raise TraceError(f"{label}: 'traceEvents' is not a list")
+    return top, pos + 1
 
 
 def _parse_header(head: bytes, label: str, notes: list[str]) -> dict[str, Any]:
@@ -122,7 +133,7 @@ def _parse_header(head: bytes, label: str, notes: list[str]) -> dict[str, Any]:
     return parsed
 
 
-def _separator(buf: bytes) -> bytes | None:
+def separator(buf: bytes) -> bytes | None:
     """The exact bytes between two top-level events when the writer puts each event on its own lines
     (Kineto: ``},\n  {``): learned from the indentation of the first event; None for one-line arrays."""
     first = buf.find(b"{")
@@ -133,26 +144,36 @@ def _separator(buf: bytes) -> bytes | None:
 
 
 def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any], notes: list[str]) -> Iterator[list[Any]]:
-    """Yield lists of events; fills ``top`` with the fields that follow the array (e.g. traceName)."""
-    sep = _separator(buf)
-    eof = False
+    """Yield lists of events; fills ``top`` with the fields that follow the array (e.g. traceName).
+
+    Pieces are whole events of at most ``CHUNK_BYTES`` (one event longer than that is a piece of its own), and
+    the end of the file is read as a last piece of at most ``CHUNK_BYTES``: :mod:`profilers.trace.parallel` cuts
+    at the same places, so keep the two loops alike."""
+    sep = separator(buf)
+    eof = need_more = False
     while True:
-        if not eof and len(buf) < 2 * CHUNK_BYTES:
+        if not eof and (need_more or len(buf) < 2 * CHUNK_BYTES):
             more = stream.read(CHUNK_BYTES)
             eof = not more
             buf += more
-        if eof:
-            events, tail = _finish(buf, label, notes)
-            top.update(tail)
-            if events:
-                yield events
-            return
-        cut_events, rest = _cut(buf, sep, CHUNK_BYTES if len(buf) > 2 * CHUNK_BYTES else len(buf))
+        if eof and len(buf) <= CHUNK_BYTES:
+            break
+        cut_events, rest = _cut(buf, sep, CHUNK_BYTES)
+        if cut_events is None:  # an event longer than a chunk: the longest prefix of whole events there is
+            cut_events, rest = _cut(buf, sep, len(buf))
         if cut_events is not None:
             yield cut_events
-            buf = rest
+            buf, need_more = rest, False
+        elif eof:
+            break
         elif len(buf) > MAX_EVENT_BYTES:
             raise TraceError(f"{label}: no event boundary in {MAX_EVENT_BYTES // 1024**2} MiB; not a Kineto trace")
+        else:
+            need_more = True
+    events, tail = finish(buf, label, notes)
+    top.update(tail)
+    if events:
+        yield events
 
 
 def _cut(buf: bytes, sep: bytes | None, limit: int) -> tuple[list[Any] | None, bytes]:
@@ -184,7 +205,7 @@ def _cut(buf: bytes, sep: bytes | None, limit: int) -> tuple[list[Any] | None, b
     return None, buf  # no clean cut yet: read more and try again
 
 
-def _finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[str, Any]]:
+def finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[str, Any]]:
     """At end of file: the last events, then ``]`` and maybe more top-level fields and ``}``."""
     closes: list[int] = []
     end = len(buf)
@@ -192,7 +213,10 @@ def _finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[s
         closes.append(close)
         end = close
     events: Any = None
-    for close in closes:  # strict and fast first: the right "]" is almost always the last or nearly
+    # Strict and fast first, and only where what follows the "]" can end the document (nothing, "}", or more
+    # top-level fields): each try decodes every event before it. Then any "]", as before.
+    plausible = [c for c in closes if len(buf) - c <= _MAX_TAIL and _ends_document(buf[c + 1 :])]
+    for close in plausible + [c for c in closes if c not in plausible]:
         try:
             events = decode_piece(b"[" + buf[:close] + b"]")
             break
@@ -212,3 +236,17 @@ def _finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[s
         except orjson.JSONDecodeError:
             fields = {}
     return events, fields
+
+
+def _ends_document(tail: bytes) -> bool:
+    """Whether ``tail`` (what follows a candidate end of the events array) can end the document: nothing (a
+    bare array), ``}``, or ``, more fields }``."""
+    tail = tail.strip(_WS)
+    if tail in (b"", b"}"):
+        return True
+    if not tail.startswith(b","):
+        return False
+    try:
+        return isinstance(orjson.loads(b"{" + tail[1:]), dict)
+    except orjson.JSONDecodeError:
+        return False

@@ -12,16 +12,16 @@ from __future__ import annotations
 import gc
 import os
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
 
 from profilers.errors import TraceError
-from profilers.trace.columns import collect, concat_frames
-from profilers.trace.json_events import parse_document
+from profilers.trace.columns import concat_frames, rank_columns
 from profilers.trace.events import KINDS, DeviceInfo, Trace
-from profilers.trace.sources import TraceFile, find_trace_files, iter_opened
+from profilers.trace.parallel import ParallelReader, RawDocument, read_documents, take_primed
+from profilers.trace.sources import TraceFile, find_trace_files
 
 _STEP = re.compile(r"ProfilerStep#(\d+)")
 _HOST_STEP_KINDS = ("cpu_op", "user_annotation")
@@ -31,27 +31,29 @@ _MAX_RANK = 2**31 - 1  # the rank column is int32
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Load a trace file, a folder of per-rank files, a TensorBoard log dir, a zip or a stored run folder."""
-    return load_trace_files(find_trace_files(path), str(path))
+    files = find_trace_files(path)
+    return load_trace_files(files, str(path), take_primed(path, files))
 
 
-def load_trace_files(files: list[TraceFile], source: str) -> Trace:
+def load_trace_files(files: list[TraceFile], source: str, reader: ParallelReader | None = None) -> Trace:
     """Load the given rank files (each one openable Kineto JSON document, gzipped or not) as one trace.
 
     The entry point for a container :func:`~profilers.trace.sources.find_trace_files` does not know: a reader
-    that finds the rank files its own way (see :mod:`profilers.inputs`) hands them here."""
+    that finds the rank files its own way (see :mod:`profilers.inputs`) hands them here. The files are read on
+    worker processes where that helps (:mod:`profilers.trace.parallel`); ``reader`` is one already started."""
     if not files:
         raise TraceError(f"{source}: no trace files")
     # Parsing allocates millions of short-lived dicts that hold no cycles: the cyclic GC only slows it down.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(files, source)
+        return _load(read_documents(files) if reader is None else reader.documents(), source)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _load(files: list[TraceFile], source: str) -> Trace:
+def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str) -> Trace:
     frames: list[pd.DataFrame] = []
     memories: list[pd.DataFrame] = []
     warnings: list[str] = []
@@ -59,9 +61,8 @@ def _load(files: list[TraceFile], source: str) -> Trace:
     world_size: int | None = None
     backend: str | None = None
     used_ranks: set[int] = set()
-    for order, (f, stream) in enumerate(iter_opened(files)):
-        doc = parse_document(stream, f.name)
-        cols = collect(doc.chunks)
+    for order, (f, doc) in enumerate(documents):
+        cols = rank_columns(doc.parts)
         warnings.extend(doc.notes)
         if cols.dropped:
             detail = ", ".join(f"{n} {why}" for why, n in cols.dropped.items())

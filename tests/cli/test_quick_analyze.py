@@ -8,6 +8,7 @@ them. ``--report`` does need plotting or templates: that run is the control show
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -61,3 +62,17 @@ def test_the_top_level_help_still_lists_every_subcommand(capsys) -> None:
     assert all(c in build_parser().format_help() for c in ("analyze", "optimize", "compare"))
     assert main(["nonsense"]) == 2  # an unknown subcommand is told the whole list
     assert "analyze" in capsys.readouterr().err and "compare" in build_parser("nonsense").format_help()
+
+
+def test_the_head_start_reads_a_large_trace_on_workers_and_prints_the_same_json(shared_traces: Path) -> None:
+    """``analyze FILE`` starts the parse workers before importing the analysis (cli.head_start): its document
+    is the one the in-process reader gives, byte for byte."""
+    trace = shared_traces / "communication/hta_v100_2rank_216k_events.json.gz"
+    outputs = []
+    for workers in ("0", "2"):
+        done = subprocess.run([sys.executable, "-m", "advisors", "analyze", "--json", str(trace)], cwd=REPO,
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "STEPWISE_PARSE_WORKERS": workers})
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] and json.loads(outputs[1])["steps"] == 5

@@ -1,0 +1,333 @@
+"""Read trace files on every core: the parent reads and cuts, worker processes decode and make raw columns.
+
+Decoding JSON holds the GIL, so threads cannot share it; processes can, if what comes back is small. Here the
+parent reads each file (decompressing, under the limits of :mod:`profilers.trace.sources`) and cuts the
+``traceEvents`` array exactly where the sequential reader would (:mod:`profilers.trace.json_events`: whole events
+of at most ``CHUNK_BYTES``, cut at the writer's own separator); a worker decodes each piece and sends back its
+numpy columns (:mod:`profilers.trace.parse_worker`), a fraction of the piece's size. Results are put back in file
+order, so the trace is the same one the sequential reader builds; a test holds them equal on every shared trace.
+
+When it is used: more than one core (``STEPWISE_PARSE_WORKERS`` sets how many workers; 0 or 1 turns it off),
+a document larger than ``WHOLE_LIMIT`` (smaller ones are read whole, in process), and a process with no other
+thread: workers are forked, and forking a threaded process (the dashboard's server) can deadlock, so there the
+reader stays sequential. What falls back to the sequential reader, for that file only: a document whose events
+are not one per line (no separator to cut at), a piece that does not decode at its cut, no separator within a
+piece's bytes. A worker that dies (killed, out of memory) sends every file not yet read back to the sequential
+reader. At most ``IN_FLIGHT_BYTES`` of pieces (or ``2 x workers + 1`` pieces) are in flight, so memory stays bounded
+on a gigabyte file.
+
+:func:`prime` lets a command line start the first pieces before it imports pandas, and so overlap the two.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Generator, Iterator
+
+from profilers.trace import json_events
+from profilers.trace.json_events import events_start, parse_document, read_start, separator, whole
+from profilers.trace.sources import TraceFile, find_trace_files
+
+if TYPE_CHECKING:
+    from profilers.trace.raw_columns import RawColumns
+
+WORKERS_ENV = "STEPWISE_PARSE_WORKERS"
+MAX_WORKERS = 8
+WORKER_DOCUMENT_BYTES = 1024**2  # a whole document this large goes to a worker when there are several files
+IN_FLIGHT_BYTES = 64 * 1024**2  # pieces sent and not yet back: 64 MiB (the 216k-event trace's 51 MiB at once)
+
+
+@dataclass
+class RawDocument:
+    """One file read: its top-level fields, its events' raw columns in file order, and notes."""
+
+    top: dict[str, Any]
+    parts: list[RawColumns]
+    notes: list[str] = field(default_factory=list)
+
+
+def worker_count() -> int:
+    """How many parse workers this process would use (0: read in process)."""
+    env = os.environ.get(WORKERS_ENV)
+    if env is not None:
+        try:
+            wanted = int(env)
+        except ValueError:
+            wanted = 0
+    else:
+        wanted = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+                     MAX_WORKERS)
+    if wanted < 2 or threading.active_count() > 1:
+        return 0
+    return wanted
+
+
+def read_sequential(f: TraceFile) -> RawDocument:
+    """One file by the sequential reader (the reference the parallel one matches)."""
+    from profilers.trace.raw_columns import raw_chunk
+
+    stream = f.open()
+    try:
+        doc = parse_document(stream, f.name)
+        parts = [raw_chunk(chunk) for chunk in doc.chunks]
+        return RawDocument(doc.top, parts, doc.notes)  # top and notes are complete once the chunks are read
+    finally:
+        stream.close()
+
+
+def _whole_document(data: bytes, label: str) -> RawDocument:
+    from profilers.trace.raw_columns import raw_chunk
+
+    doc = whole(data, label, [])
+    return RawDocument(doc.top, [raw_chunk(chunk) for chunk in doc.chunks], doc.notes)
+
+
+def read_documents(files: list[TraceFile]) -> Iterator[tuple[TraceFile, RawDocument]]:
+    """Every file's document, in order: on worker processes when :func:`worker_count` allows, else in process."""
+    workers = worker_count()
+    if workers < 2:
+        return ((f, read_sequential(f)) for f in files)
+    return ParallelReader(files, workers).documents()
+
+
+# -- the parallel reader ---------------------------------------------------------------------------------------
+
+
+def _task(kind: str, data: bytes, label: str) -> Any:
+    """Run in a worker (the parent imported the worker's module before forking it)."""
+    import gc
+
+    from profilers.trace import parse_worker
+
+    gc.disable()  # millions of short-lived objects without cycles: the collector only slows decoding down
+
+    if kind == "piece":
+        return parse_worker.piece(data)
+    if kind == "last":
+        return parse_worker.last_piece(data, label)
+    return parse_worker.document(data, label)
+
+
+class _Fallback(Exception):
+    """This file is read by the sequential reader instead (its layout does not allow cutting)."""
+
+
+class ParallelReader:
+    """Reads ``files`` with ``workers`` forked processes. :meth:`prime` starts work; :meth:`documents` finishes it."""
+
+    def __init__(self, files: list[TraceFile], workers: int) -> None:
+        self.files = files
+        self.workers = workers
+        self._window = max(2 * workers + 1, IN_FLIGHT_BYTES // json_events.CHUNK_BYTES)
+        self._pool: ProcessPoolExecutor | None = None
+        self._queue: deque[tuple[str, int, Any]] = deque()  # (what, file index, its data): see _documents
+        self._in_flight = 0
+        self._items = self._produce()
+        self._produced_all = False
+        self.sent = 0  # tasks sent to workers
+        self.max_in_flight = 0
+        self.sequential: list[str] = []  # files read in process instead, and why
+
+    # The producer: reads and cuts, in file order, and says what each file needs.
+
+    def _produce(self) -> Generator[tuple[str, int, Any], None, None]:
+        for i, f in enumerate(self.files):
+            try:
+                yield from self._produce_file(i, f)
+            except _Fallback as why:
+                yield "inline", i, str(why)
+                continue
+            except Exception as err:  # the same error the sequential reader raises for this file, in its turn
+                yield "error", i, err
+                return
+            yield "end", i, None
+
+    def _produce_file(self, i: int, f: TraceFile) -> Iterator[tuple[str, int, Any]]:
+        stream = f.open()
+        try:
+            first = read_start(stream, f.name)
+            more = stream.read(1)
+            if not more:
+                if len(self.files) > 1 and len(first) >= WORKER_DOCUMENT_BYTES:
+                    yield "document", i, first
+                else:
+                    yield "whole", i, first  # small: read whole, in process, as the sequential reader does
+                return
+            yield from self._pieces(i, f.name, first + more, stream)
+        finally:
+            stream.close()
+
+    def _pieces(self, i: int, label: str, buf: bytes, stream: BinaryIO) -> Iterator[tuple[str, int, Any]]:
+        """The sequential reader's cuts (``json_events._chunks`` at the writer's separator), as bytes for the
+        workers. Where that reader would search for a cut another way, this file is read by it instead."""
+        top, pos = events_start(buf, label, [])
+        buf = buf[pos:]
+        sep = separator(buf)
+        if sep is None:
+            raise _Fallback("events are not one per line")
+        yield "top", i, top
+        eof = False
+        while True:
+            if not eof and len(buf) < 2 * json_events.CHUNK_BYTES:
+                more = stream.read(json_events.CHUNK_BYTES)
+                eof = not more
+                buf += more
+            if eof and len(buf) <= json_events.CHUNK_BYTES:
+                yield "last", i, buf
+                return
+            at = buf.rfind(sep, 0, json_events.CHUNK_BYTES)
+            if at <= 0:  # an event longer than a chunk, or another layout: the sequential reader's cases
+                raise _Fallback("an event longer than a piece, or a change of layout")
+            yield "piece", i, buf[: at + 1]
+            buf = buf[at + len(sep) - 1 :]
+
+    # The consumer: submits within the window and puts results back in order.
+
+    def prime(self) -> None:
+        """Fork the workers and start the first pieces (up to the window) now."""
+        self._fill()
+
+    def _submit(self, kind: str, data: bytes, label: str) -> Future[Any]:
+        if self._pool is None:
+            # The workers' module (numpy, the column code) is imported once, here, and every forked worker
+            # shares it: imported in each worker instead, it cost two workers 0.27 s of CPU on the 216k trace.
+            from profilers.trace import parse_worker  # noqa: F401
+
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"))
+        self._in_flight += 1
+        self.sent += 1
+        self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        return self._pool.submit(_task, kind, data, label)
+
+    def _fill(self) -> None:
+        while not self._produced_all and self._in_flight < self._window:
+            try:
+                kind, i, x = next(self._items)
+            except StopIteration:
+                self._produced_all = True
+                return
+            if kind in ("piece", "last", "document"):
+                self._queue.append(("future", i, (kind, self._submit(kind, x, self.files[i].name))))
+            else:
+                self._queue.append((kind, i, x))
+
+    def documents(self) -> Iterator[tuple[TraceFile, RawDocument]]:
+        try:
+            yield from self._documents()
+        finally:
+            self._items.close()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _documents(self) -> Iterator[tuple[TraceFile, RawDocument]]:
+        done = 0  # files handed out so far
+        try:
+            for item in self._results():
+                done += 1
+                yield item
+        except BrokenProcessPool:  # a worker died (killed, out of memory): the rest is read in process
+            self.sequential.extend(f"{f.name}: a worker died" for f in self.files[done:])
+            yield from self._sequential_from(done)
+
+    def _results(self) -> Iterator[tuple[TraceFile, RawDocument]]:
+        """Each file's document, in order. What the queue holds: ``top`` (a streamed file's header fields), a
+        ``future`` (a piece on a worker), ``whole`` (a small file's bytes), ``inline`` (read this file in
+        process, and why), ``end`` (the file's document is complete), ``error`` (what reading a file raised)."""
+        doc = RawDocument({}, [])
+        failed = False
+        while True:
+            self._fill()
+            if not self._queue:
+                return
+            what, i, x = self._queue.popleft()
+            if what == "error":
+                raise x
+            if what == "top":
+                doc, failed = RawDocument(dict(x), []), False
+            elif what == "future":
+                self._in_flight -= 1
+                kind, fut = x
+                try:
+                    result = fut.result()
+                except ValueError:  # a cut that was not between events: read this file sequentially
+                    if not failed:
+                        self.sequential.append(f"{self.files[i].name}: a piece did not decode at its cut")
+                    failed = True
+                    continue
+                if failed:
+                    continue
+                if kind == "piece":
+                    doc.parts.append(result)
+                elif kind == "last":
+                    parts, tail, notes = result
+                    doc.parts.extend(parts)
+                    doc.top.update(tail)
+                    doc.notes.extend(notes)
+                else:
+                    doc = RawDocument(*result)
+            elif what == "whole":
+                doc, failed = _whole_document(x, self.files[i].name), False
+            elif what == "inline":
+                self.sequential.append(f"{self.files[i].name}: {x}")
+                yield self.files[i], read_sequential(self.files[i])
+            elif what == "end":
+                yield self.files[i], (read_sequential(self.files[i]) if failed else doc)
+
+    def _sequential_from(self, start: int) -> Iterator[tuple[TraceFile, RawDocument]]:
+        """A worker died: every file from ``start`` on is read in process."""
+        self._items.close()
+        self._queue.clear()
+        self._in_flight = 0
+        self._produced_all = True
+        for f in self.files[start:]:
+            yield f, read_sequential(f)
+
+
+# -- a head start for a command line ---------------------------------------------------------------------------
+
+_PRIMED: dict[str, ParallelReader] = {}
+PRIME_MIN_BYTES = 1024**2
+
+
+def prime(path: str | os.PathLike[str]) -> bool:
+    """Start reading a large trace file on worker processes now, before the caller imports the analysis;
+    :func:`take_primed` hands the reader to the load that follows. Only a single ``.json``/``.json.gz`` file
+    of at least ``PRIME_MIN_BYTES`` on disk, and only where :func:`worker_count` allows workers. True if started."""
+    p = Path(path)
+    try:
+        if not p.is_file() or p.stat().st_size < PRIME_MIN_BYTES or not p.name.endswith((".json", ".json.gz")):
+            return False
+    except OSError:
+        return False
+    workers = worker_count()
+    if workers < 2:
+        return False
+    files = find_trace_files(p)
+    reader = ParallelReader(files, workers)
+    reader.prime()
+    _PRIMED[_key(p)] = reader
+    return True
+
+
+def take_primed(path: str | os.PathLike[str], files: list[TraceFile]) -> ParallelReader | None:
+    """The reader :func:`prime` started for this path, if it reads the same files."""
+    reader = _PRIMED.pop(_key(Path(path)), None)
+    if reader is not None and [f.name for f in reader.files] != [f.name for f in files]:
+        for _ in reader.documents():  # not the same input after all: finish and drop it
+            pass
+        return None
+    return reader
+
+
+def _key(p: Path) -> str:
+    try:
+        return str(p.resolve())
+    except OSError:
+        return str(p)

@@ -1,0 +1,208 @@
+"""The parallel reader builds the very trace the sequential one does, falls back where it must, and says so.
+
+Pieces are made small here (``CHUNK_BYTES`` of 256 KiB) so that every shared trace is cut into many pieces and
+really goes through the worker processes."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import threading
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pytest
+
+import profilers.trace.json_events as trace_json
+import profilers.trace.parallel as parallel
+from cli.head_start import analyze_path
+from profilers.errors import TraceError
+from profilers.trace.events import Trace
+from profilers.trace.load import load_trace
+from tests.trace_factory import kernel, step, x
+
+SMALL = 256 * 1024
+TRACES = ["communication/hta_v100_2rank_216k_events.json.gz", "communication/param_dlrm_8_ranks",
+          "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz", "data/tracelens_h100_owlv2.json.gz",
+          "memory/tracelens_h100_qwen1.5-0.5b.json.gz", "host/tracelens_h100_bert-small.json.gz"]
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trace_json, "WHOLE_LIMIT", SMALL)
+    monkeypatch.setattr(trace_json, "CHUNK_BYTES", SMALL)
+
+
+@pytest.fixture
+def readers(monkeypatch: pytest.MonkeyPatch) -> list[parallel.ParallelReader]:
+    """Every parallel reader the loads below make, to look at what it did."""
+    made: list[parallel.ParallelReader] = []
+
+    class Recorded(parallel.ParallelReader):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(parallel, "ParallelReader", Recorded)
+    return made
+
+
+def load_with(path: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> Trace:
+    monkeypatch.setenv(parallel.WORKERS_ENV, str(workers))
+    return load_trace(path)
+
+
+def assert_same_trace(a: Trace, b: Trace) -> None:
+    pd.testing.assert_frame_equal(a.events, b.events)
+    for col in ("name", "tid", "dtype", "kind"):  # unordered categoricals compare equal in any order: check it
+        assert list(a.events[col].cat.categories) == list(b.events[col].cat.categories), col
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    pd.testing.assert_frame_equal(a.memory, b.memory)
+    assert (a.warnings, a.ranks, a.world_size, a.backend, a.steps_inferred, a.devices) == \
+           (b.warnings, b.ranks, b.world_size, b.backend, b.steps_inferred, b.devices)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_every_shared_trace_reads_the_same_on_workers(name: str, shared_traces: Path, small_pieces: None,
+                                                      readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = shared_traces / name
+    sequential = load_with(path, 0, monkeypatch)
+    assert not readers
+    on_workers = load_with(path, 2, monkeypatch)
+    assert_same_trace(sequential, on_workers)
+    assert readers[-1].sent > 0 and readers[-1].sequential == []
+
+
+def test_the_workers_keep_a_bounded_number_of_pieces_in_flight(shared_traces: Path, small_pieces: None,
+                                                               readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "IN_FLIGHT_BYTES", 4 * SMALL)
+    load_with(shared_traces / TRACES[0], 2, monkeypatch)
+    (reader,) = readers
+    assert reader.sent > 20  # 51 MB in 256 KiB pieces
+    assert reader.max_in_flight == 2 * 2 + 1
+
+
+def _nested_layout(path: Path) -> Path:
+    """Events one per line, and one whose args hold a list of objects written at the events' own indent: the
+    separator ``},\\n  {`` then also occurs inside an event, where a cut cannot decode."""
+    lines = [orjson.dumps(e).decode() for e in [step(1, 0, 10**6)] + [x(f"op{i}", 10 + i, 5) for i in range(8000)]]
+    odd = '{"ph": "X", "name": "nested", "ts": 50, "dur": 5, "pid": 1, "tid": 1, "args": {"list": [{"a": 1},\n  ' \
+          + ",\n  ".join('{"b": %d}' % i for i in range(60000)) + "]}}"
+    lines.insert(4000, odd)
+    path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(lines) + "\n]}")
+    return path
+
+
+def test_a_cut_inside_an_event_sends_that_file_to_the_sequential_reader(tmp_path: Path, small_pieces: None,
+                                                                        readers: list,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _nested_layout(tmp_path / "nested.json")
+    sequential = load_with(path, 0, monkeypatch)
+    on_workers = load_with(path, 2, monkeypatch)
+    assert_same_trace(sequential, on_workers)
+    assert "nested" in set(on_workers.events["name"])
+    assert readers[-1].sequential == ["nested.json: a piece did not decode at its cut"]
+
+
+def test_one_line_json_is_read_sequentially_and_the_same(tmp_path: Path, shared_traces: Path, small_pieces: None,
+                                                        readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = orjson.loads(gzip.decompress((shared_traces / TRACES[2]).read_bytes()))
+    path = tmp_path / "one_line.json"
+    path.write_bytes(orjson.dumps(doc))
+    assert_same_trace(load_with(path, 0, monkeypatch), load_with(path, 2, monkeypatch))
+    assert readers[-1].sequential == ["one_line.json: events are not one per line"]
+
+
+def _die(*args, **kwargs):
+    os._exit(3)
+
+
+def test_a_worker_that_dies_hands_the_rest_to_the_sequential_reader(shared_traces: Path, small_pieces: None,
+                                                                     readers: list,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = shared_traces / TRACES[2]
+    sequential = load_with(path, 0, monkeypatch)
+    from profilers.trace import parse_worker
+
+    monkeypatch.setattr(parse_worker, "piece", _die)  # forked workers inherit the patch and exit on their first piece
+    assert_same_trace(sequential, load_with(path, 2, monkeypatch))
+    assert readers[-1].sequential and all(s.endswith("a worker died") for s in readers[-1].sequential)
+
+
+def test_errors_are_the_sequential_readers_own(tmp_path: Path, shared_traces: Path, small_pieces: None,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    data = gzip.decompress((shared_traces / TRACES[2]).read_bytes())
+    truncated = tmp_path / "truncated.json"
+    truncated.write_bytes(data[: len(data) // 2])
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    (folder / "rank0.json").write_bytes(data)
+    (folder / "rank1.json").write_bytes(data[: len(data) // 3])
+    for path in (truncated, folder):
+        messages = []
+        for workers in (0, 2):
+            with pytest.raises(TraceError) as err:
+                load_with(path, workers, monkeypatch)
+            messages.append(str(err.value))
+        assert messages[0] == messages[1] and ("truncated" in messages[0] or "not valid JSON" in messages[0])
+
+
+def test_a_primed_reader_is_the_one_the_load_uses(shared_traces: Path, small_pieces: None, readers: list,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = shared_traces / TRACES[0]
+    sequential = load_with(path, 0, monkeypatch)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    assert parallel.prime(path)
+    assert readers[0].sent > 0  # pieces are on their way before the load starts
+    assert_same_trace(sequential, load_trace(path))
+    assert len(readers) == 1 and not parallel._PRIMED
+
+
+def test_what_is_not_primed(tmp_path: Path, shared_traces: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    small = tmp_path / "small.json"
+    small.write_bytes(orjson.dumps({"traceEvents": [step(1, 0, 10), kernel("k", 1, 2)]}))
+    assert not parallel.prime(small)  # under PRIME_MIN_BYTES: nothing to gain
+    assert not parallel.prime(shared_traces / TRACES[1])  # a folder: the load reads it on workers anyway
+    assert not parallel.prime(tmp_path / "missing.json")
+    monkeypatch.setenv(parallel.WORKERS_ENV, "1")
+    assert not parallel.prime(shared_traces / TRACES[0])
+    assert not parallel._PRIMED
+
+
+def test_no_workers_in_a_process_with_other_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    assert parallel.worker_count() == 2
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert parallel.worker_count() == 0  # forking a threaded process (the dashboard) can deadlock
+    finally:
+        stop.set()
+        t.join()
+    monkeypatch.setenv(parallel.WORKERS_ENV, "many")
+    assert parallel.worker_count() == 0
+
+
+@pytest.mark.parametrize("argv, path", [
+    (["analyze", "t.json", "--json"], "t.json"),
+    (["analyze", "--report", "out.html", "t.json.gz"], "t.json.gz"),
+    (["analyze", "--device-memory-gib", "80", "snap.pickle", "--json"], "snap.pickle"),
+    (["compare", "a.json", "b.json"], None),
+    (["optimize", "--json", "--", "train.py"], None),
+    (["analyze"], None),
+    ([], None),
+])
+def test_the_head_start_finds_analyzes_path(argv: list[str], path: str | None) -> None:
+    assert analyze_path(argv) == path
+
+
+def test_a_folder_of_whole_documents_is_read_a_file_per_worker(shared_traces: Path, readers: list,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    path = shared_traces / TRACES[1]  # 8 rank files, each small enough to be read whole
+    sequential = load_with(path, 0, monkeypatch)
+    monkeypatch.setattr(parallel, "WORKER_DOCUMENT_BYTES", 1)
+    assert_same_trace(sequential, load_with(path, 2, monkeypatch))
+    assert readers[-1].sent == 8 and readers[-1].sequential == []
