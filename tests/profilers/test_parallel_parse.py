@@ -206,3 +206,17 @@ def test_a_folder_of_whole_documents_is_read_a_file_per_worker(shared_traces: Pa
     monkeypatch.setattr(parallel, "WORKER_DOCUMENT_BYTES", 1)
     assert_same_trace(sequential, load_with(path, 2, monkeypatch))
     assert readers[-1].sent == 8 and readers[-1].sequential == []
+
+
+def test_an_event_longer_than_a_piece_is_read_by_both(tmp_path: Path, small_pieces: None, readers: list,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1 MB name (four pieces long) in a 3 MB trace: the in-process reader cuts after it (it used to search the
+    first piece for a cut forever), and the parallel one leaves that file to it."""
+    events = [step(1, 0, 10**6)] + [x(f"op{i}", 10 + i, 5) for i in range(20000)]
+    events.insert(2, x("long" * 250_000, 5, 1))
+    path = tmp_path / "long.json"
+    path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(orjson.dumps(e).decode() for e in events) + "\n]}")
+    sequential = load_with(path, 0, monkeypatch)
+    assert sequential.n_events == len(events)
+    assert_same_trace(sequential, load_with(path, 2, monkeypatch))
+    assert readers[-1].sequential == ["long.json: an event longer than a piece, or a change of layout"]
