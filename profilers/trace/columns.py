@@ -23,6 +23,7 @@ class RankColumns:
     events: pd.DataFrame
     memory: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
+    shortened: int = 0  # distinct event names longer than raw_columns.MAX_NAME_CHARS, kept shortened
 
 
 def collect(chunks: Iterable[list[Any]]) -> RankColumns:
@@ -46,7 +47,7 @@ def rank_columns(parts: list[RawColumns]) -> RankColumns:
         "correlation": raw.correlation,
         "dtype": _categorical(raw.dtype.codes, raw.dtype.uniques),
     })
-    return RankColumns(events, pd.DataFrame(raw.memory), dict(raw.dropped))
+    return RankColumns(events, pd.DataFrame(raw.memory), dict(raw.dropped), len(raw.shortened))
 
 
 def _categorical(codes: Any, uniques: list[Any]) -> pd.Categorical:

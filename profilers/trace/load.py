@@ -21,6 +21,7 @@ from profilers.errors import TraceError
 from profilers.trace.columns import concat_frames, rank_columns
 from profilers.trace.events import KINDS, DeviceInfo, Trace
 from profilers.trace.parallel import ParallelReader, RawDocument, read_documents, take_primed
+from profilers.trace.raw_columns import MAX_NAME_CHARS
 from profilers.trace.sources import TraceFile, find_trace_files
 
 _STEP = re.compile(r"ProfilerStep#(\d+)")
@@ -67,6 +68,9 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str) -> Tr
         if cols.dropped:
             detail = ", ".join(f"{n} {why}" for why, n in cols.dropped.items())
             warnings.append(f"{f.name}: dropped broken events ({detail})")
+        if cols.shortened:
+            warnings.append(f"{f.name}: {cols.shortened} event name(s) longer than {MAX_NAME_CHARS // 1024} kB "
+                            "kept shortened to their start")
         if cols.events.empty:
             raise TraceError(f"{f.name}: no usable trace events (complete 'X' events with ts and dur)")
         info = raw if isinstance(raw := doc.top.get("distributedInfo"), dict) else {}

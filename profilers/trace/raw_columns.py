@@ -9,6 +9,7 @@ vectorised. Only what analyses use is kept: complete (``ph == "X"``) events and 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,10 @@ from profilers.trace.structs import NO_ARGS, Event
 #: its event is dropped and counted like any other broken event.
 MAX_TIME_US = 2.0**62 / 1000
 OUT_OF_RANGE = "ts or ts+dur beyond ±2**62 ns"
+#: An event name longer than this is kept shortened, to its first ``MAX_NAME_CHARS`` characters and a label with
+#: its length and a hash (so two long names stay two): every name classifier scans whole names, and a 10 MB
+#: name cost seconds in each. The longest real ones (templated CUTLASS kernels) are a few kB.
+MAX_NAME_CHARS = 64 * 1024
 MEMORY_COLUMNS = ("ts_ns", "device_type", "device_id", "bytes", "total_allocated", "total_reserved")
 
 
@@ -49,6 +54,7 @@ class RawColumns:
     dtype: Interned
     memory: dict[str, np.ndarray]
     dropped: dict[str, int] = field(default_factory=dict)
+    shortened: set[str] = field(default_factory=set)  # names longer than MAX_NAME_CHARS, as kept (shortened)
 
     def __len__(self) -> int:
         return int(self.start_ns.size)
@@ -210,6 +216,7 @@ def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid:
     kind_map = np.array([KINDS.index(kind_of(c if isinstance(c, str) else None)) for c in cats.uniques], dtype=np.int8)
     kinds = kind_map[cats.codes] if idx.size else np.zeros(0, np.int8)
     names = names_all if all_kept else intern(pick(name))
+    shortened = _shorten_long_names(names)
     tids = intern(pick(tid))
     # 7 and "7" in one file are the same thread: intern on the string form.
     tid_labels, tid_inverse = np.unique(np.array([str(t) for t in tids.uniques], dtype=object), return_inverse=True)
@@ -224,7 +231,17 @@ def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid:
         tid=Interned(np.asarray(tid_codes, dtype=np.int64), list(tid_labels)), device=device, stream=stream_arr,
         correlation=_ints(pick(corr), -1),
         dtype=intern(["" if t is None else _first_dtype(t) for t in pick(itype)]),
-        memory=_memory([], dropped), dropped=dropped)
+        memory=_memory([], dropped), dropped=dropped, shortened=shortened)
+
+
+def _shorten_long_names(names: Interned) -> set[str]:
+    """Shorten, in place, the distinct names longer than ``MAX_NAME_CHARS``; the shortened names."""
+    long = [i for i, u in enumerate(names.uniques) if len(u) > MAX_NAME_CHARS]
+    for i in long:
+        full: str = names.uniques[i]
+        digest = hashlib.blake2b(full.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+        names.uniques[i] = f"{full[:MAX_NAME_CHARS]}… [{len(full)} characters, {digest}]"
+    return {names.uniques[i] for i in long}
 
 
 def _memory(rows: list[tuple[Any, ...]], dropped: dict[str, int]) -> dict[str, np.ndarray]:
@@ -275,4 +292,5 @@ def merge(parts: list[RawColumns]) -> RawColumns:
         kind=cat("kind"), name=_merge_interned([p.name for p in parts]), start_ns=cat("start_ns"),
         dur_ns=cat("dur_ns"), pid=cat("pid"), tid=_merge_interned([p.tid for p in parts]), device=cat("device"),
         stream=cat("stream"), correlation=cat("correlation"), dtype=_merge_interned([p.dtype for p in parts]),
-        memory={c: np.concatenate([p.memory[c] for p in parts]) for c in MEMORY_COLUMNS}, dropped=dropped)
+        memory={c: np.concatenate([p.memory[c] for p in parts]) for c in MEMORY_COLUMNS}, dropped=dropped,
+        shortened=set().union(*(p.shortened for p in parts)))
