@@ -2,10 +2,10 @@
 
 import sys
 
-from cli.head_start import head_start
+from cli.head_start import finish, head_start
 
 head_start(sys.argv[1:])  # analyze FILE: the parse workers start while the analysis is imported
 
 from cli.advisors import main  # noqa: E402
 
-sys.exit(main())
+finish(main, sys.argv[1:])
