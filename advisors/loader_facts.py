@@ -29,13 +29,16 @@ class LoaderFacts:
 
 def loader_facts(trace: Trace) -> LoaderFacts:
     ev = trace.events
-    names = ev["name"].astype(str)
-    sel = ev["kind"].isin(HOST_KINDS).to_numpy() & names.str.contains(kc.DATALOADER).to_numpy() \
+    # Names are matched once per distinct name (the categories), not once per event: 126k regex searches took
+    # 0.2 s of a 216k-event trace's analysis.
+    names = ev["name"].cat.categories
+    codes = ev["name"].cat.codes.to_numpy()
+    sel = ev["kind"].isin(HOST_KINDS).to_numpy() & kc.name_mask(names, kc.DATALOADER)[codes] \
         & (ev["step"].to_numpy() >= 0)
     spans = ev.loc[sel, ["rank", "start_ns", "end_ns"]]
     total = sum(Intervals.of(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)).total
                 for _, g in spans.groupby("rank"))
-    found = names[sel]
-    mode = "single_process" if found.str.contains(SINGLE_PROCESS).any() else \
-        "multi_process" if found.str.contains(MULTI_PROCESS).any() else None
+    found = [str(n) for n in names[np.unique(codes[sel])]]
+    mode = "single_process" if any(SINGLE_PROCESS in n for n in found) else \
+        "multi_process" if any(MULTI_PROCESS in n for n in found) else None
     return LoaderFacts(total_ns=int(total), mode=mode)

@@ -173,38 +173,47 @@ class ParallelReader:
         if sep is None:
             raise _Fallback("events are not one per line")
         yield "top", i, top
+        data = bytearray(buf)  # deleting a bytearray's head is O(1), and appending amortised: no copies but the pieces
         eof = False
         while True:
-            if not eof and len(buf) < 2 * json_events.CHUNK_BYTES:
+            if not eof and len(data) < 2 * json_events.CHUNK_BYTES:
                 more = stream.read(json_events.CHUNK_BYTES)
                 eof = not more
-                buf += more
-            if eof and len(buf) <= json_events.CHUNK_BYTES:
-                yield "last", i, buf
+                data += more
+            if eof and len(data) <= json_events.CHUNK_BYTES:
+                yield "last", i, bytes(data)
                 return
-            at = buf.rfind(sep, 0, json_events.CHUNK_BYTES)
+            at = data.rfind(sep, 0, json_events.CHUNK_BYTES)
             if at <= 0:  # an event longer than a chunk, or another layout: the sequential reader's cases
                 raise _Fallback("an event longer than a piece, or a change of layout")
-            yield "piece", i, buf[: at + 1]
-            buf = buf[at + len(sep) - 1 :]
+            yield "piece", i, bytes(memoryview(data)[: at + 1])
+            del data[: at + len(sep) - 1]
 
     # The consumer: submits within the window and puts results back in order.
 
     def prime(self) -> None:
-        """Fork the workers and start the first pieces (up to the window) now."""
+        """Fork the workers and send them the first pieces (up to the window) now: they decode while the caller
+        goes on (imports, say). Reading is done here, not on a thread: a thread reading while the caller imports
+        waited on the GIL for most of the imports (measured: its first piece left 0.25 s late)."""
         self._fill()
 
-    def _submit(self, kind: str, data: bytes, label: str) -> Future[Any]:
+    def _start_pool(self) -> ProcessPoolExecutor:
+        """The worker processes, forked here (in the caller's thread, before any thread of ours exists)."""
         if self._pool is None:
             # The workers' module (numpy, the column code) is imported once, here, and every forked worker
             # shares it: imported in each worker instead, it cost two workers 0.27 s of CPU on the 216k trace.
             from profilers.trace import parse_worker  # noqa: F401
 
             self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"))
+            self._pool.submit(int).result()  # a fork-context pool forks all its workers at its first task
+        return self._pool
+
+    def _submit(self, kind: str, data: bytes, label: str) -> Future[Any]:
+        pool = self._start_pool()
         self._in_flight += 1
         self.sent += 1
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
-        return self._pool.submit(_task, kind, data, label)
+        return pool.submit(_task, kind, data, label)
 
     def _fill(self) -> None:
         while not self._produced_all and self._in_flight < self._window:
