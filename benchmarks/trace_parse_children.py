@@ -22,19 +22,29 @@ def _self_rss() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _cpu_with_children() -> float:
+    """User+system CPU of this process and of its children that have exited (Stepwise's parse workers)."""
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def _child_stepwise(path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     from profilers.trace.breakdown import breakdown
     from profilers.trace.load import load_trace
+    from profilers.trace.parallel import worker_count
     t1 = time.perf_counter()
     base = _self_rss()
-    c1 = time.process_time()
+    c1 = _cpu_with_children()
     trace = load_trace(path)
     t2 = time.perf_counter()
     b = breakdown(trace)
     t3 = time.perf_counter()
-    c3 = time.process_time()
+    c3 = _cpu_with_children()  # the parse workers have exited (and been waited for) by the time the load returns
     return {"import_s": t1 - t0, "rss_after_import": base, "seconds": t3 - t1, "cpu_s": c3 - c1, "load_s": t2 - t1,
+            "parse_workers": worker_count(),
             "breakdown_s": t3 - t2, "events": int(len(trace.events)), "steps": int(b.n_steps),
             "memory_events": int(len(trace.memory)), "ranks": list(trace.ranks),
             "gpu_busy_share": b.gpu_busy_share, "shares": b.shares()}

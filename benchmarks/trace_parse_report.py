@@ -154,7 +154,7 @@ def render(results: list[InputResult], context: str = "") -> str:
     lines.append("")
     lines.append("time = wall time of the work inside a fresh child process (imports excluded); [min-max] over n "
                  "runs, run round-robin; cpu time = the same work's user+sys CPU, which other load on the machine "
-                 "moves far less; peak RSS = the child's maximum resident set (interpreter and imports included). "
+                 "moves far less (Stepwise's includes its parse worker processes', so it can exceed its time); peak RSS = the child's maximum resident set (interpreter and imports included). "
                  "'process' rows: the whole command, interpreter start to exit, timed by the parent (polled every "
                  "20 ms), cpu time from wait4; Stepwise's is `python -m advisors analyze --json` (its diagnosis "
                  "and JSON included), HTA's the smallest script doing its load + temporal breakdown.")
@@ -170,7 +170,8 @@ def render(results: list[InputResult], context: str = "") -> str:
             if kind == "stepwise":
                 lines.append(f"  Stepwise: load {d['load_s']:.3f} s + breakdown {d['breakdown_s']:.3f} s (first run); "
                              f"{d['steps']} steps, ranks {d['ranks']}; GPU busy {d['gpu_busy_share']:.1%}; "
-                             f"RSS after imports {fmt_size(d['rss_after_import'])}; imports {d['import_s']:.2f} s")
+                             f"RSS after imports {fmt_size(d['rss_after_import'])}; imports {d['import_s']:.2f} s; "
+                             f"parse workers {d.get('parse_workers', 0)} (0: read in process)")
             elif kind == "stepwise_process" and "steps" in d:
                 lines.append(f"  Stepwise analyze --json: {d['steps']} steps, ranks {d['ranks']}, bottleneck "
                              f"{d['bottleneck']}, step {d['step_time_ms']:.1f} ms (first run)")
