@@ -154,7 +154,9 @@ def render(results: list[InputResult], context: str = "") -> str:
     lines.append("")
     lines.append("time = wall time of the work inside a fresh child process (imports excluded); [min-max] over n "
                  "runs, run round-robin; cpu time = the same work's user+sys CPU, which other load on the machine "
-                 "moves far less (Stepwise's includes its parse worker processes', so it can exceed its time); peak RSS = the child's maximum resident set (interpreter and imports included). "
+                 "moves far less (Stepwise's includes its parse worker processes', so it can exceed its time); peak RSS = the child's maximum resident set (interpreter and imports included; with Stepwise's "
+                 "parse workers, the sum of their RSS and the parent's, which counts the pages a fork shares once per "
+                 "process: an upper bound). "
                  "'process' rows: the whole command, interpreter start to exit, timed by the parent (polled every "
                  "20 ms), cpu time from wait4; Stepwise's is `python -m advisors analyze --json` (its diagnosis "
                  "and JSON included), HTA's the smallest script doing its load + temporal breakdown.")

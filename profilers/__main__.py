@@ -2,6 +2,7 @@
 
 import sys
 
+from cli.head_start import finish
 from cli.profilers import main
 
-sys.exit(main())
+finish(main, sys.argv[1:])  # exits with main's code; a closed pipe (list | head) is not a traceback
