@@ -18,6 +18,8 @@ from profilers.trace.breakdown import CATEGORIES, Breakdown, breakdown
 from profilers.trace.load import load_trace
 from tests.conftest import SHARED_TRACES
 
+pytestmark = pytest.mark.real_parse  # the loader's own tests: every load parses (tests/trace_memo.py)
+
 FILES = sorted(str(p.relative_to(SHARED_TRACES)) for p in SHARED_TRACES.rglob("*.json*"))
 FOLDERS = ["communication/param_dlrm_8_ranks", "communication/hta_sampled_128_ranks"]
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
