@@ -7,8 +7,8 @@ answers, not speed, and on this 2-core machine two threads spin against each oth
 about half the CPU time with one (measured: benchmarks/results/test-lane-2026-11-23.md). Runs the tests start in subprocesses keep torch's default (the slow tests' margins
 were measured with it).
 
-Each real trace under ../shared/traces is parsed once per session (:mod:`tests.trace_memo`); tests marked
-``real_parse`` parse every load."""
+Each real trace under ../shared/traces is parsed, and its breakdown computed, once per session
+(:mod:`tests.trace_memo`); tests marked ``real_parse`` parse every load and compute every breakdown."""
 
 from __future__ import annotations
 
@@ -33,24 +33,28 @@ _MEMO: list[TraceMemo] = []  # the session's memo, while installed
 def pytest_configure(config: pytest.Config) -> None:
     import torch
 
-    from profilers.trace import load
+    from profilers.trace import breakdown, load
 
     torch.set_num_threads(int(os.environ.get("STEPWISE_TEST_TORCH_THREADS", "1")))
-    # load_trace and every other reader call this module attribute, so replacing it covers them all.
-    _MEMO.append(TraceMemo(SHARED_TRACES, load.load_trace_files))
+    # load_trace and every other reader call this module attribute, so replacing it covers them all; the
+    # modules that import ``breakdown`` by name are imported after this (by the test modules).
+    _MEMO.append(TraceMemo(SHARED_TRACES, load.load_trace_files, breakdown.breakdown))
     load.load_trace_files = _MEMO[0].load
+    breakdown.breakdown = _MEMO[0].breakdown
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from profilers.trace import load
+    from profilers.trace import breakdown, load
 
     if _MEMO:
-        load.load_trace_files = _MEMO.pop().parse
+        memo = _MEMO.pop()
+        load.load_trace_files, breakdown.breakdown = memo.parse, memo.compute
 
 
 @pytest.fixture(autouse=True)
 def _real_parse_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Tests marked ``real_parse`` (the loader's own) parse every trace they load, shared ones included."""
+    """Tests marked ``real_parse`` (the loader's own) parse every trace they load, shared ones included, and
+    compute every breakdown."""
     memo = _MEMO[0] if _MEMO else None
     if memo is None or request.node.get_closest_marker("real_parse") is None:
         yield

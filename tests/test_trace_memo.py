@@ -1,5 +1,6 @@
-"""The tests' shared-trace memo (tests/trace_memo.py): a memoised load is the trace a fresh parse gives, each
-caller's copy is its own, and only the read-only shared folder is memoised."""
+"""The tests' shared-trace memo (tests/trace_memo.py): a memoised load is the trace a fresh parse gives and a
+memoised breakdown the one computed afresh, each caller's copy is its own, a copy a test changed gets its own
+breakdown, and only the read-only shared folder is memoised."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.events import Trace
 from profilers.trace.load import load_trace
 from profilers.trace.sources import find_trace_files
@@ -23,8 +25,8 @@ def fresh(memo: TraceMemo, path: Path) -> Trace:
     return memo.parse(find_trace_files(path), str(path))
 
 
-def assert_same_trace(got: Trace, want: Trace) -> None:
-    for f in fields(Trace):
+def assert_same(got: Trace | Breakdown, want: Trace | Breakdown) -> None:
+    for f in fields(want):
         a, b = getattr(got, f.name), getattr(want, f.name)
         if isinstance(b, pd.DataFrame):
             pd.testing.assert_frame_equal(a, b, check_exact=True)
@@ -39,8 +41,8 @@ def test_a_memoised_load_equals_a_fresh_parse(rel: str, shared_traces: Path, tra
     assert trace_memo.key(find_trace_files(path), str(path)) in trace_memo.traces
     assert first is not second and first.events is not second.events
     want = fresh(trace_memo, path)
-    assert_same_trace(first, want)
-    assert_same_trace(second, want)
+    assert_same(first, want)
+    assert_same(second, want)
 
 
 def test_the_source_is_the_callers_path(shared_traces: Path, trace_memo: TraceMemo):
@@ -57,7 +59,7 @@ def test_a_change_to_ones_copy_reaches_no_other(shared_traces: Path, trace_memo:
     mine.events["extra"] = 1
     mine.steps.loc[:, "end_ns"] = 0
     mine.memory["bytes"] = 0
-    assert_same_trace(load_trace(path), fresh(trace_memo, path))
+    assert_same(load_trace(path), fresh(trace_memo, path))
 
 
 def test_other_paths_are_parsed_on_every_load(tmp_path: Path, trace_memo: TraceMemo):
@@ -72,7 +74,43 @@ def test_other_paths_are_parsed_on_every_load(tmp_path: Path, trace_memo: TraceM
 @pytest.mark.real_parse
 def test_real_parse_tests_bypass_the_memo(shared_traces: Path, trace_memo: TraceMemo):
     path = shared_traces / "edge/hta_no_rank_info.json.gz"
-    hits, kept = trace_memo.hits, dict(trace_memo.traces)
+    hits, kept, computed = trace_memo.hits, dict(trace_memo.traces), dict(trace_memo.breakdowns)
     assert load_trace(path).ranks == (0,)
-    assert load_trace(path).ranks == (0,)
-    assert (trace_memo.hits, trace_memo.traces) == (hits, kept)
+    assert breakdown(load_trace(path)).ranks == (0,)
+    assert (trace_memo.hits, trace_memo.traces, trace_memo.breakdowns) == (hits, kept, computed)
+
+
+@pytest.mark.parametrize("rel", SHARED)
+def test_a_memoised_breakdown_equals_a_fresh_one(rel: str, shared_traces: Path, trace_memo: TraceMemo):
+    path = shared_traces / rel
+    first, second = breakdown(load_trace(path)), breakdown(load_trace(path))
+    assert trace_memo.key(find_trace_files(path), str(path)) in trace_memo.breakdowns
+    assert first is not second and first.per_step is not second.per_step
+    want = trace_memo.compute(fresh(trace_memo, path))
+    assert_same(first, want)
+    assert_same(second, want)
+
+
+def test_a_changed_copy_gets_its_own_breakdown(shared_traces: Path, trace_memo: TraceMemo):
+    path = shared_traces / SHARED[0]
+    mine = load_trace(path)
+    want = trace_memo.compute(mine)
+    assert_same(breakdown(mine), want)
+    kernels = mine.events["kind"] == "kernel"
+    mine.events.loc[kernels, "end_ns"] = mine.events.loc[kernels, "start_ns"]
+    changed = breakdown(mine)
+    assert changed.gpu_busy_ns < want.gpu_busy_ns
+    assert_same(changed, trace_memo.compute(mine))
+    outside = load_trace(path)
+    outside.events["step"] = -1  # a whole column replaced: no event inside a step
+    assert breakdown(outside).kernels.empty and not want.kernels.empty
+    assert_same(breakdown(outside), trace_memo.compute(outside))
+    assert_same(breakdown(load_trace(path)), want)
+
+
+def test_a_change_to_ones_breakdown_reaches_no_other(shared_traces: Path, trace_memo: TraceMemo):
+    path = shared_traces / SHARED[0]
+    mine = breakdown(load_trace(path))
+    mine.per_step["step_ns"] = 0
+    mine.kernel_class_ns.clear()
+    assert_same(breakdown(load_trace(path)), trace_memo.compute(fresh(trace_memo, path)))

@@ -7,33 +7,43 @@ observation, ``reports.analysis``, the in-process command line, the dashboard's 
 objects over the same column arrays (pandas copy-on-write), so a test that changes its trace's tables changes
 only its own copy. Any other path (a test's own files, an upload copied into a run store) is parsed as before.
 
-Tests marked ``real_parse`` (the loader's own tests) bypass the memo: every load there parses the bytes.
-``tests/test_trace_memo.py`` checks that a memoised load equals a fresh one.
+The breakdown of such a copy is kept too (``breakdown`` stands in for ``profilers.trace.breakdown.breakdown``),
+while the copy's tables still hold the very arrays they were handed out with: a copy a test changed (a new
+column, an edited cell, a sort: copy-on-write gives it new arrays) gets a breakdown computed from it.
+
+Tests marked ``real_parse`` (the loader's own tests) bypass the memo: every load there parses the bytes and
+every breakdown is computed. ``tests/test_trace_memo.py`` checks that a memoised load and breakdown equal
+fresh ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 
+from profilers.trace.breakdown import Breakdown
 from profilers.trace.events import Trace
 from profilers.trace.sources import TraceFile
 
 Parse = Callable[[list[TraceFile], str], Trace]
+Compute = Callable[[Trace], Breakdown]
 Key = tuple[Path, tuple[tuple[str, int | None], ...]]
+Arrays = tuple[tuple[Any, ...], ...]
 
 
 class TraceMemo:
     """``load(files, source)`` with the signature of ``load_trace_files``; ``parse`` is the real one."""
 
-    def __init__(self, root: Path, parse: Parse) -> None:
+    def __init__(self, root: Path, parse: Parse, compute: Compute) -> None:
         self.root = root.resolve()
-        self.parse = parse
-        self.bypass = False  # True: parse every load (the loader's own tests)
+        self.parse, self.compute = parse, compute
+        self.bypass = False  # True: parse every load, compute every breakdown (the loader's own tests)
         self.traces: dict[Key, Trace] = {}
+        self.breakdowns: dict[Key, Breakdown] = {}
+        self.handed: dict[int, tuple[Trace, Key, Arrays]] = {}  # id(copy): the copy (kept alive), its key, arrays
         self.hits = 0
 
     def key(self, files: list[TraceFile], source: str) -> Key | None:
@@ -55,12 +65,48 @@ class TraceMemo:
             kept = self.traces[key] = self.parse(files, source)
         else:
             self.hits += 1
-        return own_copy(kept, source)
+        mine = own_copy(kept, source)
+        self.handed[id(mine)] = (mine, key, arrays_of(mine))
+        return mine
+
+    def breakdown(self, trace: Trace) -> Breakdown:
+        handed = None if self.bypass else self.handed.get(id(trace))
+        if handed is None or handed[0] is not trace or arrays_of(trace) != handed[2]:
+            return self.compute(trace)
+        key = handed[1]
+        kept = self.breakdowns.get(key)
+        if kept is None:
+            kept = self.breakdowns[key] = self.compute(trace)
+        return replace(kept, **{f.name: own_value(getattr(kept, f.name)) for f in fields(Breakdown)})
 
 
 # pandas 3 is always copy-on-write: a shallow copy's changes never reach the original. Older pandas (the
 # requirements allow 2.2) shares the arrays of a shallow copy, so there each caller gets a deep one.
 SHALLOW = int(pd.__version__.split(".")[0]) >= 3
+
+
+def own_value(v: Any) -> Any:
+    """``v`` as one caller's own: a DataFrame or dict copied, anything else (frozen) as it is."""
+    if isinstance(v, pd.DataFrame):
+        return v.copy(deep=not SHALLOW)
+    return dict(v) if isinstance(v, dict) else v
+
+
+def arrays_of(trace: Trace) -> Arrays:
+    """What a Trace's tables hold: per table its row labels and, per column, the name, dtype and the address
+    of its data (a categorical's codes). Copy-on-write gives a changed column a new array, so a copy that
+    still has the addresses it was handed out with holds the same data."""
+    out: list[tuple[Any, ...]] = []
+    for df in (trace.events, trace.steps, trace.memory):
+        rows = df.index
+        cols: list[Any] = [(rows.start, rows.stop, rows.step) if isinstance(rows, pd.RangeIndex) else object()]
+        for name in df.columns:
+            col = df[name]
+            values = col.cat.codes.to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy()
+            # Object arrays are built anew by to_numpy: such a column never matches, so nothing is kept.
+            cols.append((name, col.dtype, object() if values.dtype == object else values.__array_interface__["data"][0]))
+        out.append(tuple(cols))
+    return tuple(out)
 
 
 def own_copy(trace: Trace, source: str) -> Trace:
