@@ -12,6 +12,7 @@ Each real trace under ../shared/traces is parsed, and its breakdown computed, on
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 from typing import Iterator
@@ -41,6 +42,13 @@ def pytest_configure(config: pytest.Config) -> None:
     _MEMO.append(TraceMemo(SHARED_TRACES, load.load_trace_files, breakdown.breakdown))
     load.load_trace_files = _MEMO[0].load
     breakdown.breakdown = _MEMO[0].breakdown
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Collection imported torch, pandas, Streamlit, plotly...: millions of long-lived objects that every full
+    # cyclic-GC pass would walk again. Frozen, the passes during the tests look only at what the tests make.
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
