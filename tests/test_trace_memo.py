@@ -114,3 +114,21 @@ def test_a_change_to_ones_breakdown_reaches_no_other(shared_traces: Path, trace_
     mine.per_step["step_ns"] = 0
     mine.kernel_class_ns.clear()
     assert_same(breakdown(load_trace(path)), trace_memo.compute(fresh(trace_memo, path)))
+
+
+def test_a_byte_for_byte_copy_is_the_shared_trace_an_edited_one_is_parsed(shared_traces: Path, tmp_path: Path,
+                                                                           trace_memo: TraceMemo):
+    src = shared_traces / "edge/kineto_old_schema_gpu_metrics.json"
+    copy = tmp_path / src.name
+    copy.write_bytes(src.read_bytes())
+    assert trace_memo.key(find_trace_files(copy), str(copy)) == trace_memo.key(find_trace_files(src), str(src))
+    hits = trace_memo.hits
+    load_trace(src)
+    mine = load_trace(copy)
+    assert trace_memo.hits > hits and mine.source == str(copy)
+    assert_same(mine, fresh(trace_memo, copy))
+    copy.write_bytes(src.read_bytes() + b"\n")
+    assert trace_memo.key(find_trace_files(copy), str(copy)) is None
+    hits = trace_memo.hits
+    assert_same(load_trace(copy), fresh(trace_memo, copy))
+    assert trace_memo.hits == hits

@@ -5,7 +5,8 @@ The shared folder is read only, so a file's bytes never change during a run: :cl
 observation, ``reports.analysis``, the in-process command line, the dashboard's services) and keeps the
 :class:`~profilers.trace.events.Trace` of a shared path. Each caller gets its own shallow copy: new DataFrame
 objects over the same column arrays (pandas copy-on-write), so a test that changes its trace's tables changes
-only its own copy. Any other path (a test's own files, an upload copied into a run store) is parsed as before.
+only its own copy. A file with the very bytes of a shared one (an upload copied into a test's run store) is
+the same trace, read from its own path. Any other path (a test's own files) is parsed as before.
 
 The breakdown of such a copy is kept too (``breakdown`` stands in for ``profilers.trace.breakdown.breakdown``),
 while the copy's tables still hold the very arrays they were handed out with: a copy a test changed (a new
@@ -18,6 +19,7 @@ fresh ones.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -44,17 +46,33 @@ class TraceMemo:
         self.traces: dict[Key, Trace] = {}
         self.breakdowns: dict[Key, Breakdown] = {}
         self.handed: dict[int, tuple[Trace, Key, Arrays]] = {}  # id(copy): the copy (kept alive), its key, arrays
+        self.sizes: dict[int, list[Path]] = {}  # the shared files by size
+        self.digests: dict[Path, bytes] = {}
         self.hits = 0
 
     def key(self, files: list[TraceFile], source: str) -> Key | None:
-        """The memo key of a load from the shared folder (its path and the rank files read), else None."""
+        """The memo key of a load from the shared folder, or of a file byte for byte one of it (an upload
+        copied into a test's run store): the shared path and the rank files read. Else None."""
         try:
             path = Path(source).resolve()
+            shared = path if path.is_relative_to(self.root) else self.shared_twin(path)
         except (OSError, RuntimeError, ValueError):
             return None
-        if not path.is_relative_to(self.root):
+        return None if shared is None else (shared, tuple((f.name, f.rank_hint) for f in files))
+
+    def shared_twin(self, path: Path) -> Path | None:
+        """The shared file with exactly the bytes of the file ``path``, if there is one."""
+        if not path.is_file():
             return None
-        return path, tuple((f.name, f.rank_hint) for f in files)
+        if not self.sizes:
+            for p in sorted(self.root.rglob("*")):
+                if p.is_file():
+                    self.sizes.setdefault(p.stat().st_size, []).append(p)
+        same_size = self.sizes.get(path.stat().st_size, [])
+        if not same_size:
+            return None
+        digest = _digest(path)
+        return next((p for p in same_size if self.digests.setdefault(p, _digest(p)) == digest), None)
 
     def load(self, files: list[TraceFile], source: str) -> Trace:
         key = None if self.bypass else self.key(files, source)
@@ -78,6 +96,10 @@ class TraceMemo:
         if kept is None:
             kept = self.breakdowns[key] = self.compute(trace)
         return replace(kept, **{f.name: own_value(getattr(kept, f.name)) for f in fields(Breakdown)})
+
+
+def _digest(path: Path) -> bytes:
+    return hashlib.sha256(path.read_bytes()).digest()
 
 
 # pandas 3 is always copy-on-write: a shallow copy's changes never reach the original. Older pandas (the
