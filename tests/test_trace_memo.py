@@ -18,7 +18,7 @@ from profilers.trace.sources import find_trace_files
 from tests.trace_factory import step, write, x
 from tests.trace_memo import TraceMemo
 
-SHARED = ["compute/kineto_resnet50_num_workers_4.pt.trace.json.gz", "communication/param_dlrm_8_ranks"]
+SHARED = ["host/tracelens_h100_bert-small.json.gz", "communication/param_dlrm_8_ranks"]  # small: parsed afresh here
 
 
 def fresh(memo: TraceMemo, path: Path) -> Trace:
