@@ -126,7 +126,8 @@ def arrays_of(trace: Trace) -> Arrays:
             col = df[name]
             values = col.cat.codes.to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy()
             # Object arrays are built anew by to_numpy: such a column never matches, so nothing is kept.
-            cols.append((name, col.dtype, object() if values.dtype == object else values.__array_interface__["data"][0]))
+            address = object() if values.dtype == object else values.__array_interface__["data"][0]
+            cols.append((name, col.dtype, address))
         out.append(tuple(cols))
     return tuple(out)
 

@@ -1,8 +1,9 @@
 """AppTest fixtures: every test gets its own run store (``STEPWISE_HOME``) and a fresh Streamlit cache.
 
 Each ``AppTest.run`` of a new AppTest scans every installed distribution's metadata for Streamlit components
-(``streamlit.components.v2.manifest_scanner``): ~0.1 s CPU, 56 times in the fast lane. The installed packages
-do not change during a test session, so the scan runs once per session and each AppTest gets its answer."""
+(``streamlit.components.v2.manifest_scanner``), 56 times in the fast lane (benchmarks/results/test-lane-2026-11-23.md).
+The installed packages do not change during a test session, so the scan runs once per session and each AppTest
+gets its answer."""
 
 from __future__ import annotations
 

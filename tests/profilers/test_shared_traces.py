@@ -31,8 +31,8 @@ HOST_STEP_CATS = {"cpu_op", "user_annotation", "operator"}
 def _events(path: Path) -> tuple[dict, ...]:
     raw = path.read_bytes()
     # Plain json builds millions of small dicts with no cycles: with the cyclic GC on, its passes over the
-    # test process's large heap took most of the time (4.4 s of json.loads over these files, 1.6 s without).
-    # Frozen, later passes never walk them again either; they are freed as usual when the caches drop them.
+    # test process's large heap took most of the time (benchmarks/results/test-lane-2026-11-23.md). Frozen,
+    # later passes never walk them again either; they are freed as usual when the caches drop them.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
