@@ -5,15 +5,22 @@ unrelated commit red). ``HYPOTHESIS_PROFILE=explore`` fuzzes with fresh randomne
 Torch runs one intra-op thread in the test process (``STEPWISE_TEST_TORCH_THREADS`` changes it): the tests check
 answers, not speed, and on this 2-core machine two threads spin against each other and against other jobs —
 about half the CPU time with one (measured: benchmarks/results/test-lane-2026-11-23.md). Runs the tests start in subprocesses keep torch's default (the slow tests' margins
-were measured with it)."""
+were measured with it).
+
+Each real trace under ../shared/traces is parsed, and its breakdown computed, once per session
+(:mod:`tests.trace_memo`); tests marked ``real_parse`` parse every load and compute every breakdown."""
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from hypothesis import settings
+
+from tests.trace_memo import TraceMemo
 
 settings.register_profile("gate", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
@@ -21,12 +28,57 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = (REPO.parent / "shared" / "traces").resolve()
+_MEMO: list[TraceMemo] = []  # the session's memo, while installed
 
 
 def pytest_configure(config: pytest.Config) -> None:
     import torch
 
+    from profilers.trace import breakdown, load
+
     torch.set_num_threads(int(os.environ.get("STEPWISE_TEST_TORCH_THREADS", "1")))
+    # load_trace and every other reader call this module attribute, so replacing it covers them all; the
+    # modules that import ``breakdown`` by name are imported after this (by the test modules).
+    _MEMO.append(TraceMemo(SHARED_TRACES, load.load_trace_files, breakdown.breakdown))
+    load.load_trace_files = _MEMO[0].load
+    breakdown.breakdown = _MEMO[0].breakdown
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Collection imported torch, pandas, Streamlit, plotly...: millions of long-lived objects that every full
+    # cyclic-GC pass would walk again. Frozen, the passes during the tests look only at what the tests make.
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from profilers.trace import breakdown, load
+
+    if _MEMO:
+        memo = _MEMO.pop()
+        load.load_trace_files, breakdown.breakdown = memo.parse, memo.compute
+
+
+@pytest.fixture(autouse=True)
+def _real_parse_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests marked ``real_parse`` (the loader's own) parse every trace they load, shared ones included, and
+    compute every breakdown."""
+    memo = _MEMO[0] if _MEMO else None
+    if memo is None or request.node.get_closest_marker("real_parse") is None:
+        yield
+        return
+    memo.bypass = True
+    try:
+        yield
+    finally:
+        memo.bypass = False
+
+
+@pytest.fixture()
+def trace_memo() -> TraceMemo:
+    """The session's shared-trace memo (for the tests of the memo itself)."""
+    assert _MEMO, "the trace memo is installed in pytest_configure"
+    return _MEMO[0]
 
 
 @pytest.fixture(scope="session")

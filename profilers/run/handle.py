@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import psutil
 
@@ -36,10 +36,12 @@ _TORCHRUN_KILLED = re.compile(r"Signal \d+ \((SIGKILL|SIGTERM|SIGINT|SIGHUP)\) r
 class RunHandle:
     """A run in progress. ``poll``/``progress``/``cancel`` never block; ``wait`` returns the stored result."""
 
-    def __init__(self, store: RunStore, run_id: str, hang_timeout_s: float | None = None) -> None:
+    def __init__(self, store: RunStore, run_id: str, hang_timeout_s: float | None = None,
+                 hang_clock: Callable[[], float] = time.monotonic) -> None:
         self.store, self.run_id = store, run_id
         self.run_dir: Path = store.path(run_id)
         self._hang_timeout_s = hang_timeout_s
+        self._hang_clock = hang_clock  # what the hang backstop measures "no step for so long" on (tests: a fake)
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._result: RunResult | None = None
@@ -106,7 +108,7 @@ class RunHandle:
     def _watch(self) -> None:
         assert self._proc is not None
         pid = self._proc.pid
-        last_step, last_change = None, time.monotonic()
+        last_step, last_change = None, self._hang_clock()
         code: int | None
         try:
             # WNOWAIT: the finished leader stays a zombie, so its process group cannot be reused while we
@@ -117,9 +119,9 @@ class RunHandle:
                     self._signal_tree(signal.SIGKILL, by_environment=False)
                 step = (self.progress() or {}).get("step")
                 if step != last_step:
-                    last_step, last_change = step, time.monotonic()
+                    last_step, last_change = step, self._hang_clock()
                 elif (self._hang_timeout_s is not None and last_step is not None
-                      and time.monotonic() - last_change > self._hang_timeout_s):
+                      and self._hang_clock() - last_change > self._hang_timeout_s):
                     self.cancel(f"stopped by the runner: no step finished for {self._hang_timeout_s:g} s")
                 time.sleep(TICK_S)
             self._signal_tree(signal.SIGKILL)
@@ -185,9 +187,10 @@ class RunHandle:
 
 
 def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[str, str] | None = None,
-          hang_timeout_s: float | None = None, cwd: str | None = None) -> RunHandle:
+          hang_timeout_s: float | None = None, cwd: str | None = None,
+          hang_clock: Callable[[], float] = time.monotonic) -> RunHandle:
     """Start ``command`` (in ``cwd``, default ours) for the stored run ``run_id`` and return its handle."""
-    handle = RunHandle(store, run_id, hang_timeout_s)
+    handle = RunHandle(store, run_id, hang_timeout_s, hang_clock)
     handle._launch(command, extra_env, cwd)
     return handle
 

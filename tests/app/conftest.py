@@ -1,12 +1,18 @@
-"""AppTest fixtures: every test gets its own run store (``STEPWISE_HOME``) and a fresh Streamlit cache."""
+"""AppTest fixtures: every test gets its own run store (``STEPWISE_HOME``) and a fresh Streamlit cache.
+
+Each ``AppTest.run`` of a new AppTest scans every installed distribution's metadata for Streamlit components
+(``streamlit.components.v2.manifest_scanner``), 56 times in the fast lane (benchmarks/results/test-lane-2026-11-23.md).
+The installed packages do not change during a test session, so the scan runs once per session and each AppTest
+gets its answer."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 import streamlit as st
+from streamlit.components.v2 import manifest_scanner
 from streamlit.testing.v1 import AppTest
 
 from profilers.store.runs import RunStore
@@ -14,6 +20,21 @@ from profilers.store.runs import RunStore
 REPO = Path(__file__).resolve().parents[2]
 MAIN = str(REPO / "app" / "main.py")
 TIMEOUT_S = 90
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _components_scanned_once() -> Iterator[None]:
+    scan = manifest_scanner.scan_component_manifests
+    found: list[Any] = []
+
+    def scanned_once(max_workers: int | None = None) -> list[Any]:
+        if not found:
+            found.append(scan(max_workers))
+        return list(found[0])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(manifest_scanner, "scan_component_manifests", scanned_once)
+        yield
 
 
 @pytest.fixture()

@@ -18,6 +18,8 @@ from profilers.errors import TraceError
 from profilers.trace.load import load_trace
 from tests.trace_factory import memory, step, write, x
 
+pytestmark = pytest.mark.real_parse  # the loader's own tests: every load parses (tests/trace_memo.py)
+
 GOOD = [step(1, 0, 100), x("aten::mm", 5, 10)]
 
 

@@ -19,6 +19,8 @@ from profilers.errors import TraceError
 from profilers.trace.load import load_trace
 from tests.trace_factory import kernel, step, write, x
 
+pytestmark = pytest.mark.real_parse  # the loader's own tests: every load parses (tests/trace_memo.py)
+
 
 def small_trace(rank: int | None = None) -> dict:
     top = {"distributedInfo": {"rank": rank, "world_size": 2}} if rank is not None else {}

@@ -16,7 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import psutil
 import pytest
@@ -29,6 +29,7 @@ from profilers.run.records import RunStatus
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
+from tests.fake_clock import FakeClock
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 120.0  # generous upper bound for a tiny run on a loaded 2-core machine (not a timing assertion)
@@ -70,13 +71,14 @@ def _stop_what_a_failed_test_left() -> Iterator[None]:
         handle.join(WAIT_S)
 
 
-def _fake(tmp_path: Path, mode: str, hang_timeout_s: float | None = None) -> tuple[RunStore, RunHandle]:
+def _fake(tmp_path: Path, mode: str, hang_timeout_s: float | None = None,
+          hang_clock: Callable[[], float] = time.monotonic) -> tuple[RunStore, RunHandle]:
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER)
     store = RunStore(tmp_path / "store")
     record = store.create("run", f"fake-{mode}", spec={"workload": "fake"})
     handle = spawn(store, record.run_id, [sys.executable, str(script), record.run_dir, mode],
-                   hang_timeout_s=hang_timeout_s)
+                   hang_timeout_s=hang_timeout_s, hang_clock=hang_clock)
     _STARTED.append(handle)
     return store, handle
 
@@ -143,7 +145,17 @@ def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None
 
 
 def test_runner_backstop_stops_a_hung_run(tmp_path: Path) -> None:
-    store, handle = _fake(tmp_path, "hang", hang_timeout_s=3.0)
+    # The backstop's time is a fake clock that moves only once the worker has written its last step: it
+    # cannot fire while steps still come, and the test need not wait 3 s of wall time for it.
+    clock = FakeClock()
+    store, handle = _fake(tmp_path, "hang", hang_timeout_s=3.0, hang_clock=clock.monotonic)
+    _wait_for_step(handle, 3)
+    deadline = time.monotonic() + WAIT_S
+    while handle.poll() is RunStatus.RUNNING:
+        assert time.monotonic() < deadline, "the backstop never stopped the hung run"
+        clock.advance(0.5)
+        time.sleep(0.05)
+    assert clock.elapsed() > 3.0
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and "no step finished" in (result.error or "")
     assert result.steps_done == 3

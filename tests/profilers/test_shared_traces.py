@@ -7,6 +7,7 @@ its breakdown are computed once per module and shared, read only, then dropped w
 from __future__ import annotations
 
 import functools
+import gc
 import gzip
 import json
 import statistics
@@ -18,6 +19,8 @@ from profilers.trace.breakdown import CATEGORIES, Breakdown, breakdown
 from profilers.trace.load import load_trace
 from tests.conftest import SHARED_TRACES
 
+pytestmark = pytest.mark.real_parse  # the loader's own tests: every load parses (tests/trace_memo.py)
+
 FILES = sorted(str(p.relative_to(SHARED_TRACES)) for p in SHARED_TRACES.rglob("*.json*"))
 FOLDERS = ["communication/param_dlrm_8_ranks", "communication/hta_sampled_128_ranks"]
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
@@ -27,7 +30,17 @@ HOST_STEP_CATS = {"cpu_op", "user_annotation", "operator"}
 @functools.lru_cache(maxsize=None)
 def _events(path: Path) -> tuple[dict, ...]:
     raw = path.read_bytes()
-    doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    # Plain json builds millions of small dicts with no cycles: with the cyclic GC on, its passes over the
+    # test process's large heap took most of the time (benchmarks/results/test-lane-2026-11-23.md). Frozen,
+    # later passes never walk them again either; they are freed as usual when the caches drop them.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        gc.freeze()
+    finally:
+        if was_enabled:
+            gc.enable()
     return tuple(e for e in doc["traceEvents"] if e.get("ph") == "X")
 
 
@@ -40,6 +53,7 @@ def _breakdown(path: Path) -> Breakdown:
 def _each_file_parsed_once():
     yield
     _events.cache_clear()
+    _per_step.cache_clear()
     _breakdown.cache_clear()
 
 
@@ -70,20 +84,27 @@ def _steps(ev: list[dict]) -> dict[int, tuple[float, float]]:
     return steps
 
 
+@functools.lru_cache(maxsize=None)
+def _per_step(path: Path) -> tuple[tuple[int, float, float, float], ...]:
+    """One file's steps: ``(id, span, GPU busy, DataLoader)`` each (a rank file is read once per module, alone
+    and as part of its folder)."""
+    ev = _events(path)
+    gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev if str(e.get("cat", "")).lower() in GPU_CATS]
+    loader = [(e["ts"], e["ts"] + e["dur"]) for e in ev if "dataloader" in e["name"].lower()]
+    return tuple((n, hi - lo, _union_len(gpu, lo, hi), _union_len(loader, lo, hi))
+                 for n, (lo, hi) in _steps(ev).items())
+
+
 def independent(paths: list[Path]) -> dict:
     """Step spans, GPU busy share and raw DataLoader share, per the MANIFEST's method."""
     step_ids, step_durs, busy, dl, total = set(), [], 0.0, 0.0, 0.0
     for path in paths:
-        ev = _events(path)
-        steps = _steps(ev)
-        gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev if str(e.get("cat", "")).lower() in GPU_CATS]
-        loader = [(e["ts"], e["ts"] + e["dur"]) for e in ev if "dataloader" in e["name"].lower()]
-        for n, (lo, hi) in steps.items():
+        for n, span, gpu_busy, loader in _per_step(path):
             step_ids.add(n)
-            step_durs.append(hi - lo)
-            busy += _union_len(gpu, lo, hi)
-            dl += _union_len(loader, lo, hi)
-            total += hi - lo
+            step_durs.append(span)
+            busy += gpu_busy
+            dl += loader
+            total += span
     return {"steps": len(step_ids), "median_ms": statistics.median(step_durs) / 1000,
             "busy": busy / total, "dataloader_raw": dl / total}
 
