@@ -34,6 +34,11 @@ _MEMO: list[TraceMemo] = []  # the session's memo, while installed
 def pytest_configure(config: pytest.Config) -> None:
     import torch
 
+    # Traces are read in this process unless a test is about the parallel reader (tests/profilers/
+    # test_parallel_parse.py, the quick command line's test set STEPWISE_PARSE_WORKERS themselves): forking the
+    # test process (torch loaded) for each streamed trace cost the fast lane ~7 s of system time.
+    os.environ.setdefault("STEPWISE_PARSE_WORKERS", "0")
+
     from profilers.trace import breakdown, load
 
     torch.set_num_threads(int(os.environ.get("STEPWISE_TEST_TORCH_THREADS", "1")))

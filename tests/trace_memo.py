@@ -28,16 +28,17 @@ import pandas as pd
 
 from profilers.trace.breakdown import Breakdown
 from profilers.trace.events import Trace
+from profilers.trace.parallel import ParallelReader
 from profilers.trace.sources import TraceFile
 
-Parse = Callable[[list[TraceFile], str], Trace]
+Parse = Callable[[list[TraceFile], str, ParallelReader | None], Trace]
 Compute = Callable[[Trace], Breakdown]
 Key = tuple[Path, tuple[tuple[str, int | None], ...]]
 Arrays = tuple[tuple[Any, ...], ...]
 
 
 class TraceMemo:
-    """``load(files, source)`` with the signature of ``load_trace_files``; ``parse`` is the real one."""
+    """``load(files, source, reader)`` with the signature of ``load_trace_files``; ``parse`` is the real one."""
 
     def __init__(self, root: Path, parse: Parse, compute: Compute) -> None:
         self.root = root.resolve()
@@ -74,15 +75,17 @@ class TraceMemo:
         digest = _digest(path)
         return next((p for p in same_size if self.digests.setdefault(p, _digest(p)) == digest), None)
 
-    def load(self, files: list[TraceFile], source: str) -> Trace:
+    def load(self, files: list[TraceFile], source: str, reader: ParallelReader | None = None) -> Trace:
         key = None if self.bypass else self.key(files, source)
         if key is None:
-            return self.parse(files, source)
+            return self.parse(files, source, reader)
         kept = self.traces.get(key)
         if kept is None:
-            kept = self.traces[key] = self.parse(files, source)
+            kept = self.traces[key] = self.parse(files, source, reader)
         else:
             self.hits += 1
+            if reader is not None:  # a reader already started for this load (parallel.prime): not needed
+                reader.close()
         mine = own_copy(kept, source)
         self.handed[id(mine)] = (mine, key, arrays_of(mine))
         return mine

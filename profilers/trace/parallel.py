@@ -231,9 +231,14 @@ class ParallelReader:
         try:
             yield from self._documents()
         finally:
-            self._items.close()
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
+            self.close()
+
+    def close(self) -> None:
+        """Stop reading and let the workers go (what is in flight is dropped)."""
+        self._items.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def _documents(self) -> Iterator[tuple[TraceFile, RawDocument]]:
         done = 0  # files handed out so far
@@ -329,8 +334,7 @@ def take_primed(path: str | os.PathLike[str], files: list[TraceFile]) -> Paralle
     """The reader :func:`prime` started for this path, if it reads the same files."""
     reader = _PRIMED.pop(_key(Path(path)), None)
     if reader is not None and [f.name for f in reader.files] != [f.name for f in files]:
-        for _ in reader.documents():  # not the same input after all: finish and drop it
-            pass
+        reader.close()  # not the same input after all
         return None
     return reader
 

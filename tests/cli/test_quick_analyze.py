@@ -69,8 +69,10 @@ def test_the_top_level_help_still_lists_every_subcommand(capsys) -> None:
 
 
 @pytest.mark.parametrize("name, workers", [("communication/hta_v100_2rank_216k_events.json.gz", "2"),
-                                           ("communication/hta_v100_2rank_216k_events.json.gz", "0"),
-                                           ("communication/param_dlrm_8_ranks", "2")])
+                                           pytest.param("communication/hta_v100_2rank_216k_events.json.gz", "0",
+                                                        marks=pytest.mark.slow),
+                                           pytest.param("communication/param_dlrm_8_ranks", "2",
+                                                        marks=pytest.mark.slow)])
 def test_the_quick_command_prints_the_analysis_byte_for_byte(name: str, workers: str, shared_traces: Path) -> None:
     """``analyze FILE`` reads on parse workers started before the analysis is imported, keeps pyarrow out and
     skips the interpreter's teardown (cli.head_start): its document is the in-process analysis's (this test

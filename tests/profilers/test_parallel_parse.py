@@ -1,7 +1,8 @@
 """The parallel reader builds the very trace the sequential one does, falls back where it must, and says so.
 
 Pieces are made small here (``CHUNK_BYTES`` of 256 KiB) so that every shared trace is cut into many pieces and
-really goes through the worker processes."""
+really goes through the worker processes. Each test forks workers from this (large) test process: the fast lane
+keeps one trace's equality, a fallback and the head start; the rest run with the slow tests (the full suite)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ from profilers.trace.events import Trace
 from profilers.trace.load import load_trace
 from tests.trace_factory import kernel, step, x
 
+pytestmark = pytest.mark.real_parse  # every load parses (the session's shared-trace memo stays out)
+
 SMALL = 256 * 1024
-TRACES = ["communication/hta_v100_2rank_216k_events.json.gz", "communication/param_dlrm_8_ranks",
-          "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz", "data/tracelens_h100_owlv2.json.gz",
+BIG = ["communication/hta_v100_2rank_216k_events.json.gz", "data/tracelens_h100_owlv2.json.gz"]  # ~2 s each
+TRACES = ["compute/kineto_resnet50_num_workers_4.pt.trace.json.gz", "communication/param_dlrm_8_ranks",
           "memory/tracelens_h100_qwen1.5-0.5b.json.gz", "host/tracelens_h100_bert-small.json.gz"]
 
 
@@ -63,7 +66,7 @@ def assert_same_trace(a: Trace, b: Trace) -> None:
            (b.warnings, b.ranks, b.world_size, b.backend, b.steps_inferred, b.devices)
 
 
-@pytest.mark.parametrize("name", TRACES)
+@pytest.mark.parametrize("name", TRACES[:1] + [pytest.param(n, marks=pytest.mark.slow) for n in TRACES[1:] + BIG])
 def test_every_shared_trace_reads_the_same_on_workers(name: str, shared_traces: Path, small_pieces: None,
                                                       readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
     path = shared_traces / name
@@ -74,12 +77,13 @@ def test_every_shared_trace_reads_the_same_on_workers(name: str, shared_traces: 
     assert readers[-1].sent > 0 and readers[-1].sequential == []
 
 
+@pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
 def test_the_workers_keep_a_bounded_number_of_pieces_in_flight(shared_traces: Path, small_pieces: None,
                                                                readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "IN_FLIGHT_BYTES", 4 * SMALL)
     load_with(shared_traces / TRACES[0], 2, monkeypatch)
     (reader,) = readers
-    assert reader.sent > 20  # 51 MB in 256 KiB pieces
+    assert reader.sent > 20  # 13 MB in 256 KiB pieces
     assert reader.max_in_flight == 2 * 2 + 1
 
 
@@ -105,9 +109,10 @@ def test_a_cut_inside_an_event_sends_that_file_to_the_sequential_reader(tmp_path
     assert readers[-1].sequential == ["nested.json: a piece did not decode at its cut"]
 
 
+@pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
 def test_one_line_json_is_read_sequentially_and_the_same(tmp_path: Path, shared_traces: Path, small_pieces: None,
                                                         readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
-    doc = orjson.loads(gzip.decompress((shared_traces / TRACES[2]).read_bytes()))
+    doc = orjson.loads(gzip.decompress((shared_traces / TRACES[0]).read_bytes()))
     path = tmp_path / "one_line.json"
     path.write_bytes(orjson.dumps(doc))
     assert_same_trace(load_with(path, 0, monkeypatch), load_with(path, 2, monkeypatch))
@@ -118,10 +123,11 @@ def _die(*args, **kwargs):
     os._exit(3)
 
 
+@pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
 def test_a_worker_that_dies_hands_the_rest_to_the_sequential_reader(shared_traces: Path, small_pieces: None,
                                                                      readers: list,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    path = shared_traces / TRACES[2]
+    path = shared_traces / TRACES[0]
     sequential = load_with(path, 0, monkeypatch)
     from profilers.trace import parse_worker
 
@@ -130,9 +136,10 @@ def test_a_worker_that_dies_hands_the_rest_to_the_sequential_reader(shared_trace
     assert readers[-1].sequential and all(s.endswith("a worker died") for s in readers[-1].sequential)
 
 
+@pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
 def test_errors_are_the_sequential_readers_own(tmp_path: Path, shared_traces: Path, small_pieces: None,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    data = gzip.decompress((shared_traces / TRACES[2]).read_bytes())
+    data = gzip.decompress((shared_traces / TRACES[0]).read_bytes())
     truncated = tmp_path / "truncated.json"
     truncated.write_bytes(data[: len(data) // 2])
     folder = tmp_path / "ranks"
@@ -150,7 +157,7 @@ def test_errors_are_the_sequential_readers_own(tmp_path: Path, shared_traces: Pa
 
 def test_a_primed_reader_is_the_one_the_load_uses(shared_traces: Path, small_pieces: None, readers: list,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    path = shared_traces / TRACES[0]
+    path = shared_traces / TRACES[0]  # 1.1 MB on disk: above PRIME_MIN_BYTES
     sequential = load_with(path, 0, monkeypatch)
     monkeypatch.setenv(parallel.WORKERS_ENV, "2")
     assert parallel.prime(path)
@@ -165,9 +172,11 @@ def test_what_is_not_primed(tmp_path: Path, shared_traces: Path, monkeypatch: py
     small.write_bytes(orjson.dumps({"traceEvents": [step(1, 0, 10), kernel("k", 1, 2)]}))
     assert not parallel.prime(small)  # under PRIME_MIN_BYTES: nothing to gain
     assert not parallel.prime(shared_traces / TRACES[1])  # a folder: the load reads it on workers anyway
+    assert parallel.prime(shared_traces / TRACES[0])
+    parallel.take_primed(shared_traces / TRACES[0], [])  # not the files it started on: closed, not handed out
     assert not parallel.prime(tmp_path / "missing.json")
     monkeypatch.setenv(parallel.WORKERS_ENV, "1")
-    assert not parallel.prime(shared_traces / TRACES[0])
+    assert not parallel.prime(shared_traces / BIG[0])
     assert not parallel._PRIMED
 
 
@@ -199,6 +208,7 @@ def test_the_head_start_finds_analyzes_path(argv: list[str], path: str | None) -
     assert analyze_path(argv) == path
 
 
+@pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
 def test_a_folder_of_whole_documents_is_read_a_file_per_worker(shared_traces: Path, readers: list,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     path = shared_traces / TRACES[1]  # 8 rank files, each small enough to be read whole
