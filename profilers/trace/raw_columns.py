@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from profilers.trace.kinds import GPU_KINDS, KINDS, kind_of
 from profilers.trace.structs import NO_ARGS, Event
@@ -162,8 +163,8 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
         out = _events(
             ts=[e.ts for e in xs], dur=[e.dur for e in xs], cat=[e.cat for e in xs], name=[e.name for e in xs],
             pid=[e.pid for e in xs], tid=[e.tid for e in xs], corr=[a.correlation for a in args],
-            dev=[a.device for a in args], stream=[a.stream for a in args], itype=[a.input_type for a in args],
-            dropped=dropped)
+            dev=[a.device for a in args], stream=[a.stream for a in args],
+            itype=[bytes(a.input_type) for a in args], dropped=dropped)
         out.memory = _memory(mem, dropped)
         return out
     # One list comprehension per field: measurably faster than one loop appending to ten lists.
@@ -230,8 +231,24 @@ def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid:
         kind=kinds, name=names, start_ns=start_ns, dur_ns=dur_ns, pid=pid_arr,
         tid=Interned(np.asarray(tid_codes, dtype=np.int64), list(tid_labels)), device=device, stream=stream_arr,
         correlation=_ints(pick(corr), -1),
-        dtype=intern(["" if t is None else _first_dtype(t) for t in pick(itype)]),
+        dtype=_dtypes(pick(itype)),
         memory=_memory([], dropped), dropped=dropped, shortened=shortened)
+
+
+def _dtypes(itypes: list[Any]) -> Interned:
+    """The first type name of each event's ``Input type``: a list (an orjson dict's value), or its raw JSON
+    bytes (a typed event's), read once per distinct value."""
+    raw = intern(itypes)
+    firsts = [_first_dtype(_json_or_none(u)) if u.__class__ is bytes else _first_dtype(u) for u in raw.uniques]
+    out = intern(firsts)
+    return Interned(out.codes[raw.codes] if raw.codes.size else raw.codes, out.uniques)
+
+
+def _json_or_none(data: bytes) -> Any:
+    try:
+        return orjson.loads(data) if data else None
+    except orjson.JSONDecodeError:  # what the typed decoder passes and orjson does not (an integer beyond 64 bits)
+        return None
 
 
 def _shorten_long_names(names: Interned) -> set[str]:
