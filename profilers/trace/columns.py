@@ -5,15 +5,13 @@ for the half a parse worker does: reading values, validating, dropping and count
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 from pandas.api.types import union_categoricals
 
 from profilers.trace.kinds import KINDS
-from profilers.trace.raw_columns import MAX_TIME_US, OUT_OF_RANGE, RawColumns, merge, raw_chunk, to_ns
-
-__all__ = ["MAX_TIME_US", "OUT_OF_RANGE", "RankColumns", "collect", "concat_frames", "rank_columns", "to_ns"]
+from profilers.trace.raw_columns import RawColumns, merge
 
 
 @dataclass
@@ -24,11 +22,6 @@ class RankColumns:
     memory: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
     shortened: int = 0  # distinct event names longer than raw_columns.MAX_NAME_CHARS, kept shortened
-
-
-def collect(chunks: Iterable[list[Any]]) -> RankColumns:
-    """Columns of every chunk, converted chunk by chunk so raw events never outlive their chunk."""
-    return rank_columns([raw_chunk(chunk) for chunk in chunks])
 
 
 def rank_columns(parts: list[RawColumns]) -> RankColumns:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Generator, Iterator
 
 from profilers.trace import json_events
-from profilers.trace.json_events import events_start, parse_document, read_start, separator, whole
+from profilers.trace.json_events import events_start, parse_document, read_start, separator
 from profilers.trace.sources import TraceFile, find_trace_files
 
 if TYPE_CHECKING:
@@ -80,13 +80,6 @@ def read_sequential(f: TraceFile) -> RawDocument:
         return RawDocument(doc.top, parts, doc.notes)  # top and notes are complete once the chunks are read
     finally:
         stream.close()
-
-
-def _whole_document(data: bytes, label: str) -> RawDocument:
-    from profilers.trace.raw_columns import raw_chunk
-
-    doc = whole(data, label, [])
-    return RawDocument(doc.top, [raw_chunk(chunk) for chunk in doc.chunks], doc.notes)
 
 
 def read_documents(files: list[TraceFile]) -> Iterator[tuple[TraceFile, RawDocument]]:
@@ -287,7 +280,9 @@ class ParallelReader:
                 else:
                     doc = RawDocument(*result)
             elif what == "whole":
-                doc, failed = _whole_document(x, self.files[i].name), False
+                from profilers.trace import parse_worker  # a small file: read whole, here, as a worker would
+
+                doc, failed = RawDocument(*parse_worker.document(x, self.files[i].name)), False
             elif what == "inline":
                 self.sequential.append(f"{self.files[i].name}: {x}")
                 yield self.files[i], read_sequential(self.files[i])
