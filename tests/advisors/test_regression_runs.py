@@ -12,11 +12,13 @@ What neither sees: the per-process offset of a run (where its buffers landed, th
 program on the *other* core, which slows a one-thread run through the caches and the core's shared parts while
 it keeps its whole core. Pairs of one spec the guard did not suspect read 0.90-1.16, each run steady
 within itself so that the interval excluded 1 (the series: ``benchmarks/results/contention-2026-11-23.md``).
-Later series reached 0.69-1.24 for single pairs (same file), so a pair that reads otherwise is measured once more
-with fresh processes before the test judges it. The gate's tolerance must sit above the usual offsets, as the
-README tells a CI user on a shared runner: these tests gate at
-:data:`TOLERANCE` (the default 5 % is for a quiet, dedicated machine). The knob doubles the batch, well clear of
-the tolerance (1.5x the batch was too near it; measured in the same file).
+Later series reached 0.69-1.32 for single pairs (same file), each process steady within itself (an offset
+that belongs to the process, not to the moment), so a pair that reads otherwise is measured again with fresh
+processes, up to :data:`ATTEMPTS` pairs, before the test judges the spec: the gate must not false-alarm
+*persistently*. The gate's tolerance must sit above the usual offsets, as the README tells a CI user on a shared
+runner: these tests gate at :data:`TOLERANCE` (the default 5 % is for a quiet, dedicated machine). The knob
+quadruples the batch, well clear of the tolerance and the offsets (twice the batch measured 1.53-1.90x, too near a
+35 % tolerance once a process offset of 0.8 falls on it).
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ REPO = Path(__file__).resolve().parents[2]
 STEPS = 30  # 3 warm-up, 3 profiled: 23 measured steps of ~35 ms, ~7 s a run with the process start
 PAIRS = 5
 ATTEMPTS = 3
-SLOWER_BATCH = 256  # compute_bound tiny trains 128 samples a step: twice the work per step
-TOLERANCE = 0.20  # above the run-to-run offsets measured on this shared machine (see the module docs)
+SLOWER_BATCH = 512  # compute_bound tiny trains 128 samples a step: four times the work per step
+TOLERANCE = 0.35  # above all but one of the run-to-run offsets measured on this shared machine (module docs)
 
 
 @pytest.fixture(autouse=True)
@@ -67,17 +69,17 @@ def _seen(c: RegressionCheck) -> str:
 
 @pytest.mark.slow
 def test_runs_of_one_spec_read_same_every_time(tmp_path: Path) -> None:
-    """A pair that reads otherwise is measured once more with two fresh processes (the per-process offset
-    belongs to the process, not the code; later series on this machine reached 0.69-1.24, see the module docs):
-    both the pair and its re-measure must read ``same`` for the test to fail."""
+    """A pair that reads otherwise is measured again with two fresh processes, up to :data:`ATTEMPTS` pairs (the
+    per-process offset belongs to the process, not the code; series on this machine reached 0.69-1.32, see the
+    module docs): every attempt of a spec must read otherwise for the test to fail."""
     store = RunStore(tmp_path / "runs")
     seen, final = [], []
     for _ in range(PAIRS):
-        c = _pair(store, _spec(), _spec())
-        seen.append(c)
-        if c.verdict != "same":
+        for _attempt in range(ATTEMPTS):
             c = _pair(store, _spec(), _spec())
             seen.append(c)
+            if c.verdict == "same":
+                break
         final.append(c)
     print("same spec:", "; ".join(_seen(c) for c in seen))
     assert [c.verdict for c in final] == ["same"] * PAIRS, [c.reason for c in seen]
@@ -95,7 +97,7 @@ def test_a_run_slowed_through_a_spec_knob_is_a_regression(tmp_path: Path) -> Non
             break
     print("slowed:", "; ".join(_seen(c) for c in seen))
     assert c.verdict == "regression", [x.reason for x in seen]
-    assert c.ratio >= 1.2 and c.estimate is not None and c.estimate.low > 1.1
+    assert c.ratio > 1 + TOLERANCE and c.estimate is not None and c.estimate.low > 1.1
     assert c.movers.largest is not None and c.movers.largest.name in ("forward", "backward", "optimizer")
     assert c.movers.largest.delta_ms > 0
 
@@ -133,7 +135,7 @@ def _launch(script: Path, store: Path, width: int) -> str:
 @pytest.mark.slow
 def test_the_readme_ci_recipe(tmp_path: Path) -> None:
     """Pin a launched run of the script as the baseline, then gate later runs against it: the same script
-    passes (exit 0), a script doing twice the matmul work per step fails (exit 1). Steps of ~20 ms: 5 ms steps
+    passes (exit 0), the script at twice the width (about 3.6x the multiply-adds a step) fails (exit 1). Steps of ~20 ms: 5 ms steps
     swung so much within a launch that a 1.33x slowdown stayed inside the interval."""
     script, store = tmp_path / "train.py", tmp_path / "runs"
     script.write_text(TRAIN)
@@ -141,16 +143,17 @@ def test_the_readme_ci_recipe(tmp_path: Path) -> None:
     assert pinned.returncode == 0 and pinned.stdout.startswith("pinned baseline main"), pinned.stderr
 
     gate = ("--store", str(store), "--json", "--max-slowdown", str(100 * TOLERANCE))
-    same = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1024), *gate)
-    if same.returncode != 0:  # a fresh process once more: a per-process offset, as in the same-spec test
+    for _ in range(ATTEMPTS):  # a fresh process again: a per-process offset, as in the same-spec test
         same = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1024), *gate)
+        if same.returncode == 0:
+            break
     assert same.returncode == 0, same.stdout + same.stderr
     assert json.loads(same.stdout)["verdict"] == "same"
 
     for _ in range(ATTEMPTS):
-        slower = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1536), *gate)
+        slower = _cli("advisors", "compare", "baseline:main", _launch(script, store, 2048), *gate)
         doc = json.loads(slower.stdout)
         assert slower.returncode == 1 or doc["contention"]["suspected"], doc["reason"]
         if slower.returncode == 1:
             break
-    assert slower.returncode == 1 and doc["verdict"] == "regression" and doc["ratio"] > 1.2, doc["reason"]
+    assert slower.returncode == 1 and doc["verdict"] == "regression" and doc["ratio"] > 1 + TOLERANCE, doc["reason"]
