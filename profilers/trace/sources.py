@@ -43,11 +43,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclass(frozen=True)
 class TraceFile:
-    """One openable trace: a display name, a rank guessed from the name, and a way to open its bytes."""
+    """One openable trace: a display name, a rank guessed from the name, and a way to open its bytes. ``path``:
+    the file on disk when it is one (not a zip member), so a reader may read byte ranges of it directly."""
 
     name: str
     rank_hint: int | None
     open: Callable[[], BinaryIO]
+    path: Path | None = None
 
 
 class LimitedReader(io.RawIOBase):
@@ -158,7 +160,7 @@ def _plain_file(p: Path) -> TraceFile:
         except OSError as err:
             raise TraceError(f"{p}: cannot be read ({err.strerror})") from None
 
-    return TraceFile(p.name, rank_from_name(p.name), opener)
+    return TraceFile(p.name, rank_from_name(p.name), opener, p)
 
 
 T = TypeVar("T")

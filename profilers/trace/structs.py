@@ -55,7 +55,7 @@ _EVENTS = msgspec.json.Decoder(list[Event])
 _DOCUMENT = msgspec.json.Decoder(_Document)
 
 
-def decode_piece(data: bytes) -> list[Any]:
+def decode_piece(data: bytes | bytearray) -> list[Any]:
     """A JSON array of events: typed Structs, or orjson dicts when the typed decode meets a surprise.
 
     Raises ValueError when ``data`` is not valid JSON at all (callers use that to find event boundaries).

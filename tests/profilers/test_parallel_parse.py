@@ -230,3 +230,56 @@ def test_an_event_longer_than_a_piece_is_read_by_both(tmp_path: Path, small_piec
     assert sequential.n_events == len(events)
     assert_same_trace(sequential, load_with(path, 2, monkeypatch))
     assert readers[-1].sequential == ["long.json: an event longer than a piece, or a change of layout"]
+
+
+def _plain(shared_traces: Path, tmp_path: Path, name: str = TRACES[0]) -> Path:
+    path = tmp_path / Path(name).name.removesuffix(".gz")
+    path.write_bytes(gzip.decompress((shared_traces / name).read_bytes()))
+    return path
+
+
+def test_an_uncompressed_file_is_read_by_ranges_on_the_workers_and_the_same(
+        tmp_path: Path, shared_traces: Path, small_pieces: None, readers: list,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers read an uncompressed file's byte ranges themselves (no piece goes through a pipe); the cuts
+    are the ones the sequential reader makes, so the trace is the same. A gzip is still cut in the parent."""
+    path = _plain(shared_traces, tmp_path)
+    assert_same_trace(load_with(path, 0, monkeypatch), load_with(path, 2, monkeypatch))
+    assert readers[-1].direct == [path.name] and readers[-1].sent > 20 and readers[-1].sequential == []
+    load_with(shared_traces / TRACES[0], 2, monkeypatch)
+    assert readers[-1].direct == [] and readers[-1].sent > 20
+
+
+def test_the_last_separator_is_what_rfind_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end of each piece is found by reading backwards from the piece's end in growing windows: the same
+    offset ``data.rfind(sep, 0, end - start)`` gives, including a separator across a window's edge and none."""
+    import random
+
+    rng = random.Random(7)
+    sep = b"},\n  {"
+    data = b"".join(rng.choice([b"x" * rng.randrange(1, 40), sep, b"}", b"\n  {"]) for _ in range(3000))
+    path = tmp_path / "bytes.json"
+    path.write_bytes(data)
+    monkeypatch.setattr(parallel._DirectFile, "SEARCH_BYTES", 7)
+    fd = os.open(path, os.O_RDONLY)
+    with parallel._DirectFile(path, fd, os.fstat(fd)) as direct:
+        for _ in range(2000):
+            start = rng.randrange(0, len(data))
+            end = rng.randrange(start, min(len(data), start + 400) + 1)
+            assert direct.last_separator(sep, start, end) == data[start:].rfind(sep, 0, end - start)
+
+
+def test_a_file_that_changes_while_the_workers_read_it_is_read_in_process(
+        tmp_path: Path, shared_traces: Path, small_pieces: None, readers: list,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces sent after the file changed (here: grew by a newline) are refused by the workers, and the file is
+    read again in process, as it now is."""
+    path = _plain(shared_traces, tmp_path)
+    monkeypatch.setattr(parallel, "IN_FLIGHT_BYTES", 2 * SMALL)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    assert parallel.prime(path)  # the first pieces are cut and sent; the rest wait for the load
+    with path.open("ab") as fh:
+        fh.write(b"\n")
+    changed = load_trace(path)
+    assert readers[-1].sequential == [f"{path.name}: the file changed while it was read"]
+    assert_same_trace(load_with(path, 0, monkeypatch), changed)
