@@ -12,7 +12,7 @@ Layout under the root (``$STEPWISE_HOME``, else ``./runs``)::
 
 Every file the store writes is written atomically (temp file + ``os.replace``). ``reindex()`` rebuilds the
 index from the folders; ``recover()`` settles runs whose process is gone. File-level reading, writing and
-upload copying live in :mod:`profilers.store.files`.
+upload copying live in :mod:`profilers.store.files`, the index in :mod:`profilers.store.index`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ import os
 import re
 import secrets
 import shutil
-import sqlite3
 import time
-from contextlib import closing
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
@@ -33,6 +31,7 @@ import pandas as pd
 
 from profilers.errors import RunError
 from profilers.run.records import RUN_KINDS, RunRecord, RunResult, RunStatus, summarise_steps
+from profilers.store.index import COLUMNS, INDEX_FILE, RunIndex
 from profilers.store.files import (
     copy_upload,
     pid_alive,
@@ -46,19 +45,14 @@ from profilers.store.files import (
 
 STORE_ENV = "STEPWISE_HOME"
 INDEX_ENV = "STEPWISE_INDEX"
-INDEX_FILE = "index.sqlite"
 MANIFEST = "manifest.json"
 CANCEL_FILE = "cancel.json"
 TMP_PREFIX = ".tmp-"
 TRASH_PREFIX = ".trash-"
 STALE_START_S = 120.0  # a `running` run still without a pid after this long never started
 STALE_TMP_S = 3600.0  # construction folders older than this are leftovers of a crash
-_SCHEMA_VERSION = 2  # 2: experiments as stored objects (parent, role, source_run)
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-[a-z0-9_]{1,40}-[0-9a-f]{4}$")
-_COLUMNS = ("run_id", "kind", "label", "workload", "status", "created_unix", "finished_unix", "step_time_ms",
-            "samples_per_s", "peak_memory_mb", "world_size", "device", "error", "pid", "parent", "role",
-            "source_run")
-_UPDATABLE = frozenset(_COLUMNS) - {"run_id", "kind", "created_unix"} | {"pid_started"}
+_UPDATABLE = frozenset(COLUMNS) - {"run_id", "kind", "created_unix"} | {"pid_started"}
 
 
 class StoredSpec(Protocol):
@@ -85,9 +79,8 @@ class RunStore:
         self.root = Path(root) if root is not None else default_root()
         self.root.mkdir(parents=True, exist_ok=True)
         index = index if index is not None else os.environ.get(INDEX_ENV) or None
-        self._index = Path(index) if index is not None else self.root / INDEX_FILE
-        self._index.parent.mkdir(parents=True, exist_ok=True)
-        if self._open_index():
+        self._index = RunIndex(Path(index) if index is not None else self.root / INDEX_FILE, self.root)
+        if self._index.open():
             self.reindex()
 
     # -- creating ------------------------------------------------------------------------------------------
@@ -134,7 +127,7 @@ class RunStore:
             raise
         record = self._record_from_folder(self.root / run_id)
         assert record is not None
-        self._upsert(record)
+        self._index.upsert(record)
         return record
 
     def _claim_id(self, name: str) -> tuple[str, Path]:
@@ -168,7 +161,7 @@ class RunStore:
         write_json_atomic(self.path(run_id) / MANIFEST, {**manifest, **fields})
         record = self._record_from_folder(self.path(run_id))
         assert record is not None
-        self._upsert(record)
+        self._index.upsert(record)
         return record
 
     def finish(self, run_id: str, result: RunResult) -> RunRecord:
@@ -187,7 +180,7 @@ class RunStore:
             raise RunError(f"run {run_id} is still running; cancel it first")
         trash = self.root / f"{TRASH_PREFIX}{run_id}-{secrets.token_hex(2)}"
         os.rename(self.path(run_id), trash)
-        self._delete_row(run_id)
+        self._index.delete(run_id)
         shutil.rmtree(trash, ignore_errors=True)
 
     # -- reading -------------------------------------------------------------------------------------------
@@ -197,15 +190,14 @@ class RunStore:
         return self.root / run_id
 
     def get(self, run_id: str) -> RunRecord:
-        with closing(self._db()) as db:
-            row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            record = self._record_from_folder(self.path(run_id)) if self.path(run_id).is_dir() else None
-            if record is None:
-                raise RunError(f"no run {run_id} in {self.root}")
-            self._upsert(record)
-            return record
-        return self._row_to_record(row)
+        indexed = self._index.get(run_id)
+        if indexed is not None:
+            return indexed
+        record = self._record_from_folder(self.path(run_id)) if self.path(run_id).is_dir() else None
+        if record is None:
+            raise RunError(f"no run {run_id} in {self.root}")
+        self._index.upsert(record)
+        return record
 
     def list(self, kind: str | None = None, limit: int | None = 200,
              status: RunStatus | None = None, trials: bool = True, parent: str | None = None,
@@ -229,11 +221,7 @@ class RunStore:
         if status is not None:
             where.append("status = ?")
             args.append(RunStatus(status).value)
-        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created_unix DESC, run_id DESC" + (" LIMIT ?" if limit is not None else "")
-        with closing(self._db()) as db:
-            rows = db.execute(sql, (*args, *([limit] if limit is not None else []))).fetchall()
-        return [self._row_to_record(r) for r in rows]
+        return self._index.select(where, args, limit)
 
     def read_steps(self, run_id: str) -> pd.DataFrame:
         """``steps.jsonl`` as a frame: rank, step, wall_ms, loss, samples, profiled, t_unix_ns (one row each)."""
@@ -304,13 +292,11 @@ class RunStore:
 
     def reindex(self) -> int:
         """Rebuild the index from the run folders; returns how many runs it holds."""
-        with closing(self._db()) as db:
-            db.execute("DELETE FROM runs")
+        self._index.clear()
         return self._sync_folders()
 
     def _sync_folders(self) -> int:
-        with closing(self._db()) as db:
-            indexed = {r[0] for r in db.execute("SELECT run_id FROM runs")}
+        indexed = self._index.run_ids()
         present = set()
         for entry in os.scandir(self.root):
             if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and _older_than(entry, STALE_TMP_S):
@@ -321,11 +307,11 @@ class RunStore:
             if entry.name not in indexed:
                 record = self._record_from_folder(Path(entry.path))
                 if record is not None:
-                    self._upsert(record)
+                    self._index.upsert(record)
                 else:
                     present.discard(entry.name)
         for gone in indexed - present:
-            self._delete_row(gone)
+            self._index.delete(gone)
         return len(present)
 
     def _process_alive(self, run_id: str) -> bool:
@@ -370,54 +356,6 @@ class RunStore:
             )
         except (TypeError, ValueError):
             return None
-
-    def _row_to_record(self, row: sqlite3.Row) -> RunRecord:
-        data = {k: row[k] for k in _COLUMNS}
-        data["status"] = RunStatus.parse(data["status"])
-        return RunRecord(run_dir=str(self.root / row["run_id"]), **data)
-
-    # -- the index -----------------------------------------------------------------------------------------
-    def _db(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self._index, timeout=30.0, isolation_level=None)
-        db.execute("PRAGMA busy_timeout = 30000")
-        db.row_factory = sqlite3.Row
-        return db
-
-    def _open_index(self) -> bool:
-        """Create or check the index; a corrupt or outdated one is set aside. True when it must be filled."""
-        try:
-            return self._ensure_schema()
-        except sqlite3.DatabaseError:
-            os.replace(self._index, self._index.with_name(f"{INDEX_FILE}.corrupt-{int(time.time())}"))
-            return self._ensure_schema()
-
-    def _ensure_schema(self) -> bool:
-        with closing(self._db()) as db:
-            db.execute("PRAGMA journal_mode = WAL")
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version == _SCHEMA_VERSION:
-                return False
-            db.execute("DROP TABLE IF EXISTS runs")
-            db.execute(
-                "CREATE TABLE runs (run_id TEXT PRIMARY KEY, kind TEXT, label TEXT, workload TEXT, status TEXT,"
-                " created_unix REAL, finished_unix REAL, step_time_ms REAL, samples_per_s REAL,"
-                " peak_memory_mb REAL, world_size INTEGER, device TEXT, error TEXT, pid INTEGER, parent TEXT,"
-                " role TEXT, source_run TEXT)")
-            db.execute("CREATE INDEX IF NOT EXISTS runs_created ON runs (created_unix)")
-            db.execute("CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent)")
-            db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-            return True
-
-    def _upsert(self, record: RunRecord) -> None:
-        values = [getattr(record, c) for c in _COLUMNS]
-        values[_COLUMNS.index("status")] = record.status.value
-        with closing(self._db()) as db:
-            db.execute(f"INSERT OR REPLACE INTO runs ({', '.join(_COLUMNS)}) VALUES "
-                       f"({', '.join('?' * len(_COLUMNS))})", values)
-
-    def _delete_row(self, run_id: str) -> None:
-        with closing(self._db()) as db:
-            db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
 
 
 def _opt_str(value: Any) -> str | None:

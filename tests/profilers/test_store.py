@@ -109,7 +109,7 @@ def test_concurrent_creates_from_processes_and_threads(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     assert {r.run_id for r in store.list(limit=None)} == set(ids)
     assert store.reindex() == 60
-    with store._db() as db:  # the index really is in WAL mode
+    with store._index._db() as db:  # the index really is in WAL mode
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -165,7 +165,7 @@ def test_recover_settles_stale_running_runs(tmp_path: Path) -> None:
 def test_folder_without_index_row_is_indexed_and_junk_is_ignored(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     run = store.create("run", "x")
-    with store._db() as db:
+    with store._index._db() as db:
         db.execute("DELETE FROM runs")
     (tmp_path / "20260101-000000-junk-abcd").mkdir()  # looks like a run, has no manifest
     (tmp_path / "notes.txt").write_text("hello")
