@@ -101,6 +101,7 @@ def test_stepwise_reads_exactly_what_was_generated(small):
     assert (b.per_step["step_ns"].to_numpy() > 0).all() and np.isfinite(b.step_time_ms)
 
 
+@pytest.mark.slow  # ~3 s of child processes: the full suite runs it, the fast lane keeps the table and generator tests
 def test_benchmark_runs_end_to_end_without_hta(tp, tmp_path, capsys):
     out_json = tmp_path / "result.json"
     rc = tp.main(["--synthetic-gb", "0.002", "--skip-hta", "--skip-shared", "--repeats", "1", "--layers", "2",
