@@ -52,6 +52,23 @@ class TraceFile:
     path: Path | None = None
 
 
+def _inflater() -> tuple[Callable[..., _Source], type[Exception]]:
+    """ISA-L's gzip reader when installed: it inflates a trace ~2.5x faster than zlib's (the 216k-event trace:
+    0.027 s vs 0.06-0.07 s); else the standard library's. Same bytes and the same checks (CRC, length)."""
+    try:
+        from isal.igzip import IGzipFile
+        from isal import igzip_lib
+    except ImportError:
+        import zlib
+
+        return gzip.GzipFile, zlib.error
+    error: type[Exception] = getattr(igzip_lib, "IsalError")  # a class (the stub says an instance)
+    return IGzipFile, error
+
+
+_GzipFile, _InflateError = _inflater()
+
+
 class LimitedReader(io.RawIOBase):
     """Reads through ``inner`` and raises :class:`TraceError` past ``limit`` bytes (gzip-bomb guard)."""
 
@@ -65,7 +82,7 @@ class LimitedReader(io.RawIOBase):
         b = memoryview(buffer).cast("B")
         try:
             data = self._inner.read(len(b))
-        except (OSError, EOFError, zipfile.BadZipFile, gzip.BadGzipFile) as err:
+        except (OSError, EOFError, zipfile.BadZipFile, gzip.BadGzipFile, _InflateError) as err:
             raise TraceError(f"{self._label}: the compressed data is corrupt or truncated ({err})") from None
         n = len(data)
         if n > self._left:
@@ -88,7 +105,7 @@ def _maybe_gunzip(raw: IO[bytes], label: str) -> BinaryIO:
         raise TraceError(f"{label}: named .gz but not gzip-compressed (it does not start with the gzip signature "
                          "1f 8b), and not JSON either: was it truncated, renamed, or saved as something else?")
     rest = io.BufferedReader(_Prefixed(head, raw))
-    inner: _Source = gzip.GzipFile(fileobj=rest, mode="rb") if head == GZIP_MAGIC else rest
+    inner: _Source = _GzipFile(fileobj=rest, mode="rb") if head == GZIP_MAGIC else rest
     return io.BufferedReader(LimitedReader(inner, MAX_TRACE_BYTES, label), buffer_size=1 << 20)
 
 

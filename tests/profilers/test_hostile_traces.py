@@ -189,3 +189,33 @@ def test_mutated_real_traces_never_crash(tmp_path_factory, shared_traces: Path, 
         return
     b = breakdown(tr)
     assert abs(sum(b.shares().values()) - 1.0) < 1e-6 or b.total_step_ns == 0
+
+
+def _stdlib_inflater(monkeypatch) -> None:
+    import zlib
+
+    monkeypatch.setattr(trace_sources, "_GzipFile", gzip.GzipFile)
+    monkeypatch.setattr(trace_sources, "_InflateError", zlib.error)
+
+
+@pytest.mark.parametrize("damage", ["none", "truncated", "bad_block", "bad_crc", "bad_length", "bad_method"])
+def test_both_inflaters_read_the_same_and_fail_the_same(tmp_path: Path, monkeypatch, damage: str):
+    """ISA-L's gzip reader (when installed) and the standard library's give the same trace, and turn every kind
+    of damage into the same TraceError ("corrupt or truncated"), never another exception."""
+    data = gzip.compress(_doc([step(1, 0, 10**6)] + [x(f"op{i}", 10 + i, 5) for i in range(5000)]), mtime=0)
+    damaged = {"none": data, "truncated": data[: len(data) // 2],
+               "bad_block": data[:10] + bytes(b ^ 0xFF for b in data[10:40]) + data[40:],
+               "bad_crc": data[:-8] + bytes(4) + data[-4:], "bad_length": data[:-4] + bytes(4),
+               "bad_method": data[:2] + b"\x07" + data[3:]}[damage]
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(damaged)
+    outcomes = []
+    for inflater in ("installed", "stdlib"):
+        if inflater == "stdlib":
+            _stdlib_inflater(monkeypatch)
+        try:
+            outcomes.append(("ok", load_trace(p).events.shape))
+        except TraceError as err:
+            outcomes.append(("error", str(err).split("(")[0]))
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0][0] == "ok") == (damage == "none"), outcomes
