@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Generator, Iterator
 
 from profilers.trace import json_events
-from profilers.trace.json_events import events_start, parse_document, read_start, separator
+from profilers.trace.json_events import parse_document, read_start
+from profilers.trace.pieces import CutFallback, DirectFile, byte_ranges, direct_file, stream_pieces
 from profilers.trace.sources import TraceFile, find_trace_files
 
 if TYPE_CHECKING:
@@ -119,66 +120,10 @@ def _task(kind: str, data: Any, label: str) -> Any:
     return parse_worker.document(data, label)
 
 
-class _DirectFile:
-    """An uncompressed trace file on disk, open for reads at any offset (see :func:`_direct_file`)."""
-
-    SEARCH_BYTES = 64 * 1024  # a piece's end is searched for its last separator in this much, then more
-
-    def __init__(self, path: Path, fd: int, st: os.stat_result) -> None:
-        from profilers.trace.parse_worker import file_ident
-
-        self.name, self.fd, self.size, self.ident = str(path), fd, st.st_size, file_ident(st)
-
-    def last_separator(self, sep: bytes, start: int, end: int) -> int:
-        """Where the last ``sep`` lying wholly within ``[start, end)`` begins, relative to ``start`` (-1: none):
-        what ``data.rfind(sep, 0, end - start)`` says of the bytes from ``start``, read from the end backwards."""
-        width = self.SEARCH_BYTES
-        while True:
-            lo = max(start, end - width)
-            at = os.pread(self.fd, end - lo, lo).rfind(sep)
-            if at >= 0:
-                return lo - start + at
-            if lo == start:
-                return -1
-            width *= 4
-
-    def __enter__(self) -> _DirectFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
-
-
-def _direct_file(f: TraceFile, head: bytes) -> _DirectFile | None:
-    """``f`` open for byte-range reads when it is an uncompressed file on disk whose bytes are the ones its stream
-    gave (``head``) and within the size limit (beyond it, the stream raises the limit's error in its turn)."""
-    from profilers.trace.sources import MAX_TRACE_BYTES
-
-    if f.path is None or not hasattr(os, "preadv"):
-        return None
-    try:
-        fd = os.open(f.path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        prefix = head[: _DirectFile.SEARCH_BYTES]  # a compressed file's stream differs from its bytes at once
-        if st.st_size <= MAX_TRACE_BYTES and os.pread(fd, len(prefix), 0) == prefix:
-            return _DirectFile(f.path, fd, st)
-    except OSError:
-        pass
-    os.close(fd)
-    return None
-
-
 def _unreadable(err: ValueError) -> bool:
     from profilers.trace.parse_worker import Unreadable
 
     return isinstance(err, Unreadable)
-
-
-class _Fallback(Exception):
-    """This file is read by the sequential reader instead (its layout does not allow cutting)."""
 
 
 class ParallelReader:
@@ -204,7 +149,7 @@ class ParallelReader:
         for i, f in enumerate(self.files):
             try:
                 yield from self._produce_file(i, f)
-            except _Fallback as why:
+            except CutFallback as why:
                 yield "inline", i, str(why)
                 continue
             except Exception as err:  # the same error the sequential reader raises for this file, in its turn
@@ -223,7 +168,7 @@ class ParallelReader:
                 else:
                     yield "whole", i, first  # small: read whole, in process, as the sequential reader does
                 return
-            direct = _direct_file(f, first + more)
+            direct = direct_file(f, first + more)
             if direct is None:
                 yield from self._pieces(i, f.name, first + more, stream)
                 return
@@ -235,48 +180,12 @@ class ParallelReader:
             stream.close()
 
     def _pieces(self, i: int, label: str, buf: bytes, stream: BinaryIO) -> Iterator[tuple[str, int, Any]]:
-        """The sequential reader's cuts (``json_events._chunks`` at the writer's separator), as bytes for the
-        workers. Where that reader would search for a cut another way, this file is read by it instead."""
-        top, pos = events_start(buf, label, [])
-        buf = buf[pos:]
-        sep = separator(buf)
-        if sep is None:
-            raise _Fallback("events are not one per line")
-        yield "top", i, top
-        data = bytearray(buf)  # deleting a bytearray's head is O(1), and appending amortised: no copies but the pieces
-        eof = False
-        while True:
-            if not eof and len(data) < 2 * json_events.CHUNK_BYTES:
-                more = stream.read(json_events.CHUNK_BYTES)
-                eof = not more
-                data += more
-            if eof and len(data) <= json_events.CHUNK_BYTES:
-                yield "last", i, bytes(data)
-                return
-            at = data.rfind(sep, 0, json_events.CHUNK_BYTES)
-            if at <= 0:  # an event longer than a chunk, or another layout: the sequential reader's cases
-                raise _Fallback("an event longer than a piece, or a change of layout")
-            yield "piece", i, bytes(memoryview(data)[: at + 1])
-            del data[: at + len(sep) - 1]
+        for kind, data in stream_pieces(buf, stream, label):
+            yield kind, i, data
 
-    def _spans(self, i: int, label: str, buf: bytes, direct: _DirectFile) -> Iterator[tuple[str, int, Any]]:
-        """:meth:`_pieces` for an uncompressed file on disk: the same cuts, found by reading only the end of each
-        piece's window (its last separator), and sent as byte ranges that the workers read themselves."""
-        top, pos = events_start(buf, label, [])
-        sep = separator(buf[pos:])
-        if sep is None:
-            raise _Fallback("events are not one per line")
-        yield "top", i, top
-        chunk, size = json_events.CHUNK_BYTES, direct.size
-        while True:
-            if size - pos <= chunk:
-                yield "last_at", i, (direct.name, pos, size - pos, direct.ident)
-                return
-            at = direct.last_separator(sep, pos, pos + chunk)
-            if at <= 0:  # as in _pieces: an event longer than a chunk, or another layout
-                raise _Fallback("an event longer than a piece, or a change of layout")
-            yield "piece_at", i, (direct.name, pos, at + 1, direct.ident)
-            pos += at + len(sep) - 1
+    def _spans(self, i: int, label: str, buf: bytes, direct: DirectFile) -> Iterator[tuple[str, int, Any]]:
+        for kind, data in byte_ranges(buf, direct, label):
+            yield kind, i, data
 
     # The consumer: submits within the window and puts results back in order.
 

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from profilers.trace.json_events import finish, whole
+from profilers.trace.pieces import file_ident
 from profilers.trace.raw_columns import RawColumns, raw_chunk
 from profilers.trace.structs import decode_piece
 
@@ -42,11 +43,6 @@ def last_piece_at(path: str, offset: int, length: int, ident: tuple[int, ...],
     buf = bytearray(length)
     _read_into(path, offset, memoryview(buf), ident)
     return last_piece(bytes(buf), label)
-
-
-def file_ident(st: os.stat_result) -> tuple[int, ...]:
-    """What tells one version of a file from another: device, inode, size, modification time."""
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _read_into(path: str, offset: int, view: memoryview, ident: tuple[int, ...]) -> None:

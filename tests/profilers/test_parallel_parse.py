@@ -17,6 +17,7 @@ import pytest
 
 import profilers.trace.json_events as trace_json
 import profilers.trace.parallel as parallel
+import profilers.trace.pieces as pieces
 from cli.head_start import analyze_path
 from profilers.errors import TraceError
 from profilers.trace.events import Trace
@@ -270,9 +271,9 @@ def test_the_last_separator_is_what_rfind_finds(tmp_path: Path, monkeypatch: pyt
     data = b"".join(rng.choice([b"x" * rng.randrange(1, 40), sep, b"}", b"\n  {"]) for _ in range(3000))
     path = tmp_path / "bytes.json"
     path.write_bytes(data)
-    monkeypatch.setattr(parallel._DirectFile, "SEARCH_BYTES", 7)
+    monkeypatch.setattr(pieces.DirectFile, "SEARCH_BYTES", 7)
     fd = os.open(path, os.O_RDONLY)
-    with parallel._DirectFile(path, fd, os.fstat(fd)) as direct:
+    with pieces.DirectFile(path, fd, os.fstat(fd)) as direct:
         for _ in range(2000):
             start = rng.randrange(0, len(data))
             end = rng.randrange(start, min(len(data), start + 400) + 1)
