@@ -1,16 +1,23 @@
-"""Read trace files on every core: the parent reads and cuts, worker processes decode and make raw columns.
+"""Read trace files on every core: worker processes decode the events and make raw columns.
 
-Decoding JSON holds the GIL, so threads cannot share it; processes can, if what comes back is small. Here the
-parent reads each file (decompressing, under the limits of :mod:`profilers.trace.sources`) and cuts the
-``traceEvents`` array exactly where the sequential reader would (:mod:`profilers.trace.json_events`: whole events
-of at most ``CHUNK_BYTES``, cut at the writer's own separator); a worker decodes each piece and sends back its
-numpy columns (:mod:`profilers.trace.parse_worker`), a fraction of the piece's size. Results are put back in file
-order, so the trace is the same one the sequential reader builds; a test holds them equal on every shared trace.
-An uncompressed file on disk is not streamed through the parent at all: it finds each cut by reading backwards
-from the piece's end to its last separator, and sends the byte range, which the worker reads itself
-(``os.preadv``, straight into the array brackets). That saves the pieces' copies and the pipe: on a 1 GB trace
-``analyze`` took 8.1 s instead of 9.7-10.6 s (``benchmarks/results/trace_parse-2026-11-23-pread.txt``). A worker
-that finds the file changed (device, inode, size or mtime) refuses its range and the file is read in process.
+Decoding JSON holds the GIL, so threads cannot share it; processes can, if what comes back is small. Every file
+is cut exactly where the sequential reader would cut it (:mod:`profilers.trace.pieces`: whole events of at most
+``CHUNK_BYTES``, cut at the writer's own separator); a worker decodes each piece and sends back its numpy columns
+(:mod:`profilers.trace.parse_worker`), a fraction of the piece's size. Results are put back in file order, so
+the trace is the same one the sequential reader builds; a test holds them equal on every shared trace. Three
+ways to get the pieces to the workers, whichever moves fewest bytes through the parent:
+
+- an uncompressed file on disk: the parent finds each cut by reading backwards from the piece's end to its last
+  separator and sends the byte range; the worker reads it itself (``os.preadv``, straight into the array
+  brackets). On a 1 GB trace ``analyze`` took 8.1 s instead of 9.7-10.6 s (interleaved, bytecode not cached).
+- a gzip file on disk of at least ``SHARE_MIN_BYTES``: the parent reads nothing; each of up to ``MAX_SHARES``
+  workers inflates the whole file, cuts it and decodes its share of the pieces (every n-th). On the 216k-event
+  trace ``analyze`` took 0.67 s instead of 0.72 s (interleaved medians of 12, bytecode cached): the parent no
+  longer inflates and pipes 51 MiB on its own critical path.
+- anything else (a zip member, a smaller gzip): the parent reads and decompresses it (under the limits of
+  :mod:`profilers.trace.sources`) and sends each piece through the pipe.
+
+A worker that finds a file changed (device, inode, size or mtime) refuses it and the file is read in process.
 
 When it is used: more than one core (``STEPWISE_PARSE_WORKERS`` sets how many workers; 0 or 1 turns it off),
 a document larger than ``WHOLE_LIMIT`` (smaller ones are read whole, in process), and a process with no other
@@ -47,6 +54,8 @@ if TYPE_CHECKING:
 WORKERS_ENV = "STEPWISE_PARSE_WORKERS"
 MAX_WORKERS = 8
 WORKER_DOCUMENT_BYTES = 1024**2  # a whole document this large goes to a worker when there are several files
+SHARE_MIN_BYTES = 1024**2  # a gzip this large on disk is inflated by the workers themselves (see share)
+MAX_SHARES = 4  # each share inflates the whole file: beyond a few, the repeated inflating outweighs the gain
 IN_FLIGHT_BYTES = 64 * 1024**2  # pieces sent and not yet back: 64 MiB (the 216k-event trace's 51 MiB at once)
 
 
@@ -114,10 +123,26 @@ def _task(kind: str, data: Any, label: str) -> Any:
         return parse_worker.piece_at(path, offset, length, ident)
     if kind == "last":
         return parse_worker.last_piece(data, label)
+    if kind == "share":
+        path, name, k, shares = data
+        return parse_worker.share(path, name, k, shares)
     if kind == "last_at":
         path, offset, length, ident = data
         return parse_worker.last_piece_at(path, offset, length, ident, label)
     return parse_worker.document(data, label)
+
+
+def _assemble(shares: list[tuple[Any, ...]]) -> RawDocument:
+    """One document from its shares' results (see :func:`profilers.trace.parse_worker.share`): pieces back in
+    file order; the tail fields and notes come from the share that read the last piece."""
+    if shares[0][0] == "whole":
+        return RawDocument(*shares[0][1])
+    parts = sorted((p for result in shares for p in result[2]), key=lambda p: p[0])
+    doc = RawDocument(dict(shares[0][1]), [cols for _, cols in parts])
+    for _, _, _, tail, notes in shares:
+        doc.top.update(tail)
+        doc.notes.extend(notes)
+    return doc
 
 
 def _unreadable(err: ValueError) -> bool:
@@ -142,6 +167,7 @@ class ParallelReader:
         self.max_in_flight = 0
         self.sequential: list[str] = []  # files read in process instead, and why
         self.direct: list[str] = []  # uncompressed files the workers read byte ranges of themselves
+        self.shared: list[str] = []  # compressed files the workers inflated themselves, in shares
 
     # The producer: reads and cuts, in file order, and says what each file needs.
 
@@ -158,6 +184,13 @@ class ParallelReader:
             yield "end", i, None
 
     def _produce_file(self, i: int, f: TraceFile) -> Iterator[tuple[str, int, Any]]:
+        shares = self._shares(f)
+        if shares > 1:  # the workers inflate, cut and decode it themselves: the parent reads nothing
+            self.shared.append(f.name)
+            yield "share_start", i, None
+            for k in range(shares):
+                yield "share", i, (str(f.path), f.name, k, shares)
+            return
         stream = f.open()
         try:
             first = read_start(stream, f.name)
@@ -178,6 +211,22 @@ class ParallelReader:
                 yield from self._spans(i, f.name, first + more, direct)
         finally:
             stream.close()
+
+    def _shares(self, f: TraceFile) -> int:
+        """How many workers share ``f`` (:func:`profilers.trace.parse_worker.share`), 0 for none: a gzip file on
+        disk of at least ``SHARE_MIN_BYTES``. The parent would otherwise inflate it alone and pipe every piece
+        out; on the 216k-event trace that was ~0.1 s of the parent's ~0.7 s, on its critical path."""
+        from profilers.trace.sources import GZIP_MAGIC
+
+        if f.path is None:
+            return 0
+        try:
+            with open(f.path, "rb") as fh:
+                head = fh.read(2)
+                size = os.fstat(fh.fileno()).st_size
+        except OSError:
+            return 0
+        return min(self.workers, MAX_SHARES) if head == GZIP_MAGIC and size >= SHARE_MIN_BYTES else 0
 
     def _pieces(self, i: int, label: str, buf: bytes, stream: BinaryIO) -> Iterator[tuple[str, int, Any]]:
         for kind, data in stream_pieces(buf, stream, label):
@@ -220,7 +269,7 @@ class ParallelReader:
             except StopIteration:
                 self._produced_all = True
                 return
-            if kind in ("piece", "last", "document", "piece_at", "last_at"):
+            if kind in ("piece", "last", "document", "piece_at", "last_at", "share"):
                 self._queue.append(("future", i, (kind, self._submit(kind, x, self.files[i].name))))
             else:
                 self._queue.append((kind, i, x))
@@ -254,6 +303,7 @@ class ParallelReader:
         process, and why), ``end`` (the file's document is complete), ``error`` (what reading a file raised)."""
         doc = RawDocument({}, [])
         failed = False
+        shares: list[tuple[Any, ...]] | None = None  # a shared file's results, in share order
         while True:
             self._fill()
             if not self._queue:
@@ -261,22 +311,27 @@ class ParallelReader:
             what, i, x = self._queue.popleft()
             if what == "error":
                 raise x
-            if what == "top":
-                doc, failed = RawDocument(dict(x), []), False
+            if what in ("top", "share_start"):
+                doc, failed = RawDocument(dict(x or {}), []), False
+                shares = [] if what == "share_start" else None
             elif what == "future":
                 self._in_flight -= 1
                 kind, fut = x
                 try:
                     result = fut.result()
-                except ValueError as err:  # a cut that was not between events: read this file sequentially
+                except (ValueError, CutFallback) as err:  # a cut that was not between events, say: in process
                     if not failed:
-                        why = str(err) if _unreadable(err) else "a piece did not decode at its cut"
+                        why = str(err) if isinstance(err, CutFallback) or _unreadable(err) else \
+                            "a piece did not decode at its cut"
                         self.sequential.append(f"{self.files[i].name}: {why}")
                     failed = True
                     continue
                 if failed:
                     continue
-                if kind in ("piece", "piece_at"):
+                if kind == "share":
+                    assert shares is not None
+                    shares.append(result)
+                elif kind in ("piece", "piece_at"):
                     doc.parts.append(result)
                 elif kind in ("last", "last_at"):
                     parts, tail, notes = result
@@ -288,12 +343,16 @@ class ParallelReader:
             elif what == "whole":
                 from profilers.trace import parse_worker  # a small file: read whole, here, as a worker would
 
-                doc, failed = RawDocument(*parse_worker.document(x, self.files[i].name)), False
+                doc, failed, shares = RawDocument(*parse_worker.document(x, self.files[i].name)), False, None
             elif what == "inline":
                 self.sequential.append(f"{self.files[i].name}: {x}")
                 yield self.files[i], read_sequential(self.files[i])
             elif what == "end":
-                yield self.files[i], (read_sequential(self.files[i]) if failed else doc)
+                if failed:
+                    doc = read_sequential(self.files[i])
+                elif shares is not None:
+                    doc = _assemble(shares)
+                yield self.files[i], doc
 
     def _sequential_from(self, start: int) -> Iterator[tuple[TraceFile, RawDocument]]:
         """A worker died: every file from ``start`` on is read in process."""

@@ -8,10 +8,12 @@ columns are the same wherever they were made.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
-from profilers.trace.json_events import finish, whole
-from profilers.trace.pieces import file_ident
+from profilers.trace.json_events import finish, read_start, whole
+from profilers.trace.pieces import file_ident, stream_pieces
+from profilers.trace.sources import plain_file
 from profilers.trace.raw_columns import RawColumns, raw_chunk
 from profilers.trace.structs import decode_piece
 
@@ -79,3 +81,37 @@ def document(data: bytes, label: str) -> tuple[dict[str, Any], list[RawColumns],
     """A small document read whole: its top-level fields, its events' columns, notes."""
     doc = whole(data, label, [])
     return doc.top, [raw_chunk(chunk) for chunk in doc.chunks], doc.notes
+
+
+def share(path: str, label: str, k: int, shares: int) -> tuple[Any, ...]:
+    """Share ``k`` of ``shares`` of a compressed file the workers read without the parent: each worker inflates
+    the whole file itself (ISA-L: ~0.03 s for the 216k-event trace's 51 MiB), cuts it where every reader cuts it
+    (:func:`profilers.trace.pieces.stream_pieces`) and decodes pieces ``k``, ``k + shares``, ... The parent
+    neither inflates nor copies a byte. ``("whole", document or None)`` for a document small enough to read at
+    once (share 0 reads it), else ``("parts", top, [(piece index, columns)], tail, notes)``. Raises what reading
+    raises (:class:`profilers.trace.pieces.CutFallback`, ValueError at a bad cut, TraceError); the parent then
+    reads the file in process."""
+    before = file_ident(os.stat(path))
+    stream = plain_file(Path(path)).open()
+    try:
+        first = read_start(stream, label)
+        more = stream.read(1)
+        if not more:
+            return "whole", (document(first, label) if k == 0 else None)
+        top: dict[str, Any] = {}
+        parts: list[tuple[int, RawColumns]] = []
+        tail: dict[str, Any] = {}
+        notes: list[str] = []
+        for n, (kind, data) in enumerate(stream_pieces(first + more, stream, label), start=-1):
+            if kind == "top":
+                top = data
+            elif n % shares == k and kind == "piece":
+                parts.append((n, piece(data)))
+            elif n % shares == k:
+                last, tail, notes = last_piece(data, label)
+                parts.extend((n, cols) for cols in last)
+    finally:
+        stream.close()
+    if file_ident(os.stat(path)) != before:
+        raise Unreadable("the file changed while it was read")
+    return "parts", top, parts, tail, notes

@@ -154,7 +154,7 @@ def find_trace_files(path: str | os.PathLike[str]) -> list[TraceFile]:
     elif p.suffix.lower() in ZIP_SUFFIXES or _looks_like_zip(p):
         files = _zip_files(p)
     else:
-        files = [_plain_file(p)]
+        files = [plain_file(p)]
     if not files:
         raise TraceError(f"{p}: no trace files (*.json, *.json.gz) found")
     if len(files) > MAX_RANK_FILES:
@@ -170,7 +170,7 @@ def _looks_like_zip(p: Path) -> bool:
         return False
 
 
-def _plain_file(p: Path) -> TraceFile:
+def plain_file(p: Path) -> TraceFile:
     def opener() -> BinaryIO:
         try:
             return _maybe_gunzip(p.open("rb"), p.name)
@@ -201,7 +201,7 @@ def choose_traces(candidates: list[T], path: Callable[[T], PurePath]) -> list[T]
 
 def _folder_files(p: Path) -> list[TraceFile]:
     candidates = [f for f in p.rglob("*") if f.is_file() and not f.is_symlink() and _is_trace_name(f.name)]
-    return [_plain_file(f) for f in choose_traces(candidates, Path)]
+    return [plain_file(f) for f in choose_traces(candidates, Path)]
 
 
 def _zip_files(p: Path) -> list[TraceFile]:
