@@ -76,6 +76,8 @@ def test_every_shared_trace_reads_the_same_on_workers(name: str, shared_traces: 
     on_workers = load_with(path, 2, monkeypatch)
     assert_same_trace(sequential, on_workers)
     assert readers[-1].sent > 0 and readers[-1].sequential == []
+    assert readers[-1].shared == ([path.name] if name.endswith(".gz") and path.stat().st_size >= parallel.SHARE_MIN_BYTES
+                                  else [])
 
 
 @pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
@@ -297,7 +299,8 @@ def test_a_file_that_changes_while_the_workers_read_it_is_read_in_process(
     assert_same_trace(load_with(path, 0, monkeypatch), changed)
 
 
-@pytest.mark.parametrize("workers", [2, pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.slow  # the fast lane reads TRACES[0] in shares already (test_every_shared_trace_reads_the_same...)
+@pytest.mark.parametrize("workers", [2, 3])
 def test_a_gzip_is_inflated_by_the_workers_themselves_in_shares(workers: int, shared_traces: Path,
                                                                 small_pieces: None, readers: list,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,6 +313,7 @@ def test_a_gzip_is_inflated_by_the_workers_themselves_in_shares(workers: int, sh
     assert reader.shared == [path.name] and reader.sent == workers and reader.sequential == []
 
 
+@pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
 def test_a_shared_gzip_that_cannot_be_cut_is_read_in_process(tmp_path: Path, small_pieces: None, readers: list,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "SHARE_MIN_BYTES", 1)
@@ -323,6 +327,7 @@ def test_a_shared_gzip_that_cannot_be_cut_is_read_in_process(tmp_path: Path, sma
         assert readers[-1].shared == [path.name] and readers[-1].sequential == [f"{path.name}: {why}"]
 
 
+@pytest.mark.slow  # the fast lane keeps the equality on one trace, a fallback, the head start
 def test_a_shared_gzip_that_changed_while_it_was_read_is_read_in_process(shared_traces: Path, small_pieces: None,
                                                                         readers: list,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -144,6 +144,7 @@ def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None
     assert _until(lambda: _gone(child_pid))
 
 
+@pytest.mark.slow  # a real process left to hang until the backstop: the fast lane keeps the runner's other stops
 def test_runner_backstop_stops_a_hung_run(tmp_path: Path) -> None:
     # The backstop's time is a fake clock that moves only once the worker has written its last step: it
     # cannot fire while steps still come, and the test need not wait 3 s of wall time for it.
@@ -342,6 +343,7 @@ def test_two_nodes_each_run_the_same_command_and_keep_their_own_folder(tmp_path:
     assert sorted(ranks) == [0, 1]
 
 
+@pytest.mark.slow  # a second real process cancels: the fast lane keeps the in-process cancel tests
 def test_cancel_run_from_another_process_without_a_handle(tmp_path: Path) -> None:
     from profilers.run.handle import cancel_run
 

@@ -123,6 +123,7 @@ def test_micro_batching_trains_exactly_like_the_whole_batch() -> None:
     assert [r.loss for r in micro.records] == pytest.approx([r.loss for r in whole.records], rel=1e-4)
 
 
+@pytest.mark.slow  # 1.4-1.6 s of DataLoader workers: the full suite runs it
 def test_cache_and_workers_change_cost_not_data() -> None:
     base = WORKLOADS["data_bound"].spec("tiny", steps=5)
     _, plain = train(base)
@@ -160,6 +161,7 @@ def test_optimizer_knobs_reach_the_optimizer() -> None:
     assert isinstance(t.optimizer, torch.optim.SGD) and t.optimizer.defaults["foreach"] is True
 
 
+@pytest.mark.slow  # ~1 s of compiling: the full suite runs it
 def test_compile_and_channels_last_act_on_the_model() -> None:
     t = Trainer.build(WORKLOADS["resnet_small"].spec("tiny", compile=True, channels_last=True))
     assert type(t.model).__name__ == "OptimizedModule"

@@ -60,8 +60,8 @@ def test_each_workload_builds_a_model_that_trains_on_its_data(name: str) -> None
         parts.model.get_submodule(block)  # every declared block exists
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_data_is_deterministic_from_the_seed(name: str) -> None:
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "data_bound" else n for n in ALL])
+def test_data_is_deterministic_from_the_seed(name: str) -> None:  # data_bound encodes its JPEGs three times: 1.7 s
     w = WORKLOADS[name]
     first = w.build(w.spec("tiny")).dataset[3]
     again = w.build(w.spec("tiny")).dataset[3]
