@@ -1,7 +1,7 @@
 """``python -m advisors optimize WORKLOAD|SPEC.json [--rounds N] [--size tiny|bench] [--trials K] [--json]`` and
 ``python -m advisors optimize [--rounds N] [--steps S] [--trials K] [--json] -- python train.py ARGS…``.
 
-A script is never written: each fix is injected at boot (:mod:`profilers.run.inject`), measured A/B with the same
+A script is never written: each fix is injected at boot (:mod:`stepwise_agent.inject`), measured A/B with the same
 seeds, and a kept fix is shown as the edit to make in the user's file (``where``, ``change``).
 """
 

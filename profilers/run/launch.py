@@ -1,7 +1,7 @@
 """Profile a training script nobody changed: ``python -m profilers launch -- python train.py ARGS…``.
 
 The command's leading ``python`` (or ``python3.11``, or this interpreter's path) becomes this interpreter,
-and ``-m profilers.run.launch_boot RUN_DIR N`` goes before the script (or ``-m module``); interpreter flags such as
+and ``-m stepwise_agent.boot RUN_DIR N`` goes before the script (or ``-m module``); interpreter flags such as
 ``-u`` or ``-X dev`` are kept. Only a script path or module the user typed is run: never ``-c`` code or stdin.
 The run is stored like any other (kind ``launch``), with the command in ``launch.json``.
 
@@ -66,10 +66,10 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
 
 def boot_command(command: list[str], run_dir: Path, steps: int, nproc_per_node: int = 1, nnodes: int = 1,
                  rdzv_endpoint: str | None = None, cwd: str | None = None) -> list[str]:
-    """The command that runs ``command`` under :mod:`profilers.run.launch_boot`, profiling ``steps`` steps; under
+    """The command that runs ``command`` under :mod:`stepwise_agent.boot`, profiling ``steps`` steps; under
     ``torchrun`` for more than one rank (interpreter flags cannot pass through torchrun and are dropped)."""
     flags, target = split_command(command, cwd)
-    boot = ["-m", "profilers.run.launch_boot", str(run_dir), str(steps), *target]
+    boot = ["-m", "stepwise_agent.boot", str(run_dir), str(steps), *target]
     if nproc_per_node <= 1 and nnodes <= 1:
         return [sys.executable, *flags, *boot]
     if nnodes > 1 and not rdzv_endpoint:

@@ -4,7 +4,7 @@ A sample workload is described by a :class:`~profilers.run.spec.TrainingSpec`; a
 the command that starts it plus what the launcher does around it: how many steps to let it warm up, time and
 profile, the seeds every arm gets, the ranks to start, and ``inject`` — the knobs the boot module applies to
 the script's own objects (its DataLoader's keyword arguments, autocast around its model, …; see
-:mod:`profilers.run.inject`). The script's files are never written: a patched spec differs only in ``inject``.
+:mod:`stepwise_agent.inject`). The script's files are never written: a patched spec differs only in ``inject``.
 
 A run of a script spec takes ``warmup_steps`` untimed steps, ``measure_steps`` timed steps without profiler,
 then one profiler warm-up step and ``profile_steps`` profiled steps (for the next diagnosis), and is stopped.

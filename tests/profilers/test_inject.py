@@ -11,8 +11,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
-from profilers.run.inject import Injector
-from profilers.run.inject.loader import CachedDataset, cache_refusal, same_sample
+from stepwise_agent.inject import Injector
+from stepwise_agent.inject.loader import CachedDataset, cache_refusal, same_sample
 from profilers.run.script_spec import ScriptSpec
 from profilers.errors import SpecError
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from profilers.run import launch_boot
-from profilers.run.launch_boot import PROFILE_WAIT, PROFILE_WARMUP
+from stepwise_agent import boot as launch_boot
+from stepwise_agent.boot import PROFILE_WAIT, PROFILE_WARMUP
 from tests.profilers.test_launch import HAND_WRITTEN_SGD, NO_TRAINING, RAISES, STEPS, _profiler_steps
 
 # A DataLoader in this process (no workers), torch.optim and gradient accumulation (2 backwards a step).

@@ -1,7 +1,7 @@
-"""Boot an unmodified training script under the profiler: ``python -m profilers.run.launch_boot RUN_DIR N TARGET…``.
+"""Boot an unmodified training script under the profiler: ``python -m stepwise_agent.boot RUN_DIR N TARGET…``.
 
 ``TARGET`` is ``SCRIPT ARGS…`` or ``-m MODULE ARGS…``; it runs as ``__main__`` with its own ``sys.argv``.
-Steps are found by :class:`profilers.run.launch_steps.StepDetector`. A ``torch.profiler`` schedule (wait W,
+Steps are found by :class:`stepwise_agent.steps.StepDetector`. A ``torch.profiler`` schedule (wait W,
 warmup 1, active N) advances at each step; every step's wall time (and loss and samples when visible) goes to
 ``steps.jsonl``, live progress to ``progress.json``. When the active window ends, the trace is exported as
 ``tb/rank0.<ns>.pt.trace.json.gz``, the script is stopped (``StopTraining`` from the hook), ``result.json``
@@ -11,7 +11,7 @@ An optional ``RUN_DIR/boot.json`` (written by :func:`profilers.run.launch.start_
 (torch, numpy and random seeded before the script starts, the same for every arm of an A/B), ``warmup`` +
 ``measure`` unprofiled steps before the profiler's window (the measured ones are timed without profiler
 overhead), ``profile`` active steps, and ``inject``: fix knobs applied to the script's own objects by
-:class:`profilers.run.inject.Injector`. What the injector did, knob by knob, and the user's call sites (DataLoader,
+:class:`stepwise_agent.inject.Injector`. What the injector did, knob by knob, and the user's call sites (DataLoader,
 optimizer, DDP, model) go to ``injected.json`` — written for every launch, knobs or not.
 
 Under ``torchrun`` (``python -m profilers launch --nproc-per-node N``) every rank boots this way: each writes
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from profilers.run.inject import Injector
-from profilers.run.launch_steps import StepDetector
+from stepwise_agent.inject import Injector
+from stepwise_agent.steps import StepDetector
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 
@@ -192,7 +192,7 @@ def seed_everything(seed: int) -> None:
 def main(argv: list[str]) -> int:
     run_dir, active, target = Path(argv[0]), int(argv[1]), argv[2:]
     if not target or (target[0] == "-m" and len(target) < 2):
-        print("usage: python -m profilers.run.launch_boot RUN_DIR N (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
+        print("usage: python -m stepwise_agent.boot RUN_DIR N (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
         return 2
     cfg = read_boot_config(run_dir, active)
     rank, leader = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")) == 0

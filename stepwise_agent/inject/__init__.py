@@ -16,10 +16,10 @@ from typing import Any, Callable
 import psutil
 import torch
 
-from profilers.run.inject.loader import LoaderInjection
-from profilers.run.inject.modules import ModuleInjection
-from profilers.run.inject.optim import OptimInjection
-from profilers.run.inject.report import InjectionReport
+from stepwise_agent.inject.loader import LoaderInjection
+from stepwise_agent.inject.modules import ModuleInjection
+from stepwise_agent.inject.optim import OptimInjection
+from stepwise_agent.inject.report import InjectionReport
 
 __all__ = ["Injector", "InjectionReport"]
 

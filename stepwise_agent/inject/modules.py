@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
-from profilers.run.inject.report import InjectionReport
-from profilers.run.inject.sites import user_site
+from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.inject.sites import user_site
 
 LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _MATH = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.MultiheadAttention, nn.Bilinear, nn.LSTM, nn.GRU)

@@ -12,8 +12,8 @@ from typing import Any, Callable
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from profilers.run.inject.report import InjectionReport
-from profilers.run.inject.sites import user_site
+from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.inject.sites import user_site
 
 DDP_DEFAULT_BUCKET_MB = 25.0
 

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from profilers.run.inject.report import InjectionReport
-from profilers.run.inject.sites import user_site
+from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.inject.sites import user_site
 
 PROBE_INDICES = 3
 MIN_HIT_SHARE = 0.10  # a cache that serves fewer reads than this did not act on the measured steps
