@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the tests' second environment, .venv-user: a user's training env as it would be, with none of Stepwise's
+# own dependencies. torch from this machine's wheel (the same 2.13.0 CPU build), transformers, accelerate and
+# lightning from the registry, and a package only this env has (tests/user_env/only_in_user_env_pkg).
+# Quick when nothing changed (a stamp of this file and the package). Prints the interpreter's path.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+ENV="${STEPWISE_USER_ENV:-$ROOT/.venv-user}"
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for cand in python3.11 python3; do command -v "$cand" >/dev/null 2>&1 && { PY="$cand"; break; }; done
+fi
+STAMP="$ENV/.stepwise-user-env"
+WANT="$(cat scripts/user-env.sh tests/user_env/only_in_user_env_pkg/pyproject.toml tests/user_env/only_in_user_env_pkg/only_in_user_env/__init__.py | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  rm -rf "$ENV"
+  "$PY" -m venv "$ENV"
+  "$ENV/bin/python" -m pip install --quiet --upgrade pip >&2
+  "$ENV/bin/python" -m pip install --quiet "torch==2.13.0" "transformers>=4.40" "accelerate>=0.30" "lightning>=2.2" >&2
+  "$ENV/bin/python" -m pip install --quiet --no-build-isolation ./tests/user_env/only_in_user_env_pkg >&2
+  echo "$WANT" > "$STAMP"
+fi
+echo "$ENV/bin/python"

@@ -1,0 +1,3 @@
+"""Installed only into the tests' second environment (``.venv-user``): proves a script ran in *that* interpreter."""
+
+MARKER = "only-in-user-env"
