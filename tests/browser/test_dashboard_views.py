@@ -1,4 +1,5 @@
-"""In a real browser: the Telemetry & memory tab of a 150-step run within budget; two long kernels with a common
+"""In a real browser: the Telemetry & memory tab of a 150-step run drawn, first and cached (its time budget is
+``benchmarks/dashboard.py``'s: a test on a shared machine waits on conditions, it does not time them); two long kernels with a common
 prefix drawn as two bars with their full names on hover; the Events page zooms by dragging and exports the
 window for Perfetto; a screenshot of every page (``test-artifacts/``)."""
 
@@ -16,13 +17,12 @@ from app.testing.flows import chart_titled, drawn, open_events, time_tab, upload
 from app.testing.harness import REPO, wait_for_app
 from tests.trace_factory import kernel, step, write
 
-FIRST_S, CACHED_S = 3.0, 1.0  # issue 12: the telemetry tab of a 150-step run, first view and cached
 PREFIX = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_bf16_128x128_32x3_nn_align8_" + "x" * 60
 PAGES = ("runs", "launch", "upload", "analysis", "events", "advisor", "compare", "report", "rules")
 
 
 @pytest.mark.slow
-def test_telemetry_tab_of_a_150_step_run_within_budget(server, watch) -> None:
+def test_telemetry_tab_of_a_150_step_run_is_drawn_first_and_cached(server, watch) -> None:
     subprocess.run([sys.executable, "-m", "profilers", "run", "compute_bound", "--steps", "150", "--label",
                     "steps150", "--store", str(server.home)], cwd=REPO, check=True, capture_output=True, timeout=600)
     page = watch.page
@@ -33,8 +33,11 @@ def test_telemetry_tab_of_a_150_step_run_within_budget(server, watch) -> None:
     page.get_by_role("tab", name="Breakdown").click()
     chart_titled(page, "Step time by category").locator(".main-svg").first.wait_for()
     cached = time_tab(page, "Telemetry & memory", "Telemetry")
+    # Printed for the record only: the budget (first ≤ 3 s, cached ≤ 1 s) is benchmarks/dashboard.py's, measured
+    # on a quiet machine; here another program on the cores must not fail the test.
     print(f"telemetry tab of a 150-step run: first {first:.2f} s, cached {cached:.2f} s")
-    assert first <= FIRST_S and cached <= CACHED_S, (first, cached)
+    chart = chart_titled(page, "Telemetry")
+    expect(chart.locator("g.trace").first).to_be_attached()  # the series are drawn, not an empty frame
     assert not watch.page_errors
 
 

@@ -12,6 +12,8 @@ import pytest
 from profilers.telemetry.sampler import HostReader
 from tests.fake_clock import FakeClock
 
+BURN_CPU_S = 0.3  # CPU seconds the loop below uses, however long the machine takes to give them
+
 
 def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_percent(
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,25 +38,47 @@ def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_perce
     assert calls["children"] == 1
 
 
-def test_process_cpu_follows_the_work_done() -> None:
-    """The sampler's process CPU % equals the CPU this process measured for itself over the same interval.
+def test_process_cpu_follows_the_work_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampler's process CPU equals the CPU this process measured for itself over the same interval.
 
-    Compared with the process's own ``process_time`` rather than a fixed ≈100: on a busy 2-core machine a
-    busy loop gets only part of a core, and that is the machine, not the sampler."""
-    reader = HostReader([os.getpid()])
+    Each time the reader reads this process's counters, the test reads its own ``process_time`` with them, and
+    the clock reading the reader takes next (its rate's time base) is paired with it: both figures then cover
+    exactly the reader's interval, however long a busy machine stretches it. The loop burns a fixed amount of
+    CPU time, not of wall time (on a busy 2-core machine a busy loop gets only part of a core, and that is the
+    machine, not the sampler)."""
+    pending: list[float] = []
+    readings: list[tuple[float, float]] = []  # (the reader's clock, this process's CPU seconds) per reading
+    real_cpu_times = psutil.Process.cpu_times
+
+    def cpu_times(self: psutil.Process) -> object:
+        times = real_cpu_times(self)
+        if self.pid == os.getpid():
+            pending.append(time.process_time())
+        return times
+
+    def clock() -> float:
+        now = time.monotonic()
+        if pending:
+            readings.append((now, pending.pop()))
+        return now
+
+    monkeypatch.setattr(psutil.Process, "cpu_times", cpu_times)
+    reader = HostReader([os.getpid()], clock=clock)
     reader.sample()
-    c0, w0 = time.process_time(), time.monotonic()
-    end = time.perf_counter() + 0.3
-    while time.perf_counter() < end:  # one core busy, as far as the machine allows
+    (first,) = readings
+    while time.process_time() < first[1] + BURN_CPU_S:
         sum(i * i for i in range(1000))
-    c1, w1 = time.process_time(), time.monotonic()
     row = reader.sample()[0]
-    own = 100.0 * (c1 - c0) / (w1 - w0)
-    # CPU time moves in 10 ms ticks: ±3.3 points over 0.3 s on each reading, so 12 points is loose.
-    assert abs(row["cpu_pct"] - own) <= 12.0, (row["cpu_pct"], own)
-    assert row["cpu_pct"] >= 20.0  # the loop did run
+    last = readings[1]
+    interval = last[0] - first[0]
+    sampler_cpu_s, own_cpu_s = row["cpu_pct"] / 100 * interval, last[1] - first[1]
+    # psutil's CPU counters move in 10 ms ticks: one tick off at each end, plus cpu_pct's rounding.
+    assert abs(sampler_cpu_s - own_cpu_s) <= 0.025, (sampler_cpu_s, own_cpu_s, interval)
+    assert own_cpu_s >= BURN_CPU_S  # the loop did run
+    cores = psutil.cpu_count() or 1
     assert 0.0 <= row["system_cpu_pct"] <= 100.0
-    assert row["system_cpu_pct"] >= 100.0 / (psutil.cpu_count() or 1) * 0.5
+    # The machine was at least as busy as this process alone (its own readings, a moment apart from ours).
+    assert row["system_cpu_pct"] / 100 * cores >= own_cpu_s / interval - 0.1, (row, own_cpu_s, interval)
 
 
 def test_rates_use_a_window_so_a_late_sample_cannot_spike() -> None:
