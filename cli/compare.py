@@ -4,7 +4,8 @@
 BASE and NEW are anything ``analyze`` takes (a trace, a folder of ranks, a zip, a run folder) or
 ``baseline:NAME``, a run pinned in the run store. Exit codes: 0 same or improvement; 1 a regression (NEW
 slower than BASE beyond ``--max-slowdown`` *and* beyond noise, see :mod:`advisors.compare.regression`); 2 bad input
-or usage, as one ``error:`` line on stderr. ``--save-baseline`` pins RUN (a run id, a run folder of the store,
+or usage, as one ``error:`` line on stderr; 3 inconclusive (a change beyond the tolerance that noise, too few
+steps or other programs' load leave unproven). ``--save-baseline`` pins RUN (a run id, a run folder of the store,
 or a trace, which is imported into the store first) under NAME, once it is known to be comparable.
 """
 
@@ -25,7 +26,7 @@ _SINGULAR = {"categories": "category", "kernels": "kernel", "operators": "operat
 
 
 def add_parser(sub: Any) -> None:
-    c = sub.add_parser("compare", help="is NEW slower than BASE? a noise-aware verdict for CI (exit 1: slower)")
+    c = sub.add_parser("compare", help="is NEW slower than BASE? a noise-aware verdict for CI (exit 1: slower, 3: inconclusive)")
     c.add_argument("inputs", nargs="*", metavar="BASE NEW",
                    help="two traces, folders of ranks, zips or run folders; baseline:NAME for a pinned run")
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")

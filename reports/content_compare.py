@@ -15,7 +15,14 @@ from advisors.compare.regression import RegressionCheck, check_json
 from reports.compare import Comparison
 
 COMPARISON_SCHEMA = 1
-VERDICT_COLORS = {"regression": "#E45756", "improvement": "#54A24B", "same": "#4C78A8"}
+VERDICT_COLORS = {"regression": "#E45756", "improvement": "#54A24B", "same": "#4C78A8", "inconclusive": "#F58518"}
+VERDICT_WORDS = {  # what each verdict means, said beside it in the exports
+    "regression": "NEW is slower beyond the tolerance and beyond noise",
+    "improvement": "NEW is faster beyond the tolerance and beyond noise",
+    "same": "NEW is within the tolerance of BASE",
+    "inconclusive": "the change cannot be told from noise or from other programs' load: neither slower nor the "
+                    "same can be said",
+}
 
 
 def comparison_context(c: RegressionCheck, tables: Comparison) -> dict[str, Any]:
@@ -23,6 +30,7 @@ def comparison_context(c: RegressionCheck, tables: Comparison) -> dict[str, Any]
     doc = check_json(c)
     return {
         **doc, "label": f"{c.base.label} → {c.new.label}", "color": VERDICT_COLORS[c.verdict],
+        "verdict_words": VERDICT_WORDS[c.verdict],
         "percent": round(100 * c.max_slowdown, 4),
         "categories": [{k: _num(v) for k, v in r.items()} for r in tables.categories.to_dict("records")
                        if r["a_ms"] or r["b_ms"]],

@@ -6,20 +6,31 @@ samples of :mod:`advisors.compare.step_samples` (a run's measured steps, a trace
 same inputs always get the same verdict). Medians, as everywhere in Stepwise: a run's step time is its median
 measured step, and a burst of load from another program stretches a few steps without moving a median.
 
-**The verdict.** ``regression`` when the ratio exceeds ``1 + max_slowdown`` *and* the interval's lower bound
-exceeds 1; ``improvement`` in mirror image (ratio below ``1 / (1 + max_slowdown)`` and the upper bound below
-1), so swapping the sides swaps the two; ``same`` otherwise. Only a regression fails the gate.
+**The verdict.** ``regression`` when the ratio exceeds ``1 + max_slowdown`` *and* the change is shown beyond
+noise, by either of two kinds of evidence (the verdict names which decided, :attr:`RegressionCheck.decided_by`):
+the interval's lower bound exceeds 1 (``interval``), or categories of the breakdown moved beyond their own
+step-to-step spread in (nearly) every step and carry the change between them (``categories``,
+:mod:`advisors.compare.structure`: two outlier steps on one side widen the medians' interval, not a category
+that moved in every step). ``improvement`` in mirror image (ratio below ``1 / (1 + max_slowdown)``), so swapping
+the sides swaps the two; ``same`` when the ratio is within the tolerance. Only a regression fails the gate.
+
+**Inconclusive.** A ratio beyond the tolerance that no evidence shows beyond noise — the interval includes no
+change and no category moved in every step, or a side has too few steps, or competition for the cores can
+explain it — is neither a regression nor "the same": the verdict is ``inconclusive`` (exit code
+:data:`EXIT_INCONCLUSIVE`), and the reason says what left it open and, from the steps there are, the smallest
+slowdown the comparison could have told from noise (:func:`advisors.compare.structure.detectable_ratio`).
 
 **Too few steps.** With fewer than :data:`MIN_STEPS` steps on a side there is no interval: resampling one or
 two values says nothing about how much a step varies, so no difference can be told from noise. The verdict is
-then ``same``, never a regression or an improvement, and its reason says so (a one-step trace against itself
-reads ``same`` with ratio 1; against another one-step trace, the ratio is shown, unproven).
+then ``same`` when the ratio is within the tolerance and ``inconclusive`` when it is not, never a regression or
+an improvement, and its reason says so (a one-step trace against itself reads ``same`` with ratio 1; against
+another one-step trace, the ratio is shown, unproven).
 
 **What the interval cannot see.** One run per side shows the step-to-step noise, not the run-to-run noise
 (process start, memory layout, other programs' load over a whole run). Two guards: the tolerance, and, for
 stored runs with host telemetry, competition for the cores (:mod:`advisors.compare.contention`): when other
 programs held the machine during the slower run and its process got fewer cores, the change cannot be told
-from the competition, so the verdict is ``same`` and the reason says the machine was busy (a re-run on a
+from the competition, so the verdict is ``inconclusive`` and the reason says the machine was busy (a re-run on a
 quieter machine settles it). Measured on a busy 2-core machine in ``tests/advisors/test_regression_runs.py``.
 """
 
@@ -35,11 +46,15 @@ from advisors.verdict import Bottleneck, Diagnosis
 from advisors.compare.movers import Mover, Movers, movers
 from advisors.stats import RatioEstimate, median_ratio
 from advisors.compare.step_samples import StepSamples
+from advisors.compare.structure import CategoryMove, StructureEvidence, detectable_ratio, structure_evidence
 from profilers.trace.breakdown import Breakdown
 
-Verdict = Literal["regression", "improvement", "same"]
+Verdict = Literal["regression", "improvement", "same", "inconclusive"]
+Evidence = Literal["interval", "categories"]
 DEFAULT_MAX_SLOWDOWN = 0.05
 MIN_STEPS = 3
+FEW_STEPS = 10  # with fewer steps on a side, a ``same`` also states the smallest change it could have seen
+EXIT_REGRESSION, EXIT_INCONCLUSIVE = 1, 3  # 0: same or improvement; 2: bad input (the command line's)
 
 
 @dataclass(frozen=True)
@@ -67,7 +82,9 @@ class Side:
 class RegressionCheck:
     """The verdict, the numbers it rests on and the reason in one paragraph. ``estimate`` is ``None`` when a
     side has fewer than :data:`MIN_STEPS` steps (``ratio`` is then the bare ratio of medians). ``contended``:
-    other programs' competition for the cores may explain the change, so it was not called."""
+    other programs' competition for the cores may explain the change, so it was not called. ``decided_by``: the
+    evidence that showed a regression or an improvement beyond noise; ``structure``: the categories that moved
+    in (nearly) every step; ``detectable``: the smallest ratio the medians' interval could have shown."""
 
     verdict: Verdict
     ratio: float
@@ -79,11 +96,14 @@ class RegressionCheck:
     movers: Movers
     notes: tuple[str, ...]
     contended: bool = False
+    decided_by: tuple[Evidence, ...] = ()
+    structure: StructureEvidence | None = None
+    detectable: float | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 same or improvement, 1 a regression (2, bad input, is the command line's)."""
-        return 1 if self.verdict == "regression" else 0
+        """0 same or improvement, 1 a regression, 3 inconclusive (2, bad input, is the command line's)."""
+        return {"regression": EXIT_REGRESSION, "inconclusive": EXIT_INCONCLUSIVE}.get(self.verdict, 0)
 
 
 def side(label: str, samples: StepSamples, diagnosis: Diagnosis | None, breakdown: Breakdown | None,
@@ -103,38 +123,69 @@ def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> 
     est = median_ratio(base.samples.ms, new.samples.ms) if enough else None
     slower, faster = (new, base) if ratio >= 1 else (base, new)
     contended = competed(slower.cpu, faster.cpu)
-    verdict: Verdict = "same"
-    if est is not None and not contended:
-        if ratio > 1 + max_slowdown and est.low > 1:
-            verdict = "regression"
-        elif ratio < 1 / (1 + max_slowdown) and est.high < 1:
-            verdict = "improvement"
+    structure = structure_evidence(base.breakdown, new.breakdown, base.step_time_ms, new.step_time_ms,
+                                   max_slowdown) if enough else None
+    detectable = detectable_ratio(base.samples.ms, new.samples.ms) if enough else None
+    beyond = ratio > 1 + max_slowdown or ratio < 1 / (1 + max_slowdown)
+    decided: tuple[Evidence, ...] = ()
+    if not beyond:
+        verdict: Verdict = "same"
+    elif est is None or contended:
+        verdict = "inconclusive"
+    else:
+        shown = est.low > 1 if ratio > 1 else est.high < 1
+        by: list[Evidence] = ["interval"] if shown else []
+        if structure is not None and structure.decisive:
+            by.append("categories")
+        decided = tuple(by)
+        verdict = ("regression" if ratio > 1 else "improvement") if decided else "inconclusive"
     moved = movers(base.breakdown, new.breakdown)
+    why = _Why(verdict, ratio, est, max_slowdown, base, new, moved, contended, decided, structure, detectable)
     return RegressionCheck(verdict=verdict, ratio=ratio, estimate=est, max_slowdown=max_slowdown,
-                           reason=_reason(verdict, ratio, est, max_slowdown, base, new, moved, contended),
-                           base=base, new=new, movers=moved, notes=_notes(base, new), contended=contended)
+                           reason=_reason(why), base=base, new=new, movers=moved, notes=_notes(base, new),
+                           contended=contended, decided_by=decided, structure=structure, detectable=detectable)
 
 
-def _reason(verdict: Verdict, ratio: float, est: RatioEstimate | None, tol: float, base: Side, new: Side,
-            moved: Movers, contended: bool) -> str:
+@dataclass(frozen=True)
+class _Why:
+    """What :func:`_reason` puts in words."""
+
+    verdict: Verdict
+    ratio: float
+    est: RatioEstimate | None
+    tol: float
+    base: Side
+    new: Side
+    moved: Movers
+    contended: bool
+    decided: tuple[Evidence, ...]
+    structure: StructureEvidence | None
+    detectable: float | None
+
+
+def _reason(w: _Why) -> str:
+    ratio, est, tol, base, new = w.ratio, w.est, w.tol, w.base, w.new
     change = _change(ratio)
     times = f"{new.step_time_ms:.4g} ms vs {base.step_time_ms:.4g} ms"
     if est is None:
         few = (f"BASE has {base.steps} step{_s(base.steps)} and NEW {new.steps}: at least {MIN_STEPS} per side are "
                "needed to tell a change from noise")
-        if 1 / (1 + tol) <= ratio <= 1 + tol:
+        if w.verdict == "same":
             return f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}). " \
                    f"{few}."
-        return (f"NEW's median step {change} BASE's ({times}), but {few}, so this cannot prove a regression or an "
-                "improvement. Profile more steps.")
+        return (f"NEW's median step {change} BASE's ({times}), but {few}, so this cannot prove a "
+                "regression or an improvement. Profile more steps.")
     interval = f"{100 * est.level:.0f}% interval of the ratio {est.low:.3f}-{est.high:.3f}"
-    if verdict != "same":
-        return f"NEW's median step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and " \
-               f"beyond noise.{_largest(moved)}"
-    if 1 / (1 + tol) <= ratio <= 1 + tol:
-        return f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, " \
-               f"{interval})."
-    if contended and not est.low <= 1 <= est.high:
+    if w.verdict == "same":
+        within = f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, " \
+                 f"{interval})."
+        if min(base.steps, new.steps) < FEW_STEPS and w.detectable is not None:
+            within += f" {_detectable(w.detectable, base, new)}"
+        return within
+    if w.verdict != "inconclusive":
+        return (f"NEW's median step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and "
+                f"beyond noise, shown by {_decided(w)}.{_largest(w.moved)}")
+    if w.contended:
         slow, fast = ("NEW", "BASE") if ratio > 1 else ("BASE", "NEW")
         cpu_slow, cpu_fast = (new.cpu, base.cpu) if ratio > 1 else (base.cpu, new.cpu)
         assert cpu_slow is not None and cpu_fast is not None
@@ -143,8 +194,31 @@ def _reason(verdict: Verdict, ratio: float, est: RatioEstimate | None, tol: floa
                 f"got {cpu_slow.ours:.2f} cores where {fast}'s used {cpu_fast.ours:.2f}: a process held back "
                 "from the cores it would use slows down by more than the share it lost, so the change cannot be "
                 "told from the competition. Re-run on a quieter machine to settle it.")
-    return (f"NEW's median step {change} BASE's ({times}), but the {interval} includes no change: "
-            f"not beyond the noise between their steps.")
+    tail = f" {_detectable(w.detectable, base, new)}" if w.detectable is not None else ""
+    return (f"NEW's median step {change} BASE's ({times}), beyond the {tol:.0%} tolerance, but the "
+            f"{interval} includes no change and no category moved beyond its step-to-step spread in nearly every "
+            f"step: not shown beyond the noise between their steps.{tail} Profile more steps, or re-run both.")
+
+
+def _decided(w: _Why) -> str:
+    said = []
+    if "interval" in w.decided:
+        said.append("the medians' interval")
+    if "categories" in w.decided and w.structure is not None:
+        said.append(_moves_text(w.structure.moves))
+    return " and by ".join(said)
+
+
+def _moves_text(moves: tuple[CategoryMove, ...]) -> str:
+    return "; ".join(f"{m.name.replace('_', ' ')} {m.delta_ms:+.4g} ms per step in {m.steps_moved} of {m.steps} "
+                     f"steps, beyond its step-to-step spread of {m.spread_ms:.3g} ms" for m in moves)
+
+
+def _detectable(ratio: float, base: Side, new: Side) -> str:
+    if ratio == float("inf"):
+        return "With these steps no change could be told from their noise."
+    return (f"With {base.steps} and {new.steps} steps, the smallest slowdown the medians' interval could tell "
+            f"from their noise is about {ratio - 1:.0%}.")
 
 
 def _change(ratio: float) -> str:
@@ -194,6 +268,10 @@ def check_json(c: RegressionCheck) -> dict[str, Any]:
                        "changed": c.base.bottleneck != c.new.bottleneck},
         "contention": {"suspected": c.contended, "base": _cpu_json(c.base.cpu),
                        "new": _cpu_json(c.new.cpu)},
+        "evidence": {"decided_by": list(c.decided_by),
+                     "categories": [] if c.structure is None else [_move_json(m) for m in c.structure.moves],
+                     "detectable_ratio": None if c.detectable is None or c.detectable == float("inf")
+                     else round(c.detectable, 4)},
         "movers": {"categories": [_mover_json(m) for m in c.movers.categories],
                    "kernels": [_mover_json(m) for m in c.movers.kernels],
                    "operators": [_mover_json(m) for m in c.movers.operators]},
@@ -212,6 +290,12 @@ def _cpu_json(cpu: HostCpu | None) -> dict[str, Any] | None:
         return None
     return {"cores": cpu.cores, "busy_cores": round(cpu.busy, 3), "process_cores": round(cpu.ours, 3),
             "other_cores": round(cpu.others, 3)}
+
+
+def _move_json(m: CategoryMove) -> dict[str, Any]:
+    return {"name": m.name, "base_ms": round(m.base_ms, 4), "new_ms": round(m.new_ms, 4),
+            "delta_ms": round(m.delta_ms, 4), "spread_ms": round(m.spread_ms, 4), "steps_moved": m.steps_moved,
+            "steps": m.steps}
 
 
 def _mover_json(m: Mover) -> dict[str, Any]:

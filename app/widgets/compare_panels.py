@@ -19,7 +19,8 @@ from reports import export
 from reports.analysis import Analysis
 from reports.compare import Comparison, regression_check
 
-BOXES = {"regression": st.error, "improvement": st.success, "same": st.info}
+BOXES = {"regression": st.error, "improvement": st.success, "same": st.info, "inconclusive": st.warning}
+WORDS = {"inconclusive": "Inconclusive — neither slower nor the same can be told from these runs"}
 KINDS = (("category", "categories"), ("kernel", "kernels"), ("operator", "operators"))
 
 
@@ -35,7 +36,7 @@ def verdict(a: Analysis, b: Analysis, tables: Comparison) -> RegressionCheck | N
         st.warning(f"No verdict: {ui.text(err)}")
         return None
     interval = "" if c.estimate is None else f" · 95% interval {c.estimate.low:.3f}–{c.estimate.high:.3f}"
-    BOXES[c.verdict](f"**{c.verdict.capitalize()}** (ratio B / A {c.ratio:.3f}{interval}) — {ui.text(c.reason)}")
+    BOXES[c.verdict](f"**{WORDS.get(c.verdict, c.verdict.capitalize())}** (ratio B / A {c.ratio:.3f}{interval}) — {ui.text(c.reason)}")
     st.markdown(f"Binding bottleneck: **{c.base.bottleneck.value}** → **{c.new.bottleneck.value}**")
     moved = movers_frame(c)
     if len(moved):
@@ -63,4 +64,4 @@ def _downloads(c: RegressionCheck, tables: Comparison) -> None:
                             file_name=f"stepwise-compare-{stem}.{fmt}", mime=export.FORMATS[fmt],
                             key=f"compare.{fmt}", on_click="ignore", icon=":material/download:")
     st.caption("The same verdict in CI: `python -m advisors compare BASE NEW --max-slowdown 5` exits 1 on a "
-               "regression.")
+               "regression and 3 when inconclusive.")

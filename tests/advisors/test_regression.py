@@ -11,7 +11,7 @@ import pytest
 
 from advisors.compare.contention import HostCpu, competed
 from advisors.verdict import Bottleneck
-from advisors.compare.regression import MIN_STEPS, Side, check, check_json
+from advisors.compare.regression import EXIT_INCONCLUSIVE, MIN_STEPS, Side, check, check_json
 from advisors.compare.sides import observe_side
 from advisors.stats import median_ratio
 from advisors.compare.step_samples import StepSamples
@@ -88,7 +88,7 @@ def test_one_step_traces_cannot_prove_a_regression(shared_traces: Path) -> None:
     small = observe_side(shared_traces / ONE_STEP)
     big = observe_side(shared_traces / "data/tracelens_h100_owlv2.json.gz")  # 1211 ms against 4.4 ms
     c = check(small, big)
-    assert c.ratio > 100 and c.verdict == "same" and c.exit_code == 0
+    assert c.ratio > 100 and c.verdict == "inconclusive" and c.exit_code == EXIT_INCONCLUSIVE == 3
     assert "cannot prove a regression" in c.reason
 
 
@@ -100,11 +100,14 @@ def test_tolerance_and_noise(factor: float, verdict: str) -> None:
     assert c.verdict == verdict, c.reason
 
 
-def test_a_slowdown_beyond_the_tolerance_but_within_the_noise_is_the_same() -> None:
+def test_a_slowdown_beyond_the_tolerance_but_within_the_noise_is_inconclusive() -> None:
     base, new = _side(_noisy(100, n=5, spread=0.4, seed=3)), _side(_noisy(112, n=5, spread=0.4, seed=4))
     c = check(base, new)
     assert c.ratio > 1.05 and c.estimate is not None and c.estimate.low <= 1
-    assert c.verdict == "same" and "includes no change" in c.reason
+    assert c.verdict == "inconclusive" and c.exit_code == 3 and "includes no change" in c.reason
+    assert c.detectable is not None and c.detectable > c.ratio  # too noisy to see even this change
+    assert f"smallest slowdown the medians' interval could tell from their noise is about " \
+           f"{c.detectable - 1:.0%}" in c.reason
 
 
 def test_swapping_the_sides_swaps_regression_and_improvement() -> None:
@@ -128,10 +131,10 @@ QUIET, BUSY = HostCpu(cores=2, busy=1.35, ours=1.29), HostCpu(cores=2, busy=2.0,
 def test_a_run_held_back_by_other_programs_is_not_called() -> None:
     """Two runs of one spec measured 26.3 and 38.6 ms/step: the slow one while other programs used a core."""
     c = check(_side(_noisy(26.3), QUIET), _side(_noisy(38.6, seed=1), BUSY))
-    assert c.contended and c.verdict == "same" and c.exit_code == 0
+    assert c.contended and c.verdict == "inconclusive" and c.exit_code == 3
     assert "other programs used 1.03 of the machine's 2 cores during NEW" in c.reason
     assert check_json(c)["contention"]["suspected"] is True
-    assert check(_side(_noisy(38.6, seed=1), BUSY), _side(_noisy(26.3), QUIET)).verdict == "same"  # not improved
+    assert check(_side(_noisy(38.6, seed=1), BUSY), _side(_noisy(26.3), QUIET)).verdict == "inconclusive"
 
 
 def test_a_real_slowdown_keeps_its_cores_and_is_called_on_a_busy_machine() -> None:

@@ -5,8 +5,10 @@ The runs use one intra-op thread (``OMP_NUM_THREADS=1``, as ``torch.utils.benchm
 shared 2-core machine a 2-thread matmul slows as soon as another program takes a core, while a 1-thread one mostly
 keeps its pace with another program on the other core (not always: see below; the figures are in
 ``benchmarks/results/contention-2026-11-23.md``). Heavier competition is left to the gate's contention guard
-(``advisors.compare.contention``), which answers ``same`` and says so: a pair it suspects is retried (at most
-:data:`ATTEMPTS` times) where a regression must be shown, exactly as its reason tells a CI user to do.
+(``advisors.compare.contention``), which answers ``inconclusive`` (exit 3) and says so: a pair it suspects is
+retried (at most :data:`ATTEMPTS` times), exactly as its reason tells a CI user to do. ``inconclusive`` is never a
+false alarm: on runs of one spec the tests accept it where its evidence holds (contention, or an interval that
+includes no change), never ``regression`` or ``improvement``.
 
 What neither sees: the per-process offset of a run (where its buffers landed, the host's clocks), and another
 program on the *other* core, which slows a one-thread run through the caches and the core's shared parts while
@@ -82,7 +84,13 @@ def test_runs_of_one_spec_read_same_every_time(tmp_path: Path) -> None:
                 break
         final.append(c)
     print("same spec:", "; ".join(_seen(c) for c in seen))
-    assert [c.verdict for c in final] == ["same"] * PAIRS, [c.reason for c in seen]
+    assert all(c.verdict == "same" or _open(c) for c in final), [c.reason for c in seen]
+
+
+def _open(c: RegressionCheck) -> bool:
+    """An ``inconclusive`` whose evidence holds: the machine was contended, or the interval includes no change."""
+    est = c.estimate
+    return c.verdict == "inconclusive" and (c.contended or est is None or est.low <= 1 <= est.high)
 
 
 @pytest.mark.slow
@@ -92,7 +100,7 @@ def test_a_run_slowed_through_a_spec_knob_is_a_regression(tmp_path: Path) -> Non
     for _ in range(ATTEMPTS):
         c = _pair(store, _spec(), _spec(batch_size=SLOWER_BATCH))
         seen.append(c)
-        assert c.verdict == "regression" or c.contended, c.reason  # never an unexplained "same"
+        assert c.verdict in ("regression", "inconclusive"), c.reason  # never "same" or "improvement"
         if c.verdict == "regression":
             break
     print("slowed:", "; ".join(_seen(c) for c in seen))
@@ -147,13 +155,14 @@ def test_the_readme_ci_recipe(tmp_path: Path) -> None:
         same = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1024), *gate)
         if same.returncode == 0:
             break
-    assert same.returncode == 0, same.stdout + same.stderr
-    assert json.loads(same.stdout)["verdict"] == "same"
+    # exit 3 (inconclusive) only when a busy machine left every attempt open; never 1
+    assert same.returncode in (0, 3), same.stdout + same.stderr
+    assert json.loads(same.stdout)["verdict"] == ("same" if same.returncode == 0 else "inconclusive")
 
     for _ in range(ATTEMPTS):
         slower = _cli("advisors", "compare", "baseline:main", _launch(script, store, 2048), *gate)
         doc = json.loads(slower.stdout)
-        assert slower.returncode == 1 or doc["contention"]["suspected"], doc["reason"]
+        assert slower.returncode in (1, 3), doc["reason"]  # never "same"
         if slower.returncode == 1:
             break
     assert slower.returncode == 1 and doc["verdict"] == "regression" and doc["ratio"] > 1 + TOLERANCE, doc["reason"]
