@@ -20,6 +20,7 @@ from advisors.fixes import FIXES
 from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
 from advisors.observation import Observation
 from advisors.rules import RULES, Rule
+from advisors.rules.data.saturated_host import contention_note
 
 MARGIN_FLOOR = 0.6  # confidence factor when a finding of another class is exactly as severe
 
@@ -55,6 +56,9 @@ def _notes(rules: Sequence[Rule], facts: Facts, fired: set[Bottleneck], obs: Obs
     """Per class that did not fire: each distinct reason a rule of it could not judge; ``whole_class`` when
     none of its rules could."""
     notes = [Note(Bottleneck.NONE, n, whole_class=False) for n in obs.notes]
+    contended = contention_note(facts.telemetry)  # other programs' load is said, never read as the run's
+    if contended:
+        notes.append(Note(Bottleneck.NONE, contended, whole_class=False))
     by_class: dict[Bottleneck, list[str | None]] = {}
     for r in rules:
         by_class.setdefault(r.bottleneck, []).append(r.missing(facts))

@@ -83,7 +83,8 @@ def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
     injected = injected if isinstance(injected, dict) else {}
     facts = run_facts(run_dir)
     tel = facts.telemetry
-    busy = tel.host_cpu_busy if tel is not None else None
+    # the run's own demand on the cores it could use: a host busy with other programs is no reason for fewer workers
+    busy = tel.run_cpu_busy if tel is not None and tel.run_cpu_busy is not None else None
     device = "cuda" if (facts.device or "").startswith("cuda") else before.device
     return ScriptContext(device=device, world_size=facts.world_size or before.world_size,
                          cores=(tel.cpu_count if tel is not None and tel.cpu_count else before.cores),

@@ -197,6 +197,7 @@ class HostReader:
         self._descendants = [Descendants(root, self.CHILDREN_REFRESH_S, clock) for root in self._roots]
         self._rates = WindowedRates(self.RATE_WINDOW_S)
         self._cpu_count = psutil.cpu_count() or None
+        self._affinity = _affinity(self._roots[0]) if self._roots else None
 
     def _tree(self) -> list[tuple[psutil.Process, bool]]:
         out: list[tuple[psutil.Process, bool]] = []
@@ -226,8 +227,16 @@ class HostReader:
         system_pct = 100.0 * system[0] / system[1] if system is not None and system[1] > 0 else None
         return [{"cpu_pct": round(cpu, 1),
                  "system_cpu_pct": None if system_pct is None else round(min(max(system_pct, 0.0), 100.0), 1),
-                 "cpu_count": self._cpu_count, "rss_mb": round(rss / MB, 1),
+                 "cpu_count": self._cpu_count, "cpu_affinity": self._affinity, "rss_mb": round(rss / MB, 1),
                  "read_mb_s": round(read / MB, 3), "write_mb_s": round(write / MB, 3)}]
+
+
+def _affinity(proc: psutil.Process) -> int | None:
+    """How many cores ``proc`` may run on (its CPU affinity), or ``None`` where the platform does not say."""
+    try:
+        return len(proc.cpu_affinity()) or None
+    except (psutil.Error, AttributeError, OSError):
+        return None
 
 
 class WindowedRates:

@@ -11,6 +11,12 @@ whole-machine figure, 0–100) when the sampler recorded it, else the training p
 (100 = one core) over ``cpu_count`` cores. Older runs that recorded neither core count nor system figure
 have no saturation: the advisor then says it cannot judge, rather than guess the core count of the machine
 that made the run.
+
+The run's own demand is another figure: the CPU its process tree used (``cpu_pct``) over the cores it could
+have — its CPU affinity (``cpu_affinity``, recorded by the sampler) when smaller than the machine —
+:attr:`TelemetrySummary.run_cpu_busy`. What the machine was busy with beyond that, other programs used
+(:attr:`TelemetrySummary.other_cores`): a host 93% busy while the run got 0.13 of its 2 cores is contention,
+not a run that saturates its host.
 """
 
 from __future__ import annotations
@@ -40,6 +46,32 @@ class TelemetrySummary:
     gpu_mem_used_mb: float | None = None  # NVML, largest value of any GPU
     gpu_mem_total_mb: float | None = None
     power_w: float | None = None
+    cpu_affinity: int | None = None  # cores the run's process may run on (its CPU affinity), when recorded
+
+    @property
+    def run_cores(self) -> float | None:
+        """Cores the run's process tree used (median over steady steps), or ``None`` when not recorded."""
+        return None if self.process_cpu_pct is None else self.process_cpu_pct / 100.0
+
+    @property
+    def usable_cores(self) -> int | None:
+        """The cores the run could have: its CPU affinity when recorded and smaller, else the machine's."""
+        if self.cpu_affinity and self.cpu_count:
+            return min(self.cpu_affinity, self.cpu_count)
+        return self.cpu_count or self.cpu_affinity
+
+    @property
+    def run_cpu_busy(self) -> float | None:
+        """Fraction (0..1) of the run's usable cores its own process tree kept busy: the run's own demand."""
+        ours, usable = self.run_cores, self.usable_cores
+        return None if ours is None or not usable else min(ours / usable, 1.0)
+
+    @property
+    def other_cores(self) -> float | None:
+        """Cores other programs used during the steady steps (the machine's busy cores less the run's)."""
+        if self.system_cpu_pct is None or not self.cpu_count or self.run_cores is None:
+            return None
+        return max(0.0, self.system_cpu_pct / 100.0 * self.cpu_count - self.run_cores)
 
     @property
     def host_cpu_busy(self) -> float | None:
@@ -59,6 +91,8 @@ class TelemetrySummary:
     def as_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items()}
         out["host_cpu_busy"] = self.host_cpu_busy
+        out["run_cpu_busy"] = None if self.run_cpu_busy is None else round(self.run_cpu_busy, 4)
+        out["other_cores"] = None if self.other_cores is None else round(self.other_cores, 3)
         out["gpu_mem_used_share"] = self.gpu_mem_used_share
         return out
 
@@ -103,6 +137,7 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
         gpu_mem_used_mb=_max(kept, "mem_used_mb"),
         gpu_mem_total_mb=_max(kept, "mem_total_mb"),
         power_w=_median(kept, "power_w"),
+        cpu_affinity=_int(_median(kept, "cpu_affinity")),
     )
 
 

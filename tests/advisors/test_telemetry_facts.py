@@ -88,7 +88,10 @@ def test_a_gpu_run_samples_the_host_beside_nvml_and_the_summary_reads_both() -> 
     assert summarise_steps(_steps(), telemetry_frame(rows)).peak_memory_mb == 9_000.0  # the device's peak
 
 
-def _run_with_host(tmp_path: Path, system_cpu_pct: float, gpus: int = 0) -> Path:
+def _run_with_host(tmp_path: Path, system_cpu_pct: float, gpus: int = 0, run_cores: float | None = None) -> Path:
+    """A fake run whose host telemetry shows the machine ``system_cpu_pct`` busy, the run's processes using
+    ``run_cores`` of its 2 cores (default: nearly all of the busy ones, the run's own demand)."""
+    cpu_pct = 100 * (system_cpu_pct / 100 * 2 * 0.98 if run_cores is None else run_cores)
     store = RunStore(tmp_path / "runs")
     rec = fake_run(store, steps=40)
     run_dir = Path(rec.run_dir)
@@ -99,7 +102,7 @@ def _run_with_host(tmp_path: Path, system_cpu_pct: float, gpus: int = 0) -> Path
             for g in range(gpus):
                 fh.write(json.dumps({"t_unix_ns": t, "t_trace_us": 0.0, "source": "nvml", "gpu": g,
                                      "gpu_util_pct": 35.0, "mem_used_mb": 5_000.0, "mem_total_mb": 81_920.0}) + "\n")
-            fh.write(json.dumps({"t_unix_ns": t, "t_trace_us": 0.0, "source": "host", "cpu_pct": 100.0,
+            fh.write(json.dumps({"t_unix_ns": t, "t_trace_us": 0.0, "source": "host", "cpu_pct": cpu_pct,
                                  "system_cpu_pct": system_cpu_pct, "cpu_count": 2, "rss_mb": 300.0}) + "\n")
     return run_dir
 
@@ -156,3 +159,28 @@ def test_host_rows_carry_the_machine_figures_the_summary_needs() -> None:
     time.sleep(0.1)
     row = reader.sample()[0]
     assert row["cpu_count"] == psutil.cpu_count() and 0.0 <= row["system_cpu_pct"] <= 100.0
+
+
+def test_a_host_busy_with_other_programs_is_contention_not_saturation(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Others took 1.74 of the 2 cores and the script got 0.13: not called saturated, contention named with
+    the share lost, and the data advice is not turned against workers."""
+    out = _analyze(_run_with_host(tmp_path, 93.5, run_cores=0.13), capsys)
+    tel = out["run"]["telemetry"]
+    assert tel["host_cpu_busy"] == pytest.approx(0.935) and tel["run_cpu_busy"] == pytest.approx(0.065)
+    assert tel["other_cores"] == pytest.approx(1.74)
+    rules = [f["rule"] for f in out["findings"]]
+    assert "DATA005" not in rules
+    text = json.dumps(out)
+    assert "saturat" not in " ".join(f["message"] for f in out["findings"])
+    assert "Contention: other programs used 1.74 of the machine's 2 cores" in text
+    assert "got 0.13 of the 2 cores they could use" in text and "no reason against more DataLoader workers" in text
+
+
+def test_the_runs_own_demand_is_over_the_cores_it_may_use() -> None:
+    """A run pinned to 1 core of 4 that keeps it busy saturates what it could have, though the host is 30% busy."""
+    rows = [{"t_unix_ns": T0 + j * 100 * MS, "source": "host", "cpu_pct": 98.0, "system_cpu_pct": 30.0,
+             "cpu_count": 4, "cpu_affinity": 1} for j in range(10)]
+    s = summarise_telemetry(telemetry_frame(rows))
+    assert s is not None and s.usable_cores == 1 and s.run_cpu_busy == pytest.approx(0.98)
+    assert s.host_cpu_busy == pytest.approx(0.30) and s.other_cores == pytest.approx(0.22)

@@ -75,6 +75,7 @@ def test_process_cpu_follows_the_work_done(monkeypatch: pytest.MonkeyPatch) -> N
     # psutil's CPU counters move in 10 ms ticks: one tick off at each end, plus cpu_pct's rounding.
     assert abs(sampler_cpu_s - own_cpu_s) <= 0.025, (sampler_cpu_s, own_cpu_s, interval)
     assert own_cpu_s >= BURN_CPU_S  # the loop did run
+    assert row["cpu_affinity"] == len(os.sched_getaffinity(0))  # the cores this process may use
     cores = psutil.cpu_count() or 1
     assert 0.0 <= row["system_cpu_pct"] <= 100.0
     # The machine was at least as busy as this process alone (its own readings, a moment apart from ours).
