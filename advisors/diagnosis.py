@@ -118,8 +118,11 @@ def finding_json(f: Finding) -> dict[str, Any]:
 def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first; each one cause,
     with the rules that saw it), the step's regions they claimed from (``accounting``), notes."""
+    from advisors.ranking import rank, ranking_json
+
     return {"bottleneck": d.bottleneck.value, "confidence": d.confidence,
             "findings": [finding_json(f) for f in d.findings], "evidence": dict(d.evidence),
+            "ranking": ranking_json(rank(d)),
             "accounting": {k: round(v, 4) for k, v in d.regions.items()},
             "not_enough_data": [{"bottleneck": n.bottleneck.value, "reason": n.reason, "whole_class": n.whole_class}
                                 for n in d.notes]}

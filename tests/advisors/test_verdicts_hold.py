@@ -99,3 +99,29 @@ def test_precision_advice_respects_the_device(tmp_path: Path, device: list[dict]
     assert fix in fixes and ({"bf16_autocast", "fp16_autocast"} - {fix}).isdisjoint(fixes)
     if fix == "fp16_autocast":
         assert d.binding is not None and "GradScaler" in d.binding.message
+
+
+def test_close_causes_are_named_together_cheap_fix_first() -> None:
+    from advisors.ranking import rank, ranking_json
+    from advisors.synthetic import observation
+
+    # a loader in the training process at 22% of the step, launch gaps at 28%
+    obs = observation({"gpu_compute": 0.5, "dataloader": 0.22, "forward": 0.28}, kernels_per_step=60,
+                      median_kernel_us=5, ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.22})
+    d = diagnose(obs)
+    assert d.bottleneck is Bottleneck.HOST  # the verdict: the most time at stake
+    r = rank(d)
+    assert r.close_second is not None and r.close_second.bottleneck is Bottleneck.DATA
+    assert r.order[0].fix_id == "dataloader_workers" and r.order[1].fix_id == "cuda_graphs"
+    assert r.why_first and "cheaper" in r.why_first and "keyword" in r.why_first
+    doc = ranking_json(r)
+    assert doc["fix_order"][0]["effort"] == "keyword" and doc["close_second"]["bottleneck"] == "data"
+
+
+def test_a_far_second_is_not_close() -> None:
+    from advisors.ranking import rank
+    from advisors.synthetic import observation
+
+    d = diagnose(observation({"gpu_compute": 0.3, "dataloader": 0.08, "forward": 0.62}, kernels_per_step=60,
+                             median_kernel_us=5))
+    assert d.bottleneck is Bottleneck.HOST and rank(d).close_second is None
