@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from advisors.diagnosis import diagnosis_json
+from advisors.experiments.after_ladder import final_diagnosis_json
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.optimize import Ladder, Rung
 from advisors.experiments.trials import Spec, spec_changes
@@ -83,7 +83,7 @@ def ladder_json(ladder: Ladder[Spec], device: str = "cpu") -> dict[str, Any]:
     out: dict[str, Any] = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
            "final_spec_changes": {k: v[1] for k, v in spec_changes(ladder.start, ladder.final).items()},
            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
-           "final_diagnosis": diagnosis_json(ladder.last_diagnosis) if ladder.last_diagnosis else None,
+           "final_diagnosis": final_diagnosis_json(ladder),
            "advice": [{"round": a.round, "bottleneck": a.bottleneck, "rule": a.rule, "fix": a.fix.id,
                        "fix_title": a.fix.title, "why": a.why, "snippet": a.fix.snippet} for a in ladder.advice]}
     if isinstance(ladder.start, ScriptSpec):
