@@ -21,8 +21,8 @@ import pandas as pd
 from advisors.observation import Observation, RunFacts
 from profilers.trace import kernel_classes as kc
 from profilers.trace.breakdown import Breakdown
-from profilers.trace.efficiency import Efficiency, efficiency
-from profilers.trace.peaks import DevicePeak, device_peak
+from profilers.efficiency.mfu import Efficiency, efficiency
+from profilers.efficiency.peaks import DevicePeak, device_peak
 from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.run.spec import TrainingSpec
 from profilers.telemetry.summary import TelemetrySummary
@@ -83,7 +83,7 @@ class Facts:
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
     optimizer_impl: str | None = None  # "fused" | "foreach" | "single_tensor" | None (no optimizer step seen)
     optimizer_class: str | None = None  # e.g. "AdamW", from the profiler's "Optimizer.step#AdamW.step" span
-    efficiency: Efficiency | None = None  # achieved FLOP/s against the device's peak (profilers.trace.efficiency)
+    efficiency: Efficiency | None = None  # achieved FLOP/s against the device's peak (profilers.efficiency.mfu)
 
     @property
     def telemetry(self) -> TelemetrySummary | None:
@@ -174,7 +174,7 @@ def derive(obs: Observation) -> Facts:
         snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
         optimizer_impl=_optimizer_impl(names, b.optimizers),
         optimizer_class=b.optimizers[0] if b.optimizers else None,
-        efficiency=efficiency(b),
+        efficiency=efficiency(b, run.cpu_matmul_tflops if run is not None else None),
     )
 
 

@@ -31,7 +31,7 @@ def mixed_precision_on(f: Facts) -> bool:
 
 def precision_fix(f: Facts) -> str:
     """The mixed-precision fix this device can take: fp16 autocast with a GradScaler on a GPU known to have no
-    bf16 fast path (V100, T4 and older: :mod:`profilers.trace.peaks`), bf16 autocast elsewhere (Ampere and
+    bf16 fast path (V100, T4 and older: :mod:`profilers.efficiency.peaks`), bf16 autocast elsewhere (Ampere and
     newer, AMD CDNA2+, CPUs with AMX/AVX512-bf16, or a device the table does not know)."""
     peak = f.device_peak
     return "fp16_autocast" if peak is not None and not peak.has_fast_bf16 else "bf16_autocast"

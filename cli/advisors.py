@@ -20,7 +20,7 @@ from typing import Any, NoReturn, Sequence
 import orjson
 
 from advisors.diagnosis import diagnose, diagnosis_json
-from profilers.trace.efficiency import efficiency
+from profilers.efficiency.mfu import efficiency
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
 from profilers.trace.breakdown import CATEGORIES, Breakdown
@@ -101,7 +101,8 @@ def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnaps
         out["run"] = _run_json(run)
     if snapshot is not None:
         out["memory_snapshot"] = snapshot_json(snapshot, device_memory_bytes)
-    out["efficiency"] = efficiency(b).to_json() if b is not None and b.n_steps else \
+    cpu_peak = run.cpu_matmul_tflops if run is not None else None
+    out["efficiency"] = efficiency(b, cpu_peak).to_json() if b is not None and b.n_steps else \
         {"achieved_tflops": None, "peak_tflops": None, "peak_basis": None, "mfu": None, "flops_source": "none",
          "reason": "no profiled steps: nothing to measure"}
     out.update(diagnosis_json(diagnosis))

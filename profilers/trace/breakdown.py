@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from profilers.trace import breakdown_parts as parts
-from profilers.trace.flops import TraceFlops, trace_flops
+from profilers.efficiency.flops import TraceFlops, trace_flops
 from profilers.trace.intervals import Intervals
 from profilers.trace.events import Trace
 
@@ -93,7 +93,7 @@ class Breakdown:
     warnings: tuple[str, ...]
     compiled_spans: int = 0
     optimizers: tuple[str, ...] = ()
-    flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.trace.flops)
+    flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
 
     @property
     def total_step_ns(self) -> int:

@@ -10,7 +10,7 @@ from advisors.diagnosis import diagnose
 from advisors.observation import observe
 from advisors.verdict import Bottleneck
 from profilers.trace.breakdown import breakdown
-from profilers.trace.efficiency import efficiency
+from profilers.efficiency.mfu import efficiency
 from profilers.trace.load import load_trace
 from tests import trace_factory as tf
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from profilers.trace import flops as fl
+from profilers.efficiency import flops as fl
 from tests import trace_factory as tf
 
 _TORCH_SIDE = r"""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisors.facts import Facts
 from advisors.fit import mixed_precision_on, precision_fix, precision_phrase
-from profilers.trace.efficiency import MFU_GOOD, MFU_PROBLEM
+from profilers.efficiency.mfu import MFU_GOOD, MFU_PROBLEM
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.rules.memory.bandwidth import BandwidthBound, bandwidth_bound

@@ -1,9 +1,9 @@
 """``efficiency(breakdown) -> Efficiency``: achieved FLOP/s against the device's peak (model FLOPs utilisation).
 
-Achieved: the FLOPs of the steps' matmul, convolution and attention ops (:mod:`profilers.trace.flops`, counted
+Achieved: the FLOPs of the steps' matmul, convolution and attention ops (:mod:`profilers.efficiency.flops`, counted
 from record_shapes' ``Input Dims``) over the steps' time, per device (summed over ranks, divided by the ranks'
 summed step time). Peak: the device's dense peak for the dtype holding most of those FLOPs
-(:mod:`profilers.trace.peaks`). MFU = achieved / peak.
+(:mod:`profilers.efficiency.peaks`). MFU = achieved / peak.
 
 MFU can never exceed the share of the step the device is busy (a device busy half the step cannot run at more
 than half its peak over the step): a higher figure means the FLOP count or the peak is wrong for this trace, so
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from profilers.trace.breakdown import Breakdown
-from profilers.trace.peaks import DevicePeak, device_peak, dtype_key
+from profilers.efficiency.peaks import DevicePeak, device_peak, dtype_key
 
 MFU_PROBLEM = 0.20  # under this, kernels are small, memory-bound or waiting: a problem
 MFU_TYPICAL = (0.30, 0.45)  # what well-run training typically reaches
