@@ -53,7 +53,8 @@ class Efficiency:
             return f"MFU unknown: {achieved}{self.reason}"
         flag = " (clamped to the device-busy share: the count or the peak does not fit this trace)" \
             if self.clamped else ""
-        return f"MFU {100 * self.mfu:.1f}% ({self.achieved_tflops:.3g} of {self.peak_tflops:g} TFLOP/s, " \
+        share = f"{100 * self.mfu:.1f}" if self.mfu >= 0.01 else f"{100 * self.mfu:.2g}"
+        return f"MFU {share}% ({self.achieved_tflops:.3g} of {self.peak_tflops:g} TFLOP/s, " \
                f"{self.peak_basis}){flag}"
 
 
