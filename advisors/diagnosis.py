@@ -81,6 +81,8 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
                     "dataloader_exposed_share": round(f.loader_exposed, 4),
                     "exposed_comm_share": round(f.comm_exposed, 4),
                     "gemm_share_of_kernel_time": round(f.kernel_mix.get("matmul", 0.0), 4)})
+        if f.device_peak is not None:  # TF32 exists from Ampere on: the ladder never tries it on an older GPU
+            out["tf32_available"] = f.device_peak.ampere_or_newer
         if f.efficiency is not None:  # achieved FLOP/s against the device's peak (or why it is unknown)
             out.update({"mfu": None if f.mfu is None else round(f.mfu, 4), "efficiency": f.efficiency.phrase()})
     if f.run is not None:

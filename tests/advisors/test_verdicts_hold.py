@@ -125,3 +125,17 @@ def test_a_far_second_is_not_close() -> None:
     d = diagnose(observation({"gpu_compute": 0.3, "dataloader": 0.08, "forward": 0.62}, kernels_per_step=60,
                              median_kernel_us=5))
     assert d.bottleneck is Bottleneck.HOST and rank(d).close_second is None
+
+
+def test_tf32_is_never_proposed_before_ampere(tmp_path: Path) -> None:
+    from advisors.experiments.optimize import proposed
+
+    events: list[dict] = []
+    for s in range(3):
+        t0 = s * 10_000
+        events += [tf.step(s, t0, 10_000), _mm(t0 + 5, 9_900, 4096, 4096, 4096, "float"),
+                   tf.kernel("volta_sgemm_128x64_nn", t0 + 50, 9_900)]
+    on_v100 = diagnose(observe(tf.write(tmp_path / "v.json", events, deviceProperties=V100)))
+    on_h100 = diagnose(observe(tf.write(tmp_path / "h.json", events, deviceProperties=H100)))
+    assert "tf32" not in proposed(on_v100) and "fp16_autocast" in proposed(on_v100)
+    assert "tf32" in proposed(on_h100) and proposed(on_h100)[0] == "bf16_autocast"
