@@ -143,10 +143,22 @@ def _print_text(result: dict[str, Any]) -> None:
     tel = (result.get("run") or {}).get("telemetry")
     if tel:
         print("  telemetry: " + describe_telemetry(tel))
+    eff = result.get("efficiency") or {}
+    if eff.get("mfu") is not None:
+        print(f"  efficiency: MFU {100 * eff['mfu']:.3g}% ({eff['achieved_tflops']} of {eff['peak_tflops']} TFLOP/s, "
+              f"{eff['peak_basis']})" + (" [clamped to the device-busy share]" if eff.get("clamped") else ""))
+    elif eff:
+        print(f"  efficiency: MFU unknown: {eff.get('reason')}")
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%{_bound(f)}] {f['message']}")
         for m in f.get("rules", []):
             print(f"      same time, {m['rule']}: {m['message']}")
+    ranking = result.get("ranking") or {}
+    if ranking.get("why_first"):
+        print(f"  close second: {ranking['why_first']}")
+    if ranking.get("fix_order"):
+        print("  fixes to try, by gain for effort: " + ", ".join(
+            f"{x['fix']} ({x['effort']}, {100 * x['severity']:.0f}%)" for x in ranking["fix_order"]))
     for n in (n for n in result["not_enough_data"] if n["whole_class"] or
               (n["bottleneck"] == "none" and n["reason"] not in result["warnings"])):
         print(f"  not enough data ({n['bottleneck']}): {n['reason']}")

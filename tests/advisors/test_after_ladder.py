@@ -27,3 +27,16 @@ def test_final_findings_show_the_measurement_instead_of_the_rejected_fix() -> No
     assert any(m["fix"] == "dataloader_workers" and m["verdict"] == "no gain" and m["interval"] for m in shown)
     assert all(x["fix"] != "dataloader_workers" for x in final["ranking"]["fix_order"])
     assert ladder_json(ladder)["final_diagnosis"] == final
+
+
+def test_a_kept_gain_above_its_bound_says_the_bound_was_wrong() -> None:
+    from advisors.experiments.ladder_report import ladder_table
+
+    fake = FakeRunner()  # the cache takes the step from 100 to 20 ms: 5x, above the loader's 2.5x bound
+    ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake))
+    rounds = ladder_json(ladder)["rounds"]
+    kept = [r for r in rounds if r["kept"]]
+    assert kept and kept[0]["bound_exceeded"] is True and kept[0]["upper_bound_speedup"] == 2.5
+    assert not any(r["bound_exceeded"] for r in rounds if not r["kept"] and r["speedup"] and r["speedup"] < 2.5)
+    line = next(x for x in ladder_table(ladder) if "cache_decoded" in x)
+    assert "above its upper bound 2.5x: the bound was wrong" in line
