@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from advisors.accounting import group, regions, settle
+from advisors.bounds import fix_bounds
 from advisors.facts import Facts, derive
 from advisors.fixes import FIXES
 from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
@@ -41,7 +42,8 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
     return Diagnosis(
         bottleneck=binding.bottleneck if binding else Bottleneck.NONE,
         confidence=_confidence(binding, others),
-        binding=binding, others=others, evidence=headline(facts, binding), notes=notes, regions=regions(facts))
+        binding=binding, others=others, evidence=headline(facts, binding), notes=notes, regions=regions(facts),
+        bounds=fix_bounds(facts))
 
 
 def _confidence(binding: Finding | None, others: Sequence[Finding]) -> float:
@@ -83,6 +85,10 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
                     "dataloader_exposed_share": round(f.loader_exposed, 4),
                     "exposed_comm_share": round(f.comm_exposed, 4),
                     "gemm_share_of_kernel_time": round(f.kernel_mix.get("matmul", 0.0), 4)})
+        if f.device_peak is not None:  # TF32 exists from Ampere on: the ladder never tries it on an older GPU
+            out["tf32_available"] = f.device_peak.ampere_or_newer
+        if f.efficiency is not None:  # achieved FLOP/s against the device's peak (or why it is unknown)
+            out.update({"mfu": None if f.mfu is None else round(f.mfu, 4), "efficiency": f.efficiency.phrase()})
     if f.run is not None:
         out.update({"run_status": f.run.status, "peak_memory_mb": f.run.peak_memory_mb})
     if binding is not None:
@@ -95,6 +101,9 @@ def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
     its rules), else from the group whose fix has it as an alternative (another lever on the same time)."""
     from advisors.fixes import ALTERNATIVES
 
+    own = d.bounds.get(fix_id)
+    if own is not None:
+        return own.speedup
     for g in d.findings:
         for f in (g, *g.related):
             if f.fix_id == fix_id:
@@ -119,11 +128,29 @@ def finding_json(f: Finding) -> dict[str, Any]:
     return out
 
 
+def _bounded(doc: dict[str, Any], d: Diagnosis) -> dict[str, Any]:
+    """A finding's JSON with its fix's own bound (``fix_bound``: share, speed-up, assumption) when that fix
+    reaches less than the finding's time; ``upper_bound_speedup`` is then the smaller of the two."""
+    fix = doc.get("fix")
+    bound = d.bounds.get(fix["id"]) if fix else None
+    if bound is not None:
+        doc["fix_bound"] = bound.to_json()
+        mine = doc.get("upper_bound_speedup")
+        if bound.speedup is not None and (mine is None or bound.speedup < mine):
+            doc["upper_bound_speedup"] = bound.speedup
+    if "rules" in doc:
+        doc["rules"] = [_bounded(m, d) for m in doc["rules"]]
+    return doc
+
+
 def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first; each one cause,
     with the rules that saw it), the step's regions they claimed from (``accounting``), notes."""
+    from advisors.ranking import rank, ranking_json
+
     return {"bottleneck": d.bottleneck.value, "confidence": d.confidence,
-            "findings": [finding_json(f) for f in d.findings], "evidence": dict(d.evidence),
+            "findings": [_bounded(finding_json(f), d) for f in d.findings], "evidence": dict(d.evidence),
+            "ranking": ranking_json(rank(d)),
             "accounting": {k: round(v, 4) for k, v in d.regions.items()},
             "not_enough_data": [{"bottleneck": n.bottleneck.value, "reason": n.reason, "whole_class": n.whole_class}
                                 for n in d.notes]}

@@ -21,6 +21,8 @@ import pandas as pd
 from advisors.observation import Observation, RunFacts
 from profilers.trace import kernel_classes as kc
 from profilers.trace.breakdown import Breakdown
+from profilers.efficiency.mfu import Efficiency, efficiency
+from profilers.efficiency.peaks import DevicePeak, device_peak
 from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.run.spec import TrainingSpec
 from profilers.telemetry.summary import TelemetrySummary
@@ -81,6 +83,7 @@ class Facts:
     device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
     optimizer_impl: str | None = None  # "fused" | "foreach" | "single_tensor" | None (no optimizer step seen)
     optimizer_class: str | None = None  # e.g. "AdamW", from the profiler's "Optimizer.step#AdamW.step" span
+    efficiency: Efficiency | None = None  # achieved FLOP/s against the device's peak (profilers.efficiency.mfu)
 
     @property
     def telemetry(self) -> TelemetrySummary | None:
@@ -96,6 +99,16 @@ class Facts:
         parts = ("gpu_compute", "gpu_memcpy", "gpu_memset") if self.device == "gpu" else \
             ("forward", "backward", "optimizer")
         return sum(self.shares.get(c, 0.0) for c in parts)
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation (0..1), ``None`` when the shapes or the device's peak are unknown."""
+        return self.efficiency.mfu if self.efficiency is not None else None
+
+    @property
+    def device_peak(self) -> DevicePeak | None:
+        """The GPU's peak table entry from its name (``None``: a CPU, or a device not in the table)."""
+        return device_peak(self.b.device_name) if self.b is not None and self.device == "gpu" else None
 
     @property
     def comm_kind(self) -> str | None:
@@ -161,6 +174,7 @@ def derive(obs: Observation) -> Facts:
         snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
         optimizer_impl=_optimizer_impl(names, b.optimizers),
         optimizer_class=b.optimizers[0] if b.optimizers else None,
+        efficiency=efficiency(b, run.cpu_matmul_tflops if run is not None else None),
     )
 
 

@@ -29,6 +29,28 @@ def mixed_precision_on(f: Facts) -> bool:
     return f.gemm_low_precision is not None and f.gemm_low_precision >= MIXED_PRECISION_ON
 
 
+def precision_fix(f: Facts) -> str:
+    """The mixed-precision fix this device can take: fp16 autocast with a GradScaler on a GPU known to have no
+    bf16 fast path (V100, T4 and older: :mod:`profilers.efficiency.peaks`), bf16 autocast elsewhere (Ampere and
+    newer, AMD CDNA2+, CPUs with AMX/AVX512-bf16, or a device the table does not know)."""
+    peak = f.device_peak
+    return "fp16_autocast" if peak is not None and not peak.has_fast_bf16 else "bf16_autocast"
+
+
+def precision_phrase(f: Facts) -> str:
+    """How to say :func:`precision_fix` in a sentence, naming the device when it decides."""
+    peak = f.device_peak
+    if precision_fix(f) == "fp16_autocast" and peak is not None:
+        return f"train under fp16 autocast with a GradScaler (the {peak.name} has no bf16 Tensor Cores)"
+    return "train under bf16 autocast"
+
+
+def tf32_fits(f: Facts) -> bool:
+    """TF32 exists from Ampere on: never advised for a GPU the peak table knows to be older."""
+    peak = f.device_peak
+    return peak is None or peak.ampere_or_newer
+
+
 def workers_on(f: Facts) -> bool:
     """The DataLoader already loads in worker processes (spec, or the trace's multi-process iterator)."""
     return (f.spec is not None and f.spec.num_workers > 0) or f.loader_mode == "multi_process"

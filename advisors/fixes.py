@@ -156,6 +156,25 @@ _CATALOG = (
 )
 FIXES: dict[str, Fix] = {f.id: f for f in _CATALOG}
 
+#: What a fix costs its user, cheapest first: one keyword argument, a flag or config line, a code change, or a
+#: rewrite of the training loop. Fixes are offered by expected gain for this effort (advisors.ranking).
+EFFORT_LEVELS = ("keyword", "config", "code change", "loop rewrite")
+EFFORT: dict[str, int] = {
+    "dataloader_workers": 0, "prefetch_pinned": 0, "pin_memory": 0, "fused_optimizer": 0, "foreach_optimizer": 0,
+    "ddp_bucket_size": 0, "ddp_static_graph": 0,
+    "tf32": 1, "cudnn_benchmark": 1, "expandable_segments": 1, "torch_compile": 1,
+    "bf16_autocast": 2, "fp16_autocast": 2, "channels_last": 2, "cache_decoded": 2, "grad_compression": 2,
+    "activation_checkpointing": 2, "larger_batch": 2, "early_stopping": 2, "fsdp_prefetch": 2,
+    "cuda_graphs": 3, "grad_accumulation": 3, "grad_accumulation_x4": 3, "ddp_no_sync": 3, "avoid_syncs": 3,
+    "all_to_all_overlap": 3,
+}
+
+
+def effort(fix_id: str | None) -> int:
+    """The effort level of a fix (index into :data:`EFFORT_LEVELS`); unknown or no fix: the highest."""
+    return EFFORT.get(fix_id or "", len(EFFORT_LEVELS) - 1)
+
+
 #: What to try next, in order, when a fix is rejected: the same bottleneck, another lever.
 ALTERNATIVES: dict[str, tuple[str, ...]] = {
     "dataloader_workers": ("cache_decoded", "prefetch_pinned"),

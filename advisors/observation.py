@@ -19,6 +19,7 @@ import pandas as pd
 from advisors.loader_facts import LoaderFacts, loader_facts
 from profilers.errors import SpecError, TraceError
 from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
+from profilers.run import calibrate as calibration
 from profilers.run.records import RunResult, summarise_steps
 from profilers.run.spec import TrainingSpec
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
@@ -60,6 +61,7 @@ class RunFacts:
     telemetry_source: str | None = None
     telemetry: TelemetrySummary | None = None  # steady-step medians of the run's telemetry.jsonl
     measured_window: tuple[int, int] | None = None  # a script run's timed steps [first, end) from its boot.json
+    cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.run.calibrate)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         telemetry_source=result.telemetry_source if result else None,
         telemetry=summarise_telemetry(telemetry, steps),
         measured_window=_measured_window(read_json(run_dir / "boot.json")),
+        cpu_matmul_tflops=calibration.read(run_dir),
     )
 
 

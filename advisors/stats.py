@@ -129,3 +129,14 @@ def _resampled(t: Trial, k: int, rng: np.random.Generator) -> np.ndarray:
     walls = np.asarray(t.walls_ms, dtype=float)
     idx = rng.integers(0, walls.size, size=(k, walls.size))
     return t.samples_per_step / walls[idx].mean(axis=1) * 1e3
+
+
+def beside(x: float, threshold: float, digits: int = 2, most: int = 6) -> str:
+    """``x`` with enough decimals to see which side of ``threshold`` it falls on: 1.0257 against 1.03 reads
+    "1.0257", never "1.03" (which would look like it clears). Starts at ``digits`` decimals."""
+    for d in range(digits, most + 1):
+        text = f"{x:.{d}f}"
+        shown = float(text)
+        if (shown > threshold) == (x > threshold) and (shown < threshold) == (x < threshold):
+            return text
+    return f"{x:.{most}f}"

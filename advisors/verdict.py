@@ -122,6 +122,7 @@ class Diagnosis:
     evidence: Mapping[str, EvidenceValue]
     notes: tuple[Note, ...] = field(default=())
     regions: Mapping[str, float] = field(default_factory=dict)
+    bounds: Mapping[str, Any] = field(default_factory=dict)  # fix id -> advisors.bounds.Bound (its narrower reach)
 
     @property
     def findings(self) -> tuple[Finding, ...]:

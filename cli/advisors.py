@@ -20,6 +20,7 @@ from typing import Any, NoReturn, Sequence
 import orjson
 
 from advisors.diagnosis import diagnose, diagnosis_json
+from profilers.efficiency.mfu import efficiency
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
 from profilers.trace.breakdown import CATEGORIES, Breakdown
@@ -100,6 +101,10 @@ def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnaps
         out["run"] = _run_json(run)
     if snapshot is not None:
         out["memory_snapshot"] = snapshot_json(snapshot, device_memory_bytes)
+    cpu_peak = run.cpu_matmul_tflops if run is not None else None
+    out["efficiency"] = efficiency(b, cpu_peak).to_json() if b is not None and b.n_steps else \
+        {"achieved_tflops": None, "peak_tflops": None, "peak_basis": None, "mfu": None, "flops_source": "none",
+         "reason": "no profiled steps: nothing to measure"}
     out.update(diagnosis_json(diagnosis))
     return out
 
@@ -138,10 +143,22 @@ def _print_text(result: dict[str, Any]) -> None:
     tel = (result.get("run") or {}).get("telemetry")
     if tel:
         print("  telemetry: " + describe_telemetry(tel))
+    eff = result.get("efficiency") or {}
+    if eff.get("mfu") is not None:
+        print(f"  efficiency: MFU {100 * eff['mfu']:.3g}% ({eff['achieved_tflops']} of {eff['peak_tflops']} TFLOP/s, "
+              f"{eff['peak_basis']})" + (" [clamped to the device-busy share]" if eff.get("clamped") else ""))
+    elif eff:
+        print(f"  efficiency: MFU unknown: {eff.get('reason')}")
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%{_bound(f)}] {f['message']}")
         for m in f.get("rules", []):
             print(f"      same time, {m['rule']}: {m['message']}")
+    ranking = result.get("ranking") or {}
+    if ranking.get("why_first"):
+        print(f"  close second: {ranking['why_first']}")
+    if ranking.get("fix_order"):
+        print("  fixes to try, by gain for effort: " + ", ".join(
+            f"{x['fix']} ({x['effort']}, {100 * x['severity']:.0f}%)" for x in ranking["fix_order"]))
     for n in (n for n in result["not_enough_data"] if n["whole_class"] or
               (n["bottleneck"] == "none" and n["reason"] not in result["warnings"])):
         print(f"  not enough data ({n['bottleneck']}): {n['reason']}")

@@ -15,13 +15,14 @@ from collections.abc import Mapping
 NOT_RECORDED = "not recorded"
 #: Words written in capitals or with their usual spelling in a label.
 WORDS = {"gpu": "GPU", "cpu": "CPU", "comm": "communication", "ms": "ms", "mb": "MiB", "gib": "GiB",
-         "fp32": "FP32", "cudnn": "cuDNN", "gemm": "GEMM", "io": "I/O", "oom": "OOM", "ddp": "DDP"}
+         "fp32": "FP32", "cudnn": "cuDNN", "gemm": "GEMM", "io": "I/O", "oom": "OOM", "ddp": "DDP",
+         "mfu": "MFU (model FLOPs utilisation)"}
 #: Key suffix → how the value is written. Checked longest first, so ``_per_step`` wins over ``_step``.
 _UNITS: tuple[tuple[str, str], ...] = (
     ("_share_of_kernel_time", "pct"), ("_share_of_step", "pct"), ("_share_of_capacity", "pct"),
     ("_share", "pct"), ("_fraction", "pct"), ("_fraction_of_loader_time", "pct"), ("_busy", "pct"),
     ("_ms", "ms"), ("_mb", "mib"), ("_gib", "gib"), ("_bytes", "bytes"), ("_per_step", "per_step"),
-    ("_per_s", "per_s"), ("_rank", "int"), ("_step", "int"), ("_steps", "int"), ("_logged", "int"),
+    ("_per_s", "per_s"), ("mfu", "pct"), ("_rank", "int"), ("_step", "int"), ("_steps", "int"), ("_logged", "int"),
 )
 
 

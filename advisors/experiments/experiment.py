@@ -23,7 +23,7 @@ import numpy as np
 
 from advisors.fixes import patched
 from advisors.verdict import Bottleneck, Fix
-from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, throughput_ratio
+from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, beside, throughput_ratio
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
@@ -200,7 +200,8 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
             reason = f"runs, but the loss does not hold ({loss_delta:+.4f} > {policy.loss_tolerance:.0%}){loss_text}"
     else:
         assert ratio is not None
-        interval = f"{ratio.point:.2f}x, {policy.level:.0%} interval [{ratio.low:.2f}, {ratio.high:.2f}]"
+        edge = 1 + policy.min_gain  # the low end is read against the keep threshold: enough digits to see the side
+        interval = f"{ratio.point:.2f}x, {policy.level:.0%} interval [{beside(ratio.low, edge)}, {ratio.high:.2f}]"
         headroom = _headroom(a, b, ratio, policy) if fix.bottleneck is Bottleneck.MEMORY else None
         gain = ratio.low > 1 + policy.min_gain or headroom is not None
         kept = gain and loss_ok

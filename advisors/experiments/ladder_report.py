@@ -6,12 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from advisors.diagnosis import diagnosis_json
+from advisors.bounds import exceeded_text, exceeds
+from advisors.experiments.after_ladder import final_diagnosis_json
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.optimize import Ladder, Rung
 from advisors.experiments.trials import Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
-from advisors.stats import iqr, relative_spread
+from advisors.stats import beside, iqr, relative_spread
 
 SPREAD_WARNING = 0.25  # trials of one arm this far apart (relative) get a warning: the machine was noisy
 
@@ -79,11 +80,12 @@ def change_json(r: Rung[Spec], device: str) -> dict[str, Any] | None:
 def ladder_json(ladder: Ladder[Spec], device: str = "cpu") -> dict[str, Any]:
     rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
                "upper_bound_speedup": r.upper_bound, "cumulative_speedup": _r(r.cumulative),
+               "bound_exceeded": exceeds(r.experiment.speedup, r.upper_bound),
                "where": where_text(r.where), "change": change_json(r, device)} for r in ladder.rungs]
     out: dict[str, Any] = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
            "final_spec_changes": {k: v[1] for k, v in spec_changes(ladder.start, ladder.final).items()},
            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
-           "final_diagnosis": diagnosis_json(ladder.last_diagnosis) if ladder.last_diagnosis else None,
+           "final_diagnosis": final_diagnosis_json(ladder),
            "advice": [{"round": a.round, "bottleneck": a.bottleneck, "rule": a.rule, "fix": a.fix.id,
                        "fix_title": a.fix.title, "why": a.why, "snippet": a.fix.snippet} for a in ladder.advice]}
     if isinstance(ladder.start, ScriptSpec):
@@ -103,8 +105,10 @@ def ladder_table(ladder: Ladder[Spec]) -> list[str]:
             lines.append(_row("  (reference: budget lifted)", first.reference, None, None, None, ""))
     for r in ladder.rungs:
         e = r.experiment
-        interval = f"[{e.ratio.low:.2f}, {e.ratio.high:.2f}]" if e.ratio else ""
-        bound = f" (the diagnosis' upper bound: {r.upper_bound:.2f}x)" if r.upper_bound else ""
+        interval = f"[{beside(e.ratio.low, 1 + e.policy.min_gain)}, {e.ratio.high:.2f}]" if e.ratio else ""
+        bound = f" (the diagnosis' upper bound: {r.upper_bound:.4g}x)" if r.upper_bound else ""
+        if e.kept and exceeds(e.speedup, r.upper_bound):
+            bound += f" — {exceeded_text(e.speedup or 0.0, r.upper_bound or 0.0)}"
         verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "rejected") + f" — {e.reason}{bound}"
         verdict += f" (at {r.where['file']}:{r.where['line']})" if r.where else ""
         lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e.speedup, interval,

@@ -194,7 +194,9 @@ def proposed(d: Diagnosis) -> list[str]:
     """Fix ids worth trying for ``d``: every finding's own fix in severity order (a finding's lead rule first,
     then the other rules that saw the same time), then their alternatives (the same bottleneck, another lever)."""
     own = [f.fix_id for g in d.findings if g.severity > 0 for f in (g, *g.related) if f.fix_id is not None]
-    return list(dict.fromkeys([*own, *(alt for fix_id in own for alt in ALTERNATIVES.get(fix_id, ()))]))
+    ids = list(dict.fromkeys([*own, *(alt for fix_id in own for alt in ALTERNATIVES.get(fix_id, ()))]))
+    no_tf32 = d.evidence.get("tf32_available") is False  # a GPU older than Ampere (advisors.fit.tf32_fits)
+    return [x for x in ids if not (no_tf32 and x == "tf32")]
 
 
 def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:

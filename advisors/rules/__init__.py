@@ -17,6 +17,7 @@ from advisors.rules.data.loader_exposed import LoaderStarvesStep
 from advisors.rules.data.pageable_copies import PageableCopies
 from advisors.rules.data.saturated_host import LoaderOnSaturatedHost
 from advisors.rules.data.single_process import SingleProcessLoading
+from advisors.rules.host.host_bound import HostBound
 from advisors.rules.host.launch_bound import LaunchBound
 from advisors.rules.host.syncs import FrequentSyncs
 from advisors.rules.memory.allocator_churn import AllocatorChurn
@@ -32,7 +33,7 @@ RULES: tuple[type[Rule], ...] = (
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
     Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,
-    LaunchBound, FrequentSyncs,
+    LaunchBound, FrequentSyncs, HostBound,
     LossPlateau,
 )
 

@@ -44,6 +44,8 @@ def headline(a: Analysis) -> None:
     cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
     cols[4].metric("Events", f"{a.n_events:,}")
+    if d is not None and isinstance(d.evidence.get("efficiency"), str):  # MFU against the device's peak, or why not
+        st.caption(ui.text(str(d.evidence["efficiency"])))
     ui.chart(charts.share_bar(b.shares()), key="analysis.share")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from profilers.errors import SpecError
+from profilers.run import calibrate
 from profilers.run.handle import RunHandle, spawn
 from profilers.run.records import RunResult
 from profilers.run.spec import TrainingSpec
@@ -83,6 +84,8 @@ def start(spec: TrainingSpec, store: RunStore, label: str | None = None,
     """
     check_workload(spec.workload, allow_external)
     record = store.create("run", label, spec, parent=parent, role="trial" if parent else None)
+    if spec.device != "cuda":  # a CPU's peak is measured, once per process (profilers.run.calibrate)
+        calibrate.record(Path(record.run_dir))
     command = worker_command(spec, Path(record.run_dir))
     return spawn(store, record.run_id, command, extra_env, hang_timeout_s=hang_timeout_s(spec))
 

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from profilers.trace import breakdown_parts as parts
+from profilers.efficiency.flops import TraceFlops, trace_flops
 from profilers.trace.intervals import Intervals
 from profilers.trace.events import Trace
 
@@ -69,6 +70,7 @@ class Breakdown:
     annotation is a ``user_annotation``, so the op table alone does not show it).
     ``optimizers``: classes of the optimizers stepped inside steps (``Optimizer.step#AdamW.step``), most
     frequent first.
+    ``flops``: FLOPs of the steps' matmul/convolution/attention ops counted from their recorded shapes.
     """
 
     device: str  # "gpu" | "cpu"
@@ -91,6 +93,7 @@ class Breakdown:
     warnings: tuple[str, ...]
     compiled_spans: int = 0
     optimizers: tuple[str, ...] = ()
+    flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
 
     @property
     def total_step_ns(self) -> int:
@@ -216,6 +219,7 @@ def breakdown(trace: Trace) -> Breakdown:
         warnings=trace.warnings,
         compiled_spans=parts.compiled_spans(ev, in_step),
         optimizers=parts.optimizer_classes(ev, in_step),
+        flops=trace_flops(ev),
     )
 
 

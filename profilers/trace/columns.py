@@ -39,6 +39,7 @@ def rank_columns(parts: list[RawColumns]) -> RankColumns:
         "stream": raw.stream,
         "correlation": raw.correlation,
         "dtype": _categorical(raw.dtype.codes, raw.dtype.uniques),
+        "shapes": _categorical(raw.shapes.codes, raw.shapes.uniques),
     })
     return RankColumns(events, pd.DataFrame(raw.memory), dict(raw.dropped), len(raw.shortened))
 
@@ -51,7 +52,7 @@ def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate event frames whose categorical columns have different categories."""
     if len(frames) == 1:
         return frames[0]
-    for col in ("name", "tid", "dtype"):
+    for col in ("name", "tid", "dtype", "shapes"):
         cats = union_categoricals([f[col] for f in frames]).categories
         frames = [f.assign(**{col: pd.Categorical(f[col], categories=cats)}) for f in frames]
     return pd.concat(frames, ignore_index=True)

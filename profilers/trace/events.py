@@ -17,6 +17,7 @@ device         int16       GPU device index for GPU-side events, -1 for host eve
 stream         int32       CUDA/HIP stream for GPU-side events, -1 for host events
 correlation    int64       CPU launch <-> GPU activity link (``args.correlation``, exact), -1 if absent or beyond int64
 dtype          category    first ``Input type`` of a host op when record_shapes was on ("float", "c10::BFloat16"), else ""
+shapes         category    record_shapes ``Input Dims`` of a host op as compact JSON text ("[[8,16],[16,4]]"), else ""
 step           int64       ``N`` of the ``ProfilerStep#N`` the event starts in on its rank, -1 outside steps
 =============  ==========  ===============================================================================
 

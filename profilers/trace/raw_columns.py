@@ -54,6 +54,7 @@ class RawColumns:
     correlation: np.ndarray
     dtype: Interned
     memory: dict[str, np.ndarray]
+    shapes: Interned = field(default_factory=lambda: Interned(np.zeros(0, np.int64), []))  # Input Dims JSON text
     dropped: dict[str, int] = field(default_factory=dict)
     shortened: set[str] = field(default_factory=set)  # names longer than MAX_NAME_CHARS, as kept (shortened)
 
@@ -164,7 +165,7 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
             ts=[e.ts for e in xs], dur=[e.dur for e in xs], cat=[e.cat for e in xs], name=[e.name for e in xs],
             pid=[e.pid for e in xs], tid=[e.tid for e in xs], corr=[a.correlation for a in args],
             dev=[a.device for a in args], stream=[a.stream for a in args],
-            itype=[bytes(a.input_type) for a in args], dropped=dropped)
+            itype=[bytes(a.input_type) for a in args], dims=[bytes(a.input_dims) for a in args], dropped=dropped)
         out.memory = _memory(mem, dropped)
         return out
     # One list comprehension per field: measurably faster than one loop appending to ten lists.
@@ -178,7 +179,8 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
         ts=[e.get("ts") for e in dxs], dur=[e.get("dur") for e in dxs], cat=[e.get("cat") for e in dxs],
         name=[e.get("name") for e in dxs], pid=[e.get("pid", -1) for e in dxs], tid=[e.get("tid") for e in dxs],
         corr=[a.get("correlation", -1) for a in dargs], dev=[a.get("device", -1) for a in dargs],
-        stream=[a.get("stream", -1) for a in dargs], itype=[a.get("Input type") for a in dargs], dropped=dropped)
+        stream=[a.get("stream", -1) for a in dargs], itype=[a.get("Input type") for a in dargs],
+        dims=[a.get("Input Dims") for a in dargs], dropped=dropped)
     out.memory = _memory([(e.get("ts"), a.get("Device Type"), a.get("Device Id"), a.get("Bytes"),
                            a.get("Total Allocated"), a.get("Total Reserved"))
                           for e in objs if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"
@@ -188,7 +190,7 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
 
 def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid: list[Any], tid: list[Any],
             corr: list[Any], dev: list[Any], stream: list[Any], itype: list[Any],
-            dropped: dict[str, int]) -> RawColumns:
+            dropped: dict[str, int], dims: list[Any] | None = None) -> RawColumns:
     ts_f, dur_f = _floats(ts), _floats(dur)
     bad_time = ~np.isfinite(ts_f) | ~np.isfinite(dur_f)
     negative = ~bad_time & (dur_f < 0)
@@ -231,8 +233,25 @@ def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid:
         kind=kinds, name=names, start_ns=start_ns, dur_ns=dur_ns, pid=pid_arr,
         tid=Interned(np.asarray(tid_codes, dtype=np.int64), list(tid_labels)), device=device, stream=stream_arr,
         correlation=_ints(pick(corr), -1),
-        dtype=_dtypes(pick(itype)),
+        dtype=_dtypes(pick(itype)), shapes=_shapes(pick(dims) if dims is not None else [None] * idx.size),
         memory=_memory([], dropped), dropped=dropped, shortened=shortened)
+
+
+def _shapes(dims: list[Any]) -> Interned:
+    """Each event's record_shapes ``Input Dims`` as compact JSON text ("" when absent): raw bytes (a typed
+    event's) or a list (an orjson dict's), read once per distinct value."""
+    raw = intern([orjson.dumps(d) if d.__class__ is list else d for d in dims])
+    texts = [_dims_text(u) for u in raw.uniques]
+    out = intern(texts)
+    return Interned(out.codes[raw.codes] if raw.codes.size else raw.codes, out.uniques)
+
+
+def _dims_text(u: Any) -> str:
+    """Compact JSON of a dims list, or "" for anything that is not one."""
+    if u.__class__ is not bytes or not u:
+        return ""
+    value = _json_or_none(u)
+    return orjson.dumps(value).decode() if value.__class__ is list else ""
 
 
 def _dtypes(itypes: list[Any]) -> Interned:
@@ -309,5 +328,6 @@ def merge(parts: list[RawColumns]) -> RawColumns:
         kind=cat("kind"), name=_merge_interned([p.name for p in parts]), start_ns=cat("start_ns"),
         dur_ns=cat("dur_ns"), pid=cat("pid"), tid=_merge_interned([p.tid for p in parts]), device=cat("device"),
         stream=cat("stream"), correlation=cat("correlation"), dtype=_merge_interned([p.dtype for p in parts]),
+        shapes=_merge_interned([p.shapes for p in parts]),
         memory={c: np.concatenate([p.memory[c] for p in parts]) for c in MEMORY_COLUMNS}, dropped=dropped,
         shortened=set().union(*(p.shortened for p in parts)))

@@ -21,6 +21,9 @@ class Args(msgspec.Struct):
     # Kept as its raw JSON bytes: a record_shapes list of type names per op, of which only the first is read, and
     # few distinct lists in a trace. Decoding each into a list of strings cost ~25 % of a piece's column work.
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
+    # record_shapes' per-input dimensions, kept raw too: only matmul/conv/attention ops' shapes are ever read
+    # (profilers.efficiency.flops), and few distinct lists exist in a trace.
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
     device_type: Any = msgspec.field(default=None, name="Device Type")
     device_id: Any = msgspec.field(default=None, name="Device Id")
     bytes: Any = msgspec.field(default=None, name="Bytes")

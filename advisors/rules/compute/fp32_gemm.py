@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
-from advisors.fit import mixed_precision_on
+from advisors.fit import mixed_precision_on, precision_fix, precision_phrase
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
@@ -59,6 +59,7 @@ class Fp32Gemms(Rule):
             f, severity=min(fp32_step, f.gpu_busy or 0.0) * self.t["tensor_core_saving"],
             confidence=ramp(gemm, self.t["min_gemm_share"], self.t["high_gemm_share"]),
             message=f"GEMMs take {pct(gemm)} of kernel time and {pct(1 - low)} of them run in fp32 without Tensor "
-                    "Cores: train under bf16 autocast.",
+                    f"Cores: {precision_phrase(f)}.",
             evidence={"gemm_share_of_kernel_time": gemm, "gemm_low_precision_share": low,
-                      "fp32_gemm_share_of_step": fp32_step, "gpu_busy_share": f.gpu_busy})
+                      "fp32_gemm_share_of_step": fp32_step, "gpu_busy_share": f.gpu_busy},
+            fix_id=precision_fix(f))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
-from advisors.fit import mixed_precision_on
+from advisors.fit import mixed_precision_on, precision_fix, precision_phrase
+from profilers.efficiency.mfu import MFU_GOOD, MFU_PROBLEM
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.rules.memory.bandwidth import BandwidthBound, bandwidth_bound
@@ -52,13 +53,19 @@ class SaturatedDevice(Rule):
     compile cost; else ``torch.compile`` when the model runs eagerly; else no fix — "no cheap fix: kernels
     already low precision and compiled; the remaining levers are the algorithm or more devices". The
     optimizer lever's severity is the optimizer's share of the step.
+
+    Busy is not efficient: before "no cheap fix", the model FLOPs utilisation (``Facts.mfu``, from the ops'
+    recorded shapes against the device's peak) is read. Under ``max_low_mfu`` (0.20: under 20% is a problem;
+    30-45% is typical, 45-60% good) the device is busy with kernels too small or memory-bound to use it, and
+    the lever is more work per kernel (a larger batch); at higher MFU "no cheap fix" is said with the figure.
+    On V100/T4-class GPUs (no bf16 Tensor Cores) the precision lever is fp16 autocast with a GradScaler.
     """
 
     id, name, bottleneck = "COMP002", "saturated-device", Bottleneck.COMPUTE
     cause = "device_time"
     thresholds = {"min_busy": 0.85, "min_cpu_busy": 0.8, "high_busy": 0.97, "min_busy_with_host": 0.7,
                   "host_busy": 0.9, "min_telemetry_samples": 5, "max_low_precision": 0.1,
-                  "min_fp32_matmul_share": 0.2, "min_optimizer_share": 0.15}
+                  "min_fp32_matmul_share": 0.2, "min_optimizer_share": 0.15, "max_low_mfu": MFU_PROBLEM}
     fix_id = "torch_compile"
     fires = (
         Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
@@ -112,7 +119,7 @@ class SaturatedDevice(Rule):
         if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
             return None
         fix, lever = self._lever(f)
-        stake = (self._fp32_matmul(f) or 0.0) if fix == "bf16_autocast" else \
+        stake = (self._fp32_matmul(f) or 0.0) if fix in ("bf16_autocast", "fp16_autocast") else \
             f.shares.get("optimizer", 0.0) if fix in ("fused_optimizer", "foreach_optimizer") else work
         floor = self.t["min_cpu_busy" if on_cpu else "min_busy"]
         return self.finding(
@@ -143,7 +150,7 @@ class SaturatedDevice(Rule):
     def _lever(self, f: Facts) -> tuple[str | None, str]:
         fp32 = self._fp32_matmul(f)
         if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"] and not mixed_precision_on(f):
-            return "bf16_autocast", f"its matmuls run in fp32 ({pct(fp32)} of the step): train under bf16 autocast"
+            return precision_fix(f), f"its matmuls run in fp32 ({pct(fp32)} of the step): {precision_phrase(f)}"
         optimizer = self._optimizer_lever(f)
         if optimizer is not None:
             return optimizer
@@ -151,9 +158,16 @@ class SaturatedDevice(Rule):
             unknown = " (matmul precision not recorded: profile with record_shapes=True to see whether bf16 " \
                       "autocast applies)" if fp32 is None else ""
             return "torch_compile", f"the model runs eagerly: compile it with torch.compile{unknown}"
+        mfu = f.mfu
+        if mfu is not None and mfu < self.t["max_low_mfu"]:
+            return "larger_batch", (f"busy is not efficient: MFU {100 * mfu:.1f}% (under {pct(MFU_PROBLEM)} is a "
+                                    "problem): the kernels are small or memory-bound; give each kernel more work "
+                                    "(a larger batch or wider layers) and look for memory-bound kernels")
         if fp32 is None:
             return None, "the model is compiled and its matmul precision is not recorded: no cheap fix is " \
                          "known; profile with record_shapes=True to see whether bf16 autocast applies"
+        if mfu is not None:
+            return None, f"MFU {100 * mfu:.1f}% ({_mfu_band(mfu)}): {NO_CHEAP_FIX}"
         return None, NO_CHEAP_FIX
 
     def _optimizer_lever(self, f: Facts) -> tuple[str, str] | None:
@@ -186,7 +200,7 @@ class SaturatedDevice(Rule):
     def _evidence(self, f: Facts, work: float, host: float | None) -> dict:
         s = f.shares
         out = {"device": f.device, "device_work_share": work, "compiled": f.compiled,
-               "fp32_matmul_share_of_step": self._fp32_matmul(f)}
+               "fp32_matmul_share_of_step": self._fp32_matmul(f), "mfu": f.mfu}
         if f.device == "gpu":
             out.update({"gpu_busy_share": f.gpu_busy, "gemm_share_of_kernel_time": f.kernel_mix.get("matmul", 0.0),
                         "gemm_low_precision_share": f.gemm_low_precision, "comm_total_share": f.comm_total,
@@ -199,3 +213,12 @@ class SaturatedDevice(Rule):
                         "matmul_share_of_step": f.cpu_matmul_fp32 + f.cpu_matmul_low + f.cpu_matmul_untyped,
                         "host_cpu_busy": host, "cpu_count": tel.cpu_count if tel is not None else None})
         return out
+
+
+def _mfu_band(mfu: float) -> str:
+    """Where an MFU falls among the field's rules of thumb."""
+    if mfu < MFU_PROBLEM:
+        return f"under {pct(MFU_PROBLEM)}: a problem"
+    if mfu < MFU_GOOD[0]:
+        return "typical is 30-45%"
+    return "good: 45-60%" if mfu < MFU_GOOD[1] else "above 60%: excellent"

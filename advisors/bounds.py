@@ -1,0 +1,84 @@
+"""Bounds that mean something: what a fix can gain at most, from the time that fix can touch.
+
+A finding's ``upper_bound_speedup`` is ``1 / (1 − severity)``: the whole of its time at stake vanishing. For a
+fix that acts on only part of that time, the bound comes from that part instead, stated with its assumption:
+
+- ``torch_compile``: the unfused elementwise/normalization kernels' time (Triton kernels are fused already)
+  plus the GPU's launch gaps (``Facts.launch_idle``) — *if fusion made those kernels free and the gaps
+  vanished*; on a CPU, the operators' time outside matmuls (where fusion acts).
+- ``channels_last``: convolution time — *if the convolutions took no time at all*.
+
+Each bound is ``1 / (1 − share)``; a measured gain above it means the bound was wrong for this run (a
+mis-attributed time, or a fix that also acted elsewhere) and is flagged as such (:func:`exceeds`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from advisors.facts import Facts
+
+_CONV = re.compile(r"conv|wgrad|dgrad|fprop|implicit_convolve", re.IGNORECASE)
+#: A measured speed-up above its bound by more than this is flagged (measurement noise stays below).
+EXCEED_TOLERANCE = 0.0
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The most ``fix_id`` can gain: the share of step time it can touch, the speed-up, and the assumption."""
+
+    fix_id: str
+    share: float
+    speedup: float | None
+    assumption: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fix": self.fix_id, "share": round(self.share, 4), "speedup": self.speedup,
+                "assumption": self.assumption}
+
+
+def _bound(fix_id: str, share: float, assumption: str) -> Bound:
+    share = min(max(share, 0.0), 1.0)
+    return Bound(fix_id, share, None if share >= 1.0 else round(1.0 / (1.0 - share), 3), assumption)
+
+
+def fix_bounds(f: Facts) -> dict[str, Bound]:
+    """The bounds of the fixes whose reach is narrower than a finding's time (see the module docs)."""
+    if not f.has_steps or f.b is None:
+        return {}
+    out: dict[str, Bound] = {}
+    total = float(f.b.total_step_ns) or 1.0
+    if f.device == "gpu":
+        pointwise = f.kernel_step_share.get("elementwise", 0.0) + f.kernel_step_share.get("normalization", 0.0)
+        unfused = pointwise * (1.0 - min(f.triton_kernel_share / max(sum(f.kernel_mix.get(k, 0.0) for k in (
+            "elementwise", "normalization")), 1e-9), 1.0)) if f.triton_kernel_share else pointwise
+        out["torch_compile"] = _bound("torch_compile", unfused + max(f.launch_idle, 0.0),
+                                      f"unfused elementwise/normalization kernels ({100 * unfused:.1f}% of the "
+                                      f"step) cost nothing once fused, and the launch gaps "
+                                      f"({100 * max(f.launch_idle, 0.0):.1f}%) vanish")
+        k = f.b.kernels
+        conv = float(k.loc[k["name"].astype(str).str.contains(_CONV), "total_ns"].sum()) / total if len(k) else 0.0
+    else:
+        matmul = f.cpu_matmul_fp32 + f.cpu_matmul_low + f.cpu_matmul_untyped
+        rest = max(f.device_work - matmul, 0.0)
+        out["torch_compile"] = _bound("torch_compile", rest,
+                                      f"the operators outside matmuls ({100 * rest:.1f}% of the step) cost "
+                                      "nothing once fused")
+        ops = f.b.ops
+        conv = min(float(ops.loc[ops["name"].astype(str).str.match(r"aten::(mkldnn_)?convolution$"),
+                                 "total_ns"].sum()) / total, f.device_work) if len(ops) else 0.0
+    out["channels_last"] = _bound("channels_last", conv,
+                                  f"convolutions ({100 * conv:.1f}% of the step) take no time at all")
+    return out
+
+
+def exceeds(measured: float | None, bound: float | None) -> bool:
+    """True when a measured speed-up is above its bound: the bound (its assumption) was wrong for this run."""
+    return measured is not None and bound is not None and measured > bound * (1 + EXCEED_TOLERANCE)
+
+
+def exceeded_text(measured: float, bound: float) -> str:
+    return (f"measured {measured:.4g}x is above its upper bound {bound:.4g}x: the bound was wrong for this run "
+            "(time mis-attributed, or the fix also acted elsewhere)")

@@ -1,0 +1,1 @@
+"""Efficiency: FLOPs from operator shapes, device peaks, model FLOPs utilisation (torch-free)."""

@@ -1,0 +1,120 @@
+"""``efficiency(breakdown) -> Efficiency``: achieved FLOP/s against the device's peak (model FLOPs utilisation).
+
+Achieved: the FLOPs of the steps' matmul, convolution and attention ops (:mod:`profilers.efficiency.flops`, counted
+from record_shapes' ``Input Dims``) over the steps' time, per device (summed over ranks, divided by the ranks'
+summed step time). Peak: the device's dense peak for the dtype holding most of those FLOPs
+(:mod:`profilers.efficiency.peaks`). MFU = achieved / peak.
+
+MFU can never exceed the share of the step the device is busy (a device busy half the step cannot run at more
+than half its peak over the step): a higher figure means the FLOP count or the peak is wrong for this trace, so
+it is clamped to the busy share and ``clamped`` says so. When the shapes or the device are unknown, ``mfu`` is
+``None`` and ``reason`` says which. Rules of thumb for training (named, for the advice): under
+:data:`MFU_PROBLEM` is a problem, :data:`MFU_TYPICAL` typical, :data:`MFU_GOOD` good.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from profilers.trace.breakdown import Breakdown
+from profilers.efficiency.peaks import DevicePeak, device_peak, dtype_key
+
+MFU_PROBLEM = 0.20  # under this, kernels are small, memory-bound or waiting: a problem
+MFU_TYPICAL = (0.30, 0.45)  # what well-run training typically reaches
+MFU_GOOD = (0.45, 0.60)  # good; above, little is left for a cheap fix
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achieved throughput against peak. TFLOP/s; ``mfu`` 0..1 or ``None`` with a ``reason``."""
+
+    achieved_tflops: float | None
+    peak_tflops: float | None
+    peak_basis: str | None  # e.g. "H100 SXM, bf16 (NVIDIA H100 datasheet, dense)"
+    mfu: float | None
+    flops_source: str
+    reason: str | None = None
+    clamped: bool = False  # the raw ratio exceeded the device-busy share and was clamped to it
+    busy_share: float | None = None
+    dtype: str | None = None  # the dtype key the peak is for ("bf16", "fp32"…)
+    per_step_tflops: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"achieved_tflops": _r(self.achieved_tflops), "peak_tflops": self.peak_tflops,
+                "peak_basis": self.peak_basis, "mfu": _r(self.mfu), "flops_source": self.flops_source,
+                "reason": self.reason, "clamped": self.clamped, "busy_share": _r(self.busy_share),
+                "dtype": self.dtype, "per_step_tflops": [_r(v) for v in self.per_step_tflops]}
+
+    def phrase(self) -> str:
+        """One line: "MFU 12.3% (41.2 of 335 TFLOP/s, V100 SXM2, fp16)" or why there is none."""
+        if self.mfu is None:
+            achieved = f"{self.achieved_tflops:.3g} TFLOP/s achieved; " if self.achieved_tflops else ""
+            return f"MFU unknown: {achieved}{self.reason}"
+        flag = " (clamped to the device-busy share: the count or the peak does not fit this trace)" \
+            if self.clamped else ""
+        share = f"{100 * self.mfu:.1f}" if self.mfu >= 0.01 else f"{100 * self.mfu:.2g}"
+        return f"MFU {share}% ({self.achieved_tflops:.3g} of {self.peak_tflops:g} TFLOP/s, " \
+               f"{self.peak_basis}){flag}"
+
+
+def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None) -> Efficiency:
+    """The efficiency of a breakdown; ``cpu_peak_tflops`` is a CPU run's measured matmul peak (a calibration
+    recorded with the run), the only peak a CPU has here."""
+    fl = b.flops
+    busy = b.gpu_busy_share if b.device == "gpu" else _cpu_busy(b)
+    if fl is None or fl.with_shapes == 0:
+        why = "the trace records no operator shapes (profile with record_shapes=True)" if fl is None or \
+            fl.without_shapes or not fl.unsized else "no matmul, convolution or attention op could be sized"
+        return Efficiency(None, None, None, None, flops_source="none", reason=why, busy_share=busy)
+    total_ns = b.total_step_ns
+    achieved = fl.total / total_ns / 1e3 if total_ns else 0.0
+    source = f"record_shapes: {fl.with_shapes} matmul/conv/attention ops with shapes" + \
+        (f", {fl.unsized} of them not sizeable (forward convolutions without a backward to read the output from)"
+         if fl.unsized else "") + (f", {fl.without_shapes} without shapes" if fl.without_shapes else "")
+    steps = b.per_step
+    per_step = tuple(fl.per_step.get((int(r), int(s)), 0.0) / float(ns) / 1e3
+                     for r, s, ns in zip(steps["rank"], steps["step"], steps["step_ns"]) if ns > 0)
+    dtype = max(fl.by_dtype, key=fl.by_dtype.__getitem__) if fl.by_dtype else ""
+    key = dtype_key(dtype)
+    base = Efficiency(achieved, None, None, None, source, busy_share=busy, dtype=key, per_step_tflops=per_step)
+    if b.device == "cpu":
+        if not cpu_peak_tflops:
+            return _with(base, reason="a CPU run's peak is its cores' measured matmul rate, and this run has "
+                                      "no calibration recorded")
+        return _ratio(base, cpu_peak_tflops, f"this host's cores, measured {key or 'fp32'} matmul peak", busy)
+    peak = device_peak(b.device_name)
+    if peak is None:
+        return _with(base, reason=f"the device {b.device_name!r} is not in the peak table")
+    if key is None:
+        return _with(base, reason=f"no peak for the ops' dtype {dtype or '(not recorded)'!r}")
+    value = peak.tflops.get(key)
+    if not value:
+        return _with(base, reason=f"the {peak.name} has no fast path for {key}")
+    return _ratio(base, value, _basis(peak, key), busy)
+
+
+def _ratio(base: Efficiency, peak: float, basis: str, busy: float | None) -> Efficiency:
+    raw = (base.achieved_tflops or 0.0) / peak
+    clamped = busy is not None and raw > busy
+    return Efficiency(base.achieved_tflops, peak, basis, min(raw, busy) if clamped and busy is not None else raw,
+                      base.flops_source, None, clamped, busy, base.dtype, base.per_step_tflops)
+
+
+def _with(base: Efficiency, reason: str) -> Efficiency:
+    return Efficiency(base.achieved_tflops, None, None, None, base.flops_source, reason, False, base.busy_share,
+                      base.dtype, base.per_step_tflops)
+
+
+def _basis(peak: DevicePeak, key: str) -> str:
+    note = " without TF32" if key == "fp32" and peak.ampere_or_newer else ""
+    return f"{peak.name}, {key}{note} ({peak.source}, dense)"
+
+
+def _cpu_busy(b: Breakdown) -> float | None:
+    shares = b.shares()
+    return sum(shares.get(c, 0.0) for c in ("forward", "backward", "optimizer")) if b.total_step_ns else None
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)

@@ -1,0 +1,64 @@
+"""A CPU's measured matmul peak: the peak a CPU run's efficiency (MFU) is read against.
+
+A CPU has no datasheet peak that means much (turbo, AVX-512/AMX, the cores the run gets), so the runner
+measures one: square fp32 matmuls of growing size on this machine with the run's intra-op threads, best
+of a few repeats, in a child process of the run's interpreter (so Stepwise's own process never imports
+torch), once per runner process. The result is stored with the run (``calibration.json``: ``matmul_tflops``,
+``size``, ``threads``, ``seconds``) and read by the analysis without torch. On a busy machine the peak reads
+low, so the MFU of that run reads high: the value is the machine's rate *as the run found it*.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+CALIBRATION_FILE = "calibration.json"
+_PROBE = r"""
+import json, time, torch
+best, size = 0.0, 0
+for n in (256, 512, 1024):
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    for _ in range(3):
+        t = time.perf_counter(); reps = 0
+        while time.perf_counter() - t < 0.05:
+            a @ b; reps += 1
+        rate = 2 * n ** 3 * reps / (time.perf_counter() - t) / 1e12
+        if rate > best:
+            best, size = rate, n
+print(json.dumps({"matmul_tflops": best, "size": size, "threads": torch.get_num_threads()}))
+"""
+
+
+@functools.lru_cache(maxsize=4)
+def measure(python: str = sys.executable, timeout_s: float = 60.0) -> dict[str, Any] | None:
+    """The measured fp32 matmul peak of this machine (TFLOP/s) with what was measured; ``None`` when the
+    interpreter has no torch or the probe fails (the run then says its MFU is unknown)."""
+    try:
+        done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=timeout_s)
+        found = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
+    return found if isinstance(found, dict) and found.get("matmul_tflops", 0) > 0 else None
+
+
+def record(run_dir: Path, python: str = sys.executable) -> dict[str, Any] | None:
+    """Measure (once per process) and store the calibration in ``run_dir``; what was stored, or ``None``."""
+    found = measure(python)
+    if found is not None:
+        (run_dir / CALIBRATION_FILE).write_text(json.dumps(found))
+    return found
+
+
+def read(run_dir: Path) -> float | None:
+    """A run's stored CPU matmul peak in TFLOP/s (``None``: not calibrated)."""
+    try:
+        value = json.loads((run_dir / CALIBRATION_FILE).read_text()).get("matmul_tflops")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None

@@ -1,0 +1,45 @@
+"""Bounds from the time a fix can touch, stated with their assumption; numbers near a threshold with digits."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisors.bounds import exceeds, fix_bounds
+from advisors.diagnosis import diagnose, diagnosis_json, upper_bound_for
+from advisors.facts import derive
+from advisors.stats import beside
+from advisors.synthetic import observation
+
+
+def test_compile_bound_is_pointwise_time_and_launch_gaps_not_the_whole_device() -> None:
+    # a saturated GPU (99.7% busy): the whole-device bound would be 1/(1-0.997) = 333x
+    obs = observation({"gpu_compute": 0.997}, kernels={"matmul": 0.8, "elementwise": 0.15, "normalization": 0.047},
+                      low_precision=1.0)
+    f = derive(obs)
+    b = fix_bounds(f)["torch_compile"]
+    # pointwise kernels 19.7% of the step + the 0.3% the GPU idles
+    assert b.share == pytest.approx(0.2, abs=1e-6) and b.speedup == pytest.approx(1.25, abs=1e-3)
+    assert "unfused" in b.assumption and "launch gaps" in b.assumption
+    d = diagnose(obs)
+    assert upper_bound_for(d, "torch_compile") == b.speedup
+    doc = diagnosis_json(d)
+    compile_findings = [g for g in doc["findings"] if g["fix"] and g["fix"]["id"] == "torch_compile"]
+    assert compile_findings and all(g["upper_bound_speedup"] <= b.speedup for g in compile_findings)
+    assert compile_findings[0]["fix_bound"]["assumption"] == b.assumption
+
+
+def test_channels_last_bound_is_convolution_time(tmp_path) -> None:
+    from advisors.observation import observe
+    from tests import trace_factory as tf
+
+    events = [tf.step(0, 0, 10_000), tf.kernel("implicit_convolve_sgemm", 100, 4_000),
+              tf.kernel("volta_sgemm_128x64_nn", 4_200, 5_000)]
+    b = fix_bounds(derive(observe(tf.write(tmp_path / "t.json", events))))["channels_last"]
+    assert b.share == pytest.approx(0.4) and b.speedup == pytest.approx(1 / 0.6, abs=1e-3)
+    assert "convolutions (40.0% of the step)" in b.assumption
+
+
+def test_measured_above_its_bound_is_flagged_and_digits_show_the_side() -> None:
+    assert exceeds(1.51, 1.49) and not exceeds(1.40, 1.49) and not exceeds(None, 1.49)
+    assert beside(1.0257, 1.03) == "1.026" and beside(1.0297, 1.03) == "1.0297" and beside(1.3212, 1.03) == "1.32"
+    assert float(beside(1.02999, 1.03)) < 1.03

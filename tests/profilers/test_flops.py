@@ -1,0 +1,96 @@
+"""The torch-free FLOP formulas agree with ``torch.utils.flop_counter`` (run in the user environment, which has
+torch), and a hand-made trace's counted ops are the innermost ones, each counted once."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+
+import pytest
+
+from profilers.efficiency import flops as fl
+from tests import trace_factory as tf
+
+_TORCH_SIDE = r"""
+import json, sys
+import torch.utils.flop_counter as fc
+out = []
+for kind, args in json.load(sys.stdin):
+    if kind == "conv_backward":
+        g, x, w, tr = args
+        gi = x
+        gw = w
+        out.append(fc.conv_backward_flop(g, x, w, None, None, None, None, tr, None, None, [True, True, False],
+                                         out_val=[gi, gw, None]))
+    elif kind == "conv":
+        out.append(fc.conv_flop_count(*args))
+    else:
+        out.append(getattr(fc, kind)(*args))
+print(json.dumps(out))
+"""
+
+
+def _cases(n: int = 60) -> list[tuple[str, list]]:
+    rnd = random.Random(21)
+    d = lambda: rnd.choice([1, 3, 7, 16, 64, 129, 512, 1000])  # noqa: E731
+    cases: list[tuple[str, list]] = []
+    for _ in range(n):
+        m, k, n_, b = d(), d(), d(), rnd.choice([1, 2, 8, 12])
+        cases += [("mm_flop", [[m, k], [k, n_]]), ("addmm_flop", [[n_], [m, k], [k, n_]]),
+                  ("bmm_flop", [[b, m, k], [b, k, n_]]), ("baddbmm_flop", [[b, m, n_], [b, m, k], [b, k, n_]])]
+        h, s_q, s_k, dh = rnd.choice([1, 8, 16]), d(), d(), rnd.choice([32, 64, 128])
+        cases += [("sdpa_flop_count", [[b, h, s_q, dh], [b, h, s_k, dh], [b, h, s_k, dh]]),
+                  ("sdpa_backward_flop_count", [[b, h, s_q, dh], [b, h, s_q, dh], [b, h, s_k, dh], [b, h, s_k, dh]])]
+        c_in, c_out, kk, hw, g = rnd.choice([3, 16, 64]), rnd.choice([8, 32, 128]), rnd.choice([1, 3, 7]), \
+            rnd.choice([7, 14, 56]), 1
+        x, w = [b, c_in, hw, hw], [c_out, c_in // g, kk, kk]
+        out = fl.conv_out_shape(x, w, (1, 1), (kk // 2, kk // 2), (1, 1))
+        cases += [("conv", [x, w, out, False]), ("conv_backward", [out, x, w, False])]
+    return cases
+
+
+def _ours(kind: str, args: list) -> int:
+    if kind == "conv":
+        return fl.conv_flop_count(*args)
+    if kind == "conv_backward":
+        g, x, w, tr = args
+        return fl.conv_backward_flop(g, x, w, tr)
+    return getattr(fl, kind)(*args)
+
+
+@pytest.mark.slow
+def test_formulas_agree_with_torch_flop_counter() -> None:
+    from tests.user_env import user_python
+
+    cases = _cases()
+    done = subprocess.run([str(user_python()), "-c", _TORCH_SIDE], input=json.dumps(cases), capture_output=True,
+                          text=True, check=True, timeout=600)
+    theirs = json.loads(done.stdout)
+    assert len(theirs) == len(cases) > 300
+    mismatched = [(c, t, _ours(*c)) for c, t in zip(cases, theirs) if _ours(*c) != t]
+    assert not mismatched, mismatched[:5]
+
+
+def test_linear_and_matmul_are_their_decompositions() -> None:
+    assert fl.linear_flop([4, 10, 32], [16, 32]) == fl.mm_flop([40, 32], [32, 16]) == 2 * 40 * 32 * 16
+    assert fl.matmul_flop([8, 5, 6], [6, 7]) == 8 * fl.mm_flop([5, 6], [6, 7])
+    assert fl.conv_out_shape([1, 3, 224, 224], [64, 3, 7, 7], (2, 2), (3, 3), (1, 1)) == [1, 64, 112, 112]
+
+
+def test_nested_ops_are_counted_once_and_missing_shapes_said(tmp_path) -> None:
+    from profilers.trace.breakdown import breakdown
+    from profilers.trace.load import load_trace
+
+    events = [tf.step(1, 0, 1000),
+              tf.x("aten::linear", 10, 100, **{"Input Dims": [[64, 128], [256, 128], [256]],
+                                               "Input type": ["float", "float", "float"]}),
+              tf.x("aten::addmm", 12, 90, **{"Input Dims": [[256], [64, 128], [128, 256], [], []],
+                                             "Input type": ["float", "float", "float", "Scalar", "Scalar"]}),
+              tf.x("aten::mm", 300, 50),  # no shapes recorded
+              tf.kernel("sgemm_128x64", 20, 400)]
+    b = breakdown(load_trace(tf.write(tmp_path / "t.json", events)))
+    assert b.flops is not None
+    assert b.flops.total == 2 * 64 * 128 * 256  # the addmm only, not the linear around it
+    assert (b.flops.with_shapes, b.flops.without_shapes) == (1, 1)
+    assert b.flops.by_dtype == {"float": 2 * 64 * 128 * 256}
