@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import data, state
-from app.widgets import ui
+from app.widgets import ui, url_state
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord
 from profilers.trace.events import Trace
@@ -40,6 +40,10 @@ def trace_view(record: RunRecord) -> None:
         return
     rank = st.selectbox("Rank", index.ranks, key="events.rank") if len(index.ranks) > 1 else index.ranks[0]
     start, end = state.event_window(record.run_id, index.span_ms)
+    linked = url_state.events_window(record.run_id)  # ``?from=…&to=…``: a reload or a link keeps the window
+    if linked is not None:
+        state.set_event_window(*clamp_window(index, *linked))
+        start, end = state.event_window(record.run_id, index.span_ms)
     cols = st.columns([2, 2, 1, 1])
     cols[0].number_input("From (ms)", min_value=0.0, max_value=index.span_ms, step=1.0, format="%.3f",
                          key=state.EVENTS_START)
@@ -50,6 +54,7 @@ def trace_view(record: RunRecord) -> None:
                                                                        min(index.span_ms, mid + half)))
     cols[3].button("Whole trace", on_click=state.set_event_window, args=(0.0, index.span_ms))
     start, end = clamp_window(index, start, end)
+    url_state.show_events_window(record.run_id, start, end)
     tl = window_timeline(index, int(rank), start, end)
     st.plotly_chart(charts_events.window(tl, index.spans, int(rank), start, end), key=CHART_KEY, theme=None,
                     on_select=_zoom_to_selection, selection_mode="box", config={"displaylogo": False})
