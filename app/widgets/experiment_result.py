@@ -74,8 +74,7 @@ def outcome_box(word: str) -> None:
     box = st.success if word == "kept" else st.info if word.startswith("not applied") else st.error
     icon = ":material/check_circle:" if word == "kept" else ":material/block:" if word.startswith("not applied") \
         else ":material/cancel:"
-    box(f"**Outcome: {ui.text(word.split(':', 1)[0])}**" + (f" — {ui.text(word.split(':', 1)[1].strip(), 600)}"
-                                                          if ":" in word else ""), icon=icon)
+    box(f"**Outcome: {ui.text(word, 600)}**", icon=icon)
 
 
 def before_after(view: dict[str, Any]) -> None:
@@ -159,6 +158,7 @@ def ladder_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
                     "after ms": _num(r.get("after ms"), 1) if judged else "",
                     "speed-up": _num(r.get("speed-up"), 2, "×") if judged else "",
                     "interval": (r.get("interval") or "") if judged else "",
+                    "upper bound": _num(r.get("upper bound"), 2, "×"),
                     "cumulative": _num(r.get("cumulative"), 2, "×")})
     return pd.DataFrame(out).set_index("round")
 

@@ -54,13 +54,17 @@ def compare_pickers(records: list[RunRecord]) -> tuple[RunRecord | None, RunReco
             if run_id in by_id and key not in st.session_state:
                 st.session_state[key] = run_id
     left, right = st.columns(2)
-    picked = []
+    picked: list[str | None] = []
     for col, key, label in ((left, keys[0], "A (before)"), (right, keys[1], "B (after)")):
-        extra = {} if st.session_state.get(key) in by_id else {"index": None}
-        if st.session_state.get(key) not in by_id:
+        def describe(i: str) -> str:
+            return ui.describe_run(by_id[i])
+
+        if st.session_state.get(key) in by_id:  # the widget's own state says which (no index beside it)
+            picked.append(col.selectbox(label, ids, key=key, format_func=describe))
+        else:
             st.session_state.pop(key, None)
-        picked.append(col.selectbox(label, ids, key=key, placeholder="Pick a run or trace",
-                                    format_func=lambda i: ui.describe_run(by_id[i]), **extra))
+            picked.append(col.selectbox(label, ids, key=key, index=None, placeholder="Pick a run or trace",
+                                        format_func=describe))
     a, b = picked
     _put(A_PARAM, a)
     _put(B_PARAM, b)

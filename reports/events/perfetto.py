@@ -223,7 +223,8 @@ def chrome_trace_with_counts(source: Path | str, origin_ns: int, start_ns: int |
     written: Counter[str] = Counter()
     added = 0
     for order, (f, doc) in enumerate(docs):
-        info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+        raw_info = doc.get("distributedInfo")
+        info: dict[Any, Any] = raw_info if isinstance(raw_info, dict) else {}
         rank = rank_of(info, f.rank_hint, order, used, f.name, [])
         used.add(rank)
         events = doc["traceEvents"]
