@@ -58,6 +58,7 @@ def test_apply_shows_before_and_after(stored) -> None:
     ratio = float(at.metric[2].value.rstrip("×"))
     assert ratio == pytest.approx(2.0, rel=0.1)
     assert ratio == pytest.approx(before / after, abs=0.006)  # the panel's numbers agree with each other
+    assert any(c.value.startswith("The breakdown covers only the steps the profiler traced") for c in at.caption)
     verdict = next(c.value for c in at.caption if c.value.startswith("The verdict divides per-sample throughput"))
     assert "interval" in verdict
     assert float(at.metric[3].value.rstrip("×")) == pytest.approx(2.5, rel=0.02)  # loader 60% of the step at stake
