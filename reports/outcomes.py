@@ -7,6 +7,7 @@ slower is "rejected: slower …", never "no real gain".
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Sequence
 
 FAILED_PREFIX = "the patched run ended "
@@ -23,7 +24,7 @@ def outcome(kept: bool, reason: str | None, not_applied: str | None = None, spee
     if reason.startswith(FAILED_PREFIX):
         return f"failed: {reason[len(FAILED_PREFIX):]}"
     if speedup is not None and speedup < 1 and reason.startswith(NO_GAIN_PREFIX):
-        return f"rejected: slower, {reason[len(NO_GAIN_PREFIX):]}"
+        return "rejected: slower, " + re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):])
     return f"rejected: {reason or 'no reason stored'}"
 
 

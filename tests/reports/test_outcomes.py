@@ -18,7 +18,7 @@ def test_a_fix_that_slowed_the_run_is_rejected_as_slower_not_no_gain() -> None:
     view = {"kept": False, "reason": "no real gain: 0.52x, 95% interval [0.50, 0.55] does not clear 1.03x",
             "summary": {"speedup": 0.52, "not_applied": None}}
     word = view_outcome(view)
-    assert word.startswith("rejected: slower") and "no real gain" not in word
+    assert word == "rejected: slower, 0.52x, 95% interval [0.50, 0.55]" and "no real gain" not in word
 
 
 ROWS = [{"round": 1, "fix": "More loader workers", "kept": True, "verdict": "kept", "speed-up": 1.8, "reason": "kept"},
