@@ -18,7 +18,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
         "run": r.label, "kind": r.kind, "status": r.status.value,
         "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
         "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
-        "device": r.device, "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
+        "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
     } for r in records]
     return pd.DataFrame(rows)
 

@@ -40,7 +40,7 @@ def window(tl: pd.DataFrame, spans: pd.DataFrame, rank: int, start_ms: float, en
     fig.update_yaxes(range=[0, 100], ticksuffix="%")
     fig.update_layout(dragmode="select", selectdirection="h", hovermode="x")
     w = float(df["width_ms"].iloc[0]) if len(df) else 0.0
-    return style(fig, f"Timeline of rank {rank} ({len(df)} buckets of {w:.2f} ms; dotted lines: step starts)",
+    return style(fig, f"Timeline of rank {rank} ({len(df)} buckets of {w:.3g} ms; dotted lines: step starts)",
                  height=340, y_title="share of bucket", x_title="ms since the first step")
 
 
