@@ -54,8 +54,8 @@ l3, r3 = st.columns(2)
 with l3:
     if len(c.kernels):
         ui.chart(charts_compare.name_deltas(c.kernels, "Kernels that moved most"), key="compare.kernels")
-    st.dataframe(c.kernels, hide_index=True, width="stretch")
+    st.dataframe(c.kernels.round(3), hide_index=True, width="stretch")  # ms to the µs, not 43.2585
 with r3:
     if len(c.ops):
         ui.chart(charts_compare.name_deltas(c.ops, "Operators that moved most"), key="compare.ops")
-    st.dataframe(c.ops, hide_index=True, width="stretch")
+    st.dataframe(c.ops.round(3), hide_index=True, width="stretch")
