@@ -31,6 +31,6 @@ PAGES = {
 }
 
 navigation = st.navigation(PAGES)
-links.follow()  # ``?run=<id>`` on any page selects that run before the page draws its pickers
 sidebar.render()
+links.follow()  # ``?run=<id>`` on any page selects that run before the page draws (an unknown id: "no such run")
 navigation.run()

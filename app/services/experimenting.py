@@ -38,8 +38,9 @@ def start_experiment(store: RunStore, source: RunRecord, a: Analysis, fix: Any, 
     assert a.run is not None and a.run.spec is not None
     spec = a.run.spec
     return stored_jobs.start(store, source, "apply", {"fix": fix.id, "fix_title": fix.title, "trials": trials}, a,
-                             lambda exp_id, report: run_experiment(spec, fix, store_runner(store, experiment=exp_id),
-                                                                   Policy(trials=trials), on_progress=report))
+                             lambda exp_id, report: run_experiment(
+                                 spec, fix, stored_jobs.stoppable(store, exp_id, store_runner(store, experiment=exp_id)),
+                                 Policy(trials=trials), on_progress=report))
 
 
 def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, trials: int) -> BackgroundJob[Any]:
@@ -52,6 +53,7 @@ def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, t
     assert a.run is not None and a.run.spec is not None
     spec, device = a.run.spec, device_of(a)
     return stored_jobs.start(store, source, "ladder", {"rounds": rounds, "trials": trials}, a,
-                             lambda exp_id, report: optimize(spec, store_runner(store, experiment=exp_id),
+                             lambda exp_id, report: optimize(spec, stored_jobs.stoppable(
+                                                             store, exp_id, store_runner(store, experiment=exp_id)),
                                                              rounds=rounds, policy=Policy(trials=trials),
                                                              device=device, on_progress=report))

@@ -175,7 +175,7 @@ def outcome_text(status: RunStatus, result: RunResult | None, cancelled: str | N
         return cancelled[:1].upper() + cancelled[1:] + "."
     if status is RunStatus.OK and result is not None and result.profiled_then_stopped:
         return (f"Profiled {result.profiled_then_stopped} steps of your script, then stopped it "
-                f"(after step {steps}, as asked).")
+                f"after step {steps}: a profile needs only those steps, so the script is not run to its end.")
     if status is RunStatus.OK:
         return f"Finished: ok after {steps} steps."
     return f"Ended {status.value} after {steps} steps" + (f": {error}" if error else ".")

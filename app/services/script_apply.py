@@ -115,7 +115,8 @@ def start_experiment(store: RunStore, source: RunRecord, a: Analysis, target: Sc
     strategy = target.strategy()
     return stored_jobs.start(store, source, "apply", {"fix": fix.id, "fix_title": fix.title, "trials": trials}, a,
                              lambda exp_id, report: run_experiment(
-                                 target.spec, fix, trial_runs.script_runner(store, experiment=exp_id),
+                                 target.spec, fix, stored_jobs.stoppable(
+                                     store, exp_id, trial_runs.script_runner(store, experiment=exp_id)),
                                  Policy(trials=trials), on_progress=report, apply=strategy.apply,
                                  proof=strategy.proof(fix)))
 
@@ -131,8 +132,9 @@ def start_ladder(store: RunStore, source: RunRecord, a: Analysis, target: Script
     spec, device = target.spec, target.device
     return stored_jobs.start(store, source, "ladder", {"rounds": rounds, "trials": trials}, a,
                              lambda exp_id, report: optimize(
-                                 spec, trial_runs.script_runner(store, experiment=exp_id), rounds=rounds,
-                                 policy=Policy(trials=trials), device=device, on_progress=report,
+                                 spec, stored_jobs.stoppable(
+                                     store, exp_id, trial_runs.script_runner(store, experiment=exp_id)),
+                                 rounds=rounds, policy=Policy(trials=trials), device=device, on_progress=report,
                                  strategy=ScriptStrategy(spec, device)))
 
 

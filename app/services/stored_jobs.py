@@ -6,11 +6,13 @@ store, not the job: a reload, a closed tab, another session or a restarted dashb
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Mapping, TypeVar
 
 from advisors.experiments.progress import Progress, ProgressFn
 from app.services.jobs import BackgroundJob
-from profilers.run.records import RunRecord, RunStatus
+from profilers.run.handle import cancel_run
+from profilers.run.records import RunRecord, RunResult, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports import export
@@ -20,6 +22,51 @@ from reports.experiment_view import experiment_roles, experiment_view, ladder_ro
 T = TypeVar("T")
 Work = Callable[[str, ProgressFn], T]  # (experiment id, report) -> the advisor's result
 REPORT_FORMATS = ("html", "md", "json")
+CANCELLED_BY_YOU = "cancelled by you"
+
+
+class Cancelled(Exception):
+    """The user cancelled the experiment: raised before the next trial run starts (or after a stopped one)."""
+
+
+def cancel(store: RunStore, experiment_id: str) -> None:
+    """Ask the experiment to stop (stored first, so its thread and any session see it), then stop its trial
+    runs now. The experiment's thread stores it as cancelled by you when its current trial returns."""
+    store.request_cancel(experiment_id, CANCELLED_BY_YOU)
+    stop_trials(store, experiment_id)
+
+
+def cancel_requested(store: RunStore, experiment_id: str) -> bool:
+    return store.read_cancel(experiment_id) is not None
+
+
+def stop_trials(store: RunStore, experiment_id: str) -> int:
+    """Cancel every still-running trial run of the experiment (idempotent; also catches a trial that started
+    in the moment the cancel was asked). Returns how many were running."""
+    running = [t for t in experiments.trials(store, experiment_id) if t.status is RunStatus.RUNNING]
+    for t in running:
+        cancel_run(store, t.run_id, f"{CANCELLED_BY_YOU} (the experiment was cancelled)")
+    return len(running)
+
+
+def stoppable(store: RunStore, experiment_id: str, run_one: Any) -> Any:
+    """A trial runner that refuses to start a trial once the experiment is cancelled, and raises
+    :class:`Cancelled` when one returns after the cancel (its run was stopped, its numbers are not a result)."""
+    def run(spec: Any, on_progress: Any = None) -> Any:
+        if cancel_requested(store, experiment_id):
+            raise Cancelled(CANCELLED_BY_YOU)
+        outcome = run_one(spec, on_progress)
+        if cancel_requested(store, experiment_id):
+            raise Cancelled(CANCELLED_BY_YOU)
+        return outcome
+
+    return run
+
+
+def _finish_cancelled(store: RunStore, experiment_id: str) -> None:
+    n = len(experiments.trials(store, experiment_id))
+    why = f"{CANCELLED_BY_YOU} after {n} trial run{'' if n == 1 else 's'} started (the running one was stopped)"
+    store.finish(experiment_id, RunResult(status=RunStatus.KILLED, error=why, finished_unix=time.time()))
 
 
 def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Mapping[str, Any],
@@ -37,10 +84,16 @@ def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Map
         try:
             result = work(record.run_id, relay)
         except Exception as err:
+            if cancel_requested(store, record.run_id):
+                _finish_cancelled(store, record.run_id)
+                return None
             experiments.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
             raise
+        if cancel_requested(store, record.run_id):  # a stopped trial the advisor took as a failed one
+            _finish_cancelled(store, record.run_id)
+            return None
         view, roles = (experiment_view(result, analysis.diagnosis), experiment_roles(result)) if mode == "apply" else \
-            (ladder_view(result), ladder_roles(result))
+            (_ladder_view(result), ladder_roles(result))
         experiments.tag_roles(store, record.run_id, roles)
         key = "experiment" if mode == "apply" else "ladder"
         reports = {fmt: export.render(analysis, fmt, **{key: result}) for fmt in REPORT_FORMATS}
@@ -50,6 +103,12 @@ def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Map
     job: BackgroundJob[Any] = BackgroundJob(f"{mode}-{record.run_id}", run)
     job.experiment_id = record.run_id
     return job
+
+
+def _ladder_view(ladder: Any) -> dict[str, Any]:
+    """The ladder's view, with its last diagnosis' bottleneck (what "no fix left for …" names)."""
+    d = ladder.last_diagnosis
+    return {**ladder_view(ladder), "last_bottleneck": d.bottleneck.value if d is not None else None}
 
 
 def latest(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecord | None:

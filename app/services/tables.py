@@ -18,7 +18,7 @@ def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
         "run": r.label, "kind": r.kind, "status": r.status.value,
         "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
         "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
-        "device": r.device, "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
+        "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
     } for r in records]
     return pd.DataFrame(rows)
 
@@ -49,5 +49,5 @@ def median_label(values: tuple[float, ...] | list[float]) -> str:
 
 def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
     """Where the largest allocations alive at a snapshot's peak were made (first frame outside torch)."""
-    return pd.DataFrame([{"allocated at": t.where, "GiB": t.bytes / GIB, "allocations": t.count}
+    return pd.DataFrame([{"allocated at": t.where, "GiB": round(t.bytes / GIB, 3), "allocations": t.count}
                          for t in snapshot.top_sites], columns=["allocated at", "GiB", "allocations"])

@@ -16,6 +16,7 @@ from typing import Callable, Protocol, Sequence
 
 from profilers import inputs
 from profilers.errors import StepwiseError
+from profilers.run.records import RunResult, RunStatus
 from profilers.store.runs import RunStore
 from profilers.store.files import safe_name
 from reports.analysis import Analysis
@@ -82,6 +83,9 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
             root = tmp / safe_name(items[0].name)
         analysis, digest = validate(root, label)
         record = store.import_trace(root, label=label)
+        if analysis.step_time_ms is not None:  # the run list shows the trace's median step, as Analysis does
+            store.finish(record.run_id, RunResult(status=RunStatus.OK, step_time_ms=analysis.step_time_ms,
+                                                  finished_unix=record.created_unix))
         return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
     except StepwiseError as err:
         return UploadOutcome(label, False, str(err))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import data, state
+from app import data
 
-from app.widgets import compare_panels
+from app.widgets import compare_panels, url_state
 
 from app.services import tables
 
@@ -21,14 +21,10 @@ if len(records) < 2:
     st.info("Compare needs two runs or uploaded traces.")
     st.page_link("views/upload.py", label="Upload a trace", icon=":material/upload:")
     st.stop()
-pair = state.compare_pair()
-left, right = st.columns(2)
-with left:
-    a = ui.run_picker(records, "compare.a", "A (before)", default=pair[0] or records[1].run_id, remember=False)
-with right:
-    b = ui.run_picker(records, "compare.b", "B (after)", default=pair[1] or records[0].run_id, remember=False)
-assert a is not None and b is not None
-state.set_compare_pair(a.run_id, b.run_id)
+a, b = url_state.compare_pickers(records)
+if a is None or b is None:
+    st.info("Pick the two runs or traces to compare: A (before) and B (after). Nothing is judged until you do.")
+    st.stop()
 if a.run_id == b.run_id:
     st.info("Pick two different runs.")
     st.stop()
@@ -58,8 +54,8 @@ l3, r3 = st.columns(2)
 with l3:
     if len(c.kernels):
         ui.chart(charts_compare.name_deltas(c.kernels, "Kernels that moved most"), key="compare.kernels")
-    st.dataframe(c.kernels, hide_index=True, width="stretch")
+    st.dataframe(c.kernels.round(3), hide_index=True, width="stretch")  # ms to the µs, not 43.2585
 with r3:
     if len(c.ops):
         ui.chart(charts_compare.name_deltas(c.ops, "Operators that moved most"), key="compare.ops")
-    st.dataframe(c.ops, hide_index=True, width="stretch")
+    st.dataframe(c.ops.round(3), hide_index=True, width="stretch")

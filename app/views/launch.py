@@ -18,6 +18,9 @@ from profilers.run.records import RunStatus
 
 st.title("Launch a run")
 store = data.store()
+if st.query_params.get("what") == "script":  # the first page's "Profile my script"
+    st.session_state["launch.what"] = "My training script"
+    st.query_params.pop("what")
 what = st.radio("What to run", ["Sample workload", "My training script"], horizontal=True, key="launch.what")
 
 if what == "Sample workload":

@@ -8,7 +8,7 @@ from app import data, state
 
 from app.services import tables
 
-from app.widgets import ui
+from app.widgets import links, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
 
@@ -55,6 +55,7 @@ elif record is not None:
             try:
                 store.delete(record.run_id)
                 state.select_run(None)
+                links.show(None)  # the address must not keep naming the deleted run
                 st.rerun()
             except StepwiseError as err:
                 st.error(ui.text(err))

@@ -48,7 +48,10 @@ def _related(f: object, key: str) -> None:
     for j, m in enumerate(related):
         st.markdown(f"- `{m.rule}` {ui.text(m.name)}: {ui.text(m.message)}")
         _evidence_table(dict(m.evidence))
-        _fix(m.fix_id, f"{key}.rel{j}")
+        if m.fix_id is not None and m.fix_id == getattr(f, "fix_id", None):
+            st.caption("Its fix is the one above.")  # not the same code block twice
+        else:
+            _fix(m.fix_id, f"{key}.rel{j}")
 
 
 def diagnosis(a: Analysis) -> None:

@@ -7,10 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from app import data, state
-from app.widgets import ui
+from app.widgets import ui, url_state
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord
-from profilers.trace.events import Trace
 from profilers.trace.memory_snapshot import GIB
 from reports.events import charts as charts_events
 from reports.events.window import MAX_EVENTS, clamp_window, window_events, window_timeline
@@ -40,6 +39,10 @@ def trace_view(record: RunRecord) -> None:
         return
     rank = st.selectbox("Rank", index.ranks, key="events.rank") if len(index.ranks) > 1 else index.ranks[0]
     start, end = state.event_window(record.run_id, index.span_ms)
+    linked = url_state.events_window(record.run_id)  # ``?from=…&to=…``: a reload or a link keeps the window
+    if linked is not None:
+        state.set_event_window(*clamp_window(index, *linked))
+        start, end = state.event_window(record.run_id, index.span_ms)
     cols = st.columns([2, 2, 1, 1])
     cols[0].number_input("From (ms)", min_value=0.0, max_value=index.span_ms, step=1.0, format="%.3f",
                          key=state.EVENTS_START)
@@ -50,6 +53,7 @@ def trace_view(record: RunRecord) -> None:
                                                                        min(index.span_ms, mid + half)))
     cols[3].button("Whole trace", on_click=state.set_event_window, args=(0.0, index.span_ms))
     start, end = clamp_window(index, start, end)
+    url_state.show_events_window(record.run_id, start, end)
     tl = window_timeline(index, int(rank), start, end)
     st.plotly_chart(charts_events.window(tl, index.spans, int(rank), start, end), key=CHART_KEY, theme=None,
                     on_select=_zoom_to_selection, selection_mode="box", config={"displaylogo": False})
@@ -62,21 +66,26 @@ def trace_view(record: RunRecord) -> None:
                 "one by one.")
     elif n:
         ui.chart(charts_events.events(ev, start, end), key="events.list")
-    export_panel(record, trace, index.origin_ns, start, end)
+    export_panel(record, index.origin_ns, start, end)
 
 
-def export_panel(record: RunRecord, trace: Trace, origin_ns: int, start: float, end: float) -> None:
-    """Two downloads, built only when clicked: the whole trace and the current window."""
+def export_panel(record: RunRecord, origin_ns: int, start: float, end: float) -> None:
+    """Two downloads, built only when clicked: the whole trace and the current window, from the trace's own
+    files (every event's args, the CPU → GPU flows and the instant events stay)."""
     st.subheader("Open it in Perfetto")
     st.markdown("\n".join(INSTRUCTIONS))
+    st.caption("Both files keep everything the trace holds: its args, the CPU launch → GPU kernel flows and the "
+               "instant events. The window keeps events crossing its edges whole, and a flow only when both its "
+               "ends are in it.")
+    source = data.trace_source(record)
     stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in record.label)[:60] or "trace"
     lo, hi = origin_ns + int(start * 1e6), origin_ns + int(end * 1e6)
     cols = st.columns(2)
-    cols[0].download_button("Download the whole trace (.json.gz)", data=lambda: perfetto_gzip(trace, origin_ns),
+    cols[0].download_button("Download the whole trace (.json.gz)", data=lambda: perfetto_gzip(source, origin_ns),
                             file_name=f"{stem}.perfetto.json.gz", mime="application/gzip", icon=":material/download:",
                             on_click="ignore", key="events.export_all")
     cols[1].download_button(f"Download this window ({start:.3f}–{end:.3f} ms)",
-                            data=lambda: perfetto_gzip(trace, origin_ns, lo, hi),
+                            data=lambda: perfetto_gzip(source, origin_ns, lo, hi),
                             file_name=f"{stem}.{start:.3f}-{end:.3f}ms.perfetto.json.gz", mime="application/gzip",
                             icon=":material/download:", on_click="ignore", key="events.export_window")
 

@@ -11,11 +11,12 @@ import pandas as pd
 import streamlit as st
 
 from advisors.experiments.progress import Progress
+from app.services import stored_jobs
 from app.widgets import ui
 from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
-from reports import charts_compare
+from reports import charts_compare, outcomes
 from reports.export import FORMATS
 
 POLL_S = 1.0
@@ -35,9 +36,18 @@ def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], 
         now = store.get(record.run_id)
         if now.status is RunStatus.RUNNING:
             p = Progress.from_dict(experiments.progress(store, record.run_id))
-            st.progress(p.fraction, text=f"{p.describe} · {time.time() - now.created_unix:.0f} s")
+            if stored_jobs.cancel_requested(store, record.run_id):
+                stored_jobs.stop_trials(store, record.run_id)  # a trial that started in the moment of the cancel
+                st.progress(p.fraction, text="Cancelling: stopping the trial run…")
+            else:
+                st.progress(p.fraction, text=f"{p.describe} · {time.time() - now.created_unix:.0f} s")
+                st.button(f"Cancel the {name}", key=f"advisor.cancel.{record.run_id}", icon=":material/stop:",
+                          on_click=stored_jobs.cancel, args=(store, record.run_id))
         elif polling:
             st.rerun(scope="app")
+        elif now.status is RunStatus.KILLED and (now.error or "").startswith(stored_jobs.CANCELLED_BY_YOU):
+            st.warning(f"**Outcome: cancelled** — the {name} was {ui.text(now.error)}. No result was judged.",
+                       icon=":material/stop_circle:")
         elif now.status is not RunStatus.OK:
             st.error(f"The {name} stopped ({now.status.value}): {ui.text(now.error or 'no reason stored', 2000)}")
         else:
@@ -53,43 +63,63 @@ def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], 
     _poll()
 
 
+BREAKDOWN_TITLE = "Breakdown before vs after: the profiled window's steps (mean ms per step, first run of each arm)"
+BREAKDOWN_NOTE = ("The breakdown covers only the steps the profiler traced in each arm's first run (profiler on), "
+                  "so its bars need not add up to the median measured step above, which covers every timed step of "
+                  "every run.")
+
+
+def outcome_box(word: str) -> None:
+    """The outcome word, always visible, in the colour of its kind."""
+    box = st.success if word == "kept" else st.info if word.startswith("not applied") else st.error
+    icon = ":material/check_circle:" if word == "kept" else ":material/block:" if word.startswith("not applied") \
+        else ":material/cancel:"
+    box(f"**Outcome: {ui.text(word, 600)}**", icon=icon)
+
+
 def before_after(view: dict[str, Any]) -> None:
     s, bound = view["summary"], view.get("upper_bound")
+    word = outcomes.view_outcome(view)
+    outcome_box(word)
     if s.get("not_applied"):
-        st.info(ui.text(view["reason"], 600), icon=":material/block:")
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")
-    else:
-        (st.success if view["kept"] else st.warning)(ui.text(view["reason"], 600))
+        return _change_and_charts(view, judged=False)
+    label = "median measured step (median over runs of each run's median step after warm-up)"
     cols = st.columns(4 if bound else 3)
-    paired = "geometric mean over the paired runs of each run's samples/s (what the ratio divides)"
-    cols[0].metric("Before (samples/s)", _rate(s.get("before_samples_per_s")), help=paired)
-    cols[1].metric("After (samples/s)", _rate(s.get("after_samples_per_s")), help=paired)
-    if s.get("speedup"):
-        cols[2].metric("Throughput ratio", f"{s['speedup']:.2f}×", help=f"After over before, {s['level']:.0%} "
-                       f"interval [{s['low']:.2f}, {s['high']:.2f}]")
+    cols[0].metric("Before: median measured step", _ms(s.get("before_ms")), help=f"The {label}.")
+    cols[1].metric("After: median measured step", _ms(s.get("after_ms")), help=f"The {label}.")
+    if s.get("median_ratio"):
+        cols[2].metric("Speed-up (median step)", f"{s['median_ratio']:.2f}×", help="Before over after, by the "
+                       "median measured step.")
     if bound:
         cols[-1].metric("Upper bound", f"{bound:.2f}×",
                         help="The diagnosis' bound on this fix: the speed-up if the time at stake vanished entirely "
                              "(1 / (1 − share)). The measured ratio is read against it.")
-    if s.get("before_ms") and s.get("after_ms"):
-        st.caption(f"Median step (median over runs of each run's median step): {s['before_ms']:.1f} ms before, "
-                   f"{s['after_ms']:.1f} ms after, {s['median_ratio']:.2f}× by medians. The throughput ratio "
-                   "divides total samples by total time, so steps of unequal length or a changed batch move it "
-                   "differently from the medians.")
+    if s.get("speedup") and s.get("low") is not None:
+        st.caption(f"The verdict divides per-sample throughput (paired runs): {s['speedup']:.2f}×, {s['level']:.0%} "
+                   f"interval [{s['low']:.2f}, {s['high']:.2f}]; before {_rate(s.get('before_samples_per_s'))}, after "
+                   f"{_rate(s.get('after_samples_per_s'))} samples/s.")
+    _change_and_charts(view, judged=True)
+
+
+def _change_and_charts(view: dict[str, Any], judged: bool) -> None:
+    s = view["summary"]
     st.caption(("Injected at boot (your file was not written): " if s.get("injected") else "Spec change: ")
                + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
-    ui.chart(charts_compare.step_time_distributions(view["step_samples"], "Step time before and after (every "
-                                                    "measured step of every run pooled; box = interquartile range)"),
-             key="advisor.before_after")
+    if judged and view.get("step_samples"):
+        ui.chart(charts_compare.step_time_distributions(view["step_samples"], "Measured step time before and after "
+                                                        "(every timed step of every run; line = median)"),
+                 key="advisor.before_after")
     left, right = st.columns(2)
     with left:
-        if view["breakdowns"]:
-            ui.chart(charts_compare.breakdown_side_by_side(view["breakdowns"], "Breakdown before vs after"),
-                     key="advisor.bd")
+        if judged and view["breakdowns"]:
+            ui.chart(charts_compare.breakdown_side_by_side(view["breakdowns"], BREAKDOWN_TITLE), key="advisor.bd")
+            st.caption(BREAKDOWN_NOTE)
     with right:
         if view["loss_curves"]:
             ui.chart(charts_compare.loss_curves(view["loss_curves"], "Loss curves overlaid"), key="advisor.loss")
+    # Item 9 of issue 23 (time-to-quality): its loss-against-wall-clock view goes here, beside the loss curves.
     change = view.get("script_change")
     if change is not None:
         if view["kept"]:
@@ -98,22 +128,47 @@ def before_after(view: dict[str, Any]) -> None:
             st.caption(f"Where the change would go in your code: {ui.text(change['where'])}.")
 
 
-def ladder(view: dict[str, Any]) -> None:
+def ladder(view: dict[str, Any], rounds: int | None = None) -> None:
+    stopped = outcomes.why_stopped(view["rows"], rounds, view.get("last_bottleneck"))
+    (st.success if stopped.startswith("All") else st.warning)(ui.text(stopped), icon=":material/stairs:")
     st.markdown(f"Total measured speed-up of the kept fixes: **{view['total_speedup']:.2f}×**")
     steps = pd.DataFrame(view["steps"], columns=["label", "step_ms"])
     if len(steps) > 1:
         ui.chart(charts_compare.ladder(steps), key="advisor.ladder_chart")
-    st.dataframe(pd.DataFrame(view["rows"]), hide_index=True, width="stretch")
+    if view["rows"]:
+        st.table(ladder_table(view["rows"]))
     for c in view["changes"]:
         if c["verdict"] == "kept":
             st.markdown(f"Round {c['round']}: **{ui.text(c['fix'])}** kept")
             change_block(c["where"], c["change"])
-        elif c["verdict"] == "not applied":
-            st.info(f"Round {c['round']}: **{ui.text(c['fix'])}** — {ui.text(c['reason'], 600)}",
-                    icon=":material/block:")
     for a in view["advice"]:
         st.warning(f"**{ui.text(a['fix'])}** — {ui.text(a['why'])}", icon=":material/edit:")
         st.code(a["snippet"], language="python")
+
+
+def ladder_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per rung, its outcome word first; numbers a rung does not have (a fix that never acted) blank,
+    the rest rounded (a static table: long outcomes wrap instead of being cut off)."""
+    out = []
+    for r in rows:
+        word = outcomes.row_outcome(r)
+        judged = not word.startswith(("not applied", "failed"))
+        out.append({"round": r.get("round"), "fix": r.get("fix"), "outcome": word,
+                    "before ms": _num(r.get("before ms"), 1) if judged else "",
+                    "after ms": _num(r.get("after ms"), 1) if judged else "",
+                    "speed-up": _num(r.get("speed-up"), 2, "×") if judged else "",
+                    "interval": (r.get("interval") or "") if judged else "",
+                    "upper bound": _num(r.get("upper bound"), 2, "×"),
+                    "cumulative": _num(r.get("cumulative"), 2, "×")})
+    return pd.DataFrame(out).set_index("round")
+
+
+def _num(value: Any, digits: int, unit: str = "") -> str:
+    return f"{value:.{digits}f}{unit}" if isinstance(value, (int, float)) else ""
+
+
+def _ms(value: float | None) -> str:
+    return f"{value:.1f} ms" if value else "—"
 
 
 def change_block(where: str | None, change: dict[str, Any] | None) -> None:

@@ -16,6 +16,7 @@ from app.widgets import experiment_result as result
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord
+from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports.analysis import Analysis
 
@@ -72,7 +73,7 @@ def _stored(store: RunStore, record: RunRecord, mode: Literal["apply", "ladder"]
         result.follow(store, exp, show_apply)
     else:
         def show_ladder(view: dict[str, Any]) -> None:
-            result.ladder(view)
+            result.ladder(view, experiments.about(store, exp.run_id).get("rounds"))
             result.downloads(store, record, exp, "ladder", "advisor.ladder_export")
 
         result.follow(store, exp, show_ladder)

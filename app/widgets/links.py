@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import data, state
+from app.widgets import missing_run
 from profilers.errors import RunError
 
 RUN_PARAM = "run"
@@ -28,8 +29,22 @@ def linked_run() -> str | None:
     return run_id
 
 
+def exists(run_id: str) -> bool:
+    try:
+        data.store().get(run_id)
+    except RunError:
+        return False
+    return True
+
+
 def follow() -> None:
-    """Select the URL's run when the link is new to this session (not on every rerun: a pick must stick)."""
+    """Select the URL's run when the link is new to this session (not on every rerun: a pick must stick).
+
+    A link naming no stored run gets the "no such run" page and the page stops: never another run in its place."""
+    named = st.query_params.get(RUN_PARAM)
+    if named and not exists(named):
+        missing_run.render(named)
+        st.stop()
     run_id = linked_run()
     if run_id is not None and run_id != state.followed_link():
         state.set_followed_link(run_id)

@@ -27,14 +27,16 @@ def _body(run_id: str) -> None:
         st.rerun(scope="app")
     p = live.progress or {}
     total, done = int(p.get("total_steps") or 0), int(p.get("step") or 0)
+    # before the run reports its first step it has no step count to show: say it is starting, not "of ?"
+    where = f"step {done} of {total}" if total else f"step {done}" if done else "starting (Python and torch load)"
     if live.status is RunStatus.RUNNING and live.cancelled:
-        st.progress(min(done / total, 1.0) if total else 0.0, text=f"step {done} of {total or '?'} · stopping")
+        st.progress(min(done / total, 1.0) if total else 0.0, text=f"{where} · stopping")
         st.info(ui.text(live.cancelled[:1].upper() + live.cancelled[1:]) + ". The run is stopping; it is stored "
                 "as killed, with every step it did.", icon=":material/stop_circle:")
     elif live.status is RunStatus.RUNNING:
         eta = p.get("eta_s")
         st.progress(min(done / total, 1.0) if total else 0.0,
-                    text=f"step {done} of {total or '?'}" + (f" · about {eta:.0f} s left" if eta else ""))
+                    text=where + (f" · about {eta:.0f} s left" if eta else ""))
         if st.button("Cancel run", key="launch.cancel", type="secondary"):
             try:
                 launching.cancel(store, run_id, state.launch_handle())

@@ -1,4 +1,5 @@
-"""The sidebar every page shares: the device, live NVML vs host telemetry, and where runs are stored."""
+"""The sidebar every page shares: the device, live NVML vs host telemetry (one line; the why in an expander),
+and where runs are stored."""
 
 from __future__ import annotations
 
@@ -19,10 +20,8 @@ def render() -> None:
     with st.sidebar:
         st.markdown("**Device**")
         st.caption(markdown_text(env.device))
-        st.markdown("**Telemetry**")
-        if env.nvml_live:
-            st.success("NVML live", icon=":material/sensors:")
-        else:
-            st.warning("Host telemetry (psutil) — NVML not available", icon=":material/memory:")
-        st.caption(markdown_text(env.telemetry))
+        line = "NVML live" if env.nvml_live else "Host telemetry (psutil): NVML not available"
+        st.caption(f"**Telemetry:** {line}")
+        with st.expander("Telemetry details"):
+            st.caption(markdown_text(env.telemetry))
         st.caption(f"Run store: {markdown_text(store().root.resolve())}")

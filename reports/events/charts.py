@@ -4,6 +4,7 @@ memory snapshot's allocated memory over time. Inputs are the small frames of :mo
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -39,14 +40,18 @@ def window(tl: pd.DataFrame, spans: pd.DataFrame, rank: int, start_ms: float, en
     fig.update_yaxes(range=[0, 100], ticksuffix="%")
     fig.update_layout(dragmode="select", selectdirection="h", hovermode="x")
     w = float(df["width_ms"].iloc[0]) if len(df) else 0.0
-    return style(fig, f"Timeline of rank {rank} ({len(df)} buckets of {w:.2f} ms; dotted lines: step starts)",
+    return style(fig, f"Timeline of rank {rank} ({len(df)} buckets of {w:.3g} ms; dotted lines: step starts)",
                  height=340, y_title="share of bucket", x_title="ms since the first step")
 
 
 def events(ev: pd.DataFrame, start_ms: float, end_ms: float) -> go.Figure:
-    """Each event of a small window as a bar on its lane (host thread × kind, or GPU stream), coloured by kind."""
+    """Each event of a small window as a bar on its lane, coloured by kind: a host thread's nested ops on depth
+    lanes (an op inside an op one row lower, as Perfetto draws them), a GPU stream's events by kind."""
     fig = go.Figure()
-    ev = ev.assign(lane=ev["lane"] + " · " + ev["kind"]).sort_values("lane")
+    host = ev["lane"].str.startswith("host")
+    row = np.where(host, ev["lane"] + " · depth " + ev["depth"].astype(str), ev["lane"] + " · " + ev["kind"])
+    ev = ev.assign(base=ev["lane"], lane=row, order=np.where(host, 0, 1)).sort_values(["order", "base", "depth"],
+                                                                                   kind="stable")
     for kind, g in ev.groupby("kind", sort=True):
         fig.add_trace(go.Bar(
             y=[label(x, 50) for x in g["lane"]], x=g["dur_ms"].clip(lower=(end_ms - start_ms) / 2000).round(6).tolist(),
@@ -57,7 +62,8 @@ def events(ev: pd.DataFrame, start_ms: float, end_ms: float) -> go.Figure:
     lanes = ev["lane"].nunique()
     fig.update_layout(barmode="overlay", legend={"title": {"text": "colour = event kind"}})
     fig.update_xaxes(range=[start_ms, end_ms])
-    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_yaxes(type="category", autorange="reversed", categoryorder="array",
+                     categoryarray=[label(x, 50) for x in dict.fromkeys(ev["lane"])])
     return style(fig, f"{len(ev):,} events of this window, one bar each (hover for the full name)",
                  height=max(260, 30 * lanes + 120), x_title="ms since the first step")
 

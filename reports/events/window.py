@@ -24,7 +24,7 @@ from reports.timeline import step_spans
 
 DEFAULT_BUCKETS = 400
 MAX_EVENTS = 1500  # drawn one by one at most; beyond, the window stays bucketed
-EVENT_COLUMNS = ["kind", "name", "lane", "start_ms", "dur_ms"]
+EVENT_COLUMNS = ["kind", "name", "lane", "depth", "start_ms", "dur_ms"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,24 @@ def window_events(trace: Trace, index: EventIndex, rank: int, start_ms: float, e
         return None, len(part)
     gpu = part["device"].to_numpy() >= 0
     lane = np.where(gpu, "GPU stream " + part["stream"].astype(str), "host thread " + part["tid"].astype(str))
+    depth = nesting_depth(lane, part["start_ns"].to_numpy(), part["end_ns"].to_numpy(), ~gpu)
     return pd.DataFrame({"kind": part["kind"].astype(str).to_numpy(), "name": part["name"].astype(str).to_numpy(),
-                         "lane": lane, "start_ms": (part["start_ns"].to_numpy() - index.origin_ns) / 1e6,
+                         "lane": lane, "depth": depth, "start_ms": (part["start_ns"].to_numpy() - index.origin_ns) / 1e6,
                          "dur_ms": part["dur_ns"].to_numpy() / 1e6}), len(part)
+
+
+def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray, nested: np.ndarray) -> np.ndarray:
+    """Per event, how many events of its lane enclose it (0: outermost), where ``nested`` (host threads: an op
+    inside an op, as Perfetto draws them); 0 elsewhere. Ties on start: the longer event is the outer one."""
+    depth = np.zeros(len(lane), dtype=np.int64)
+    order = np.lexsort((-(end - start), start, lane))
+    open_ends: dict[str, list[int]] = {}
+    for i in order:
+        if not nested[i]:
+            continue
+        stack = open_ends.setdefault(str(lane[i]), [])
+        while stack and stack[-1] <= start[i]:  # ended before this one starts
+            stack.pop()
+        depth[i] = len(stack)
+        stack.append(int(end[i]))
+    return depth

@@ -45,8 +45,9 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunStore:
     return RunStore(home)
 
 
-def open_page(page: str | None = None) -> AppTest:
-    """Run the real entry script, then switch to ``views/<page>.py`` when given (as a click in the nav would)."""
+def open_page(page: str | None = "runs") -> AppTest:
+    """Run the real entry script (the first page), then switch to ``views/<page>.py`` (as a click in the nav
+    would; the Runs page unless told; ``None``: stay on the first page)."""
     at = AppTest.from_file(MAIN, default_timeout=TIMEOUT_S).run()
     if page is not None:
         at.switch_page(f"views/{page}.py").run()

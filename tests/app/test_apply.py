@@ -51,15 +51,16 @@ def test_apply_shows_before_and_after(stored) -> None:
     at.number_input(key="advisor.trials").set_value(2)
     at.button(key="advisor.apply").click().run()
     _finish(at, app_state.EXPERIMENT_JOB)
-    assert at.success and "kept" in at.success[0].value
-    assert [m.label for m in at.metric][:4] == ["Before (samples/s)", "After (samples/s)", "Throughput ratio",
-                                                "Upper bound"]
-    before, after = (float(at.metric[i].value.replace(",", "")) for i in (0, 1))
+    assert at.success and at.success[0].value == "**Outcome: kept**"
+    assert [m.label for m in at.metric][:4] == ["Before: median measured step", "After: median measured step",
+                                                "Speed-up (median step)", "Upper bound"]
+    before, after = (float(at.metric[i].value.removesuffix(" ms")) for i in (0, 1))
     ratio = float(at.metric[2].value.rstrip("×"))
     assert ratio == pytest.approx(2.0, rel=0.1)
-    assert ratio == pytest.approx(after / before, abs=0.006)  # the panel's numbers agree with each other
-    medians = next(c.value for c in at.caption if c.value.startswith("Median step"))
-    assert "by medians" in medians
+    assert ratio == pytest.approx(before / after, abs=0.006)  # the panel's numbers agree with each other
+    assert any(c.value.startswith("The breakdown covers only the steps the profiler traced") for c in at.caption)
+    verdict = next(c.value for c in at.caption if c.value.startswith("The verdict divides per-sample throughput"))
+    assert "interval" in verdict
     assert float(at.metric[3].value.rstrip("×")) == pytest.approx(2.5, rel=0.02)  # loader 60% of the step at stake
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Report with this fix (HTML)", "Report with this fix (MD)", "Report with this fix (JSON)"]
@@ -71,9 +72,11 @@ def test_optimise_shows_the_ladder(stored) -> None:
     at.button(key="advisor.optimise").click().run()
     _finish(at, app_state.LADDER_JOB)
     assert any("Total measured speed-up" in m.value for m in at.markdown)
-    ladder = at.dataframe[-1].value
-    assert ladder["kept"].iloc[0] and ladder["fix"].iloc[0] == "DataLoader worker processes"
-    assert ladder["upper bound"].iloc[0] == pytest.approx(2.5, rel=0.02)
+    ladder = at.table[-1].value
+    assert ladder["outcome"].iloc[0] == "kept" and ladder["fix"].iloc[0] == "DataLoader worker processes"
+    assert float(ladder["upper bound"].iloc[0].rstrip("×")) == pytest.approx(2.5, rel=0.02)
+    assert any(w.value.startswith("Stopped after round 1 of 2: ") or w.value.startswith("All 2 rounds")
+               for w in [*at.warning, *at.success])
 
 
 def test_report_with_the_applied_fix(stored) -> None:

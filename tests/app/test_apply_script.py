@@ -80,7 +80,7 @@ def test_not_applied_fix_says_why_not_no_gain(script_run, monkeypatch) -> None:
     at.button(key="advisor.apply").click().run()
     _finish(at, app_state.EXPERIMENT_JOB)
     verdicts = [plain(i.value) for i in at.info]
-    assert "not applied: the script built no DataLoader" in verdicts
+    assert "**Outcome: not applied: the script built no DataLoader**" in verdicts
     assert not at.success and not any("no real gain" in w.value for w in at.warning)
     assert _diffs(at) == []  # nothing to change: the fix never acted
     assert any("not a \"no gain\" verdict" in plain(c.value) for c in at.caption)
@@ -104,8 +104,8 @@ def test_optimise_a_script_shows_the_diff_and_the_advice(script_run, monkeypatch
     at.number_input(key="advisor.rounds").set_value(2)
     at.button(key="advisor.optimise").click().run()
     _finish(at, app_state.LADDER_JOB)
-    ladder = at.dataframe[-1].value
-    assert ladder["verdict"].iloc[0] == "kept" and ladder["fix"].iloc[0] == "DataLoader worker processes"
+    ladder = at.table[-1].value
+    assert ladder["outcome"].iloc[0] == "kept" and ladder["fix"].iloc[0] == "DataLoader worker processes"
     assert any("+loader = DataLoader(data, batch_size=16, shuffle=True, num_workers=" in d for d in _diffs(at))
     assert any("change it yourself" in w.value and "Fewer host" in w.value for w in at.warning)
     labels = [b.proto.label for b in at.get("download_button")]

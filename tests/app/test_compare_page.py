@@ -17,10 +17,25 @@ def pair(store, shared_traces):
     return store.import_trace(shared_traces / BEFORE), store.import_trace(shared_traces / AFTER)
 
 
-def test_verdict_movers_and_downloads(store, pair) -> None:
+def pick(at, a: str, b: str):
+    at.selectbox(key="compare.a").set_value(a).run()
+    return at.selectbox(key="compare.b").set_value(b).run()
+
+
+def test_compare_opens_with_nothing_compared_until_the_user_picks(store, pair) -> None:
     at = open_page("compare")
     assert_clean(at)
-    assert at.selectbox(key="compare.a").value == pair[0].run_id  # A: workers=0, B: workers=4
+    assert at.selectbox(key="compare.a").value is None and at.selectbox(key="compare.b").value is None
+    assert not at.metric and not at.error and not at.success
+    assert any(i.value.startswith("Pick the two runs") for i in at.info)
+    pick(at, pair[0].run_id, pair[1].run_id)
+    assert at.query_params["a"] in (pair[0].run_id, [pair[0].run_id])
+    assert at.query_params["b"] in (pair[1].run_id, [pair[1].run_id])
+
+
+def test_verdict_movers_and_downloads(store, pair) -> None:
+    at = pick(open_page("compare"), pair[0].run_id, pair[1].run_id)  # A: workers=0, B: workers=4
+    assert_clean(at)
     assert at.success and at.success[0].value.startswith("**Improvement**")
     assert any("**data** → **compute**" in m.value for m in at.markdown)
     moved = at.dataframe[0].value
@@ -39,8 +54,8 @@ def test_verdict_movers_and_downloads(store, pair) -> None:
 
 
 def test_a_failed_run_gets_no_verdict_but_its_charts(store, pair) -> None:
-    fake_run(store, "broken", status=RunStatus.FAILED)
-    at = open_page("compare")  # newest first: B is the failed run
+    broken = fake_run(store, "broken", status=RunStatus.FAILED)
+    at = pick(open_page("compare"), pair[0].run_id, broken.run_id)
     assert_clean(at)
     assert any("No verdict" in w.value and "the run ended failed" in w.value for w in at.warning)
     assert at.metric  # the step times and charts still show

@@ -19,7 +19,8 @@ def test_a_cancel_is_the_users_not_a_crash() -> None:
 def test_a_script_stopped_after_its_profiled_steps_says_so() -> None:
     result = RunResult(RunStatus.OK, steps_done=7, profiled_then_stopped=3)
     assert outcome_text(RunStatus.OK, result, None, None) == \
-        "Profiled 3 steps of your script, then stopped it (after step 7, as asked)."
+        "Profiled 3 steps of your script, then stopped it after step 7: a profile needs only those steps, so the " \
+        "script is not run to its end."
     assert outcome_text(RunStatus.OK, RunResult(RunStatus.OK, steps_done=7), None, None) == "Finished: ok after 7 steps."
 
 

@@ -16,6 +16,15 @@ def test_entry_renders_runs_page_and_states_telemetry(store) -> None:
     assert at.info, "an empty store says how to get a first run"
 
 
+def test_first_page_says_what_stepwise_does_and_offers_three_ways_in(store) -> None:
+    at = open_page(None)
+    assert_clean(at)
+    assert at.title[0].value == "Stepwise"
+    assert "names what limits its step time" in at.markdown[0].value
+    labels = [p.proto.label for p in at.get("page_link")]
+    assert labels[:3] == ["Launch a workload", "Profile my script", "Upload a trace"]
+
+
 def test_runs_lists_runs_and_deletes_one(store) -> None:
     keep = fake_run(store, label="keep me")
     gone = fake_run(store, label="delete me")

@@ -39,7 +39,8 @@ def test_advisor_on_a_stored_run(store) -> None:
 def test_compare_two_traces(store, pair) -> None:
     at = open_page("compare")
     assert_clean(at)
-    assert at.selectbox(key="compare.a").value == pair[0].run_id
+    at.selectbox(key="compare.a").set_value(pair[0].run_id).run()
+    at.selectbox(key="compare.b").set_value(pair[1].run_id).run()
     assert [m.label for m in at.metric] == ["A median step", "B median step", "Speed-up of B"]
     assert float(at.metric[2].value.rstrip("×")) > 1.2
     at.selectbox(key="compare.b").set_value(pair[0].run_id).run()
@@ -68,7 +69,7 @@ def test_rules_page_lists_every_rule(store) -> None:
 
     at = open_page("rules")
     assert_clean(at)
-    assert len(at.expander) == len(RULES)
+    assert len(at.main.expander) == len(RULES)
     assert len(at.code) >= 5
     looks = [c.value for c in at.caption if c.value.startswith("Looks at:")]
     assert len(looks) == len(RULES) and any("loader" in c.lower() or "next batch" in c for c in looks)

@@ -29,13 +29,15 @@ def test_a_deep_link_opens_its_run_on_analysis(store) -> None:
     assert at.query_params["run"] == [old.run_id] or at.query_params["run"] == old.run_id
 
 
-def test_a_stale_link_is_ignored(store) -> None:
-    newest = fake_run(store, label="only run")
+def test_a_stale_link_gets_no_such_run_never_another_run(store) -> None:
+    fake_run(store, label="only run")
     at = open_page()
     at.query_params["run"] = "20990101-000000-gone-0000"
     at.run()
     assert_clean(at)
-    assert at.selectbox(key="runs.pick").value == newest.run_id
+    assert at.title[0].value == "No such run"
+    assert "20990101-000000-gone-0000" in at.error[0].value
+    assert not at.selectbox and not at.metric and not at.dataframe  # nothing of "only run" is shown
 
 
 def test_a_pick_sticks_and_is_shared_by_pages(store) -> None:

@@ -41,7 +41,7 @@ def test_one_number_everywhere_deep_links_and_row_clicks(server, watch) -> None:
     page.goto(f"{server.url}/advisor?run={old.run_id}")
     page.get_by_role("heading", name="Advisor").wait_for()
     expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(r"· 51\.0 ms/step$"))
-    page.goto(f"{server.url}/compare")
+    page.goto(f"{server.url}/compare?a={old.run_id}&b={new.run_id}")  # Compare starts empty: the link names both
     page.get_by_role("heading", name="Compare").wait_for()
     expect(_metric(page, "A median step")).to_contain_text("51.0 ms")
     expect(_metric(page, "B median step")).to_contain_text("81.0 ms")

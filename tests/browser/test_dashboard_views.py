@@ -18,7 +18,7 @@ from app.testing.harness import REPO, wait_for_app
 from tests.trace_factory import kernel, step, write
 
 PREFIX = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_bf16_128x128_32x3_nn_align8_" + "x" * 60
-PAGES = ("runs", "launch", "upload", "analysis", "events", "advisor", "compare", "report", "rules")
+PAGES = ("", "runs", "launch", "upload", "analysis", "events", "advisor", "compare", "report", "rules")
 
 
 @pytest.mark.slow
@@ -107,7 +107,7 @@ def test_screenshot_of_every_page(server, watch, shared_traces) -> None:
         page.locator("h1").first.wait_for()  # the script run has started (the title is its first element)
         wait_for_app(page, settle_ms=1500)
         drawn(page)
-        watch.shot(f"page_{name}")
+        watch.shot(f"page_{name or 'home'}")
     page.goto(f"{server.url}/analysis")
     wait_for_analysis(page)
     for tab in ("Breakdown", "Timeline", "Kernels & operators", "Telemetry & memory", "Ranks"):

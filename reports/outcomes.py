@@ -1,0 +1,65 @@
+"""One outcome word per experiment and per ladder rung, and why a ladder stopped — from stored views (JSON-safe
+dicts: :mod:`reports.experiment_view`), so a result read back after a reload says the same.
+
+The words: ``kept``, ``rejected: <why>``, ``not applied: <why>``, ``failed: <error>``. A fix that made the run
+slower is "rejected: slower …", never "no real gain".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+FAILED_PREFIX = "the patched run ended "
+NO_GAIN_PREFIX = "no real gain: "
+
+
+def outcome(kept: bool, reason: str | None, not_applied: str | None = None, speedup: float | None = None) -> str:
+    """The one outcome word of an experiment, with its why."""
+    reason = (reason or "").strip()
+    if kept:
+        return "kept"
+    if not_applied:
+        return f"not applied: {not_applied}"
+    if reason.startswith(FAILED_PREFIX):
+        return f"failed: {reason[len(FAILED_PREFIX):]}"
+    if speedup is not None and speedup < 1 and reason.startswith(NO_GAIN_PREFIX):
+        return "rejected: slower, " + re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):])
+    return f"rejected: {reason or 'no reason stored'}"
+
+
+def view_outcome(view: Mapping[str, Any]) -> str:
+    """:func:`outcome` of a stored Apply view."""
+    s = view.get("summary") or {}
+    return outcome(bool(view.get("kept")), view.get("reason"), s.get("not_applied"), s.get("speedup"))
+
+
+def row_outcome(row: Mapping[str, Any]) -> str:
+    """:func:`outcome` of a stored ladder row (``reports.experiment.ladder_frame``)."""
+    reason = row.get("reason")
+    not_applied = reason if row.get("verdict") == "not applied" else None
+    return outcome(bool(row.get("kept")), reason, not_applied, row.get("speed-up"))
+
+
+def why_stopped(rows: Sequence[Mapping[str, Any]], rounds: int | None, bottleneck: str | None) -> str:
+    """Why a ladder of ``rounds`` requested rounds ended where it did, in one sentence.
+
+    ``rows``: the ladder's rows (one per attempted fix, in order); ``bottleneck``: its last diagnosis'."""
+    kept_rounds = sorted({int(r["round"]) for r in rows if r.get("kept")})
+    done = len(kept_rounds)
+    if rounds is not None and done >= rounds:
+        return f"All {rounds} round{'s' if rounds != 1 else ''} ran, each with a kept fix."
+    stopped_at = done + 1
+    tried = [r for r in rows if int(r.get("round", 0)) == stopped_at]
+    where = f"`{bottleneck}`" if bottleneck else "what the diagnosis found"
+    head = f"Stopped after round {done}" if done else "Stopped in round 1"
+    of = f" of {rounds}" if rounds is not None else ""
+    if not tried:
+        return f"{head}{of}: no fix left for {where} that fits this run."
+    last = tried[-1]
+    word = row_outcome(last)
+    if word.startswith("failed"):
+        return f"{head}{of}: round {stopped_at}'s fix ({last.get('fix')}) {word}."
+    n = len(tried)
+    return (f"{head}{of}: round {stopped_at} tried {n} fix{'es' if n != 1 else ''} for {where} and kept none "
+            f"(last: {last.get('fix')}, {word}).")
