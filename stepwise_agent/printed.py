@@ -71,7 +71,7 @@ def tap_stdout(run_dir: Path, clock_ns: Callable[[], int] = time.time_ns) -> Cal
         return lambda: None
     inner = sys.stdout
     tee = _Tee(inner, log, clock_ns)
-    sys.stdout = tee  # type: ignore[assignment]
+    sys.stdout = tee
 
     def untap() -> None:
         if sys.stdout is tee:

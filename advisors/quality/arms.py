@@ -136,7 +136,8 @@ def _interval(before: Sequence[float | None], after: Sequence[float | None], n_b
         else:
             ratios[i] = b / a
     tail = (1 - level) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
+    # the order statistics themselves (no interpolation): a resample can be infinitely slow, and inf − inf is nan
+    low, high = np.percentile(ratios, [tail, 100 - tail], method="inverted_cdf")
     return float(low), float(high)
 
 

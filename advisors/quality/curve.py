@@ -80,9 +80,10 @@ def loss_curve_from_steps(steps: pd.DataFrame) -> Curve:
         return Curve((), (), (), 0.0)
     ends = step_ends(steps)
     loss = steps.groupby("step")["loss"].mean().sort_index()
-    keep = [(s, float(v)) for s, v in loss.items() if isinstance(v, float) and math.isfinite(v)]
-    return Curve(tuple(ends[int(s)] for s, _ in keep), tuple(v for _, v in keep),
-                 tuple(int(s) + 1 for s, _ in keep), max(ends.values(), default=0.0))
+    keep = [(int(s), float(v)) for s, v in zip(loss.index.tolist(), loss.tolist())
+            if isinstance(v, float) and math.isfinite(v) and int(s) in ends]
+    return Curve(tuple(ends[s] for s, _ in keep), tuple(v for _, v in keep),
+                 tuple(s + 1 for s, _ in keep), max(ends.values(), default=0.0))
 
 
 def clock_start_ns(steps: pd.DataFrame) -> int | None:
@@ -101,7 +102,8 @@ def step_ends(steps: pd.DataFrame) -> dict[int, float]:
     if t0 is not None:
         ends_ns = (steps["t_unix_ns"].astype("float64") + steps["wall_ms"].astype("float64") * 1e6)
         ends = ends_ns.groupby(steps["step"]).max().sort_index()
-        return {int(s): max(float(e - t0) / 1e9, 0.0) for s, e in ends.items() if math.isfinite(e)}
+        return {int(s): max((float(e) - t0) / 1e9, 0.0) for s, e in zip(ends.index.tolist(), ends.tolist())
+                if math.isfinite(e)}
     walls = per["wall_ms"].max().sort_index().fillna(0.0)
     return {int(s): float(e) / 1e3 for s, e in zip(walls.index, np.cumsum(walls.to_numpy(dtype=float)))}
 

@@ -4,8 +4,10 @@ The stopping rule (what a user's ``EarlyStopping`` callback does, here on the sm
 ``min_points`` points, stop at the first point where the metric has not improved on its best by more than
 ``min_delta`` (relative) for ``patience`` consecutive points. The saving is read off the run's own clock:
 ``end_s − stop_s`` seconds, and the metric given up is how much the best value at the end beats the value at
-the stop. It is **kept** when it stops before the end and gives up no more than ``tolerance`` (relative) of the
-metric, across the seeds (the median saving and the worst metric given up are reported).
+the stop, as a share of the run's whole improvement (first value to best): a loss that falls toward 0 would
+make a share of the value itself meaningless. It is **kept** when it stops before the end and gives up no
+more than ``tolerance`` of that improvement, on every seed (the median saving and the worst share given up
+are reported, and the absolute amount).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from advisors.quality.curve import Curve, Goal
 PATIENCE_SHARE = 0.1  # patience = this share of the run's points (at least MIN_PATIENCE)
 MIN_PATIENCE = 5
 MIN_DELTA = 0.01  # an improvement must beat the best by 1 % to count
-TOLERANCE = 0.02  # kept when the metric given up is at most 2 % of it (TRAIN001's improvement threshold)
+TOLERANCE = 0.02  # kept when the metric given up is at most 2 % of the run's improvement
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class StopPoint:
     end_s: float
     value_at_stop: float | None
     best_at_end: float
+    first: float = float("nan")
 
     @property
     def saved_s(self) -> float:
@@ -41,12 +44,17 @@ class StopPoint:
     def saved_share(self) -> float:
         return self.saved_s / self.end_s if self.end_s > 0 else 0.0
 
-    def given_up(self, goal: Goal) -> float:
-        """Relative metric lost by stopping (≥ 0): (value at stop − best at end) / |best| for a minimum."""
+    def given_up_abs(self, goal: Goal) -> float:
+        """Metric lost by stopping (≥ 0), in the metric's own unit."""
         if self.value_at_stop is None:
             return 0.0
         diff = self.value_at_stop - self.best_at_end if goal == "min" else self.best_at_end - self.value_at_stop
-        return max(diff, 0.0) / max(abs(self.best_at_end), 1e-12)
+        return max(diff, 0.0)
+
+    def given_up(self, goal: Goal) -> float:
+        """The metric lost by stopping as a share of the run's whole improvement (first value → best)."""
+        gained = abs(self.first - self.best_at_end)
+        return self.given_up_abs(goal) / gained if gained > 0 else 0.0
 
 
 def patience_for(points: int) -> int:
@@ -68,8 +76,8 @@ def stop_point(curve: Curve, goal: Goal, patience: int | None = None, min_delta:
         else:
             since += 1
         if since >= wait:
-            return StopPoint(curve.times_s[i], curve.steps[i], curve.end_s, v, best_end)
-    return StopPoint(None, None, curve.end_s, None, best_end)
+            return StopPoint(curve.times_s[i], curve.steps[i], curve.end_s, v, best_end, vals[0])
+    return StopPoint(None, None, curve.end_s, None, best_end, vals[0])
 
 
 @dataclass(frozen=True)
@@ -96,9 +104,14 @@ class EarlyStopping:
     def given_up(self) -> float:
         return max((p.given_up(self.goal) for p in self.points), default=0.0)
 
+    @property
+    def given_up_abs(self) -> float:
+        return max((p.given_up_abs(self.goal) for p in self.points), default=0.0)
+
     def to_json(self) -> dict[str, object]:
         return {"patience_points": self.patience, "min_delta": self.min_delta, "tolerance": self.tolerance,
-                "saved_s": self.saved_s, "saved_share": self.saved_share, "metric_given_up": self.given_up,
+                "saved_s": self.saved_s, "saved_share": self.saved_share, "metric_given_up": self.given_up_abs,
+                "metric_given_up_share": self.given_up,
                 "per_seed": [{"stop_s": p.stop_s, "stop_step": p.stop_step, "end_s": p.end_s,
                               "value_at_stop": p.value_at_stop, "best_at_end": p.best_at_end}
                              for p in self.points], "kept": self.kept, "reason": self.reason}
@@ -119,10 +132,12 @@ def measure(curves: Sequence[Curve], goal: Goal, patience: int | None = None, mi
                   f"({rule}): the metric was still improving, stopping early saves nothing")
     elif probe.given_up > tolerance:
         reason = (f"rejected: stopping ({rule}) saves {probe.saved_s:.3g} s ({probe.saved_share:.0%}) but gives up "
-                  f"{probe.given_up:.1%} of the metric, above the {tolerance:.0%} tolerance")
+                  f"{probe.given_up_abs:.3g} of the metric ({probe.given_up:.1%} of the run's improvement), above the "
+                  f"{tolerance:.0%} tolerance")
     else:
         return EarlyStopping(points, wait, min_delta, tolerance, goal, True,
                              f"kept: stopping at the plateau ({rule}) saves {probe.saved_s:.3g} s "
                              f"({probe.saved_share:.0%} of the run, median over {len(points)} seed(s)) and gives up "
-                             f"{probe.given_up:.2%} of the metric (tolerance {tolerance:.0%})")
+                             f"{probe.given_up_abs:.3g} of the metric ({probe.given_up:.1%} of the run's improvement; "
+                             f"tolerance {tolerance:.0%})")
     return EarlyStopping(points, wait, min_delta, tolerance, goal, False, reason)

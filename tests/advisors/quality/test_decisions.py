@@ -26,7 +26,8 @@ def fake_runner(plateau_at: float | None = None):
         recipe = Recipe(batch=spec.batch_size, lr=spec.lr, accum=spec.grad_accum_steps, plateau_at=plateau_at)
         frame = record(recipe, spec.steps, spec.seed, stop_below=stop_at.value if stop_at else None)
         stopped = "it reached the target" if len(frame) < spec.steps else None
-        return QualityRun("killed" if stopped else "ok", loss_curve_from_steps(frame), stopped=stopped)
+        return QualityRun("killed" if stopped else "ok", loss_curve_from_steps(frame), stopped=stopped,
+                          median_step_ms=float(frame["wall_ms"].median()))
 
     return run
 
