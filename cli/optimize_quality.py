@@ -88,7 +88,10 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
         raise
     out["experiment_id"] = record.run_id
     out["table"] = quality_table(out).splitlines()
-    stored.finish(store, record.run_id, None, reports={"json": json.dumps(out).encode()})
+    from reports.quality import html_page, markdown
+
+    stored.finish(store, record.run_id, None, reports={"json": json.dumps(out).encode(), "html": html_page(out),
+                                                       "md": markdown(out).encode()})
     return out
 
 
