@@ -12,9 +12,9 @@ from reports.quality import html_page, markdown, round_figure
 from tests.advisors.quality.test_decisions import BASE, fake_runner
 
 
-def recorded() -> dict[str, Any]:
-    ladder = to_quality(BASE, [cands.batch_scaled(BASE, 4, "linear"), cands.early_stopping()], fake_runner(),
-                        Budget(steps=300), seeds=3, apply=patch_workload)
+def recorded(plateau_at: float | None = None) -> dict[str, Any]:
+    ladder = to_quality(BASE, [cands.batch_scaled(BASE, 4, "linear"), cands.early_stopping()],
+                        fake_runner(plateau_at), Budget(steps=500), seeds=3, apply=patch_workload)
     return quality_json(ladder)
 
 
@@ -33,10 +33,12 @@ def test_figure_draws_both_arms_against_wall_clock_the_target_and_each_time_to_t
 
 
 def test_early_stopping_figure_marks_each_seeds_stop_and_markdown_escapes() -> None:
-    out = recorded()
+    out = recorded(plateau_at=1.0)
     out["rounds"][0]["title"] = "<b>x|y</b>"
+    assert out["rounds"][1]["kept"]
     fig = round_figure(out, 2)
-    assert any(t.name == "early stop" for t in fig.data) or not out["rounds"][1]["early_stopping"]["kept"]
+    [stops] = [t for t in fig.data if t.name == "early stop"]
+    assert list(stops.x) == [p["stop_s"] for p in out["rounds"][1]["early_stopping"]["per_seed"]]
     md = markdown(out)
     assert "&lt;b&gt;x\\|y&lt;/b&gt;" in md and "<b>" not in md
     page = html_page(out)
