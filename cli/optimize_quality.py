@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from advisors.experiments.to_quality import QualitySpec, patch_workload, store_curve_runner, to_quality
 from advisors.experiments.to_quality_report import quality_json, quality_table
@@ -20,6 +20,7 @@ from advisors.quality import candidates as cands
 from advisors.quality.curve import Goal
 from advisors.quality.target import Budget
 from profilers.errors import SpecError
+from profilers.run.script_spec import ScriptSpec
 from profilers.run.spec import TrainingSpec
 from profilers.store import experiments as stored
 from profilers.store.runs import RunStore
@@ -59,6 +60,7 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
             compile_metric(args.metric)
         except ValueError as err:
             raise SpecError(str(err)) from None
+    apply: Callable[[QualitySpec, cands.Candidate], QualitySpec] = patch_workload
     if isinstance(spec, TrainingSpec):
         if args.metric is not None:
             raise SpecError("--metric reads a script's printed lines; a workload is judged on its training loss")
@@ -73,7 +75,20 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
                                                                   if not k.startswith("params.")}))
         label = spec.workload
     else:
-        candidates = cands.for_script()
+        from advisors.experiments.script_strategy import ScriptStrategy
+
+        import torch
+
+        strategy = ScriptStrategy(spec, "cuda" if torch.cuda.is_available() else "cpu", forced=tuple(args.fix))
+        candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix injected at boot, re-judged by the time "
+                                      "to the same quality", {"fix": f}) for f in args.fix] + cands.for_script()
+
+        def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
+            assert isinstance(s, ScriptSpec) and cand.patch is not None
+            return strategy.apply(s, FIXES[str(cand.patch["fix"])])
+
+        apply = inject
+
         label = spec.name
     store = RunStore(args.store)
     record = stored.start(store, None, "ladder", f"Time to quality on {label}",  # the mode is told in about:
@@ -81,7 +96,7 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
     say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
     try:
         ladder = to_quality(spec, candidates, store_curve_runner(store, budget, args.metric, record.run_id), budget,
-                            args.seeds, goal, args.quality_target, args.metric, apply=patch_workload, on_progress=say)
+                            args.seeds, goal, args.quality_target, args.metric, apply=apply, on_progress=say)
         out = quality_json(ladder, args.metric, args.full_run_steps, args.price_per_hour)
     except BaseException as err:
         stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")

@@ -48,3 +48,32 @@ def test_bad_flags_are_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert advisors_main(["optimize", "digits", "--to-quality", "--metric", "acc=\\d+", "--store",
                           str(tmp_path)]) == 2
     assert "exactly one" in capsys.readouterr().err
+
+
+def test_a_kept_step_time_fix_on_a_script_is_re_judged_by_the_printed_metric(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from advisors.experiments.to_quality import QualityRun
+    from advisors.quality.curve import printed_curve
+    from profilers.run.script_spec import ScriptSpec
+
+    def runner(store: Any, budget: Budget, metric: str | None = None, experiment: str | None = None) -> Any:
+        def run(spec: Any, stop_at: Any) -> QualityRun:
+            assert isinstance(spec, ScriptSpec) and metric is not None
+            pace = 0.5 if spec.inject.get("autocast") == "bf16" else 1.0  # the injected fix halves each step
+            lines = [(pace * i, f"val_acc={min(0.95, 0.1 * i):.2f}") for i in range(1, 40)]
+            return QualityRun("ok", printed_curve(lines, metric, end_s=pace * 40))
+        return run
+
+    monkeypatch.setattr(oq, "store_curve_runner", runner)
+    script = str(Path(__file__).resolve().parents[3] / "benchmarks" / "scripts" / "digits_quality_train.py")
+    code = advisors_main(["optimize", "--to-quality", "--metric", r"val_acc=([0-9.]+)", "--goal", "max",
+                          "--target", "0.9", "--fix", "bf16_autocast", "--store", str(tmp_path), "--json",
+                          "--", "python", script])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["target"] == {"metric": r"val_acc=([0-9.]+)", "value": 0.9, "goal": "max", "source": "printed metric",
+                             "note": "--target 0.9"}
+    first = out["rounds"][0]
+    assert first["fix"] == "bf16_autocast" and first["kept"]
+    assert first["time_to_target"]["ratio"] == pytest.approx(2.0)
+    assert [a["id"] for a in out["advice"]] == ["batch_x4_lr", "grad_accum_x4"]
