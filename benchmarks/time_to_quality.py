@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--only", default="digits,compute_bound,script")
     p.add_argument("--store", type=Path)
+    p.add_argument("--script-target", type=float, help="the script's val_acc target (default: from its baseline)")
     args = p.parse_args(argv)
     store = RunStore(args.store or Path(tempfile.mkdtemp(prefix="ttq-bench-")))
     print(f"# time to quality · {time.strftime('%Y-%m-%d %H:%M')} · {platform.processor() or platform.machine()}, "
@@ -97,13 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         spec, cand_list, budget, apply, metric, goal = cases()[name]
         t0 = time.time()
+        given = args.script_target if name == "script" else None
         ladder = to_quality(spec, cand_list, store_curve_runner(store, budget, metric), budget, args.seeds,
-                            goal, None, metric, apply=apply,  # type: ignore[arg-type]
+                            goal, given, metric, apply=apply,  # type: ignore[arg-type]
                             on_progress=lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
         out = quality_json(ladder, metric)
         t = out["target"]
         print(f"## {name} — target {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4f} "
-              f"({t['note']}); budget {budget.describe()}; {time.time() - t0:.0f} s of runs")
+              f"({t['source']}{', ' + t['note'] if t['note'] else ''}); budget {budget.describe()}; {time.time() - t0:.0f} s of runs")
         print(f"baseline: {fmt_arm(out['baseline']['time_to_target'])}")
         print(f"{'change':44} {'after: time to target':30} {'ratio [interval]':24} verdict")
         for r in out["rounds"]:
