@@ -10,7 +10,7 @@ its curve is read against its own clock. No profiler window is opened in these r
 charged to the arm whose profiled steps are heavier).
 
 Order: the baseline's K seeds first (their curves give the target when none is given, and early stopping is
-measured on them), then each candidate's K seeds, compared with the baseline's. Seeds are the same per arm
+measured on them: so when early stopping is a candidate the baseline runs its whole budget), then each candidate's K seeds, compared with the baseline's. Seeds are the same per arm
 (``seed`` = 0 … K−1: model init, data order and, on a workload, the synthetic data itself).
 """
 
@@ -168,9 +168,11 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
                                                      "given" if metric is None else "printed metric",
                                                      "" if metric is None else f"--target {target_value:g}")
     base_runs = []
+    # early stopping is measured on the baseline's whole curves: then the baseline runs its budget
+    base_stop = None if any(c.id == EARLY_STOPPING for c in candidates) else given
     for s in range(seeds):
         say(f"baseline seed {s + 1}/{seeds}")
-        base_runs.append(run(arm_spec(spec, budget, s), given))
+        base_runs.append(run(arm_spec(spec, budget, s), base_stop))
     curves = [seen(r.curve, metric) for r in base_runs]
     if given is not None:
         target = given

@@ -90,6 +90,17 @@ def test_a_run_that_never_reaches_the_target_fails_its_arm_said_plainly() -> Non
     assert ttt.to_json()["reached_before"] == 0
 
 
+def test_with_a_given_target_the_baseline_stops_there_unless_early_stopping_needs_its_tail() -> None:
+    cand = cands.batch_scaled(BASE, 4, "linear")
+    alone = to_quality(BASE, [cand], fake_runner(), Budget(steps=400), seeds=3, target_value=1.0,
+                       apply=patch_workload)
+    assert all(r.stopped == "it reached the target" for r in alone.baseline)
+    both = to_quality(BASE, [cand, cands.early_stopping()], fake_runner(), Budget(steps=400), seeds=3,
+                      target_value=1.0, apply=patch_workload)
+    assert all(r.stopped is None and len(r.curve) == 400 for r in both.baseline)
+    assert both.rounds[0].time_to_target is not None and both.rounds[0].time_to_target.before.reached == 3
+
+
 def test_two_misses_fail_an_arm_one_miss_counts_as_the_slowest() -> None:
     assert olympic([3.0, 1.0, None, 2.0]) == pytest.approx(2.5)  # drop 1.0 and the miss
     assert olympic([1.0, None, None, 2.0]) is None
