@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     print(f"# short runs averaged vs one long run · {time.strftime('%Y-%m-%d %H:%M')} · "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
-    print(f"digits CNN, SGD lr 0.05 momentum 0.9, batch 32; held-back split {HELD_BACK:.0%} (360 images); "
+    print(f"digits CNN, SGD lr 0.05 momentum 0.9, batch 32; held-back split {HELD_BACK:.0%} ({int(1797 * HELD_BACK)} "
+          "images); "
           f"long run {a.steps} steps; {a.members} short runs on disjoint quarters of the training split\n")
     print(f"{'seed':>4} {'arm':32} {'accuracy':>9} {'NLL':>7} {'train s':>8} {'steps':>6}")
     rows: dict[str, list[tuple[float, float, float]]] = {}

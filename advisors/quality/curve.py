@@ -1,9 +1,9 @@
 """A run's quality against wall-clock time: :class:`Curve`, how it is read from a run, and how it is smoothed.
 
-Time is the run's own clock, from the start of its first step (process start and model build are left out, the
-same for every arm): a point's time is when the step that produced it ended (:func:`step_ends`).
-A printed metric (``--metric REGEX``) is placed at the time its line was printed, measured on the same clock
-(the first step's start is 0).
+Time is the run's own clock, from the end of its first step (process start, imports, data loading and model
+build are left out, the same for every arm; :func:`clock_start_ns`): a point's time is when the step that
+produced it ended (:func:`step_ends`).
+A printed metric (``--metric REGEX``) is placed at the time its line was printed, on the same clock.
 
 Smoothing (training loss only; a printed metric is already an aggregate and is used as printed): an
 exponential moving average with ``alpha`` = :data:`EMA_ALPHA` (0.1: each new step weighs 10 %), debiased as
@@ -87,25 +87,29 @@ def loss_curve_from_steps(steps: pd.DataFrame) -> Curve:
 
 
 def clock_start_ns(steps: pd.DataFrame) -> int | None:
-    """When the run's first step started (``t_unix_ns``), the zero of its clock; ``None`` without times."""
+    """The zero of a run's clock: when its first step ended (slowest rank), in ``t_unix_ns``; ``None`` without
+    step times. Not its start: a launched script's first step also holds the script's own start-up (imports, data
+    loading, model build, timed from before the script runs), which no change to training touches."""
     if steps.empty or "t_unix_ns" not in steps or steps["t_unix_ns"].isna().all():
         return None
-    return int(steps["t_unix_ns"].min())
+    first = steps[steps["step"] == steps["step"].min()]
+    return int((first["t_unix_ns"].astype("float64") + first["wall_ms"].astype("float64").fillna(0.0) * 1e6).max())
 
 
 def step_ends(steps: pd.DataFrame) -> dict[int, float]:
-    """``{step: seconds from the first step's start to this step's end}`` (slowest rank). With step start times
-    (``t_unix_ns``) this is the real elapsed time — what the script did between steps (evaluation, logging)
-    included; without them, the running sum of the steps' wall times."""
-    per = steps.groupby("step")
+    """``{step: seconds from the end of the first step to the end of this one}`` (slowest rank). With step start
+    times (``t_unix_ns``) this is the real elapsed time — what the script did between steps (evaluation, logging)
+    included; without them, the running sum of the later steps' wall times."""
     t0 = clock_start_ns(steps)
     if t0 is not None:
         ends_ns = (steps["t_unix_ns"].astype("float64") + steps["wall_ms"].astype("float64") * 1e6)
         ends = ends_ns.groupby(steps["step"]).max().sort_index()
         return {int(s): max((float(e) - t0) / 1e9, 0.0) for s, e in zip(ends.index.tolist(), ends.tolist())
                 if math.isfinite(e)}
-    walls = per["wall_ms"].max().sort_index().fillna(0.0)
-    return {int(s): float(e) / 1e3 for s, e in zip(walls.index, np.cumsum(walls.to_numpy(dtype=float)))}
+    walls = steps.groupby("step")["wall_ms"].max().sort_index().fillna(0.0).to_numpy(dtype=float)
+    walls[:1] = 0.0
+    index = sorted(int(s) for s in steps["step"].unique())
+    return {s: float(e) / 1e3 for s, e in zip(index, np.cumsum(walls))}
 
 
 def compile_metric(pattern: str) -> re.Pattern[str]:

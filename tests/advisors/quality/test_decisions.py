@@ -134,8 +134,10 @@ def test_plateau_stop_point_reads_the_recorded_clock() -> None:
     curve = smoothed(loss_curve_from_steps(frame))
     p = stop_point(curve, "min", patience=20)
     assert p.stop_s is not None and 0 < p.stop_s < curve.end_s
+    # the clock runs from the end of the first step (which, in a launched script, holds its start-up)
+    assert curve.times_s[0] == 0.0
     assert curve.end_s == pytest.approx((frame["t_unix_ns"].iloc[-1] - frame["t_unix_ns"].iloc[0]) / 1e9
-                                        + frame["wall_ms"].iloc[-1] / 1e3)
+                                        + (frame["wall_ms"].iloc[-1] - frame["wall_ms"].iloc[0]) / 1e3)
 
 
 def test_candidates_state_their_rules_and_warm_up_when_the_rate_grows_large() -> None:

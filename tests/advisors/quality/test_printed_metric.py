@@ -43,15 +43,16 @@ def test_curve_of_a_run_folder_puts_printed_values_on_the_steps_clock(tmp_path: 
     steps, printed = [], []
     for step in range(30):
         start = clock.time_ns()
-        clock.advance(0.1)
-        steps.append({"rank": 0, "step": step, "wall_ms": 100.0, "loss": 1.0, "samples": 8, "profiled": False,
+        wall_s = 5.0 if step == 0 else 0.1  # the first step holds the script's start-up
+        clock.advance(wall_s)
+        steps.append({"rank": 0, "step": step, "wall_ms": wall_s * 1e3, "loss": 1.0, "samples": 8, "profiled": False,
                       "t_unix_ns": start})
         if step % 10 == 9:
             printed.append({"t_unix_ns": clock.time_ns(), "line": f"step {step} val_acc: {0.5 + step / 100:.2f}"})
     (tmp_path / "printed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in printed))
     c = curve_of(tmp_path, pd.DataFrame(steps), METRIC)
     assert c.values == pytest.approx((0.59, 0.69, 0.79))
-    assert c.times_s == pytest.approx((1.0, 2.0, 3.0)) and c.steps == (10, 20, 30)
+    assert c.times_s == pytest.approx((0.9, 1.9, 2.9)) and c.steps == (10, 20, 30)
 
 
 def test_a_metric_needs_one_number_group() -> None:
