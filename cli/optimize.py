@@ -41,6 +41,9 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
                    help="try this fix on the script as asked (repeatable) instead of the diagnosis' choice")
     o.add_argument("--timeout", type=float, help="cancel any single trial run after this many seconds")
+    from cli import optimize_quality
+
+    optimize_quality.add_arguments(o)
 
 
 def load_spec(target: str, size: str) -> TrainingSpec:
@@ -71,6 +74,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.trials < 3:
         raise SpecError(f"--trials must be at least 3 (interleaved A/B needs repeats), got {args.trials}")
     command = getattr(args, "script", None)
+    if getattr(args, "to_quality", False):
+        return _to_quality(args, command)
     if command:
         if args.target:
             raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
@@ -122,6 +127,22 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
         spec, script_runner(store, args.timeout, experiment=exp_id), rounds=args.rounds,
         policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
         max_attempts=max(3, len(args.fix))), device)
+
+
+def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str, Any]:
+    from cli import optimize_quality
+    from profilers.run.script_spec import ScriptSpec
+
+    if command and args.target:
+        raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
+    if command:
+        spec = ScriptSpec(command=tuple(command), nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
+                          rdzv_endpoint=args.rdzv_endpoint)
+        spec.name  # a missing script or a bad command is refused here, before any run
+        return optimize_quality.main(args, spec)
+    if not args.target:
+        raise SpecError("optimize --to-quality needs a workload name, a SPEC.json, or a script after --")
+    return optimize_quality.main(args, load_spec(args.target, args.size))
 
 
 def _local_device() -> str:

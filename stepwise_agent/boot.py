@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from stepwise_agent.inject import Injector
+from stepwise_agent.printed import tap_stdout
 from stepwise_agent.steps import StepDetector
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
@@ -207,6 +208,7 @@ def main(argv: list[str]) -> int:
     detector.install()
     status, error, code, warnings = RunStatus.OK, None, EXIT_OK, []
     stopped: int | None = None
+    untap = tap_stdout(run_dir)  # printed lines with their time: a metric the script prints (--to-quality)
     rec.start()
     try:
         _run_target(target)
@@ -224,6 +226,7 @@ def main(argv: list[str]) -> int:
     finally:
         detector.uninstall()
         injector.uninstall()
+        untap()
         rec.stop()
         if sampler is not None:
             sampler.stop()

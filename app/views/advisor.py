@@ -8,6 +8,8 @@ from app.widgets import advisor_panels
 
 from app.widgets import experiment_view
 
+from app.widgets import quality_panels
+
 from app.widgets import ui
 st.title("Advisor")
 record, analysis = ui.selected_analysis("advisor.run")
@@ -15,3 +17,4 @@ if analysis is not None and record is not None:
     advisor_panels.diagnosis(analysis)
     st.divider()
     experiment_view.render(record, analysis)
+quality_panels.render()

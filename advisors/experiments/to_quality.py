@@ -1,0 +1,222 @@
+"""``optimize --to-quality``: each arm runs, K seeds, until it reaches the target or its budget; a change is kept
+only when it reaches the same target sooner (:mod:`advisors.quality.arms`).
+
+The path is today's experiments': a sample workload's arm is a :class:`~profilers.run.spec.TrainingSpec` run by
+:mod:`profilers.run.runner`, a script's a :class:`~profilers.run.script_spec.ScriptSpec` started by the launcher,
+each stored in the run store under one stored experiment. What changes is the length of a run and what is read
+from it: a run goes on until its budget (steps, or seconds of its clock) and is stopped as soon as its smoothed
+metric reaches a known target (the follow loop reads its ``steps.jsonl`` / ``printed.jsonl`` while it runs);
+its curve is read against its own clock. No profiler window is opened in these runs (its overhead would be
+charged to the arm whose profiled steps are heavier).
+
+Order: the baseline's K seeds first (their curves give the target when none is given, and early stopping is
+measured on them: so when early stopping is a candidate the baseline runs its whole budget), then each candidate's K seeds, compared with the baseline's. Seeds are the same per arm
+(``seed`` = 0 … K−1: model init, data order and, on a workload, the synthetic data itself).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence, Union
+
+import pandas as pd
+
+from advisors.quality import early_stop
+from advisors.quality.arms import ArmTime, TimeToTarget, compare
+from advisors.quality.candidates import EARLY_STOPPING, Candidate
+from advisors.quality.curve import (Curve, Goal, clock_start_ns, loss_curve_from_steps, printed_curve, smoothed,
+                                    time_to_target)
+from advisors.quality.target import LOSS_METRIC, Budget, Target, from_baseline
+from profilers.errors import SpecError
+from profilers.run.script_spec import MAX_STEPS, ScriptSpec
+from profilers.run.spec import TrainingSpec
+from profilers.store.runs import RunStore
+
+QualitySpec = Union[TrainingSpec, ScriptSpec]
+SECONDS_BUDGET_STEPS = 1_000_000  # a workload's step count when the budget is seconds (the clock stops it)
+ProgressFn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class QualityRun:
+    """One seed of one arm: its status, its (raw) curve, its folder; ``stopped`` why it ended before its budget."""
+
+    status: str
+    curve: Curve
+    run_dir: str | None = None
+    error: str | None = None
+    stopped: str | None = None
+    median_step_ms: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" or (self.status == "killed" and self.stopped is not None)
+
+
+#: Runs one arm's spec to a :class:`QualityRun`; ``stop_at`` is the target to stop at, when known.
+CurveRunFn = Callable[[QualitySpec, "Target | None"], QualityRun]
+
+
+@dataclass(frozen=True)
+class QualityRound:
+    """One candidate judged at the target: ``time_to_target`` for a run change, ``early_stopping`` for early
+    stopping (measured on the baseline's curves); an advice-only candidate has neither."""
+
+    round: int
+    candidate: Candidate
+    spec: QualitySpec | None
+    runs: tuple[QualityRun, ...]
+    time_to_target: TimeToTarget | None
+    early_stopping: early_stop.EarlyStopping | None
+    kept: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class QualityLadder:
+    target: Target
+    budget: Budget
+    seeds: int
+    start: QualitySpec
+    baseline: tuple[QualityRun, ...]
+    rounds: tuple[QualityRound, ...]
+    advice: tuple[Candidate, ...]
+
+    @property
+    def kept(self) -> tuple[QualityRound, ...]:
+        return tuple(r for r in self.rounds if r.kept)
+
+
+def arm_spec(spec: QualitySpec, budget: Budget, seed: int) -> QualitySpec:
+    """``spec`` as one seed of a to-quality arm: its budget's length, no profiler window."""
+    if isinstance(spec, TrainingSpec):
+        steps = budget.steps or SECONDS_BUDGET_STEPS
+        return spec.patch(seed=seed, steps=steps, epochs=None, profile_wait=steps, profile_memory=False)
+    steps = min(budget.steps or MAX_STEPS, MAX_STEPS)
+    return replace(spec, seed=seed, warmup_steps=0, measure_steps=steps, profile_steps=1)
+
+
+def curve_of(run_dir: Path, steps: pd.DataFrame, metric: str | None) -> Curve:
+    """The run's training loss (raw) or, with ``metric``, the value its printed lines carry."""
+    loss = loss_curve_from_steps(steps)
+    if metric is None:
+        return loss
+    from profilers.store.files import read_jsonl
+
+    t0 = clock_start_ns(steps)
+    rows = [r for r in read_jsonl(run_dir / "printed.jsonl") if isinstance(r, dict)]
+    if t0 is None:
+        t0 = min((int(r.get("t_unix_ns", 0)) for r in rows), default=0)
+    lines = [((int(r.get("t_unix_ns", 0)) - t0) / 1e9, str(r.get("line", ""))) for r in rows]
+    return printed_curve([(t, ln) for t, ln in lines if t >= 0], metric, loss.end_s,
+                         steps_at=list(zip(loss.times_s, loss.steps)))
+
+
+def seen(curve: Curve, metric: str | None) -> Curve:
+    """The curve the target is judged on: the loss smoothed, a printed metric as printed."""
+    return smoothed(curve) if metric is None else curve
+
+
+def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = None,
+                       experiment: str | None = None, poll_s: float = 0.5) -> CurveRunFn:
+    """The real :data:`CurveRunFn`: runs the arm's spec in ``store`` and stops it once its curve reaches the
+    target (when one is known) or its clock passes a budget in seconds."""
+    from profilers.run import runner
+
+    def run_one(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
+        if isinstance(spec, TrainingSpec):
+            handle = runner.start(spec, store, label=f"ttq-{spec.workload}", parent=experiment)
+        else:
+            from profilers.run.launch import start_script
+
+            handle = start_script(spec, store, label=f"ttq-{spec.name}", parent=experiment)
+        why: list[str] = []
+
+        def watch(_: dict[str, Any]) -> None:
+            if why:
+                return
+            c = curve_of(handle.run_dir, store.read_steps(handle.run_id), metric)
+            if budget.seconds is not None and c.end_s >= budget.seconds:
+                why.append(f"its budget of {budget.seconds:g} s ran out")
+            elif stop_at is not None and time_to_target(seen(c, metric), stop_at.value, stop_at.goal) is not None:
+                why.append("it reached the target")
+            if why:
+                handle.cancel(f"stopped by to-quality: {why[0]}")
+
+        result = runner.follow(handle, watch, None, poll_s=poll_s)
+        steps = store.read_steps(handle.run_id)
+        c = curve_of(handle.run_dir, steps, metric)
+        if budget.seconds is not None:
+            c = c.cut(budget.seconds)
+        return QualityRun(result.status.value, c, str(handle.run_dir), result.error, why[0] if why else None,
+                          result.step_time_ms)
+
+    return run_one
+
+
+def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRunFn, budget: Budget, seeds: int,
+               goal: Goal = "min", target_value: float | None = None, metric: str | None = None,
+               apply: Callable[[QualitySpec, Candidate], QualitySpec] | None = None,
+               on_progress: ProgressFn | None = None) -> QualityLadder:
+    """Run the baseline's ``seeds``, set the target, then judge every candidate (see the module docs)."""
+    if seeds < 1:
+        raise SpecError(f"--seeds must be at least 1, got {seeds}")
+    say = on_progress or (lambda _: None)
+    given = None if target_value is None else Target(metric or LOSS_METRIC, target_value, goal,
+                                                     "given" if metric is None else "printed metric",
+                                                     "" if metric is None else f"--target {target_value:g}")
+    base_runs = []
+    # early stopping is measured on the baseline's whole curves: then the baseline runs its budget
+    base_stop = None if any(c.id == EARLY_STOPPING for c in candidates) else given
+    for s in range(seeds):
+        say(f"baseline seed {s + 1}/{seeds}")
+        base_runs.append(run(arm_spec(spec, budget, s), base_stop))
+    curves = [seen(r.curve, metric) for r in base_runs]
+    if given is not None:
+        target = given
+    else:
+        try:
+            target = from_baseline(curves, budget, goal, metric or LOSS_METRIC)
+        except ValueError as err:
+            raise SpecError(f"no target: {err}; the baseline runs ended {[r.status for r in base_runs]} "
+                            f"({next((r.error for r in base_runs if r.error), 'no error recorded')})") from None
+        if metric is not None:
+            target = replace(target, source="printed metric", note=f"{target.note}, of the baseline's curve")
+    base_arm = ArmTime(tuple(_reached(r, target, metric) for r in base_runs))
+    rounds: list[QualityRound] = []
+    advice: list[Candidate] = []
+    for cand in candidates:
+        n = len(rounds) + 1
+        if cand.id == EARLY_STOPPING:
+            es = early_stop.measure(curves, goal)
+            rounds.append(QualityRound(n, cand, None, (), None, es, es.kept, es.reason))
+            continue
+        if cand.patch is None or apply is None:
+            advice.append(cand)
+            continue
+        try:
+            patched = apply(spec, cand)
+        except SpecError as err:
+            advice.append(replace(cand, advice=f"cannot run here: {err}"))
+            continue
+        runs = []
+        for s in range(seeds):
+            say(f"{cand.title}: seed {s + 1}/{seeds}")
+            runs.append(run(arm_spec(patched, budget, s), target))
+        ttt = compare(base_arm, ArmTime(tuple(_reached(r, target, metric) for r in runs)))
+        rounds.append(QualityRound(n, cand, patched, tuple(runs), ttt, None, ttt.kept, ttt.reason))
+    return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice))
+
+
+def _reached(run: QualityRun, target: Target, metric: str | None) -> float | None:
+    t = time_to_target(seen(run.curve, metric), target.value, target.goal)
+    return t if t is not None and math.isfinite(t) else None
+
+
+def patch_workload(spec: QualitySpec, cand: Candidate) -> QualitySpec:
+    """A workload candidate's :class:`TrainingSpec` patch."""
+    if not isinstance(spec, TrainingSpec) or cand.patch is None:
+        raise SpecError(f"{cand.id} is a change to make yourself on a script")
+    return spec.patch(**dict(cand.patch))

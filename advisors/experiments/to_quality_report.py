@@ -1,0 +1,103 @@
+"""The JSON of ``optimize --to-quality`` (a contract, see the README) and its one-screen table.
+
+Top level: ``mode`` ("to_quality"), ``target`` {``metric``, ``value``, ``goal``, ``source``, ``note``},
+``budget``, ``seeds``, ``baseline`` (its arm's time to target and runs), ``rounds``, ``advice``, ``projection``
+and ``total_speedup``. Each round: ``round``, ``bottleneck`` ("convergence"), ``fix`` (the candidate's id —
+``early_stopping`` for early stopping), ``title``, ``rule``, ``kept``, ``reason``, ``speedup`` (the time-to-target
+ratio, or for early stopping the run's length over its length stopped), ``loss_delta`` (null: both arms are
+held to the same target), ``time_to_target`` {``before_s``, ``after_s``, ``ratio``, ``interval``, ``seeds``,
+``reached_before``, ``reached_after``, …} or null, ``early_stopping`` (the measured saving) or null, and
+``curves`` (each seed's smoothed curve, at most :data:`MAX_POINTS` points). ``total_speedup`` is the best kept
+round's ratio — rounds are each judged against the baseline, not stacked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from advisors.experiments.to_quality import QualityLadder, QualityRound, QualityRun, seen
+from advisors.quality.arms import ArmTime
+from advisors.quality.projection import Projection
+from advisors.quality.curve import time_to_target
+
+MAX_POINTS = 200
+
+
+def curves_json(runs: Sequence[QualityRun], metric: str | None) -> list[dict[str, Any]]:
+    out = []
+    for seed, r in enumerate(runs):
+        c = seen(r.curve, metric)
+        idx: list[int] = sorted({int(i) for i in np.linspace(0, len(c) - 1, min(len(c), MAX_POINTS))}) \
+            if len(c) else []
+        out.append({"seed": seed, "status": r.status, "stopped": r.stopped, "end_s": c.end_s,
+                    "t_s": [c.times_s[i] for i in idx], "value": [c.values[i] for i in idx],
+                    "step": [c.steps[i] for i in idx], "run_dir": r.run_dir, "error": r.error})
+    return out
+
+
+def round_speedup(r: QualityRound) -> float | None:
+    if r.time_to_target is not None:
+        return r.time_to_target.ratio
+    es = r.early_stopping
+    if es is not None and es.saved_share < 1:
+        return 1.0 / (1.0 - es.saved_share)
+    return None
+
+
+def baseline_arm(ladder: QualityLadder, metric: str | None) -> ArmTime:
+    t = ladder.target
+    return ArmTime(tuple(time_to_target(seen(r.curve, metric), t.value, t.goal) for r in ladder.baseline))
+
+
+def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_steps: int | None = None,
+                 price_per_hour: float | None = None) -> dict[str, Any]:
+    rounds = []
+    for r in ladder.rounds:
+        rounds.append({
+            "round": r.round, "bottleneck": "convergence", "fix": r.candidate.id, "title": r.candidate.title,
+            "rule": r.candidate.rule, "advice": r.candidate.advice, "kept": r.kept, "reason": r.reason,
+            "speedup": round_speedup(r), "loss_delta": None,
+            "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
+            "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
+            "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
+            "curves": curves_json(r.runs, metric)})
+    kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
+    best = max(kept, default=1.0)
+    steps = [r.median_step_ms for r in ladder.baseline if r.median_step_ms]
+    proj = Projection(full_run_steps or ladder.budget.steps or 0, float(np.median(steps)),
+                      best if kept else None, price_per_hour) if steps and (full_run_steps or ladder.budget.steps) \
+        else None
+    return {"mode": "to_quality", "target": ladder.target.to_json(),
+            "budget": {"steps": ladder.budget.steps, "seconds": ladder.budget.seconds},
+            "seeds": ladder.seeds,
+            "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),
+                         "curves": curves_json(ladder.baseline, metric)},
+            "rounds": rounds, "advice": [c.to_json() for c in ladder.advice],
+            "projection": proj.to_json() if proj else None, "total_speedup": best}
+
+
+def quality_table(out: dict[str, Any]) -> str:
+    """One line per round, for the terminal."""
+    t = out["target"]
+    lines = [f"target: {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} ({t['source']}"
+             f"{': ' + t['note'] if t['note'] else ''}); {out['seeds']} seed(s) per arm",
+             f"baseline: {_arm(out['baseline']['time_to_target'])}"]
+    for r in out["rounds"]:
+        lines.append(f"{r['round']}. {r['title']} — {r['reason']}")
+        if r["time_to_target"]:
+            lines.append(f"     after: {_arm(r['time_to_target']['after'])}")
+    for a in out["advice"]:
+        lines.append(f"-  {a['title']}: {a['rule']} — {a['advice'] or 'change it yourself'}")
+    if out["projection"]:
+        lines.append(out["projection"]["text"])
+    return "\n".join(lines)
+
+
+def _arm(a: dict[str, Any]) -> str:
+    if a["failed"]:
+        return f"FAILED: {a['seeds'] - a['reached']} of {a['seeds']} seeds never reached the target"
+    spread = a["spread_s"]
+    return (f"{a['seconds']:.3g} s to target (MLPerf mean; seeds {', '.join('never' if s is None else f'{s:.3g}' for s in a['per_seed_s'])}"
+            f"; spread {spread[0]:.3g}–{spread[1]:.3g} s)")

@@ -1,0 +1,129 @@
+"""Time to quality on this machine: changes that alter convergence, judged by the time to the same target.
+
+    .venv/bin/python benchmarks/time_to_quality.py [--seeds 3] [--only digits,compute_bound,script] [--store DIR]
+
+Every arm runs through :func:`advisors.experiments.to_quality.to_quality` — the code path of ``optimize
+--to-quality`` — with its runs kept in a run store (default a fresh temporary folder). Per case: the target
+(from the baseline's own curve at 80 % of its budget), each arm's MLPerf time to target (K seeds, fastest and
+slowest dropped) with its per-seed spread, the ratio with its 95 % bootstrap interval, and the verdict. The
+script case (``benchmarks/scripts/digits_quality_train.py``) is judged on the validation accuracy it prints
+(``--metric``, goal max); its larger batch is the "change it yourself" edit, made by its command-line flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from advisors.experiments.to_quality import QualitySpec, patch_workload, store_curve_runner, to_quality  # noqa: E402
+from advisors.experiments.to_quality_report import quality_json  # noqa: E402
+from advisors.quality import candidates as cands  # noqa: E402
+from advisors.quality.target import Budget  # noqa: E402
+from profilers.run.script_spec import ScriptSpec  # noqa: E402
+from profilers.store.runs import RunStore  # noqa: E402
+from sample_runs import get_workload  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "scripts" / "digits_quality_train.py"
+METRIC = r"val_acc=([0-9.]+)"
+
+
+def script_args(batch: int, lr: float) -> tuple[str, ...]:
+    return (sys.executable, str(SCRIPT), "--batch-size", str(batch), "--lr", str(lr), "--steps", "100000")
+
+
+def apply_script(spec: QualitySpec, cand: cands.Candidate) -> QualitySpec:
+    assert isinstance(spec, ScriptSpec) and cand.patch is not None
+    return replace(spec, command=script_args(int(cand.patch["batch"]), float(cand.patch["lr"])))
+
+
+def cases() -> dict[str, tuple[QualitySpec, list[cands.Candidate], Budget, Callable[..., Any], str | None, str]]:
+    digits = get_workload("digits").spec("tiny")  # batch 32, SGD lr 0.1, 512 samples
+    cb = get_workload("compute_bound").spec("tiny")  # batch 128, SGD lr 0.01, a 3×1024 MLP: compute fills the CPU
+    script = ScriptSpec(command=script_args(32, 0.05), cwd=str(HERE.parent))
+    script_cands = [cands.Candidate("batch_x4_sqrt_lr", "batch × 4, sqrt lr (edited flags)",
+                                    "--batch-size 128 --lr 0.1 (square-root rule: 0.05 × √4)",
+                                    {"batch": 128, "lr": 0.1}),
+                    cands.Candidate("batch_x4_linear_lr", "batch × 4, linear lr (edited flags)",
+                                    "--batch-size 128 --lr 0.2 (linear rule: 0.05 × 4)", {"batch": 128, "lr": 0.2}),
+                    cands.early_stopping()]
+    return {
+        "digits": (digits, [cands.batch_scaled(digits, 4, "sqrt"), cands.batch_scaled(digits, 4, "linear"),
+                            cands.accumulation(digits, 4, "sqrt"), cands.early_stopping()],
+                   Budget(steps=200), patch_workload, None, "min"),
+        "compute_bound": (cb, [cands.batch_scaled(cb, 4, "linear"), cands.accumulation(cb, 4, "linear"),
+                               cands.early_stopping()], Budget(steps=120), patch_workload, None, "min"),
+        "script": (script, script_cands, Budget(steps=300), apply_script, METRIC, "max"),
+    }
+
+
+def fmt_arm(a: dict[str, Any]) -> str:
+    if a["failed"]:
+        return f"FAILED ({a['seeds'] - a['reached']}/{a['seeds']} never)"
+    lo, hi = a["spread_s"]
+    return f"{a['seconds']:.2f} s [{lo:.2f}–{hi:.2f}] {a['reached']}/{a['seeds']}"
+
+
+def fmt_ratio(t: dict[str, Any]) -> str:
+    if t["ratio"] is None:
+        return "—"
+    iv = t["interval"]
+    hi = "∞" if iv[1] is None else f"{iv[1]:.2f}"
+    return f"{t['ratio']:.2f}× [{iv[0]:.2f}, {hi}]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--only", default="digits,compute_bound,script")
+    p.add_argument("--store", type=Path)
+    p.add_argument("--script-target", type=float, help="the script's val_acc target (default: from its baseline)")
+    args = p.parse_args(argv)
+    store = RunStore(args.store or Path(tempfile.mkdtemp(prefix="ttq-bench-")))
+    print(f"# time to quality · {time.strftime('%Y-%m-%d %H:%M')} · {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} · OMP_NUM_THREADS="
+          f"{os.environ.get('OMP_NUM_THREADS', 'unset')} · {args.seeds} seeds per arm · store {store.root}")
+    print("time to target = MLPerf mean (fastest and slowest seed dropped) [fastest–slowest seed that reached] "
+          "reached/seeds; ratio = before / after (> 1: sooner) [95 % bootstrap over seeds]\n")
+    for name in args.only.split(","):
+        spec, cand_list, budget, apply, metric, goal = cases()[name]
+        t0 = time.time()
+        given = args.script_target if name == "script" else None
+        ladder = to_quality(spec, cand_list, store_curve_runner(store, budget, metric), budget, args.seeds,
+                            goal, given, metric, apply=apply,  # type: ignore[arg-type]
+                            on_progress=lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
+        out = quality_json(ladder, metric)
+        t = out["target"]
+        print(f"## {name} — target {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4f} "
+              f"({t['source']}{', ' + t['note'] if t['note'] else ''}); budget {budget.describe()}; {time.time() - t0:.0f} s of runs")
+        print(f"baseline: {fmt_arm(out['baseline']['time_to_target'])}")
+        print(f"{'change':44} {'after: time to target':30} {'ratio [interval]':24} verdict")
+        for r in out["rounds"]:
+            if r["time_to_target"]:
+                tt = r["time_to_target"]
+                print(f"{r['title']:44} {fmt_arm(tt['after']):30} {fmt_ratio(tt):24} "
+                      f"{'KEPT' if r['kept'] else 'rejected'}")
+            elif r["early_stopping"]:
+                es = r["early_stopping"]
+                print(f"{r['title']:44} saves {es['saved_s']:.2f} s ({es['saved_share']:.0%}), gives up "
+                      f"{es['metric_given_up']:.4f} ({es['metric_given_up_share']:.1%} of the gain)"
+                      f"{'':4} {'KEPT' if r['kept'] else 'rejected'}")
+        for r in out["rounds"]:
+            print(f"  - {r['fix']}: {r['rule']} → {r['reason']}")
+        print()
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""``python -m advisors optimize --to-quality [--target X] [--budget STEPS|SECONDS] [--seeds K] [--metric REGEX
+--goal min|max] WORKLOAD | -- python train.py ARGS…``: judge changes by the time to the same quality.
+
+One stored experiment (mode ``to_quality``) holds every arm's runs (hidden from ``profilers list``); its
+``report.json`` is the printed JSON, which the Advisor page's time-to-quality panel draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from advisors.experiments.to_quality import QualitySpec, patch_workload, store_curve_runner, to_quality
+from advisors.experiments.to_quality_report import quality_json, quality_table
+from advisors.fixes import FIXES, patched
+from advisors.quality import candidates as cands
+from advisors.quality.curve import Goal
+from advisors.quality.target import Budget
+from profilers.errors import SpecError
+from profilers.run.script_spec import ScriptSpec
+from profilers.run.spec import TrainingSpec
+from profilers.store import experiments as stored
+from profilers.store.runs import RunStore
+
+DEFAULT_BUDGET = "300"
+MODE = "to_quality"
+
+
+def add_arguments(o: Any) -> None:
+    o.add_argument("--to-quality", action="store_true",
+                   help="judge changes by the time until training reaches the same quality (K seeds per arm)")
+    o.add_argument("--target", dest="quality_target", type=float,
+                   help="the quality to reach (default: the baseline's own value at 80%% of its budget)")
+    o.add_argument("--budget", default=DEFAULT_BUDGET,
+                   help="how far an arm may run: steps (300) or seconds (90s, 2m); default 300 steps")
+    o.add_argument("--seeds", type=int, default=3, help="seeds per arm (MLPerf: drop fastest and slowest)")
+    o.add_argument("--metric", help="REGEX with one (number) group read from the script's printed lines "
+                   "(default: the training loss, EMA-smoothed)")
+    o.add_argument("--goal", choices=("min", "max"), default=None,
+                   help="min (a loss) or max (an accuracy); default min")
+    o.add_argument("--full-run-steps", type=int, help="project the whole run's hours at this many steps")
+    o.add_argument("--price-per-hour", type=float, help="price per device-hour, for the projection's cost")
+
+
+def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
+    try:
+        budget = Budget.parse(args.budget)
+    except ValueError as err:
+        raise SpecError(str(err)) from None
+    if args.seeds < 1:
+        raise SpecError(f"--seeds must be at least 1, got {args.seeds}")
+    goal: Goal = "max" if args.goal == "max" else "min"
+    if args.metric is not None:
+        from advisors.quality.curve import compile_metric
+
+        try:
+            compile_metric(args.metric)
+        except ValueError as err:
+            raise SpecError(str(err)) from None
+    apply: Callable[[QualitySpec, cands.Candidate], QualitySpec] = patch_workload
+    if isinstance(spec, TrainingSpec):
+        if args.metric is not None:
+            raise SpecError("--metric reads a script's printed lines; a workload is judged on its training loss")
+        candidates = cands.for_workload(spec)
+        for fix_id in args.fix:  # step-time fixes re-judged by the time to quality, as asked
+            fix = FIXES.get(fix_id)
+            if fix is None or not fix.spec_patch:
+                raise SpecError(f"--fix {fix_id}: not a fix with a spec patch")
+            diff = spec.describe_diff(patched(spec, fix))
+            candidates.insert(0, cands.Candidate(fix_id, fix.title, "a step-time fix, re-judged by the time to the "
+                                                 "same quality", {k: v for k, (_, v) in diff.items()
+                                                                  if not k.startswith("params.")}))
+        label = spec.workload
+    else:
+        from advisors.experiments.script_strategy import ScriptStrategy
+
+        import torch
+
+        strategy = ScriptStrategy(spec, "cuda" if torch.cuda.is_available() else "cpu", forced=tuple(args.fix))
+        candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix injected at boot, re-judged by the time "
+                                      "to the same quality", {"fix": f}) for f in args.fix] + cands.for_script()
+
+        def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
+            assert isinstance(s, ScriptSpec) and cand.patch is not None
+            return strategy.apply(s, FIXES[str(cand.patch["fix"])])
+
+        apply = inject
+
+        label = spec.name
+    store = RunStore(args.store)
+    record = stored.start(store, None, "ladder", f"Time to quality on {label}",  # the mode is told in about:
+                          {"mode": MODE, "rounds": len(candidates), "seeds": args.seeds, "budget": budget.describe()})
+    say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
+    try:
+        ladder = to_quality(spec, candidates, store_curve_runner(store, budget, args.metric, record.run_id), budget,
+                            args.seeds, goal, args.quality_target, args.metric, apply=apply, on_progress=say)
+        out = quality_json(ladder, args.metric, args.full_run_steps, args.price_per_hour)
+    except BaseException as err:
+        stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
+        raise
+    out["experiment_id"] = record.run_id
+    out["table"] = quality_table(out).splitlines()
+    from reports.quality import html_page, markdown
+
+    stored.finish(store, record.run_id, None, reports={"json": json.dumps(out).encode(), "html": html_page(out),
+                                                       "md": markdown(out).encode()})
+    return out
+
+
+def stored_reports(store: RunStore) -> list[tuple[str, Path]]:
+    """``(experiment id, report.json)`` of every stored time-to-quality experiment, newest first."""
+    found = []
+    for rec in store.list("experiment"):
+        if stored.about(store, rec.run_id).get("mode") == MODE:
+            path = store.path(rec.run_id) / "report.json"
+            if path.is_file():
+                found.append((rec.run_id, path))
+    return found

@@ -1,0 +1,160 @@
+"""Time-to-quality decisions on recorded curves with a fake clock (tests/advisors/quality/recorded.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisors.experiments.to_quality import QualityRun, QualitySpec, patch_workload, to_quality
+from advisors.quality import candidates as cands
+from advisors.quality.arms import ArmTime, compare, olympic
+from advisors.quality.curve import Curve, ema, loss_curve_from_steps, smoothed, time_to_target
+from advisors.quality.early_stop import measure, stop_point
+from advisors.quality.target import Budget, Target, baseline_value
+from profilers.run.spec import TrainingSpec
+from tests.advisors.quality.recorded import Recipe, record
+
+BASE = TrainingSpec(workload="digits", batch_size=32, lr=0.1, steps=10)
+
+
+def fake_runner(plateau_at: float | None = None):
+    """A CurveRunFn: the spec's batch, rate and accumulation drive the recorded model; stops at the target."""
+
+    def run(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
+        assert isinstance(spec, TrainingSpec)
+        recipe = Recipe(batch=spec.batch_size, lr=spec.lr, accum=spec.grad_accum_steps, plateau_at=plateau_at)
+        frame = record(recipe, spec.steps, spec.seed, stop_below=stop_at.value if stop_at else None)
+        stopped = "it reached the target" if len(frame) < spec.steps else None
+        return QualityRun("killed" if stopped else "ok", loss_curve_from_steps(frame), stopped=stopped,
+                          median_step_ms=float(frame["wall_ms"].median()))
+
+    return run
+
+
+def test_larger_batch_with_linearly_scaled_lr_reaches_the_target_sooner_and_is_kept() -> None:
+    cand = cands.batch_scaled(BASE, 4, "linear")
+    assert cand.patch == {"batch_size": 128, "lr": pytest.approx(0.4)}
+    ladder = to_quality(BASE, [cand], fake_runner(), Budget(steps=400), seeds=5, apply=patch_workload)
+    assert ladder.target.source == "baseline curve" and ladder.target.goal == "min"
+    rnd = ladder.rounds[0]
+    ttt = rnd.time_to_target
+    assert ttt is not None and rnd.kept and ttt.kept
+    out = ttt.to_json()
+    assert out["reached_before"] == out["reached_after"] == out["seeds"] == 5
+    assert ttt.ratio is not None and ttt.ratio > 1.5
+    assert ttt.interval is not None and ttt.interval[0] > 1.03
+    assert rnd.reason.startswith("kept")
+    # the arm stopped at the target instead of running its whole budget
+    assert all(r.stopped == "it reached the target" for r in rnd.runs)
+
+
+def test_gradient_accumulation_is_slower_to_the_target_and_rejected() -> None:
+    cand = cands.accumulation(BASE, 4, "linear")
+    assert cand.patch == {"batch_size": 128, "grad_accum_steps": 4, "lr": pytest.approx(0.4)}
+    ladder = to_quality(BASE, [cand], fake_runner(), Budget(steps=400), seeds=5, apply=patch_workload)
+    rnd = ladder.rounds[0]
+    assert rnd.time_to_target is not None and not rnd.kept
+    assert rnd.time_to_target.ratio is not None and rnd.time_to_target.ratio < 1
+    assert "slower to the same quality" in rnd.reason
+
+
+def test_early_stopping_on_a_plateau_is_kept_with_its_measured_saving() -> None:
+    ladder = to_quality(BASE, [cands.early_stopping()], fake_runner(plateau_at=1.0), Budget(steps=600), seeds=3)
+    rnd = ladder.rounds[0]
+    es = rnd.early_stopping
+    assert es is not None and rnd.kept and rnd.time_to_target is None
+    # the saving is the recorded clock's tail after the stop, seed by seed
+    for p, run in zip(es.points, ladder.baseline):
+        assert p.stop_s is not None and p.saved_s == pytest.approx(run.curve.end_s - p.stop_s)
+    assert es.saved_share > 0.3
+    assert es.given_up <= es.tolerance
+    assert "saves" in rnd.reason
+
+
+def test_early_stopping_on_a_falling_curve_saves_nothing_and_is_rejected() -> None:
+    frame = record(Recipe(), 100, seed=0)
+    es = measure([smoothed(loss_curve_from_steps(frame))], "min")
+    assert not es.kept and es.saved_s == 0.0 and "still improving" in es.reason
+
+
+def test_a_run_that_never_reaches_the_target_fails_its_arm_said_plainly() -> None:
+    cand = cands.batch_scaled(BASE, 4, "linear")
+    ladder = to_quality(BASE, [cand], fake_runner(), Budget(steps=100), seeds=3, target_value=0.05,
+                        apply=patch_workload)
+    assert ladder.target.source == "given" and ladder.target.value == 0.05
+    ttt = ladder.rounds[0].time_to_target
+    assert ttt is not None and not ttt.kept and ttt.ratio is None
+    assert ttt.before.failed and ttt.after.failed
+    assert ttt.reason.startswith("neither arm reached the target")
+    assert ttt.to_json()["reached_before"] == 0
+
+
+def test_with_a_given_target_the_baseline_stops_there_unless_early_stopping_needs_its_tail() -> None:
+    cand = cands.batch_scaled(BASE, 4, "linear")
+    alone = to_quality(BASE, [cand], fake_runner(), Budget(steps=400), seeds=3, target_value=1.0,
+                       apply=patch_workload)
+    assert all(r.stopped == "it reached the target" for r in alone.baseline)
+    both = to_quality(BASE, [cand, cands.early_stopping()], fake_runner(), Budget(steps=400), seeds=3,
+                      target_value=1.0, apply=patch_workload)
+    assert all(r.stopped is None and len(r.curve) == 400 for r in both.baseline)
+    assert both.rounds[0].time_to_target is not None and both.rounds[0].time_to_target.before.reached == 3
+
+
+def test_two_misses_fail_an_arm_one_miss_counts_as_the_slowest() -> None:
+    assert olympic([3.0, 1.0, None, 2.0]) == pytest.approx(2.5)  # drop 1.0 and the miss
+    assert olympic([1.0, None, None, 2.0]) is None
+    assert olympic([1.0, 5.0, 3.0]) == pytest.approx(3.0)
+    failed = compare(ArmTime((1.0, 1.1, 1.2)), ArmTime((0.5, None, None)))
+    assert failed.after.failed and not failed.kept and "the change failed" in failed.reason
+
+
+def test_the_interval_comes_from_the_seeds_and_gates_the_verdict() -> None:
+    noisy = compare(ArmTime((10.0, 10.5, 11.0)), ArmTime((5.0, 16.0, 9.0, 10.0)))
+    assert noisy.interval is not None and noisy.interval[0] < 1 < noisy.interval[1] and not noisy.kept
+    clear = compare(ArmTime((10.0, 10.5, 11.0, 10.2)), ArmTime((5.0, 5.2, 5.1, 4.9)))
+    assert clear.kept and clear.ratio == pytest.approx(10.35 / 5.05, rel=1e-6)
+
+
+def test_target_from_the_baseline_curve_at_a_fraction_of_its_budget() -> None:
+    c = Curve(times_s=(1, 2, 3, 4), values=(4.0, 3.0, 2.0, 1.0), steps=(25, 50, 75, 100), end_s=4.0)
+    assert baseline_value([c], Budget(steps=100), 0.8) == 2.0
+    assert baseline_value([c], Budget(seconds=4.0), 0.5) == 3.0
+
+
+def test_ema_is_debiased_and_time_to_target_takes_the_first_point_past_it() -> None:
+    assert ema([2.0, 2.0, 2.0]) == pytest.approx((2.0, 2.0, 2.0))
+    c = Curve((0.5, 1.0, 1.5), (3.0, 2.0, 1.0), (1, 2, 3), 1.5)
+    assert time_to_target(c, 2.0, "min") == 1.0 and time_to_target(c, 0.5, "min") is None
+    assert time_to_target(c, 3.0, "max") == 0.5
+
+
+def test_plateau_stop_point_reads_the_recorded_clock() -> None:
+    frame = record(Recipe(plateau_at=1.0), 500, seed=1)
+    curve = smoothed(loss_curve_from_steps(frame))
+    p = stop_point(curve, "min", patience=20)
+    assert p.stop_s is not None and 0 < p.stop_s < curve.end_s
+    # the clock runs from the end of the first step (which, in a launched script, holds its start-up)
+    assert curve.times_s[0] == 0.0
+    assert curve.end_s == pytest.approx((frame["t_unix_ns"].iloc[-1] - frame["t_unix_ns"].iloc[0]) / 1e9
+                                        + (frame["wall_ms"].iloc[-1] - frame["wall_ms"].iloc[0]) / 1e3)
+
+
+def test_candidates_state_their_rules_and_warm_up_when_the_rate_grows_large() -> None:
+    sq = cands.batch_scaled(BASE, 4, "sqrt")
+    assert sq.patch == {"batch_size": 128, "lr": pytest.approx(0.2)} and "√k" in sq.rule and not sq.advice
+    big = cands.batch_scaled(BASE, 8, "linear")
+    assert "warm" in big.advice  # 8× the rate > 4×: Goyal et al.'s warm-up, said, not pretended
+    adam = BASE.patch(optimizer="adamw", lr=1e-3)
+    assert cands.for_workload(adam)[0].id == "batch_x4_sqrt_lr"
+    assert cands.optimizer_swap(BASE).patch == {"optimizer": "adamw", "lr": 1e-3}
+    assert cands.optimizer_swap(adam).patch == {"optimizer_impl": "fused"}
+    assert all(c.patch is None for c in cands.for_script()) and cands.for_script()[-1].id == "early_stopping"
+
+
+def test_budget_parse() -> None:
+    assert Budget.parse("300") == Budget(steps=300) and Budget.parse("300steps") == Budget(steps=300)
+    assert Budget.parse("90s") == Budget(seconds=90.0) and Budget.parse("2m") == Budget(seconds=120.0)
+    with pytest.raises(ValueError):
+        Budget.parse("soon")
+    assert math.isclose(Budget.parse("1h").seconds or 0, 3600)
