@@ -41,6 +41,8 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
                    help="try this fix on the script as asked (repeatable) instead of the diagnosis' choice")
     o.add_argument("--timeout", type=float, help="cancel any single trial run after this many seconds")
+    o.add_argument("--python", metavar="PATH", help="a script's interpreter (default: the command's python as your "
+                   "shell finds it on PATH, or the path given)")
 
 
 def load_spec(target: str, size: str) -> TrainingSpec:
@@ -112,9 +114,10 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
     from profilers.run.script_spec import ScriptSpec
 
     spec = ScriptSpec(command=tuple(command), measure_steps=args.steps, warmup_steps=args.warmup,
-                      nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint)
+                      nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
+                      python=getattr(args, "python", None))
     spec.name  # a missing script or a bad command is refused here, before any run
-    device = _local_device()
+    device = _script_device(command, spec.python)
     strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
     progress = None if args.json else _print_progress
     store = RunStore(args.store)
@@ -124,10 +127,14 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
         max_attempts=max(3, len(args.fix))), device)
 
 
-def _local_device() -> str:
-    import torch
+def _script_device(command: list[str], python: str | None) -> str:
+    """Where the script's torch runs: asked of the user's interpreter (an error: line when it has no torch)."""
+    from profilers.run import interpreter
+    from profilers.run.launch import interpreter_for
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if interpreter.probe(interpreter_for(command, python)).get("cuda_available") else "cpu"
+
+
 
 
 def _print_progress(event: Progress) -> None:
