@@ -213,11 +213,20 @@ def _guard_stop(signum: int, frame: Any) -> None:
     raise MemoryGuardStop("Stepwise's memory guard ended the profile early")
 
 
+def script_traceback(exc: BaseException) -> str:
+    """The traceback as if the script ran alone: the agent's and runpy's own frames left out."""
+    agent_dir = str(Path(__file__).resolve().parent)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(agent_dir) and "runpy" not in f.filename]
+    head = "Traceback (most recent call last):\n" if frames else ""
+    return head + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
+
+
 def _write_rank_error(run_dir: Path, rank: int, exc: BaseException, steps_done: int) -> None:
     """``rank{R}.error.json``: this rank's exception, so the runner can show the first one (torchrun keeps none)."""
     write_json_atomic(run_dir / f"rank{rank}.error.json", {
         "rank": rank, "type": type(exc).__name__, "message": str(exc)[:TRACEBACK_CHARS],
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-TRACEBACK_CHARS:],
+        "traceback": script_traceback(exc)[-TRACEBACK_CHARS:],
         "steps_done": steps_done, "t_unix": time.time(), "out_of_memory": _is_oom(exc)})
 
 
@@ -258,8 +267,9 @@ def main(argv: list[str]) -> int:
         guarded = isinstance(exc, MemoryGuardStop)
         oom = _is_oom(exc)
         status, code = (OUT_OF_MEMORY, EXIT_OUT_OF_MEMORY) if oom else (FAILED, EXIT_FAILED)
-        error = (f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc()))[-TRACEBACK_CHARS:]
+        error = (f"{type(exc).__name__}: {exc}\n" + script_traceback(exc))[-TRACEBACK_CHARS:]
         if not guarded:
+            print(script_traceback(exc), file=sys.stderr, end="")  # the script's stderr keeps its traceback
             _write_rank_error(run_dir, rank, exc, rec.steps_done)
     finally:
         signal.signal(GUARD_SIGNAL, previous_guard)

@@ -36,7 +36,8 @@ class BaselineFailed(StepwiseError):
     def __init__(self, outcome: RunOutcome, stderr_tail: str = "") -> None:
         self.outcome, self.stderr_tail = outcome, stderr_tail
         where = f" (run folder {outcome.run_dir})" if outcome.run_dir else ""
-        super().__init__(f"the baseline run {outcome.status.replace('_', ' ')}: "
+        how = {"out_of_memory": "ran out of memory", "killed": "was killed"}.get(outcome.status, outcome.status)
+        super().__init__(f"the baseline run {how}: "
                          f"{last_error_line(outcome.error or stderr_tail) or 'no error text'}{where}")
 
     def to_json(self) -> dict[str, Any]:
