@@ -18,6 +18,7 @@ environment. :func:`start_script` runs a :class:`~profilers.run.script_spec.Scri
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -43,8 +44,7 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
     if not argv:
         raise RunError("nothing to launch: put the command after --, e.g. -- python train.py")
     first = argv[0]
-    if interp.is_python_word(first) or (os.sep in first and os.path.isfile(first) and os.access(first, os.X_OK)
-                                        and not first.endswith(".py")):
+    if interp.is_python_word(first) or os.path.realpath(first) == os.path.realpath(sys.executable):
         flags: list[str] = []
         i = 1
         while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
