@@ -237,6 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = cli_optimize.main(args)
     except StepwiseError as err:
         print(f"error: {err}", file=sys.stderr)
+        to_json = getattr(err, "to_json", None)  # a failed baseline: the JSON says failed, with the stderr tail
+        if to_json is not None and getattr(args, "json", False):
+            sys.stdout.write(orjson.dumps(to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        elif to_json is not None and (tail := str(getattr(err, "stderr_tail", ""))):
+            print("the script's stderr ends with:\n" + tail, file=sys.stderr)
         return 2
     except MemoryError:
         print("error: the input needs more memory than this machine has", file=sys.stderr)

@@ -44,6 +44,8 @@ def add_parser(sub: Any) -> None:
     from cli import optimize_quality
 
     optimize_quality.add_arguments(o)
+    o.add_argument("--python", metavar="PATH", help="a script's interpreter (default: the command's python as your "
+                   "shell finds it on PATH, or the path given)")
 
 
 def load_spec(target: str, size: str) -> TrainingSpec:
@@ -117,9 +119,10 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
     from profilers.run.script_spec import ScriptSpec
 
     spec = ScriptSpec(command=tuple(command), measure_steps=args.steps, warmup_steps=args.warmup,
-                      nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint)
+                      nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
+                      python=getattr(args, "python", None))
     spec.name  # a missing script or a bad command is refused here, before any run
-    device = _local_device()
+    device = _script_device(command, spec.python)
     strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
     progress = None if args.json else _print_progress
     store = RunStore(args.store)
@@ -137,7 +140,7 @@ def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str
         raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
     if command:
         spec = ScriptSpec(command=tuple(command), nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
-                          rdzv_endpoint=args.rdzv_endpoint)
+                          rdzv_endpoint=args.rdzv_endpoint, python=getattr(args, "python", None))
         spec.name  # a missing script or a bad command is refused here, before any run
         return optimize_quality.main(args, spec)
     if not args.target:
@@ -145,10 +148,12 @@ def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str
     return optimize_quality.main(args, load_spec(args.target, args.size))
 
 
-def _local_device() -> str:
-    import torch
+def _script_device(command: list[str], python: str | None) -> str:
+    """Where the script's torch runs: asked of the user's interpreter (an error: line when it has no torch)."""
+    from profilers.run import interpreter
+    from profilers.run.launch import interpreter_for
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if interpreter.probe(interpreter_for(command, python)).get("cuda_available") else "cpu"
 
 
 def _print_progress(event: Progress) -> None:

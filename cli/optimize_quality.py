@@ -76,10 +76,11 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
         label = spec.workload
     else:
         from advisors.experiments.script_strategy import ScriptStrategy
+        from profilers.run import interpreter
+        from profilers.run.launch import interpreter_for
 
-        import torch
-
-        strategy = ScriptStrategy(spec, "cuda" if torch.cuda.is_available() else "cpu", forced=tuple(args.fix))
+        cuda = interpreter.probe(interpreter_for(list(spec.command), spec.python)).get("cuda_available")
+        strategy = ScriptStrategy(spec, "cuda" if cuda else "cpu", forced=tuple(args.fix))
         candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix injected at boot, re-judged by the time "
                                       "to the same quality", {"fix": f}) for f in args.fix] + cands.for_script()
 

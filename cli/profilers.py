@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     launch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
     launch.add_argument("--nnodes", type=int, default=1, help="nodes (each runs the same command)")
     launch.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous, for --nnodes > 1")
+    launch.add_argument("--python", metavar="PATH", help="the interpreter that runs the script (default: the "
+                        "command's python as your shell finds it, or the path given)")
     launch.add_argument("target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS…")
     for p in (run, launch):
         p.add_argument("--label", help="a name for the run in the run list")
@@ -126,7 +128,7 @@ def _launch(args: argparse.Namespace) -> int:
 
     return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
                                 nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
-                                rdzv_endpoint=args.rdzv_endpoint), args)
+                                rdzv_endpoint=args.rdzv_endpoint, python=args.python), args)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -1,24 +1,33 @@
 """Boot an unmodified training script under the profiler: ``python -m stepwise_agent.boot RUN_DIR N TARGET…``.
 
-``TARGET`` is ``SCRIPT ARGS…`` or ``-m MODULE ARGS…``; it runs as ``__main__`` with its own ``sys.argv``.
+``TARGET`` is ``SCRIPT ARGS…`` or ``-m MODULE ARGS…``; it runs as ``__main__`` with its own ``sys.argv``, in the
+user's interpreter (their venv or conda env, their torch): this module imports the standard library and torch
+only, and writes plain files that Stepwise's own environment reads (``profilers.run.agent_files``).
+
 Steps are found by :class:`stepwise_agent.steps.StepDetector`. A ``torch.profiler`` schedule (wait W,
 warmup 1, active N) advances at each step; every step's wall time (and loss and samples when visible) goes to
 ``steps.jsonl``, live progress to ``progress.json``. When the active window ends, the trace is exported as
-``tb/rank0.<ns>.pt.trace.json.gz``, the script is stopped (``StopTraining`` from the hook), ``result.json``
+``tb/rank0.<ns>.pt.trace.json.gz``, the script is stopped (``StopTraining`` from the hook), ``agent_result.json``
 is written and the process ends with ``os._exit`` so no DataLoader worker or stray thread can hang the exit.
 
+Files, all in ``RUN_DIR``: ``agent.json`` (interpreter, Python, torch version and build, CUDA, the APIs this torch
+offers: :mod:`stepwise_agent.capabilities`), ``steps.jsonl``, ``progress.json``, ``injected.json``,
+``agent_result.json`` (status, error, warnings, device, peak memory), ``agent_pids.txt`` (one line per rank, for
+the runner's memory guard) and ``rank{R}.error.json`` for every rank that raised (its exception and traceback).
+
 An optional ``RUN_DIR/boot.json`` (written by :func:`profilers.run.launch.start_script`) asks for more: ``seed``
-(torch, numpy and random seeded before the script starts, the same for every arm of an A/B), ``warmup`` +
-``measure`` unprofiled steps before the profiler's window (the measured ones are timed without profiler
-overhead), ``profile`` active steps, and ``inject``: fix knobs applied to the script's own objects by
-:class:`stepwise_agent.inject.Injector`. What the injector did, knob by knob, and the user's call sites (DataLoader,
-optimizer, DDP, model) go to ``injected.json`` — written for every launch, knobs or not.
+(torch, ``random`` and — only when the script's libraries already imported it — numpy, seeded before the script
+starts, the same for every arm of an A/B), ``warmup`` + ``measure`` unprofiled steps before the profiler's
+window (the measured ones are timed without profiler overhead), ``profile`` active steps, and ``inject``: fix
+knobs applied to the script's own objects by :class:`stepwise_agent.inject.Injector`. What the injector did,
+knob by knob, and the user's call sites go to ``injected.json`` — written for every launch, knobs or not.
 
-Under ``torchrun`` (``python -m profilers launch --nproc-per-node N``) every rank boots this way: each writes
-its steps (``rank``) and its trace (``rank{R}.…``); local rank 0 writes progress, telemetry, ``injected.json``
-and ``result.json``.
+Under ``torchrun`` every rank boots this way: each writes its steps (``rank``) and its trace (``rank{R}.…``);
+local rank 0 writes progress, ``agent.json``, ``injected.json`` and ``agent_result.json``.
 
-Exit codes follow the worker's: 0 ok, 1 failed, 75 out of memory (a result is written in each case).
+The runner's memory guard (``profilers.run.memory_guard``) asks a run to end its profile early with SIGUSR1: the
+step in progress is interrupted (:class:`MemoryGuardStop`), the trace so far exported, and the run ends
+``out_of_memory``. Exit codes follow the worker's: 0 ok, 1 failed, 75 out of memory.
 """
 
 from __future__ import annotations
@@ -27,26 +36,49 @@ import json
 import os
 import platform
 import random
-import resource
 import runpy
+import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
+from stepwise_agent.capabilities import TorchCapabilities, detect
+from stepwise_agent.hostinfo import cpu_count, peak_rss_mb
 from stepwise_agent.inject import Injector
 from stepwise_agent.printed import tap_stdout
 from stepwise_agent.steps import StepDetector
-from profilers.run.records import RunResult, RunStatus, summarise_steps
-from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
 PROFILE_WAIT, PROFILE_WARMUP = 1, 1
 TRACEBACK_CHARS = 3000
+OK, FAILED, OUT_OF_MEMORY, RUNNING = "ok", "failed", "out_of_memory", "running"  # RunStatus values, as text
+GUARD_SIGNAL = signal.SIGUSR1
+_OOM_TEXT = ("can't allocate memory", "cannot allocate memory", "out of memory")
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON through a temporary file and a rename, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, allow_nan=False, default=str)
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+class MemoryGuardStop(BaseException):
+    """Raised in the script's main thread when the runner's memory guard ends the profile early (a
+    BaseException, like KeyboardInterrupt, so the script's own ``except Exception`` does not swallow it)."""
 
 
 class StopTraining(SystemExit):
@@ -70,6 +102,7 @@ class StepRecorder:
             on_trace_ready=self._export)
         self.traces: list[Path] = []
         self.steps_done = 0
+        self.last_loss: float | None = None
         self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
         self._started = time.time()
         self._t_last = time.perf_counter()
@@ -88,23 +121,24 @@ class StepRecorder:
         started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
         row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
                "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns}
+        self.last_loss = loss
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
         self.steps_done += 1
         self.prof.step()  # ends the active window (and exports) after the last profiled step
         if self.leader:
-            self.write_progress(loss, RunStatus.RUNNING)
+            self.write_progress(loss, RUNNING)
         if self.steps_done >= self.total:
             raise StopTraining(EXIT_OK)
         self._t_last = time.perf_counter()  # our own bookkeeping is not the script's step time
 
-    def write_progress(self, loss: float | None, status: RunStatus) -> None:
+    def write_progress(self, loss: float | None, status: str) -> None:
         elapsed = time.time() - self._started
         left = max(self.total - self.steps_done, 0)
         eta = elapsed / self.steps_done * left if self.steps_done else None
         write_json_atomic(self.run_dir / "progress.json", {
             "step": self.steps_done, "total_steps": self.total, "loss": loss, "eta_s": eta,
-            "elapsed_s": elapsed, "status": status.value, "updated_unix": time.time()})
+            "elapsed_s": elapsed, "status": status, "updated_unix": time.time()})
 
     def stop(self) -> None:
         """Stop profiling (exporting a partial window if the script ended early) and close the step log."""
@@ -135,7 +169,10 @@ def _run_target(target: list[str]) -> None:
 
 
 def _is_oom(err: BaseException) -> bool:
-    return isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError"
+    """MemoryError, torch's OutOfMemoryError, or the CPU allocator's "can't allocate memory" RuntimeError."""
+    if isinstance(err, (MemoryError, MemoryGuardStop)) or type(err).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(err, RuntimeError) and any(t in str(err).lower() for t in _OOM_TEXT)
 
 
 def _device() -> tuple[str, str]:
@@ -144,34 +181,14 @@ def _device() -> tuple[str, str]:
     return "cpu", platform.processor() or platform.machine()
 
 
-def _result(rec: StepRecorder, status: RunStatus, error: str | None, warnings: list[str],
-            sampler: Any) -> RunResult:
-    telemetry = telemetry_frame(read_jsonl(rec.run_dir / "telemetry.jsonl"))
-    summary = summarise_steps(steps_frame(read_jsonl(rec.run_dir / "steps.jsonl")), telemetry)
-    if summary.peak_memory_mb is None:
-        summary = summary.with_peak(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)  # KiB on Linux
-    device, device_name = _device()
-    if device == "cuda":
-        summary = summary.with_peak(torch.cuda.max_memory_allocated() / 1024**2)
-    return RunResult(status=status, error=error, device=device, device_name=device_name,
-                     world_size=int(os.environ.get("WORLD_SIZE", "1")),
-                     telemetry_source=getattr(sampler, "source", None),
-                     telemetry_note=getattr(sampler, "note", "telemetry sampler unavailable"),
-                     warnings=tuple(warnings), started_unix=rec._started, finished_unix=time.time(),
-                     **summary.result_fields())
-
-
-def _start_sampler(run_dir: Path) -> Any:
-    try:
-        from profilers.telemetry.sampler import TelemetrySampler
-    except ImportError:
-        return None
-    try:
-        sampler = TelemetrySampler(run_dir / "telemetry.jsonl", interval_s=0.1)
-        sampler.start()
-        return sampler
-    except Exception:  # telemetry is a bonus: never the reason a launch fails
-        return None
+def agent_facts(caps: TorchCapabilities) -> dict[str, Any]:
+    """``agent.json``: what ran the script — interpreter, Python, torch and its build, CUDA, the APIs found."""
+    cuda = torch.cuda.is_available()
+    return {"interpreter": sys.executable, "python_version": platform.python_version(),
+            "torch_version": torch.__version__, "torch_cuda": getattr(torch.version, "cuda", None),
+            "cuda_available": cuda, "device_name": torch.cuda.get_device_name(0) if cuda else None,
+            "cpu_count": cpu_count(), "pid": os.getpid(), "supported": caps.supported(),
+            "capabilities": caps.to_json(), "agent_path": str(Path(__file__).resolve().parent)}
 
 
 def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
@@ -184,31 +201,61 @@ def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
 
 
 def seed_everything(seed: int) -> None:
-    """The same random streams for every arm: torch (CPU and CUDA), numpy and ``random``."""
+    """The same random streams for every arm: torch (CPU and CUDA), ``random``, and numpy when it is already
+    imported (the agent never imports numpy: the user's environment need not have it)."""
     random.seed(seed)
-    np.random.seed(seed % 2**32)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
 
+def _guard_stop(signum: int, frame: Any) -> None:
+    raise MemoryGuardStop("Stepwise's memory guard ended the profile early")
+
+
+def script_traceback(exc: BaseException) -> str:
+    """The traceback as if the script ran alone: the agent's and runpy's own frames left out."""
+    agent_dir = str(Path(__file__).resolve().parent)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(agent_dir) and "runpy" not in f.filename]
+    head = "Traceback (most recent call last):\n" if frames else ""
+    return head + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
+
+
+def _write_rank_error(run_dir: Path, rank: int, exc: BaseException, steps_done: int) -> None:
+    """``rank{R}.error.json``: this rank's exception, so the runner can show the first one (torchrun keeps none)."""
+    write_json_atomic(run_dir / f"rank{rank}.error.json", {
+        "rank": rank, "type": type(exc).__name__, "message": str(exc)[:TRACEBACK_CHARS],
+        "traceback": script_traceback(exc)[-TRACEBACK_CHARS:],
+        "steps_done": steps_done, "t_unix": time.time(), "out_of_memory": _is_oom(exc)})
+
+
 def main(argv: list[str]) -> int:
-    run_dir, active, target = Path(argv[0]), int(argv[1]), argv[2:]
-    if not target or (target[0] == "-m" and len(target) < 2):
+    if len(argv) < 3 or (argv[2] == "-m" and len(argv) < 4):
         print("usage: python -m stepwise_agent.boot RUN_DIR N (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
         return 2
+    run_dir, active, target = Path(argv[0]), int(argv[1]), argv[2:]
     cfg = read_boot_config(run_dir, active)
     rank, leader = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")) == 0
-    sampler = _start_sampler(run_dir) if leader else None
+    caps = detect(torch)
+    if leader:
+        write_json_atomic(run_dir / "agent.json", agent_facts(caps))
+    with open(run_dir / "agent_pids.txt", "a", encoding="ascii") as fh:
+        fh.write(f"{rank} {os.getpid()}\n")
+    previous_guard = signal.signal(GUARD_SIGNAL, _guard_stop)
     rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader)
     detector = StepDetector(rec.on_step)
-    injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt))
+    injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps)
     detector.before_step = injector.on_step
     if cfg["seed"] is not None:
         seed_everything(int(cfg["seed"]))
     injector.install()
     detector.install()
-    status, error, code, warnings = RunStatus.OK, None, EXIT_OK, []
+    status, error, code, warnings = OK, None, EXIT_OK, []
     stopped: int | None = None
     untap = tap_stdout(run_dir)  # printed lines with their time: a metric the script prints (--to-quality)
+    guarded = False
     rec.start()
     try:
         _run_target(target)
@@ -216,31 +263,35 @@ def main(argv: list[str]) -> int:
         pass
     except SystemExit as exc:  # the script ended itself
         if exc.code not in (None, 0):
-            status, code = RunStatus.FAILED, EXIT_FAILED
+            status, code = FAILED, EXIT_FAILED
             error = f"the script exited with {exc.code!r} after {rec.steps_done} step(s)"
     except BaseException as exc:  # noqa: BLE001 - whatever the script raised becomes the run's error
+        guarded = isinstance(exc, MemoryGuardStop)
         oom = _is_oom(exc)
-        status = RunStatus.OUT_OF_MEMORY if oom else RunStatus.FAILED
-        code = EXIT_OUT_OF_MEMORY if oom else EXIT_FAILED
-        error = (f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc()))[-TRACEBACK_CHARS:]
+        status, code = (OUT_OF_MEMORY, EXIT_OUT_OF_MEMORY) if oom else (FAILED, EXIT_FAILED)
+        error = (f"{type(exc).__name__}: {exc}\n" + script_traceback(exc))[-TRACEBACK_CHARS:]
+        if not guarded:
+            print(script_traceback(exc), file=sys.stderr, end="")  # the script's stderr keeps its traceback
+            _write_rank_error(run_dir, rank, exc, rec.steps_done)
     finally:
+        signal.signal(GUARD_SIGNAL, previous_guard)
         detector.uninstall()
         injector.uninstall()
         untap()
         rec.stop()
-        if sampler is not None:
-            sampler.stop()
-    if status is RunStatus.OK and rec.steps_done == 0:
-        status, code = RunStatus.FAILED, EXIT_FAILED
+    if guarded:
+        warnings.append(f"the memory guard ended the profile early, during step {rec.steps_done}")
+    if status == OK and rec.steps_done == 0:
+        status, code = FAILED, EXIT_FAILED
         error = "no training step was detected: the script called neither optimizer.step() nor backward()"
-    elif status is RunStatus.OK and rec.steps_done < rec.total:
+    elif status == OK and rec.steps_done < rec.total:
         warnings.append(f"the script ended after {rec.steps_done} step(s), before the {rec.total} requested "
                         f"({rec.wait} before profiling + {PROFILE_WARMUP} profiler warm-up + {cfg['profile']} "
                         "profiled)")
         if rec.steps_done > rec.wait + PROFILE_WARMUP:
             warnings.append(f"the trace's last marker, ProfilerStep#{rec.steps_done}, is the script's ending "
                             "after its last step, not a training step")
-    elif status is RunStatus.OK:
+    elif status == OK:
         stopped = int(cfg["profile"])
         warnings.append(f"profiled {cfg['profile']} step(s) of the script after {rec.wait + PROFILE_WARMUP}, "
                         f"then stopped it on purpose after step {rec.steps_done}")
@@ -249,22 +300,16 @@ def main(argv: list[str]) -> int:
     if not leader:
         return code
     write_json_atomic(run_dir / "injected.json", injector.finish())
-    result = _result(rec, status, error, warnings, sampler).with_(profiled_then_stopped=stopped)
-    write_json_atomic(run_dir / "result.json", result.to_dict())
-    rec.write_progress(result.final_loss, status)
-    _write_scalars(run_dir)
+    device, device_name = _device()
+    write_json_atomic(run_dir / "agent_result.json", {
+        "status": status, "error": error, "warnings": warnings, "device": device, "device_name": device_name,
+        "world_size": int(os.environ.get("WORLD_SIZE", "1")), "steps_done": rec.steps_done,
+        "host_peak_rss_mb": peak_rss_mb(),
+        "cuda_peak_mb": torch.cuda.max_memory_allocated() / 1024**2 if device == "cuda" else None,
+        "memory_guard": guarded, "profiled_then_stopped": stopped,
+        "started_unix": rec._started, "finished_unix": time.time()})
+    rec.write_progress(rec.last_loss, status)
     return code
-
-
-def _write_scalars(run_dir: Path) -> None:
-    try:
-        from profilers.run.tb_export import write_scalars
-    except ImportError:
-        return
-    try:
-        write_scalars(run_dir)
-    except Exception as err:  # scalars are a convenience; the run is already stored
-        print(f"stepwise: TensorBoard scalars not written: {err}", file=sys.stderr)
 
 
 if __name__ == "__main__":

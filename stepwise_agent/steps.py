@@ -21,8 +21,12 @@ import functools
 from typing import Any, Callable
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import dataloader
+
+try:  # torch >= 2.0; without it steps are counted at backward calls (see the module docs)
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+except ImportError:  # pragma: no cover - only an older torch than this machine's lacks it
+    register_optimizer_step_post_hook = None  # type: ignore[assignment]
 
 BACKWARD_FALLBACK = 64
 
@@ -74,9 +78,10 @@ class StepDetector:
         self._after_optimizer_step(optimizer, (), {})
 
     def install(self) -> None:
-        handle = register_optimizer_step_post_hook(self._after_optimizer_step)
-        self._undo.append(handle.remove)
-        self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
+        if register_optimizer_step_post_hook is not None:
+            handle = register_optimizer_step_post_hook(self._after_optimizer_step)
+            self._undo.append(handle.remove)
+            self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
         self._patch(torch.Tensor, "backward", self._wrap_backward)
         self._patch(torch.autograd, "backward", self._wrap_backward)
         self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)

@@ -187,7 +187,7 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
     loss_text += "".join(f"; {n}" for n in dict.fromkeys(n for o in (*timed.outcomes, *b.outcomes) for n in o.notes))
     baseline_status = a.outcomes[0].status if a.outcomes else "not run"  # later flaky runs are just untimed
     if b.status != "ok":
-        kept, reason = False, f"the patched run ended {b.status}" + (f": {b.error}" if b.error else "")
+        kept, reason = False, f"the patched run ended {b.status}" + (f": {b.error.strip().splitlines()[0]}" if b.error and b.error.strip() else "")
     elif baseline_status != "ok":
         budget = b.spec.memory_budget_mb
         within = budget is None or (b.peak_memory_mb or 0.0) <= budget

@@ -10,6 +10,7 @@ search. The result is a :class:`Ladder`: every attempt with its numbers, kept or
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
@@ -21,10 +22,37 @@ from advisors.verdict import Diagnosis, Fix
 from advisors.observation import observe
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
-from profilers.errors import SpecError
+from profilers.errors import SpecError, StepwiseError
 from profilers.run.spec import TrainingSpec
 
 MAX_ATTEMPTS = 3
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*")
+
+
+class BaselineFailed(StepwiseError):
+    """The starting run did not run: there is nothing to optimise. ``str()`` is the one ``error:`` line, with
+    the script's own last error line; ``outcome`` has the status, the whole error and the stderr tail."""
+
+    def __init__(self, outcome: RunOutcome, stderr_tail: str = "") -> None:
+        self.outcome, self.stderr_tail = outcome, stderr_tail
+        where = f" (run folder {outcome.run_dir})" if outcome.run_dir else ""
+        how = {"out_of_memory": "ran out of memory", "killed": "was killed"}.get(outcome.status, outcome.status)
+        super().__init__(f"the baseline run {how}: "
+                         f"{last_error_line(outcome.error or stderr_tail) or 'no error text'}{where}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.outcome.status if self.outcome.status != "ok" else "failed",
+                "error": str(self), "run_error": self.outcome.error, "stderr_tail": self.stderr_tail,
+                "run_dir": self.outcome.run_dir, "rungs": [], "total_speedup": None}
+
+
+def last_error_line(text: str) -> str:
+    """The script's own last error line: the last ``SomeError: …`` line of a traceback, else the first line."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    for line in reversed(lines):
+        if _ERROR_LINE.match(line):
+            return line
+    return lines[0] if lines else ""
 Observe = Callable[[RunOutcome], Diagnosis]
 
 
@@ -144,6 +172,8 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
     emit = on_progress or (lambda _: None)
     emit(Progress("diagnose", round=1))
     first = run(spec, lambda p: emit(Progress("diagnosis_run", round=1).with_run(p)))
+    if first.status != "ok":
+        raise BaselineFailed(first, _stderr_tail(first.run_dir))
     how.learn(first)
     diagnosis = diagnose_run(first)
     current, cumulative = spec, 1.0
@@ -183,6 +213,14 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
             diagnosis = diagnose_run(last_ok[-1])
     return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis,
                   advice=tuple(advice.values()))
+
+
+def _stderr_tail(run_dir: str | None) -> str:
+    if not run_dir:
+        return ""
+    from profilers.run.handle import stderr_tail
+
+    return stderr_tail(Path(run_dir))
 
 
 def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:

@@ -7,6 +7,7 @@ never code from an upload. ``sample_runs`` imports torch, so it is imported on f
 from __future__ import annotations
 
 import shlex
+import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -103,13 +104,20 @@ def start_workload(spec: TrainingSpec, store: RunStore, label: str | None = None
     return runner.start(spec, store, label=label or None)
 
 
-def start_script(command: str, steps: int, store: RunStore, label: str | None = None) -> RunHandle:
-    """Launch the script in ``command`` (e.g. ``python train.py --lr 0.1``) unmodified, profiling ``steps``."""
+def default_interpreter() -> str:
+    """The Launch page's interpreter field starts as the dashboard's own (shown, so it can be changed)."""
+    return sys.executable
+
+
+def start_script(command: str, steps: int, store: RunStore, label: str | None = None,
+                 python: str | None = None) -> RunHandle:
+    """Launch the script in ``command`` (e.g. ``python train.py --lr 0.1``) unmodified, profiling ``steps``, in
+    ``python`` (blank: the command's own interpreter, as a shell would find it)."""
     try:
         argv = shlex.split(command)
     except ValueError as err:
         raise RunError(f"cannot split the command: {err}") from None
-    return launch.start_launch(argv, store, steps=steps, label=label or None)
+    return launch.start_launch(argv, store, steps=steps, label=label or None, python=(python or "").strip() or None)
 
 
 def followable(store: RunStore, run_id: str | None) -> str | None:

@@ -49,12 +49,15 @@ else:
                 "its optimizer steps. Only the script path you type here is run.")
     with st.form("launch.script_form"):
         command = st.text_input("Command", key="launch.command", placeholder="python train.py --epochs 1")
+        python = st.text_input("Interpreter", value=launching.default_interpreter(), key="launch.python",
+                               help="the Python that runs the script (its environment's torch and libraries); "
+                                    "by default the one this dashboard runs in")
         steps = st.number_input("Steps to profile", min_value=1, max_value=10_000, value=5, key="launch.steps")
         label = st.text_input("Label (optional)", key="launch.script_label")
         submitted = st.form_submit_button("Start", type="primary")
     if submitted:
         try:
-            handle = launching.start_script(command, int(steps), store, label)
+            handle = launching.start_script(command, int(steps), store, label, python=python)
             state.set_launch_handle(handle)
             state.follow_run(handle.run_id)
         except StepwiseError as err:

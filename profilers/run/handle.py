@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 
 import psutil
 
+from profilers.run.agent_files import LaunchMonitor, finish_launch
 from profilers.run.records import RunResult, RunStatus
 from profilers.store.runs import RunStore
 
@@ -49,6 +50,7 @@ class RunHandle:
         self._kill_at: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tree: dict[int, psutil.Process] = {}
+        self._monitor: LaunchMonitor | None = None  # a launched script: telemetry from outside, memory guard
 
     @property
     def pid(self) -> int | None:
@@ -103,6 +105,8 @@ class RunHandle:
         except psutil.Error:
             started = None
         self.store.update(self.run_id, pid=self._proc.pid, pid_started=started)
+        if self._monitor is not None:
+            self._monitor.start(self._proc.pid)
         threading.Thread(target=self._watch, name=f"stepwise-{self.run_id}", daemon=True).start()
 
     def _watch(self) -> None:
@@ -117,7 +121,10 @@ class RunHandle:
                 self._snapshot_tree()
                 if self._kill_at is not None and time.monotonic() > self._kill_at:
                     self._signal_tree(signal.SIGKILL, by_environment=False)
-                step = (self.progress() or {}).get("step")
+                progress = self.progress()
+                if self._monitor is not None and self._monitor.tick(progress):
+                    self._signal_tree(signal.SIGKILL, by_environment=False)
+                step = (progress or {}).get("step")
                 if step != last_step:
                     last_step, last_change = step, self._hang_clock()
                 elif (self._hang_timeout_s is not None and last_step is not None
@@ -125,7 +132,11 @@ class RunHandle:
                     self.cancel(f"stopped by the runner: no step finished for {self._hang_timeout_s:g} s")
                 time.sleep(TICK_S)
             self._signal_tree(signal.SIGKILL)
+            if self._monitor is not None:
+                self._monitor.stop()  # the tree is gone: the last sample holds the peak it reached
             code = self._proc.wait()
+            if self._monitor is not None and self.store.read_result(self.run_id) is None:
+                finish_launch(self.run_dir, code, self._monitor, self.store.read_manifest(self.run_id))
             result = self._result_for_exit(code)
         except BaseException as err:  # the watcher must always leave a stored result behind
             code, error = self._proc.poll(), f"the runner lost the run: {err!r}"
@@ -188,9 +199,13 @@ class RunHandle:
 
 def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[str, str] | None = None,
           hang_timeout_s: float | None = None, cwd: str | None = None,
-          hang_clock: Callable[[], float] = time.monotonic) -> RunHandle:
-    """Start ``command`` (in ``cwd``, default ours) for the stored run ``run_id`` and return its handle."""
+          hang_clock: Callable[[], float] = time.monotonic, agent: bool = False) -> RunHandle:
+    """Start ``command`` (in ``cwd``, default ours) for the stored run ``run_id`` and return its handle.
+    ``agent``: the command boots :mod:`stepwise_agent.boot` (a launched script): telemetry is sampled from here,
+    the memory guard watches, and ``result.json`` is made from the agent's files (``agent_files``)."""
     handle = RunHandle(store, run_id, hang_timeout_s, hang_clock)
+    if agent:
+        handle._monitor = LaunchMonitor(handle.run_dir, {**os.environ, **(extra_env or {})})
     handle._launch(command, extra_env, cwd)
     return handle
 

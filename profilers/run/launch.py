@@ -1,12 +1,16 @@
 """Profile a training script nobody changed: ``python -m profilers launch -- python train.py ARGS…``.
 
-The command's leading ``python`` (or ``python3.11``, or this interpreter's path) becomes this interpreter,
-and ``-m stepwise_agent.boot RUN_DIR N`` goes before the script (or ``-m module``); interpreter flags such as
-``-u`` or ``-X dev`` are kept. Only a script path or module the user typed is run: never ``-c`` code or stdin.
-The run is stored like any other (kind ``launch``), with the command in ``launch.json``.
+The script runs in the user's interpreter (:mod:`profilers.run.interpreter`: ``--python PATH``, else the
+command's ``python`` as a shell would find it on PATH, or the exact path given), with
+``-m stepwise_agent.boot RUN_DIR N`` before the script (or ``-m module``); interpreter flags such as ``-u`` or
+``-X dev`` are kept. The agent is found through ``PYTHONPATH`` (:mod:`profilers.run.agent_path`: a folder
+holding the agent alone); nothing is installed into the user's environment. Only a script path or module the
+user typed is run: never ``-c`` code or stdin. The run is stored like any other (kind ``launch``), with the
+command, the resolved interpreter and its torch in ``launch.json``.
 
-With ``nproc_per_node > 1`` (or ``nnodes > 1``) the boot module runs under ``torchrun`` — every rank
-instrumented, as sample workloads are; the script initialises its own process group from torchrun's
+With ``nproc_per_node > 1`` (or ``nnodes > 1``) the boot module runs under ``torchrun`` of that same
+interpreter (``<python> -m torch.distributed.run``) — every rank instrumented, each rank's output kept under
+``RUN_DIR/ranks`` (``--log-dir``, ``--tee 3``); the script initialises its own process group from torchrun's
 environment. :func:`start_script` runs a :class:`~profilers.run.script_spec.ScriptSpec`: the same launch plus a
 ``boot.json`` (seeds, warm-up/measured/profiled steps, fix knobs to inject) and the spec in ``script.json``.
 """
@@ -14,12 +18,13 @@ environment. :func:`start_script` runs a :class:`~profilers.run.script_spec.Scri
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from profilers.errors import RunError
+from profilers.run import interpreter as interp
+from profilers.run.agent_path import agent_folder, child_pythonpath
 from profilers.run.handle import RunHandle, spawn
 from profilers.run.records import RunResult
 from profilers.run.script_spec import ScriptSpec
@@ -27,7 +32,6 @@ from profilers.store.runs import RunStore
 
 DEFAULT_STEPS = 5
 MAX_STEPS = 10_000
-_PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _FLAGS_WITH_VALUE = {"-W", "-X", "-Q"}
 
 
@@ -40,7 +44,7 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
     if not argv:
         raise RunError("nothing to launch: put the command after --, e.g. -- python train.py")
     first = argv[0]
-    if _PYTHON.match(os.path.basename(first)) or os.path.realpath(first) == os.path.realpath(sys.executable):
+    if interp.is_python_word(first) or os.path.realpath(first) == os.path.realpath(sys.executable):
         flags: list[str] = []
         i = 1
         while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
@@ -64,42 +68,63 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
     return flags, target
 
 
+def interpreter_for(command: list[str], python: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The interpreter that runs ``command`` (see :mod:`profilers.run.interpreter` for the rule)."""
+    if python:
+        return interp.resolve(python, env)
+    argv = command[1:] if command and command[0] == "--" else command
+    if argv and not argv[0].endswith(".py"):
+        return interp.resolve(argv[0], env)
+    return interp.own_interpreter()
+
+
 def boot_command(command: list[str], run_dir: Path, steps: int, nproc_per_node: int = 1, nnodes: int = 1,
-                 rdzv_endpoint: str | None = None, cwd: str | None = None) -> list[str]:
-    """The command that runs ``command`` under :mod:`stepwise_agent.boot`, profiling ``steps`` steps; under
-    ``torchrun`` for more than one rank (interpreter flags cannot pass through torchrun and are dropped)."""
+                 rdzv_endpoint: str | None = None, cwd: str | None = None, python: str | None = None) -> list[str]:
+    """The command that runs ``command`` under :mod:`stepwise_agent.boot`, profiling ``steps`` steps, in the
+    interpreter :func:`interpreter_for` names; under that interpreter's ``torchrun`` for more than one rank
+    (interpreter flags cannot pass through torchrun and are dropped)."""
     flags, target = split_command(command, cwd)
+    python = python or interpreter_for(command)
     boot = ["-m", "stepwise_agent.boot", str(run_dir), str(steps), *target]
     if nproc_per_node <= 1 and nnodes <= 1:
-        return [sys.executable, *flags, *boot]
+        return [python, *flags, *boot]
     if nnodes > 1 and not rdzv_endpoint:
         raise RunError(f"--nnodes {nnodes} needs --rdzv-endpoint HOST:PORT")
     rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", rdzv_endpoint] if rdzv_endpoint else ["--standalone"]
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc_per_node),
-            "--nnodes", str(nnodes), *rdzv, *boot]
+    logs = ["--log-dir", str(run_dir / "ranks"), "--tee", "3"]  # every rank's stdout/stderr kept, and shown
+    return [python, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc_per_node),
+            "--nnodes", str(nnodes), *rdzv, *logs, *boot]
 
 
 def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS, label: str | None = None,
                  extra_env: Mapping[str, str] | None = None, nproc_per_node: int = 1, nnodes: int = 1,
                  rdzv_endpoint: str | None = None, boot: Mapping[str, Any] | None = None,
                  files: Mapping[str, Any] | None = None, cwd: str | None = None,
-                 parent: str | None = None) -> RunHandle:
-    """Store a ``launch`` run and start the script; returns without waiting. RunError for a bad command."""
+                 parent: str | None = None, python: str | None = None) -> RunHandle:
+    """Store a ``launch`` run and start the script in the user's interpreter (``python`` overrides the command's
+    own); returns without waiting. RunError for a bad command, a missing interpreter or one without torch."""
     if not 1 <= steps <= MAX_STEPS:
         raise RunError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
     if not 1 <= nproc_per_node <= 64 or not 1 <= nnodes <= 1024:
         raise RunError(f"--nproc-per-node must be 1..64 and --nnodes 1..1024, got {nproc_per_node}, {nnodes}")
     _, target = split_command(command, cwd)
+    env = {**os.environ, **(extra_env or {})}
+    interpreter = interpreter_for(command, python, env)
+    facts = interp.probe(interpreter)
     name = target[1] if target[0] == "-m" else Path(target[0]).name
     content = {"launch.json": {"command": list(command), "steps": steps, "cwd": cwd or os.getcwd(),
-                               "nproc_per_node": nproc_per_node, "nnodes": nnodes}, **(files or {})}
+                               "nproc_per_node": nproc_per_node, "nnodes": nnodes, "interpreter": interpreter,
+                               "python_version": facts.get("python_version"),
+                               "torch_version": facts.get("torch_version"), "torch_cuda": facts.get("torch_cuda"),
+                               "cuda_available": facts.get("cuda_available")}, **(files or {})}
     if boot is not None:
         content["boot.json"] = dict(boot)
     record = store.create("launch", label or name, files=content, parent=parent,
                           role="trial" if parent else None)
     run_dir = Path(record.run_dir)
-    argv = boot_command(command, run_dir, steps, nproc_per_node, nnodes, rdzv_endpoint, cwd)
-    return spawn(store, record.run_id, argv, extra_env, cwd=cwd)
+    argv = boot_command(command, run_dir, steps, nproc_per_node, nnodes, rdzv_endpoint, cwd, interpreter)
+    child_env = {**(extra_env or {}), "PYTHONPATH": child_pythonpath(agent_folder(store.root), env)}
+    return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True)
 
 
 def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
@@ -107,14 +132,15 @@ def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
     """Run a :class:`ScriptSpec`: seeds, warm-up, measured and profiled steps, injected knobs (``boot.json``)."""
     return start_launch(list(spec.command), store, steps=spec.profile_steps, label=label or spec.name,
                         nproc_per_node=spec.nproc_per_node, nnodes=spec.nnodes, rdzv_endpoint=spec.rdzv_endpoint,
-                        boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd, parent=parent)
+                        boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd, parent=parent,
+                        python=spec.python)
 
 
 def launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS, label: str | None = None,
            on_progress: Callable[[dict[str, Any]], None] | None = None,
-           timeout_s: float | None = None) -> tuple[RunHandle, RunResult]:
+           timeout_s: float | None = None, python: str | None = None) -> tuple[RunHandle, RunResult]:
     """Launch and wait; a crash or kill of the script is a result with a status, never an exception."""
     from profilers.run.runner import follow
 
-    handle = start_launch(command, store, steps, label)
+    handle = start_launch(command, store, steps, label, python=python)
     return handle, follow(handle, on_progress, timeout_s)

@@ -45,6 +45,7 @@ class ScriptSpec:
     rdzv_endpoint: str | None = None
     inject: Mapping[str, Any] = field(default_factory=dict)
     cwd: str = field(default_factory=os.getcwd)
+    python: str | None = None  # the interpreter (--python); None: the command's own (profilers.run.interpreter)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", tuple(str(c) for c in self.command))

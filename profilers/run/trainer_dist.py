@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.futures import Future
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from profilers.errors import SpecError
+from stepwise_agent.inject.comm import bf16_allreduce_hook
 from profilers.run.spec import TrainingSpec
 
 
@@ -97,24 +97,6 @@ def init_process_group(spec: TrainingSpec, info: DistInfo, device: torch.device)
         kwargs["device_id"] = device  # binds NCCL to this rank's GPU up front
     dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size, **kwargs)
     return backend
-
-
-def bf16_allreduce_hook(process_group: Any, bucket: dist.GradBucket) -> Future[torch.Tensor]:
-    """Average the bucket in bfloat16 (half the bytes of fp32), then write it back in the gradients' dtype."""
-    group = process_group if process_group is not None else dist.group.WORLD
-    buffer = bucket.buffer()
-    compressed = buffer.to(torch.bfloat16).div_(dist.get_world_size(group))
-    fut = dist.all_reduce(compressed, group=group, async_op=True).get_future()
-
-    def decompress(done: Future[list[torch.Tensor]]) -> torch.Tensor:
-        buffer.copy_(done.value()[0])
-        return buffer
-
-    return fut.then(decompress)
-
-
-# DDP inspects a hook's annotations as objects; ``from __future__ import annotations`` left them as strings.
-bf16_allreduce_hook.__annotations__.update({"bucket": dist.GradBucket, "return": Future[torch.Tensor]})
 
 
 def wrap_ddp(model: nn.Module, spec: TrainingSpec, device: torch.device, backend: str) -> DistributedDataParallel:

@@ -323,6 +323,7 @@ class TelemetrySampler(threading.Thread):
             self.host = HostReader(self._roots, clock)
             self.note += "; host CPU and memory via psutil alongside"
         self.samples_written = 0
+        self.last_rows: list[tuple[str, dict[str, Any]]] = []
 
     def sample_once(self, fh: Any) -> None:
         t_ns = self._wall_ns()
@@ -330,6 +331,7 @@ class TelemetrySampler(threading.Thread):
         rows = [(self.source, m) for m in self.reader.sample()]
         if self.host is not None:
             rows += [("host", m) for m in self.host.sample()]
+        self.last_rows = rows  # the newest sample, for a reader that acts on it (the runner's memory guard)
         for source, metrics in rows:
             line = {"t_unix_ns": t_ns, "t_trace_us": (t_ns - base) / 1000, "source": source, **metrics}
             fh.write(orjson.dumps(line).decode() + "\n")

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-import psutil
 import torch
 
+from stepwise_agent.capabilities import TorchCapabilities, detect
+from stepwise_agent.hostinfo import available_memory_bytes
 from stepwise_agent.inject.loader import LoaderInjection
 from stepwise_agent.inject.modules import ModuleInjection
 from stepwise_agent.inject.optim import OptimInjection
@@ -26,13 +27,21 @@ __all__ = ["Injector", "InjectionReport"]
 
 class Injector:
     def __init__(self, knobs: dict[str, Any], device: str | None = None,
-                 on_skipped_step: Callable[[Any], None] | None = None) -> None:
-        self.knobs = dict(knobs)
+                 on_skipped_step: Callable[[Any], None] | None = None,
+                 caps: TorchCapabilities | None = None) -> None:
+        self.caps = caps or detect(torch)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.report = InjectionReport(self.knobs)
-        self.loader = LoaderInjection(self.knobs, self.report, psutil.virtual_memory().available)
-        self.modules = ModuleInjection(self.knobs, self.report, self.device)
-        self.optim = OptimInjection(self.knobs, self.report)
+        self.report = InjectionReport(dict(knobs))
+        self.knobs: dict[str, Any] = {}  # what torch can do here; a knob it cannot is refused for good, before the script runs
+        for name, value in knobs.items():
+            why = self.caps.refusal(name, value, self.device)
+            if why is None:
+                self.knobs[name] = value
+            elif (k := self.report.knob(name)) is not None:
+                k.refuse(why, final=True)
+        self.loader = LoaderInjection(self.knobs, self.report, available_memory_bytes())
+        self.modules = ModuleInjection(self.knobs, self.report, self.device, self.caps)
+        self.optim = OptimInjection(self.knobs, self.report, self.caps)
         self.optim.on_skipped_step = on_skipped_step
         self._undo: list[Callable[[], None]] = []
         self.steps = 0

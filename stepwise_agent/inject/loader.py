@@ -12,9 +12,9 @@ from __future__ import annotations
 import inspect
 import multiprocessing
 import random
+import sys
 from typing import Any, Callable
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
@@ -27,14 +27,23 @@ CACHE_MEMORY_SHARE = 0.25  # refuse a cache whose estimated size exceeds this sh
 LOADER_KNOBS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
 
 
+def _numpy() -> Any:
+    """numpy when the script (or its libraries) already imported it; the agent never imports it itself."""
+    return sys.modules.get("numpy")
+
+
+def _is_array(x: Any) -> bool:
+    np = _numpy()
+    return np is not None and isinstance(x, np.ndarray)
+
+
 def same_sample(a: Any, b: Any) -> bool:
     """Structural equality of two samples (tensors, arrays, numbers, strings, nested containers)."""
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
             and a.dtype == b.dtype and bool(torch.equal(a, b))
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape \
-            and bool(np.array_equal(a, b))
+    if _is_array(a) or _is_array(b):
+        return _is_array(a) and _is_array(b) and a.shape == b.shape and bool(_numpy().array_equal(a, b))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_sample(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
@@ -48,7 +57,7 @@ def same_sample(a: Any, b: Any) -> bool:
 def sample_bytes(x: Any) -> int:
     if isinstance(x, torch.Tensor):
         return x.numel() * x.element_size()
-    if isinstance(x, np.ndarray):
+    if _is_array(x):
         return int(x.nbytes)
     if isinstance(x, (list, tuple)):
         return sum(sample_bytes(i) for i in x)
@@ -61,11 +70,14 @@ class _RngSaved:
     """Reads made to probe a dataset must not move the script's random streams."""
 
     def __enter__(self) -> None:
-        self.states = (random.getstate(), np.random.get_state(), torch.get_rng_state())
+        np = _numpy()
+        self.np = np
+        self.states = (random.getstate(), np.random.get_state() if np is not None else None, torch.get_rng_state())
 
     def __exit__(self, *exc: Any) -> None:
         random.setstate(self.states[0])
-        np.random.set_state(self.states[1])
+        if self.np is not None:
+            self.np.random.set_state(self.states[1])
         torch.set_rng_state(self.states[2])
 
 

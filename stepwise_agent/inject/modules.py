@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
+from stepwise_agent.capabilities import TorchCapabilities, autocast_context, detect, grad_scaler
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import user_site
 
@@ -35,8 +36,10 @@ def _channels_last(x: Any) -> Any:
 
 
 class ModuleInjection:
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport, device: str) -> None:
+    def __init__(self, knobs: dict[str, Any], report: InjectionReport, device: str,
+                 caps: TorchCapabilities | None = None) -> None:
         self.knobs, self.report, self.device = knobs, report, device
+        self.caps = caps or detect(torch)
         self.models: list[nn.Module] = []
         self.scaler: Any = None
         self._local = threading.local()
@@ -112,7 +115,10 @@ class ModuleInjection:
         if self.knobs.get("autocast") in LOW:
             self._autocast(module, inner)
         if self.knobs.get("compile"):
-            inner.compile()
+            if self.caps.module_compile:
+                inner.compile()
+            else:  # torch < 2.2 has no Module.compile: compile the forward in place instead
+                inner.forward = torch.compile(inner.forward)
             self.report.site("compile", None)
 
     def _make_channels_last(self, module: nn.Module, inner: nn.Module) -> None:
@@ -144,7 +150,7 @@ class ModuleInjection:
         me = self
 
         def forward(*args: Any, **kwargs: Any) -> Any:
-            with torch.autocast(device_type=device_type, dtype=dtype):
+            with autocast_context(torch, me.caps, device_type, dtype):
                 out = original(*args, **kwargs)
             leaves, _ = tree_flatten(out)
             me._low_outputs += sum(isinstance(x, torch.Tensor) and x.dtype == dtype for x in leaves)
@@ -163,7 +169,7 @@ class ModuleInjection:
 
         hooks.extend(m.register_forward_hook(math_hook) for m in inner.modules() if isinstance(m, _MATH))
         if name == "fp16":  # fp16's narrow range needs loss scaling (bf16's does not)
-            self.scaler = torch.amp.GradScaler(device_type)
+            self.scaler = grad_scaler(torch, self.caps, device_type)
 
     def finish(self) -> None:
         """Decide what acted, from what the models' calls showed."""

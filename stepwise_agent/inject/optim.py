@@ -12,6 +12,7 @@ from typing import Any, Callable
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import user_site
 
@@ -24,8 +25,10 @@ def _optimizer_classes() -> list[type]:
 
 
 class OptimInjection:
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport) -> None:
+    def __init__(self, knobs: dict[str, Any], report: InjectionReport,
+                 caps: TorchCapabilities | None = None) -> None:
         self.knobs, self.report = knobs, report
+        self.caps = caps or detect(torch)
         self.optimizers: list[torch.optim.Optimizer] = []
         self._undo: list[Callable[[], None]] = []
         self.scaler: Any = None  # set by the injector when fp16 autocast needs loss scaling
@@ -56,7 +59,8 @@ class OptimInjection:
         init = cls.__dict__.get("__init__")
         if init is None:
             return
-        has = impl in inspect.signature(init).parameters
+        refusal = self.caps.optimizer_refusal(cls, impl)
+        has = refusal is None
 
         def wrapped(opt: Any, *args: Any, **kwargs: Any) -> None:
             k = self.report.knob("optimizer_impl")
@@ -68,7 +72,7 @@ class OptimInjection:
             if k is None:
                 return
             if not has:
-                k.refuse(f"{cls.__name__} has no {impl} implementation")
+                k.refuse(refusal or f"{cls.__name__} has no {impl} implementation")
             elif opt.defaults.get(impl):
                 k.act(f"{cls.__name__}({impl}=True): multi-tensor parameter updates")
 
@@ -105,7 +109,7 @@ class OptimInjection:
         if self.knobs.get("grad_compression") == "bf16" and (k := r.knob("grad_compression")) is not None:
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-            from profilers.run.trainer_dist import bf16_allreduce_hook
+            from stepwise_agent.inject.comm import bf16_allreduce_hook
 
             nccl = torch.distributed.get_backend() == "nccl"
             ddp.register_comm_hook(state=None, hook=default_hooks.bf16_compress_hook if nccl else bf16_allreduce_hook)

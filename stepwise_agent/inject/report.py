@@ -17,15 +17,16 @@ class KnobReport:
     acted: bool | None = None  # None: not decided yet (nothing reached it)
     evidence: list[str] = field(default_factory=list)
     why: str | None = None
+    final: bool = False  # refused before the run for good (torch lacks the API): later reasons do not replace it
 
     def act(self, evidence: str) -> None:
         self.acted = True
         if evidence not in self.evidence:
             self.evidence.append(evidence)
 
-    def refuse(self, why: str) -> None:
-        if self.acted is not True:
-            self.acted, self.why = False, why
+    def refuse(self, why: str, final: bool = False) -> None:
+        if self.acted is not True and not self.final:
+            self.acted, self.why, self.final = False, why, final
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "acted": bool(self.acted),

@@ -13,6 +13,7 @@ import pytest
 
 from profilers.errors import RunError
 from profilers.run.launch import boot_command, launch
+from profilers.run.interpreter import resolve
 from stepwise_agent.boot import PROFILE_WAIT, PROFILE_WARMUP
 from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
@@ -139,7 +140,8 @@ def test_boot_command_shapes(tmp_path: Path) -> None:
     script = tmp_path / "t.py"
     script.write_text("pass")
     cmd = boot_command(["python3", "-u", "-X", "dev", str(script), "--lr", "1"], tmp_path, 4)
-    assert cmd == [sys.executable, "-u", "-X", "dev", "-m", "stepwise_agent.boot", str(tmp_path), "4",
+    # python3 is the one a shell finds on PATH (tests run as if this environment were activated)
+    assert cmd == [resolve("python3"), "-u", "-X", "dev", "-m", "stepwise_agent.boot", str(tmp_path), "4",
                    str(script), "--lr", "1"]
     assert boot_command(["--", "python", "-m", "pkg.train"], tmp_path, 2)[-2:] == ["-m", "pkg.train"]
     assert boot_command([str(script)], tmp_path, 2)[-1] == str(script)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from profilers.run.agent_files import finish_launch
 from stepwise_agent import boot as launch_boot
 from stepwise_agent.boot import PROFILE_WAIT, PROFILE_WARMUP
 from tests.profilers.test_launch import HAND_WRITTEN_SGD, NO_TRAINING, RAISES, STEPS, _profiler_steps
@@ -48,6 +49,7 @@ def boot(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         run_dir.mkdir()
         (tmp_path / "train.py").write_text(source)
         code = launch_boot.main([str(run_dir), str(STEPS), str(tmp_path / "train.py")])
+        finish_launch(run_dir, code)  # the runner's part, in Stepwise's environment: result.json from the files
         return code, json.loads((run_dir / "result.json").read_text()), run_dir
     return run
 

@@ -1,0 +1,213 @@
+"""The analyst's side of a launched script: watch it from outside, then turn the agent's plain files into a result.
+
+The agent (:mod:`stepwise_agent.boot`) runs in the user's interpreter and writes only plain files. Everything
+that needs our own libraries happens here, in Stepwise's environment:
+
+- :class:`LaunchMonitor` samples telemetry (psutil, NVML when present) over the launched process tree *by pid*,
+  until the process is gone, so a run the kernel killed keeps the peak it actually reached; and it is the
+  **memory guard**: when the tree's host memory passes the limit (``STEPWISE_MEMORY_LIMIT_MB``, else
+  :data:`GUARD_SHARE` of the memory available at start) it asks the agent to end the profile (SIGUSR1), then
+  kills the tree if it has not ended after :data:`GUARD_GRACE_S`.
+- :func:`finish_launch` writes ``result.json`` from ``agent_result.json``, ``steps.jsonl``, ``telemetry.jsonl``
+  and every ``rank{R}.error.json`` (the first exception raised wins: a rank that raised is ``failed``, never
+  ``killed``), names an out-of-memory end with its peak and what to do, and writes TensorBoard scalars.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import psutil
+
+from profilers.run.records import RunResult, RunStatus, summarise_steps
+from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
+
+MEMORY_LIMIT_ENV = "STEPWISE_MEMORY_LIMIT_MB"
+GUARD_SHARE = 0.90  # default guard: this share of the memory available when the run started
+GUARD_GRACE_S = 10.0  # after asking the agent to stop, kill the tree if it still lives this long after
+OOM_NEAR_SHARE = 0.80  # a SIGKILL with the tree's peak at or above this share of the limit reads as the kernel's OOM
+TELEMETRY_INTERVAL_S = 0.1
+MB = 1024 * 1024
+OOM_ADVICE = "profile fewer steps (--steps), or use a smaller batch"
+
+
+@dataclass(frozen=True)
+class GuardTrip:
+    """The memory guard fired: the tree's host memory ``rss_mb`` passed ``limit_mb`` at ``step``."""
+
+    rss_mb: float
+    limit_mb: float
+    step: int | None
+
+    def message(self) -> str:
+        where = f" during step {self.step}" if self.step is not None else ""
+        return (f"out of memory: the memory guard ended the profile early{where}: the process tree's host memory "
+                f"reached {self.rss_mb:.0f} MiB, over the limit of {self.limit_mb:.0f} MiB; {OOM_ADVICE}")
+
+
+def memory_limit_mb(env: Mapping[str, str] | None = None) -> tuple[float, str]:
+    """``(limit in MiB, where it comes from)``: ``STEPWISE_MEMORY_LIMIT_MB``, else a share of available memory."""
+    raw = (env or os.environ).get(MEMORY_LIMIT_ENV)
+    if raw:
+        try:
+            return float(raw), MEMORY_LIMIT_ENV
+        except ValueError:
+            pass
+    return GUARD_SHARE * psutil.virtual_memory().available / MB, f"{GUARD_SHARE:.0%} of the memory available at start"
+
+
+class LaunchMonitor:
+    """Telemetry and the memory guard of one launched process tree (see the module docs)."""
+
+    def __init__(self, run_dir: Path, env: Mapping[str, str] | None = None) -> None:
+        self.run_dir = run_dir
+        self.limit_mb, self.limit_source = memory_limit_mb(env)
+        self.sampler: Any = None
+        self.trip: GuardTrip | None = None
+        self.peak_rss_mb = 0.0
+        self._kill_at: float | None = None
+
+    def start(self, pid: int) -> None:
+        from profilers.telemetry.sampler import TelemetrySampler
+
+        try:
+            self.sampler = TelemetrySampler(self.run_dir / "telemetry.jsonl", TELEMETRY_INTERVAL_S, root_pids=[pid])
+            self.sampler.start()
+        except Exception:  # telemetry is a bonus: never the reason a launch fails
+            self.sampler = None
+
+    def tick(self, progress: Mapping[str, Any] | None) -> bool:
+        """Check the guard on the newest sample; True when the tree must be killed now (grace is over)."""
+        rss = self._host_rss()
+        if rss is not None:
+            self.peak_rss_mb = max(self.peak_rss_mb, rss)
+            if self.trip is None and rss > self.limit_mb:
+                self.trip = GuardTrip(rss, self.limit_mb, (progress or {}).get("step"))
+                write_json_atomic(self.run_dir / "memory_guard.json", {
+                    "rss_mb": rss, "limit_mb": self.limit_mb, "limit_source": self.limit_source,
+                    "step": self.trip.step, "t_unix": time.time()})
+                self._ask_agents_to_stop()
+                self._kill_at = time.monotonic() + GUARD_GRACE_S
+        return self._kill_at is not None and time.monotonic() > self._kill_at
+
+    def stop(self) -> None:
+        """After the process is gone: one last sample, then the sampler stops."""
+        if self.sampler is None:
+            return
+        with contextlib.suppress(Exception), open(self.run_dir / "telemetry.jsonl", "a", encoding="utf-8") as fh:
+            self.sampler.sample_once(fh)
+        self._host_rss()
+        self.sampler.stop()
+
+    def _host_rss(self) -> float | None:
+        rows = getattr(self.sampler, "last_rows", None) or []
+        values = [m.get("rss_mb") for source, m in rows if source == "host"]
+        return float(values[0]) if values and values[0] is not None else None
+
+    def _ask_agents_to_stop(self) -> None:
+        try:
+            lines = (self.run_dir / "agent_pids.txt").read_text().split("\n")
+        except OSError:
+            return
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 2:
+                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                    os.kill(int(parts[1]), signal.SIGUSR1)
+
+
+def rank_errors(run_dir: Path) -> list[dict[str, Any]]:
+    """Every ``rank{R}.error.json``, first raised first."""
+    found = [read_json(p) for p in run_dir.glob("rank*.error.json")]
+    return sorted((e for e in found if isinstance(e, dict)), key=lambda e: float(e.get("t_unix") or 0.0))
+
+
+def _first_exception(errors: list[dict[str, Any]]) -> str:
+    first = errors[0]
+    others = f" ({len(errors) - 1} other rank(s) raised too)" if len(errors) > 1 else ""
+    return (f"rank {first.get('rank')} raised {first.get('type')}: {first.get('message')}{others}\n"
+            f"{first.get('traceback') or ''}").strip()
+
+
+def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor | None = None,
+                  manifest: Mapping[str, Any] | None = None) -> RunResult | None:
+    """Write ``result.json`` for a launched script from the agent's files; None when nothing tells what happened
+    (no agent result, no rank error, no memory verdict): the runner then classifies the exit itself."""
+    agent = read_json(run_dir / "agent_result.json")
+    errors = rank_errors(run_dir)
+    trip = monitor.trip if monitor is not None else None
+    telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
+    summary = summarise_steps(steps_frame(read_jsonl(run_dir / "steps.jsonl")), telemetry)
+    warnings: list[str] = []
+    if isinstance(agent, dict):
+        status = RunStatus.parse(agent.get("status"))
+        error = agent.get("error")
+        warnings = [str(w) for w in agent.get("warnings") or ()]
+        peak = agent.get("cuda_peak_mb") or summary.peak_memory_mb or agent.get("host_peak_rss_mb")
+        base: dict[str, Any] = dict(device=agent.get("device"), device_name=agent.get("device_name"),
+                    world_size=int(agent.get("world_size") or 1), started_unix=agent.get("started_unix"),
+                    finished_unix=agent.get("finished_unix"), profiled_then_stopped=agent.get("profiled_then_stopped"))
+    else:
+        status, error, peak = RunStatus.RUNNING, None, summary.peak_memory_mb
+        base = dict(world_size=int((manifest or {}).get("world_size") or 1),
+                    started_unix=(manifest or {}).get("created_unix"), finished_unix=time.time())
+    if errors and status in (RunStatus.OK, RunStatus.RUNNING, RunStatus.FAILED):
+        oom = any(e.get("out_of_memory") for e in errors[:1])
+        status = RunStatus.OUT_OF_MEMORY if oom else RunStatus.FAILED
+        error = _first_exception(errors)
+    if trip is not None:
+        status, error = RunStatus.OUT_OF_MEMORY, trip.message() + (f"\n{error}" if error else "")
+        warnings.append(f"the memory guard ended the profile early (limit {trip.limit_mb:.0f} MiB, "
+                        f"{monitor.limit_source if monitor else MEMORY_LIMIT_ENV})")
+    elif status is RunStatus.RUNNING and monitor is not None and killed_for_memory(exit_code, monitor):
+        status = RunStatus.OUT_OF_MEMORY
+        error = (f"out of memory: the process was killed by SIGKILL with its host memory at {monitor.peak_rss_mb:.0f} "
+                 f"MiB, near the limit of {monitor.limit_mb:.0f} MiB (the kernel's OOM killer); {OOM_ADVICE}")
+    elif status is RunStatus.OUT_OF_MEMORY and error and OOM_ADVICE not in error:
+        error = f"out of memory: {error.splitlines()[0]}; {OOM_ADVICE}\n{error}"
+    if status is RunStatus.RUNNING:
+        return None
+    if monitor is not None and monitor.peak_rss_mb and (peak is None or base.get("device") != "cuda"):
+        peak = max(float(peak or 0.0), monitor.peak_rss_mb)
+    if not isinstance(agent, dict):
+        warnings.append("the script ended without the agent's result: figures come from the steps and telemetry "
+                        "written so far")
+    sources = telemetry["source"].dropna().unique().tolist() if "source" in telemetry else []
+    fields: dict[str, Any] = summary.result_fields()
+    fields["peak_memory_mb"] = peak
+    result = RunResult(status=status, error=error, exit_code=exit_code, warnings=tuple(warnings),
+                       telemetry_source=sources[0] if sources else None,
+                       telemetry_note=getattr(getattr(monitor, "sampler", None), "note", None), **base, **fields)
+    write_json_atomic(run_dir / "result.json", result.to_dict())
+    _write_scalars(run_dir)
+    return result
+
+
+def killed_for_memory(exit_code: int | None, monitor: LaunchMonitor) -> bool:
+    """A SIGKILL (directly, or a rank's, as torchrun reports it) while the tree's peak was near the limit."""
+    killed = exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL) or (
+        exit_code not in (None, 0) and "Signal 9 (SIGKILL)" in _stderr(monitor.run_dir))
+    return killed and monitor.peak_rss_mb >= OOM_NEAR_SHARE * monitor.limit_mb
+
+
+def _stderr(run_dir: Path) -> str:
+    with contextlib.suppress(OSError):
+        return (run_dir / "stderr.log").read_text(errors="replace")[-16_384:]
+    return ""
+
+
+def _write_scalars(run_dir: Path) -> None:
+    try:
+        from profilers.run.tb_export import write_scalars
+
+        write_scalars(run_dir)
+    except Exception as err:  # scalars are a convenience; the run is already stored
+        with contextlib.suppress(OSError), open(run_dir / "stderr.log", "a", encoding="utf-8") as fh:
+            fh.write(f"stepwise: TensorBoard scalars not written: {json.dumps(str(err))}\n")

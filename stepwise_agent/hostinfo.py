@@ -1,0 +1,42 @@
+"""Host facts the agent needs, from the standard library alone (no psutil in the user's environment).
+
+Linux's ``/proc`` is read where it exists; elsewhere each function falls back to what ``os`` offers, or says
+it does not know (``None``) rather than guess.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (its affinity mask, as a DataLoader worker would be scheduled)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def available_memory_bytes() -> int:
+    """Memory available to start new work without swapping: ``MemAvailable`` (Linux), else free pages."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * _PAGE
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (``ru_maxrss``: KiB on Linux, bytes on macOS), in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024**2 if platform.system() == "Darwin" else peak / 1024.0
