@@ -38,6 +38,9 @@ HF_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "compile": lambda v: {"torch_compile": bool(v)},
     "matmul_precision": lambda v: {"tf32": True},
 }
+#: knob values TrainingArguments validates against CUDA (``tf32=True``, ``fp16=True``)
+CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda v: True,
+                                                      "autocast": lambda v: v == "fp16"}
 LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}
 ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16"}
 #: knobs each framework's switch owns (the generic injection stands aside for them)
@@ -124,6 +127,11 @@ class FrameworkInjection:
             return [k for k in self.knobs if k in HF_FIELDS and set(HF_FIELDS[k](self.knobs[k])) & set(set_)]
         return ["autocast"] if set_ else []
 
+    def _precision_here(self) -> bool:
+        """fp16 mixed precision is a CUDA mode the frameworks refuse on a CPU (the generic injection then says
+        why); bf16 runs on both."""
+        return self.knobs.get("autocast") != "fp16" or self.modules.device == "cuda"
+
     def _patch_transformers(self, module: ModuleType) -> None:
         cls = module.TrainingArguments
         original = cls.__post_init__
@@ -136,6 +144,8 @@ class FrameworkInjection:
                 for knob, value in me.knobs.items():
                     if knob not in HF_FIELDS or (knob == "autocast" and value not in ("bf16", "fp16")):
                         continue
+                    if knob in CUDA_ONLY_FIELDS and CUDA_ONLY_FIELDS[knob](value) and me.modules.device != "cuda":
+                        continue  # TrainingArguments refuses these without CUDA: the generic injection says why
                     for field, new in HF_FIELDS[knob](value).items():
                         if field in ("fp16", "bf16") and new is False and not getattr(args, field, False):
                             continue  # not switched off: it was off
@@ -157,7 +167,7 @@ class FrameworkInjection:
             if called_by_user(2):
                 set_: dict[str, Any] = {}
                 asked = {"precision": kwargs.get("precision")}
-                if me.knobs.get("autocast") in LIGHTNING_PRECISION:
+                if me._precision_here() and me.knobs.get("autocast") in LIGHTNING_PRECISION:
                     kwargs["precision"] = set_["precision"] = LIGHTNING_PRECISION[me.knobs["autocast"]]
                 me._record("lightning", "lightning_trainer", user_site(2), cls, set_, asked)
             original(trainer, *args, **kwargs)
@@ -174,7 +184,7 @@ class FrameworkInjection:
             if called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
                 set_: dict[str, Any] = {}
                 asked = {"mixed_precision": kwargs.get("mixed_precision")}
-                if me.knobs.get("autocast") in ACCELERATE_PRECISION:
+                if me._precision_here() and me.knobs.get("autocast") in ACCELERATE_PRECISION:
                     kwargs["mixed_precision"] = set_["mixed_precision"] = ACCELERATE_PRECISION[me.knobs["autocast"]]
                 me._record("accelerate", "accelerator", user_site(2), cls, set_, asked)
             original(acc, *args, **kwargs)
