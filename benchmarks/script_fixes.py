@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS: dict[str, tuple[str, str, float | None]] = {
     "photos": ("photos_train.py", "data-bound: storage latency + JPEG decode + random crop", 2.0),
     "mlp": ("mlp_train.py", "compute-bound: wide fp32 MLP, CPU saturated", 1.5),
-    "trainer": ("hf_trainer_train.py", "Hugging Face Trainer: GPT-2 (4 layers, 256 wide) from a config", None),
+    "trainer": ("hf_trainer_train.py", "Hugging Face Trainer: GPT-2 (2 layers, 128 wide) from a config", None),
     "lightning": ("lightning_train.py", "Lightning: MLP, train_dataloader() with 2 ms storage latency", None)}
 FRAMEWORKS = ("trainer", "lightning")
 
@@ -48,13 +48,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--store", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--python", default=sys.executable, help="interpreter for the framework scripts")
+    p.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
+                   help="fixes to try on the framework scripts (optimize --fix), instead of the diagnosis' choice")
     return p.parse_args(argv)
 
 
 def run_one(name: str, args: argparse.Namespace, store: Path) -> dict[str, Any]:
     script = HERE / "scripts" / SCRIPTS[name][0]
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(store), "--rounds",
-           str(args.rounds), "--trials", str(args.trials), "--steps", str(args.steps), "--",
+           str(args.rounds), "--trials", str(args.trials), "--steps", str(args.steps),
+           *(a for f in (args.fix if name in FRAMEWORKS else []) for a in ("--fix", f)), "--",
            args.python if name in FRAMEWORKS else "python", str(script)]
     started = time.monotonic()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRAINER_OUT": str(store / "trainer-out")}
@@ -105,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# script_fixes on {platform.node()} · {os.cpu_count()} cores · {platform.processor() or platform.machine()}"
           f" · python {platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"# rounds {args.rounds}, trials {args.trials}, {args.steps} timed steps per trial; store {store}")
+    if args.fix:
+        print(f"# framework scripts: fixes asked for ({', '.join(args.fix)}); interpreter {args.python}")
     results: dict[str, Any] = {}
     for name in args.scripts.split(","):
         results[name] = res = run_one(name, args, store)

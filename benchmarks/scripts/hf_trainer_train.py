@@ -1,4 +1,4 @@
-"""A Hugging Face ``Trainer`` script as people write it: a small GPT-2 built from a config (no download),
+"""A Hugging Face ``Trainer`` script as people write it: a small GPT-2 (2 layers, 128 wide) built from a config (no download),
 synthetic token data, the default ``TrainingArguments``. On a CPU its cores are busy in fp32 matmuls.
 Stepwise never edits it; a fix is shown as a ``TrainingArguments`` field.
 
@@ -26,7 +26,7 @@ class Tokens(Dataset):
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
-config = GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=2048, n_positions=128, bos_token_id=0,
+config = GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1024, n_positions=64, bos_token_id=0,
                     eos_token_id=0)
 model = GPT2LMHeadModel(config)
 args = TrainingArguments(
@@ -40,5 +40,5 @@ args = TrainingArguments(
     disable_tqdm=True,
     use_cpu=not torch.cuda.is_available(),
 )
-trainer = Trainer(model=model, args=args, train_dataset=Tokens(8192, 128, 2048))
+trainer = Trainer(model=model, args=args, train_dataset=Tokens(8192, 64, 1024))
 trainer.train()
