@@ -1,6 +1,7 @@
 """``optimize`` on unmodified training scripts, on this machine, ladders side by side.
 
-    .venv/bin/python benchmarks/script_fixes.py [--scripts photos,mlp] [--rounds 3] [--trials 3] [--steps 15]
+    .venv/bin/python benchmarks/script_fixes.py [--scripts photos,mlp,trainer,lightning] [--rounds 3] [--trials 3]
+                                                [--steps 15] [--python ENV/bin/python]
                                                 [--json bench-out/script_fixes.json]
 
 Each script in ``benchmarks/scripts/`` is optimised exactly as a user would: ``python -m advisors optimize
@@ -9,7 +10,11 @@ Each script in ``benchmarks/scripts/`` is optimised exactly as a user would: ``p
 never edited; each kept fix is printed with the line it changes.
 
 Targets (per-sample throughput, A/B with interleaved trials, product of the kept fixes): the data-bound
-script >= 2.0x (aim >= 2.8x), the compute-bound script >= 1.5x.
+script >= 2.0x (aim >= 2.8x), the compute-bound script >= 1.5x. The framework scripts (a Hugging Face
+``Trainer`` and a Lightning script) have no target: they show each fix where their users make it
+(``TrainingArguments(...)``, ``L.Trainer(...)``, the ``DataLoader(...)`` in ``train_dataloader()``), and their
+ladders are printed side by side. They run with ``--python`` (the interpreter of an environment that has
+transformers and lightning; default this one).
 """
 
 from __future__ import annotations
@@ -26,8 +31,12 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = {"photos": ("photos_train.py", "data-bound: storage latency + JPEG decode + random crop", 2.0),
-           "mlp": ("mlp_train.py", "compute-bound: wide fp32 MLP, CPU saturated", 1.5)}
+SCRIPTS: dict[str, tuple[str, str, float | None]] = {
+    "photos": ("photos_train.py", "data-bound: storage latency + JPEG decode + random crop", 2.0),
+    "mlp": ("mlp_train.py", "compute-bound: wide fp32 MLP, CPU saturated", 1.5),
+    "trainer": ("hf_trainer_train.py", "Hugging Face Trainer: GPT-2 (2 layers, 128 wide) from a config", None),
+    "lightning": ("lightning_train.py", "Lightning: MLP, train_dataloader() with 2 ms storage latency", None)}
+FRAMEWORKS = ("trainer", "lightning")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,20 +47,59 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=15, help="timed steps per trial")
     p.add_argument("--store", type=Path)
     p.add_argument("--json", type=Path)
+    p.add_argument("--python", default=sys.executable, help="interpreter for the framework scripts")
+    p.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
+                   help="fixes to try on the framework scripts (optimize --fix), instead of the diagnosis' choice")
     return p.parse_args(argv)
 
 
 def run_one(name: str, args: argparse.Namespace, store: Path) -> dict[str, Any]:
     script = HERE / "scripts" / SCRIPTS[name][0]
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(store), "--rounds",
-           str(args.rounds), "--trials", str(args.trials), "--steps", str(args.steps), "--", "python", str(script)]
+           str(args.rounds), "--trials", str(args.trials), "--steps", str(args.steps),
+           *(a for f in (args.fix if name in FRAMEWORKS else []) for a in ("--fix", f)), "--",
+           args.python if name in FRAMEWORKS else "python", str(script)]
     started = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRAINER_OUT": str(store / "trainer-out")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent, env=env)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip()[-2000:], "seconds": time.monotonic() - started}
     out = json.loads(proc.stdout)
     out["seconds"] = round(time.monotonic() - started, 1)
     return out
+
+
+def framework_ladders(results: dict[str, dict[str, Any]]) -> list[str]:
+    """The framework scripts' ladders side by side: one row per fix tried in any, a column per script with the
+    measured ratio [interval] and the verdict, and the line each was shown at."""
+    names = list(results)
+    fixes = list(dict.fromkeys(r["fix"] for res in results.values() for r in res["rounds"]))
+    width = 40
+    lines = ["## framework ladders side by side", f"{'fix':<22}" + "".join(f"{n:<{width}}" for n in names)]
+    for fix in fixes:
+        cells = []
+        for n in names:
+            r = next((x for x in results[n]["rounds"] if x["fix"] == fix), None)
+            if r is None:
+                cells.append("not tried")
+            elif r["not_applied"]:
+                cells.append("not applied")
+            else:
+                low, high = r["interval"] or (None, None)
+                ratio = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
+                band = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+                cells.append(f"{ratio}{band} {'kept' if r['kept'] else 'rejected'}")
+        lines.append(f"{fix:<22}" + "".join(f"{c:<{width}}" for c in cells))
+    lines.append(f"{'total':<22}" + "".join(f"{results[n]['total_speedup']:.2f}x".ljust(width) for n in names))
+    for fix in fixes:
+        for n in names:
+            r = next((x for x in results[n]["rounds"] if x["fix"] == fix), None)
+            if r is not None and r.get("change") and r["change"]["kind"] == "diff":
+                changed = [ln[1:].strip() for ln in r["change"]["text"].splitlines()
+                           if ln.startswith("+") and not ln.startswith("+++")]
+                lines.append(f"{fix} in {n}: {Path(r['where'].rsplit(':', 1)[0]).name}:{r['where'].rsplit(':', 1)[1]}"
+                             f" -> {' | '.join(changed)}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# script_fixes on {platform.node()} · {os.cpu_count()} cores · {platform.processor() or platform.machine()}"
           f" · python {platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"# rounds {args.rounds}, trials {args.trials}, {args.steps} timed steps per trial; store {store}")
+    if args.fix:
+        print(f"# framework scripts: fixes asked for ({', '.join(args.fix)}); interpreter {args.python}")
     results: dict[str, Any] = {}
     for name in args.scripts.split(","):
         results[name] = res = run_one(name, args, store)
@@ -69,20 +119,26 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print("\n".join(res["table"]))
         for r in res["rounds"]:
-            if r["kept"] and r.get("change"):
-                print(f"\n{r['fix']} at {r['where'] or 'start-up'}:\n{r['change']['text']}")
+            if r.get("change") and (r["kept"] or name in FRAMEWORKS):
+                verdict = "kept" if r["kept"] else "measured, not kept"
+                print(f"\n{r['fix']} ({verdict}) at {r['where'] or 'start-up'}:\n{r['change']['text']}")
         for a in res.get("advice", []):
             print(f"advice: {a['fix']}: {a['why']}")
     print("\n## side by side")
     print(f"{'script':<10}{'kept fixes':<48}{'total':>8}{'target':>8}  met")
     for name, res in results.items():
         target = SCRIPTS[name][2]
+        shown = f"{target:>7.1f}x" if target is not None else f"{'-':>8}"
         if "error" in res:
-            print(f"{name:<10}{'error':<48}{'-':>8}{target:>7.1f}x  no")
+            print(f"{name:<10}{'error':<48}{'-':>8}{shown}  no")
             continue
         kept = " + ".join(f"{r['fix']} {r['speedup']:.2f}x" for r in res["rounds"] if r["kept"]) or "none"
         total = res["total_speedup"]
-        print(f"{name:<10}{kept:<48}{total:>7.2f}x{target:>7.1f}x  {'yes' if total >= target else 'NO'}")
+        met = "-" if target is None else "yes" if total >= target else "NO"
+        print(f"{name:<10}{kept:<48}{total:>7.2f}x{shown}  {met}")
+    frameworks = [n for n in FRAMEWORKS if n in results and "error" not in results[n]]
+    if frameworks:
+        print("\n" + "\n".join(framework_ladders({n: results[n] for n in frameworks})))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))

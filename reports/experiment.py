@@ -111,15 +111,16 @@ def verdict(e: Experiment[Spec]) -> str:
 def call_site(e: Experiment[Spec]) -> dict[str, Any] | None:
     """The call in the user's code the fix acts on (its DataLoader, optimizer, model call …), as the launcher
     recorded it in the runs' ``injected.json`` (patched runs first); ``None`` when the fix has no single place."""
-    from advisors.experiments.script_fixes import INJECTIONS
+    from advisors.experiments.script_fixes import ScriptContext, where_for
 
-    inj = INJECTIONS.get(e.fix.id)
-    if inj is None or inj.target is None:
-        return None
+    knobs = {k: v[1] for k, v in e.spec_changes().items()}  # what was injected: its framework switch, if any
     for o in (*e.patched.outcomes, *e.baseline.outcomes):
-        site = ((o.applied or {}).get("sites") or {}).get(inj.target)
-        if isinstance(site, dict) and site.get("file") and site.get("line"):
-            return dict(site)
+        applied = o.applied or {}
+        if applied.get("sites"):
+            ctx = ScriptContext(sites=applied["sites"], all_sites=applied.get("all_sites") or {})
+            site = where_for(e.fix, ctx, knobs)
+            if site is not None and site.get("file") and site.get("line"):
+                return site
     return None
 
 

@@ -64,13 +64,21 @@ def where_text(where: dict[str, Any] | None) -> str | None:
     return None if not where else f"{where.get('file')}:{where.get('line')}"
 
 
+def sites_text(where: dict[str, Any] | None) -> list[str]:
+    """Every ``file:line`` the change covers (the first is ``where``)."""
+    if not where:
+        return []
+    return [f"{s.get('file')}:{s.get('line')}" for s in where.get("all") or [where]]
+
+
 def change_json(r: Rung[Spec], device: str) -> dict[str, Any] | None:
-    """A kept script fix as the edit to make: a diff of the user's file, or the snippet at the line."""
+    """A script fix that acted, as the edit that was measured: one diff of the user's file covering every site
+    the knobs acted on, or the snippet at the line. ``None`` for a fix that did not act."""
     from advisors.experiments.script_diff import render
     from advisors.experiments.script_fixes import INJECTIONS
 
     e = r.experiment
-    if not e.kept or not isinstance(e.patched.spec, ScriptSpec):
+    if e.not_applied or not e.patched.outcomes or not isinstance(e.patched.spec, ScriptSpec):
         return None
     inj = INJECTIONS.get(e.fix.id)
     knobs = {k: v[1] for k, v in e.spec_changes().items()}
@@ -81,7 +89,8 @@ def ladder_json(ladder: Ladder[Spec], device: str = "cpu") -> dict[str, Any]:
     rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
                "upper_bound_speedup": r.upper_bound, "cumulative_speedup": _r(r.cumulative),
                "bound_exceeded": exceeds(r.experiment.speedup, r.upper_bound),
-               "where": where_text(r.where), "change": change_json(r, device)} for r in ladder.rungs]
+               "where": where_text(r.where), "sites": sites_text(r.where), "change": change_json(r, device)}
+              for r in ladder.rungs]
     out: dict[str, Any] = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
            "final_spec_changes": {k: v[1] for k, v in spec_changes(ladder.start, ladder.final).items()},
            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),

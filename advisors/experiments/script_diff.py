@@ -1,10 +1,13 @@
 """The line to change: a kept fix rendered against the user's own file.
 
-Where the change is a keyword argument of one call the script makes (its ``DataLoader(...)``, its optimizer,
+Where the change is a keyword argument of a call the script makes (its ``DataLoader(...)``, its optimizer,
 its ``DistributedDataParallel(...)``), the edit is a unified diff of that file: the keyword added, or its
-value replaced, located with :mod:`ast` from the call site the launcher recorded. Autocast becomes a ``with``
-block around the statement that calls the model. Anything else is the fix's snippet placed at the recorded
-line. The user's file is only read.
+value replaced, located with :mod:`ast` from the call site the launcher recorded — at every such call the knob
+acted on (a GAN's two optimizers), in one diff. Autocast becomes a ``with`` block around each statement that
+calls a model. A script driven by a framework gets the change at the framework's own switch, in the framework's
+terms: ``TrainingArguments(bf16=True, dataloader_num_workers=4)``, ``L.Trainer(precision="bf16-mixed")``,
+``Accelerator(mixed_precision="bf16")``. Anything else is the fix's snippet placed at the recorded line. The
+user's file is only read; a file inside an installed library is never diffed.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import ast
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from advisors.verdict import Fix
 
@@ -36,14 +39,48 @@ class Change:
     file: str | None
     line: int | None
     text: str
+    sites: tuple[str, ...] = ()  # every file:line the change covers
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "file": self.file, "line": self.line, "text": self.text}
+        return {"kind": self.kind, "file": self.file, "line": self.line, "text": self.text,
+                "sites": list(self.sites)}
+
+
+#: A framework's own switch (the call its user configures it with) -> knob -> its keyword arguments there.
+SWITCH_KWARGS: dict[str, dict[str, Callable[[Any], dict[str, Any]]]] = {
+    "training_arguments": {
+        "autocast": lambda v: {"bf16": True} if v == "bf16" else {"fp16": True},
+        "num_workers": lambda v: {"dataloader_num_workers": int(v)},
+        "pin_memory": lambda v: {"dataloader_pin_memory": bool(v)},
+        "persistent_workers": lambda v: {"dataloader_persistent_workers": bool(v)},
+        "prefetch_factor": lambda v: {"dataloader_prefetch_factor": int(v)},
+        "compile": lambda v: {"torch_compile": bool(v)},
+        "matmul_precision": lambda v: {"tf32": True},
+    },
+    "lightning_trainer": {"autocast": lambda v: {"precision": "bf16-mixed" if v == "bf16" else "16-mixed"}},
+    "accelerator": {"autocast": lambda v: {"mixed_precision": str(v)}},
+}
+CALL_NAMES.update({"training_arguments": ("TrainingArguments",), "lightning_trainer": ("Trainer",),
+                   "accelerator": ("Accelerator",)})
+LIBRARY_DIRS = ("site-packages", "dist-packages")
+
+
+def switch_for(knobs: Mapping[str, Any], sites: Mapping[str, Any]) -> str | None:
+    """The framework switch recorded in ``sites`` that takes every one of ``knobs``, if any."""
+    for switch, table in SWITCH_KWARGS.items():
+        if switch in sites and knobs and all(k in table for k in knobs):
+            return switch
+    return None
 
 
 def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any]) -> dict[str, str]:
     """The keyword arguments (as source text) that express ``knobs`` at a ``target`` call."""
     out: dict[str, str] = {}
+    if target in SWITCH_KWARGS:
+        for knob, value in knobs.items():
+            if knob in SWITCH_KWARGS[target]:
+                out.update({k: repr(v) for k, v in SWITCH_KWARGS[target][knob](value).items()})
+        return out
     for knob, value in knobs.items():
         if knob not in KWARGS.get(target, {}):
             continue
@@ -56,25 +93,76 @@ def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any]) -
     return out
 
 
+def is_library_file(file: str) -> bool:
+    """A file inside an installed package: never a place to change (nor to diff)."""
+    return any(part in LIBRARY_DIRS for part in Path(file).parts)
+
+
 def render(fix: Fix, knobs: Mapping[str, Any], target: str | None, site: Mapping[str, Any] | None,
            device: str = "cpu") -> Change:
-    """The edit for a kept fix: a diff where the file and call can be read, else the snippet at the line."""
+    """The edit for a fix: one diff covering every site it acted on (``site["all"]``: each model call, each
+    optimizer, each DataLoader; a framework's switch when ``site["target"]`` names one), else the snippet at the
+    first site's line. A site inside an installed library, or one where a library built the object
+    (``via``) and no switch of it is known, gets the snippet: no diff ever touches a library."""
+    target = str(site.get("target")) if site and site.get("target") else target
+    sites = [s for s in ((site or {}).get("all") or ([site] if site else [])) if s and s.get("file")]
     file, line = (str(site["file"]), int(site["line"])) if site else (None, None)
-    source = _read(file)
-    if source is not None and file is not None and line is not None and target is not None:
-        new = None
-        if target in KWARGS:
-            new = _with_kwargs(source, line, target, site or {}, kwargs_for(target, knobs, site or {}))
-        elif target == "model_call" and knobs.get("autocast") in ("bf16", "fp16"):
-            dtype = "torch.bfloat16" if knobs["autocast"] == "bf16" else "torch.float16"
-            new = _wrapped(source, line, f"with torch.autocast(device_type={device!r}, dtype={dtype}):")
-        if new is not None and new != source:
-            name = Path(file).name
-            diff = difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}", n=2)
-            return Change("diff", file, line, "".join(diff))
+    labels = tuple(f"{s['file']}:{s['line']}" for s in sites)
+    texts: list[str] = []
+    for f in dict.fromkeys(str(s["file"]) for s in sites):
+        group = [s for s in sites if str(s["file"]) == f]
+        text = _file_diff(f, group, knobs, target, device)
+        if text is None:
+            texts = []
+            break
+        texts.append(text)
+    if texts and target is not None:
+        return Change("diff", file, line, "".join(texts), labels)
+    via = f"# {site['via']} builds this inside your call here\n" if site and site.get("via") else ""
     where = f"# at {Path(file).name}:{line}\n" if file else "# no single place in your code: once, at start-up\n"
-    return Change("snippet", file, line, where + fix.snippet)
+    return Change("snippet", file, line, where + via + fix.snippet, labels)
+
+
+def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, Any], target: str | None,
+               device: str) -> str | None:
+    """The unified diff of ``file`` with every site in it changed, or ``None`` when one cannot be."""
+    source = _read(file)
+    if source is None or target is None or is_library_file(file):
+        return None
+    new: str | None = source
+    if target in KWARGS or target in SWITCH_KWARGS:
+        for s in sorted(sites, key=lambda s: int(s["line"]), reverse=True):  # bottom-up: lines above stay put
+            if new is None or (s.get("via") and target not in SWITCH_KWARGS):
+                return None
+            new = _with_kwargs(new, int(s["line"]), target, s, kwargs_for(target, knobs, s))
+    elif target == "model_call" and knobs.get("autocast") in ("bf16", "fp16"):
+        if any(s.get("via") for s in sites):
+            return None
+        dtype = "torch.bfloat16" if knobs["autocast"] == "bf16" else "torch.float16"
+        for first in sorted(_statements(source, [int(s["line"]) for s in sites]), reverse=True):
+            new = _wrapped(new, first, f"with torch.autocast(device_type={device!r}, dtype={dtype}):") \
+                if new is not None else None
+    else:
+        return None
+    if new is None or new == source:
+        return None
+    name = Path(file).name
+    return "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        f"a/{name}", f"b/{name}", n=2))
+
+
+def _statements(source: str, lines: list[int]) -> set[int]:
+    """The first line of the innermost simple statement holding each of ``lines`` (two calls in one statement,
+    such as ``D(G(z))``, are one statement to wrap)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(lines)
+    out = set()
+    for line in lines:
+        stmt = _simple_statement(tree, line)
+        out.add(stmt.lineno if stmt is not None else line)
+    return out
 
 
 def _read(file: str | None) -> str | None:
@@ -152,14 +240,19 @@ def _wrapped(source: str, line: int, header: str) -> str | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
-             and not isinstance(n, (ast.For, ast.While, ast.If, ast.With, ast.Try, ast.FunctionDef,
-                                    ast.AsyncFunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith))]
-    if not stmts:
+    stmt = _simple_statement(tree, line)
+    if stmt is None:
         return None
-    stmt = min(stmts, key=lambda s: (s.end_lineno or s.lineno) - s.lineno)
     lines = source.splitlines(keepends=True)
     first, last = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
     indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
     body = ["    " + x if x.strip() else x for x in lines[first:last + 1]]
     return "".join(lines[:first] + [indent + header + "\n"] + body + lines[last + 1:])
+
+
+def _simple_statement(tree: ast.AST, line: int) -> ast.stmt | None:
+    """The innermost statement (not a block) that spans ``line``."""
+    stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
+             and not isinstance(n, (ast.For, ast.While, ast.If, ast.With, ast.Try, ast.FunctionDef,
+                                    ast.AsyncFunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith))]
+    return min(stmts, key=lambda s: (s.end_lineno or s.lineno) - s.lineno) if stmts else None

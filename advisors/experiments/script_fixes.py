@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from advisors.experiments.script_diff import switch_for
 from advisors.verdict import Fix
 from profilers.run.script_spec import ScriptSpec
 
@@ -32,7 +33,8 @@ class ScriptContext:
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     host_busy: float | None = None  # share of all host cores busy during steady steps (0..1)
     loader: Mapping[str, Any] = field(default_factory=dict)  # the training DataLoader's effective settings
-    sites: Mapping[str, Any] = field(default_factory=dict)  # call sites in the user's code
+    sites: Mapping[str, Any] = field(default_factory=dict)  # call sites in the user's code (the first of each)
+    all_sites: Mapping[str, Any] = field(default_factory=dict)  # every site of each kind (a GAN's two models)
 
     @property
     def workers(self) -> int:
@@ -132,6 +134,24 @@ def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec
         return None
     out = spec.patch(inject=knobs)
     return out if out != spec else None
+
+
+def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """Where ``fix``'s change belongs in the user's code: the first site (``file``, ``line``, ``code``) plus
+    ``target`` (the kind of call it changes) and ``all`` (every site the knobs act on, for one diff). A script
+    driven by a framework whose switch takes every knob of the fix gets that switch
+    (``TrainingArguments(...)``, ``L.Trainer(...)``, ``Accelerator(...)``); ``None``: no single place."""
+    inj = INJECTIONS.get(fix.id)
+    if inj is None:
+        return None
+    knobs = knobs if knobs is not None else (inj.knobs(ctx) or {})
+    switch = switch_for(knobs, ctx.sites) if inj.target in (None, "dataloader", "model_call", "optimizer") else None
+    target = switch or inj.target
+    if target is None or target not in ctx.sites:
+        return None
+    first = dict(ctx.sites[target])
+    every = [dict(s) for s in (ctx.all_sites.get(target) or [first])]
+    return {**first, "target": target, "all": every}
 
 
 def why_not_applied(fix: Fix, applied: Mapping[str, Any] | None) -> str | None:

@@ -16,7 +16,8 @@ from advisors.fixes import FIXES, applies
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import run_facts
 from advisors.experiments.optimize import proposed
-from advisors.experiments.script_fixes import INJECTIONS, ScriptContext, not_injectable, script_patched, why_not_applied
+from advisors.experiments.script_fixes import (ScriptContext, not_injectable, script_patched, where_for,
+                                               why_not_applied)
 from advisors.experiments.trials import RunOutcome
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
@@ -73,8 +74,7 @@ class ScriptStrategy:
         return out
 
     def where(self, fix: Fix) -> dict[str, Any] | None:
-        inj = INJECTIONS.get(fix.id)
-        return dict(self.ctx.sites[inj.target]) if inj and inj.target and inj.target in self.ctx.sites else None
+        return where_for(fix, self.ctx)
 
 
 def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
@@ -89,4 +89,5 @@ def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
     return ScriptContext(device=device, world_size=facts.world_size or before.world_size,
                          cores=(tel.cpu_count if tel is not None and tel.cpu_count else before.cores),
                          host_busy=busy, loader=injected.get("loader") or before.loader,
-                         sites=injected.get("sites") or before.sites)
+                         sites=injected.get("sites") or before.sites,
+                         all_sites=injected.get("all_sites") or before.all_sites)

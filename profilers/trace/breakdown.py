@@ -23,6 +23,10 @@ its own thread) claims the time no operator covers: the main thread waiting for 
 communication. Time inside a ``## backward ##``-style annotation that neither covers goes to that phase.
 ``other`` is whatever no event covers (Python overhead, idle).
 
+Closure optimizers (LBFGS, Lightning's automatic optimization) run forward and backward inside
+``optimizer.step(closure)``; the agent marks the closure (``stepwise::optimizer_closure``), and its span is taken
+out of the optimizer set, so operators inside it count as forward and backward and the optimizer keeps its update.
+
 Collective ops are never work, on any rank: the four host work sets (dataloader, optimizer, backward,
 forward) leave out the time their own thread spends inside a communication op (``c10d::allreduce_``,
 ``c10d::barrier``, ``gloo:all_reduce``, ``nccl:all_reduce``, ``record_param_comms``, torchrec awaitable waits;
@@ -141,7 +145,14 @@ def event_sets(trace: Trace, rank: int, masks: dict[str, np.ndarray] | None = No
     sel = ev["rank"].to_numpy() == rank
     starts, ends = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
     sets = {key: Intervals.of(starts[sel & m], ends[sel & m]) for key, m in masks.items() if key not in parts.HOST_WORK}
-    return {**sets, **parts.host_work_sets(ev, sel, masks)}
+    out = {**sets, **parts.host_work_sets(ev, sel, masks)}
+    if "closure" in out and len(out["closure"]):
+        # forward and backward run inside optimizer.step(closure): the optimizer keeps only its own update; the
+        # closure's time no operator covers is the forward's Python (its backward ops claim their own time)
+        out["optimizer"] = out["optimizer"] - out["closure"]
+        out["phase_optimizer"] = out["phase_optimizer"] - out["closure"]
+        out["phase_forward"] = out["phase_forward"] | out["closure"]
+    return out
 
 
 def claim(sets: dict[str, Intervals], on_gpu: bool) -> dict[str, Intervals]:

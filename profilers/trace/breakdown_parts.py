@@ -60,6 +60,7 @@ def category_masks(ev: pd.DataFrame) -> dict[str, np.ndarray]:
         "phase_optimizer": annotation & _by_name(ev, kc.OPTIMIZER_PHASE),
         "phase_backward": annotation & _by_name(ev, kc.BACKWARD),
         "phase_forward": annotation & not_step & _by_name(ev, kc.FORWARD_PHASE),
+        "closure": annotation & _by_name(ev, kc.CLOSURE),
     }
 
 

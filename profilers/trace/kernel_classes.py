@@ -58,6 +58,9 @@ DATA_PHASE = re.compile(r"data_?load|training_batch|next_batch|get_batch|fetch_b
 OPTIMIZER_PHASE = re.compile(r"optimi[sz]er|zero_grad", re.IGNORECASE)
 FORWARD_PHASE = re.compile(r"forward", re.IGNORECASE)
 BACKWARD = re.compile(r"backward|autograd::engine", re.IGNORECASE)
+#: The agent's annotation around an optimizer closure (``stepwise_agent.inject.closure.CLOSURE_MARK``): the forward
+#: and backward that LBFGS or Lightning run inside ``optimizer.step(closure)``, not the optimizer's own time.
+CLOSURE = re.compile(r"^stepwise::optimizer_closure$")
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#(\w+)\.step$")  # torch.optim's span; the group is the class
 OPTIMIZER = re.compile(r"^Optimizer\.|optimizer\.py|^## optimizer|^aten::_foreach_|^aten::_fused_(adam|sgd)",
                        re.IGNORECASE)

@@ -2,9 +2,11 @@
 one run, the library objects the script builds (see ``loader``, ``modules``, ``optim``). The script's files are
 never read for execution differently nor written.
 
-:class:`Injector` installs every part, hears each training step (the first one ends the model watch and routes
+:class:`Injector` installs every part, hears each training step (the second one ends the model watch and routes
 fp16 steps through the GradScaler), and at the end returns the report: per knob whether it acted and the
-evidence; the user's call sites of DataLoader, optimizer, DDP and model call. With no knobs it still records
+evidence; the user's call sites of DataLoader, optimizer, DDP and model call, and of a framework's switch
+(``TrainingArguments``, ``L.Trainer``, ``Accelerator``; see ``frameworks``) with what was set there.
+Closures given to ``optimizer.step`` are marked for the trace (``closure``). With no knobs it still records
 the call sites, which is what the Advisor needs to point at the line to change.
 """
 
@@ -17,12 +19,18 @@ import torch
 
 from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.hostinfo import available_memory_bytes
+from stepwise_agent.inject.closure import annotate_closures
+from stepwise_agent.inject.frameworks import FrameworkInjection
 from stepwise_agent.inject.loader import LoaderInjection
 from stepwise_agent.inject.modules import ModuleInjection
 from stepwise_agent.inject.optim import OptimInjection
 from stepwise_agent.inject.report import InjectionReport
 
 __all__ = ["Injector", "InjectionReport"]
+
+#: Model calls are watched through this many detected steps: with two optimizers (a GAN) the first detected step
+#: ends at the first one's ``step()``, before the second model's calls; a whole cycle has run by the second.
+WATCH_STEPS = 2
 
 
 class Injector:
@@ -43,6 +51,7 @@ class Injector:
         self.modules = ModuleInjection(self.knobs, self.report, self.device, self.caps)
         self.optim = OptimInjection(self.knobs, self.report, self.caps)
         self.optim.on_skipped_step = on_skipped_step
+        self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules)
         self._undo: list[Callable[[], None]] = []
         self.steps = 0
 
@@ -58,19 +67,22 @@ class Injector:
         self.loader.install()
         self.modules.install()
         self.optim.install()
+        self.frameworks.install()
+        self._undo.append(annotate_closures())
         if self.knobs.get("autocast") == "fp16":
             self._scale_backward()
 
     def uninstall(self) -> None:
         while self._undo:
             self._undo.pop()()
+        self.frameworks.uninstall()
         self.optim.uninstall()
         self.modules.uninstall()
         self.loader.uninstall()
 
     def on_step(self) -> None:
         self.steps += 1
-        if self.steps == 1:
+        if self.steps == WATCH_STEPS:
             self.modules.stop_watching()
 
     def _scale_backward(self) -> None:
@@ -93,4 +105,5 @@ class Injector:
         """The report, once the run is over (evidence that needs the whole run is decided here)."""
         self.loader.finish()
         self.modules.finish()
-        return self.report.to_json()
+        self.optim.finish()
+        return {**self.report.to_json(), "frameworks": self.frameworks.to_json()}

@@ -66,6 +66,22 @@ def sample_bytes(x: Any) -> int:
     return 64
 
 
+def loader_batch_size(loader: DataLoader[Any]) -> int | None:
+    """Samples per batch: the loader's own ``batch_size``, else its batch sampler's (a ``BatchSampler``,
+    accelerate's ``BatchSamplerShard``, or one wrapped in another such as accelerate's ``SkipBatchSampler``)."""
+    if isinstance(loader.batch_size, int):
+        return loader.batch_size
+    sampler: Any = loader.batch_sampler
+    for _ in range(3):
+        size = getattr(sampler, "batch_size", None)
+        if isinstance(size, int):
+            return size
+        sampler = getattr(sampler, "batch_sampler", None)
+        if sampler is None:
+            break
+    return None
+
+
 class _RngSaved:
     """Reads made to probe a dataset must not move the script's random streams."""
 
@@ -154,13 +170,13 @@ class LoaderInjection:
         def init(loader: DataLoader[Any], *args: Any, **kwargs: Any) -> None:
             bound = signature.bind(loader, *args, **kwargs)
             bound.apply_defaults()
-            site = user_site()
+            site = user_site(obj=loader)
             asked = {k: bound.arguments[k] for k in LOADER_KNOBS}
             me._override(bound.arguments)
             original_init(*bound.args, **bound.kwargs)
             me.loaders[id(loader)] = {"site": site, "asked": asked,
                                       "effective": {k: bound.arguments[k] for k in LOADER_KNOBS},
-                                      "batch_size": bound.arguments.get("batch_size")}
+                                      "batch_size": loader_batch_size(loader)}
 
         original_get = DataLoader._get_iterator
 
@@ -210,15 +226,25 @@ class LoaderInjection:
         info = self.loaders.get(id(loader))
         if info is None:
             return
+        site = self._users_site(info)
+        self.report.site("dataloader", site, **{k: info["asked"][k] for k in LOADER_KNOBS},
+                         batch_size=info["batch_size"])  # every loader the knobs acted on; the first trains
         if self.training is None:
             self.training = id(loader)
-            self.report.site("dataloader", info["site"], **{k: info["asked"][k] for k in LOADER_KNOBS},
-                             batch_size=info["batch_size"])
             self.report.loader = {**info["effective"], "batch_size": info["batch_size"]}
         if id(loader) != self.training:
             return
         self.iterators.add(id(it))
         self._evidence(it, loader)
+
+    def _users_site(self, info: dict[str, Any]) -> dict[str, Any] | None:
+        """A loader a library rebuilt from the user's (accelerate's ``prepare``, Lightning re-instantiating it
+        for a sampler) is changed at the user's own ``DataLoader(...)``: the last one built by the user's code."""
+        site = info["site"]
+        if site is None or "via" not in site:
+            return site
+        own = [i["site"] for i in self.loaders.values() if i["site"] is not None and "via" not in i["site"]]
+        return own[-1] if own else site
 
     def _evidence(self, it: Any, loader: DataLoader[Any]) -> None:
         r = self.report

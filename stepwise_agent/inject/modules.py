@@ -2,7 +2,7 @@
 GradScaler on CUDA), ``compile`` (``Module.compile()`` in place), ``channels_last``; and the process-wide flags
 ``matmul_precision`` (TF32) and ``cudnn_benchmark``.
 
-The outermost module is found on the fly: while the first step runs, ``nn.Module.__call__`` is watched; a
+The outermost module is found on the fly: while the first two steps run, ``nn.Module.__call__`` is watched; a
 module with parameters called while no other module call is in progress is a model the script trains (a GAN
 has two). Its ``forward`` is wrapped on the instance only, and the class-wide watch is removed after the first
 step so the rest of the run pays nothing for it. Low-precision outputs leave the wrapped forward as fp32, so
@@ -47,6 +47,9 @@ class ModuleInjection:
         self._watching = False
         self._low_outputs = 0
         self._math_outputs: list[torch.dtype] = []
+        #: knobs a framework applies itself at its own switch (``TrainingArguments(bf16=True)``,
+        #: ``L.Trainer(precision=...)``): the model is then watched for evidence, not wrapped a second time
+        self.framework_owns: set[str] = set()
 
     # -- install / uninstall ---------------------------------------------------------------------------------
     def install(self) -> None:
@@ -69,7 +72,7 @@ class ModuleInjection:
         self._undo.append(lambda: setattr(nn.Module, "__call__", original_call))
 
     def stop_watching(self) -> None:
-        """After the first step: the models are known; remove the class-wide hook (it costs every call)."""
+        """After the first steps: the models are known; remove the class-wide hook (it costs every call)."""
         if self._watching:
             self._watching = False
             self.uninstall()
@@ -96,25 +99,27 @@ class ModuleInjection:
 
     # -- the models ------------------------------------------------------------------------------------------
     def _seen(self, module: nn.Module) -> None:
-        if any(m is module for m in self.models) or not any(True for _ in module.parameters()):
+        if not any(True for _ in module.parameters()):
+            return
+        inner = getattr(module, "module", module)  # DistributedDataParallel wraps the script's model
+        convolutions = sum(isinstance(m, _CONV) for m in inner.modules())
+        # every top-level call of the watched steps is a site (a GAN calls its discriminator twice)
+        self.report.site("model_call", user_site(3), type=type(module).__name__, convolutions=convolutions)
+        if any(m is module for m in self.models):
             return
         self.models.append(module)
-        inner = getattr(module, "module", module)  # DistributedDataParallel wraps the script's model
-        self.report.site("model_call", user_site(3), type=type(module).__name__,
-                         convolutions=sum(isinstance(m, _CONV) for m in inner.modules()))
         if self.knobs.get("channels_last"):
             self._make_channels_last(module, inner)
         if self.knobs.get("cudnn_benchmark") and (k := self.report.knob("cudnn_benchmark")) is not None:
-            convs = sum(isinstance(m, _CONV) for m in inner.modules())
             if self.device != "cuda":
                 k.refuse("cudnn.benchmark picks cuDNN convolution algorithms; this run is on the CPU")
-            elif not convs:
+            elif not convolutions:
                 k.refuse("the model has no convolution for cuDNN to tune")
             else:
-                k.act(f"cuDNN autotunes the algorithms of {convs} convolution layers")
+                k.act(f"cuDNN autotunes the algorithms of {convolutions} convolution layers")
         if self.knobs.get("autocast") in LOW:
-            self._autocast(module, inner)
-        if self.knobs.get("compile"):
+            self._autocast(module, inner, wrap="autocast" not in self.framework_owns)
+        if self.knobs.get("compile") and "compile" not in self.framework_owns:
             if self.caps.module_compile:
                 inner.compile()
             else:  # torch < 2.2 has no Module.compile: compile the forward in place instead
@@ -142,7 +147,7 @@ class ModuleInjection:
         module.forward = forward
         k.act(f"{len(four_d)} convolution weights and 4-D inputs in channels_last (NHWC) layout")
 
-    def _autocast(self, module: nn.Module, inner: nn.Module) -> None:
+    def _autocast(self, module: nn.Module, inner: nn.Module, wrap: bool = True) -> None:
         name = self.knobs["autocast"]
         dtype = LOW[name]
         original = module.forward
@@ -156,7 +161,8 @@ class ModuleInjection:
             me._low_outputs += sum(isinstance(x, torch.Tensor) and x.dtype == dtype for x in leaves)
             return tree_map(_to_fp32, out)
 
-        module.forward = forward
+        if wrap:
+            module.forward = forward
         hooks: list[Any] = []
 
         def math_hook(m: nn.Module, inputs: Any, output: Any) -> None:
@@ -168,7 +174,7 @@ class ModuleInjection:
             hooks.clear()
 
         hooks.extend(m.register_forward_hook(math_hook) for m in inner.modules() if isinstance(m, _MATH))
-        if name == "fp16":  # fp16's narrow range needs loss scaling (bf16's does not)
+        if name == "fp16" and wrap:  # fp16's narrow range needs loss scaling (bf16's does not)
             self.scaler = grad_scaler(torch, self.caps, device_type)
 
     def finish(self) -> None:
@@ -180,7 +186,9 @@ class ModuleInjection:
                 k.refuse("no module with parameters was called at the top level")
             elif dtype in self._math_outputs or self._low_outputs:
                 seen = "its first matmul/convolution layer ran" if dtype in self._math_outputs else "its output was"
-                k.act(f"{self.knobs['autocast']} autocast around {type(self.models[0]).__name__}.forward: {seen} in "
+                names = ", ".join(f"{type(m).__name__}.forward" for m in self.models)
+                how = "by the framework's own switch, on" if "autocast" in self.framework_owns else "around"
+                k.act(f"{self.knobs['autocast']} autocast {how} {names} ({len(self.models)} model(s)): {seen} in "
                       f"{self.knobs['autocast']}" + ("; loss scaled by a GradScaler" if self.scaler else ""))
             else:
                 k.refuse(f"under autocast the model's layers still produced "

@@ -33,6 +33,7 @@ class OptimInjection:
         self._undo: list[Callable[[], None]] = []
         self.scaler: Any = None  # set by the injector when fp16 autocast needs loss scaling
         self.on_skipped_step: Callable[[Any], None] | None = None
+        self.acted_on: list[str] = []  # the optimizers built with the injected implementation, in order
 
     def install(self) -> None:
         base_init = torch.optim.Optimizer.__init__
@@ -75,6 +76,7 @@ class OptimInjection:
                 k.refuse(refusal or f"{cls.__name__} has no {impl} implementation")
             elif opt.defaults.get(impl):
                 k.act(f"{cls.__name__}({impl}=True): multi-tensor parameter updates")
+                self.acted_on.append(cls.__name__)
 
         cls.__init__ = wrapped  # type: ignore[misc]
         self._undo.append(lambda: setattr(cls, "__init__", init))
@@ -114,6 +116,12 @@ class OptimInjection:
             nccl = torch.distributed.get_backend() == "nccl"
             ddp.register_comm_hook(state=None, hook=default_hooks.bf16_compress_hook if nccl else bf16_allreduce_hook)
             k.act("gradients all-reduced in bf16 by a DDP comm hook (half the bytes)")
+
+    def finish(self) -> None:
+        """Count the optimizers the implementation knob acted on (a GAN has two)."""
+        if (k := self.report.knob("optimizer_impl")) is not None and k.acted and self.acted_on:
+            k.act(f"{len(self.acted_on)} optimizer(s) built with {self.knobs['optimizer_impl']}=True: "
+                  + ", ".join(self.acted_on))
 
     # -- GradScaler for fp16 ---------------------------------------------------------------------------------
     def scale_steps(self, scaler: Any) -> None:

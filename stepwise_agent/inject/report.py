@@ -35,20 +35,29 @@ class KnobReport:
 
 
 class InjectionReport:
-    """Knob reports plus the user's call sites (DataLoader, optimizer, DDP, first model call)."""
+    """Knob reports plus the user's call sites (DataLoader, optimizer, DDP, model calls): ``sites`` holds the first
+    of each kind (the contract), ``all_sites`` every distinct one (a GAN's two models and two optimizers), so the
+    diff covers every place a knob acted on."""
 
     def __init__(self, knobs: dict[str, Any]) -> None:
         self.knobs = {k: KnobReport(v) for k, v in knobs.items()}
         self.sites: dict[str, dict[str, Any]] = {}
+        self.all_sites: dict[str, list[dict[str, Any]]] = {}
         self.loader: dict[str, Any] = {}  # the training DataLoader's effective settings
 
     def knob(self, name: str) -> KnobReport | None:
         return self.knobs.get(name)
 
     def site(self, what: str, site: dict[str, Any] | None, **extra: Any) -> None:
-        if site is not None and what not in self.sites:
-            self.sites[what] = {**site, **extra}
+        if site is None:
+            return
+        entry = {**site, **extra}
+        if what not in self.sites:
+            self.sites[what] = entry
+        seen = self.all_sites.setdefault(what, [])
+        if not any(s["file"] == entry["file"] and s["line"] == entry["line"] for s in seen):
+            seen.append(entry)
 
     def to_json(self) -> dict[str, Any]:
         return {"knobs": {k: r.to_json() for k, r in self.knobs.items()}, "sites": self.sites,
-                "loader": self.loader}
+                "all_sites": self.all_sites, "loader": self.loader}

@@ -1,0 +1,193 @@
+"""Frameworks that build the DataLoader, the optimizer and the precision themselves: Hugging Face ``Trainer``
+(``TrainingArguments``), PyTorch Lightning (``L.Trainer``) and accelerate (``Accelerator``).
+
+A knob is injected at the framework's own switch, the one its user would type, so the framework builds what it
+always builds, only configured differently — and the report records the user's call of that switch and exactly
+which arguments were set there, which is the diff the Advisor shows:
+
+- ``TrainingArguments(...)``: ``bf16``/``fp16``, ``dataloader_num_workers``, ``dataloader_pin_memory``,
+  ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile``, ``tf32``;
+- ``L.Trainer(...)`` (``lightning`` or ``pytorch_lightning``): ``precision="bf16-mixed"`` / ``"16-mixed"``;
+- ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``.
+
+The classes are patched when their module is first imported (an import hook), so a plain script pays nothing
+and no framework is imported on its behalf. Evidence that a knob acted still comes from the objects the
+framework built (worker processes seen, bf16 matmul outputs, graphs compiled), as for a plain script; the generic
+wrapping of the model's forward is switched off for what the framework now does itself.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+from typing import Any, Callable, Sequence
+
+from stepwise_agent.inject.modules import ModuleInjection
+from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.inject.sites import called_by_user, user_site
+
+#: knob -> (TrainingArguments field, value) ; a callable value maps the knob's value
+HF_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "autocast": lambda v: {"bf16": True, "fp16": False} if v == "bf16" else {"fp16": True, "bf16": False},
+    "num_workers": lambda v: {"dataloader_num_workers": int(v)},
+    "pin_memory": lambda v: {"dataloader_pin_memory": bool(v)},
+    "persistent_workers": lambda v: {"dataloader_persistent_workers": bool(v)},
+    "prefetch_factor": lambda v: {"dataloader_prefetch_factor": int(v)},
+    "compile": lambda v: {"torch_compile": bool(v)},
+    "matmul_precision": lambda v: {"tf32": True},
+}
+#: knob values TrainingArguments validates against CUDA (``tf32=True``, ``fp16=True``)
+CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda v: True,
+                                                      "autocast": lambda v: v == "fp16"}
+LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}
+ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16"}
+#: knobs each framework's switch owns (the generic injection stands aside for them)
+OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",)}
+
+
+class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Calls ``patch(module)`` right after one of ``names`` is first imported (the module is then complete)."""
+
+    def __init__(self, patches: dict[str, Callable[[ModuleType], None]]) -> None:
+        self.patches = patches
+        self._loaders: dict[str, importlib.abc.Loader] = {}
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
+        if fullname not in self.patches:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        self._loaders[fullname] = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loaders[spec.name].create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        name = module.__name__
+        module.__spec__.loader = self._loaders[name]  # type: ignore[union-attr]
+        self._loaders[name].exec_module(module)
+        try:
+            self.patches[name](module)
+        except Exception as err:  # noqa: BLE001 - a framework we cannot patch trains as it was
+            print(f"stepwise: {name} not patched: {type(err).__name__}: {err}", file=sys.stderr)
+
+
+class FrameworkInjection:
+    """Patches each framework's switch; records the user's call of it under ``sites`` (``training_arguments``,
+    ``lightning_trainer``, ``accelerator``) and what was set there under ``report.frameworks``."""
+
+    def __init__(self, knobs: dict[str, Any], report: InjectionReport, modules: ModuleInjection) -> None:
+        self.knobs, self.report, self.modules = knobs, report, modules
+        self._undo: list[Callable[[], None]] = []
+        self.frameworks: dict[str, dict[str, Any]] = {}
+
+    def install(self) -> None:
+        patches: dict[str, Callable[[ModuleType], None]] = {
+                   "transformers.training_args": self._patch_transformers,
+                   "lightning.pytorch.trainer.trainer": self._patch_lightning,
+                   "pytorch_lightning.trainer.trainer": self._patch_lightning,
+                   "accelerate.accelerator": self._patch_accelerate}
+        for name in [n for n in patches if n in sys.modules]:  # imported before us (a sitecustomize)
+            patches.pop(name)(sys.modules[name])
+        finder = _PatchAfterImport(patches)
+        sys.meta_path.insert(0, finder)
+        self._undo.append(lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None)
+
+    def uninstall(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.frameworks
+
+    # -- the switches ---------------------------------------------------------------------------------------
+    def _record(self, framework: str, what: str, site: dict[str, Any] | None, cls: type,
+                set_: dict[str, Any], asked: dict[str, Any]) -> None:
+        if site is None:
+            return
+        self.report.site(what, site, type=cls.__name__, framework=framework)
+        entry = self.frameworks.setdefault(framework, {"site": what, "class": cls.__name__, "set": {}, "asked": {}})
+        entry["set"].update(set_)
+        entry["asked"].update(asked)
+        owned = [k for k in OWNED[framework] if k in self.knobs and k in self._knobs_set(framework, set_)]
+        self.modules.framework_owns.update(owned)
+        for knob in self._knobs_set(framework, set_):
+            if (k := self.report.knob(knob)) is not None:  # how it was set; whether it acted is seen later
+                fields = HF_FIELDS[knob](self.knobs[knob]) if framework == "transformers" else set_
+                args = ", ".join(f"{f}={v!r}" for f, v in set_.items() if f in fields)
+                k.evidence.append(f"{cls.__name__}({args}) set at {site['file'].rsplit('/', 1)[-1]}:{site['line']}")
+
+    def _knobs_set(self, framework: str, set_: dict[str, Any]) -> list[str]:
+        if framework == "transformers":
+            return [k for k in self.knobs if k in HF_FIELDS and set(HF_FIELDS[k](self.knobs[k])) & set(set_)]
+        return ["autocast"] if set_ else []
+
+    def _precision_here(self) -> bool:
+        """fp16 mixed precision is a CUDA mode the frameworks refuse on a CPU (the generic injection then says
+        why); bf16 runs on both."""
+        return self.knobs.get("autocast") != "fp16" or self.modules.device == "cuda"
+
+    def _patch_transformers(self, module: ModuleType) -> None:
+        cls = module.TrainingArguments
+        original = cls.__post_init__
+        me = self
+
+        def post_init(args: Any) -> None:
+            if called_by_user(2):
+                set_: dict[str, Any] = {}
+                asked: dict[str, Any] = {}
+                for knob, value in me.knobs.items():
+                    if knob not in HF_FIELDS or (knob == "autocast" and value not in ("bf16", "fp16")):
+                        continue
+                    if knob in CUDA_ONLY_FIELDS and CUDA_ONLY_FIELDS[knob](value) and me.modules.device != "cuda":
+                        continue  # TrainingArguments refuses these without CUDA: the generic injection says why
+                    for field, new in HF_FIELDS[knob](value).items():
+                        if field in ("fp16", "bf16") and new is False and not getattr(args, field, False):
+                            continue  # not switched off: it was off
+                        asked[field] = getattr(args, field, None)
+                        setattr(args, field, new)
+                        set_[field] = new
+                me._record("transformers", "training_arguments", user_site(2), type(args), set_, asked)
+            original(args)
+
+        cls.__post_init__ = post_init
+        self._undo.append(lambda: setattr(cls, "__post_init__", original))
+
+    def _patch_lightning(self, module: ModuleType) -> None:
+        cls = module.Trainer
+        original = cls.__init__
+        me = self
+
+        def init(trainer: Any, *args: Any, **kwargs: Any) -> None:
+            if called_by_user(2):
+                set_: dict[str, Any] = {}
+                asked = {"precision": kwargs.get("precision")}
+                if me._precision_here() and me.knobs.get("autocast") in LIGHTNING_PRECISION:
+                    kwargs["precision"] = set_["precision"] = LIGHTNING_PRECISION[me.knobs["autocast"]]
+                me._record("lightning", "lightning_trainer", user_site(2), cls, set_, asked)
+            original(trainer, *args, **kwargs)
+
+        cls.__init__ = init
+        self._undo.append(lambda: setattr(cls, "__init__", original))
+
+    def _patch_accelerate(self, module: ModuleType) -> None:
+        cls = module.Accelerator
+        original = cls.__init__
+        me = self
+
+        def init(acc: Any, *args: Any, **kwargs: Any) -> None:
+            if called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
+                set_: dict[str, Any] = {}
+                asked = {"mixed_precision": kwargs.get("mixed_precision")}
+                if me._precision_here() and me.knobs.get("autocast") in ACCELERATE_PRECISION:
+                    kwargs["mixed_precision"] = set_["mixed_precision"] = ACCELERATE_PRECISION[me.knobs["autocast"]]
+                me._record("accelerate", "accelerator", user_site(2), cls, set_, asked)
+            original(acc, *args, **kwargs)
+
+        cls.__init__ = init
+        self._undo.append(lambda: setattr(cls, "__init__", original))
