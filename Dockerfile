@@ -18,14 +18,17 @@ RUN if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import venv, ensure
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /opt/stepwise
-# Dependencies first (a layer that survives source changes): torch from the chosen index, the rest from PyPI.
-COPY requirements.txt ./
+# Dependencies first (a layer that survives source changes): torch from the chosen index, then pyproject.toml's
+# dependencies with the dashboard extra, all through constraints.txt (README, "Install into your environment").
+COPY pyproject.toml constraints.txt scripts/requirements.py ./
 RUN pip install --upgrade pip \
-    && pip install --index-url "${TORCH_INDEX}" torch==2.13.0 \
-    && pip install -r requirements.txt
+    && pip install --index-url "${TORCH_INDEX}" -c constraints.txt torch \
+    && python requirements.py dashboard > /tmp/requirements.txt \
+    && pip install -c constraints.txt -r /tmp/requirements.txt
 
+# Stepwise itself, installed as a user installs it (the `stepwise` command; its packages under stepwise/_lib).
 COPY . .
-RUN pip install --no-deps -e . \
+RUN pip install --no-deps -c constraints.txt . \
     && useradd --create-home --uid 1000 stepwise \
     && mkdir -p /data/runs && chown -R stepwise:stepwise /data
 
@@ -36,4 +39,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
 # Inside the container the server must listen on all interfaces to be reachable through -p; publish the port on
 # the host's loopback (-p 127.0.0.1:8501:8501) to keep it local. Everything else comes from .streamlit/config.toml.
-CMD ["python", "-m", "streamlit", "run", "app/main.py", "--server.address", "0.0.0.0", "--server.port", "8501"]
+CMD ["stepwise", "dashboard", "--server.address", "0.0.0.0", "--server.port", "8501"]

@@ -36,13 +36,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 COMMANDS = ("analyze", "optimize", "compare")
+PROG = "python -m advisors"  # the ``stepwise`` command passes its own name
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, prog: str = PROG) -> argparse.ArgumentParser:
     """Every subcommand; or, given the subcommand a command line names, that one alone, so that the others'
     modules (the experiment machinery behind ``optimize``, the regression statistics behind ``compare``) are
     not imported to run it."""
-    p = _Parser(prog="python -m advisors", description="Why is this PyTorch training slow?")
+    p = _Parser(prog=prog, description="Why is this PyTorch training slow?")
     sub = p.add_subparsers(dest="command", required=True)
     wanted = command if command in COMMANDS else None
     if wanted in (None, "analyze"):
@@ -213,14 +214,14 @@ def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
         raise StepwiseError(f"could not analyse {args.path}: {detail}") from err
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     script: list[str] = []
     if "--" in argv:  # everything after -- is the user's command, never our options
         cut = argv.index("--")
         argv, script = argv[:cut], argv[cut + 1:]
     try:
-        args = build_parser(_named_command(argv)).parse_args(argv)
+        args = build_parser(_named_command(argv), prog).parse_args(argv)
         code = 0
         args.script = script
         if script and args.command != "optimize":

@@ -35,8 +35,11 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m profilers", description="Instrumented training runs and the run store.")
+PROG = "python -m profilers"  # the ``stepwise`` command passes its own name
+
+
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = _Parser(prog=prog, description="Instrumented training runs and the run store.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run a registered workload under the profiler")
     run.add_argument("workload")
@@ -157,8 +160,8 @@ def _belongs(r: RunRecord, trial_runs: dict[str, list[str]]) -> str:
     return f"  [{r.role or 'trial'} of {r.parent}]" if r.parent else ""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    args = _parser(prog).parse_args(argv)
     try:
         return {"run": _run, "launch": _launch, "list": _list}[args.command](args)
     except StepwiseError as err:

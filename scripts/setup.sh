@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv and installs Stepwise with everything it needs; quick when nothing changed.
 # Sourced by dashboard.sh and test.sh so that each README command works on a fresh machine.
+# One source of truth: pyproject.toml's dependencies and extras (dev = dashboard + samples + tests and mypy),
+# installed through constraints.txt, which keeps this machine's torch (README, "Install into your environment").
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -10,11 +12,13 @@ if [ -z "$PY" ]; then
 fi
 [ -d .venv ] || "$PY" -m venv .venv
 STAMP=.venv/.stepwise-installed
-WANT="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+WANT="$(cat constraints.txt pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
-  .venv/bin/python -m pip install --quiet --no-deps -e .
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+  # The checkout's packages by their own names from any folder in this .venv (python -m advisors|profilers, the
+  # tests); an installed Stepwise keeps them under stepwise/_lib instead (setup.py).
+  .venv/bin/python -c 'import sys, sysconfig; open(sysconfig.get_paths()["purelib"] + "/stepwise-checkout.pth", "w").write(sys.argv[1] + "\n")' "$ROOT"
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"

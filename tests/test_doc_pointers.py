@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 _POINTER = re.compile(r'README,? "([^"]+)"')
 
 
-@pytest.mark.parametrize("name", ["requirements.txt", "Dockerfile"])
+@pytest.mark.parametrize("name", ["constraints.txt", "Dockerfile"])
 def test_readme_section_pointers_exist(name: str):
     sections = {m.group(1).strip() for m in re.finditer(r"^#+ (.+)$", (REPO / "README.md").read_text(), re.M)}
     pointers = _POINTER.findall((REPO / name).read_text())

@@ -1,4 +1,4 @@
-"""Imports run one way: app → cli → reports → advisors → profilers / sample_runs → stepwise_agent.
+"""Imports run one way: stepwise → app → cli → reports → advisors → profilers / sample_runs → stepwise_agent.
 
 Every ``import`` in the packages is parsed (function-level and ``importlib.import_module("…")`` ones too) and an
 edge from a package to one above it fails the test, naming the file and line. The two ``__main__`` modules are
@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # Higher numbers sit above lower ones; packages on one level may import each other.
-LEVEL = {"app": 4, "cli": 3, "reports": 2, "advisors": 1, "profilers": 0, "sample_runs": 0,
+LEVEL = {"stepwise": 5, "app": 4, "cli": 3, "reports": 2, "advisors": 1, "profilers": 0, "sample_runs": 0,
          "stepwise_agent": -1}  # the in-process agent, below everything: it may import no project package
 ENTRY_POINTS = {"advisors/__main__.py", "profilers/__main__.py"}
 MAX_MODULES_PER_FOLDER = 20

@@ -1,12 +1,14 @@
 """mypy covers every package: pyproject's ``[tool.mypy] packages`` names each top-level package (a folder with an
-``__init__.py`` that setuptools installs), skips no typed third party, and the README's test command runs it."""
+``__init__.py`` that setup.py installs, as a top-level name or under ``stepwise/_lib``), skips no typed third party,
+and the README's test command runs it."""
 
 from __future__ import annotations
 
-import fnmatch
+import importlib.util
 import re
 import tomllib
 from pathlib import Path
+from types import ModuleType
 
 from tests.test_import_direction import LEVEL
 
@@ -32,9 +34,19 @@ def test_mypy_checks_every_top_level_package() -> None:
     assert packages == top_level_packages(REPO), "add the new package to [tool.mypy] packages in pyproject.toml"
 
 
+def _setup() -> ModuleType:
+    """setup.py as a module (its ``setup()`` call runs only as ``__main__``)."""
+    spec = importlib.util.spec_from_file_location("stepwise_setup", REPO / "setup.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_every_installed_package_is_checked() -> None:
-    include = _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
-    installed = {p for p in top_level_packages(REPO) if any(fnmatch.fnmatch(p, pat) for pat in include)}
+    setup = _setup()
+    installed = set(setup.LIB) | set(setup.TOP)
+    assert installed == top_level_packages(REPO), "add the new package to LIB in setup.py"
     assert installed == set(_mypy()["packages"])
     assert set(LEVEL) == set(_mypy()["packages"])  # the import-direction test knows the same packages
 
@@ -68,7 +80,8 @@ def test_the_test_command_runs_mypy_before_pytest() -> None:
 
 def test_the_type_checker_is_installed_by_setup() -> None:
     setup = (REPO / "scripts" / "setup.sh").read_text()
-    dev = (REPO / "requirements-dev.txt").read_text()
-    assert "requirements-dev.txt" in setup
-    pins = dict(ln.split("==") for ln in dev.splitlines() if ln and not ln.startswith("#"))
+    assert '-e ".[dev]"' in setup
+    dev = _pyproject()["project"]["optional-dependencies"]["dev"]
+    pins = dict(r.split("==") for r in dev if "==" in r)
     assert "mypy" in pins and all(re.fullmatch(r"[\d.]+", v) for v in pins.values())
+    assert {n for n in pins if n.startswith("types-") or n.endswith("-stubs")}  # the stubs pinned with it

@@ -11,6 +11,7 @@ run folder of its own, with its ranks' steps and traces and a result written by 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -70,6 +71,15 @@ def worker_command(spec: TrainingSpec, run_dir: Path) -> list[str]:
             "--nnodes", str(nnodes), *rdzv, *worker]
 
 
+def own_code_env() -> dict[str, str]:
+    """``PYTHONPATH`` for the worker, which runs Stepwise's own modules: the folder holding ``profilers`` first.
+    Installed, that is ``stepwise/_lib``, on no path but Stepwise's own processes' (setup.py); in a checkout, the
+    repository."""
+    lib = str(Path(__file__).resolve().parents[2])
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != lib]
+    return {"PYTHONPATH": os.pathsep.join([lib, *rest])}
+
+
 def hang_timeout_s(spec: TrainingSpec) -> float | None:
     """How long the runner waits for a new step before it stops a stuck worker (None: no step timeout)."""
     return None if spec.step_timeout_s is None else spec.step_timeout_s * HANG_FACTOR + HANG_GRACE_S
@@ -86,8 +96,12 @@ def start(spec: TrainingSpec, store: RunStore, label: str | None = None,
     record = store.create("run", label, spec, parent=parent, role="trial" if parent else None)
     if spec.device != "cuda":  # a CPU's peak is measured, once per process (profilers.run.calibrate)
         calibrate.record(Path(record.run_dir))
-    command = worker_command(spec, Path(record.run_dir))
-    return spawn(store, record.run_id, command, extra_env, hang_timeout_s=hang_timeout_s(spec))
+    run_dir = Path(record.run_dir).resolve()
+    env = {**own_code_env(), **(extra_env or {})}
+    # Started in the run folder: `python -m` puts its working folder first on the path, where a user's own
+    # `profilers.py` would shadow ours.
+    return spawn(store, record.run_id, worker_command(spec, run_dir), env, hang_timeout_s=hang_timeout_s(spec),
+                 cwd=str(run_dir))
 
 
 def run(spec: TrainingSpec, store: RunStore, on_progress: Callable[[dict[str, Any]], None] | None = None,
