@@ -172,7 +172,8 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
     emit = on_progress or (lambda _: None)
     emit(Progress("diagnose", round=1))
     first = run(spec, lambda p: emit(Progress("diagnosis_run", round=1).with_run(p)))
-    if first.status != "ok":
+    budgeted_oom = first.status == "out_of_memory" and spec.memory_budget_mb is not None  # a fix can cure it
+    if first.status != "ok" and not budgeted_oom:
         raise BaselineFailed(first, _stderr_tail(first.run_dir))
     how.learn(first)
     diagnosis = diagnose_run(first)

@@ -35,15 +35,18 @@ def script_spec(run_dir: Path) -> ScriptSpec:
     """The spec that re-runs the launched script of ``run_dir``. RunError/SpecError say why it cannot be (no
     ``launch.json``, the script is gone, a multi-node run whose rendezvous was not recorded)."""
     saved = read_json(run_dir / "script.json")
+    launch = read_json(run_dir / "launch.json")
+    ran_with = launch.get("interpreter") if isinstance(launch, dict) else None  # the same interpreter again
     if isinstance(saved, dict):
         spec = ScriptSpec.from_dict(saved)
     else:
-        launch = read_json(run_dir / "launch.json")
         if not isinstance(launch, dict) or not launch.get("command"):
             raise RunError("this run has no launch.json with the command that started it")
         spec = ScriptSpec(command=tuple(str(c) for c in launch["command"]), cwd=str(launch.get("cwd") or "."),
                           nproc_per_node=int(launch.get("nproc_per_node") or 1),
                           nnodes=int(launch.get("nnodes") or 1))
+    if spec.python is None and isinstance(ran_with, str) and ran_with:
+        spec = spec.patch(python=ran_with)
     spec.name  # the command is read again here: a script that is gone is refused before any run
     return spec
 
