@@ -130,12 +130,7 @@ def test_stepwise_list_is_python_m_profilers_list(tmp_path: Path) -> None:
     assert ours.returncode == theirs.returncode == 0, ours.stderr[-2000:]
     assert json.loads(ours.stdout) == json.loads(theirs.stdout) == []
     usage = _run(["list", "--limit", "many"], tmp_path, str(STEPWISE))
-    assert usage.returncode == 2 and "stepwise list --help" in usage.stderr
-
-
-def test_a_subcommand_help_names_stepwise(tmp_path: Path) -> None:
-    done = _run(["compare", "--help"], tmp_path, str(STEPWISE))
-    assert done.returncode == 0 and done.stdout.startswith("usage: stepwise compare")
+    assert usage.returncode == 2 and "stepwise list --help" in usage.stderr  # the usage names the command typed
 
 
 def test_stepwise_analyze_stays_quick_to_start(tmp_path: Path) -> None:
