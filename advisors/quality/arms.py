@@ -114,8 +114,11 @@ def compare(before: ArmTime, after: ArmTime, min_gain: float = MIN_GAIN, n_boot:
            f"[{_fmt(low)}, {_fmt(high)}]")
     if kept:
         reason = f"kept: {how}, interval above {1 + min_gain:.2f}{note}"
-    elif ratio < 1:
+    elif high < 1:
         reason = f"rejected: slower to the same quality, {how}{note}"
+    elif ratio < 1:
+        reason = f"rejected: not faster to the same quality (slower by the point estimate, the interval spans 1), " \
+                 f"{how}{note}"
     else:
         reason = f"rejected: {how}, the interval does not clear {1 + min_gain:.2f}{note}"
     return TimeToTarget(before, after, ratio, (low, high), level, kept, reason)
