@@ -128,11 +128,13 @@ class SaturatedDevice(Rule):
             evidence=self._evidence(f, work, host), fix_id=fix)
 
     def _host_busy(self, f: Facts) -> float | None:
-        """Share of the host's cores busy during steady steps, when the run's telemetry has enough samples."""
+        """Share of the cores the run could use that its own process tree kept busy during steady steps (the
+        host's busy share only when the run's own use was not recorded), when the telemetry has enough samples.
+        Other programs' load is contention, not this run's saturation."""
         tel = f.telemetry
-        if tel is None or tel.host_cpu_busy is None or tel.samples < self.t["min_telemetry_samples"]:
+        if tel is None or tel.samples < self.t["min_telemetry_samples"]:
             return None
-        return tel.host_cpu_busy
+        return tel.run_cpu_busy if tel.run_cpu_busy is not None else tel.host_cpu_busy
 
     def _fp32_matmul(self, f: Facts) -> float | None:
         """Share of the step in fp32 matmuls (0 without matmuls), or ``None`` when a CPU trace recorded matmuls
