@@ -135,13 +135,19 @@ def test_data_bound_script_keeps_a_dataloader_fix_and_refuses_to_cache(tmp_path:
     assert out["command"] == ["python", "train.py"]
 
 
-def test_compute_bound_script_keeps_bf16_autocast_with_loss_parity(tmp_path: Path) -> None:
-    out = optimize(tmp_path, COMPUTE_BOUND, "--rounds", "1", "--steps", "8", "--fix", "bf16_autocast")
+def test_compute_bound_script_measures_bf16_autocast_with_loss_parity(tmp_path: Path) -> None:
+    """bf16 acts, is measured with its loss checked, and the diff names the model call. Whether it is kept is the
+    CPU's to say (a CPU without AVX512-BF16/AMX runs bf16 matmuls ~15x slower than fp32; benchmarks/ measures it):
+    the test holds the verdict to the measurement, never to a keep."""
+    out = optimize(tmp_path, COMPUTE_BOUND, "--rounds", "1", "--steps", "4", "--fix", "bf16_autocast")
     (r,) = out["rounds"]
     assert r["bottleneck"] == "compute"  # a saturated CPU in forward/backward is compute, never "none"
-    assert r["kept"], r["reason"]
-    assert r["loss_delta"] is not None and abs(r["loss_delta"]) <= r["loss_tolerance"] * 2.3
     assert r["applied"]["knobs"]["autocast"]["acted"]
+    assert r["speedup"] is not None and r["speedup"] > 0 and r["interval"] is not None
+    low, high = r["interval"]
+    assert low <= r["speedup"] <= high
+    assert r["kept"] == (low > 1 + r["min_gain"] and abs(r["loss_delta"]) <= r["loss_tolerance"]), r["reason"]
+    assert r["loss_delta"] is not None  # the loss was compared, kept or not
     assert r["where"].endswith(f"train.py:{_line_of(COMPUTE_BOUND, 'model(x)')}")
     assert "+        with torch.autocast(device_type='cpu', dtype=torch.bfloat16):" in r["change"]["text"]
 
