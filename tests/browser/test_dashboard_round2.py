@@ -40,7 +40,7 @@ def test_an_unknown_run_in_a_link_gets_no_such_run(server, watch) -> None:
     watch.shot("no_such_run")
     page.get_by_role("link", name="Back to the run list").click()
     page.get_by_role("heading", name="Runs").wait_for()
-    assert "does-not-exist" not in page.url
+    page.wait_for_url(lambda url: "does-not-exist" not in url, timeout=60_000)  # the address follows the page
     assert not watch.page_errors
 
 

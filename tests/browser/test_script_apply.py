@@ -66,7 +66,7 @@ def test_apply_on_a_launched_script_shows_the_diff(server, watch, tmp_path) -> N
     page.get_by_role("button", name="Apply").click()
     page.get_by_text("baseline run 1 of 2", exact=False).wait_for()
     page.get_by_text("Step time before and after", exact=False).wait_for(timeout=EXPERIMENT_TIMEOUT_MS)
-    page.get_by_text("kept: ", exact=False).first.wait_for()
+    page.get_by_text("Outcome: kept", exact=False).first.wait_for()  # the one outcome word (reports.outcomes)
     line = SCRIPT.splitlines().index("loader = DataLoader(Slow(), batch_size=16, shuffle=True)") + 1
     page.get_by_text(f"train.py:{line}", exact=False).first.wait_for()
     diff = page.locator("[data-testid='stCode']").filter(has_text="+loader = DataLoader(Slow(), batch_size=16, "
