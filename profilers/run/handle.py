@@ -119,6 +119,10 @@ class RunHandle:
             # kill what is left in it.
             while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
                 self._snapshot_tree()
+                if self._stop_reason is None:  # a stop asked elsewhere (``cancel_run``), even before our pid was
+                    asked = self.store.read_cancel(self.run_id)  # stored: honoured here, so it cannot be missed
+                    if asked is not None:
+                        self.cancel(asked)
                 if self._kill_at is not None and time.monotonic() > self._kill_at:
                     self._signal_tree(signal.SIGKILL, by_environment=False)
                 progress = self.progress()
@@ -225,6 +229,15 @@ def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the use
     store.request_cancel(run_id, reason)
     manifest = store.read_manifest(run_id)
     pid, started = manifest.get("pid"), manifest.get("pid_started")
+    deadline = time.monotonic() + grace_s
+    while pid is None and not run_processes(run_id) and time.monotonic() < deadline:
+        # created, not started yet: its handle honours the request once it starts; wait for its pid a moment
+        # rather than store "killed" over a process that is about to run
+        time.sleep(TICK_S)
+        if store.get(run_id).status.finished:
+            return store.get(run_id).status
+        manifest = store.read_manifest(run_id)
+        pid, started = manifest.get("pid"), manifest.get("pid_started")
     procs = run_processes(run_id)
     if pid is not None and pid_alive(pid, started):
         leader = psutil.Process(int(pid))

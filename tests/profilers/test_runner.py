@@ -144,6 +144,39 @@ def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None
     assert _until(lambda: _gone(child_pid))
 
 
+def test_a_cancel_asked_before_the_process_started_still_stops_it(tmp_path: Path) -> None:
+    """The Optimise race: a trial's record exists (RUNNING) a moment before its process; a cancel asked in that
+    moment finds no process to signal. The request is stored, and the handle honours it once the process runs:
+    the trial is stored killed, not left to run its course and stored ok."""
+    import threading
+
+    from profilers.run.handle import cancel_run
+
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    store = RunStore(tmp_path / "store")
+    record = store.create("run", "fake-block", spec={"workload": "fake"})
+    asked = threading.Thread(target=cancel_run, args=(store, record.run_id, "cancelled by you (test)"))
+    asked.start()  # no pid stored yet: cancel_run waits a grace for one, the handle will see the request anyway
+    time.sleep(0.1)
+    handle = spawn(store, record.run_id, [sys.executable, str(script), record.run_dir, "block"])
+    _STARTED.append(handle)
+    result = handle.wait(WAIT_S)
+    asked.join(WAIT_S)
+    assert result.status is RunStatus.KILLED and result.error == "cancelled by you (test)"
+    assert store.get(record.run_id).status is RunStatus.KILLED
+    assert _until(lambda: run_processes(record.run_id) == [])
+
+
+def test_a_stop_request_stored_by_another_process_is_honoured_by_the_watcher(tmp_path: Path) -> None:
+    store, handle = _fake(tmp_path, "block")
+    _wait_for_step(handle, 3)
+    store.request_cancel(handle.run_id, "cancelled elsewhere")  # only the marker: no signal sent by anyone
+    result = handle.wait(WAIT_S)
+    assert result.status is RunStatus.KILLED and result.error == "cancelled elsewhere"
+    assert result.steps_done == 3
+
+
 @pytest.mark.slow  # a real process left to hang until the backstop: the fast lane keeps the runner's other stops
 def test_runner_backstop_stops_a_hung_run(tmp_path: Path) -> None:
     # The backstop's time is a fake clock that moves only once the worker has written its last step: it
