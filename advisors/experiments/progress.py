@@ -51,7 +51,7 @@ class Progress:
         elif self.phase == "starting":
             parts.append("starting…")
         if self.step is not None:
-            parts.append(f"step {self.step} of {self.total_steps if self.total_steps else '?'}")
+            parts.append(f"step {self.step} of {self.total_steps}" if self.total_steps else f"step {self.step}")
         return " · ".join(parts)
 
     @property

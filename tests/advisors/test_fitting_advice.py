@@ -170,3 +170,18 @@ def test_no_snippet_hard_codes_a_worker_count() -> None:
     for fix in FIXES.values():
         assert "num_workers=4" not in fix.snippet, fix.id
     assert "os.cpu_count()" in FIXES["dataloader_workers"].snippet
+
+
+def test_a_trace_without_the_cpu_count_suggests_the_formula_not_a_number() -> None:
+    """Issue 23's polish: a report read "suggested workers 2" beside "CPU count not recorded"."""
+    from advisors.rules.data.single_process import SingleProcessLoading
+    from advisors.synthetic import observation
+
+    facts = observation({"gpu_compute": 0.5, "dataloader": 0.4},
+                        ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.4})
+    from advisors.facts import derive
+
+    finding = SingleProcessLoading().check(derive(facts))
+    assert finding is not None and finding.evidence["cpu_count"] is None
+    assert finding.evidence["suggested_workers"] == "min(max(os.cpu_count(), 2), 8)"
+    assert "os.cpu_count()" in finding.message

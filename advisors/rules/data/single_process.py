@@ -57,4 +57,6 @@ class SingleProcessLoading(Rule):
             message=f"Batches are loaded in the training process ({pct(f.loader_exposed)} of the step): "
                     f"set {n.phrase()} so loading overlaps the step.",
             evidence={"loader_mode": "single_process", "dataloader_exposed_share": f.loader_exposed,
-                      "num_workers": n.current, "cpu_count": n.cores, "suggested_workers": n.suggested})
+                      "num_workers": n.current, "cpu_count": n.cores,
+                      # no number without the cores it is for: the formula, to be read on the training machine
+                      "suggested_workers": n.suggested if n.cores else "min(max(os.cpu_count(), 2), 8)"})
