@@ -87,6 +87,8 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
                     "gemm_share_of_kernel_time": round(f.kernel_mix.get("matmul", 0.0), 4)})
         if f.device_peak is not None:  # TF32 exists from Ampere on: the ladder never tries it on an older GPU
             out["tf32_available"] = f.device_peak.ampere_or_newer
+        if f.cpu_bf16_fast is not None:  # bf16 is a fix on this CPU only when its matmuls beat fp32 there
+            out["cpu_bf16_fast"] = f.cpu_bf16_fast
         if f.efficiency is not None:  # achieved FLOP/s against the device's peak (or why it is unknown)
             out.update({"mfu": None if f.mfu is None else round(f.mfu, 4), "efficiency": f.efficiency.phrase()})
     if f.run is not None:

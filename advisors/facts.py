@@ -106,6 +106,12 @@ class Facts:
         return self.efficiency.mfu if self.efficiency is not None else None
 
     @property
+    def cpu_bf16_fast(self) -> bool | None:
+        """On a CPU run: whether bf16 matmuls beat fp32 there (measured by the run's calibration, else its CPU
+        flags); ``None`` when not recorded (an uploaded trace) or not a CPU run."""
+        return self.run.cpu_bf16_fast if self.run is not None and self.device == "cpu" else None
+
+    @property
     def device_peak(self) -> DevicePeak | None:
         """The GPU's peak table entry from its name (``None``: a CPU, or a device not in the table)."""
         return device_peak(self.b.device_name) if self.b is not None and self.device == "gpu" else None

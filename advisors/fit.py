@@ -29,10 +29,13 @@ def mixed_precision_on(f: Facts) -> bool:
     return f.gemm_low_precision is not None and f.gemm_low_precision >= MIXED_PRECISION_ON
 
 
-def precision_fix(f: Facts) -> str:
+def precision_fix(f: Facts) -> str | None:
     """The mixed-precision fix this device can take: fp16 autocast with a GradScaler on a GPU known to have no
-    bf16 fast path (V100, T4 and older: :mod:`profilers.efficiency.peaks`), bf16 autocast elsewhere (Ampere and
-    newer, AMD CDNA2+, CPUs with AMX/AVX512-bf16, or a device the table does not know)."""
+    bf16 fast path (V100, T4 and older: :mod:`profilers.efficiency.peaks`); none on a CPU whose bf16 matmuls
+    were measured slower than fp32 (or that lacks AVX512-BF16/AMX: :func:`Facts.cpu_bf16_fast`); bf16 autocast
+    elsewhere (Ampere and newer, AMD CDNA2+, a CPU with a bf16 path, or a device nothing is known of)."""
+    if f.cpu_bf16_fast is False:
+        return None
     peak = f.device_peak
     return "fp16_autocast" if peak is not None and not peak.has_fast_bf16 else "bf16_autocast"
 
@@ -40,9 +43,17 @@ def precision_fix(f: Facts) -> str:
 def precision_phrase(f: Facts) -> str:
     """How to say :func:`precision_fix` in a sentence, naming the device when it decides."""
     peak = f.device_peak
+    if f.cpu_bf16_fast is False:
+        return f"bf16 would not help on this CPU ({cpu_bf16_basis(f)})"
     if precision_fix(f) == "fp16_autocast" and peak is not None:
         return f"train under fp16 autocast with a GradScaler (the {peak.name} has no bf16 Tensor Cores)"
+    if f.device == "cpu" and f.cpu_bf16_fast is None:
+        return "train under bf16 autocast if this CPU has AVX512-BF16 or AMX (on AVX2 alone bf16 matmuls are slower)"
     return "train under bf16 autocast"
+
+
+def cpu_bf16_basis(f: Facts) -> str:
+    return f.run.cpu_bf16_basis if f.run is not None and f.run.cpu_bf16_basis else "not recorded"
 
 
 def tf32_fits(f: Facts) -> bool:

@@ -62,6 +62,8 @@ class RunFacts:
     telemetry: TelemetrySummary | None = None  # steady-step medians of the run's telemetry.jsonl
     measured_window: tuple[int, int] | None = None  # a script run's timed steps [first, end) from its boot.json
     cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.run.calibrate)
+    cpu_bf16_fast: bool | None = None  # bf16 matmuls faster than fp32 on this CPU (measured or its flags)
+    cpu_bf16_basis: str = ""  # what said so, in words
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ def run_facts(run_dir: Path) -> RunFacts:
     spec = _spec(read_json(run_dir / "spec.json"))
     measured = summarise_steps(steps, telemetry, spec.warmup_steps if spec else 1)
     peak = _first(result.peak_memory_mb if result else None, measured.peak_memory_mb)
+    bf16 = calibration.read_bf16(run_dir)
     return RunFacts(
         status=result.status.value if result else "running",
         error=result.error if result else None,
@@ -154,6 +157,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         telemetry=summarise_telemetry(telemetry, steps),
         measured_window=_measured_window(read_json(run_dir / "boot.json")),
         cpu_matmul_tflops=calibration.read(run_dir),
+        cpu_bf16_fast=bf16[0], cpu_bf16_basis=bf16[1],
     )
 
 

@@ -40,3 +40,28 @@ def peak_rss_mb() -> float:
     """This process's peak resident memory (``ru_maxrss``: KiB on Linux, bytes on macOS), in MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024**2 if platform.system() == "Darwin" else peak / 1024.0
+
+
+#: CPU flags with a fast bf16 matmul path (x86: AVX512-BF16 or AMX); without them bf16 is emulated and slow.
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """The CPU's feature flags from ``/proc/cpuinfo`` (Linux x86), or ``None`` where they cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def cpu_bf16_flags() -> str | None:
+    """Which of :data:`BF16_FLAGS` this CPU has, in words ("avx512_bf16 amx_bf16", "none"), or ``None`` unknown."""
+    flags = cpu_flags()
+    if flags is None:
+        return None
+    have = [f for f in BF16_FLAGS if f in flags]
+    return " ".join(have) if have else "none"

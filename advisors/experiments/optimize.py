@@ -235,7 +235,9 @@ def proposed(d: Diagnosis) -> list[str]:
     own = [f.fix_id for g in d.findings if g.severity > 0 for f in (g, *g.related) if f.fix_id is not None]
     ids = list(dict.fromkeys([*own, *(alt for fix_id in own for alt in ALTERNATIVES.get(fix_id, ()))]))
     no_tf32 = d.evidence.get("tf32_available") is False  # a GPU older than Ampere (advisors.fit.tf32_fits)
-    return [x for x in ids if not (no_tf32 and x == "tf32")]
+    slow_bf16 = d.evidence.get("cpu_bf16_fast") is False  # a CPU whose bf16 matmuls are slower than fp32
+    return [x for x in ids if not (no_tf32 and x == "tf32")
+            and not (slow_bf16 and x in ("bf16_autocast", "fp16_autocast"))]
 
 
 def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:

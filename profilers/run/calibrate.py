@@ -31,8 +31,22 @@ for n in (256, 512, 1024):
         rate = 2 * n ** 3 * reps / (time.perf_counter() - t) / 1e12
         if rate > best:
             best, size = rate, n
-print(json.dumps({"matmul_tflops": best, "size": size, "threads": torch.get_num_threads()}))
+def rate(x, y, n):
+    x @ y
+    t = time.perf_counter(); reps = 0
+    while reps < 1 or time.perf_counter() - t < 0.05:
+        x @ y; reps += 1
+    return 2 * n ** 3 * reps / (time.perf_counter() - t) / 1e12
+n = 512
+a, b = torch.randn(n, n), torch.randn(n, n)
+fp32 = max(rate(a, b, n) for _ in range(2))
+bf16 = max(rate(a.bfloat16(), b.bfloat16(), n) for _ in range(2))
+print(json.dumps({"matmul_tflops": best, "size": size, "threads": torch.get_num_threads(),
+                  "bf16_vs_fp32": bf16 / fp32, "bf16_size": n}))
 """
+#: bf16 matmuls at this fraction of fp32's rate or less: bf16 autocast would slow the run (measured here: an AVX2
+#: CPU ran 512² bf16 matmuls far slower than fp32; AVX512-BF16/AMX CPUs run them faster)
+BF16_SLOW_BELOW = 0.9
 
 
 @functools.lru_cache(maxsize=4)
@@ -48,9 +62,13 @@ def measure(python: str = sys.executable, timeout_s: float = 60.0) -> dict[str, 
 
 
 def record(run_dir: Path, python: str = sys.executable) -> dict[str, Any] | None:
-    """Measure (once per process) and store the calibration in ``run_dir``; what was stored, or ``None``."""
+    """Measure (once per process) and store the calibration in ``run_dir``, with the CPU's bf16 flags; what was
+    stored, or ``None``."""
+    from stepwise_agent.hostinfo import cpu_bf16_flags
+
     found = measure(python)
     if found is not None:
+        found = {**found, "cpu_bf16_flags": cpu_bf16_flags()}
         (run_dir / CALIBRATION_FILE).write_text(json.dumps(found))
     return found
 
@@ -62,3 +80,24 @@ def read(run_dir: Path) -> float | None:
     except (OSError, ValueError, AttributeError):
         return None
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def read_bf16(run_dir: Path) -> tuple[bool | None, str]:
+    """Whether bf16 autocast can speed this run's CPU: the calibration's measured bf16/fp32 matmul rates first,
+    its CPU flags next; ``(None, "")`` when neither was recorded. The string says what decided, in words."""
+    try:
+        data = json.loads((run_dir / CALIBRATION_FILE).read_text())
+    except (OSError, ValueError):
+        return None, ""
+    if not isinstance(data, dict):
+        return None, ""
+    ratio, flags = data.get("bf16_vs_fp32"), data.get("cpu_bf16_flags")
+    has = f"CPU flags: {flags}" if flags not in (None, "none") else \
+        "the CPU has neither avx512_bf16 nor amx_bf16" if flags == "none" else "CPU flags unknown"
+    if isinstance(ratio, (int, float)) and ratio > 0:
+        size = data.get("bf16_size", 512)
+        return ratio > BF16_SLOW_BELOW, (f"bf16 matmuls ({size}×{size}) ran at {ratio:.2f}× fp32's rate on this "
+                                         f"machine ({has})")
+    if flags is None:
+        return None, ""
+    return flags != "none", has

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from profilers.errors import RunError
-from profilers.run import interpreter as interp
+from profilers.run import calibrate, interpreter as interp
 from profilers.run.agent_path import agent_folder, child_pythonpath
 from profilers.run.handle import RunHandle, spawn
 from profilers.run.records import RunResult
@@ -122,6 +122,8 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
     record = store.create("launch", label or name, files=content, parent=parent,
                           role="trial" if parent else None)
     run_dir = Path(record.run_dir)
+    if not facts.get("cuda_available"):  # a CPU run: its cores' matmul peak (MFU) and bf16 rate, in its interpreter
+        calibrate.record(run_dir, interpreter)
     argv = boot_command(command, run_dir, steps, nproc_per_node, nnodes, rdzv_endpoint, cwd, interpreter)
     child_env = {**(extra_env or {}), "PYTHONPATH": child_pythonpath(agent_folder(store.root), env)}
     return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True)

@@ -139,3 +139,32 @@ def test_tf32_is_never_proposed_before_ampere(tmp_path: Path) -> None:
     on_h100 = diagnose(observe(tf.write(tmp_path / "h.json", events, deviceProperties=H100)))
     assert "tf32" not in proposed(on_v100) and "fp16_autocast" in proposed(on_v100)
     assert "tf32" in proposed(on_h100) and proposed(on_h100)[0] == "bf16_autocast"
+
+
+# -- bf16 on a CPU: advised only where its matmuls are faster than fp32 ------------------------------------------
+def _cpu_fp32_matmul_run(bf16_fast: bool | None, basis: str = "") -> "object":
+    from advisors.synthetic import observation, run_facts
+
+    return observation({"forward": 0.4, "backward": 0.5}, device="cpu", cpu_matmul={"fp32": 0.75},
+                       run=run_facts(cpu_bf16_fast=bf16_fast, cpu_bf16_basis=basis))
+
+
+def test_a_cpu_whose_bf16_matmuls_are_slow_is_not_advised_bf16() -> None:
+    """This machine's AVX2 CPU ran 1024² bf16 matmuls ~50x slower than fp32: its calibration says so, and neither
+    COMP005 nor COMP002 nor the ladder's candidates propose bf16 (or fp16) autocast there."""
+    from advisors.experiments.optimize import proposed
+
+    slow = diagnose(_cpu_fp32_matmul_run(False, "bf16 matmuls (512×512) ran at 0.06× fp32's rate on this machine"))
+    fixes = [g.fix_id for g in slow.findings for g in (g, *g.related)]
+    assert "bf16_autocast" not in fixes and "fp16_autocast" not in fixes
+    assert "COMP005" not in [r.rule for g in slow.findings for r in (g, *g.related)]
+    assert slow.evidence.get("cpu_bf16_fast") is False
+    assert not {"bf16_autocast", "fp16_autocast"} & set(proposed(slow))
+
+
+def test_a_cpu_with_a_bf16_path_is_advised_bf16_and_an_unknown_one_with_the_condition() -> None:
+    fast = diagnose(_cpu_fp32_matmul_run(True, "CPU flags: amx_bf16"))
+    assert "bf16_autocast" in [g.fix_id for g in fast.findings]
+    unknown = diagnose(_cpu_fp32_matmul_run(None))
+    [comp5] = [r for g in unknown.findings for r in (g, *g.related) if r.rule == "COMP005"]
+    assert comp5.fix_id == "bf16_autocast" and "AVX512-BF16 or AMX" in comp5.message

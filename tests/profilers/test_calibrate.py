@@ -41,3 +41,29 @@ def test_the_probe_measures_a_positive_peak(tmp_path: Path) -> None:
     if found is None:
         pytest.skip("this interpreter has no torch to measure with")
     assert found["matmul_tflops"] > 0 and calibrate.read(tmp_path) == found["matmul_tflops"]
+    assert found["bf16_vs_fp32"] > 0 and calibrate.read_bf16(tmp_path)[0] is (found["bf16_vs_fp32"] > 0.9)
+
+
+def test_bf16_speed_is_read_from_the_measurement_first_then_the_flags(tmp_path: Path) -> None:
+    f = tmp_path / calibrate.CALIBRATION_FILE
+    assert calibrate.read_bf16(tmp_path) == (None, "")
+    f.write_text(json.dumps({"matmul_tflops": 0.1, "bf16_vs_fp32": 0.06, "bf16_size": 512, "cpu_bf16_flags": "none"}))
+    fast, why = calibrate.read_bf16(tmp_path)
+    assert fast is False and "0.06× fp32" in why and "neither avx512_bf16 nor amx_bf16" in why
+    f.write_text(json.dumps({"matmul_tflops": 0.1, "bf16_vs_fp32": 2.5, "cpu_bf16_flags": "amx_bf16"}))
+    assert calibrate.read_bf16(tmp_path)[0] is True
+    f.write_text(json.dumps({"matmul_tflops": 0.1, "cpu_bf16_flags": "avx512_bf16"}))  # an older calibration
+    assert calibrate.read_bf16(tmp_path) == (True, "CPU flags: avx512_bf16")
+    f.write_text(json.dumps({"matmul_tflops": 0.1}))
+    assert calibrate.read_bf16(tmp_path) == (None, "")
+
+
+def test_the_cpu_flags_name_the_bf16_ones() -> None:
+    from stepwise_agent import hostinfo
+
+    flags = hostinfo.cpu_flags()
+    said = hostinfo.cpu_bf16_flags()
+    if flags is None:
+        assert said is None
+    else:
+        assert said == (" ".join(f for f in hostinfo.BF16_FLAGS if f in flags) or "none")

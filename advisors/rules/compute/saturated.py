@@ -151,7 +151,8 @@ class SaturatedDevice(Rule):
 
     def _lever(self, f: Facts) -> tuple[str | None, str]:
         fp32 = self._fp32_matmul(f)
-        if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"] and not mixed_precision_on(f):
+        if fp32 is not None and fp32 >= self.t["min_fp32_matmul_share"] and not mixed_precision_on(f) \
+                and precision_fix(f) is not None:
             return precision_fix(f), f"its matmuls run in fp32 ({pct(fp32)} of the step): {precision_phrase(f)}"
         optimizer = self._optimizer_lever(f)
         if optimizer is not None:
