@@ -64,7 +64,7 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
     if isinstance(spec, TrainingSpec):
         if args.metric is not None:
             raise SpecError("--metric reads a script's printed lines; a workload is judged on its training loss")
-        candidates = cands.for_workload(spec)
+        candidates = cands.for_workload(spec, run_steps=budget.steps)
         for fix_id in args.fix:  # step-time fixes re-judged by the time to quality, as asked
             fix = FIXES.get(fix_id)
             if fix is None or not fix.spec_patch:

@@ -29,6 +29,7 @@ from profilers.run.spec import TrainingSpec
 
 Scaling = Literal["linear", "sqrt"]
 WARMUP_FACTOR = 4.0  # a rate scaled beyond 4× its original wants a warm-up (Goyal et al.: k = 32 needed one)
+WARMUP_SHARE, MIN_WARMUP = 0.1, 5  # the warm-up's length: a tenth of the run's optimizer steps, at least 5
 ADAMW_LR = 1e-3
 EARLY_STOPPING = "early_stopping"
 
@@ -52,16 +53,27 @@ def scaled_lr(lr: float, k: float, rule: Scaling) -> float:
     return lr * k if rule == "linear" else lr * math.sqrt(k)
 
 
-def batch_scaled(spec: TrainingSpec, k: int, rule: Scaling) -> Candidate:
+def warmup_steps_for(run_steps: int) -> int:
+    """The warm-up's length: :data:`WARMUP_SHARE` of the run's optimizer steps, at least :data:`MIN_WARMUP`."""
+    return max(MIN_WARMUP, int(run_steps * WARMUP_SHARE))
+
+
+def batch_scaled(spec: TrainingSpec, k: int, rule: Scaling, run_steps: int | None = None) -> Candidate:
+    """Batch × k, the rate by ``rule``; beyond :data:`WARMUP_FACTOR` × the rate, the trainer ramps it up linearly
+    over :func:`warmup_steps_for` of the run's steps (``run_steps``: the arm's budget, else the spec's steps)."""
     lr = scaled_lr(spec.lr, k, rule)
     warm = lr > WARMUP_FACTOR * spec.lr
     why = (f"batch {spec.batch_size} → {spec.batch_size * k}, lr {spec.lr:g} → {lr:g} ({rule} rule: lr × "
            f"{'k' if rule == 'linear' else '√k'}, k = {k})")
-    advice = (f"the scaled rate is {lr / spec.lr:.1f}× the original (> {WARMUP_FACTOR:g}×): ramp it up linearly "
-              "over the first epochs (Goyal et al.); this trainer has no warm-up knob, add one yourself") \
-        if warm else ""
-    return Candidate(f"batch_x{k}_{rule}_lr", f"batch × {k}, {rule} lr scaling", why,
-                     {"batch_size": spec.batch_size * k, "lr": lr}, advice)
+    patch: dict[str, Any] = {"batch_size": spec.batch_size * k, "lr": lr}
+    if warm:
+        w = warmup_steps_for(run_steps or spec.steps)
+        patch["lr_warmup_steps"] = w
+        why += (f"; the scaled rate is {lr / spec.lr:.1f}× the original (> {WARMUP_FACTOR:g}×), so it is ramped up "
+                f"linearly over the first {w} steps ({100 * WARMUP_SHARE:g}% of the run; Goyal et al. ramped over "
+                "5 of 90 epochs)")
+    return Candidate(f"batch_x{k}_{rule}_lr", f"batch × {k}, {rule} lr scaling" + (", warm-up" if warm else ""),
+                     why, patch)
 
 
 def accumulation(spec: TrainingSpec, k: int, rule: Scaling) -> Candidate:
@@ -97,11 +109,11 @@ def early_stopping() -> Candidate:
                      "patience=...); HF Trainer: EarlyStoppingCallback)")
 
 
-def for_workload(spec: TrainingSpec, k: int = 4) -> list[Candidate]:
-    """What ``optimize --to-quality`` tries on a sample workload, in this order."""
+def for_workload(spec: TrainingSpec, k: int = 4, run_steps: int | None = None) -> list[Candidate]:
+    """What ``optimize --to-quality`` tries on a sample workload, in this order (``run_steps``: the budget's)."""
     rule: Scaling = "sqrt" if spec.optimizer in ("adam", "adamw") else "linear"
     other: Scaling = "linear" if rule == "sqrt" else "sqrt"
-    return [batch_scaled(spec, k, rule), batch_scaled(spec, k, other), accumulation(spec, k, rule),
+    return [batch_scaled(spec, k, rule, run_steps), batch_scaled(spec, k, other, run_steps), accumulation(spec, k, rule),
             optimizer_swap(spec), early_stopping()]
 
 

@@ -28,7 +28,7 @@ from reports.telemetry import downsample_telemetry
 #: The spec fields the form shows, in order, grouped (every other field keeps the workload's value and can be
 #: changed with ``KEY=VALUE`` lines).
 KNOB_GROUPS: dict[str, tuple[str, ...]] = {
-    "Training": ("batch_size", "steps", "lr", "optimizer", "optimizer_impl", "seed"),
+    "Training": ("batch_size", "steps", "lr", "lr_warmup_steps", "optimizer", "optimizer_impl", "seed"),
     "Data loading": ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache_decoded"),
     "Numerics and memory": ("precision", "channels_last", "compile", "grad_accum_steps", "activation_checkpointing",
                             "memory_budget_mb"),

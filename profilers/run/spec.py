@@ -79,6 +79,7 @@ class TrainingSpec:
     cudnn_benchmark: bool = False
     optimizer: OptimizerName = "sgd"
     lr: float = 0.01
+    lr_warmup_steps: int = 0  # linear warm-up of the rate over the first optimizer steps (0: none)
     optimizer_impl: OptimizerImpl = "default"
     memory_budget_mb: int | None = None
     # Distributed
@@ -113,7 +114,7 @@ class TrainingSpec:
         for name in positive:
             if getattr(self, name) < 1:
                 raise SpecError(f"{name} must be at least 1, got {getattr(self, name)}")
-        non_negative = ("warmup_steps", "num_workers", "profile_wait", "profile_warmup", "seed")
+        non_negative = ("warmup_steps", "num_workers", "profile_wait", "profile_warmup", "seed", "lr_warmup_steps")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise SpecError(f"{name} must be 0 or more, got {getattr(self, name)}")

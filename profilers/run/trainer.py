@@ -149,6 +149,7 @@ class Trainer:
                         scaled = loss / accum  # mean over the whole batch, as if it were one
                         (scaler.scale(scaled) if scaler is not None else scaled).backward()
                     loss_sum += loss.detach().float()
+                trainer_setup.warm_up_lr(spec, self.optimizer, step)
                 if scaler is not None:
                     scaler.step(self.optimizer)
                     scaler.update()

@@ -121,6 +121,16 @@ def make_optimizer(spec: TrainingSpec, params: Any, device: torch.device) -> tor
     return cls(params, **kwargs)
 
 
+def warm_up_lr(spec: TrainingSpec, optimizer: torch.optim.Optimizer, step: int) -> None:
+    """Linear warm-up (Goyal et al. 2017): the rate is ``lr × (step + 1) / lr_warmup_steps`` for the first
+    ``lr_warmup_steps`` optimizer steps, then ``lr``; nothing without a warm-up."""
+    if spec.lr_warmup_steps <= 0 or step > spec.lr_warmup_steps:
+        return
+    rate = spec.lr * min(1.0, (step + 1) / spec.lr_warmup_steps)
+    for group in optimizer.param_groups:
+        group["lr"] = rate
+
+
 def autocast_context(spec: TrainingSpec, device: torch.device) -> ContextManager[Any]:
     if spec.precision == "fp32":
         return contextlib.nullcontext()

@@ -161,6 +161,23 @@ def test_optimizer_knobs_reach_the_optimizer() -> None:
     assert isinstance(t.optimizer, torch.optim.SGD) and t.optimizer.defaults["foreach"] is True
 
 
+def test_lr_warm_up_ramps_the_rate_linearly_then_holds_it() -> None:
+    spec = WORKLOADS["digits"].spec("tiny", steps=6, lr=0.4, lr_warmup_steps=4)
+    trainer = Trainer.build(spec)
+    rates: list[float] = []
+    step = trainer.optimizer.step
+
+    def record(*a: object, **kw: object) -> object:
+        rates.append(trainer.optimizer.param_groups[0]["lr"])
+        return step(*a, **kw)
+
+    trainer.optimizer.step = record  # type: ignore[method-assign]
+    trainer.run()
+    assert rates == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+    plain = Trainer.build(spec.patch(lr_warmup_steps=0))
+    assert plain.optimizer.param_groups[0]["lr"] == 0.4
+
+
 @pytest.mark.slow  # ~1 s of compiling: the full suite runs it
 def test_compile_and_channels_last_act_on_the_model() -> None:
     t = Trainer.build(WORKLOADS["resnet_small"].spec("tiny", compile=True, channels_last=True))

@@ -143,8 +143,10 @@ def test_plateau_stop_point_reads_the_recorded_clock() -> None:
 def test_candidates_state_their_rules_and_warm_up_when_the_rate_grows_large() -> None:
     sq = cands.batch_scaled(BASE, 4, "sqrt")
     assert sq.patch == {"batch_size": 128, "lr": pytest.approx(0.2)} and "√k" in sq.rule and not sq.advice
-    big = cands.batch_scaled(BASE, 8, "linear")
-    assert "warm" in big.advice  # 8× the rate > 4×: Goyal et al.'s warm-up, said, not pretended
+    big = cands.batch_scaled(BASE, 8, "linear", run_steps=300)
+    # 8× the rate > 4×: Goyal et al.'s warm-up, run by the trainer over a tenth of the run, and said
+    assert big.patch is not None and big.patch["lr_warmup_steps"] == 30 and "ramped up linearly" in big.rule
+    assert "lr_warmup_steps" not in (cands.batch_scaled(BASE, 4, "linear").patch or {})  # 4× is not beyond 4×
     adam = BASE.patch(optimizer="adamw", lr=1e-3)
     assert cands.for_workload(adam)[0].id == "batch_x4_sqrt_lr"
     assert cands.optimizer_swap(BASE).patch == {"optimizer": "adamw", "lr": 1e-3}
