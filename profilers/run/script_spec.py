@@ -26,6 +26,9 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
     "matmul_precision": (str,), "cudnn_benchmark": (bool,), "optimizer_impl": (str,),
     "bucket_cap_mb_factor": (int, float), "grad_compression": (str,), "static_graph": (bool,),
     "alloc_conf": (str,),
+    # convergence changes of ``optimize --to-quality`` (stepwise_agent.inject.convergence)
+    "batch_scale": (int,), "lr_scale": (int, float), "warmup_steps": (int,), "grad_accum": (int,),
+    "optimizer_swap": (str,),
 }
 MAX_STEPS = 10_000
 

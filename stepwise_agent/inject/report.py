@@ -17,9 +17,11 @@ class KnobReport:
     acted: bool | None = None  # None: not decided yet (nothing reached it)
     evidence: list[str] = field(default_factory=list)
     why: str | None = None
-    final: bool = False  # refused before the run for good (torch lacks the API): later reasons do not replace it
+    final: bool = False  # refused for good (torch lacks the API, the script does not allow it): nothing replaces it
 
     def act(self, evidence: str) -> None:
+        if self.final:  # refused for good: nothing seen later makes it applied
+            return
         self.acted = True
         if evidence not in self.evidence:
             self.evidence.append(evidence)
