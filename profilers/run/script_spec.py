@@ -30,6 +30,9 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
     "batch_scale": (int,), "lr_scale": (int, float), "warmup_steps": (int,), "grad_accum": (int,),
     "optimizer_swap": (str,),
 }
+#: the knobs of ``optimize --to-quality`` that change convergence, not the step (a run with one is never a
+#: step-time measurement)
+CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap")
 MAX_STEPS = 10_000
 
 
