@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import types
+from types import FrameType
 from typing import Any, Callable
 
 import torch
@@ -38,7 +39,7 @@ def _fingerprint(grad: torch.Tensor) -> tuple[torch.Tensor, float]:
 
 def _from_grad_scaler() -> bool:
     """Whether ``step`` was called by a ``GradScaler`` (torch.amp / torch.cuda.amp)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(4):
         if frame is None:
             return False

@@ -187,7 +187,7 @@ class ConvergenceInjection:
                 return original(opt, *args, **kwargs)
             me._become_adamw(opt, args, kwargs)
 
-        sgd.__init__ = init  # type: ignore[method-assign]
+        setattr(sgd, "__init__", init)  # a wrapper of a wider signature, undone below
         self._undo.append(lambda: setattr(sgd, "__init__", original))
 
     def _become_adamw(self, opt: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

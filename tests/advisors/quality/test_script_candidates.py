@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import cli.optimize_quality as oq
 from advisors.experiments.to_quality import QualityRun, to_quality
 from advisors.experiments.to_quality_report import quality_json, quality_table
