@@ -11,9 +11,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from advisors.experiments.to_quality import QualitySpec, patch_workload, store_curve_runner, to_quality
+from advisors.experiments.to_quality import (AppliedFn, QualityRun, QualitySpec, ResolveFn, patch_workload,
+                                             store_curve_runner, to_quality)
 from advisors.experiments.to_quality_report import quality_json, quality_table
 from advisors.fixes import FIXES, patched
 from advisors.quality import candidates as cands
@@ -61,6 +62,8 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
         except ValueError as err:
             raise SpecError(str(err)) from None
     apply: Callable[[QualitySpec, cands.Candidate], QualitySpec] = patch_workload
+    resolve: ResolveFn | None = None
+    applied: AppliedFn | None = None
     if isinstance(spec, TrainingSpec):
         if args.metric is not None:
             raise SpecError("--metric reads a script's printed lines; a workload is judged on its training loss")
@@ -86,10 +89,11 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
 
         def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
             assert isinstance(s, ScriptSpec) and cand.patch is not None
-            return strategy.apply(s, FIXES[str(cand.patch["fix"])])
+            if "fix" in cand.patch:
+                return strategy.apply(s, FIXES[str(cand.patch["fix"])])
+            return s.patch(inject=dict(cand.patch))  # a convergence change (advisors.quality.script_candidates)
 
-        apply = inject
-
+        apply, resolve, applied = inject, script_resolve, script_applied
         label = spec.name
     store = RunStore(args.store)
     record = stored.start(store, None, "ladder", f"Time to quality on {label}",  # the mode is told in about:
@@ -97,7 +101,8 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
     say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
     try:
         ladder = to_quality(spec, candidates, store_curve_runner(store, budget, args.metric, record.run_id), budget,
-                            args.seeds, goal, args.quality_target, args.metric, apply=apply, on_progress=say)
+                            args.seeds, goal, args.quality_target, args.metric, apply=apply, on_progress=say,
+                            resolve=resolve, applied=applied)
         out = quality_json(ladder, args.metric, args.full_run_steps, args.price_per_hour)
     except BaseException as err:
         stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
@@ -109,6 +114,29 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
     stored.finish(store, record.run_id, None, reports={"json": json.dumps(out).encode(), "html": html_page(out),
                                                        "md": markdown(out).encode()})
     return out
+
+
+def script_resolve(cand: cands.Candidate, baseline: Sequence[QualityRun]) -> cands.Candidate:
+    """A script's convergence candidate made concrete from what its baseline run built."""
+    from advisors.quality import script_candidates
+
+    return script_candidates.resolve(cand, script_candidates.read_baseline(baseline))
+
+
+def script_applied(cand: cands.Candidate, run: QualityRun) -> tuple[dict[str, Any] | None, str | None]:
+    """From a candidate run's ``injected.json``: what was injected, and why it did not act (``None``: it did)."""
+    from advisors.experiments.script_fixes import why_not_applied as fix_not_applied
+    from advisors.quality import script_candidates
+    from profilers.store.files import read_json
+
+    raw = read_json(Path(run.run_dir) / "injected.json") if run.run_dir else None
+    injected = raw if isinstance(raw, dict) else None
+    record = script_candidates.applied_record(cand, injected)
+    if cand.patch is not None and "fix" in cand.patch:
+        fix = FIXES[str(cand.patch["fix"])]
+        record = {"knobs": (injected or {}).get("knobs") or {}, "sites": {}} if injected else None
+        return record, (fix_not_applied(fix, injected) if injected is not None else None)
+    return record, script_candidates.why_not_applied(cand, injected)
 
 
 def stored_reports(store: RunStore) -> list[tuple[str, Path]]:

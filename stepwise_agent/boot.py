@@ -20,7 +20,8 @@ An optional ``RUN_DIR/boot.json`` (written by :func:`profilers.run.launch.start_
 starts, the same for every arm of an A/B), ``warmup`` + ``measure`` unprofiled steps before the profiler's
 window (the measured ones are timed without profiler overhead), ``profile`` active steps, and ``inject``: fix
 knobs applied to the script's own objects by :class:`stepwise_agent.inject.Injector`. What the injector did,
-knob by knob, and the user's call sites go to ``injected.json`` — written for every launch, knobs or not.
+knob by knob, and the user's call sites go to ``injected.json`` — written for every launch, knobs or not (and,
+marked ``partial``, at steps 1, 2, 4, 8, …, for a run that is stopped from outside: ``--to-quality``).
 
 Under ``torchrun`` every rank boots this way: each writes its steps (``rank``) and its trace (``rank{R}.…``);
 local rank 0 writes progress, ``agent.json``, ``injected.json`` and ``agent_result.json``.
@@ -247,7 +248,13 @@ def main(argv: list[str]) -> int:
     rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader)
     detector = StepDetector(rec.on_step)
     injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps)
-    detector.before_step = injector.on_step
+
+    def before_step() -> None:
+        injector.on_step()
+        if leader and injector.steps & (injector.steps - 1) == 0:  # steps 1, 2, 4, 8, …: a run stopped from
+            write_json_atomic(run_dir / "injected.json", injector.snapshot())  # outside still has its report
+
+    detector.before_step = before_step
     if cfg["seed"] is not None:
         seed_everything(int(cfg["seed"]))
     injector.install()

@@ -9,6 +9,12 @@ metric reaches a known target (the follow loop reads its ``steps.jsonl`` / ``pri
 its curve is read against its own clock. No profiler window is opened in these runs (its overhead would be
 charged to the arm whose profiled steps are heavier).
 
+On a script the convergence changes are injected at boot (``stepwise_agent.inject.convergence``): each is made
+concrete from the baseline's own run (``resolve``: its DataLoader, its optimizer and the rule that fits it,
+:mod:`advisors.quality.script_candidates`), and each candidate run's ``injected.json`` says whether it acted
+(``applied``): a change the script did not allow is stopped as soon as the agent refuses it, reported "not
+applied: why" with what was injected, and never judged.
+
 Order: the baseline's K seeds first (their curves give the target when none is given, and early stopping is
 measured on them: so when early stopping is a candidate the baseline runs its whole budget), then each candidate's K seeds, compared with the baseline's. Seeds are the same per arm
 (``seed`` = 0 … K−1: model init, data order and, on a workload, the synthetic data itself).
@@ -19,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 import pandas as pd
 
@@ -57,6 +63,10 @@ class QualityRun:
 
 #: Runs one arm's spec to a :class:`QualityRun`; ``stop_at`` is the target to stop at, when known.
 CurveRunFn = Callable[[QualitySpec, "Target | None"], QualityRun]
+#: A candidate made concrete from the baseline's runs (a script's: its optimizer and DataLoader), or advice.
+ResolveFn = Callable[[Candidate, Sequence[QualityRun]], Candidate]
+#: What a candidate's run injected (for the report) and why it did not act (``None``: it acted).
+AppliedFn = Callable[[Candidate, QualityRun], "tuple[Mapping[str, Any] | None, str | None]"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,8 @@ class QualityRound:
     early_stopping: early_stop.EarlyStopping | None
     kept: bool
     reason: str
+    applied: Mapping[str, Any] | None = None  # what was injected (a script's candidate): knobs, evidence, sites
+    not_applied: str | None = None  # why the change did not act: then it was not judged
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,8 @@ def seen(curve: Curve, metric: str | None) -> Curve:
 def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = None,
                        experiment: str | None = None, poll_s: float = 0.5) -> CurveRunFn:
     """The real :data:`CurveRunFn`: runs the arm's spec in ``store`` and stops it once its curve reaches the
-    target (when one is known) or its clock passes a budget in seconds."""
+    target (when one is known) or its clock passes a budget in seconds — or, for a script, as soon as the agent
+    refused a convergence change it was asked to inject (the run cannot judge it: "not applied")."""
     from profilers.run import runner
 
     def run_one(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
@@ -138,7 +151,10 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
             if why:
                 return
             c = curve_of(handle.run_dir, store.read_steps(handle.run_id), metric)
-            if budget.seconds is not None and c.end_s >= budget.seconds:
+            refusal = _refused(spec, handle.run_dir)
+            if refusal is not None:
+                why.append(f"not applied: {refusal}")
+            elif budget.seconds is not None and c.end_s >= budget.seconds:
                 why.append(f"its budget of {budget.seconds:g} s ran out")
             elif stop_at is not None and time_to_target(seen(c, metric), stop_at.value, stop_at.goal) is not None:
                 why.append("it reached the target")
@@ -156,11 +172,24 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
     return run_one
 
 
+def _refused(spec: QualitySpec, run_dir: Path) -> str | None:
+    if not isinstance(spec, ScriptSpec) or not spec.inject:
+        return None
+    from advisors.quality.script_candidates import refused
+    from profilers.store.files import read_json
+
+    return refused(read_json(run_dir / "injected.json"), spec.inject)
+
+
 def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRunFn, budget: Budget, seeds: int,
                goal: Goal = "min", target_value: float | None = None, metric: str | None = None,
                apply: Callable[[QualitySpec, Candidate], QualitySpec] | None = None,
-               on_progress: ProgressFn | None = None) -> QualityLadder:
-    """Run the baseline's ``seeds``, set the target, then judge every candidate (see the module docs)."""
+               on_progress: ProgressFn | None = None, resolve: ResolveFn | None = None,
+               applied: AppliedFn | None = None) -> QualityLadder:
+    """Run the baseline's ``seeds``, set the target, then judge every candidate (see the module docs).
+    ``resolve`` makes each candidate concrete from the baseline's runs; ``applied`` reads each candidate run's
+    record of what was injected: a change that did not act is reported "not applied: why", its remaining seeds
+    are not run and it is never judged."""
     if seeds < 1:
         raise SpecError(f"--seeds must be at least 1, got {seeds}")
     say = on_progress or (lambda _: None)
@@ -189,6 +218,8 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
     advice: list[Candidate] = []
     for cand in candidates:
         n = len(rounds) + 1
+        if resolve is not None:
+            cand = resolve(cand, base_runs)
         if cand.id == EARLY_STOPPING:
             es = early_stop.measure(curves, goal)
             rounds.append(QualityRound(n, cand, None, (), None, es, es.kept, es.reason))
@@ -201,12 +232,23 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         except SpecError as err:
             advice.append(replace(cand, advice=f"cannot run here: {err}"))
             continue
-        runs = []
+        runs: list[QualityRun] = []
+        record: Mapping[str, Any] | None = None
+        why_not: str | None = None
         for s in range(seeds):
             say(f"{cand.title}: seed {s + 1}/{seeds}")
             runs.append(run(arm_spec(patched, budget, s), target))
+            if applied is not None:
+                seen_here, why_not = applied(cand, runs[-1])
+                record = record or seen_here
+                if why_not is not None:
+                    break
+        if why_not is not None:
+            rounds.append(QualityRound(n, cand, patched, tuple(runs), None, None, False, f"not applied: {why_not}",
+                                       record, why_not))
+            continue
         ttt = compare(base_arm, ArmTime(tuple(_reached(r, target, metric) for r in runs)))
-        rounds.append(QualityRound(n, cand, patched, tuple(runs), ttt, None, ttt.kept, ttt.reason))
+        rounds.append(QualityRound(n, cand, patched, tuple(runs), ttt, None, ttt.kept, ttt.reason, record))
     return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice))
 
 

@@ -7,8 +7,10 @@ and ``total_speedup``. Each round: ``round``, ``bottleneck`` ("convergence"), ``
 ratio, or for early stopping the run's length over its length stopped), ``loss_delta`` (null: both arms are
 held to the same target), ``time_to_target`` {``before_s``, ``after_s``, ``ratio``, ``interval``, ``seeds``,
 ``reached_before``, ``reached_after``, …} or null, ``early_stopping`` (the measured saving) or null, and
-``curves`` (each seed's smoothed curve, at most :data:`MAX_POINTS` points). ``total_speedup`` is the best kept
-round's ratio — rounds are each judged against the baseline, not stacked.
+``curves`` (each seed's smoothed curve, at most :data:`MAX_POINTS` points); for a change injected into a
+script, ``applied`` (its knobs with the agent's evidence, and the user's lines: ``sites``) and ``not_applied``
+(why it did not act — then ``time_to_target`` is null and it was not judged), else null. ``total_speedup`` is the
+best kept round's ratio — rounds are each judged against the baseline, not stacked.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
             "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
             "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
             "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
+            "applied": dict(r.applied) if r.applied is not None else None, "not_applied": r.not_applied,
             "curves": curves_json(r.runs, metric)})
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
     best = max(kept, default=1.0)
@@ -86,6 +89,11 @@ def quality_table(out: dict[str, Any]) -> str:
              f"baseline: {_arm(out['baseline']['time_to_target'])}"]
     for r in out["rounds"]:
         lines.append(f"{r['round']}. {r['title']} — {r['reason']}")
+        if r.get("applied") or r.get("not_applied"):
+            lines.append(f"     rule: {r['rule']}")
+        for knob, rec in ((r.get("applied") or {}).get("knobs") or {}).items():
+            if rec.get("acted"):
+                lines.append(f"     injected {knob}: {'; '.join(rec.get('evidence') or [])}")
         if r["time_to_target"]:
             lines.append(f"     after: {_arm(r['time_to_target']['after'])}")
     for a in out["advice"]:

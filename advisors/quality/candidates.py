@@ -14,9 +14,14 @@
 - **Early stopping** with patience on the metric (:mod:`advisors.quality.early_stop`): measured on the
   baseline's own curves, no new run needed.
 
-On a sample workload each is a :class:`~profilers.run.spec.TrainingSpec` patch. On a script the batch size,
-the rate and the optimizer live in the user's code: they are **"change it yourself"** with the rule and the
-numbers; only early stopping is measured there.
+On a sample workload each is a :class:`~profilers.run.spec.TrainingSpec` patch. On a script they are
+**injected at boot** into the script's own objects (``stepwise_agent.inject.convergence``): its
+``DataLoader(batch_size=…)`` × k, its ``torch.optim`` optimizer's rate scaled (with the warm-up the workload's
+trainer lacks), accumulation by wrapping its ``step``/``zero_grad``, SGD built as AdamW, Adam/AdamW fused;
+the rule and the numbers follow the optimizer its baseline run built (:mod:`advisors.quality.script_candidates`).
+Where the script does not allow one (no DataLoader, no torch optimizer, gradients cleared by
+``model.zero_grad()``, a closure optimizer) it is "change it yourself" with the reason, or, when that is only
+seen while it runs, "not applied: why", never a measurement. LAMB/LARS stays advice.
 """
 
 from __future__ import annotations
@@ -94,7 +99,7 @@ def optimizer_swap(spec: TrainingSpec) -> Candidate:
                      "instead of a loop per tensor (the same update)", {"optimizer_impl": "fused"})
 
 
-def lamb_lars_advice(spec: TrainingSpec) -> Candidate:
+def lamb_lars_advice(spec: TrainingSpec | None = None) -> Candidate:
     return Candidate("optimizer_lamb_lars", "LAMB / LARS for a large batch",
                      "layer-wise trust ratios keep a very large batch (k ≥ 8) stable (You et al. 2017, 2019)", None,
                      "not in PyTorch: change it yourself (e.g. torch_optimizer.Lamb, or timm.optim.Lamb/Lars)")
@@ -118,15 +123,9 @@ def for_workload(spec: TrainingSpec, k: int = 4, run_steps: int | None = None) -
 
 
 def for_script(k: int = 4) -> list[Candidate]:
-    """On a script the batch, rate and optimizer are the user's code: advice with the rules; early stopping is
-    measured."""
-    return [
-        Candidate(f"batch_x{k}_lr", f"batch × {k}, lr scaled", f"linear rule for SGD (lr × {k}), square-root for "
-                  f"Adam/AdamW (lr × {math.sqrt(k):g}); warm up over the first epochs when the rate grows more than "
-                  f"{WARMUP_FACTOR:g}×", None, "change it yourself: your DataLoader's batch_size and your "
-                  "optimizer's lr"),
-        Candidate(f"grad_accum_x{k}", f"gradient accumulation × {k}", "when memory caps the batch: call "
-                  f"optimizer.step() every {k} backward passes, loss / {k}, lr scaled as above", None,
-                  "change it yourself: the loop's step and zero_grad"),
-        early_stopping(),
-    ]
+    """On a script: the candidates before its baseline has run, made concrete from it by
+    :func:`advisors.quality.script_candidates.resolve` (injected at boot, or advice when the script does not allow
+    it)."""
+    from advisors.quality.script_candidates import templates
+
+    return templates(k)

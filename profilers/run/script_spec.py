@@ -26,7 +26,13 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
     "matmul_precision": (str,), "cudnn_benchmark": (bool,), "optimizer_impl": (str,),
     "bucket_cap_mb_factor": (int, float), "grad_compression": (str,), "static_graph": (bool,),
     "alloc_conf": (str,),
+    # convergence changes of ``optimize --to-quality`` (stepwise_agent.inject.convergence)
+    "batch_scale": (int,), "lr_scale": (int, float), "warmup_steps": (int,), "grad_accum": (int,),
+    "optimizer_swap": (str,),
 }
+#: the knobs of ``optimize --to-quality`` that change convergence, not the step (a run with one is never a
+#: step-time measurement)
+CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap")
 MAX_STEPS = 10_000
 
 

@@ -68,10 +68,11 @@ def markdown(out: Mapping[str, Any]) -> str:
             cell = f"{before} → {after}"
         else:
             es = r["early_stopping"]
-            cell = f"saves {es['saved_s']:.2f} s ({es['saved_share']:.0%})" if es else "advice"
+            cell = f"saves {es['saved_s']:.2f} s ({es['saved_share']:.0%})" if es else \
+                f"not applied: {r['not_applied']}" if r.get("not_applied") else "advice"
             ratio = "—"
-        rows.append(f"| {r['round']} | {_md(r['title'])} | {_md(r['rule'])} | {cell} | {ratio} | "
-                    f"{'kept' if r['kept'] else 'rejected'} |")
+        verdict = "kept" if r["kept"] else "not applied" if r.get("not_applied") else "rejected"
+        rows.append(f"| {r['round']} | {_md(r['title'])} | {_md(r['rule'])} | {_md(cell)} | {ratio} | {verdict} |")
     head = (f"**Target:** {_md(t['metric'])} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} "
             f"({_md(t['source'])}{': ' + _md(t['note']) if t.get('note') else ''}); {out['seeds']} seed(s) per arm.")
     tail = f"\n\n{_md(out['projection']['text'])}" if out.get("projection") else ""

@@ -7,7 +7,11 @@ fp16 steps through the GradScaler), and at the end returns the report: per knob 
 evidence; the user's call sites of DataLoader, optimizer, DDP and model call, and of a framework's switch
 (``TrainingArguments``, ``L.Trainer``, ``Accelerator``; see ``frameworks``) with what was set there.
 Closures given to ``optimizer.step`` are marked for the trace (``closure``). With no knobs it still records
-the call sites, which is what the Advisor needs to point at the line to change.
+the call sites, which is what the Advisor needs to point at the line to change. The convergence knobs of
+``optimize --to-quality`` (batch × k, learning rate scaled, warm-up, gradient accumulation, SGD → AdamW) act
+through the same DataLoader and optimizer hooks (``convergence``, ``accumulate``). :meth:`Injector.snapshot`
+is the report so far, written during the run: a to-quality run is stopped from outside once it reaches its
+target, and its report must already be there.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import torch
 from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.hostinfo import available_memory_bytes
 from stepwise_agent.inject.closure import annotate_closures
+from stepwise_agent.inject.convergence import ConvergenceInjection
 from stepwise_agent.inject.frameworks import FrameworkInjection
 from stepwise_agent.inject.loader import LoaderInjection
 from stepwise_agent.inject.modules import ModuleInjection
@@ -47,11 +52,12 @@ class Injector:
                 self.knobs[name] = value
             elif (k := self.report.knob(name)) is not None:
                 k.refuse(why, final=True)
-        self.loader = LoaderInjection(self.knobs, self.report, available_memory_bytes())
+        self.convergence = ConvergenceInjection(self.knobs, self.report, on_skipped_step)
+        self.loader = LoaderInjection(self.knobs, self.report, available_memory_bytes(), self.convergence)
         self.modules = ModuleInjection(self.knobs, self.report, self.device, self.caps)
-        self.optim = OptimInjection(self.knobs, self.report, self.caps)
+        self.optim = OptimInjection(self.knobs, self.report, self.caps, self.convergence)
         self.optim.on_skipped_step = on_skipped_step
-        self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules)
+        self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
         self._undo: list[Callable[[], None]] = []
         self.steps = 0
 
@@ -64,6 +70,7 @@ class Injector:
                     k.act(f"PYTORCH_CUDA_ALLOC_CONF={self.knobs['alloc_conf']} set before the first CUDA allocation")
                 else:
                     k.refuse("the CUDA caching allocator is not used on the CPU")
+        self.convergence.install()
         self.loader.install()
         self.modules.install()
         self.optim.install()
@@ -79,6 +86,7 @@ class Injector:
         self.optim.uninstall()
         self.modules.uninstall()
         self.loader.uninstall()
+        self.convergence.uninstall()
 
     def on_step(self) -> None:
         self.steps += 1
@@ -106,4 +114,9 @@ class Injector:
         self.loader.finish()
         self.modules.finish()
         self.optim.finish()
+        self.convergence.finish()
         return {**self.report.to_json(), "frameworks": self.frameworks.to_json()}
+
+    def snapshot(self) -> dict[str, Any]:
+        """The report so far (``partial``: knobs not yet decided read as not acted), without the end's checks."""
+        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "partial": True}

@@ -8,6 +8,9 @@ which arguments were set there, which is the diff the Advisor shows:
 - ``TrainingArguments(...)``: ``bf16``/``fp16``, ``dataloader_num_workers``, ``dataloader_pin_memory``,
   ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile``, ``tf32``;
 - ``L.Trainer(...)`` (``lightning`` or ``pytorch_lightning``): ``precision="bf16-mixed"`` / ``"16-mixed"``;
+- the convergence knobs of ``--to-quality`` (:mod:`stepwise_agent.inject.convergence`): ``TrainingArguments``'
+  ``per_device_train_batch_size``, ``learning_rate``, ``warmup_steps``, ``gradient_accumulation_steps``, and
+  ``L.Trainer(accumulate_grad_batches=…)``;
 - ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``.
 
 The classes are patched when their module is first imported (an import hook), so a plain script pays nothing
@@ -24,6 +27,7 @@ import sys
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
+from stepwise_agent.inject.convergence import ConvergenceInjection, where
 from stepwise_agent.inject.modules import ModuleInjection
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import called_by_user, user_site
@@ -43,6 +47,7 @@ CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda
                                                       "autocast": lambda v: v == "fp16"}
 LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}
 ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16"}
+PRECISION_FIELDS = ("precision", "mixed_precision")  # L.Trainer's and Accelerator's autocast switch
 #: knobs each framework's switch owns (the generic injection stands aside for them)
 OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",)}
 
@@ -81,8 +86,10 @@ class FrameworkInjection:
     """Patches each framework's switch; records the user's call of it under ``sites`` (``training_arguments``,
     ``lightning_trainer``, ``accelerator``) and what was set there under ``report.frameworks``."""
 
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport, modules: ModuleInjection) -> None:
+    def __init__(self, knobs: dict[str, Any], report: InjectionReport, modules: ModuleInjection,
+                 convergence: ConvergenceInjection | None = None) -> None:
         self.knobs, self.report, self.modules = knobs, report, modules
+        self.convergence = convergence
         self._undo: list[Callable[[], None]] = []
         self.frameworks: dict[str, dict[str, Any]] = {}
 
@@ -118,14 +125,14 @@ class FrameworkInjection:
         self.modules.framework_owns.update(owned)
         for knob in self._knobs_set(framework, set_):
             if (k := self.report.knob(knob)) is not None:  # how it was set; whether it acted is seen later
-                fields = HF_FIELDS[knob](self.knobs[knob]) if framework == "transformers" else set_
+                fields = HF_FIELDS[knob](self.knobs[knob]) if framework == "transformers" else PRECISION_FIELDS
                 args = ", ".join(f"{f}={v!r}" for f, v in set_.items() if f in fields)
                 k.evidence.append(f"{cls.__name__}({args}) set at {site['file'].rsplit('/', 1)[-1]}:{site['line']}")
 
     def _knobs_set(self, framework: str, set_: dict[str, Any]) -> list[str]:
         if framework == "transformers":
             return [k for k in self.knobs if k in HF_FIELDS and set(HF_FIELDS[k](self.knobs[k])) & set(set_)]
-        return ["autocast"] if set_ else []
+        return ["autocast"] if set(set_) & set(PRECISION_FIELDS) else []
 
     def _precision_here(self) -> bool:
         """fp16 mixed precision is a CUDA mode the frameworks refuse on a CPU (the generic injection then says
@@ -152,6 +159,11 @@ class FrameworkInjection:
                         asked[field] = getattr(args, field, None)
                         setattr(args, field, new)
                         set_[field] = new
+                site = user_site(2)
+                if me.convergence is not None and site is not None:
+                    more, before = me.convergence.training_arguments(args, where(site))
+                    set_.update(more)
+                    asked.update(before)
                 me._record("transformers", "training_arguments", user_site(2), type(args), set_, asked)
             original(args)
 
@@ -169,7 +181,13 @@ class FrameworkInjection:
                 asked = {"precision": kwargs.get("precision")}
                 if me._precision_here() and me.knobs.get("autocast") in LIGHTNING_PRECISION:
                     kwargs["precision"] = set_["precision"] = LIGHTNING_PRECISION[me.knobs["autocast"]]
-                me._record("lightning", "lightning_trainer", user_site(2), cls, set_, asked)
+                site = user_site(2)
+                if me.convergence is not None and site is not None:
+                    before = kwargs.get("accumulate_grad_batches")
+                    if more := me.convergence.lightning_trainer(kwargs, where(site)):
+                        set_.update(more)
+                        asked["accumulate_grad_batches"] = before
+                me._record("lightning", "lightning_trainer", site, cls, set_, asked)
             original(trainer, *args, **kwargs)
 
         cls.__init__ = init

@@ -1,5 +1,6 @@
 """DataLoader knobs, injected into the script's own ``DataLoader(...)`` call: ``num_workers``, ``pin_memory``,
-``persistent_workers``, ``prefetch_factor`` override its keyword arguments; ``cache_decoded`` wraps a map-style
+``persistent_workers``, ``prefetch_factor`` override its keyword arguments (and ``batch_scale`` its ``batch_size``:
+:mod:`stepwise_agent.inject.convergence`); ``cache_decoded`` wraps a map-style
 dataset in a cache of decoded samples — only when ``dataset[i]`` is deterministic (a few indices read twice):
 a random augmentation would make a cache change what is trained on, so the cache is refused and says why.
 
@@ -18,6 +19,7 @@ from typing import Any, Callable
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
+from stepwise_agent.inject.convergence import ConvergenceInjection
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import user_site
 
@@ -153,9 +155,11 @@ class LoaderInjection:
     """Overrides the keyword arguments of every ``DataLoader(...)`` the script builds; watches the first one
     that yields a batch (the training loader) for the evidence."""
 
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport, available_bytes: int) -> None:
+    def __init__(self, knobs: dict[str, Any], report: InjectionReport, available_bytes: int,
+                 convergence: ConvergenceInjection | None = None) -> None:
         self.knobs = {k: v for k, v in knobs.items() if k in LOADER_KNOBS or k == "cache_decoded"}
         self.report, self.available = report, available_bytes
+        self.convergence = convergence
         self.loaders: dict[int, dict[str, Any]] = {}
         self.training: int | None = None
         self.iterators: set[int] = set()
@@ -173,6 +177,8 @@ class LoaderInjection:
             site = user_site(obj=loader)
             asked = {k: bound.arguments[k] for k in LOADER_KNOBS}
             me._override(bound.arguments)
+            if me.convergence is not None:
+                me.convergence.scale_batch(bound.arguments, site)
             original_init(*bound.args, **bound.kwargs)
             me.loaders[id(loader)] = {"site": site, "asked": asked,
                                       "effective": {k: bound.arguments[k] for k in LOADER_KNOBS},
@@ -232,6 +238,8 @@ class LoaderInjection:
         if self.training is None:
             self.training = id(loader)
             self.report.loader = {**info["effective"], "batch_size": info["batch_size"]}
+            if self.convergence is not None:
+                self.convergence.training_loader(info["batch_size"], site)
         if id(loader) != self.training:
             return
         self.iterators.add(id(it))

@@ -1,5 +1,7 @@
 """Optimizer and DDP knobs, injected as constructor keyword arguments of the script's own objects:
-``optimizer_impl`` (``foreach`` / ``fused``) on any ``torch.optim`` optimizer whose constructor has it;
+``optimizer_impl`` (``foreach`` / ``fused``) on any ``torch.optim`` optimizer whose constructor has it (each
+optimizer built is recorded with its type, first rate and ``fused``, and handed to the convergence knobs:
+:mod:`stepwise_agent.inject.convergence`);
 ``bucket_cap_mb_factor``, ``static_graph`` and ``grad_compression`` (a bf16 comm hook) on its
 ``DistributedDataParallel``. With fp16 autocast on CUDA, the optimizer's ``step`` goes through the GradScaler.
 """
@@ -13,6 +15,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from stepwise_agent.capabilities import TorchCapabilities, detect
+from stepwise_agent.inject.convergence import ConvergenceInjection
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import user_site
 
@@ -26,8 +29,9 @@ def _optimizer_classes() -> list[type]:
 
 class OptimInjection:
     def __init__(self, knobs: dict[str, Any], report: InjectionReport,
-                 caps: TorchCapabilities | None = None) -> None:
+                 caps: TorchCapabilities | None = None, convergence: ConvergenceInjection | None = None) -> None:
         self.knobs, self.report = knobs, report
+        self.convergence = convergence
         self.caps = caps or detect(torch)
         self.optimizers: list[torch.optim.Optimizer] = []
         self._undo: list[Callable[[], None]] = []
@@ -42,7 +46,13 @@ class OptimInjection:
         def base(opt: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
             base_init(opt, *args, **kwargs)
             me.optimizers.append(opt)
-            me.report.site("optimizer", user_site(), type=type(opt).__name__)
+            site = user_site()
+            lr = opt.param_groups[0].get("lr") if opt.param_groups else None
+            me.report.site("optimizer", site, type=type(opt).__name__,
+                           lr=float(lr) if isinstance(lr, (int, float, torch.Tensor)) else None,
+                           fused=bool(opt.defaults.get("fused")))
+            if me.convergence is not None:
+                me.convergence.on_optimizer(opt, site)
 
         setattr(torch.optim.Optimizer, "__init__", base)  # a wrapper of a wider signature, undone below
         self._undo.append(lambda: setattr(torch.optim.Optimizer, "__init__", base_init))

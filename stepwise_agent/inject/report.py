@@ -1,7 +1,8 @@
 """What an injection did, knob by knob: acted or not, and the evidence either way.
 
 Every knob the launcher was asked to inject ends in the report with ``acted`` (True: its effect was seen in
-this run; False: it could not act, with ``why``) — never silently absent. The experiment reads this to say
+this run; False: it could not act, with ``why``) — never silently absent. ``refused`` tells a knob that could not
+act from one nothing has reached yet (a report written while the run goes on). The experiment reads this to say
 "not applied: <why>" instead of "no gain" for a fix whose effect was never there.
 """
 
@@ -17,9 +18,11 @@ class KnobReport:
     acted: bool | None = None  # None: not decided yet (nothing reached it)
     evidence: list[str] = field(default_factory=list)
     why: str | None = None
-    final: bool = False  # refused before the run for good (torch lacks the API): later reasons do not replace it
+    final: bool = False  # refused for good (torch lacks the API, the script does not allow it): nothing replaces it
 
     def act(self, evidence: str) -> None:
+        if self.final:  # refused for good: nothing seen later makes it applied
+            return
         self.acted = True
         if evidence not in self.evidence:
             self.evidence.append(evidence)
@@ -29,7 +32,7 @@ class KnobReport:
             self.acted, self.why, self.final = False, why, final
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "acted": bool(self.acted),
+        return {"value": self.value, "acted": bool(self.acted), "refused": self.acted is False,
                 "evidence": list(self.evidence),
                 "why": None if self.acted else (self.why or "the script never reached the object this knob acts on")}
 

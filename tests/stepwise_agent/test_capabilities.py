@@ -71,7 +71,7 @@ def test_the_injector_refuses_what_the_fake_torch_lacks_and_keeps_the_reason(mon
     assert "compile" not in injector.knobs and injector.knobs == {"autocast": "bf16"}
     injector.modules.finish()  # what would later say "no module called" must not replace the first reason
     report = injector.report.to_json()["knobs"]
-    assert report["compile"] == {"value": True, "acted": False, "evidence": [],
+    assert report["compile"] == {"value": True, "acted": False, "refused": True, "evidence": [],
                                  "why": "not applied: torch 2.0 has no torch.compile"}
 
 
