@@ -73,9 +73,9 @@ def batch_scaled(spec: TrainingSpec, k: int, rule: Scaling, run_steps: int | Non
     patch: dict[str, Any] = {"batch_size": spec.batch_size * k, "lr": lr}
     if warm:
         w = warmup_steps_for(run_steps or spec.steps)
-        patch["lr_warmup_steps"] = w
+        patch.update(lr_warmup_steps=w, lr_warmup_from=spec.lr)
         why += (f"; the scaled rate is {lr / spec.lr:.1f}× the original (> {WARMUP_FACTOR:g}×), so it is ramped up "
-                f"linearly over the first {w} steps ({100 * WARMUP_SHARE:g}% of the run; Goyal et al. ramped over "
+                f"linearly from {spec.lr:g} over the first {w} steps ({100 * WARMUP_SHARE:g}% of the run; Goyal et al. ramped over "
                 "5 of 90 epochs)")
     return Candidate(f"batch_x{k}_{rule}_lr", f"batch × {k}, {rule} lr scaling" + (", warm-up" if warm else ""),
                      why, patch)

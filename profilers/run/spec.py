@@ -80,6 +80,7 @@ class TrainingSpec:
     optimizer: OptimizerName = "sgd"
     lr: float = 0.01
     lr_warmup_steps: int = 0  # linear warm-up of the rate over the first optimizer steps (0: none)
+    lr_warmup_from: float | None = None  # the warm-up's first rate (None: from 0)
     optimizer_impl: OptimizerImpl = "default"
     memory_budget_mb: int | None = None
     # Distributed

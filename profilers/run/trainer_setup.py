@@ -122,11 +122,13 @@ def make_optimizer(spec: TrainingSpec, params: Any, device: torch.device) -> tor
 
 
 def warm_up_lr(spec: TrainingSpec, optimizer: torch.optim.Optimizer, step: int) -> None:
-    """Linear warm-up (Goyal et al. 2017): the rate is ``lr × (step + 1) / lr_warmup_steps`` for the first
-    ``lr_warmup_steps`` optimizer steps, then ``lr``; nothing without a warm-up."""
+    """Linear warm-up over the first ``lr_warmup_steps`` optimizer steps, then ``lr``: from ``lr_warmup_from``
+    (Goyal et al. 2017's gradual warm-up starts at the small batch's rate and reaches k × it) or, without one,
+    from 0; nothing without a warm-up."""
     if spec.lr_warmup_steps <= 0 or step > spec.lr_warmup_steps:
         return
-    rate = spec.lr * min(1.0, (step + 1) / spec.lr_warmup_steps)
+    start = spec.lr_warmup_from if spec.lr_warmup_from is not None else 0.0
+    rate = start + (spec.lr - start) * min(1.0, (step + 1) / spec.lr_warmup_steps)
     for group in optimizer.param_groups:
         group["lr"] = rate
 

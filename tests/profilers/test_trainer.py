@@ -176,6 +176,13 @@ def test_lr_warm_up_ramps_the_rate_linearly_then_holds_it() -> None:
     assert rates == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
     plain = Trainer.build(spec.patch(lr_warmup_steps=0))
     assert plain.optimizer.param_groups[0]["lr"] == 0.4
+    goyal = Trainer.build(spec.patch(lr_warmup_from=0.1))  # from the small batch's rate to k × it
+    rates.clear()
+    step = goyal.optimizer.step
+    goyal.optimizer.step = record  # type: ignore[method-assign]
+    trainer = goyal
+    goyal.run()
+    assert rates == pytest.approx([0.175, 0.25, 0.325, 0.4, 0.4, 0.4])
 
 
 @pytest.mark.slow  # ~1 s of compiling: the full suite runs it
