@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from advisors.verdict import Fix
+from stepwise_agent.switches import SWITCHES
 
 #: Injection knob -> (keyword argument, how its value reads in code) for the calls that take them.
 KWARGS: dict[str, dict[str, str]] = {
@@ -46,20 +47,17 @@ class Change:
                 "sites": list(self.sites)}
 
 
-#: A framework's own switch (the call its user configures it with) -> knob -> its keyword arguments there.
+def _shown(knob: str, fields: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+    if knob != "autocast":
+        return fields
+    return lambda v: {k: x for k, x in fields(v).items() if x is not False}
+
+
+#: A framework's own switch (the call its user configures it with) -> knob -> its keyword arguments there: the
+#: agent's own table (what it sets at boot is what the diff shows), less an autocast's "the other precision off"
+#: (``fp16=False`` beside ``bf16=True``), which is the default a reader need not see.
 SWITCH_KWARGS: dict[str, dict[str, Callable[[Any], dict[str, Any]]]] = {
-    "training_arguments": {
-        "autocast": lambda v: {"bf16": True} if v == "bf16" else {"fp16": True},
-        "num_workers": lambda v: {"dataloader_num_workers": int(v)},
-        "pin_memory": lambda v: {"dataloader_pin_memory": bool(v)},
-        "persistent_workers": lambda v: {"dataloader_persistent_workers": bool(v)},
-        "prefetch_factor": lambda v: {"dataloader_prefetch_factor": int(v)},
-        "compile": lambda v: {"torch_compile": bool(v)},
-        "matmul_precision": lambda v: {"tf32": True},
-    },
-    "lightning_trainer": {"autocast": lambda v: {"precision": "bf16-mixed" if v == "bf16" else "16-mixed"}},
-    "accelerator": {"autocast": lambda v: {"mixed_precision": str(v)}},
-}
+    switch: {knob: _shown(knob, fields) for knob, fields in table.items()} for switch, table in SWITCHES.items()}
 CALL_NAMES.update({"training_arguments": ("TrainingArguments",), "lightning_trainer": ("Trainer",),
                    "accelerator": ("Accelerator",)})
 LIBRARY_DIRS = ("site-packages", "dist-packages")

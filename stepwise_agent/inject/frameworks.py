@@ -31,22 +31,11 @@ from stepwise_agent.inject.convergence import ConvergenceInjection, where
 from stepwise_agent.inject.modules import ModuleInjection
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import called_by_user, user_site
+from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_PRECISION
 
-#: knob -> (TrainingArguments field, value) ; a callable value maps the knob's value
-HF_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "autocast": lambda v: {"bf16": True, "fp16": False} if v == "bf16" else {"fp16": True, "bf16": False},
-    "num_workers": lambda v: {"dataloader_num_workers": int(v)},
-    "pin_memory": lambda v: {"dataloader_pin_memory": bool(v)},
-    "persistent_workers": lambda v: {"dataloader_persistent_workers": bool(v)},
-    "prefetch_factor": lambda v: {"dataloader_prefetch_factor": int(v)},
-    "compile": lambda v: {"torch_compile": bool(v)},
-    "matmul_precision": lambda v: {"tf32": True},
-}
 #: knob values TrainingArguments validates against CUDA (``tf32=True``, ``fp16=True``)
 CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda v: True,
                                                       "autocast": lambda v: v == "fp16"}
-LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}
-ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16"}
 PRECISION_FIELDS = ("precision", "mixed_precision")  # L.Trainer's and Accelerator's autocast switch
 #: knobs each framework's switch owns (the generic injection stands aside for them)
 OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",)}
