@@ -15,12 +15,11 @@ COLOR_NAMES = {"data": "orange", "memory": "blue", "compute": "blue", "communica
 
 
 def _evidence_table(evidence: dict) -> None:
-    """Labelled, unit-formatted values (:func:`reports.evidence.format_evidence`); the raw key on hover."""
-    rows = [{"measure": label, "value": value} for label, value in format_evidence(evidence)]
+    """Labelled, unit-formatted values (:func:`reports.evidence.format_evidence`) in a static table: every row
+    shown and a long value (the MFU sentence) wrapped, never cut off at the cell's right edge."""
+    rows = [{"measure": label, "value": str(value)} for label, value in format_evidence(evidence)]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                     column_config={"measure": st.column_config.TextColumn(width="large"),
-                                    "value": st.column_config.TextColumn(width="medium")})
+        st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
 
 
 def _fix(fix_id: str | None, key: str) -> None:

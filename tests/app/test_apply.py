@@ -95,3 +95,13 @@ def test_report_with_the_applied_fix(stored) -> None:
     doc = json.loads(render(a, "json", experiment=e).decode())
     assert doc["experiment"]["upper_bound_speedup"] == pytest.approx(2.5, rel=0.02)
     assert doc["experiment"]["speedup"] <= doc["experiment"]["upper_bound_speedup"]
+
+
+def test_the_evidence_is_a_static_table_nothing_cut_off(stored) -> None:
+    """The walk of 2026-11-25: the Evidence was a scrolling grid whose "Efficiency" value (the MFU sentence) was
+    cut off at the cell's right edge. It is a static table: every row shown, long values wrapped."""
+    at = open_page("advisor")
+    assert_clean(at)
+    evidence = at.table[0].value
+    assert list(evidence.columns) == ["measure", "value"] and "Step time" in set(evidence["measure"])
+    assert not any("measure" in getattr(d.value, "columns", ()) for d in at.dataframe)
