@@ -63,7 +63,8 @@ def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], 
     _poll()
 
 
-BREAKDOWN_TITLE = "Breakdown before vs after: the profiled window's steps (mean ms per step, first run of each arm)"
+#: Two lines: the chart sits in half the page's width, where one line was cut off at "(mean ms per".
+BREAKDOWN_TITLE = "Breakdown before vs after: the profiled window's steps<br>(mean ms per step, first run of each arm)"
 BREAKDOWN_NOTE = ("The breakdown covers only the steps the profiler traced in each arm's first run (profiler on), "
                   "so its bars need not add up to the median measured step above, which covers every timed step of "
                   "every run.")
@@ -85,7 +86,8 @@ def before_after(view: dict[str, Any]) -> None:
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")
         return _change_and_charts(view, judged=False)
-    label = "median measured step (median over runs of each run's median step after warm-up)"
+    label = "median measured step: the median of every timed step of every run of the arm (after warm-up), " \
+            "the line in the box plot below"
     cols = st.columns(4 if bound else 3)
     cols[0].metric("Before: median measured step", _ms(s.get("before_ms")), help=f"The {label}.")
     cols[1].metric("After: median measured step", _ms(s.get("after_ms")), help=f"The {label}.")

@@ -97,6 +97,37 @@ def test_report_with_the_applied_fix(stored) -> None:
     assert doc["experiment"]["speedup"] <= doc["experiment"]["upper_bound_speedup"]
 
 
+def test_before_after_metrics_are_the_box_plots_median(store, monkeypatch) -> None:
+    """The walk of 2026-11-25: "After: median measured step 575.2 ms" above a box plot whose line read "median
+    423.4 ms" (a median of per-run medians beside the median of every step). The metric is the box's line."""
+    record = fake_run(store)
+    runs = iter(range(100))
+
+    def fake_store_runner(st_store, timeout_s=None, experiment=None):
+        def run(spec, on_progress=None):  # each arm (runs A B B A) gets one steady run and one with 3 slow steps
+            b = 50.0 if spec.num_workers > 0 else 100.0
+            walls = (b,) * 5 if next(runs) % 2 == 0 else (b, b, 3 * b, 3 * b, 3 * b)  # medians b and 3b: 2b apart
+            return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
+                              losses=(2.3, 1.9, 1.6), steps_done=10, run_dir=record.run_dir)
+        return run
+
+    monkeypatch.setattr(trials, "store_runner", fake_store_runner)
+    at = open_page("advisor")
+    at.number_input(key="advisor.trials").set_value(2)
+    at.button(key="advisor.apply").click().run()
+    _finish(at, app_state.EXPERIMENT_JOB)
+    [fig] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "every timed step" in c.proto.spec]
+    medians = [float(t["name"].split("median ")[1].removesuffix(" ms")) for t in fig["data"]]
+    shown = [float(at.metric[i].value.removesuffix(" ms")) for i in (0, 1)]
+    assert medians == [100.0, 50.0]  # 7 of each arm's 10 steps are steady (the median of run medians: 200, 100)
+    assert shown == pytest.approx(medians, abs=0.051)
+    assert "the line in the box plot below" in at.metric[0].help
+    [bd] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Breakdown before vs after" in c.proto.spec]
+    title = bd["layout"]["title"]["text"]  # drawn in half the page: on two short lines, with room above the plot
+    assert "profiled window" in title and all(len(line) <= 60 for line in title.split("<br>"))
+    assert bd["layout"]["margin"]["t"] >= 50 + 20 * title.count("<br>")
+
+
 def test_the_evidence_is_a_static_table_nothing_cut_off(stored) -> None:
     """The walk of 2026-11-25: the Evidence was a scrolling grid whose "Efficiency" value (the MFU sentence) was
     cut off at the cell's right edge. It is a static table: every row shown, long values wrapped."""
