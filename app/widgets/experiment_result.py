@@ -132,7 +132,7 @@ def _change_and_charts(view: dict[str, Any], judged: bool) -> None:
 
 def ladder(view: dict[str, Any], rounds: int | None = None) -> None:
     stopped = outcomes.why_stopped(view["rows"], rounds, view.get("last_bottleneck"))
-    (st.success if stopped.startswith("All") else st.warning)(ui.text(stopped), icon=":material/stairs:")
+    (st.success if outcomes.complete(view["rows"], rounds) else st.warning)(ui.text(stopped), icon=":material/stairs:")
     st.markdown(f"Total measured speed-up of the kept fixes: **{view['total_speedup']:.2f}×**")
     steps = pd.DataFrame(view["steps"], columns=["label", "step_ms"])
     if len(steps) > 1:
