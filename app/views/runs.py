@@ -12,6 +12,16 @@ from app.widgets import links, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
 
+RUNS_COLUMNS = {
+    "run": st.column_config.TextColumn(width=230), "kind": st.column_config.TextColumn(width=80),
+    "status": st.column_config.TextColumn(width=60),
+    "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=105),
+    "ms/step": st.column_config.NumberColumn(format="%.1f", width=70),
+    "samples/s": st.column_config.NumberColumn(format="%.1f", width=80),
+    "peak MiB": st.column_config.NumberColumn(format="%.0f", width=75),
+    "device": st.column_config.TextColumn(width=60), "ranks": st.column_config.NumberColumn(width=55),
+    "error": st.column_config.TextColumn(width=100)}
+
 st.title("Runs")
 st.caption("Launched runs and uploaded traces share this list. Pick one to analyse, advise on, compare or export.")
 
@@ -28,12 +38,14 @@ if records:
         if rows and 0 <= rows[0] < len(ids):
             state.select_run(ids[rows[0]])
 
+    # Fits the page (walk of 2026-11-25: device, ranks, error and id were cut off on the right, and a missing
+    # number read "None"): narrow columns, a dash for what a run does not have, the id under the picker.
     st.dataframe(frame, hide_index=True, width="stretch", key="runs.table", on_select=_row_clicked,
-                 selection_mode=["single-row", "single-cell"],
-                 column_config={"ms/step": st.column_config.NumberColumn(format="%.1f"),
-                                "samples/s": st.column_config.NumberColumn(format="%.1f"),
-                                "peak MiB": st.column_config.NumberColumn(format="%.0f")})
+                 selection_mode=["single-row", "single-cell"], placeholder="—",
+                 column_order=[c for c in frame.columns if c != "id"], column_config=RUNS_COLUMNS)
 record = ui.run_picker(records, key="runs.pick", label="Selected run")
+if record is not None:
+    st.caption(f"Run id: {ui.text(record.run_id)} (what `python -m profilers` and `?run=` links name)")
 if record is not None and record.kind == "experiment":
     source = record.source_run
     st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}). Its result is on the Advisor page of "
