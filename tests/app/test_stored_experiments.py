@@ -61,6 +61,7 @@ def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
     assert {r.run_id for r in listed} == {source.run_id, exp.run_id}
     runs = open_page()
     assert set(runs.dataframe[0].value["id"]) == {source.run_id, exp.run_id}
+    assert exp.label.startswith("Apply DataLoader worker processes on ")  # the fix's title, not its id
     assert all(t.run_id not in runs.selectbox(key="runs.pick").options for t in inside)
 
 
@@ -104,3 +105,13 @@ def test_an_experiment_whose_dashboard_died_is_settled(store) -> None:
     store.update(exp.run_id, pid=2**22 + 12345, pid_started=1.0)  # a process that is gone
     assert exp.run_id in store.recover()
     assert store.get(exp.run_id).status is RunStatus.KILLED
+
+
+def test_an_experiment_is_labelled_in_words() -> None:
+    from app.services.stored_jobs import label_of
+
+    assert label_of("apply", {"fix": "dataloader_workers", "fix_title": "DataLoader worker processes"}) == \
+        "Apply DataLoader worker processes"
+    assert label_of("apply", {"fix": "amp"}) == "Apply amp"  # an older record without the title
+    assert label_of("ladder", {"rounds": 1}) == "Ladder of 1 round" and label_of("ladder", {"rounds": 3}) == \
+        "Ladder of 3 rounds"
