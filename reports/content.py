@@ -56,7 +56,11 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     d = a.diagnosis
     if d is None:
         return []
-    return [_finding(f) for f in d.findings]
+    out = [_finding(f) for f in d.findings]
+    for f, doc in zip(d.findings, out):
+        if f is d.binding:  # its confidence as the header states it: one number for one finding
+            doc["verdict_confidence"] = d.confidence
+    return out
 
 
 def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
