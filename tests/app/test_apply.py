@@ -136,3 +136,45 @@ def test_the_evidence_is_a_static_table_nothing_cut_off(stored) -> None:
     evidence = at.table[0].value
     assert list(evidence.columns) == ["measure", "value"] and "Step time" in set(evidence["measure"])
     assert not any("measure" in getattr(d.value, "columns", ()) for d in at.dataframe)
+
+
+def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(store, tmp_path) -> None:
+    """The walk of 2026-11-25 (a machine shared with a CI run): "Contention: other programs used 1.57 of the
+    machine's 2 cores …" — why the Apply measured the fix slower — was hidden as "none: …" inside "Not enough
+    data to judge". It is a warning beside the verdict, and "About this measurement" in the report."""
+    from reports.analysis import analyse_path
+    from reports.export import render
+    from tests.advisors.test_telemetry_facts import _run_with_host
+
+    run_dir = _run_with_host(tmp_path, 93.5, run_cores=0.13)
+    at = open_page("advisor")
+    assert_clean(at)
+    assert any(w.value.startswith("Contention: other programs used 1.74") for w in at.warning)
+    assert not any("**none**" in m.value for m in at.markdown)
+    md = render(analyse_path(run_dir), "md").decode()
+    assert "## About this measurement\n\n- Contention: other programs used 1.74" in md and "- none:" not in md
+
+
+def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) -> None:
+    """The walk of 2026-11-25: the report of a fix that made the step 3.6 times longer said "**Not kept**" (the
+    page: "rejected") and "0.28× shorter". It says the page's outcome word and "3.55× longer"."""
+    from advisors.experiments.experiment import Policy, run_experiment
+    from advisors.fixes import FIXES
+    from reports.analysis import analyse_path
+    from reports.export import render
+
+    record = fake_run(store)
+
+    def run(spec, on_progress=None):
+        base = 200.0 if spec.num_workers > 0 else 56.0  # the "fix" makes every step 3.55 times longer
+        return RunOutcome(status="ok", trial=Trial(walls_ms=tuple(base + i % 2 for i in range(6)),
+                                                   samples_per_step=16.0),
+                          peak_memory_mb=300.0, losses=(2.3, 1.9, 1.6), steps_done=10, run_dir=record.run_dir)
+
+    a = analyse_path(record.run_dir)
+    e = run_experiment(a.run.spec, FIXES["dataloader_workers"], run, Policy(trials=2, n_boot=200))
+    md = render(a, "md", experiment=e).decode()
+    assert "**Outcome: rejected: slower, 0.28×" in md and "Not kept" not in md
+    assert "| 3.55× longer |" in md and "shorter" not in md  # 200.5 ms after 56.5 ms
+    html = render(a, "html", experiment=e).decode()
+    assert "Outcome: rejected: slower, 0.28×" in html and "not kept" not in html
