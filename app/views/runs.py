@@ -8,7 +8,7 @@ from app import data, state
 
 from app.services import tables
 
-from app.widgets import links, ui
+from app.widgets import experiment_result, links, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
 
@@ -48,11 +48,13 @@ if record is not None:
     st.caption(f"Run id: {ui.text(record.run_id)} (what `python -m profilers` and `?run=` links name)")
 if record is not None and record.kind == "experiment":
     source = record.source_run
-    st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}). Its result is on the Advisor page of "
-            "the run it was started from.", icon=":material/science:")
     if source:
+        st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}). Its result is on the Advisor page "
+                "of the run it was started from.", icon=":material/science:")
         st.page_link("views/advisor.py", label="Open its result", icon=":material/lightbulb:",
                      query_params={"run": source})
+    else:  # started on the command line from a spec or a script: no run of this list to open it on
+        experiment_result.from_command_line(store, record)
 elif record is not None:
     cols = st.columns(4)
     cols[0].page_link("views/analysis.py", label="Analysis", icon=":material/bar_chart:")

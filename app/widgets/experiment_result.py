@@ -196,3 +196,26 @@ def downloads(store: RunStore, source: RunRecord, experiment: RunRecord, what: s
 
 def _rate(value: float | None) -> str:
     return f"{value:,.1f}" if value else "—"
+
+
+QUALITY_MODE = "to_quality"  # ``cli.optimize_quality.MODE``: an ``optimize --to-quality`` experiment
+
+
+def from_command_line(store: RunStore, record: RunRecord) -> None:
+    """An experiment started by ``python -m advisors optimize`` from a spec or a script (no run of the list it
+    belongs to): where its result is — the Advisor's time-to-quality panel, or its stored reports. The walk of
+    2026-11-25 found "Its result is on the Advisor page of the run it was started from" and no link at all."""
+    about = experiments.about(store, record.run_id)
+    st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}) started on the command line "
+            "(`python -m advisors optimize`), from a spec or a script rather than from a run of this list.",
+            icon=":material/science:")
+    if about.get("mode") == QUALITY_MODE:
+        st.page_link("views/advisor.py", label="Open its time-to-quality result", icon=":material/lightbulb:",
+                     query_params={"quality": record.run_id})
+    cols = st.columns(3)
+    for col, fmt in zip(cols, ("html", "md", "json")):
+        body = experiments.report(store, record.run_id, fmt)
+        if body is not None:
+            col.download_button(f"Its report ({fmt.upper()})", key=f"runs.exp_report.{fmt}", data=body,
+                                file_name=f"stepwise-{record.run_id}.{fmt}", mime=FORMATS[fmt], on_click="ignore",
+                                icon=":material/download:")
