@@ -126,6 +126,11 @@ def latest(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecor
     return found[0] if found else None
 
 
+def last_finished(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecord | None:
+    """The newest experiment of ``mode`` from ``source_run`` that finished with a result (status ok)."""
+    return next((r for r in experiments.of_run(store, source_run, mode) if r.status is RunStatus.OK), None)
+
+
 def busy(store: RunStore, source_run: str) -> bool:
     """True while an experiment started from this run is still running (a second would share the machine)."""
     return any(r.status is RunStatus.RUNNING for r in experiments.of_run(store, source_run))

@@ -115,3 +115,21 @@ def test_an_experiment_is_labelled_in_words() -> None:
     assert label_of("apply", {"fix": "amp"}) == "Apply amp"  # an older record without the title
     assert label_of("ladder", {"rounds": 1}) == "Ladder of 1 round" and label_of("ladder", {"rounds": 3}) == \
         "Ladder of 3 rounds"
+
+
+def test_a_cancelled_apply_keeps_the_last_finished_result_in_view(store, source) -> None:
+    """The walk of 2026-11-25: a second Apply, cancelled, hid the first one's result (kept or rejected) with no
+    way back to it on the page. The newest says it was cancelled; the last finished one stays below it."""
+    from app.services.stored_jobs import CANCELLED_BY_YOU
+
+    at = open_page("advisor")
+    _apply(at)
+    assert at.success and at.success[0].value == "**Outcome: kept**"
+    again = experiments.start(store, source.run_id, "apply", "Apply again", {"fix": "dataloader_workers"})
+    store.finish(again.run_id, RunResult(RunStatus.KILLED, error=f"{CANCELLED_BY_YOU} after 0 trial runs started"))
+    at.run()
+    assert_clean(at)
+    assert any(w.value.startswith("**Outcome: cancelled**") for w in at.warning)
+    [earlier] = [e for e in at.expander if e.label.startswith("The last finished Apply")]
+    assert [s.value for s in earlier.success] == ["**Outcome: kept**"]
+    assert len(at.get("plotly_chart")) >= 2  # its charts, drawn under their own keys beside nothing else
