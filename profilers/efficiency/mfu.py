@@ -48,16 +48,21 @@ class Efficiency:
 
     def phrase(self) -> str:
         """One line: "MFU 12.3% (41.2 of 335 TFLOP/s, V100 SXM2, fp16)" or why there is none; a CPU's figures
-        in GFLOP/s ("MFU 0.9% (0.21 of 23.4 GFLOP/s, …)"), never a raw 0.0233994 TFLOP/s."""
+        in GFLOP/s ("MFU 0.9% (0.21 of 23.4 GFLOP/s, …)"), never a raw 0.0233994 TFLOP/s; a rate far under a GPU's
+        peak in its own unit ("3.78 GFLOP/s of 15.7 TFLOP/s")."""
         if self.mfu is None:
             achieved = f"{flops_rate(self.achieved_tflops)} achieved; " if self.achieved_tflops else ""
             return f"MFU unknown: {achieved}{self.reason}"
         flag = " (clamped to the device-busy share: the count or the peak does not fit this trace)" \
             if self.clamped else ""
         share = f"{100 * self.mfu:.1f}" if self.mfu >= 0.01 else f"{100 * self.mfu:.2g}"
-        scale, unit = _flops_unit(self.peak_tflops or self.achieved_tflops or 0.0)
-        return f"MFU {share}% ({_sig3((self.achieved_tflops or 0.0) * scale)} of " \
-               f"{_sig3((self.peak_tflops or 0.0) * scale)} {unit}, {self.peak_basis}){flag}"
+        achieved, peak = self.achieved_tflops or 0.0, self.peak_tflops or 0.0
+        scale, unit = _flops_unit(peak)
+        if _flops_unit(achieved)[1] == unit:  # "0.21 of 23.4 GFLOP/s"
+            rates = f"{_sig3(achieved * scale)} of {_sig3(peak * scale)} {unit}"
+        else:  # "3.78 GFLOP/s of 15.7 TFLOP/s", never "0.00378 of 15.7 TFLOP/s"
+            rates = f"{flops_rate(achieved)} of {flops_rate(peak)}"
+        return f"MFU {share}% ({rates}, {self.peak_basis}){flag}"
 
 
 def _flops_unit(tflops: float) -> tuple[float, str]:

@@ -106,5 +106,7 @@ def test_efficiency_phrase_reads_a_cpu_peak_in_gflops_never_a_raw_float() -> Non
     gpu = Efficiency(41.2, 335.0, "V100 SXM2, fp16", 0.123, "shapes")
     assert gpu.phrase() == "MFU 12.3% (41.2 of 335 TFLOP/s, V100 SXM2, fp16)"
     assert flops_rate(0.0000001234) == "0.000123 GFLOP/s" and flops_rate(989.4) == "989 TFLOP/s"
+    tiny = Efficiency(0.00378, 15.7, "V100 SXM2, fp32", 0.00024, "shapes")  # an 8-rank DLRM step: a 0.024% MFU
+    assert tiny.phrase() == "MFU 0.024% (3.78 GFLOP/s of 15.7 TFLOP/s, V100 SXM2, fp32)"
     unknown = Efficiency(0.0005, None, None, None, "shapes", reason="no peak is known for this device")
     assert unknown.phrase() == "MFU unknown: 0.5 GFLOP/s achieved; no peak is known for this device"
