@@ -23,6 +23,10 @@ _NUMBERS = {"total ms": st.column_config.NumberColumn(format="%.2f", width="smal
 KERNEL_COLUMNS = {"kernel": st.column_config.TextColumn(width="large"), "class": st.column_config.TextColumn(
     width="small"), "low precision": st.column_config.CheckboxColumn(width="small"), **_NUMBERS}
 OP_COLUMNS = {"operator": st.column_config.TextColumn(width="large"), **_NUMBERS}
+#: The per-rank table in words, not its frame's keys (walk of 2026-11-25: "step_ms", "exposed_comm_ms").
+RANK_COLUMNS = {"step_ms": st.column_config.NumberColumn("median step (ms)", format="%.3f"),
+                "work_ms": st.column_config.NumberColumn("work (ms)", format="%.3f"),
+                "exposed_comm_ms": st.column_config.NumberColumn("exposed communication (ms)", format="%.3f")}
 NO_KERNELS_CPU = "No GPU kernels: this run's steps ran on the CPU. Its host operators below are where the time went."
 NO_KERNELS = "No GPU kernels in this trace: its host operators are below."
 
@@ -154,9 +158,7 @@ def ranks_panel(a: Analysis) -> None:
     marked = call.rank if call.beyond_noise else None
     ui.chart(charts.straggler(b.per_rank, marked), key="analysis.straggler")
     (st.warning if call.beyond_noise else st.caption)(call.reason)  # our own sentence: numbers only
-    st.dataframe(b.per_rank, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
-                                ("step_ms", "work_ms", "exposed_comm_ms")})
+    st.dataframe(b.per_rank, hide_index=True, width="stretch", column_config=RANK_COLUMNS)
 
 
 def snapshot_panel(a: Analysis, run_id: str) -> None:

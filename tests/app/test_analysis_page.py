@@ -37,6 +37,8 @@ def test_multi_rank_upload_shows_ranks_and_straggler(store, shared_traces) -> No
     assert_clean(at)
     # One step per rank: the spread of a rank's steps is unknown, so no rank is marked and the page says why.
     assert any("step-to-step noise cannot be measured" in c.value for c in at.caption)
+    labels = {k: v.get("label") for k, v in __import__("json").loads(at.dataframe[0].proto.columns).items()}
+    assert labels["step_ms"] == "median step (ms)" and labels["exposed_comm_ms"] == "exposed communication (ms)"
 
 
 def test_stored_run_with_telemetry(store) -> None:
