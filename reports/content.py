@@ -84,7 +84,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "evidence": [] if d is None else format_evidence(d.evidence),
         "findings": findings(a),
         # a note of no class is about the measurement itself (other programs' load, …): said apart, never as
-        # "none: …" under "Not enough data to judge" (walk of 2026-11-25)
+        # "none: …" under "Not enough data to judge" (dashboard walk)
         "caveats": [] if d is None else [n.reason for n in d.notes if n.bottleneck is Bottleneck.NONE],
         "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason} for n in d.notes
                                             if n.bottleneck is not Bottleneck.NONE],

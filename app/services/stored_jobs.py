@@ -71,7 +71,7 @@ def _finish_cancelled(store: RunStore, experiment_id: str) -> None:
 
 def label_of(mode: str, about: Mapping[str, Any]) -> str:
     """What the run list calls it: "Apply DataLoader worker processes", "Ladder of 1 round" (the fix's title, as
-    the Advisor names it; the walk of 2026-11-25 read "Apply dataloader_workers" and "Ladder of 1 rounds")."""
+    the Advisor names it; the dashboard walk read "Apply dataloader_workers" and "Ladder of 1 rounds")."""
     if mode == "apply":
         return f"Apply {about.get('fix_title') or about.get('fix')}"
     rounds = about.get("rounds")

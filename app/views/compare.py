@@ -51,7 +51,7 @@ losses = {f"A: {c.label_a}": ta.run.losses, f"B: {c.label_b}": tb.run.losses} if
 if any(losses.values()):
     ui.chart(charts_compare.loss_curves(losses), key="compare.loss")
 # Full width, one under the other: side by side, the long kernel names left the numbers cut off on the right
-# and the bars' axis squeezed (walk of 2026-11-25).
+# and the bars' axis squeezed (dashboard walk).
 for table, title, key in ((c.kernels, "Kernels that moved most", "compare.kernels"),
                           (c.ops, "Operators that moved most", "compare.ops")):
     if len(table):

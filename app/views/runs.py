@@ -38,7 +38,7 @@ if records:
         if rows and 0 <= rows[0] < len(ids):
             state.select_run(ids[rows[0]])
 
-    # Fits the page (walk of 2026-11-25: device, ranks, error and id were cut off on the right, and a missing
+    # Fits the page (dashboard walk: device, ranks, error and id were cut off on the right, and a missing
     # number read "None"): narrow columns, a dash for what a run does not have, the id under the picker.
     st.dataframe(frame, hide_index=True, width="stretch", key="runs.table", on_select=_row_clicked,
                  selection_mode=["single-row", "single-cell"], placeholder="—",

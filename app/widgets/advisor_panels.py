@@ -93,7 +93,7 @@ def diagnosis(a: Analysis) -> None:
 
 def caveats(a: Analysis) -> None:
     """Notes about the measurement itself (other programs' load on the machine, …): shown beside the verdict,
-    not as "none: …" inside "Not enough data to judge" (walk of 2026-11-25)."""
+    not as "none: …" inside "Not enough data to judge" (dashboard walk)."""
     d = a.diagnosis
     for n in (d.notes if d is not None else ()):
         if n.bottleneck is Bottleneck.NONE:

@@ -23,7 +23,7 @@ _NUMBERS = {"total ms": st.column_config.NumberColumn(format="%.2f", width="smal
 KERNEL_COLUMNS = {"kernel": st.column_config.TextColumn(width="large"), "class": st.column_config.TextColumn(
     width="small"), "low precision": st.column_config.CheckboxColumn(width="small"), **_NUMBERS}
 OP_COLUMNS = {"operator": st.column_config.TextColumn(width="large"), **_NUMBERS}
-#: The per-rank table in words, not its frame's keys (walk of 2026-11-25: "step_ms", "exposed_comm_ms").
+#: The per-rank table in words, not its frame's keys (dashboard walk: "step_ms", "exposed_comm_ms").
 RANK_COLUMNS = {"step_ms": st.column_config.NumberColumn("median step (ms)", format="%.3f"),
                 "work_ms": st.column_config.NumberColumn("work (ms)", format="%.3f"),
                 "exposed_comm_ms": st.column_config.NumberColumn("exposed communication (ms)", format="%.3f")}

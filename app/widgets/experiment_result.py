@@ -205,8 +205,8 @@ QUALITY_MODE = "to_quality"  # ``cli.optimize_quality.MODE``: an ``optimize --to
 
 def from_command_line(store: RunStore, record: RunRecord) -> None:
     """An experiment started by ``python -m advisors optimize`` from a spec or a script (no run of the list it
-    belongs to): where its result is — the Advisor's time-to-quality panel, or its stored reports. The walk of
-    2026-11-25 found "Its result is on the Advisor page of the run it was started from" and no link at all."""
+    belongs to): where its result is — the Advisor's time-to-quality panel, or its stored reports. The dashboard
+    walk found "Its result is on the Advisor page of the run it was started from" and no link at all."""
     about = experiments.about(store, record.run_id)
     st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}) started on the command line "
             "(`python -m advisors optimize`), from a spec or a script rather than from a run of this list.",

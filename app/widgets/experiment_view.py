@@ -64,8 +64,8 @@ def render(record: RunRecord, analysis: Analysis) -> None:
 def _stored(store: RunStore, record: RunRecord, mode: Literal["apply", "ladder"]) -> None:
     """The newest stored experiment of ``mode`` started from this run: live while it runs, then its result.
 
-    When the newest was cancelled or failed, the last finished one is kept in view below it (the walk of
-    2026-11-25: a cancelled second Apply hid the first one's result, with no way back to it)."""
+    When the newest was cancelled or failed, the last finished one is kept in view below it (the dashboard
+    walk: a cancelled second Apply hid the first one's result, with no way back to it)."""
     exp = stored_jobs.latest(store, record.run_id, mode)
     if exp is None:
         return

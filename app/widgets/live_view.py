@@ -51,7 +51,7 @@ def _body(run_id: str) -> None:
         cols = st.columns(3)
         cols[0].page_link("views/analysis.py", label="Open its analysis", icon=":material/bar_chart:")
         cols[1].page_link("views/advisor.py", label="Ask the advisor", icon=":material/lightbulb:")
-    if live.steps.empty:  # no empty axes while Python and torch load (walk of 2026-11-25)
+    if live.steps.empty:  # no empty axes while Python and torch load (dashboard walk)
         st.caption(NO_STEPS_YET)
     else:
         ui.chart(charts_time.live_progress(live.steps), key="launch.live_progress")

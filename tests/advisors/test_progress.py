@@ -38,7 +38,7 @@ def test_progress_round_trips_and_tolerates_damage() -> None:
 
 
 def test_the_ladder_names_its_fix_by_title_in_its_progress() -> None:
-    """The walk of 2026-11-25 read "round 1 · fix dataloader_workers · patched run 2 of 2": the fix's id. The
+    """The dashboard walk read "round 1 · fix dataloader_workers · patched run 2 of 2": the fix's id. The
     progress line names it as the rest of the page does, by its title."""
     from advisors.experiments.optimize import optimize
     from tests.advisors.test_experiment import BASE, FAST, FakeRunner, _fake_diagnose

@@ -41,7 +41,7 @@ def test_host_summary_keeps_only_samples_inside_steady_steps() -> None:
 
 
 def test_the_machines_cores_are_known_when_no_sample_falls_inside_a_step() -> None:
-    """The walk of 2026-11-25: a script whose steps took 2 ms (sampling every 100 ms) read "CPU count not
+    """The dashboard walk: a script whose steps took 2 ms (sampling every 100 ms) read "CPU count not
     recorded" and "num_workers=min(max(os.cpu_count(), 2), 8)" though every sample said 2 cores. The core count
     and affinity are the machine's, read from any sample; the load figures stay the steady steps' own."""
     steps = steps_frame([{"rank": 0, "step": i, "wall_ms": 2.0, "loss": 1.0, "samples": 8, "profiled": False,

@@ -63,7 +63,7 @@ def test_unreadable_upload_says_so(store, tmp_path) -> None:
 
 
 def test_a_cpu_run_says_it_has_no_gpu_kernels_instead_of_an_empty_table(store) -> None:
-    """The walk of 2026-11-25: a CPU run's "Kernels & operators" tab drew an empty GPU-kernel table ("empty")
+    """The dashboard walk: a CPU run's "Kernels & operators" tab drew an empty GPU-kernel table ("empty")
     above its operators. It says why there are none and shows the operator table alone."""
     from app.widgets.analysis_panels import NO_KERNELS_CPU
 

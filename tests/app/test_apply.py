@@ -98,7 +98,7 @@ def test_report_with_the_applied_fix(stored) -> None:
 
 
 def test_before_after_metrics_are_the_box_plots_median(store, monkeypatch) -> None:
-    """The walk of 2026-11-25: "After: median measured step 575.2 ms" above a box plot whose line read "median
+    """The dashboard walk: "After: median measured step 575.2 ms" above a box plot whose line read "median
     423.4 ms" (a median of per-run medians beside the median of every step). The metric is the box's line."""
     record = fake_run(store)
     runs = iter(range(100))
@@ -129,7 +129,7 @@ def test_before_after_metrics_are_the_box_plots_median(store, monkeypatch) -> No
 
 
 def test_the_evidence_is_a_static_table_nothing_cut_off(stored) -> None:
-    """The walk of 2026-11-25: the Evidence was a scrolling grid whose "Efficiency" value (the MFU sentence) was
+    """The dashboard walk: the Evidence was a scrolling grid whose "Efficiency" value (the MFU sentence) was
     cut off at the cell's right edge. It is a static table: every row shown, long values wrapped."""
     at = open_page("advisor")
     assert_clean(at)
@@ -139,7 +139,7 @@ def test_the_evidence_is_a_static_table_nothing_cut_off(stored) -> None:
 
 
 def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(store, tmp_path) -> None:
-    """The walk of 2026-11-25 (a machine shared with a CI run): "Contention: other programs used 1.57 of the
+    """The dashboard walk (a machine shared with a CI run): "Contention: other programs used 1.57 of the
     machine's 2 cores …" — why the Apply measured the fix slower — was hidden as "none: …" inside "Not enough
     data to judge". It is a warning beside the verdict, and "About this measurement" in the report."""
     from reports.analysis import analyse_path
@@ -156,7 +156,7 @@ def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(stor
 
 
 def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) -> None:
-    """The walk of 2026-11-25: the report of a fix that made the step 3.6 times longer said "**Not kept**" (the
+    """The dashboard walk: the report of a fix that made the step 3.6 times longer said "**Not kept**" (the
     page: "rejected") and "0.28× shorter". It says the page's outcome word and "3.55× longer"."""
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES

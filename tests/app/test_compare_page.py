@@ -62,7 +62,7 @@ def test_a_failed_run_gets_no_verdict_but_its_charts(store, pair) -> None:
 
 
 def test_the_verdict_speaks_of_a_and_b_and_states_its_numbers_once(store, pair) -> None:
-    """The walk of 2026-11-25 read "(ratio B / A 0.718 · 95% interval 0.681–0.979) — NEW's median step takes
+    """The dashboard walk read "(ratio B / A 0.718 · 95% interval 0.681–0.979) — NEW's median step takes
     28.2% less time than BASE's (…; 95% interval of the ratio 0.681-0.979) … dataloader -58.75 ms per step … The
     category that moved most: dataloader (-58.08 ms per step)": the page's A and B, the interval once, and the
     two dataloader figures named for what they are (a median per step, a mean)."""

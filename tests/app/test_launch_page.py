@@ -107,7 +107,7 @@ def test_follow_and_cancel_a_run_this_session_did_not_start(store) -> None:
 
 
 def test_a_run_without_steps_draws_no_empty_chart(store) -> None:
-    """The walk of 2026-11-25: while a launched run's Python and torch loaded, the live view drew empty axes
+    """The dashboard walk: while a launched run's Python and torch loaded, the live view drew empty axes
     (−1 to 4) under "starting". It says where the charts will come instead."""
     from app.widgets.live_view import NO_STEPS_YET
 

@@ -30,7 +30,7 @@ def test_advisor_page_draws_a_stored_time_to_quality_experiment(store: Any, monk
 
 def test_the_runs_page_links_a_command_line_experiment_to_its_result(store: Any, monkeypatch: pytest.MonkeyPatch,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """The walk of 2026-11-25: a time-to-quality experiment (started on the command line, from no run of the
+    """The dashboard walk: a time-to-quality experiment (started on the command line, from no run of the
     list) read "Its result is on the Advisor page of the run it was started from", with no link. It links to the
     Advisor's time-to-quality panel, opened on it, and offers its stored reports."""
     monkeypatch.setattr(oq, "store_curve_runner", lambda *a, **k: fake_runner())

@@ -42,7 +42,7 @@ def test_runs_lists_runs_and_deletes_one(store) -> None:
 
 
 def test_the_runs_table_fits_and_never_says_none(store, shared_traces) -> None:
-    """The walk of 2026-11-25: an upload's samples/s and peak MiB read a literal "None", and device, ranks, error
+    """The dashboard walk: an upload's samples/s and peak MiB read a literal "None", and device, ranks, error
     and id were cut off on the right. Missing numbers read "—", every column has a width that fits the page
     (the id, hidden there, is under the picker)."""
     fake_run(store, label="with numbers")

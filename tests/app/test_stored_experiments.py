@@ -118,7 +118,7 @@ def test_an_experiment_is_labelled_in_words() -> None:
 
 
 def test_a_cancelled_apply_keeps_the_last_finished_result_in_view(store, source) -> None:
-    """The walk of 2026-11-25: a second Apply, cancelled, hid the first one's result (kept or rejected) with no
+    """The dashboard walk: a second Apply, cancelled, hid the first one's result (kept or rejected) with no
     way back to it on the page. The newest says it was cancelled; the last finished one stays below it."""
     from app.services.stored_jobs import CANCELLED_BY_YOU
 

@@ -97,7 +97,7 @@ def test_nested_ops_are_counted_once_and_missing_shapes_said(tmp_path) -> None:
 
 
 def test_efficiency_phrase_reads_a_cpu_peak_in_gflops_never_a_raw_float() -> None:
-    """The dashboard walk of 2026-11-25 read "MFU 0.9% (0.00021 of 0.0233994 TFLOP/s, …)" under a CPU run's
+    """The dashboard walk read "MFU 0.9% (0.00021 of 0.0233994 TFLOP/s, …)" under a CPU run's
     headline: a CPU's rate is stated in GFLOP/s with three significant digits, a GPU's stays in TFLOP/s."""
     from profilers.efficiency.mfu import Efficiency, flops_rate
 

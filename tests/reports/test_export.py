@@ -95,7 +95,7 @@ def test_stored_run_exports_its_run_facts_and_telemetry(tmp_path) -> None:
 
 
 def test_a_findings_confidence_is_one_number_in_header_and_body(data_analysis) -> None:
-    """The walk of 2026-11-25 read "verdict confidence 74%" in the header and "confidence 95%" for the same
+    """The dashboard walk read "verdict confidence 74%" in the header and "confidence 95%" for the same
     finding below. The binding finding shows the header's number, the rule's own beside it when they differ;
     and its "Other rules" are one list item each (they ran together on one line)."""
     d = data_analysis.diagnosis

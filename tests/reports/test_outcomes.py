@@ -22,7 +22,7 @@ def test_a_fix_that_slowed_the_run_is_rejected_as_slower_not_no_gain() -> None:
 
 
 def test_slower_only_when_the_whole_interval_is_below_one() -> None:
-    """The walk of 2026-11-25 read "rejected: slower, 0.42x, 95% interval [0.19, 2.07]": an interval spanning 1
+    """The dashboard walk read "rejected: slower, 0.42x, 95% interval [0.19, 2.07]": an interval spanning 1
     cannot say slower. It stays "no real gain", with the ratio in the × the table beside it uses."""
     view = {"kept": False, "reason": "no real gain: 0.42x, 95% interval [0.19, 2.07] does not clear 1.03x",
             "summary": {"speedup": 0.42, "not_applied": None}}
@@ -51,7 +51,7 @@ def test_a_ladder_says_why_it_stopped() -> None:
 
 
 def test_a_ladder_whose_last_round_kept_nothing_ran_all_its_rounds() -> None:
-    """The walk of 2026-11-25: a 2-round ladder whose round 2 kept nothing said "Stopped after round 1 of 2: round
+    """The dashboard walk: a 2-round ladder whose round 2 kept nothing said "Stopped after round 1 of 2: round
     2 tried 2 fixes…" above a table with round 2 in it. Every round ran: it says so, and what the last one did."""
     assert why_stopped(ROWS, 2, "data").startswith("All 2 rounds ran; round 2 tried 2 fixes for the data bottleneck "
                                                    "and kept none")
