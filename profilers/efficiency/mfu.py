@@ -51,8 +51,8 @@ class Efficiency:
         in GFLOP/s ("MFU 0.9% (0.21 of 23.4 GFLOP/s, …)"), never a raw 0.0233994 TFLOP/s; a rate far under a GPU's
         peak in its own unit ("3.78 GFLOP/s of 15.7 TFLOP/s")."""
         if self.mfu is None:
-            achieved = f"{flops_rate(self.achieved_tflops)} achieved; " if self.achieved_tflops else ""
-            return f"MFU unknown: {achieved}{self.reason}"
+            said = f"{flops_rate(self.achieved_tflops)} achieved; " if self.achieved_tflops else ""
+            return f"MFU unknown: {said}{self.reason}"
         flag = " (clamped to the device-busy share: the count or the peak does not fit this trace)" \
             if self.clamped else ""
         share = f"{100 * self.mfu:.1f}" if self.mfu >= 0.01 else f"{100 * self.mfu:.2g}"
