@@ -1,7 +1,8 @@
 """Stepwise dashboard entry: ``streamlit run app/main.py`` (what ``bash scripts/dashboard.sh`` runs).
 
 A thin script: page config, the shared sidebar, ``st.navigation``. Every page lives in ``app/views/`` and
-only renders what the packages compute.
+only renders what the packages compute. "The dashboard walk" in comments and tests is the new-user walk of
+benchmarks/results/dashboard-walk-2026-11-25.md (each problem it found, its fix and its test).
 """
 
 from __future__ import annotations

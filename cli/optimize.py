@@ -90,7 +90,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     store = RunStore(args.store)
     progress = None if args.json else _print_progress
     device = run_device(spec)
-    return _stored(store, f"Ladder of {args.rounds} rounds on {spec.workload}", args, lambda exp_id: optimize(
+    return _stored(store, _ladder_label(args.rounds, spec.workload), args, lambda exp_id: optimize(
         spec, store_runner(store, experiment=exp_id), rounds=args.rounds, policy=Policy(trials=args.trials),
         device=device, on_progress=progress), None)
 
@@ -126,7 +126,7 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
     strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
     progress = None if args.json else _print_progress
     store = RunStore(args.store)
-    return _stored(store, f"Ladder of {args.rounds} rounds on {spec.name}", args, lambda exp_id: optimize(
+    return _stored(store, _ladder_label(args.rounds, spec.name), args, lambda exp_id: optimize(
         spec, script_runner(store, args.timeout, experiment=exp_id), rounds=args.rounds,
         policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
         max_attempts=max(3, len(args.fix))), device)
@@ -163,3 +163,7 @@ def _print_progress(event: Progress) -> None:
     elif event.phase in ("diagnose", "experiment"):
         what = f"trying {event.fix}" if event.phase == "experiment" else "diagnosing"
         print(f"round {event.round}: {what}", file=sys.stderr, flush=True)
+
+
+def _ladder_label(rounds: int, name: str) -> str:
+    return f"Ladder of {rounds} round{'' if rounds == 1 else 's'} on {name}"

@@ -70,8 +70,10 @@ def category_name(cat: str) -> str:
 def style(fig: go.Figure, title: str, height: int = 360, y_title: str | None = None,
           x_title: str | None = None) -> go.Figure:
     """The common look: white template, compact margins, legend on top."""
-    fig.update_layout(title={"text": title, "x": 0, "font": {"size": 15}}, template=TEMPLATE, height=height,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, legend={"title": None, "traceorder": "normal"})
+    lines = title.count("<br>")  # a title broken into lines gets the room for them above the plot
+    fig.update_layout(title={"text": title, "x": 0, "font": {"size": 15}}, template=TEMPLATE, height=height + 20 * lines,
+                      margin={"l": 10, "r": 10, "t": 50 + 20 * lines, "b": 10},
+                      legend={"title": None, "traceorder": "normal"})
     if y_title:
         fig.update_yaxes(title_text=y_title)
     if x_title:

@@ -15,10 +15,10 @@ from typing import Any
 from advisors.experiments.experiment import Experiment
 from advisors.experiments.optimize import Ladder
 from advisors.experiments.trials import Spec
-from advisors.verdict import Finding
+from advisors.verdict import Bottleneck, Finding
 from profilers.trace.breakdown import CATEGORIES
 from profilers.trace.memory_snapshot import snapshot_json
-from reports import advice
+from reports import advice, outcomes
 from reports import experiment as ex
 from reports.analysis import Analysis
 from reports.compare import Comparison, step_samples
@@ -56,7 +56,11 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     d = a.diagnosis
     if d is None:
         return []
-    return [_finding(f) for f in d.findings]
+    out = [_finding(f) for f in d.findings]
+    for f, doc in zip(d.findings, out):
+        if f is d.binding:  # its confidence as the header states it: one number for one finding
+            doc["verdict_confidence"] = d.confidence
+    return out
 
 
 def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
@@ -79,7 +83,11 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
             "bottleneck": d.bottleneck.value, "message": d.binding.message, "confidence": d.confidence},
         "evidence": [] if d is None else format_evidence(d.evidence),
         "findings": findings(a),
-        "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason} for n in d.notes],
+        # a note of no class is about the measurement itself (other programs' load, …): said apart, never as
+        # "none: …" under "Not enough data to judge" (dashboard walk)
+        "caveats": [] if d is None else [n.reason for n in d.notes if n.bottleneck is Bottleneck.NONE],
+        "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason} for n in d.notes
+                                            if n.bottleneck is not Bottleneck.NONE],
         "shares": [{"category": c, "ms": round(per_cat[c] / rows / 1e6, 3), "share": round(shares[c], 4)}
                    for c in CATEGORIES if per_cat.get(c)],
         "kernels": _rows(b.kernels if b is not None else None, {"name": "name", "class": "kclass", "count": "count",
@@ -106,7 +114,11 @@ def experiment_context(e: Experiment[Spec], upper_bound: float | None = None) ->
     (file:line) and ``change`` (the diff or the snippet at the line, for a kept fix)."""
     s = ex.summary(e)
     script = ex.script_change(e) or {}
+    ratio = s["median_ratio"]
     return {"fix": e.fix.title, "snippet": e.fix.snippet, "kept": e.kept, "reason": e.reason,
+            "outcome": outcomes.outcome(e.kept, e.reason, s["not_applied"], s["speedup"]),
+            "median_change": None if not ratio else f"{ratio:.2f}× shorter" if ratio >= 1 else
+            f"{1 / ratio:.2f}× longer",  # never "0.28× shorter" for a step that got 3.6 times longer
             "verdict": s["verdict"], "not_applied": s["not_applied"], "injected": s["injected"],
             "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]), "speedup": _num(s["speedup"]),
             "median_ratio": _num(s["median_ratio"]), "before_samples_per_s": _num(s["before_samples_per_s"]),

@@ -15,17 +15,31 @@ NO_GAIN_PREFIX = "no real gain: "
 
 
 def outcome(kept: bool, reason: str | None, not_applied: str | None = None, speedup: float | None = None) -> str:
-    """The one outcome word of an experiment, with its why."""
+    """The one outcome word of an experiment, with its why (ratios written ``0.52×``, as beside it).
+
+    "rejected: slower" only when the whole interval of the ratio is below 1: a point estimate under 1 whose
+    interval spans 1 ([0.19, 2.07]) is too noisy to call slower, and stays "rejected: no real gain"."""
     reason = (reason or "").strip()
     if kept:
         return "kept"
     if not_applied:
-        return f"not applied: {not_applied}"
+        return times(f"not applied: {not_applied}")
     if reason.startswith(FAILED_PREFIX):
         return f"failed: {reason[len(FAILED_PREFIX):]}"
-    if speedup is not None and speedup < 1 and reason.startswith(NO_GAIN_PREFIX):
-        return "rejected: slower, " + re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):])
-    return f"rejected: {reason or 'no reason stored'}"
+    if speedup is not None and speedup < 1 and reason.startswith(NO_GAIN_PREFIX) and _clearly_below_one(reason):
+        return times("rejected: slower, " + re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):]))
+    return times(f"rejected: {reason or 'no reason stored'}")
+
+
+def times(text: str) -> str:
+    """``0.42x`` → ``0.42×``: the ratio sign every table and metric of the dashboard uses."""
+    return re.sub(r"(?<=\d)x\b", "×", text)
+
+
+def _clearly_below_one(reason: str) -> bool:
+    """True when the reason's interval lies wholly below 1 (or it states none, as older stored reasons may)."""
+    m = re.search(r"interval \[([0-9.]+), ([0-9.]+)\]", reason)
+    return m is None or float(m.group(2)) < 1.0
 
 
 def view_outcome(view: Mapping[str, Any]) -> str:
@@ -44,22 +58,31 @@ def row_outcome(row: Mapping[str, Any]) -> str:
 def why_stopped(rows: Sequence[Mapping[str, Any]], rounds: int | None, bottleneck: str | None) -> str:
     """Why a ladder of ``rounds`` requested rounds ended where it did, in one sentence.
 
-    ``rows``: the ladder's rows (one per attempted fix, in order); ``bottleneck``: its last diagnosis'."""
+    ``rows``: the ladder's rows (one per attempted fix, in order); ``bottleneck``: its last diagnosis'. A ladder
+    whose last requested round kept nothing ran all its rounds ("All 2 rounds ran; round 2 …"); one that ended
+    before "Stopped in round 2 of 3: …" (never "Stopped after round 1" above a table showing round 2)."""
     kept_rounds = sorted({int(r["round"]) for r in rows if r.get("kept")})
     done = len(kept_rounds)
     if rounds is not None and done >= rounds:
         return f"All {rounds} round{'s' if rounds != 1 else ''} ran, each with a kept fix."
     stopped_at = done + 1
     tried = [r for r in rows if int(r.get("round", 0)) == stopped_at]
-    where = f"`{bottleneck}`" if bottleneck else "what the diagnosis found"
-    head = f"Stopped after round {done}" if done else "Stopped in round 1"
-    of = f" of {rounds}" if rounds is not None else ""
+    where = f"the {bottleneck} bottleneck" if bottleneck else "what the diagnosis found"  # plain text: no markup
+    if rounds is not None and stopped_at >= rounds:
+        head, it = f"All {rounds} round{'s' if rounds != 1 else ''} ran; ", f"round {stopped_at} "
+    else:
+        head, it = f"Stopped in round {stopped_at}{f' of {rounds}' if rounds is not None else ''}: ", "it "
     if not tried:
-        return f"{head}{of}: no fix left for {where} that fits this run."
+        return f"{head}{it}found no fix left for {where} that fits this run."
     last = tried[-1]
     word = row_outcome(last)
     if word.startswith("failed"):
-        return f"{head}{of}: round {stopped_at}'s fix ({last.get('fix')}) {word}."
+        return f"{head}round {stopped_at}'s fix ({last.get('fix')}) {word}."
     n = len(tried)
-    return (f"{head}{of}: round {stopped_at} tried {n} fix{'es' if n != 1 else ''} for {where} and kept none "
+    return (f"{head}{it}tried {n} fix{'es' if n != 1 else ''} for {where} and kept none "
             f"(last: {last.get('fix')}, {word}).")
+
+
+def complete(rows: Sequence[Mapping[str, Any]], rounds: int | None) -> bool:
+    """Every requested round kept a fix (the ladder's success)."""
+    return rounds is not None and len({int(r["round"]) for r in rows if r.get("kept")}) >= rounds

@@ -210,8 +210,8 @@ def _decided(w: _Why) -> str:
 
 
 def _moves_text(moves: tuple[CategoryMove, ...]) -> str:
-    return "; ".join(f"{m.name.replace('_', ' ')} {m.delta_ms:+.4g} ms per step in {m.steps_moved} of {m.steps} "
-                     f"steps, beyond its step-to-step spread of {m.spread_ms:.3g} ms" for m in moves)
+    return "; ".join(f"{m.name.replace('_', ' ')}'s median {m.delta_ms:+.4g} ms per step in {m.steps_moved} of "
+                     f"{m.steps} steps, beyond its step-to-step spread of {m.spread_ms:.3g} ms" for m in moves)
 
 
 def _detectable(ratio: float, base: Side, new: Side) -> str:
@@ -231,7 +231,7 @@ def _largest(moved: Movers) -> str:
     m = moved.largest
     if m is None:
         return ""
-    return f" The category that moved most: {m.name.replace('_', ' ')} ({m.delta_ms:+.4g} ms per step)."
+    return f" The category that moved most: {m.name.replace('_', ' ')} ({m.delta_ms:+.4g} ms per step on average)."
 
 
 def _notes(base: Side, new: Side) -> tuple[str, ...]:

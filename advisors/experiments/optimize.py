@@ -191,8 +191,8 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
         for attempt, fix in enumerate(how.candidates(diagnosis, current, rejected | not_applied)):
             if attempt >= max_attempts:
                 break
-            emit(Progress("experiment", round=rnd, fix=fix.id))
-            exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.id), apply=how.apply,
+            emit(Progress("experiment", round=rnd, fix=fix.title))  # what the user reads: the title, not the id
+            exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.title), apply=how.apply,
                                  proof=how.proof(fix))
             if exp.kept:
                 cumulative *= exp.speedup or 1.0
@@ -224,9 +224,9 @@ def _stderr_tail(run_dir: str | None) -> str:
     return stderr_tail(Path(run_dir))
 
 
-def _tagged(emit: ProgressFn, rnd: int, fix_id: str) -> ProgressFn:
-    """Progress events of one experiment, tagged with its round and fix."""
-    return lambda event: emit(event.tagged(rnd, fix_id))
+def _tagged(emit: ProgressFn, rnd: int, fix_title: str) -> ProgressFn:
+    """Progress events of one experiment, tagged with its round and fix (its title)."""
+    return lambda event: emit(event.tagged(rnd, fix_title))
 
 
 def proposed(d: Diagnosis) -> list[str]:

@@ -69,10 +69,19 @@ def _finish_cancelled(store: RunStore, experiment_id: str) -> None:
     store.finish(experiment_id, RunResult(status=RunStatus.KILLED, error=why, finished_unix=time.time()))
 
 
+def label_of(mode: str, about: Mapping[str, Any]) -> str:
+    """What the run list calls it: "Apply DataLoader worker processes", "Ladder of 1 round" (the fix's title, as
+    the Advisor names it; the dashboard walk read "Apply dataloader_workers" and "Ladder of 1 rounds")."""
+    if mode == "apply":
+        return f"Apply {about.get('fix_title') or about.get('fix')}"
+    rounds = about.get("rounds")
+    return f"Ladder of {rounds} round{'' if rounds == 1 else 's'}"
+
+
 def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Mapping[str, Any],
           analysis: Analysis, work: Work[Any]) -> BackgroundJob[Any]:
     """Create the stored experiment for ``source`` and run ``work`` for it in the background."""
-    what = f"Apply {about.get('fix')}" if mode == "apply" else f"Ladder of {about.get('rounds')} rounds"
+    what = label_of(mode, about)
     record = experiments.start(store, source.run_id, mode, f"{what} on {source.label}", about)
 
     def run(report: Callable[[Any], None]) -> Any:
@@ -115,6 +124,11 @@ def latest(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecor
     """The newest stored experiment of ``mode`` started from ``source_run`` (running or finished)."""
     found = experiments.of_run(store, source_run, mode)
     return found[0] if found else None
+
+
+def last_finished(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecord | None:
+    """The newest experiment of ``mode`` from ``source_run`` that finished with a result (status ok)."""
+    return next((r for r in experiments.of_run(store, source_run, mode) if r.status is RunStatus.OK), None)
 
 
 def busy(store: RunStore, source_run: str) -> bool:

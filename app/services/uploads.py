@@ -102,4 +102,7 @@ def describe(outcome: UploadOutcome) -> str:
     name = markdown_text(outcome.name, 120)
     if outcome.ok:
         return f"**{name}** — stored. {markdown_text(outcome.message, 300)}"
-    return f"**{name}** — not stored: {markdown_text(outcome.message, 600)}"
+    message = outcome.message
+    if message.startswith(f"{outcome.name}: "):  # the reader names the file too: "x.json — not stored: x.json: …"
+        message = message[len(outcome.name) + 2:]
+    return f"**{name}** — not stored: {markdown_text(message, 600)}"

@@ -12,9 +12,12 @@ from app.widgets import quality_panels
 
 from app.widgets import ui
 st.title("Advisor")
+if quality_panels.linked():  # a link to a time-to-quality result (from the Runs page): that result first
+    quality_panels.render()
 record, analysis = ui.selected_analysis("advisor.run")
 if analysis is not None and record is not None:
     advisor_panels.diagnosis(analysis)
     st.divider()
     experiment_view.render(record, analysis)
-quality_panels.render()
+if not quality_panels.linked():
+    quality_panels.render()

@@ -40,8 +40,8 @@ if c.speedup:
 compare_panels.verdict(ta, tb, c)
 ui.chart(charts_compare.step_time_distributions({f"A: {c.label_a}": c.step_ms_a, f"B: {c.label_b}": c.step_ms_b},
                                                 "Step time, A vs B"), key="compare.steps")
-side = {f"A: {c.label_a}": dict(zip(c.categories["category"], c.categories["a_ms"])),
-        f"B: {c.label_b}": dict(zip(c.categories["category"], c.categories["b_ms"]))}
+side = {"A (before)": dict(zip(c.categories["category"], c.categories["a_ms"])),
+        "B (after)": dict(zip(c.categories["category"], c.categories["b_ms"]))}  # short: the pickers name them
 l2, r2 = st.columns(2)
 with l2:
     ui.chart(charts_compare.breakdown_side_by_side(side), key="compare.breakdown")
@@ -50,12 +50,11 @@ with r2:
 losses = {f"A: {c.label_a}": ta.run.losses, f"B: {c.label_b}": tb.run.losses} if ta.run and tb.run else {}
 if any(losses.values()):
     ui.chart(charts_compare.loss_curves(losses), key="compare.loss")
-l3, r3 = st.columns(2)
-with l3:
-    if len(c.kernels):
-        ui.chart(charts_compare.name_deltas(c.kernels, "Kernels that moved most"), key="compare.kernels")
-    st.dataframe(c.kernels.round(3), hide_index=True, width="stretch")  # ms to the µs, not 43.2585
-with r3:
-    if len(c.ops):
-        ui.chart(charts_compare.name_deltas(c.ops, "Operators that moved most"), key="compare.ops")
-    st.dataframe(c.ops.round(3), hide_index=True, width="stretch")
+# Full width, one under the other: side by side, the long kernel names left the numbers cut off on the right
+# and the bars' axis squeezed (dashboard walk).
+for table, title, key in ((c.kernels, "Kernels that moved most", "compare.kernels"),
+                          (c.ops, "Operators that moved most", "compare.ops")):
+    if len(table):
+        ui.chart(charts_compare.name_deltas(table, title), key=key)
+        st.dataframe(compare_panels.deltas_frame(table), hide_index=True, width="stretch", height=280,
+                     column_config=compare_panels.DELTA_COLUMNS)

@@ -8,9 +8,19 @@ from app import data, state
 
 from app.services import tables
 
-from app.widgets import links, ui
+from app.widgets import experiment_result, links, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
+
+RUNS_COLUMNS = {
+    "run": st.column_config.TextColumn(width=230), "kind": st.column_config.TextColumn(width=80),
+    "status": st.column_config.TextColumn(width=60),
+    "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=105),
+    "ms/step": st.column_config.NumberColumn(format="%.1f", width=70),
+    "samples/s": st.column_config.NumberColumn(format="%.1f", width=80),
+    "peak MiB": st.column_config.NumberColumn(format="%.0f", width=75),
+    "device": st.column_config.TextColumn(width=60), "ranks": st.column_config.NumberColumn(width=55),
+    "error": st.column_config.TextColumn(width=100)}
 
 st.title("Runs")
 st.caption("Launched runs and uploaded traces share this list. Pick one to analyse, advise on, compare or export.")
@@ -28,19 +38,23 @@ if records:
         if rows and 0 <= rows[0] < len(ids):
             state.select_run(ids[rows[0]])
 
+    # Fits the page (dashboard walk: device, ranks, error and id were cut off on the right, and a missing
+    # number read "None"): narrow columns, a dash for what a run does not have, the id under the picker.
     st.dataframe(frame, hide_index=True, width="stretch", key="runs.table", on_select=_row_clicked,
-                 selection_mode=["single-row", "single-cell"],
-                 column_config={"ms/step": st.column_config.NumberColumn(format="%.1f"),
-                                "samples/s": st.column_config.NumberColumn(format="%.1f"),
-                                "peak MiB": st.column_config.NumberColumn(format="%.0f")})
+                 selection_mode=["single-row", "single-cell"], placeholder="—",
+                 column_order=[c for c in frame.columns if c != "id"], column_config=RUNS_COLUMNS)
 record = ui.run_picker(records, key="runs.pick", label="Selected run")
+if record is not None:
+    st.caption(f"Run id: {ui.text(record.run_id)} (what `python -m profilers` and `?run=` links name)")
 if record is not None and record.kind == "experiment":
     source = record.source_run
-    st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}). Its result is on the Advisor page of "
-            "the run it was started from.", icon=":material/science:")
     if source:
+        st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}). Its result is on the Advisor page "
+                "of the run it was started from.", icon=":material/science:")
         st.page_link("views/advisor.py", label="Open its result", icon=":material/lightbulb:",
                      query_params={"run": source})
+    else:  # started on the command line from a spec or a script: no run of this list to open it on
+        experiment_result.from_command_line(store, record)
 elif record is not None:
     cols = st.columns(4)
     cols[0].page_link("views/analysis.py", label="Analysis", icon=":material/bar_chart:")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from advisors.verdict import Bottleneck
 from app.widgets import ui
 from reports import advice
 from reports.analysis import Analysis
@@ -15,12 +16,11 @@ COLOR_NAMES = {"data": "orange", "memory": "blue", "compute": "blue", "communica
 
 
 def _evidence_table(evidence: dict) -> None:
-    """Labelled, unit-formatted values (:func:`reports.evidence.format_evidence`); the raw key on hover."""
-    rows = [{"measure": label, "value": value} for label, value in format_evidence(evidence)]
+    """Labelled, unit-formatted values (:func:`reports.evidence.format_evidence`) in a static table: every row
+    shown and a long value (the MFU sentence) wrapped, never cut off at the cell's right edge."""
+    rows = [{"measure": label, "value": str(value)} for label, value in format_evidence(evidence)]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                     column_config={"measure": st.column_config.TextColumn(width="large"),
-                                    "value": st.column_config.TextColumn(width="medium")})
+        st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
 
 
 def _fix(fix_id: str | None, key: str) -> None:
@@ -62,6 +62,7 @@ def diagnosis(a: Analysis) -> None:
         return
     if d.binding is None:
         st.success("Nothing binds: no rule found step time at stake.")
+        caveats(a)
     else:
         with st.container(border=True):
             st.markdown(f"### :{COLOR_NAMES.get(d.bottleneck.value, 'gray')}[Binding bottleneck: "
@@ -69,6 +70,7 @@ def diagnosis(a: Analysis) -> None:
             st.markdown(f"{ui.text(d.binding.message)}")
             st.progress(d.confidence, text=f"confidence {d.confidence:.0%} · {d.binding.severity:.0%} of step "
                                            f"time at stake{bound_text(d.binding)} · rule {d.binding.rule}")
+        caveats(a)
         with st.expander("Evidence", expanded=True):
             _evidence_table(dict(d.evidence))
         _fix(d.binding.fix_id, "binding")
@@ -82,7 +84,17 @@ def diagnosis(a: Analysis) -> None:
                 _evidence_table(dict(f.evidence))
                 _fix(f.fix_id, f"other{i}")
                 _related(f, f"other{i}")
-    if d.notes:
-        with st.expander(f"Not enough data to judge ({len(d.notes)})"):
-            for n in d.notes:
+    judged = [n for n in d.notes if n.bottleneck is not Bottleneck.NONE]
+    if judged:
+        with st.expander(f"Not enough data to judge ({len(judged)})"):
+            for n in judged:
                 st.markdown(f"- **{n.bottleneck.value}**: {ui.text(n.reason)}")
+
+
+def caveats(a: Analysis) -> None:
+    """Notes about the measurement itself (other programs' load on the machine, …): shown beside the verdict,
+    not as "none: …" inside "Not enough data to judge" (dashboard walk)."""
+    d = a.diagnosis
+    for n in (d.notes if d is not None else ()):
+        if n.bottleneck is Bottleneck.NONE:
+            st.warning(ui.text(n.reason, 1000), icon=":material/warning:")

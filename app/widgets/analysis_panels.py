@@ -23,6 +23,12 @@ _NUMBERS = {"total ms": st.column_config.NumberColumn(format="%.2f", width="smal
 KERNEL_COLUMNS = {"kernel": st.column_config.TextColumn(width="large"), "class": st.column_config.TextColumn(
     width="small"), "low precision": st.column_config.CheckboxColumn(width="small"), **_NUMBERS}
 OP_COLUMNS = {"operator": st.column_config.TextColumn(width="large"), **_NUMBERS}
+#: The per-rank table in words, not its frame's keys (dashboard walk: "step_ms", "exposed_comm_ms").
+RANK_COLUMNS = {"step_ms": st.column_config.NumberColumn("median step (ms)", format="%.3f"),
+                "work_ms": st.column_config.NumberColumn("work (ms)", format="%.3f"),
+                "exposed_comm_ms": st.column_config.NumberColumn("exposed communication (ms)", format="%.3f")}
+NO_KERNELS_CPU = "No GPU kernels: this run's steps ran on the CPU. Its host operators below are where the time went."
+NO_KERNELS = "No GPU kernels in this trace: its host operators are below."
 
 
 def headline(a: Analysis) -> None:
@@ -94,8 +100,10 @@ def tables_panel(a: Analysis) -> None:
     if len(b.kernels):
         ui.chart(charts.top_items(kernels, "Top GPU kernels", color_by="kclass"), key="analysis.top_kernels")
         st.caption("One bar per kernel; hover a bar for its full name. Long names keep their start and end.")
-    st.dataframe(tables.kernels_frame(kernels, rows), hide_index=True, width="stretch", height=320,
-                 column_config=KERNEL_COLUMNS)
+        st.dataframe(tables.kernels_frame(kernels, rows), hide_index=True, width="stretch", height=320,
+                     column_config=KERNEL_COLUMNS)
+    else:  # not an empty GPU-kernel table with "empty" in it: say why there is none
+        st.caption(NO_KERNELS_CPU if b.device == "cpu" else NO_KERNELS)
     ui.chart(charts.top_items(ops, "Top host operators (inclusive)"), key="analysis.top_ops")
     st.dataframe(tables.ops_frame(ops, rows), hide_index=True, width="stretch", height=320,
                  column_config=OP_COLUMNS)
@@ -150,9 +158,7 @@ def ranks_panel(a: Analysis) -> None:
     marked = call.rank if call.beyond_noise else None
     ui.chart(charts.straggler(b.per_rank, marked), key="analysis.straggler")
     (st.warning if call.beyond_noise else st.caption)(call.reason)  # our own sentence: numbers only
-    st.dataframe(b.per_rank, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
-                                ("step_ms", "work_ms", "exposed_comm_ms")})
+    st.dataframe(b.per_rank, hide_index=True, width="stretch", column_config=RANK_COLUMNS)
 
 
 def snapshot_panel(a: Analysis, run_id: str) -> None:

@@ -35,8 +35,11 @@ def verdict(a: Analysis, b: Analysis, tables: Comparison) -> RegressionCheck | N
     except StepwiseError as err:
         st.warning(f"No verdict: {ui.text(err)}")
         return None
-    interval = "" if c.estimate is None else f" · 95% interval {c.estimate.low:.3f}–{c.estimate.high:.3f}"
-    BOXES[c.verdict](f"**{WORDS.get(c.verdict, c.verdict.capitalize())}** (ratio B / A {c.ratio:.3f}{interval}) — {ui.text(c.reason)}")
+    reason = as_a_b(c.reason)
+    interval = "" if c.estimate is None or "interval" in reason else \
+        f" · 95% interval {c.estimate.low:.3f}–{c.estimate.high:.3f}"  # said once: the reason may state it
+    word = WORDS.get(c.verdict, c.verdict.capitalize())
+    BOXES[c.verdict](f"**{word}** (ratio B / A {c.ratio:.3f}{interval}) — {ui.text(reason)}")
     st.markdown(f"Binding bottleneck: **{c.base.bottleneck.value}** → **{c.new.bottleneck.value}**")
     moved = movers_frame(c)
     if len(moved):
@@ -46,6 +49,22 @@ def verdict(a: Analysis, b: Analysis, tables: Comparison) -> RegressionCheck | N
         st.caption(ui.text(n))
     _downloads(c, tables)
     return c
+
+
+def as_a_b(reason: str) -> str:
+    """The gate's sentence (written for ``advisors compare BASE NEW``) in this page's names: A and B."""
+    return re.sub(r"\bBASE\b", "A", re.sub(r"\bNEW\b", "B", reason))
+
+
+#: The kernels/operators that moved: full width, the name taking the room, the numbers narrow and named as above.
+DELTA_NAMES = {"a_ms": "A ms", "b_ms": "B ms", "delta_ms": "B − A ms"}
+DELTA_COLUMNS = {"name": st.column_config.TextColumn(width="large"),
+                 **{c: st.column_config.NumberColumn(format="%.3f", width="small") for c in DELTA_NAMES.values()}}
+
+
+def deltas_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """``name, a_ms, b_ms, delta_ms`` as shown: ms per step to the µs, the columns in the page's words."""
+    return table.rename(columns=DELTA_NAMES).round(3)
 
 
 def movers_frame(c: RegressionCheck) -> pd.DataFrame:

@@ -63,7 +63,8 @@ def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], 
     _poll()
 
 
-BREAKDOWN_TITLE = "Breakdown before vs after: the profiled window's steps (mean ms per step, first run of each arm)"
+#: Two lines: the chart sits in half the page's width, where one line was cut off at "(mean ms per".
+BREAKDOWN_TITLE = "Breakdown before vs after: the profiled window's steps<br>(mean ms per step, first run of each arm)"
 BREAKDOWN_NOTE = ("The breakdown covers only the steps the profiler traced in each arm's first run (profiler on), "
                   "so its bars need not add up to the median measured step above, which covers every timed step of "
                   "every run.")
@@ -77,15 +78,18 @@ def outcome_box(word: str) -> None:
     box(f"**Outcome: {ui.text(word, 600)}**", icon=icon)
 
 
-def before_after(view: dict[str, Any]) -> None:
+def before_after(view: dict[str, Any], key: str = "advisor") -> None:
+    """An Apply's result: its outcome word, the median measured steps, the charts (``key`` prefixes their keys:
+    the same view can be drawn twice on a page, the newest experiment and the last finished one)."""
     s, bound = view["summary"], view.get("upper_bound")
     word = outcomes.view_outcome(view)
     outcome_box(word)
     if s.get("not_applied"):
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")
-        return _change_and_charts(view, judged=False)
-    label = "median measured step (median over runs of each run's median step after warm-up)"
+        return _change_and_charts(view, judged=False, key=key)
+    label = "median measured step: the median of every timed step of every run of the arm (after warm-up), " \
+            "the line in the box plot below"
     cols = st.columns(4 if bound else 3)
     cols[0].metric("Before: median measured step", _ms(s.get("before_ms")), help=f"The {label}.")
     cols[1].metric("After: median measured step", _ms(s.get("after_ms")), help=f"The {label}.")
@@ -100,25 +104,25 @@ def before_after(view: dict[str, Any]) -> None:
         st.caption(f"The verdict divides per-sample throughput (paired runs): {s['speedup']:.2f}×, {s['level']:.0%} "
                    f"interval [{s['low']:.2f}, {s['high']:.2f}]; before {_rate(s.get('before_samples_per_s'))}, after "
                    f"{_rate(s.get('after_samples_per_s'))} samples/s.")
-    _change_and_charts(view, judged=True)
+    _change_and_charts(view, judged=True, key=key)
 
 
-def _change_and_charts(view: dict[str, Any], judged: bool) -> None:
+def _change_and_charts(view: dict[str, Any], judged: bool, key: str = "advisor") -> None:
     s = view["summary"]
     st.caption(("Injected at boot (your file was not written): " if s.get("injected") else "Spec change: ")
                + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
     if judged and view.get("step_samples"):
         ui.chart(charts_compare.step_time_distributions(view["step_samples"], "Measured step time before and after "
                                                         "(every timed step of every run; line = median)"),
-                 key="advisor.before_after")
+                 key=f"{key}.before_after")
     left, right = st.columns(2)
     with left:
         if judged and view["breakdowns"]:
-            ui.chart(charts_compare.breakdown_side_by_side(view["breakdowns"], BREAKDOWN_TITLE), key="advisor.bd")
+            ui.chart(charts_compare.breakdown_side_by_side(view["breakdowns"], BREAKDOWN_TITLE), key=f"{key}.bd")
             st.caption(BREAKDOWN_NOTE)
     with right:
         if view["loss_curves"]:
-            ui.chart(charts_compare.loss_curves(view["loss_curves"], "Loss curves overlaid"), key="advisor.loss")
+            ui.chart(charts_compare.loss_curves(view["loss_curves"], "Loss curves overlaid"), key=f"{key}.loss")
     # Item 9 of issue 23 (time-to-quality): its loss-against-wall-clock view goes here, beside the loss curves.
     change = view.get("script_change")
     if change is not None:
@@ -128,13 +132,13 @@ def _change_and_charts(view: dict[str, Any], judged: bool) -> None:
             st.caption(f"Where the change would go in your code: {ui.text(change['where'])}.")
 
 
-def ladder(view: dict[str, Any], rounds: int | None = None) -> None:
+def ladder(view: dict[str, Any], rounds: int | None = None, key: str = "advisor") -> None:
     stopped = outcomes.why_stopped(view["rows"], rounds, view.get("last_bottleneck"))
-    (st.success if stopped.startswith("All") else st.warning)(ui.text(stopped), icon=":material/stairs:")
+    (st.success if outcomes.complete(view["rows"], rounds) else st.warning)(ui.text(stopped), icon=":material/stairs:")
     st.markdown(f"Total measured speed-up of the kept fixes: **{view['total_speedup']:.2f}×**")
     steps = pd.DataFrame(view["steps"], columns=["label", "step_ms"])
     if len(steps) > 1:
-        ui.chart(charts_compare.ladder(steps), key="advisor.ladder_chart")
+        ui.chart(charts_compare.ladder(steps), key=f"{key}.ladder_chart")
     if view["rows"]:
         st.table(ladder_table(view["rows"]))
     for c in view["changes"]:
@@ -194,3 +198,26 @@ def downloads(store: RunStore, source: RunRecord, experiment: RunRecord, what: s
 
 def _rate(value: float | None) -> str:
     return f"{value:,.1f}" if value else "—"
+
+
+QUALITY_MODE = "to_quality"  # ``cli.optimize_quality.MODE``: an ``optimize --to-quality`` experiment
+
+
+def from_command_line(store: RunStore, record: RunRecord) -> None:
+    """An experiment started by ``python -m advisors optimize`` from a spec or a script (no run of the list it
+    belongs to): where its result is — the Advisor's time-to-quality panel, or its stored reports. The dashboard
+    walk found "Its result is on the Advisor page of the run it was started from" and no link at all."""
+    about = experiments.about(store, record.run_id)
+    st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}) started on the command line "
+            "(`python -m advisors optimize`), from a spec or a script rather than from a run of this list.",
+            icon=":material/science:")
+    if about.get("mode") == QUALITY_MODE:
+        st.page_link("views/advisor.py", label="Open its time-to-quality result", icon=":material/lightbulb:",
+                     query_params={"quality": record.run_id})
+    cols = st.columns(3)
+    for col, fmt in zip(cols, ("html", "md", "json")):
+        body = experiments.report(store, record.run_id, fmt)
+        if body is not None:
+            col.download_button(f"Its report ({fmt.upper()})", key=f"runs.exp_report.{fmt}", data=body,
+                                file_name=f"stepwise-{record.run_id}.{fmt}", mime=FORMATS[fmt], on_click="ignore",
+                                icon=":material/download:")

@@ -6,7 +6,8 @@ a closed tab and a restart, and any session opening this run finds them."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import time
+from typing import Any, Callable, Literal
 
 import streamlit as st
 
@@ -15,7 +16,7 @@ from app.services import experimenting, script_apply, stored_jobs
 from app.widgets import experiment_result as result
 from app.widgets import ui
 from profilers.errors import StepwiseError
-from profilers.run.records import RunRecord
+from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports.analysis import Analysis
@@ -61,22 +62,38 @@ def render(record: RunRecord, analysis: Analysis) -> None:
 
 
 def _stored(store: RunStore, record: RunRecord, mode: Literal["apply", "ladder"]) -> None:
-    """The newest stored experiment of ``mode`` started from this run: live while it runs, then its result."""
+    """The newest stored experiment of ``mode`` started from this run: live while it runs, then its result.
+
+    When the newest was cancelled or failed, the last finished one is kept in view below it (the dashboard
+    walk: a cancelled second Apply hid the first one's result, with no way back to it)."""
     exp = stored_jobs.latest(store, record.run_id, mode)
     if exp is None:
         return
+    result.follow(store, exp, _shows(store, record, exp, mode, "advisor"))
+    if exp.status in (RunStatus.RUNNING, RunStatus.OK):
+        return
+    earlier = stored_jobs.last_finished(store, record.run_id, mode)
+    if earlier is not None:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(earlier.created_unix))
+        with st.expander(f"The last finished {'ladder' if mode == 'ladder' else 'Apply'} (started {when})"):
+            result.follow(store, earlier, _shows(store, record, earlier, mode, "advisor.earlier"))
+
+
+def _shows(store: RunStore, record: RunRecord, exp: RunRecord, mode: Literal["apply", "ladder"],
+           key: str) -> Callable[[dict[str, Any]], None]:
+    """How to draw a finished experiment's view (``key``: the prefix of its widgets' keys)."""
     if mode == "apply":
         def show_apply(view: dict[str, Any]) -> None:
-            result.before_after(view)
-            result.downloads(store, record, exp, "fix", "advisor.export")
+            result.before_after(view, key)
+            result.downloads(store, record, exp, "fix", f"{key}.export")
 
-        result.follow(store, exp, show_apply)
-    else:
-        def show_ladder(view: dict[str, Any]) -> None:
-            result.ladder(view, experiments.about(store, exp.run_id).get("rounds"))
-            result.downloads(store, record, exp, "ladder", "advisor.ladder_export")
+        return show_apply
 
-        result.follow(store, exp, show_ladder)
+    def show_ladder(view: dict[str, Any]) -> None:
+        result.ladder(view, experiments.about(store, exp.run_id).get("rounds"), key)
+        result.downloads(store, record, exp, "ladder", f"{key}.ladder_export")
+
+    return show_ladder
 
 
 def _render_script(record: RunRecord, analysis: Analysis) -> None:

@@ -14,6 +14,7 @@ from profilers.run.records import RunStatus
 from reports import charts_time
 
 REFRESH_S = 1.0
+NO_STEPS_YET = "Step time and loss are drawn here from the run's first step."
 
 
 def _body(run_id: str) -> None:
@@ -50,7 +51,10 @@ def _body(run_id: str) -> None:
         cols = st.columns(3)
         cols[0].page_link("views/analysis.py", label="Open its analysis", icon=":material/bar_chart:")
         cols[1].page_link("views/advisor.py", label="Ask the advisor", icon=":material/lightbulb:")
-    ui.chart(charts_time.live_progress(live.steps), key="launch.live_progress")
+    if live.steps.empty:  # no empty axes while Python and torch load (dashboard walk)
+        st.caption(NO_STEPS_YET)
+    else:
+        ui.chart(charts_time.live_progress(live.steps), key="launch.live_progress")
     if not live.telemetry.empty:
         source = str(live.telemetry["source"].iloc[0]) if "source" in live.telemetry else None
         ui.chart(charts_time.telemetry(live.telemetry, live.steps, source), key="launch.live_telemetry")

@@ -16,12 +16,24 @@ from cli.optimize_quality import stored_reports
 from reports.quality import markdown, round_figure
 
 
+LINK_PARAM = "quality"  # ``/advisor?quality=<experiment id>``: the Runs page's link to one of them
+
+
+def linked() -> str | None:
+    """The time-to-quality experiment the address names (the Runs page links here with it)."""
+    return st.query_params.get(LINK_PARAM) or None
+
+
 def render() -> None:
     found = stored_reports(data.store())
     if not found:
         return
-    with st.expander("Time to quality (optimize --to-quality)", expanded=False):
-        ids = [exp_id for exp_id, _ in found]
+    ids = [exp_id for exp_id, _ in found]
+    wanted = linked()
+    if wanted in ids and st.session_state.get("quality.linked") != wanted:  # once per link: a pick must stick
+        st.session_state["quality.linked"] = wanted
+        st.session_state["quality.experiment"] = wanted
+    with st.expander("Time to quality (optimize --to-quality)", expanded=wanted in ids):
         chosen = st.selectbox("Experiment", ids, key="quality.experiment")
         path = dict(found)[chosen]
         try:

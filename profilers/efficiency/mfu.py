@@ -47,15 +47,44 @@ class Efficiency:
                 "dtype": self.dtype, "per_step_tflops": [_r(v) for v in self.per_step_tflops]}
 
     def phrase(self) -> str:
-        """One line: "MFU 12.3% (41.2 of 335 TFLOP/s, V100 SXM2, fp16)" or why there is none."""
+        """One line: "MFU 12.3% (41.2 of 335 TFLOP/s, V100 SXM2, fp16)" or why there is none; a CPU's figures
+        in GFLOP/s ("MFU 0.9% (0.21 of 23.4 GFLOP/s, …)"), never a raw 0.0233994 TFLOP/s; a rate far under a GPU's
+        peak in its own unit ("3.78 GFLOP/s of 15.7 TFLOP/s")."""
         if self.mfu is None:
-            achieved = f"{self.achieved_tflops:.3g} TFLOP/s achieved; " if self.achieved_tflops else ""
-            return f"MFU unknown: {achieved}{self.reason}"
+            said = f"{flops_rate(self.achieved_tflops)} achieved; " if self.achieved_tflops else ""
+            return f"MFU unknown: {said}{self.reason}"
         flag = " (clamped to the device-busy share: the count or the peak does not fit this trace)" \
             if self.clamped else ""
         share = f"{100 * self.mfu:.1f}" if self.mfu >= 0.01 else f"{100 * self.mfu:.2g}"
-        return f"MFU {share}% ({self.achieved_tflops:.3g} of {self.peak_tflops:g} TFLOP/s, " \
-               f"{self.peak_basis}){flag}"
+        achieved, peak = self.achieved_tflops or 0.0, self.peak_tflops or 0.0
+        scale, unit = _flops_unit(peak)
+        if _flops_unit(achieved)[1] == unit:  # "0.21 of 23.4 GFLOP/s"
+            rates = f"{_sig3(achieved * scale)} of {_sig3(peak * scale)} {unit}"
+        else:  # "3.78 GFLOP/s of 15.7 TFLOP/s", never "0.00378 of 15.7 TFLOP/s"
+            rates = f"{flops_rate(achieved)} of {flops_rate(peak)}"
+        return f"MFU {share}% ({rates}, {self.peak_basis}){flag}"
+
+
+def _flops_unit(tflops: float) -> tuple[float, str]:
+    """The unit a rate of ``tflops`` reads best in: TFLOP/s from 1 up, GFLOP/s under (a CPU's matmul peak)."""
+    return (1.0, "TFLOP/s") if tflops >= 1.0 else (1e3, "GFLOP/s")
+
+
+def _sig3(value: float) -> str:
+    """Three significant digits, never an exponent: 989, 41.2, 0.21, 0.000123."""
+    if value == 0:
+        return "0"
+    text = f"{value:.3g}"
+    return f"{value:.{max(0, 2 - int(f'{value:e}'.split('e')[1]))}f}".rstrip("0").rstrip(".") if "e" in text \
+        else text
+
+
+def flops_rate(tflops: float | None) -> str:
+    """A FLOP rate with its unit, three significant digits: "41.2 TFLOP/s", "0.21 GFLOP/s"."""
+    if tflops is None:
+        return "—"
+    scale, unit = _flops_unit(tflops)
+    return f"{_sig3(tflops * scale)} {unit}"
 
 
 def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None) -> Efficiency:

@@ -129,7 +129,10 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
         source="+".join(sources) if len(sources) else None,  # "nvml+host" on a GPU run
         samples=int(kept["t_unix_ns"].nunique()),
         rate_hz=_round(rate),
-        cpu_count=_int(_median(kept, "cpu_count")),
+        # the machine's cores are known from any sample: a script whose steps are shorter than the sampling
+        # period has no sample inside them, yet its host has cores (dashboard walk: "CPU count not recorded"
+        # for a script launched on this 2-core machine)
+        cpu_count=_int(_median(telemetry, "cpu_count")),
         process_cpu_pct=_median(kept, "cpu_pct"),
         system_cpu_pct=_median(kept, "system_cpu_pct"),
         read_mb_s=_median(kept, "read_mb_s"),
@@ -137,7 +140,7 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
         gpu_mem_used_mb=_max(kept, "mem_used_mb"),
         gpu_mem_total_mb=_max(kept, "mem_total_mb"),
         power_w=_median(kept, "power_w"),
-        cpu_affinity=_int(_median(kept, "cpu_affinity")),
+        cpu_affinity=_int(_median(telemetry, "cpu_affinity")),
     )
 
 

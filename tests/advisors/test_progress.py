@@ -35,3 +35,17 @@ def test_progress_round_trips_and_tolerates_damage() -> None:
     assert Progress.from_dict(None) == Progress()
     assert Progress.from_dict({"phase": "exploding", "trial": "x"}) == Progress()
     assert Progress().describe == "starting…" and Progress().fraction == 0.0
+
+
+def test_the_ladder_names_its_fix_by_title_in_its_progress() -> None:
+    """The dashboard walk read "round 1 · fix dataloader_workers · patched run 2 of 2": the fix's id. The
+    progress line names it as the rest of the page does, by its title."""
+    from advisors.experiments.optimize import optimize
+    from tests.advisors.test_experiment import BASE, FAST, FakeRunner, _fake_diagnose
+
+    seen: list[Progress] = []
+    fake = FakeRunner()
+    optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), on_progress=seen.append)
+    tagged = [p for p in seen if p.fix]
+    assert tagged and {p.fix for p in tagged} <= {f.title for f in FIXES.values()}
+    assert tagged[0].describe == f"round 1 · fix {FIXES['dataloader_workers'].title}"

@@ -55,7 +55,7 @@ def test_a_loader_grown_in_every_step_is_a_regression_despite_outliers_in_base(l
     assert moved["name"] == "dataloader" and moved["steps_moved"] == moved["steps"] == 6
     assert 28 < moved["delta_ms"] < 30 and moved["spread_ms"] < 1
     assert doc["evidence"]["decided_by"] == ["categories"]
-    assert "shown by dataloader +29" in c.reason and "in 6 of 6 steps" in c.reason
+    assert "shown by dataloader's median +29" in c.reason and "in 6 of 6 steps" in c.reason
     json.dumps(doc)
 
 

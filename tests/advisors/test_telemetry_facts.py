@@ -40,6 +40,19 @@ def test_host_summary_keeps_only_samples_inside_steady_steps() -> None:
     assert s.rate_hz == pytest.approx(20.0)
 
 
+def test_the_machines_cores_are_known_when_no_sample_falls_inside_a_step() -> None:
+    """The dashboard walk: a script whose steps took 2 ms (sampling every 100 ms) read "CPU count not
+    recorded" and "num_workers=min(max(os.cpu_count(), 2), 8)" though every sample said 2 cores. The core count
+    and affinity are the machine's, read from any sample; the load figures stay the steady steps' own."""
+    steps = steps_frame([{"rank": 0, "step": i, "wall_ms": 2.0, "loss": 1.0, "samples": 8, "profiled": False,
+                          "t_unix_ns": T0 + 10**9 + i * 2 * MS} for i in range(10)])
+    rows = [{"t_unix_ns": T0 + j * 100 * MS, "t_trace_us": 0.0, "source": "host", "cpu_pct": 100.0,
+             "system_cpu_pct": 90.0, "cpu_count": 2, "cpu_affinity": 2, "rss_mb": 300.0} for j in range(10)]
+    s = summarise_telemetry(telemetry_frame(rows), steps)
+    assert s is not None and s.samples == 0  # none inside the 20 ms of steps
+    assert s.cpu_count == 2 and s.usable_cores == 2 and s.system_cpu_pct is None and s.host_cpu_busy is None
+
+
 def test_a_launched_script_profiling_nearly_every_step_keeps_its_profiled_steps() -> None:
     """As ``summarise_steps`` times them: after the first step, profiled ones too when under 3 plain remain."""
     rows = [{"t_unix_ns": T0 + j * 50 * MS + 25 * MS, "t_trace_us": 0.0, "source": "host",

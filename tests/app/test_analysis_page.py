@@ -37,6 +37,8 @@ def test_multi_rank_upload_shows_ranks_and_straggler(store, shared_traces) -> No
     assert_clean(at)
     # One step per rank: the spread of a rank's steps is unknown, so no rank is marked and the page says why.
     assert any("step-to-step noise cannot be measured" in c.value for c in at.caption)
+    labels = {k: v.get("label") for k, v in __import__("json").loads(at.dataframe[0].proto.columns).items()}
+    assert labels["step_ms"] == "median step (ms)" and labels["exposed_comm_ms"] == "exposed communication (ms)"
 
 
 def test_stored_run_with_telemetry(store) -> None:
@@ -58,3 +60,17 @@ def test_unreadable_upload_says_so(store, tmp_path) -> None:
     at = open_page("analysis")
     assert_clean(at)
     assert at.error and "cannot be analysed" in at.error[0].value
+
+
+def test_a_cpu_run_says_it_has_no_gpu_kernels_instead_of_an_empty_table(store) -> None:
+    """The dashboard walk: a CPU run's "Kernels & operators" tab drew an empty GPU-kernel table ("empty")
+    above its operators. It says why there are none and shows the operator table alone."""
+    from app.widgets.analysis_panels import NO_KERNELS_CPU
+
+    fake_run(store)
+    at = open_page("analysis")
+    at.session_state["stepwise.analysis_tab"] = "Kernels & operators"
+    at.run()
+    assert_clean(at)
+    assert len(at.dataframe) == 1 and "operator" in at.dataframe[0].value.columns
+    assert NO_KERNELS_CPU in [c.value for c in at.caption]

@@ -59,3 +59,30 @@ def test_a_failed_run_gets_no_verdict_but_its_charts(store, pair) -> None:
     assert_clean(at)
     assert any("No verdict" in w.value and "the run ended failed" in w.value for w in at.warning)
     assert at.metric  # the step times and charts still show
+
+
+def test_the_verdict_speaks_of_a_and_b_and_states_its_numbers_once(store, pair) -> None:
+    """The dashboard walk read "(ratio B / A 0.718 · 95% interval 0.681–0.979) — NEW's median step takes
+    28.2% less time than BASE's (…; 95% interval of the ratio 0.681-0.979) … dataloader -58.75 ms per step … The
+    category that moved most: dataloader (-58.08 ms per step)": the page's A and B, the interval once, and the
+    two dataloader figures named for what they are (a median per step, a mean)."""
+    at = pick(open_page("compare"), pair[0].run_id, pair[1].run_id)
+    assert_clean(at)
+    said = at.success[0].value
+    assert "NEW" not in said and "BASE" not in said and "B's median step takes" in said
+    assert said.count("95% interval") == 1
+    assert "dataloader's median -" in said and "ms per step on average)" in said
+
+
+def test_what_moved_fits_the_page(store, pair) -> None:
+    """Kernels and operators that moved: full-width tables in the page's column names (side by side, only the
+    kernel name showed; the numbers were cut off on the right)."""
+    import json
+
+    at = pick(open_page("compare"), pair[0].run_id, pair[1].run_id)
+    kernels, ops = at.dataframe[1], at.dataframe[2]
+    for grid in (kernels, ops):
+        assert list(grid.value.columns) == ["name", "A ms", "B ms", "B − A ms"]
+        config = json.loads(grid.proto.columns)
+        assert config["name"]["width"] == "large" and config["B − A ms"]["width"] == "small"
+    assert kernels.value["B − A ms"].abs().max() > 0

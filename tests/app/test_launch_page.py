@@ -104,3 +104,17 @@ def test_follow_and_cancel_a_run_this_session_did_not_start(store) -> None:
     assert store.get(record.run_id).status is RunStatus.KILLED
     assert store.get(record.run_id).error == "cancelled by you before its first step"
     assert any(plain(i.value) == "Cancelled by you before its first step." for i in at.info)
+
+
+def test_a_run_without_steps_draws_no_empty_chart(store) -> None:
+    """The dashboard walk: while a launched run's Python and torch loaded, the live view drew empty axes
+    (−1 to 4) under "starting". It says where the charts will come instead."""
+    from app.widgets.live_view import NO_STEPS_YET
+
+    record = store.create("run", "just started", {"workload": "data_bound", "params": {"size": "tiny"}})
+    at = open_page("launch")
+    at.session_state["stepwise.followed_run"] = record.run_id
+    at.run()
+    assert_clean(at)
+    assert "starting" in at.get("progress")[0].proto.text
+    assert NO_STEPS_YET in [c.value for c in at.caption] and not at.get("plotly_chart")

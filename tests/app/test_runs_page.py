@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.app.conftest import assert_clean, open_page
 from tests.app.fake_runs import fake_run
 
@@ -37,3 +39,21 @@ def test_runs_lists_runs_and_deletes_one(store) -> None:
     at.button(key="runs.delete").click().run()
     assert_clean(at)
     assert [r.run_id for r in store.list()] == [keep.run_id]
+
+
+def test_the_runs_table_fits_and_never_says_none(store, shared_traces) -> None:
+    """The dashboard walk: an upload's samples/s and peak MiB read a literal "None", and device, ranks, error
+    and id were cut off on the right. Missing numbers read "—", every column has a width that fits the page
+    (the id, hidden there, is under the picker)."""
+    fake_run(store, label="with numbers")
+    store.import_trace(shared_traces / "edge/hta_no_rank_info.json.gz")  # an upload: no samples/s, no peak
+    at = open_page()
+    assert_clean(at)
+    grid = at.dataframe[0]
+    assert grid.proto.placeholder == "—"
+    config = json.loads(grid.proto.columns)
+    shown = [c for c in grid.value.columns if c != "id"]
+    assert list(grid.proto.column_order) == shown
+    widths = [config[c]["width"] for c in shown]
+    assert all(isinstance(w, int) for w in widths) and sum(widths) <= 940  # the main column at 1400 px
+    assert any(c.value.startswith("Run id: ") for c in at.caption)

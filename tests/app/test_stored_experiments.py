@@ -61,6 +61,7 @@ def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
     assert {r.run_id for r in listed} == {source.run_id, exp.run_id}
     runs = open_page()
     assert set(runs.dataframe[0].value["id"]) == {source.run_id, exp.run_id}
+    assert exp.label.startswith("Apply DataLoader worker processes on ")  # the fix's title, not its id
     assert all(t.run_id not in runs.selectbox(key="runs.pick").options for t in inside)
 
 
@@ -104,3 +105,31 @@ def test_an_experiment_whose_dashboard_died_is_settled(store) -> None:
     store.update(exp.run_id, pid=2**22 + 12345, pid_started=1.0)  # a process that is gone
     assert exp.run_id in store.recover()
     assert store.get(exp.run_id).status is RunStatus.KILLED
+
+
+def test_an_experiment_is_labelled_in_words() -> None:
+    from app.services.stored_jobs import label_of
+
+    assert label_of("apply", {"fix": "dataloader_workers", "fix_title": "DataLoader worker processes"}) == \
+        "Apply DataLoader worker processes"
+    assert label_of("apply", {"fix": "amp"}) == "Apply amp"  # an older record without the title
+    assert label_of("ladder", {"rounds": 1}) == "Ladder of 1 round" and label_of("ladder", {"rounds": 3}) == \
+        "Ladder of 3 rounds"
+
+
+def test_a_cancelled_apply_keeps_the_last_finished_result_in_view(store, source) -> None:
+    """The dashboard walk: a second Apply, cancelled, hid the first one's result (kept or rejected) with no
+    way back to it on the page. The newest says it was cancelled; the last finished one stays below it."""
+    from app.services.stored_jobs import CANCELLED_BY_YOU
+
+    at = open_page("advisor")
+    _apply(at)
+    assert at.success and at.success[0].value == "**Outcome: kept**"
+    again = experiments.start(store, source.run_id, "apply", "Apply again", {"fix": "dataloader_workers"})
+    store.finish(again.run_id, RunResult(RunStatus.KILLED, error=f"{CANCELLED_BY_YOU} after 0 trial runs started"))
+    at.run()
+    assert_clean(at)
+    assert any(w.value.startswith("**Outcome: cancelled**") for w in at.warning)
+    [earlier] = [e for e in at.expander if e.label.startswith("The last finished Apply")]
+    assert [s.value for s in earlier.success] == ["**Outcome: kept**"]
+    assert len(at.get("plotly_chart")) >= 2  # its charts, drawn under their own keys beside nothing else

@@ -43,6 +43,7 @@ def test_bad_file_gets_a_message_and_nothing_is_stored(store, name: str) -> None
     assert_clean(at)
     assert at.title[0].value == "Upload traces"
     assert len(at.error) == 1 and "not stored" in at.error[0].value
+    assert at.error[0].value.count(name) == 1  # named once (was "x — not stored: x: …")
     assert store.list() == []
     assert not [p for p in store.root.iterdir() if p.name.startswith(".tmp-upload-")], "staging is cleaned up"
 

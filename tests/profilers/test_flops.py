@@ -94,3 +94,19 @@ def test_nested_ops_are_counted_once_and_missing_shapes_said(tmp_path) -> None:
     assert b.flops.total == 2 * 64 * 128 * 256  # the addmm only, not the linear around it
     assert (b.flops.with_shapes, b.flops.without_shapes) == (1, 1)
     assert b.flops.by_dtype == {"float": 2 * 64 * 128 * 256}
+
+
+def test_efficiency_phrase_reads_a_cpu_peak_in_gflops_never_a_raw_float() -> None:
+    """The dashboard walk read "MFU 0.9% (0.00021 of 0.0233994 TFLOP/s, …)" under a CPU run's
+    headline: a CPU's rate is stated in GFLOP/s with three significant digits, a GPU's stays in TFLOP/s."""
+    from profilers.efficiency.mfu import Efficiency, flops_rate
+
+    cpu = Efficiency(0.00021, 0.0233994, "this host's cores, measured fp32 matmul peak", 0.009, "shapes")
+    assert cpu.phrase() == "MFU 0.9% (0.21 of 23.4 GFLOP/s, this host's cores, measured fp32 matmul peak)"
+    gpu = Efficiency(41.2, 335.0, "V100 SXM2, fp16", 0.123, "shapes")
+    assert gpu.phrase() == "MFU 12.3% (41.2 of 335 TFLOP/s, V100 SXM2, fp16)"
+    assert flops_rate(0.0000001234) == "0.000123 GFLOP/s" and flops_rate(989.4) == "989 TFLOP/s"
+    tiny = Efficiency(0.00378, 15.7, "V100 SXM2, fp32", 0.00024, "shapes")  # an 8-rank DLRM step: a 0.024% MFU
+    assert tiny.phrase() == "MFU 0.024% (3.78 GFLOP/s of 15.7 TFLOP/s, V100 SXM2, fp32)"
+    unknown = Efficiency(0.0005, None, None, None, "shapes", reason="no peak is known for this device")
+    assert unknown.phrase() == "MFU unknown: 0.5 GFLOP/s achieved; no peak is known for this device"

@@ -92,3 +92,19 @@ def test_stored_run_exports_its_run_facts_and_telemetry(tmp_path) -> None:
     assert doc["run"]["status"] == "ok" and doc["run"]["spec"]["workload"] == "data_bound"
     # The run's measured steps, whose median is its step time: 5-7 (after 3 warm-up steps, profiled 2-4 left out)
     assert doc["step_ms"] == [52.0, 50.0, 51.0]
+
+
+def test_a_findings_confidence_is_one_number_in_header_and_body(data_analysis) -> None:
+    """The dashboard walk read "verdict confidence 74%" in the header and "confidence 95%" for the same
+    finding below. The binding finding shows the header's number, the rule's own beside it when they differ;
+    and its "Other rules" are one list item each (they ran together on one line)."""
+    d = data_analysis.diagnosis
+    assert round(100 * d.confidence) == 74 and round(100 * d.binding.confidence) == 95  # the case that was seen
+    md = render(data_analysis, "md").decode()
+    assert "**Binding bottleneck: data** (confidence 74%)" in md
+    assert "confidence 74% (the rule alone: 95%, lowered because a finding of another bottleneck comes close)." in md
+    assert "confidence 95%" not in md.split("### 2.")[0].replace("the rule alone: 95%", "")
+    others = md[md.index("Other rules that saw the same time:"):].split("\n\n")[0].splitlines()[1:]
+    assert len(others) == 2 and all(line.startswith("- **DATA00") for line in others)
+    html = render(data_analysis, "html").decode()
+    assert "confidence 74%</div>" in html and "confidence 74% (the rule alone: 95%" in html

@@ -74,10 +74,10 @@ def test_not_applied_script_fix_is_reported_as_such(script_run) -> None:
     record, script, a = script_run
     e = _experiment(record, script, acted=False)
     html = _html_body(render(a, "html", experiment=e).decode())
-    assert "not applied · 2 runs per arm" in html and "not applied: the script built no DataLoader" in html
+    assert "Outcome: not applied: the script built no DataLoader · 2 runs per arm" in html  # the page's word
     assert '<pre class="change' not in html  # no change to make: the fix never acted
     md = render(a, "md", experiment=e).decode()
-    assert "**Not applied**" in md and "not a \"no gain\" verdict" in md
+    assert "**Outcome: not applied: the script built no DataLoader**" in md and "not a \"no gain\" verdict" in md
     doc = json.loads(render(a, "json", experiment=e))
     assert doc["experiment"]["not_applied"] == "the script built no DataLoader" and doc["experiment"]["change"] is None
 
