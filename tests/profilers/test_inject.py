@@ -4,7 +4,7 @@ and why not — checked on real torch objects built the way a script builds them
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -12,6 +12,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from stepwise_agent.inject import Injector
+from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 from stepwise_agent.inject.loader import CachedDataset, cache_refusal, same_sample
 from profilers.run.script_spec import ScriptSpec
 from profilers.errors import SpecError
@@ -34,19 +35,6 @@ class RandomCrop(Deterministic):
         return torch.arange(8.0)[start:start + 4] + i, i % 3
 
 
-@pytest.fixture
-def injected() -> Iterator[Any]:
-    made: list[Injector] = []
-
-    def make(knobs: dict[str, Any], device: str = "cpu") -> Injector:
-        inj = Injector(knobs, device=device)
-        inj.install()
-        made.append(inj)
-        return inj
-
-    yield make
-    for inj in made:
-        inj.uninstall()
 
 
 def _train(model: nn.Module, loader: Any, opt: torch.optim.Optimizer, inj: Injector, steps: int = 3) -> list[float]:

@@ -5,7 +5,7 @@ scripts that do not allow accumulation, and SGD → AdamW."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -13,22 +13,10 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from stepwise_agent.inject import Injector
+from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 from stepwise_agent.steps import StepDetector
 
 
-@pytest.fixture
-def injected() -> Iterator[Any]:
-    made: list[Any] = []
-
-    def make(knobs: dict[str, Any], on_skipped_step: Any = None) -> Injector:
-        inj = Injector(knobs, device="cpu", on_skipped_step=on_skipped_step)
-        inj.install()
-        made.append(inj)
-        return inj
-
-    yield make
-    for inj in made:
-        inj.uninstall()
 
 
 def _line(needle: str) -> int:
