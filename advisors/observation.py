@@ -20,7 +20,7 @@ from advisors.loader_facts import LoaderFacts, loader_facts
 from profilers.errors import SpecError, TraceError
 from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
 from profilers.run import calibrate as calibration
-from profilers.run.records import RunResult, summarise_steps
+from profilers.run.records import RunResult, StepSummary, summarise_steps
 from profilers.run.spec import TrainingSpec
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.telemetry.summary import TelemetrySummary, summarise_telemetry
@@ -64,6 +64,8 @@ class RunFacts:
     cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.run.calibrate)
     cpu_bf16_fast: bool | None = None  # bf16 matmuls faster than fp32 on this CPU (measured or its flags)
     cpu_bf16_basis: str = ""  # what said so, in words
+    step_time_steps: int | None = None  # how many steps step_time_ms is the median of (stepwise_agent.steady)
+    step_time_basis: str | None = None  # how they were chosen ("steady", or a short run's wider basis)
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         measured_window=_measured_window(read_json(run_dir / "boot.json")),
         cpu_matmul_tflops=calibration.read(run_dir),
         cpu_bf16_fast=bf16[0], cpu_bf16_basis=bf16[1],
+        **_step_basis(result, measured),
     )
 
 
@@ -191,3 +194,10 @@ def _spec(data: Any) -> TrainingSpec | None:
 
 def _first(*values: float | None) -> float | None:
     return next((float(v) for v in values if v is not None), None)
+
+
+def _step_basis(result: RunResult | None, measured: StepSummary) -> dict[str, Any]:
+    """The count and basis of the step time shown: the result's when it stated the step time, else the steps'."""
+    if result is not None and result.step_time_ms is not None:
+        return {"step_time_steps": result.step_time_steps, "step_time_basis": result.step_time_basis}
+    return {"step_time_steps": measured.step_time_steps, "step_time_basis": measured.step_time_basis}

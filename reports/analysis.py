@@ -81,7 +81,7 @@ class Analysis:
     def step_time_basis(self) -> str:
         """What :attr:`step_time_ms` is the median of, in words (a tooltip, a report's footnote)."""
         if self.run is not None and self.run.step_time_ms is not None:
-            return "median measured step of the run after warm-up (profiled steps excluded)"
+            return run_step_basis(self.run.step_time_steps, self.run.step_time_basis)
         return "median profiled step of the trace"
 
     @property
@@ -96,6 +96,18 @@ class Analysis:
             return "No step time to attribute."
         cat, share = max(self.breakdown.shares().items(), key=lambda kv: kv[1])
         return f"The largest share of step time is {cat.replace('_', ' ')} ({share:.0%})."
+
+
+def run_step_basis(steps: int | None, basis: str | None) -> str:
+    """What a stored run's step time is the median of, in words: its count of steps and how they were chosen
+    (:mod:`stepwise_agent.steady`); older runs stored neither."""
+    if steps is None:
+        return "median measured step of the run after warm-up (profiled steps excluded)"
+    plural = "s" if steps != 1 else ""
+    if basis in (None, "steady"):
+        return (f"median of the run's {steps} steady step{plural} (past warm-up, not profiled, not next to the "
+                "profiler's window)")
+    return f"median of the run's {steps} measured step{plural}, {basis} (the run had too few steady steps)"
 
 
 def analyse_path(path: str | Path, label: str | None = None, buckets: int | None = None,

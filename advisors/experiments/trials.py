@@ -2,8 +2,9 @@
 
 The experiment takes any :data:`RunFn`, so unit tests pass a fake with made-up timings; :func:`store_runner`
 is the real one: it runs the spec through :mod:`profilers.run.runner` into a :class:`RunStore` and reads the
-run's ``steps.jsonl``. Measured steps exclude the spec's warm-up steps and the profiled steps (profiler
-overhead) — unless fewer than :data:`MIN_MEASURED_STEPS` would remain, in which case profiled steps stay in.
+run's ``steps.jsonl``. Measured steps are the steady steps of :mod:`stepwise_agent.steady` (past the spec's
+warm-up, not profiled, not next to the profiler's window), the steps the run's own step time is the median of;
+a trial with fewer than :data:`MIN_MEASURED_STEPS` of them widens its basis as that module says.
 A step's time is its slowest rank's; its samples are summed over ranks.
 """
 
@@ -24,6 +25,7 @@ from profilers.run.records import RunResult
 from profilers.run.script_spec import ScriptSpec
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
+from stepwise_agent.steady import choose_steps
 
 MIN_MEASURED_STEPS = 3
 RunProgressFn = Callable[[dict[str, Any]], None]  # a trial run's own progress.json, as runner.follow reports it
@@ -134,15 +136,19 @@ def outcome_from_steps(spec: TrainingSpec, result: RunResult, steps: pd.DataFram
 
 
 def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
-    """Per-step wall times (slowest rank) of the measured steps, and samples per step (all ranks)."""
+    """Per-step wall times (slowest rank) of the steady steps (:func:`stepwise_agent.steady.choose_steps`: the
+    steps a run's own step time is the median of), and samples per step (all ranks)."""
     if steps.empty:
         return None
     ranks = steps["rank"].nunique()
     per_step = steps.groupby("step").agg(n=("rank", "nunique"), wall_ms=("wall_ms", "max"),
                                          samples=("samples", "sum"), profiled=("profiled", "max")).sort_index()
-    done = per_step[(per_step["n"] >= ranks) & (per_step.index >= warmup_steps)]
-    plain = done[~done["profiled"].astype(bool)]
-    chosen = plain if len(plain) >= MIN_MEASURED_STEPS else done
+    done = per_step[per_step["n"] >= ranks]
+    if done.empty:
+        return None
+    choice = choose_steps([int(i) for i in done.index], done["profiled"].fillna(False).astype(bool).tolist(),
+                          warmup_steps, min_steady=MIN_MEASURED_STEPS, first_step=0)
+    chosen = done.iloc[list(choice.positions)]
     walls = [float(w) for w in chosen["wall_ms"] if isinstance(w, float) and math.isfinite(w) and w > 0]
     samples = chosen["samples"].dropna()
     if not walls or samples.empty:

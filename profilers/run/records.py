@@ -15,6 +15,8 @@ from typing import Any, Literal, Mapping
 
 import pandas as pd
 
+from stepwise_agent.steady import choose_steps
+
 RunKind = Literal["run", "launch", "upload", "experiment"]
 RUN_KINDS: tuple[str, ...] = ("run", "launch", "upload", "experiment")
 # The part a trial run plays in the experiment (``RunRecord.parent``) that started it.
@@ -71,11 +73,14 @@ class RunResult:
     status: RunStatus
     error: str | None = None
     steps_done: int = 0
-    step_time_ms: float | None = None  # median over the measured steps
+    step_time_ms: float | None = None  # the run's one step time: median of the steady steps (stepwise_agent.steady)
     step_time_iqr_ms: float | None = None
     samples_per_s: float | None = None
     peak_memory_mb: float | None = None
     final_loss: float | None = None
+    step_time_steps: int | None = None  # how many steps step_time_ms is the median of
+    step_time_basis: str | None = None  # how they were chosen: "steady", or the wider basis of a short run
+    profiled_step_time_ms: float | None = None  # the profiled window's own median: beside, never in its place
     device: str | None = None
     device_name: str | None = None
     world_size: int = 1
@@ -100,14 +105,14 @@ class RunResult:
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
         kw["status"] = RunStatus.parse(data.get("status"))
         for name in ("step_time_ms", "step_time_iqr_ms", "samples_per_s", "peak_memory_mb", "final_loss",
-                     "started_unix", "finished_unix"):
+                     "started_unix", "finished_unix", "profiled_step_time_ms"):
             kw[name] = _opt_float(kw.get(name))
         for name, default in (("steps_done", 0), ("world_size", 1)):
             kw[name] = int(_opt_float(kw.get(name)) or default)
-        for name in ("exit_code", "profiled_then_stopped"):
+        for name in ("exit_code", "profiled_then_stopped", "step_time_steps"):
             value = _opt_float(kw.get(name))
             kw[name] = None if value is None else int(value)
-        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note"):
+        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note", "step_time_basis"):
             kw[name] = None if kw.get(name) is None else str(kw[name])
         warnings = kw.get("warnings") or ()
         kw["warnings"] = tuple(str(w) for w in warnings) if isinstance(warnings, (list, tuple)) else (str(warnings),)
@@ -153,6 +158,9 @@ class StepSummary:
     samples_per_s: float | None = None
     final_loss: float | None = None
     peak_memory_mb: float | None = None
+    step_time_steps: int | None = None
+    step_time_basis: str | None = None
+    profiled_step_time_ms: float | None = None
 
     def result_fields(self) -> dict[str, Any]:
         """The fields as keyword arguments of :class:`RunResult`."""
@@ -166,9 +174,9 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: 
     """Measured fields of a :class:`RunResult` from raw step rows (columns of ``RunStore.read_steps``).
 
     A step counts as done when every rank that reported anything reported it. Its time is the slowest rank's
-    ``wall_ms`` (the ranks wait for each other); its samples are summed over ranks. The median and IQR skip
-    the first ``warmup_steps`` done steps (at least one: lazy initialisation; the worker uses the spec's
-    warm-up) and, when at least three remain, the profiled steps (profiler overhead).
+    ``wall_ms`` (the ranks wait for each other); its samples are summed over ranks. The median and IQR are over
+    the steady steps that :func:`stepwise_agent.steady.choose_steps` picks (past ``warmup_steps``, at least
+    one; not profiled; not next to the profiler's window), the same steps the worker times.
     """
     peak = _peak_mb(telemetry)
     if steps.empty:
@@ -183,19 +191,20 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: 
         return StepSummary(peak_memory_mb=peak)
     losses = done["loss"].dropna()
     final_loss = _opt_float(losses.iloc[-1]) if len(losses) else None
-    skip = max(int(warmup_steps), 1)
-    measured = done.iloc[skip:] if len(done) > skip else done.iloc[-1:]
-    plain = measured[~measured["profiled"].astype(bool)]
-    if len(plain) >= 3:
-        measured = plain
+    choice = choose_steps([int(i) for i in done.index], done["profiled"].fillna(False).astype(bool).tolist(),
+                          warmup_steps)
+    measured = done.iloc[list(choice.positions)]
+    profiled = done.iloc[list(choice.profiled)]["wall_ms"].dropna()
     walls = measured["wall_ms"].dropna()
-    base = StepSummary(steps_done=int(len(done)), final_loss=final_loss, peak_memory_mb=peak)
+    base = StepSummary(steps_done=int(len(done)), final_loss=final_loss, peak_memory_mb=peak,
+                       profiled_step_time_ms=_opt_float(profiled.median()) if len(profiled) else None)
     if walls.empty:
         return base
     total_s = float(walls.sum()) / 1000.0
     samples = float(measured.loc[walls.index, "samples"].fillna(0).sum())
     return replace(base, step_time_ms=_opt_float(walls.median()),
                    step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
+                   step_time_steps=int(len(walls)), step_time_basis=choice.basis,
                    samples_per_s=_opt_float(samples / total_s) if total_s > 0 and samples > 0 else None)
 
 

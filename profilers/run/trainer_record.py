@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from profilers.run.tb_export import add_step_scalars
+from stepwise_agent.steady import StepChoice, choose_steps
 from profilers.run.trainer import StepRecord
 
 STEPS_FILE, PROGRESS_FILE, RESULT_FILE = "steps.jsonl", "progress.json", "result.json"
@@ -95,15 +96,18 @@ class RunRecorder:
         if self._tb is not None:
             add_step_scalars(self._tb, rec.step, rec.wall_ms, rec.loss, rec.samples)
 
-    def step_times(self, warmup_steps: int) -> list[float]:
-        """Wall times of the steady steps: after warm-up and outside the profiler's collecting window.
+    def step_choice(self, warmup_steps: int) -> StepChoice:
+        """The steady steps (:mod:`stepwise_agent.steady`): past warm-up, not profiled, not next to the profiler."""
+        return choose_steps([r.step for r, _ in self.records], [p for _, p in self.records], warmup_steps)
 
-        Falls back to every post-warm-up step when fewer than 3 steady steps exist (a very short run).
-        """
-        steady = [r.wall_ms for r, prof in self.records if r.step >= warmup_steps and not prof]
-        if len(steady) >= 3:
-            return steady
-        return [r.wall_ms for r, _ in self.records if r.step >= warmup_steps] or [r.wall_ms for r, _ in self.records]
+    def step_times(self, warmup_steps: int) -> list[float]:
+        """Wall times of the steps the run's one step time is the median of (see :meth:`step_choice`)."""
+        choice = self.step_choice(warmup_steps)
+        return [self.records[i][0].wall_ms for i in choice.positions]
+
+    def profiled_times(self) -> list[float]:
+        """Wall times of the steps the profiler collected: the profiled window's own median, shown beside."""
+        return [r.wall_ms for r, p in self.records if p]
 
     def close(self) -> None:
         """Close the step log and flush the scalars to disk (SummaryWriter buffers up to 2 minutes)."""

@@ -17,8 +17,10 @@ The leader is local rank 0: rank 0 on one machine. In a multi-node run every nod
 (the runner started there), which its local ranks fill, so each node's leader writes that folder's progress and
 result — a node without rank 0 would otherwise end without a result and be stored as failed.
 
-``step_time_ms`` is the median over steps after ``warmup_steps`` that the profiler did not collect
-(all post-warm-up steps when fewer than 3 remain); ``samples_per_s`` = batch_size × world_size / that median.
+``step_time_ms`` is the median of the steady steps (:mod:`stepwise_agent.steady`: after ``warmup_steps``, not
+profiled, not next to the profiler's window), ``step_time_steps`` how many and ``step_time_basis`` how they were
+chosen; ``profiled_step_time_ms`` is the profiled window's own median, shown beside it and never in its place;
+``samples_per_s`` = batch_size × world_size / the step time.
 ``peak_memory_mb`` on CPU is the watchdog's peak RSS of the process tree outside the profiling window.
 
 Exit codes: 0 ok, 1 failed (exception, step timeout), ``EXIT_OUT_OF_MEMORY`` (75) when the memory budget is
@@ -80,8 +82,10 @@ class RunState:
 
     def result(self, status: str, error: str | None, **extra: Any) -> dict[str, Any]:
         spec, rec, tr = self.spec, self.recorder, self.trainer
+        choice = rec.step_choice(spec.warmup_steps) if rec and spec else None
         times = rec.step_times(spec.warmup_steps) if rec and spec else []
         median, iqr = median_iqr(times)
+        profiled_median = median_iqr(rec.profiled_times())[0] if rec else None
         world = self.info.world_size
         samples_per_s = (spec.batch_size * world / (median / 1000)) if (spec and median) else None
         tel = self.telemetry
@@ -89,6 +93,8 @@ class RunState:
             "status": status, "error": error,
             "steps_done": tr.steps_done if tr else 0, "total_steps": tr.total_steps if tr else None,
             "step_time_ms": median, "step_time_iqr_ms": iqr, "samples_per_s": samples_per_s,
+            "step_time_steps": len(times), "step_time_basis": choice.basis if choice else None,
+            "profiled_step_time_ms": profiled_median,
             "peak_memory_mb": self.peak_memory_mb(), "peak_rss_with_profiler_mb": round(instrument.own_peak_rss_mb(), 1),
             "final_loss": tr.final_loss if tr else None,
             "device": tr.device.type if tr else None, "device_name": tr.device_name if tr else None,

@@ -288,6 +288,33 @@ def test_tiny_workload_runs_ok_with_steps_and_trace(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_stored_step_time_is_the_median_of_the_steady_unprofiled_steps_of_steps_jsonl(tmp_path: Path) -> None:
+    """One run, one step time: Runs, Analysis, Advisor and --json read result.json's ``step_time_ms``; it must be
+    the median of the steps.jsonl rows past warm-up, outside the profiled window and not next to it."""
+    import json
+    import statistics
+
+    from stepwise_agent.steady import AFTER_PROFILER, BEFORE_PROFILER
+
+    store = RunStore(tmp_path)
+    spec = _tiny("compute_bound", steps=16, warmup_steps=2, profile_wait=1, profile_warmup=1, profile_active=3)
+    result = runner.run(spec, store, timeout_s=WAIT_S * 2)
+    assert result.status is RunStatus.OK, result.error
+    record = store.list()[0]
+    rows = [json.loads(line) for line in (Path(record.run_dir) / "steps.jsonl").read_text().splitlines()]
+    profiled = [r["step"] for r in rows if r["profiled"]]
+    assert profiled, "the profiler collected no step"
+    near = {p + d for p in profiled for d in range(-BEFORE_PROFILER, AFTER_PROFILER + 1)}
+    steady = [r["wall_ms"] for r in rows if r["step"] >= 2 and r["step"] not in near]
+    assert result.step_time_steps == len(steady) and result.step_time_basis == "steady"
+    assert result.step_time_ms == pytest.approx(statistics.median(steady), rel=1e-6)
+    assert result.profiled_step_time_ms == pytest.approx(
+        statistics.median(r["wall_ms"] for r in rows if r["profiled"]), rel=1e-6)
+    assert record.step_time_ms == result.step_time_ms  # the index (the Runs list) holds the same number
+    assert store.read_result(record.run_id).step_time_ms == result.step_time_ms
+
+
+@pytest.mark.slow
 def test_a_workload_that_raises_is_failed_with_its_steps(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     spec = TrainingSpec(workload=f"{__name__}:FAILING", batch_size=8, steps=20)

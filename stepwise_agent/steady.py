@@ -1,0 +1,97 @@
+"""Which steps a run's one step time is the median of: the steady, unprofiled steps (standard library only).
+
+Every place that states a run's step time (the worker's ``result.json``, a launched script's result, a stored run
+salvaged from its ``steps.jsonl``, an A/B trial) picks its steps here, so one run has one step time.
+
+A step is **steady** when it is past the warm-up (at least the first step: lazy initialisation, allocator
+growth, autotuning), the profiler did not collect it, and it is not next to the profiler's window: the
+:data:`BEFORE_PROFILER` step before a collecting window (the profiler starts, and its warm-up phase records
+into buffers) and the :data:`AFTER_PROFILER` steps after it (the trace is exported, its buffers are freed).
+A dashboard walk saw those two steps at 84 and 95 ms beside steady steps of 38–43 ms, and a median of three
+steps that held both.
+
+At least :data:`MIN_STEADY` steady steps make a stable median. With fewer, the basis widens one stage at a
+time — first the steps next to the profiler; the profiled steps only when fewer than :data:`MIN_USABLE`
+unprofiled steps remain; then the warm-up — and the basis says which: ``steady``, ``with steps next to the profiler``, ``with profiled steps``, ``every step``. The count of
+steps used is always stated beside the number.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+MIN_STEADY = 5
+MIN_USABLE = 3  # a short run's median needs at least this many steps before the basis widens further
+BEFORE_PROFILER = 1
+AFTER_PROFILER = 2
+
+BASIS_STEADY = "steady"
+BASIS_NEAR = "with steps next to the profiler"
+BASIS_PROFILED = "with profiled steps"
+BASIS_ALL = "every step"
+
+
+@dataclass(frozen=True)
+class StepChoice:
+    """Positions (into the rows given) of the steps a step time is the median of, and how they were chosen."""
+
+    positions: tuple[int, ...]
+    basis: str
+    profiled: tuple[int, ...]  # positions of the profiled steps: the profiled window's own median
+
+    @property
+    def count(self) -> int:
+        return len(self.positions)
+
+
+def choose_steps(steps: Sequence[int], profiled: Sequence[bool], warmup_steps: int = 1,
+                 min_steady: int = MIN_STEADY, first_step: int | None = None) -> StepChoice:
+    """The steps to time among ``steps`` (step indices, in order) with their ``profiled`` flags.
+
+    ``warmup_steps`` (at least one) count from ``first_step``, by default the first step given; a caller that
+    passes a window of a run gives the run's first step index (0) so the window's own first step is kept."""
+    n = len(steps)
+    prof = [bool(p) for p in profiled]
+    profiled_pos = tuple(i for i in range(n) if prof[i])
+    if n == 0:
+        return StepChoice((), BASIS_STEADY, ())
+    first = steps[0] if first_step is None else first_step
+    skip = max(int(warmup_steps), 1)
+    past_warmup = [i for i in range(n) if steps[i] - first >= skip]
+    near = _near_profiler(prof)
+    stages = (
+        (BASIS_STEADY, [i for i in past_warmup if not prof[i] and i not in near]),
+        (BASIS_NEAR, [i for i in past_warmup if not prof[i]]),
+        (BASIS_PROFILED, past_warmup),
+    )
+    unprofiled = stages[:2]  # profiled steps join only when fewer than MIN_USABLE unprofiled steps exist
+    for basis, chosen in (*((b, c) for b, c in unprofiled if len(c) >= min_steady),
+                          *((b, c) for b, c in stages if len(c) >= MIN_USABLE)):
+        return StepChoice(tuple(chosen), basis, profiled_pos)
+    return StepChoice(tuple(past_warmup) or tuple(range(n)), BASIS_PROFILED if past_warmup else BASIS_ALL,
+                      profiled_pos)
+
+
+def _near_profiler(prof: Sequence[bool]) -> set[int]:
+    """Positions within :data:`BEFORE_PROFILER` before, or :data:`AFTER_PROFILER` after, a profiled step."""
+    near: set[int] = set()
+    for i, p in enumerate(prof):
+        if not p:
+            continue
+        near.update(range(max(i - BEFORE_PROFILER, 0), i))
+        near.update(range(i + 1, min(i + 1 + AFTER_PROFILER, len(prof))))
+    return {i for i in near if not prof[i]}
+
+
+def median_of(values: Sequence[float], positions: Sequence[int]) -> float | None:
+    picked = [values[i] for i in positions if values[i] is not None and values[i] == values[i]]
+    return statistics.median(picked) if picked else None
+
+
+def describe(choice: StepChoice) -> str:
+    """``median of 12 steady steps`` / ``median of 4 steps, with profiled steps (too few steady steps)``."""
+    if choice.basis == BASIS_STEADY:
+        return f"median of {choice.count} steady step{'s' if choice.count != 1 else ''}"
+    return f"median of {choice.count} step{'s' if choice.count != 1 else ''}, {choice.basis} (too few steady steps)"
