@@ -4,12 +4,16 @@ for two single measurements (the regression gate), a bootstrap on the ratio of t
 A trial is one run: an array of per-step wall times (ms) and the samples one step processes. Its throughput
 is ``samples_per_step / mean(wall) × 1000`` (samples/s): the mean, not the median, because throughput is
 total samples over total time — a prefetching loader makes some steps instant and others long, and only the
-mean charges both. The median step time is reported beside it as the robust "typical step".
+mean charges both. The median step time is reported beside it as the robust "typical step", never as the
+speed-up.
 
-A and B run interleaved (A B A B …), so trial ``i`` of each arm forms a pair that saw the same machine load.
-The ratio is the geometric mean of the pairs' B/A throughput ratios. Runs differ from each other (process
-start, load from other programs) more than steps within a run do, so its interval comes from a two-level
-bootstrap: pairs with replacement, then steps within each run.
+**The speed-up** of a fix is ``after / before``, each the *median over the arm's trials* of their throughputs:
+the two numbers shown beside it reproduce it exactly, and one trial slowed by another program (a contended
+run at 177 ms among runs at 105 ms) cannot carry it, as it carried a geometric mean of pair ratios. A and B run
+interleaved (A B, B A, …), so trial ``i`` of each arm forms a pair that saw the same machine load; each pair's
+own ratio is kept (:attr:`RatioEstimate.pairs`) so a verdict can ask whether the pairs agree. Runs differ from
+each other (process start, load from other programs) more than steps within a run do, so the interval comes
+from a two-level bootstrap of the same statistic: pairs with replacement, then steps within each run.
 
 :func:`median_ratio` serves a comparison of *one* run (or trace) per side: the ratio of the two sides' median
 step times, its interval from resampling each side's steps with replacement. With one run per side the
@@ -61,6 +65,14 @@ class RatioEstimate:
     high: float
     level: float
     n_boot: int
+    before: float | None = None  # throughput_ratio: A's samples/s (median over its trials); point = after / before
+    after: float | None = None  # B's samples/s, likewise
+    pairs: tuple[float, ...] = ()  # throughput_ratio: each back-to-back pair's own B/A ratio, in trial order
+
+    @property
+    def pairs_faster(self) -> int:
+        """How many pairs saw B faster than A."""
+        return sum(1 for r in self.pairs if r > 1.0)
 
 
 def iqr(values: Sequence[float]) -> float:
@@ -79,25 +91,29 @@ def relative_spread(values: Sequence[float]) -> float:
 
 def throughput_ratio(a: Sequence[Trial], b: Sequence[Trial], n_boot: int = N_BOOT, level: float = LEVEL,
                      seed: int = SEED) -> RatioEstimate:
-    """Paired B/A throughput ratio: the geometric mean over pairs ``(a[i], b[i])`` (trials run back to back,
-    so a pair shares the machine's load of that moment), with a percentile interval from a bootstrap that
-    resamples pairs, then the steps within each run of a pair."""
+    """Paired B/A throughput ratio over pairs ``(a[i], b[i])`` (trials run back to back): ``median(B) / median(A)``
+    of the trials' throughputs, with a percentile interval from a bootstrap of that statistic that resamples
+    pairs, then the steps within each run of a pair."""
     n = min(len(a), len(b))
     if n == 0:
         raise ValueError("both arms need at least one trial")
     rng = np.random.default_rng(seed)
-    point = float(np.exp(np.mean([np.log(b[i].throughput / a[i].throughput) for i in range(n)])))
+    thr_a = np.array([t.throughput for t in a[:n]])
+    thr_b = np.array([t.throughput for t in b[:n]])
+    before, after = float(np.median(thr_a)), float(np.median(thr_b))
     picks = rng.integers(0, n, size=(n_boot, n))
-    log_ratio = np.zeros((n_boot, n))
+    boot_a, boot_b = np.zeros((n_boot, n)), np.zeros((n_boot, n))
     for i in range(n):
         rows = picks == i  # bootstrap slots that picked pair i
         k = int(rows.sum())
         if k:
-            log_ratio[rows] = np.log(_resampled(b[i], k, rng) / _resampled(a[i], k, rng))
-    boot = np.exp(log_ratio.mean(axis=1))
+            boot_a[rows] = _resampled(a[i], k, rng)
+            boot_b[rows] = _resampled(b[i], k, rng)
+    boot = np.median(boot_b, axis=1) / np.median(boot_a, axis=1)
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
-    return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
+    return RatioEstimate(point=after / before, low=float(low), high=float(high), level=level, n_boot=n_boot,
+                         before=before, after=after, pairs=tuple(float(x) for x in thr_b / thr_a))
 
 
 def median_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, level: float = LEVEL,

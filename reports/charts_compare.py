@@ -72,9 +72,14 @@ def loss_curves(losses: Mapping[str, Sequence[float]], title: str = "Loss per st
 
 
 def ladder(rounds: pd.DataFrame, title: str = "Optimisation ladder") -> go.Figure:
-    """Median step time after each round (``label``, ``step_ms``), with the IQR as error bars when present."""
-    err = rounds["iqr_ms"].fillna(0).tolist() if "iqr_ms" in rounds else None
-    fig = go.Figure(go.Scatter(x=[label(x, 40) for x in rounds["label"]], y=rounds["step_ms"].round(3).tolist(),
-                               mode="lines+markers", line={"color": SERIES_COLORS[0]},
-                               error_y={"type": "data", "array": err, "visible": err is not None}))
-    return style(fig, title, y_title="median ms per step")
+    """The measured speed-up over the start after each kept round (``label``, ``speedup``: the product of the kept
+    fixes' speed-ups, the ladder table's cumulative column). A view stored before that (``step_ms``) draws its
+    median step per round, as it did then."""
+    if "speedup" not in rounds or rounds["speedup"].isna().all():
+        fig = go.Figure(go.Scatter(x=[label(x, 40) for x in rounds["label"]], y=rounds["step_ms"].round(3).tolist(),
+                                   mode="lines+markers", line={"color": SERIES_COLORS[0]}))
+        return style(fig, title, y_title="median ms per step")
+    fig = go.Figure(go.Scatter(x=[label(x, 40) for x in rounds["label"]], y=rounds["speedup"].round(3).tolist(),
+                               mode="lines+markers+text", text=[f"{v:.2f}×" for v in rounds["speedup"]],
+                               textposition="top center", line={"color": SERIES_COLORS[0]}))
+    return style(fig, title, y_title="speed-up over the start (×)")

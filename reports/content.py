@@ -137,8 +137,11 @@ def ladder_context(ladder: Ladder[Spec]) -> dict[str, Any]:
         e = r.experiment
         s = ex.summary(e)
         c = changes.get((r.round, e.fix.id), {})
-        rungs.append({"round": r.round, "bottleneck": r.bottleneck, "fix": e.fix.title, "verdict": s["verdict"],
+        rungs.append({"round": r.round, "bottleneck": r.bottleneck, "fix": e.fix.title,
+                      "verdict": outcomes.outcome(e.kept, e.reason, s["not_applied"], s["speedup"]),
                       "reason": e.reason, "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]),
+                      "before_samples_per_s": _num(s["before_samples_per_s"]),
+                      "after_samples_per_s": _num(s["after_samples_per_s"]),
                       "speedup": _num(s["speedup"]), "low": _num(s["low"]), "high": _num(s["high"]),
                       "cumulative": _num(r.cumulative) if e.kept else None,
                       "where": c.get("where"), "change": c.get("change")})

@@ -68,30 +68,21 @@ def breakdowns(e: Experiment[Spec]) -> dict[str, dict[str, float]]:
     return out
 
 
-def paired_throughputs(e: Experiment[Spec]) -> tuple[float | None, float | None]:
-    """Samples/s of each arm as the throughput ratio computes it: the geometric mean over the paired runs
-    (run ``i`` of each arm) of each run's throughput. Their quotient is exactly ``e.speedup``."""
-    a, b = _before(e).trials, e.patched.trials
-    n = min(len(a), len(b))
-    if n == 0:
-        return None, None
-    return (float(np.exp(np.mean([np.log(t.throughput) for t in a[:n]]))),
-            float(np.exp(np.mean([np.log(t.throughput) for t in b[:n]]))))
-
-
 def median_ratio(before_ms: float | None, after_ms: float | None) -> float | None:
     """Before over after of the arms' median steps (> 1: the patched step is shorter)."""
     return before_ms / after_ms if before_ms and after_ms else None
 
 
 def summary(e: Experiment[Spec]) -> dict[str, Any]:
-    """Headline numbers: the arms' throughputs and their ratio (with its interval), computed the same way; the
-    arms' median steps and their own ratio; kept and why."""
+    """Headline numbers: the arms' samples/s and the speed-up they give (``after / before``, the ratio that decided,
+    with its interval); the arms' median steps and their own ratio, a second statistic shown beside it and never
+    in its place; kept and why."""
     before, after = _before(e), e.patched
-    before_sps, after_sps = paired_throughputs(e)
     return {"before_ms": before.median_step_ms, "after_ms": after.median_step_ms,
             "median_ratio": median_ratio(before.median_step_ms, after.median_step_ms),
-            "before_samples_per_s": before_sps, "after_samples_per_s": after_sps, "speedup": e.speedup,
+            "before_samples_per_s": e.ratio.before if e.ratio else None,
+            "after_samples_per_s": e.ratio.after if e.ratio else None, "speedup": e.speedup,
+            "pair_ratios": list(e.ratio.pairs) if e.ratio else [], "inconclusive": e.inconclusive,
             "low": e.ratio.low if e.ratio else None, "high": e.ratio.high if e.ratio else None,
             "level": e.policy.level, "kept": e.kept, "reason": e.reason, "trials": e.policy.trials,
             "spec_change": {k: v[1] for k, v in e.spec_changes().items()},
@@ -173,7 +164,8 @@ def ladder_frame(ladder: Ladder[Spec]) -> pd.DataFrame:
         e = r.experiment
         s = summary(e)
         rows.append({"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, "fix": e.fix.title,
-                     "before ms": s["before_ms"], "after ms": s["after_ms"], "speed-up": s["speedup"],
+                     "before samples/s": s["before_samples_per_s"], "after samples/s": s["after_samples_per_s"],
+                     "speed-up": s["speedup"], "before ms": s["before_ms"], "after ms": s["after_ms"],
                      "interval": None if s["low"] is None else f"[{s['low']:.2f}, {s['high']:.2f}]",
                      "upper bound": r.upper_bound,
                      "kept": e.kept, "verdict": verdict(e), "cumulative": r.cumulative, "reason": e.reason})
@@ -181,11 +173,12 @@ def ladder_frame(ladder: Ladder[Spec]) -> pd.DataFrame:
 
 
 def ladder_steps(ladder: Ladder[Spec]) -> pd.DataFrame:
-    """Median step after each kept rung, from the start: ``label, step_ms`` (the ladder chart)."""
+    """The ladder chart: ``label, speedup`` — 1 at the start, then the product of the kept fixes' measured
+    speed-ups after each (the table's cumulative column): each round re-measures its own baseline, so a chain
+    of the arms' step times would mix measurements that were never compared with each other."""
     rows = []
     if ladder.rungs:
-        first = _before(ladder.rungs[0].experiment)
-        rows.append({"label": "start", "step_ms": first.median_step_ms})
+        rows.append({"label": "start", "speedup": 1.0})
     for r in ladder.kept:
-        rows.append({"label": f"+ {r.experiment.fix.title}", "step_ms": r.experiment.patched.median_step_ms})
-    return pd.DataFrame(rows, columns=["label", "step_ms"])
+        rows.append({"label": f"+ {r.experiment.fix.title}", "speedup": r.cumulative})
+    return pd.DataFrame(rows, columns=["label", "speedup"])

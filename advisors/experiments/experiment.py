@@ -5,13 +5,19 @@ and profiled steps (:mod:`advisors.experiments.trials`). The comparison is per-s
 the micro-batch or the samples per step (accumulation, ``no_sync``) is judged on what counts.
 
 A fix is **kept** when (1) both arms ran ``ok``, the lower bound of the 95% interval on the throughput ratio
-exceeds ``1 + Policy.min_gain`` and the loss holds; or (1b) for a memory fix on a running baseline, the peak
+exceeds ``1 + Policy.min_gain``, every pair saw the patched run faster, no trial that other programs competed
+with can explain the gain (:mod:`advisors.experiments.pair_verdict`) and the loss holds; or (1b) for a memory fix on a running baseline, the peak
 drops by ``min_peak_drop`` at no more than ``max_memory_cost`` per sample (headroom is its purpose); or (2) the baseline failed or ran out of memory and the
 patched run is ``ok`` within the memory budget with the loss holding. In case (2) the baseline cannot be
 timed, so a *reference* arm — the baseline with its memory budget lifted — is run instead, and the ratio
 says what the fix costs per sample. Loss parity: at the last step both arms reached, the patched loss may
 exceed the baseline's by at most ``loss_tolerance`` (relative); each run's loss there is its mean over the
 last ``LOSS_WINDOW`` steps.
+
+A fix whose pairs disagree, or whose trials other programs competed with so that too few clean pairs remain,
+first gets more pairs (up to ``Policy.max_trials``); what still cannot be told apart is **inconclusive**, with
+why ("other programs took 1.02 of 2 cores in the baseline's trial 3"; "pairs disagree: 2 of 3 saw it faster"):
+neither kept nor rejected, the exit code of ``compare``'s inconclusive (3).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import numpy as np
 from advisors.fixes import patched
 from advisors.verdict import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, beside, throughput_ratio
+from advisors.experiments.pair_verdict import PairJudgement, judge_pairs, needs_more_pairs
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
@@ -43,6 +50,7 @@ class Policy:
     """How much evidence a fix needs. All defaults are stated in the verdict text."""
 
     trials: int = 3
+    max_trials: int = 5  # pairs that disagree, or were competed for, get more pairs up to this many
     min_gain: float = 0.03  # the interval's lower bound must exceed 1 + min_gain
     loss_tolerance: float = 0.05  # relative excess of the patched loss at the last common step
     min_peak_drop: float = 0.05  # a memory fix on a running baseline must cut the peak by this much …
@@ -111,6 +119,7 @@ class Experiment(Generic[SpecT_co]):
     reason: str
     policy: Policy = field(default_factory=Policy)
     not_applied: str | None = None  # why an injected fix did not act (then ``kept`` is False)
+    inconclusive: str | None = None  # why the trials could not tell (contention, pairs that disagree)
 
     @property
     def speedup(self) -> float | None:
@@ -141,7 +150,9 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
     ref_runs: list[RunOutcome] = []
     b_runs: list[RunOutcome] = []
     reference = base.patch(memory_budget_mb=None)
-    for i in range(policy.trials):
+    i = 0
+    while i < policy.trials or (i < policy.max_trials and base_runs and base_runs[0].ok and not ref_runs
+                                and needs_more_pairs(base_runs, b_runs, policy.trials, 1 + policy.min_gain)):
         # A B, B A, A B …: neither arm always runs first (the first run of a pair can pay for the page cache, a
         # just-finished run's leftovers or the machine's state); pairs stay back to back
         patched_first = i % 2 == 1 and bool(base_runs) and base_runs[0].ok
@@ -157,6 +168,7 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
             break  # the fix did not act: more trials would only time the baseline twice
         if patched_first:
             base_runs.append(_trial(run, base, "baseline", i, policy, on_progress))
+        i += 1
     arm_a = Arm("baseline", base, tuple(base_runs))
     arm_b = Arm("patched", spec_b, tuple(b_runs))
     arm_r = Arm("reference (no memory budget)", reference, tuple(ref_runs)) if ref_runs else None
@@ -183,6 +195,11 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
     timed: Arm[SpecT] = ref if ref is not None else a
     ratio = throughput_ratio(timed.trials, b.trials, policy.n_boot, policy.level, policy.seed) \
         if timed.trials and b.trials else None
+    judged: PairJudgement | None = None
+    if ref is None and a.status == "ok" and b.status == "ok" and ratio is not None:
+        judged = judge_pairs(a.outcomes, b.outcomes, policy.trials, 1 + policy.min_gain,
+                             lambda x, y: throughput_ratio(x, y, policy.n_boot, policy.level, policy.seed))
+        ratio = judged.ratio
     loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
     loss_ok = loss_delta is None or loss_step is None or \
         loss_delta <= policy.loss_tolerance * max(abs(final_loss(timed.outcomes, loss_step)), 1e-8)
@@ -209,6 +226,12 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
         headroom = _headroom(a, b, ratio, policy) if fix.bottleneck is Bottleneck.MEMORY else None
         gain = ratio.low > 1 + policy.min_gain or headroom is not None
         kept = gain and loss_ok
+        loss_text += judged.note_text() if judged is not None else ""
+        if judged is not None and judged.inconclusive and headroom is None:
+            reason = f"inconclusive: {judged.inconclusive}; {interval}" + loss_text
+            return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
+                              loss_step=loss_step, kept=False, reason=reason, policy=policy,
+                              inconclusive=judged.inconclusive)
         if headroom is not None and loss_ok:
             reason = f"kept for memory headroom: {headroom} at {interval} per-sample throughput" + loss_text
         elif not gain:

@@ -10,15 +10,23 @@ from advisors.bounds import exceeded_text, exceeds
 from advisors.experiments.after_ladder import final_diagnosis_json
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.optimize import Ladder, Rung
+from advisors.experiments.outcome_words import outcome
 from advisors.experiments.trials import Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
 from advisors.stats import beside, iqr, relative_spread
 
+SPEEDUP_BASIS = ("after_samples_per_s / before_samples_per_s: each arm's samples/s is the median over its trials "
+                 "of total samples / total time of the timed steps")
 SPREAD_WARNING = 0.25  # trials of one arm this far apart (relative) get a warning: the machine was noisy
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(float(x), nd)
+
+
+def outcome_word(e: Experiment[Spec]) -> str:
+    """The experiment's outcome word (``kept``, ``rejected: …``, ``inconclusive: …``, ``not applied: …``, ``failed: …``)."""
+    return outcome(e.kept, e.reason, e.not_applied, e.speedup)
 
 
 def arm_json(arm: Arm[Spec] | None) -> dict[str, Any] | None:
@@ -43,6 +51,11 @@ def experiment_json(e: Experiment[Spec]) -> dict[str, Any]:
         "before": arm_json(before), "after": arm_json(e.patched),
         "baseline_status": e.baseline.outcomes[0].status if e.baseline.outcomes else None,
         "speedup": _r(e.speedup), "interval": None if e.ratio is None else [_r(e.ratio.low), _r(e.ratio.high)],
+        "speedup_basis": SPEEDUP_BASIS,
+        "before_samples_per_s": _r(e.ratio.before if e.ratio else None),
+        "after_samples_per_s": _r(e.ratio.after if e.ratio else None),
+        "pair_ratios": [_r(x) for x in e.ratio.pairs] if e.ratio else [],
+        "inconclusive": e.inconclusive, "outcome": outcome_word(e),
         "interval_level": e.policy.level, "min_gain": e.policy.min_gain, "kept": e.kept, "reason": e.reason,
         "loss_delta": _r(e.loss_delta, 6), "loss_step": e.loss_step, "loss_tolerance": e.policy.loss_tolerance,
         "trials": e.policy.trials, "snippet": e.fix.snippet, "not_applied": e.not_applied,
@@ -104,12 +117,11 @@ def ladder_json(ladder: Ladder[Spec], device: str = "cpu") -> dict[str, Any]:
 
 def ladder_table(ladder: Ladder[Spec]) -> list[str]:
     """One line per rung: the practitioner's "baseline / fix / fix…" table, rejected attempts included."""
-    lines = [f"{'step':<40}{'status':<15}{'ms/step':>10}{'samples/s':>11}{'peak MB':>9}{'vs prev':>9}"
-             f"{'95% interval':>16}{'cum.':>7}  verdict"]
+    lines = [f"{'step':<40}{'status':<15}{'before/s':>10}{'after/s':>10}{'speed-up':>9}{'95% interval':>16}"
+             f"{'median ms':>10}{'peak MB':>9}{'cum.':>7}  verdict"]
     first = ladder.rungs[0].experiment if ladder.rungs else None
     if first is not None:
-        base = first.baseline
-        lines.append(_row("baseline", base, None, None, 1.0, ""))
+        lines.append(_row("baseline", first.baseline, None, None, 1.0, ""))
         if first.reference is not None:
             lines.append(_row("  (reference: budget lifted)", first.reference, None, None, None, ""))
     for r in ladder.rungs:
@@ -118,18 +130,20 @@ def ladder_table(ladder: Ladder[Spec]) -> list[str]:
         bound = f" (the diagnosis' upper bound: {r.upper_bound:.4g}x)" if r.upper_bound else ""
         if e.kept and exceeds(e.speedup, r.upper_bound):
             bound += f" — {exceeded_text(e.speedup or 0.0, r.upper_bound or 0.0)}"
-        verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "rejected") + f" — {e.reason}{bound}"
+        verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "INCONCLUSIVE" if e.inconclusive
+                   else "rejected") + f" — {e.reason}{bound}"
         verdict += f" (at {r.where['file']}:{r.where['line']})" if r.where else ""
-        lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e.speedup, interval,
+        lines.append(_row(f"+ {e.fix.id} ({e.fix.bottleneck.value})", e.patched, e, interval,
                           r.cumulative if e.kept else None, verdict))
         fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None
         if fragile is not None and not fragile.ok:
             peak = f" (peak {fragile.peak_memory_mb:.0f} MB)" if fragile.peak_memory_mb else ""
             lines.append(f"    ! the spec kept in round {r.round - 1} ended {fragile.status}{peak} when re-run as this "
                          "round's baseline: that fix is fragile here")
-    lines.append("ms/step: median measured step (a step that waits for data sits in the tail the median ignores); "
-                 "samples/s: from the mean step, median over an arm's trials; vs prev: geometric mean of the "
-                 "back-to-back (A, B) pairs' per-sample throughput ratios, with its bootstrap interval")
+    lines.append("before/s, after/s: samples per second of the round's own baseline and of the patched arm (total "
+                 "samples / total time of the timed steps, median over an arm's trials); speed-up = after/s ÷ "
+                 "before/s, the number that decided, with its bootstrap interval over the back-to-back pairs; "
+                 "median ms: the patched arm's median step, shown beside it, not the speed-up's basis")
     lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
     for a in ladder.advice:
         lines.append(f"advice ({a.bottleneck}, {a.fix.id}): {a.why}")
@@ -141,11 +155,16 @@ def ladder_table(ladder: Ladder[Spec]) -> list[str]:
     return lines
 
 
-def _row(name: str, arm: Arm[Spec], speedup: float | None, interval: str | None, cumulative: float | None,
+def _row(name: str, arm: Arm[Spec], e: Experiment[Spec] | None, interval: str | None, cumulative: float | None,
          verdict: str) -> str:
+    """A row: for a rung, its own round's before and after samples/s (the ratio's) and the speed-up they give."""
+    before = e.ratio.before if e is not None and e.ratio is not None else None
+    after = e.ratio.after if e is not None and e.ratio is not None else arm.samples_per_s
     ms = f"{arm.median_step_ms:.1f}" if arm.median_step_ms else "-"
-    sps = f"{arm.samples_per_s:.1f}" if arm.samples_per_s else "-"
     peak = f"{arm.peak_memory_mb:.0f}" if arm.peak_memory_mb else "-"
-    sp = f"{speedup:.2f}x" if speedup else ""
+    sp = f"{e.speedup:.2f}x" if e is not None and e.speedup else ""
     cum = f"{cumulative:.2f}x" if cumulative else ""
-    return f"{name:<40}{arm.status:<15}{ms:>10}{sps:>11}{peak:>9}{sp:>9}{interval or '':>16}{cum:>7}  {verdict}"
+    b = f"{before:.1f}" if before else ""
+    a = f"{after:.1f}" if after else "-"
+    return (f"{name:<40}{arm.status:<15}{b:>10}{a:>10}{sp:>9}{interval or '':>16}{ms:>10}{peak:>9}{cum:>7}  "
+            f"{verdict}")

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Protocol, TypeVar, Union
 import pandas as pd
 
 from advisors.observation import loss_curve
+from advisors.experiments.trial_load import TrialLoad, trial_load
 from advisors.stats import Trial
 from profilers.run import runner
 from profilers.run.records import RunResult
@@ -50,6 +51,11 @@ class RunOutcome:
     host_load: float | None = None  # 1-minute load average of the machine when the run ended (noise context)
     applied: Mapping[str, Any] | None = None  # a script run's injected.json: each knob acted or not, call sites
     notes: tuple[str, ...] = ()  # what the verdict must say of this run (e.g. it ended before its steps)
+    load: TrialLoad | None = None  # other programs' use of the machine while its steps were timed
+
+    @property
+    def contended(self) -> bool:
+        return self.load is not None and self.load.contended
 
     @property
     def ok(self) -> bool:
@@ -79,8 +85,10 @@ def store_runner(store: RunStore, timeout_s: float | None = None,
     def run_one(spec: TrainingSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
         handle = runner.start(spec, store, label=f"ab-{spec.workload}", parent=experiment)
         result = runner.follow(handle, on_progress, timeout_s)
-        outcome = outcome_from_steps(spec, result, store.read_steps(handle.run_id), str(handle.run_dir))
-        return replace(outcome, host_load=_load_average())
+        steps = store.read_steps(handle.run_id)
+        outcome = outcome_from_steps(spec, result, steps, str(handle.run_dir))
+        load = trial_load(store.read_telemetry(handle.run_id), steps, spec.warmup_steps)
+        return replace(outcome, host_load=_load_average(), load=load)
 
     return run_one
 
@@ -95,8 +103,10 @@ def script_runner(store: RunStore, timeout_s: float | None = None,
     def run_one(spec: ScriptSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
         handle = start_script(spec, store, label=f"ab-{spec.name}", parent=experiment)
         result = runner.follow(handle, on_progress, timeout_s)
-        return replace(script_outcome(spec, result, store.read_steps(handle.run_id), handle.run_dir),
-                       host_load=_load_average())
+        steps = store.read_steps(handle.run_id)
+        load = trial_load(store.read_telemetry(handle.run_id), steps, spec.warmup_steps,
+                          spec.warmup_steps + spec.measure_steps - 1)
+        return replace(script_outcome(spec, result, steps, handle.run_dir), host_load=_load_average(), load=load)
 
     return run_one
 

@@ -72,7 +72,8 @@ BREAKDOWN_NOTE = ("The breakdown covers only the steps the profiler traced in ea
 
 def outcome_box(word: str) -> None:
     """The outcome word, always visible, in the colour of its kind."""
-    box = st.success if word == "kept" else st.info if word.startswith("not applied") else st.error
+    box = st.success if word == "kept" else st.info if word.startswith("not applied") else \
+        st.warning if word.startswith("inconclusive") else st.error
     icon = ":material/check_circle:" if word == "kept" else ":material/block:" if word.startswith("not applied") \
         else ":material/cancel:"
     box(f"**Outcome: {ui.text(word, 600)}**", icon=icon)
@@ -88,22 +89,27 @@ def before_after(view: dict[str, Any], key: str = "advisor") -> None:
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")
         return _change_and_charts(view, judged=False, key=key)
-    label = "median measured step: the median of every timed step of every run of the arm (after warm-up), " \
-            "the line in the box plot below"
+    rate = ("samples per second: total samples over total time of the timed steps of a run, the median over "
+            "the arm's runs")
     cols = st.columns(4 if bound else 3)
-    cols[0].metric("Before: median measured step", _ms(s.get("before_ms")), help=f"The {label}.")
-    cols[1].metric("After: median measured step", _ms(s.get("after_ms")), help=f"The {label}.")
-    if s.get("median_ratio"):
-        cols[2].metric("Speed-up (median step)", f"{s['median_ratio']:.2f}×", help="Before over after, by the "
-                       "median measured step.")
+    cols[0].metric("Before: samples/s", _rate(s.get("before_samples_per_s")), help=f"The baseline's {rate}.")
+    cols[1].metric("After: samples/s", _rate(s.get("after_samples_per_s")), help=f"The patched arm's {rate}.")
+    if s.get("speedup"):
+        interval = f", {s['level']:.0%} interval [{s['low']:.2f}, {s['high']:.2f}]" if s.get("low") is not None else ""
+        cols[2].metric("Speed-up", f"{s['speedup']:.2f}×", help="After over before: the number that decided the "
+                       f"verdict{interval}.")
     if bound:
         cols[-1].metric("Upper bound", f"{bound:.2f}×",
                         help="The diagnosis' bound on this fix: the speed-up if the time at stake vanished entirely "
                              "(1 / (1 − share)). The measured ratio is read against it.")
     if s.get("speedup") and s.get("low") is not None:
-        st.caption(f"The verdict divides per-sample throughput (paired runs): {s['speedup']:.2f}×, {s['level']:.0%} "
-                   f"interval [{s['low']:.2f}, {s['high']:.2f}]; before {_rate(s.get('before_samples_per_s'))}, after "
-                   f"{_rate(s.get('after_samples_per_s'))} samples/s.")
+        pairs = s.get("pair_ratios") or []
+        st.caption(f"Speed-up {s['speedup']:.2f}× = {_rate(s.get('after_samples_per_s'))} ÷ "
+                   f"{_rate(s.get('before_samples_per_s'))} samples/s, {s['level']:.0%} interval [{s['low']:.2f}, "
+                   f"{s['high']:.2f}]" + (f"; each back-to-back pair: {', '.join(f'{p:.2f}×' for p in pairs)}"
+                                          if pairs else "") + ". "
+                   f"Beside it, not in its place: the median step {_ms(s.get('before_ms'))} before, "
+                   f"{_ms(s.get('after_ms'))} after (every timed step of every run; the box plot's line).")
     _change_and_charts(view, judged=True, key=key)
 
 
@@ -136,7 +142,7 @@ def ladder(view: dict[str, Any], rounds: int | None = None, key: str = "advisor"
     stopped = outcomes.why_stopped(view["rows"], rounds, view.get("last_bottleneck"))
     (st.success if outcomes.complete(view["rows"], rounds) else st.warning)(ui.text(stopped), icon=":material/stairs:")
     st.markdown(f"Total measured speed-up of the kept fixes: **{view['total_speedup']:.2f}×**")
-    steps = pd.DataFrame(view["steps"], columns=["label", "step_ms"])
+    steps = pd.DataFrame(view["steps"])
     if len(steps) > 1:
         ui.chart(charts_compare.ladder(steps), key=f"{key}.ladder_chart")
     if view["rows"]:
@@ -158,13 +164,19 @@ def ladder_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
         word = outcomes.row_outcome(r)
         judged = not word.startswith(("not applied", "failed"))
         out.append({"round": r.get("round"), "fix": r.get("fix"), "outcome": word,
-                    "before ms": _num(r.get("before ms"), 1) if judged else "",
-                    "after ms": _num(r.get("after ms"), 1) if judged else "",
+                    "before samples/s": _num(r.get("before samples/s"), 1) if judged else "",
+                    "after samples/s": _num(r.get("after samples/s"), 1) if judged else "",
                     "speed-up": _num(r.get("speed-up"), 2, "×") if judged else "",
                     "interval": (r.get("interval") or "") if judged else "",
+                    "median step before → after (ms)": _arrow(r.get("before ms"), r.get("after ms")) if judged else "",
                     "upper bound": _num(r.get("upper bound"), 2, "×"),
                     "cumulative": _num(r.get("cumulative"), 2, "×")})
     return pd.DataFrame(out).set_index("round")
+
+
+def _arrow(before: Any, after: Any) -> str:
+    """The median steps, a second statistic beside the speed-up: never in its place."""
+    return f"{before:.1f} → {after:.1f}" if isinstance(before, (int, float)) and isinstance(after, (int, float)) else ""
 
 
 def _num(value: Any, digits: int, unit: str = "") -> str:

@@ -56,7 +56,7 @@ def test_a_rejected_apply_says_rejected(server, watch) -> None:
     box = page.get_by_text(re.compile(r"^Outcome: rejected: slower"))
     box.wait_for()
     expect(page.get_by_text("no real gain", exact=False)).to_have_count(0)
-    expect(page.get_by_text("Before: median measured step")).to_be_visible()
+    expect(page.get_by_text("Before: samples/s")).to_be_visible()
     box.scroll_into_view_if_needed()
     watch.shot("apply_rejected")
     assert not watch.page_errors
@@ -81,6 +81,18 @@ def test_a_ladder_that_stops_early_says_why(server, watch) -> None:
     for t in page.get_by_test_id("stTable").all():
         box = t.bounding_box()
         assert box is not None and box["x"] + box["width"] <= page.viewport_size["width"]  # nothing cut off
+    # one speed-up per fix: every judged row's speed-up is its own round's after ÷ before, as shown (issue 29)
+    cells = table.evaluate("t => [...t.querySelectorAll('tr')].map(r => [...r.children].map(c => c.innerText.trim()))")
+    head, body = cells[0], [r for r in cells[1:] if len(r) == len(cells[0])]
+    col = {name: head.index(name) for name in ("before samples/s", "after samples/s", "speed-up")}
+    judged = [r for r in body if r[col["speed-up"]]]
+    assert judged, cells
+    for r in judged:
+        before, after = (float(r[col[c]].replace(",", "")) for c in ("before samples/s", "after samples/s"))
+        assert float(r[col["speed-up"]].rstrip("×")) == pytest.approx(after / before, abs=0.006), r
+    for row in view["rows"]:  # and in the stored JSON the page reads
+        if row["speed-up"] is not None:
+            assert row["speed-up"] == pytest.approx(row["after samples/s"] / row["before samples/s"], rel=1e-9)
     said.scroll_into_view_if_needed()
     watch.shot("ladder_stopped_early")
     assert not watch.page_errors

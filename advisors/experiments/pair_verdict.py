@@ -1,0 +1,111 @@
+"""Which A/B pairs a verdict may rest on, and when it cannot rest on any: contention and pairs that disagree.
+
+A pair is trial ``i`` of the baseline and of the patched arm, run back to back. On a shared machine (a CI
+runner, a GPU box with other jobs, two cores with a neighbour) another program can take cores from one trial
+of a pair and not the other; that pair then measures the neighbour. The rules:
+
+- a pair whose trials other programs competed with (:data:`advisors.experiments.trial_load.CONTENDED_CORES`)
+  is left out while at least ``need`` clean pairs remain (more pairs are run first: :func:`needs_more_pairs`);
+- with too few clean pairs, the verdict stands only when the contention could not have produced it: a gain
+  only when the neighbour hit the *patched* trials harder, no gain only when it hit the *baseline's* harder;
+  otherwise it is **inconclusive**, and says who took how much;
+- a gain needs every pair to agree: one pair that saw the patched run slower makes it inconclusive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from advisors.experiments.trials import RunOutcome
+from advisors.stats import RatioEstimate, Trial
+
+MIN_CLEAN_PAIRS = 3  # at most this many clean pairs are asked for (fewer when the policy runs fewer trials)
+SLACK_CORES = 0.25  # telemetry means over a trial wander by about this much
+
+RatioFn = Callable[[Sequence[Trial], Sequence[Trial]], RatioEstimate]
+
+
+@dataclass(frozen=True)
+class PairJudgement:
+    """The ratio a verdict rests on, the pairs it used, and why it cannot decide (``None`` when it can)."""
+
+    ratio: RatioEstimate
+    used: tuple[int, ...]
+    left_out: tuple[int, ...]
+    inconclusive: str | None
+    notes: tuple[str, ...] = ()
+
+    def note_text(self) -> str:
+        return "".join(f"; {n}" for n in self.notes)
+
+
+def _others(o: RunOutcome) -> float:
+    return o.load.others_cores if o.load is not None else 0.0
+
+
+def _pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> list[int]:
+    return [i for i in range(min(len(a), len(b))) if a[i].ok and b[i].ok and a[i].trial and b[i].trial]
+
+
+def _need(trials: int) -> int:
+    return max(1, min(trials, MIN_CLEAN_PAIRS))
+
+
+def needs_more_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, edge: float) -> bool:
+    """True when the pairs so far cannot carry a verdict and another pair may: fewer than the clean pairs
+    needed because other programs competed, or clean pairs that disagree about a gain above ``edge``."""
+    pairs = _pairs(a, b)
+    if len(pairs) < min(len(a), len(b)):
+        return False  # a run failed: more pairs will not mend that
+    clean = [i for i in pairs if not (a[i].contended or b[i].contended)]
+    if len(clean) < len(pairs) and len(clean) < _need(trials):
+        return True
+    ratios = [_ratio(a[i], b[i]) for i in clean]
+    return any(r > edge for r in ratios) and any(r < 1.0 for r in ratios)
+
+
+def _ratio(a: RunOutcome, b: RunOutcome) -> float:
+    assert a.trial is not None and b.trial is not None
+    return b.trial.throughput / a.trial.throughput
+
+
+def judge_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, edge: float,
+                ratio_fn: RatioFn) -> PairJudgement:
+    """The ratio over the pairs a verdict may use, and whether it may decide (see the module's rules)."""
+    pairs = _pairs(a, b)
+    contended = [i for i in pairs if a[i].contended or b[i].contended]
+    clean = [i for i in pairs if i not in contended]
+    enough_clean = len(clean) >= _need(trials)
+    used = clean if contended and enough_clean else pairs
+    ratio = ratio_fn([t for i in used if (t := a[i].trial) is not None],
+                     [t for i in used if (t := b[i].trial) is not None])
+    notes: list[str] = []
+    left_out = tuple(contended) if contended and enough_clean else ()
+    if left_out:
+        notes.append(f"{len(left_out)} of {len(pairs)} pairs left out: {_who(a, b, left_out)}")
+    gain = ratio.low > edge
+    why: str | None = None
+    if contended and not enough_clean:
+        diffs = [_others(a[i]) - _others(b[i]) for i in contended]
+        hit_patched = all(d <= -SLACK_CORES for d in diffs)  # the neighbour slowed the patched trials
+        hit_baseline = all(d >= SLACK_CORES for d in diffs)
+        if (gain and not hit_patched) or (not gain and not hit_baseline):
+            why = (f"{_who(a, b, contended)}; only {len(clean)} of the {_need(trials)} uncontended pairs needed "
+                   f"after {len(pairs)} pairs")
+        else:
+            notes.append(f"{_who(a, b, contended)}, which works against this verdict, not for it")
+    if why is None and gain and ratio.pairs and ratio.pairs_faster < len(ratio.pairs):
+        why = (f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
+               f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})")
+    return PairJudgement(ratio=ratio, used=tuple(used), left_out=left_out, inconclusive=why, notes=tuple(notes))
+
+
+def _who(a: Sequence[RunOutcome], b: Sequence[RunOutcome], pairs: Sequence[int]) -> str:
+    """``other programs took 1.02 of 2 cores in the baseline's trial 3`` — the most competed trial of ``pairs``."""
+    worst = max(((_others(o), arm, i) for i in pairs for arm, o in (("baseline's", a[i]), ("patched", b[i]))),
+                key=lambda x: x[0])
+    o = a[worst[2]] if worst[1] == "baseline's" else b[worst[2]]
+    taken = o.load.text() if o.load is not None else f"{worst[0]:.2f} cores"
+    arm = "the baseline's" if worst[1] == "baseline's" else "the patched arm's"
+    return f"other programs took {taken} in {arm} trial {worst[2] + 1}"
