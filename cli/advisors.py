@@ -237,6 +237,7 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
             from cli import optimize as cli_optimize
 
             result = cli_optimize.main(args)
+            code = cli_optimize.exit_code(result)
     except StepwiseError as err:
         print(f"error: {err}", file=sys.stderr)
         to_json = getattr(err, "to_json", None)  # a failed baseline: the JSON says failed, with the stderr tail

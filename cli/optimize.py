@@ -48,6 +48,16 @@ def add_parser(sub: Any) -> None:
                    "shell finds it on PATH, or the path given)")
 
 
+EXIT_INCONCLUSIVE = 3  # as compare's: the trials could not tell (a busy machine, pairs that disagree)
+
+
+def exit_code(result: dict[str, Any]) -> int:
+    """0, or 3 (``compare``'s inconclusive) when any round's outcome is ``inconclusive: …``: a fix the trials
+    could not judge on this machine, neither kept nor rejected."""
+    rounds = result.get("rounds") or []
+    return EXIT_INCONCLUSIVE if any(str(r.get("outcome", "")).startswith("inconclusive") for r in rounds) else 0
+
+
 def load_spec(target: str, size: str) -> TrainingSpec:
     """A spec from a JSON/YAML file, or a registered workload's recommended spec at ``size``."""
     path = Path(target)

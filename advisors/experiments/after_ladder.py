@@ -19,7 +19,7 @@ def measured_no_gain(ladder: Ladder[Any]) -> dict[str, Rung[Any]]:
     out: dict[str, Rung[Any]] = {}
     for r in ladder.rungs:
         e = r.experiment
-        if not e.kept and not e.not_applied and e.speedup is not None:
+        if not e.kept and not e.not_applied and not e.inconclusive and e.speedup is not None:
             out[e.fix.id] = r
         elif e.kept:
             out.pop(e.fix.id, None)
