@@ -138,7 +138,7 @@ def _bounded(doc: dict[str, Any], d: Diagnosis) -> dict[str, Any]:
     if bound is not None:
         doc["fix_bound"] = bound.to_json()
         mine = doc.get("upper_bound_speedup")
-        if bound.speedup is not None and (mine is None or bound.speedup < mine):
+        if bound.replaces or (bound.speedup is not None and (mine is None or bound.speedup < mine)):
             doc["upper_bound_speedup"] = bound.speedup
     if "rules" in doc:
         doc["rules"] = [_bounded(m, d) for m in doc["rules"]]

@@ -66,6 +66,7 @@ class RunFacts:
     cpu_bf16_basis: str = ""  # what said so, in words
     step_time_steps: int | None = None  # how many steps step_time_ms is the median of (stepwise_agent.steady)
     step_time_basis: str | None = None  # how they were chosen ("steady", or a short run's wider basis)
+    data_wait_share: float | None = None  # steady steps' time drawing batches, no profiler on (steps.jsonl data_ms)
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         measured_window=_measured_window(read_json(run_dir / "boot.json")),
         cpu_matmul_tflops=calibration.read(run_dir),
         cpu_bf16_fast=bf16[0], cpu_bf16_basis=bf16[1],
-        **_step_basis(result, measured),
+        **_step_basis(result, measured), data_wait_share=measured.data_wait_share,
     )
 
 

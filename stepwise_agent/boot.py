@@ -43,7 +43,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -108,6 +108,7 @@ class StepRecorder:
         self._started = time.time()
         self._t_last = time.perf_counter()
         self._running = False
+        self.data_ms: Callable[[], float | None] | None = None  # the detector's time in DataLoader.__next__ this step
 
     def start(self) -> None:
         self.prof.start()
@@ -120,7 +121,9 @@ class StepRecorder:
         wall_ms = (time.perf_counter() - self._t_last) * 1000.0
         step = self.steps_done
         started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
+        data_ms = self.data_ms() if self.data_ms is not None else None
         row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
+               "data_ms": None if data_ms is None else round(data_ms, 4),
                "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns}
         self.last_loss = loss
         self._fh.write(json.dumps(row) + "\n")
@@ -247,6 +250,7 @@ def main(argv: list[str]) -> int:
     previous_guard = signal.signal(GUARD_SIGNAL, _guard_stop)
     rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader)
     detector = StepDetector(rec.on_step)
+    rec.data_ms = lambda: detector.last_data_ms
     injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps)
 
     def before_step() -> None:

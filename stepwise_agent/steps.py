@@ -12,12 +12,15 @@ counts each step:
 - if an optimizer first steps after backward counting began, counting moves to it from the next step on; if
   one exists but has not stepped after ``BACKWARD_FALLBACK`` backwards, backward counting takes over.
 
-Batches drawn from any ``DataLoader`` are sized (first tensor's leading dimension) so samples/s can be known.
+Batches drawn from any ``DataLoader`` are sized (first tensor's leading dimension) so samples/s can be known, and
+the time spent drawing them is summed per step (``last_data_ms``: fetch, decode, collate — the time a data fix
+can remove, measured without the profiler).
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any, Callable
 
 import torch
@@ -70,6 +73,8 @@ class StepDetector:
         self._backwards_since_step = 0
         self._last_loss: float | None = None
         self._samples: int | None = None
+        self._data_ns: int | None = None  # time inside DataLoader.__next__ since the last step (fetch, decode, collate)
+        self.last_data_ms: float | None = None  # that time for the step just emitted; None: no batch was drawn
         self._undo: list[Callable[[], None]] = []
         self.before_step: Callable[[], None] | None = None  # called first at each detected step (the injector)
 
@@ -116,7 +121,9 @@ class StepDetector:
 
     def _wrap_next(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def next_batch(it: Any) -> Any:
+            started = time.perf_counter_ns()
             batch = original(it)
+            self._data_ns = (self._data_ns or 0) + time.perf_counter_ns() - started
             size = _batch_size(batch)
             if size is not None:
                 self._samples = (self._samples or 0) + size
@@ -148,7 +155,8 @@ class StepDetector:
 
     def _emit(self) -> None:
         loss, samples = self._last_loss, self._samples
-        self._last_loss, self._samples, self._backwards_since_step = None, None, 0
+        self.last_data_ms = None if self._data_ns is None else self._data_ns / 1e6
+        self._last_loss, self._samples, self._backwards_since_step, self._data_ns = None, None, 0, None
         if self.before_step is not None:
             self.before_step()
         self._on_step(loss, samples)

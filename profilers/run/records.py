@@ -161,10 +161,11 @@ class StepSummary:
     step_time_steps: int | None = None
     step_time_basis: str | None = None
     profiled_step_time_ms: float | None = None
+    data_wait_share: float | None = None  # of the timed steps' time, drawing batches (no profiler): data fixes' reach
 
     def result_fields(self) -> dict[str, Any]:
         """The fields as keyword arguments of :class:`RunResult`."""
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "data_wait_share"}
 
     def with_peak(self, peak_memory_mb: float | None) -> "StepSummary":
         return replace(self, peak_memory_mb=peak_memory_mb)
@@ -185,6 +186,7 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: 
     per_step = steps.groupby("step").agg(
         n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"),
         profiled=("profiled", "max"), loss=("loss", "mean"),
+        **({"data_ms": ("data_ms", lambda v: v.max(skipna=False))} if "data_ms" in steps.columns else {}),
     ).sort_index()
     done = per_step[per_step["n"] >= ranks]
     if done.empty:
@@ -202,7 +204,9 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: 
         return base
     total_s = float(walls.sum()) / 1000.0
     samples = float(measured.loc[walls.index, "samples"].fillna(0).sum())
-    return replace(base, step_time_ms=_opt_float(walls.median()),
+    data = measured.loc[walls.index, "data_ms"] if "data_ms" in measured.columns else pd.Series(dtype="float64")
+    share = float(data.sum()) / float(walls.sum()) if data.notna().all() and len(data) and walls.sum() > 0 else None
+    return replace(base, step_time_ms=_opt_float(walls.median()), data_wait_share=_opt_float(share),
                    step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
                    step_time_steps=int(len(walls)), step_time_basis=choice.basis,
                    samples_per_s=_opt_float(samples / total_s) if total_s > 0 and samples > 0 else None)

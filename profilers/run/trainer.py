@@ -34,6 +34,7 @@ class StepRecord:
     loss: float
     samples: int  # samples this rank trained on in the step (= batch_size)
     t_unix_ns: int  # wall-clock time at the start of the step
+    data_ms: float | None = None  # time drawing the step's batches and moving them to the device (data fixes' reach)
 
 
 class StepHooks(Protocol):
@@ -137,9 +138,12 @@ class Trainer:
                 t_unix_ns = time.time_ns()
                 timer.start()
                 loss_sum = torch.zeros((), device=self.device)
+                data_ns = 0
                 for micro in range(accum):
+                    fetch = time.perf_counter_ns()
                     x, y = next(batches)
                     x, y = self._to_device(x), self._to_device(y)
+                    data_ns += time.perf_counter_ns() - fetch
                     # Skip the all-reduce on all but the last micro-batch; gradients accumulate locally.
                     last = micro == accum - 1
                     sync = skippable.no_sync() if skippable is not None and not last else contextlib.nullcontext()
@@ -159,7 +163,7 @@ class Trainer:
                 loss_value = float((loss_sum / accum).item())
                 wall_ms = timer.stop_ms()
                 self.steps_done, self.final_loss = step + 1, loss_value
-                hooks.after_step(StepRecord(step, wall_ms, loss_value, spec.batch_size, t_unix_ns))
+                hooks.after_step(StepRecord(step, wall_ms, loss_value, spec.batch_size, t_unix_ns, data_ns / 1e6))
             del batches
             epoch += 1
 

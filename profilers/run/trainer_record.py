@@ -81,7 +81,8 @@ class RunRecorder:
     def record(self, rec: StepRecord, profiled: bool) -> None:
         self.records.append((rec, profiled))
         line = {"rank": self.rank, "step": rec.step, "wall_ms": round(rec.wall_ms, 4), "loss": rec.loss,
-                "samples": rec.samples, "profiled": profiled, "t_unix_ns": rec.t_unix_ns}
+                "samples": rec.samples, "profiled": profiled, "t_unix_ns": rec.t_unix_ns,
+                "data_ms": None if rec.data_ms is None else round(rec.data_ms, 4)}
         self._steps.write(json.dumps(line) + "\n")
         self._steps.flush()
         if not self.leader:

@@ -24,7 +24,7 @@ MAX_IMPORT_BYTES = int(os.environ.get("STEPWISE_MAX_IMPORT_BYTES", str(2 * 1024*
 MAX_IMPORT_FILES = 1024
 MAX_IMPORT_DEPTH = 16
 _COPY_CHUNK = 1 << 20
-STEP_COLUMNS = ("rank", "step", "wall_ms", "loss", "samples", "profiled", "t_unix_ns")
+STEP_COLUMNS = ("rank", "step", "wall_ms", "loss", "samples", "profiled", "t_unix_ns", "data_ms")
 TELEMETRY_COLUMNS = ("t_unix_ns", "t_trace_us", "source")
 
 
@@ -96,12 +96,13 @@ def _int_array(values: Any) -> pd.arrays.IntegerArray:
 
 
 def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Columns ``STEP_COLUMNS``: rank, step (int), wall_ms (ms), loss, samples, profiled (bool), t_unix_ns."""
+    """Columns ``STEP_COLUMNS``: rank, step (int), wall_ms (ms), loss, samples, profiled (bool), t_unix_ns, data_ms
+    (ms drawing the step's batches; NaN in runs that did not record it)."""
     df = pd.DataFrame.from_records(rows, columns=list(STEP_COLUMNS))
     df["rank"] = _int_array(df["rank"])
     df["step"] = _int_array(df["step"])
     df = df.dropna(subset=["rank", "step"])
-    for col in ("wall_ms", "loss", "samples"):
+    for col in ("wall_ms", "loss", "samples", "data_ms"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     df["profiled"] = df["profiled"].map(lambda v: bool(v) if v is not None else False).astype(bool)
     df["t_unix_ns"] = _int_array(df["t_unix_ns"])
