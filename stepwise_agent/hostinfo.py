@@ -65,3 +65,15 @@ def cpu_bf16_flags() -> str | None:
         return None
     have = [f for f in BF16_FLAGS if f in flags]
     return " ".join(have) if have else "none"
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name from ``/proc/cpuinfo`` (Linux), else the platform's processor string or ``None``."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None

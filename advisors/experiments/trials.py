@@ -26,7 +26,7 @@ from profilers.run.records import RunResult
 from profilers.run.script_spec import ScriptSpec
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
-from stepwise_agent.steady import choose_steps
+from stepwise_agent.steady import AFTER_PROFILER, MIN_STEADY, choose_steps
 
 MIN_MEASURED_STEPS = 3
 RunProgressFn = Callable[[dict[str, Any]], None]  # a trial run's own progress.json, as runner.follow reports it
@@ -83,6 +83,7 @@ def store_runner(store: RunStore, timeout_s: float | None = None,
     ``experiment``: the stored experiment (run id) the trials belong to (then hidden from run lists)."""
 
     def run_one(spec: TrainingSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
+        spec = with_steady_room(spec)
         handle = runner.start(spec, store, label=f"ab-{spec.workload}", parent=experiment)
         result = runner.follow(handle, on_progress, timeout_s)
         steps = store.read_steps(handle.run_id)
@@ -91,6 +92,15 @@ def store_runner(store: RunStore, timeout_s: float | None = None,
         return replace(outcome, host_load=_load_average(), load=load)
 
     return run_one
+
+
+def with_steady_room(spec: TrainingSpec) -> TrainingSpec:
+    """``spec`` run long enough for :data:`~stepwise_agent.steady.MIN_STEADY` steady steps after the profiler's
+    window and the steps next to it (a tiny workload's 10 steps left none, and its trials were timed on the
+    steps the profiler's export slowed). Both arms of a pair get the same length."""
+    window_end = spec.warmup_steps + spec.profile_wait + spec.profile_warmup + spec.profile_active
+    need = window_end + AFTER_PROFILER + MIN_STEADY
+    return spec if spec.steps >= need else spec.patch(steps=need)
 
 
 def script_runner(store: RunStore, timeout_s: float | None = None,
