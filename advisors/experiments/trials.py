@@ -83,7 +83,7 @@ def store_runner(store: RunStore, timeout_s: float | None = None,
     ``experiment``: the stored experiment (run id) the trials belong to (then hidden from run lists)."""
 
     def run_one(spec: TrainingSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
-        spec = with_steady_room(spec)
+        spec = with_steady_room(spec) if experiment is not None else spec  # an experiment's trials are timed
         handle = runner.start(spec, store, label=f"ab-{spec.workload}", parent=experiment)
         result = runner.follow(handle, on_progress, timeout_s)
         steps = store.read_steps(handle.run_id)
