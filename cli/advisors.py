@@ -71,6 +71,11 @@ def _add_analyze(sub: Any) -> None:
     a.add_argument("--report", metavar="OUT.html", help="also write a shareable report")
     a.add_argument("--device-memory-gib", type=_positive_gib, metavar="GIB",
                    help="the device's total memory, for a memory snapshot (snapshots do not record it)")
+    a.add_argument("--engine", choices=("local", "ray"), default=None,
+                   help="where a folder of ranks is read, one summary per rank: this machine's cores (local, "
+                        "the default) or a Ray cluster (needs stepwise[cluster])")
+    a.add_argument("--address", metavar="HOST:PORT", help="the Ray cluster to use (--engine ray); default: a "
+                   "new local one")
 
 
 def _positive_gib(text: str) -> int:
@@ -83,9 +88,23 @@ def _positive_gib(text: str) -> int:
     return int(gib * GIB)
 
 
-def analyze(path: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+def analyze(path: str, device_memory_bytes: int | None = None, engine: str | None = None,
+            address: str | None = None) -> dict[str, Any]:
     """Facts (the breakdown summary, or a run's own figures when it left no trace, or a memory snapshot's
-    summary) plus the diagnosis."""
+    summary) plus the diagnosis. A folder of two or more rank files is read as map and reduce (one summary per
+    rank, :mod:`advisors.job_observation`) on ``engine`` (local cores unless ``ray``); its JSON then also holds
+    ``job``, the cross-rank views."""
+    from advisors.job_observation import job_files, observe_job
+
+    files = job_files(path)
+    if files is None and engine is not None and engine != "local":
+        raise StepwiseError(f"{path}: --engine {engine} reads a folder of two or more rank files")
+    if files is not None:
+        obs, job = observe_job(path, files, engine or "local", address)
+        out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+        out["job"] = {**job.views, "engine": engine or "local", "summaries": job.summaries,
+                      "summaries_cached": job.cached}
+        return out
     obs = observe(path, device_memory_bytes)
     return result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
 
@@ -205,7 +224,7 @@ def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
     try:
         if args.report:
             return _analyze_with_report(args.path, args.report, args.device_memory_gib)
-        return analyze(args.path, args.device_memory_gib)
+        return analyze(args.path, args.device_memory_gib, args.engine, args.address)
     except (StepwiseError, MemoryError):
         raise
     except Exception as err:  # not BaseException: KeyboardInterrupt and SystemExit keep their meaning
