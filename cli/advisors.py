@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 import orjson
@@ -106,7 +107,14 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
                       "summaries_cached": job.cached}
         return out
     obs = observe(path, device_memory_bytes)
-    return result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+    out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+    if obs.run is not None:  # a stored run whose ranks wrote summaries at capture time: all N, not only the traced
+        from profilers.trace.agent_summaries import run_job_views
+
+        views = run_job_views(Path(obs.source))
+        if views is not None:
+            out["job"] = views
+    return out
 
 
 def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
