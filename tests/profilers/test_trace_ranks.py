@@ -78,3 +78,25 @@ def test_the_agents_collective_pattern_covers_the_analysts() -> None:
     for name in ("gloo:all_reduce", "c10d::allreduce_", "nccl:all_reduce", "record_param_comms", "barrier",
                  "ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_SendRecv", "alltoall_base"):
         assert bool(COMM.search(name)) == bool(COMM_OP.search(name) or COMM_KERNEL.search(name)), name
+
+
+def test_slowest_keeps_the_trace_of_the_rank_with_most_work_only(tmp_path: Path) -> None:
+    from stepwise_agent.rank_summary import keeps_trace, write_summary
+
+    def steps(work: float, comm: float) -> list[dict]:
+        return [{"step": s, "start_us": 0.0, "step_us": work + comm, "comm_us": comm, "work_us": work}
+                for s in range(3)]
+
+    for rank, (work, comm) in enumerate([(50.0, 40.0), (90.0, 1.0), (52.0, 38.0)]):
+        write_summary(tmp_path, {"rank": rank, "world_size": 3, "steps": steps(work, comm)})
+    kept = [r for r in range(3) if keeps_trace(tmp_path, r, 3, "slowest", wait_s=1.0)]
+    assert kept == [1]
+    assert [r for r in range(3) if keeps_trace(tmp_path, r, 3, [0, 2])] == [0, 2]
+    assert all(keeps_trace(tmp_path, r, 3, None) for r in range(3))
+
+
+def test_slowest_keeps_the_trace_when_no_other_rank_is_in_sight(tmp_path: Path) -> None:
+    from stepwise_agent.rank_summary import keeps_trace, write_summary
+
+    write_summary(tmp_path, {"rank": 5, "world_size": 8, "steps": []})
+    assert keeps_trace(tmp_path, 5, 8, "slowest", wait_s=0.1)
