@@ -12,8 +12,8 @@ from pathlib import Path
 from advisors.loader_facts import loader_mode
 from advisors.observation import Observation
 from profilers.errors import TraceError
-from profilers.trace.engines import map_summaries
-from profilers.trace.job import JobAnalysis, reduce_summaries
+from profilers.jobs.engines import map_summaries
+from profilers.jobs.reduce import JobAnalysis, reduce_summaries
 from profilers.trace.sources import TraceFile, find_trace_files
 
 MIN_RANKS = 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from profilers.trace.collectives import HOST_KINDS, loader_spans  # noqa: F401  (HOST_KINDS: re-exported)
+from profilers.jobs.collectives import HOST_KINDS, loader_spans  # noqa: F401  (HOST_KINDS: re-exported)
 from profilers.trace.events import Trace
 SINGLE_PROCESS, MULTI_PROCESS = "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"
 

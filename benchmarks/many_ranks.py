@@ -37,8 +37,8 @@ if engine == "ray":
              runtime_env={{"env_vars": {{"PYTHONPATH": {repo!r}, "STEPWISE_SUMMARY_CACHE": "off"}}}})
     start_s = time.perf_counter() - t0
 t1 = time.perf_counter()
-from profilers.trace.engines import map_summaries
-from profilers.trace.job import reduce_summaries
+from profilers.jobs.engines import map_summaries
+from profilers.jobs.reduce import reduce_summaries
 from profilers.trace.sources import find_trace_files
 files = find_trace_files(folder)
 summaries = map_summaries(files, engine)
@@ -80,7 +80,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     from benchmarks.many_ranks_gen import write_job
-    from profilers.trace.rank_summary import summarise_file, summary_bytes
+    from profilers.jobs.rank_summary import summarise_file, summary_bytes
     from profilers.trace.sources import find_trace_files
 
     lines = [f"# many_ranks: {os.cpu_count()} CPUs, {a.kernels} compute kernels x {a.steps} steps per rank"]

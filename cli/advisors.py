@@ -109,7 +109,7 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
     obs = observe(path, device_memory_bytes)
     out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
     if obs.run is not None:  # a stored run whose ranks wrote summaries at capture time: all N, not only the traced
-        from profilers.trace.agent_summaries import run_job_views
+        from profilers.jobs.agent_summaries import run_job_views
 
         views = run_job_views(Path(obs.source))
         if views is not None:

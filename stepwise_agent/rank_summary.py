@@ -12,7 +12,7 @@ name; a few kB. Only the ranks asked for keep their full trace (``boot.json`` ``
   step (median step minus collective time): the straggler, picked from the summaries. Ranks that cannot see the
   others' summaries (no shared folder across nodes) keep theirs.
 
-The analyst (``profilers.trace.agent_summaries``) reads the summaries of all ranks and the traces of the few.
+The analyst (``profilers.jobs.agent_summaries``) reads the summaries of all ranks and the traces of the few.
 """
 
 from __future__ import annotations

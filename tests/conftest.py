@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # test_parallel_parse.py, the quick command line's test set STEPWISE_PARSE_WORKERS themselves): forking the
     # test process (torch loaded) for each streamed trace cost the fast lane ~7 s of system time.
     os.environ.setdefault("STEPWISE_PARSE_WORKERS", "0")
-    os.environ.setdefault("STEPWISE_MAP_WORKERS", "1")  # a job's rank summaries too (profilers.trace.engines)
+    os.environ.setdefault("STEPWISE_MAP_WORKERS", "1")  # a job's rank summaries too (profilers.jobs.engines)
     # `-- python train.py` runs the python a shell would (PATH): as if this environment were activated
     bin_dir = os.path.dirname(sys.executable)
     if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:

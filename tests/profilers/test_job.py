@@ -1,4 +1,4 @@
-"""A job's traces as map and reduce (profilers.trace.rank_summary → profilers.trace.job): the per-rank summaries
+"""A job's traces as map and reduce (profilers.jobs.rank_summary → profilers.jobs.reduce): the per-rank summaries
 reduce to the very analysis that reading every rank's events at once gives, on every shared multi-rank trace."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from advisors.diagnosis import diagnose
 from advisors.observation import observe
 from cli.advisors import analyze, result_json
-from profilers.trace.rank_summary import CACHE_DIR, summary_bytes
+from profilers.jobs.rank_summary import CACHE_DIR, summary_bytes
 from profilers.trace.sources import find_trace_files
 
 COMM = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "communication"
@@ -50,7 +50,7 @@ def test_the_dlrm_straggler_has_victims_that_wait_on_it() -> None:
 
 
 def test_a_summary_is_small(tmp_path: Path) -> None:
-    from profilers.trace.rank_summary import summarise_file
+    from profilers.jobs.rank_summary import summarise_file
 
     f = find_trace_files(JOBS[1])[0]
     assert f.path is not None

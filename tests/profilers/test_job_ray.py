@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.advisors import analyze
-from profilers.trace.engines import map_summaries
+from profilers.jobs.engines import map_summaries
 from profilers.trace.sources import find_trace_files
 
 ray = pytest.importorskip("ray")

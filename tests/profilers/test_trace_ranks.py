@@ -10,7 +10,7 @@ import pytest
 
 from cli.advisors import main as advisors_main
 from cli.profilers import main as profilers_main
-from profilers.trace.agent_summaries import read_agent_summaries, traced_ranks
+from profilers.jobs.agent_summaries import read_agent_summaries, traced_ranks
 from stepwise_agent.rank_summary import COMM, parse_trace_ranks, summarise_events
 
 TWO_RANKS = '''

@@ -1,8 +1,8 @@
-"""The reduce half of a many-rank analysis: per-rank summaries (:mod:`profilers.trace.rank_summary`) → the job's
+"""The reduce half of a many-rank analysis: per-rank summaries (:mod:`profilers.jobs.rank_summary`) → the job's
 :class:`~profilers.trace.breakdown.Breakdown` and its cross-rank views, without any rank's events.
 
 Every figure of the breakdown is a sum, maximum or count over ranks, so adding the summaries up gives what one
-breakdown of every rank's events at once gives (``tests/trace/test_job.py`` holds the ``analyze --json`` of both
+breakdown of every rank's events at once gives (``tests/profilers/test_job.py`` holds the ``analyze --json`` of both
 equal on every shared multi-rank trace). Ranks are resolved here, in file order, as the whole-set reader does: a
 file's own rank, else the rank its name suggests, else its position; a rank taken by an earlier file moves on.
 

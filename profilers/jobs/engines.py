@@ -1,7 +1,7 @@
 """Where the map of a many-rank analysis runs: this machine's cores (``local``, the default) or a Ray cluster
 (``ray``, the engine ML teams already run beside their GPUs; ``pip install "stepwise[cluster]"``).
 
-Each task reads one rank file where it lies and returns its summary (:func:`profilers.trace.rank_summary.
+Each task reads one rank file where it lies and returns its summary (:func:`profilers.jobs.rank_summary.
 summarise_path`), a few hundred kB: the parent never holds a rank's events, and at most one rank's events are in
 a worker at a time. With Ray each file must be readable at the same path from the node that runs its task (a
 shared filesystem, as a job's trace folder on a cluster is); the cluster's nodes need Stepwise installed, or the
@@ -26,7 +26,7 @@ WORKERS_ENV = "STEPWISE_MAP_WORKERS"
 
 def _task(path: str, order: int, use_cache: bool) -> dict[str, Any]:
     """One rank file's summary, plus the worker's pid and its peak RSS so far (kB)."""
-    from profilers.trace.rank_summary import summarise_path
+    from profilers.jobs.rank_summary import summarise_path
 
     out = summarise_path(path, order, use_cache)
     out["worker"] = {"pid": os.getpid(), "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
@@ -54,7 +54,7 @@ def map_summaries(files: Sequence[TraceFile], engine: str = "local", address: st
             out[i] = summary
     for i, f in enumerate(files):
         if i not in out:
-            from profilers.trace.rank_summary import summarise_file
+            from profilers.jobs.rank_summary import summarise_file
 
             out[i] = summarise_file(f, i)
     return [out[i] for i in range(len(files))]
@@ -69,7 +69,7 @@ def _map_local(tasks: list[tuple[str, int]], address: str | None, use_cache: boo
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    from profilers.trace import rank_summary  # noqa: F401  (imported once, before the fork: workers share it)
+    from profilers.jobs import collectives, rank_summary  # noqa: F401  (imported once, before the fork: shared)
     from profilers.trace import breakdown, load  # noqa: F401
 
     with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:

@@ -1,6 +1,6 @@
 """The map half of a many-rank analysis: one rank's trace file → a compact per-step summary (plain types).
 
-A job of N ranks is analysed as map and reduce (:mod:`profilers.trace.job`): each rank file is parsed alone, its
+A job of N ranks is analysed as map and reduce (:mod:`profilers.jobs.reduce`): each rank file is parsed alone, its
 :class:`~profilers.trace.breakdown.Breakdown` computed, and only what the cross-rank views and the advisor need is
 kept: per step the categories (ns), device-busy and collective time; kernels and host operators by name (count,
 total); the collectives by name with their total and exposed time; memory peaks; the counters behind the sync,
@@ -121,7 +121,7 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
     import numpy as np
 
     from profilers.trace import breakdown_parts as parts
-    from profilers.trace.collectives import collective_rows, loader_spans
+    from profilers.jobs.collectives import collective_rows, loader_spans
 
     ev = trace.events
     in_step = ev["step"].to_numpy() >= 0
