@@ -192,6 +192,26 @@ def _print_text(result: dict[str, Any]) -> None:
         print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
+    job = result.get("job")
+    if job:
+        _print_job(job)
+
+
+def _print_job(job: dict[str, Any]) -> None:
+    """The cross-rank views in a few lines: ranks, the straggler and who waits on it, the worst collective."""
+    traced = f", traced {job['traced_ranks']}" if "traced_ranks" in job else ""
+    print(f"  job: {len(job['ranks'])} ranks x {len(job['steps'])} steps ({job.get('engine', job.get('source'))}"
+          f"{traced})")
+    s = job.get("straggler")
+    if s:
+        victims = ", ".join(f"{v['rank']} (+{v['wait_ms']:.2f} ms)" for v in s["victims"][:8])
+        more = f" and {len(s['victims']) - 8} more" if len(s["victims"]) > 8 else ""
+        print(f"    straggler: rank {s['culprit']}, {s['work_ms']:.2f} ms of work per step against a median "
+              f"{s['median_work_ms']:.2f}; waiting on it: {victims or 'no rank'}{more}")
+    for c in job.get("collectives", [])[:3]:
+        worst = max(c["exposed_ms_by_rank"].items(), key=lambda kv: kv[1], default=None)
+        print(f"    {c['name'][:60]}: {c['exposed_ms']:.2f} of {c['total_ms']:.2f} ms exposed"
+              + (f", most on rank {worst[0]} ({worst[1]:.2f} ms)" if worst else ""))
 
 
 def _profiled(result: dict[str, Any]) -> str:
