@@ -214,7 +214,8 @@ def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence
     def matrix(col: str) -> list[list[float | None]]:
         return [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in grids[col]]
 
-    return {"ranks": order, "steps": steps, "step_ms": matrix("step_ns"),
+    files = {int(r): str(s["file"]) for s, r in zip(summaries, ranks)}
+    return {"ranks": order, "files": [files.get(r) for r in order], "steps": steps, "step_ms": matrix("step_ns"),
             "exposed_comm_ms": matrix("communication"), "straggler": straggler_view(b),
             "collectives": collective_view(summaries, ranks)}
 
