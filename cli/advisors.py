@@ -103,18 +103,26 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
     if files is not None:
         obs, job = observe_job(path, files, engine or "local", address)
         out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
-        out["job"] = {**job.views, "engine": engine or "local", "summaries": job.summaries,
-                      "summaries_cached": job.cached}
+        out["job"] = _job_json(job, engine)
         return out
     obs = observe(path, device_memory_bytes)
     out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
-    if obs.run is not None:  # a stored run whose ranks wrote summaries at capture time: all N, not only the traced
-        from profilers.jobs.agent_summaries import run_job_views
-
-        views = run_job_views(Path(obs.source))
-        if views is not None:
-            out["job"] = views
+    if obs.run is not None:
+        _add_run_job(out, Path(obs.source))
     return out
+
+
+def _add_run_job(out: dict[str, Any], run_dir: Path) -> None:
+    """A stored run whose ranks wrote summaries at capture time: ``job`` from all N, not only the traced ones."""
+    from profilers.jobs.agent_summaries import run_job_views
+
+    views = run_job_views(run_dir)
+    if views is not None:
+        out["job"] = views
+
+
+def _job_json(job: Any, engine: str | None) -> dict[str, Any]:
+    return {**job.views, "engine": engine or "local", "summaries": job.summaries, "summaries_cached": job.cached}
 
 
 def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
@@ -227,7 +235,8 @@ def _bound(f: dict[str, Any]) -> str:
     return f" · ≤{f['upper_bound_speedup']:.2f}x" if f.get("upper_bound_speedup") else ""
 
 
-def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None, engine: str | None = None,
+                         address: str | None = None) -> dict[str, Any]:
     """Analyse once for both: the dashboard's report (HTML, JSON or Markdown by the suffix, written
     atomically) and the ``--json`` document."""
     from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
@@ -242,8 +251,18 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
         raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
     if analysis.diagnosis is None:
         raise StepwiseError(analysis.advisor_note or "the advisor could not judge this input")
-    return result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
-                       analysis.diagnosis)
+    doc = result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
+                      analysis.diagnosis)
+    # The same ``job`` as without --report: a folder of ranks' views from their summaries (cached beside the traces,
+    # so this reads each rank a second time only when no summary is cached), a run's from its agent summaries.
+    from advisors.job_observation import job_files, observe_job
+
+    files = job_files(path)
+    if files is not None:
+        doc["job"] = _job_json(observe_job(path, files, engine or "local", address)[1], engine)
+    elif analysis.run is not None:
+        _add_run_job(doc, Path(path))
+    return doc
 
 
 def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -251,7 +270,7 @@ def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
     one line (an input the readers did not foresee must not end in a traceback)."""
     try:
         if args.report:
-            return _analyze_with_report(args.path, args.report, args.device_memory_gib)
+            return _analyze_with_report(args.path, args.report, args.device_memory_gib, args.engine, args.address)
         return analyze(args.path, args.device_memory_gib, args.engine, args.address)
     except (StepwiseError, MemoryError):
         raise
