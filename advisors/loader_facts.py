@@ -9,13 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from profilers.trace import kernel_classes as kc
-from profilers.trace.intervals import Intervals
+from profilers.jobs.collectives import HOST_KINDS, loader_spans  # noqa: F401  (HOST_KINDS: re-exported)
 from profilers.trace.events import Trace
-
-HOST_KINDS = ("cpu_op", "user_annotation", "python_function")
 SINGLE_PROCESS, MULTI_PROCESS = "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"
 
 
@@ -28,17 +23,12 @@ class LoaderFacts:
 
 
 def loader_facts(trace: Trace) -> LoaderFacts:
-    ev = trace.events
-    # Names are matched once per distinct name (the categories), not once per event: 126k regex searches took
-    # 0.2 s of a 216k-event trace's analysis.
-    names = ev["name"].cat.categories
-    codes = ev["name"].cat.codes.to_numpy()
-    sel = ev["kind"].isin(HOST_KINDS).to_numpy() & kc.name_mask(names, kc.DATALOADER)[codes] \
-        & (ev["step"].to_numpy() >= 0)
-    spans = ev.loc[sel, ["rank", "start_ns", "end_ns"]]
-    total = sum(Intervals.of(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)).total
-                for _, g in spans.groupby("rank"))
-    found = [str(n) for n in names[np.unique(codes[sel])]]
+    total, found = loader_spans(trace)
+    return loader_mode(total, found)
+
+
+def loader_mode(total_ns: int, found: list[str]) -> LoaderFacts:
+    """The facts from the DataLoader time and span names (of one trace, or summed over a job's ranks)."""
     mode = "single_process" if any(SINGLE_PROCESS in n for n in found) else \
         "multi_process" if any(MULTI_PROCESS in n for n in found) else None
-    return LoaderFacts(total_ns=int(total), mode=mode)
+    return LoaderFacts(total_ns=int(total_ns), mode=mode)

@@ -22,6 +22,7 @@ PAGES = {
     "Understand": [
         st.Page("views/analysis.py", title="Analysis", icon=":material/bar_chart:"),
         st.Page("views/events.py", title="Events", icon=":material/timeline:"),
+        st.Page("views/job.py", title="Job", icon=":material/grid_on:"),
         st.Page("views/advisor.py", title="Advisor", icon=":material/lightbulb:"),
         st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:"),
     ],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 import orjson
@@ -71,6 +72,11 @@ def _add_analyze(sub: Any) -> None:
     a.add_argument("--report", metavar="OUT.html", help="also write a shareable report")
     a.add_argument("--device-memory-gib", type=_positive_gib, metavar="GIB",
                    help="the device's total memory, for a memory snapshot (snapshots do not record it)")
+    a.add_argument("--engine", choices=("local", "ray"), default=None,
+                   help="where a folder of ranks is read, one summary per rank: this machine's cores (local, "
+                        "the default) or a Ray cluster (needs stepwise[cluster])")
+    a.add_argument("--address", metavar="HOST:PORT", help="the Ray cluster to use (--engine ray); default: a "
+                   "new local one")
 
 
 def _positive_gib(text: str) -> int:
@@ -83,11 +89,40 @@ def _positive_gib(text: str) -> int:
     return int(gib * GIB)
 
 
-def analyze(path: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+def analyze(path: str, device_memory_bytes: int | None = None, engine: str | None = None,
+            address: str | None = None) -> dict[str, Any]:
     """Facts (the breakdown summary, or a run's own figures when it left no trace, or a memory snapshot's
-    summary) plus the diagnosis."""
+    summary) plus the diagnosis. A folder of two or more rank files is read as map and reduce (one summary per
+    rank, :mod:`advisors.job_observation`) on ``engine`` (local cores unless ``ray``); its JSON then also holds
+    ``job``, the cross-rank views."""
+    from advisors.job_observation import job_files, observe_job
+
+    files = job_files(path)
+    if files is None and engine is not None and engine != "local":
+        raise StepwiseError(f"{path}: --engine {engine} reads a folder of two or more rank files")
+    if files is not None:
+        obs, job = observe_job(path, files, engine or "local", address)
+        out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+        out["job"] = _job_json(job, engine)
+        return out
     obs = observe(path, device_memory_bytes)
-    return result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+    out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
+    if obs.run is not None:
+        _add_run_job(out, Path(obs.source))
+    return out
+
+
+def _add_run_job(out: dict[str, Any], run_dir: Path) -> None:
+    """A stored run whose ranks wrote summaries at capture time: ``job`` from all N, not only the traced ones."""
+    from profilers.jobs.agent_summaries import run_job_views
+
+    views = run_job_views(run_dir)
+    if views is not None:
+        out["job"] = views
+
+
+def _job_json(job: Any, engine: str | None) -> dict[str, Any]:
+    return {**job.views, "engine": engine or "local", "summaries": job.summaries, "summaries_cached": job.cached}
 
 
 def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
@@ -166,6 +201,26 @@ def _print_text(result: dict[str, Any]) -> None:
         print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
+    job = result.get("job")
+    if job:
+        _print_job(job)
+
+
+def _print_job(job: dict[str, Any]) -> None:
+    """The cross-rank views in a few lines: ranks, the straggler and who waits on it, the worst collective."""
+    traced = f", traced {job['traced_ranks']}" if "traced_ranks" in job else ""
+    print(f"  job: {len(job['ranks'])} ranks x {len(job['steps'])} steps ({job.get('engine', job.get('source'))}"
+          f"{traced})")
+    s = job.get("straggler")
+    if s:
+        victims = ", ".join(f"{v['rank']} (+{v['wait_ms']:.2f} ms)" for v in s["victims"][:8])
+        more = f" and {len(s['victims']) - 8} more" if len(s["victims"]) > 8 else ""
+        print(f"    straggler: rank {s['culprit']}, {s['work_ms']:.2f} ms of work per step against a median "
+              f"{s['median_work_ms']:.2f}; waiting on it: {victims or 'no rank'}{more}")
+    for c in job.get("collectives", [])[:3]:
+        worst = max(c["exposed_ms_by_rank"].items(), key=lambda kv: kv[1], default=None)
+        print(f"    {c['name'][:60]}: {c['exposed_ms']:.2f} of {c['total_ms']:.2f} ms exposed"
+              + (f", most on rank {worst[0]} ({worst[1]:.2f} ms)" if worst else ""))
 
 
 def _profiled(result: dict[str, Any]) -> str:
@@ -181,7 +236,8 @@ def _bound(f: dict[str, Any]) -> str:
     return f" · ≤{f['upper_bound_speedup']:.2f}x" if f.get("upper_bound_speedup") else ""
 
 
-def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None) -> dict[str, Any]:
+def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None, engine: str | None = None,
+                         address: str | None = None) -> dict[str, Any]:
     """Analyse once for both: the dashboard's report (HTML, JSON or Markdown by the suffix, written
     atomically) and the ``--json`` document."""
     from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
@@ -196,8 +252,18 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
         raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
     if analysis.diagnosis is None:
         raise StepwiseError(analysis.advisor_note or "the advisor could not judge this input")
-    return result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
-                       analysis.diagnosis)
+    doc = result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
+                      analysis.diagnosis)
+    # The same ``job`` as without --report: a folder of ranks' views from their summaries (cached beside the traces,
+    # so this reads each rank a second time only when no summary is cached), a run's from its agent summaries.
+    from advisors.job_observation import job_files, observe_job
+
+    files = job_files(path)
+    if files is not None:
+        doc["job"] = _job_json(observe_job(path, files, engine or "local", address)[1], engine)
+    elif analysis.run is not None:
+        _add_run_job(doc, Path(path))
+    return doc
 
 
 def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -205,8 +271,8 @@ def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
     one line (an input the readers did not foresee must not end in a traceback)."""
     try:
         if args.report:
-            return _analyze_with_report(args.path, args.report, args.device_memory_gib)
-        return analyze(args.path, args.device_memory_gib)
+            return _analyze_with_report(args.path, args.report, args.device_memory_gib, args.engine, args.address)
+        return analyze(args.path, args.device_memory_gib, args.engine, args.address)
     except (StepwiseError, MemoryError):
         raise
     except Exception as err:  # not BaseException: KeyboardInterrupt and SystemExit keep their meaning

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Callable, NoReturn, Sequence
 
-_VALUED = ("--report", "--device-memory-gib")  # analyze's options that take a value
+_VALUED = ("--report", "--device-memory-gib", "--engine", "--address")  # analyze's options that take a value
 
 
 def analyze_path(argv: Sequence[str]) -> str | None:

@@ -52,6 +52,9 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     launch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
     launch.add_argument("--nnodes", type=int, default=1, help="nodes (each runs the same command)")
     launch.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous, for --nnodes > 1")
+    launch.add_argument("--trace-ranks", type=_trace_ranks, metavar="R,R…|slowest",
+                        help="keep full traces only for these ranks (or the slowest, picked from the per-step "
+                             "summaries every rank writes); default: every rank")
     launch.add_argument("--python", metavar="PATH", help="the interpreter that runs the script (default: the "
                         "command's python as your shell finds it, or the path given)")
     launch.add_argument("target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS…")
@@ -126,12 +129,25 @@ def _run(args: argparse.Namespace) -> int:
     return _follow(runner.start(spec, RunStore(args.store), label=args.label), args)
 
 
+def _trace_ranks(text: str) -> str | list[int]:
+    if text == "slowest":
+        return text
+    try:
+        ranks = sorted({int(r) for r in text.split(",") if r.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--trace-ranks takes ranks (0,7) or 'slowest', not {text!r}") from None
+    if not ranks or ranks[0] < 0:
+        raise argparse.ArgumentTypeError(f"--trace-ranks takes ranks of 0 or more, not {text!r}")
+    return ranks
+
+
 def _launch(args: argparse.Namespace) -> int:
     from profilers.run.launch import start_launch
 
+    boot = None if args.trace_ranks is None else {"trace_ranks": args.trace_ranks}
     return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
                                 nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
-                                rdzv_endpoint=args.rdzv_endpoint, python=args.python), args)
+                                rdzv_endpoint=args.rdzv_endpoint, python=args.python, boot=boot), args)
 
 
 def _list(args: argparse.Namespace) -> int:

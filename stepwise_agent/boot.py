@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import torch
 
+from stepwise_agent import rank_summary
 from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.hostinfo import cpu_count, peak_rss_mb
 from stepwise_agent.inject import Injector
@@ -91,8 +92,11 @@ class StepRecorder:
     run before the profiler's warm-up step and ``active`` profiled steps; ``rank`` names this process's rows."""
 
     def __init__(self, run_dir: Path, active: int, wait: int = PROFILE_WAIT, rank: int = 0,
-                 leader: bool = True) -> None:
+                 leader: bool = True, trace_ranks: list[int] | str | None = None) -> None:
         self.run_dir, self.active, self.wait, self.rank, self.leader = run_dir, active, wait, rank, leader
+        # Summaries at capture time: under torchrun (more than one rank), or whenever only some ranks keep traces.
+        self.trace_ranks = trace_ranks
+        self.summarise = trace_ranks is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1
         self.total = wait + PROFILE_WARMUP + active
         activities = [torch.profiler.ProfilerActivity.CPU]
         if torch.cuda.is_available():
@@ -152,6 +156,12 @@ class StepRecorder:
         self._fh.close()
 
     def _export(self, prof: torch.profiler.profile) -> None:
+        if self.summarise:  # every rank's per-step summary; the full trace only where asked (rank_summary)
+            world = int(os.environ.get("WORLD_SIZE", "1"))
+            rank_summary.write_summary(self.run_dir, rank_summary.summarise_events(
+                prof.events(), self.rank, world, first_step=self.wait + PROFILE_WARMUP))
+            if not rank_summary.keeps_trace(self.run_dir, self.rank, world, self.trace_ranks):
+                return
         tb = self.run_dir / "tb"
         tb.mkdir(exist_ok=True)
         name = f"rank{self.rank}.{time.time_ns()}.pt.trace.json"
@@ -201,7 +211,8 @@ def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
     cfg = raw if isinstance(raw, dict) else {}
     return {"warmup": int(cfg.get("warmup", PROFILE_WAIT)), "measure": int(cfg.get("measure", 0)),
             "profile": int(cfg.get("profile", active)), "seed": cfg.get("seed"),
-            "inject": dict(cfg.get("inject") or {})}
+            "inject": dict(cfg.get("inject") or {}),
+            "trace_ranks": rank_summary.parse_trace_ranks(cfg.get("trace_ranks"))}
 
 
 def seed_everything(seed: int) -> None:
@@ -248,7 +259,8 @@ def main(argv: list[str]) -> int:
     with open(run_dir / "agent_pids.txt", "a", encoding="ascii") as fh:
         fh.write(f"{rank} {os.getpid()}\n")
     previous_guard = signal.signal(GUARD_SIGNAL, _guard_stop)
-    rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader)
+    rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader,
+                       trace_ranks=cfg["trace_ranks"])
     detector = StepDetector(rec.on_step)
     rec.data_ms = lambda: detector.last_data_ms
     injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps)

@@ -45,6 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import tempfile
 
         os.environ["STEPWISE_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="stepwise-calibration-")
+    os.environ.setdefault("STEPWISE_MAP_WORKERS", "1")  # a job's rank summaries too (profilers.jobs.engines)
     # `-- python train.py` runs the python a shell would (PATH): as if this environment were activated
     bin_dir = os.path.dirname(sys.executable)
     if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:

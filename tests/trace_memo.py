@@ -31,7 +31,7 @@ from profilers.trace.events import Trace
 from profilers.trace.parallel import ParallelReader
 from profilers.trace.sources import TraceFile
 
-Parse = Callable[[list[TraceFile], str, ParallelReader | None], Trace]
+Parse = Callable[..., Trace]  # load_trace_files(files, source, reader=None, first_order=0)
 Compute = Callable[[Trace], Breakdown]
 Key = tuple[Path, tuple[tuple[str, int | None], ...]]
 Arrays = tuple[tuple[Any, ...], ...]
@@ -75,10 +75,11 @@ class TraceMemo:
         digest = _digest(path)
         return next((p for p in same_size if self.digests.setdefault(p, _digest(p)) == digest), None)
 
-    def load(self, files: list[TraceFile], source: str, reader: ParallelReader | None = None) -> Trace:
-        key = None if self.bypass else self.key(files, source)
+    def load(self, files: list[TraceFile], source: str, reader: ParallelReader | None = None,
+             first_order: int = 0) -> Trace:
+        key = None if self.bypass or first_order else self.key(files, source)  # a job's rank file alone: parsed
         if key is None:
-            return self.parse(files, source, reader)
+            return self.parse(files, source, reader, first_order)
         kept = self.traces.get(key)
         if kept is None:
             kept = self.traces[key] = self.parse(files, source, reader)

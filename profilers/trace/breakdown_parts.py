@@ -105,11 +105,16 @@ def compiled_spans(ev: pd.DataFrame, in_step: np.ndarray) -> int:
 def optimizer_classes(ev: pd.DataFrame, in_step: np.ndarray) -> tuple[str, ...]:
     """Optimizer classes whose ``Optimizer.step#<Class>.step`` span (torch.optim's own profiler annotation)
     falls inside steps, most frequent first."""
+    return tuple(name for name, _ in optimizer_counts(ev, in_step))
+
+
+def optimizer_counts(ev: pd.DataFrame, in_step: np.ndarray) -> list[tuple[str, int]]:
+    """``(class, spans)`` of :func:`optimizer_classes`, most frequent first (what a many-rank reduce adds up)."""
     spans = ev.loc[_kind(ev, "user_annotation", "cpu_op") & in_step & _by_name(ev, kc.OPTIMIZER_STEP), "name"]
     if spans.empty:
-        return ()
+        return []
     names = spans.astype(str).str.extract(kc.OPTIMIZER_STEP, expand=False).dropna()
-    return tuple(str(n) for n in names.value_counts().index)
+    return [(str(n), int(c)) for n, c in names.value_counts().items()]
 
 
 def kernel_table(ev: pd.DataFrame, in_step: np.ndarray) -> pd.DataFrame:

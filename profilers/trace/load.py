@@ -36,25 +36,28 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     return load_trace_files(files, str(path), take_primed(path, files))
 
 
-def load_trace_files(files: list[TraceFile], source: str, reader: ParallelReader | None = None) -> Trace:
+def load_trace_files(files: list[TraceFile], source: str, reader: ParallelReader | None = None,
+                     first_order: int = 0) -> Trace:
     """Load the given rank files (each one openable Kineto JSON document, gzipped or not) as one trace.
 
     The entry point for a container :func:`~profilers.trace.sources.find_trace_files` does not know: a reader
     that finds the rank files its own way (see :mod:`profilers.inputs`) hands them here. The files are read on
-    worker processes where that helps (:mod:`profilers.trace.parallel`); ``reader`` is one already started."""
+    worker processes where that helps (:mod:`profilers.trace.parallel`); ``reader`` is one already started.
+    ``first_order``: the position of ``files[0]`` in a larger set read one file at a time (a rank file with no
+    rank of its own is read as that position's rank, as it would be with the whole set)."""
     if not files:
         raise TraceError(f"{source}: no trace files")
     # Parsing allocates millions of short-lived dicts that hold no cycles: the cyclic GC only slows it down.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(read_documents(files) if reader is None else reader.documents(), source)
+        return _load(read_documents(files) if reader is None else reader.documents(), source, first_order)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str) -> Trace:
+def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first_order: int = 0) -> Trace:
     frames: list[pd.DataFrame] = []
     memories: list[pd.DataFrame] = []
     warnings: list[str] = []
@@ -62,7 +65,7 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str) -> Tr
     world_size: int | None = None
     backend: str | None = None
     used_ranks: set[int] = set()
-    for order, (f, doc) in enumerate(documents):
+    for order, (f, doc) in enumerate(documents, start=first_order):
         cols = rank_columns(doc.parts)
         warnings.extend(doc.notes)
         if cols.dropped:

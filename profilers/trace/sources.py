@@ -32,7 +32,8 @@ class _Source(Protocol):
 
 MAX_TRACE_BYTES = int(os.environ.get("STEPWISE_MAX_TRACE_BYTES", str(3 * 1024**3)))
 MAX_ZIP_ENTRIES = 1024
-MAX_RANK_FILES = 512
+MAX_RANK_FILES = 4096  # a job's ranks are read one summary at a time (profilers.jobs.reduce); a zip's all at once
+SUMMARY_CACHE_DIR = ".stepwise-summaries"  # per-rank summaries cached beside a job's traces: never a rank file
 
 TRACE_SUFFIXES = (".json", ".json.gz")  # a Kineto file, alone or inside a folder or zip
 ZIP_SUFFIXES = (".zip",)  # a zip of rank files (also recognised by its magic bytes)
@@ -200,7 +201,8 @@ def choose_traces(candidates: list[T], path: Callable[[T], PurePath]) -> list[T]
 
 
 def _folder_files(p: Path) -> list[TraceFile]:
-    candidates = [f for f in p.rglob("*") if f.is_file() and not f.is_symlink() and _is_trace_name(f.name)]
+    candidates = [f for f in p.rglob("*") if f.is_file() and not f.is_symlink() and _is_trace_name(f.name)
+                  and SUMMARY_CACHE_DIR not in f.relative_to(p).parts]
     return [plain_file(f) for f in choose_traces(candidates, Path)]
 
 

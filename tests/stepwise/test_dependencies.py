@@ -30,6 +30,7 @@ NEEDS = {"torch.utils.tensorboard": "tensorboard"}
 SIDES = {
     "stepwise": (), "stepwise/dashboard.py": ("dashboard",), "cli": (), "advisors": (), "reports": (), "stepwise_agent": (),
     "profilers": ("samples",),  # the sample workloads' worker writes TensorBoard scalars
+    "profilers/jobs/engines.py": ("cluster",),  # --engine ray
     "sample_runs": ("samples",),
     "app": ("dashboard",),
     "app/testing": ("dashboard", "dev"),  # the browser harness (Playwright)

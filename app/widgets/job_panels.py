@@ -1,0 +1,108 @@
+"""The Job page's panels: the job's heat maps, straggler and collectives, and opening one rank's trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import data, state
+from app.widgets import ui
+from profilers.errors import StepwiseError
+
+
+MAX_ROWS = 1024  # a heat map row per rank: a thousand ranks still draw as one image
+
+
+def rank_step_heatmap(job: dict[str, Any], field: str, title: str) -> go.Figure:
+    """``job[field]`` (rank × step, ms) as a heat map; the straggler's row marked on the axis."""
+    ranks = job["ranks"][:MAX_ROWS]
+    culprit = (job.get("straggler") or {}).get("culprit")
+    labels = [f"▶ {r}" if r == culprit else str(r) for r in ranks]
+    fig = go.Figure(go.Heatmap(z=job[field][:MAX_ROWS], x=[str(s) for s in job["steps"]], y=labels,
+                               colorscale="Viridis", colorbar={"title": "ms"},
+                               hovertemplate="rank %{y}, step %{x}: %{z:.2f} ms<extra></extra>"))
+    fig.update_layout(title=title, xaxis_title="step", yaxis_title="rank", yaxis={"type": "category",
+                      "autorange": "reversed"}, height=min(900, 160 + 14 * len(ranks)), margin={"t": 50})
+    return fig
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _job(folder: str, fingerprint: tuple) -> dict[str, Any]:
+    from cli.advisors import analyze
+
+    return analyze(folder)
+
+
+def _fingerprint(folder: Path) -> tuple:
+    from profilers.trace.sources import find_trace_files
+
+    return tuple((f.name, f.path.stat().st_size, f.path.stat().st_mtime_ns) for f in find_trace_files(folder)
+                 if f.path is not None)
+
+
+def job_view(folder: str) -> None:
+    p = Path(folder)
+    if not p.is_dir():
+        st.error(f"{folder}: not a folder on this machine")
+        return
+    try:
+        with st.spinner("Reading each rank's summary…"):
+            result = _job(str(p.resolve()), _fingerprint(p))
+    except StepwiseError as err:
+        st.error(str(err))
+        return
+    job = result.get("job")
+    if job is None:
+        st.info("Fewer than two rank files here: open it from the Upload page as one trace.")
+        return
+    cols = st.columns(4)
+    cols[0].metric("Ranks", len(job["ranks"]))
+    cols[1].metric("Steps", len(job["steps"]))
+    cols[2].metric("Median step", ui.step_time(result["step_time_ms"]))
+    cols[3].metric("Bottleneck", result["bottleneck"])
+    st.caption(f"{job['summaries']} rank summaries, {job['summaries_cached']} from the cache.")
+    straggler_panel(job)
+    ui.chart(rank_step_heatmap(job, "step_ms", "Step time per rank and step"), key="job.step_heatmap")
+    ui.chart(rank_step_heatmap(job, "exposed_comm_ms", "Exposed communication per rank and step"),
+             key="job.comm_heatmap")
+    if job["collectives"]:
+        st.markdown("**Collectives, most exposed first**")
+        st.dataframe(pd.DataFrame([{k: c[k] for k in ("name", "count", "total_ms", "exposed_ms")}
+                                   for c in job["collectives"]]), hide_index=True, width="stretch")
+    open_rank(p, job)
+
+
+def straggler_panel(job: dict[str, Any]) -> None:
+    s = job.get("straggler")
+    if s is None:
+        return
+    victims = s["victims"]
+    st.warning(f"Straggler: rank {s['culprit']}, {s['work_ms']:.2f} ms of work per step against a median of "
+               f"{s['median_work_ms']:.2f} ms; {len(victims)} rank(s) wait on it in their collectives.")
+    if victims:
+        st.dataframe(pd.DataFrame(victims).rename(columns={"wait_ms": "waits (ms per step)"}), hide_index=True,
+                     width="stretch")
+
+
+def open_rank(folder: Path, job: dict[str, Any]) -> None:
+    """Import one rank's file as a run of its own, then show it on the Analysis page (its events and Perfetto
+    export are on the Events page): only that rank's events are loaded."""
+    from profilers.trace.sources import find_trace_files
+
+    files = {f.name: f for f in find_trace_files(folder) if f.path is not None}
+    by_rank = {r: files[name] for r, name in zip(job["ranks"], job["files"]) if name in files}
+    if not by_rank:
+        return
+    default = (job.get("straggler") or {}).get("culprit", job["ranks"][0])
+    rank = st.selectbox("Open one rank's trace", list(by_rank), index=list(by_rank).index(default),
+                        format_func=lambda r: f"rank {r} · {by_rank[r].name}", key="job.rank")
+    if st.button("Open this rank", key="job.open"):
+        f = by_rank[rank]
+        assert f.path is not None
+        record = data.store().import_trace(f.path, label=f"{folder.name} rank {rank}")
+        state.select_run(record.run_id)
+        st.switch_page("views/analysis.py")

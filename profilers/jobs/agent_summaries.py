@@ -1,0 +1,77 @@
+"""A run's per-rank summaries written at capture time by the agent (``stepwise_agent.rank_summary``): every rank's
+step times and collective time, read without any trace. A run launched with ``--trace-ranks`` has N summaries
+and k traces; :func:`run_job_views` gives ``analyze`` the cross-rank views of all N.
+
+Times in the agent's summaries are µs from the profiler; the views are in ms. A rank's *work* is its step minus
+the time its collectives ran (on a gloo/CPU rank mostly waiting); the straggler is the rank with the most work
+per step, its victims the ranks whose collectives ran longer than its own by at least half its extra work.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+_TRACE_RANK = re.compile(r"^rank(\d+)\.")
+
+
+def read_agent_summaries(run_dir: Path) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for p in sorted((run_dir / "summaries").glob("rank*.json")):
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("rank"), int) and isinstance(data.get("steps"), list):
+            out[int(data["rank"])] = data
+    return out
+
+
+def traced_ranks(run_dir: Path) -> list[int]:
+    tb = run_dir / "tb"
+    found = {int(m.group(1)) for p in (tb.iterdir() if tb.is_dir() else [])
+             if p.name.endswith((".json", ".json.gz")) and (m := _TRACE_RANK.match(p.name))}
+    return sorted(found)
+
+
+def run_job_views(run_dir: Path) -> dict[str, Any] | None:
+    """The cross-rank views of a run's agent summaries, or None when it has none."""
+    summaries = read_agent_summaries(run_dir)
+    if not summaries:
+        return None
+    ranks = sorted(summaries)
+    steps = sorted({int(r["step"]) for s in summaries.values() for r in s["steps"]})
+
+    def matrix(field: str) -> list[list[float | None]]:
+        rows = []
+        for rank in ranks:
+            by_step = {int(r["step"]): float(r[field]) / 1e3 for r in summaries[rank]["steps"]}
+            rows.append([None if s not in by_step else round(by_step[s], 4) for s in steps])
+        return rows
+
+    def median(rank: int, field: str) -> float:
+        values = [float(r[field]) / 1e3 for r in summaries[rank]["steps"]]
+        return statistics.median(values) if values else 0.0
+
+    per_rank = [{"rank": r, "steps": len(summaries[r]["steps"]), "step_ms": round(median(r, "step_us"), 4),
+                 "work_ms": round(median(r, "work_us"), 4), "comm_ms": round(median(r, "comm_us"), 4)}
+                for r in ranks]
+    return {"source": "agent summaries", "ranks": ranks, "traced_ranks": traced_ranks(run_dir), "steps": steps,
+            "step_ms": matrix("step_us"), "comm_ms": matrix("comm_us"), "per_rank": per_rank,
+            "straggler": _straggler(per_rank)}
+
+
+def _straggler(per_rank: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if len(per_rank) < 2:
+        return None
+    culprit = max(per_rank, key=lambda r: r["work_ms"])
+    median_work = statistics.median(r["work_ms"] for r in per_rank)
+    extra = culprit["work_ms"] - median_work
+    victims = sorted(((r["comm_ms"] - culprit["comm_ms"], r["rank"]) for r in per_rank
+                      if r is not culprit and extra > 0 and r["comm_ms"] - culprit["comm_ms"] >= 0.5 * extra),
+                     reverse=True)
+    return {"culprit": culprit["rank"], "work_ms": culprit["work_ms"], "median_work_ms": round(median_work, 4),
+            "victims": [{"rank": r, "wait_ms": round(w, 4)} for w, r in victims]}

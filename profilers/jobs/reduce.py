@@ -1,0 +1,253 @@
+"""The reduce half of a many-rank analysis: per-rank summaries (:mod:`profilers.jobs.rank_summary`) → the job's
+:class:`~profilers.trace.breakdown.Breakdown` and its cross-rank views, without any rank's events.
+
+Every figure of the breakdown is a sum, maximum or count over ranks, so adding the summaries up gives what one
+breakdown of every rank's events at once gives (``tests/profilers/test_job.py`` holds the ``analyze --json`` of both
+equal on every shared multi-rank trace). Ranks are resolved here, in file order, as the whole-set reader does: a
+file's own rank, else the rank its name suggests, else its position; a rank taken by an earlier file moves on.
+
+The cross-rank views (:func:`job_views`): a rank × step table of step time and exposed communication, the
+straggler as culprit and victims, and each collective's exposed time per rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from profilers.trace import breakdown_parts as parts
+from profilers.trace.breakdown import CATEGORIES, Breakdown
+from profilers.efficiency.flops import TraceFlops
+
+_MAX_RANK = 2**31 - 1
+TOP_COLLECTIVES = 10
+
+
+@dataclass(frozen=True)
+class JobAnalysis:
+    """A job's breakdown from its ranks' summaries, the DataLoader facts' inputs, and the cross-rank views."""
+
+    breakdown: Breakdown
+    loader_total_ns: int
+    loader_names: tuple[str, ...]
+    views: dict[str, Any]
+    summaries: int
+    cached: int
+
+
+def resolve_ranks(summaries: Sequence[dict[str, Any]]) -> tuple[list[int], list[str]]:
+    """Each summary's rank in the job (file order) and warnings for those moved off a taken rank."""
+    used: set[int] = set()
+    out, warnings = [], []
+    for s in summaries:
+        own, hint, order = int(s["rank"]), s.get("rank_hint"), int(s["order"])
+        rank = next((c for c in (own, hint) if c is not None and 0 <= c <= _MAX_RANK and c not in used), None)
+        if rank is None:
+            rank = order
+            while rank in used:
+                rank += 1
+            warnings.append(f"{s['file']}: its rank is negative, beyond int32 or taken by another file; read as "
+                            f"rank {rank}")
+        used.add(rank)
+        out.append(rank)
+    return out, warnings
+
+
+def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
+    """The job's analysis from its ranks' summaries (in file order)."""
+    summaries = sorted(summaries, key=lambda s: int(s["order"]))
+    ranks, rank_warnings = resolve_ranks(summaries)
+    frames = []
+    for s, rank in zip(summaries, ranks):
+        df = pd.DataFrame(s["per_step"]).astype(np.int64)
+        df.insert(0, "rank", np.int32(rank))
+        frames.append(df)
+    cols = ["rank", "step", "start_ns", "end_ns", "step_ns", *CATEGORIES]
+    per_step = pd.concat(frames, ignore_index=True)[cols] if frames else \
+        pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in cols})
+    per_step = per_step.sort_values("rank", kind="stable", ignore_index=True)
+    n_rows = max(len(per_step), 1)
+    devices: dict[int, tuple[str, int | None]] = {}
+    for s in summaries:
+        for index, name, mem in s["devices"]:
+            devices.setdefault(int(index), (str(name), mem))
+    any_gpu = any(s["has_gpu"] for s in summaries)
+    device_name = devices[min(devices)][0] if devices else ("GPU" if any_gpu else "CPU")
+    capacity = [m for _, m in devices.values() if m]
+    warnings = list(dict.fromkeys(w for s in summaries for w in s["warnings"]))
+    b = Breakdown(
+        device="gpu" if any(s["device"] == "gpu" for s in summaries) else "cpu",
+        device_name=device_name,
+        ranks=tuple(sorted(ranks)),
+        n_steps=int(per_step["step"].nunique()),
+        steps_inferred=bool(summaries) and all(s["steps_inferred"] for s in summaries),
+        per_step=per_step,
+        per_rank=parts.rank_table(per_step),
+        kernels=_kernels(summaries),
+        ops=_ops(summaries),
+        kernel_class_ns=_sum_dicts(s["kernel_class_ns"] for s in summaries),
+        gpu_busy_ns=sum(int(s["gpu_busy_ns"]) for s in summaries),
+        comm_total_ns=sum(int(s["comm_total_ns"]) for s in summaries),
+        comm_overlapped_ns=sum(int(s["comm_overlapped_ns"]) for s in summaries),
+        syncs=_syncs(summaries, n_rows),
+        memory=parts.MemoryPeak(_max(s["memory"][0] for s in summaries), _max(s["memory"][1] for s in summaries),
+                                min(capacity) if capacity else None, _max(s["memory"][2] for s in summaries)),
+        host=_host(summaries, n_rows),
+        cpu_matmul=parts.CpuMatmul(*[sum(int(s["cpu_matmul"][i]) for s in summaries) for i in range(4)]),
+        warnings=tuple(warnings + rank_warnings),
+        compiled_spans=sum(int(s["compiled_spans"]) for s in summaries),
+        optimizers=_optimizers(summaries),
+        flops=_flops(summaries, ranks),
+    )
+    loader_names = tuple(dict.fromkeys(n for s in summaries for n in s["loader"][1]))
+    return JobAnalysis(b, sum(int(s["loader"][0]) for s in summaries), loader_names,
+                       job_views(b, summaries, ranks), len(summaries), sum(bool(s.get("cached")) for s in summaries))
+
+
+def _max(values: Any) -> int | None:
+    present = [int(v) for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _sum_dicts(dicts: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + int(v)
+    return out
+
+
+def _kernels(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    rows = [r for s in summaries for r in s["kernels"]]
+    if not rows:
+        return pd.DataFrame(columns=["name", "kclass", "count", "total_ns", "mean_us", "low_precision"])
+    df = pd.DataFrame(rows, columns=["name", "kclass", "count", "total_ns", "low_precision"])
+    g = df.groupby("name", sort=True).agg(kclass=("kclass", "first"), count=("count", "sum"),
+                                          total_ns=("total_ns", "sum"), low_precision=("low_precision", "first"))
+    g = g.reset_index()
+    g["mean_us"] = g["total_ns"] / g["count"] / 1e3
+    return g.sort_values("total_ns", ascending=False, ignore_index=True)[
+        ["name", "kclass", "count", "total_ns", "mean_us", "low_precision"]]
+
+
+def _ops(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    rows = [r for s in summaries for r in s["ops"]]
+    if not rows:
+        return pd.DataFrame(columns=["name", "count", "total_ns", "mean_us"])
+    g = pd.DataFrame(rows, columns=["name", "count", "total_ns"]).groupby("name", sort=True).sum().reset_index()
+    g["mean_us"] = g["total_ns"] / g["count"] / 1e3
+    return g.sort_values("total_ns", ascending=False, ignore_index=True)
+
+
+def _syncs(summaries: Sequence[dict[str, Any]], n_rows: int) -> parts.SyncCounts:
+    total = {k: sum(float(s["syncs"][k]) for s in summaries) for k in summaries[0]["syncs"]} if summaries else {}
+    get = total.get
+    return parts.SyncCounts(
+        stream_sync=get("stream_sync", 0.0) / n_rows, device_sync=get("device_sync", 0.0) / n_rows,
+        event_sync=get("event_sync", 0.0) / n_rows, item=get("item", 0.0) / n_rows,
+        malloc_free=get("malloc_free", 0.0) / n_rows, pageable_copy_ns=int(get("pageable_copy_ns", 0)),
+        pinned_copy_ns=int(get("pinned_copy_ns", 0)))
+
+
+def _host(summaries: Sequence[dict[str, Any]], n_rows: int) -> parts.HostStats:
+    values: dict[int, int] = {}
+    for s in summaries:
+        for v, c in zip(*s["kernel_durations"]):
+            values[int(v)] = values.get(int(v), 0) + int(c)
+    n = sum(values.values())
+    return parts.HostStats(kernels_per_step=float(n) / n_rows,
+                           median_kernel_us=_median_of_counts(values) / 1e3 if n else 0.0,
+                           launch_ns_per_step=float(sum(int(s["launch_ns"]) for s in summaries)) / n_rows)
+
+
+def _median_of_counts(values: dict[int, int]) -> float:
+    """The median of a multiset given as value → count (numpy's median: the mean of the middle two)."""
+    keys = sorted(values)
+    counts = np.cumsum([values[k] for k in keys])
+    n = int(counts[-1])
+    lo = keys[int(np.searchsorted(counts, (n - 1) // 2, side="right"))]
+    hi = keys[int(np.searchsorted(counts, n // 2, side="right"))]
+    return (lo + hi) / 2
+
+
+def _optimizers(summaries: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    counts: dict[str, int] = {}
+    for s in summaries:
+        for name, c in s["optimizers"]:
+            counts[name] = counts.get(name, 0) + int(c)
+    return tuple(sorted(counts, key=lambda n: -counts[n]))
+
+
+def _flops(summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -> TraceFlops | None:
+    per_step: dict[tuple[int, int], float] = {}
+    by_dtype: dict[str, float] = {}
+    counts = [0, 0, 0]
+    for s, rank in zip(summaries, ranks):
+        f = s["flops"]
+        if f is None:
+            continue
+        for step, v in f["per_step"]:
+            per_step[(rank, int(step))] = per_step.get((rank, int(step)), 0.0) + float(v)
+        for k, v in f["by_dtype"].items():
+            by_dtype[k] = by_dtype.get(k, 0.0) + float(v)
+        counts = [a + int(b) for a, b in zip(counts, f["counts"])]
+    return TraceFlops(per_step, by_dtype, *counts)
+
+
+def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -> dict[str, Any]:
+    """The cross-rank views: step time and exposed communication per rank and step (ms), the straggler with its
+    victims, and the collectives' exposed time per rank."""
+    ps = b.per_step
+    steps = sorted(int(x) for x in ps["step"].unique())
+    order = sorted(int(r) for r in ps["rank"].unique())
+    row_of = {r: i for i, r in enumerate(order)}
+    col_of = {s: j for j, s in enumerate(steps)}
+    grids = {c: np.full((len(order), len(steps)), np.nan) for c in ("step_ns", "communication")}
+    rows = [row_of[int(r)] for r in ps["rank"]]
+    cols = [col_of[int(s)] for s in ps["step"]]
+    for c, grid in grids.items():
+        grid[rows, cols] = ps[c].to_numpy(np.float64) / 1e6
+
+    def matrix(col: str) -> list[list[float | None]]:
+        return [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in grids[col]]
+
+    files = {int(r): str(s["file"]) for s, r in zip(summaries, ranks)}
+    return {"ranks": order, "files": [files.get(r) for r in order], "steps": steps, "step_ms": matrix("step_ns"),
+            "exposed_comm_ms": matrix("communication"), "straggler": straggler_view(b),
+            "collectives": collective_view(summaries, ranks)}
+
+
+def straggler_view(b: Breakdown) -> dict[str, Any] | None:
+    """The culprit (the rank with most work per step) and its victims: the ranks that wait on it, i.e. whose
+    median exposed communication exceeds the culprit's by at least half of the culprit's extra work."""
+    s = b.straggler
+    if s is None:
+        return None
+    ranks = b.per_rank["rank"].to_numpy(np.int64)
+    exposed = b.per_rank["exposed_comm_ms"].to_numpy(np.float64)
+    own_wait = float(exposed[ranks == s.rank][0])
+    extra = s.work_ms - s.median_work_ms
+    victims = sorted(((float(w) - own_wait, int(r)) for r, w in zip(ranks, exposed)
+                      if r != s.rank and extra > 0 and float(w) - own_wait >= 0.5 * extra), reverse=True)
+    return {"culprit": s.rank, "work_ms": round(s.work_ms, 4), "median_work_ms": round(s.median_work_ms, 4),
+            "excess_share": round(s.excess_share, 4),
+            "victims": [{"rank": r, "wait_ms": round(w, 4)} for w, r in victims]}
+
+
+def collective_view(summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -> list[dict[str, Any]]:
+    """Per collective name (largest exposed first): count, total and exposed ms over the job, and the exposed ms of
+    each rank (rank → ms)."""
+    by_name: dict[str, dict[str, Any]] = {}
+    for s, rank in zip(summaries, ranks):
+        for name, count, total, exposed in s["collectives"]:
+            row = by_name.setdefault(name, {"name": name, "count": 0, "total_ns": 0, "exposed_ns": 0, "ranks": {}})
+            row["count"] += int(count)
+            row["total_ns"] += int(total)
+            row["exposed_ns"] += int(exposed)
+            row["ranks"][str(rank)] = round(int(exposed) / 1e6, 4)
+    rows = sorted(by_name.values(), key=lambda r: -r["exposed_ns"])[:TOP_COLLECTIVES]
+    return [{"name": r["name"], "count": r["count"], "total_ms": round(r["total_ns"] / 1e6, 4),
+             "exposed_ms": round(r["exposed_ns"] / 1e6, 4), "exposed_ms_by_rank": r["ranks"]} for r in rows]

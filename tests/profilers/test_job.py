@@ -1,0 +1,101 @@
+"""A job's traces as map and reduce (profilers.jobs.rank_summary → profilers.jobs.reduce): the per-rank summaries
+reduce to the very analysis that reading every rank's events at once gives, on every shared multi-rank trace."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from advisors.diagnosis import diagnose
+from advisors.observation import observe
+from cli.advisors import analyze, result_json
+from profilers.jobs.rank_summary import CACHE_DIR, summary_bytes
+from profilers.trace.sources import find_trace_files
+
+COMM = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "communication"
+JOBS = [COMM / "param_dlrm_8_ranks", COMM / "hta_sampled_128_ranks"]
+
+
+def _whole(path: Path) -> dict:
+    """Today's analysis: every rank's events loaded at once, one breakdown."""
+    obs = observe(path)
+    return result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, None, diagnose(obs))
+
+
+@pytest.mark.parametrize("job", JOBS, ids=lambda p: p.name)
+def test_summaries_reduce_to_the_whole_analysis(job: Path) -> None:
+    out = analyze(str(job))
+    views = out.pop("job")
+    whole = _whole(job)
+    assert out == whole  # breakdown, per-rank table, straggler, kernels, findings: all of it
+    assert whole["straggler"] is not None
+    assert views["straggler"]["culprit"] == whole["straggler"]["rank"]
+    assert views["ranks"] == whole["ranks"]
+    by_rank = {r["rank"]: r["step_ms"] for r in whole["per_rank"]}
+    for rank, row in zip(views["ranks"], views["step_ms"]):  # the heat map's rows are each rank's steps
+        assert sorted(row)[len(row) // 2] == pytest.approx(by_rank[rank], abs=1e-3) or len(row) % 2 == 0
+    assert views["collectives"] and all(c["exposed_ms"] <= c["total_ms"] + 1e-9 for c in views["collectives"])
+
+
+def test_the_dlrm_straggler_has_victims_that_wait_on_it() -> None:
+    views = analyze(str(JOBS[0]))["job"]
+    s = views["straggler"]
+    assert s["culprit"] == 5 and s["victims"]
+    exposed = {r: row for r, row in zip(views["ranks"], views["exposed_comm_ms"])}
+    for v in s["victims"]:  # a victim waits longer in its collectives than the culprit does
+        assert exposed[v["rank"]][0] > exposed[s["culprit"]][0]
+
+
+def test_a_summary_is_small(tmp_path: Path) -> None:
+    from profilers.jobs.rank_summary import summarise_file
+
+    f = find_trace_files(JOBS[1])[0]
+    assert f.path is not None
+    summary = summarise_file(f, 0)
+    assert summary_bytes(summary) < min(f.path.stat().st_size, 2 * 1024**2)
+
+
+def test_summaries_are_cached_beside_the_traces_by_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STEPWISE_SUMMARY_CACHE", raising=False)
+    job = tmp_path / "job"
+    shutil.copytree(JOBS[0], job)
+    for p in job.iterdir():
+        p.chmod(0o644)
+    job.chmod(0o755)
+    first = analyze(str(job))
+    assert first["job"]["summaries_cached"] == 0
+    assert len(list((job / CACHE_DIR).iterdir())) == 8
+    assert len(find_trace_files(job)) == 8  # the cache is never read as a rank file
+    second = analyze(str(job))
+    assert second["job"].pop("summaries_cached") == 8
+    first["job"].pop("summaries_cached")
+    assert second == first
+    # A file whose bytes change is summarised again; the others still come from the cache.
+    target = job / "worker3.pt.trace.json.gz"
+    target.write_bytes(gzip.compress(gzip.decompress(target.read_bytes()), compresslevel=1))
+    third = analyze(str(job))
+    assert third["job"].pop("summaries_cached") == 7
+    assert third == first
+
+
+def test_a_read_only_trace_folder_is_left_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STEPWISE_SUMMARY_CACHE", raising=False)
+    job = tmp_path / "job"
+    shutil.copytree(JOBS[0], job)
+    job.chmod(0o555)
+    try:
+        assert analyze(str(job))["job"]["summaries"] == 8
+        assert not (job / CACHE_DIR).exists()
+    finally:
+        job.chmod(0o755)
+
+
+def test_forked_map_workers_give_the_same_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STEPWISE_MAP_WORKERS", "2")
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
+    forked = analyze(str(JOBS[0]))
+    monkeypatch.setenv("STEPWISE_MAP_WORKERS", "1")
+    assert analyze(str(JOBS[0])) == forked
