@@ -25,12 +25,14 @@ from reports.experiment_view import ladder_roles, ladder_view
 
 
 def add_parser(sub: Any) -> None:
-    o = sub.add_parser("optimize", help="diagnose, apply fixes, measure them A/B, keep what helps")
+    o = sub.add_parser("optimize", help="diagnose, apply fixes, measure them A/B, keep what helps (exit 3: a fix "
+                       "the trials could not judge, inconclusive)")
     o.add_argument("target", nargs="?", help="a workload name (see `python -m profilers list-workloads`) or a "
                    "SPEC.json; or nothing, and your script after --: -- python train.py ARGS…")
     o.add_argument("--rounds", type=int, default=3, help="diagnose/fix rounds (default 3)")
     o.add_argument("--size", default="tiny", help="workload size preset when TARGET is a name (tiny, bench)")
-    o.add_argument("--trials", type=int, default=Policy.trials, help="A/B trials per arm (at least 3)")
+    o.add_argument("--trials", type=int, default=Policy.trials, help="A/B trials per arm (at least 3; up to "
+                   f"{Policy.max_trials} when pairs were competed for by other programs or disagree)")
     o.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
     o.add_argument("--json", action="store_true", help="print the ladder as JSON")
     o.add_argument("--steps", type=int, default=20, help="a script's timed steps per trial (default 20)")
