@@ -23,6 +23,7 @@ accumulation, a ``GradScaler``'s unscaling and DDP's all-reduce), keeps one runn
 copy of them: the memory it costs) and per window writes one line to ``noise_scale.jsonl``: the window's
 length, the mean |g_small|² and |g_big|² in units of one step's batch (the advisor multiplies by the batch size:
 B_simple scales with the unit), the time spent in the hook and the wall time of the window (its overhead).
+After each window :data:`GAP` steps are left alone (the cost is spread over window + gap steps).
 Squared norms stay on the device until the window ends (one host sync per window). Only the standard library
 and torch: this runs in the user's interpreter.
 """
@@ -38,6 +39,7 @@ from typing import Any, Sequence
 import torch
 
 WINDOW = 4  # optimizer steps per big batch
+GAP = 4  # steps left alone after each window: the meter works on half the steps, half its cost
 ALPHA = 0.1  # EMA weight of each new pair
 FILE = "noise_scale.jsonl"
 ENV = "STEPWISE_NOISE_SCALE"  # "1": the launcher asked for the meter
@@ -104,11 +106,12 @@ def per_rank_pair(local: Sequence[torch.Tensor], group: Any = None) -> tuple[flo
 class NoiseScaleMeter:
     """The step-to-step estimator on every optimizer (see the module docs); writes ``RUN_DIR/noise_scale.jsonl``."""
 
-    def __init__(self, path: Path | None, window: int = WINDOW) -> None:
-        if window < 2:
-            raise ValueError("a window needs at least 2 steps")
-        self.path, self.window = path, window
-        self.sum: list[torch.Tensor] | None = None
+    def __init__(self, path: Path | None, window: int = WINDOW, gap: int = GAP) -> None:
+        if window < 2 or gap < 0:
+            raise ValueError("a window needs at least 2 steps, and the gap cannot be negative")
+        self.path, self.window, self.gap, self.skip = path, window, gap, 0
+        self.sum: list[torch.Tensor] | None = None  # the window's running sum (kept between windows: no new memory)
+        self.open = False
         self.shapes: list[tuple[int, ...]] = []
         self.small = torch.zeros(())
         self.n, self.steps, self.hook_s = 0, 0, 0.0
@@ -131,14 +134,22 @@ class NoiseScaleMeter:
             self.handle = None
 
     def on_step(self, opt: torch.optim.Optimizer) -> None:
+        if self.skip > 0:
+            self.skip -= 1
+            return
         t0 = time.perf_counter()
         grads = [p.grad for group in opt.param_groups for p in group["params"] if p.grad is not None]
         if not grads or any(g.is_sparse for g in grads):
             return
         shapes = [tuple(g.shape) for g in grads]
-        if self.sum is None or shapes != self.shapes:  # a new window (or the gradients changed: start again)
+        if self.sum is None or shapes != self.shapes:  # the first window (or the gradients changed: start again)
             self.sum = [g.detach().float().clone() for g in grads]
-            self.shapes, self.n, self.hook_s, self.t_start = shapes, 1, 0.0, t0
+            self.shapes, self.n, self.hook_s, self.t_start, self.open = shapes, 1, 0.0, t0, True
+            self.small = squared_norm(grads)
+        elif not self.open:  # a new window in the same buffers
+            for buf, g in zip(self.sum, grads):
+                buf.copy_(g.detach())
+            self.n, self.hook_s, self.t_start, self.open = 1, 0.0, t0, True
             self.small = squared_norm(grads)
         else:
             torch._foreach_add_(self.sum, [g.detach().float() for g in grads])
@@ -153,16 +164,16 @@ class NoiseScaleMeter:
         assert self.sum is not None
         n = self.n
         sq_small = float(self.small) / n
-        sq_big = float(squared_norm([s / n for s in self.sum]))
+        sq_big = float(squared_norm(self.sum)) / (n * n)
         self.hook_s += time.perf_counter() - now
         g2, trace = two_batch(1.0, sq_small, float(n), sq_big)
         self.ema.update(g2, trace)
         # the window's wall time: from its first hook to its last (n − 1 steps) scaled to n steps
         wall = (now - self.t_start) * n / (n - 1)
-        row = {"step": self.steps, "window": n, "sq_small": sq_small, "sq_big": sq_big, "hook_s": self.hook_s,
+        row = {"step": self.steps, "window": n, "gap": self.gap, "sq_small": sq_small, "sq_big": sq_big, "hook_s": self.hook_s,
                "wall_s": wall, "b_simple_steps_ema": self.ema.value}
         self.rows.append(row)
-        self.sum = None
+        self.open, self.skip = False, self.gap
         if self.path is not None:
             with open(self.path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")

@@ -81,7 +81,7 @@ def test_step_to_step_meter_within_20_percent_in_batch_units(tmp_path: Path) -> 
     g2_true, tr_true = truth(delta)
     param = torch.nn.Parameter((w_star + delta).clone())
     opt = torch.optim.SGD([param], lr=0.0)
-    meter = NoiseScaleMeter(tmp_path / "noise_scale.jsonl", window=8)
+    meter = NoiseScaleMeter(tmp_path / "noise_scale.jsonl", window=8, gap=0)
     assert meter.install()
     gen = torch.Generator().manual_seed(2)
     b = 4

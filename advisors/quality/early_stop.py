@@ -11,8 +11,8 @@ are reported, and the absolute amount).
 
 With ``seed_noise`` (runs to the script's own end, several seeds), the metric given up is also set against the
 seeds' own spread at the end (max − min of their final values; MLPerf's reference-convergence idea): a loss
-inside that spread is no loss, so it is kept when every seed stops early and gives up no more than the larger of
-the tolerance and the spread.
+inside that spread is no loss, so it is kept when every seed stops early and either gives up no more than the
+tolerance or, against the value its run ended at, no more than the spread.
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ class StopPoint:
     value_at_stop: float | None
     best_at_end: float
     first: float = float("nan")
+    at_end: float = float("nan")  # the (smoothed) value the run ended at
+
+    def given_up_at_end(self, goal: Goal) -> float:
+        """Metric lost by stopping against where the run ended (≥ 0): what the user's run would have had."""
+        if self.value_at_stop is None or self.at_end != self.at_end:
+            return 0.0
+        return max(self.value_at_stop - self.at_end if goal == "min" else self.at_end - self.value_at_stop, 0.0)
 
     @property
     def saved_s(self) -> float:
@@ -81,8 +88,8 @@ def stop_point(curve: Curve, goal: Goal, patience: int | None = None, min_delta:
         else:
             since += 1
         if since >= wait:
-            return StopPoint(curve.times_s[i], curve.steps[i], curve.end_s, v, best_end, vals[0])
-    return StopPoint(None, None, curve.end_s, None, best_end, vals[0])
+            return StopPoint(curve.times_s[i], curve.steps[i], curve.end_s, v, best_end, vals[0], vals[-1])
+    return StopPoint(None, None, curve.end_s, None, best_end, vals[0], vals[-1])
 
 
 @dataclass(frozen=True)
@@ -141,11 +148,12 @@ def measure(curves: Sequence[Curve], goal: Goal, patience: int | None = None, mi
     noise = final_spread(curves) if seed_noise else None
     probe = EarlyStopping(points, wait, min_delta, tolerance, goal, False, "", noise)
     if noise is not None and points and len(stopped) == len(points) and probe.given_up > tolerance:
-        inside = probe.given_up_abs <= noise
+        lost = max(p.given_up_at_end(goal) for p in points)
+        inside = lost <= noise
         text = (f"stopping ({rule}) saves {probe.saved_s:.3g} s ({probe.saved_share:.0%} of the run, median over "
-                f"{len(points)} seeds) and gives up {probe.given_up_abs:.3g} of the metric ({probe.given_up:.1%} of "
-                f"the run's improvement), {'inside' if inside else 'outside'} the seeds' own spread at the end "
-                f"({noise:.3g})")
+                f"{len(points)} seeds) and gives up {lost:.3g} of the metric against where the run ended (at most, "
+                f"over seeds; {probe.given_up:.1%} of the run's improvement against its best point), "
+                f"{'inside' if inside else 'outside'} the seeds' own spread at the end ({noise:.3g})")
         return EarlyStopping(points, wait, min_delta, tolerance, goal, inside,
                              f"kept: {text}: no loss beyond seed-to-seed noise" if inside else f"rejected: {text}",
                              noise)

@@ -76,7 +76,8 @@ def estimate(rows: Sequence[dict[str, Any]], batch: int, n_boot: int = N_BOOT, l
         tail = (1 - level) / 2 * 100
         low, high = np.percentile(ratios, [tail, 100 - tail], method="inverted_cdf")
         interval = (float(low), float(high))
-    wall = sum(float(r.get("wall_s", 0.0)) for r in rows)
+    # the hook's time over the wall time of the steps it covers: each window and the gap after it
+    wall = sum(float(r.get("wall_s", 0.0)) * (r["window"] + int(r.get("gap", 0))) / r["window"] for r in rows)
     hook = sum(float(r.get("hook_s", 0.0)) for r in rows)
     return NoiseScale(point, interval, int(sum(r["window"] for r in rows)), len(rows), batch,
                       hook / wall if wall > 0 else 0.0, float(g2), float(trace * batch), level)
