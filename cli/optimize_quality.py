@@ -115,7 +115,7 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
                             args.seeds, goal, args.quality_target, args.metric, apply=apply, on_progress=say,
                             resolve=resolve, applied=applied, planner=plan,
                             run_whole=store_curve_runner(store, whole, args.metric, record.run_id),
-                            whole_budget=whole)
+                            whole_budget=whole, whole_label=_whole_label(args, spec, whole))
         out = quality_json(ladder, args.metric, args.full_run_steps, args.price_per_hour)
     except BaseException as err:
         stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
@@ -142,6 +142,14 @@ def _whole_budget(args: argparse.Namespace, spec: QualitySpec) -> Budget:
     from profilers.run.script_spec import MAX_STEPS
 
     return Budget(steps=MAX_STEPS)
+
+
+def _whole_label(args: argparse.Namespace, spec: QualitySpec, whole: Budget) -> str:
+    if getattr(args, "whole_run", None):
+        return f"{whole.describe()} (--whole-run)"
+    if isinstance(spec, TrainingSpec):
+        return f"its own end ({whole.describe()})"
+    return f"its own end (the launcher stops it at {whole.describe()} at most)"
 
 
 def script_resolve(cand: cands.Candidate, baseline: Sequence[QualityRun]) -> cands.Candidate:

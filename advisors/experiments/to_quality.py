@@ -103,6 +103,7 @@ class QualityLadder:
     plan: GoodputPlan | None = None  # the noise scale and what it predicts (None: not measured)
     whole_runs: tuple[QualityRun, ...] = ()  # the baseline to its own end: where early stopping is judged
     whole_budget: Budget | None = None
+    whole_label: str | None = None  # how far the whole run went, in words
 
     @property
     def kept(self) -> tuple[QualityRound, ...]:
@@ -195,7 +196,8 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
                apply: Callable[[QualitySpec, Candidate], QualitySpec] | None = None,
                on_progress: ProgressFn | None = None, resolve: ResolveFn | None = None,
                applied: AppliedFn | None = None, planner: PlanFn | None = None,
-               run_whole: CurveRunFn | None = None, whole_budget: Budget | None = None) -> QualityLadder:
+               run_whole: CurveRunFn | None = None, whole_budget: Budget | None = None,
+               whole_label: str | None = None) -> QualityLadder:
     """Run the baseline's ``seeds``, set the target, then judge every candidate (see the module docs).
     ``resolve`` makes each candidate concrete from the baseline's runs; ``applied`` reads each candidate run's
     record of what was injected: a change that did not act is reported "not applied: why", its remaining seeds
@@ -246,7 +248,8 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         if cand.id == EARLY_STOPPING:
             judged = [seen(r.curve, metric) for r in whole] if whole else curves
             es = early_stop.measure(judged, goal, seed_noise=bool(whole))
-            where = (f"judged on the baseline run to its own end ({(whole_budget or budget).describe()}, "
+            label = whole_label or f"its own end ({(whole_budget or budget).describe()})"
+            where = (f"judged on the baseline run to {label}, "
                      f"{len(whole)} seed(s)): " if whole else f"judged on the budget's runs ({budget.describe()}): ")
             rounds.append(QualityRound(n, cand, None, tuple(whole), None, es, es.kept, where + es.reason))
             continue
@@ -277,7 +280,8 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         rounds.append(QualityRound(n, cand, patched, tuple(runs), ttt, None, ttt.kept, ttt.reason, record,
                                    predicted=plan.predicted(cand.id) if plan is not None else None))
     return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice), plan,
-                         tuple(whole), whole_budget if whole else None)
+                         tuple(whole), whole_budget if whole else None,
+                         (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None)
 
 
 def steps_to_target(run: QualityRun, target: Target, metric: str | None) -> int | None:

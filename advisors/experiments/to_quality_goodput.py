@@ -81,7 +81,8 @@ def planner(probe: ProbeFn, budget_steps: int | None = None, ks: Sequence[int] =
             return GoodputPlan(None, {}, None, (), f"no noise scale: {why}; batch scaling stays as given")
         noise = estimate(rows, batch)
         step_ms: dict[int, float | None] = {}
-        for k in (1, *ks):
+        below = noise is not None and noise.b_simple is not None and batch < noise.b_simple
+        for k in (1, *ks) if below else ():  # above the critical batch nothing is probed: no k can pay
             say(f"throughput probe: batch × {k}")
             step_ms[k] = probe(spec, k)
         p = plan(batch, noise.b_simple if noise else None, step_ms, ks)

@@ -89,7 +89,7 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
     return {"mode": "to_quality", "target": ladder.target.to_json(),
             "budget": {"steps": ladder.budget.steps, "seconds": ladder.budget.seconds,
                        "stated": ladder.budget.describe()},
-            "whole_run_budget": ladder.whole_budget.describe() if ladder.whole_budget else None,
+            "whole_run_budget": ladder.whole_label,
             "noise_scale": ladder.plan.to_json() if ladder.plan else None,
             "seeds": ladder.seeds,
             "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),

@@ -126,9 +126,9 @@ def test_early_stopping_is_judged_on_the_whole_run_and_kept_with_the_time_saved(
     assert es is not None and rnd.kept and len(whole.whole_runs) == 3
     assert all(len(r.curve) == 1500 for r in whole.whole_runs)
     assert es.saved_share > 0.5 and es.noise is not None
-    assert rnd.reason.startswith("judged on the baseline run to its own end (1500 steps")
+    assert rnd.reason.startswith("judged on the baseline run to its own end (1500 steps), 3 seed(s)")
     out = quality_json(whole)
-    assert out["whole_run_budget"] == "1500 steps" and out["rounds"][0]["early_stopping"]["saved_s"] > 0
+    assert out["whole_run_budget"] == "its own end (1500 steps)" and out["rounds"][0]["early_stopping"]["saved_s"] > 0
 
 
 def test_a_budget_in_seconds_is_stated_in_the_result(tmp_path: Path) -> None:
