@@ -81,3 +81,23 @@ def estimate(rows: Sequence[dict[str, Any]], batch: int, n_boot: int = N_BOOT, l
     hook = sum(float(r.get("hook_s", 0.0)) for r in rows)
     return NoiseScale(point, interval, int(sum(r["window"] for r in rows)), len(rows), batch,
                       hook / wall if wall > 0 else 0.0, float(g2), float(trace * batch), level)
+
+
+def batch_of_run(run_dir: Path) -> int | None:
+    """The batch a run's steps were taken at: a workload's ``spec.json``, else the script's training DataLoader
+    as its ``injected.json`` recorded it."""
+    from profilers.store.files import read_json
+
+    spec = read_json(run_dir / "spec.json")
+    if isinstance(spec, dict) and isinstance(spec.get("batch_size"), int):
+        return int(spec["batch_size"])
+    injected = read_json(run_dir / "injected.json")
+    size = ((injected or {}).get("loader") or {}).get("batch_size") if isinstance(injected, dict) else None
+    return size if isinstance(size, int) else None
+
+
+def for_run(run_dir: str | Path) -> NoiseScale | None:
+    """One run's noise scale (``None``: it carried no meter, or its batch is unknown)."""
+    rows = read_rows([run_dir])
+    batch = batch_of_run(Path(run_dir)) if rows else None
+    return estimate(rows, batch) if batch else None

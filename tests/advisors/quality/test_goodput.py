@@ -150,3 +150,13 @@ def test_a_budget_in_seconds_is_stated_in_the_result(tmp_path: Path) -> None:
     out = quality_json(ladder)
     assert out["budget"] == {"steps": None, "seconds": 3.0, "stated": "3 s"}
     assert "budget 3 s per arm" in quality_table(out)
+
+
+def test_a_runs_own_noise_scale_reads_its_batch_from_its_spec(tmp_path: Path) -> None:
+    from advisors.quality.noise_scale import for_run
+
+    (tmp_path / "spec.json").write_text(json.dumps({"batch_size": 64}))
+    assert for_run(tmp_path) is None  # no meter, no number
+    (tmp_path / "noise_scale.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows_for(640.0, 64)))
+    ns = for_run(tmp_path)
+    assert ns is not None and ns.b_simple == pytest.approx(640.0) and ns.batch == 64

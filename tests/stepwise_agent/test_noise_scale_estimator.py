@@ -157,3 +157,23 @@ def test_ddp_two_gloo_ranks_within_20_percent() -> None:
         g2, trace = map(float, Path(out).read_text().split())
     g2_true, tr_true = truth(problem()[1])
     assert abs(trace / g2 - tr_true / g2_true) < 0.2 * tr_true / g2_true
+
+
+def test_the_meter_leaves_a_gap_between_windows_and_only_runs_when_asked(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from stepwise_agent.noise_scale import ENV, install_if_asked
+
+    param = torch.nn.Parameter(torch.zeros(3))
+    opt = torch.optim.SGD([param], lr=0.1)
+    meter = NoiseScaleMeter(None, window=2, gap=3)
+    for _ in range(10):  # windows at steps 1–2 and 6–7, then 3 steps left alone after each
+        param.grad = torch.randn(3)
+        meter.on_step(opt)
+    assert [r["step"] for r in meter.rows] == [2, 4] and all(r["gap"] == 3 for r in meter.rows)
+    monkeypatch.delenv(ENV, raising=False)
+    assert install_if_asked(tmp_path) is None
+    monkeypatch.setenv(ENV, "1")
+    assert install_if_asked(tmp_path, rank=1) is None  # rank 0 only
+    got = install_if_asked(tmp_path)
+    assert got is not None
+    got.remove()
