@@ -105,7 +105,7 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
                           {"mode": MODE, "rounds": len(candidates), "seeds": args.seeds, "budget": budget.describe()})
     say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
     try:
-        whole = _whole_budget(args, spec)
+        whole = _whole_budget(args, spec, budget)
         plan = None
         if getattr(args, "noise_scale", True):
             from advisors.experiments.to_quality_goodput import planner, store_probe
@@ -129,16 +129,17 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
     return out
 
 
-def _whole_budget(args: argparse.Namespace, spec: QualitySpec) -> Budget:
-    """Where early stopping is judged: ``--whole-run``, else the run to its own end (a workload's steps; a
-    script until it ends, at most the launcher's step limit)."""
+def _whole_budget(args: argparse.Namespace, spec: QualitySpec, budget: Budget) -> Budget:
+    """Where early stopping is judged: ``--whole-run``, else the run to its own end: a script until it ends (at
+    most the launcher's step limit); a sample workload, whose own length is only its profiling steps, the arms'
+    budget."""
     if getattr(args, "whole_run", None):
         try:
             return Budget.parse(args.whole_run)
         except ValueError as err:
             raise SpecError(str(err).replace("--budget", "--whole-run")) from None
     if isinstance(spec, TrainingSpec):
-        return Budget(steps=spec.steps)
+        return budget
     from profilers.run.script_spec import MAX_STEPS
 
     return Budget(steps=MAX_STEPS)
@@ -148,7 +149,7 @@ def _whole_label(args: argparse.Namespace, spec: QualitySpec, whole: Budget) -> 
     if getattr(args, "whole_run", None):
         return f"{whole.describe()} (--whole-run)"
     if isinstance(spec, TrainingSpec):
-        return f"its own end ({whole.describe()})"
+        return f"the budget's end ({whole.describe()}; a sample workload's own length is its profiling steps)"
     return f"its own end (the launcher stops it at {whole.describe()} at most)"
 
 

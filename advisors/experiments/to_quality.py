@@ -238,7 +238,9 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         candidates = [*plan.candidates, *(c for c in candidates if not c.id.startswith("batch_x"))]
     whole: list[QualityRun] = []
     if run_whole is not None and any(c.id == EARLY_STOPPING for c in candidates):
-        for s in range(seeds):
+        if base_stop is None and (whole_budget is None or whole_budget == budget):
+            whole = list(base_runs)  # the baseline already ran its whole budget: the same runs
+        for s in range(seeds if not whole else 0):
             say(f"baseline to its own end (early stopping), seed {s + 1}/{seeds}")
             whole.append(run_whole(arm_spec(spec, whole_budget or budget, s), None))
     for cand in candidates:

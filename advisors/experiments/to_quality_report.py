@@ -54,13 +54,15 @@ def baseline_arm(ladder: QualityLadder, metric: str | None) -> ArmTime:
 
 
 def measured(ladder: QualityLadder, r: QualityRound, metric: str | None) -> dict[str, Any] | None:
-    """Beside a prediction: the measured steps ratio (median optimizer steps to the target, after / before; each
-    arm's seeds that reached it) and time ratio (after / before, the inverse of ``time_to_target.ratio``)."""
+    """Beside a prediction: the measured steps ratio (median optimizer steps to the target, after / before: the
+    comparison at equal optimizer steps; each arm's seeds that reached it) and time ratio (after / before, the inverse of ``time_to_target.ratio``)."""
     tt = r.time_to_target
     if tt is None:
         return None
     before = [s for s in (steps_to_target(x, ladder.target, metric) for x in ladder.baseline) if s is not None]
-    after = [s for s in (steps_to_target(x, ladder.target, metric) for x in r.runs) if s is not None]
+    # a script's injected accumulation counts every call of step() as one of the script's steps: k per update
+    per = int((r.candidate.patch or {}).get("grad_accum") or 1)
+    after = [s / per for s in (steps_to_target(x, ladder.target, metric) for x in r.runs) if s is not None]
     steps = float(np.median(after) / np.median(before)) if before and after and np.median(before) > 0 else None
     return {"steps_ratio": steps, "steps_before": before, "steps_after": after,
             "time_ratio": 1 / tt.ratio if tt.ratio else None}
