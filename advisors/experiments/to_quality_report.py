@@ -142,7 +142,8 @@ def noise_line(ns: dict[str, Any]) -> str:
     iv = ns.get("interval")
     p = ns.get("plan") or {}
     eff = p.get("statistical_efficiency")
-    text = (f"noise scale B_simple ≈ {ns['b_simple']:.3g}" + (f" [{iv[0]:.3g}, {iv[1]:.3g}]" if iv else "")
+    hi = "∞" if iv and iv[1] is None else f"{iv[1]:.3g}" if iv else ""
+    text = (f"noise scale B_simple ≈ {ns['b_simple']:.3g}" + (f" [{iv[0]:.3g}, {hi}]" if iv else "")
             + f" over {ns['steps']} steps at batch {ns['batch']} (meter overhead {ns['overhead']:.1%}); critical "
             f"batch ≈ {ns['b_simple']:.3g}")
     if eff is not None:

@@ -12,6 +12,7 @@ wall time (it must stay a few percent of a step).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -43,7 +44,9 @@ class NoiseScale:
         return self.b_simple
 
     def to_json(self) -> dict[str, Any]:
-        return {"b_simple": self.b_simple, "interval": list(self.interval) if self.interval else None,
+        # JSON has no infinity: an unbounded end (|G|² ≤ 0 in some resamples) is null
+        return {"b_simple": self.b_simple,
+                "interval": [x if math.isfinite(x) else None for x in self.interval] if self.interval else None,
                 "level": self.level, "steps": self.steps, "windows": self.windows, "batch": self.batch,
                 "overhead": self.overhead, "g2": self.g2, "trace": self.trace,
                 "critical_batch": self.critical_batch}

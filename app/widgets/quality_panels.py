@@ -61,7 +61,7 @@ def run_noise_panel(run_dir: str | None) -> None:
     if ns is None:
         return
     cols = st.columns(4)
-    iv = f" [{ns.interval[0]:.3g}, {ns.interval[1]:.3g}]" if ns.interval else ""
+    iv = f" [{ns.interval[0]:.3g}, {ns.interval[1]:.3g}]" if ns.interval else ""  # inf prints as inf
     cols[0].metric("Gradient noise scale B_simple", "—" if ns.b_simple is None else f"{ns.b_simple:.3g}",
                    help=f"{ns.level:.0%} interval{iv}; {ns.steps} steps at batch {ns.batch}; meter overhead "
                         f"{ns.overhead:.1%}")

@@ -160,3 +160,18 @@ def test_a_runs_own_noise_scale_reads_its_batch_from_its_spec(tmp_path: Path) ->
     (tmp_path / "noise_scale.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows_for(640.0, 64)))
     ns = for_run(tmp_path)
     assert ns is not None and ns.b_simple == pytest.approx(640.0) and ns.batch == 64
+
+
+def test_an_unbounded_interval_is_null_in_json_and_infinity_in_words() -> None:
+    from advisors.experiments.to_quality_report import noise_line
+
+    # windows whose |G|² is +1 and −0.9 (per two_batch at window 4, |g_small|² = 10): the mean is positive, but
+    # resamples drawing mostly the second kind have |G|² ≤ 0: B_simple unbounded above
+    rows = [{"window": 4, "gap": 4, "sq_small": 10.0, "sq_big": b, "hook_s": 0.0, "wall_s": 0.1}
+            for b in (3.25, 3.25, 3.25, 1.825, 1.825, 1.825)]
+    ns = estimate(rows, 32)
+    assert ns is not None and ns.b_simple is not None and ns.interval is not None
+    assert ns.interval[1] == float("inf")
+    out = ns.to_json()
+    json.dumps(out, allow_nan=False)  # strict JSON
+    assert out["interval"][1] is None and "∞" in noise_line({**out, "reason": "r", "plan": None})
