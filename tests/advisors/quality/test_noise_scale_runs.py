@@ -1,6 +1,6 @@
 """The noise scale on real runs of a script (the meter injected at boot): far below its critical batch a
 batch-scaling candidate is chosen from the prediction and kept by the time-to-target experiment; far above it
-none is chosen, with the reason. Slow: each arm is a real launch of tests/scripts/noisy_regression_train.py."""
+none is chosen, with the reason. Slow: each arm is a real launch of tests/scripts/regression_val_train.py, judged on the validation loss it prints."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from cli.optimize_quality import script_applied, script_resolve
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "noisy_regression_train.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "regression_val_train.py"
+METRIC = r"val_loss=([0-9.]+)"
 pytestmark = pytest.mark.slow
 
 
@@ -30,9 +31,10 @@ def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
 def test_far_below_the_critical_batch_a_batch_candidate_is_chosen_and_kept(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     spec = ScriptSpec(command=(sys.executable, str(SCRIPT)), cwd=str(SCRIPT.parent))
-    budget = Budget(seconds=6.0)
-    ladder = to_quality(spec, cands.for_script()[:1], store_curve_runner(store, budget), budget, 3, apply=inject,
-                        resolve=script_resolve, applied=script_applied, planner=planner(store_probe(store)))
+    budget = Budget(steps=3000)  # the target (80 % of it) on the falling part of the curve, whatever the clock
+    ladder = to_quality(spec, cands.for_script()[:1], store_curve_runner(store, budget, METRIC), budget, 3,
+                        metric=METRIC, apply=inject, resolve=script_resolve, applied=script_applied,
+                        planner=planner(store_probe(store)))
     plan = ladder.plan
     assert plan is not None and plan.noise is not None and plan.plan is not None
     assert plan.noise.b_simple is not None and plan.noise.b_simple > 8 * 4  # batch 4, far below
