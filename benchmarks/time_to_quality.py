@@ -1,7 +1,7 @@
 """Time to quality on this machine: changes that alter convergence, judged by the time to the same target.
 
     .venv/bin/python benchmarks/time_to_quality.py [--seeds 3] [--only digits,compute_bound,script,script_injected] [--store DIR]
-    .venv/bin/python benchmarks/time_to_quality.py --only noise_digits,noise_compute_bound,noise_script
+    .venv/bin/python benchmarks/time_to_quality.py --only noise_digits,noise_compute_bound,noise_script,noise_script_val
 
 The ``noise_*`` cases (:mod:`benchmarks.time_to_quality_noise`) put the gradient noise scale's predictions for
 batch × 2, 4, 8 beside the measured time-to-target ratios.

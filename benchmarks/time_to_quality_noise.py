@@ -2,7 +2,7 @@
 interval, steps and overhead), then batch × k for k = 2, 4, 8 (the rate by the optimizer's rule), each predicted
 from B_simple and the throughput probe, then run (K seeds) and timed to the same target.
 
-    .venv/bin/python benchmarks/time_to_quality.py --only noise_digits,noise_compute_bound,noise_script
+    .venv/bin/python benchmarks/time_to_quality.py --only noise_digits,noise_compute_bound,noise_script,noise_script_val
 
 Every case goes through :func:`advisors.experiments.to_quality.to_quality` with the planner of ``optimize
 --to-quality`` (:mod:`advisors.experiments.to_quality_goodput`); the only difference is that all three k are run
@@ -30,6 +30,9 @@ from sample_runs import get_workload
 
 KS = (2, 4, 8)
 SCRIPT = Path(__file__).resolve().parents[1] / "tests" / "scripts" / "noisy_regression_train.py"
+#: the same kind of problem judged on the validation loss it prints (not the training batch's noise)
+VAL_SCRIPT = SCRIPT.with_name("regression_val_train.py")
+VAL_METRIC = r"val_loss=([0-9.]+)"
 
 
 def _every_k(inner: Any, spec: QualitySpec, budget: Budget) -> Any:
@@ -49,30 +52,33 @@ def _every_k(inner: Any, spec: QualitySpec, budget: Budget) -> Any:
     return make
 
 
-def case(name: str) -> tuple[QualitySpec, Budget, Any, Any, Any]:
-    """``(spec, budget, apply, resolve, applied)``."""
-    if name == "noise_script":
+def case(name: str) -> tuple[QualitySpec, Budget, Any, Any, Any, str | None]:
+    """``(spec, budget, apply, resolve, applied, metric)``."""
+    if name in ("noise_script", "noise_script_val"):
         from cli.optimize_quality import script_applied, script_resolve
 
-        spec = ScriptSpec(command=(sys.executable, str(SCRIPT)), cwd=str(SCRIPT.parents[2]))
+        val = name == "noise_script_val"
+        spec = ScriptSpec(command=(sys.executable, str(VAL_SCRIPT if val else SCRIPT)), cwd=str(SCRIPT.parents[2]))
 
         def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
             assert isinstance(s, ScriptSpec) and cand.patch is not None
             return s.patch(inject=dict(cand.patch))
 
-        return spec, Budget(seconds=6.0), inject, script_resolve, script_applied
+        # the validation case's budget in steps: its target (80 % of it) on the falling curve, whatever the load
+        return (spec, Budget(steps=3000) if val else Budget(seconds=6.0), inject, script_resolve, script_applied,
+                VAL_METRIC if val else None)
     workload = name.removeprefix("noise_")
-    return get_workload(workload).spec("tiny"), Budget(seconds=8.0), patch_workload, None, None
+    return get_workload(workload).spec("tiny"), Budget(seconds=8.0), patch_workload, None, None, None
 
 
 def run(name: str, store: RunStore, seeds: int) -> None:
-    spec, budget, apply, resolve, applied = case(name)
+    spec, budget, apply, resolve, applied, metric = case(name)
     t0 = time.time()
     say = (lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
     plan = _every_k(planner(store_probe(store), budget.steps, KS, on_progress=say), spec, budget)
-    ladder = to_quality(spec, [], store_curve_runner(store, budget), budget, seeds, apply=apply, on_progress=say,
-                        resolve=resolve, applied=applied, planner=plan)
-    out = quality_json(ladder)
+    ladder = to_quality(spec, [], store_curve_runner(store, budget, metric), budget, seeds, metric=metric,
+                        apply=apply, on_progress=say, resolve=resolve, applied=applied, planner=plan)
+    out = quality_json(ladder, metric)
     t = out["target"]
     print(f"## {name} — target {t['metric']} ≤ {t['value']:.4f} ({t['source']}); budget {out['budget']['stated']} "
           f"per arm; {seeds} seeds; {time.time() - t0:.0f} s of runs")
