@@ -1,6 +1,10 @@
 """Time to quality on this machine: changes that alter convergence, judged by the time to the same target.
 
     .venv/bin/python benchmarks/time_to_quality.py [--seeds 3] [--only digits,compute_bound,script,script_injected] [--store DIR]
+    .venv/bin/python benchmarks/time_to_quality.py --only noise_digits,noise_compute_bound,noise_script,noise_script_val
+
+The ``noise_*`` cases (:mod:`benchmarks.time_to_quality_noise`) put the gradient noise scale's predictions for
+batch × 2, 4, 8 beside the measured time-to-target ratios.
 
 Every arm runs through :func:`advisors.experiments.to_quality.to_quality` — the code path of ``optimize
 --to-quality`` — with its runs kept in a run store (default a fresh temporary folder). Per case: the target
@@ -127,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         if name == "script_injected":
             injected(store, args.seeds, args.script_target)
+            continue
+        if name.startswith("noise_"):
+            from benchmarks.time_to_quality_noise import run as noise_run
+
+            noise_run(name, store, args.seeds)
             continue
         spec, cand_list, budget, apply, metric, goal = cases()[name]
         t0 = time.time()

@@ -26,7 +26,7 @@ from profilers.run.spec import TrainingSpec
 from profilers.store import experiments as stored
 from profilers.store.runs import RunStore
 
-DEFAULT_BUDGET = "300"
+DEFAULT_BUDGET = "60s"  # wall-clock seconds: a budget in steps gives accumulation × k a k-th of the passes
 MODE = "to_quality"
 
 
@@ -36,7 +36,12 @@ def add_arguments(o: Any) -> None:
     o.add_argument("--target", dest="quality_target", type=float,
                    help="the quality to reach (default: the baseline's own value at 80%% of its budget)")
     o.add_argument("--budget", default=DEFAULT_BUDGET,
-                   help="how far an arm may run: steps (300) or seconds (90s, 2m); default 300 steps")
+                   help="how far an arm may run: seconds (90s, 2m; default 60s) or steps (300)")
+    o.add_argument("--whole-run", dest="whole_run",
+                   help="early stopping is judged on the baseline run to its own end; give steps or seconds to "
+                        "stop it sooner (past its plateau)")
+    o.add_argument("--no-noise-scale", dest="noise_scale", action="store_false",
+                   help="keep the fixed batch × 4 candidates (no noise scale, no throughput probe)")
     o.add_argument("--seeds", type=int, default=3, help="seeds per arm (MLPerf: drop fastest and slowest)")
     o.add_argument("--metric", help="REGEX with one (number) group read from the script's printed lines "
                    "(default: the training loss, EMA-smoothed)")
@@ -100,9 +105,17 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
                           {"mode": MODE, "rounds": len(candidates), "seeds": args.seeds, "budget": budget.describe()})
     say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
     try:
+        whole = _whole_budget(args, spec, budget)
+        plan = None
+        if getattr(args, "noise_scale", True):
+            from advisors.experiments.to_quality_goodput import planner, store_probe
+
+            plan = planner(store_probe(store, record.run_id), budget.steps, on_progress=say)
         ladder = to_quality(spec, candidates, store_curve_runner(store, budget, args.metric, record.run_id), budget,
                             args.seeds, goal, args.quality_target, args.metric, apply=apply, on_progress=say,
-                            resolve=resolve, applied=applied)
+                            resolve=resolve, applied=applied, planner=plan,
+                            run_whole=store_curve_runner(store, whole, args.metric, record.run_id),
+                            whole_budget=whole, whole_label=_whole_label(args, spec, whole))
         out = quality_json(ladder, args.metric, args.full_run_steps, args.price_per_hour)
     except BaseException as err:
         stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
@@ -114,6 +127,30 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
     stored.finish(store, record.run_id, None, reports={"json": json.dumps(out).encode(), "html": html_page(out),
                                                        "md": markdown(out).encode()})
     return out
+
+
+def _whole_budget(args: argparse.Namespace, spec: QualitySpec, budget: Budget) -> Budget:
+    """Where early stopping is judged: ``--whole-run``, else the run to its own end: a script until it ends (at
+    most the launcher's step limit); a sample workload, whose own length is only its profiling steps, the arms'
+    budget."""
+    if getattr(args, "whole_run", None):
+        try:
+            return Budget.parse(args.whole_run)
+        except ValueError as err:
+            raise SpecError(str(err).replace("--budget", "--whole-run")) from None
+    if isinstance(spec, TrainingSpec):
+        return budget
+    from profilers.run.script_spec import MAX_STEPS
+
+    return Budget(steps=MAX_STEPS)
+
+
+def _whole_label(args: argparse.Namespace, spec: QualitySpec, whole: Budget) -> str:
+    if getattr(args, "whole_run", None):
+        return f"{whole.describe()} (--whole-run)"
+    if isinstance(spec, TrainingSpec):
+        return f"the budget's end ({whole.describe()}; a sample workload's own length is its profiling steps)"
+    return f"its own end (the launcher stops it at {whole.describe()} at most)"
 
 
 def script_resolve(cand: cands.Candidate, baseline: Sequence[QualityRun]) -> cands.Candidate:

@@ -51,6 +51,7 @@ from stepwise_agent import rank_summary
 from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.hostinfo import cpu_count, peak_rss_mb
 from stepwise_agent.inject import Injector
+from stepwise_agent.noise_scale import install_if_asked as install_noise_meter
 from stepwise_agent.printed import tap_stdout
 from stepwise_agent.steps import StepDetector
 
@@ -274,6 +275,7 @@ def main(argv: list[str]) -> int:
     if cfg["seed"] is not None:
         seed_everything(int(cfg["seed"]))
     injector.install()
+    install_noise_meter(run_dir, rank)  # the gradient noise scale, when the launcher asked (to-quality)
     detector.install()
     status, error, code, warnings = OK, None, EXIT_OK, []
     stopped: int | None = None

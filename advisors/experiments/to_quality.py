@@ -32,6 +32,7 @@ import pandas as pd
 from advisors.quality import early_stop
 from advisors.quality.arms import ArmTime, TimeToTarget, compare
 from advisors.quality.candidates import EARLY_STOPPING, Candidate
+from advisors.quality.goodput import GoodputPlan, Prediction
 from advisors.quality.curve import (Curve, Goal, clock_start_ns, loss_curve_from_steps, printed_curve, smoothed,
                                     time_to_target)
 from advisors.quality.target import LOSS_METRIC, Budget, Target, from_baseline
@@ -39,6 +40,7 @@ from profilers.errors import SpecError
 from profilers.run.script_spec import MAX_STEPS, ScriptSpec
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
+from stepwise_agent.noise_scale import ENV as NOISE_ENV
 
 QualitySpec = Union[TrainingSpec, ScriptSpec]
 SECONDS_BUDGET_STEPS = 1_000_000  # a workload's step count when the budget is seconds (the clock stops it)
@@ -67,6 +69,8 @@ CurveRunFn = Callable[[QualitySpec, "Target | None"], QualityRun]
 ResolveFn = Callable[[Candidate, Sequence[QualityRun]], Candidate]
 #: What a candidate's run injected (for the report) and why it did not act (``None``: it acted).
 AppliedFn = Callable[[Candidate, QualityRun], "tuple[Mapping[str, Any] | None, str | None]"]
+#: The noise scale read off the baseline's runs, the probe's step times and the batch candidates they choose.
+PlanFn = Callable[[QualitySpec, Sequence[QualityRun]], "GoodputPlan | None"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class QualityRound:
     reason: str
     applied: Mapping[str, Any] | None = None  # what was injected (a script's candidate): knobs, evidence, sites
     not_applied: str | None = None  # why the change did not act: then it was not judged
+    predicted: Prediction | None = None  # from the noise scale, before the arm ran (batch or accumulation × k)
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,10 @@ class QualityLadder:
     baseline: tuple[QualityRun, ...]
     rounds: tuple[QualityRound, ...]
     advice: tuple[Candidate, ...]
+    plan: GoodputPlan | None = None  # the noise scale and what it predicts (None: not measured)
+    whole_runs: tuple[QualityRun, ...] = ()  # the baseline to its own end: where early stopping is judged
+    whole_budget: Budget | None = None
+    whole_label: str | None = None  # how far the whole run went, in words
 
     @property
     def kept(self) -> tuple[QualityRound, ...]:
@@ -139,12 +148,13 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
     from profilers.run import runner
 
     def run_one(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
+        env = {NOISE_ENV: "1"}  # every arm carries the noise-scale meter: the same (small) overhead in each
         if isinstance(spec, TrainingSpec):
-            handle = runner.start(spec, store, label=f"ttq-{spec.workload}", parent=experiment)
+            handle = runner.start(spec, store, label=f"ttq-{spec.workload}", parent=experiment, extra_env=env)
         else:
             from profilers.run.launch import start_script
 
-            handle = start_script(spec, store, label=f"ttq-{spec.name}", parent=experiment)
+            handle = start_script(spec, store, label=f"ttq-{spec.name}", parent=experiment, extra_env=env)
         why: list[str] = []
 
         def watch(_: dict[str, Any]) -> None:
@@ -185,11 +195,16 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
                goal: Goal = "min", target_value: float | None = None, metric: str | None = None,
                apply: Callable[[QualitySpec, Candidate], QualitySpec] | None = None,
                on_progress: ProgressFn | None = None, resolve: ResolveFn | None = None,
-               applied: AppliedFn | None = None) -> QualityLadder:
+               applied: AppliedFn | None = None, planner: PlanFn | None = None,
+               run_whole: CurveRunFn | None = None, whole_budget: Budget | None = None,
+               whole_label: str | None = None) -> QualityLadder:
     """Run the baseline's ``seeds``, set the target, then judge every candidate (see the module docs).
     ``resolve`` makes each candidate concrete from the baseline's runs; ``applied`` reads each candidate run's
     record of what was injected: a change that did not act is reported "not applied: why", its remaining seeds
-    are not run and it is never judged."""
+    are not run and it is never judged. ``planner`` reads the baseline's gradient noise scale and probes the step
+    time per batch: its chosen batch candidates replace the given ones and each batch or accumulation round
+    carries its prediction. ``run_whole`` runs the baseline to its own end (``whole_budget``, stated): early
+    stopping is judged there, on the run the user pays for, not on the budget's truncated runs."""
     if seeds < 1:
         raise SpecError(f"--seeds must be at least 1, got {seeds}")
     say = on_progress or (lambda _: None)
@@ -197,8 +212,9 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
                                                      "given" if metric is None else "printed metric",
                                                      "" if metric is None else f"--target {target_value:g}")
     base_runs = []
-    # early stopping is measured on the baseline's whole curves: then the baseline runs its budget
-    base_stop = None if any(c.id == EARLY_STOPPING for c in candidates) else given
+    # early stopping is measured on the baseline's whole curves: without a whole-run runner the baseline runs
+    # its budget for it (the older, truncated judgement)
+    base_stop = None if run_whole is None and any(c.id == EARLY_STOPPING for c in candidates) else given
     for s in range(seeds):
         say(f"baseline seed {s + 1}/{seeds}")
         base_runs.append(run(arm_spec(spec, budget, s), base_stop))
@@ -216,13 +232,28 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
     base_arm = ArmTime(tuple(_reached(r, target, metric) for r in base_runs))
     rounds: list[QualityRound] = []
     advice: list[Candidate] = []
+    plan = planner(spec, base_runs) if planner is not None else None
+    if plan is not None and plan.plan is not None:  # the noise scale chose the batch candidates
+        say(f"noise scale: {plan.plan.reason}")
+        candidates = [*plan.candidates, *(c for c in candidates if not c.id.startswith("batch_x"))]
+    whole: list[QualityRun] = []
+    if run_whole is not None and any(c.id == EARLY_STOPPING for c in candidates):
+        if base_stop is None and (whole_budget is None or whole_budget == budget):
+            whole = list(base_runs)  # the baseline already ran its whole budget: the same runs
+        for s in range(seeds if not whole else 0):
+            say(f"baseline to its own end (early stopping), seed {s + 1}/{seeds}")
+            whole.append(run_whole(arm_spec(spec, whole_budget or budget, s), None))
     for cand in candidates:
         n = len(rounds) + 1
         if resolve is not None:
             cand = resolve(cand, base_runs)
         if cand.id == EARLY_STOPPING:
-            es = early_stop.measure(curves, goal)
-            rounds.append(QualityRound(n, cand, None, (), None, es, es.kept, es.reason))
+            judged = [seen(r.curve, metric) for r in whole] if whole else curves
+            es = early_stop.measure(judged, goal, seed_noise=bool(whole))
+            label = whole_label or f"its own end ({(whole_budget or budget).describe()})"
+            where = (f"judged on the baseline run to {label}, "
+                     f"{len(whole)} seed(s)): " if whole else f"judged on the budget's runs ({budget.describe()}): ")
+            rounds.append(QualityRound(n, cand, None, tuple(whole), None, es, es.kept, where + es.reason))
             continue
         if cand.patch is None or apply is None:
             advice.append(cand)
@@ -248,8 +279,20 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
                                        record, why_not))
             continue
         ttt = compare(base_arm, ArmTime(tuple(_reached(r, target, metric) for r in runs)))
-        rounds.append(QualityRound(n, cand, patched, tuple(runs), ttt, None, ttt.kept, ttt.reason, record))
-    return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice))
+        rounds.append(QualityRound(n, cand, patched, tuple(runs), ttt, None, ttt.kept, ttt.reason, record,
+                                   predicted=plan.predicted(cand.id) if plan is not None else None))
+    return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice), plan,
+                         tuple(whole), whole_budget if whole else None,
+                         (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None)
+
+
+def steps_to_target(run: QualityRun, target: Target, metric: str | None) -> int | None:
+    """The optimizer steps done when the run first reached the target (``None``: never)."""
+    c = seen(run.curve, metric)
+    t = time_to_target(c, target.value, target.goal)
+    if t is None or not math.isfinite(t):
+        return None
+    return next((s for tt, s in zip(c.times_s, c.steps) if tt >= t), c.steps[-1] if len(c) else None)
 
 
 def _reached(run: QualityRun, target: Target, metric: str | None) -> float | None:

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advisors.experiments.to_quality import QualityLadder, QualityRound, QualityRun, seen
+from advisors.experiments.to_quality import QualityLadder, QualityRound, QualityRun, seen, steps_to_target
 from advisors.quality.arms import ArmTime
 from advisors.quality.projection import Projection
 from advisors.quality.curve import time_to_target
@@ -53,6 +53,21 @@ def baseline_arm(ladder: QualityLadder, metric: str | None) -> ArmTime:
     return ArmTime(tuple(time_to_target(seen(r.curve, metric), t.value, t.goal) for r in ladder.baseline))
 
 
+def measured(ladder: QualityLadder, r: QualityRound, metric: str | None) -> dict[str, Any] | None:
+    """Beside a prediction: the measured steps ratio (median optimizer steps to the target, after / before: the
+    comparison at equal optimizer steps; each arm's seeds that reached it) and time ratio (after / before, the inverse of ``time_to_target.ratio``)."""
+    tt = r.time_to_target
+    if tt is None:
+        return None
+    before = [s for s in (steps_to_target(x, ladder.target, metric) for x in ladder.baseline) if s is not None]
+    # a script's injected accumulation counts every call of step() as one of the script's steps: k per update
+    per = int((r.candidate.patch or {}).get("grad_accum") or 1)
+    after = [s / per for s in (steps_to_target(x, ladder.target, metric) for x in r.runs) if s is not None]
+    steps = float(np.median(after) / np.median(before)) if before and after and np.median(before) > 0 else None
+    return {"steps_ratio": steps, "steps_before": before, "steps_after": after,
+            "time_ratio": 1 / tt.ratio if tt.ratio else None}
+
+
 def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_steps: int | None = None,
                  price_per_hour: float | None = None) -> dict[str, Any]:
     rounds = []
@@ -65,7 +80,8 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
             "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
             "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
             "applied": dict(r.applied) if r.applied is not None else None, "not_applied": r.not_applied,
-            "curves": curves_json(r.runs, metric)})
+            "predicted": r.predicted.to_json() if r.predicted else None,
+            "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric)})
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
     best = max(kept, default=1.0)
     steps = [r.median_step_ms for r in ladder.baseline if r.median_step_ms]
@@ -73,7 +89,10 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
                       best if kept else None, price_per_hour) if steps and (full_run_steps or ladder.budget.steps) \
         else None
     return {"mode": "to_quality", "target": ladder.target.to_json(),
-            "budget": {"steps": ladder.budget.steps, "seconds": ladder.budget.seconds},
+            "budget": {"steps": ladder.budget.steps, "seconds": ladder.budget.seconds,
+                       "stated": ladder.budget.describe()},
+            "whole_run_budget": ladder.whole_label,
+            "noise_scale": ladder.plan.to_json() if ladder.plan else None,
             "seeds": ladder.seeds,
             "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),
                          "curves": curves_json(ladder.baseline, metric)},
@@ -85,8 +104,11 @@ def quality_table(out: dict[str, Any]) -> str:
     """One line per round, for the terminal."""
     t = out["target"]
     lines = [f"target: {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} ({t['source']}"
-             f"{': ' + t['note'] if t['note'] else ''}); {out['seeds']} seed(s) per arm",
-             f"baseline: {_arm(out['baseline']['time_to_target'])}"]
+             f"{': ' + t['note'] if t['note'] else ''}); {out['seeds']} seed(s) per arm; budget "
+             f"{out['budget']['stated']} per arm", f"baseline: {_arm(out['baseline']['time_to_target'])}"]
+    ns = out.get("noise_scale")
+    if ns:
+        lines.append(noise_line(ns))
     for r in out["rounds"]:
         lines.append(f"{r['round']}. {r['title']} — {r['reason']}")
         if r.get("applied") or r.get("not_applied"):
@@ -96,6 +118,8 @@ def quality_table(out: dict[str, Any]) -> str:
                 lines.append(f"     injected {knob}: {'; '.join(rec.get('evidence') or [])}")
         if r["time_to_target"]:
             lines.append(f"     after: {_arm(r['time_to_target']['after'])}")
+        if r.get("predicted"):
+            lines.append(f"     {predicted_line(r['predicted'], r.get('measured'))}")
     for a in out["advice"]:
         lines.append(f"-  {a['title']}: {a['rule']} — {a['advice'] or 'change it yourself'}")
     if out["projection"]:
@@ -109,3 +133,30 @@ def _arm(a: dict[str, Any]) -> str:
     spread = a["spread_s"]
     return (f"{a['seconds']:.3g} s to target (MLPerf mean; seeds {', '.join('never' if s is None else f'{s:.3g}' for s in a['per_seed_s'])}"
             f"; spread {spread[0]:.3g}–{spread[1]:.3g} s)")
+
+
+def noise_line(ns: dict[str, Any]) -> str:
+    """The noise scale, the critical batch, the statistical efficiency and the goodput-best batch, in a line."""
+    if ns.get("b_simple") is None:
+        return f"noise scale: {ns.get('reason') or 'not measured'}"
+    iv = ns.get("interval")
+    p = ns.get("plan") or {}
+    eff = p.get("statistical_efficiency")
+    hi = "∞" if iv and iv[1] is None else f"{iv[1]:.3g}" if iv else ""
+    text = (f"noise scale B_simple ≈ {ns['b_simple']:.3g}" + (f" [{iv[0]:.3g}, {hi}]" if iv else "")
+            + f" over {ns['steps']} steps at batch {ns['batch']} (meter overhead {ns['overhead']:.1%}); critical "
+            f"batch ≈ {ns['b_simple']:.3g}")
+    if eff is not None:
+        text += f"; statistical efficiency now {eff:.0%}"
+    if p.get("goodput_best_batch") is not None:
+        text += f"; goodput-best batch {p['goodput_best_batch']}"
+    return text + f" — {ns.get('reason')}"
+
+
+def predicted_line(pred: dict[str, Any], meas: dict[str, Any] | None) -> str:
+    def f(x: Any) -> str:
+        return "—" if x is None else f"{x:.2f}"
+
+    m = meas or {}
+    return (f"predicted steps × {f(pred['steps_ratio'])}, time × {f(pred['time_ratio'])}; measured steps × "
+            f"{f(m.get('steps_ratio'))}, time × {f(m.get('time_ratio'))}")

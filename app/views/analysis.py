@@ -12,6 +12,10 @@ record, analysis = ui.selected_analysis("analysis.run")
 if analysis is not None:
     panels.headline(analysis)
     panels.notes(analysis)
+    if record is not None:  # a run that carried the noise-scale meter (a --to-quality arm): its goodput numbers
+        from app.widgets.quality_panels import run_noise_panel
+
+        run_noise_panel(record.run_dir)
     if analysis.snapshot is not None and record is not None:
         panels.snapshot_panel(analysis, record.run_id)
     elif analysis.breakdown is None:

@@ -49,6 +49,45 @@ def render() -> None:
         projection(out)
 
 
+def run_noise_panel(run_dir: str | None) -> None:
+    """Analysis: the run's gradient noise scale, when it carried the meter (every ``--to-quality`` arm does): the
+    critical batch, the current statistical efficiency and — when a stored time-to-quality experiment probed its
+    step time per batch — the goodput-best batch."""
+    if not run_dir:
+        return
+    from advisors.quality.noise_scale import for_run
+
+    ns = for_run(run_dir)
+    if ns is None:
+        return
+    cols = st.columns(4)
+    iv = f" [{ns.interval[0]:.3g}, {ns.interval[1]:.3g}]" if ns.interval else ""  # inf prints as inf
+    cols[0].metric("Gradient noise scale B_simple", "—" if ns.b_simple is None else f"{ns.b_simple:.3g}",
+                   help=f"{ns.level:.0%} interval{iv}; {ns.steps} steps at batch {ns.batch}; meter overhead "
+                        f"{ns.overhead:.1%}")
+    cols[1].metric("Critical batch (≈ B_noise)", "—" if ns.b_simple is None else f"{ns.b_simple:.3g}")
+    eff = ns.b_simple / (ns.b_simple + ns.batch) if ns.b_simple else None
+    cols[2].metric("Statistical efficiency now", "—" if eff is None else f"{eff:.0%}",
+                   help="progress per sample at this batch relative to a very small one: B_noise / (B_noise + B)")
+    best = goodput_best_for(run_dir)
+    cols[3].metric("Goodput-best batch", "—" if best is None else str(best),
+                   help="from optimize --to-quality's throughput probe (step time per batch); — when none probed")
+
+
+def goodput_best_for(run_dir: str) -> int | None:
+    """The goodput-best batch a stored time-to-quality experiment found for the baseline this run belongs to."""
+    for _, path in stored_reports(data.store()):
+        try:
+            out = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if any(c.get("run_dir") == run_dir for c in out.get("baseline", {}).get("curves", [])):
+            plan = (out.get("noise_scale") or {}).get("plan") or {}
+            best = plan.get("goodput_best_batch")
+            return int(best) if isinstance(best, int) else None
+    return None
+
+
 def projection(out: dict[str, Any]) -> None:
     proj = out.get("projection")
     if not proj:

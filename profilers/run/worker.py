@@ -175,6 +175,9 @@ def _train(state: RunState) -> None:
     spec, info = state.spec, state.info
     assert spec is not None
     state.trainer = trainer = Trainer.build(spec, info)
+    from stepwise_agent.noise_scale import install_if_asked
+
+    install_if_asked(state.run_dir, info.rank)  # the gradient noise scale, when the launcher asked (to-quality)
     state.setup_s = time.time() - state.started  # imports, data generation, model build, process group
     state.recorder = RunRecorder(state.run_dir, info.rank, trainer.total_steps, tensorboard=not state.bare,
                                  leader=info.local_rank == 0)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import plotly.graph_objects as go
 
 from reports.charts import SERIES_COLORS, label, style
+from advisors.experiments.to_quality_report import noise_line
 
 
 def _arm_traces(fig: go.Figure, curves: list[Mapping[str, Any]], name: str, color: str,
@@ -57,8 +58,8 @@ def round_figure(out: Mapping[str, Any], round_no: int | None = None) -> go.Figu
 def markdown(out: Mapping[str, Any]) -> str:
     """The experiment in Markdown (every name escaped by the table's plain text)."""
     t = out["target"]
-    rows = ["| round | change | rule | time to target (before → after) | ratio [interval] | verdict |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| round | change | rule | time to target (before → after) | ratio [interval] | predicted / measured "
+            "(steps × · time ×) | verdict |", "|---|---|---|---|---|---|---|"]
     for r in out["rounds"]:
         tt = r["time_to_target"]
         if tt:
@@ -72,9 +73,13 @@ def markdown(out: Mapping[str, Any]) -> str:
                 f"not applied: {r['not_applied']}" if r.get("not_applied") else "advice"
             ratio = "—"
         verdict = "kept" if r["kept"] else "not applied" if r.get("not_applied") else "rejected"
-        rows.append(f"| {r['round']} | {_md(r['title'])} | {_md(r['rule'])} | {_md(cell)} | {ratio} | {verdict} |")
+        rows.append(f"| {r['round']} | {_md(r['title'])} | {_md(r['rule'])} | {_md(cell)} | {ratio} | "
+                    f"{_prediction(r)} | {verdict} |")
     head = (f"**Target:** {_md(t['metric'])} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} "
-            f"({_md(t['source'])}{': ' + _md(t['note']) if t.get('note') else ''}); {out['seeds']} seed(s) per arm.")
+            f"({_md(t['source'])}{': ' + _md(t['note']) if t.get('note') else ''}); {out['seeds']} seed(s) per arm; "
+            f"budget {_md((out.get('budget') or {}).get('stated') or '?')} per arm.")
+    if out.get("noise_scale"):
+        head += "\n\n**Gradient noise scale:** " + _md(noise_line(out["noise_scale"]))
     tail = f"\n\n{_md(out['projection']['text'])}" if out.get("projection") else ""
     return "## Time to quality\n\n" + head + "\n\n" + "\n".join(rows) + tail + "\n"
 
@@ -86,6 +91,18 @@ def html_page(out: Mapping[str, Any]) -> bytes:
     body = "<pre>" + html.escape(markdown(out)) + "</pre>" + "".join(parts)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Time to quality</title></head>"
             f"<body>{body}</body></html>").encode()
+
+
+def _prediction(r: Mapping[str, Any]) -> str:
+    p, m = r.get("predicted"), r.get("measured") or {}
+    if not p:
+        return "—"
+
+    def f(x: Any) -> str:
+        return "—" if x is None else f"{x:.2f}"
+
+    return (f"{f(p['steps_ratio'])} · {f(p['time_ratio'])} / {f(m.get('steps_ratio'))} · "
+            f"{f(m.get('time_ratio'))}")
 
 
 def _ratio(tt: Mapping[str, Any]) -> str:

@@ -74,3 +74,22 @@ def test_a_cpu_run_says_it_has_no_gpu_kernels_instead_of_an_empty_table(store) -
     assert_clean(at)
     assert len(at.dataframe) == 1 and "operator" in at.dataframe[0].value.columns
     assert NO_KERNELS_CPU in [c.value for c in at.caption]
+
+
+def test_a_run_that_carried_the_noise_scale_meter_shows_its_goodput_numbers(store) -> None:
+    """A --to-quality arm's run folder holds the meter's rows: the Analysis page shows B_simple, the critical batch
+    and the statistical efficiency (batch 16 from its spec); the goodput-best batch needs a probe: "—"."""
+    from pathlib import Path
+
+    rec = fake_run(store)
+    g2, trace = 1.0, 160.0  # B_simple = 160 samples at batch 16
+    rows = [{"window": 4, "gap": 4, "sq_small": g2 + trace / 16, "sq_big": g2 + trace / 64, "hook_s": 0.001,
+             "wall_s": 0.2} for _ in range(10)]
+    (Path(rec.run_dir) / "noise_scale.jsonl").write_text("".join(__import__("json").dumps(r) + "\n" for r in rows))
+    at = open_page("analysis")
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Gradient noise scale B_simple"] == "160"
+    assert metrics["Critical batch (≈ B_noise)"] == "160"
+    assert metrics["Statistical efficiency now"] == "91%"  # 160 / (160 + 16)
+    assert metrics["Goodput-best batch"] == "—"
