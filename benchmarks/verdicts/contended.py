@@ -1,6 +1,6 @@
 """The same fixes judged again and again, on a quiet machine and beside a bursty CPU hog (issue 29).
 
-    .venv/bin/python benchmarks/contended_verdicts.py [--repeats 5] [--out benchmarks/results/NAME]
+    .venv/bin/python benchmarks/verdicts/contended.py [--repeats 5] [--out benchmarks/results/NAME]
 
 Two fixes on the ``data_bound`` workload at its tiny size, each measured ``--repeats`` times in each condition,
 conditions interleaved (quiet, hog, quiet, hog …) so both see the same machine otherwise:

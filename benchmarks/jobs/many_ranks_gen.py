@@ -1,4 +1,4 @@
-"""Synthetic many-rank jobs for ``benchmarks/many_ranks.py``: one Kineto trace per rank, a planted straggler.
+"""Synthetic many-rank jobs for ``benchmarks/jobs/many_ranks.py``: one Kineto trace per rank, a planted straggler.
 
 Each rank runs ``steps`` steps. In a step its CPU thread launches ``kernels`` compute kernels (an ``aten::mm``
 operator and a ``cudaLaunchKernel`` per kernel, linked by correlation ids, as Kineto writes them); the GPU runs
@@ -7,7 +7,7 @@ every rank it ends at the same moment, ``comm`` after the straggler's compute en
 ``slow`` times longer) waits for nobody, and every other rank's all-reduce kernel is exposed for the straggler's
 extra compute: the collectives wait on it. ``distributedInfo`` names each rank.
 
-    python benchmarks/many_ranks_gen.py OUT_DIR --ranks 64 [--kernels 400] [--steps 5] [--straggler 17]
+    python benchmarks/jobs/many_ranks_gen.py OUT_DIR --ranks 64 [--kernels 400] [--steps 5] [--straggler 17]
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Many ranks on this machine: wall time and the peak RSS of every process, local engine vs Ray, against N.
 
-For each N (default 8, 64, 256, 1024) a synthetic job (``benchmarks/many_ranks_gen.py``: a straggler planted at
+For each N (default 8, 64, 256, 1024) a synthetic job (``benchmarks/jobs/many_ranks_gen.py``: a straggler planted at
 rank N // 3, all-reduces that wait on it) is analysed as ``stepwise analyze DIR`` does it (map: one summary per
 rank; reduce: the job's breakdown and views), with the summary cache off so every rank is parsed. Each (engine,
 N) runs in a fresh process, which reports its own peak RSS (the parent, which reduces), each map worker's peak
 RSS (forked processes for local, Ray's worker processes for ray: each task reports its worker's ``ru_maxrss``),
 the time to start Ray (apart), the map+reduce time, and the straggler it named.
 
-    python benchmarks/many_ranks.py [--ranks 8 64 256 1024] [--kernels 400] [--engines local ray] [--out FILE]
+    python benchmarks/jobs/many_ranks.py [--ranks 8 64 256 1024] [--kernels 400] [--engines local ray] [--out FILE]
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--engines", nargs="+", default=["local", "ray"])
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
-    from benchmarks.many_ranks_gen import write_job
+    from benchmarks.jobs.many_ranks_gen import write_job
     from profilers.jobs.rank_summary import summarise_file, summary_bytes
     from profilers.trace.sources import find_trace_files
 
