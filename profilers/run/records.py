@@ -86,6 +86,9 @@ class RunResult:
     finished_unix: float | None = None
     exit_code: int | None = None  # of the process the runner started; None when it did not watch one
     profiled_then_stopped: int | None = None  # a launched script stopped on purpose after this many profiled steps
+    peak_memory_unprofiled_mb: float | None = None  # the peak of the unprofiled steps (the script's own need)
+    peak_memory_profiled_mb: float | None = None  # the profiled window's peak (the profiler's events included)
+    profile_cut: str | None = None  # why the memory guard cut the profile (the profiler's events outgrew …)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: _clean(v) for k, v in asdict(self).items()}
@@ -100,14 +103,14 @@ class RunResult:
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
         kw["status"] = RunStatus.parse(data.get("status"))
         for name in ("step_time_ms", "step_time_iqr_ms", "samples_per_s", "peak_memory_mb", "final_loss",
-                     "started_unix", "finished_unix"):
+                     "started_unix", "finished_unix", "peak_memory_unprofiled_mb", "peak_memory_profiled_mb"):
             kw[name] = _opt_float(kw.get(name))
         for name, default in (("steps_done", 0), ("world_size", 1)):
             kw[name] = int(_opt_float(kw.get(name)) or default)
         for name in ("exit_code", "profiled_then_stopped"):
             value = _opt_float(kw.get(name))
             kw[name] = None if value is None else int(value)
-        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note"):
+        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note", "profile_cut"):
             kw[name] = None if kw.get(name) is None else str(kw[name])
         warnings = kw.get("warnings") or ()
         kw["warnings"] = tuple(str(w) for w in warnings) if isinstance(warnings, (list, tuple)) else (str(warnings),)
