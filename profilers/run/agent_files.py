@@ -131,7 +131,7 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
                                                "the run was stopped")
     if trip is not None:
         status, error = RunStatus.OUT_OF_MEMORY, trip.message() + (f"\n{error}" if error else "")
-        warnings.append(f"the memory guard ended the profile early (limit {trip.limit_mb:.0f} MiB, "
+        warnings.append(f"the memory guard ended the run (limit {trip.limit_mb:.0f} MiB, "
                         f"{monitor.limit_source if monitor else MEMORY_LIMIT_ENV})")
     elif status is RunStatus.RUNNING and monitor is not None and killed_for_memory(exit_code, monitor):
         status = RunStatus.OUT_OF_MEMORY

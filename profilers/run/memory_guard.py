@@ -9,13 +9,14 @@ shared machine keep room to grow).
 **The profile's budget**: the profile's whole cost — recording its events, then finalising and exporting
 them — may add at most ``STEPWISE_PROFILE_BUDGET_MB`` over the peak of the unprofiled steps (default: as much
 as that peak, and at least :data:`PROFILE_BUDGET_MIN_MB`), and never reach the limit. Finalising multiplies
-what recording grew (:data:`FINALISE_FACTOR`, measured on an LBFGS step: recording +183 MiB, after the
-profiler's stop +1407 MiB with memory events and shapes; +85 → +549 MiB without; +36 → +420 MiB when cut early), so while the profiler records
-(``progress.json``'s ``phase`` is ``profiling``) the tree may grow by the budget / :data:`FINALISE_FACTOR`.
-Past it, the profile itself is what grew (its event buffer: an LBFGS step of thousands of small calls is millions of events): the
-guard asks the agent to **cut** the profile (SIGUSR1; :mod:`stepwise_agent.recorder`), which exports the trace
-so far and finishes the step unprofiled. The script is not blamed: the run ends ``ok`` with the finding "the
-profiler's events outgrew …". The export may take :data:`EXPORT_GRACE_S` before the tree is killed.
+what recording grew (:data:`FINALISE_FACTOR`; measured on an LBFGS step: recording +183 MiB became +1407 MiB
+after the profiler's stop with memory events and shapes, +85 → +549 MiB without, +36 → +420 MiB when cut
+early), so while the profiler records (``progress.json``'s ``phase`` is ``profiling``) the tree may grow by the
+budget / :data:`FINALISE_FACTOR`. Past it, the profile itself is what grew (its event buffer: an LBFGS step
+of thousands of small calls is millions of events): the guard asks the agent to **cut** the profile (SIGUSR1;
+:mod:`stepwise_agent.recorder`), which exports the trace so far and finishes the step unprofiled. The script
+is not blamed: the run ends ``ok`` with the finding "the profiler's events outgrew …". The export may take
+:data:`EXPORT_GRACE_S` before the tree is killed.
 
 **The script's own memory**: past the limit outside the profiled window — or, after a cut, growing on by more
 than :data:`AFTER_CUT_MARGIN` of the limit — the guard asks the agent to end the run (the same signal), and
@@ -42,10 +43,11 @@ GUARD_SHARE = 0.75  # default limit: this share of the memory available when the
 RESERVE_MIN_MB, RESERVE_SHARE = 2048.0, 0.10  # … leaving the machine at least max(2 GiB, 10% of its total)
 PROFILE_BUDGET_MIN_MB = 1024.0  # the profiled window may add max(this, the unprofiled peak) over that peak
 FINALISE_FACTOR = 10.0  # the profiler's stop and export end at about this multiple of what its recording grew
-AFTER_CUT_MARGIN = 0.05  # after a cut: growth past max(limit, memory at the cut) + this share of the limit is the script's
+AFTER_CUT_MARGIN = 0.05  # after a cut, growth past max(limit, memory at the cut) + this share of it: the script's
 GUARD_GRACE_S = 10.0  # after asking the agent to end the run, kill the tree if it still lives this long after
 EXPORT_GRACE_S = 120.0  # after asking for a cut: the time the agent has to export the trace so far
 OOM_ADVICE = "profile fewer steps (--steps), or use a smaller batch"
+GUARD_ADVICE = "the profiler was not recording, so use a smaller batch (or accumulate gradients over micro-batches)"
 MB = 1024 * 1024
 PROFILING, EXPORTING, CUT = "profiling", "exporting", "cut"  # progress.json "phase" (stepwise_agent.recorder)
 
@@ -63,8 +65,8 @@ class GuardTrip:
     def message(self) -> str:
         where = f" during step {self.step}" if self.step is not None else ""
         what = "after the profile was cut, the script's own" if self.after_cut else "the process tree's host"
-        return (f"out of memory: the memory guard ended the profile early{where}: {what} memory reached "
-                f"{self.rss_mb:.0f} MiB, over the limit of {self.limit_mb:.0f} MiB; {OOM_ADVICE}")
+        return (f"out of memory: the memory guard ended the run{where}: {what} memory reached "
+                f"{self.rss_mb:.0f} MiB, over the limit of {self.limit_mb:.0f} MiB; {GUARD_ADVICE}")
 
 
 @dataclass(frozen=True)
