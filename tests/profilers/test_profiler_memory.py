@@ -19,6 +19,8 @@ import psutil
 import pytest
 
 from advisors.diagnosis import diagnose
+from advisors.experiments.optimize import BaselineFailed
+from advisors.experiments.trials import RunOutcome
 from advisors.observation import observe_run
 from profilers.run import memory_guard
 from profilers.run.launch import launch
@@ -88,6 +90,14 @@ def test_a_killed_run_ends_its_progress_in_a_final_status(tmp_path: Path) -> Non
     (Path(record.run_dir) / "progress.json").write_text(json.dumps({"step": 3, "status": "running"}))
     store.finish(record.run_id, RunResult(status=RunStatus.KILLED, error="killed by SIGKILL"))
     assert json.loads((Path(record.run_dir) / "progress.json").read_text())["status"] == "killed"
+
+
+def test_a_baseline_out_of_memory_says_so_once() -> None:
+    error = ("out of memory: the memory guard ended the run during step 0: the process tree's host memory reached "
+             "1300 MiB, over the limit of 1200 MiB; use a smaller batch")
+    text = str(BaselineFailed(RunOutcome("out_of_memory", None, 1300.0, (), 0, error=error)))
+    assert text.startswith("the baseline run ran out of memory: the memory guard ended the run")
+    assert "out of memory: out of memory" not in text and text.count("out of memory") == 1
 
 
 @pytest.mark.slow
