@@ -125,6 +125,11 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _guard_stop(signum: int, frame: Any) -> None:
+    """Before the recorder starts (it takes the signal over: cut or stop, by phase), the guard stops the run."""
+    raise MemoryGuardStop("Stepwise's memory guard ended the run")
+
+
 def script_traceback(exc: BaseException) -> str:
     """The traceback as if the script ran alone: the agent's and runpy's own frames left out."""
     agent_dir = str(Path(__file__).resolve().parent)
@@ -154,8 +159,8 @@ def main(argv: list[str]) -> int:
         write_json_atomic(run_dir / "agent.json", agent_facts(caps))
     with open(run_dir / "agent_pids.txt", "a", encoding="ascii") as fh:
         fh.write(f"{rank} {os.getpid()}\n")
+    previous_guard = signal.signal(GUARD_SIGNAL, _guard_stop)
     rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader)
-    previous_guard = signal.signal(GUARD_SIGNAL, lambda signum, frame: rec.on_guard_signal())
     detector = StepDetector(rec.on_step)
     injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps)
 

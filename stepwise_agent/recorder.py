@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from stepwise_agent.hostinfo import current_rss_mb, peak_rss_mb
 
 PROFILE_WAIT, PROFILE_WARMUP = 1, 1
+GUARD_SIGNAL = signal.SIGUSR1
 RUNNING = "running"
 UNPROFILED, PROFILING, EXPORTING, CUT = "unprofiled", "profiling", "exporting", "cut"  # progress.json "phase"
 
@@ -87,8 +89,11 @@ class StepRecorder:
         self._started = time.time()
         self._t_last = time.perf_counter()
         self._running = False
+        self.data_ms: Callable[[], float | None] | None = None  # the detector's time in DataLoader.__next__ this step
 
     def start(self) -> None:
+        """Start the profiler's schedule; from now on the guard's signal is this recorder's to answer."""
+        signal.signal(GUARD_SIGNAL, lambda signum, frame: self.on_guard_signal())
         self.prof.start()
         self._running = True
         self._t_last = time.perf_counter()
@@ -110,7 +115,9 @@ class StepRecorder:
         step = self.steps_done
         started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
         rss = current_rss_mb()
+        data_ms = self.data_ms() if self.data_ms is not None else None
         row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
+               "data_ms": None if data_ms is None else round(data_ms, 4),
                "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns,
                "rss_mb": _round(rss)}
         if self.cut_during_step == step:

@@ -103,15 +103,18 @@ class RunResult:
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
         kw["status"] = RunStatus.parse(data.get("status"))
         for name in ("step_time_ms", "step_time_iqr_ms", "samples_per_s", "peak_memory_mb", "final_loss",
-                     "started_unix", "finished_unix", "peak_memory_unprofiled_mb", "peak_memory_profiled_mb"):
+                     "started_unix", "finished_unix"):
             kw[name] = _opt_float(kw.get(name))
         for name, default in (("steps_done", 0), ("world_size", 1)):
             kw[name] = int(_opt_float(kw.get(name)) or default)
         for name in ("exit_code", "profiled_then_stopped"):
             value = _opt_float(kw.get(name))
             kw[name] = None if value is None else int(value)
-        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note", "profile_cut"):
+        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note"):
             kw[name] = None if kw.get(name) is None else str(kw[name])
+        for name in ("peak_memory_unprofiled_mb", "peak_memory_profiled_mb"):  # the profiler's cost apart
+            kw[name] = _opt_float(kw.get(name))
+        kw["profile_cut"] = None if kw.get("profile_cut") is None else str(kw["profile_cut"])
         warnings = kw.get("warnings") or ()
         kw["warnings"] = tuple(str(w) for w in warnings) if isinstance(warnings, (list, tuple)) else (str(warnings),)
         return cls(**kw)
