@@ -21,6 +21,7 @@ import pytest
 from advisors.diagnosis import diagnose
 from advisors.experiments.optimize import BaselineFailed
 from advisors.experiments.trials import RunOutcome
+from cli.advisors import analyze
 from advisors.observation import observe_run
 from profilers.run import memory_guard
 from profilers.run.launch import launch
@@ -90,6 +91,20 @@ def test_a_killed_run_ends_its_progress_in_a_final_status(tmp_path: Path) -> Non
     (Path(record.run_dir) / "progress.json").write_text(json.dumps({"step": 3, "status": "running"}))
     store.finish(record.run_id, RunResult(status=RunStatus.KILLED, error="killed by SIGKILL"))
     assert json.loads((Path(record.run_dir) / "progress.json").read_text())["status"] == "killed"
+
+
+def test_analyze_reports_the_peaks_apart_and_names_the_cut(tmp_path: Path) -> None:
+    cut = "the profiler's events outgrew the profile's memory budget during step 2: …"
+    (tmp_path / "result.json").write_text(json.dumps(RunResult(
+        RunStatus.OK, steps_done=3, profiled_then_stopped=1, peak_memory_mb=795.0, peak_memory_unprofiled_mb=375.0,
+        peak_memory_profiled_mb=795.0, profile_cut=cut).to_dict()))
+    (tmp_path / "steps.jsonl").write_text("")
+    out = analyze(str(tmp_path))
+    run = out["run"]
+    assert (run["peak_memory_unprofiled_mb"], run["peak_memory_profiled_mb"], run["profile_cut"]) == (375.0, 795.0, cut)
+    assert run["observed_to_end"] is False
+    rules = {f["rule"] for f in out["findings"]}
+    assert "MEM007" in rules and "MEM002" not in rules
 
 
 def test_a_baseline_out_of_memory_says_so_once() -> None:
