@@ -192,7 +192,8 @@ class StepRecorder:
         eta = elapsed / self.steps_done * left if self.steps_done else None
         write_json_atomic(self.run_dir / "progress.json", {
             "step": self.steps_done, "total_steps": self.total, "loss": loss, "eta_s": eta,
-            "elapsed_s": elapsed, "status": status, "phase": self.phase, "updated_unix": time.time()})
+            "elapsed_s": elapsed, "status": status, "phase": self.phase, "updated_unix": time.time(),
+            "peak_unprofiled_mb": _round(self.peak_unprofiled_mb)})  # exact (ru_maxrss): the guard's floor
 
     def stop(self) -> None:
         """Stop profiling (exporting a partial window if the script ended early) and close the step log."""

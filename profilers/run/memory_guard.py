@@ -7,7 +7,9 @@ profiler's own growth apart from the script's.
 shared machine keep room to grow).
 
 **The profile's budget**: the profile's whole cost — recording its events, then finalising and exporting
-them — may add at most ``STEPWISE_PROFILE_BUDGET_MB`` over the peak of the unprofiled steps (default: as much
+them — may add at most ``STEPWISE_PROFILE_BUDGET_MB`` over the peak of the unprofiled steps (the tree's
+sampled peak, floored by the agent's exact ``ru_maxrss`` from ``progress.json``, so a short step's transient
+peak that sampling missed is not taken for the profiler's growth; default budget: as much
 as that peak, and at least :data:`PROFILE_BUDGET_MIN_MB`), and never reach the limit. Finalising multiplies
 what recording grew (:data:`FINALISE_FACTOR`; measured on an LBFGS step: recording +183 MiB became +1407 MiB
 after the profiler's stop with memory events and shapes, +85 → +549 MiB without, +36 → +420 MiB when cut
@@ -141,6 +143,9 @@ class MemoryGuard:
             self.peak_profiled_mb = max(self.peak_profiled_mb or 0.0, rss)
         elif self.cut is None and phase != CUT:
             self.peak_unprofiled_mb = max(self.peak_unprofiled_mb or 0.0, rss)
+        exact = (progress or {}).get("peak_unprofiled_mb")  # the agent's ru_maxrss: a short step's peak that
+        if isinstance(exact, (int, float)) and self.cut is None:  # sampling at 10 Hz may have missed
+            self.peak_unprofiled_mb = max(self.peak_unprofiled_mb or 0.0, float(exact))
         if phase == PROFILING and self.cut is None and self.trip is None and rss > self.profile_limit_mb():
             self.cut = ProfileCut(rss, self.profile_limit_mb(), self.peak_unprofiled_mb or 0.0, step)
             self._record("profile_cut", rss, self.cut.limit_mb, step)

@@ -68,6 +68,14 @@ def test_the_scripts_own_growth_after_a_cut_ends_the_run(tmp_path: Path) -> None
     assert guard.trip is not None and guard.trip.after_cut and "script's own" in guard.trip.message()
 
 
+def test_the_agents_exact_unprofiled_peak_is_the_budgets_floor(tmp_path: Path) -> None:
+    _agent(tmp_path)
+    guard = MemoryGuard(tmp_path, {"STEPWISE_MEMORY_LIMIT_MB": "4000", "STEPWISE_PROFILE_BUDGET_MB": "1000"})
+    guard.observe(300.0, {"phase": "unprofiled", "step": 1})  # the samples missed a short step's 500 MiB peak
+    guard.observe(520.0, {"phase": "profiling", "step": 2, "peak_unprofiled_mb": 500.0})
+    assert guard.cut is None and guard.peak_unprofiled_mb == 500.0 and guard.profile_limit_mb() == 600.0
+
+
 def test_outside_the_profile_the_limit_ends_the_run(tmp_path: Path) -> None:
     _agent(tmp_path)
     guard = MemoryGuard(tmp_path, {"STEPWISE_MEMORY_LIMIT_MB": "1000"})
