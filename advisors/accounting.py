@@ -48,6 +48,7 @@ CAUSES: Mapping[str, tuple[str | None, str]] = {
     "capacity": (None, "memory close to (or past) capacity: a risk, not step time"),
     "fragmentation": (None, "reserved memory never used: headroom, not step time"),
     "plateau": (None, "steps after the loss stopped improving: run time, not step time"),
+    "profiler_cost": (None, "the profiler's own memory: the measurement's cost, not the script's"),
 }
 #: A finding of the outer cause takes the findings of the inner causes into its group.
 CONTAINS: Mapping[str, tuple[str, ...]] = {"device_time": ("gemm_time", "pointwise_time", "cpu_matmul")}

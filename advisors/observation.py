@@ -60,6 +60,10 @@ class RunFacts:
     spec: TrainingSpec | None
     telemetry_source: str | None = None
     telemetry: TelemetrySummary | None = None  # steady-step medians of the run's telemetry.jsonl
+    peak_memory_unprofiled_mb: float | None = None  # the unprofiled steps' peak: the script's own need
+    peak_memory_profiled_mb: float | None = None  # the profiled window's peak: the profiler's events included
+    profile_cut: str | None = None  # the memory guard cut the profile: why, in words (the trace holds part of a step)
+    stopped_after: int | None = None  # the run was stopped on purpose after this many steps: not observed to its end
     measured_window: tuple[int, int] | None = None  # a script run's timed steps [first, end) from its boot.json
     cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.run.calibrate)
     cpu_bf16_fast: bool | None = None  # bf16 matmuls faster than fp32 on this CPU (measured or its flags)
@@ -158,11 +162,25 @@ def run_facts(run_dir: Path) -> RunFacts:
         spec=spec,
         telemetry_source=result.telemetry_source if result else None,
         telemetry=summarise_telemetry(telemetry, steps),
+        peak_memory_unprofiled_mb=result.peak_memory_unprofiled_mb if result else None,
+        peak_memory_profiled_mb=result.peak_memory_profiled_mb if result else None,
+        profile_cut=result.profile_cut if result else None,
+        stopped_after=_stopped_after(result, steps),
         measured_window=_measured_window(read_json(run_dir / "boot.json")),
         cpu_matmul_tflops=calibration.read(run_dir),
         cpu_bf16_fast=bf16[0], cpu_bf16_basis=bf16[1],
         **_step_basis(result, measured), data_wait_share=measured.data_wait_share,
     )
+
+
+def _stopped_after(result: RunResult | None, steps: pd.DataFrame) -> int | None:
+    """The steps a run did when it was stopped before its own end (a launched script profiled then stopped, a
+    trial stopped at its step limit or from outside), else ``None``: a run observed to its end."""
+    done = result.steps_done if result is not None and result.steps_done else (
+        int(steps["step"].nunique()) if not steps.empty and "step" in steps else 0)
+    if result is None or result.status.value != "ok" or result.profiled_then_stopped is not None:
+        return done
+    return None
 
 
 def loss_curve(steps: pd.DataFrame) -> tuple[float, ...]:

@@ -160,7 +160,11 @@ def _run_json(run: RunFacts) -> dict[str, Any]:
             "step_time_basis": run.step_time_basis, "samples_per_s": run.samples_per_s,
             "peak_memory_mb": run.peak_memory_mb, "memory_budget_mb": run.memory_budget_mb,
             "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None,
-            "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None}
+            "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None,
+            # the profiler's own cost apart from the script's (issue 29 item 6)
+            "peak_memory_unprofiled_mb": run.peak_memory_unprofiled_mb,
+            "peak_memory_profiled_mb": run.peak_memory_profiled_mb, "profile_cut": run.profile_cut,
+            "observed_to_end": run.stopped_after is None}
 
 
 def _print_text(result: dict[str, Any]) -> None:

@@ -4,11 +4,11 @@
 user's interpreter (their venv or conda env, their torch): this module imports the standard library and torch
 only, and writes plain files that Stepwise's own environment reads (``profilers.run.agent_files``).
 
-Steps are found by :class:`stepwise_agent.steps.StepDetector`. A ``torch.profiler`` schedule (wait W,
-warmup 1, active N) advances at each step; every step's wall time (and loss and samples when visible) goes to
-``steps.jsonl``, live progress to ``progress.json``. When the active window ends, the trace is exported as
-``tb/rank0.<ns>.pt.trace.json.gz``, the script is stopped (``StopTraining`` from the hook), ``agent_result.json``
-is written and the process ends with ``os._exit`` so no DataLoader worker or stray thread can hang the exit.
+Steps are found by :class:`stepwise_agent.steps.StepDetector` and recorded by
+:class:`stepwise_agent.recorder.StepRecorder` (step times, the profiler's schedule, the trace, the peaks of the
+unprofiled steps and of the profiled window apart). When the active window ends, the script is stopped
+(``StopTraining`` from the hook), ``agent_result.json`` is written and the process ends with ``os._exit`` so no
+DataLoader worker or stray thread can hang the exit.
 
 Files, all in ``RUN_DIR``: ``agent.json`` (interpreter, Python, torch version and build, CUDA, the APIs this torch
 offers: :mod:`stepwise_agent.capabilities`), ``steps.jsonl``, ``progress.json``, ``injected.json``,
@@ -26,9 +26,11 @@ marked ``partial``, at steps 1, 2, 4, 8, …, for a run that is stopped from out
 Under ``torchrun`` every rank boots this way: each writes its steps (``rank``) and its trace (``rank{R}.…``);
 local rank 0 writes progress, ``agent.json``, ``injected.json`` and ``agent_result.json``.
 
-The runner's memory guard (``profilers.run.memory_guard``) asks a run to end its profile early with SIGUSR1: the
-step in progress is interrupted (:class:`MemoryGuardStop`), the trace so far exported, and the run ends
-``out_of_memory``. Exit codes follow the worker's: 0 ok, 1 failed, 75 out of memory.
+The runner's memory guard (``profilers.run.agent_files``) signals SIGUSR1 when memory passes its limit. In the
+profiled window the profile is what grows: it is cut there (the trace so far exported, the step finished
+unprofiled, the run ends ``ok`` with a warning). Outside it the step in progress is interrupted
+(:class:`MemoryGuardStop`) and the run ends ``out_of_memory``. Exit codes follow the worker's: 0 ok, 1 failed,
+75 out of memory.
 """
 
 from __future__ import annotations
@@ -53,22 +55,15 @@ from stepwise_agent.hostinfo import cpu_count, peak_rss_mb
 from stepwise_agent.inject import Injector
 from stepwise_agent.noise_scale import install_if_asked as install_noise_meter
 from stepwise_agent.printed import tap_stdout
+from stepwise_agent.recorder import (PROFILE_WAIT, PROFILE_WARMUP, MemoryGuardStop, StepRecorder, StopTraining,
+                                     write_json_atomic)
 from stepwise_agent.steps import StepDetector
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
-PROFILE_WAIT, PROFILE_WARMUP = 1, 1
 TRACEBACK_CHARS = 3000
 OK, FAILED, OUT_OF_MEMORY, RUNNING = "ok", "failed", "out_of_memory", "running"  # RunStatus values, as text
 GUARD_SIGNAL = signal.SIGUSR1
 _OOM_TEXT = ("can't allocate memory", "cannot allocate memory", "out of memory")
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON through a temporary file and a rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, allow_nan=False, default=str)
-    os.replace(tmp, path)
 
 
 def read_json(path: Path) -> Any:
@@ -77,99 +72,6 @@ def read_json(path: Path) -> Any:
             return json.load(fh)
     except (OSError, ValueError):
         return None
-
-
-class MemoryGuardStop(BaseException):
-    """Raised in the script's main thread when the runner's memory guard ends the profile early (a
-    BaseException, like KeyboardInterrupt, so the script's own ``except Exception`` does not swallow it)."""
-
-
-class StopTraining(SystemExit):
-    """Raised from a step hook once the profiled steps are recorded: the script has done its part."""
-
-
-class StepRecorder:
-    """Times steps, drives the profiler schedule, writes steps/progress/trace into ``run_dir``. ``wait`` steps
-    run before the profiler's warm-up step and ``active`` profiled steps; ``rank`` names this process's rows."""
-
-    def __init__(self, run_dir: Path, active: int, wait: int = PROFILE_WAIT, rank: int = 0,
-                 leader: bool = True, trace_ranks: list[int] | str | None = None) -> None:
-        self.run_dir, self.active, self.wait, self.rank, self.leader = run_dir, active, wait, rank, leader
-        # Summaries at capture time: under torchrun (more than one rank), or whenever only some ranks keep traces.
-        self.trace_ranks = trace_ranks
-        self.summarise = trace_ranks is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1
-        self.total = wait + PROFILE_WARMUP + active
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if torch.cuda.is_available():
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        self.prof = torch.profiler.profile(
-            activities=activities, profile_memory=True, record_shapes=True,  # dtypes: is bf16 already on?
-            schedule=torch.profiler.schedule(wait=wait, warmup=PROFILE_WARMUP, active=active, repeat=1),
-            on_trace_ready=self._export)
-        self.traces: list[Path] = []
-        self.steps_done = 0
-        self.last_loss: float | None = None
-        self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
-        self._started = time.time()
-        self._t_last = time.perf_counter()
-        self._running = False
-        self.data_ms: Callable[[], float | None] | None = None  # the detector's time in DataLoader.__next__ this step
-
-    def start(self) -> None:
-        self.prof.start()
-        self._running = True
-        self._t_last = time.perf_counter()
-
-    def on_step(self, loss: float | None, samples: int | None) -> None:
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.synchronize()  # the step's kernels belong to the step
-        wall_ms = (time.perf_counter() - self._t_last) * 1000.0
-        step = self.steps_done
-        started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
-        data_ms = self.data_ms() if self.data_ms is not None else None
-        row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
-               "data_ms": None if data_ms is None else round(data_ms, 4),
-               "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns}
-        self.last_loss = loss
-        self._fh.write(json.dumps(row) + "\n")
-        self._fh.flush()
-        self.steps_done += 1
-        self.prof.step()  # ends the active window (and exports) after the last profiled step
-        if self.leader:
-            self.write_progress(loss, RUNNING)
-        if self.steps_done >= self.total:
-            raise StopTraining(EXIT_OK)
-        self._t_last = time.perf_counter()  # our own bookkeeping is not the script's step time
-
-    def write_progress(self, loss: float | None, status: str) -> None:
-        elapsed = time.time() - self._started
-        left = max(self.total - self.steps_done, 0)
-        eta = elapsed / self.steps_done * left if self.steps_done else None
-        write_json_atomic(self.run_dir / "progress.json", {
-            "step": self.steps_done, "total_steps": self.total, "loss": loss, "eta_s": eta,
-            "elapsed_s": elapsed, "status": status, "updated_unix": time.time()})
-
-    def stop(self) -> None:
-        """Stop profiling (exporting a partial window if the script ended early) and close the step log."""
-        if self._running:
-            self._running = False
-            self.prof.stop()
-        self._fh.close()
-
-    def _export(self, prof: torch.profiler.profile) -> None:
-        if self.summarise:  # every rank's per-step summary; the full trace only where asked (rank_summary)
-            world = int(os.environ.get("WORLD_SIZE", "1"))
-            rank_summary.write_summary(self.run_dir, rank_summary.summarise_events(
-                prof.events(), self.rank, world, first_step=self.wait + PROFILE_WARMUP))
-            if not rank_summary.keeps_trace(self.run_dir, self.rank, world, self.trace_ranks):
-                return
-        tb = self.run_dir / "tb"
-        tb.mkdir(exist_ok=True)
-        name = f"rank{self.rank}.{time.time_ns()}.pt.trace.json"
-        partial = tb / f"{name}.partial.gz"  # not a trace name until complete; .gz makes torch gzip it
-        prof.export_chrome_trace(str(partial))
-        os.replace(partial, tb / f"{name}.gz")
-        self.traces.append(tb / f"{name}.gz")
 
 
 def _run_target(target: list[str]) -> None:
@@ -227,7 +129,8 @@ def seed_everything(seed: int) -> None:
 
 
 def _guard_stop(signum: int, frame: Any) -> None:
-    raise MemoryGuardStop("Stepwise's memory guard ended the profile early")
+    """Before the recorder starts (it takes the signal over: cut or stop, by phase), the guard stops the run."""
+    raise MemoryGuardStop("Stepwise's memory guard ended the run")
 
 
 def script_traceback(exc: BaseException) -> str:
@@ -305,8 +208,15 @@ def main(argv: list[str]) -> int:
         untap()
         rec.stop()
     if guarded:
-        warnings.append(f"the memory guard ended the profile early, during step {rec.steps_done}")
-    if status == OK and rec.steps_done == 0:
+        warnings.append(f"the memory guard ended the run, during step {rec.steps_done}")
+    if rec.cut_during_step is not None:
+        warnings.append(f"the memory guard cut the profile during step {rec.cut_during_step}: the trace holds the "
+                        f"steps profiled before it and part of step {rec.cut_during_step}")
+    if status == OK and rec.cut_during_step is not None:
+        stopped = rec.steps_done - rec.wait - PROFILE_WARMUP
+        warnings.append(f"profiled {stopped} step(s) of the script (the last in part), then stopped it on purpose "
+                        f"after step {rec.steps_done}")
+    elif status == OK and rec.steps_done == 0:
         status, code = FAILED, EXIT_FAILED
         error = "no training step was detected: the script called neither optimizer.step() nor backward()"
     elif status == OK and rec.steps_done < rec.total:
@@ -331,7 +241,7 @@ def main(argv: list[str]) -> int:
         "world_size": int(os.environ.get("WORLD_SIZE", "1")), "steps_done": rec.steps_done,
         "host_peak_rss_mb": peak_rss_mb(),
         "cuda_peak_mb": torch.cuda.max_memory_allocated() / 1024**2 if device == "cuda" else None,
-        "memory_guard": guarded, "profiled_then_stopped": stopped,
+        "memory_guard": guarded, "profiled_then_stopped": stopped, **rec.memory_facts(),
         "started_unix": rec._started, "finished_unix": time.time()})
     rec.write_progress(rec.last_loss, status)
     return code

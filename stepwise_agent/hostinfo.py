@@ -42,6 +42,15 @@ def peak_rss_mb() -> float:
     return peak / 1024**2 if platform.system() == "Darwin" else peak / 1024.0
 
 
+def current_rss_mb() -> float | None:
+    """This process's resident memory now (``/proc/self/statm``), in MiB; ``None`` where it cannot be read."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * _PAGE / 1024**2
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 #: CPU flags with a fast bf16 matmul path (x86: AVX512-BF16 or AMX); without them bf16 is emulated and slow.
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 

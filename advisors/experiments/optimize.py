@@ -37,8 +37,10 @@ class BaselineFailed(StepwiseError):
         self.outcome, self.stderr_tail = outcome, stderr_tail
         where = f" (run folder {outcome.run_dir})" if outcome.run_dir else ""
         how = {"out_of_memory": "ran out of memory", "killed": "was killed"}.get(outcome.status, outcome.status)
-        super().__init__(f"the baseline run {how}: "
-                         f"{last_error_line(outcome.error or stderr_tail) or 'no error text'}{where}")
+        line = last_error_line(outcome.error or stderr_tail) or "no error text"
+        if outcome.status == "out_of_memory" and line.lower().startswith("out of memory: "):
+            line = line[len("out of memory: "):]  # "ran out of memory" says it once
+        super().__init__(f"the baseline run {how}: {line}{where}")
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.outcome.status if self.outcome.status != "ok" else "failed",

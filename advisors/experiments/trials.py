@@ -141,6 +141,9 @@ def script_outcome(spec: ScriptSpec, result: RunResult, steps: pd.DataFrame, run
                  f"{spec.warmup_steps} warm-up steps)",)
     if unseen:
         notes += ("the script's batches were not seen (no DataLoader): throughput is compared per step",)
+    if result.profile_cut:  # the step times above were measured without the profiler: they stand
+        notes += ("not profiled whole: the profiler's events outgrew their memory budget, so the trace holds part "
+                  "of a step",)
     applied = read_json(run_dir / "injected.json")
     return RunOutcome(status=result.status.value, trial=trial, peak_memory_mb=result.peak_memory_mb,
                       losses=loss_curve(steps), steps_done=result.steps_done, error=result.error,

@@ -24,12 +24,13 @@ from advisors.rules.memory.allocator_churn import AllocatorChurn
 from advisors.rules.memory.bandwidth import BandwidthBound
 from advisors.rules.memory.capacity import NearCapacity
 from advisors.rules.memory.out_of_memory import OutOfMemory
+from advisors.rules.memory.profiler_outgrew import ProfilerOutgrew
 from advisors.rules.memory.snapshot_fragmentation import SnapshotFragmentation
 from advisors.rules.memory.snapshot_peak import SnapshotPeak
 from advisors.rules.compute.loss_plateau import LossPlateau
 
 RULES: tuple[type[Rule], ...] = (
-    OutOfMemory, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
+    OutOfMemory, ProfilerOutgrew, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
     Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,

@@ -181,6 +181,9 @@ def outcome_text(status: RunStatus, result: RunResult | None, cancelled: str | N
     steps = result.steps_done if result is not None else 0
     if cancelled and status is RunStatus.KILLED:
         return cancelled[:1].upper() + cancelled[1:] + "."
+    if status is RunStatus.OK and result is not None and result.profile_cut:
+        return (f"Profiled part of a step, then stopped your script after step {steps}: "
+                f"{result.profile_cut[:1].upper()}{result.profile_cut[1:]}.")
     if status is RunStatus.OK and result is not None and result.profiled_then_stopped:
         return (f"Profiled {result.profiled_then_stopped} steps of your script, then stopped it "
                 f"after step {steps}: a profile needs only those steps, so the script is not run to its end.")

@@ -4,75 +4,53 @@ The agent (:mod:`stepwise_agent.boot`) runs in the user's interpreter and writes
 that needs our own libraries happens here, in Stepwise's environment:
 
 - :class:`LaunchMonitor` samples telemetry (psutil, NVML when present) over the launched process tree *by pid*,
-  until the process is gone, so a run the kernel killed keeps the peak it actually reached; and it is the
-  **memory guard**: when the tree's host memory passes the limit (``STEPWISE_MEMORY_LIMIT_MB``, else
-  :data:`GUARD_SHARE` of the memory available at start) it asks the agent to end the profile (SIGUSR1), then
-  kills the tree if it has not ended after :data:`GUARD_GRACE_S`.
+  until the process is gone, so a run the kernel killed keeps the peak it actually reached; and it feeds the
+  **memory guard** (:mod:`profilers.run.memory_guard`: the limit's rule, the profile's own budget, the cut).
 - :func:`finish_launch` writes ``result.json`` from ``agent_result.json``, ``steps.jsonl``, ``telemetry.jsonl``
   and every ``rank{R}.error.json`` (the first exception raised wins: a rank that raised is ``failed``, never
-  ``killed``), names an out-of-memory end with its peak and what to do, and writes TensorBoard scalars.
+  ``killed``), names an out-of-memory end with its peak and what to do — or, when the profile was what grew,
+  says so ("the profiler's events outgrew …") and never blames the script — records the peaks of the
+  unprofiled steps and of the profiled window apart, and writes TensorBoard scalars.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import psutil
-
+from profilers.run.memory_guard import (MEMORY_LIMIT_ENV, OOM_ADVICE, GuardTrip, MemoryGuard, memory_limit_mb)
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 
-MEMORY_LIMIT_ENV = "STEPWISE_MEMORY_LIMIT_MB"
-GUARD_SHARE = 0.90  # default guard: this share of the memory available when the run started
-GUARD_GRACE_S = 10.0  # after asking the agent to stop, kill the tree if it still lives this long after
 OOM_NEAR_SHARE = 0.80  # a SIGKILL with the tree's peak at or above this share of the limit reads as the kernel's OOM
 TELEMETRY_INTERVAL_S = 0.1
-MB = 1024 * 1024
-OOM_ADVICE = "profile fewer steps (--steps), or use a smaller batch"
-
-
-@dataclass(frozen=True)
-class GuardTrip:
-    """The memory guard fired: the tree's host memory ``rss_mb`` passed ``limit_mb`` at ``step``."""
-
-    rss_mb: float
-    limit_mb: float
-    step: int | None
-
-    def message(self) -> str:
-        where = f" during step {self.step}" if self.step is not None else ""
-        return (f"out of memory: the memory guard ended the profile early{where}: the process tree's host memory "
-                f"reached {self.rss_mb:.0f} MiB, over the limit of {self.limit_mb:.0f} MiB; {OOM_ADVICE}")
-
-
-def memory_limit_mb(env: Mapping[str, str] | None = None) -> tuple[float, str]:
-    """``(limit in MiB, where it comes from)``: ``STEPWISE_MEMORY_LIMIT_MB``, else a share of available memory."""
-    raw = (env or os.environ).get(MEMORY_LIMIT_ENV)
-    if raw:
-        try:
-            return float(raw), MEMORY_LIMIT_ENV
-        except ValueError:
-            pass
-    return GUARD_SHARE * psutil.virtual_memory().available / MB, f"{GUARD_SHARE:.0%} of the memory available at start"
 
 
 class LaunchMonitor:
-    """Telemetry and the memory guard of one launched process tree (see the module docs)."""
+    """Telemetry and the memory guard (:class:`~profilers.run.memory_guard.MemoryGuard`) of one launched
+    process tree (see the module docs)."""
 
     def __init__(self, run_dir: Path, env: Mapping[str, str] | None = None) -> None:
         self.run_dir = run_dir
-        self.limit_mb, self.limit_source = memory_limit_mb(env)
+        self.guard = MemoryGuard(run_dir, env)
+        self.limit_mb, self.limit_source = self.guard.limit_mb, self.guard.limit_source
         self.sampler: Any = None
-        self.trip: GuardTrip | None = None
-        self.peak_rss_mb = 0.0
-        self._kill_at: float | None = None
+
+    @property
+    def trip(self) -> GuardTrip | None:
+        return self.guard.trip
+
+    @property
+    def peak_rss_mb(self) -> float:
+        return self.guard.peak_rss_mb
+
+    @peak_rss_mb.setter
+    def peak_rss_mb(self, value: float) -> None:
+        self.guard.peak_rss_mb = value
 
     def start(self, pid: int) -> None:
         from profilers.telemetry.sampler import TelemetrySampler
@@ -85,17 +63,7 @@ class LaunchMonitor:
 
     def tick(self, progress: Mapping[str, Any] | None) -> bool:
         """Check the guard on the newest sample; True when the tree must be killed now (grace is over)."""
-        rss = self._host_rss()
-        if rss is not None:
-            self.peak_rss_mb = max(self.peak_rss_mb, rss)
-            if self.trip is None and rss > self.limit_mb:
-                self.trip = GuardTrip(rss, self.limit_mb, (progress or {}).get("step"))
-                write_json_atomic(self.run_dir / "memory_guard.json", {
-                    "rss_mb": rss, "limit_mb": self.limit_mb, "limit_source": self.limit_source,
-                    "step": self.trip.step, "t_unix": time.time()})
-                self._ask_agents_to_stop()
-                self._kill_at = time.monotonic() + GUARD_GRACE_S
-        return self._kill_at is not None and time.monotonic() > self._kill_at
+        return self.guard.observe(self._host_rss(), progress)
 
     def stop(self) -> None:
         """After the process is gone: one last sample, then the sampler stops."""
@@ -103,24 +71,15 @@ class LaunchMonitor:
             return
         with contextlib.suppress(Exception), open(self.run_dir / "telemetry.jsonl", "a", encoding="utf-8") as fh:
             self.sampler.sample_once(fh)
-        self._host_rss()
+        rss = self._host_rss()
+        if rss is not None:
+            self.guard.peak_rss_mb = max(self.guard.peak_rss_mb, rss)
         self.sampler.stop()
 
     def _host_rss(self) -> float | None:
         rows = getattr(self.sampler, "last_rows", None) or []
         values = [m.get("rss_mb") for source, m in rows if source == "host"]
         return float(values[0]) if values and values[0] is not None else None
-
-    def _ask_agents_to_stop(self) -> None:
-        try:
-            lines = (self.run_dir / "agent_pids.txt").read_text().split("\n")
-        except OSError:
-            return
-        for line in lines:
-            parts = line.split()
-            if len(parts) == 2:
-                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                    os.kill(int(parts[1]), signal.SIGUSR1)
 
 
 def rank_errors(run_dir: Path) -> list[dict[str, Any]]:
@@ -162,9 +121,17 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
         oom = any(e.get("out_of_memory") for e in errors[:1])
         status = RunStatus.OUT_OF_MEMORY if oom else RunStatus.FAILED
         error = _first_exception(errors)
+    cut = monitor.guard.cut if monitor is not None else None
+    if cut is not None and trip is not None and trip.after_cut:
+        cut = None  # the script grew on by itself after the cut: the profiler is not what outgrew the limit
+    if cut is not None:
+        warnings.insert(0, cut.message())
+        if status is RunStatus.RUNNING and trip is None:  # killed while exporting what it had
+            status, error = RunStatus.KILLED, (f"{cut.message()}; exporting the profile did not finish in time, so "
+                                               "the run was stopped")
     if trip is not None:
         status, error = RunStatus.OUT_OF_MEMORY, trip.message() + (f"\n{error}" if error else "")
-        warnings.append(f"the memory guard ended the profile early (limit {trip.limit_mb:.0f} MiB, "
+        warnings.append(f"the memory guard ended the run (limit {trip.limit_mb:.0f} MiB, "
                         f"{monitor.limit_source if monitor else MEMORY_LIMIT_ENV})")
     elif status is RunStatus.RUNNING and monitor is not None and killed_for_memory(exit_code, monitor):
         status = RunStatus.OUT_OF_MEMORY
@@ -182,12 +149,24 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     sources = telemetry["source"].dropna().unique().tolist() if "source" in telemetry else []
     fields: dict[str, Any] = summary.result_fields()
     fields["peak_memory_mb"] = peak
+    fields.update(_window_peaks(agent if isinstance(agent, dict) else {}, monitor))
+    fields["profile_cut"] = cut.message() if cut is not None else None
     result = RunResult(status=status, error=error, exit_code=exit_code, warnings=tuple(warnings),
                        telemetry_source=sources[0] if sources else None,
                        telemetry_note=getattr(getattr(monitor, "sampler", None), "note", None), **base, **fields)
     write_json_atomic(run_dir / "result.json", result.to_dict())
     _write_scalars(run_dir)
     return result
+
+
+def _window_peaks(agent: Mapping[str, Any], monitor: LaunchMonitor | None) -> dict[str, float | None]:
+    """Peaks of the unprofiled steps and of the profiled window, apart: the process tree's (the monitor's
+    samples, by the agent's phase) where it was watched, else the agent's own process's (``ru_maxrss``)."""
+    guard = monitor.guard if monitor is not None else None
+    unprofiled = guard.peak_unprofiled_mb if guard is not None else None
+    profiled = guard.peak_profiled_mb if guard is not None else None
+    return {"peak_memory_unprofiled_mb": unprofiled if unprofiled is not None else agent.get("peak_rss_unprofiled_mb"),
+            "peak_memory_profiled_mb": profiled if profiled is not None else agent.get("peak_rss_profiled_mb")}
 
 
 def killed_for_memory(exit_code: int | None, monitor: LaunchMonitor) -> bool:

@@ -91,6 +91,9 @@ class RunResult:
     finished_unix: float | None = None
     exit_code: int | None = None  # of the process the runner started; None when it did not watch one
     profiled_then_stopped: int | None = None  # a launched script stopped on purpose after this many profiled steps
+    peak_memory_unprofiled_mb: float | None = None  # the peak of the unprofiled steps (the script's own need)
+    peak_memory_profiled_mb: float | None = None  # the profiled window's peak (the profiler's events included)
+    profile_cut: str | None = None  # why the memory guard cut the profile (the profiler's events outgrew …)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: _clean(v) for k, v in asdict(self).items()}
@@ -114,6 +117,9 @@ class RunResult:
             kw[name] = None if value is None else int(value)
         for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note", "step_time_basis"):
             kw[name] = None if kw.get(name) is None else str(kw[name])
+        for name in ("peak_memory_unprofiled_mb", "peak_memory_profiled_mb"):  # the profiler's cost apart
+            kw[name] = _opt_float(kw.get(name))
+        kw["profile_cut"] = None if kw.get("profile_cut") is None else str(kw["profile_cut"])
         warnings = kw.get("warnings") or ()
         kw["warnings"] = tuple(str(w) for w in warnings) if isinstance(warnings, (list, tuple)) else (str(warnings),)
         return cls(**kw)

@@ -170,8 +170,18 @@ class RunStore:
         previous = read_json(run_dir / "result.json")
         merged = {**(previous if isinstance(previous, dict) else {}), **result.to_dict(), "run_id": run_id}
         write_json_atomic(run_dir / "result.json", merged)
+        self._finish_progress(run_dir, result)
         return self.update(run_id, status=result.status, finished_unix=result.finished_unix or time.time(),
                            error=result.error)
+
+    @staticmethod
+    def _finish_progress(run_dir: Path, result: RunResult) -> None:
+        """``progress.json`` ends in the run's final status, even when the process was killed before it could
+        write one (a reader polling it must never see ``running`` for a run that has ended)."""
+        progress = read_json(run_dir / "progress.json")
+        if isinstance(progress, dict) and progress.get("status") != result.status.value:
+            write_json_atomic(run_dir / "progress.json", {**progress, "status": result.status.value,
+                                                          "updated_unix": time.time()})
 
     def delete(self, run_id: str) -> None:
         """Remove a finished run (folder first renamed out of sight, so a half-deleted run is never listed)."""

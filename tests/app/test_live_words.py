@@ -27,3 +27,11 @@ def test_a_script_stopped_after_its_profiled_steps_says_so() -> None:
 def test_a_failure_keeps_its_error() -> None:
     assert outcome_text(RunStatus.FAILED, RunResult(RunStatus.FAILED, steps_done=2), None, "boom") == \
         "Ended failed after 2 steps: boom"
+
+
+def test_a_cut_profile_names_the_profiler_not_the_script() -> None:
+    cut = "the profiler's events outgrew the profile's memory budget during step 2: …"
+    result = RunResult(RunStatus.OK, steps_done=3, profiled_then_stopped=1, profile_cut=cut)
+    text = outcome_text(RunStatus.OK, result, None, None)
+    assert text.startswith("Profiled part of a step, then stopped your script after step 3: The profiler's events "
+                           "outgrew") and "batch" not in text

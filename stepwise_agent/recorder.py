@@ -1,0 +1,227 @@
+"""The agent's step recorder: times every step, drives the ``torch.profiler`` schedule and keeps the profiler's
+own memory cost apart from the script's.
+
+A ``torch.profiler`` schedule (wait W, warm-up 1, active N) advances at each step; every step's wall time (and
+loss, samples, and this process's resident memory ``rss_mb``) goes to ``steps.jsonl``, live progress to
+``progress.json`` with its ``phase``: ``unprofiled`` → ``profiling`` → (``exporting`` → ``cut``). When the
+active window ends, the trace is exported as ``tb/rank{R}.<ns>.pt.trace.json.gz``.
+
+**The memory guard's signal** (SIGUSR1, sent by the runner's monitor: ``profilers.run.agent_files``) means
+"memory is past the limit". What it stops depends on the phase:
+
+- while the profiler records, the profile itself is what grows (its event buffer: one event per op, per
+  allocation, with shapes): the profile is **cut** right there — the profiler stops, the trace so far (the
+  whole profiled steps and part of the current one) is exported, and the script runs on unprofiled to the end
+  of that step, where the agent stops it (:class:`StopTraining`). Nothing about the script changed;
+- otherwise (unprofiled steps, or after a cut) the script's own memory is what grows: the step in progress is
+  interrupted with :class:`MemoryGuardStop` and the run ends ``out_of_memory``;
+- while the cut profile is being exported, further signals are ignored (the monitor waits for ``cut``).
+
+Peaks are recorded apart: ``peak_rss_unprofiled_mb`` (``ru_maxrss`` when the profiler starts recording) and
+``peak_rss_profiled_mb`` (the window's own peak, its export included), see :meth:`StepRecorder.memory_facts`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from stepwise_agent import rank_summary
+from stepwise_agent.hostinfo import current_rss_mb, peak_rss_mb
+
+PROFILE_WAIT, PROFILE_WARMUP = 1, 1
+GUARD_SIGNAL = signal.SIGUSR1
+RUNNING = "running"
+UNPROFILED, PROFILING, EXPORTING, CUT = "unprofiled", "profiling", "exporting", "cut"  # progress.json "phase"
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON through a temporary file and a rename, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, allow_nan=False, default=str)
+    os.replace(tmp, path)
+
+
+class MemoryGuardStop(BaseException):
+    """Raised in the script's main thread when the runner's memory guard ends the run (a BaseException, like
+    KeyboardInterrupt, so the script's own ``except Exception`` does not swallow it)."""
+
+
+class StopTraining(SystemExit):
+    """Raised from a step hook once the profiled steps are recorded: the script has done its part."""
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+class StepRecorder:
+    """Times steps, drives the profiler schedule, writes steps/progress/trace into ``run_dir``. ``wait`` steps
+    run before the profiler's warm-up step and ``active`` profiled steps; ``rank`` names this process's rows."""
+
+    def __init__(self, run_dir: Path, active: int, wait: int = PROFILE_WAIT, rank: int = 0,
+                 leader: bool = True, trace_ranks: list[int] | str | None = None) -> None:
+        self.run_dir, self.active, self.wait, self.rank, self.leader = run_dir, active, wait, rank, leader
+        # Summaries at capture time: under torchrun (more than one rank), or whenever only some ranks keep traces.
+        self.trace_ranks = trace_ranks
+        self.summarise = trace_ranks is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1
+        self.total = wait + PROFILE_WARMUP + active
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self.prof = torch.profiler.profile(
+            activities=activities, profile_memory=True, record_shapes=True,  # dtypes: is bf16 already on?
+            schedule=torch.profiler.schedule(wait=wait, warmup=PROFILE_WARMUP, active=active, repeat=1),
+            on_trace_ready=self._export)
+        self.traces: list[Path] = []
+        self.steps_done = 0
+        self.last_loss: float | None = None
+        self.phase = UNPROFILED
+        self.cut_during_step: int | None = None  # the step whose profile was cut (the trace holds part of it)
+        self.peak_unprofiled_mb: float | None = None
+        self._peak_profiled_mb: float | None = None
+        self._busy = False  # inside our own step bookkeeping: a cut waits for its end
+        self._cut_pending = False
+        self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
+        self._started = time.time()
+        self._t_last = time.perf_counter()
+        self._running = False
+        self.data_ms: Callable[[], float | None] | None = None  # the detector's time in DataLoader.__next__ this step
+
+    def start(self) -> None:
+        """Start the profiler's schedule; from now on the guard's signal is this recorder's to answer."""
+        signal.signal(GUARD_SIGNAL, lambda signum, frame: self.on_guard_signal())
+        self.prof.start()
+        self._running = True
+        self._t_last = time.perf_counter()
+
+    def on_step(self, loss: float | None, samples: int | None) -> None:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()  # the step's kernels belong to the step
+        wall_ms = (time.perf_counter() - self._t_last) * 1000.0
+        self._busy = True
+        try:
+            self._record(wall_ms, loss, samples)
+        finally:
+            self._busy = False
+        if self.phase == CUT or self.steps_done >= self.total:
+            raise StopTraining(0)
+        self._t_last = time.perf_counter()  # our own bookkeeping is not the script's step time
+
+    def _record(self, wall_ms: float, loss: float | None, samples: int | None) -> None:
+        step = self.steps_done
+        started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
+        rss = current_rss_mb()
+        data_ms = self.data_ms() if self.data_ms is not None else None
+        row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
+               "data_ms": None if data_ms is None else round(data_ms, 4),
+               "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns,
+               "rss_mb": _round(rss)}
+        if self.cut_during_step == step:
+            row["profile_cut"] = True  # the trace holds only part of this step
+        if self.phase == PROFILING and rss is not None:
+            self._peak_profiled_mb = max(self._peak_profiled_mb or 0.0, rss)
+        self.last_loss = loss
+        self._fh.write(json.dumps(row) + "\n")
+        self._fh.flush()
+        self.steps_done += 1
+        if self.phase != CUT:
+            self.prof.step()  # ends the active window (and exports) after the last profiled step
+            if self.phase == UNPROFILED and self._recording():
+                self.phase, self.peak_unprofiled_mb = PROFILING, peak_rss_mb()
+            elif self.phase == PROFILING and not self._recording():
+                self.phase = UNPROFILED  # the window ended (exported): whatever grows now is the script's
+                self._close_window()
+        if self.leader:
+            self.write_progress(loss, RUNNING)
+        if self._cut_pending and self.phase == PROFILING:
+            self.cut_profile()
+
+    def _recording(self) -> bool:
+        action = getattr(self.prof, "current_action", None)
+        return getattr(action, "name", "") in ("RECORD", "RECORD_AND_SAVE")
+
+    def on_guard_signal(self) -> None:
+        """The runner's memory guard says memory is past its limit (see the module docs)."""
+        if self.phase == EXPORTING:
+            return
+        if self.phase == PROFILING:
+            if self._busy:
+                self._cut_pending = True
+            else:
+                self.cut_profile()
+            return
+        raise MemoryGuardStop("Stepwise's memory guard ended the run: memory passed its limit outside the "
+                              "profiled window")
+
+    def cut_profile(self) -> None:
+        """Stop the profiler now, mid-step: the trace so far is exported and the rest of the step runs unprofiled."""
+        self._cut_pending = False
+        self.phase, self.cut_during_step = EXPORTING, self.steps_done
+        rss = current_rss_mb()
+        if rss is not None:
+            self._peak_profiled_mb = max(self._peak_profiled_mb or 0.0, rss)
+        if self.leader:
+            self.write_progress(self.last_loss, RUNNING)
+        if self._running:
+            self._running = False
+            self.prof.stop()  # closes ProfilerStep#k here and exports (on_trace_ready)
+        self._close_window()
+        self.phase = CUT
+        if self.leader:
+            self.write_progress(self.last_loss, RUNNING)
+
+    def _close_window(self) -> None:
+        """The window's peak: ``ru_maxrss`` counts for it when it rose above the unprofiled peak."""
+        peak = peak_rss_mb()
+        if self.peak_unprofiled_mb is not None and peak > self.peak_unprofiled_mb:
+            self._peak_profiled_mb = max(self._peak_profiled_mb or 0.0, peak)
+
+    def memory_facts(self) -> dict[str, Any]:
+        """``agent_result.json``'s memory fields: the unprofiled and the profiled peaks, apart (MiB, this process)."""
+        unprofiled = self.peak_unprofiled_mb if self.peak_unprofiled_mb is not None else peak_rss_mb()
+        return {"peak_rss_unprofiled_mb": _round(unprofiled), "peak_rss_profiled_mb": _round(self._peak_profiled_mb),
+                "profile_cut_during_step": self.cut_during_step}
+
+    def write_progress(self, loss: float | None, status: str) -> None:
+        elapsed = time.time() - self._started
+        left = max(self.total - self.steps_done, 0)
+        eta = elapsed / self.steps_done * left if self.steps_done else None
+        write_json_atomic(self.run_dir / "progress.json", {
+            "step": self.steps_done, "total_steps": self.total, "loss": loss, "eta_s": eta,
+            "elapsed_s": elapsed, "status": status, "phase": self.phase, "updated_unix": time.time(),
+            "peak_unprofiled_mb": _round(self.peak_unprofiled_mb)})  # exact (ru_maxrss): the guard's floor
+
+    def stop(self) -> None:
+        """Stop profiling (exporting a partial window if the script ended early) and close the step log."""
+        if self._running:
+            self._running = False
+            if self.phase == PROFILING:
+                self.phase = EXPORTING
+            self.prof.stop()
+            if self.phase == EXPORTING:
+                self._close_window()
+                self.phase = UNPROFILED
+        self._fh.close()
+
+    def _export(self, prof: torch.profiler.profile) -> None:
+        if self.summarise:  # every rank's per-step summary; the full trace only where asked (rank_summary)
+            world = int(os.environ.get("WORLD_SIZE", "1"))
+            rank_summary.write_summary(self.run_dir, rank_summary.summarise_events(
+                prof.events(), self.rank, world, first_step=self.wait + PROFILE_WARMUP))
+            if not rank_summary.keeps_trace(self.run_dir, self.rank, world, self.trace_ranks):
+                return
+        tb = self.run_dir / "tb"
+        tb.mkdir(exist_ok=True)
+        name = f"rank{self.rank}.{time.time_ns()}.pt.trace.json"
+        partial = tb / f"{name}.partial.gz"  # not a trace name until complete; .gz makes torch gzip it
+        prof.export_chrome_trace(str(partial))
+        os.replace(partial, tb / f"{name}.gz")
+        self.traces.append(tb / f"{name}.gz")
