@@ -45,7 +45,7 @@ def headline(a: Analysis) -> None:
     if b is None:
         return
     cols = st.columns(5)
-    cols[0].metric("Device", b.device.upper(), help=b.device_name)
+    cols[0].metric("Device", b.device_label, help=b.gpu_arch.basis if b.gpu_arch is not None else b.device_name)
     cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
     cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from profilers.efficiency.arch import GpuArch, infer_arch
+from profilers.efficiency.peaks import device_peak
 from profilers.trace import breakdown_parts as parts
 from profilers.efficiency.flops import TraceFlops, trace_flops
 from profilers.trace.intervals import Intervals
@@ -98,6 +100,23 @@ class Breakdown:
     compiled_spans: int = 0
     optimizers: tuple[str, ...] = ()
     flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
+
+    @property
+    def gpu_arch(self) -> GpuArch | None:
+        """The GPU's architecture read from its kernel names, for a GPU trace whose device name the peak table
+        does not know ("GPU" when ``deviceProperties`` is missing): see :mod:`profilers.efficiency.arch`."""
+        if self.device != "gpu" or device_peak(self.device_name) is not None or not len(self.kernels):
+            return None
+        return infer_arch(self.kernels["name"].astype(str))
+
+    @property
+    def device_label(self) -> str:
+        """What to call the device on a card: its recorded name ("Tesla V100-SXM2-16GB"), else the architecture
+        its kernel names show ("Volta GPU (inferred)"), else "GPU" / "CPU"; never "CPU / CPU"."""
+        if self.device_name not in ("GPU", "CPU"):
+            return self.device_name
+        arch = self.gpu_arch
+        return f"{arch.name} GPU (inferred from kernel names)" if arch is not None else self.device.upper()
 
     @property
     def total_step_ns(self) -> int:

@@ -1,0 +1,92 @@
+"""Verdicts read the clues a trace carries (issue 33): the GPU architecture in kernel names when the trace does
+not name its device, the device-active window of a trace without step markers, and the Python functions a
+``with_stack`` trace recorded. Small hand-made traces, each with the one clue that decides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.advisors import main
+from profilers.efficiency.arch import arch_of, infer_arch
+from tests.trace_factory import kernel, step, write, x
+
+STEP_US = 10_000.0
+
+
+def _analyze(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(["analyze", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _fp32_gemm_trace(path: Path, gemm: str, conv: str, **top: object) -> Path:
+    """A busy GPU running fp32 GEMMs and convolutions (no deviceProperties unless given)."""
+    ev: list[dict] = []
+    for i in range(4):
+        t = i * STEP_US
+        ev += [step(i, t, STEP_US), x("aten::linear", t + 10, 200, **{"Input type": ["float", "float"]}),
+               kernel(gemm, t + 100, 6_000), kernel(conv, t + 6_200, 3_000)]
+    return write(path, ev, **top)
+
+
+@pytest.mark.parametrize(("name", "sm"), [
+    ("volta_sgemm_128x64_nn", 70), ("volta_scudnn_128x64_relu_interior_nn_v1", 70),
+    ("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", 75), ("ampere_sgemm_64x32_sliced1x4_nn", 80),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8", 80), ("sm90_xmma_gemm_bf16bf16_bf16f32", 90),
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)", 80),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", None),
+])
+def test_kernel_names_say_their_architecture(name: str, sm: int | None) -> None:
+    assert arch_of(name) == sm
+
+
+def test_the_newest_architecture_named_is_the_floor() -> None:
+    arch = infer_arch(["volta_sgemm_128x64_nn", "sm80_xmma_gemm_f32f32", "elementwise_kernel"])
+    assert arch is not None and (arch.name, arch.sm) == ("Ampere", 80) and arch.fast_bf16
+
+
+def test_a_volta_trace_without_device_properties_is_advised_fp16_not_bf16(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(_fp32_gemm_trace(tmp_path / "v.json", "volta_sgemm_128x64_nn",
+                                    "volta_scudnn_128x64_relu_interior_nn_v1"), capsys)
+    assert out["device_name"] == "GPU" and out["device_arch"]["name"] == "Volta"
+    fixes = [f["fix"]["id"] for f in out["findings"] if f["fix"]]
+    assert "fp16_autocast" in fixes and "bf16_autocast" not in fixes and "tf32" not in fixes
+    gemm = next(f for f in out["findings"] if f["fix"] and f["fix"]["id"] == "fp16_autocast")
+    assert "GradScaler" in gemm["message"] and "Volta" in gemm["message"]
+    assert "inferred from kernel names such as volta_" in gemm["message"]
+
+
+def test_an_ampere_trace_without_device_properties_keeps_bf16(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(_fp32_gemm_trace(tmp_path / "a.json", "ampere_sgemm_128x64_nn",
+                                    "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nhwc"), capsys)
+    assert out["device_arch"]["name"] == "Ampere"
+    assert "bf16_autocast" in [f["fix"]["id"] for f in out["findings"] if f["fix"]]
+
+
+def test_a_named_device_is_not_inferred(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(_fp32_gemm_trace(tmp_path / "n.json", "volta_sgemm_128x64_nn", "volta_scudnn_128x64_relu_nn",
+                                    deviceProperties=[{"id": 0, "name": "Tesla V100-SXM2-16GB",
+                                                       "totalGlobalMem": 16 * 2**30}]), capsys)
+    assert out["device_arch"] is None
+    gemm = next(f for f in out["findings"] if f["fix"] and f["fix"]["id"] == "fp16_autocast")
+    assert "V100 SXM2" in gemm["message"] and "inferred" not in gemm["message"]
+
+
+def test_the_device_card_and_report_name_the_inferred_architecture(tmp_path: Path) -> None:
+    from reports.analysis import analyse_path
+    from reports.export import render
+    a = analyse_path(_fp32_gemm_trace(tmp_path / "v.json", "volta_sgemm_128x64_nn", "volta_scudnn_128x64_nn"))
+    assert a.breakdown is not None and a.breakdown.device_label == "Volta GPU (inferred from kernel names)"
+    assert "GPU (Volta GPU (inferred from kernel names))" in render(a, "md").decode()
+
+
+def test_a_cpu_trace_is_called_cpu_once(tmp_path: Path) -> None:
+    from reports.analysis import analyse_path
+    from reports.export import render
+    ev = [step(0, 0, 1000), x("aten::mm", 10, 900)]
+    md = render(analyse_path(write(tmp_path / "c.json", ev)), "md").decode()
+    assert "CPU (CPU)" not in md and "| CPU |" in md
