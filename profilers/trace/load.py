@@ -142,15 +142,35 @@ def _steps(events: pd.DataFrame, warnings: list[str]) -> tuple[pd.DataFrame, boo
     marked = events.loc[is_step, ["rank", "start_ns", "end_ns"]].copy()
     marked["step"] = [step_ids[c] for c in codes[is_step]]
     if marked.empty:
-        win = events.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
-        win["step"] = 0
-        warnings.append("no ProfilerStep#N markers: each rank's whole trace window is treated as one step")
-        return _step_frame(win), True
+        return _step_frame(_unmarked_window(events, warnings)), True
     before = len(marked)
     marked = marked.sort_values(["rank", "start_ns"]).drop_duplicates(["rank", "step"], keep="first")
     if len(marked) < before:
         warnings.append(f"{before - len(marked)} duplicate ProfilerStep ids on a rank: the first of each is kept")
     return _step_frame(marked), False
+
+
+def _unmarked_window(events: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
+    """One step per rank for a trace without markers: on a rank with device activity, from its first kernel,
+    copy or set to its last (the host start-up before the first kernel is not a step: read as one it made
+    the step look host-bound); on a host-only rank, the whole window."""
+    win = events.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+    device = events[events["kind"].isin(["kernel", "memcpy", "memset"])]
+    lead = 0
+    if len(device):
+        active = device.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
+        on = win["rank"].isin(active.index)
+        lead = int((active.loc[win.loc[on, "rank"], "start_ns"].to_numpy() - win.loc[on, "start_ns"].to_numpy()).max())
+        win.loc[on, "start_ns"] = active.loc[win.loc[on, "rank"], "start_ns"].to_numpy()
+        win.loc[on, "end_ns"] = active.loc[win.loc[on, "rank"], "end_ns"].to_numpy()
+    win["step"] = 0
+    if len(device):
+        warnings.append("no ProfilerStep#N markers: each rank's device-active window (its first to its last GPU "
+                        "activity) is analysed as one step; the host time before the first kernel "
+                        f"(up to {lead / 1e6:.1f} ms, start-up) is left out")
+    else:
+        warnings.append("no ProfilerStep#N markers: each rank's whole trace window is treated as one step")
+    return win
 
 
 def _step_id(digits: str) -> int:

@@ -90,3 +90,25 @@ def test_a_cpu_trace_is_called_cpu_once(tmp_path: Path) -> None:
     ev = [step(0, 0, 1000), x("aten::mm", 10, 900)]
     md = render(analyse_path(write(tmp_path / "c.json", ev)), "md").decode()
     assert "CPU (CPU)" not in md and "| CPU |" in md
+
+
+def test_a_trace_without_markers_is_read_over_its_device_active_window(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """3 ms of host start-up before the first kernel, then 6 ms of a busy GPU: the step is the 6 ms (the whole
+    window read as one step made it a third idle, and host-bound)."""
+    ev = [x("aten::empty", 0, 10), x("<built-in method load of torch>", 20, 2_900)]
+    for i in range(6):
+        t = 3_000 + i * 1_000
+        ev += [x("aten::linear", t, 50), kernel("ampere_sgemm_128x64_nn", t + 10, 980)]
+    out = _analyze(write(tmp_path / "lead.json", ev), capsys)
+    assert out["steps_inferred"] and out["step_time_ms"] == pytest.approx(5.98)  # first kernel 3.01 ms, last ends 8.99
+    assert out["gpu_busy_share"] > 0.9 and out["bottleneck"] != "host"
+    note = next(w for w in out["warnings"] if "ProfilerStep" in w)
+    assert "device-active window" in note and "up to 3.0 ms" in note
+
+
+def test_a_host_only_trace_without_markers_keeps_its_whole_window(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(write(tmp_path / "cpu.json", [x("aten::mm", 0, 400), x("aten::add", 500, 500)]), capsys)
+    assert out["step_time_ms"] == pytest.approx(1.0)
+    assert any("whole trace window" in w for w in out["warnings"])
