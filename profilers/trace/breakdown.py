@@ -39,7 +39,7 @@ to device busy time); host time inside a collective op while the device idles is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ import pandas as pd
 from profilers.efficiency.arch import GpuArch, infer_arch
 from profilers.efficiency.peaks import device_peak
 from profilers.trace import breakdown_parts as parts
+from profilers.trace import python_idle as py_idle
 from profilers.efficiency.flops import TraceFlops, trace_flops
 from profilers.trace.intervals import Intervals
 from profilers.trace.events import Trace
@@ -100,6 +101,7 @@ class Breakdown:
     compiled_spans: int = 0
     optimizers: tuple[str, ...] = ()
     flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
+    python_idle: pd.DataFrame = field(default_factory=py_idle.empty)  # profilers.trace.python_idle
 
     @property
     def gpu_arch(self) -> GpuArch | None:
@@ -205,6 +207,9 @@ def breakdown(trace: Trace) -> Breakdown:
     rows: list[pd.DataFrame] = []
     busy_ns = comm_total = comm_overlap = 0
     has_gpu_rank = parts.gpu_ranks(ev)
+    ranks = ev["rank"].to_numpy()
+    python_rows = (ev["kind"] == "python_function").to_numpy() & (ev["step"].to_numpy() >= 0)
+    python_charged: dict[str, int] = {}
     for _, steps in trace.steps.groupby("rank", sort=True):
         rank = int(steps["rank"].iloc[0])  # the group's key
         lo, hi = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
@@ -221,6 +226,10 @@ def breakdown(trace: Trace) -> Breakdown:
         # On a CPU the work a collective can hide under is the host work sets, which never hold a collective.
         work = device_busy if on_gpu else sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
         busy_ns += int((device_busy | sets["comm_kernel"]).covered_in(lo, hi).sum())
+        if on_gpu and python_rows.any():
+            idle = Intervals.of(lo, hi) - (device_busy | sets["comm_kernel"])
+            for name, ns in py_idle.python_idle(ev, python_rows & (ranks == rank), idle).items():
+                python_charged[name] = python_charged.get(name, 0) + ns
         comm_total += int(comm.covered_in(lo, hi).sum())
         comm_overlap += int((comm & work).covered_in(lo, hi).sum())
         rows.append(out)
@@ -247,6 +256,7 @@ def breakdown(trace: Trace) -> Breakdown:
         host=parts.host_stats(ev, in_step, max(len(per_step), 1)),
         cpu_matmul=parts.cpu_matmul(ev, in_step),
         warnings=trace.warnings,
+        python_idle=py_idle.table(python_charged),
         compiled_spans=parts.compiled_spans(ev, in_step),
         optimizers=parts.optimizer_classes(ev, in_step),
         flops=trace_flops(ev),

@@ -112,3 +112,41 @@ def test_a_host_only_trace_without_markers_keeps_its_whole_window(tmp_path: Path
     out = _analyze(write(tmp_path / "cpu.json", [x("aten::mm", 0, 400), x("aten::add", 500, 500)]), capsys)
     assert out["step_time_ms"] == pytest.approx(1.0)
     assert any("whole trace window" in w for w in out["warnings"])
+
+
+def _python_trace(path: Path) -> Path:
+    """Per 10 ms step: 3 ms of kernels, then the host runs the user's log_metrics (which sleeps in a built-in)
+    for 6 ms while the GPU idles; frames recorded by with_stack=True."""
+    ev: list[dict] = []
+    for i in range(3):
+        t = i * STEP_US
+        ev += [step(i, t, STEP_US),
+               x("train.py(30): <module>", t + 1, STEP_US - 2, cat="python_function"),
+               x("/home/u/proj/train.py(12): train_step", t + 2, 3_000, cat="python_function"),
+               x("aten::linear", t + 10, 100), kernel("ampere_sgemm_128x64_nn", t + 100, 3_000),
+               x("/home/u/proj/train.py(40): log_metrics", t + 3_500, 6_000, cat="python_function"),
+               x("<built-in function sleep>", t + 3_600, 5_800, cat="python_function"),
+               x("/usr/lib/python3.11/site-packages/tqdm/std.py(1180): __iter__", t + 9_550, 300,
+                 cat="python_function")]
+    return write(path, ev)
+
+
+def test_a_host_bound_verdict_names_the_python_functions_holding_the_gpu_idle(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _analyze(_python_trace(tmp_path / "py.json"), capsys)
+    assert out["bottleneck"] == "host"
+    host = next(f for f in out["findings"] if f["rule"] == "HOST003")
+    assert "log_metrics (proj/train.py:40) 60% of the step" in host["message"]
+    assert "<built-in function sleep>" not in host["message"] and "py-spy" not in host["message"]
+
+
+def test_python_idle_charges_library_frames_to_the_user_caller(tmp_path: Path) -> None:
+    from profilers.trace.breakdown import breakdown
+    from profilers.trace.load import load_trace
+    t = breakdown(load_trace(_python_trace(tmp_path / "py.json"))).python_idle
+    charged = dict(zip(t["name"], t["idle_ns"]))
+    assert charged["/home/u/proj/train.py(40): log_metrics"] == 3 * 6_000_000  # its own 0.2 ms + sleep's 5.8 ms
+    assert "<built-in function sleep>" not in charged and "train.py(30): <module>" in charged
+    # <module>'s own idle (1 + 400 + 50 + 149 µs between its callees) and tqdm's 300 µs (a library frame: its caller's)
+    assert charged["train.py(30): <module>"] == 3 * (1 + 400 + 50 + 149 + 300) * 1000
+    assert charged["/home/u/proj/train.py(12): train_step"] == 3 * 98 * 1000  # before the first kernel starts
