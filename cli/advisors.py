@@ -25,7 +25,7 @@ from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
 from profilers.trace.breakdown import CATEGORIES, Breakdown
 from profilers.errors import StepwiseError
-from profilers.trace.memory_snapshot import GIB, MemorySnapshot, snapshot_json
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 from profilers.telemetry.summary import describe_telemetry
 
@@ -135,7 +135,8 @@ def _print_text(result: dict[str, Any]) -> None:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")
     snap = result.get("memory_snapshot")
     if snap:
-        total = f" of a {snap['device_total_gib']:.2f} GiB device" if snap["device_total_gib"] else ""
+        total = f" of {gib_device(int(snap['device_total_gib'] * GIB))}" if snap["device_total_gib"] else \
+            " (device size not stated: --device-memory-gib judges capacity)"
         peak = "unknown" if snap["peak_allocated_gib"] is None else f"{snap['peak_allocated_gib']:.2f} GiB"
         print(f"  memory snapshot: peak live {peak}, reserved {snap['reserved_gib']:.2f} GiB"
               f"{total}, {snap['segments']} segments, {snap['oom_events']} out-of-memory events")

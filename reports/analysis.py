@@ -25,7 +25,7 @@ from profilers.errors import TraceError
 from profilers.inputs import RunFolder, resolve
 from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.events import Trace
-from profilers.trace.memory_snapshot import GIB, MemorySnapshot
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.trace.summary import breakdown_summary
 from reports import advice
@@ -166,9 +166,13 @@ def snapshot_headline(s: MemorySnapshot, device_memory_bytes: int | None) -> str
     """One sentence for a snapshot that no rule flagged."""
     gib = GIB
     peak = "an unknown peak" if s.peak_allocated_bytes is None else f"{s.peak_allocated_bytes / gib:.2f} GiB"
-    where = (f" on a {device_memory_bytes / gib:.0f} GiB device ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
-             if device_memory_bytes else "")
+    if not device_memory_bytes:
+        return (f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved. A snapshot does not "
+                "record its device's size: state it (--device-memory-gib, or the device memory field) to judge "
+                "whether memory binds.")
+    where = f" on {gib_device(device_memory_bytes)} ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
     return f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved{where}: no memory pressure."
+
 
 
 def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:

@@ -49,5 +49,5 @@ def median_label(values: tuple[float, ...] | list[float]) -> str:
 
 def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
     """Where the largest allocations alive at a snapshot's peak were made (first frame outside torch)."""
-    return pd.DataFrame([{"allocated at": t.where, "GiB": round(t.bytes / GIB, 3), "allocations": t.count}
+    return pd.DataFrame([{"allocated at": t.where, "GiB": round(t.bytes / GIB, 2), "allocations": t.count}
                          for t in snapshot.top_sites], columns=["allocated at", "GiB", "allocations"])

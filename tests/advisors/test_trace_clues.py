@@ -150,3 +150,31 @@ def test_python_idle_charges_library_frames_to_the_user_caller(tmp_path: Path) -
     # <module>'s own idle (1 + 400 + 50 + 149 µs between its callees) and tqdm's 300 µs (a library frame: its caller's)
     assert charged["train.py(30): <module>"] == 3 * (1 + 400 + 50 + 149 + 300) * 1000
     assert charged["/home/u/proj/train.py(12): train_step"] == 3 * 98 * 1000  # before the first kernel starts
+
+
+def test_a_snapshot_without_its_device_size_states_its_peak_and_asks_for_the_device(shared_traces: Path) -> None:
+    from reports.analysis import analyse_path
+    from reports.export import render
+    a = analyse_path(shared_traces / "memory/cs336_memory_snapshot.pickle")
+    assert a.diagnosis is not None and a.diagnosis.binding is None  # a peak alone never binds
+    assert a.headline.startswith("Memory snapshot: peak live 12.97 GiB") and "device's size" in a.headline
+    assert "within 10% of capacity" not in a.headline and "no memory pressure" not in a.headline
+    md = render(a, "md").decode()
+    assert "Binding bottleneck" not in md and "12.97 GiB" in md
+
+
+def test_a_snapshot_with_its_device_size_is_judged(shared_traces: Path) -> None:
+    from reports.analysis import analyse_path
+    small = analyse_path(shared_traces / "memory/cs336_memory_snapshot.pickle", device_memory_bytes=14 * 2**30)
+    big = analyse_path(shared_traces / "memory/cs336_memory_snapshot.pickle", device_memory_bytes=80 * 2**30)
+    assert small.diagnosis is not None and small.diagnosis.bottleneck.value == "memory"
+    assert big.diagnosis is not None and big.diagnosis.binding is None
+    assert "on an 80 GiB device" in big.headline and "no memory pressure" in big.headline
+
+
+@pytest.mark.parametrize(("gib", "words"), [(80, "an 80 GiB device"), (16, "a 16 GiB device"),
+                                             (11, "an 11 GiB device"), (24, "a 24 GiB device"),
+                                             (8, "an 8 GiB device"), (40, "a 40 GiB device")])
+def test_device_sizes_take_the_right_article(gib: int, words: str) -> None:
+    from profilers.trace.memory_snapshot import gib_device
+    assert gib_device(gib * 2**30) == words

@@ -37,4 +37,4 @@ def test_snapshot_memory_over_time_and_stacks(store, shared_traces) -> None:
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1
     assert any("Peak allocated: 12.97 GiB" in m.value for m in at.markdown)
-    assert len(at.main.expander) == 5 and "model.py:39 in forward" in at.main.expander[0].label
+    assert len(at.main.expander) == 5 and "2.56 GiB in 25 allocation(s) — model.py:39 forward" == at.main.expander[0].label
