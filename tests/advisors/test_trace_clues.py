@@ -178,3 +178,8 @@ def test_a_snapshot_with_its_device_size_is_judged(shared_traces: Path) -> None:
 def test_device_sizes_take_the_right_article(gib: int, words: str) -> None:
     from profilers.trace.memory_snapshot import gib_device
     assert gib_device(gib * 2**30) == words
+
+
+def test_every_peak_table_name_finds_its_own_row() -> None:
+    from profilers.efficiency.peaks import PEAK_NAMES, device_peak
+    assert all((p := device_peak(name)) is not None and p.name == name for name in PEAK_NAMES)

@@ -74,3 +74,27 @@ def test_a_cpu_run_says_it_has_no_gpu_kernels_instead_of_an_empty_table(store) -
     assert_clean(at)
     assert len(at.dataframe) == 1 and "operator" in at.dataframe[0].value.columns
     assert NO_KERNELS_CPU in [c.value for c in at.caption]
+
+
+def test_a_gpu_trace_without_its_model_offers_a_picker_for_mfu_kept_in_the_address(store, tmp_path) -> None:
+    """No deviceProperties: MFU is unknown until the user names the GPU; the pick goes to ``?gpu=`` and the
+    Device card names the architecture the kernel names show."""
+    from tests.trace_factory import kernel, step, write, x
+    ev: list[dict] = []
+    for i in range(3):
+        t = i * 10_000
+        ev += [step(i, t, 10_000), x("aten::mm", t + 10, 200, **{"Input Dims": [[4096, 4096], [4096, 4096]],
+                                                                   "Input type": ["float", "float"]}),
+               kernel("volta_sgemm_128x64_nn", t + 300, 9_000)]
+    store.import_trace(write(tmp_path / "volta.json", ev))
+    at = open_page("analysis")
+    assert_clean(at)
+    assert at.metric[0].value == "Volta GPU (inferred from kernel names)"
+    picker = at.selectbox(key="analysis.gpu_model")
+    assert "Volta GPU" in picker.label and picker.value is None
+    assert any("MFU unknown" in c.value and "name its model" in c.value for c in at.caption)
+    picker.set_value("V100 SXM2").run()
+    assert_clean(at)
+    assert at.query_params["gpu"] in ("V100 SXM2", ["V100 SXM2"])
+    mfu = next(c.value for c in at.caption if c.value.startswith("MFU"))
+    assert "V100 SXM2, fp32" in mfu and "the model you picked" in mfu
