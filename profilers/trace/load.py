@@ -88,7 +88,7 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str) -> Tr
     return Trace(
         events=events,
         steps=steps,
-        memory=pd.concat(memories, ignore_index=True) if memories else pd.DataFrame(),
+        memory=_totals_from_changes(pd.concat(memories, ignore_index=True), warnings) if memories else pd.DataFrame(),
         ranks=tuple(sorted(used_ranks)),
         devices=tuple(devices[k] for k in sorted(devices)),
         world_size=world_size,
@@ -97,6 +97,28 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str) -> Tr
         source=source,
         warnings=tuple(warnings),
     )
+
+
+def _totals_from_changes(memory: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
+    """Older Kineto ``[memory]`` events record each allocation's byte change (``Bytes``) and no totals: per rank
+    and device, the allocated total is then the changes added up in time order, shifted so that its lowest
+    point is 0 (what was allocated before the trace began is unknown, so the curve is a lower bound)."""
+    if memory.empty or "bytes" not in memory:
+        return memory
+    keys = ["rank", "device_type", "device_id"]
+    memory = memory.sort_values([*keys, "ts_ns"], kind="stable", ignore_index=True)
+    rebuilt = 0
+    for _, idx in memory.groupby(keys, sort=False).groups.items():
+        g = memory.loc[idx]
+        if (g["total_allocated"] != 0).any() or not (g["bytes"] != 0).any():
+            continue
+        level = g["bytes"].cumsum().to_numpy()
+        memory.loc[idx, "total_allocated"] = level - min(int(level.min()), 0)
+        rebuilt += 1
+    if rebuilt:
+        warnings.append("the trace's [memory] events record byte changes, not totals: memory over time adds the "
+                        "changes up from the trace's start (a lower bound: what was allocated before is not known)")
+    return memory
 
 
 def _int_or_none(v: Any) -> int | None:

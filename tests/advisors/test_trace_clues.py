@@ -183,3 +183,32 @@ def test_device_sizes_take_the_right_article(gib: int, words: str) -> None:
 def test_every_peak_table_name_finds_its_own_row() -> None:
     from profilers.efficiency.peaks import PEAK_NAMES, device_peak
     assert all((p := device_peak(name)) is not None and p.name == name for name in PEAK_NAMES)
+
+
+def _change(ts: float, nbytes: int) -> dict:
+    """An older Kineto ``[memory]`` event: the byte change only, no totals."""
+    return {"ph": "i", "name": "[memory]", "pid": 100, "tid": 1, "ts": ts, "s": "t",
+            "args": {"Device Type": 1, "Device Id": 0, "Bytes": nbytes}}
+
+
+def test_memory_over_time_is_built_from_byte_changes(tmp_path: Path) -> None:
+    """+3 MiB, +5 MiB, −2 MiB, −6 MiB: the curve reads 3, 8, 6, 0 MiB, and the peak is 8 MiB (was a flat 0)."""
+    from profilers.trace.breakdown import breakdown
+    from profilers.trace.load import load_trace
+    from reports.timeline import memory_series
+    mib = 2**20
+    ev = [step(0, 0, 1000), kernel("k", 10, 900),
+          _change(100, 3 * mib), _change(200, 5 * mib), _change(300, -2 * mib), _change(400, -6 * mib)]
+    t = load_trace(write(tmp_path / "m.json", ev))
+    assert memory_series(t)["allocated_mb"].tolist() == [3.0, 8.0, 6.0, 0.0]
+    assert breakdown(t).memory.device_allocated_bytes == 8 * mib
+    assert any("byte changes, not totals" in w for w in t.warnings)
+
+
+def test_memory_totals_when_recorded_are_kept_as_they_are(tmp_path: Path) -> None:
+    from profilers.trace.load import load_trace
+    from tests.trace_factory import memory
+    ev = [step(0, 0, 1000), kernel("k", 10, 900), memory(100, 5 * 2**20, 8 * 2**20), memory(200, 7 * 2**20, 8 * 2**20)]
+    t = load_trace(write(tmp_path / "m.json", ev))
+    assert t.memory["total_allocated"].tolist() == [5 * 2**20, 7 * 2**20]
+    assert not any("byte changes" in w for w in t.warnings)
