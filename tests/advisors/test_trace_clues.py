@@ -212,3 +212,19 @@ def test_memory_totals_when_recorded_are_kept_as_they_are(tmp_path: Path) -> Non
     t = load_trace(write(tmp_path / "m.json", ev))
     assert t.memory["total_allocated"].tolist() == [5 * 2**20, 7 * 2**20]
     assert not any("byte changes" in w for w in t.warnings)
+
+
+def test_a_saturated_cpu_and_the_telemetry_line_name_the_same_two_numbers() -> None:
+    """The verdict's "48%" is the run's own share of its cores; the telemetry line's "99%" the whole host's:
+    each place names which (was "the host's cores 48% busy" under "2 host cores 99% busy")."""
+    from advisors.diagnosis import diagnose
+    from advisors.synthetic import observation, run_facts
+    from profilers.telemetry.summary import TelemetrySummary
+    tel = TelemetrySummary(source="host", samples=40, rate_hz=10.0, cpu_count=2, process_cpu_pct=96.0,
+                           system_cpu_pct=99.0)
+    d = diagnose(observation({"forward": 0.3, "backward": 0.5, "optimizer": 0.1}, device="cpu",
+                             run=run_facts(telemetry=tel)))
+    sat = next(f for f in (d.binding, *d.others) if f is not None and f.rule == "COMP002")
+    assert "this run's processes keeping 48% of its cores busy" in sat.message
+    assert "the host's cores 48%" not in sat.message
+    assert tel.describe().endswith("2 host cores 99% busy (this run's processes 48% of its cores)")
