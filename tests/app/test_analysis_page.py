@@ -98,3 +98,21 @@ def test_a_gpu_trace_without_its_model_offers_a_picker_for_mfu_kept_in_the_addre
     assert at.query_params["gpu"] in ("V100 SXM2", ["V100 SXM2"])
     mfu = next(c.value for c in at.caption if c.value.startswith("MFU"))
     assert "V100 SXM2, fp32" in mfu and "the model you picked" in mfu
+
+
+def test_a_spec_change_is_offered_for_a_spec_run_only(store, shared_traces) -> None:
+    """The same data-bound trace: a run of a spec shows "As a spec change: …"; a launched script (no spec) and
+    an upload do not (issue 33: "As a spec change" on a script)."""
+    trace = shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+    captions = {}
+    for kind in ("run", "launch", "upload"):
+        for r in store.list():
+            store.delete(r.run_id)
+        if kind == "upload":
+            store.import_trace(trace)
+        else:
+            fake_run(store, label=kind, trace=trace, kind=kind, files={"launch.json": {"argv": ["train.py"]}})
+        at = open_page("advisor")
+        assert_clean(at)
+        captions[kind] = [c.value for c in at.caption if c.value.startswith("As a spec change")]
+    assert captions["run"] and not captions["launch"] and not captions["upload"]
