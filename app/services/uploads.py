@@ -83,9 +83,15 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
             root = tmp / safe_name(items[0].name)
         analysis, digest = validate(root, label)
         record = store.import_trace(root, label=label)
-        if analysis.step_time_ms is not None:  # the run list shows the trace's median step, as Analysis does
-            store.finish(record.run_id, RunResult(status=RunStatus.OK, step_time_ms=analysis.step_time_ms,
-                                                  finished_unix=record.created_unix))
+        b = analysis.breakdown
+        if analysis.step_time_ms is not None or b is not None:
+            # the run list shows what Analysis shows: the trace's median step, its ranks (an 8-rank zip is 8,
+            # not 1) and its device
+            store.finish(record.run_id, RunResult(
+                status=RunStatus.OK, step_time_ms=analysis.step_time_ms, finished_unix=record.created_unix,
+                world_size=len(b.ranks) if b is not None and b.ranks else 1,
+                device=None if b is None else ("cuda" if b.device == "gpu" else "cpu"),
+                device_name=None if b is None else b.device_label))
         return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
     except StepwiseError as err:
         return UploadOutcome(label, False, str(err))

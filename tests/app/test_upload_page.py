@@ -114,3 +114,19 @@ def test_a_pickle_that_carries_code_is_refused_and_nothing_is_stored(store) -> N
     assert_clean(at)
     assert len(at.error) == 1 and "refused to load builtins.print" in at.error[0].value
     assert store.list() == []
+
+
+def test_the_runs_list_says_what_analysis_says_of_an_8_rank_zip(store, shared_traces) -> None:
+    """Issue 33: an 8-rank .zip listed with ranks 1 (Analysis: 8) and a blank device."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted((shared_traces / "communication/param_dlrm_8_ranks").iterdir()):
+            z.write(p, p.name)
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value([("eight_ranks.zip", buf.getvalue(), "application/zip")]).run()
+    assert_clean(at)
+    assert at.title[0].value == "Analysis" and at.metric[1].value.startswith("8 ×")
+    runs = open_page("runs")
+    assert_clean(runs)
+    row = runs.dataframe[0].value.iloc[0]
+    assert (row["ranks"], row["device"]) == (8, "cuda")
