@@ -63,6 +63,12 @@ def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
     assert set(runs.dataframe[0].value["id"]) == {source.run_id, exp.run_id}
     assert exp.label.startswith("Apply DataLoader worker processes on ")  # the fix's title, not its id
     assert all(t.run_id not in runs.selectbox(key="runs.pick").options for t in inside)
+    # the experiment's row says its outcome (the Advisor's verdict and speed-up) and the run it belongs to
+    frame = runs.dataframe[0].value.set_index("id")
+    view = experiments.view(store, exp.run_id) or {}
+    s = view["summary"]
+    assert frame.loc[exp.run_id, "status"] == f"{s['verdict']} {s['speedup']:.2f}×"
+    assert frame.loc[exp.run_id, "run"].endswith(" ← source run")
 
 
 def test_the_result_survives_a_reload_and_a_restart(store, source) -> None:
