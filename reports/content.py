@@ -86,7 +86,8 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         # a note of no class is about the measurement itself (other programs' load, …): said apart, never as
         # "none: …" under "Not enough data to judge" (dashboard walk)
         "caveats": [] if d is None else [n.reason for n in d.notes if n.bottleneck is Bottleneck.NONE],
-        "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason} for n in d.notes
+        "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason,
+                                            "whole_class": n.whole_class} for n in d.notes
                                             if n.bottleneck is not Bottleneck.NONE],
         "shares": [{"category": c, "ms": round(per_cat[c] / rows / 1e6, 3), "share": round(shares[c], 4)}
                    for c in CATEGORIES if per_cat.get(c)],
