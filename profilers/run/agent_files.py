@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 import psutil
 
+from profilers.run.script_errors import describe_rank_error
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 
@@ -129,11 +130,8 @@ def rank_errors(run_dir: Path) -> list[dict[str, Any]]:
     return sorted((e for e in found if isinstance(e, dict)), key=lambda e: float(e.get("t_unix") or 0.0))
 
 
-def _first_exception(errors: list[dict[str, Any]]) -> str:
-    first = errors[0]
-    others = f" ({len(errors) - 1} other rank(s) raised too)" if len(errors) > 1 else ""
-    return (f"rank {first.get('rank')} raised {first.get('type')}: {first.get('message')}{others}\n"
-            f"{first.get('traceback') or ''}").strip()
+def _first_exception(errors: list[dict[str, Any]], world_size: int, interpreter: str | None) -> str:
+    return describe_rank_error(errors[0], len(errors) - 1, world_size, interpreter)
 
 
 def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor | None = None,
@@ -161,7 +159,9 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     if errors and status in (RunStatus.OK, RunStatus.RUNNING, RunStatus.FAILED):
         oom = any(e.get("out_of_memory") for e in errors[:1])
         status = RunStatus.OUT_OF_MEMORY if oom else RunStatus.FAILED
-        error = _first_exception(errors)
+        launch = read_json(run_dir / "launch.json")
+        error = _first_exception(errors, max(int(base.get("world_size") or 1), len(errors)),
+                                 launch.get("interpreter") if isinstance(launch, dict) else None)
     if trip is not None:
         status, error = RunStatus.OUT_OF_MEMORY, trip.message() + (f"\n{error}" if error else "")
         warnings.append(f"the memory guard ended the profile early (limit {trip.limit_mb:.0f} MiB, "
@@ -208,6 +208,8 @@ def _write_scalars(run_dir: Path) -> None:
         from profilers.run.tb_export import write_scalars
 
         write_scalars(run_dir)
+    except ModuleNotFoundError:  # a base install without TensorBoard: nothing to say (was a line under every failure)
+        return
     except Exception as err:  # scalars are a convenience; the run is already stored
         with contextlib.suppress(OSError), open(run_dir / "stderr.log", "a", encoding="utf-8") as fh:
             fh.write(f"stepwise: TensorBoard scalars not written: {json.dumps(str(err))}\n")
