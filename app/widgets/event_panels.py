@@ -41,7 +41,12 @@ def trace_view(record: RunRecord) -> None:
     start, end = state.event_window(record.run_id, index.span_ms)
     linked = url_state.events_window(record.run_id)  # ``?from=…&to=…``: a reload or a link keeps the window
     if linked is not None:
-        state.set_event_window(*clamp_window(index, *linked))
+        fitted = clamp_window(index, *linked)
+        if max(abs(fitted[0] - linked[0]), abs(fitted[1] - linked[1])) >= 1e-3:  # said, never silently another
+            why = "is reversed" if linked[0] > linked[1] else f"lies outside this trace's {index.span_ms:,.3f} ms"
+            st.info(f"The link's window {linked[0]:g}–{linked[1]:g} ms {why}: showing {fitted[0]:,.3f}–"
+                    f"{fitted[1]:,.3f} ms.", icon=":material/info:")
+        state.set_event_window(*fitted)
         start, end = state.event_window(record.run_id, index.span_ms)
     cols = st.columns([2, 2, 1, 1])
     cols[0].number_input("From (ms)", min_value=0.0, max_value=index.span_ms, step=1.0, format="%.3f",

@@ -66,3 +66,17 @@ def test_open_in_perfetto_hands_over_the_window_only_on_click(store, shared_trac
     doc = json.loads(gzip.decompress(base64.b64decode(data.group(1))))
     assert doc["otherData"]["window_ns"] is not None and doc["traceEvents"]
     assert snippet(b"x", "a</script>b").count("</script>") == 1  # a label cannot close the script
+
+
+def test_a_link_with_a_reversed_window_says_what_it_shows(store, shared_traces) -> None:
+    """``/events?from=5000&to=100`` silently became another window (issue 33): the page now says so."""
+    store.import_trace(shared_traces / DATA_TRACE)
+    at = open_page(None)
+    at.query_params["from"] = "5000"
+    at.query_params["to"] = "100"
+    at.switch_page("views/events.py").run()
+    assert_clean(at)
+    said = [i.value for i in at.info if "The link's window 5000–100 ms" in i.value]
+    assert said and "reversed" in said[0]
+    start, end = at.number_input(key=state.EVENTS_START).value, at.number_input(key=state.EVENTS_END).value
+    assert f"showing {start:,.3f}–{end:,.3f} ms" in said[0]
