@@ -93,14 +93,21 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
                 device=None if b is None else ("cuda" if b.device == "gpu" else "cpu"),
                 device_name=None if b is None else b.device_label))
         return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
-    except StepwiseError as err:
-        return UploadOutcome(label, False, str(err))
+    except StepwiseError as err:  # named by the upload's name, never the server's staging path
+        return UploadOutcome(label, False, _unstaged(str(err), tmp, label))
     except MemoryError:
         return UploadOutcome(label, False, "the trace needs more memory than this machine has")
     except Exception as err:  # a reader bug must not take the page down; say what happened
         return UploadOutcome(label, False, f"could not be read ({type(err).__name__}: {err})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _unstaged(message: str, staging: Path, name: str) -> str:
+    """``/runs/.tmp-upload-x1/empty.zip: no trace files`` → ``empty.zip: no trace files``."""
+    for prefix in (f"{staging}/{safe_name(name)}", f"{staging}/", str(staging)):
+        message = message.replace(prefix, name if prefix.endswith(safe_name(name)) else "")
+    return message
 
 
 def describe(outcome: UploadOutcome) -> str:

@@ -130,3 +130,14 @@ def test_the_runs_list_says_what_analysis_says_of_an_8_rank_zip(store, shared_tr
     assert_clean(runs)
     row = runs.dataframe[0].value.iloc[0]
     assert (row["ranks"], row["device"]) == (8, "cuda")
+
+
+def test_an_empty_zip_is_refused_by_its_own_name_not_a_server_path(store) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w"):
+        pass
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value([("empty.zip", buf.getvalue(), "application/zip")]).run()
+    assert_clean(at)
+    [error] = at.error
+    assert "empty.zip" in error.value and str(store.root) not in error.value and ".tmp-upload" not in error.value
