@@ -84,7 +84,7 @@ def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None,
     ``experiment`` (an ``advisors.experiments.experiment.Experiment``) the applied fix with its before/after, ``ladder``
     (an ``advisors.experiments.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
     user's file a kept fix belongs and show the diff. ``extra``: the run's experiments, commands and environment
-    (:func:`reports.run_context.run_context`)."""
+    (:func:`reports.run_report.context.run_context`)."""
     fmt = fmt_for("", fmt)
     more = {"reproduce": None, "environment": {}, "experiments": [], **(extra or {})}
     ctx = {**content.report_context(analysis, comparison, experiment, ladder), **more}

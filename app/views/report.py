@@ -12,7 +12,7 @@ from app import data
 from app.widgets import ui
 from reports import export
 from reports.compare import compare
-from reports.run_context import run_context
+from reports.run_report.context import run_context
 
 st.title("Report")
 st.markdown("One **HTML** file with interactive charts that opens anywhere, offline (plotly.js is inside it and "
