@@ -106,19 +106,20 @@ def _totals_from_changes(memory: pd.DataFrame, warnings: list[str]) -> pd.DataFr
     if memory.empty or "bytes" not in memory:
         return memory
     keys = ["rank", "device_type", "device_id"]
-    memory = memory.sort_values([*keys, "ts_ns"], kind="stable", ignore_index=True)
-    rebuilt = 0
-    for _, idx in memory.groupby(keys, sort=False).groups.items():
-        g = memory.loc[idx]
-        if (g["total_allocated"] != 0).any() or not (g["bytes"] != 0).any():
-            continue
-        level = g["bytes"].cumsum().to_numpy()
-        memory.loc[idx, "total_allocated"] = level - min(int(level.min()), 0)
-        rebuilt += 1
-    if rebuilt:
-        warnings.append("the trace's [memory] events record byte changes, not totals: memory over time adds the "
-                        "changes up from the trace's start (a lower bound: what was allocated before is not known)")
-    return memory
+    has_totals = (memory["total_allocated"] != 0).groupby([memory[k] for k in keys]).transform("any")
+    changes = (memory["bytes"] != 0).groupby([memory[k] for k in keys]).transform("any")
+    rebuild = (~has_totals & changes).to_numpy()
+    if not rebuild.any():
+        return memory  # totals recorded (or nothing changed): the frame as read, untouched
+    total = memory["total_allocated"].to_numpy().copy()
+    order = memory.sort_values([*keys, "ts_ns"], kind="stable").index.to_numpy()
+    sub = memory.loc[order]
+    for _, idx in sub[rebuild[order]].groupby(keys, sort=False).groups.items():
+        level = memory.loc[idx, "bytes"].cumsum().to_numpy()
+        total[memory.index.get_indexer(idx)] = level - min(int(level.min()), 0)
+    warnings.append("the trace's [memory] events record byte changes, not totals: memory over time adds the "
+                    "changes up from the trace's start (a lower bound: what was allocated before is not known)")
+    return memory.assign(total_allocated=total.astype(np.int64))
 
 
 def _int_or_none(v: Any) -> int | None:
