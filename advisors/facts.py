@@ -22,6 +22,7 @@ from advisors.observation import Observation, RunFacts
 from profilers.trace import kernel_classes as kc
 from profilers.trace.breakdown import Breakdown
 from profilers.efficiency.mfu import Efficiency, efficiency
+from profilers.efficiency.arch import GpuArch
 from profilers.efficiency.peaks import DevicePeak, device_peak
 from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.run.spec import TrainingSpec
@@ -115,6 +116,12 @@ class Facts:
     def device_peak(self) -> DevicePeak | None:
         """The GPU's peak table entry from its name (``None``: a CPU, or a device not in the table)."""
         return device_peak(self.b.device_name) if self.b is not None and self.device == "gpu" else None
+
+    @property
+    def gpu_arch(self) -> GpuArch | None:
+        """The GPU's architecture read from its kernel names when the trace does not name a known device
+        (:mod:`profilers.efficiency.arch`); ``None`` on a CPU, for a named device, or when no name says."""
+        return self.b.gpu_arch if self.b is not None and self.device == "gpu" else None
 
     @property
     def comm_kind(self) -> str | None:

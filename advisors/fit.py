@@ -36,8 +36,9 @@ def precision_fix(f: Facts) -> str | None:
     elsewhere (Ampere and newer, AMD CDNA2+, a CPU with a bf16 path, or a device nothing is known of)."""
     if f.cpu_bf16_fast is False:
         return None
-    peak = f.device_peak
-    return "fp16_autocast" if peak is not None and not peak.has_fast_bf16 else "bf16_autocast"
+    peak, arch = f.device_peak, f.gpu_arch
+    no_bf16 = (peak is not None and not peak.has_fast_bf16) or (arch is not None and not arch.fast_bf16)
+    return "fp16_autocast" if no_bf16 else "bf16_autocast"
 
 
 def precision_phrase(f: Facts) -> str:
@@ -47,6 +48,9 @@ def precision_phrase(f: Facts) -> str:
         return f"bf16 would not help on this CPU ({cpu_bf16_basis(f)})"
     if precision_fix(f) == "fp16_autocast" and peak is not None:
         return f"train under fp16 autocast with a GradScaler (the {peak.name} has no bf16 Tensor Cores)"
+    if precision_fix(f) == "fp16_autocast" and (arch := f.gpu_arch) is not None:
+        return (f"train under fp16 autocast with a GradScaler: this is {arch.label}, which has no bf16 Tensor "
+                f"Cores ({arch.basis})")
     if f.device == "cpu" and f.cpu_bf16_fast is None:
         return "train under bf16 autocast if this CPU has AVX512-BF16 or AMX (on AVX2 alone bf16 matmuls are slower)"
     return "train under bf16 autocast"
@@ -57,9 +61,12 @@ def cpu_bf16_basis(f: Facts) -> str:
 
 
 def tf32_fits(f: Facts) -> bool:
-    """TF32 exists from Ampere on: never advised for a GPU the peak table knows to be older."""
-    peak = f.device_peak
-    return peak is None or peak.ampere_or_newer
+    """TF32 exists from Ampere on: never advised for a GPU the peak table knows, or its kernel names show, to be
+    older."""
+    peak, arch = f.device_peak, f.gpu_arch
+    if peak is not None:
+        return peak.ampere_or_newer
+    return arch is None or arch.fast_bf16
 
 
 def workers_on(f: Facts) -> bool:

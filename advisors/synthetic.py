@@ -2,7 +2,7 @@
 
 The rules' ``fires``/``passes`` examples and the advisor's unit tests use these: every number is stated as a
 share of step time, so an example reads like the situation it describes ("loader 30% exposed, GPU busy 60%").
-Kernel names are real-looking so that the engine's own name classes apply (``volta_sgemm`` is an fp32 GEMM,
+Kernel names are real-looking so that the engine's own name classes apply (``sgemm_128x64_nn`` is an fp32 GEMM,
 ``ampere_bf16_s16816gemm`` a Tensor Core one).
 """
 
@@ -19,7 +19,7 @@ from profilers.trace.breakdown import CATEGORIES, Breakdown
 from profilers.trace.memory_snapshot import GIB, AllocationSite, MemorySnapshot
 
 KERNEL_NAMES = {
-    "matmul": "volta_sgemm_128x64_nn",
+    "matmul": "sgemm_128x64_nn",  # no architecture in the name: the synthetic GPU is of no known kind
     "matmul_low": "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn",
     "elementwise": "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
     "normalization": "void at::native::layer_norm_kernel<float>",

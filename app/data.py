@@ -15,6 +15,7 @@ import streamlit as st
 
 from profilers.inputs import upload_root
 from profilers.run.records import RunRecord
+from profilers.store import experiments
 from profilers.store.runs import RunStore
 from profilers.trace.events import Trace
 from profilers.trace.load import load_trace
@@ -37,6 +38,24 @@ def store() -> RunStore:
 def listed_runs() -> list[RunRecord]:
     """What the run list shows: runs, uploads and experiments (one entry each), not the trial runs inside."""
     return store().list(trials=False)
+
+
+def experiment_outcomes(records: list[RunRecord]) -> dict[str, str]:
+    """Each finished experiment's outcome word from its stored view: an applied fix's verdict and speed-up
+    ("kept 1.42×", "rejected 0.98×", "not applied"), a ladder's total ("ladder 1.80×")."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r.kind != "experiment" or not r.status.finished:
+            continue
+        view = experiments.view(store(), r.run_id) or {}
+        s = view.get("summary") or {}
+        if view.get("mode") == "ladder" and isinstance(view.get("total_speedup"), (int, float)):
+            out[r.run_id] = f"ladder {view['total_speedup']:.2f}×"
+        elif isinstance(s.get("verdict"), str):
+            gain = f" {s['speedup']:.2f}×" if isinstance(s.get("speedup"), (int, float)) and \
+                s["verdict"] != "not applied" else ""
+            out[r.run_id] = f"{s['verdict']}{gain}"
+    return out
 
 
 def analysable_runs() -> list[RunRecord]:

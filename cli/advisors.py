@@ -21,12 +21,12 @@ from typing import Any, NoReturn, Sequence
 import orjson
 
 from advisors.diagnosis import diagnose, diagnosis_json
-from profilers.efficiency.mfu import efficiency
+from profilers.efficiency.mfu import efficiency, flops_rate
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
 from profilers.trace.breakdown import CATEGORIES, Breakdown
 from profilers.errors import StepwiseError
-from profilers.trace.memory_snapshot import GIB, MemorySnapshot, snapshot_json
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 from profilers.telemetry.summary import describe_telemetry
 
@@ -175,7 +175,8 @@ def _print_text(result: dict[str, Any]) -> None:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")
     snap = result.get("memory_snapshot")
     if snap:
-        total = f" of a {snap['device_total_gib']:.2f} GiB device" if snap["device_total_gib"] else ""
+        total = f" of {gib_device(int(snap['device_total_gib'] * GIB))}" if snap["device_total_gib"] else \
+            " (device size not stated: --device-memory-gib judges capacity)"
         peak = "unknown" if snap["peak_allocated_gib"] is None else f"{snap['peak_allocated_gib']:.2f} GiB"
         print(f"  memory snapshot: peak live {peak}, reserved {snap['reserved_gib']:.2f} GiB"
               f"{total}, {snap['segments']} segments, {snap['oom_events']} out-of-memory events")
@@ -186,7 +187,8 @@ def _print_text(result: dict[str, Any]) -> None:
         print("  telemetry: " + describe_telemetry(tel))
     eff = result.get("efficiency") or {}
     if eff.get("mfu") is not None:
-        print(f"  efficiency: MFU {100 * eff['mfu']:.3g}% ({eff['achieved_tflops']} of {eff['peak_tflops']} TFLOP/s, "
+        print(f"  efficiency: MFU {100 * eff['mfu']:.3g}% ({flops_rate(eff['achieved_tflops'])} of "
+              f"{flops_rate(eff['peak_tflops'])}, "
               f"{eff['peak_basis']})" + (" [clamped to the device-busy share]" if eff.get("clamped") else ""))
     elif eff:
         print(f"  efficiency: MFU unknown: {eff.get('reason')}")
@@ -200,9 +202,13 @@ def _print_text(result: dict[str, Any]) -> None:
     if ranking.get("fix_order"):
         print("  fixes to try, by gain for effort: " + ", ".join(
             f"{x['fix']} ({x['effort']}, {100 * x['severity']:.0f}%)" for x in ranking["fix_order"]))
-    for n in (n for n in result["not_enough_data"] if n["whole_class"] or
-              (n["bottleneck"] == "none" and n["reason"] not in result["warnings"])):
-        print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
+    for n in result["not_enough_data"]:
+        # a note of no class is about the measurement (other programs' load, …): a caveat, never "not enough
+        # data (none)" (the contention warning read as missing data)
+        if n["bottleneck"] == "none" and n["reason"] not in result["warnings"]:
+            print(f"  caveat: {n['reason']}")
+        elif n["bottleneck"] != "none" and n["whole_class"]:
+            print(f"  not enough data ({n['bottleneck']}): {n['reason']}")
     for w in result["warnings"]:
         print(f"  warning: {w}")
     job = result.get("job")

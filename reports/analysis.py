@@ -25,7 +25,9 @@ from profilers.errors import TraceError
 from profilers.inputs import RunFolder, resolve
 from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.events import Trace
-from profilers.trace.memory_snapshot import GIB, MemorySnapshot
+from profilers.efficiency.mfu import efficiency
+from profilers.efficiency.peaks import device_peak
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.trace.summary import breakdown_summary
 from reports import advice
@@ -178,9 +180,13 @@ def snapshot_headline(s: MemorySnapshot, device_memory_bytes: int | None) -> str
     """One sentence for a snapshot that no rule flagged."""
     gib = GIB
     peak = "an unknown peak" if s.peak_allocated_bytes is None else f"{s.peak_allocated_bytes / gib:.2f} GiB"
-    where = (f" on a {device_memory_bytes / gib:.0f} GiB device ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
-             if device_memory_bytes else "")
+    if not device_memory_bytes:
+        return (f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved. A snapshot does not "
+                "record its device's size: state it (--device-memory-gib, or the device memory field) to judge "
+                "whether memory binds.")
+    where = f" on {gib_device(device_memory_bytes)} ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
     return f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved{where}: no memory pressure."
+
 
 
 def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:
@@ -202,3 +208,19 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
 
 def _empty_steps() -> pd.DataFrame:
     return steps_frame([])
+
+
+def efficiency_phrase(a: Analysis, gpu_model: str | None = None) -> str | None:
+    """The MFU sentence of a trace's analysis (``None``: nothing to measure), against the peak of ``gpu_model``
+    when the trace does not name a device the peak table knows (the Analysis page's picker)."""
+    b = a.breakdown
+    if b is None or not b.n_steps:
+        return None
+    cpu_peak = a.run.cpu_matmul_tflops if a.run is not None else None
+    return efficiency(b, cpu_peak, gpu_model).phrase()
+
+
+def needs_gpu_model(a: Analysis) -> bool:
+    """A GPU trace whose device the peak table does not know: MFU needs the user to name the model."""
+    b = a.breakdown
+    return b is not None and b.device == "gpu" and device_peak(b.device_name) is None

@@ -17,6 +17,12 @@ from reports.telemetry import metric_columns
 MAX_STEP_LINES = 120
 UTIL_METRICS = ("gpu_util_pct", "cpu_pct")
 MEMORY_METRICS = ("mem_used_mb", "rss_mb", "gpu_memory_used_mb", "cuda_allocated_mb")
+#: Legend names of the telemetry columns (the walk read "cpu_pct", "rss_mb").
+METRIC_NAMES = {"gpu_util_pct": "GPU utilisation", "cpu_pct": "run's CPU (100% = one core)",
+                "mem_used_mb": "GPU memory used", "rss_mb": "run's host memory (RSS)",
+                "gpu_memory_used_mb": "GPU memory used", "cuda_allocated_mb": "CUDA allocated"}
+#: The first step's time above this multiple of the median of the others is left above the live chart's axis.
+FIRST_STEP_OUTLIER = 3.0
 
 
 def step_lines(fig: go.Figure, starts: list[float]) -> None:
@@ -88,7 +94,7 @@ def telemetry(tel: pd.DataFrame, steps: pd.DataFrame, source: str | None = None)
         for row, names in enumerate(present, start=1):
             for m in (m for m in names if m in metrics and g[m].notna().any()):  # host rows: no GPU metric
                 fig.add_trace(go.Scatter(x=g["t_s"].round(3).tolist(), y=g[m].round(2).tolist(), mode="lines",
-                                           name=f"{m}{suffix}",
+                                           name=f"{METRIC_NAMES.get(m, m)}{suffix}",
                                            line={"color": SERIES_COLORS[i % len(SERIES_COLORS)]}), row=row, col=1)
                 i += 1
     if not tel.empty and not steps.empty:
@@ -99,13 +105,29 @@ def telemetry(tel: pd.DataFrame, steps: pd.DataFrame, source: str | None = None)
 
 
 def live_progress(steps: pd.DataFrame) -> go.Figure:
-    """Step time (ms) and loss per step while a run trains (rank 0)."""
+    """Step time (ms) and loss per step while a run trains (rank 0). Profiled steps are marked (the profiler
+    slows them); a first step far slower than the rest (start-up, compilation) stays above the axis, said in
+    the title, so it does not flatten every other step."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Step time (ms)", "Loss"))
+    title = "Progress"
     if not steps.empty:
         s = steps[steps["rank"] == steps["rank"].min()]
         fig.add_trace(go.Scatter(x=s["step"].tolist(), y=s["wall_ms"].round(3).tolist(), mode="lines+markers",
                                  name="step time", line={"color": SERIES_COLORS[0]}), row=1, col=1)
+        if "profiled" in s and s["profiled"].fillna(False).astype(bool).any():
+            p = s[s["profiled"].fillna(False).astype(bool)]
+            fig.add_trace(go.Scatter(x=p["step"].tolist(), y=p["wall_ms"].round(3).tolist(), mode="markers",
+                                     name="profiled (the profiler slows it)",
+                                     marker={"symbol": "diamond-open", "size": 11, "color": SERIES_COLORS[3]}),
+                          row=1, col=1)
         fig.add_trace(go.Scatter(x=s["step"].tolist(), y=s["loss"].round(5).tolist(), mode="lines+markers",
                                  name="loss", line={"color": SERIES_COLORS[1]}), row=1, col=2)
+        walls = s["wall_ms"].dropna()
+        if len(walls) >= 3:
+            rest = float(walls.iloc[1:].median())
+            first = float(walls.iloc[0])
+            if rest > 0 and first > FIRST_STEP_OUTLIER * rest:
+                fig.update_yaxes(range=[0, float(walls.iloc[1:].max()) * 1.15], row=1, col=1)
+                title = f"Progress (step {int(s['step'].iloc[0])}: {first:,.0f} ms, above the axis: start-up)"
     fig.update_xaxes(title_text="step")
-    return style(fig, "Progress", height=300)
+    return style(fig, title, height=300)

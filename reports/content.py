@@ -75,7 +75,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
     return {
         "label": a.label, "kind": a.kind, "headline": a.headline, "advisor_note": a.advisor_note,
         "meta": None if b is None else {
-            "device": b.device, "device_name": b.device_name, "ranks": len(b.ranks), "steps": b.n_steps,
+            "device": b.device, "device_name": b.device_name, "device_label": b.device_label, "ranks": len(b.ranks), "steps": b.n_steps,
             "step_time_ms": _num(a.step_time_ms), "profiled_step_time_ms": _num(a.profiled_step_time_ms),
             "step_time_basis": a.step_time_basis, "events": a.n_events,
             "gpu_busy": None if b.device != "gpu" else round(b.gpu_busy_share, 4)},
@@ -86,7 +86,8 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         # a note of no class is about the measurement itself (other programs' load, …): said apart, never as
         # "none: …" under "Not enough data to judge" (dashboard walk)
         "caveats": [] if d is None else [n.reason for n in d.notes if n.bottleneck is Bottleneck.NONE],
-        "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason} for n in d.notes
+        "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason,
+                                            "whole_class": n.whole_class} for n in d.notes
                                             if n.bottleneck is not Bottleneck.NONE],
         "shares": [{"category": c, "ms": round(per_cat[c] / rows / 1e6, 3), "share": round(shares[c], 4)}
                    for c in CATEGORIES if per_cat.get(c)],

@@ -78,15 +78,18 @@ def fmt_for(path: str | Path, fmt: str | None = None) -> str:
 
 
 def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None,
-           experiment: Experiment[Spec] | None = None, ladder: Ladder[Spec] | None = None) -> bytes:
+           experiment: Experiment[Spec] | None = None, ladder: Ladder[Spec] | None = None,
+           extra: dict[str, Any] | None = None) -> bytes:
     """The report as bytes in ``fmt`` (``html``, ``json`` or ``md``); ``comparison`` adds an A-vs-B section,
     ``experiment`` (an ``advisors.experiments.experiment.Experiment``) the applied fix with its before/after, ``ladder``
     (an ``advisors.experiments.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
-    user's file a kept fix belongs and show the diff."""
+    user's file a kept fix belongs and show the diff. ``extra``: the run's experiments, commands and environment
+    (:func:`reports.run_report.context.run_context`)."""
     fmt = fmt_for("", fmt)
-    ctx = content.report_context(analysis, comparison, experiment, ladder)
+    more = {"reproduce": None, "environment": {}, "experiments": [], **(extra or {})}
+    ctx = {**content.report_context(analysis, comparison, experiment, ladder), **more}
     if fmt == "json":
-        return orjson.dumps(content.report_json(analysis, comparison, experiment, ladder),
+        return orjson.dumps({**content.report_json(analysis, comparison, experiment, ladder), **(extra or {})},
                             option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS,
                             default=str)
     if fmt == "md":

@@ -150,3 +150,20 @@ def describe(spec: ScriptSpec) -> str:
 
 __all__ = ["Offer", "ScriptTarget", "describe", "offer", "script_spec", "start_experiment", "start_ladder",
            "target_of"]
+
+
+def injected_knobs(target: ScriptTarget, fix: Fix) -> tuple[dict[str, object], str | None]:
+    """What Apply will inject for ``fix`` on this run, and why a worker count differs from the verdict's: the
+    verdict quotes one worker per core (``advisors.fit.loader_numbers``); Apply picks from the run's measured
+    numbers (``script_fixes.worker_count``: twice the cores when they sat idle while the loader waited)."""
+    from advisors.experiments.script_fixes import IDLE_HOST, INJECTIONS
+
+    injection = INJECTIONS.get(fix.id)
+    knobs = (injection.knobs(target.ctx) or {}) if injection is not None else {}
+    n, ctx = knobs.get("num_workers"), target.ctx
+    why = None
+    if isinstance(n, int) and ctx.host_busy is not None and ctx.host_busy < IDLE_HOST and n > ctx.cores:
+        why = (f"num_workers={n}, more than this run's {ctx.cores} cores: they sat {ctx.host_busy:.0%} busy while the "
+               "loader waited (storage or latency, not CPU), so Apply measures twice as many workers as cores; the "
+               "verdict's count is one per core, the safe default")
+    return dict(knobs), why

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from typing import Mapping
 
 import pandas as pd
 
@@ -12,10 +13,15 @@ from profilers.run.records import RunRecord
 MAX_TABLE_ROWS = 500
 
 
-def runs_frame(records: list[RunRecord]) -> pd.DataFrame:
-    """One row per run, newest first (what the Runs page lists)."""
+def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per run, newest first (what the Runs page lists). ``outcomes``: an experiment's outcome word
+    ("kept 1.42×", "rejected", "not applied") by run id, shown as its status, and its row names the run it was
+    started from ("apply … ← resnet.json"), so an experiment is never a bare "ok" nobody can place."""
+    labels = {r.run_id: r.label for r in records}
+    said = outcomes or {}
     rows = [{
-        "run": r.label, "kind": r.kind, "status": r.status.value,
+        "run": r.label + (f" ← {labels[r.source_run]}" if r.source_run in labels else ""),
+        "kind": r.kind, "status": said.get(r.run_id, r.status.value),
         "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
         "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
         "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
@@ -49,5 +55,5 @@ def median_label(values: tuple[float, ...] | list[float]) -> str:
 
 def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
     """Where the largest allocations alive at a snapshot's peak were made (first frame outside torch)."""
-    return pd.DataFrame([{"allocated at": t.where, "GiB": round(t.bytes / GIB, 3), "allocations": t.count}
+    return pd.DataFrame([{"allocated at": t.where, "GiB": round(t.bytes / GIB, 2), "allocations": t.count}
                          for t in snapshot.top_sites], columns=["allocated at", "GiB", "allocations"])

@@ -83,18 +83,31 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
             root = tmp / safe_name(items[0].name)
         analysis, digest = validate(root, label)
         record = store.import_trace(root, label=label)
-        if analysis.step_time_ms is not None:  # the run list shows the trace's median step, as Analysis does
-            store.finish(record.run_id, RunResult(status=RunStatus.OK, step_time_ms=analysis.step_time_ms,
-                                                  finished_unix=record.created_unix))
+        b = analysis.breakdown
+        if analysis.step_time_ms is not None or b is not None:
+            # the run list shows what Analysis shows: the trace's median step, its ranks (an 8-rank zip is 8,
+            # not 1) and its device
+            store.finish(record.run_id, RunResult(
+                status=RunStatus.OK, step_time_ms=analysis.step_time_ms, finished_unix=record.created_unix,
+                world_size=len(b.ranks) if b is not None and b.ranks else 1,
+                device=None if b is None else ("cuda" if b.device == "gpu" else "cpu"),
+                device_name=None if b is None else b.device_label))
         return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
-    except StepwiseError as err:
-        return UploadOutcome(label, False, str(err))
+    except StepwiseError as err:  # named by the upload's name, never the server's staging path
+        return UploadOutcome(label, False, _unstaged(str(err), tmp, label))
     except MemoryError:
         return UploadOutcome(label, False, "the trace needs more memory than this machine has")
     except Exception as err:  # a reader bug must not take the page down; say what happened
         return UploadOutcome(label, False, f"could not be read ({type(err).__name__}: {err})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _unstaged(message: str, staging: Path, name: str) -> str:
+    """``/runs/.tmp-upload-x1/empty.zip: no trace files`` → ``empty.zip: no trace files``."""
+    for prefix in (f"{staging}/{safe_name(name)}", f"{staging}/", str(staging)):
+        message = message.replace(prefix, name if prefix.endswith(safe_name(name)) else "")
+    return message
 
 
 def describe(outcome: UploadOutcome) -> str:

@@ -35,9 +35,12 @@ c = compare(ta, tb)
 cols = st.columns(3)
 cols[0].metric("A median step", tables.median_label(c.step_ms_a))
 cols[1].metric("B median step", tables.median_label(c.step_ms_b))
-if c.speedup:
-    cols[2].metric("Speed-up of B", f"{c.speedup:.2f}×", delta=f"{(c.speedup - 1):+.0%}")
-compare_panels.verdict(ta, tb, c)
+check = compare_panels.verdict(ta, tb, c)
+if c.speedup:  # coloured only when the verdict below decided: a red "−33%" above "Inconclusive" contradicted it
+    decided = check is not None and check.verdict in ("regression", "improvement")
+    cols[2].metric("Speed-up of B", f"{c.speedup:.2f}×",
+                   delta=f"{(c.speedup - 1):+.0%}" + ("" if decided else f" ({check.verdict if check else 'no verdict'})"),
+                   delta_color="normal" if decided else "off")
 ui.chart(charts_compare.step_time_distributions({f"A: {c.label_a}": c.step_ms_a, f"B: {c.label_b}": c.step_ms_b},
                                                 "Step time, A vs B"), key="compare.steps")
 side = {"A (before)": dict(zip(c.categories["category"], c.categories["a_ms"])),

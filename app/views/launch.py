@@ -65,6 +65,10 @@ else:
 
 st.divider()
 follow = state.followed_run() or launching.followable(store, links.followed())  # a reload re-attaches
+if follow is None and links.followed():  # ?follow=<id> naming no launched run: said, not an empty form
+    st.warning(f"The link follows run `{ui.text(links.followed() or '', 80)}`, which is not a launched run in this "
+               "store (deleted, a trial of an experiment, or from another machine): nothing to follow. Launch one "
+               "below, or open the run list.", icon=":material/link_off:")
 if follow is not None:
     state.follow_run(follow)
     links.show_followed(follow)

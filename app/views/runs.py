@@ -14,13 +14,13 @@ from profilers.run.records import RunStatus
 
 RUNS_COLUMNS = {
     "run": st.column_config.TextColumn(width=230), "kind": st.column_config.TextColumn(width=80),
-    "status": st.column_config.TextColumn(width=60),
+    "status": st.column_config.TextColumn(width=85),
     "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=105),
     "ms/step": st.column_config.NumberColumn(format="%.1f", width=70),
     "samples/s": st.column_config.NumberColumn(format="%.1f", width=80),
     "peak MiB": st.column_config.NumberColumn(format="%.0f", width=75),
     "device": st.column_config.TextColumn(width=60), "ranks": st.column_config.NumberColumn(width=55),
-    "error": st.column_config.TextColumn(width=100)}
+    "error": st.column_config.TextColumn(width=75)}
 
 st.title("Runs")
 st.caption("Launched runs and uploaded traces share this list. Pick one to analyse, advise on, compare or export.")
@@ -29,7 +29,7 @@ store = data.store()
 store.recover()  # settles runs whose process is gone (e.g. after a dashboard restart): cheap and idempotent
 records = data.listed_runs()  # an experiment is one entry; its trial runs are inside it
 if records:
-    frame = tables.runs_frame(records)
+    frame = tables.runs_frame(records, data.experiment_outcomes(records))
     ids = list(frame["id"])
 
     def _row_clicked() -> None:  # a click on a row (its box or any cell) selects that run, before the picker draws

@@ -23,13 +23,15 @@ def _evidence_table(evidence: dict) -> None:
         st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
 
 
-def _fix(fix_id: str | None, key: str) -> None:
+def _fix(fix_id: str | None, key: str, spec_run: bool) -> None:
+    """A fix's title, explanation and snippet; its spec patch only for a run of a spec (a script or an upload
+    has no spec to change: "As a spec change" read as a step the user could not take)."""
     fix = advice.fix_for(fix_id)
     if fix is None:
         return
     st.markdown(f"**Fix — {ui.text(fix.title)}.** {ui.text(fix.explanation)}")
     st.code(fix.snippet, language="python")
-    if fix.spec_patch:
+    if fix.spec_patch and spec_run:
         st.caption("As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in fix.spec_patch.items())))
 
 
@@ -39,7 +41,7 @@ def bound_text(f: object) -> str:
     return f" · its fix gains at most {bound:.2f}×" if bound else ""
 
 
-def _related(f: object, key: str) -> None:
+def _related(f: object, key: str, spec_run: bool) -> None:
     """The other rules that saw the same time as ``f``: their message, evidence and fix."""
     related = getattr(f, "related", ())
     if not related:
@@ -51,12 +53,13 @@ def _related(f: object, key: str) -> None:
         if m.fix_id is not None and m.fix_id == getattr(f, "fix_id", None):
             st.caption("Its fix is the one above.")  # not the same code block twice
         else:
-            _fix(m.fix_id, f"{key}.rel{j}")
+            _fix(m.fix_id, f"{key}.rel{j}", spec_run)
 
 
 def diagnosis(a: Analysis) -> None:
     """The verdict first, then the ranked findings, then what could not be judged."""
     d = a.diagnosis
+    spec_run = a.run is not None and a.run.spec is not None  # a TrainingSpec run; a script's is a ScriptSpec
     if d is None:
         st.warning(ui.text(a.advisor_note or "The advisor gave no diagnosis for this input."))
         return
@@ -73,8 +76,8 @@ def diagnosis(a: Analysis) -> None:
         caveats(a)
         with st.expander("Evidence", expanded=True):
             _evidence_table(dict(d.evidence))
-        _fix(d.binding.fix_id, "binding")
-        _related(d.binding, "binding")
+        _fix(d.binding.fix_id, "binding", spec_run)
+        _related(d.binding, "binding", spec_run)
     if d.others:
         st.markdown("#### Other findings, most severe first")
         for i, f in enumerate(d.others):
@@ -82,8 +85,8 @@ def diagnosis(a: Analysis) -> None:
                 st.markdown(ui.text(f.message))
                 st.caption(f"confidence {f.confidence:.0%}{bound_text(f)}")
                 _evidence_table(dict(f.evidence))
-                _fix(f.fix_id, f"other{i}")
-                _related(f, f"other{i}")
+                _fix(f.fix_id, f"other{i}", spec_run)
+                _related(f, f"other{i}", spec_run)
     judged = [n for n in d.notes if n.bottleneck is not Bottleneck.NONE]
     if judged:
         with st.expander(f"Not enough data to judge ({len(judged)})"):

@@ -8,10 +8,11 @@ from app import state
 
 from app.services import tables
 
-from app.widgets import ui
+from app.widgets import ui, url_state
+from profilers.efficiency.peaks import PEAK_NAMES
 from profilers.trace.memory_snapshot import GIB
 from reports import charts, charts_time
-from reports.analysis import Analysis
+from reports.analysis import Analysis, efficiency_phrase, needs_gpu_model
 from reports.stragglers import straggler_call
 
 
@@ -45,12 +46,17 @@ def headline(a: Analysis) -> None:
     if b is None:
         return
     cols = st.columns(5)
-    cols[0].metric("Device", b.device.upper(), help=b.device_name)
+    cols[0].metric("Device", b.device_label, help=b.gpu_arch.basis if b.gpu_arch is not None else b.device_name)
     cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
     cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
     cols[4].metric("Events", f"{a.n_events:,}")
-    if d is not None and isinstance(d.evidence.get("efficiency"), str):  # MFU against the device's peak, or why not
+    if needs_gpu_model(a):  # MFU needs a peak: the trace does not name a model the table knows
+        model = url_state.gpu_model_picker(PEAK_NAMES, b.gpu_arch.name if b.gpu_arch is not None else None)
+        phrase = efficiency_phrase(a, model)
+        if phrase:
+            st.caption(ui.text(phrase))
+    elif d is not None and isinstance(d.evidence.get("efficiency"), str):  # MFU against the device's peak
         st.caption(ui.text(str(d.evidence["efficiency"])))
     ui.chart(charts.share_bar(b.shares()), key="analysis.share")
 

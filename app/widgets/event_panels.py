@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app import data, state
-from app.widgets import ui, url_state
+from app.widgets import perfetto_open, ui, url_state
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord
 from profilers.trace.memory_snapshot import GIB
@@ -41,7 +41,12 @@ def trace_view(record: RunRecord) -> None:
     start, end = state.event_window(record.run_id, index.span_ms)
     linked = url_state.events_window(record.run_id)  # ``?from=…&to=…``: a reload or a link keeps the window
     if linked is not None:
-        state.set_event_window(*clamp_window(index, *linked))
+        fitted = clamp_window(index, *linked)
+        if max(abs(fitted[0] - linked[0]), abs(fitted[1] - linked[1])) >= 1e-3:  # said, never silently another
+            why = "is reversed" if linked[0] > linked[1] else f"lies outside this trace's {index.span_ms:,.3f} ms"
+            st.info(f"The link's window {linked[0]:g}–{linked[1]:g} ms {why}: showing {fitted[0]:,.3f}–"
+                    f"{fitted[1]:,.3f} ms.", icon=":material/info:")
+        state.set_event_window(*fitted)
         start, end = state.event_window(record.run_id, index.span_ms)
     cols = st.columns([2, 2, 1, 1])
     cols[0].number_input("From (ms)", min_value=0.0, max_value=index.span_ms, step=1.0, format="%.3f",
@@ -88,6 +93,17 @@ def export_panel(record: RunRecord, origin_ns: int, start: float, end: float) ->
                             data=lambda: perfetto_gzip(source, origin_ns, lo, hi),
                             file_name=f"{stem}.{start:.3f}-{end:.3f}ms.perfetto.json.gz", mime="application/gzip",
                             icon=":material/download:", on_click="ignore", key="events.export_window")
+    if st.button("Open this window in Perfetto", icon=":material/open_in_new:", key="events.perfetto_prepare",
+                 help="Builds the window's file here, then a button opens ui.perfetto.dev in a new tab and hands "
+                      "it the file (the Perfetto UI runs in your browser). Nothing leaves this machine before "
+                      "you click that second button."):
+        gz = perfetto_gzip(source, origin_ns, lo, hi)
+        if len(gz) > perfetto_open.MAX_EMBED_BYTES:
+            st.info(f"This window's file is {len(gz) / 1024**2:.1f} MiB, more than the "
+                    f"{perfetto_open.MAX_EMBED_BYTES // 1024**2} MiB handed over in the page: zoom in, or download "
+                    "it and open the file in Perfetto.")
+        else:
+            perfetto_open.open_button(gz, f"{stem} {start:.3f}-{end:.3f} ms")
 
 
 def snapshot_view(record: RunRecord) -> None:

@@ -122,6 +122,10 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
     steps = right.number_input("Timed steps per run", min_value=1, max_value=1000, value=target.spec.measure_steps,
                                key="advisor.script_steps")
     target = target.with_steps(int(steps))
+    knobs, reason = script_apply.injected_knobs(target, by_id[fix_id])
+    if knobs:  # what the patched arm gets, said before it runs (the verdict said 2, Apply injected 4: issue 33)
+        st.caption("Apply injects " + ui.text(", ".join(f"{k}={v}" for k, v in knobs.items()))
+                   + (f" — {ui.text(reason)}." if reason else "."))
     st.caption(AB_CAPTION + " Your script runs unmodified with the fix injected at boot (your file is never "
                "written): " + ui.text(script_apply.describe(target.spec)) + ".")
     store = data.store()

@@ -15,6 +15,7 @@ from profilers.run.records import RunRecord
 
 A_PARAM, B_PARAM = "a", "b"
 FROM_PARAM, TO_PARAM = "from", "to"
+GPU_PARAM = "gpu"
 _WRITTEN = "stepwise.url_state.written"  # per page: the query values this session last wrote or applied
 
 
@@ -92,3 +93,18 @@ def show_events_window(run_id: str, start_ms: float, end_ms: float) -> None:
     _put(FROM_PARAM, lo)
     _put(TO_PARAM, hi)
     _remember("events", (run_id, lo, hi))
+
+
+def gpu_model_picker(models: tuple[str, ...], arch: str | None) -> str | None:
+    """A GPU-model picker for MFU (``?gpu=<model>``: a reload or a link keeps it); ``None`` while unpicked.
+    ``arch``: the architecture the kernel names show, said beside the picker."""
+    key = "analysis.gpu_model"
+    linked = st.query_params.get(GPU_PARAM)
+    if linked in models and (linked,) != _last("gpu"):
+        st.session_state[key] = linked
+    hint = f" (its kernel names show a {arch} GPU)" if arch else ""
+    picked = st.selectbox(f"GPU model for MFU — the trace does not name it{hint}", [None, *models],
+                          format_func=lambda m: "not named" if m is None else m, key=key)
+    _put(GPU_PARAM, picked)
+    _remember("gpu", (picked,))
+    return picked

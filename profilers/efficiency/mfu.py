@@ -87,9 +87,10 @@ def flops_rate(tflops: float | None) -> str:
     return f"{_sig3(tflops * scale)} {unit}"
 
 
-def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None) -> Efficiency:
+def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None, gpu_model: str | None = None) -> Efficiency:
     """The efficiency of a breakdown; ``cpu_peak_tflops`` is a CPU run's measured matmul peak (a calibration
-    recorded with the run), the only peak a CPU has here."""
+    recorded with the run), the only peak a CPU has here; ``gpu_model`` a GPU model the user named (one of
+    :data:`~profilers.efficiency.peaks.PEAK_NAMES`) for a trace whose device the peak table does not know."""
     fl = b.flops
     busy = b.gpu_busy_share if b.device == "gpu" else _cpu_busy(b)
     if fl is None or fl.with_shapes == 0:
@@ -113,14 +114,16 @@ def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None) -> Efficiency
                                       "no calibration recorded")
         return _ratio(base, cpu_peak_tflops, f"this host's cores, measured {key or 'fp32'} matmul peak", busy)
     peak = device_peak(b.device_name)
+    picked = peak is None and gpu_model is not None and (peak := device_peak(gpu_model)) is not None
     if peak is None:
-        return _with(base, reason=f"the device {b.device_name!r} is not in the peak table")
+        return _with(base, reason=f"the device {b.device_name!r} is not in the peak table: name its model "
+                                  "(the Analysis page's GPU model picker)")
     if key is None:
         return _with(base, reason=f"no peak for the ops' dtype {dtype or '(not recorded)'!r}")
     value = peak.tflops.get(key)
     if not value:
         return _with(base, reason=f"the {peak.name} has no fast path for {key}")
-    return _ratio(base, value, _basis(peak, key), busy)
+    return _ratio(base, value, _basis(peak, key) + (", the model you picked" if picked else ""), busy)
 
 
 def _ratio(base: Efficiency, peak: float, basis: str, busy: float | None) -> Efficiency:

@@ -56,6 +56,9 @@ PEAKS: tuple[tuple[re.Pattern[str], DevicePeak], ...] = (
     (re.compile(r"MI300X", re.I), _p("MI300X", 163.4, 653.7, 1307.4, 1307.4, 2614.9, "AMD Instinct MI300X datasheet")),
 )
 
+#: The models the table knows, as a picker lists them (each name finds its own row: :func:`device_peak`).
+PEAK_NAMES: tuple[str, ...] = tuple(peak.name for _, peak in PEAKS)
+
 #: Trace ``Input type`` names → dtype keys of :class:`DevicePeak`.
 DTYPES: Mapping[str, str] = {"float": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16",
                              "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8",

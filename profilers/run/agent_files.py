@@ -22,7 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+import psutil
+
 from profilers.run.memory_guard import (MEMORY_LIMIT_ENV, OOM_ADVICE, GuardTrip, MemoryGuard, memory_limit_mb)
+from profilers.run.script_errors import describe_rank_error
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 
@@ -88,11 +91,8 @@ def rank_errors(run_dir: Path) -> list[dict[str, Any]]:
     return sorted((e for e in found if isinstance(e, dict)), key=lambda e: float(e.get("t_unix") or 0.0))
 
 
-def _first_exception(errors: list[dict[str, Any]]) -> str:
-    first = errors[0]
-    others = f" ({len(errors) - 1} other rank(s) raised too)" if len(errors) > 1 else ""
-    return (f"rank {first.get('rank')} raised {first.get('type')}: {first.get('message')}{others}\n"
-            f"{first.get('traceback') or ''}").strip()
+def _first_exception(errors: list[dict[str, Any]], world_size: int, interpreter: str | None) -> str:
+    return describe_rank_error(errors[0], len(errors) - 1, world_size, interpreter)
 
 
 def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor | None = None,
@@ -120,7 +120,9 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     if errors and status in (RunStatus.OK, RunStatus.RUNNING, RunStatus.FAILED):
         oom = any(e.get("out_of_memory") for e in errors[:1])
         status = RunStatus.OUT_OF_MEMORY if oom else RunStatus.FAILED
-        error = _first_exception(errors)
+        launch = read_json(run_dir / "launch.json")
+        error = _first_exception(errors, max(int(base.get("world_size") or 1), len(errors)),
+                                 launch.get("interpreter") if isinstance(launch, dict) else None)
     cut = monitor.guard.cut if monitor is not None else None
     if cut is not None and trip is not None and trip.after_cut:
         cut = None  # the script grew on by itself after the cut: the profiler is not what outgrew the limit
@@ -187,6 +189,8 @@ def _write_scalars(run_dir: Path) -> None:
         from profilers.run.tb_export import write_scalars
 
         write_scalars(run_dir)
+    except ModuleNotFoundError:  # a base install without TensorBoard: nothing to say (was a line under every failure)
+        return
     except Exception as err:  # scalars are a convenience; the run is already stored
         with contextlib.suppress(OSError), open(run_dir / "stderr.log", "a", encoding="utf-8") as fh:
             fh.write(f"stepwise: TensorBoard scalars not written: {json.dumps(str(err))}\n")

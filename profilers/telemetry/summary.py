@@ -106,7 +106,12 @@ def describe_telemetry(tel: dict[str, Any]) -> str:
              f"{tel['source'] or 'unknown'}", f"{tel['samples']} samples in steady steps"]
     if tel.get("host_cpu_busy") is not None:
         cores = f"{tel['cpu_count']} host cores" if tel.get("cpu_count") else "host cores"
-        parts.append(f"{cores} {100 * tel['host_cpu_busy']:.0f}% busy")
+        own = tel.get("run_cpu_busy")
+        # the whole host's busy share and the run's own share of its cores are two numbers: both named, so a
+        # verdict quoting the run's own share never reads as a contradiction of this line
+        mine = f" (this run's processes {100 * own:.0f}% of its cores)" \
+            if own is not None and abs(own - tel["host_cpu_busy"]) >= 0.05 else ""
+        parts.append(f"{cores} {100 * tel['host_cpu_busy']:.0f}% busy{mine}")
     if tel.get("gpu_util_pct") is not None:
         parts.append(f"GPU utilisation {tel['gpu_util_pct']:.0f}%")
     if tel.get("gpu_mem_used_share") is not None:

@@ -39,12 +39,15 @@ to device busy time); host time inside a collective op while the device idles is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from profilers.efficiency.arch import GpuArch, infer_arch
+from profilers.efficiency.peaks import device_peak
 from profilers.trace import breakdown_parts as parts
+from profilers.trace import python_idle as py_idle
 from profilers.efficiency.flops import TraceFlops, trace_flops
 from profilers.trace.intervals import Intervals
 from profilers.trace.events import Trace
@@ -98,6 +101,24 @@ class Breakdown:
     compiled_spans: int = 0
     optimizers: tuple[str, ...] = ()
     flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
+    python_idle: pd.DataFrame = field(default_factory=py_idle.empty)  # profilers.trace.python_idle
+
+    @property
+    def gpu_arch(self) -> GpuArch | None:
+        """The GPU's architecture read from its kernel names, for a GPU trace whose device name the peak table
+        does not know ("GPU" when ``deviceProperties`` is missing): see :mod:`profilers.efficiency.arch`."""
+        if self.device != "gpu" or device_peak(self.device_name) is not None or not len(self.kernels):
+            return None
+        return infer_arch(self.kernels["name"].astype(str))
+
+    @property
+    def device_label(self) -> str:
+        """What to call the device on a card: its recorded name ("Tesla V100-SXM2-16GB"), else the architecture
+        its kernel names show ("Volta GPU (inferred)"), else "GPU" / "CPU"; never "CPU / CPU"."""
+        if self.device_name not in ("GPU", "CPU"):
+            return self.device_name
+        arch = self.gpu_arch
+        return f"{arch.name} GPU (inferred from kernel names)" if arch is not None else self.device.upper()
 
     @property
     def total_step_ns(self) -> int:
@@ -186,6 +207,9 @@ def breakdown(trace: Trace) -> Breakdown:
     rows: list[pd.DataFrame] = []
     busy_ns = comm_total = comm_overlap = 0
     has_gpu_rank = parts.gpu_ranks(ev)
+    ranks = ev["rank"].to_numpy()
+    python_rows = (ev["kind"] == "python_function").to_numpy() & (ev["step"].to_numpy() >= 0)
+    python_charged: dict[str, int] = {}
     for _, steps in trace.steps.groupby("rank", sort=True):
         rank = int(steps["rank"].iloc[0])  # the group's key
         lo, hi = steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy()
@@ -202,6 +226,10 @@ def breakdown(trace: Trace) -> Breakdown:
         # On a CPU the work a collective can hide under is the host work sets, which never hold a collective.
         work = device_busy if on_gpu else sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
         busy_ns += int((device_busy | sets["comm_kernel"]).covered_in(lo, hi).sum())
+        if on_gpu and python_rows.any():
+            idle = Intervals.of(lo, hi) - (device_busy | sets["comm_kernel"])
+            for name, ns in py_idle.python_idle(ev, python_rows & (ranks == rank), idle).items():
+                python_charged[name] = python_charged.get(name, 0) + ns
         comm_total += int(comm.covered_in(lo, hi).sum())
         comm_overlap += int((comm & work).covered_in(lo, hi).sum())
         rows.append(out)
@@ -228,6 +256,7 @@ def breakdown(trace: Trace) -> Breakdown:
         host=parts.host_stats(ev, in_step, max(len(per_step), 1)),
         cpu_matmul=parts.cpu_matmul(ev, in_step),
         warnings=trace.warnings,
+        python_idle=py_idle.table(python_charged),
         compiled_spans=parts.compiled_spans(ev, in_step),
         optimizers=parts.optimizer_classes(ev, in_step),
         flops=trace_flops(ev),

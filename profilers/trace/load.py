@@ -91,7 +91,7 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first
     return Trace(
         events=events,
         steps=steps,
-        memory=pd.concat(memories, ignore_index=True) if memories else pd.DataFrame(),
+        memory=_totals_from_changes(pd.concat(memories, ignore_index=True), warnings) if memories else pd.DataFrame(),
         ranks=tuple(sorted(used_ranks)),
         devices=tuple(devices[k] for k in sorted(devices)),
         world_size=world_size,
@@ -100,6 +100,29 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first
         source=source,
         warnings=tuple(warnings),
     )
+
+
+def _totals_from_changes(memory: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
+    """Older Kineto ``[memory]`` events record each allocation's byte change (``Bytes``) and no totals: per rank
+    and device, the allocated total is then the changes added up in time order, shifted so that its lowest
+    point is 0 (what was allocated before the trace began is unknown, so the curve is a lower bound)."""
+    if memory.empty or "bytes" not in memory:
+        return memory
+    keys = ["rank", "device_type", "device_id"]
+    has_totals = (memory["total_allocated"] != 0).groupby([memory[k] for k in keys]).transform("any")
+    changes = (memory["bytes"] != 0).groupby([memory[k] for k in keys]).transform("any")
+    rebuild = (~has_totals & changes).to_numpy()
+    if not rebuild.any():
+        return memory  # totals recorded (or nothing changed): the frame as read, untouched
+    total = memory["total_allocated"].to_numpy().copy()
+    order = memory.sort_values([*keys, "ts_ns"], kind="stable").index.to_numpy()
+    sub = memory.loc[order]
+    for _, idx in sub[rebuild[order]].groupby(keys, sort=False).groups.items():
+        level = memory.loc[idx, "bytes"].cumsum().to_numpy()
+        total[memory.index.get_indexer(idx)] = level - min(int(level.min()), 0)
+    warnings.append("the trace's [memory] events record byte changes, not totals: memory over time adds the "
+                    "changes up from the trace's start (a lower bound: what was allocated before is not known)")
+    return memory.assign(total_allocated=total.astype(np.int64))
 
 
 def _int_or_none(v: Any) -> int | None:
@@ -145,15 +168,35 @@ def _steps(events: pd.DataFrame, warnings: list[str]) -> tuple[pd.DataFrame, boo
     marked = events.loc[is_step, ["rank", "start_ns", "end_ns"]].copy()
     marked["step"] = [step_ids[c] for c in codes[is_step]]
     if marked.empty:
-        win = events.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
-        win["step"] = 0
-        warnings.append("no ProfilerStep#N markers: each rank's whole trace window is treated as one step")
-        return _step_frame(win), True
+        return _step_frame(_unmarked_window(events, warnings)), True
     before = len(marked)
     marked = marked.sort_values(["rank", "start_ns"]).drop_duplicates(["rank", "step"], keep="first")
     if len(marked) < before:
         warnings.append(f"{before - len(marked)} duplicate ProfilerStep ids on a rank: the first of each is kept")
     return _step_frame(marked), False
+
+
+def _unmarked_window(events: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
+    """One step per rank for a trace without markers: on a rank with device activity, from its first kernel,
+    copy or set to its last (the host start-up before the first kernel is not a step: read as one it made
+    the step look host-bound); on a host-only rank, the whole window."""
+    win = events.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+    device = events[events["kind"].isin(["kernel", "memcpy", "memset"])]
+    lead = 0
+    if len(device):
+        active = device.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
+        on = win["rank"].isin(active.index)
+        lead = int((active.loc[win.loc[on, "rank"], "start_ns"].to_numpy() - win.loc[on, "start_ns"].to_numpy()).max())
+        win.loc[on, "start_ns"] = active.loc[win.loc[on, "rank"], "start_ns"].to_numpy()
+        win.loc[on, "end_ns"] = active.loc[win.loc[on, "rank"], "end_ns"].to_numpy()
+    win["step"] = 0
+    if len(device):
+        warnings.append("no ProfilerStep#N markers: each rank's device-active window (its first to its last GPU "
+                        "activity) is analysed as one step; the host time before the first kernel "
+                        f"(up to {lead / 1e6:.1f} ms, start-up) is left out")
+    else:
+        warnings.append("no ProfilerStep#N markers: each rank's whole trace window is treated as one step")
+    return win
 
 
 def _step_id(digits: str) -> int:

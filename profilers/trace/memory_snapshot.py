@@ -135,7 +135,9 @@ def _replay(history: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
     return peak - current, at_peak  # peak above the level at the end of the history
 
 
-def _where(frames: Any) -> str:
+def site_of(frames: Any) -> str:
+    """The allocation site of a stack: its first frame outside torch and site-packages, ``file:line function``
+    (the one key every page groups a snapshot's allocations by)."""
     for f in frames if isinstance(frames, list) else []:
         if not isinstance(f, dict):
             continue
@@ -150,10 +152,18 @@ def _sites(allocs: list[dict[str, Any]], top: int = 5) -> tuple[AllocationSite, 
     sizes: Counter[str] = Counter()
     counts: Counter[str] = Counter()
     for a in allocs:
-        where = _where(a.get("frames"))
+        where = site_of(a.get("frames"))
         sizes[where] += _num(a, "size")
         counts[where] += 1
     return tuple(AllocationSite(w, b, counts[w]) for w, b in sizes.most_common(top))
+
+
+def gib_device(n: int) -> str:
+    """"an 80 GiB device", "a 16 GiB device" (the article follows the number's sound)."""
+    size = f"{n / GIB:.0f}" if abs(n / GIB - round(n / GIB)) < 0.05 else f"{n / GIB:.1f}"
+    whole = size.split(".")[0]
+    article = "an" if whole.startswith("8") or whole in ("11", "18") else "a"
+    return f"{article} {size} GiB device"
 
 
 def snapshot_json(s: MemorySnapshot, device_memory_bytes: int | None = None) -> dict[str, Any]:

@@ -20,18 +20,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from profilers.trace.memory_snapshot import site_of
+
 MIB = 1024**2
 LIBRARY_PARTS = ("site-packages", "dist-packages", "/torch/", "\\torch\\")
 
 
 @dataclass(frozen=True)
 class SiteStack:
-    """Live memory at the peak held by allocations made from one Python stack (innermost frame first)."""
+    """Live memory at the peak held by the allocations of one site; ``frames``: its largest allocation's stack
+    (innermost frame first)."""
 
     bytes: int
     count: int
     frames: tuple[str, ...]  # "model.py:54 in forward"; library frames marked "(library)"
-    where: str  # the first frame outside libraries
+    where: str  # the allocation site (memory_snapshot.site_of): the first frame outside torch and site-packages
 
 
 @dataclass(frozen=True)
@@ -112,20 +115,23 @@ def _downsample(device: int, t: np.ndarray, level: np.ndarray, max_points: int) 
 
 
 def _top_stacks(events: list[dict[str, Any]], top: int, depth: int) -> tuple[SiteStack, ...]:
-    """Replay up to the peak; group what is alive then by stack; the ``top`` stacks by bytes."""
+    """Replay up to the peak; group what is alive then by allocation site (:func:`memory_snapshot.site_of`, as
+    the Analysis page's table does, so both pages give one number per site); the ``top`` sites by bytes, each
+    with the stack of its largest allocation."""
     live: dict[int, dict[str, Any]] = {}
     for e in events:
         if e["action"] == "alloc":
             live[_int(e.get("addr"))] = e
         else:
             live.pop(_int(e.get("addr")), None)
-    size: dict[tuple[str, ...], int] = defaultdict(int)
-    count: dict[tuple[str, ...], int] = defaultdict(int)
-    where: dict[tuple[str, ...], str] = {}
+    size: dict[str, int] = defaultdict(int)
+    count: dict[str, int] = defaultdict(int)
+    largest: dict[str, tuple[int, tuple[str, ...]]] = {}
     for e in live.values():
-        stack, w = _stack(e.get("frames"), depth)
-        size[stack] += _int(e.get("size"))
-        count[stack] += 1
-        where[stack] = w
+        site, n = site_of(e.get("frames")), _int(e.get("size"))
+        size[site] += n
+        count[site] += 1
+        if site not in largest or n > largest[site][0]:
+            largest[site] = (n, _stack(e.get("frames"), depth)[0])
     best = sorted(size, key=lambda k: -size[k])[:top]
-    return tuple(SiteStack(size[k], count[k], k, where[k]) for k in best)
+    return tuple(SiteStack(size[k], count[k], largest[k][1], k) for k in best)

@@ -23,6 +23,8 @@ def breakdown_summary(b: Breakdown, top_n: int = TOP_N) -> dict[str, Any]:
     return {
         "device": b.device,
         "device_name": b.device_name,
+        "device_arch": None if (arch := b.gpu_arch) is None else {"name": arch.name, "sm": arch.sm,
+                                                                  "basis": arch.basis},
         "ranks": list(b.ranks),
         "steps": b.n_steps,
         "steps_inferred": b.steps_inferred,

@@ -12,7 +12,9 @@ A window ``[start_ns, end_ns)`` keeps:
 
 - complete events (``X``) that overlap it, **kept whole** (one crossing an edge is not cut);
 - point events (instants, counters, begin/end, async) whose time lies in it;
-- a flow only when every point of it is bound to a kept slice of its own track, so no arrow dangles;
+- a flow only with both its ends (an ``s`` and an ``f``, whose start the file holds) and every point of it bound
+  to a kept slice of its own track, so no arrow dangles (an end alone, bound to a long host slice crossing the
+  window, made 90% of a window's file orphan ``f`` events);
 - all metadata (process and thread names).
 
 :class:`ExportCounts` says how many events of each kind went in and came out (``X``, ``instant``, ``flow``,
@@ -154,7 +156,9 @@ def _window_events(events: list[dict[str, Any]], lo_us: float | None, hi_us: flo
     tracks = _Tracks(slices)
     for points in flows.values():
         times = [_num(p.get("ts")) for p in points]
-        if all(t is not None and tracks.bound(p.get("pid"), p.get("tid"), t) for p, t in zip(points, times)):
+        phases = {p.get("ph") for p in points}
+        if "s" in phases and "f" in phases and \
+                all(t is not None and tracks.bound(p.get("pid"), p.get("tid"), t) for p, t in zip(points, times)):
             kept.extend(points)
     return kept
 
@@ -218,6 +222,7 @@ def chrome_trace_with_counts(source: Path | str, origin_ns: int, start_ns: int |
     docs = [(f, _document(stream, f.name)) for f, stream in iter_opened(files)]
     several = len(docs) > 1
     used: set[int] = set()
+    order_ranks: list[int] = []
     out: list[dict[str, Any]] = []
     given: Counter[str] = Counter()
     written: Counter[str] = Counter()
@@ -227,6 +232,7 @@ def chrome_trace_with_counts(source: Path | str, origin_ns: int, start_ns: int |
         info: dict[Any, Any] = raw_info if isinstance(raw_info, dict) else {}
         rank = rank_of(info, f.rank_hint, order, used, f.name, [])
         used.add(rank)
+        order_ranks.append(rank)
         events = doc["traceEvents"]
         given.update(count_events(e for e in events if isinstance(e, dict)))
         kept = _window_events(events, lo_us, hi_us) if (lo_us is not None or hi_us is not None) else \
@@ -242,7 +248,8 @@ def chrome_trace_with_counts(source: Path | str, origin_ns: int, start_ns: int |
         out.extend(mine)
         out.extend(extra)
         added += len(extra)
-    doc_out = {"traceEvents": out, "displayTimeUnit": "ms",
+    doc_out = {**_top_metadata([(rank, doc) for rank, (_, doc) in zip(order_ranks, docs)]),
+               "traceEvents": out, "displayTimeUnit": "ms",
                "otherData": {"exported_by": "stepwise", "origin_unix_ns": str(origin_ns), "events": len(out),
                              "window_ns": None if start_ns is None and end_ns is None else [start_ns, end_ns]}}
     try:
@@ -250,6 +257,27 @@ def chrome_trace_with_counts(source: Path | str, origin_ns: int, start_ns: int |
     except TypeError:  # an integer beyond 64 bits (some writers emit them): the standard library writes it
         body = json.dumps(doc_out, allow_nan=False, default=str).encode()
     return body, ExportCounts(given=dict(given), written=dict(written), added=added)
+
+
+#: Top-level keys the export writes itself (the rest of a trace's header is kept as the file had it).
+_OWN_KEYS = frozenset({"traceEvents", "displayTimeUnit", "otherData"})
+
+
+def _top_metadata(docs: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """The trace's own header (``schemaVersion``, ``deviceProperties``, ``distributedInfo``, ``traceName`` …),
+    which HTA and Perfetto's info page read: one rank's file keeps it as it was; several ranks in one file keep
+    the first file's header, with a ``distributedInfo`` that names no single rank (its ``world_size`` and
+    ``backend``) and every rank's own under ``distributedInfo.ranks``."""
+    if not docs:
+        return {}
+    first = {k: v for k, v in docs[0][1].items() if k not in _OWN_KEYS}
+    if len(docs) == 1:
+        return first
+    infos = {str(rank): info for rank, doc in docs if isinstance(info := doc.get("distributedInfo"), dict)}
+    if infos:
+        shared = {k: v for k, v in next(iter(infos.values())).items() if k in ("world_size", "backend")}
+        first["distributedInfo"] = {**shared, "ranks": infos}
+    return first
 
 
 def chrome_trace(source: Path | str, origin_ns: int, start_ns: int | None = None, end_ns: int | None = None) -> bytes:

@@ -31,7 +31,12 @@ assert CASES, "expected the labelled real traces in ../shared/traces beside the 
 
 @pytest.mark.parametrize(("path", "label"), CASES, ids=[str(p.relative_to(TRACES)) for p, _ in CASES])
 def test_labelled_trace_gets_its_class(path: Path, label: str) -> None:
-    d = diagnose(observe(path))
+    obs = observe(path)
+    if obs.snapshot is not None:  # no device size: the peak is stated, nothing binds (issue 33); on a device
+        # its reservation fills to 95%, the label's class binds
+        assert diagnose(obs).binding is None
+        obs = observe(path, device_memory_bytes=int(obs.snapshot.reserved_bytes / 0.95))
+    d = diagnose(obs)
     assert d.bottleneck.value == label, [(f.rule, f.severity) for f in d.findings]
     assert d.binding is not None and d.binding.evidence
     assert 0.3 <= d.confidence <= 1.0
@@ -68,13 +73,14 @@ def test_single_process_loader_recorded_as_annotation_is_recognised() -> None:
 
 def test_snapshot_is_judged_against_the_device_total_when_stated() -> None:
     snap = TRACES / "memory" / "cs336_memory_snapshot.pickle"
-    unknown = diagnose(observe(snap))
-    assert unknown.binding is not None and unknown.binding.rule == "MEM005"
-    assert unknown.binding.evidence["peak_share_of_reserved"] > 0.95 and unknown.confidence <= 0.4
-    assert unknown.binding.evidence["top_site"] == "model.py:39 forward"
+    unknown = diagnose(observe(snap))  # no device size: the peak stated and the device asked for, never binding
+    assert unknown.binding is None
+    assert any(n.bottleneck.value == "memory" and "12.97 GiB" in n.reason and "device's size" in n.reason
+               for n in unknown.notes)
     small = diagnose(observe(snap, device_memory_bytes=14 * 1024**3))  # 13.2 GiB reserved of 14: 94%
     assert small.bottleneck.value == "memory" and small.binding is not None
-    assert 0.9 < small.binding.evidence["share_of_device"] < 0.95 and small.confidence > unknown.confidence
+    assert 0.9 < small.binding.evidence["share_of_device"] < 0.95
+    assert small.binding.evidence["top_site"] == "model.py:39 forward"
     big = diagnose(observe(snap, device_memory_bytes=80 * 1024**3))
     assert big.bottleneck.value == "none" and big.binding is None
     assert any(n.bottleneck.value == "data" and n.whole_class for n in big.notes)  # no timing: said, not guessed

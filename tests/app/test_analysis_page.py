@@ -93,3 +93,45 @@ def test_a_run_that_carried_the_noise_scale_meter_shows_its_goodput_numbers(stor
     assert metrics["Critical batch (≈ B_noise)"] == "160"
     assert metrics["Statistical efficiency now"] == "91%"  # 160 / (160 + 16)
     assert metrics["Goodput-best batch"] == "—"
+
+
+def test_a_gpu_trace_without_its_model_offers_a_picker_for_mfu_kept_in_the_address(store, tmp_path) -> None:
+    """No deviceProperties: MFU is unknown until the user names the GPU; the pick goes to ``?gpu=`` and the
+    Device card names the architecture the kernel names show."""
+    from tests.trace_factory import kernel, step, write, x
+    ev: list[dict] = []
+    for i in range(3):
+        t = i * 10_000
+        ev += [step(i, t, 10_000), x("aten::mm", t + 10, 200, **{"Input Dims": [[4096, 4096], [4096, 4096]],
+                                                                   "Input type": ["float", "float"]}),
+               kernel("volta_sgemm_128x64_nn", t + 300, 9_000)]
+    store.import_trace(write(tmp_path / "volta.json", ev))
+    at = open_page("analysis")
+    assert_clean(at)
+    assert at.metric[0].value == "Volta GPU (inferred from kernel names)"
+    picker = at.selectbox(key="analysis.gpu_model")
+    assert "Volta GPU" in picker.label and picker.value is None
+    assert any("MFU unknown" in c.value and "name its model" in c.value for c in at.caption)
+    picker.set_value("V100 SXM2").run()
+    assert_clean(at)
+    assert at.query_params["gpu"] in ("V100 SXM2", ["V100 SXM2"])
+    mfu = next(c.value for c in at.caption if c.value.startswith("MFU"))
+    assert "V100 SXM2, fp32" in mfu and "the model you picked" in mfu
+
+
+def test_a_spec_change_is_offered_for_a_spec_run_only(store, shared_traces) -> None:
+    """The same data-bound trace: a run of a spec shows "As a spec change: …"; a launched script (no spec) and
+    an upload do not (issue 33: "As a spec change" on a script)."""
+    trace = shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+    captions = {}
+    for kind in ("run", "launch", "upload"):
+        for r in store.list():
+            store.delete(r.run_id)
+        if kind == "upload":
+            store.import_trace(trace)
+        else:
+            fake_run(store, label=kind, trace=trace, kind=kind, files={"launch.json": {"argv": ["train.py"]}})
+        at = open_page("advisor")
+        assert_clean(at)
+        captions[kind] = [c.value for c in at.caption if c.value.startswith("As a spec change")]
+    assert captions["run"] and not captions["launch"] and not captions["upload"]

@@ -86,3 +86,21 @@ def test_what_moved_fits_the_page(store, pair) -> None:
         config = json.loads(grid.proto.columns)
         assert config["name"]["width"] == "large" and config["B − A ms"]["width"] == "small"
     assert kernels.value["B − A ms"].abs().max() > 0
+
+
+def test_the_speed_up_card_is_coloured_only_when_the_verdict_decided(store, pair) -> None:
+    """Issue 33: a red "0.67× ↓ −33%" card above the page's own "Inconclusive" verdict."""
+    noisy_a = fake_run(store, label="noisy a", steps=3, step_ms=50.0)
+    noisy_b = fake_run(store, label="noisy b", steps=3, step_ms=75.0)
+    from streamlit.proto.Metric_pb2 import Metric
+    seen: set[bool] = set()
+    for a, b in ((pair[0].run_id, pair[1].run_id), (noisy_a.run_id, noisy_b.run_id)):
+        at = pick(open_page("compare"), a, b)
+        assert_clean(at)
+        card = next(m for m in at.metric if m.label == "Speed-up of B")
+        decided = bool(at.success) or bool(at.error)
+        seen.add(decided)
+        gray = card.proto.color == Metric.MetricColor.GRAY
+        assert gray != decided  # red/green only under a regression/improvement verdict
+        assert ("(" not in card.delta) == decided  # the verdict's word in the card when it did not decide
+    assert seen == {True, False}  # both cases were seen

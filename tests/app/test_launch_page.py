@@ -118,3 +118,12 @@ def test_a_run_without_steps_draws_no_empty_chart(store) -> None:
     assert_clean(at)
     assert "starting" in at.get("progress")[0].proto.text
     assert NO_STEPS_YET in [c.value for c in at.caption] and not at.get("plotly_chart")
+
+
+def test_a_link_following_an_unknown_run_says_so(store) -> None:
+    """``/launch?follow=<unknown>`` silently showed an empty form (issue 33)."""
+    at = open_page(None)
+    at.query_params["follow"] = "20260101-000000-nothing-beef"
+    at.switch_page("views/launch.py").run()
+    assert_clean(at)
+    assert any("20260101-000000-nothing-beef" in w.value and "nothing to follow" in w.value for w in at.warning)

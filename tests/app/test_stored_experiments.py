@@ -63,6 +63,12 @@ def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
     assert set(runs.dataframe[0].value["id"]) == {source.run_id, exp.run_id}
     assert exp.label.startswith("Apply DataLoader worker processes on ")  # the fix's title, not its id
     assert all(t.run_id not in runs.selectbox(key="runs.pick").options for t in inside)
+    # the experiment's row says its outcome (the Advisor's verdict and speed-up) and the run it belongs to
+    frame = runs.dataframe[0].value.set_index("id")
+    view = experiments.view(store, exp.run_id) or {}
+    s = view["summary"]
+    assert frame.loc[exp.run_id, "status"] == f"{s['verdict']} {s['speedup']:.2f}×"
+    assert frame.loc[exp.run_id, "run"].endswith(" ← source run")
 
 
 def test_the_result_survives_a_reload_and_a_restart(store, source) -> None:
@@ -133,3 +139,24 @@ def test_a_cancelled_apply_keeps_the_last_finished_result_in_view(store, source)
     [earlier] = [e for e in at.expander if e.label.startswith("The last finished Apply")]
     assert [s.value for s in earlier.success] == ["**Outcome: kept**"]
     assert len(at.get("plotly_chart")) >= 2  # its charts, drawn under their own keys beside nothing else
+
+
+def test_the_runs_report_includes_its_experiments_commands_and_environment(store, source) -> None:
+    """Issue 33: one report per run, with the Apply result (outcome word, gain and interval, the change), the
+    command of each arm and the environment; its Markdown pads nothing for a pull request."""
+    at = open_page("advisor")
+    _apply(at)
+    [exp] = store.list(kind="experiment")
+    s = (experiments.view(store, exp.run_id) or {})["summary"]
+    report = open_page("report")
+    assert_clean(report)
+    md = next(m.value for m in report.markdown if "## Experiments on this run" in m.value)
+    gain = f"{s['speedup']:.2f}× [{s['low']:.2f}, {s['high']:.2f}]"
+    assert f"| **{s['verdict']}** | {gain} | 2 |" in md
+    assert "Change: `num_workers = " in md
+    assert "- before: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16`" in md
+    assert "- after: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16 --set " in md
+    assert "## Reproduce" in md and "## Environment" in md and "- device: cpu" in md
+    assert "Not enough data to judge" not in md
+    assert "\n## \n" not in md and not any(line.startswith("## ") and md.split(line, 1)[1].lstrip().startswith("## ")
+                                            for line in md.splitlines())  # no empty section

@@ -86,9 +86,14 @@ def test_memory_snapshot_upload_is_analysed_and_judged_against_a_stated_device(s
     [run] = store.list()
     assert at.title[0].value == "Analysis"
     assert [m.label for m in at.metric][:2] == ["Peak live", "Reserved"] and at.metric[0].value == "12.97 GiB"
-    assert at.subheader[0].value == "Binding bottleneck: memory"
-    assert any("model.py:39 forward" in str(v) for v in at.dataframe[0].value["allocated at"])
+    # no device size yet: the peak is stated and the device asked for, never "Binding bottleneck: memory"
+    assert not at.subheader and any("12.97 GiB" in m.value and "device's size" in m.value for m in at.markdown)
+    sites = at.dataframe[0].value  # the Events page's "2.56 GiB in 25 allocation(s)" for the same site
+    top = sites[sites["allocated at"] == "model.py:39 forward"].iloc[0]
+    assert (top["GiB"], top["allocations"]) == (2.56, 25)
     at = open_page("analysis")  # the stored snapshot, opened again from the Analysis page
+    at.number_input(key=f"analysis.device_gib.{run.run_id}").set_value(14.0).run()
+    assert at.subheader[0].value == "Binding bottleneck: memory"
     at.number_input(key=f"analysis.device_gib.{run.run_id}").set_value(80.0).run()
     assert_clean(at)
     assert not at.subheader and any("no memory pressure" in m.value for m in at.markdown)
@@ -109,3 +114,30 @@ def test_a_pickle_that_carries_code_is_refused_and_nothing_is_stored(store) -> N
     assert_clean(at)
     assert len(at.error) == 1 and "refused to load builtins.print" in at.error[0].value
     assert store.list() == []
+
+
+def test_the_runs_list_says_what_analysis_says_of_an_8_rank_zip(store, shared_traces) -> None:
+    """Issue 33: an 8-rank .zip listed with ranks 1 (Analysis: 8) and a blank device."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted((shared_traces / "communication/param_dlrm_8_ranks").iterdir()):
+            z.write(p, p.name)
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value([("eight_ranks.zip", buf.getvalue(), "application/zip")]).run()
+    assert_clean(at)
+    assert at.title[0].value == "Analysis" and at.metric[1].value.startswith("8 ×")
+    runs = open_page("runs")
+    assert_clean(runs)
+    row = runs.dataframe[0].value.iloc[0]
+    assert (row["ranks"], row["device"]) == (8, "cuda")
+
+
+def test_an_empty_zip_is_refused_by_its_own_name_not_a_server_path(store) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w"):
+        pass
+    at = open_page("upload")
+    at.file_uploader(key="upload.files").set_value([("empty.zip", buf.getvalue(), "application/zip")]).run()
+    assert_clean(at)
+    [error] = at.error
+    assert "empty.zip" in error.value and str(store.root) not in error.value and ".tmp-upload" not in error.value

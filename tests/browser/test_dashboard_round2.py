@@ -212,3 +212,30 @@ def test_cancel_during_optimise_stops_the_trials(server, watch) -> None:
     seen = [(t.run_id, t.status.value, t.error, (store.read_progress(t.run_id) or {}).get("step")) for t in trials]
     assert any(t.status is RunStatus.KILLED for t in trials), seen  # the running trial was stopped, not waited for
     assert not watch.page_errors
+
+
+def test_a_window_export_keeps_no_orphan_flow_and_the_traces_header(server, watch, shared_traces, tmp_path) -> None:
+    """Issue 33 on the V100 2-rank trace: the window's file had 4,577 flow events of which 4,016 were ends without
+    their start, and lost ``distributedInfo``/``deviceProperties``; the whole-trace file lost them too."""
+    source = shared_traces / "communication/hta_v100_2rank_216k_events.json.gz"
+    header = {k: v for k, v in json.loads(gzip.decompress(source.read_bytes())).items() if k != "traceEvents"}
+    trace = RunStore(server.home).import_trace(source)
+    page = watch.page
+    page.goto(f"{server.url}/events?run={trace.run_id}&from=400.000&to=450.000")
+    page.get_by_role("heading", name="Events", exact=True).wait_for()
+    page.get_by_role("button", name="Download this window", exact=False).wait_for()
+    wait_for_app(page)
+    docs = []
+    for name in ("Download this window", "Download the whole trace"):
+        with page.expect_download(timeout=180_000) as info:
+            page.get_by_role("button", name=name, exact=False).click()
+        target = tmp_path / f"{len(docs)}.json.gz"
+        info.value.save_as(target)
+        docs.append(json.loads(gzip.decompress(target.read_bytes())))
+    window, whole = docs
+    ids = Counter((e.get("cat"), e["id"], e["ph"]) for e in window["traceEvents"] if e["ph"] in "sf")
+    assert ids and all(ids[(c, i, "s")] and ids[(c, i, "f")] for c, i, _ in ids)  # every f has its s
+    for doc in (window, whole):
+        assert doc["deviceProperties"] == header["deviceProperties"]
+        assert doc["distributedInfo"] == header["distributedInfo"]
+    assert not watch.page_errors

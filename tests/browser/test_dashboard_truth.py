@@ -125,4 +125,17 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
         page.get_by_role("heading", name="Runs").wait_for()
         page.get_by_role("combobox", name="Selected run").click()
         expect(page.get_by_role("option")).to_have_count(len(rows))  # one entry per experiment, no trial runs
+        page.keyboard.press("Escape")
+        # the run's report includes its Apply: outcome word, gain, the change, each arm's command, environment
+        page.goto(f"{again.url}/report?run={source.run_id}")
+        page.get_by_role("heading", name="Report").wait_for()
+        page.get_by_text("Preview (Markdown)").click()
+        preview = page.get_by_role("heading", name="Experiments on this run")
+        preview.wait_for()
+        body = page.get_by_test_id("stMainBlockContainer").get_by_test_id("stExpander").inner_text()
+        assert re.search(r"\b(kept|rejected|not applied)\b", body) and re.search(r"\d\.\d\d× \[\d", body)
+        assert "before: python -m profilers run data_bound" in body and "after: python -m profilers run data_bound" \
+            in body
+        assert "Reproduce" in body and "Environment" in body
+        watch.shot("report_with_apply")
     assert not watch.page_errors and not watch.dialogs

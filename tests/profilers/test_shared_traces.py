@@ -79,8 +79,10 @@ def _steps(ev: list[dict]) -> dict[int, tuple[float, float]]:
         name = e["name"]
         if name.startswith("ProfilerStep#") and _cat(e) in HOST_STEP_CATS:
             steps.setdefault(int(name.split("#")[1]), (e["ts"], e["ts"] + e["dur"]))
-    if not steps:  # whole window is one step
-        steps = {0: (min(e["ts"] for e in ev), max(e["ts"] + e["dur"] for e in ev))}
+    device = [e for e in ev if _cat(e) in GPU_CATS]
+    if not steps:  # the device-active window is one step (the whole window when nothing ran on a device)
+        within = device or ev
+        steps = {0: (min(e["ts"] for e in within), max(e["ts"] + e["dur"] for e in within))}
     return steps
 
 

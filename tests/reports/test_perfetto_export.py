@@ -114,3 +114,53 @@ def test_several_ranks_stay_apart(tmp_path) -> None:
     labels = {e["args"]["labels"] for e in out if e["name"] == "process_labels"}
     assert labels == {"rank 0", "rank 1"}
     assert len({e["pid"] for e in out if e["ph"] == "X"}) == 6  # 3 processes (step, launch, GPU) × 2 ranks
+
+
+def test_a_window_keeps_no_flow_end_without_its_start(tmp_path) -> None:
+    """An ``f`` whose ``s`` the file lacks, bound to a long host slice crossing the window (what made 4,016 of a
+    V100 window's 4,577 flow events orphans), stays out; a whole flow inside stays in."""
+    events = [{"ph": "X", "name": "python <module>", "cat": "python_function", "ts": 0, "dur": 10_000, "pid": 1,
+               "tid": 1},
+              {"ph": "X", "name": "cudaLaunchKernel", "cat": "cuda_runtime", "ts": 5_000, "dur": 3, "pid": 1,
+               "tid": 1},
+              {"ph": "X", "name": "k", "cat": "kernel", "ts": 5_010, "dur": 5, "pid": 0, "tid": 7},
+              {"ph": "s", "id": 5, "pid": 1, "tid": 1, "ts": 5_000, "cat": "ac2g", "name": "ac2g"},
+              {"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": 5_010, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+              {"ph": "f", "id": 9, "pid": 1, "tid": 1, "ts": 200, "cat": "ac2g", "name": "ac2g", "bp": "e"}]
+    header = {"distributedInfo": {"rank": 3, "world_size": 8, "backend": "nccl"},
+              "deviceProperties": [{"id": 0, "name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16 * 2**30}]}
+    path = write(tmp_path / "t.json", events, **header)
+    body, _ = chrome_trace_with_counts(path, 0, 4_000_000, 6_000_000)
+    flows = [(e["ph"], e["id"]) for e in strict(body) if e["ph"] in "sf"]
+    assert sorted(flows) == [("f", 5), ("s", 5)]
+    for doc in (json.loads(body), json.loads(chrome_trace_with_counts(path, 0)[0])):  # window and whole trace
+        assert {k: doc[k] for k in header} == header
+
+
+@pytest.mark.slow  # 17 s: a 216k-event trace exported twice
+def test_both_exports_keep_the_traces_own_header(shared_traces) -> None:
+    """``distributedInfo`` (HTA reads the rank from it) and ``deviceProperties`` survive the whole-trace and
+    the window export; every ``f`` of the V100 window has its ``s``."""
+    path = shared_traces / "communication/hta_v100_2rank_216k_events.json.gz"
+    header = {k: v for k, v in json.loads(gzip.decompress(path.read_bytes())).items() if k != "traceEvents"}
+    assert {"distributedInfo", "deviceProperties"} <= set(header)
+    ev = load_trace(path).events
+    origin, span = int(ev["start_ns"].min()), int(ev["end_ns"].max() - ev["start_ns"].min())
+    for window in ((None, None), (origin + span // 3, origin + span // 3 + span // 20)):
+        doc = json.loads(chrome_trace_with_counts(path, origin, *window)[0])
+        for key, value in header.items():
+            assert doc[key] == value, key
+        if window[0] is not None:
+            strict(json.dumps(doc).encode())  # every flow with both ends (the whole file keeps its own orphans)
+
+
+def test_several_ranks_keep_every_ranks_distributed_info(tmp_path) -> None:
+    for rank in (0, 1):
+        write(tmp_path / f"rank{rank}.json", [step(1, 0, 1000)],
+              distributedInfo={"rank": rank, "world_size": 2, "backend": "nccl"},
+              deviceProperties=[{"id": rank, "name": "NVIDIA A100-SXM4-80GB"}])
+    doc = json.loads(chrome_trace_with_counts(tmp_path, 0)[0])
+    info = doc["distributedInfo"]
+    assert (info["world_size"], info["backend"]) == (2, "nccl") and "rank" not in info
+    assert {r: i["rank"] for r, i in info["ranks"].items()} == {"0": 0, "1": 1}
+    assert doc["deviceProperties"][0]["name"] == "NVIDIA A100-SXM4-80GB"

@@ -37,12 +37,12 @@ def test_chart_draws_each_gpu_and_the_host_and_no_empty_series() -> None:
                           "t_unix_ns": T0 + i * 100 * MS} for i in range(5)])
     fig = telemetry_chart(tel, steps, "nvml")
     names = sorted(trace.name for trace in fig.data)
-    assert names == ["cpu_pct host", "gpu_util_pct gpu0", "gpu_util_pct gpu1", "mem_used_mb gpu0",
-                     "mem_used_mb gpu1", "rss_mb host"]
+    assert names == ["GPU memory used gpu0", "GPU memory used gpu1", "GPU utilisation gpu0", "GPU utilisation gpu1",
+                     "run's CPU (100% = one core) host", "run's host memory (RSS) host"]
     assert all(pd.Series(trace.y).notna().any() for trace in fig.data)
 
 
 def test_host_only_telemetry_keeps_its_plain_names() -> None:
     rows = [r for r in _gpu_run_rows(20) if r["source"] == "host"]
     fig = telemetry_chart(downsample_telemetry(telemetry_frame(rows)), steps_frame([]), "host")
-    assert sorted(trace.name for trace in fig.data) == ["cpu_pct", "rss_mb"]
+    assert sorted(trace.name for trace in fig.data) == ["run's CPU (100% = one core)", "run's host memory (RSS)"]

@@ -196,7 +196,12 @@ class SaturatedDevice(Rule):
                 if f.comm_total >= 0.05 and f.comm_exposed < 0.05 else ""
             return f"The GPU is saturated: busy {pct(work)} of the step{overlapped}"
         s = f.shares
-        cores = f", the host's cores {pct(host)} busy" if host is not None else ""
+        tel = f.telemetry
+        own = tel is not None and tel.run_cpu_busy is not None and host == tel.run_cpu_busy
+        # the run's own share of its cores, named as such: "the host's cores 48% busy" read as a contradiction
+        # of the telemetry card's "2 host cores 99% busy" (the whole host, other programs included)
+        cores = "" if host is None else f", this run's processes keeping {pct(host)} of its cores busy" if own \
+            else f", the host's cores {pct(host)} busy"
         return (f"The CPU is saturated: operators fill {pct(work)} of the step (forward {pct(s.get('forward', 0.0))}, "
                 f"backward {pct(s.get('backward', 0.0))}, optimizer {pct(s.get('optimizer', 0.0))}){cores}")
 

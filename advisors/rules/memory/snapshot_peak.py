@@ -19,14 +19,12 @@ class SnapshotPeak(Rule):
     - The device total is known (the user states it: ``analyze --device-memory-gib``, or the Upload page):
       reserved/total ramps like MEM001, severity ``near_stake`` (0.10) at ``near_share`` (0.90) up to
       ``full_stake`` (0.60) at ``full_share`` (0.98).
-    - The total is unknown (snapshots do not record it): the rule can only say that the peak live memory
-      filled ``near_share`` or more of what the allocator reserved — the reservation is all working set, not
-      fragmentation, so the next larger input needs more device memory. It fires at ``near_stake`` with
-      confidence capped at ``unknown_total_confidence`` (0.4), and says which device sizes would make it a
-      capacity problem.
+    - The total is unknown (snapshots do not record it): the rule stays silent. A peak alone never makes memory
+      the binding bottleneck (the same 13 GiB fills a 16 GiB card and a sixth of an 80 GiB one); the analysis
+      states the peak and asks for the device's size (:func:`reports.analysis.snapshot_headline`).
 
-    Thresholds: ``near_share``, ``full_share``, ``near_stake``, ``full_stake``, ``oom_confidence``,
-    ``unknown_total_confidence`` (defaults above; override them like any rule's).
+    Thresholds: ``near_share``, ``full_share``, ``near_stake``, ``full_stake``, ``oom_confidence`` (defaults
+    above; override them like any rule's).
 
     Evidence: peak live GiB, reserved GiB, the device total when known, and where the largest live-at-peak
     allocations were made (first frame outside torch).
@@ -37,20 +35,20 @@ class SnapshotPeak(Rule):
     id, name, bottleneck = "MEM005", "snapshot-peak-memory", Bottleneck.MEMORY
     cause = "capacity"
     thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60,
-                  "oom_confidence": 0.95, "unknown_total_confidence": 0.4}
+                  "oom_confidence": 0.95}
     fix_id = "grad_accumulation"
     fires = (
         Example("snapshot: 15.2 GiB reserved on a 16 GiB device",
                 lambda: observation(snapshot=snapshot_of(14.8, 15.2), device_memory_gib=16.0),
                 fix="grad_accumulation", severity=0.4125),
-        Example("snapshot, device total unknown: peak 12.97 of 13.21 GiB reserved",
-                lambda: observation(snapshot=snapshot_of(12.97, 13.21)), fix="grad_accumulation", severity=0.1),
         Example("snapshot with an out-of-memory event", lambda: observation(snapshot=snapshot_of(7.5, 7.9, 1)),
                 fix="grad_accumulation", severity=1.0),
     )
     passes = (
         Example("snapshot: 13.2 GiB reserved on an 80 GiB device",
                 lambda: observation(snapshot=snapshot_of(12.97, 13.21), device_memory_gib=80.0)),
+        Example("snapshot, device total unknown: peak 12.97 of 13.21 GiB reserved (the device size decides)",
+                lambda: observation(snapshot=snapshot_of(12.97, 13.21))),
         Example("snapshot, total unknown, peak only half of the reservation (fragmentation, not pressure)",
                 lambda: observation(snapshot=snapshot_of(4.0, 8.0))),
         Example("a trace, no snapshot", lambda: observation({"gpu_compute": 0.9})),
@@ -61,6 +59,11 @@ class SnapshotPeak(Rule):
             return None if f.b is not None or f.run is not None else "no memory snapshot to read"
         if f.snapshot.peak_allocated_bytes is None and not f.device_memory_bytes:
             return "the snapshot has no allocation history (record_memory_history was off) and no device total"
+        if not f.device_memory_bytes and not f.snapshot.oom_events:
+            peak = f.snapshot.peak_allocated_bytes
+            return (f"peak live {_gib(peak)} of {_gib(f.snapshot.reserved_bytes)} reserved, but a snapshot does not "
+                    "record its device's size: state it (--device-memory-gib, or the device memory field) to judge "
+                    "capacity")
         return None
 
     def check(self, f: Facts) -> Finding | None:
@@ -79,15 +82,9 @@ class SnapshotPeak(Rule):
             return self._finding(f, s, capacity_stake(share, self.t), ramp(share, self.t["near_share"], self.t["full_share"]),
                                  f"Memory reaches {pct(share)} of the {_gib(total)} device "
                                  f"({_gib(s.reserved_bytes)} reserved)", share)
-        peak = s.peak_share_of_reserved
-        if peak is None or peak < self.t["near_share"]:
-            return None
-        conf = min(ramp(peak, self.t["near_share"], self.t["full_share"]), self.t["unknown_total_confidence"])
-        limit = s.reserved_bytes / self.t["near_share"]
-        return self._finding(f, s, self.t["near_stake"], conf,
-                             f"Peak live memory is {_gib(s.peak_allocated_bytes)}, {pct(peak)} of the "
-                             f"{_gib(s.reserved_bytes)} reserved; the snapshot does not record the device total — "
-                             f"on a device of {_gib(limit)} or less this is within 10% of capacity")
+        # No device total: the peak alone cannot say whether memory binds (13 GiB is full on a 16 GiB card and a
+        # sixth of an 80 GiB one). The headline states the peak and asks for the device's size instead.
+        return None
 
     def _finding(self, f: Facts, s: MemorySnapshot, severity: float, confidence: float, what: str,
                  share: float | None = None) -> Finding:

@@ -1,0 +1,1 @@
+"""What one run's report carries beyond its analysis: its experiments, the commands to reproduce them, its environment."""

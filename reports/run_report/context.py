@@ -1,0 +1,125 @@
+"""What a run's report says beyond its analysis: the experiments tried on it, how to reproduce each arm, and
+the environment it ran in — so one report per run is the artefact to paste into a pull request.
+
+Read from the store only (nothing re-measured): each experiment's stored view (its outcome word, the measured
+gain with its interval, the change: a diff for a script, the spec change for a spec), the run's ``launch.json``
+(a script: its command, folder and interpreter) or ``spec.json`` (a workload), and what the run recorded of its
+interpreter (``agent.json``: torch and its CUDA build, Python) and device (``result.json``). A value the run did
+not record is left out, never filled in from this process.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from profilers.run.records import RunRecord
+from profilers.store import experiments
+from profilers.store.files import read_json
+from profilers.store.runs import RunStore
+
+
+def _dict(path: Path) -> dict[str, Any]:
+    data = read_json(path)
+    return data if isinstance(data, dict) else {}
+
+
+def _shell(argv: list[Any]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def reproduce(run_dir: Path) -> dict[str, str] | None:
+    """``{"command": …, "stepwise": …}``: the user's own command (in its folder) and the Stepwise line that
+    profiles it again; for a workload run, the ``python -m profilers run`` line. ``None`` for an upload."""
+    launch = _dict(run_dir / "launch.json")
+    command = launch.get("command")
+    if isinstance(command, list) and command:
+        cwd = launch.get("cwd")
+        own = (f"cd {shlex.quote(str(cwd))} && " if cwd else "") + _shell(command)
+        steps = launch.get("steps")
+        return {"command": own,
+                "stepwise": _shell(["python", "-m", "profilers", "launch", *(["--steps", steps] if steps else []),
+                                    "--", *command])}
+    spec = _dict(run_dir / "spec.json")
+    if isinstance(spec.get("workload"), str):
+        sets = [f"{k}={v}" for k, v in sorted(spec.items())
+                if k not in ("workload", "params", "steps") and v not in (None, False, 0, "", [], {})]
+        size = (spec.get("params") or {}).get("size") if isinstance(spec.get("params"), dict) else None
+        line = ["python", "-m", "profilers", "run", spec["workload"], *(["--size", size] if size else []),
+                *(["--steps", spec["steps"]] if spec.get("steps") else []),
+                *[x for s in sets for x in ("--set", s)]]
+        return {"stepwise": _shell(line)}
+    return None
+
+
+def environment(run_dir: Path) -> dict[str, str]:
+    """What the run recorded of where it ran: device, torch (version and CUDA build), Python, interpreter,
+    host cores. Empty for an upload (a trace records its device only: the report's device card)."""
+    agent, launch, result = _dict(run_dir / "agent.json"), _dict(run_dir / "launch.json"), _dict(run_dir / "result.json")
+    got = {**launch, **agent}
+    out: dict[str, str] = {}
+    device = result.get("device_name") or got.get("device_name") or result.get("device")
+    if device:
+        out["device"] = str(device)
+    if got.get("torch_version"):
+        cuda = got.get("torch_cuda")
+        out["torch"] = f"{got['torch_version']} ({'CUDA ' + str(cuda) if cuda else 'CPU build'})"
+    if got.get("python_version"):
+        out["python"] = str(got["python_version"])
+    if got.get("interpreter"):
+        out["interpreter"] = str(got["interpreter"])
+    if got.get("cpu_count"):
+        out["host cores"] = str(got["cpu_count"])
+    return out
+
+
+def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
+    """The finished experiments started from ``record``, newest first: label, outcome word, gain and interval,
+    trials per arm, the change (a diff, or ``knob = value`` pairs), and each arm's command."""
+    rows: list[dict[str, Any]] = []
+    base = reproduce(Path(record.run_dir))
+    for exp in experiments.of_run(store, record.run_id):
+        view = experiments.view(store, exp.run_id)
+        if not view:
+            continue
+        if view.get("mode") == "ladder":
+            rows.append({"label": exp.label, "outcome": "ladder", "speedup": view.get("total_speedup"),
+                         "low": None, "high": None, "trials": None, "change": None, "spec_change": {},
+                         "commands": base})
+            continue
+        s = view.get("summary") or {}
+        change = view.get("script_change") if isinstance(view.get("script_change"), dict) else None
+        spec_change = s.get("spec_change") or {}
+        rows.append({"label": exp.label, "outcome": s.get("verdict") or "—", "speedup": s.get("speedup"),
+                     "low": s.get("low"), "high": s.get("high"), "trials": s.get("trials"),
+                     "change": (change or {}).get("change"), "where": (change or {}).get("where"),
+                     "spec_change": spec_change,
+                     "commands": _arm_commands(Path(record.run_dir), base, view.get("fix_id"), s.get("trials"),
+                                               spec_change)})
+    return rows
+
+
+def _arm_commands(run_dir: Path, base: dict[str, str] | None, fix_id: Any, trials: Any,
+                  spec_change: dict[str, Any]) -> dict[str, str]:
+    """Each arm's command: ``before`` (the run as it was), ``after`` (with the change), ``measure`` (the A/B
+    again, from the command line)."""
+    if base is None:
+        return {}
+    launch = _dict(run_dir / "launch.json")
+    command = launch.get("command") if isinstance(launch.get("command"), list) else None
+    out = {"before": base.get("command") or base["stepwise"]}
+    if command:
+        out["after"] = f"{out['before']}  # after making the change above"
+        out["measure"] = _shell(["python", "-m", "advisors", "optimize", *(["--fix", fix_id] if fix_id else []),
+                                 *(["--trials", trials] if trials else []), "--", *command])
+    else:
+        out["after"] = base["stepwise"] + "".join(f" --set {shlex.quote(f'{k}={v}')}" for k, v in spec_change.items())
+    return out
+
+
+def run_context(store: RunStore, record: RunRecord) -> dict[str, Any]:
+    """``{"reproduce", "environment", "experiments"}`` for :func:`reports.export.render`'s ``extra``."""
+    run_dir = Path(record.run_dir)
+    return {"reproduce": reproduce(run_dir), "environment": environment(run_dir),
+            "experiments": experiment_rows(store, record)}
