@@ -19,7 +19,7 @@ import pandas as pd
 from advisors.loader_facts import LoaderFacts, loader_facts
 from profilers.errors import SpecError, TraceError
 from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
-from profilers.run import calibrate as calibration
+from profilers.efficiency import calibrate as calibration
 from profilers.run.records import RunResult, StepSummary, summarise_steps
 from profilers.run.spec import TrainingSpec
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
@@ -65,7 +65,7 @@ class RunFacts:
     profile_cut: str | None = None  # the memory guard cut the profile: why, in words (the trace holds part of a step)
     stopped_after: int | None = None  # the run was stopped on purpose after this many steps: not observed to its end
     measured_window: tuple[int, int] | None = None  # a script run's timed steps [first, end) from its boot.json
-    cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.run.calibrate)
+    cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.efficiency.calibrate)
     cpu_bf16_fast: bool | None = None  # bf16 matmuls faster than fp32 on this CPU (measured or its flags)
     cpu_bf16_basis: str = ""  # what said so, in words
     step_time_steps: int | None = None  # how many steps step_time_ms is the median of (stepwise_agent.steady)

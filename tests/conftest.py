@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # test_parallel_parse.py, the quick command line's test set STEPWISE_PARSE_WORKERS themselves): forking the
     # test process (torch loaded) for each streamed trace cost the fast lane ~7 s of system time.
     os.environ.setdefault("STEPWISE_PARSE_WORKERS", "0")
-    # CPU calibrations (profilers.run.calibrate) are cached per machine: the suite keeps its own cache, shared by
+    # CPU calibrations (profilers.efficiency.calibrate) are cached per machine: the suite keeps its own cache, shared by
     # its runs (one decision for the whole session, as on a user's machine), and never writes the user's home
     if "STEPWISE_CALIBRATION_DIR" not in os.environ:
         import tempfile

@@ -26,7 +26,7 @@ from profilers.run.records import RunResult
 from profilers.run.script_spec import ScriptSpec
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
-from stepwise_agent.steady import AFTER_PROFILER, MIN_STEADY, choose_steps
+from stepwise_agent.steady import AFTER_PROFILER, BASIS_ALL, MIN_STEADY, choose_steps
 
 MIN_MEASURED_STEPS = 3
 RunProgressFn = Callable[[dict[str, Any]], None]  # a trial run's own progress.json, as runner.follow reports it
@@ -171,6 +171,8 @@ def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
         return None
     choice = choose_steps([int(i) for i in done.index], done["profiled"].fillna(False).astype(bool).tolist(),
                           warmup_steps, min_steady=MIN_MEASURED_STEPS, first_step=0)
+    if choice.basis == BASIS_ALL:
+        return None  # no step past the warm-up: nothing was measured (a comparison needs no warm-up step)
     chosen = done.iloc[list(choice.positions)]
     walls = [float(w) for w in chosen["wall_ms"] if isinstance(w, float) and math.isfinite(w) and w > 0]
     samples = chosen["samples"].dropna()

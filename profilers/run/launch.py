@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from profilers.errors import RunError
-from profilers.run import calibrate, interpreter as interp
+from profilers.efficiency import calibrate
+from profilers.run import interpreter as interp
 from profilers.run.agent_path import agent_folder, child_pythonpath
 from profilers.run.handle import RunHandle, spawn
 from profilers.run.records import RunResult

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from profilers.errors import SpecError
-from profilers.run import calibrate
+from profilers.efficiency import calibrate
 from profilers.run.handle import RunHandle, spawn
 from profilers.run.records import RunResult
 from profilers.run.spec import TrainingSpec
@@ -94,7 +94,7 @@ def start(spec: TrainingSpec, store: RunStore, label: str | None = None,
     """
     check_workload(spec.workload, allow_external)
     record = store.create("run", label, spec, parent=parent, role="trial" if parent else None)
-    if spec.device != "cuda":  # a CPU's peak is measured, once per process (profilers.run.calibrate)
+    if spec.device != "cuda":  # a CPU's peak is measured, once per process (profilers.efficiency.calibrate)
         calibrate.record(Path(record.run_dir))
     run_dir = Path(record.run_dir).resolve()
     env = {**own_code_env(), **(extra_env or {})}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from profilers.efficiency.mfu import efficiency
-from profilers.run import calibrate
+from profilers.efficiency import calibrate
 from profilers.trace.breakdown import breakdown
 from profilers.trace.load import load_trace
 from tests import trace_factory as tf
