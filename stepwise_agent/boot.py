@@ -198,7 +198,7 @@ def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
     cfg = raw if isinstance(raw, dict) else {}
     return {"warmup": int(cfg.get("warmup", PROFILE_WAIT)), "measure": int(cfg.get("measure", 0)),
             "profile": int(cfg.get("profile", active)), "seed": cfg.get("seed"),
-            "inject": dict(cfg.get("inject") or {})}
+            "inject": dict(cfg.get("inject") or {}), "observe": dict(cfg.get("observe") or {})}
 
 
 def seed_everything(seed: int) -> None:
@@ -247,7 +247,8 @@ def main(argv: list[str]) -> int:
     previous_guard = signal.signal(GUARD_SIGNAL, _guard_stop)
     rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader)
     detector = StepDetector(rec.on_step)
-    injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps)
+    injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps,
+                        observe=cfg["observe"], target=target)
 
     def before_step() -> None:
         injector.on_step()

@@ -50,6 +50,7 @@ class ModuleInjection:
         #: knobs a framework applies itself at its own switch (``TrainingArguments(bf16=True)``,
         #: ``L.Trainer(precision=...)``): the model is then watched for evidence, not wrapped a second time
         self.framework_owns: set[str] = set()
+        self.observed: set[str] = set()  # knobs the script's own flags set (checked, not injected)
 
     # -- install / uninstall ---------------------------------------------------------------------------------
     def install(self) -> None:
@@ -187,7 +188,8 @@ class ModuleInjection:
             elif dtype in self._math_outputs or self._low_outputs:
                 seen = "its first matmul/convolution layer ran" if dtype in self._math_outputs else "its output was"
                 names = ", ".join(f"{type(m).__name__}.forward" for m in self.models)
-                how = "by the framework's own switch, on" if "autocast" in self.framework_owns else "around"
+                how = "by the script's own switch, on" if "autocast" in self.observed else \
+                    "by the framework's own switch, on" if "autocast" in self.framework_owns else "around"
                 k.act(f"{self.knobs['autocast']} autocast {how} {names} ({len(self.models)} model(s)): {seen} in "
                       f"{self.knobs['autocast']}" + ("; loss scaled by a GradScaler" if self.scaler else ""))
             else:
