@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from advisors.experiments.script_diff import switch_for
+from advisors.experiments.script_diff import construction_site, switch_for
 from advisors.experiments.script_knobs import KnobChange, knob_change
 from advisors.verdict import Fix
 from profilers.run.script_spec import ScriptSpec
@@ -165,6 +165,13 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
         return None
     first = dict(ctx.sites[target])
     every = [dict(s) for s in (ctx.all_sites.get(target) or [first])]
+    if target == "model_call":  # the training calls (grad enabled), not an evaluation under no_grad
+        every = [s for s in every if s.get("grad") is not False] or every
+        first = every[0]
+    if target == "model_call" and inj.proof == "compile":  # compiled once, where the model is built
+        built = construction_site(first)
+        if built is not None:
+            return {**built, "target": "model_build", "all": [built]}
     return {**first, "target": target, "all": every}
 
 

@@ -105,7 +105,8 @@ class ModuleInjection:
         inner = getattr(module, "module", module)  # DistributedDataParallel wraps the script's model
         convolutions = sum(isinstance(m, _CONV) for m in inner.modules())
         # every top-level call of the watched steps is a site (a GAN calls its discriminator twice)
-        self.report.site("model_call", user_site(3), type=type(module).__name__, convolutions=convolutions)
+        self.report.site("model_call", user_site(3), type=type(module).__name__, convolutions=convolutions,
+                         grad=torch.is_grad_enabled())  # False: an evaluation call (no_grad), not the training one
         if any(m is module for m in self.models):
             return
         self.models.append(module)
