@@ -36,7 +36,7 @@ class ScriptContext:
     loader: Mapping[str, Any] = field(default_factory=dict)  # the training DataLoader's effective settings
     sites: Mapping[str, Any] = field(default_factory=dict)  # call sites in the user's code (the first of each)
     all_sites: Mapping[str, Any] = field(default_factory=dict)  # every site of each kind (a GAN's two models)
-    config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (stepwise_agent.config)
+    config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (agent: inject.config)
 
     @property
     def workers(self) -> int:

@@ -1,6 +1,6 @@
 """A fix in the script's own terms: the flag or config line that does it, when the script has one.
 
-The agent records how the script is configured (``injected.json``'s ``config``: :mod:`stepwise_agent.config`).
+The agent records how the script is configured (``injected.json``'s ``config``: :mod:`stepwise_agent.inject.config`).
 A fix maps to a knob per convention (:data:`CONVENTIONS`):
 
 - ``HfArgumentParser`` (Hugging Face's example scripts): the ``TrainingArguments`` field of the knob

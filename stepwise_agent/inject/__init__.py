@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 
 from stepwise_agent.capabilities import TorchCapabilities, detect
-from stepwise_agent.config import ConfigRecorder
+from stepwise_agent.inject.config import ConfigRecorder
 from stepwise_agent.hostinfo import available_memory_bytes
 from stepwise_agent.inject.closure import annotate_closures
 from stepwise_agent.inject.convergence import ConvergenceInjection
@@ -47,7 +47,7 @@ class Injector:
         """``observe``: knobs the script's own command line or config file sets in this run (the patched arm of a
         fix mapped to the script's flag): their effect is checked and reported like an injected knob's, but
         nothing is injected for them. ``target``: the script and its arguments (``-m MODULE`` …), whose
-        configuration is recorded (:mod:`stepwise_agent.config`)."""
+        configuration is recorded (:mod:`stepwise_agent.inject.config`)."""
         self.caps = caps or detect(torch)
         observe = dict(observe or {})
         knobs = {**knobs, **observe}

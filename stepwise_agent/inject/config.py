@@ -48,13 +48,16 @@ def _option(action: argparse.Action, namespace: Any) -> dict[str, Any] | None:
             "nargs": _plain(action.nargs), "const": _plain(action.const)}
 
 
-def main_globals(source: str | None) -> dict[str, Any]:
-    """A nanoGPT-style script's module-level globals (``compile = False``) as it now holds them, when the script
-    reads a configurator (``exec(open('configurator.py').read())``)."""
+def main_globals(source: str | None, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A nanoGPT-style script's module-level globals (``compile = False``) as it now holds them (``namespace``,
+    default: the running ``__main__``'s), when the script reads a configurator
+    (``exec(open('configurator.py').read())``)."""
     main = sys.modules.get("__main__")
-    if main is None or not source or "configurator" not in source:
+    if namespace is None and main is not None:
+        namespace = vars(main)
+    if namespace is None or not source or "configurator" not in source:
         return {}
-    return {k: v for k, v in vars(main).items()
+    return {k: v for k, v in namespace.items()
             if not k.startswith("_") and isinstance(v, SIMPLE) and f"{k} =" in source}
 
 
@@ -159,7 +162,7 @@ class ConfigRecorder:
         if not any(e["site"] == site and e["enabled"] == entry["enabled"] for e in self.autocast):
             self.autocast.append(entry)
 
-    def on_first_step(self) -> None:
+    def on_first_step(self, namespace: dict[str, Any] | None = None) -> None:
         source = None
         if self.script and os.path.isfile(self.script):
             try:
@@ -167,7 +170,7 @@ class ConfigRecorder:
                     source = fh.read()
             except (OSError, UnicodeDecodeError):
                 source = None
-        self.globals = {k: _plain(v) for k, v in main_globals(source).items()}
+        self.globals = {k: _plain(v) for k, v in main_globals(source, namespace).items()}
 
     def to_json(self) -> dict[str, Any]:
         dotted = [a for a in self.argv if a.startswith("--") and "." in a.split("=", 1)[0]]
