@@ -33,6 +33,8 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--trials", type=int, default=Policy.trials, help="A/B trials per arm (at least 3)")
     o.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
     o.add_argument("--json", action="store_true", help="print the ladder as JSON")
+    o.add_argument("--inject", action="store_true", help="inject every fix into the script, even one it has its "
+                   "own flag or config line for (by default that flag is what is changed and measured)")
     o.add_argument("--quiet", action="store_true", help="print the table only, not the kept fixes' changes")
     o.add_argument("--cwd", metavar="DIR", help="the folder your script runs in (default: this one, as in your "
                    "shell); relative paths in the command resolve from it")
@@ -126,7 +128,7 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
                       python=getattr(args, "python", None), cwd=script_cwd(args))
     spec.name  # a missing script or a bad command is refused here, before any run
     device = _script_device(command, spec.python)
-    strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
+    strategy = ScriptStrategy(spec, device, forced=tuple(args.fix), own_knobs=not getattr(args, "inject", False))
     progress = None if args.json else _print_progress
     store = RunStore(args.store)
     return _stored(store, _ladder_label(args.rounds, spec.name), args, lambda exp_id: optimize(

@@ -206,7 +206,8 @@ def _key_line(path: str, key: str) -> int:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError:
         return 1
-    return next((i for i, line in enumerate(lines, 1) if f'"{key}"' in line), max(len(lines) - 1, 1))
+    brace = next((i for i, line in enumerate(lines, 1) if "{" in line), 0)  # a new key goes first (json_with)
+    return next((i for i, line in enumerate(lines, 1) if f'"{key}"' in line), brace + 1)
 
 
 # -- LightningCLI, configurator -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ reason, never skipped in silence; fixes that cannot act on this device or world 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,7 +30,11 @@ class ScriptStrategy:
     """``forced``: fix ids to try as asked (``optimize --fix``), even where the diagnosis did not propose them or
     they are not expected to act here — the experiment then shows whether they applied."""
 
-    def __init__(self, spec: ScriptSpec, device: str = "cpu", forced: tuple[str, ...] = ()) -> None:
+    def __init__(self, spec: ScriptSpec, device: str = "cpu", forced: tuple[str, ...] = (),
+                 own_knobs: bool = True) -> None:
+        """``own_knobs``: a fix the script has its own flag or config line for is measured through it (the
+        default); ``False`` injects every fix (``optimize --inject``, to compare the two)."""
+        self.own_knobs = own_knobs
         self.ctx = ScriptContext(device=device, world_size=spec.world_size)
         unknown = [f for f in forced if f not in FIXES]
         if unknown:
@@ -44,6 +49,8 @@ class ScriptStrategy:
         if outcome.run_dir is None:
             return
         self.ctx = context_of(Path(outcome.run_dir), self.ctx)
+        if not self.own_knobs:
+            self.ctx = replace(self.ctx, config={})
 
     def candidates(self, d: Diagnosis, spec: ScriptSpec, rejected: set[str]) -> Iterator[Fix]:
         if self.forced:

@@ -71,6 +71,17 @@ class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             print(f"stepwise: {name} not patched: {type(err).__name__}: {err}", file=sys.stderr)
 
 
+def _from_hf_parser() -> bool:
+    """Whether ``TrainingArguments`` is being built by an ``HfArgumentParser`` (from the command line or a config
+    file: the user's own arguments, built by the library on their behalf)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.replace("\\", "/").endswith("transformers/hf_argparser.py"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 class FrameworkInjection:
     """Patches each framework's switch; records the user's call of it under ``sites`` (``training_arguments``,
     ``lightning_trainer``, ``accelerator``) and what was set there under ``report.frameworks``."""
@@ -137,7 +148,7 @@ class FrameworkInjection:
         me = self
 
         def post_init(args: Any) -> None:
-            if called_by_user(2):
+            if called_by_user(2) or _from_hf_parser():  # the user's own, or their HfArgumentParser's
                 set_: dict[str, Any] = {}
                 asked: dict[str, Any] = {}
                 for knob, value in me.knobs.items():
