@@ -176,13 +176,19 @@ def _ms(value: float | None) -> str:
 
 
 def change_block(where: str | None, change: dict[str, Any] | None) -> None:
-    """The edit for a kept fix: file:line, then the unified diff (or the snippet to place there)."""
-    if where:
+    """The edit for a kept fix: your command line or config file (the script's own flag for it), else file:line,
+    then the unified diff (or the snippet to place there)."""
+    kind = (change or {}).get("kind")
+    if kind == "command":
+        st.markdown("**The change to make** on your command line (your script's own flag):")
+    elif kind == "config":
+        st.markdown(f"**The change to make** in your config file {ui.text(str(change.get('file')))}:")  # type: ignore[union-attr]
+    elif where:
         st.markdown(f"**The change to make** at {ui.text(where)}:")
     else:
         st.markdown("**The change to make** (no single place in your code: once, at start-up):")
     if change:
-        st.code(change["text"], language="diff" if change["kind"] == "diff" else "python")
+        st.code(change["text"], language="diff" if change["kind"] in ("diff", "command", "config") else "python")
 
 
 def downloads(store: RunStore, source: RunRecord, experiment: RunRecord, what: str, key: str) -> None:

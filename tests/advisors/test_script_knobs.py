@@ -173,3 +173,30 @@ def test_compile_goes_where_the_model_is_built_and_autocast_around_the_training_
     added = [x for x in bf16.text.splitlines() if x.startswith("+") and not x.startswith("+++")]
     assert added[0] == "+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16):"
     assert bf16.text.count("torch.autocast(") == 1  # the training call only, not the evaluation's
+
+
+def test_optimize_prints_the_kept_changes_after_the_table() -> None:
+    from cli.optimize import changes_text
+
+    result = {"rounds": [
+        {"fix": "bf16_autocast", "fix_title": "bf16 autocast", "kept": True, "where": "/x/train.py:9",
+         "change": {"kind": "command", "text": "- python train.py\n+ python train.py --amp\n"}},
+        {"fix": "torch_compile", "fix_title": "torch.compile", "kept": False, "where": "/x/train.py:3",
+         "change": {"kind": "diff", "text": "+model = torch.compile(model)\n"}},
+        {"fix": "foreach_optimizer", "fix_title": "foreach optimizer", "kept": True, "where": "/x/train.py:4",
+         "change": {"kind": "diff", "text": "--- a/train.py\n+++ b/train.py\n-opt = A()\n+opt = A(foreach=True)\n"}}]}
+    lines = changes_text(result)
+    assert lines[:4] == ["", "bf16 autocast: change your command line", "- python train.py",
+                         "+ python train.py --amp"]
+    assert "torch.compile" not in "\n".join(lines)  # only the kept fixes
+    assert "foreach optimizer: change your code (at /x/train.py:4)" in lines and "+opt = A(foreach=True)" in lines
+
+
+def test_the_working_directory_is_the_users_choice_or_the_scripts_folder(tmp_path: Path) -> None:
+    from app.services.launching import script_cwd
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train.py").write_text("x = 1\n")
+    argv = ["python", str(tmp_path / "sub" / "train.py"), "--lr", "1"]
+    assert script_cwd(argv, None) == (argv, str(tmp_path / "sub"))  # blank: the script's own folder
+    assert script_cwd(["python", "sub/train.py"], str(tmp_path)) == (["python", "sub/train.py"], str(tmp_path))
