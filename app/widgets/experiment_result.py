@@ -58,7 +58,7 @@ def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], 
                 show(view)
         n = len(experiments.trials(store, record.run_id))
         st.caption(f"Stored as {ui.text(record.run_id)} with {n} trial run{'' if n == 1 else 's'} (hidden from "
-                   "the run list; `python -m profilers list --all` shows them).")
+                   "the run list; `stepwise list --all` shows them).")
 
     _poll()
 
@@ -215,7 +215,7 @@ def from_command_line(store: RunStore, record: RunRecord) -> None:
     walk found "Its result is on the Advisor page of the run it was started from" and no link at all."""
     about = experiments.about(store, record.run_id)
     st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}) started on the command line "
-            "(`python -m advisors optimize`), from a spec or a script rather than from a run of this list.",
+            "(`stepwise optimize`), from a spec or a script rather than from a run of this list.",
             icon=":material/science:")
     if about.get("mode") == QUALITY_MODE:
         st.page_link("views/advisor.py", label="Open its time-to-quality result", icon=":material/lightbulb:",
