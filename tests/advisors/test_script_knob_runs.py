@@ -86,7 +86,9 @@ def test_hf_argument_parser_from_a_json_file(tmp_path: Path) -> None:
     run = patched_run(bf16)
     copy = Path(run["spec"]["command"][-1])
     assert copy.name == "hf_args.json" and json.loads(copy.read_text())["bf16"] is True
-    assert run["injected"]["config"]["files"][0]["file"] == str(SCRIPTS / "hf_args.json")
+    assert run["injected"]["config"]["files"][0]["file"] == str(copy)  # the patched arm read the changed copy
+    baseline = json.loads((Path(bf16["before"]["run_dirs"][0]) / "injected.json").read_text())
+    assert baseline["config"]["files"][0]["file"] == str(SCRIPTS / "hf_args.json")  # the baseline, the user's
     evidence = bf16["applied"]["knobs"]["autocast"]["evidence"]
     assert evidence[0] == 'ran your own command with hf_args.json changed: "bf16": true'
     assert bf16["change"]["kind"] == "config"
