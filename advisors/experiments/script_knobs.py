@@ -49,6 +49,7 @@ CONVENTIONS = {
     "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
 }
 CONFIG_DIR = Path(tempfile.gettempdir()) / "stepwise-configs"
+BOOL_WORDS = ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n")
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,9 @@ def with_flag(command: tuple[str, ...], flags: list[str], value: str | None, equ
         name = a.split("=", 1)[0]
         if name not in flags:
             continue
-        if "=" in a or equals:
+        if value is None and i + 1 < len(out) and out[i + 1].lower() in BOOL_WORDS:  # HF's ``--bf16 false``
+            out[i + 1] = "true"
+        elif "=" in a or equals:
             out[i] = name if value is None else f"{name}={value}"
         elif value is not None and i + 1 < len(out) and not out[i + 1].startswith("-"):
             out[i + 1] = value

@@ -89,6 +89,7 @@ def test_a_flag_already_on_the_command_line_is_changed_in_place() -> None:
     assert with_flag(("p", "t.py", "--compile=False"), ["--compile"], "True", equals=True) == ("p", "t.py",
                                                                                                "--compile=True")
     assert with_flag(("p", "t.py"), ["--bf16"], None) == ("p", "t.py", "--bf16")
+    assert with_flag(("p", "t.py", "--bf16", "false", "--x"), ["--bf16"], None) == ("p", "t.py", "--bf16", "true", "--x")
     assert command_evidence(("p", "t.py", "-j", "0"), ("p", "t.py", "-j", "4")) == \
         "ran your own command with -j 4 (nothing injected)"
 
