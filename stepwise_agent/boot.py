@@ -19,7 +19,10 @@ An optional ``RUN_DIR/boot.json`` (written by :func:`profilers.run.launch.start_
 (torch, ``random`` and — only when the script's libraries already imported it — numpy, seeded before the script
 starts, the same for every arm of an A/B), ``warmup`` + ``measure`` unprofiled steps before the profiler's
 window (the measured ones are timed without profiler overhead), ``profile`` active steps, and ``inject``: fix
-knobs applied to the script's own objects by :class:`stepwise_agent.inject.Injector`. What the injector did,
+knobs applied to the script's own objects by :class:`stepwise_agent.inject.Injector`, and ``observe``: knobs the
+command itself sets (the script's own flag or config line), whose effect is checked without injecting anything.
+How the script is configured (its parsers, config files, globals) goes to ``injected.json``'s ``config``. What the
+injector did,
 knob by knob, and the user's call sites go to ``injected.json`` — written for every launch, knobs or not (and,
 marked ``partial``, at steps 1, 2, 4, 8, …, for a run that is stopped from outside: ``--to-quality``).
 
