@@ -28,7 +28,8 @@ KWARGS: dict[str, dict[str, str]] = {
     "optimizer": {"optimizer_impl": ""},  # foreach=True / fused=True
     "ddp": {"bucket_cap_mb_factor": "bucket_cap_mb", "static_graph": "static_graph"},
 }
-CALL_NAMES = {"dataloader": ("DataLoader",), "ddp": ("DistributedDataParallel", "DDP")}
+CALL_NAMES = {"dataloader": ("DataLoader",), "ddp": ("DistributedDataParallel", "DDP"),
+              "autocast_ctx": ("autocast",)}
 MAX_FILE_BYTES = 2_000_000
 
 
@@ -140,7 +141,12 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
         header = f"with torch.autocast(device_type={device_expr(source, device)}, dtype={dtype}):"
         for first in sorted(_statements(source, [int(s["line"]) for s in sites if s.get("grad") is not False]
                                         or [int(s["line"]) for s in sites]), reverse=True):
-            new = _wrapped(new, first, header) if new is not None else None
+            own = _own_autocast(new, first) if new is not None else None
+            if own is not None:  # the script's own autocast context: switched on in place, not nested in another
+                new = _with_kwargs(new, own, "autocast_ctx", {}, {"dtype": dtype, "enabled": "True"}) \
+                    if new is not None else None
+            else:
+                new = _wrapped(new, first, header) if new is not None else None
     elif target == "model_build" and knobs.get("compile") and len(sites) == 1:
         s0 = sites[0]
         lines = source.splitlines(keepends=True)
@@ -155,6 +161,21 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
     name = Path(file).name
     return "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
                                         f"a/{name}", f"b/{name}", n=2))
+
+
+def _own_autocast(source: str, line: int) -> int | None:
+    """The line of the script's own ``torch.autocast(...)`` whose ``with`` holds ``line``, if any."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    withs = [n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno < line <= (n.end_lineno or n.lineno)]
+    for w in sorted(withs, key=lambda n: -n.lineno):
+        for item in w.items:
+            call = item.context_expr
+            if isinstance(call, ast.Call) and _name(call.func) == "autocast":
+                return call.lineno
+    return None
 
 
 def device_expr(source: str, device: str) -> str:

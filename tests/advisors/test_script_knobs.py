@@ -201,3 +201,13 @@ def test_the_working_directory_is_the_users_choice_or_the_scripts_folder(tmp_pat
     argv = ["python", str(tmp_path / "sub" / "train.py"), "--lr", "1"]
     assert script_cwd(argv, None) == (argv, str(tmp_path / "sub"))  # blank: the script's own folder
     assert script_cwd(["python", "sub/train.py"], str(tmp_path)) == (["python", "sub/train.py"], str(tmp_path))
+
+
+def test_autocast_in_place_of_the_scripts_own_context() -> None:
+    path = SCRIPTS / "flags_train.py"
+    line = next(i for i, x in enumerate(path.read_text().splitlines(), 1) if "loss = nn.functional" in x)
+    site = {"file": str(path), "line": line, "grad": True}
+    change = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call",
+                    {**site, "target": "model_call", "all": [site]})
+    added = [x for x in change.text.splitlines() if x.startswith("+") and not x.startswith("+++")]
+    assert added == ["+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=True):"]
