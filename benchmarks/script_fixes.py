@@ -1,6 +1,7 @@
 """``optimize`` on unmodified training scripts, on this machine, ladders side by side.
 
-    .venv/bin/python benchmarks/script_fixes.py [--scripts photos,mlp,trainer,lightning] [--rounds 3] [--trials 3]
+    .venv/bin/python benchmarks/script_fixes.py [--scripts photos,mlp,trainer,lightning,flags,flags-injected]
+                                                [--rounds 3] [--trials 3]
                                                 [--steps 15] [--python ENV/bin/python]
                                                 [--json bench-out/script_fixes.json]
 
@@ -14,7 +15,10 @@ script >= 2.0x (aim >= 2.8x), the compute-bound script >= 1.5x. The framework sc
 ``Trainer`` and a Lightning script) have no target: they show each fix where their users make it
 (``TrainingArguments(...)``, ``L.Trainer(...)``, the ``DataLoader(...)`` in ``train_dataloader()``), and their
 ladders are printed side by side. They run with ``--python`` (the interpreter of an environment that has
-transformers and lightning; default this one).
+transformers and lightning; default this one). The flag-configured script (``flags``) is optimised twice with
+the same fixes asked for: once as a user gets it (each fix that has a flag is measured by running the command
+with that flag) and once with every fix injected (``flags-injected``, ``optimize --inject``); the two ladders are
+printed side by side and must agree within noise.
 """
 
 from __future__ import annotations
@@ -35,8 +39,13 @@ SCRIPTS: dict[str, tuple[str, str, float | None]] = {
     "photos": ("photos_train.py", "data-bound: storage latency + JPEG decode + random crop", 2.0),
     "mlp": ("mlp_train.py", "compute-bound: wide fp32 MLP, CPU saturated", 1.5),
     "trainer": ("hf_trainer_train.py", "Hugging Face Trainer: GPT-2 (2 layers, 128 wide) from a config", None),
-    "lightning": ("lightning_train.py", "Lightning: MLP, train_dataloader() with 2 ms storage latency", None)}
+    "lightning": ("lightning_train.py", "Lightning: MLP, train_dataloader() with 2 ms storage latency", None),
+    "flags": ("flags_train.py", "configured by flags: --amp (its bf16 autocast), --workers (its DataLoader's)", None),
+    "flags-injected": ("flags_train.py", "the same script, every fix injected (optimize --inject)", None)}
 FRAMEWORKS = ("trainer", "lightning")
+#: the flag-configured script, by its flags and injected: the same fixes asked for in both, their ladders side by side
+BY_FLAG = ("flags", "flags-injected")
+FLAG_FIXES = ("bf16_autocast", "dataloader_workers")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -55,9 +64,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_one(name: str, args: argparse.Namespace, store: Path) -> dict[str, Any]:
     script = HERE / "scripts" / SCRIPTS[name][0]
+    fixes = args.fix if name in FRAMEWORKS else FLAG_FIXES if name in BY_FLAG else []
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(store), "--rounds",
            str(args.rounds), "--trials", str(args.trials), "--steps", str(args.steps),
-           *(a for f in (args.fix if name in FRAMEWORKS else []) for a in ("--fix", f)), "--",
+           *(["--inject"] if name == "flags-injected" else []), *(a for f in fixes for a in ("--fix", f)), "--",
            args.python if name in FRAMEWORKS else "python", str(script)]
     started = time.monotonic()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRAINER_OUT": str(store / "trainer-out")}
@@ -102,6 +112,36 @@ def framework_ladders(results: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def flag_vs_injected(flag: dict[str, Any], injected: dict[str, Any]) -> list[str]:
+    """Each fix measured through the script's own flag beside the same fix injected: ratio [interval] of each,
+    and whether they agree (their 95% intervals overlap). A workers flag sets ``num_workers`` only; the injected
+    fix also keeps its workers alive and prefetches 4 batches each."""
+    lines = ["## by its flag vs injected (the same fix, the same script)",
+             f"{'fix':<22}{'by flag':<44}{'injected':<40}agree"]
+
+    def cell(r: dict[str, Any] | None) -> tuple[str, tuple[float, float] | None]:
+        if r is None:
+            return "not tried", None
+        if r["not_applied"]:
+            return f"not applied: {r['not_applied']}"[:40], None
+        low, high = r["interval"] or (None, None)
+        band = (low, high) if low is not None and high is not None else None
+        text = f"{r['speedup']:.2f}x" + (f" [{low:.2f}, {high:.2f}]" if band else "")
+        return f"{text} {'kept' if r['kept'] else 'rejected'}", band
+
+    for fix in dict.fromkeys(r["fix"] for r in flag["rounds"] + injected["rounds"]):
+        a = next((r for r in flag["rounds"] if r["fix"] == fix), None)
+        b = next((r for r in injected["rounds"] if r["fix"] == fix), None)
+        (ta, ia), (tb, ib) = cell(a), cell(b)
+        agree = "-" if ia is None or ib is None else "yes" if ia[0] <= ib[1] and ib[0] <= ia[1] else "NO"
+        lines.append(f"{fix:<22}{ta:<44}{tb:<40}{agree}")
+        for label, r in (("by flag", a), ("injected", b)):
+            if r is not None and r.get("change"):
+                shown = [x for x in r["change"]["text"].splitlines() if x.startswith("+") and not x.startswith("+++")]
+                lines.append(f"    {label}: {' | '.join(x[1:].strip() for x in shown)[:150]}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     store = args.store or Path(tempfile.mkdtemp(prefix="stepwise-script-bench-"))
@@ -139,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     frameworks = [n for n in FRAMEWORKS if n in results and "error" not in results[n]]
     if frameworks:
         print("\n" + "\n".join(framework_ladders({n: results[n] for n in frameworks})))
+    by_flag = [n for n in BY_FLAG if n in results and "error" not in results[n]]
+    if len(by_flag) == 2:
+        print("\n" + "\n".join(flag_vs_injected(results[by_flag[0]], results[by_flag[1]])))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))

@@ -328,7 +328,9 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     if args.json:
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     elif args.command == "optimize":
-        print("\n".join(result["table"]))
+        from cli.optimize import changes_text
+
+        print("\n".join(result["table"] + ([] if getattr(args, "quiet", False) else changes_text(result))))
     elif args.command == "compare":
         from cli import compare as cli_compare
 

@@ -27,14 +27,19 @@ from reports.experiment_view import ladder_roles, ladder_view
 def add_parser(sub: Any) -> None:
     o = sub.add_parser("optimize", help="diagnose, apply fixes, measure them A/B, keep what helps (exit 3: a fix "
                        "the trials could not judge, inconclusive)")
-    o.add_argument("target", nargs="?", help="a workload name (see `python -m profilers list-workloads`) or a "
-                   "SPEC.json; or nothing, and your script after --: -- python train.py ARGS…")
+    o.add_argument("target", nargs="?", help="a sample workload's name (an unknown name lists "
+                   "them) or a SPEC.json; or nothing, and your script after --: -- python train.py ARGS…")
     o.add_argument("--rounds", type=int, default=3, help="diagnose/fix rounds (default 3)")
     o.add_argument("--size", default="tiny", help="workload size preset when TARGET is a name (tiny, bench)")
     o.add_argument("--trials", type=int, default=Policy.trials, help="A/B trials per arm (at least 3; up to "
                    f"{Policy.max_trials} when pairs were competed for by other programs or disagree)")
     o.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
     o.add_argument("--json", action="store_true", help="print the ladder as JSON")
+    o.add_argument("--inject", action="store_true", help="inject every fix into the script, even one it has its "
+                   "own flag or config line for (by default that flag is what is changed and measured)")
+    o.add_argument("--quiet", action="store_true", help="print the table only, not the kept fixes' changes")
+    o.add_argument("--cwd", metavar="DIR", help="the folder your script runs in (default: this one, as in your "
+                   "shell); relative paths in the command resolve from it")
     o.add_argument("--steps", type=int, default=20, help="a script's timed steps per trial (default 20)")
     o.add_argument("--warmup", type=int, default=3, help="a script's untimed warm-up steps (default 3)")
     o.add_argument("--nproc-per-node", type=int, default=1, help="ranks of a script (torchrun), default 1")
@@ -132,10 +137,10 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
 
     spec = ScriptSpec(command=tuple(command), measure_steps=args.steps, warmup_steps=args.warmup,
                       nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
-                      python=getattr(args, "python", None))
+                      python=getattr(args, "python", None), cwd=script_cwd(args))
     spec.name  # a missing script or a bad command is refused here, before any run
     device = _script_device(command, spec.python)
-    strategy = ScriptStrategy(spec, device, forced=tuple(args.fix))
+    strategy = ScriptStrategy(spec, device, forced=tuple(args.fix), own_knobs=not getattr(args, "inject", False))
     progress = None if args.json else _print_progress
     store = RunStore(args.store)
     return _stored(store, _ladder_label(args.rounds, spec.name), args, lambda exp_id: optimize(
@@ -152,12 +157,42 @@ def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str
         raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
     if command:
         spec = ScriptSpec(command=tuple(command), nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
-                          rdzv_endpoint=args.rdzv_endpoint, python=getattr(args, "python", None))
+                          rdzv_endpoint=args.rdzv_endpoint, python=getattr(args, "python", None),
+                          cwd=script_cwd(args))
         spec.name  # a missing script or a bad command is refused here, before any run
         return optimize_quality.main(args, spec)
     if not args.target:
         raise SpecError("optimize --to-quality needs a workload name, a SPEC.json, or a script after --")
     return optimize_quality.main(args, load_spec(args.target, args.size))
+
+
+def script_cwd(args: argparse.Namespace) -> str:
+    """``--cwd`` as an absolute folder (it must exist), else this process's folder: the user's shell's."""
+    import os
+
+    cwd = getattr(args, "cwd", None)
+    if not cwd:
+        return os.getcwd()
+    path = Path(cwd).expanduser().resolve()
+    if not path.is_dir():
+        raise SpecError(f"--cwd {cwd}: no such folder")
+    return str(path)
+
+
+def changes_text(result: dict[str, Any]) -> list[str]:
+    """The kept fixes' changes, as the user makes them: the command line, the config file's diff, or the diff of
+    their file (a snippet where no single line holds it), one block per kept fix."""
+    out: list[str] = []
+    for r in result.get("rounds") or []:
+        change = r.get("change")
+        if not r.get("kept") or not change:
+            continue
+        where = f" (at {r['where']})" if r.get("where") and change.get("kind") not in ("command", "config") else ""
+        title = {"command": "your command line", "config": f"your config file {change.get('file')}"}.get(
+            str(change.get("kind")), "your code")
+        out += ["", f"{r.get('fix_title') or r.get('fix')}: change {title}{where}", *str(change["text"]).rstrip(
+            "\n").splitlines()]
+    return out
 
 
 def _script_device(command: list[str], python: str | None) -> str:

@@ -57,6 +57,8 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
                              "summaries every rank writes); default: every rank")
     launch.add_argument("--python", metavar="PATH", help="the interpreter that runs the script (default: the "
                         "command's python as your shell finds it, or the path given)")
+    launch.add_argument("--cwd", metavar="DIR", help="the folder the script runs in (default: this one); relative "
+                        "paths resolve from it, as after cd DIR in your shell")
     launch.add_argument("target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS…")
     for p in (run, launch):
         p.add_argument("--label", help="a name for the run in the run list")
@@ -88,6 +90,15 @@ def _progress_bar(label: str) -> Any:
         text += f"  eta {eta:.0f}s" if isinstance(eta, (int, float)) else ""
         print(text, end="", file=sys.stderr, flush=True)
     return show
+
+
+def _cwd(cwd: str | None) -> str | None:
+    if cwd is None:
+        return None
+    path = Path(cwd).expanduser().resolve()
+    if not path.is_dir():
+        raise StepwiseError(f"--cwd {cwd}: no such folder")
+    return str(path)
 
 
 def _follow(handle: RunHandle, args: argparse.Namespace) -> int:
@@ -147,7 +158,8 @@ def _launch(args: argparse.Namespace) -> int:
     boot = None if args.trace_ranks is None else {"trace_ranks": args.trace_ranks}
     return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
                                 nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
-                                rdzv_endpoint=args.rdzv_endpoint, python=args.python, boot=boot), args)
+                                rdzv_endpoint=args.rdzv_endpoint, python=args.python, boot=boot,
+                                cwd=_cwd(args.cwd)), args)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -19,7 +19,10 @@ An optional ``RUN_DIR/boot.json`` (written by :func:`profilers.run.launch.start_
 (torch, ``random`` and — only when the script's libraries already imported it — numpy, seeded before the script
 starts, the same for every arm of an A/B), ``warmup`` + ``measure`` unprofiled steps before the profiler's
 window (the measured ones are timed without profiler overhead), ``profile`` active steps, and ``inject``: fix
-knobs applied to the script's own objects by :class:`stepwise_agent.inject.Injector`. What the injector did,
+knobs applied to the script's own objects by :class:`stepwise_agent.inject.Injector`, and ``observe``: knobs the
+command itself sets (the script's own flag or config line), whose effect is checked without injecting anything.
+How the script is configured (its parsers, config files, globals) goes to ``injected.json``'s ``config``. What the
+injector did,
 knob by knob, and the user's call sites go to ``injected.json`` — written for every launch, knobs or not (and,
 marked ``partial``, at steps 1, 2, 4, 8, …, for a run that is stopped from outside: ``--to-quality``).
 
@@ -114,7 +117,7 @@ def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
     cfg = raw if isinstance(raw, dict) else {}
     return {"warmup": int(cfg.get("warmup", PROFILE_WAIT)), "measure": int(cfg.get("measure", 0)),
             "profile": int(cfg.get("profile", active)), "seed": cfg.get("seed"),
-            "inject": dict(cfg.get("inject") or {}),
+            "inject": dict(cfg.get("inject") or {}), "observe": dict(cfg.get("observe") or {}),
             "trace_ranks": rank_summary.parse_trace_ranks(cfg.get("trace_ranks"))}
 
 
@@ -167,7 +170,8 @@ def main(argv: list[str]) -> int:
                        trace_ranks=cfg["trace_ranks"])
     detector = StepDetector(rec.on_step)
     rec.data_ms = lambda: detector.last_data_ms
-    injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps)
+    injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps,
+                        observe=cfg["observe"], target=target)
 
     def before_step() -> None:
         injector.on_step()

@@ -70,7 +70,14 @@ def applied_json(e: Experiment[Spec]) -> dict[str, Any] | None:
         return None
     changed = e.spec_changes()
     knobs = report.get("knobs") or {}
-    return {"knobs": {k: knobs.get(k) for k in changed if k in knobs}}
+    out = {k: knobs.get(k) for k in changed if k in knobs}
+    if "command" in changed:  # the script's own flag or config line: the run is the user's own command
+        from advisors.experiments.script_knobs import command_evidence
+
+        said = command_evidence(tuple(changed["command"][0]), tuple(changed["command"][1]))
+        out = {k: {**v, "evidence": [said, *(x for x in v.get("evidence") or [] if "not injected" not in x)]}
+               if isinstance(v, dict) else v for k, v in out.items()}
+    return {"knobs": out}
 
 
 def where_text(where: dict[str, Any] | None) -> str | None:
@@ -93,8 +100,13 @@ def change_json(r: Rung[Spec], device: str) -> dict[str, Any] | None:
     e = r.experiment
     if e.not_applied or not e.patched.outcomes or not isinstance(e.patched.spec, ScriptSpec):
         return None
+    changes = e.spec_changes()
+    if "command" in changes:  # the script's own flag or config line: the command (or config file) as changed
+        from advisors.experiments.script_knobs import shown_change
+
+        return shown_change(tuple(changes["command"][0]), tuple(changes["command"][1]))
     inj = INJECTIONS.get(e.fix.id)
-    knobs = {k: v[1] for k, v in e.spec_changes().items()}
+    knobs = {k: v[1] for k, v in changes.items()}
     return render(e.fix, knobs, inj.target if inj else None, r.where, device).to_json()
 
 

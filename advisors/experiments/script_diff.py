@@ -28,7 +28,8 @@ KWARGS: dict[str, dict[str, str]] = {
     "optimizer": {"optimizer_impl": ""},  # foreach=True / fused=True
     "ddp": {"bucket_cap_mb_factor": "bucket_cap_mb", "static_graph": "static_graph"},
 }
-CALL_NAMES = {"dataloader": ("DataLoader",), "ddp": ("DistributedDataParallel", "DDP")}
+CALL_NAMES = {"dataloader": ("DataLoader",), "ddp": ("DistributedDataParallel", "DDP"),
+              "autocast_ctx": ("autocast",)}
 MAX_FILE_BYTES = 2_000_000
 
 
@@ -137,9 +138,22 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
         if any(s.get("via") for s in sites):
             return None
         dtype = "torch.bfloat16" if knobs["autocast"] == "bf16" else "torch.float16"
-        for first in sorted(_statements(source, [int(s["line"]) for s in sites]), reverse=True):
-            new = _wrapped(new, first, f"with torch.autocast(device_type={device!r}, dtype={dtype}):") \
-                if new is not None else None
+        header = f"with torch.autocast(device_type={device_expr(source, device)}, dtype={dtype}):"
+        for first in sorted(_statements(source, [int(s["line"]) for s in sites if s.get("grad") is not False]
+                                        or [int(s["line"]) for s in sites]), reverse=True):
+            own = _own_autocast(new, first) if new is not None else None
+            if own is not None:  # the script's own autocast context: switched on in place, not nested in another
+                new = _with_kwargs(new, own, "autocast_ctx", {}, {"dtype": dtype, "enabled": "True"}) \
+                    if new is not None else None
+            else:
+                new = _wrapped(new, first, header) if new is not None else None
+    elif target == "model_build" and knobs.get("compile") and len(sites) == 1:
+        s0 = sites[0]
+        lines = source.splitlines(keepends=True)
+        end = int(s0.get("end") or s0["line"])
+        indent = " " * int(s0.get("col") or 0)
+        name = str(s0["name"])
+        new = "".join(lines[:end] + [f"{indent}{name} = torch.compile({name})\n"] + lines[end:])
     else:
         return None
     if new is None or new == source:
@@ -147,6 +161,72 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
     name = Path(file).name
     return "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
                                         f"a/{name}", f"b/{name}", n=2))
+
+
+def _own_autocast(source: str, line: int) -> int | None:
+    """The line of the script's own ``torch.autocast(...)`` whose ``with`` holds ``line``, if any."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    withs = [n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno < line <= (n.end_lineno or n.lineno)]
+    for w in sorted(withs, key=lambda n: -n.lineno):
+        for item in w.items:
+            call = item.context_expr
+            if isinstance(call, ast.Call) and _name(call.func) == "autocast":
+                return call.lineno
+    return None
+
+
+def device_expr(source: str, device: str) -> str:
+    """The script's own device variable as an autocast's ``device_type`` (``device.type``, ``device_type``), else
+    the device the runs used."""
+    import re
+
+    if re.search(r"^\s*device_type\s*=", source, re.M):
+        return "device_type"
+    if re.search(r"^\s*device\s*=\s*torch\.device\(", source, re.M):
+        return "device.type"
+    return repr(device)
+
+
+#: functions that evaluate or are called per step: never where a model is built (nor compiled)
+_NOT_BUILD = ("eval", "estimate", "valid", "test", "_step", "forward", "predict")
+
+
+def construction_site(site: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where the model called at ``site`` is built: the last assignment of the called name (``model``,
+    ``self.model``; after its ``.to(device)``) outside any loop and any evaluation/step function, before the call
+    when there is one; ``None`` when no such assignment is in the file."""
+    file = str(site.get("file") or "")
+    source = _read(file)
+    if source is None or is_library_file(file):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    stmt = _simple_statement(tree, int(site["line"]))
+    if stmt is None:
+        return None
+    names = [ast.unparse(c.func) for c in ast.walk(stmt) if isinstance(c, ast.Call)
+             and isinstance(c.func, (ast.Name, ast.Attribute)) and ast.unparse(c.func).split(".")[0] != "torch"]
+    loops = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While,
+                                                                                             ast.AsyncFor))]
+    skip = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(w in n.name.lower() for w in _NOT_BUILD)]
+    for name in names:
+        found = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, (ast.Name, ast.Attribute)) and ast.unparse(t) == name
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+            and not any(a <= n.lineno <= b for a, b in loops + skip)]
+        before = [n for n in found if n.lineno < int(site["line"])] or found
+        if before:
+            last = max(before, key=lambda n: n.lineno)
+            lines = source.splitlines()
+            return {"file": file, "line": last.lineno, "code": lines[last.lineno - 1].strip(),
+                    "end": last.end_lineno or last.lineno, "col": last.col_offset, "name": name}
+    return None
 
 
 def _statements(source: str, lines: list[int]) -> set[int]:

@@ -15,7 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from advisors.experiments.script_diff import switch_for
+from advisors.experiments.script_diff import construction_site, switch_for
+from advisors.experiments.script_knobs import KnobChange, knob_change
 from advisors.verdict import Fix
 from profilers.run.script_spec import ScriptSpec
 
@@ -35,6 +36,7 @@ class ScriptContext:
     loader: Mapping[str, Any] = field(default_factory=dict)  # the training DataLoader's effective settings
     sites: Mapping[str, Any] = field(default_factory=dict)  # call sites in the user's code (the first of each)
     all_sites: Mapping[str, Any] = field(default_factory=dict)  # every site of each kind (a GAN's two models)
+    config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (agent: inject.config)
 
     @property
     def workers(self) -> int:
@@ -124,15 +126,27 @@ def not_injectable(fix: Fix) -> str | None:
 CONV_ONLY = ("channels_last", "cudnn_benchmark")
 
 
+def script_knob(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> KnobChange | None:
+    """``fix`` as the script's own flag or config line (:mod:`advisors.experiments.script_knobs`), if it has one."""
+    inj = INJECTIONS.get(fix.id)
+    knobs = inj.knobs(ctx) if inj is not None else None
+    if inj is None or not knobs:
+        return None
+    return knob_change(knobs, ctx.config, spec.command, spec.cwd, inj.proof)
+
+
 def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec | None:
-    """``spec`` with ``fix``'s knobs injected, or ``None`` when the fix has nothing (new) to inject here."""
+    """``spec`` with ``fix`` applied, or ``None`` when the fix has nothing (new) to change here: the user's command
+    with the script's own flag or config line changed when it has one for the fix (nothing injected, the effect
+    checked), else the fix's knobs injected."""
     if fix.id in CONV_ONLY and (ctx.sites.get("model_call") or {}).get("convolutions") == 0:
         return None
     inj = INJECTIONS.get(fix.id)
     knobs = inj.knobs(ctx) if inj is not None else None
     if not knobs:
         return None
-    out = spec.patch(inject=knobs)
+    change = script_knob(spec, fix, ctx)
+    out = spec.patch(command=change.command, observe=change.observe) if change else spec.patch(inject=knobs)
     return out if out != spec else None
 
 
@@ -151,6 +165,13 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
         return None
     first = dict(ctx.sites[target])
     every = [dict(s) for s in (ctx.all_sites.get(target) or [first])]
+    if target == "model_call":  # the training calls (grad enabled), not an evaluation under no_grad
+        every = [s for s in every if s.get("grad") is not False] or every
+        first = every[0]
+    if target == "model_call" and inj.proof == "compile":  # compiled once, where the model is built
+        built = construction_site(first)
+        if built is not None:
+            return {**built, "target": "model_build", "all": [built]}
     return {**first, "target": target, "all": every}
 
 

@@ -8,6 +8,7 @@ reason, never skipped in silence; fixes that cannot act on this device or world 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,8 +17,9 @@ from advisors.fixes import FIXES, applies
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import run_facts
 from advisors.experiments.optimize import proposed
-from advisors.experiments.script_fixes import (ScriptContext, not_injectable, script_patched, where_for,
-                                               why_not_applied)
+from advisors.experiments.script_fixes import (ScriptContext, not_injectable, script_knob, script_patched,
+                                               where_for, why_not_applied)
+from advisors.experiments.script_knobs import KnobChange
 from advisors.experiments.trials import RunOutcome
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
@@ -28,7 +30,11 @@ class ScriptStrategy:
     """``forced``: fix ids to try as asked (``optimize --fix``), even where the diagnosis did not propose them or
     they are not expected to act here — the experiment then shows whether they applied."""
 
-    def __init__(self, spec: ScriptSpec, device: str = "cpu", forced: tuple[str, ...] = ()) -> None:
+    def __init__(self, spec: ScriptSpec, device: str = "cpu", forced: tuple[str, ...] = (),
+                 own_knobs: bool = True) -> None:
+        """``own_knobs``: a fix the script has its own flag or config line for is measured through it (the
+        default); ``False`` injects every fix (``optimize --inject``, to compare the two)."""
+        self.own_knobs = own_knobs
         self.ctx = ScriptContext(device=device, world_size=spec.world_size)
         unknown = [f for f in forced if f not in FIXES]
         if unknown:
@@ -37,11 +43,14 @@ class ScriptStrategy:
         if blocked:
             raise SpecError(f"{blocked[0]} is not injectable: {not_injectable(FIXES[blocked[0]])}")
         self.forced = tuple(forced)
+        self.knob_changes: dict[str, KnobChange] = {}  # fix id -> the script's own flag that did it (last apply)
 
     def learn(self, outcome: RunOutcome) -> None:
         if outcome.run_dir is None:
             return
         self.ctx = context_of(Path(outcome.run_dir), self.ctx)
+        if not self.own_knobs:
+            self.ctx = replace(self.ctx, config={})
 
     def candidates(self, d: Diagnosis, spec: ScriptSpec, rejected: set[str]) -> Iterator[Fix]:
         if self.forced:
@@ -59,6 +68,11 @@ class ScriptStrategy:
         out = script_patched(spec, fix, self.ctx)
         if out is None:
             raise SpecError(f"{fix.title}: nothing new to inject into this script")
+        change = script_knob(spec, fix, self.ctx)
+        if change is not None:
+            self.knob_changes[fix.id] = change
+        else:
+            self.knob_changes.pop(fix.id, None)
         return out
 
     def proof(self, fix: Fix) -> ProofFn:
@@ -74,7 +88,8 @@ class ScriptStrategy:
         return out
 
     def where(self, fix: Fix) -> dict[str, Any] | None:
-        return where_for(fix, self.ctx)
+        change = self.knob_changes.get(fix.id)
+        return change.where() if change is not None else where_for(fix, self.ctx)
 
 
 def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
@@ -90,4 +105,5 @@ def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
                          cores=(tel.cpu_count if tel is not None and tel.cpu_count else before.cores),
                          host_busy=busy, loader=injected.get("loader") or before.loader,
                          sites=injected.get("sites") or before.sites,
-                         all_sites=injected.get("all_sites") or before.all_sites)
+                         all_sites=injected.get("all_sites") or before.all_sites,
+                         config=injected.get("config") or before.config)

@@ -6,10 +6,12 @@ never code from an upload. ``sample_runs`` imports torch, so it is imported on f
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import types
 import typing
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, get_args, get_origin
 
@@ -109,15 +111,45 @@ def default_interpreter() -> str:
     return sys.executable
 
 
+def script_cwd(argv: list[str], cwd: str | None) -> tuple[list[str], str]:
+    """Where the script runs, and its command as it then reads: ``cwd`` when given (the script's path, if
+    relative, is found from there, as after ``cd DIR`` in a shell), else the script's own folder — the script
+    path then made absolute, so relative paths inside the script (``data/``, ``config/``) resolve from its
+    folder."""
+    given = (cwd or "").strip()
+    if given:
+        folder = Path(given).expanduser().resolve()
+        if not folder.is_dir():
+            raise RunError(f"working directory {given}: no such folder")
+        return argv, str(folder)
+    _, target = launch.split_command(argv)
+    if target[0] == "-m":
+        return argv, os.getcwd()
+    script = Path(target[0]).resolve()
+    index = len(argv) - len(target)
+    return [*argv[:index], str(script), *argv[index + 1:]], str(script.parent)
+
+
+def shown_cwd(command: str, cwd: str | None) -> str | None:
+    """The folder a command would run in (for the Launch page to show), or ``None`` when it cannot be told yet."""
+    try:
+        return script_cwd(shlex.split(command), cwd)[1] if command.strip() else None
+    except (ValueError, RunError):
+        return None
+
+
 def start_script(command: str, steps: int, store: RunStore, label: str | None = None,
-                 python: str | None = None) -> RunHandle:
+                 python: str | None = None, cwd: str | None = None) -> RunHandle:
     """Launch the script in ``command`` (e.g. ``python train.py --lr 0.1``) unmodified, profiling ``steps``, in
-    ``python`` (blank: the command's own interpreter, as a shell would find it)."""
+    ``python`` (blank: the command's own interpreter, as a shell would find it), in ``cwd`` (blank: the script's
+    folder; see :func:`script_cwd`)."""
     try:
         argv = shlex.split(command)
     except ValueError as err:
         raise RunError(f"cannot split the command: {err}") from None
-    return launch.start_launch(argv, store, steps=steps, label=label or None, python=(python or "").strip() or None)
+    argv, folder = script_cwd(argv, cwd)
+    return launch.start_launch(argv, store, steps=steps, label=label or None, python=(python or "").strip() or None,
+                               cwd=folder)
 
 
 def followable(store: RunStore, run_id: str | None) -> str | None:

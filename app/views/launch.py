@@ -52,12 +52,18 @@ else:
         python = st.text_input("Interpreter", value=launching.default_interpreter(), key="launch.python",
                                help="the Python that runs the script (its environment's torch and libraries); "
                                     "by default the one this dashboard runs in")
+        cwd = st.text_input("Working directory", key="launch.cwd", placeholder="the script's folder",
+                            help="where the script runs: relative paths in it (data/, config/) resolve from here, "
+                                 "as in your shell after cd; blank: the script's own folder")
         steps = st.number_input("Steps to profile", min_value=1, max_value=10_000, value=5, key="launch.steps")
         label = st.text_input("Label (optional)", key="launch.script_label")
         submitted = st.form_submit_button("Start", type="primary")
+    folder = launching.shown_cwd(st.session_state.get("launch.command") or "", st.session_state.get("launch.cwd"))
+    if folder is not None:
+        st.caption(ui.text(f"Runs in {folder}"))
     if submitted:
         try:
-            handle = launching.start_script(command, int(steps), store, label, python=python)
+            handle = launching.start_script(command, int(steps), store, label, python=python, cwd=cwd)
             state.set_launch_handle(handle)
             state.follow_run(handle.run_id)
         except StepwiseError as err:

@@ -37,6 +37,6 @@ if analysis is not None and record is not None:
                             file_name=f"stepwise-{stem}.{fmt}", mime=export.FORMATS[fmt], key=f"report.{fmt}",
                             on_click="ignore", icon=":material/download:", type="primary" if fmt == "html" else
                             "secondary")
-    st.caption("The same export from the command line: `python -m advisors analyze PATH --report out.html`.")
+    st.caption("The same export from the command line: `stepwise analyze PATH --report out.html`.")
     with st.expander("Preview (Markdown)"):
         st.markdown(export.render(analysis, "md", comparison, extra=extra).decode("utf-8"))

@@ -45,7 +45,7 @@ if records:
                  column_order=[c for c in frame.columns if c != "id"], column_config=RUNS_COLUMNS)
 record = ui.run_picker(records, key="runs.pick", label="Selected run")
 if record is not None:
-    st.caption(f"Run id: {ui.text(record.run_id)} (what `python -m profilers` and `?run=` links name)")
+    st.caption(f"Run id: {ui.text(record.run_id)} (what `stepwise list` and `?run=` links name)")
 if record is not None and record.kind == "experiment":
     source = record.source_run
     if source:

@@ -82,5 +82,5 @@ def _downloads(c: RegressionCheck, tables: Comparison) -> None:
                             data=partial(export.render_comparison, c, tables, fmt),
                             file_name=f"stepwise-compare-{stem}.{fmt}", mime=export.FORMATS[fmt],
                             key=f"compare.{fmt}", on_click="ignore", icon=":material/download:")
-    st.caption("The same verdict in CI: `python -m advisors compare BASE NEW --max-slowdown 5` exits 1 on a "
+    st.caption("The same verdict in CI: `stepwise compare BASE NEW --max-slowdown 5` exits 1 on a "
                "regression and 3 when inconclusive.")

@@ -58,7 +58,7 @@ def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], 
                 show(view)
         n = len(experiments.trials(store, record.run_id))
         st.caption(f"Stored as {ui.text(record.run_id)} with {n} trial run{'' if n == 1 else 's'} (hidden from "
-                   "the run list; `python -m profilers list --all` shows them).")
+                   "the run list; `stepwise list --all` shows them).")
 
     _poll()
 
@@ -188,13 +188,19 @@ def _ms(value: float | None) -> str:
 
 
 def change_block(where: str | None, change: dict[str, Any] | None) -> None:
-    """The edit for a kept fix: file:line, then the unified diff (or the snippet to place there)."""
-    if where:
+    """The edit for a kept fix: your command line or config file (the script's own flag for it), else file:line,
+    then the unified diff (or the snippet to place there)."""
+    kind = (change or {}).get("kind")
+    if kind == "command":
+        st.markdown("**The change to make** on your command line (your script's own flag):")
+    elif kind == "config":
+        st.markdown(f"**The change to make** in your config file {ui.text(str(change.get('file')))}:")  # type: ignore[union-attr]
+    elif where:
         st.markdown(f"**The change to make** at {ui.text(where)}:")
     else:
         st.markdown("**The change to make** (no single place in your code: once, at start-up):")
     if change:
-        st.code(change["text"], language="diff" if change["kind"] == "diff" else "python")
+        st.code(change["text"], language="diff" if change["kind"] in ("diff", "command", "config") else "python")
 
 
 def downloads(store: RunStore, source: RunRecord, experiment: RunRecord, what: str, key: str) -> None:
@@ -221,7 +227,7 @@ def from_command_line(store: RunStore, record: RunRecord) -> None:
     walk found "Its result is on the Advisor page of the run it was started from" and no link at all."""
     about = experiments.about(store, record.run_id)
     st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}) started on the command line "
-            "(`python -m advisors optimize`), from a spec or a script rather than from a run of this list.",
+            "(`stepwise optimize`), from a spec or a script rather than from a run of this list.",
             icon=":material/science:")
     if about.get("mode") == QUALITY_MODE:
         st.page_link("views/advisor.py", label="Open its time-to-quality result", icon=":material/lightbulb:",

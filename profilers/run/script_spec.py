@@ -4,7 +4,9 @@ A sample workload is described by a :class:`~profilers.run.spec.TrainingSpec`; a
 the command that starts it plus what the launcher does around it: how many steps to let it warm up, time and
 profile, the seeds every arm gets, the ranks to start, and ``inject`` — the knobs the boot module applies to
 the script's own objects (its DataLoader's keyword arguments, autocast around its model, …; see
-:mod:`stepwise_agent.inject`). The script's files are never written: a patched spec differs only in ``inject``.
+:mod:`stepwise_agent.inject`) — or, where the script has its own flag for the fix, the ``command`` with that
+flag changed and ``observe``: the knobs the agent then checks without injecting them
+(:mod:`advisors.experiments.script_knobs`). The script's files are never written.
 
 A run of a script spec takes ``warmup_steps`` untimed steps, ``measure_steps`` timed steps without profiler,
 then one profiler warm-up step and ``profile_steps`` profiled steps (for the next diagnosis), and is stopped.
@@ -50,12 +52,16 @@ class ScriptSpec:
     nnodes: int = 1
     rdzv_endpoint: str | None = None
     inject: Mapping[str, Any] = field(default_factory=dict)
+    #: knobs the command itself sets (a fix mapped to the script's own flag or config line): the agent checks
+    #: their effect and injects nothing for them
+    observe: Mapping[str, Any] = field(default_factory=dict)
     cwd: str = field(default_factory=os.getcwd)
     python: str | None = None  # the interpreter (--python); None: the command's own (profilers.run.interpreter)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", tuple(str(c) for c in self.command))
         object.__setattr__(self, "inject", dict(sorted((self.inject or {}).items())))
+        object.__setattr__(self, "observe", dict(sorted((self.observe or {}).items())))
         for name in ("measure_steps", "profile_steps"):
             if not 1 <= getattr(self, name) <= MAX_STEPS:
                 raise SpecError(f"{name} must be between 1 and {MAX_STEPS}, got {getattr(self, name)}")
@@ -65,7 +71,7 @@ class ScriptSpec:
             raise SpecError("nproc_per_node and nnodes must be at least 1")
         if self.nnodes > 1 and not self.rdzv_endpoint:
             raise SpecError(f"nnodes={self.nnodes} needs rdzv_endpoint (host:port of the rendezvous)")
-        for knob, value in self.inject.items():
+        for knob, value in [*self.inject.items(), *self.observe.items()]:
             if knob not in KNOBS:
                 raise SpecError(f"unknown injection knob {knob!r}; known: {', '.join(KNOBS)}")
             if not isinstance(value, KNOBS[knob]) or (isinstance(value, bool) and bool not in KNOBS[knob]):
@@ -95,9 +101,10 @@ class ScriptSpec:
 
     def patch(self, **changes: Any) -> ScriptSpec:
         """A copy with fields changed; ``inject`` entries are merged (``None`` removes a knob)."""
-        if "inject" in changes:
-            merged = {**self.inject, **changes.pop("inject")}
-            changes["inject"] = {k: v for k, v in merged.items() if v is not None}
+        for name in ("inject", "observe"):
+            if name in changes:
+                merged = {**getattr(self, name), **changes.pop(name)}
+                changes[name] = {k: v for k, v in merged.items() if v is not None}
         if "memory_budget_mb" in changes and changes.pop("memory_budget_mb") is not None:
             raise SpecError("a script run has no memory budget")
         return replace(self, **changes)
@@ -105,9 +112,12 @@ class ScriptSpec:
     def describe_diff(self, other: ScriptSpec) -> dict[str, tuple[Any, Any]]:
         """``{knob: (mine, other's)}`` for every injected knob (and plain field) that differs."""
         out: dict[str, tuple[Any, Any]] = {}
-        for knob in sorted(set(self.inject) | set(other.inject)):
-            if self.inject.get(knob) != other.inject.get(knob):
-                out[knob] = (self.inject.get(knob), other.inject.get(knob))
+        mine, theirs = {**self.inject, **self.observe}, {**other.inject, **other.observe}
+        for knob in sorted(set(mine) | set(theirs)):
+            if mine.get(knob) != theirs.get(knob):
+                out[knob] = (mine.get(knob), theirs.get(knob))
+        if self.command != other.command:
+            out["command"] = (list(self.command), list(other.command))
         for name in ("measure_steps", "warmup_steps", "profile_steps", "seed", "nproc_per_node", "nnodes"):
             if getattr(self, name) != getattr(other, name):
                 out[name] = (getattr(self, name), getattr(other, name))
@@ -115,7 +125,7 @@ class ScriptSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["command"], d["inject"] = list(self.command), dict(self.inject)
+        d["command"], d["inject"], d["observe"] = list(self.command), dict(self.inject), dict(self.observe)
         return d
 
     @classmethod
@@ -130,7 +140,7 @@ class ScriptSpec:
     def boot_config(self) -> dict[str, Any]:
         """What the boot module reads from ``boot.json``."""
         return {"warmup": self.warmup_steps, "measure": self.measure_steps, "profile": self.profile_steps,
-                "seed": self.seed, "inject": dict(self.inject)}
+                "seed": self.seed, "inject": dict(self.inject), "observe": dict(self.observe)}
 
 
 def script_target(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:

@@ -58,7 +58,7 @@ def get(store: RunStore, name: str) -> Baseline:
     if found is None:
         known = ", ".join(b.name for b in list_baselines(store)) or "none yet"
         raise RunError(f"no baseline {name!r} in {store.root} (pinned: {known}); "
-                       f"pin one with: python -m advisors compare --save-baseline {name} RUN")
+                       f"pin one with: stepwise compare --save-baseline {name} RUN")
     if not store.path(found.run_id).is_dir():
         raise RunError(f"baseline {name!r} points at run {found.run_id}, which is no longer in {store.root}; "
                        "pin it again")

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import torch
 
 from stepwise_agent.capabilities import TorchCapabilities, detect
+from stepwise_agent.inject.config import ConfigRecorder
 from stepwise_agent.hostinfo import available_memory_bytes
 from stepwise_agent.inject.closure import annotate_closures
 from stepwise_agent.inject.convergence import ConvergenceInjection
@@ -41,8 +42,15 @@ WATCH_STEPS = 2
 class Injector:
     def __init__(self, knobs: dict[str, Any], device: str | None = None,
                  on_skipped_step: Callable[[Any], None] | None = None,
-                 caps: TorchCapabilities | None = None) -> None:
+                 caps: TorchCapabilities | None = None, observe: dict[str, Any] | None = None,
+                 target: list[str] | None = None) -> None:
+        """``observe``: knobs the script's own command line or config file sets in this run (the patched arm of a
+        fix mapped to the script's flag): their effect is checked and reported like an injected knob's, but
+        nothing is injected for them. ``target``: the script and its arguments (``-m MODULE`` …), whose
+        configuration is recorded (:mod:`stepwise_agent.inject.config`)."""
         self.caps = caps or detect(torch)
+        observe = dict(observe or {})
+        knobs = {**knobs, **observe}
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.report = InjectionReport(dict(knobs))
         self.knobs: dict[str, Any] = {}  # what torch can do here; a knob it cannot is refused for good, before the script runs
@@ -58,6 +66,15 @@ class Injector:
         self.optim = OptimInjection(self.knobs, self.report, self.caps, self.convergence)
         self.optim.on_skipped_step = on_skipped_step
         self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
+        self.observe = set(observe)
+        self.loader.observe = self.frameworks.observe = self.modules.observed = self.observe
+        self.modules.framework_owns.update(self.observe & {"autocast", "compile"})  # watched, not wrapped
+        target = list(target or [])
+        script = None if not target or target[0] == "-m" else os.path.abspath(target[0])
+        self.config = ConfigRecorder(target[2:] if target[:1] == ["-m"] else target[1:], script)
+        for name in self.observe:
+            if (k := self.report.knob(name)) is not None and name in self.knobs:
+                k.evidence.append("set by the script's own command line or config file, not injected")
         self._undo: list[Callable[[], None]] = []
         self.steps = 0
 
@@ -74,7 +91,9 @@ class Injector:
         self.loader.install()
         self.modules.install()
         self.optim.install()
-        self.frameworks.install()
+        self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers})
+        self.config.install()
+        self._undo.append(self.config.uninstall)
         self._undo.append(annotate_closures())
         if self.knobs.get("autocast") == "fp16":
             self._scale_backward()
@@ -90,6 +109,8 @@ class Injector:
 
     def on_step(self) -> None:
         self.steps += 1
+        if self.steps == 1:
+            self.config.on_first_step()
         if self.steps == WATCH_STEPS:
             self.modules.stop_watching()
 
@@ -115,8 +136,10 @@ class Injector:
         self.modules.finish()
         self.optim.finish()
         self.convergence.finish()
-        return {**self.report.to_json(), "frameworks": self.frameworks.to_json()}
+        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self.config.to_json(),
+                "observed": sorted(self.observe)}
 
     def snapshot(self) -> dict[str, Any]:
         """The report so far (``partial``: knobs not yet decided read as not acted), without the end's checks."""
-        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "partial": True}
+        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self.config.to_json(),
+                "observed": sorted(self.observe), "partial": True}

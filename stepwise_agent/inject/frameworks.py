@@ -71,6 +71,17 @@ class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             print(f"stepwise: {name} not patched: {type(err).__name__}: {err}", file=sys.stderr)
 
 
+def _from_hf_parser() -> bool:
+    """Whether ``TrainingArguments`` is being built by an ``HfArgumentParser`` (from the command line or a config
+    file: the user's own arguments, built by the library on their behalf)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.replace("\\", "/").endswith("transformers/hf_argparser.py"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
 class FrameworkInjection:
     """Patches each framework's switch; records the user's call of it under ``sites`` (``training_arguments``,
     ``lightning_trainer``, ``accelerator``) and what was set there under ``report.frameworks``."""
@@ -81,9 +92,10 @@ class FrameworkInjection:
         self.convergence = convergence
         self._undo: list[Callable[[], None]] = []
         self.frameworks: dict[str, dict[str, Any]] = {}
+        self.observe: set[str] = set()  # knobs the script's own flags set: recorded as seen, never set here
 
-    def install(self) -> None:
-        patches: dict[str, Callable[[ModuleType], None]] = {
+    def install(self, more: dict[str, Callable[[ModuleType], None]] | None = None) -> None:
+        patches: dict[str, Callable[[ModuleType], None]] = {**(more or {}),
                    "transformers.training_args": self._patch_transformers,
                    "lightning.pytorch.trainer.trainer": self._patch_lightning,
                    "pytorch_lightning.trainer.trainer": self._patch_lightning,
@@ -116,7 +128,9 @@ class FrameworkInjection:
             if (k := self.report.knob(knob)) is not None:  # how it was set; whether it acted is seen later
                 fields = HF_FIELDS[knob](self.knobs[knob]) if framework == "transformers" else PRECISION_FIELDS
                 args = ", ".join(f"{f}={v!r}" for f, v in set_.items() if f in fields)
-                k.evidence.append(f"{cls.__name__}({args}) set at {site['file'].rsplit('/', 1)[-1]}:{site['line']}")
+                at = f"{site['file'].rsplit('/', 1)[-1]}:{site['line']}"
+                k.evidence.append(f"{cls.__name__}({args}) at {at}, from the script's own command line or config"
+                                  if knob in self.observe else f"{cls.__name__}({args}) set at {at}")
 
     def _knobs_set(self, framework: str, set_: dict[str, Any]) -> list[str]:
         if framework == "transformers":
@@ -134,11 +148,16 @@ class FrameworkInjection:
         me = self
 
         def post_init(args: Any) -> None:
-            if called_by_user(2):
+            if called_by_user(2) or _from_hf_parser():  # the user's own, or their HfArgumentParser's
                 set_: dict[str, Any] = {}
                 asked: dict[str, Any] = {}
                 for knob, value in me.knobs.items():
                     if knob not in HF_FIELDS or (knob == "autocast" and value not in ("bf16", "fp16")):
+                        continue
+                    if knob in me.observe:  # the user's own --bf16 / config line set it: say what it holds
+                        fields = {f: getattr(args, f, None) for f, v in HF_FIELDS[knob](value).items() if v}
+                        asked.update(fields)
+                        set_.update({f: v for f, v in fields.items() if v})
                         continue
                     if knob in CUDA_ONLY_FIELDS and CUDA_ONLY_FIELDS[knob](value) and me.modules.device != "cuda":
                         continue  # TrainingArguments refuses these without CUDA: the generic injection says why
@@ -168,7 +187,8 @@ class FrameworkInjection:
             if called_by_user(2):
                 set_: dict[str, Any] = {}
                 asked = {"precision": kwargs.get("precision")}
-                if me._precision_here() and me.knobs.get("autocast") in LIGHTNING_PRECISION:
+                if me._precision_here() and me.knobs.get("autocast") in LIGHTNING_PRECISION and \
+                        "autocast" not in me.observe:
                     kwargs["precision"] = set_["precision"] = LIGHTNING_PRECISION[me.knobs["autocast"]]
                 site = user_site(2)
                 if me.convergence is not None and site is not None:
@@ -191,7 +211,8 @@ class FrameworkInjection:
             if called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
                 set_: dict[str, Any] = {}
                 asked = {"mixed_precision": kwargs.get("mixed_precision")}
-                if me._precision_here() and me.knobs.get("autocast") in ACCELERATE_PRECISION:
+                if me._precision_here() and me.knobs.get("autocast") in ACCELERATE_PRECISION and \
+                        "autocast" not in me.observe:
                     kwargs["mixed_precision"] = set_["mixed_precision"] = ACCELERATE_PRECISION[me.knobs["autocast"]]
                 me._record("accelerate", "accelerator", user_site(2), cls, set_, asked)
             original(acc, *args, **kwargs)

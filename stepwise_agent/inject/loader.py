@@ -164,6 +164,7 @@ class LoaderInjection:
         self.training: int | None = None
         self.iterators: set[int] = set()
         self.caches: list[CachedDataset] = []
+        self.observe: set[str] = set()  # knobs the script's own flags set: checked, never overridden
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
@@ -203,11 +204,11 @@ class LoaderInjection:
 
     def _override(self, args: dict[str, Any]) -> None:
         for knob in ("num_workers", "pin_memory"):
-            if knob in self.knobs:
+            if knob in self.knobs and knob not in self.observe:
                 args[knob] = self.knobs[knob]
         workers = int(args.get("num_workers") or 0)
         for knob in ("persistent_workers", "prefetch_factor"):
-            if knob in self.knobs:
+            if knob in self.knobs and knob not in self.observe:
                 if workers > 0:
                     args[knob] = self.knobs[knob]
                 else:

@@ -50,6 +50,7 @@ class ModuleInjection:
         #: knobs a framework applies itself at its own switch (``TrainingArguments(bf16=True)``,
         #: ``L.Trainer(precision=...)``): the model is then watched for evidence, not wrapped a second time
         self.framework_owns: set[str] = set()
+        self.observed: set[str] = set()  # knobs the script's own flags set (checked, not injected)
 
     # -- install / uninstall ---------------------------------------------------------------------------------
     def install(self) -> None:
@@ -104,7 +105,8 @@ class ModuleInjection:
         inner = getattr(module, "module", module)  # DistributedDataParallel wraps the script's model
         convolutions = sum(isinstance(m, _CONV) for m in inner.modules())
         # every top-level call of the watched steps is a site (a GAN calls its discriminator twice)
-        self.report.site("model_call", user_site(3), type=type(module).__name__, convolutions=convolutions)
+        self.report.site("model_call", user_site(3), type=type(module).__name__, convolutions=convolutions,
+                         grad=torch.is_grad_enabled())  # False: an evaluation call (no_grad), not the training one
         if any(m is module for m in self.models):
             return
         self.models.append(module)
@@ -187,7 +189,8 @@ class ModuleInjection:
             elif dtype in self._math_outputs or self._low_outputs:
                 seen = "its first matmul/convolution layer ran" if dtype in self._math_outputs else "its output was"
                 names = ", ".join(f"{type(m).__name__}.forward" for m in self.models)
-                how = "by the framework's own switch, on" if "autocast" in self.framework_owns else "around"
+                how = "by the script's own switch, on" if "autocast" in self.observed else \
+                    "by the framework's own switch, on" if "autocast" in self.framework_owns else "around"
                 k.act(f"{self.knobs['autocast']} autocast {how} {names} ({len(self.models)} model(s)): {seen} in "
                       f"{self.knobs['autocast']}" + ("; loss scaled by a GradScaler" if self.scaler else ""))
             else:

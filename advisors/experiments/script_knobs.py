@@ -1,0 +1,384 @@
+"""A fix in the script's own terms: the flag or config line that does it, when the script has one.
+
+The agent records how the script is configured (``injected.json``'s ``config``: :mod:`stepwise_agent.inject.config`).
+A fix maps to a knob per convention (:data:`CONVENTIONS`):
+
+- ``HfArgumentParser`` (Hugging Face's example scripts): the ``TrainingArguments`` field of the knob
+  (:data:`stepwise_agent.switches.HF_FIELDS`: ``--bf16``, ``--dataloader_num_workers N``, ``--torch_compile``),
+  on the command line, or as the key of the JSON config file the script read;
+- LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``;
+- nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
+  autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
+- a plain ``argparse`` flag, matched by its name *and* by where its value reaches in the script's source
+  (:func:`reaches`): ``--amp``'s value in a ``torch.autocast(...)`` (whose dtype must be the fix's), ``--workers``'
+  in a ``DataLoader``'s ``num_workers``, ``--compile``'s guarding a ``torch.compile`` call.
+
+The patched arm is then the user's command with that flag (or a copy of the config file with that line) changed:
+nothing is injected; the agent checks the knob's effect (``observe``). A knob the flag cannot set (a workers fix's
+``persistent_workers``) is left out of that arm. The user's files are never written: a changed config file is a
+copy in Stepwise's temporary folder, named like the original.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from stepwise_agent.switches import HF_FIELDS, LIGHTNING_PRECISION
+
+#: knob -> (flag names a plain argparse script gives it, where its value must reach)
+ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
+    "autocast": (("amp", "bf16", "use_amp", "autocast", "mixed_precision", "use_bf16", "mixed"), "autocast"),
+    "num_workers": (("workers", "num_workers", "n_workers", "dataloader_workers", "loader_workers", "j"),
+                    "dataloader"),
+    "compile": (("compile", "torch_compile", "use_compile"), "compile"),
+}
+#: knobs of a fix that only tune its main knob: left out when the script's flag cannot set them
+SECONDARY = ("persistent_workers", "prefetch_factor", "pin_memory")
+CONVENTIONS = {
+    "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON file",
+    "lightning_cli": "LightningCLI: --trainer.precision",
+    "configurator": "nanoGPT configurator.py: --key=value over the script's global",
+    "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
+}
+CONFIG_DIR = Path(tempfile.gettempdir()) / "stepwise-configs"
+BOOL_WORDS = ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n")
+
+
+@dataclass(frozen=True)
+class KnobChange:
+    """``command``: the user's command with the change; ``observe``: the knobs it is expected to produce (the
+    agent checks them, nothing is injected); ``convention`` (a key of :data:`CONVENTIONS`); ``flags``: the
+    change as typed (``--bf16``, ``"bf16": true``); ``file``/``line``: where the knob is defined (the parser's
+    call, the config file's key)."""
+
+    command: tuple[str, ...]
+    observe: dict[str, Any]
+    convention: str
+    flags: tuple[str, ...]
+    file: str | None = None
+    line: int | None = None
+    config: tuple[str, str] | None = None  # (the user's config file, the changed copy run instead)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def where(self) -> dict[str, Any] | None:
+        if self.file is None:
+            return None
+        site = {"file": self.file, "line": self.line or 1, "code": " ".join(self.flags)}
+        return {**site, "target": "command", "all": [site]}
+
+
+def knob_change(knobs: Mapping[str, Any], config: Mapping[str, Any] | None, command: tuple[str, ...],
+                cwd: str, proof: str) -> KnobChange | None:
+    """``knobs`` (a fix's) as the script's own flag or config line, or ``None`` when it has none for them."""
+    if not config or not knobs:
+        return None
+    for fn in (_hf, _lightning_cli, _configurator, _argparse):
+        out = fn(dict(knobs), config, tuple(command), cwd, proof)
+        if out is not None:
+            return out
+    return None
+
+
+# -- command lines --------------------------------------------------------------------------------------------
+def with_flag(command: tuple[str, ...], flags: list[str], value: str | None, equals: bool = False) -> tuple[str, ...]:
+    """``command`` with the option ``flags`` set to ``value`` (``None``: a switch without value); an existing
+    occurrence is replaced in place, else the option is appended."""
+    out = list(command)
+    for i, a in enumerate(out):
+        name = a.split("=", 1)[0]
+        if name not in flags:
+            continue
+        if value is None and i + 1 < len(out) and out[i + 1].lower() in BOOL_WORDS:  # HF's ``--bf16 false``
+            out[i + 1] = "true"
+        elif "=" in a or equals:
+            out[i] = name if value is None else f"{name}={value}"
+        elif value is not None and i + 1 < len(out) and not out[i + 1].startswith("-"):
+            out[i + 1] = value
+        elif value is not None:
+            out.insert(i + 1, value)
+        return tuple(out)
+    flag = max(flags, key=len)
+    if value is None:
+        return (*out, flag)
+    return (*out, f"{flag}={value}") if equals else (*out, flag, value)
+
+
+def _option(parser: Mapping[str, Any], dest: str) -> dict[str, Any] | None:
+    return next((o for o in parser.get("options") or [] if o.get("dest") == dest and o.get("flags")), None)
+
+
+def _site(parser: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    site = parser.get("site") or {}
+    return site.get("file"), site.get("line")
+
+
+# -- Hugging Face ---------------------------------------------------------------------------------------------
+def _hf_fields(knobs: Mapping[str, Any]) -> dict[str, Any] | None:
+    fields: dict[str, Any] = {}
+    for knob, value in knobs.items():
+        if knob not in HF_FIELDS or knob == "matmul_precision" or (knob == "autocast" and value != "bf16"):
+            return None
+        fields.update({f: v for f, v in HF_FIELDS[knob](value).items() if not (knob == "autocast" and v is False)})
+    return fields
+
+
+def _hf(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+        proof: str) -> KnobChange | None:
+    parsers = [p for p in config.get("parsers") or [] if p.get("class") == "HfArgumentParser"]
+    files = [f for f in config.get("files") or [] if f.get("class") == "HfArgumentParser"]
+    fields = _hf_fields(knobs)
+    if fields is None:
+        return None
+    if files:
+        return _hf_file(knobs, fields, files[0], command, cwd)
+    if not parsers:
+        return None
+    parser = parsers[0]
+    new, typed = command, []
+    for name, value in fields.items():
+        opt = _option(parser, name)
+        if opt is None:
+            return None
+        text = None if value is True else str(value).lower() if isinstance(value, bool) else str(value)
+        new = with_flag(new, list(opt["flags"]), text)
+        typed.append(max(opt["flags"], key=len) + ("" if text is None else f" {text}"))
+    file, line = _site(parser)
+    return KnobChange(new, knobs, "hf", tuple(typed), file, line)
+
+
+def _hf_file(knobs: dict[str, Any], fields: dict[str, Any], entry: Mapping[str, Any], command: tuple[str, ...],
+             cwd: str) -> KnobChange | None:
+    path = str(entry.get("file") or "")
+    if not path.endswith(".json") or any(f not in (entry.get("fields") or []) for f in fields):
+        return None
+    index = next((i for i, a in enumerate(command) if os.path.abspath(os.path.join(cwd, a)) == path), None)
+    if index is None:
+        return None
+    try:
+        original = Path(path).read_text(encoding="utf-8")
+        data = json.loads(original)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    text = json_with(original, fields)
+    copy = CONFIG_DIR / hashlib.sha256(text.encode()).hexdigest()[:16] / Path(path).name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(text, encoding="utf-8")
+    new = (*command[:index], str(copy), *command[index + 1:])
+    typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
+    return KnobChange(new, knobs, "hf", typed, path, _key_line(path, next(iter(fields))), (path, str(copy)))
+
+
+def json_with(text: str, fields: Mapping[str, Any]) -> str:
+    """A JSON object's text with ``fields`` set, line by line as a person would edit it (a key's value replaced
+    on its line, a new key added as the first), else the whole object rewritten."""
+    import re
+
+    out = text
+    for key, value in fields.items():
+        pattern = re.compile(rf'("{re.escape(key)}"\s*:\s*)(true|false|null|-?[0-9.eE+-]+|"[^"\n]*")')
+        if pattern.search(out):
+            out = pattern.sub(lambda m: m.group(1) + json.dumps(value), out, count=1)
+            continue
+        brace = out.find("{")
+        nxt = out[brace + 1:].lstrip(" ")
+        indent = "  " if not nxt.startswith("\n") else re.match(r"\n([ \t]*)", nxt).group(1) or "  "  # type: ignore[union-attr]
+        sep = "," if out[brace + 1:].strip() != "}" else ""
+        out = out[:brace + 1] + f"\n{indent}{json.dumps(key)}: {json.dumps(value)}{sep}" + out[brace + 1:].lstrip(" ") \
+            if nxt.startswith("\n") else out[:brace + 1] + f" {json.dumps(key)}: {json.dumps(value)}{sep} " + nxt
+    try:
+        expected = {**json.loads(text), **fields}
+        if json.loads(out) == expected:
+            return out if out.endswith("\n") else out + "\n"
+    except ValueError:
+        pass
+    return json.dumps({**json.loads(text), **fields}, indent=2) + "\n"
+
+
+def _key_line(path: str, key: str) -> int:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 1
+    brace = next((i for i, line in enumerate(lines, 1) if "{" in line), 0)  # a new key goes first (json_with)
+    return next((i for i, line in enumerate(lines, 1) if f'"{key}"' in line), brace + 1)
+
+
+# -- LightningCLI, configurator -------------------------------------------------------------------------------
+def _lightning_cli(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+                   proof: str) -> KnobChange | None:
+    if set(knobs) != {"autocast"} or knobs["autocast"] not in LIGHTNING_PRECISION:
+        return None
+    parser = next((p for p in config.get("parsers") or [] if _option(p, "trainer.precision")), None)
+    if parser is None:
+        return None
+    value = LIGHTNING_PRECISION[knobs["autocast"]]
+    file, line = _site(parser)
+    return KnobChange(with_flag(command, ["--trainer.precision"], value), knobs, "lightning_cli",
+                      (f"--trainer.precision {value}",), file, line)
+
+
+def _configurator(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+                  proof: str) -> KnobChange | None:
+    glob = config.get("globals") or {}
+    script = config.get("script")
+    if not glob or not script:
+        return None
+    if set(knobs) == {"compile"} and isinstance(glob.get("compile"), bool):
+        key, value = "compile", "True"
+    elif set(knobs) == {"autocast"} and isinstance(glob.get("dtype"), str) and knobs["autocast"] == "bf16" and \
+            any(a.get("enabled") and a.get("site", {}).get("file") == script for a in config.get("autocast") or []):
+        key, value = "dtype", "bfloat16"  # the script's own autocast context is live here
+    else:
+        return None
+    return KnobChange(with_flag(command, [f"--{key}"], value, equals=True), knobs, "configurator",
+                      (f"--{key}={value}",), script, _global_line(script, key))
+
+
+def _global_line(script: str, key: str) -> int:
+    try:
+        tree = ast.parse(Path(script).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return 1
+    return next((n.lineno for n in tree.body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == key for t in n.targets)), 1)
+
+
+# -- plain argparse -------------------------------------------------------------------------------------------
+def _argparse(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+              proof: str) -> KnobChange | None:
+    main = {k: v for k, v in knobs.items() if k not in SECONDARY or k == proof}
+    if proof not in main or any(k not in ARGPARSE_NAMES for k in main):
+        return None
+    for parser in config.get("parsers") or []:
+        file, line = _site(parser)
+        if not file or parser.get("class") == "HfArgumentParser":
+            continue
+        reach = reaches(file)
+        new, typed, observe = command, [], {}
+        for knob, value in main.items():
+            opt = _named(parser, knob, reach)
+            if opt is None or not _fits(knob, value, opt, config):
+                break
+            text = None if opt["action"] == "store_true" else str(value)
+            new = with_flag(new, list(opt["flags"]), text)
+            typed.append(max(opt["flags"], key=len) + ("" if text is None else f" {text}"))
+            observe[knob] = value
+        else:
+            return KnobChange(new, observe, "argparse", tuple(typed), file, line)
+    return None
+
+
+def _named(parser: Mapping[str, Any], knob: str, reach: Mapping[str, set[str]]) -> dict[str, Any] | None:
+    names, where = ARGPARSE_NAMES[knob]
+    for opt in parser.get("options") or []:
+        flags = [f.lstrip("-").replace("-", "_") for f in opt.get("flags") or []]
+        if opt.get("dest") in reach.get(where, set()) and (opt.get("dest") in names or set(flags) & set(names)):
+            return opt
+    return None
+
+
+def _fits(knob: str, value: Any, opt: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    if knob == "num_workers":
+        return opt.get("action") == "store" and opt.get("type") == "int"
+    if opt.get("action") != "store_true":
+        return False
+    if knob == "autocast":  # the script's own autocast must be of the fix's precision
+        want = {"bf16": "bfloat16", "fp16": "float16"}.get(str(value))
+        return any(a.get("dtype") == want for a in config.get("autocast") or [])
+    return bool(value)
+
+
+def reaches(file: str) -> dict[str, set[str]]:
+    """Which attribute names (``args.workers`` -> ``workers``) reach which call in ``file``: ``dataloader`` (a
+    ``DataLoader``'s ``num_workers``), ``autocast`` (an autocast's arguments), ``compile`` (a ``torch.compile``
+    call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's)."""
+    out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set()}
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _call_name(node.func)
+            if name == "DataLoader":
+                out["dataloader"] |= {a for k in node.keywords if k.arg == "num_workers" for a in _attrs(k.value)}
+            elif name in ("autocast", "amp_autocast"):
+                out["autocast"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
+            elif name == "compile":
+                out["compile"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
+            elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(("torch.optim.", "optim.")):
+                out["optimizer"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
+        elif isinstance(node, (ast.If, ast.IfExp)):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            calls = {_call_name(c.func) for b in body for c in ast.walk(b) if isinstance(c, ast.Call)}
+            for where, names in (("compile", ("compile",)), ("autocast", ("autocast",))):
+                if calls & set(names):
+                    out[where] |= _attrs(node.test)
+    return out
+
+
+def _call_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _attrs(node: ast.AST) -> set[str]:
+    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
+        {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+# -- what the change reads as --------------------------------------------------------------------------------
+def command_text(command: tuple[str, ...] | list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(str(c)) for c in command)
+
+
+def shown_change(before: tuple[str, ...], after: tuple[str, ...]) -> dict[str, Any]:
+    """The change between two commands of one script: the config file's diff when the commands differ only by a
+    changed copy of it (the user's file named), else the command line before and after."""
+    differ = [(a, b) for a, b in zip(before, after) if a != b]
+    if len(before) == len(after) and len(differ) == 1 and Path(differ[0][1]).parent.parent == CONFIG_DIR:
+        old, new = differ[0]
+        try:
+            a = Path(old).read_text(encoding="utf-8").splitlines(keepends=True)
+            b = Path(new).read_text(encoding="utf-8").splitlines(keepends=True)
+        except OSError:
+            a = b = []
+        name = Path(new).name
+        user = old if Path(old).parent.parent != CONFIG_DIR else name
+        text = "".join(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}", n=2))
+        return {"kind": "config", "file": user, "line": None, "text": text, "sites": []}
+    return {"kind": "command", "file": None, "line": None,
+            "text": f"- {command_text(before)}\n+ {command_text(after)}\n", "sites": []}
+
+
+def command_evidence(before: tuple[str, ...], after: tuple[str, ...]) -> str:
+    """What the patched arm ran, in one line: the user's command with the flags added or changed, or with the
+    config file's lines changed."""
+    shown = shown_change(before, after)
+    if shown["kind"] == "config":
+        lines = [x[1:].strip().rstrip(",") for x in shown["text"].splitlines()
+                 if x.startswith("+") and not x.startswith("+++")]
+        return f"ran your own command with {Path(str(shown['file'])).name} changed: {', '.join(lines)}"
+    if len(after) != len(before):
+        added = list(after[len(before):]) if after[:len(before)] == before else [a for a in after if a not in before]
+    else:
+        added = [x for i, (a, b) in enumerate(zip(before, after)) if a != b
+                 for x in ([after[i - 1]] if i and after[i - 1].startswith("-") and "=" not in b else []) + [b]]
+    return f"ran your own command with {command_text(added)} (nothing injected)"

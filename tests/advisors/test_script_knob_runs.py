@@ -1,0 +1,139 @@
+"""The change in the script's own terms, run as a user runs it: ``optimize -- ENV/bin/python SCRIPT ARGS…`` in the
+tests' second environment (``tests.user_env``). Where the script has a flag or config line for a fix, the patched
+arm is the user's command with that change (its evidence says so, nothing injected) and the change shown is that
+flag or that file line; where it has none, the change is a source diff at the line a person would edit. Never a
+keep/reject verdict (``benchmarks/script_fixes.py`` times them). The scripts are in ``tests/scripts/``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.user_env import user_python
+
+pytestmark = pytest.mark.slow
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+HF_FLAGS = ["--output_dir", "out", "--per_device_train_batch_size", "8", "--max_steps", "10000", "--learning_rate",
+            "0.001", "--logging_steps", "1000", "--save_strategy", "no", "--report_to", "none", "--disable_tqdm",
+            "true", "--use_cpu"]
+
+
+def optimize(tmp_path: Path, script: str, args: list[str], *fixes: str, rounds: int = 2) -> dict[str, Any]:
+    path = SCRIPTS / script
+    before = {p: p.read_text() for p in SCRIPTS.iterdir() if p.is_file()}
+    cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(tmp_path / "runs"),
+           "--rounds", str(rounds), "--steps", "4", "--warmup", "1", "--trials", "3",
+           *(a for f in fixes for a in ("--fix", f)), "--", str(user_python()), str(path), *args]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2400, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {p: p.read_text() for p in before} == before  # the user's files are never written
+    return json.loads(proc.stdout)
+
+
+def rounds_of(out: dict[str, Any], *fixes: str) -> dict[str, dict[str, Any]]:
+    """Each fix asked for was tried and acted, with evidence, in a run that was measured."""
+    rounds = {r["fix"]: r for r in out["rounds"]}
+    assert set(fixes) <= set(rounds), (fixes, list(rounds))
+    for fix in fixes:
+        r = rounds[fix]
+        assert r["not_applied"] is None, (fix, r["not_applied"])
+        knobs = r["applied"]["knobs"]
+        assert knobs and all(k["acted"] and k["evidence"] for k in knobs.values()), (fix, knobs)
+        assert r["after"]["status"] == "ok" and r["after"]["step_time_ms"]
+    return rounds
+
+
+def patched_run(r: dict[str, Any]) -> dict[str, Any]:
+    """The patched arm's first run: its spec (``script.json``) and what the agent did (``injected.json``)."""
+    run = Path(r["after"]["run_dirs"][0])
+    return {"spec": json.loads((run / "script.json").read_text()),
+            "injected": json.loads((run / "injected.json").read_text())}
+
+
+def _line(script: str, needle: str) -> int:
+    return next(i for i, line in enumerate((SCRIPTS / script).read_text().splitlines(), 1) if needle in line)
+
+
+def test_hf_argument_parser_from_the_command_line(tmp_path: Path) -> None:
+    rounds = rounds_of(optimize(tmp_path, "hf_args_train.py", HF_FLAGS, "bf16_autocast", "dataloader_workers"),
+                       "bf16_autocast", "dataloader_workers")
+    bf16 = rounds["bf16_autocast"]
+    run = patched_run(bf16)
+    assert run["spec"]["command"][-1] == "--bf16" and run["spec"]["inject"] == {}  # the user's command, + --bf16
+    assert run["injected"]["config"]["parsers"][0]["class"] == "HfArgumentParser"
+    evidence = bf16["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with --bf16 (nothing injected)"
+    assert any("TrainingArguments(bf16=True)" in e for e in evidence)
+    assert bf16["change"]["kind"] == "command" and bf16["change"]["text"].splitlines()[1].endswith(" --bf16")
+    workers = rounds["dataloader_workers"]
+    assert "--dataloader_num_workers" in patched_run(workers)["spec"]["command"]
+    assert "+ " in workers["change"]["text"] and "--dataloader_num_workers" in workers["change"]["text"]
+    assert any("worker processes started" in e for e in workers["applied"]["knobs"]["num_workers"]["evidence"])
+
+
+def test_hf_argument_parser_from_a_json_file(tmp_path: Path) -> None:
+    rounds = rounds_of(optimize(tmp_path, "hf_args_train.py", [str(SCRIPTS / "hf_args.json")], "bf16_autocast",
+                                "dataloader_workers"), "bf16_autocast", "dataloader_workers")
+    bf16 = rounds["bf16_autocast"]
+    run = patched_run(bf16)
+    copy = Path(run["spec"]["command"][-1])
+    assert copy.name == "hf_args.json" and json.loads(copy.read_text())["bf16"] is True
+    assert run["injected"]["config"]["files"][0]["file"] == str(copy)  # the patched arm read the changed copy
+    baseline = json.loads((Path(bf16["before"]["run_dirs"][0]) / "injected.json").read_text())
+    assert baseline["config"]["files"][0]["file"] == str(SCRIPTS / "hf_args.json")  # the baseline, the user's
+    evidence = bf16["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == 'ran your own command with hf_args.json changed: "bf16": true'
+    assert bf16["change"]["kind"] == "config"
+    assert '+  "bf16": true,' in bf16["change"]["text"].splitlines()
+    assert bf16["where"] == f"{SCRIPTS / 'hf_args.json'}:{_line('hf_args.json', '{') + 1}"
+    assert '"dataloader_num_workers"' in rounds["dataloader_workers"]["change"]["text"]
+
+
+def test_argparse_flags_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:
+    script = "flags_train.py"
+    rounds = rounds_of(optimize(tmp_path, script, ["--epochs", "1000"], "bf16_autocast", "dataloader_workers"),
+                       "bf16_autocast", "dataloader_workers")
+    bf16, workers = rounds["bf16_autocast"], rounds["dataloader_workers"]
+    assert patched_run(bf16)["spec"]["command"][-1] == "--amp" and patched_run(bf16)["spec"]["inject"] == {}
+    assert bf16["change"]["text"].splitlines()[1].endswith("--epochs 1000 --amp")
+    assert bf16["applied"]["knobs"]["autocast"]["evidence"][0] == "ran your own command with --amp (nothing injected)"
+    command = patched_run(workers)["spec"]["command"]
+    n = int(command[command.index("--workers") + 1])
+    assert n > 0 and f"--workers {n}" in workers["change"]["text"]
+    assert f"{n} worker processes started by the DataLoader" in workers["applied"]["knobs"]["num_workers"]["evidence"]
+    assert bf16["where"] == f"{SCRIPTS / script}:{_line(script, 'args = parser.parse_args()')}"
+
+
+def test_configurator_global_compile(tmp_path: Path) -> None:
+    script = "configurator_train.py"
+    r = rounds_of(optimize(tmp_path, script, ["--batch_size=32"], "torch_compile", rounds=1), "torch_compile")
+    r = r["torch_compile"]
+    assert patched_run(r)["spec"]["command"][-2:] == ["--batch_size=32", "--compile=True"]
+    assert r["change"]["text"].splitlines()[1].endswith("--batch_size=32 --compile=True")
+    assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'compile = False')}"
+    assert any("graph" in e for e in r["applied"]["knobs"]["compile"]["evidence"])
+
+
+def test_no_knobs_source_diffs_at_the_lines_a_person_edits(tmp_path: Path) -> None:
+    script = "noknobs_train.py"
+    rounds = rounds_of(optimize(tmp_path, script, [], "bf16_autocast", "torch_compile"), "bf16_autocast",
+                       "torch_compile")
+    bf16, compiled = rounds["bf16_autocast"], rounds["torch_compile"]
+    lines = (SCRIPTS / script).read_text().splitlines()
+    train = max(i for i, x in enumerate(lines, 1) if "loss = (model(x)" in x)  # the loop's, not evaluate()'s
+    assert bf16["where"] == f"{SCRIPTS / script}:{train}"
+    assert bf16["change"]["kind"] == "diff" and bf16["change"]["text"].count("torch.autocast(") == 1
+    assert "with torch.autocast(device_type=device.type, dtype=torch.bfloat16):" in bf16["change"]["text"]
+    built = _line(script, "model = model.to(device)")
+    assert compiled["where"] == f"{SCRIPTS / script}:{built}"
+    text = compiled["change"]["text"].splitlines()
+    assert text.count("+model = torch.compile(model)") == 1 and text[text.index("+model = torch.compile(model)") - 1] \
+        == " model = model.to(device)"
