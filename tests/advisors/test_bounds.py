@@ -43,3 +43,26 @@ def test_measured_above_its_bound_is_flagged_and_digits_show_the_side() -> None:
     assert exceeds(1.51, 1.49) and not exceeds(1.40, 1.49) and not exceeds(None, 1.49)
     assert beside(1.0257, 1.03) == "1.026" and beside(1.0297, 1.03) == "1.0297" and beside(1.3212, 1.03) == "1.32"
     assert float(beside(1.02999, 1.03)) < 1.03
+
+
+def test_a_data_fix_is_bounded_by_the_unprofiled_steps_time_drawing_batches() -> None:
+    """The profiled window said the loader held 88.8% of the step (bound 8.9x) and a cached dataset measured
+    14.2x: the profiler taxes each forward/backward operator, not the decode. The bound now comes from the steady
+    steps' own batch-drawing time, timed without the profiler, and replaces the window's."""
+    from advisors.synthetic import run_facts
+    from profilers.run.spec import TrainingSpec
+
+    spec = TrainingSpec(workload="data_bound", num_workers=2)
+    window_only = observation({"dataloader": 0.888, "forward": 0.112}, device="cpu", run=run_facts(spec=spec))
+    unprofiled = observation({"dataloader": 0.888, "forward": 0.112}, device="cpu",
+                             run=run_facts(spec=spec, data_wait_share=0.95))
+    assert "cache_decoded" not in fix_bounds(derive(window_only))
+    b = fix_bounds(derive(unprofiled))["cache_decoded"]
+    assert b.replaces and b.speedup == pytest.approx(20.0, rel=1e-3) and "without the profiler" in b.assumption
+    d = diagnose(unprofiled)
+    assert upper_bound_for(d, "cache_decoded") == pytest.approx(20.0, rel=1e-3)
+    doc = diagnosis_json(d)
+    data = next(g for g in doc["findings"] if g["fix"] and g["fix"]["id"] == "cache_decoded")
+    assert data["upper_bound_speedup"] == pytest.approx(20.0, rel=1e-3)  # not the window's smaller 8.9x
+    assert not exceeds(14.2, data["upper_bound_speedup"]) and exceeds(14.2, upper_bound_for(diagnose(window_only),
+                                                                                             "cache_decoded"))

@@ -95,3 +95,21 @@ def test_memory_bound_trace_shows_activations_that_only_fit_once_the_budget_is_l
     assert 0.97 < live / peak_bytes(spec.batch_size, **shape) < 1.1, why  # measured 1.015
     assert saved_bytes(spec.batch_size, **shape) > 0.9 * live, why  # activations: what micro-batching divides
     assert live < budget * 2**20 < (outcome.peak_memory_mb or 0) * 2**20, why  # measured 840 < 1500 < 1668-1732
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["data_bound", "compute_bound"])
+def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_path: Path) -> None:
+    """Issue 29: one fix was shown at 4.91x [3.93, 6.29] beside its "upper bound 3.65x", another at 8.75x against
+    5.25x. A bound is the most the fix can gain: in a real ladder no measured interval lies wholly above it."""
+    from advisors.experiments.experiment import Policy
+    from advisors.experiments.optimize import optimize
+
+    store = RunStore(tmp_path / "runs")
+    ladder = optimize(WORKLOADS[workload].spec("tiny"), store_runner(store, timeout_s=600, experiment="bounds"),
+                      rounds=1, policy=Policy(trials=3))
+    judged = [r for r in ladder.rungs if r.experiment.ratio is not None and r.upper_bound is not None]
+    assert judged, [(r.experiment.fix.id, r.experiment.reason) for r in ladder.rungs]
+    for r in judged:
+        ratio = r.experiment.ratio
+        assert ratio is not None and ratio.low <= r.upper_bound, (r.experiment.fix.id, ratio, r.upper_bound)

@@ -312,6 +312,8 @@ def test_the_stored_step_time_is_the_median_of_the_steady_unprofiled_steps_of_st
         statistics.median(r["wall_ms"] for r in rows if r["profiled"]), rel=1e-6)
     assert record.step_time_ms == result.step_time_ms  # the index (the Runs list) holds the same number
     assert store.read_result(record.run_id).step_time_ms == result.step_time_ms
+    # each step also says how long it drew batches (the data fixes' bound, timed without the profiler)
+    assert all(0 < r["data_ms"] <= r["wall_ms"] for r in rows), rows
 
 
 @pytest.mark.slow

@@ -43,3 +43,37 @@ def test_a_window_of_a_run_counts_its_warmup_from_the_runs_first_step() -> None:
     choice = choose_steps(steps, [False] * 10, warmup_steps=3, first_step=0)
     assert choice.count == 10
     assert choose_steps(steps, [False] * 10, warmup_steps=3).count == 7  # counted from the window's own start
+
+
+def test_the_agent_times_each_steps_batch_drawing_without_the_profiler() -> None:
+    """The data fixes' bound rests on this: the time a step spent in DataLoader.__next__, step by step."""
+    import time
+
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    from stepwise_agent.steps import StepDetector
+
+    class Slow(Dataset):
+        def __len__(self) -> int:
+            return 64
+
+        def __getitem__(self, i: int) -> torch.Tensor:
+            time.sleep(0.002)  # 4 samples a batch: about 8 ms drawing each batch
+            return torch.ones(3)
+
+    seen: list[float | None] = []
+    detector = StepDetector(lambda loss, samples: seen.append(detector.last_data_ms))
+    detector.install()
+    try:
+        w = torch.nn.Parameter(torch.ones(3))
+        opt = torch.optim.SGD([w], lr=0.1)
+        for x in DataLoader(Slow(), batch_size=4):
+            (x @ w).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            if len(seen) == 5:
+                break
+    finally:
+        detector.uninstall()
+    assert len(seen) == 5 and all(v is not None and v >= 8.0 for v in seen), seen
