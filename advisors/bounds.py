@@ -99,6 +99,19 @@ def exceeds(measured: float | None, bound: float | None) -> bool:
     return measured is not None and bound is not None and measured > bound * (1 + EXCEED_TOLERANCE)
 
 
-def exceeded_text(measured: float, bound: float) -> str:
-    return (f"measured {measured:.4g}x is above its upper bound {bound:.4g}x: the bound was wrong for this run "
-            "(time mis-attributed, or the fix also acted elsewhere)")
+def rest_got_faster(fix_id: str, base_rest_ms: float | None, patched_step_ms: float | None) -> str | None:
+    """Why a data fix beat the data bound, when the measurement shows it: the patched step is shorter than the
+    baseline's step *without* its batch drawing, so the rest of the step got faster too. Measured on the data_bound
+    workload: 3.41 ms of forward/backward after each decode against 2.01 ms once batches came from memory (the
+    decode leaves cold CPU caches and intra-op threads asleep for the compute after it). No bound read from the
+    baseline alone can see that cost, so the bound stays, flagged with this reason."""
+    if fix_id not in DATA_FIXES or base_rest_ms is None or patched_step_ms is None or patched_step_ms >= base_rest_ms:
+        return None
+    return (f"the rest of the step got faster too: the patched step ({patched_step_ms:.3g} ms) is shorter than the "
+            f"baseline's step without its batch drawing ({base_rest_ms:.3g} ms) — the decode also slowed the compute "
+            "after it (cold CPU caches, idle intra-op threads), a cost no bound read from the baseline can time")
+
+
+def exceeded_text(measured: float, bound: float, why: str | None = None) -> str:
+    return (f"measured {measured:.4g}x is above its upper bound {bound:.4g}x: " + (why or "the bound was wrong for "
+            "this run (time mis-attributed, or the fix also acted elsewhere)"))

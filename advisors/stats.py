@@ -40,6 +40,7 @@ class Trial:
 
     walls_ms: tuple[float, ...]
     samples_per_step: float
+    data_ms: tuple[float, ...] | None = None  # each timed step's time drawing batches, when the run recorded it
 
     @property
     def median_ms(self) -> float:
@@ -48,6 +49,13 @@ class Trial:
     @property
     def mean_ms(self) -> float:
         return float(np.mean(self.walls_ms))
+
+    @property
+    def rest_ms(self) -> float | None:
+        """The median step without its batch drawing (``wall − data``), or ``None`` when not recorded."""
+        if not self.data_ms or len(self.data_ms) != len(self.walls_ms):
+            return None
+        return float(np.median([w - d for w, d in zip(self.walls_ms, self.data_ms)]))
 
     @property
     def throughput(self) -> float:

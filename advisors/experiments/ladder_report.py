@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from advisors.bounds import exceeded_text, exceeds
+from advisors.bounds import exceeded_text, exceeds, rest_got_faster
 from advisors.experiments.after_ladder import final_diagnosis_json
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.optimize import Ladder, Rung
@@ -22,6 +22,13 @@ SPREAD_WARNING = 0.25  # trials of one arm this far apart (relative) get a warni
 
 def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(float(x), nd)
+
+
+def bound_why(r: Rung[Spec]) -> str | None:
+    """Why a measured gain beat its bound, when the arms' own steps show it (:func:`advisors.bounds.rest_got_faster`)."""
+    e = r.experiment
+    rests = [x for t in (e.reference or e.baseline).trials if (x := t.rest_ms) is not None]
+    return rest_got_faster(e.fix.id, float(np.median(rests)) if rests else None, e.patched.median_step_ms)
 
 
 def outcome_word(e: Experiment[Spec]) -> str:
@@ -114,6 +121,7 @@ def ladder_json(ladder: Ladder[Spec], device: str = "cpu") -> dict[str, Any]:
     rounds = [{"round": r.round, "bottleneck": r.bottleneck, "rule": r.rule, **experiment_json(r.experiment),
                "upper_bound_speedup": r.upper_bound, "cumulative_speedup": _r(r.cumulative),
                "bound_exceeded": exceeds(r.experiment.speedup, r.upper_bound),
+               "bound_exceeded_why": bound_why(r) if exceeds(r.experiment.speedup, r.upper_bound) else None,
                "where": where_text(r.where), "sites": sites_text(r.where), "change": change_json(r, device)}
               for r in ladder.rungs]
     out: dict[str, Any] = {"workload": ladder.start.workload, "start_spec": ladder.start.to_dict(),
@@ -141,7 +149,7 @@ def ladder_table(ladder: Ladder[Spec]) -> list[str]:
         interval = f"[{beside(e.ratio.low, 1 + e.policy.min_gain)}, {e.ratio.high:.2f}]" if e.ratio else ""
         bound = f" (the diagnosis' upper bound: {r.upper_bound:.4g}x)" if r.upper_bound else ""
         if e.kept and exceeds(e.speedup, r.upper_bound):
-            bound += f" — {exceeded_text(e.speedup or 0.0, r.upper_bound or 0.0)}"
+            bound += f" — {exceeded_text(e.speedup or 0.0, r.upper_bound or 0.0, bound_why(r))}"
         verdict = ("KEPT" if e.kept else "not applied" if e.not_applied else "INCONCLUSIVE" if e.inconclusive
                    else "rejected") + f" — {e.reason}{bound}"
         verdict += f" (at {r.where['file']}:{r.where['line']})" if r.where else ""

@@ -164,8 +164,9 @@ def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
     if steps.empty:
         return None
     ranks = steps["rank"].nunique()
-    per_step = steps.groupby("step").agg(n=("rank", "nunique"), wall_ms=("wall_ms", "max"),
-                                         samples=("samples", "sum"), profiled=("profiled", "max")).sort_index()
+    per_step = steps.groupby("step").agg(
+        n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"), profiled=("profiled", "max"),
+        **({"data_ms": ("data_ms", "max")} if "data_ms" in steps.columns else {})).sort_index()
     done = per_step[per_step["n"] >= ranks]
     if done.empty:
         return None
@@ -174,11 +175,14 @@ def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
     if choice.basis == BASIS_ALL:
         return None  # no step past the warm-up: nothing was measured (a comparison needs no warm-up step)
     chosen = done.iloc[list(choice.positions)]
-    walls = [float(w) for w in chosen["wall_ms"] if isinstance(w, float) and math.isfinite(w) and w > 0]
+    ok = chosen[chosen["wall_ms"].map(lambda w: isinstance(w, float) and math.isfinite(w) and w > 0)]
+    walls = [float(w) for w in ok["wall_ms"]]
     samples = chosen["samples"].dropna()
     if not walls or samples.empty:
         return None
-    return Trial(walls_ms=tuple(walls), samples_per_step=float(samples.median()))
+    data = ok["data_ms"] if "data_ms" in ok.columns else None
+    data_ms = tuple(float(d) for d in data) if data is not None and data.notna().all() else None
+    return Trial(walls_ms=tuple(walls), samples_per_step=float(samples.median()), data_ms=data_ms)
 
 
 def _load_average() -> float | None:

@@ -101,8 +101,11 @@ def test_memory_bound_trace_shows_activations_that_only_fit_once_the_budget_is_l
 @pytest.mark.parametrize("workload", ["data_bound", "compute_bound"])
 def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_path: Path) -> None:
     """Issue 29: one fix was shown at 4.91x [3.93, 6.29] beside its "upper bound 3.65x", another at 8.75x against
-    5.25x. A bound is the most the fix can gain: in a real ladder no measured interval lies wholly above it."""
+    5.25x. A bound is the most the fix can gain: in a real ladder no measured interval lies wholly above it — or,
+    where the measurement itself shows what no bound read from the baseline can see (a cached dataset whose
+    patched step is shorter than the baseline's step without its batch drawing), the ladder says so."""
     from advisors.experiments.experiment import Policy
+    from advisors.experiments.ladder_report import bound_why
     from advisors.experiments.optimize import optimize
 
     store = RunStore(tmp_path / "runs")
@@ -112,4 +115,5 @@ def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_
     assert judged, [(r.experiment.fix.id, r.experiment.reason) for r in ladder.rungs]
     for r in judged:
         ratio = r.experiment.ratio
-        assert ratio is not None and ratio.low <= r.upper_bound, (r.experiment.fix.id, ratio, r.upper_bound)
+        assert ratio is not None
+        assert ratio.low <= r.upper_bound or bound_why(r) is not None, (r.experiment.fix.id, ratio, r.upper_bound)
