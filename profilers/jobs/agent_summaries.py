@@ -15,19 +15,14 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from stepwise_agent.rank_summary import read_summaries
+
 _TRACE_RANK = re.compile(r"^rank(\d+)\.")
 
 
 def read_agent_summaries(run_dir: Path) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    for p in sorted((run_dir / "summaries").glob("rank*.json")):
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and isinstance(data.get("rank"), int) and isinstance(data.get("steps"), list):
-            out[int(data["rank"])] = data
-    return out
+    """The per-rank summaries the agent wrote in ``run_dir/summaries`` (its own reader), those with steps."""
+    return {rank: data for rank, data in read_summaries(run_dir).items() if isinstance(data.get("steps"), list)}
 
 
 def traced_ranks(run_dir: Path) -> list[int]:
