@@ -92,7 +92,9 @@ def rank_errors(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _first_exception(errors: list[dict[str, Any]], world_size: int, interpreter: str | None) -> str:
-    return describe_rank_error(errors[0], len(errors) - 1, world_size, interpreter)
+    """A rank above 0 proves several processes even when no record of the world's size survived the failure."""
+    ranks = [int(e["rank"]) for e in errors if isinstance(e.get("rank"), int)]
+    return describe_rank_error(errors[0], len(errors) - 1, max([world_size, *(r + 1 for r in ranks)]), interpreter)
 
 
 def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor | None = None,

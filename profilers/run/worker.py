@@ -4,7 +4,8 @@ Started directly (one process) or under ``torchrun`` (RANK/WORLD_SIZE/LOCAL_RANK
 runner writes ``RUN_DIR/spec.json`` first; this worker writes (see ``profilers/run/trainer_record.py``):
 
 - ``steps.jsonl``: one line per rank per optimizer step, flushed every step: ``rank, step, wall_ms, loss,
-  samples`` (this rank's samples, = batch_size), ``profiled`` (the profiler was collecting), ``t_unix_ns``;
+  samples`` (this rank's samples, = batch_size), ``profiled`` (the profiler was collecting), ``t_unix_ns``,
+  ``data_ms`` (drawing the step's batches and moving them to the device: the data fixes' bound);
 - ``telemetry.jsonl``: NVML or host samples at 10 Hz (local rank 0; ``STEPWISE_TELEMETRY_INTERVAL_S``);
 - ``progress.json``: the leader, replaced atomically at start and after every step, and with the final status;
 - ``tb/``: ``rank{R}.<ns>.pt.trace.json.gz`` traces and the leader's TensorBoard scalars (``profilers.run.tb_export``

@@ -33,7 +33,14 @@ def _record(page: Any) -> tuple[list[str], list[str], list[Any]]:
             outside.append(r.url)
 
     page.on("request", on_request)
-    page.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})"))
+    def on_failed(r: Any) -> None:
+        # moving to the next page cancels the last one's pending script loads (net::ERR_ABORTED): the browser's
+        # doing, not a failed request; an outside host, or any other failure, is recorded
+        if urlparse(r.url).hostname in LOCAL and "ERR_ABORTED" in str(r.failure):
+            return
+        failed.append(f"{r.url} ({r.failure})")
+
+    page.on("requestfailed", on_failed)
     page.on("response", lambda r: failed.append(f"{r.url} → {r.status}")
             if r.status >= 400 and not STREAMLIT_PROBE.match(r.url) else None)
     return outside, failed, console

@@ -104,7 +104,9 @@ def test_a_run_writes_every_file_of_the_contract(tmp_path: Path) -> None:
 
     steps = read_jsonl(tmp_path / "steps.jsonl")
     assert [s["step"] for s in steps] == list(range(spec.steps))
-    assert all(set(s) == {"rank", "step", "wall_ms", "loss", "samples", "profiled", "t_unix_ns"} for s in steps)
+    assert all(set(s) == {"rank", "step", "wall_ms", "loss", "samples", "profiled", "t_unix_ns", "data_ms"}
+               for s in steps)
+    assert all(0 <= s["data_ms"] <= s["wall_ms"] for s in steps)  # the step's time drawing batches
     profiled = [s["step"] for s in steps if s["profiled"]]
     assert profiled == list(range(spec.warmup_steps + spec.profile_wait,
                                   spec.warmup_steps + spec.profile_wait + spec.profile_warmup + spec.profile_active))
