@@ -87,6 +87,10 @@ class StepRecorder:
         self.cut_during_step: int | None = None  # the step whose profile was cut (the trace holds part of it)
         self.peak_unprofiled_mb: float | None = None
         self._peak_profiled_mb: float | None = None
+        # ru_maxrss survives fork + exec: a child of a 1.1 GiB launcher (a test process, a dashboard) starts with its
+        # parent's high-water mark. It tells this process's own peak only once it has grown past that start.
+        self._inherited_maxrss = peak_rss_mb()
+        self._max_rss_seen = 0.0  # the largest RSS sampled at an unprofiled step's end
         self._busy = False  # inside our own step bookkeeping: a cut waits for its end
         self._cut_pending = False
         self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
@@ -128,6 +132,8 @@ class StepRecorder:
             row["profile_cut"] = True  # the trace holds only part of this step
         if self.phase == PROFILING and rss is not None:
             self._peak_profiled_mb = max(self._peak_profiled_mb or 0.0, rss)
+        elif rss is not None:
+            self._max_rss_seen = max(self._max_rss_seen, rss)
         self.last_loss = loss
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
@@ -135,7 +141,7 @@ class StepRecorder:
         if self.phase != CUT:
             self.prof.step()  # ends the active window (and exports) after the last profiled step
             if self.phase == UNPROFILED and self._recording():
-                self.phase, self.peak_unprofiled_mb = PROFILING, peak_rss_mb()
+                self.phase, self.peak_unprofiled_mb = PROFILING, self._own_peak_mb()
             elif self.phase == PROFILING and not self._recording():
                 self.phase = UNPROFILED  # the window ended (exported): whatever grows now is the script's
                 self._close_window()
@@ -180,13 +186,19 @@ class StepRecorder:
 
     def _close_window(self) -> None:
         """The window's peak: ``ru_maxrss`` counts for it when it rose above the unprofiled peak."""
-        peak = peak_rss_mb()
+        peak = self._own_peak_mb()
         if self.peak_unprofiled_mb is not None and peak > self.peak_unprofiled_mb:
             self._peak_profiled_mb = max(self._peak_profiled_mb or 0.0, peak)
 
+    def _own_peak_mb(self) -> float:
+        """This process's peak RSS: ``ru_maxrss`` once it grew past what the process inherited, else the largest
+        RSS sampled at the end of a step."""
+        peak = peak_rss_mb()
+        return max(peak, self._max_rss_seen) if peak > self._inherited_maxrss else self._max_rss_seen
+
     def memory_facts(self) -> dict[str, Any]:
         """``agent_result.json``'s memory fields: the unprofiled and the profiled peaks, apart (MiB, this process)."""
-        unprofiled = self.peak_unprofiled_mb if self.peak_unprofiled_mb is not None else peak_rss_mb()
+        unprofiled = self.peak_unprofiled_mb if self.peak_unprofiled_mb is not None else self._own_peak_mb()
         return {"peak_rss_unprofiled_mb": _round(unprofiled), "peak_rss_profiled_mb": _round(self._peak_profiled_mb),
                 "profile_cut_during_step": self.cut_during_step}
 
