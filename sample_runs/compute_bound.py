@@ -38,6 +38,10 @@ WORKLOAD = Workload(
         "tiny": Size(params={"samples": 1024, "dim": 256, "width": 1024, "depth": 3}, spec={"batch_size": 128,
                                                                                              "steps": 10}),
         "bench": Size(params={}, spec={"batch_size": 256, "steps": 40}),
+        # gpu: one H100-class GPU's worth. At bench size a step is ~0.1 ms of matmuls and the launches bind;
+        # here each Linear is 4096³ (≈ 3.5 TFLOP a step), so fp32 math binds and AMP/TF32 have room to show.
+        "gpu": Size(params={"samples": 16384, "dim": 1024, "width": 4096, "depth": 8},
+                    spec={"batch_size": 4096, "steps": 30}),
     },
     builder=build,
 )
