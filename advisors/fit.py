@@ -88,7 +88,8 @@ _DONE: dict[str, Callable[[Facts], bool]] = {
     or (f.spec is None and f.pinned_copy > 0 and f.pageable_copy == 0),
     "bf16_autocast": mixed_precision_on,
     "fp16_autocast": mixed_precision_on,
-    "tf32": _spec(lambda s: s.tf32 or s.precision != "fp32"),
+    "tf32": lambda f: (f.spec is not None and (f.spec.tf32 or f.spec.precision != "fp32"))
+    or (f.efficiency is not None and f.efficiency.dtype == "tf32"),  # the trace's matmul kernels are TF32 ones
     "torch_compile": lambda f: f.compiled,
     "channels_last": _spec(lambda s: s.channels_last),
     "fused_optimizer": lambda f: (f.spec is not None and f.spec.optimizer_impl == "fused")

@@ -34,7 +34,8 @@ def sh(argv: list[str], timeout: float, env: dict[str, str], log: Path, cwd: Pat
         f.flush()
         try:
             p = subprocess.run(argv, cwd=cwd, env=env, timeout=timeout, stdout=subprocess.PIPE, stderr=f, text=True)
-            rc, out = p.returncode, p.stdout
+            rc: int | str = p.returncode
+            out = p.stdout
         except subprocess.TimeoutExpired as e:
             rc, out = "timeout", (e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or "")
         f.write(out[-4000:] if isinstance(out, str) else "")
@@ -108,6 +109,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--deadline", type=float, default=450.0, help="seconds for everything, packing included")
     ap.add_argument("--only", default="", help="comma-separated step names (default: all)")
+    ap.add_argument("--plan", choices=("first", "rungs"), default="first",
+                    help="first: workloads, snapshot, ladders; rungs: one run per knob, the Trainer script, overhead")
     a = ap.parse_args()
     t_start = time.monotonic()
     out: Path = a.out
@@ -173,6 +176,10 @@ def main() -> None:
         r["analysis_rc"] = an.get("rc") if an else None
         save()
 
+    if a.plan == "rungs":
+        rungs(run_and_analyze, step, sw, py, work)
+        finish(summary, save, out, store, work / "snapshot.pickle")
+        return
     # 1. sample workloads on CUDA, stored with NVML telemetry
     run_and_analyze("run_compute_gpu", "compute_bound", "gpu", [], 90)
     run_and_analyze("run_data_bench", "data_bound", "bench", [], 90)
@@ -202,6 +209,34 @@ def main() -> None:
                                   "--size", "gpu", "--trials", "3", "--no-blocks"], 150)
     step("optimize_resnet_bench", [*sw, "optimize", "resnet_small", "--size", "bench", "--rounds", "2",
                                    "--trials", "3", "--json", "--quiet"], 150)
+    finish(summary, save, out, store, snap)
+
+
+def rungs(run_and_analyze: Any, step: Any, sw: list[str], py: str, work: Path) -> None:
+    """Each knob of the ladder once, against its baseline on the same machine, then a Trainer script's ladder."""
+    for name, workload, size, sets in (
+            ("rung_compute_fp32", "compute_bound", "gpu", []),
+            ("rung_compute_tf32", "compute_bound", "gpu", ["tf32=true"]),
+            ("rung_compute_fp16", "compute_bound", "gpu", ["precision=fp16"]),
+            ("rung_compute_bf16", "compute_bound", "gpu", ["precision=bf16"]),
+            ("rung_compute_bf16_compile", "compute_bound", "gpu", ["precision=bf16", "compile=true"]),
+            ("rung_resnet_base", "resnet_small", "bench", []),
+            ("rung_resnet_channels_last", "resnet_small", "bench", ["channels_last=true"]),
+            ("rung_resnet_cudnn_benchmark", "resnet_small", "bench", ["cudnn_benchmark=true"]),
+            ("rung_resnet_bf16", "resnet_small", "bench", ["precision=bf16"]),
+            ("rung_resnet_cuda_graphs", "resnet_small", "bench", ["cuda_graphs=true"])):
+        run_and_analyze(name, workload, size, [x for s in sets for x in ("--set", s)], 75)
+    step("optimize_hf_trainer", [*sw, "optimize", "--rounds", "1", "--trials", "3", "--steps", "15", "--json",
+                                 "--quiet", "--timeout", "90", "--",
+                                 py, str(HERE / "hf_gpt2_train.py"), "--output_dir", str(work / "hf-out"),
+                                 "--per_device_train_batch_size", "16", "--max_steps", "100000",
+                                 "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
+                                 "--logging_steps", "100000"], 200)
+    step("overhead_compute_gpu", [py, str(ROOT / "benchmarks" / "overhead.py"), "--workload", "compute_bound",
+                                  "--size", "gpu", "--trials", "2", "--no-blocks"], 90)
+
+
+def finish(summary: dict[str, Any], save: Any, out: Path, store: Path, snap: Path) -> None:
     summary["finished_unix"] = time.time()
     save()
     # pack the run store for fixtures (traces included while the archive stays small)

@@ -107,6 +107,9 @@ def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None, gpu_model: st
                      for r, s, ns in zip(steps["rank"], steps["step"], steps["step_ns"]) if ns > 0)
     dtype = max(fl.by_dtype, key=fl.by_dtype.__getitem__) if fl.by_dtype else ""
     key = dtype_key(dtype)
+    tf32 = _tf32_share(b) if b.device == "gpu" and key == "fp32" else 0.0
+    if tf32 >= 0.5:  # fp32 tensors, but cuBLAS ran them on TF32 Tensor Cores (allow_tf32 / "high" precision)
+        key = "tf32"
     base = Efficiency(achieved, None, None, None, source, busy_share=busy, dtype=key, per_step_tflops=per_step)
     if b.device == "cpu":
         if not cpu_peak_tflops:
@@ -126,6 +129,19 @@ def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None, gpu_model: st
     return _ratio(base, value, _basis(peak, key) + (", the model you picked" if picked else ""), busy)
 
 
+def _tf32_share(b: Breakdown) -> float:
+    """The share of the matmul kernels' time in kernels built for TF32 (``sm90_xmma_gemm_f32f32_tf32f32_…``,
+    ``…_s1688tf32gemm_…``, ``cutlass_…_tf32_…``): fp32 ops whose FLOPs ran at the TF32 Tensor Core rate."""
+    k = b.kernels
+    if not len(k) or "kclass" not in k:
+        return 0.0
+    mm = k[k["kclass"] == "matmul"]
+    total = float(mm["total_ns"].sum())
+    if total <= 0:
+        return 0.0
+    return float(mm.loc[mm["name"].astype(str).str.contains("tf32", case=False), "total_ns"].sum()) / total
+
+
 def _ratio(base: Efficiency, peak: float, basis: str, busy: float | None) -> Efficiency:
     raw = (base.achieved_tflops or 0.0) / peak
     clamped = busy is not None and raw > busy
@@ -139,7 +155,8 @@ def _with(base: Efficiency, reason: str) -> Efficiency:
 
 
 def _basis(peak: DevicePeak, key: str) -> str:
-    note = " without TF32" if key == "fp32" and peak.ampere_or_newer else ""
+    note = " without TF32" if key == "fp32" and peak.ampere_or_newer else \
+        " Tensor Cores, as the matmul kernels' names show" if key == "tf32" else ""
     return f"{peak.name}, {key}{note} ({peak.source}, dense)"
 
 

@@ -47,7 +47,7 @@ from profilers.run import instrument
 from profilers.run import trainer_dist
 from profilers.errors import StepwiseError
 from profilers.run.spec import TrainingSpec
-from profilers.telemetry.sampler import TelemetrySampler
+from profilers.telemetry.process import TelemetryProcess
 from profilers.run.trainer import StepRecord, Trainer
 from profilers.run.trainer_record import (PROGRESS_FILE, RESULT_FILE, RunRecorder, median_iqr, write_json_atomic,
                                       write_json_if_absent)
@@ -65,7 +65,7 @@ class RunState:
         self.spec: TrainingSpec | None = None
         self.trainer: Trainer | None = None
         self.recorder: RunRecorder | None = None
-        self.telemetry: TelemetrySampler | None = None
+        self.telemetry: TelemetryProcess | None = None
         self.watchdog: instrument.Watchdog | None = None
         self.bare = instrument.bare_requested()
         self.setup_s: float | None = None
@@ -168,8 +168,16 @@ def _error_text(err: BaseException) -> str:
     summary = f"{type(err).__name__}: {err}".strip()
     if isinstance(err, StepwiseError):
         return summary  # already one actionable sentence
-    tail = "".join(traceback.format_exception(err)[-6:]).strip()
-    return f"{summary}\n{tail[-1500:]}"
+    lines = [line for line in "".join(traceback.format_exception(err)[-6:]).splitlines() if line.strip()]
+    if lines and lines[-1].endswith(str(err)):  # the exception's own line: the summary already says it
+        lines.pop()
+    kept: list[str] = []
+    for line in reversed(lines):  # whole lines from the end, up to ~1500 characters (never cut mid-path)
+        if kept and sum(len(k) + 1 for k in kept) + len(line) > 1500:
+            kept.insert(0, "…")
+            break
+        kept.insert(0, line)
+    return "\n".join([summary, *kept])
 
 
 def _train(state: RunState) -> None:
@@ -209,7 +217,7 @@ def _start_watch(state: RunState) -> None:
         roots = [os.getpid()]
         if state.info.launched and state.info.local_world_size > 1:
             roots = _local_rank_pids()
-        state.telemetry = TelemetrySampler(state.run_dir / "telemetry.jsonl", interval_s=interval, root_pids=roots)
+        state.telemetry = TelemetryProcess(state.run_dir / "telemetry.jsonl", interval_s=interval, root_pids=roots)
         state.telemetry.start()
 
 

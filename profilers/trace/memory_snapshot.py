@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,14 +138,36 @@ def _replay(history: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
 
 def site_of(frames: Any) -> str:
     """The allocation site of a stack: its first frame outside torch and site-packages, ``file:line function``
-    (the one key every page groups a snapshot's allocations by)."""
-    for f in frames if isinstance(frames, list) else []:
-        if not isinstance(f, dict):
-            continue
+    (the one key every page groups a snapshot's allocations by). A stack recorded with C++ frames too (torch
+    2.1+'s default ``stacks="all"``) starts in the allocator (``??:0 torch::unwind::unwind()``): the Python
+    frames are read first, and C++ frames only when the stack has no Python frame at all."""
+    stack = [f for f in (frames if isinstance(frames, list) else []) if isinstance(f, dict)]
+    python = [f for f in stack if str(f.get("filename", "")).endswith(".py")]
+    if not python and stack:
+        return _cpp_site(stack)
+    for f in python or stack:
         filename = str(f.get("filename", ""))
         if "site-packages" in filename or "torch" in filename.replace("\\", "/").split("/")[-2:-1]:
             continue
         return f"{filename.replace(chr(92), '/').split('/')[-1]}:{f.get('line', '?')} {f.get('name', '')}".strip()
+    return "unknown"
+
+
+_BACKWARD_NODE = re.compile(r"torch::autograd::generated::(\w+)::apply")
+_PLUMBING = ("torch::unwind::", "torch::CapturedTraceback::", "torch::cuda::", "c10::cuda::CUDACachingAllocator",
+             "at::detail::empty", "at::empty", "c10::impl::", "at::_ops::", "at::TensorIterator")
+
+
+def _cpp_site(stack: list[dict[str, Any]]) -> str:
+    """A stack with C++ frames only: autograd's backward thread ("backward: MeanBackward0"), else the first
+    frame past the allocator and dispatcher plumbing, by function name ("C++: at::native::div")."""
+    for f in stack:
+        if m := _BACKWARD_NODE.search(str(f.get("name", ""))):
+            return f"backward: {m.group(1)}"
+    for f in stack:
+        name = str(f.get("name", ""))
+        if name and not name.startswith(_PLUMBING) and "(anonymous namespace)" not in name:
+            return f"C++: {name.split('(')[0].split('<')[0].removeprefix('void ')}"
     return "unknown"
 
 

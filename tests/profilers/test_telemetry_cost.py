@@ -32,7 +32,8 @@ def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_perce
     monkeypatch.setattr(psutil, "cpu_percent", forbidden)
     clock = FakeClock()
     reader = HostReader([os.getpid()], clock=clock.monotonic)
-    for _ in range(20):  # 10 Hz for 1.9 s of the reader's clock: all inside one refresh period
+    per_period = round(HostReader.CHILDREN_REFRESH_S / 0.1)
+    for _ in range(per_period):  # 10 Hz for one refresh period of the reader's clock, less one tick
         reader.sample()
         clock.advance(0.1)
     assert calls["children"] == 1
