@@ -36,6 +36,8 @@ def ladder_view(ladder: Any) -> dict[str, Any]:
         "schema": VIEW_SCHEMA, "mode": "ladder", "total_speedup": ladder.total_speedup,
         "steps": ex.ladder_steps(ladder).to_dict("records"), "rows": ex.ladder_frame(ladder).to_dict("records"),
         "changes": ex.ladder_changes(ladder), "advice": ex.ladder_advice(ladder),
+        "not_retried": [{"fix": a.fix.title, "fix_id": a.fix.id, "why": a.why}
+                        for a in getattr(ladder, "not_retried", ())],
     })
 
 

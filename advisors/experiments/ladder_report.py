@@ -129,7 +129,8 @@ def ladder_json(ladder: Ladder[Spec], device: str = "cpu") -> dict[str, Any]:
            "rounds": rounds, "total_speedup": _r(ladder.total_speedup),
            "final_diagnosis": final_diagnosis_json(ladder),
            "advice": [{"round": a.round, "bottleneck": a.bottleneck, "rule": a.rule, "fix": a.fix.id,
-                       "fix_title": a.fix.title, "why": a.why, "snippet": a.fix.snippet} for a in ladder.advice]}
+                       "fix_title": a.fix.title, "why": a.why, "snippet": a.fix.snippet} for a in ladder.advice],
+           "not_retried": [{"fix": a.fix.id, "fix_title": a.fix.title, "why": a.why} for a in ladder.not_retried]}
     if isinstance(ladder.start, ScriptSpec):
         out["command"] = list(ladder.start.command)
     return out
@@ -165,6 +166,8 @@ def ladder_table(ladder: Ladder[Spec]) -> list[str]:
                  "before/s, the number that decided, with its bootstrap interval over the back-to-back pairs; "
                  "median ms: the patched arm's median step, shown beside it, not the speed-up's basis")
     lines.append(f"total speedup (product of kept fixes): {ladder.total_speedup:.2f}x")
+    for a in ladder.not_retried:
+        lines.append(f"not re-tried ({a.fix.id}): {a.why}")
     for a in ladder.advice:
         lines.append(f"advice ({a.bottleneck}, {a.fix.id}): {a.why}")
     loads = [a.host_load for r in ladder.rungs for a in (r.experiment.baseline, r.experiment.patched)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
+from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar
 
 from advisors.diagnosis import diagnose, upper_bound_for
 from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, SpecT_co, run_experiment
@@ -92,6 +92,8 @@ class Ladder(Generic[SpecT_co]):
     rungs: tuple[Rung[SpecT_co], ...]
     last_diagnosis: Diagnosis | None
     advice: tuple[Advice, ...] = field(default=())
+    # fixes round 1 did not try again: an earlier experiment on the same baseline measured them ("why" says which)
+    not_retried: tuple[Advice, ...] = field(default=())
 
     @property
     def kept(self) -> tuple[Rung[SpecT_co], ...]:
@@ -160,10 +162,13 @@ def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
 def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = Policy(),
              device: str = "cpu", on_progress: ProgressFn | None = None,
              diagnose_run: Observe = diagnose_outcome, max_attempts: int = MAX_ATTEMPTS,
-             strategy: Strategy[SpecT] | None = None) -> Ladder[SpecT]:
+             strategy: Strategy[SpecT] | None = None,
+             measured_before: Mapping[str, str] | None = None) -> Ladder[SpecT]:
     """Search for kept fixes, ``rounds`` diagnoses at most. ``device`` is where runs execute (``cpu``/``cuda``);
     ``strategy`` says how fixes reach the spec (default: TrainingSpec patches; a script needs its
-    :class:`~advisors.experiments.script_strategy.ScriptStrategy`)."""
+    :class:`~advisors.experiments.script_strategy.ScriptStrategy`). ``measured_before``: fix id → what an
+    earlier experiment on this same baseline measured ("the Apply at 10:42 measured 0.97× …, no gain"); round 1
+    does not re-try those (its baseline is that one) and the ladder lists them in ``not_retried``."""
     how: Strategy[SpecT]
     if strategy is not None:
         how = strategy
@@ -182,7 +187,9 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
     current, cumulative = spec, 1.0
     rungs: list[Rung[SpecT]] = []
     advice: dict[str, Advice] = {}
-    rejected: set[str] = set()
+    earlier = dict(measured_before or {})
+    rejected: set[str] = set(earlier)
+    skipped: dict[str, Advice] = {}
     not_applied: set[str] = set()  # a fix that could not act (e.g. a cache refused for random augmentation) stays so
     for rnd in range(1, rounds + 1):
         kept_exp: Experiment[SpecT] | None = None
@@ -190,6 +197,11 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
         for fix, why in how.advice(diagnosis):
             advice.setdefault(fix.id, Advice(rnd, diagnosis.bottleneck.value, binding.rule if binding else None,
                                              fix, why))
+        if rnd == 1:  # what round 1 would have tried, had an earlier experiment not measured it already
+            for fix in how.candidates(diagnosis, current, not_applied):
+                if fix.id in earlier:
+                    skipped.setdefault(fix.id, Advice(1, diagnosis.bottleneck.value, binding.rule if binding else None,
+                                                      fix, earlier[fix.id]))
         for attempt, fix in enumerate(how.candidates(diagnosis, current, rejected | not_applied)):
             if attempt >= max_attempts:
                 break
@@ -215,7 +227,7 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
             how.learn(last_ok[-1])
             diagnosis = diagnose_run(last_ok[-1])
     return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis,
-                  advice=tuple(advice.values()))
+                  advice=tuple(advice.values()), not_retried=tuple(skipped.values()))
 
 
 def _stderr_tail(run_dir: str | None) -> str:

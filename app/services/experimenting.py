@@ -43,17 +43,44 @@ def start_experiment(store: RunStore, source: RunRecord, a: Analysis, fix: Any, 
                                  Policy(trials=trials), on_progress=report))
 
 
+def measured_before(store: RunStore, source_run: str) -> dict[str, str]:
+    """Fix id → what an earlier Apply on ``source_run`` measured, for each fix it rejected with a measurement
+    ("rejected: …", never an inconclusive, failed or not-applied one): the ladder on the same run need not spend
+    trials on it again. The newest Apply of a fix speaks for it."""
+    import time
+
+    from advisors.experiments.outcome_words import outcome
+    from profilers.store import experiments as stored
+
+    out: dict[str, str] = {}
+    for rec in stored.of_run(store, source_run, "apply"):  # newest first
+        view = stored.view(store, rec.run_id)
+        if not view or view.get("mode") != "apply" or not view.get("fix_id") or view["fix_id"] in out:
+            continue
+        s = view.get("summary") or {}
+        word = outcome(bool(view.get("kept")), view.get("reason"), s.get("not_applied"), s.get("speedup"))
+        if word.startswith("rejected"):
+            when = time.strftime("%H:%M", time.localtime(rec.created_unix)) if rec.created_unix else "earlier"
+            out[view["fix_id"]] = (f"the Apply at {when} ({rec.run_id}) measured it on this run: {word}; "
+                                   "Apply it again to re-measure")
+        else:
+            out[view["fix_id"]] = ""  # the newest Apply did not reject it: an older rejection no longer speaks
+    return {k: v for k, v in out.items() if v}
+
+
 def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, trials: int) -> BackgroundJob[Any]:
     """Diagnose → apply → measure, ``rounds`` times, as a stored experiment of ``source``; the job's result is a
-    ``Ladder``."""
+    ``Ladder``. Fixes an Apply on ``source`` already measured and rejected are not re-tried (:func:`measured_before`)."""
     from advisors.experiments.experiment import Policy
     from advisors.experiments.optimize import optimize
     from advisors.experiments.trials import store_runner
 
     assert a.run is not None and a.run.spec is not None
     spec, device = a.run.spec, device_of(a)
+    earlier = measured_before(store, source.run_id)
     return stored_jobs.start(store, source, "ladder", {"rounds": rounds, "trials": trials}, a,
                              lambda exp_id, report: optimize(spec, stored_jobs.stoppable(
                                                              store, exp_id, store_runner(store, experiment=exp_id)),
                                                              rounds=rounds, policy=Policy(trials=trials),
-                                                             device=device, on_progress=report))
+                                                             device=device, on_progress=report,
+                                                             measured_before=earlier))

@@ -151,6 +151,8 @@ def ladder(view: dict[str, Any], rounds: int | None = None, key: str = "advisor"
         if c["verdict"] == "kept":
             st.markdown(f"Round {c['round']}: **{ui.text(c['fix'])}** kept")
             change_block(c["where"], c["change"])
+    for a in view.get("not_retried") or []:  # views stored before this field have none
+        st.info(f"Not re-tried: **{ui.text(a['fix'])}** — {ui.text(a['why'])}", icon=":material/history:")
     for a in view["advice"]:
         st.warning(f"**{ui.text(a['fix'])}** — {ui.text(a['why'])}", icon=":material/edit:")
         st.code(a["snippet"], language="python")

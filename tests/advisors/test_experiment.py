@@ -129,6 +129,23 @@ def test_optimize_builds_a_ladder_with_rejected_and_kept_rungs() -> None:
     assert [r.upper_bound for r in ladder.rungs[:2]] == [pytest.approx(2.5), pytest.approx(2.5)]
 
 
+def test_a_fix_an_earlier_experiment_rejected_on_this_baseline_is_not_re_tried_in_round_one() -> None:
+    """The walk: an Apply rejected DataLoader workers (0.98×) minutes before the ladder re-tried them. Given what
+    that Apply measured, round 1 goes straight to the next fix and the ladder says why it skipped one."""
+    from advisors.experiments.ladder_report import ladder_json, ladder_table
+
+    fake = FakeRunner()
+    why = "the Apply at 10:42 measured it on this run: rejected: no real gain: 0.98×"
+    ladder = optimize(BASE, fake, rounds=3, policy=FAST, diagnose_run=_fake_diagnose(fake),
+                      measured_before={"dataloader_workers": why})
+    assert [r.experiment.fix.id for r in ladder.rungs][:1] == ["cache_decoded"]
+    assert not any(c.num_workers for c in fake.calls)  # no trial spent on the workers again
+    assert [(a.fix.id, a.why) for a in ladder.not_retried] == [("dataloader_workers", why)]
+    assert ladder_json(ladder)["not_retried"] == [{"fix": "dataloader_workers",
+                                                   "fix_title": FIXES["dataloader_workers"].title, "why": why}]
+    assert f"not re-tried (dataloader_workers): {why}" in ladder_table(ladder)
+
+
 def test_optimize_turns_out_of_memory_into_ok() -> None:
     fake = FakeRunner(oom_without_accum=True)
     ladder = optimize(BASE.patch(memory_budget_mb=900), fake, rounds=1, policy=FAST,

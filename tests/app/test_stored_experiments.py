@@ -160,3 +160,28 @@ def test_the_runs_report_includes_its_experiments_commands_and_environment(store
     assert "Not enough data to judge" not in md
     assert "\n## \n" not in md and not any(line.startswith("## ") and md.split(line, 1)[1].lstrip().startswith("## ")
                                             for line in md.splitlines())  # no empty section
+
+
+def test_the_ladder_knows_what_earlier_applies_on_the_run_measured(store) -> None:
+    """Only a measured rejection stops a re-try: an inconclusive Apply does not, and a newer Apply that kept
+    the fix speaks over an older rejection of it."""
+    import time
+
+    from app.services.experimenting import measured_before
+
+    source = fake_run(store, label="source")
+
+    def applied(fix: str, kept: bool, reason: str, speedup: float) -> str:
+        exp = experiments.start(store, source.run_id, "apply", f"Apply {fix}", {"fix": fix})
+        experiments.finish(store, exp.run_id, {"mode": "apply", "fix_id": fix, "kept": kept, "reason": reason,
+                                               "summary": {"speedup": speedup, "not_applied": None}})
+        time.sleep(0.01)  # newest first is by creation time
+        return exp.run_id
+
+    rejected = applied("dataloader_workers", False, "no real gain: 0.98x, interval [0.95, 1.01]", 0.98)
+    applied("foreach_optimizer", False, "inconclusive: other programs took 1.0 of 2 cores", 1.0)
+    applied("bf16_autocast", False, "no real gain: 1.01x", 1.01)
+    applied("bf16_autocast", True, "", 1.9)
+    earlier = measured_before(store, source.run_id)
+    assert set(earlier) == {"dataloader_workers"}
+    assert rejected in earlier["dataloader_workers"] and "rejected: no real gain: 0.98×" in earlier["dataloader_workers"]
