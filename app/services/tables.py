@@ -29,6 +29,17 @@ def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = No
     return pd.DataFrame(rows)
 
 
+def trials_frame(trials: list[RunRecord]) -> pd.DataFrame:
+    """An experiment's trial runs, oldest first (the order they ran in): their part (baseline, patched,
+    reference, or trial while it runs), status and numbers, so a verdict can be traced to the runs behind it."""
+    rows = [{"part": r.role or "trial", "run": r.label, "status": r.status.value,
+             "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
+             "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
+             "error": (r.error or "")[:200], "id": r.run_id} for r in sorted(trials, key=lambda r: r.created_unix)]
+    return pd.DataFrame(rows, columns=["part", "run", "status", "created", "ms/step", "samples/s", "peak MiB",
+                                       "error", "id"])
+
+
 def kernels_frame(kernels: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:
     """Kernels in steps: total and per-step ms, calls, mean µs, class, low precision."""
     if kernels.empty:

@@ -8,7 +8,7 @@ from app import data, state
 
 from app.services import tables
 
-from app.widgets import experiment_result, links, ui
+from app.widgets import experiment_result, links, trial_runs, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
 
@@ -55,6 +55,7 @@ if record is not None and record.kind == "experiment":
                      query_params={"run": source})
     else:  # started on the command line from a spec or a script: no run of this list to open it on
         experiment_result.from_command_line(store, record)
+    trial_runs.show(store, record)
 elif record is not None:
     cols = st.columns(4)
     cols[0].page_link("views/analysis.py", label="Analysis", icon=":material/bar_chart:")

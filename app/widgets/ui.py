@@ -85,8 +85,18 @@ def load_analysis(record: RunRecord) -> Analysis | None:
 
 
 def selected_analysis(key: str) -> tuple[RunRecord | None, Analysis | None]:
-    """Pick a run (widget ``key``) and load its analysis."""
-    record = run_picker(data.analysable_runs(), key)
+    """Pick a run (widget ``key``) and load its analysis. A trial run of an experiment, opened from the Runs
+    page or a ``?run=`` link, is offered too while it is the selected run (the pickers list no trials)."""
+    records = data.analysable_runs()
+    wanted = state.selected_run()
+    if wanted and all(r.run_id != wanted for r in records):
+        try:
+            trial = data.store().get(wanted)
+        except StepwiseError:
+            trial = None
+        if trial is not None and trial.parent and trial.kind != "experiment":
+            records = [trial, *records]
+    record = run_picker(records, key)
     if record is None:
         return None, None
     if record.status is RunStatus.RUNNING:

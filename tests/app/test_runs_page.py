@@ -57,3 +57,37 @@ def test_the_runs_table_fits_and_never_says_none(store, shared_traces) -> None:
     widths = [config[c]["width"] for c in shown]
     assert all(isinstance(w, int) for w in widths) and sum(widths) <= 940  # the main column at 1400 px
     assert any(c.value.startswith("Run id: ") for c in at.caption)
+
+
+def test_an_experiment_lists_its_trial_runs_and_one_opens_in_analysis(store) -> None:
+    """The walk: trial runs were visible only from `stepwise list --all`. Selecting an experiment shows each
+    trial with its part, in the order they ran, and a trial opens in Analysis by its link."""
+    import time
+
+    from profilers.store import experiments
+
+    source = fake_run(store, label="source run")
+    exp = experiments.start(store, source.run_id, "apply", "Apply DataLoader workers", {"fix": "dataloader_workers"})
+    parts = []
+    for role, ms in (("baseline", 50.0), ("patched", 40.0), ("baseline", 51.0), ("patched", 41.0)):
+        trial = fake_run(store, label="ab-data_bound", step_ms=ms)
+        store.update(trial.run_id, parent=exp.run_id, role=role)
+        parts.append((role, trial.run_id))
+        time.sleep(0.01)
+    experiments.finish(store, exp.run_id, {"mode": "apply", "fix_id": "dataloader_workers", "kept": True,
+                                           "reason": "", "summary": {"speedup": 1.25}})
+    at = open_page()
+    assert_clean(at)
+    assert set(at.dataframe[0].value["run"]) == {"source run", "Apply DataLoader workers ← source run"}
+    at.selectbox(key="runs.pick").set_value(exp.run_id).run()
+    assert_clean(at)
+    trials = at.dataframe[1].value
+    assert list(zip(trials["part"], trials["id"])) == parts  # in the order they ran
+    assert list(trials["ms/step"]) == [store.get(i).step_time_ms for _, i in parts]
+    at.selectbox(key="runs.trial_pick").set_value(parts[1][1]).run()
+    link = next(p for p in at.get("page_link") if p.proto.label == "Open it in Analysis")
+    assert link.proto.query_string == f"run={parts[1][1]}", (parts, link.proto.query_string)
+    at.query_params["run"] = parts[1][1]
+    at.switch_page("views/analysis.py").run()
+    assert_clean(at)
+    assert at.selectbox(key="analysis.run").value == parts[1][1]
