@@ -24,7 +24,7 @@ TRIAL_COLUMNS = {
 def show(store: RunStore, experiment: RunRecord) -> None:
     """The trials of ``experiment``, in the order they ran, and a picker that opens one in Analysis."""
     trials = experiments.trials(store, experiment.run_id)
-    st.subheader(f"Its trial runs ({len(trials)})")
+    st.subheader(f"Its trials ({len(trials)})")  # not "runs": the page's own title is the heading "Runs"
     if not trials:
         st.caption("No trial run has started yet." if not experiment.status.finished else
                    "This experiment kept no trial runs.")
