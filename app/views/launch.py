@@ -28,7 +28,10 @@ if what == "Sample workload":
     left, right = st.columns([2, 1])
     name = left.selectbox("Workload", list(infos), key="launch.workload",
                           format_func=lambda n: f"{n} — {infos[n].intended_bottleneck or 'mixed'}-bound")
-    size = right.selectbox("Size", infos[name].sizes, key="launch.size")
+    size = right.selectbox("Size", infos[name].sizes, key="launch.size",
+                           help="tiny: a smoke test, its steps over within a second or two (most of its few "
+                                "seconds is Python and torch starting); bench: long enough to watch the steps, "
+                                "the telemetry and the profiler's window live")
     st.caption(ui.text(infos[name].description))
     with st.form("launch.form"):
         values = spec_form.knob_inputs(launching.base_spec(name, size), f"launch.knob.{name}.{size}")
