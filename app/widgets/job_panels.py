@@ -73,6 +73,18 @@ def job_view(folder: str) -> None:
         st.markdown("**Collectives, most exposed first**")
         st.dataframe(pd.DataFrame([{k: c[k] for k in ("name", "count", "total_ms", "exposed_ms")}
                                    for c in job["collectives"]]), hide_index=True, width="stretch")
+    sizes = job.get("collective_sizes") or []  # a job cached before sizes were summarised has none
+    if sizes:
+        st.markdown("**Collectives by kind: what they moved**")
+        st.dataframe(pd.DataFrame([{"kind": c["kind"], "calls": c["calls"], "sized": c["sized_calls"],
+                                    "GB moved": round(c["bytes"] / 1e9, 3) if c["sized_calls"] else None,
+                                    "mean message MB": c["mean_message_mb"], "time ms": c["time_ms"],
+                                    "GB/s (algorithmic)": c["algbw_gb_s"]} for c in sizes]),
+                     hide_index=True, width="stretch", placeholder="—")
+        if any(c["sized_calls"] < c["calls"] for c in sizes):
+            st.caption("A call without a size was recorded without its shapes (profile with record_shapes=True; "
+                       "torch's older NCCL annotations carry none). Bandwidth is shown only where every call "
+                       "was sized; it is bytes of each call's first input over the kind's kernel time.")
     open_rank(p, job)
 
 

@@ -1,5 +1,5 @@
 """Per rank, the facts a many-rank reduce needs beyond the breakdown: each collective's total and exposed time,
-and the DataLoader spans (:func:`loader_spans`, which ``advisors.loader_facts`` reads too).
+its message sizes (:func:`collective_sizes`), and the DataLoader spans (:func:`loader_spans`, which ``advisors.loader_facts`` reads too).
 
 A collective's *exposed* time is the part of it no work hides: on a GPU rank the collective kernels not under a
 compute kernel, copy or set; on a CPU rank the collective ops not under the host work sets (the breakdown's own
@@ -9,6 +9,8 @@ breakdown's ``communication`` category where two collectives overlap each other 
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import numpy as np
@@ -61,3 +63,65 @@ def collective_rows(trace: Trace, on_gpu: bool) -> list[list[Any]]:
         spans = Intervals.of(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)) & steps
         rows.append([str(name), int(len(g)), int(spans.total), int((spans - work).total)])
     return sorted(rows, key=lambda r: -r[2])
+
+
+#: Bytes per element of record_shapes' ``Input type`` names.
+DTYPE_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "int": 4, "long int": 8,
+               "short int": 2, "unsigned char": 1, "signed char": 1, "bool": 1, "c10::Float8_e4m3fn": 1,
+               "c10::Float8_e5m2": 1, "c10::complex<float>": 8}
+_HOST_COLLECTIVE = re.compile(r"^(?:nccl|gloo|mpi|ucc|xccl):(\w+)$|^c10d::(\w+?)_?$")
+_KERNEL_KIND = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
+
+
+def collective_kind(name: str) -> str | None:
+    """``nccl:all_reduce``, ``gloo:all_reduce``, ``c10d::allreduce_``, ``ncclKernel_AllReduce_RING_LL_Sum_float``
+    → ``allreduce``; ``None`` for a name that is no collective."""
+    m = _HOST_COLLECTIVE.match(name)
+    word = (m.group(1) or m.group(2)) if m else None
+    if word is None and (k := _KERNEL_KIND.search(name)):
+        word = k.group(1)
+    return None if word is None else word.replace("_", "").lower()
+
+
+def _first_tensor_elements(shapes: str) -> int | None:
+    """Elements of the first input of a record_shapes ``Input Dims`` text ("[[19618307]]" → 19618307)."""
+    try:
+        dims = json.loads(shapes)
+    except ValueError:
+        return None
+    first = dims[0] if isinstance(dims, list) and dims else None
+    if not isinstance(first, list) or not all(isinstance(d, int) for d in first):
+        return None
+    return int(np.prod(first)) if first else 1
+
+
+def collective_sizes(trace: Trace) -> list[list[Any]]:
+    """``[kind, calls, sized_calls, bytes]`` per collective kind on a one-rank trace, inside steps: the message
+    size of a call is its first input tensor (record_shapes' ``Input Dims`` × ``Input type``) on the host-side
+    ``nccl:``/``gloo:``/``c10d::`` op. Calls without shapes (a trace profiled without ``record_shapes``, or
+    torch's older NCCL annotations) are counted but not sized: ``sized_calls`` says how many were."""
+    ev = trace.events
+    if ev.empty:
+        return []
+    host = ev["kind"].isin(HOST_KINDS).to_numpy() & (ev["step"].to_numpy() >= 0)
+    names = ev["name"].cat.categories
+    kinds = {i: collective_kind(str(n)) for i, n in enumerate(names)}
+    if any(k is not None and not str(names[i]).startswith("c10d::") for i, k in kinds.items()):
+        # torch names a call twice (c10d::allreduce_ around nccl:all_reduce): count the backend's own op once
+        kinds = {i: None if str(names[i]).startswith("c10d::") else k for i, k in kinds.items()}
+    codes = ev["name"].cat.codes.to_numpy()
+    is_coll = np.fromiter((kinds.get(int(c)) is not None for c in codes), bool, len(codes)) & host
+    out: dict[str, list[int]] = {}
+    cols = [c for c in ("shapes", "dtype") if c in ev.columns]
+    for code, shapes, dtype in zip(codes[is_coll], *(ev.loc[is_coll, c].astype(str) for c in cols)) \
+            if len(cols) == 2 else ((c, "", "") for c in codes[is_coll]):
+        kind = kinds[int(code)]
+        assert kind is not None
+        row = out.setdefault(kind, [0, 0, 0])
+        row[0] += 1
+        n = _first_tensor_elements(shapes) if shapes else None
+        size = DTYPE_BYTES.get(dtype)
+        if n is not None and size is not None:
+            row[1] += 1
+            row[2] += n * size
+    return sorted(([k, *v] for k, v in out.items()), key=lambda r: -r[3])

@@ -3,7 +3,7 @@
 A job of N ranks is analysed as map and reduce (:mod:`profilers.jobs.reduce`): each rank file is parsed alone, its
 :class:`~profilers.trace.breakdown.Breakdown` computed, and only what the cross-rank views and the advisor need is
 kept: per step the categories (ns), device-busy and collective time; kernels and host operators by name (count,
-total); the collectives by name with their total and exposed time; memory peaks; the counters behind the sync,
+total); the collectives by name with their total and exposed time, and by kind with their message sizes; memory peaks; the counters behind the sync,
 host, matmul and FLOP facts; the DataLoader time. Every field is a sum, a maximum or a count, so the reduce adds
 them up to exactly what one breakdown of every rank at once computes (a test holds the two equal on every shared
 multi-rank trace). One summary is a few hundred kB for a rank of thousands of kernel names, whatever its trace's
@@ -29,7 +29,7 @@ import orjson
 
 from profilers.trace.sources import SUMMARY_CACHE_DIR
 
-VERSION = 1  # bump when a summary's fields or their meaning change: old cache entries are then ignored
+VERSION = 2  # bump when a summary's fields or their meaning change: old cache entries are then ignored
 CACHE_DIR = SUMMARY_CACHE_DIR
 CACHE_ENV = "STEPWISE_SUMMARY_CACHE"  # a folder for the cache, or "off"
 SUFFIX = ".rank-summary.gz"  # gzip of JSON, named so that no trace reader takes it for a trace
@@ -121,7 +121,7 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
     import numpy as np
 
     from profilers.trace import breakdown_parts as parts
-    from profilers.jobs.collectives import collective_rows, loader_spans
+    from profilers.jobs.collectives import collective_rows, collective_sizes, loader_spans
 
     ev = trace.events
     in_step = ev["step"].to_numpy() >= 0
@@ -166,6 +166,7 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
             "counts": [flops.with_shapes, flops.without_shapes, flops.unsized]},
         "loader": [loader_ns, loader_names],
         "collectives": collective_rows(trace, b.device == "gpu"),
+        "collective_sizes": collective_sizes(trace),
     }
 
 

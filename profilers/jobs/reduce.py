@@ -217,7 +217,7 @@ def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence
     files = {int(r): str(s["file"]) for s, r in zip(summaries, ranks)}
     return {"ranks": order, "files": [files.get(r) for r in order], "steps": steps, "step_ms": matrix("step_ns"),
             "exposed_comm_ms": matrix("communication"), "straggler": straggler_view(b),
-            "collectives": collective_view(summaries, ranks)}
+            "collectives": collective_view(summaries, ranks), "collective_sizes": collective_size_view(summaries)}
 
 
 def straggler_view(b: Breakdown) -> dict[str, Any] | None:
@@ -251,3 +251,32 @@ def collective_view(summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -
     rows = sorted(by_name.values(), key=lambda r: -r["exposed_ns"])[:TOP_COLLECTIVES]
     return [{"name": r["name"], "count": r["count"], "total_ms": round(r["total_ns"] / 1e6, 4),
              "exposed_ms": round(r["exposed_ns"] / 1e6, 4), "exposed_ms_by_rank": r["ranks"]} for r in rows]
+
+
+def collective_size_view(summaries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per collective kind (most bytes first): calls and how many were sized, the bytes moved (each call's first
+    input, summed over ranks), the mean message, the kind's time (its kernels on a GPU rank, its ops on a CPU
+    one) and the algorithmic bandwidth, bytes over time, where every call was sized. Kinds of a trace recorded
+    without shapes have calls but no bytes, and say so (``sized_calls`` 0)."""
+    from profilers.jobs.collectives import collective_kind
+
+    by_kind: dict[str, list[int]] = {}
+    time_ns: dict[str, int] = {}
+    for s in summaries:
+        for kind, calls, sized, nbytes in s.get("collective_sizes") or []:
+            row = by_kind.setdefault(kind, [0, 0, 0])
+            row[0], row[1], row[2] = row[0] + int(calls), row[1] + int(sized), row[2] + int(nbytes)
+        for name, _count, total, _exposed in s.get("collectives") or []:
+            if (kind := collective_kind(str(name))) is not None:
+                time_ns[kind] = time_ns.get(kind, 0) + int(total)
+    if "sendrecv" in time_ns and "sendrecv" not in by_kind and "alltoall" in by_kind and "alltoall" not in time_ns:
+        # NCCL runs all_to_all as grouped sends and receives: its kernels are ncclKernel_SendRecv_…
+        time_ns["alltoall"] = time_ns.pop("sendrecv")
+    out = []
+    for kind, (calls, sized, nbytes) in sorted(by_kind.items(), key=lambda kv: -kv[1][2]):
+        t = time_ns.get(kind, 0)
+        out.append({"kind": kind, "calls": calls, "sized_calls": sized, "bytes": nbytes,
+                    "mean_message_mb": round(nbytes / sized / 1e6, 4) if sized else None,
+                    "time_ms": round(t / 1e6, 4) if t else None,
+                    "algbw_gb_s": round(nbytes / t, 3) if t and sized and sized == calls else None})
+    return out

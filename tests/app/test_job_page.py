@@ -24,3 +24,14 @@ def test_the_job_page_shows_the_heat_maps_and_the_straggler_and_opens_one_rank(s
     [record] = store.list()
     assert record.kind == "upload" and record.label.endswith("rank 5")
     assert [p.name for p in (Path(record.run_dir) / "trace").rglob("*.json.gz")] == ["worker5.pt.trace.json.gz"]
+
+
+def test_the_job_page_says_what_each_kind_of_collective_moved(store: RunStore, monkeypatch) -> None:
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
+    at = open_page("job")
+    at.text_input(key="job.folder").set_value(str(JOB.parent / "hta_sampled_128_ranks")).run()
+    assert_clean(at)
+    sizes = next(d.value for d in at.dataframe if "mean message MB" in d.value.columns)
+    allreduce = sizes[sizes["kind"] == "allreduce"].iloc[0]
+    assert allreduce["calls"] == allreduce["sized"] > 0 and 70 < allreduce["mean message MB"] < 80
+    assert any("record_shapes=True" in c.value for c in at.caption)  # the all_to_all calls not all sized

@@ -99,3 +99,47 @@ def test_forked_map_workers_give_the_same_analysis(monkeypatch: pytest.MonkeyPat
     forked = analyze(str(JOBS[0]))
     monkeypatch.setenv("STEPWISE_MAP_WORKERS", "1")
     assert analyze(str(JOBS[0])) == forked
+
+
+def _raw_message_bytes(job: Path, op: str) -> tuple[int, int, int]:
+    """Straight from the rank files' JSON, the calls of host op ``op`` inside a ProfilerStep, how many carry
+    shapes, and their first inputs' bytes: what the summaries must add up to."""
+    import json
+
+    per_type = {"float": 4, "c10::BFloat16": 2, "c10::Half": 2, "long int": 8, "int": 4}
+    calls = sized = total = 0
+    for f in sorted(job.iterdir()):
+        events = json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]
+        steps = [(e["ts"], e["ts"] + e["dur"]) for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+        for e in events:
+            if e.get("name") != op or not any(a <= e["ts"] < b for a, b in steps):
+                continue
+            calls += 1
+            args = e.get("args") or {}
+            dims, types = args.get("Input Dims"), args.get("Input type")
+            if dims and types and types[0] in per_type:
+                n = 1
+                for d in dims[0]:
+                    n *= d
+                sized += 1
+                total += n * per_type[types[0]]
+    return calls, sized, total
+
+
+def test_collectives_carry_their_message_sizes_from_the_trace() -> None:
+    """The 128-rank sample's NCCL annotations record Input Dims: all_reduce moves ~78 MB a call; all_to_all is
+    timed by its SendRecv kernels; the V100 trace's annotations have no shapes, and say so (sized 0)."""
+    from profilers.jobs.collectives import collective_kind
+
+    job = JOBS[1]
+    sizes = {r["kind"]: r for r in analyze(str(job))["job"]["collective_sizes"]}
+    calls, sized, total = _raw_message_bytes(job, "nccl:all_reduce")
+    assert (sizes["allreduce"]["calls"], sizes["allreduce"]["sized_calls"], sizes["allreduce"]["bytes"]) == \
+        (calls, sized, total) and total > 0
+    assert sizes["allreduce"]["mean_message_mb"] == pytest.approx(total / sized / 1e6, rel=1e-3)
+    assert sizes["alltoall"]["time_ms"] is not None  # its ncclKernel_SendRecv kernels
+    v100 = analyze(str(COMM / "hta_v100_2rank_216k_events.json.gz"))
+    assert "job" not in v100 or all(r["sized_calls"] == 0 for r in v100["job"]["collective_sizes"])
+    assert [collective_kind(n) for n in ("nccl:all_reduce", "gloo:broadcast", "c10d::allreduce_",
+                                         "ncclDevKernel_AllGather_RING_LL(x)", "aten::mm")] == \
+        ["allreduce", "broadcast", "allreduce", "allgather", None]
