@@ -98,6 +98,16 @@ def straggler_panel(job: dict[str, Any]) -> None:
     if victims:
         st.dataframe(pd.DataFrame(victims).rename(columns={"wait_ms": "waits (ms per step)"}), hide_index=True,
                      width="stretch")
+    extra = s.get("extra_work") or {}
+    if extra.get("categories"):
+        st.markdown(f"**Where rank {s['culprit']}'s extra time goes** (ms per step, against the other ranks' median)")
+        names = {"culprit_ms": f"rank {s['culprit']}", "others_median_ms": "others (median)", "extra_ms": "extra"}
+        st.dataframe(pd.DataFrame(extra["categories"]).rename(columns=names), hide_index=True, width="stretch")
+        for part, title in (("kernels", "Kernels"), ("ops", "Host operators")):
+            if extra.get(part):
+                st.caption(f"{title} it spends longest on beyond the others")
+                st.dataframe(pd.DataFrame(extra[part]).rename(columns=names), hide_index=True, width="stretch",
+                             column_config={"name": st.column_config.TextColumn(width="large")})
 
 
 def open_rank(folder: Path, job: dict[str, Any]) -> None:

@@ -215,8 +215,11 @@ def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence
         return [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in grids[col]]
 
     files = {int(r): str(s["file"]) for s, r in zip(summaries, ranks)}
+    straggler = straggler_view(b)
+    if straggler is not None:
+        straggler["extra_work"] = culprit_extra(summaries, ranks, int(straggler["culprit"]))
     return {"ranks": order, "files": [files.get(r) for r in order], "steps": steps, "step_ms": matrix("step_ns"),
-            "exposed_comm_ms": matrix("communication"), "straggler": straggler_view(b),
+            "exposed_comm_ms": matrix("communication"), "straggler": straggler,
             "collectives": collective_view(summaries, ranks), "collective_sizes": collective_size_view(summaries)}
 
 
@@ -280,3 +283,44 @@ def collective_size_view(summaries: Sequence[dict[str, Any]]) -> list[dict[str, 
                     "time_ms": round(t / 1e6, 4) if t else None,
                     "algbw_gb_s": round(nbytes / t, 3) if t and sized and sized == calls else None})
     return out
+
+
+WORK_CATEGORIES = ("gpu_compute", "gpu_memcpy", "gpu_memset", "dataloader", "host_runtime", "optimizer", "backward",
+                   "forward", "other")  # what a rank does itself: not communication, which is others' waiting
+TOP_EXTRA = 5
+
+
+def culprit_extra(summaries: Sequence[dict[str, Any]], ranks: Sequence[int], culprit: int) -> dict[str, Any]:
+    """Where the straggler's extra time goes, per step: each work category, kernel and host operator on the
+    culprit against the median of the other ranks (ms per step), largest excess first. It reads the summaries
+    alone (no rank's events), so it is the same on every engine. Not a dependency graph's critical path: the
+    rank's longer path broken down by what it is made of."""
+    def per_step(s: dict[str, Any]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        n = max(len(s["per_step"].get("step", [])), 1)
+        cats = {c: sum(s["per_step"].get(c, [])) / n / 1e6 for c in WORK_CATEGORIES}
+        kernels: dict[str, float] = {}
+        for name, kclass, _count, total, _low in s.get("kernels") or []:
+            if kclass != "communication":
+                kernels[str(name)] = kernels.get(str(name), 0.0) + int(total) / n / 1e6
+        ops = {str(name): int(total) / n / 1e6 for name, _count, total in s.get("ops") or []}
+        return cats, kernels, ops
+
+    mine = [per_step(s) for s, r in zip(summaries, ranks) if int(r) == culprit]
+    others = [per_step(s) for s, r in zip(summaries, ranks) if int(r) != culprit]
+    if not mine or not others:
+        return {"categories": [], "kernels": [], "ops": []}
+
+    def excess(i: int, key: str, top: int | None) -> list[dict[str, Any]]:
+        names = set(mine[0][i]) | {k for o in others for k in o[i]}
+        rows: list[dict[str, Any]] = []
+        for name in names:
+            own = mine[0][i].get(name, 0.0)
+            median = float(np.median([o[i].get(name, 0.0) for o in others]))
+            if own - median > 1e-6:
+                rows.append({key: name, "culprit_ms": round(own, 4), "others_median_ms": round(median, 4),
+                             "extra_ms": round(own - median, 4)})
+        rows.sort(key=lambda r: -float(r["extra_ms"]))
+        return rows[:top] if top else rows
+
+    return {"categories": excess(0, "category", None), "kernels": excess(1, "name", TOP_EXTRA),
+            "ops": excess(2, "name", TOP_EXTRA)}

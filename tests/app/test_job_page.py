@@ -18,6 +18,7 @@ def test_the_job_page_shows_the_heat_maps_and_the_straggler_and_opens_one_rank(s
     assert_clean(at)
     assert any("Straggler: rank 5" in w.value for w in at.warning)
     assert at.selectbox(key="job.rank").value == 5  # the straggler's rank is offered first
+    assert any("Where rank 5's extra time goes" in m.value for m in at.markdown)
     assert {m.label: m.value for m in at.metric}["Ranks"] == "8"
     at.button(key="job.open").click().run()
     assert_clean(at)
