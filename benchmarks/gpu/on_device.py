@@ -199,17 +199,20 @@ def main() -> None:
     step("optimize_data_bench", [*sw, "optimize", "data_bound", "--size", "bench", "--rounds", "2",
                                  "--trials", "3", "--json", "--quiet"], 150)
     step("optimize_hf_trainer", [*sw, "optimize", "--rounds", "1", "--trials", "3", "--steps", "20", "--json",
-                                 "--timeout", "120", "--",
-                                 py, str(HERE / "hf_gpt2_train.py"), "--output_dir", str(work / "hf-out"),
-                                 "--per_device_train_batch_size", "16", "--max_steps", "100000",
-                                 "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
-                                 "--logging_steps", "100000"], 240)
+                                 "--timeout", "120", "--", *trainer_command(py, work)], 240)
     # 5. instrumentation overhead on CUDA: bare against instrumented, interleaved
     step("overhead_compute_gpu", [py, str(ROOT / "benchmarks" / "overhead.py"), "--workload", "compute_bound",
                                   "--size", "gpu", "--trials", "3", "--no-blocks"], 150)
     step("optimize_resnet_bench", [*sw, "optimize", "resnet_small", "--size", "bench", "--rounds", "2",
                                    "--trials", "3", "--json", "--quiet"], 150)
     finish(summary, save, out, store, snap)
+
+
+def trainer_command(py: str, work: Path) -> list[str]:
+    """The Hugging Face Trainer script as its example scripts are run: TrainingArguments on the command line."""
+    return [py, str(HERE / "hf_gpt2_train.py"), "--output_dir", str(work / "hf-out"),
+            "--per_device_train_batch_size", "16", "--max_steps", "100000", "--save_strategy", "no",
+            "--report_to", "none", "--disable_tqdm", "true", "--logging_steps", "100000"]
 
 
 def rungs(run_and_analyze: Any, step: Any, sw: list[str], py: str, work: Path) -> None:
@@ -227,11 +230,7 @@ def rungs(run_and_analyze: Any, step: Any, sw: list[str], py: str, work: Path) -
             ("rung_resnet_cuda_graphs", "resnet_small", "bench", ["cuda_graphs=true"])):
         run_and_analyze(name, workload, size, [x for s in sets for x in ("--set", s)], 75)
     step("optimize_hf_trainer", [*sw, "optimize", "--rounds", "1", "--trials", "3", "--steps", "15", "--json",
-                                 "--quiet", "--timeout", "90", "--",
-                                 py, str(HERE / "hf_gpt2_train.py"), "--output_dir", str(work / "hf-out"),
-                                 "--per_device_train_batch_size", "16", "--max_steps", "100000",
-                                 "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
-                                 "--logging_steps", "100000"], 200)
+                                 "--quiet", "--timeout", "90", "--", *trainer_command(py, work)], 200)
     step("overhead_compute_gpu", [py, str(ROOT / "benchmarks" / "overhead.py"), "--workload", "compute_bound",
                                   "--size", "gpu", "--trials", "2", "--no-blocks"], 90)
 
