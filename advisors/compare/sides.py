@@ -24,8 +24,13 @@ from profilers.store.files import read_jsonl, steps_frame
 
 
 def observe_side(path: str | Path, label: str | None = None) -> Side:
-    """Read and diagnose ``path`` (raises TraceError/RunError/StepwiseError for what cannot be compared)."""
-    obs = observe(path)
+    """Read and diagnose ``path`` (raises TraceError/RunError/StepwiseError for what cannot be compared). A
+    folder of rank files is read as its ranks' summaries (:mod:`advisors.job_observation`: cached beside the
+    traces, so comparing a job again reads no events), which reduce to the very breakdown of loading them all."""
+    from advisors.job_observation import job_files, observe_job
+
+    files = job_files(path)
+    obs = observe_job(path, files)[0] if files is not None else observe(path)
     steps = steps_frame(read_jsonl(Path(obs.source) / "steps.jsonl")) if obs.run is not None else steps_frame([])
     return side_from_parts(label or str(path), obs.run, steps, obs.breakdown, diagnose(obs),
                            is_snapshot=obs.snapshot is not None)

@@ -138,3 +138,26 @@ def test_report_keeps_the_exit_code(shared_traces: Path, tmp_path: Path, capsys,
         assert text.startswith("# Stepwise comparison") and "**Verdict: regression**" in text
     else:
         assert "Verdict: regression" in text and 'id="fig-cmp_steps"' in text and "Content-Security-Policy" in text
+
+
+def test_a_job_folder_is_compared_from_its_ranks_summaries(shared_traces: Path, tmp_path: Path, monkeypatch) -> None:
+    """Issue 32: compare reads a folder of ranks as their summaries (cached), never every rank's events at once,
+    and judges the same sides as a whole load of the folder."""
+    import shutil
+
+    from advisors.compare.sides import observe_side, side_from_parts
+    from advisors.diagnosis import diagnose
+    from advisors.observation import observe
+    from profilers.jobs.rank_summary import CACHE_DIR
+    from profilers.store.files import steps_frame
+
+    job = tmp_path / "dlrm"
+    shutil.copytree(shared_traces / "communication" / "param_dlrm_8_ranks", job)
+    job.chmod(0o755)  # the shared folder is read-only, and so its copy: a read-only folder gets no cache
+    monkeypatch.delenv("STEPWISE_SUMMARY_CACHE", raising=False)
+    got = observe_side(job, "A")
+    assert len(list((job / CACHE_DIR).iterdir())) == 8  # one summary per rank, cached beside the traces
+    whole = observe(job)
+    want = side_from_parts("A", None, steps_frame([]), whole.breakdown, diagnose(whole))
+    assert got.samples == want.samples and got.device == want.device
+    assert (got.bottleneck, got.headline) == (want.bottleneck, want.headline)
