@@ -21,7 +21,8 @@ from profilers.trace.events import Trace
 from profilers.trace.load import load_trace
 from profilers.trace.memory_snapshot import is_snapshot_file, read_snapshot_document
 from profilers.trace.snapshot_history import SnapshotHistory, snapshot_history
-from reports.analysis import Analysis, analyse_run, analyse_trace
+from reports import analysis as analysis_module
+from reports.analysis import Analysis, analyse_run, analyse_trace, job_analysis
 from reports.events.window import EventIndex, event_index
 from reports.fingerprint import content_digest, stat_fingerprint
 
@@ -73,6 +74,8 @@ def _trace_analysis(digest: str, label: str, _path: str) -> Analysis:
     path = Path(_path)
     if is_snapshot_file(path):
         return analyse_trace(path, label)
+    if (job := job_analysis(path, label)) is not None:  # many ranks: their summaries, never all their events
+        return job
     # Parsed once: the loaded trace (and its window index) stays for the Events page, keyed by the content.
     return analyse_trace(path, label, trace=_loaded_trace(digest, _path))
 
@@ -139,6 +142,18 @@ def trace_source(record: RunRecord) -> Path:
 
 def is_snapshot(record: RunRecord) -> bool:
     return is_snapshot_file(trace_source(record))
+
+
+def many_ranks(record: RunRecord) -> Path | None:
+    """The folder of an upload of :data:`~reports.analysis.SUMMARY_RANKS` or more rank files (read as
+    summaries: its events are opened one rank at a time, on the Job page), else None."""
+    from advisors.job_observation import job_files
+
+    if record.kind != "upload":
+        return None
+    path = trace_source(record)
+    files = job_files(path)
+    return path if files is not None and len(files) >= analysis_module.SUMMARY_RANKS else None
 
 
 def event_trace(record: RunRecord, digest: str | None = None) -> tuple[Trace, EventIndex]:

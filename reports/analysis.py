@@ -60,6 +60,7 @@ class Analysis:
     notes: tuple[str, ...] = field(default=())
     snapshot: MemorySnapshot | None = None  # a memory snapshot's summary (then there is no breakdown)
     device_memory_bytes: int | None = None  # the device total the user stated, for a snapshot
+    summarised_ranks: int = 0  # read from this many ranks' summaries (job_analysis): no event was loaded
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -154,6 +155,35 @@ def trace_analysis(trace: Trace, label: str, buckets: int | None = None) -> Anal
                     timeline=category_timeline(trace, **kw), step_spans=step_spans(trace),
                     memory=memory_series(trace), run=None, steps=_empty_steps(), telemetry=pd.DataFrame(),
                     diagnosis=diagnosis, advisor_note=note, n_events=trace.n_events)
+
+
+#: A job of this many rank files or more is analysed from its ranks' summaries (map and reduce): the page never
+#: holds every rank's events at once. Under it, the whole trace is loaded (a timeline, the Events page).
+SUMMARY_RANKS = 16
+
+
+def job_analysis(path: str | Path, label: str) -> Analysis | None:
+    """A folder of :data:`SUMMARY_RANKS` or more rank files analysed from the ranks' summaries (cached beside
+    the traces): the breakdown, per-rank table, straggler and diagnosis of loading them all, without a
+    timeline (it is per rank: open one rank from the Job page). ``None`` for anything else."""
+    from advisors.job_observation import job_files, observe_job
+
+    files = job_files(path)
+    if files is None or len(files) < SUMMARY_RANKS:
+        return None
+    obs, job = observe_job(path, files)
+    b = job.breakdown
+    diagnosis, note = advice.diagnose(obs)
+    ps = b.per_step
+    origin = int(ps["start_ns"].min()) if len(ps) else 0
+    spans = pd.DataFrame({"rank": ps["rank"].astype(int), "step": ps["step"].astype(int),
+                          "start_ms": (ps["start_ns"] - origin) / 1e6, "end_ms": (ps["end_ns"] - origin) / 1e6})
+    said = (f"read as {len(files)} rank summaries ({job.cached} from the cache), never all ranks' events at once: "
+            "the timeline and the events are per rank; open one rank's trace from the Job page")
+    return Analysis(label=label, kind="trace", breakdown=b, summary=breakdown_summary(b), timeline=pd.DataFrame(),
+                    step_spans=spans, memory=pd.DataFrame(), run=None, steps=_empty_steps(),
+                    telemetry=pd.DataFrame(), diagnosis=diagnosis, advisor_note=note, notes=(said,),
+                    summarised_ranks=len(files))
 
 
 def snapshot_analysis(snapshot: MemorySnapshot, label: str, device_memory_bytes: int | None = None) -> Analysis:

@@ -11,6 +11,8 @@ from app.widgets import job_panels
 st.title("Job")
 st.caption("A folder of per-rank traces on this machine (a shared job folder, say): each rank is read on its own "
            "into a small summary, kept beside the traces, so a second look takes seconds.")
+if "folder" in st.query_params and "job.folder" not in st.session_state:  # a link from an upload's pages
+    st.session_state["job.folder"] = st.query_params["folder"]
 folder = st.text_input("Folder of rank traces", key="job.folder", placeholder="/shared/job/traces")
 if folder:
     job_panels.job_view(folder.strip())

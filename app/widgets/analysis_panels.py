@@ -50,7 +50,10 @@ def headline(a: Analysis) -> None:
     cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
     cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
-    cols[4].metric("Events", f"{a.n_events:,}")
+    if not a.summarised_ranks:
+        cols[4].metric("Events", f"{a.n_events:,}")
+    else:  # read from its ranks' summaries: no event was loaded, and "0 events" would say none were recorded
+        cols[4].metric("Events", "per rank", help=a.notes[0] if a.notes else None)
     if needs_gpu_model(a):  # MFU needs a peak: the trace does not name a model the table knows
         model = url_state.gpu_model_picker(PEAK_NAMES, b.gpu_arch.name if b.gpu_arch is not None else None)
         phrase = efficiency_phrase(a, model)
@@ -82,6 +85,10 @@ def breakdown_panel(a: Analysis) -> None:
 
 
 def timeline_panel(a: Analysis) -> None:
+    if a.summarised_ranks:
+        st.info("No timeline here: this job was " + ui.text(a.notes[0] if a.notes else "read as summaries") + ".",
+                icon=":material/grid_view:")
+        return
     if a.timeline.empty:
         st.info("No timeline: the trace has no steps.")
         return

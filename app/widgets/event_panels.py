@@ -18,6 +18,12 @@ from reports.events.perfetto import INSTRUCTIONS, perfetto_gzip
 CHART_KEY = "events.chart"
 
 
+def list_ranks(folder: object) -> list[object]:
+    from profilers.trace.sources import find_trace_files
+
+    return list(find_trace_files(str(folder)))
+
+
 def _zoom_to_selection() -> None:
     """Callback of a box drawn on the window chart: the box's time range becomes the window."""
     chart = st.session_state.get(CHART_KEY)
@@ -28,6 +34,14 @@ def _zoom_to_selection() -> None:
 
 
 def trace_view(record: RunRecord) -> None:
+    folder = data.many_ranks(record)
+    if folder is not None:  # its events are opened one rank at a time: never every rank's at once
+        st.info(f"{ui.text(record.label)} holds {len(list_ranks(folder))} ranks, read as their summaries. Open "
+                "one rank's trace on the Job page (the straggler's first) to see its events and export it.",
+                icon=":material/grid_view:")
+        st.page_link("views/job.py", label="Open the job", icon=":material/grid_view:",
+                     query_params={"folder": str(folder)})
+        return
     try:
         with st.spinner("Loading the trace's events (once per file; later windows are instant)…"):
             trace, index = data.event_trace(record, state.upload_digest(record.run_id))

@@ -135,3 +135,48 @@ def test_a_spec_change_is_offered_for_a_spec_run_only(store, shared_traces) -> N
         assert_clean(at)
         captions[kind] = [c.value for c in at.caption if c.value.startswith("As a spec change")]
     assert captions["run"] and not captions["launch"] and not captions["upload"]
+
+
+def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_traces, monkeypatch) -> None:
+    """Issue 32: from SUMMARY_RANKS rank files on (16; 2 here), an upload's pages read the ranks' summaries, never
+    every rank's events: the same step time, ranks and bottleneck as a whole load, the Timeline tab and the
+    Events page say the events are per rank and link to the Job page with the folder."""
+    from advisors.diagnosis import diagnose
+    from advisors.observation import observe
+    from app import data
+    from reports import analysis
+
+    monkeypatch.setattr(analysis, "SUMMARY_RANKS", 2)
+    record = store.import_trace(shared_traces / "communication/param_dlrm_8_ranks")
+    loaded: list[str] = []
+    monkeypatch.setattr(data, "load_trace", lambda path: loaded.append(path))  # must not be called
+    at = open_page("analysis")
+    assert_clean(at)
+    whole = observe(shared_traces / "communication/param_dlrm_8_ranks")
+    assert whole.breakdown is not None
+    texts = [x.value for kind in (at.header, at.subheader, at.markdown, at.caption, at.info, at.warning)
+             for x in kind]
+    assert {m.label: m.value for m in at.metric}["Events"] == "per rank"  # not "0": none were loaded
+    for tab in ("Timeline", "Ranks"):
+        at.session_state["stepwise.analysis_tab"] = tab
+        at.run()
+        assert_clean(at)
+        if tab == "Timeline":
+            assert any("No timeline here: this job was read as 8 rank summaries" in i.value for i in at.info)
+    assert any(f"{whole.breakdown.step_time_ms:.1f} ms" in str(m.value) for m in at.metric)
+    assert any(f"Binding bottleneck: {diagnose(whole).bottleneck.value}" in t for t in texts)
+    assert any("read as 8 rank summaries" in t for t in texts)
+    at.switch_page("views/events.py").run()
+    assert_clean(at)
+    link = next(p for p in at.get("page_link") if p.proto.label == "Open the job")
+    assert "folder=" in link.proto.query_string and record.run_id in link.proto.query_string
+    for page in ("advisor", "report"):  # every page that reads the analysis takes one without a timeline
+        at.switch_page(f"views/{page}.py").run()
+        assert_clean(at)
+    folder = str(data.trace_source(record))
+    at.query_params["folder"] = folder
+    at.switch_page("views/job.py").run()
+    assert_clean(at)
+    assert at.text_input(key="job.folder").value == folder
+    assert {m.label: m.value for m in at.metric}["Ranks"] == "8"
+    assert loaded == []
