@@ -249,7 +249,8 @@ class ParallelReader:
             # shares it: imported in each worker instead, it cost two workers 0.27 s of CPU on the 216k trace.
             from profilers.trace import parse_worker  # noqa: F401
 
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"),
+                                             initializer=parse_worker.keep_freed_memory)
             self._pool.submit(int).result()  # a fork-context pool forks all its workers at its first task
         return self._pool
 

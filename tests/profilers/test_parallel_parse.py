@@ -379,3 +379,21 @@ def test_a_single_worker_inflates_a_primed_gzip_itself(shared_traces: Path, smal
     (reader,) = readers
     assert reader.workers == 1 and reader.shared == [path.name] and reader.sent == 1 and reader.sequential == []
 
+
+def test_a_share_gets_its_own_pieces_bracketed_and_the_cuts_do_not_move(shared_traces: Path,
+                                                                         small_pieces: None) -> None:
+    from profilers.trace.sources import plain_file
+
+    def cut(take: object) -> list[tuple[str, object]]:
+        stream = plain_file(shared_traces / TRACES[0]).open()
+        try:
+            first = trace_json.read_start(stream, "t")
+            return list(pieces.stream_pieces(first + stream.read(1), stream, "t", take))  # type: ignore[arg-type]
+        finally:
+            stream.close()
+
+    whole, odd = cut(None), cut(lambda i: i % 2 == 1)
+    assert len(whole) == len(odd) > 4 and whole[0] == odd[0] and whole[-1] == odd[-1]
+    for i, ((kind, data), (kind2, mine)) in enumerate(zip(whole[1:-1], odd[1:-1])):
+        assert kind == kind2 == "piece"
+        assert mine == (b"[" + data + b"]" if i % 2 == 1 else None)
