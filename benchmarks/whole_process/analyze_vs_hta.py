@@ -112,6 +112,8 @@ def main() -> None:
                                    f"cached in {env['PYTHONPYCACHEPREFIX']} (written by the warm-up run)"))
     say(f"machine: {os.cpu_count()} cores; load average at start {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} "
         "(1/5/15 min)")
+    for name, (cmd, cwd) in contenders.items():
+        say(f"{name}: {' '.join(cmd[:2] + ['...'] if name.startswith('HTA') else cmd)}  (in {cwd})")
     for name, (cmd, cwd) in contenders.items():  # warm-up, not counted; checks the output once
         _, _, stdout = run_once(cmd, cwd, envs[name])
         say(f"warm-up {name}: " + (check_analyze(stdout) if "stepwise" in name else "done"))
