@@ -18,7 +18,11 @@ _STEP_MARK = re.compile(r"^ProfilerStep#")
 
 
 def _kind(ev: pd.DataFrame, *kinds: str) -> np.ndarray:
-    return np.isin(ev["kind"].cat.codes.to_numpy(), [_K[k] for k in kinds])
+    """The rows of any of ``kinds``: a look-up by kind code (~0.1 ms on 123k rows, where ``np.isin`` took ~1 ms,
+    and the breakdown asks ~20 times). A missing kind (code -1) reads the table's last entry, which is False."""
+    wanted = np.zeros(len(KINDS) + 1, dtype=bool)
+    wanted[[_K[k] for k in kinds]] = True
+    return wanted[ev["kind"].cat.codes.to_numpy()]
 
 
 def _by_name(ev: pd.DataFrame, pattern: re.Pattern[str]) -> np.ndarray:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Generator, Iterator
 from profilers.trace import json_events
 from profilers.trace.json_events import parse_document, read_start
 from profilers.trace.pieces import CutFallback, DirectFile, byte_ranges, direct_file, stream_pieces
-from profilers.trace.sources import TraceFile, find_trace_files
+from profilers.trace.sources import GZIP_MAGIC, TraceFile, find_trace_files
 
 if TYPE_CHECKING:
     from profilers.trace.raw_columns import RawColumns
@@ -185,7 +185,7 @@ class ParallelReader:
 
     def _produce_file(self, i: int, f: TraceFile) -> Iterator[tuple[str, int, Any]]:
         shares = self._shares(f)
-        if shares > 1:  # the workers inflate, cut and decode it themselves: the parent reads nothing
+        if shares:  # the workers (or the one worker) inflate, cut and decode it themselves: the parent reads nothing
             self.shared.append(f.name)
             yield "share_start", i, None
             for k in range(shares):
@@ -214,10 +214,8 @@ class ParallelReader:
 
     def _shares(self, f: TraceFile) -> int:
         """How many workers share ``f`` (:func:`profilers.trace.parse_worker.share`), 0 for none: a gzip file on
-        disk of at least ``SHARE_MIN_BYTES``. The parent would otherwise inflate it alone and pipe every piece
+        disk of at least ``SHARE_MIN_BYTES`` (with a single worker, that worker reads it all). The parent would otherwise inflate it alone and pipe every piece
         out; on the 216k-event trace that was ~0.1 s of the parent's ~0.7 s, on its critical path."""
-        from profilers.trace.sources import GZIP_MAGIC
-
         if f.path is None:
             return 0
         try:
@@ -251,7 +249,8 @@ class ParallelReader:
             # shares it: imported in each worker instead, it cost two workers 0.27 s of CPU on the 216k trace.
             from profilers.trace import parse_worker  # noqa: F401
 
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"),
+                                             initializer=parse_worker.keep_freed_memory)
             self._pool.submit(int).result()  # a fork-context pool forks all its workers at its first task
         return self._pool
 
@@ -373,21 +372,55 @@ PRIME_MIN_BYTES = 1024**2
 def prime(path: str | os.PathLike[str]) -> bool:
     """Start reading a large trace file on worker processes now, before the caller imports the analysis;
     :func:`take_primed` hands the reader to the load that follows. Only a single ``.json``/``.json.gz`` file
-    of at least ``PRIME_MIN_BYTES`` on disk, and only where :func:`worker_count` allows workers. True if started."""
+    of at least ``PRIME_MIN_BYTES`` on disk, and only where :func:`worker_count` allows workers (how many:
+    :func:`head_start_workers`). True if started."""
     p = Path(path)
     try:
         if not p.is_file() or p.stat().st_size < PRIME_MIN_BYTES or not p.name.endswith((".json", ".json.gz")):
             return False
     except OSError:
         return False
-    workers = worker_count()
-    if workers < 2:
+    workers = head_start_workers(p, worker_count())
+    if workers < 1:
         return False
     files = find_trace_files(p)
     reader = ParallelReader(files, workers)
     reader.prime()
     _PRIMED[_key(p)] = reader
     return True
+
+
+SMALL_DOCUMENT_BYTES = 128 * 1024**2  # a document this small parses in about the time the analysis imports
+
+
+def head_start_workers(p: Path, workers: int) -> int:
+    """How many workers read ``p`` while the command imports the analysis: one core fewer than :func:`worker_count`
+    for a document of at most ``SMALL_DOCUMENT_BYTES`` (uncompressed), unless ``STEPWISE_PARSE_WORKERS`` says.
+
+    The importing process is busy for its whole head start (numpy, pandas and the rules: ~0.4 s of CPU), so a
+    worker on every core makes three processes share two cores: each of two workers inflated and cut the
+    216k-event trace's 51 MiB itself (the parent reads nothing), about 0.15 s of CPU that one worker alone does
+    not spend, and the importing process, the command's critical path, ran at two thirds of a core while they
+    did. On a small document the one worker is done before the imports are; a larger one is worth every core."""
+    if workers < 2 or os.environ.get(WORKERS_ENV) is not None:
+        return workers
+    return workers - 1 if _document_bytes(p) <= SMALL_DOCUMENT_BYTES else workers
+
+
+def _document_bytes(p: Path) -> int:
+    """The uncompressed size of a ``.json`` or ``.json.gz`` file: a gzip's own record of it (its last four bytes,
+    the size modulo 2**32), unless that is smaller than the compressed file (it wrapped: a document of 4 GiB or
+    more); on any doubt, a size beyond ``SMALL_DOCUMENT_BYTES``."""
+    try:
+        with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if fh.read(2) != GZIP_MAGIC:
+                return size
+            fh.seek(-4, os.SEEK_END)
+            isize = int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return SMALL_DOCUMENT_BYTES + 1
+    return isize if isize >= size else SMALL_DOCUMENT_BYTES + 1
 
 
 def take_primed(path: str | os.PathLike[str], files: list[TraceFile]) -> ParallelReader | None:

@@ -8,6 +8,7 @@ columns are the same wherever they were made.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,34 @@ from profilers.trace.raw_columns import RawColumns, raw_chunk
 from profilers.trace.structs import decode_piece
 
 
-def piece(data: bytes) -> RawColumns:
-    """Events cut from the middle of the ``traceEvents`` array (whole events, no brackets).
+def piece(data: bytes | bytearray, bracketed: bool = False) -> RawColumns:
+    """Events cut from the middle of the ``traceEvents`` array (whole events, inside the array's brackets only
+    when ``bracketed``).
 
     Raises ValueError when the bytes are not whole events: the cut was not where the layout promised."""
-    return raw_chunk(decode_piece(b"[" + data + b"]"))
+    return raw_chunk(decode_piece(data if bracketed else b"[" + data + b"]"))
+
+
+def keep_freed_memory() -> None:
+    """A worker's first act (glibc only; elsewhere nothing): keep the memory it frees for its next allocations.
+
+    A worker allocates and frees pieces of 8 MiB and the events decoded from them; by default glibc hands each
+    freed block of that size back to the kernel and the next one is faulted in again, page by page. Keeping
+    them (blocks up to 32 MiB from the heap, the heap not trimmed) cut a worker's page faults on the 216k-event
+    trace by a quarter (49k to 36k) and its CPU time by ~4 %. A worker lives for one read, so nothing is held
+    for long."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # glibc's <malloc.h>
+    mallopt(m_mmap_threshold, 32 * 1024**2)
+    mallopt(m_trim_threshold, 512 * 1024**2)
+    mallopt(m_top_pad, 16 * 1024**2)
 
 
 class Unreadable(ValueError):
@@ -102,11 +126,13 @@ def share(path: str, label: str, k: int, shares: int) -> tuple[Any, ...]:
         parts: list[tuple[int, RawColumns]] = []
         tail: dict[str, Any] = {}
         notes: list[str] = []
-        for n, (kind, data) in enumerate(stream_pieces(first + more, stream, label), start=-1):
+        pieces = stream_pieces(first + more, stream, label, take=lambda i: i % shares == k)
+        for n, (kind, data) in enumerate(pieces, start=-1):
             if kind == "top":
                 top = data
-            elif n % shares == k and kind == "piece":
-                parts.append((n, piece(data)))
+            elif kind == "piece":
+                if data is not None:  # ours, bracketed; the other shares' pieces are not even copied
+                    parts.append((n, piece(data, bracketed=True)))
             elif n % shares == k:
                 last, tail, notes = last_piece(data, label)
                 parts.extend((n, cols) for cols in last)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from profilers.trace import json_events
 from profilers.trace.json_events import events_start, separator
@@ -27,9 +27,15 @@ def file_ident(st: os.stat_result) -> tuple[int, ...]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def stream_pieces(buf: bytes, stream: BinaryIO, label: str) -> Iterator[tuple[str, Any]]:
+def stream_pieces(buf: bytes, stream: BinaryIO, label: str,
+                  take: Callable[[int], bool] | None = None) -> Iterator[tuple[str, Any]]:
     """``("top", header fields)``, then ``("piece", bytes)`` ... and ``("last", bytes)``: the document's events
-    array cut where the sequential reader cuts it. ``buf``: the document's first bytes, ``stream`` the rest."""
+    array cut where the sequential reader cuts it. ``buf``: the document's first bytes, ``stream`` the rest.
+
+    With ``take`` (a worker's share: which pieces, by index from 0, it decodes), a piece taken comes as a
+    ``bytearray`` already inside the array's brackets (``[...]``, ready to decode: one copy of its bytes where
+    slicing and then bracketing made two) and a piece not taken as None (not copied at all); the cuts are the
+    same."""
     top, pos = events_start(buf, label, [])
     buf = buf[pos:]
     sep = separator(buf)
@@ -38,6 +44,7 @@ def stream_pieces(buf: bytes, stream: BinaryIO, label: str) -> Iterator[tuple[st
     yield "top", top
     data = bytearray(buf)  # deleting a bytearray's head is O(1), and appending amortised: no copies but the pieces
     eof = False
+    n = 0  # the next piece's index
     while True:
         if not eof and len(data) < 2 * json_events.CHUNK_BYTES:
             more = stream.read(json_events.CHUNK_BYTES)
@@ -49,8 +56,20 @@ def stream_pieces(buf: bytes, stream: BinaryIO, label: str) -> Iterator[tuple[st
         at = data.rfind(sep, 0, json_events.CHUNK_BYTES)
         if at <= 0:  # an event longer than a chunk, or another layout: the sequential reader's cases
             raise CutFallback("an event longer than a piece, or a change of layout")
-        yield "piece", bytes(memoryview(data)[: at + 1])
+        if take is None:
+            yield "piece", bytes(memoryview(data)[: at + 1])
+        else:
+            yield "piece", _bracketed(data, at + 1) if take(n) else None
+        n += 1
         del data[: at + len(sep) - 1]
+
+
+def _bracketed(data: bytearray, length: int) -> bytearray:
+    """``[`` + the first ``length`` bytes of ``data`` + ``]``, in one copy."""
+    out = bytearray(length + 2)
+    out[0], out[-1] = 0x5B, 0x5D
+    out[1:-1] = memoryview(data)[:length]
+    return out
 
 
 def byte_ranges(buf: bytes, direct: DirectFile, label: str) -> Iterator[tuple[str, Any]]:

@@ -94,3 +94,16 @@ def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
     proc.stdout.close()  # like `| head -0`
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) in (0, 1) and "Traceback" not in err, err
+
+
+def test_the_collector_pauses_for_the_imports_and_runs_for_the_analysis(tmp_path: Path) -> None:
+    """head_start pauses the cyclic GC while the analysis is imported; finish freezes what was imported and turns
+    it back on before the analysis runs. Any other command line leaves it alone."""
+    code = ("import gc, sys\nfrom cli.head_start import finish, head_start\n"
+            "head_start(['list'])\nprint(gc.isenabled())\n"
+            "argv = ['analyze', sys.argv[1], '--json']\nhead_start(argv)\nprint(gc.isenabled(), flush=True)\n"
+            "finish(lambda: print(gc.isenabled(), gc.get_freeze_count() > 0) or 0, argv)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(_small_trace(tmp_path))], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False", "True", "True"]

@@ -343,3 +343,57 @@ def test_a_shared_gzip_that_changed_while_it_was_read_is_read_in_process(shared_
     on_workers = load_with(path, 2, monkeypatch)
     assert readers[-1].sequential == [f"{path.name}: the file changed while it was read"]
     assert_same_trace(load_with(path, 0, monkeypatch), on_workers)
+
+
+def test_the_head_start_leaves_the_importing_process_a_core_on_a_small_document(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command imports the analysis while the workers read: a small document gets one worker fewer than the
+    cores (one on two cores), a large one every core, and STEPWISE_PARSE_WORKERS is taken as it says."""
+    monkeypatch.delenv(parallel.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(parallel, "SMALL_DOCUMENT_BYTES", 100_000)
+    body = orjson.dumps({"traceEvents": [x(f"op{i}", i * 10, 5) for i in range(2000)]})
+    small = tmp_path / "small.json.gz"
+    small.write_bytes(gzip.compress(body[:90_000]))  # not a whole document: only its size is read here
+    big = tmp_path / "big.json.gz"
+    big.write_bytes(gzip.compress(body + b" " * 100_000))
+    wrapped = tmp_path / "wrapped.json.gz"  # its size record wrapped past 2**32: smaller than the file itself
+    wrapped.write_bytes(big.read_bytes()[:-4] + (5).to_bytes(4, "little"))
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(body[:90_000])
+    assert [parallel.head_start_workers(p, 2) for p in (small, plain, big, wrapped)] == [1, 1, 2, 2]
+    assert parallel.head_start_workers(small, 4) == 3 and parallel.head_start_workers(small, 0) == 0
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    assert parallel.head_start_workers(small, 2) == 2
+
+
+def test_a_single_worker_inflates_a_primed_gzip_itself(shared_traces: Path, small_pieces: None, readers: list,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """On two cores the head start reads a small gzip on one worker, which inflates and decodes all of it (the
+    parent reads no byte of it): the trace is the sequential reader's."""
+    path = shared_traces / TRACES[0]
+    sequential = load_with(path, 0, monkeypatch)
+    monkeypatch.delenv(parallel.WORKERS_ENV)
+    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    assert parallel.prime(path)
+    assert_same_trace(sequential, load_trace(path))
+    (reader,) = readers
+    assert reader.workers == 1 and reader.shared == [path.name] and reader.sent == 1 and reader.sequential == []
+
+
+def test_a_share_gets_its_own_pieces_bracketed_and_the_cuts_do_not_move(shared_traces: Path,
+                                                                         small_pieces: None) -> None:
+    from profilers.trace.sources import plain_file
+
+    def cut(take: object) -> list[tuple[str, object]]:
+        stream = plain_file(shared_traces / TRACES[0]).open()
+        try:
+            first = trace_json.read_start(stream, "t")
+            return list(pieces.stream_pieces(first + stream.read(1), stream, "t", take))  # type: ignore[arg-type]
+        finally:
+            stream.close()
+
+    whole, odd = cut(None), cut(lambda i: i % 2 == 1)
+    assert len(whole) == len(odd) > 4 and whole[0] == odd[0] and whole[-1] == odd[-1]
+    for i, ((kind, data), (kind2, mine)) in enumerate(zip(whole[1:-1], odd[1:-1])):
+        assert kind == kind2 == "piece"
+        assert mine == (b"[" + data + b"]" if i % 2 == 1 else None)
