@@ -5,7 +5,8 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
 
 - ``HfArgumentParser`` (Hugging Face's example scripts): the ``TrainingArguments`` field of the knob
   (:data:`stepwise_agent.switches.HF_FIELDS`: ``--bf16``, ``--dataloader_num_workers N``, ``--torch_compile``),
-  on the command line, or as the key of the JSON config file the script read;
+  on the command line, or as the key of the JSON or YAML config file the script read (``parse_json_file``,
+  ``parse_yaml_file``: ``"bf16": true``, ``bf16: true``);
 - LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``;
 - nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
   autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
@@ -26,6 +27,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,12 +45,13 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
 #: knobs of a fix that only tune its main knob: left out when the script's flag cannot set them
 SECONDARY = ("persistent_workers", "prefetch_factor", "pin_memory")
 CONVENTIONS = {
-    "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON file",
+    "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON/YAML file",
     "lightning_cli": "LightningCLI: --trainer.precision",
     "configurator": "nanoGPT configurator.py: --key=value over the script's global",
     "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
 }
 CONFIG_DIR = Path(tempfile.gettempdir()) / "stepwise-configs"
+YAML_WORDS = ("true", "false", "yes", "no", "on", "off", "null", "y", "n", "~")
 BOOL_WORDS = ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n")
 
 
@@ -157,25 +160,143 @@ def _hf(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ..
 def _hf_file(knobs: dict[str, Any], fields: dict[str, Any], entry: Mapping[str, Any], command: tuple[str, ...],
              cwd: str) -> KnobChange | None:
     path = str(entry.get("file") or "")
-    if not path.endswith(".json") or any(f not in (entry.get("fields") or []) for f in fields):
+    if any(f not in (entry.get("fields") or []) for f in fields):
         return None
-    index = next((i for i, a in enumerate(command) if os.path.abspath(os.path.join(cwd, a)) == path), None)
+    if path.endswith(".json"):
+        try:
+            original = Path(path).read_text(encoding="utf-8")
+            data = json.loads(original)
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        text = json_with(original, fields)
+        typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
+        return config_copy(knobs, "hf", command, cwd, path, text, typed, _key_line(path, next(iter(fields))))
+    if path.endswith((".yaml", ".yml")):
+        return _yaml_change(knobs, "hf", command, cwd, path, fields)
+    return None
+
+
+def config_copy(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
+                text: str, typed: tuple[str, ...], line: int, observe: Mapping[str, Any] | None = None,
+                names: tuple[str, ...] = ()) -> KnobChange | None:
+    """The user's command with its config file ``path`` (an argument of it, or the value of one of the options
+    ``names``: ``--config cfg.yaml``, ``--config=cfg.yaml``) replaced by a copy holding ``text``, written in
+    Stepwise's temporary folder under the same name (the user's file is never written)."""
+    index = config_argument(command, cwd, path)
     if index is None:
         return None
-    try:
-        original = Path(path).read_text(encoding="utf-8")
-        data = json.loads(original)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    text = json_with(original, fields)
     copy = CONFIG_DIR / hashlib.sha256(text.encode()).hexdigest()[:16] / Path(path).name
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_text(text, encoding="utf-8")
-    new = (*command[:index], str(copy), *command[index + 1:])
-    typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
-    return KnobChange(new, knobs, "hf", typed, path, _key_line(path, next(iter(fields))), (path, str(copy)))
+    arg = command[index]
+    value = f"{arg.split('=', 1)[0]}={copy}" if arg.startswith("-") and "=" in arg else str(copy)
+    new = (*command[:index], value, *command[index + 1:])
+    return KnobChange(new, dict(observe if observe is not None else knobs), convention, typed, path, line,
+                      (path, str(copy)))
+
+
+def config_argument(command: tuple[str, ...], cwd: str, path: str) -> int | None:
+    """Where in ``command`` the config file ``path`` is named: a positional argument or ``--opt=PATH``."""
+    for i, a in enumerate(command):
+        value = a.split("=", 1)[1] if a.startswith("-") and "=" in a else a
+        if value and os.path.abspath(os.path.join(cwd, value)) == path:
+            return i
+    return None
+
+
+def _yaml_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
+                 fields: Mapping[str, Any], observe: Mapping[str, Any] | None = None) -> KnobChange | None:
+    try:
+        original = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    edited = yaml_with(original, fields)
+    if edited is None:
+        return None
+    text, line = edited
+    typed = tuple(f"{k.rsplit('.', 1)[-1]}: {yaml_scalar(v)}" for k, v in fields.items())
+    return config_copy(knobs, convention, command, cwd, path, text, typed, line, observe)
+
+
+def yaml_scalar(value: Any) -> str:
+    """``value`` as a YAML scalar: plain where it loads back as itself (``true``, ``4``, ``bf16-mixed``)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        return json.dumps(value)
+    text = str(value)
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", text) and text.lower() not in YAML_WORDS
+    return text if plain else json.dumps(text)
+
+
+def yaml_with(text: str, fields: Mapping[str, Any]) -> tuple[str, int] | None:
+    """A block-style YAML mapping's text with ``fields`` set (a dotted key is a nested one: ``trainer.precision``),
+    line by line as a person would edit it: a key's value replaced on its line (its comment kept), a missing key
+    added under its parent (or at the end, with the parents it lacks); and the line of the first field's. Where
+    that would not load as the original with those fields set (flow style…), the whole mapping rewritten; ``None``
+    when the text is no mapping or a field's parent holds a value."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return None
+    lines = text.splitlines()
+    first: int | None = None
+    for key, value in fields.items():
+        at = _yaml_set(lines, key.split("."), yaml_scalar(value))
+        first = at if first is None else first
+    out = "\n".join(lines) + "\n"
+    expected = json.loads(json.dumps(data, default=str))
+    for key, value in fields.items():
+        node = expected
+        *parents, leaf = key.split(".")
+        for p in parents:
+            if not isinstance(node.setdefault(p, {}), dict):
+                return None  # a parent that holds a value, not a mapping
+            node = node[p]
+        node[leaf] = value
+    try:
+        if json.loads(json.dumps(yaml.safe_load(out), default=str)) == expected:
+            return out, first or 1
+    except yaml.YAMLError:
+        pass
+    return yaml.safe_dump(expected, sort_keys=False), 1  # not editable line by line: the whole mapping rewritten
+
+
+def _yaml_set(lines: list[str], path: list[str], value: str) -> int:
+    """Sets ``path`` to ``value`` in ``lines`` (changed in place); the 1-based line it is on."""
+    start, end, indent = 0, len(lines), 0
+    for depth, key in enumerate(path):
+        pattern = re.compile(rf"^( {{{indent}}}){re.escape(key)}\s*:(\s*)([^#]*?)(\s*#.*)?$")
+        found = next((i for i in range(start, end) if pattern.match(lines[i])), None)
+        if found is None:
+            block = [" " * (indent + 2 * n) + f"{k}:" for n, k in enumerate(path[depth:])]
+            block[-1] += f" {value}"
+            at = end
+            while at > start and not lines[at - 1].strip():
+                at -= 1
+            lines[at:at] = block
+            return at + len(block)
+        if depth == len(path) - 1:
+            m = pattern.match(lines[found])
+            assert m is not None
+            lines[found] = f"{m.group(1)}{key}: {value}{m.group(4) or ''}"
+            return found + 1
+        start = found + 1
+        end = next((i for i in range(start, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
+                    and len(lines[i]) - len(lines[i].lstrip()) <= indent), end)
+        indent = _child_indent(lines, start, end, indent)
+    return 1
+
+
+def _child_indent(lines: list[str], start: int, end: int, parent: int) -> int:
+    return next((len(x) - len(x.lstrip()) for x in lines[start:end] if x.strip() and not x.lstrip().startswith("#")),
+                parent + 2)
 
 
 def json_with(text: str, fields: Mapping[str, Any]) -> str:

@@ -97,6 +97,26 @@ def test_hf_argument_parser_from_a_json_file(tmp_path: Path) -> None:
     assert '"dataloader_num_workers"' in rounds["dataloader_workers"]["change"]["text"]
 
 
+def test_hf_argument_parser_from_a_yaml_file(tmp_path: Path) -> None:
+    r = rounds_of(optimize(tmp_path, "hf_args_train.py", [str(SCRIPTS / "hf_args.yaml")], "bf16_autocast",
+                           rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    copy = Path(run["spec"]["command"][-1])
+    assert copy.name == "hf_args.yaml" and run["spec"]["inject"] == {} and run["spec"]["observe"] == {"autocast": "bf16"}
+    assert copy.read_text() == (SCRIPTS / "hf_args.yaml").read_text() + "bf16: true\n"
+    assert run["injected"]["config"]["files"][0] == {**run["injected"]["config"]["files"][0], "file": str(copy),
+                                                      "reader": "parse_yaml_file"}  # the arm read the changed copy
+    baseline = json.loads((Path(r["before"]["run_dirs"][0]) / "injected.json").read_text())
+    assert baseline["config"]["files"][0]["file"] == str(SCRIPTS / "hf_args.yaml")
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with hf_args.yaml changed: bf16: true"
+    assert any("TrainingArguments(bf16=True)" in e and "from the script's own command line or config" in e
+               for e in evidence)
+    assert r["change"]["kind"] == "config" and r["change"]["file"] == str(SCRIPTS / "hf_args.yaml")
+    assert "+bf16: true" in r["change"]["text"].splitlines() and "a/hf_args.yaml" in r["change"]["text"]
+    assert r["where"] == f"{SCRIPTS / 'hf_args.yaml'}:{len((SCRIPTS / 'hf_args.yaml').read_text().splitlines()) + 1}"
+
+
 def test_argparse_flags_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:
     script = "flags_train.py"
     rounds = rounds_of(optimize(tmp_path, script, ["--epochs", "1000"], "bf16_autocast", "dataloader_workers"),

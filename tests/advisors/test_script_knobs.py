@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from advisors.experiments.script_knobs import (CONFIG_DIR, command_evidence, json_with, knob_change, reaches,
-                                               shown_change, with_flag)
+                                               shown_change, with_flag, yaml_with)
 from advisors.experiments.script_diff import construction_site, render
 from advisors.fixes import FIXES
 from stepwise_agent.inject.config import ConfigRecorder
@@ -145,6 +145,42 @@ def test_hf_json_file_is_changed_in_a_copy_and_shown_as_its_diff(tmp_path: Path)
     assert command_evidence(("python", "run.py", str(user)), change.command) == \
         'ran your own command with args.json changed: "bf16": true'
     assert json_with('{"bf16": false}', {"bf16": True}) == '{"bf16": true}\n'
+
+
+def test_hf_yaml_file_is_changed_in_a_copy_at_its_line(tmp_path: Path) -> None:
+    user = tmp_path / "args.yaml"
+    user.write_text((SCRIPTS / "hf_args.yaml").read_text().replace("use_cpu: true", "bf16: false  # not yet\nuse_cpu: true"))
+    before = user.read_text()
+    config = hf_config(["bf16", "fp16", "output_dir"], file=str(user))
+    change = knob_change({"autocast": "bf16"}, config, ("python", "run.py", "args.yaml"), str(tmp_path), "autocast")
+    assert change is not None and user.read_text() == before
+    copy = Path(change.command[2])
+    assert copy.name == "args.yaml" and copy.parent.parent == CONFIG_DIR
+    assert copy.read_text() == before.replace("bf16: false  # not yet", "bf16: true  # not yet")  # in place
+    assert change.line == before.splitlines().index("bf16: false  # not yet") + 1 and change.flags == ("bf16: true",)
+    shown = shown_change(("python", "run.py", str(user)), change.command)
+    assert shown["kind"] == "config" and "+bf16: true  # not yet" in shown["text"].splitlines()
+    assert command_evidence(("python", "run.py", str(user)), change.command) == \
+        "ran your own command with args.yaml changed: bf16: true  # not yet"
+    # a file without the key gets it at its end; one the script did not read from its command line gets nothing
+    added = knob_change({"autocast": "bf16"}, hf_config(["bf16"], file=str(SCRIPTS / "hf_args.yaml")),
+                        ("python", "run.py", str(SCRIPTS / "hf_args.yaml")), str(tmp_path), "autocast")
+    assert added is not None and Path(added.command[2]).read_text().endswith("use_cpu: true\nbf16: true\n")
+    assert knob_change({"autocast": "bf16"}, config, ("python", "run.py"), str(tmp_path), "autocast") is None
+
+
+def test_yaml_keys_nested_and_new_keep_the_rest_of_the_file() -> None:
+    text = "# run\ntrainer:\n    max_epochs: 3  # short\n    precision: 32\nmodel:\n    width: 8\n"
+    out, line = yaml_with(text, {"trainer.precision": "bf16-mixed"})  # type: ignore[misc]
+    assert out == text.replace("precision: 32", "precision: bf16-mixed") and line == 4
+    out, line = yaml_with(text, {"trainer.accelerator": "cpu"})  # type: ignore[misc]
+    assert out.splitlines()[4] == "    accelerator: cpu" and line == 5
+    out, line = yaml_with(text, {"data.num_workers": 4})  # type: ignore[misc]
+    assert out.endswith("width: 8\ndata:\n  num_workers: 4\n") and line == 8
+    assert yaml_with("trainer: {precision: 32}\n", {"trainer.precision": "bf16-mixed"}) == \
+        ("trainer:\n  precision: bf16-mixed\n", 1)  # flow style: rewritten whole
+    assert yaml_with("trainer: 3\n", {"trainer.precision": "bf16-mixed"}) is None
+    assert yaml_with("yes_word: x\n", {"name": "on"})[0].endswith('name: "on"\n')  # type: ignore[index]
 
 
 def test_a_script_without_knobs_gets_no_knob_change(tmp_path: Path) -> None:
