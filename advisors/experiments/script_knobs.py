@@ -7,7 +7,8 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
   (:data:`stepwise_agent.switches.HF_FIELDS`: ``--bf16``, ``--dataloader_num_workers N``, ``--torch_compile``),
   on the command line, or as the key of the JSON or YAML config file the script read (``parse_json_file``,
   ``parse_yaml_file``: ``"bf16": true``, ``bf16: true``);
-- LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``;
+- LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``, or the ``trainer: precision:`` line of the
+  ``--config`` file the command gives;
 - nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
   autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
 - a plain ``argparse`` flag, matched by its name *and* by where its value reaches in the script's source
@@ -46,7 +47,7 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
 SECONDARY = ("persistent_workers", "prefetch_factor", "pin_memory")
 CONVENTIONS = {
     "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON/YAML file",
-    "lightning_cli": "LightningCLI: --trainer.precision",
+    "lightning_cli": "LightningCLI: --trainer.precision, or trainer: precision: in its --config file",
     "configurator": "nanoGPT configurator.py: --key=value over the script's global",
     "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
 }
@@ -337,15 +338,34 @@ def _key_line(path: str, key: str) -> int:
 # -- LightningCLI, configurator -------------------------------------------------------------------------------
 def _lightning_cli(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
                    proof: str) -> KnobChange | None:
+    """LightningCLI builds ``L.Trainer`` from its parser's ``trainer.*`` options: the precision is
+    ``--trainer.precision`` — or, when the command's ``--config`` file holds a ``trainer:`` section and the flag is
+    not typed, that file's ``trainer: precision:`` line (in a copy)."""
     if set(knobs) != {"autocast"} or knobs["autocast"] not in LIGHTNING_PRECISION:
         return None
     parser = next((p for p in config.get("parsers") or [] if _option(p, "trainer.precision")), None)
     if parser is None:
         return None
     value = LIGHTNING_PRECISION[knobs["autocast"]]
+    if not any(a.split("=", 1)[0] == "--trainer.precision" for a in command):
+        for entry in config.get("files") or []:
+            path = str(entry.get("file") or "")
+            if entry.get("library") == "jsonargparse" and path.endswith((".yaml", ".yml")) and \
+                    isinstance(_yaml_data(path).get("trainer"), dict):
+                return _yaml_change(knobs, "lightning_cli", command, cwd, path, {"trainer.precision": value})
     file, line = _site(parser)
     return KnobChange(with_flag(command, ["--trainer.precision"], value), knobs, "lightning_cli",
                       (f"--trainer.precision {value}",), file, line)
+
+
+def _yaml_data(path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _configurator(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,

@@ -91,7 +91,8 @@ class Injector:
         self.loader.install()
         self.modules.install()
         self.optim.install()
-        self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers})
+        self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers,
+                                 "jsonargparse._core": self.config.patch_jsonargparse})
         self.config.install()
         self._undo.append(self.config.uninstall)
         self._undo.append(annotate_closures())

@@ -117,6 +117,44 @@ def test_hf_argument_parser_from_a_yaml_file(tmp_path: Path) -> None:
     assert r["where"] == f"{SCRIPTS / 'hf_args.yaml'}:{len((SCRIPTS / 'hf_args.yaml').read_text().splitlines()) + 1}"
 
 
+def test_lightning_cli_precision_flag(tmp_path: Path) -> None:
+    script = "lightning_cli_train.py"
+    args = ["fit", "--trainer.accelerator", "cpu", "--trainer.max_epochs", "1000"]
+    r = rounds_of(optimize(tmp_path, script, args, "bf16_autocast", rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    assert run["spec"]["command"][-2:] == ["--trainer.precision", "bf16-mixed"] and run["spec"]["inject"] == {}
+    parser = next(p for p in run["injected"]["config"]["parsers"] if p["library"] == "jsonargparse"
+                  and any(o["dest"] == "trainer.precision" for o in p["options"]))
+    assert next(o for o in parser["options"] if o["dest"] == "trainer.precision")["value"] == "bf16-mixed"
+    assert run["injected"]["frameworks"]["lightning"]["set"]["precision"] == "bf16-mixed"  # what L.Trainer got
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with --trainer.precision bf16-mixed (nothing injected)"
+    assert any("Trainer(precision='bf16-mixed')" in e and "from the script's own command line or config" in e
+               for e in evidence)
+    assert r["change"]["kind"] == "command"
+    assert r["change"]["text"].splitlines()[1].endswith("--trainer.max_epochs 1000 --trainer.precision bf16-mixed")
+    assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'LightningCLI(Classifier')}"
+
+
+def test_lightning_cli_precision_in_its_config_file(tmp_path: Path) -> None:
+    user = SCRIPTS / "lightning_cli.yaml"
+    r = rounds_of(optimize(tmp_path, "lightning_cli_train.py", ["fit", "--config", str(user)], "bf16_autocast",
+                           rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    copy = Path(run["spec"]["command"][-1])
+    assert copy.name == "lightning_cli.yaml" and copy != user and run["spec"]["command"][-2] == "--config"
+    lines = user.read_text().splitlines()
+    end = lines.index("model:")  # the trainer section ends there: the new key goes at its end
+    assert copy.read_text().splitlines() == [*lines[:end], "  precision: bf16-mixed", *lines[end:]]
+    assert str(copy) in {f["file"] for f in run["injected"]["config"]["files"]}  # the arm read the changed copy
+    assert run["injected"]["frameworks"]["lightning"]["set"]["precision"] == "bf16-mixed"
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with lightning_cli.yaml changed: precision: bf16-mixed"
+    assert r["change"]["kind"] == "config" and r["change"]["file"] == str(user)
+    assert "+  precision: bf16-mixed" in r["change"]["text"].splitlines()
+    assert r["where"] == f"{user}:{end + 1}"
+
+
 def test_argparse_flags_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:
     script = "flags_train.py"
     rounds = rounds_of(optimize(tmp_path, script, ["--epochs", "1000"], "bf16_autocast", "dataloader_workers"),

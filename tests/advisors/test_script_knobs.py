@@ -183,6 +183,40 @@ def test_yaml_keys_nested_and_new_keep_the_rest_of_the_file() -> None:
     assert yaml_with("yes_word: x\n", {"name": "on"})[0].endswith('name: "on"\n')  # type: ignore[index]
 
 
+def cli_config(files: list[str]) -> dict[str, Any]:
+    """What the agent records of a LightningCLI parse (a jsonargparse parser and the --config files it read)."""
+    options = [{"flags": ["-c", "--config"], "dest": "config", "action": "ActionConfigFile", "value": files},
+               {"flags": ["--trainer.precision"], "dest": "trainer.precision", "action": "ActionTypeHint",
+                "value": None}]
+    return {"parsers": [{"class": "LightningArgumentParser", "library": "jsonargparse", "options": options,
+                         "site": {"file": "/x/train.py", "line": 30}}],
+            "files": [{"file": f, "library": "jsonargparse", "class": "LightningArgumentParser"} for f in files]}
+
+
+def test_lightning_cli_precision_is_the_flag_or_the_config_files_trainer_line(tmp_path: Path) -> None:
+    bf16 = {"autocast": "bf16"}
+    flag = knob_change(bf16, cli_config([]), ("python", "train.py", "fit"), str(tmp_path), "autocast")
+    assert flag is not None and flag.command == ("python", "train.py", "fit", "--trainer.precision", "bf16-mixed")
+    assert (flag.file, flag.line, flag.convention) == ("/x/train.py", 30, "lightning_cli")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("trainer:\n  max_epochs: 3\n  precision: 32-true\nmodel:\n  width: 8\n")
+    command = ("python", "train.py", "fit", f"--config={cfg.name}")
+    change = knob_change(bf16, cli_config([str(cfg)]), command, str(tmp_path), "autocast")
+    assert change is not None and change.command[-1].startswith("--config=") and change.line == 3
+    assert Path(change.command[-1].split("=", 1)[1]).read_text() == cfg.read_text().replace("32-true", "bf16-mixed")
+    assert change.flags == ("precision: bf16-mixed",)
+    # typed on the command line, the flag wins over the file: it is the flag that changes, in place
+    typed = knob_change(bf16, cli_config([str(cfg)]), (*command, "--trainer.precision", "32-true"), str(tmp_path),
+                        "autocast")
+    assert typed is not None and typed.command == (*command, "--trainer.precision", "bf16-mixed")
+    # a file without a trainer section: the flag
+    other = tmp_path / "model.yaml"
+    other.write_text("model:\n  width: 8\n")
+    assert knob_change(bf16, cli_config([str(other)]), ("python", "train.py", "fit", "-c", "model.yaml"),
+                       str(tmp_path), "autocast").command[-2:] == ("--trainer.precision", "bf16-mixed")  # type: ignore[union-attr]
+    assert knob_change({"autocast": "bf16"}, {"parsers": [], "files": []}, ("python", "t.py"), "/x", "autocast") is None
+
+
 def test_a_script_without_knobs_gets_no_knob_change(tmp_path: Path) -> None:
     config = recorded(tmp_path, "x = 1\n", [])
     assert config["parsers"] == [] and config["globals"] == {}
