@@ -9,6 +9,8 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
   ``parse_yaml_file``: ``"bf16": true``, ``bf16: true``);
 - LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``, or the ``trainer: precision:`` line of the
   ``--config`` file the command gives;
+- ``accelerate launch``: ``--mixed_precision bf16`` among the launcher's options, when the script's own
+  ``Accelerator(...)`` takes no ``mixed_precision`` argument (what the launcher passes is what it then holds);
 - nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
   autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
 - a plain ``argparse`` flag, matched by its name *and* by where its value reaches in the script's source
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from stepwise_agent.switches import HF_FIELDS, LIGHTNING_PRECISION
+from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_PRECISION
 
 #: knob -> (flag names a plain argparse script gives it, where its value must reach)
 ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -48,6 +50,7 @@ SECONDARY = ("persistent_workers", "prefetch_factor", "pin_memory")
 CONVENTIONS = {
     "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON/YAML file",
     "lightning_cli": "LightningCLI: --trainer.precision, or trainer: precision: in its --config file",
+    "accelerate": "accelerate launch: --mixed_precision, which the script's own Accelerator() reads",
     "configurator": "nanoGPT configurator.py: --key=value over the script's global",
     "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
 }
@@ -84,7 +87,7 @@ def knob_change(knobs: Mapping[str, Any], config: Mapping[str, Any] | None, comm
     """``knobs`` (a fix's) as the script's own flag or config line, or ``None`` when it has none for them."""
     if not config or not knobs:
         return None
-    for fn in (_hf, _lightning_cli, _configurator, _argparse):
+    for fn in (_hf, _lightning_cli, _accelerate, _configurator, _argparse):
         out = fn(dict(knobs), config, tuple(command), cwd, proof)
         if out is not None:
             return out
@@ -366,6 +369,28 @@ def _yaml_data(path: str) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _accelerate(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+                proof: str) -> KnobChange | None:
+    """``accelerate launch``: ``--mixed_precision bf16`` among the launcher's options (before the script), when
+    the script's own ``Accelerator(...)`` takes no precision of its own — the launcher's then reaches it."""
+    if set(knobs) != {"autocast"} or knobs["autocast"] not in ACCELERATE_PRECISION:
+        return None
+    if len(command) < 3 or os.path.basename(command[0]) != "accelerate" or command[1] != "launch":
+        return None
+    acc = (config.get("frameworks") or {}).get("accelerate") or {}
+    if not acc or (acc.get("asked") or {}).get("mixed_precision") is not None:
+        return None  # no Accelerator of the user's, or one whose own argument decides
+    at = next((i for i, a in enumerate(command) if i > 1 and a.endswith(".py") and not a.startswith("-")), None)
+    if at is None:
+        return None
+    value = ACCELERATE_PRECISION[knobs["autocast"]]
+    head = with_flag(command[:at], ["--mixed_precision"], value)
+    if head[-2:] == ("--mixed_precision", value) and len(head) > at:  # new: typed first, as the docs write it
+        head = (*command[:2], "--mixed_precision", value, *command[2:at])
+    file, line = _site({"site": acc.get("at")})  # the user's Accelerator(...) call
+    return KnobChange((*head, *command[at:]), knobs, "accelerate", (f"--mixed_precision {value}",), file, line)
 
 
 def _configurator(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,

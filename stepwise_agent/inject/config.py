@@ -13,7 +13,8 @@ Recorded, standard library only (nothing of a framework is imported on the scrip
 - the command line's conventions that no parser of ours sees: ``--key=value`` globals of a nanoGPT-style
   ``configurator.py`` (the script's module-level globals, read at the first step), Hydra/OmegaConf ``key=value``
   overrides, jsonargparse/LightningCLI dotted options (``--trainer.precision``);
-- the script's own autocast contexts and ``torch.compile`` calls (where a flag's value ends up).
+- the script's own autocast contexts and ``torch.compile`` calls (where a flag's value ends up);
+- what a launcher passed down (``launcher``: ``accelerate launch``'s ``ACCELERATE_*`` environment).
 
 All of it goes to ``injected.json`` under ``config`` (see :class:`ConfigRecorder.to_json`).
 """
@@ -229,4 +230,5 @@ class ConfigRecorder:
         return {"argv": self.argv, "script": self.script,
                 "parsers": [{k: v for k, v in p.items() if k != "id"} for p in self.parsers],
                 "files": self.files, "globals": self.globals, "overrides": overrides, "dotted": dotted,
+                "launcher": {k: v for k, v in os.environ.items() if k.startswith("ACCELERATE_")},
                 "autocast": self.autocast, "compile_calls": self.compile_calls}

@@ -12,7 +12,8 @@ which arguments were set there, which is the diff the Advisor shows:
 - the convergence knobs of ``--to-quality`` (:mod:`stepwise_agent.inject.convergence`): ``TrainingArguments``'
   ``per_device_train_batch_size``, ``learning_rate``, ``warmup_steps``, ``gradient_accumulation_steps``, and
   ``L.Trainer(accumulate_grad_batches=…)``;
-- ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``.
+- ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``; what it then holds
+  (``held``: its argument, else what ``accelerate launch --mixed_precision`` passed it) is recorded.
 
 The classes are patched when their module is first imported (an import hook), so a plain script pays nothing
 and no framework is imported on its behalf. Evidence that a knob acted still comes from the objects the
@@ -221,14 +222,22 @@ class FrameworkInjection:
 
         @functools.wraps(original)
         def init(acc: Any, *args: Any, **kwargs: Any) -> None:
-            if called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
-                set_: dict[str, Any] = {}
-                asked = {"mixed_precision": kwargs.get("mixed_precision")}
-                if me._precision_here() and me.knobs.get("autocast") in ACCELERATE_PRECISION and \
-                        "autocast" not in me.observe:
-                    kwargs["mixed_precision"] = set_["mixed_precision"] = ACCELERATE_PRECISION[me.knobs["autocast"]]
-                me._record("accelerate", "accelerator", user_site(2), cls, set_, asked)
+            if not called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
+                original(acc, *args, **kwargs)
+                return
+            set_: dict[str, Any] = {}
+            asked = {"mixed_precision": kwargs.get("mixed_precision")}
+            want = ACCELERATE_PRECISION.get(str(me.knobs.get("autocast")))
+            if me._precision_here() and want is not None and "autocast" not in me.observe:
+                kwargs["mixed_precision"] = set_["mixed_precision"] = want
+            site = user_site(2)
             original(acc, *args, **kwargs)
+            held = getattr(acc, "mixed_precision", None)  # its argument, else accelerate launch --mixed_precision
+            if "autocast" in me.observe and want is not None and str(held) == want:
+                set_["mixed_precision"] = held
+            me._record("accelerate", "accelerator", site, cls, set_, asked)
+            if "accelerate" in me.frameworks:
+                me.frameworks["accelerate"].update(held={"mixed_precision": str(held)}, at=site)
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))

@@ -25,12 +25,14 @@ HF_FLAGS = ["--output_dir", "out", "--per_device_train_batch_size", "8", "--max_
             "true", "--use_cpu"]
 
 
-def optimize(tmp_path: Path, script: str, args: list[str], *fixes: str, rounds: int = 2) -> dict[str, Any]:
+def optimize(tmp_path: Path, script: str, args: list[str], *fixes: str, rounds: int = 2,
+             launcher: list[str] | None = None) -> dict[str, Any]:
+    """``launcher``: what comes before the script (default: the user environment's interpreter)."""
     path = SCRIPTS / script
     before = {p: p.read_text() for p in SCRIPTS.iterdir() if p.is_file()}
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(tmp_path / "runs"),
            "--rounds", str(rounds), "--steps", "4", "--warmup", "1", "--trials", "3",
-           *(a for f in fixes for a in ("--fix", f)), "--", str(user_python()), str(path), *args]
+           *(a for f in fixes for a in ("--fix", f)), "--", *(launcher or [str(user_python())]), str(path), *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2400, env=env)
     assert proc.returncode in (0, 3), proc.stderr[-3000:]  # 3: a round the trials could not judge (inconclusive), as valid a verdict as any other here
@@ -102,7 +104,8 @@ def test_hf_argument_parser_from_a_yaml_file(tmp_path: Path) -> None:
                            rounds=1), "bf16_autocast")["bf16_autocast"]
     run = patched_run(r)
     copy = Path(run["spec"]["command"][-1])
-    assert copy.name == "hf_args.yaml" and run["spec"]["inject"] == {} and run["spec"]["observe"] == {"autocast": "bf16"}
+    assert copy.name == "hf_args.yaml" and run["spec"]["inject"] == {}
+    assert run["spec"]["observe"] == {"autocast": "bf16"}
     assert copy.read_text() == (SCRIPTS / "hf_args.yaml").read_text() + "bf16: true\n"
     assert run["injected"]["config"]["files"][0] == {**run["injected"]["config"]["files"][0], "file": str(copy),
                                                       "reader": "parse_yaml_file"}  # the arm read the changed copy
@@ -153,6 +156,28 @@ def test_lightning_cli_precision_in_its_config_file(tmp_path: Path) -> None:
     assert r["change"]["kind"] == "config" and r["change"]["file"] == str(user)
     assert "+  precision: bf16-mixed" in r["change"]["text"].splitlines()
     assert r["where"] == f"{user}:{end + 1}"
+
+
+def test_accelerate_launch_mixed_precision(tmp_path: Path) -> None:
+    script = "accelerate_train.py"
+    launcher = [str(user_python().parent / "accelerate"), "launch", "--num_processes", "1"]
+    r = rounds_of(optimize(tmp_path, script, [], "bf16_autocast", rounds=1, launcher=launcher),
+                  "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    assert run["spec"]["command"] == [*launcher[:2], "--mixed_precision", "bf16", *launcher[2:], str(SCRIPTS / script)]
+    assert run["spec"]["inject"] == {} and run["injected"]["config"]["launcher"]["ACCELERATE_MIXED_PRECISION"] == "bf16"
+    acc = run["injected"]["frameworks"]["accelerate"]
+    assert acc["asked"] == {"mixed_precision": None} and acc["held"] == {"mixed_precision": "bf16"}
+    baseline = json.loads((Path(r["before"]["run_dirs"][0]) / "injected.json").read_text())
+    assert baseline["frameworks"]["accelerate"]["held"] == {"mixed_precision": "no"}
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with --mixed_precision bf16 (nothing injected)"
+    assert any("Accelerator(mixed_precision='bf16')" in e and "from the script's own command line" in e
+               for e in evidence)
+    assert r["change"]["kind"] == "command"
+    after = r["change"]["text"].splitlines()[1]
+    assert after.endswith(f"launch --mixed_precision bf16 --num_processes 1 {SCRIPTS / script}")
+    assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'accelerator = Accelerator(')}"
 
 
 def test_argparse_flags_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:

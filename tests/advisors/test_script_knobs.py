@@ -149,7 +149,8 @@ def test_hf_json_file_is_changed_in_a_copy_and_shown_as_its_diff(tmp_path: Path)
 
 def test_hf_yaml_file_is_changed_in_a_copy_at_its_line(tmp_path: Path) -> None:
     user = tmp_path / "args.yaml"
-    user.write_text((SCRIPTS / "hf_args.yaml").read_text().replace("use_cpu: true", "bf16: false  # not yet\nuse_cpu: true"))
+    text = (SCRIPTS / "hf_args.yaml").read_text()
+    user.write_text(text.replace("use_cpu: true", "bf16: false  # not yet\nuse_cpu: true"))
     before = user.read_text()
     config = hf_config(["bf16", "fp16", "output_dir"], file=str(user))
     change = knob_change({"autocast": "bf16"}, config, ("python", "run.py", "args.yaml"), str(tmp_path), "autocast")
@@ -212,9 +213,27 @@ def test_lightning_cli_precision_is_the_flag_or_the_config_files_trainer_line(tm
     # a file without a trainer section: the flag
     other = tmp_path / "model.yaml"
     other.write_text("model:\n  width: 8\n")
-    assert knob_change(bf16, cli_config([str(other)]), ("python", "train.py", "fit", "-c", "model.yaml"),
-                       str(tmp_path), "autocast").command[-2:] == ("--trainer.precision", "bf16-mixed")  # type: ignore[union-attr]
+    plain = knob_change(bf16, cli_config([str(other)]), ("python", "train.py", "fit", "-c", "model.yaml"),
+                        str(tmp_path), "autocast")
+    assert plain is not None and plain.command[-2:] == ("--trainer.precision", "bf16-mixed")
     assert knob_change({"autocast": "bf16"}, {"parsers": [], "files": []}, ("python", "t.py"), "/x", "autocast") is None
+
+
+def test_accelerate_launch_gets_mixed_precision_when_the_scripts_accelerator_takes_none() -> None:
+    at = {"file": "/x/train.py", "line": 9}
+    config = {"frameworks": {"accelerate": {"asked": {"mixed_precision": None}, "at": at}}}
+    command = ("/env/bin/accelerate", "launch", "--num_processes", "1", "train.py", "--lr", "1")
+    change = knob_change({"autocast": "bf16"}, config, command, "/x", "autocast")
+    assert change is not None and change.convention == "accelerate" and (change.file, change.line) == ("/x/train.py", 9)
+    assert change.command == ("/env/bin/accelerate", "launch", "--mixed_precision", "bf16", "--num_processes", "1",
+                              "train.py", "--lr", "1")
+    typed = ("/env/bin/accelerate", "launch", "--mixed_precision", "no", "train.py")
+    assert knob_change({"autocast": "bf16"}, config, typed, "/x", "autocast").command == \
+        ("/env/bin/accelerate", "launch", "--mixed_precision", "bf16", "train.py")  # type: ignore[union-attr]
+    # the script's own Accelerator(mixed_precision="no") decides: the launcher's option would not reach it
+    own = {"frameworks": {"accelerate": {"asked": {"mixed_precision": "no"}, "at": at}}}
+    assert knob_change({"autocast": "bf16"}, own, command, "/x", "autocast") is None
+    assert knob_change({"autocast": "bf16"}, config, ("python", "train.py"), "/x", "autocast") is None
 
 
 def test_a_script_without_knobs_gets_no_knob_change(tmp_path: Path) -> None:
