@@ -13,6 +13,8 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
   ``Accelerator(...)`` takes no ``mixed_precision`` argument (what the launcher passes is what it then holds);
 - nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
   autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
+- a Hydra job: a ``key=value`` override (``amp=true``, ``data.workers=4``) of a key of the composed config, matched
+  like an argparse flag: by its name and by where its value reaches in the script (``enabled=cfg.amp``);
 - a plain ``argparse`` flag, matched by its name *and* by where its value reaches in the script's source
   (:func:`reaches`): ``--amp``'s value in a ``torch.autocast(...)`` (whose dtype must be the fix's), ``--workers``'
   in a ``DataLoader``'s ``num_workers``, ``--compile``'s guarding a ``torch.compile`` call.
@@ -52,6 +54,7 @@ CONVENTIONS = {
     "lightning_cli": "LightningCLI: --trainer.precision, or trainer: precision: in its --config file",
     "accelerate": "accelerate launch: --mixed_precision, which the script's own Accelerator() reads",
     "configurator": "nanoGPT configurator.py: --key=value over the script's global",
+    "hydra": "Hydra: a key=value override of a config key whose value reaches the call that does it",
     "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
 }
 CONFIG_DIR = Path(tempfile.gettempdir()) / "stepwise-configs"
@@ -87,7 +90,7 @@ def knob_change(knobs: Mapping[str, Any], config: Mapping[str, Any] | None, comm
     """``knobs`` (a fix's) as the script's own flag or config line, or ``None`` when it has none for them."""
     if not config or not knobs:
         return None
-    for fn in (_hf, _lightning_cli, _accelerate, _configurator, _argparse):
+    for fn in (_hf, _lightning_cli, _accelerate, _configurator, _hydra, _argparse):
         out = fn(dict(knobs), config, tuple(command), cwd, proof)
         if out is not None:
             return out
@@ -417,6 +420,67 @@ def _global_line(script: str, key: str) -> int:
         return 1
     return next((n.lineno for n in tree.body if isinstance(n, ast.Assign)
                  and any(isinstance(t, ast.Name) and t.id == key for t in n.targets)), 1)
+
+
+# -- Hydra ---------------------------------------------------------------------------------------------------
+def _hydra(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+           proof: str) -> KnobChange | None:
+    """A Hydra job: a ``key=value`` override of a key of its composed config whose name fits the knob and whose
+    value reaches the call that does it in the script (``enabled=cfg.amp``, ``num_workers=cfg.data.workers``),
+    as for an argparse flag; the ``where`` is that key's line in the primary config file."""
+    job = config.get("hydra") or {}
+    script = config.get("script")
+    main = {k: v for k, v in knobs.items() if k not in SECONDARY or k == proof}
+    if not job or not script or proof not in main or any(k not in ARGPARSE_NAMES for k in main):
+        return None
+    reach = reaches(str(script))
+    values = job.get("values") or {}
+    new, typed = command, []
+    for knob, value in main.items():
+        key = next((k for k, v in values.items() if _hydra_fits(knob, value, k, v, reach, config)), None)
+        if key is None:
+            return None
+        text = "true" if isinstance(values[key], bool) else str(value)  # a switch: on
+        new = with_override(new, key, text)
+        typed.append(f"{key}={text}")
+    file = job.get("file")
+    return KnobChange(new, {k: main[k] for k in main}, "hydra", tuple(typed), file or script,
+                      _yaml_line(file, typed[0].split("=", 1)[0]) if file else (job.get("site") or {}).get("line"))
+
+
+def _hydra_fits(knob: str, value: Any, key: str, held: Any, reach: Mapping[str, set[str]],
+                config: Mapping[str, Any]) -> bool:
+    names, where = ARGPARSE_NAMES[knob]
+    parts = key.split(".")
+    if parts[-1] not in names or not set(parts) <= reach.get(where, set()):
+        return False
+    if knob == "num_workers":
+        return isinstance(held, int) and not isinstance(held, bool)
+    if not isinstance(held, bool):
+        return False
+    if knob == "autocast":  # the script's own autocast must be of the fix's precision
+        want = {"bf16": "bfloat16", "fp16": "float16"}.get(str(value))
+        return any(a.get("dtype") == want for a in config.get("autocast") or [])
+    return bool(value)
+
+
+def with_override(command: tuple[str, ...], key: str, value: str) -> tuple[str, ...]:
+    """``command`` with the Hydra override ``key=value``: one already typed (``key=``, ``+key=``, ``++key=``)
+    changed in place, else appended."""
+    for i, a in enumerate(command):
+        name = a.split("=", 1)[0]
+        if "=" in a and not a.startswith("-") and name.lstrip("+") == key:
+            return (*command[:i], f"{name}={value}", *command[i + 1:])
+    return (*command, f"{key}={value}")
+
+
+def _yaml_line(path: str, key: str) -> int:
+    """The line of ``key`` (dotted: nested) in the YAML file ``path`` (where it would be added when missing)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return 1
+    return _yaml_set(lines, key.split("."), "")
 
 
 # -- plain argparse -------------------------------------------------------------------------------------------

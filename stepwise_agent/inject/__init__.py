@@ -92,7 +92,8 @@ class Injector:
         self.modules.install()
         self.optim.install()
         self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers,
-                                 "jsonargparse._core": self.config.patch_jsonargparse})
+                                 "jsonargparse._core": self.config.patch_jsonargparse,
+                                 "hydra.core.utils": self.config.patch_hydra})
         self.config.install()
         self._undo.append(self.config.uninstall)
         self._undo.append(annotate_closures())

@@ -180,6 +180,25 @@ def test_accelerate_launch_mixed_precision(tmp_path: Path) -> None:
     assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'accelerator = Accelerator(')}"
 
 
+def test_hydra_overrides_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:
+    script, conf = "hydra_train.py", SCRIPTS / "hydra_conf" / "train.yaml"
+    rounds = rounds_of(optimize(tmp_path, script, ["data.batch_size=64"], "bf16_autocast", "dataloader_workers"),
+                       "bf16_autocast", "dataloader_workers")
+    bf16, workers = rounds["bf16_autocast"], rounds["dataloader_workers"]
+    run = patched_run(bf16)
+    assert run["spec"]["command"][-2:] == ["data.batch_size=64", "amp=true"] and run["spec"]["inject"] == {}
+    assert run["injected"]["config"]["hydra"]["values"]["amp"] is True  # what Hydra composed from the override
+    assert bf16["applied"]["knobs"]["autocast"]["evidence"][0] == "ran your own command with amp=true (nothing injected)"
+    assert bf16["change"]["kind"] == "command" and bf16["change"]["text"].splitlines()[1].endswith(" amp=true")
+    lines = conf.read_text().splitlines()
+    assert bf16["where"] == f"{conf}:{lines.index('amp: false') + 1}"
+    command = patched_run(workers)["spec"]["command"]
+    n = int(command[-1].removeprefix("data.workers="))
+    assert n > 0 and patched_run(workers)["injected"]["config"]["hydra"]["values"]["data.workers"] == n
+    assert f"{n} worker processes started by the DataLoader" in workers["applied"]["knobs"]["num_workers"]["evidence"]
+    assert workers["where"] == f"{conf}:{lines.index('  workers: 0') + 1}"
+
+
 def test_argparse_flags_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:
     script = "flags_train.py"
     rounds = rounds_of(optimize(tmp_path, script, ["--epochs", "1000"], "bf16_autocast", "dataloader_workers"),

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from advisors.experiments.script_knobs import (CONFIG_DIR, command_evidence, json_with, knob_change, reaches,
-                                               shown_change, with_flag, yaml_with)
+                                               shown_change, with_flag, with_override, yaml_with)
 from advisors.experiments.script_diff import construction_site, render
 from advisors.fixes import FIXES
 from stepwise_agent.inject.config import ConfigRecorder
@@ -234,6 +234,35 @@ def test_accelerate_launch_gets_mixed_precision_when_the_scripts_accelerator_tak
     own = {"frameworks": {"accelerate": {"asked": {"mixed_precision": "no"}, "at": at}}}
     assert knob_change({"autocast": "bf16"}, own, command, "/x", "autocast") is None
     assert knob_change({"autocast": "bf16"}, config, ("python", "train.py"), "/x", "autocast") is None
+
+
+HYDRA = '''import torch
+from torch.utils.data import DataLoader
+def main(cfg):
+    loader = DataLoader(list(range(8)), num_workers=cfg.data.workers, batch_size=cfg.data.batch_size)
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=cfg.amp):
+        pass
+'''
+
+
+def test_a_hydra_override_maps_by_its_key_and_where_its_value_reaches(tmp_path: Path) -> None:
+    script, conf = tmp_path / "train.py", tmp_path / "train.yaml"
+    script.write_text(HYDRA)
+    conf.write_text("amp: false\nunused_workers: 0\ndata:\n  batch_size: 8\n  workers: 0\n")
+    values = {"amp": False, "unused_workers": 0, "data.batch_size": 8, "data.workers": 0}
+    autocast = [{"dtype": "bfloat16", "enabled": False}]
+    config = {"script": str(script), "autocast": autocast,
+              "hydra": {"values": values, "file": str(conf), "overrides": []}}
+    command = ("python", "train.py", "data.batch_size=16")
+    bf16 = knob_change({"autocast": "bf16"}, config, command, str(tmp_path), "autocast")
+    assert bf16 is not None and bf16.command == (*command, "amp=true") and (bf16.file, bf16.line) == (str(conf), 1)
+    workers = knob_change({"num_workers": 4, "persistent_workers": True}, config, command, str(tmp_path),
+                          "num_workers")
+    assert workers is not None and workers.command == (*command, "data.workers=4") and workers.line == 5
+    assert workers.observe == {"num_workers": 4}  # not unused_workers: its value reaches no DataLoader
+    assert knob_change({"autocast": "fp16"}, config, command, str(tmp_path), "autocast") is None  # a bf16 context
+    assert knob_change({"compile": True}, config, command, str(tmp_path), "compile") is None
+    assert with_override(("p", "t.py", "+amp=false", "x=1"), "amp", "true") == ("p", "t.py", "+amp=true", "x=1")
 
 
 def test_a_script_without_knobs_gets_no_knob_change(tmp_path: Path) -> None:
