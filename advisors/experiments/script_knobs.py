@@ -14,7 +14,9 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
 - nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
   autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
 - a Hydra job: a ``key=value`` override (``amp=true``, ``data.workers=4``) of a key of the composed config, matched
-  like an argparse flag: by its name and by where its value reaches in the script (``enabled=cfg.amp``);
+  like an argparse flag: by its name and by where its value reaches in the script (``enabled=cfg.amp``); or
+  ``trainer.precision=bf16-mixed`` where that key reaches a Lightning ``Trainer`` (``precision=cfg.trainer.precision``
+  or ``Trainer(**cfg.trainer)``);
 - a plain ``argparse`` flag, matched by its name *and* by where its value reaches in the script's source
   (:func:`reaches`): ``--amp``'s value in a ``torch.autocast(...)`` (whose dtype must be the fix's), ``--workers``'
   in a ``DataLoader``'s ``num_workers``, ``--compile``'s guarding a ``torch.compile`` call.
@@ -431,10 +433,18 @@ def _hydra(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str,
     job = config.get("hydra") or {}
     script = config.get("script")
     main = {k: v for k, v in knobs.items() if k not in SECONDARY or k == proof}
-    if not job or not script or proof not in main or any(k not in ARGPARSE_NAMES for k in main):
+    if not job or not script or proof not in main:
         return None
     reach = reaches(str(script))
     values = job.get("values") or {}
+    if set(main) == {"autocast"} and main["autocast"] in LIGHTNING_PRECISION:  # a Lightning Trainer's precision
+        key = next((k for k, v in values.items() if _reaches_trainer_precision(k, v, reach)), None)
+        if key is not None:
+            text = LIGHTNING_PRECISION[main["autocast"]]
+            return KnobChange(with_override(command, key, text), main, "hydra", (f"{key}={text}",),
+                              job.get("file") or script, _yaml_line(job["file"], key) if job.get("file") else None)
+    if any(k not in ARGPARSE_NAMES for k in main):
+        return None
     new, typed = command, []
     for knob, value in main.items():
         key = next((k for k, v in values.items() if _hydra_fits(knob, value, k, v, reach, config)), None)
@@ -446,6 +456,14 @@ def _hydra(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str,
     file = job.get("file")
     return KnobChange(new, {k: main[k] for k in main}, "hydra", tuple(typed), file or script,
                       _yaml_line(file, typed[0].split("=", 1)[0]) if file else (job.get("site") or {}).get("line"))
+
+
+def _reaches_trainer_precision(key: str, held: Any, reach: Mapping[str, set[str]]) -> bool:
+    """``trainer.precision`` reaches ``L.Trainer(precision=cfg.trainer.precision)`` or ``L.Trainer(**cfg.trainer)``."""
+    if not key.endswith("precision") or not (held is None or isinstance(held, (str, int))):
+        return False
+    return key in reach.get("precision", set()) or \
+        (key.endswith(".precision") and key.rsplit(".", 1)[0] in reach.get("trainer", set()))
 
 
 def _hydra_fits(knob: str, value: Any, key: str, held: Any, reach: Mapping[str, set[str]],
@@ -531,8 +549,11 @@ def _fits(knob: str, value: Any, opt: Mapping[str, Any], config: Mapping[str, An
 def reaches(file: str) -> dict[str, set[str]]:
     """Which attribute names (``args.workers`` -> ``workers``) reach which call in ``file``: ``dataloader`` (a
     ``DataLoader``'s ``num_workers``), ``autocast`` (an autocast's arguments), ``compile`` (a ``torch.compile``
-    call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's)."""
-    out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set()}
+    call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's),
+    and, as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
+    ``Trainer``'s ``precision=``) and ``trainer`` (what a ``Trainer(**…)`` unpacks)."""
+    out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set(),
+                                "precision": set(), "trainer": set()}
     try:
         tree = ast.parse(Path(file).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -544,6 +565,9 @@ def reaches(file: str) -> dict[str, set[str]]:
                 out["dataloader"] |= {a for k in node.keywords if k.arg == "num_workers" for a in _attrs(k.value)}
             elif name in ("autocast", "amp_autocast"):
                 out["autocast"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
+            elif name == "Trainer":  # Lightning's: precision=cfg.trainer.precision, or **cfg.trainer
+                out["precision"] |= {_path(k.value) for k in node.keywords if k.arg == "precision"}
+                out["trainer"] |= {_path(k.value) for k in node.keywords if k.arg is None}
             elif name == "compile":
                 out["compile"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
             elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(("torch.optim.", "optim.")):
@@ -559,6 +583,20 @@ def reaches(file: str) -> dict[str, set[str]]:
 
 def _call_name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _path(node: ast.expr) -> str:
+    """``cfg.trainer.precision`` (or ``cfg["trainer"]["precision"]``) as the config key ``trainer.precision``."""
+    parts: list[str] = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+        elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            parts.append(node.slice.value)
+        else:
+            return ""
+        node = node.value
+    return ".".join(reversed(parts))
 
 
 def _dotted(node: ast.expr) -> str:

@@ -199,6 +199,20 @@ def test_hydra_overrides_whose_values_reach_autocast_and_the_dataloader(tmp_path
     assert workers["where"] == f"{conf}:{lines.index('  workers: 0') + 1}"
 
 
+def test_hydra_override_of_a_lightning_trainers_precision(tmp_path: Path) -> None:
+    script, conf = "hydra_lightning_train.py", SCRIPTS / "hydra_conf" / "lightning.yaml"
+    r = rounds_of(optimize(tmp_path, script, [], "bf16_autocast", rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    assert run["spec"]["command"][-1] == "trainer.precision=bf16-mixed" and run["spec"]["inject"] == {}
+    assert run["injected"]["frameworks"]["lightning"]["set"]["precision"] == "bf16-mixed"  # what L.Trainer got
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with trainer.precision=bf16-mixed (nothing injected)"
+    assert any("Trainer(precision='bf16-mixed')" in e for e in evidence)
+    assert r["change"]["kind"] == "command"
+    assert r["change"]["text"].splitlines()[1].endswith(" trainer.precision=bf16-mixed")
+    assert r["where"] == f"{conf}:{conf.read_text().splitlines().index('  precision: 32-true') + 1}"
+
+
 def test_argparse_flags_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:
     script = "flags_train.py"
     rounds = rounds_of(optimize(tmp_path, script, ["--epochs", "1000"], "bf16_autocast", "dataloader_workers"),

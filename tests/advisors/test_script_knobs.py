@@ -265,6 +265,23 @@ def test_a_hydra_override_maps_by_its_key_and_where_its_value_reaches(tmp_path: 
     assert with_override(("p", "t.py", "+amp=false", "x=1"), "amp", "true") == ("p", "t.py", "+amp=true", "x=1")
 
 
+@pytest.mark.parametrize("call", ["L.Trainer(**cfg.trainer, logger=False)",
+                                  "L.Trainer(precision=cfg.trainer.precision, max_epochs=cfg.trainer.epochs)"])
+def test_a_hydra_key_that_reaches_a_lightning_trainers_precision(tmp_path: Path, call: str) -> None:
+    script, conf = tmp_path / "train.py", tmp_path / "train.yaml"
+    script.write_text(f"import lightning as L\ndef main(cfg):\n    trainer = {call}\n")
+    conf.write_text("trainer:\n  epochs: 3\n  precision: 32-true\nprecision: 32\n")
+    values = {"trainer.epochs": 3, "trainer.precision": "32-true", "precision": 32}
+    config = {"script": str(script), "hydra": {"values": values, "file": str(conf)}}
+    change = knob_change({"autocast": "bf16"}, config, ("python", "train.py"), str(tmp_path), "autocast")
+    assert change is not None and change.command[-1] == "trainer.precision=bf16-mixed" and change.line == 3
+    top = {**config, "hydra": {**config["hydra"], "values": {"precision": 32, **values}}}  # first: not the one
+    assert knob_change({"autocast": "bf16"}, top, ("python", "train.py"), str(tmp_path), "autocast").command[-1] \
+        == "trainer.precision=bf16-mixed"  # type: ignore[union-attr]
+    script.write_text("import lightning as L\ndef main(cfg):\n    trainer = L.Trainer(max_epochs=cfg.trainer.epochs)\n")
+    assert knob_change({"autocast": "bf16"}, config, ("python", "train.py"), str(tmp_path), "autocast") is None
+
+
 def test_a_script_without_knobs_gets_no_knob_change(tmp_path: Path) -> None:
     config = recorded(tmp_path, "x = 1\n", [])
     assert config["parsers"] == [] and config["globals"] == {}
