@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the tests' second environment, .venv-user: a user's training env as it would be, with none of Stepwise's
-# own dependencies. torch from this machine's wheel (the same 2.13.0 CPU build), transformers, accelerate and
-# lightning from the registry, and a package only this env has (tests/user_env/only_in_user_env_pkg).
+# own dependencies. torch from this machine's wheel (the same 2.13.0 CPU build), transformers, accelerate,
+# lightning, jsonargparse (LightningCLI) and hydra-core from the registry, and a package only this env has
+# (tests/user_env/only_in_user_env_pkg).
 # Quick when nothing changed (a stamp of this file and the package). Prints the interpreter's path.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +18,8 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   rm -rf "$ENV"
   "$PY" -m venv "$ENV"
   "$ENV/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$ENV/bin/python" -m pip install --quiet "torch==2.13.0" "transformers>=4.40" "accelerate>=0.30" "lightning>=2.2" >&2
+  "$ENV/bin/python" -m pip install --quiet "torch==2.13.0" "transformers>=4.40" "accelerate>=0.30" "lightning>=2.2" \
+    "jsonargparse[signatures]>=4.27" "hydra-core>=1.3" >&2
   "$ENV/bin/python" -m pip install --quiet --no-build-isolation ./tests/user_env/only_in_user_env_pkg >&2
   echo "$WANT" > "$STAMP"
 fi

@@ -5,10 +5,18 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
 
 - ``HfArgumentParser`` (Hugging Face's example scripts): the ``TrainingArguments`` field of the knob
   (:data:`stepwise_agent.switches.HF_FIELDS`: ``--bf16``, ``--dataloader_num_workers N``, ``--torch_compile``),
-  on the command line, or as the key of the JSON config file the script read;
-- LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``;
+  on the command line, or as the key of the JSON or YAML config file the script read (``parse_json_file``,
+  ``parse_yaml_file``: ``"bf16": true``, ``bf16: true``);
+- LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``, or the ``trainer: precision:`` line of the
+  ``--config`` file the command gives;
+- ``accelerate launch``: ``--mixed_precision bf16`` among the launcher's options, when the script's own
+  ``Accelerator(...)`` takes no ``mixed_precision`` argument (what the launcher passes is what it then holds);
 - nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
   autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
+- a Hydra job: a ``key=value`` override (``amp=true``, ``data.workers=4``) of a key of the composed config, matched
+  like an argparse flag: by its name and by where its value reaches in the script (``enabled=cfg.amp``); or
+  ``trainer.precision=bf16-mixed`` where that key reaches a Lightning ``Trainer`` (``precision=cfg.trainer.precision``
+  or ``Trainer(**cfg.trainer)``);
 - a plain ``argparse`` flag, matched by its name *and* by where its value reaches in the script's source
   (:func:`reaches`): ``--amp``'s value in a ``torch.autocast(...)`` (whose dtype must be the fix's), ``--workers``'
   in a ``DataLoader``'s ``num_workers``, ``--compile``'s guarding a ``torch.compile`` call.
@@ -26,12 +34,13 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from stepwise_agent.switches import HF_FIELDS, LIGHTNING_PRECISION
+from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_PRECISION
 
 #: knob -> (flag names a plain argparse script gives it, where its value must reach)
 ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -43,12 +52,15 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
 #: knobs of a fix that only tune its main knob: left out when the script's flag cannot set them
 SECONDARY = ("persistent_workers", "prefetch_factor", "pin_memory")
 CONVENTIONS = {
-    "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON file",
-    "lightning_cli": "LightningCLI: --trainer.precision",
+    "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON/YAML file",
+    "lightning_cli": "LightningCLI: --trainer.precision, or trainer: precision: in its --config file",
+    "accelerate": "accelerate launch: --mixed_precision, which the script's own Accelerator() reads",
     "configurator": "nanoGPT configurator.py: --key=value over the script's global",
+    "hydra": "Hydra: a key=value override of a config key whose value reaches the call that does it",
     "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
 }
 CONFIG_DIR = Path(tempfile.gettempdir()) / "stepwise-configs"
+YAML_WORDS = ("true", "false", "yes", "no", "on", "off", "null", "y", "n", "~")
 BOOL_WORDS = ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n")
 
 
@@ -80,7 +92,7 @@ def knob_change(knobs: Mapping[str, Any], config: Mapping[str, Any] | None, comm
     """``knobs`` (a fix's) as the script's own flag or config line, or ``None`` when it has none for them."""
     if not config or not knobs:
         return None
-    for fn in (_hf, _lightning_cli, _configurator, _argparse):
+    for fn in (_hf, _lightning_cli, _accelerate, _configurator, _hydra, _argparse):
         out = fn(dict(knobs), config, tuple(command), cwd, proof)
         if out is not None:
             return out
@@ -157,25 +169,143 @@ def _hf(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ..
 def _hf_file(knobs: dict[str, Any], fields: dict[str, Any], entry: Mapping[str, Any], command: tuple[str, ...],
              cwd: str) -> KnobChange | None:
     path = str(entry.get("file") or "")
-    if not path.endswith(".json") or any(f not in (entry.get("fields") or []) for f in fields):
+    if any(f not in (entry.get("fields") or []) for f in fields):
         return None
-    index = next((i for i, a in enumerate(command) if os.path.abspath(os.path.join(cwd, a)) == path), None)
+    if path.endswith(".json"):
+        try:
+            original = Path(path).read_text(encoding="utf-8")
+            data = json.loads(original)
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        text = json_with(original, fields)
+        typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
+        return config_copy(knobs, "hf", command, cwd, path, text, typed, _key_line(path, next(iter(fields))))
+    if path.endswith((".yaml", ".yml")):
+        return _yaml_change(knobs, "hf", command, cwd, path, fields)
+    return None
+
+
+def config_copy(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
+                text: str, typed: tuple[str, ...], line: int, observe: Mapping[str, Any] | None = None,
+                names: tuple[str, ...] = ()) -> KnobChange | None:
+    """The user's command with its config file ``path`` (an argument of it, or the value of one of the options
+    ``names``: ``--config cfg.yaml``, ``--config=cfg.yaml``) replaced by a copy holding ``text``, written in
+    Stepwise's temporary folder under the same name (the user's file is never written)."""
+    index = config_argument(command, cwd, path)
     if index is None:
         return None
-    try:
-        original = Path(path).read_text(encoding="utf-8")
-        data = json.loads(original)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    text = json_with(original, fields)
     copy = CONFIG_DIR / hashlib.sha256(text.encode()).hexdigest()[:16] / Path(path).name
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_text(text, encoding="utf-8")
-    new = (*command[:index], str(copy), *command[index + 1:])
-    typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
-    return KnobChange(new, knobs, "hf", typed, path, _key_line(path, next(iter(fields))), (path, str(copy)))
+    arg = command[index]
+    value = f"{arg.split('=', 1)[0]}={copy}" if arg.startswith("-") and "=" in arg else str(copy)
+    new = (*command[:index], value, *command[index + 1:])
+    return KnobChange(new, dict(observe if observe is not None else knobs), convention, typed, path, line,
+                      (path, str(copy)))
+
+
+def config_argument(command: tuple[str, ...], cwd: str, path: str) -> int | None:
+    """Where in ``command`` the config file ``path`` is named: a positional argument or ``--opt=PATH``."""
+    for i, a in enumerate(command):
+        value = a.split("=", 1)[1] if a.startswith("-") and "=" in a else a
+        if value and os.path.abspath(os.path.join(cwd, value)) == path:
+            return i
+    return None
+
+
+def _yaml_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
+                 fields: Mapping[str, Any], observe: Mapping[str, Any] | None = None) -> KnobChange | None:
+    try:
+        original = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    edited = yaml_with(original, fields)
+    if edited is None:
+        return None
+    text, line = edited
+    typed = tuple(f"{k.rsplit('.', 1)[-1]}: {yaml_scalar(v)}" for k, v in fields.items())
+    return config_copy(knobs, convention, command, cwd, path, text, typed, line, observe)
+
+
+def yaml_scalar(value: Any) -> str:
+    """``value`` as a YAML scalar: plain where it loads back as itself (``true``, ``4``, ``bf16-mixed``)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        return json.dumps(value)
+    text = str(value)
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", text) and text.lower() not in YAML_WORDS
+    return text if plain else json.dumps(text)
+
+
+def yaml_with(text: str, fields: Mapping[str, Any]) -> tuple[str, int] | None:
+    """A block-style YAML mapping's text with ``fields`` set (a dotted key is a nested one: ``trainer.precision``),
+    line by line as a person would edit it: a key's value replaced on its line (its comment kept), a missing key
+    added under its parent (or at the end, with the parents it lacks); and the line of the first field's. Where
+    that would not load as the original with those fields set (flow style…), the whole mapping rewritten; ``None``
+    when the text is no mapping or a field's parent holds a value."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return None
+    lines = text.splitlines()
+    first: int | None = None
+    for key, value in fields.items():
+        at = _yaml_set(lines, key.split("."), yaml_scalar(value))
+        first = at if first is None else first
+    out = "\n".join(lines) + "\n"
+    expected = json.loads(json.dumps(data, default=str))
+    for key, value in fields.items():
+        node = expected
+        *parents, leaf = key.split(".")
+        for p in parents:
+            if not isinstance(node.setdefault(p, {}), dict):
+                return None  # a parent that holds a value, not a mapping
+            node = node[p]
+        node[leaf] = value
+    try:
+        if json.loads(json.dumps(yaml.safe_load(out), default=str)) == expected:
+            return out, first or 1
+    except yaml.YAMLError:
+        pass
+    return yaml.safe_dump(expected, sort_keys=False), 1  # not editable line by line: the whole mapping rewritten
+
+
+def _yaml_set(lines: list[str], path: list[str], value: str) -> int:
+    """Sets ``path`` to ``value`` in ``lines`` (changed in place); the 1-based line it is on."""
+    start, end, indent = 0, len(lines), 0
+    for depth, key in enumerate(path):
+        pattern = re.compile(rf"^( {{{indent}}}){re.escape(key)}\s*:(\s*)([^#]*?)(\s*#.*)?$")
+        found = next((i for i in range(start, end) if pattern.match(lines[i])), None)
+        if found is None:
+            block = [" " * (indent + 2 * n) + f"{k}:" for n, k in enumerate(path[depth:])]
+            block[-1] += f" {value}"
+            at = end
+            while at > start and not lines[at - 1].strip():
+                at -= 1
+            lines[at:at] = block
+            return at + len(block)
+        if depth == len(path) - 1:
+            m = pattern.match(lines[found])
+            assert m is not None
+            lines[found] = f"{m.group(1)}{key}: {value}{m.group(4) or ''}"
+            return found + 1
+        start = found + 1
+        end = next((i for i in range(start, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
+                    and len(lines[i]) - len(lines[i].lstrip()) <= indent), end)
+        indent = _child_indent(lines, start, end, indent)
+    return 1
+
+
+def _child_indent(lines: list[str], start: int, end: int, parent: int) -> int:
+    return next((len(x) - len(x.lstrip()) for x in lines[start:end] if x.strip() and not x.lstrip().startswith("#")),
+                parent + 2)
 
 
 def json_with(text: str, fields: Mapping[str, Any]) -> str:
@@ -216,15 +346,56 @@ def _key_line(path: str, key: str) -> int:
 # -- LightningCLI, configurator -------------------------------------------------------------------------------
 def _lightning_cli(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
                    proof: str) -> KnobChange | None:
+    """LightningCLI builds ``L.Trainer`` from its parser's ``trainer.*`` options: the precision is
+    ``--trainer.precision`` — or, when the command's ``--config`` file holds a ``trainer:`` section and the flag is
+    not typed, that file's ``trainer: precision:`` line (in a copy)."""
     if set(knobs) != {"autocast"} or knobs["autocast"] not in LIGHTNING_PRECISION:
         return None
     parser = next((p for p in config.get("parsers") or [] if _option(p, "trainer.precision")), None)
     if parser is None:
         return None
     value = LIGHTNING_PRECISION[knobs["autocast"]]
+    if not any(a.split("=", 1)[0] == "--trainer.precision" for a in command):
+        for entry in config.get("files") or []:
+            path = str(entry.get("file") or "")
+            if entry.get("library") == "jsonargparse" and path.endswith((".yaml", ".yml")) and \
+                    isinstance(_yaml_data(path).get("trainer"), dict):
+                return _yaml_change(knobs, "lightning_cli", command, cwd, path, {"trainer.precision": value})
     file, line = _site(parser)
     return KnobChange(with_flag(command, ["--trainer.precision"], value), knobs, "lightning_cli",
                       (f"--trainer.precision {value}",), file, line)
+
+
+def _yaml_data(path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _accelerate(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+                proof: str) -> KnobChange | None:
+    """``accelerate launch``: ``--mixed_precision bf16`` among the launcher's options (before the script), when
+    the script's own ``Accelerator(...)`` takes no precision of its own — the launcher's then reaches it."""
+    if set(knobs) != {"autocast"} or knobs["autocast"] not in ACCELERATE_PRECISION:
+        return None
+    if len(command) < 3 or os.path.basename(command[0]) != "accelerate" or command[1] != "launch":
+        return None
+    acc = (config.get("frameworks") or {}).get("accelerate") or {}
+    if not acc or (acc.get("asked") or {}).get("mixed_precision") is not None:
+        return None  # no Accelerator of the user's, or one whose own argument decides
+    at = next((i for i, a in enumerate(command) if i > 1 and a.endswith(".py") and not a.startswith("-")), None)
+    if at is None:
+        return None
+    value = ACCELERATE_PRECISION[knobs["autocast"]]
+    head = with_flag(command[:at], ["--mixed_precision"], value)
+    if head[-2:] == ("--mixed_precision", value) and len(head) > at:  # new: typed first, as the docs write it
+        head = (*command[:2], "--mixed_precision", value, *command[2:at])
+    file, line = _site({"site": acc.get("at")})  # the user's Accelerator(...) call
+    return KnobChange((*head, *command[at:]), knobs, "accelerate", (f"--mixed_precision {value}",), file, line)
 
 
 def _configurator(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
@@ -251,6 +422,83 @@ def _global_line(script: str, key: str) -> int:
         return 1
     return next((n.lineno for n in tree.body if isinstance(n, ast.Assign)
                  and any(isinstance(t, ast.Name) and t.id == key for t in n.targets)), 1)
+
+
+# -- Hydra ---------------------------------------------------------------------------------------------------
+def _hydra(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
+           proof: str) -> KnobChange | None:
+    """A Hydra job: a ``key=value`` override of a key of its composed config whose name fits the knob and whose
+    value reaches the call that does it in the script (``enabled=cfg.amp``, ``num_workers=cfg.data.workers``),
+    as for an argparse flag; the ``where`` is that key's line in the primary config file."""
+    job = config.get("hydra") or {}
+    script = config.get("script")
+    main = {k: v for k, v in knobs.items() if k not in SECONDARY or k == proof}
+    if not job or not script or proof not in main:
+        return None
+    reach = reaches(str(script))
+    values = job.get("values") or {}
+    if set(main) == {"autocast"} and main["autocast"] in LIGHTNING_PRECISION:  # a Lightning Trainer's precision
+        key = next((k for k, v in values.items() if _reaches_trainer_precision(k, v, reach)), None)
+        if key is not None:
+            text = LIGHTNING_PRECISION[main["autocast"]]
+            return KnobChange(with_override(command, key, text), main, "hydra", (f"{key}={text}",),
+                              job.get("file") or script, _yaml_line(job["file"], key) if job.get("file") else None)
+    if any(k not in ARGPARSE_NAMES for k in main):
+        return None
+    new, typed = command, []
+    for knob, value in main.items():
+        key = next((k for k, v in values.items() if _hydra_fits(knob, value, k, v, reach, config)), None)
+        if key is None:
+            return None
+        text = "true" if isinstance(values[key], bool) else str(value)  # a switch: on
+        new = with_override(new, key, text)
+        typed.append(f"{key}={text}")
+    file = job.get("file")
+    return KnobChange(new, {k: main[k] for k in main}, "hydra", tuple(typed), file or script,
+                      _yaml_line(file, typed[0].split("=", 1)[0]) if file else (job.get("site") or {}).get("line"))
+
+
+def _reaches_trainer_precision(key: str, held: Any, reach: Mapping[str, set[str]]) -> bool:
+    """``trainer.precision`` reaches ``L.Trainer(precision=cfg.trainer.precision)`` or ``L.Trainer(**cfg.trainer)``."""
+    if not key.endswith("precision") or not (held is None or isinstance(held, (str, int))):
+        return False
+    return key in reach.get("precision", set()) or \
+        (key.endswith(".precision") and key.rsplit(".", 1)[0] in reach.get("trainer", set()))
+
+
+def _hydra_fits(knob: str, value: Any, key: str, held: Any, reach: Mapping[str, set[str]],
+                config: Mapping[str, Any]) -> bool:
+    names, where = ARGPARSE_NAMES[knob]
+    parts = key.split(".")
+    if parts[-1] not in names or not set(parts) <= reach.get(where, set()):
+        return False
+    if knob == "num_workers":
+        return isinstance(held, int) and not isinstance(held, bool)
+    if not isinstance(held, bool):
+        return False
+    if knob == "autocast":  # the script's own autocast must be of the fix's precision
+        want = {"bf16": "bfloat16", "fp16": "float16"}.get(str(value))
+        return any(a.get("dtype") == want for a in config.get("autocast") or [])
+    return bool(value)
+
+
+def with_override(command: tuple[str, ...], key: str, value: str) -> tuple[str, ...]:
+    """``command`` with the Hydra override ``key=value``: one already typed (``key=``, ``+key=``, ``++key=``)
+    changed in place, else appended."""
+    for i, a in enumerate(command):
+        name = a.split("=", 1)[0]
+        if "=" in a and not a.startswith("-") and name.lstrip("+") == key:
+            return (*command[:i], f"{name}={value}", *command[i + 1:])
+    return (*command, f"{key}={value}")
+
+
+def _yaml_line(path: str, key: str) -> int:
+    """The line of ``key`` (dotted: nested) in the YAML file ``path`` (where it would be added when missing)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return 1
+    return _yaml_set(lines, key.split("."), "")
 
 
 # -- plain argparse -------------------------------------------------------------------------------------------
@@ -301,8 +549,11 @@ def _fits(knob: str, value: Any, opt: Mapping[str, Any], config: Mapping[str, An
 def reaches(file: str) -> dict[str, set[str]]:
     """Which attribute names (``args.workers`` -> ``workers``) reach which call in ``file``: ``dataloader`` (a
     ``DataLoader``'s ``num_workers``), ``autocast`` (an autocast's arguments), ``compile`` (a ``torch.compile``
-    call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's)."""
-    out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set()}
+    call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's),
+    and, as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
+    ``Trainer``'s ``precision=``) and ``trainer`` (what a ``Trainer(**…)`` unpacks)."""
+    out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set(),
+                                "precision": set(), "trainer": set()}
     try:
         tree = ast.parse(Path(file).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -314,6 +565,9 @@ def reaches(file: str) -> dict[str, set[str]]:
                 out["dataloader"] |= {a for k in node.keywords if k.arg == "num_workers" for a in _attrs(k.value)}
             elif name in ("autocast", "amp_autocast"):
                 out["autocast"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
+            elif name == "Trainer":  # Lightning's: precision=cfg.trainer.precision, or **cfg.trainer
+                out["precision"] |= {_path(k.value) for k in node.keywords if k.arg == "precision"}
+                out["trainer"] |= {_path(k.value) for k in node.keywords if k.arg is None}
             elif name == "compile":
                 out["compile"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
             elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(("torch.optim.", "optim.")):
@@ -329,6 +583,20 @@ def reaches(file: str) -> dict[str, set[str]]:
 
 def _call_name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _path(node: ast.expr) -> str:
+    """``cfg.trainer.precision`` (or ``cfg["trainer"]["precision"]``) as the config key ``trainer.precision``."""
+    parts: list[str] = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+        elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            parts.append(node.slice.value)
+        else:
+            return ""
+        node = node.value
+    return ".".join(reversed(parts))
 
 
 def _dotted(node: ast.expr) -> str:

@@ -3,8 +3,9 @@
 The script runs in the user's interpreter (:mod:`profilers.run.interpreter`: ``--python PATH``, else the
 command's ``python`` as a shell would find it on PATH, or the exact path given), with
 ``-m stepwise_agent.boot RUN_DIR N`` before the script (or ``-m module``); interpreter flags such as ``-u`` or
-``-X dev`` are kept. The agent is found through ``PYTHONPATH`` (:mod:`profilers.run.agent_path`: a folder
-holding the agent alone); nothing is installed into the user's environment. Only a script path or module the
+``-X dev`` are kept. ``accelerate launch OPTIONS… train.py ARGS…`` runs as typed, with the boot module as the
+module accelerate launches (``--module``), in the interpreter beside the ``accelerate`` command. The agent is
+found through ``PYTHONPATH`` (:mod:`profilers.run.agent_path`: a folder holding the agent alone); nothing is installed into the user's environment. Only a script path or module the
 user typed is run: never ``-c`` code or stdin. The run is stored like any other (kind ``launch``), with the
 command, the resolved interpreter and its torch in ``launch.json``.
 
@@ -45,8 +46,11 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
     if not argv:
         raise RunError("nothing to launch: put the command after --, e.g. -- python train.py")
     first = argv[0]
-    if interp.is_python_word(first) or os.path.realpath(first) == os.path.realpath(sys.executable):
-        flags: list[str] = []
+    launcher = accelerate_launch(argv)
+    flags: list[str] = []
+    if launcher is not None:
+        target = launcher[1]
+    elif interp.is_python_word(first) or os.path.realpath(first) == os.path.realpath(sys.executable):
         i = 1
         while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
             flags.append(argv[i])
@@ -69,11 +73,29 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
     return flags, target
 
 
+def accelerate_launch(command: list[str]) -> tuple[list[str], list[str]] | None:
+    """``accelerate launch OPTIONS… SCRIPT ARGS…`` as ``(OPTIONS, [SCRIPT, ARGS…])`` (the script: the first word
+    ending in ``.py`` that is no option), else ``None``. RunError for a launch of a module or without a script."""
+    argv = command[1:] if command[:1] == ["--"] else list(command)
+    if len(argv) < 2 or os.path.basename(argv[0]) != "accelerate" or argv[1] != "launch":
+        return None
+    options = argv[2:]
+    if any(o in ("-m", "--module", "--no_python") for o in options):
+        raise RunError("accelerate launch: Stepwise runs a script path (not --module or --no_python)")
+    at = next((i for i, a in enumerate(options) if a.endswith(".py") and not a.startswith("-")), None)
+    if at is None:
+        raise RunError("accelerate launch needs a script path ending in .py")
+    return options[:at], options[at:]
+
+
 def interpreter_for(command: list[str], python: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The interpreter that runs ``command`` (see :mod:`profilers.run.interpreter` for the rule)."""
     if python:
         return interp.resolve(python, env)
     argv = command[1:] if command and command[0] == "--" else command
+    if accelerate_launch(argv) is not None:  # the interpreter beside the accelerate command (its environment's)
+        tool = interp.resolve(argv[0], env)
+        return interp.resolve(os.path.join(os.path.dirname(tool), "python"), env)
     if argv and not argv[0].endswith(".py"):
         return interp.resolve(argv[0], env)
     return interp.own_interpreter()
@@ -87,6 +109,11 @@ def boot_command(command: list[str], run_dir: Path, steps: int, nproc_per_node: 
     flags, target = split_command(command, cwd)
     python = python or interpreter_for(command)
     boot = ["-m", "stepwise_agent.boot", str(run_dir), str(steps), *target]
+    launcher = accelerate_launch(command)
+    if launcher is not None:  # accelerate's own launcher, its options as typed, starts the boot module
+        if nproc_per_node > 1 or nnodes > 1:
+            raise RunError("accelerate launch starts its own processes: give --num_processes to it, not Stepwise")
+        return [python, "-m", "accelerate.commands.launch", *launcher[0], *boot]
     if nproc_per_node <= 1 and nnodes <= 1:
         return [python, *flags, *boot]
     if nnodes > 1 and not rdzv_endpoint:

@@ -91,7 +91,9 @@ class Injector:
         self.loader.install()
         self.modules.install()
         self.optim.install()
-        self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers})
+        self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers,
+                                 "jsonargparse._core": self.config.patch_jsonargparse,
+                                 "hydra.core.utils": self.config.patch_hydra})
         self.config.install()
         self._undo.append(self.config.uninstall)
         self._undo.append(annotate_closures())
@@ -136,10 +138,15 @@ class Injector:
         self.modules.finish()
         self.optim.finish()
         self.convergence.finish()
-        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self.config.to_json(),
+        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self._config(),
                 "observed": sorted(self.observe)}
 
     def snapshot(self) -> dict[str, Any]:
         """The report so far (``partial``: knobs not yet decided read as not acted), without the end's checks."""
-        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self.config.to_json(),
+        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self._config(),
                 "observed": sorted(self.observe), "partial": True}
+
+    def _config(self) -> dict[str, Any]:
+        """How the script is configured, with the switches its framework was built with (an ``Accelerator``'s
+        ``mixed_precision``: what a launcher option reaches)."""
+        return {**self.config.to_json(), "frameworks": self.frameworks.to_json()}

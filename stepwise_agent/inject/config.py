@@ -7,10 +7,17 @@ Recorded, standard library only (nothing of a framework is imported on the scrip
   default, the value parsed, its action (``store_true``…) and type; ``HfArgumentParser`` is one such parser
   (its class and dataclasses named), so Hugging Face's ``--bf16``/``--dataloader_num_workers`` are seen there;
 - ``HfArgumentParser.parse_json_file`` / ``parse_yaml_file``: the config file read (absolute path) and its keys;
+- a jsonargparse parser (LightningCLI's) parsing the command line, its subcommand's (``fit``) included: each
+  option's flags and dotted ``dest`` (``trainer.precision``) with the value parsed, and the files its
+  ``--config`` option read (``library``: ``jsonargparse``; jsonargparse bypasses ``parse_known_args``);
 - the command line's conventions that no parser of ours sees: ``--key=value`` globals of a nanoGPT-style
   ``configurator.py`` (the script's module-level globals, read at the first step), Hydra/OmegaConf ``key=value``
   overrides, jsonargparse/LightningCLI dotted options (``--trainer.precision``);
-- the script's own autocast contexts and ``torch.compile`` calls (where a flag's value ends up).
+- the script's own autocast contexts and ``torch.compile`` calls (where a flag's value ends up);
+- what a launcher passed down (``launcher``: ``accelerate launch``'s ``ACCELERATE_*`` environment);
+- a Hydra job (``hydra``): the overrides as Hydra read them, the composed config's values by dotted key
+  (``data.workers``), and its primary config file (read from the config Hydra hands the task; Hydra and OmegaConf
+  are the script's imports, never ours).
 
 All of it goes to ``injected.json`` under ``config`` (see :class:`ConfigRecorder.to_json`).
 """
@@ -78,6 +85,8 @@ class ConfigRecorder:
         self.compile_calls: list[dict[str, Any]] = []
         self.globals: dict[str, Any] = {}
         self._undo: list[Callable[[], None]] = []
+        self._parsing = 0  # a jsonargparse parse of the command line in progress (a subcommand's is nested)
+        self.hydra: dict[str, Any] | None = None
 
     def install(self) -> None:
         original = argparse.ArgumentParser.parse_known_args
@@ -156,6 +165,95 @@ class ConfigRecorder:
             setattr(cls, name, reader)
             self._undo.append(_restore(cls, name, original))
 
+    def patch_jsonargparse(self, module: Any) -> None:
+        """``jsonargparse._core``: ``ArgumentParser.parse_args`` of the script's command line (``args`` ``None`` or
+        ``sys.argv[1:]``), and of a subcommand's within it (the command line's tail)."""
+        cls = module.ArgumentParser
+        original = cls.parse_args
+        me = self
+
+        def parse_args(parser: Any, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+            mine = args is None or list(args) == me.argv
+            nested = not mine and me._parsing > 0 and isinstance(args, (list, tuple)) and \
+                list(args) == me.argv[len(me.argv) - len(args):]
+            me._parsing += mine
+            try:
+                out = original(parser, args, *rest, **kwargs)
+            finally:
+                me._parsing -= mine
+            if mine or nested:
+                try:
+                    me._parsed_jsonargparse(parser, out)
+                except Exception:  # noqa: BLE001 - recording must never break the script's own parsing
+                    pass
+            return out
+
+        setattr(cls, "parse_args", parse_args)
+        self._undo.append(_restore(cls, "parse_args", original))
+
+    def _parsed_jsonargparse(self, parser: Any, cfg: Any) -> None:
+        site = user_site(3)
+        options = []
+        for action in parser._actions:
+            kind = type(action).__name__
+            if not action.option_strings or action.dest == argparse.SUPPRESS or kind.startswith(("_Action", "_Help")):
+                continue
+            value = cfg.get(action.dest) if hasattr(cfg, "get") else None
+            options.append({"flags": list(action.option_strings), "dest": action.dest,
+                            "default": _plain(action.default), "value": _plain(value), "action": kind,
+                            "type": None, "nargs": _plain(action.nargs), "const": None})
+            if kind == "ActionConfigFile":
+                for path in value or []:
+                    file = getattr(path, "absolute", None) or os.path.abspath(str(path))
+                    self.files.append({"file": str(file), "reader": "jsonargparse", "class": type(parser).__name__,
+                                       "library": "jsonargparse", "option": list(action.option_strings),
+                                       "site": site, "fields": []})
+        self.parsers.append({"id": id(parser), "class": type(parser).__name__, "library": "jsonargparse",
+                             "dataclasses": [], "site": site, "options": options[:400]})
+
+    def patch_hydra(self, module: Any) -> None:
+        """``hydra.core.utils.run_job``: the config it hands the script's task function (the first job's)."""
+        original = module.run_job
+        me = self
+
+        def run_job(*args: Any, **kwargs: Any) -> Any:
+            if me.hydra is None:
+                try:
+                    me._hydra_job(kwargs.get("config", args[1] if len(args) > 1 else None))
+                except Exception:  # noqa: BLE001 - recording must never break the script's own job
+                    pass
+            return original(*args, **kwargs)
+
+        setattr(module, "run_job", run_job)
+        self._undo.append(_restore(module, "run_job", original))
+
+    def _hydra_job(self, config: Any) -> None:
+        omegaconf = sys.modules.get("omegaconf")
+        if omegaconf is None or config is None:
+            return
+        tree = omegaconf.OmegaConf.to_container(config, resolve=False)
+        hydra = tree.pop("hydra", {}) if isinstance(tree, dict) else {}
+        values: dict[str, Any] = {}
+
+        def flat(node: Any, prefix: str) -> None:
+            for key, value in node.items():
+                if isinstance(value, dict):
+                    flat(value, f"{prefix}{key}.")
+                elif value is None or isinstance(value, SIMPLE):
+                    values[f"{prefix}{key}"] = value
+
+        flat(tree if isinstance(tree, dict) else {}, "")
+        name = (hydra.get("job") or {}).get("config_name")
+        file = None
+        for source in (hydra.get("runtime") or {}).get("config_sources") or []:
+            path = str(source.get("path") or "")
+            if source.get("provider") == "main" and source.get("schema") == "file" and name:
+                for ext in (".yaml", ".yml"):
+                    if os.path.isfile(os.path.join(path, f"{name}{ext}")):
+                        file = os.path.abspath(os.path.join(path, f"{name}{ext}"))
+        self.hydra = {"overrides": [str(o) for o in (hydra.get("overrides") or {}).get("task") or []],
+                      "values": dict(list(values.items())[:400]), "file": file, "site": user_site(3)}
+
     def seen_autocast(self, device_type: str, dtype: Any, enabled: bool, site: dict[str, Any] | None) -> None:
         entry = {"device_type": device_type, "dtype": str(dtype).replace("torch.", ""), "enabled": bool(enabled),
                  "site": site}
@@ -179,4 +277,6 @@ class ConfigRecorder:
         return {"argv": self.argv, "script": self.script,
                 "parsers": [{k: v for k, v in p.items() if k != "id"} for p in self.parsers],
                 "files": self.files, "globals": self.globals, "overrides": overrides, "dotted": dotted,
+                "launcher": {k: v for k, v in os.environ.items() if k.startswith("ACCELERATE_")},
+                "hydra": self.hydra,
                 "autocast": self.autocast, "compile_calls": self.compile_calls}

@@ -7,11 +7,13 @@ which arguments were set there, which is the diff the Advisor shows:
 
 - ``TrainingArguments(...)``: ``bf16``/``fp16``, ``dataloader_num_workers``, ``dataloader_pin_memory``,
   ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile``, ``tf32``;
-- ``L.Trainer(...)`` (``lightning`` or ``pytorch_lightning``): ``precision="bf16-mixed"`` / ``"16-mixed"``;
+- ``L.Trainer(...)`` (``lightning`` or ``pytorch_lightning``): ``precision="bf16-mixed"`` / ``"16-mixed"`` (the
+  one ``LightningCLI`` builds from the user's own ``--trainer.precision`` is recorded, never changed);
 - the convergence knobs of ``--to-quality`` (:mod:`stepwise_agent.inject.convergence`): ``TrainingArguments``'
   ``per_device_train_batch_size``, ``learning_rate``, ``warmup_steps``, ``gradient_accumulation_steps``, and
   ``L.Trainer(accumulate_grad_batches=…)``;
-- ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``.
+- ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``; what it then holds
+  (``held``: its argument, else what ``accelerate launch --mixed_precision`` passed it) is recorded.
 
 The classes are patched when their module is first imported (an import hook), so a plain script pays nothing
 and no framework is imported on its behalf. Evidence that a knob acted still comes from the objects the
@@ -21,6 +23,7 @@ wrapping of the model's forward is switched off for what the framework now does 
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -74,9 +77,15 @@ class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _from_hf_parser() -> bool:
     """Whether ``TrainingArguments`` is being built by an ``HfArgumentParser`` (from the command line or a config
     file: the user's own arguments, built by the library on their behalf)."""
+    return _built_by("transformers/hf_argparser.py")
+
+
+def _built_by(*files: str) -> bool:
+    """Whether a frame of one of the library ``files`` is on the stack: the object is built from the user's own
+    arguments by that library (``HfArgumentParser``'s dataclasses, ``LightningCLI``'s Trainer)."""
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_code.co_filename.replace("\\", "/").endswith("transformers/hf_argparser.py"):
+        if frame.f_code.co_filename.replace("\\", "/").endswith(files):
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
@@ -183,13 +192,17 @@ class FrameworkInjection:
         original = cls.__init__
         me = self
 
+        @functools.wraps(original)  # its signature kept: LightningCLI builds its trainer.* options from it
         def init(trainer: Any, *args: Any, **kwargs: Any) -> None:
-            if called_by_user(2):
+            cli = "autocast" in me.observe and _built_by("lightning/pytorch/cli.py", "pytorch_lightning/cli.py")
+            if called_by_user(2) or cli:  # the user's, or LightningCLI's from the user's own --trainer.precision
                 set_: dict[str, Any] = {}
                 asked = {"precision": kwargs.get("precision")}
-                if me._precision_here() and me.knobs.get("autocast") in LIGHTNING_PRECISION and \
-                        "autocast" not in me.observe:
-                    kwargs["precision"] = set_["precision"] = LIGHTNING_PRECISION[me.knobs["autocast"]]
+                want = LIGHTNING_PRECISION.get(str(me.knobs.get("autocast")))
+                if "autocast" in me.observe and want is not None and str(kwargs.get("precision")) == want:
+                    set_["precision"] = kwargs["precision"]  # the user's own --trainer.precision / config line
+                elif me._precision_here() and want is not None and "autocast" not in me.observe:
+                    kwargs["precision"] = set_["precision"] = want
                 site = user_site(2)
                 if me.convergence is not None and site is not None:
                     before = kwargs.get("accumulate_grad_batches")
@@ -207,15 +220,24 @@ class FrameworkInjection:
         original = cls.__init__
         me = self
 
+        @functools.wraps(original)
         def init(acc: Any, *args: Any, **kwargs: Any) -> None:
-            if called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
-                set_: dict[str, Any] = {}
-                asked = {"mixed_precision": kwargs.get("mixed_precision")}
-                if me._precision_here() and me.knobs.get("autocast") in ACCELERATE_PRECISION and \
-                        "autocast" not in me.observe:
-                    kwargs["mixed_precision"] = set_["mixed_precision"] = ACCELERATE_PRECISION[me.knobs["autocast"]]
-                me._record("accelerate", "accelerator", user_site(2), cls, set_, asked)
+            if not called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
+                original(acc, *args, **kwargs)
+                return
+            set_: dict[str, Any] = {}
+            asked = {"mixed_precision": kwargs.get("mixed_precision")}
+            want = ACCELERATE_PRECISION.get(str(me.knobs.get("autocast")))
+            if me._precision_here() and want is not None and "autocast" not in me.observe:
+                kwargs["mixed_precision"] = set_["mixed_precision"] = want
+            site = user_site(2)
             original(acc, *args, **kwargs)
+            held = getattr(acc, "mixed_precision", None)  # its argument, else accelerate launch --mixed_precision
+            if "autocast" in me.observe and want is not None and str(held) == want:
+                set_["mixed_precision"] = held
+            me._record("accelerate", "accelerator", site, cls, set_, asked)
+            if "accelerate" in me.frameworks:
+                me.frameworks["accelerate"].update(held={"mixed_precision": str(held)}, at=site)
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))

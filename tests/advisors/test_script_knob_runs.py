@@ -25,12 +25,14 @@ HF_FLAGS = ["--output_dir", "out", "--per_device_train_batch_size", "8", "--max_
             "true", "--use_cpu"]
 
 
-def optimize(tmp_path: Path, script: str, args: list[str], *fixes: str, rounds: int = 2) -> dict[str, Any]:
+def optimize(tmp_path: Path, script: str, args: list[str], *fixes: str, rounds: int = 2,
+             launcher: list[str] | None = None) -> dict[str, Any]:
+    """``launcher``: what comes before the script (default: the user environment's interpreter)."""
     path = SCRIPTS / script
     before = {p: p.read_text() for p in SCRIPTS.iterdir() if p.is_file()}
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(tmp_path / "runs"),
            "--rounds", str(rounds), "--steps", "4", "--warmup", "1", "--trials", "3",
-           *(a for f in fixes for a in ("--fix", f)), "--", str(user_python()), str(path), *args]
+           *(a for f in fixes for a in ("--fix", f)), "--", *(launcher or [str(user_python())]), str(path), *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2400, env=env)
     assert proc.returncode in (0, 3), proc.stderr[-3000:]  # 3: a round the trials could not judge (inconclusive), as valid a verdict as any other here
@@ -95,6 +97,120 @@ def test_hf_argument_parser_from_a_json_file(tmp_path: Path) -> None:
     assert '+  "bf16": true,' in bf16["change"]["text"].splitlines()
     assert bf16["where"] == f"{SCRIPTS / 'hf_args.json'}:{_line('hf_args.json', '{') + 1}"
     assert '"dataloader_num_workers"' in rounds["dataloader_workers"]["change"]["text"]
+
+
+def test_hf_argument_parser_from_a_yaml_file(tmp_path: Path) -> None:
+    r = rounds_of(optimize(tmp_path, "hf_args_train.py", [str(SCRIPTS / "hf_args.yaml")], "bf16_autocast",
+                           rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    copy = Path(run["spec"]["command"][-1])
+    assert copy.name == "hf_args.yaml" and run["spec"]["inject"] == {}
+    assert run["spec"]["observe"] == {"autocast": "bf16"}
+    assert copy.read_text() == (SCRIPTS / "hf_args.yaml").read_text() + "bf16: true\n"
+    assert run["injected"]["config"]["files"][0] == {**run["injected"]["config"]["files"][0], "file": str(copy),
+                                                      "reader": "parse_yaml_file"}  # the arm read the changed copy
+    baseline = json.loads((Path(r["before"]["run_dirs"][0]) / "injected.json").read_text())
+    assert baseline["config"]["files"][0]["file"] == str(SCRIPTS / "hf_args.yaml")
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with hf_args.yaml changed: bf16: true"
+    assert any("TrainingArguments(bf16=True)" in e and "from the script's own command line or config" in e
+               for e in evidence)
+    assert r["change"]["kind"] == "config" and r["change"]["file"] == str(SCRIPTS / "hf_args.yaml")
+    assert "+bf16: true" in r["change"]["text"].splitlines() and "a/hf_args.yaml" in r["change"]["text"]
+    assert r["where"] == f"{SCRIPTS / 'hf_args.yaml'}:{len((SCRIPTS / 'hf_args.yaml').read_text().splitlines()) + 1}"
+
+
+def test_lightning_cli_precision_flag(tmp_path: Path) -> None:
+    script = "lightning_cli_train.py"
+    args = ["fit", "--trainer.accelerator", "cpu", "--trainer.max_epochs", "1000"]
+    r = rounds_of(optimize(tmp_path, script, args, "bf16_autocast", rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    assert run["spec"]["command"][-2:] == ["--trainer.precision", "bf16-mixed"] and run["spec"]["inject"] == {}
+    parser = next(p for p in run["injected"]["config"]["parsers"] if p["library"] == "jsonargparse"
+                  and any(o["dest"] == "trainer.precision" for o in p["options"]))
+    assert next(o for o in parser["options"] if o["dest"] == "trainer.precision")["value"] == "bf16-mixed"
+    assert run["injected"]["frameworks"]["lightning"]["set"]["precision"] == "bf16-mixed"  # what L.Trainer got
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with --trainer.precision bf16-mixed (nothing injected)"
+    assert any("Trainer(precision='bf16-mixed')" in e and "from the script's own command line or config" in e
+               for e in evidence)
+    assert r["change"]["kind"] == "command"
+    assert r["change"]["text"].splitlines()[1].endswith("--trainer.max_epochs 1000 --trainer.precision bf16-mixed")
+    assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'LightningCLI(Classifier')}"
+
+
+def test_lightning_cli_precision_in_its_config_file(tmp_path: Path) -> None:
+    user = SCRIPTS / "lightning_cli.yaml"
+    r = rounds_of(optimize(tmp_path, "lightning_cli_train.py", ["fit", "--config", str(user)], "bf16_autocast",
+                           rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    copy = Path(run["spec"]["command"][-1])
+    assert copy.name == "lightning_cli.yaml" and copy != user and run["spec"]["command"][-2] == "--config"
+    lines = user.read_text().splitlines()
+    end = lines.index("model:")  # the trainer section ends there: the new key goes at its end
+    assert copy.read_text().splitlines() == [*lines[:end], "  precision: bf16-mixed", *lines[end:]]
+    assert str(copy) in {f["file"] for f in run["injected"]["config"]["files"]}  # the arm read the changed copy
+    assert run["injected"]["frameworks"]["lightning"]["set"]["precision"] == "bf16-mixed"
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with lightning_cli.yaml changed: precision: bf16-mixed"
+    assert r["change"]["kind"] == "config" and r["change"]["file"] == str(user)
+    assert "+  precision: bf16-mixed" in r["change"]["text"].splitlines()
+    assert r["where"] == f"{user}:{end + 1}"
+
+
+def test_accelerate_launch_mixed_precision(tmp_path: Path) -> None:
+    script = "accelerate_train.py"
+    launcher = [str(user_python().parent / "accelerate"), "launch", "--num_processes", "1"]
+    r = rounds_of(optimize(tmp_path, script, [], "bf16_autocast", rounds=1, launcher=launcher),
+                  "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    assert run["spec"]["command"] == [*launcher[:2], "--mixed_precision", "bf16", *launcher[2:], str(SCRIPTS / script)]
+    assert run["spec"]["inject"] == {} and run["injected"]["config"]["launcher"]["ACCELERATE_MIXED_PRECISION"] == "bf16"
+    acc = run["injected"]["frameworks"]["accelerate"]
+    assert acc["asked"] == {"mixed_precision": None} and acc["held"] == {"mixed_precision": "bf16"}
+    baseline = json.loads((Path(r["before"]["run_dirs"][0]) / "injected.json").read_text())
+    assert baseline["frameworks"]["accelerate"]["held"] == {"mixed_precision": "no"}
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with --mixed_precision bf16 (nothing injected)"
+    assert any("Accelerator(mixed_precision='bf16')" in e and "from the script's own command line" in e
+               for e in evidence)
+    assert r["change"]["kind"] == "command"
+    after = r["change"]["text"].splitlines()[1]
+    assert after.endswith(f"launch --mixed_precision bf16 --num_processes 1 {SCRIPTS / script}")
+    assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'accelerator = Accelerator(')}"
+
+
+def test_hydra_overrides_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:
+    script, conf = "hydra_train.py", SCRIPTS / "hydra_conf" / "train.yaml"
+    rounds = rounds_of(optimize(tmp_path, script, ["data.batch_size=64"], "bf16_autocast", "dataloader_workers"),
+                       "bf16_autocast", "dataloader_workers")
+    bf16, workers = rounds["bf16_autocast"], rounds["dataloader_workers"]
+    run = patched_run(bf16)
+    assert run["spec"]["command"][-2:] == ["data.batch_size=64", "amp=true"] and run["spec"]["inject"] == {}
+    assert run["injected"]["config"]["hydra"]["values"]["amp"] is True  # what Hydra composed from the override
+    assert bf16["applied"]["knobs"]["autocast"]["evidence"][0] == "ran your own command with amp=true (nothing injected)"
+    assert bf16["change"]["kind"] == "command" and bf16["change"]["text"].splitlines()[1].endswith(" amp=true")
+    lines = conf.read_text().splitlines()
+    assert bf16["where"] == f"{conf}:{lines.index('amp: false') + 1}"
+    command = patched_run(workers)["spec"]["command"]
+    n = int(command[-1].removeprefix("data.workers="))
+    assert n > 0 and patched_run(workers)["injected"]["config"]["hydra"]["values"]["data.workers"] == n
+    assert f"{n} worker processes started by the DataLoader" in workers["applied"]["knobs"]["num_workers"]["evidence"]
+    assert workers["where"] == f"{conf}:{lines.index('  workers: 0') + 1}"
+
+
+def test_hydra_override_of_a_lightning_trainers_precision(tmp_path: Path) -> None:
+    script, conf = "hydra_lightning_train.py", SCRIPTS / "hydra_conf" / "lightning.yaml"
+    r = rounds_of(optimize(tmp_path, script, [], "bf16_autocast", rounds=1), "bf16_autocast")["bf16_autocast"]
+    run = patched_run(r)
+    assert run["spec"]["command"][-1] == "trainer.precision=bf16-mixed" and run["spec"]["inject"] == {}
+    assert run["injected"]["frameworks"]["lightning"]["set"]["precision"] == "bf16-mixed"  # what L.Trainer got
+    evidence = r["applied"]["knobs"]["autocast"]["evidence"]
+    assert evidence[0] == "ran your own command with trainer.precision=bf16-mixed (nothing injected)"
+    assert any("Trainer(precision='bf16-mixed')" in e for e in evidence)
+    assert r["change"]["kind"] == "command"
+    assert r["change"]["text"].splitlines()[1].endswith(" trainer.precision=bf16-mixed")
+    assert r["where"] == f"{conf}:{conf.read_text().splitlines().index('  precision: 32-true') + 1}"
 
 
 def test_argparse_flags_whose_values_reach_autocast_and_the_dataloader(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from advisors.experiments.script_knobs import (CONFIG_DIR, command_evidence, json_with, knob_change, reaches,
-                                               shown_change, with_flag)
+                                               shown_change, with_flag, with_override, yaml_with)
 from advisors.experiments.script_diff import construction_site, render
 from advisors.fixes import FIXES
 from stepwise_agent.inject.config import ConfigRecorder
@@ -145,6 +145,141 @@ def test_hf_json_file_is_changed_in_a_copy_and_shown_as_its_diff(tmp_path: Path)
     assert command_evidence(("python", "run.py", str(user)), change.command) == \
         'ran your own command with args.json changed: "bf16": true'
     assert json_with('{"bf16": false}', {"bf16": True}) == '{"bf16": true}\n'
+
+
+def test_hf_yaml_file_is_changed_in_a_copy_at_its_line(tmp_path: Path) -> None:
+    user = tmp_path / "args.yaml"
+    text = (SCRIPTS / "hf_args.yaml").read_text()
+    user.write_text(text.replace("use_cpu: true", "bf16: false  # not yet\nuse_cpu: true"))
+    before = user.read_text()
+    config = hf_config(["bf16", "fp16", "output_dir"], file=str(user))
+    change = knob_change({"autocast": "bf16"}, config, ("python", "run.py", "args.yaml"), str(tmp_path), "autocast")
+    assert change is not None and user.read_text() == before
+    copy = Path(change.command[2])
+    assert copy.name == "args.yaml" and copy.parent.parent == CONFIG_DIR
+    assert copy.read_text() == before.replace("bf16: false  # not yet", "bf16: true  # not yet")  # in place
+    assert change.line == before.splitlines().index("bf16: false  # not yet") + 1 and change.flags == ("bf16: true",)
+    shown = shown_change(("python", "run.py", str(user)), change.command)
+    assert shown["kind"] == "config" and "+bf16: true  # not yet" in shown["text"].splitlines()
+    assert command_evidence(("python", "run.py", str(user)), change.command) == \
+        "ran your own command with args.yaml changed: bf16: true  # not yet"
+    # a file without the key gets it at its end; one the script did not read from its command line gets nothing
+    added = knob_change({"autocast": "bf16"}, hf_config(["bf16"], file=str(SCRIPTS / "hf_args.yaml")),
+                        ("python", "run.py", str(SCRIPTS / "hf_args.yaml")), str(tmp_path), "autocast")
+    assert added is not None and Path(added.command[2]).read_text().endswith("use_cpu: true\nbf16: true\n")
+    assert knob_change({"autocast": "bf16"}, config, ("python", "run.py"), str(tmp_path), "autocast") is None
+
+
+def test_yaml_keys_nested_and_new_keep_the_rest_of_the_file() -> None:
+    text = "# run\ntrainer:\n    max_epochs: 3  # short\n    precision: 32\nmodel:\n    width: 8\n"
+    out, line = yaml_with(text, {"trainer.precision": "bf16-mixed"})  # type: ignore[misc]
+    assert out == text.replace("precision: 32", "precision: bf16-mixed") and line == 4
+    out, line = yaml_with(text, {"trainer.accelerator": "cpu"})  # type: ignore[misc]
+    assert out.splitlines()[4] == "    accelerator: cpu" and line == 5
+    out, line = yaml_with(text, {"data.num_workers": 4})  # type: ignore[misc]
+    assert out.endswith("width: 8\ndata:\n  num_workers: 4\n") and line == 8
+    assert yaml_with("trainer: {precision: 32}\n", {"trainer.precision": "bf16-mixed"}) == \
+        ("trainer:\n  precision: bf16-mixed\n", 1)  # flow style: rewritten whole
+    assert yaml_with("trainer: 3\n", {"trainer.precision": "bf16-mixed"}) is None
+    assert yaml_with("yes_word: x\n", {"name": "on"})[0].endswith('name: "on"\n')  # type: ignore[index]
+
+
+def cli_config(files: list[str]) -> dict[str, Any]:
+    """What the agent records of a LightningCLI parse (a jsonargparse parser and the --config files it read)."""
+    options = [{"flags": ["-c", "--config"], "dest": "config", "action": "ActionConfigFile", "value": files},
+               {"flags": ["--trainer.precision"], "dest": "trainer.precision", "action": "ActionTypeHint",
+                "value": None}]
+    return {"parsers": [{"class": "LightningArgumentParser", "library": "jsonargparse", "options": options,
+                         "site": {"file": "/x/train.py", "line": 30}}],
+            "files": [{"file": f, "library": "jsonargparse", "class": "LightningArgumentParser"} for f in files]}
+
+
+def test_lightning_cli_precision_is_the_flag_or_the_config_files_trainer_line(tmp_path: Path) -> None:
+    bf16 = {"autocast": "bf16"}
+    flag = knob_change(bf16, cli_config([]), ("python", "train.py", "fit"), str(tmp_path), "autocast")
+    assert flag is not None and flag.command == ("python", "train.py", "fit", "--trainer.precision", "bf16-mixed")
+    assert (flag.file, flag.line, flag.convention) == ("/x/train.py", 30, "lightning_cli")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("trainer:\n  max_epochs: 3\n  precision: 32-true\nmodel:\n  width: 8\n")
+    command = ("python", "train.py", "fit", f"--config={cfg.name}")
+    change = knob_change(bf16, cli_config([str(cfg)]), command, str(tmp_path), "autocast")
+    assert change is not None and change.command[-1].startswith("--config=") and change.line == 3
+    assert Path(change.command[-1].split("=", 1)[1]).read_text() == cfg.read_text().replace("32-true", "bf16-mixed")
+    assert change.flags == ("precision: bf16-mixed",)
+    # typed on the command line, the flag wins over the file: it is the flag that changes, in place
+    typed = knob_change(bf16, cli_config([str(cfg)]), (*command, "--trainer.precision", "32-true"), str(tmp_path),
+                        "autocast")
+    assert typed is not None and typed.command == (*command, "--trainer.precision", "bf16-mixed")
+    # a file without a trainer section: the flag
+    other = tmp_path / "model.yaml"
+    other.write_text("model:\n  width: 8\n")
+    plain = knob_change(bf16, cli_config([str(other)]), ("python", "train.py", "fit", "-c", "model.yaml"),
+                        str(tmp_path), "autocast")
+    assert plain is not None and plain.command[-2:] == ("--trainer.precision", "bf16-mixed")
+    assert knob_change({"autocast": "bf16"}, {"parsers": [], "files": []}, ("python", "t.py"), "/x", "autocast") is None
+
+
+def test_accelerate_launch_gets_mixed_precision_when_the_scripts_accelerator_takes_none() -> None:
+    at = {"file": "/x/train.py", "line": 9}
+    config = {"frameworks": {"accelerate": {"asked": {"mixed_precision": None}, "at": at}}}
+    command = ("/env/bin/accelerate", "launch", "--num_processes", "1", "train.py", "--lr", "1")
+    change = knob_change({"autocast": "bf16"}, config, command, "/x", "autocast")
+    assert change is not None and change.convention == "accelerate" and (change.file, change.line) == ("/x/train.py", 9)
+    assert change.command == ("/env/bin/accelerate", "launch", "--mixed_precision", "bf16", "--num_processes", "1",
+                              "train.py", "--lr", "1")
+    typed = ("/env/bin/accelerate", "launch", "--mixed_precision", "no", "train.py")
+    assert knob_change({"autocast": "bf16"}, config, typed, "/x", "autocast").command == \
+        ("/env/bin/accelerate", "launch", "--mixed_precision", "bf16", "train.py")  # type: ignore[union-attr]
+    # the script's own Accelerator(mixed_precision="no") decides: the launcher's option would not reach it
+    own = {"frameworks": {"accelerate": {"asked": {"mixed_precision": "no"}, "at": at}}}
+    assert knob_change({"autocast": "bf16"}, own, command, "/x", "autocast") is None
+    assert knob_change({"autocast": "bf16"}, config, ("python", "train.py"), "/x", "autocast") is None
+
+
+HYDRA = '''import torch
+from torch.utils.data import DataLoader
+def main(cfg):
+    loader = DataLoader(list(range(8)), num_workers=cfg.data.workers, batch_size=cfg.data.batch_size)
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=cfg.amp):
+        pass
+'''
+
+
+def test_a_hydra_override_maps_by_its_key_and_where_its_value_reaches(tmp_path: Path) -> None:
+    script, conf = tmp_path / "train.py", tmp_path / "train.yaml"
+    script.write_text(HYDRA)
+    conf.write_text("amp: false\nunused_workers: 0\ndata:\n  batch_size: 8\n  workers: 0\n")
+    values = {"amp": False, "unused_workers": 0, "data.batch_size": 8, "data.workers": 0}
+    autocast = [{"dtype": "bfloat16", "enabled": False}]
+    config = {"script": str(script), "autocast": autocast,
+              "hydra": {"values": values, "file": str(conf), "overrides": []}}
+    command = ("python", "train.py", "data.batch_size=16")
+    bf16 = knob_change({"autocast": "bf16"}, config, command, str(tmp_path), "autocast")
+    assert bf16 is not None and bf16.command == (*command, "amp=true") and (bf16.file, bf16.line) == (str(conf), 1)
+    workers = knob_change({"num_workers": 4, "persistent_workers": True}, config, command, str(tmp_path),
+                          "num_workers")
+    assert workers is not None and workers.command == (*command, "data.workers=4") and workers.line == 5
+    assert workers.observe == {"num_workers": 4}  # not unused_workers: its value reaches no DataLoader
+    assert knob_change({"autocast": "fp16"}, config, command, str(tmp_path), "autocast") is None  # a bf16 context
+    assert knob_change({"compile": True}, config, command, str(tmp_path), "compile") is None
+    assert with_override(("p", "t.py", "+amp=false", "x=1"), "amp", "true") == ("p", "t.py", "+amp=true", "x=1")
+
+
+@pytest.mark.parametrize("call", ["L.Trainer(**cfg.trainer, logger=False)",
+                                  "L.Trainer(precision=cfg.trainer.precision, max_epochs=cfg.trainer.epochs)"])
+def test_a_hydra_key_that_reaches_a_lightning_trainers_precision(tmp_path: Path, call: str) -> None:
+    script, conf = tmp_path / "train.py", tmp_path / "train.yaml"
+    script.write_text(f"import lightning as L\ndef main(cfg):\n    trainer = {call}\n")
+    conf.write_text("trainer:\n  epochs: 3\n  precision: 32-true\nprecision: 32\n")
+    values = {"trainer.epochs": 3, "trainer.precision": "32-true", "precision": 32}
+    config = {"script": str(script), "hydra": {"values": values, "file": str(conf)}}
+    change = knob_change({"autocast": "bf16"}, config, ("python", "train.py"), str(tmp_path), "autocast")
+    assert change is not None and change.command[-1] == "trainer.precision=bf16-mixed" and change.line == 3
+    top = {**config, "hydra": {**config["hydra"], "values": {"precision": 32, **values}}}  # first: not the one
+    assert knob_change({"autocast": "bf16"}, top, ("python", "train.py"), str(tmp_path), "autocast").command[-1] \
+        == "trainer.precision=bf16-mixed"  # type: ignore[union-attr]
+    script.write_text("import lightning as L\ndef main(cfg):\n    trainer = L.Trainer(max_epochs=cfg.trainer.epochs)\n")
+    assert knob_change({"autocast": "bf16"}, config, ("python", "train.py"), str(tmp_path), "autocast") is None
 
 
 def test_a_script_without_knobs_gets_no_knob_change(tmp_path: Path) -> None:

@@ -148,3 +148,23 @@ def test_boot_command_shapes(tmp_path: Path) -> None:
     for bad in (["bash", "x.sh"], ["python", "-c", "print(1)"], ["python", "missing.py"], [], ["python"]):
         with pytest.raises(RunError):
             boot_command(bad, tmp_path, 2)
+
+
+def test_accelerate_launch_runs_the_boot_module_under_its_own_launcher(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text("pass")
+    env = tmp_path / "env" / "bin"
+    env.mkdir(parents=True)
+    for name in ("accelerate", "python"):
+        (env / name).write_text("#!/bin/sh\n")
+        (env / name).chmod(0o755)
+    cmd = boot_command([str(env / "accelerate"), "launch", "--mixed_precision", "bf16", str(script), "--lr", "1"],
+                       tmp_path, 4)
+    # accelerate's options as typed; the interpreter beside the accelerate command
+    assert cmd == [str(env / "python"), "-m", "accelerate.commands.launch", "--mixed_precision", "bf16", "-m",
+                   "stepwise_agent.boot", str(tmp_path), "4", str(script), "--lr", "1"]
+    for bad in ([str(env / "accelerate"), "launch", "-m", "pkg.train"], [str(env / "accelerate"), "launch"]):
+        with pytest.raises(RunError):
+            boot_command(bad, tmp_path, 2)
+    with pytest.raises(RunError):
+        boot_command([str(env / "accelerate"), "launch", str(script)], tmp_path, 2, nproc_per_node=2)

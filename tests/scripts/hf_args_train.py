@@ -1,5 +1,5 @@
 """A Hugging Face example script as ``examples/pytorch/*`` writes it: ``TrainingArguments`` built by
-``HfArgumentParser`` from the command line, or from a JSON file given as the only argument."""
+``HfArgumentParser`` from the command line, or from a JSON or YAML file given as the only argument."""
 
 import os
 import sys
@@ -32,6 +32,8 @@ class Tokens(Dataset):
 parser = HfArgumentParser((ModelArguments, TrainingArguments))
 if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
     model_args, training_args = parser.parse_json_file(json_file=os.path.abspath(sys.argv[1]))
+elif len(sys.argv) == 2 and sys.argv[1].endswith((".yaml", ".yml")):
+    model_args, training_args = parser.parse_yaml_file(os.path.abspath(sys.argv[1]))
 else:
     model_args, training_args = parser.parse_args_into_dataclasses()
 config = GPT2Config(n_layer=model_args.n_layer, n_embd=64, n_head=2, vocab_size=512, n_positions=64,

@@ -1,8 +1,8 @@
 """The tests' second environment: a user's training interpreter (``.venv-user``) built by ``scripts/user-env.sh``.
 
-torch 2.13.0 (this machine's wheel), transformers, accelerate and lightning, the package ``only_in_user_env``,
-and none of Stepwise's own dependencies beyond what those frameworks pull in themselves. Built on first use
-(about a minute) and reused while ``scripts/user-env.sh`` and the package are unchanged.
+torch 2.13.0 (this machine's wheel), transformers, accelerate, lightning, jsonargparse and hydra-core, the
+package ``only_in_user_env``, and none of Stepwise's own dependencies beyond what those frameworks pull in
+themselves. Built on first use (about a minute) and reused while ``scripts/user-env.sh`` and the package are unchanged.
 """
 
 from __future__ import annotations
