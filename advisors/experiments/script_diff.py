@@ -141,8 +141,12 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
         header = f"with torch.autocast(device_type={device_expr(source, device)}, dtype={dtype}):"
         for first in sorted(_statements(source, [int(s["line"]) for s in sites if s.get("grad") is not False]
                                         or [int(s["line"]) for s in sites]), reverse=True):
-            own = _own_autocast(new, first) if new is not None else None
-            if own is not None:  # the script's own autocast context: switched on in place, not nested in another
+            ctx = _own_ctx(new, first, dtype) if new is not None else None
+            own = _own_autocast(new, first) if new is not None and ctx is None else None
+            if ctx is not None and new is not None:  # nanoGPT's `with ctx:`, ctx off on this device: that line
+                lines = new.splitlines(keepends=True)
+                new = "".join(lines[:ctx[0] - 1] + [ctx[2]] + lines[ctx[1]:])
+            elif own is not None:  # the script's own autocast context: switched on in place, not nested in another
                 new = _with_kwargs(new, own, "autocast_ctx", {}, {"dtype": dtype, "enabled": "True"}) \
                     if new is not None else None
             else:
@@ -161,6 +165,36 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
     name = Path(file).name
     return "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
                                         f"a/{name}", f"b/{name}", n=2))
+
+
+def _own_ctx(source: str, line: int, dtype: str) -> tuple[int, int, str] | None:
+    """The script's own autocast context, held in a variable that is off on this device — nanoGPT's
+    ``ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)``
+    around its training call (``with ctx:``): that assignment is the line to change, to its autocast branch with
+    the fix's dtype. ``(first line, last line, new text)`` or ``None``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    withs = [n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno < line <= (n.end_lineno or n.lineno)]
+    names = [i.context_expr.id for w in sorted(withs, key=lambda n: -n.lineno) for i in w.items
+             if isinstance(i.context_expr, ast.Name)]
+    for name in names[:1]:
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Assign) and node.lineno < line and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name
+                    and isinstance(node.value, ast.IfExp)):
+                continue
+            branch = next((b for b in (node.value.body, node.value.orelse)
+                           if isinstance(b, ast.Call) and _name(b.func) == "autocast"), None)
+            if branch is None:
+                continue
+            call = ast.Call(func=branch.func, args=branch.args,
+                            keywords=[k for k in branch.keywords if k.arg != "dtype"]
+                            + [ast.keyword(arg="dtype", value=ast.parse(dtype, mode="eval").body)])
+            indent = " " * node.col_offset
+            return node.lineno, node.end_lineno or node.lineno, f"{indent}{name} = {ast.unparse(call)}\n"
+    return None
 
 
 def _own_autocast(source: str, line: int) -> int | None:

@@ -71,6 +71,36 @@ def test_autocast_wraps_the_whole_statement(tmp_path: Path) -> None:
             "+        loss = loss_fn(model(x),\n+                       y)\n") in ch.text
 
 
+NANOGPT_CTX = """\
+import torch
+from contextlib import nullcontext
+
+device_type = 'cpu'
+ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16}['float32']
+ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+
+def step(model, X, Y):
+    with ctx:
+        logits, loss = model(X, Y)
+    loss.backward()
+"""
+
+
+def test_nanogpt_s_own_ctx_line_is_the_change_not_a_second_autocast(tmp_path: Path) -> None:
+    """Issue 30: nanoGPT switches autocast off on a CPU (``ctx = nullcontext() if …``); the change is that line,
+    to its own autocast with the fix's dtype — never a second ``torch.autocast`` nested inside ``with ctx:``."""
+    f = tmp_path / "train.py"
+    f.write_text(NANOGPT_CTX)
+    ch = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call", {"file": str(f), "line": 10})
+    assert ch.kind == "diff"
+    removed = [line for line in ch.text.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line for line in ch.text.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert removed == ["-ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, "
+                       "dtype=ptdtype)"]
+    assert added == ["+ctx = torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)"]
+    assert "with torch.autocast" not in ch.text
+
+
 def test_without_a_readable_file_the_snippet_is_placed_at_the_line(tmp_path: Path) -> None:
     ch = render(FIXES["torch_compile"], {"compile": True}, "model_call", {"file": str(tmp_path / "gone.py"),
                                                                           "line": 7})
