@@ -108,7 +108,9 @@ class FrameworkInjection:
                    "transformers.training_args": self._patch_transformers,
                    "lightning.pytorch.trainer.trainer": self._patch_lightning,
                    "pytorch_lightning.trainer.trainer": self._patch_lightning,
-                   "accelerate.accelerator": self._patch_accelerate}
+                   "accelerate.accelerator": self._patch_accelerate,
+                   "lightning.pytorch.cli": self._patch_lightning_cli,
+                   "pytorch_lightning.cli": self._patch_lightning_cli}
         for name in [n for n in patches if n in sys.modules]:  # imported before us (a sitecustomize)
             patches.pop(name)(sys.modules[name])
         finder = _PatchAfterImport(patches)
@@ -211,6 +213,29 @@ class FrameworkInjection:
                         asked["accumulate_grad_batches"] = before
                 me._record("lightning", "lightning_trainer", site, cls, set_, asked)
             original(trainer, *args, **kwargs)
+
+        cls.__init__ = init
+        self._undo.append(lambda: setattr(cls, "__init__", original))
+
+    def _patch_lightning_cli(self, module: ModuleType) -> None:
+        """LightningCLI saves its config as ``config.yaml`` in the log dir and refuses to start when one is there:
+        with ``logger=False`` that dir is the working directory, so the second run of an A/B (or any re-run)
+        failed on the first run's file. Stepwise's runs overwrite it, as ``save_config_kwargs={"overwrite":
+        True}`` would, and say so (``frameworks.lightning_cli``); the file written is the one the run parsed."""
+        cls = getattr(module, "SaveConfigCallback", None)
+        if cls is None:
+            return
+        original = cls.__init__
+        me = self
+
+        @functools.wraps(original)
+        def init(callback: Any, *args: Any, **kwargs: Any) -> None:
+            original(callback, *args, **kwargs)
+            if not getattr(callback, "overwrite", True):
+                callback.overwrite = True
+                me.frameworks.setdefault("lightning_cli", {})["save_config"] = (
+                    "overwrite=True: a run under Stepwise rewrites the config.yaml an earlier run saved instead of "
+                    "refusing to start (LightningCLI's default with save_config_kwargs unset)")
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))

@@ -137,6 +137,10 @@ def test_lightning_cli_precision_flag(tmp_path: Path) -> None:
     assert r["change"]["kind"] == "command"
     assert r["change"]["text"].splitlines()[1].endswith("--trainer.max_epochs 1000 --trainer.precision bf16-mixed")
     assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'LightningCLI(Classifier')}"
+    # LightningCLI's default SaveConfigCallback wrote config.yaml in the working directory (logger=False) and
+    # refused to start again on it: every trial after the first failed; Stepwise's runs overwrite it and say so
+    assert (tmp_path / "config.yaml").is_file()
+    assert "overwrite=True" in run["injected"]["frameworks"]["lightning_cli"]["save_config"]
 
 
 def test_lightning_cli_precision_in_its_config_file(tmp_path: Path) -> None:

@@ -30,6 +30,6 @@ class Classifier(LightningModule):
 
 
 if __name__ == "__main__":
-    LightningCLI(Classifier, save_config_callback=None,
+    LightningCLI(Classifier,  # the config is saved as config.yaml in the working directory (logger=False)
                  trainer_defaults={"logger": False, "enable_checkpointing": False, "enable_progress_bar": False,
                                    "enable_model_summary": False})
