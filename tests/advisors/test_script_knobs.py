@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from advisors.experiments.script_knobs import (CONFIG_DIR, command_evidence, json_with, knob_change, reaches,
-                                               shown_change, with_flag, with_override, yaml_with)
+from advisors.experiments.config_text import json_with, yaml_with
+from advisors.experiments.script_knobs import (CONFIG_DIR, command_evidence, knob_change, reaches, shown_change,
+                                               with_flag, with_override)
 from advisors.experiments.script_diff import construction_site, render
 from advisors.fixes import FIXES
 from stepwise_agent.inject.config import ConfigRecorder
