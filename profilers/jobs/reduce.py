@@ -319,7 +319,7 @@ def culprit_extra(summaries: Sequence[dict[str, Any]], ranks: Sequence[int], cul
             if own - median > 1e-6:
                 rows.append({key: name, "culprit_ms": round(own, 4), "others_median_ms": round(median, 4),
                              "extra_ms": round(own - median, 4)})
-        rows.sort(key=lambda r: -float(r["extra_ms"]))
+        rows.sort(key=lambda r: (-float(r["extra_ms"]), str(r[key])))  # ties by name: the same order every run
         return rows[:top] if top else rows
 
     return {"categories": excess(0, "category", None), "kernels": excess(1, "name", TOP_EXTRA),

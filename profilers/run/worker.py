@@ -116,7 +116,7 @@ class RunState:
             if write_json_if_absent(self.run_dir / RESULT_FILE, result) and self.info.local_rank == 0:
                 write_json_atomic(self.run_dir / PROGRESS_FILE, _final_progress(result))
             if self.telemetry is not None:
-                self.telemetry.stop()
+                self.telemetry.stop(wait=False)  # no wait: the steps must not run on past the result just written
             if self.recorder is not None:
                 # os._exit skips the finally of main: without this close, the TensorBoard scalars still in
                 # the writer's queue (it flushes every 2 minutes) are lost with the process.

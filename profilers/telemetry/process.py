@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Iterable
 
+from profilers.telemetry.proctree import OWN_PIDS
 from profilers.telemetry.sampler import TelemetrySampler
 
 START_TIMEOUT_S = 30.0  # the child imports psutil, pandas and NVML before it reports its source
@@ -47,6 +48,7 @@ class TelemetryProcess:
                 str(self.interval_s), "--parent", str(os.getpid()), *(f"--pid={p}" for p in self.root_pids)]
         self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                       start_new_session=True)
+        OWN_PIDS.add(self._proc.pid)  # its memory and CPU are Stepwise's, not the run's (watchdog, peaks)
         self._reader = threading.Thread(target=self._read_first_line, daemon=True)
         self._reader.start()
 
@@ -77,11 +79,16 @@ class TelemetryProcess:
             return "the telemetry process did not start (no samples)"
         return f"{said.get('note')}; sampled in a process of its own"
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Ends the sampler. ``wait=False`` for a process about to ``os._exit``: the signal is sent and nothing
+        waited for (the training thread may still be running steps; the sampler also ends when its parent is
+        gone)."""
         p = self._proc
         if p is None or p.poll() is not None:
             return
         p.terminate()
+        if not wait:
+            return
         try:
             p.wait(timeout=3.0)
         except subprocess.TimeoutExpired:
@@ -96,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parent", type=int, required=True, help="stop when this process is gone")
     ap.add_argument("--pid", type=int, action="append", default=[], help="a root process for host metrics")
     a = ap.parse_args(argv)
+    OWN_PIDS.add(os.getpid())  # this process is the watched process's child: its own rows must leave it out
     sampler = TelemetrySampler(a.out, interval_s=a.interval, root_pids=a.pid or [a.parent])
     print(json.dumps({"source": sampler.source, "note": sampler.note}), flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sampler.request_stop())

@@ -18,6 +18,9 @@ from typing import Callable
 import psutil
 
 REFRESH_S = 1.0
+#: Stepwise's own helper processes (the telemetry sampler's): never the training's, so their CPU and memory are not
+#: counted as the run's (a watchdog budget, a run's peak, a trial's CPU) — the profiler's own cost is its own.
+OWN_PIDS: set[int] = set()
 
 
 class Descendants:
@@ -38,7 +41,7 @@ class Descendants:
             self._walked_at = now
             self.walks += 1
             try:
-                self._children = self.root.children(recursive=True)
+                self._children = [p for p in self.root.children(recursive=True) if p.pid not in OWN_PIDS]
             except psutil.Error:
                 self._children = []
         return list(self._children)

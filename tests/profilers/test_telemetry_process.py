@@ -34,3 +34,20 @@ def test_a_sampler_that_never_started_says_so(tmp_path: Path) -> None:
     tel = TelemetryProcess(tmp_path / "t.jsonl")
     assert tel.note == "the telemetry process did not start (no samples)" and tel.source == "host"
     tel.stop()  # nothing to stop: no error
+
+
+def test_the_sampler_process_is_not_counted_as_the_runs_memory_or_cpu(tmp_path: Path) -> None:
+    """The sampler is the training process's child: the watchdog's budget, a run's peak and a trial's own CPU
+    walk that process's descendants, and must leave Stepwise's own sampler out (its ~100 MB of pandas is not the
+    user's batch)."""
+    from profilers.telemetry.proctree import OWN_PIDS, Descendants
+
+    tel = TelemetryProcess(tmp_path / "t.jsonl", interval_s=0.05, root_pids=[os.getpid()])
+    tel.start()
+    try:
+        pid = tel._proc.pid if tel._proc is not None else -1
+        assert pid in OWN_PIDS
+        assert pid not in [p.pid for p in Descendants(psutil.Process(), refresh_s=0.0).get()]
+        assert pid in [p.pid for p in psutil.Process().children(recursive=True)]  # it is a child all the same
+    finally:
+        tel.stop()
