@@ -250,10 +250,17 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
                          address: str | None = None) -> dict[str, Any]:
     """Analyse once for both: the dashboard's report (HTML, JSON or Markdown by the suffix, written
     atomically) and the ``--json`` document."""
-    from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
+    from advisors.job_observation import job_files, observe_job
+    from reports.analysis import SUMMARY_RANKS, analyse_path, job_analysis  # the outermost layer may use reports
     from reports.export import write_report
 
-    analysis = analyse_path(path, device_memory_bytes=device_memory_bytes)
+    files = job_files(path)
+    # A folder of many ranks is read once, from its ranks' summaries, for both the report and the JSON (as on the
+    # dashboard: never every rank's events at once); a smaller one is loaded whole for the report's timeline.
+    observed = observe_job(path, files, engine or "local", address) \
+        if files is not None and len(files) >= SUMMARY_RANKS else None
+    analysis = (job_analysis(path, Path(path).name, observed=observed) if observed is not None else None) \
+        or analyse_path(path, device_memory_bytes=device_memory_bytes)
     try:
         write_report(analysis, out)
     except ValueError as err:  # an unknown suffix
@@ -265,12 +272,10 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
     doc = result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
                       analysis.diagnosis)
     # The same ``job`` as without --report: a folder of ranks' views from their summaries (cached beside the traces,
-    # so this reads each rank a second time only when no summary is cached), a run's from its agent summaries.
-    from advisors.job_observation import job_files, observe_job
-
-    files = job_files(path)
+    # so a smaller folder's ranks are read a second time only when no summary is cached), a run's from its agent
+    # summaries.
     if files is not None:
-        doc["job"] = _job_json(observe_job(path, files, engine or "local", address)[1], engine)
+        doc["job"] = _job_json((observed or observe_job(path, files, engine or "local", address))[1], engine)
     elif analysis.run is not None:
         _add_run_job(doc, Path(path))
     return doc

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -33,6 +33,9 @@ from profilers.trace.summary import breakdown_summary
 from reports import advice
 from reports.timeline import category_timeline, memory_series, step_spans
 from reports.telemetry import downsample_telemetry
+
+if TYPE_CHECKING:
+    from profilers.jobs.reduce import JobAnalysis
 
 
 @dataclass(frozen=True)
@@ -162,16 +165,19 @@ def trace_analysis(trace: Trace, label: str, buckets: int | None = None) -> Anal
 SUMMARY_RANKS = 16
 
 
-def job_analysis(path: str | Path, label: str) -> Analysis | None:
+def job_analysis(path: str | Path, label: str, engine: str = "local", address: str | None = None,
+                 observed: tuple[Observation, JobAnalysis] | None = None) -> Analysis | None:
     """A folder of :data:`SUMMARY_RANKS` or more rank files analysed from the ranks' summaries (cached beside
     the traces): the breakdown, per-rank table, straggler and diagnosis of loading them all, without a
-    timeline (it is per rank: open one rank from the Job page). ``None`` for anything else."""
+    timeline (it is per rank: open one rank from the Job page). ``None`` for anything else. The map runs on
+    ``engine``; ``observed``: the folder's :func:`~advisors.job_observation.observe_job` when the caller has it
+    (``analyze --report`` uses the same one for its JSON)."""
     from advisors.job_observation import job_files, observe_job
 
     files = job_files(path)
     if files is None or len(files) < SUMMARY_RANKS:
         return None
-    obs, job = observe_job(path, files)
+    obs, job = observed or observe_job(path, files, engine, address)
     b = job.breakdown
     diagnosis, note = advice.diagnose(obs)
     ps = b.per_step

@@ -162,3 +162,30 @@ def test_collectives_carry_their_message_sizes_from_the_trace() -> None:
     assert [collective_kind(n) for n in ("nccl:all_reduce", "gloo:broadcast", "c10d::allreduce_",
                                          "ncclDevKernel_AllGather_RING_LL(x)", "aten::mm")] == \
         ["allreduce", "broadcast", "allreduce", "allgather", None]
+
+
+def test_a_report_on_many_ranks_reads_their_summaries_not_their_events(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analyze FOLDER --report`` on SUMMARY_RANKS ranks or more (16; the shared 8-rank job here) writes the
+    report from the ranks' summaries, as the dashboard does: no rank's events are loaded, and its JSON is the JSON
+    without ``--report``."""
+    from cli.advisors import _analyze_with_report
+    from profilers.trace import load
+    from reports import analysis
+
+    monkeypatch.setattr(analysis, "SUMMARY_RANKS", 8)
+    plain = analyze(str(JOBS[0]))
+    real = load.load_trace_files
+    at_once: list[int] = []
+
+    def one_rank_at_a_time(files, *a, **k):  # the map reads a rank at a time; the report must not read them all
+        at_once.append(len(files))
+        return real(files, *a, **k)
+
+    monkeypatch.setattr(load, "load_trace_files", one_rank_at_a_time)
+    out = tmp_path / "report.html"
+    doc = _analyze_with_report(str(JOBS[0]), str(out))
+    html = out.read_text(encoding="utf-8")
+    assert "read as 8 rank summaries" in html and plain["bottleneck"] in html
+    assert doc == plain
+    assert max(at_once, default=1) == 1
