@@ -175,25 +175,30 @@ def _chain(b: _Builder, rows: np.ndarray, st: np.ndarray, en: np.ndarray, codes:
     open_after: list[int] = []  # the innermost event open after each point (-1: none)
     top_of: dict[int, int] = {}  # event → its top-level operator (the step's child on the step's thread)
     stack: list[tuple[int, int]] = []  # (event, its end, clamped inside its parent)
+
+    def _point(t: int, event: int, start: bool, open_event: int) -> None:
+        times.append(t)
+        events.append(event)
+        starts.append(start)
+        open_after.append(open_event)
+
     tops: list[int] = []
     for i in rows.tolist():
         s = int(st[i])
         while stack and stack[-1][1] <= s:
             j, e = stack.pop()
-            times.append(e), events.append(j), starts.append(False)
-            open_after.append(stack[-1][0] if stack else -1)
+            _point(e, j, False, stack[-1][0] if stack else -1)
         e = int(en[i]) if not stack else min(int(en[i]), stack[-1][1])
         parent = stack[-1][0] if stack else -1
         if parent < 0:
             tops.append(i)
         inherited = top_of.get(parent, -1)
         top_of[i] = inherited if inherited >= 0 else (i if is_op[i] else -1)
-        times.append(s), events.append(i), starts.append(True), open_after.append(i)
+        _point(s, i, True, i)
         stack.append((i, e))
     while stack:
         j, e = stack.pop()
-        times.append(e), events.append(j), starts.append(False)
-        open_after.append(stack[-1][0] if stack else -1)
+        _point(e, j, False, stack[-1][0] if stack else -1)
     ids = b.nodes(np.array(times, np.int64))
     ev_arr, is_start = np.array(events, np.int64), np.array(starts, bool)
     start_node[ev_arr[is_start]] = ids[is_start]
