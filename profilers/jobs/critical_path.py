@@ -154,11 +154,18 @@ def job_critical_path(summaries: Sequence[dict[str, Any]], ranks: Sequence[int],
     ``critical_path``), under the job's rank and file; or, where that rank's summary holds none, why not (the
     straggler's ``extra_work``, read from the summaries alone, is then the view of its longer step)."""
     for s, r in zip(summaries, ranks):
-        if int(r) != rank:
-            continue
-        found = s.get("critical_path")
-        if found:
-            return {**found, "rank": rank, "file": s["file"], "available": True}
-        return {"rank": rank, "file": s["file"], "available": False,
-                "reason": f"rank {rank}'s trace has no step whose end its start reaches in the dependency graph"}
-    return {"rank": rank, "file": None, "available": False, "reason": f"needs rank {rank}'s trace"}
+        if int(r) == rank:
+            return path_json(s.get("critical_path"), rank, str(s["file"]))
+    return unavailable(rank, None, f"needs rank {rank}'s trace")
+
+
+def path_json(found: dict[str, Any] | None, rank: int, file: str) -> dict[str, Any]:
+    """A rank's path as the job reports it (:meth:`CriticalPath.to_json` under the job's rank and file)."""
+    if not found:
+        return unavailable(rank, file, f"rank {rank}'s trace has no step whose end its start reaches in the "
+                                       "dependency graph")
+    return {**found, "rank": rank, "file": file, "available": True}
+
+
+def unavailable(rank: int, file: str | None, reason: str) -> dict[str, Any]:
+    return {"rank": rank, "file": file, "available": False, "reason": reason}

@@ -158,3 +158,34 @@ def test_without_the_slowest_rank_s_trace_the_job_says_so() -> None:
     missing = job_critical_path(summaries, [0, 1], 7)
     assert missing["available"] is False and "needs rank 7's trace" in missing["reason"]
 
+
+
+def _run_with_summaries(tmp_path: Path, traced: dict[int, Path]) -> Path:
+    """A run folder as ``launch --trace-ranks`` leaves it: every rank's agent summary (rank 1 works longest),
+    the full trace of the ranks in ``traced`` only."""
+    run = tmp_path / "run"
+    (run / "summaries").mkdir(parents=True)
+    (run / "tb").mkdir()
+    for rank, work in ((0, 8000), (1, 15000)):
+        steps = [{"step": 10, "step_us": 18000, "work_us": work, "comm_us": 18000 - work}]
+        (run / "summaries" / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": steps}))
+    for rank, trace in traced.items():
+        (run / "tb" / f"rank{rank}.host.pt.trace.json.gz").write_bytes(trace.read_bytes())
+    return run
+
+
+def test_a_run_that_kept_the_slowest_rank_s_trace_reports_its_path(tmp_path: Path) -> None:
+    from profilers.jobs.agent_summaries import run_job_views
+
+    worker5 = COMM / "param_dlrm_8_ranks" / "worker5.pt.trace.json.gz"
+    views = run_job_views(_run_with_summaries(tmp_path, {1: worker5}))
+    assert views is not None and views["straggler"]["culprit"] == 1
+    cp = views["critical_path"]
+    own = critical_path(load_trace(worker5))
+    assert own is not None
+    assert cp["available"] and cp["rank"] == 1 and cp["file"] == "rank1.host.pt.trace.json.gz"
+    assert (cp["step"], cp["total_ms"], cp["by_kind"]) == (own.step, own.total_ms, own.to_json()["by_kind"])
+    other = run_job_views(_run_with_summaries(tmp_path / "other", {0: worker5}))
+    assert other is not None
+    assert other["critical_path"] == {"rank": 1, "file": None, "available": False,
+                                      "reason": "needs rank 1's trace: launch with --trace-ranks 1 (or slowest)"}
