@@ -1,4 +1,5 @@
-"""The Job page's panels: the job's heat maps, straggler and collectives, and opening one rank's trace."""
+"""The Job page's panels: the job's heat maps, straggler, the slowest rank's critical path and collectives, and
+opening one rank's trace."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def job_view(folder: str) -> None:
     cols[3].metric("Bottleneck", result["bottleneck"])
     st.caption(f"{job['summaries']} rank summaries, {job['summaries_cached']} from the cache.")
     straggler_panel(job)
+    critical_path_panel(job)
     ui.chart(rank_step_heatmap(job, "step_ms", "Step time per rank and step"), key="job.step_heatmap")
     ui.chart(rank_step_heatmap(job, "exposed_comm_ms", "Exposed communication per rank and step"),
              key="job.comm_heatmap")
@@ -108,6 +110,34 @@ def straggler_panel(job: dict[str, Any]) -> None:
                 st.caption(f"{title} it spends longest on beyond the others")
                 st.dataframe(pd.DataFrame(extra[part]).rename(columns=names), hide_index=True, width="stretch",
                              column_config={"name": st.column_config.TextColumn(width="large")})
+
+
+def critical_path_bar(cp: dict[str, Any]) -> go.Figure:
+    """The critical path's time by kind (ms), one horizontal bar per kind, largest on top."""
+    kinds = cp["by_kind"][::-1]
+    fig = go.Figure(go.Bar(x=[k["ms"] for k in kinds], y=[k["kind"] for k in kinds], orientation="h",
+                           text=[f"{k['share']:.0%}" for k in kinds], textposition="auto",
+                           hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
+    fig.update_layout(title=f"Rank {cp['rank']}'s critical path, step {cp['step']}: {cp['total_ms']:.2f} ms",
+                      xaxis_title="ms on the path", height=120 + 28 * len(kinds), margin={"t": 50})
+    return fig
+
+
+def critical_path_panel(job: dict[str, Any]) -> None:
+    """The slowest rank's critical path (``job.critical_path``): its time by kind and its longest items."""
+    cp = job.get("critical_path")  # a job cached before critical paths were summarised has none
+    if not cp:
+        return
+    if not cp["available"]:
+        st.info(f"Critical path of rank {cp['rank']}: {cp['reason']}. Its extra work above is read from the "
+                "summaries alone.")
+        return
+    ui.chart(critical_path_bar(cp), key="job.critical_path")
+    st.caption("The chain of dependent work that sets this rank's step: host operators, launches, kernels and "
+               "the waits between them; every kind's time adds up to the step.")
+    if cp["top"]:
+        st.dataframe(pd.DataFrame(cp["top"]), hide_index=True, width="stretch",
+                     column_config={"name": st.column_config.TextColumn(width="large")})
 
 
 def open_rank(folder: Path, job: dict[str, Any]) -> None:

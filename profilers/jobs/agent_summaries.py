@@ -1,6 +1,7 @@
 """A run's per-rank summaries written at capture time by the agent (``stepwise_agent.rank_summary``): every rank's
 step times and collective time, read without any trace. A run launched with ``--trace-ranks`` has N summaries
-and k traces; :func:`run_job_views` gives ``analyze`` the cross-rank views of all N.
+and k traces; :func:`run_job_views` gives ``analyze`` the cross-rank views of all N, and the slowest rank's critical
+path where that rank's trace is among the k (``--trace-ranks slowest`` keeps it).
 
 Times in the agent's summaries are µs from the profiler; the views are in ms. A rank's *work* is its step minus
 the time its collectives ran (on a gloo/CPU rank mostly waiting); the straggler is the rank with the most work
@@ -54,9 +55,28 @@ def run_job_views(run_dir: Path) -> dict[str, Any] | None:
     per_rank = [{"rank": r, "steps": len(summaries[r]["steps"]), "step_ms": round(median(r, "step_us"), 4),
                  "work_ms": round(median(r, "work_us"), 4), "comm_ms": round(median(r, "comm_us"), 4)}
                 for r in ranks]
-    return {"source": "agent summaries", "ranks": ranks, "traced_ranks": traced_ranks(run_dir), "steps": steps,
+    straggler = _straggler(per_rank)
+    traced = traced_ranks(run_dir)
+    slowest = straggler["culprit"] if straggler is not None else ranks[0]
+    return {"source": "agent summaries", "ranks": ranks, "traced_ranks": traced, "steps": steps,
             "step_ms": matrix("step_us"), "comm_ms": matrix("comm_us"), "per_rank": per_rank,
-            "straggler": _straggler(per_rank)}
+            "straggler": straggler, "critical_path": run_critical_path(run_dir, slowest, traced)}
+
+
+def run_critical_path(run_dir: Path, rank: int, traced: list[int]) -> dict[str, Any]:
+    """The critical path of ``rank``'s median step (:mod:`profilers.jobs.critical_path`) when the run kept that
+    rank's trace (its one file is read), else why not."""
+    from profilers.jobs.critical_path import critical_path, path_json, unavailable
+
+    if rank not in traced:
+        return unavailable(rank, None, f"needs rank {rank}'s trace: launch with --trace-ranks {rank} (or slowest)")
+    from profilers.trace.load import load_trace_files
+    from profilers.trace.sources import find_trace_files
+
+    path = next(p for p in sorted((run_dir / "tb").iterdir()) if (m := _TRACE_RANK.match(p.name))
+                and int(m.group(1)) == rank and p.name.endswith((".json", ".json.gz")))
+    cp = critical_path(load_trace_files(find_trace_files(path), str(path)))
+    return path_json(None if cp is None else cp.to_json(), rank, path.name)
 
 
 def _straggler(per_rank: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -4,7 +4,8 @@ A job of N ranks is analysed as map and reduce (:mod:`profilers.jobs.reduce`): e
 :class:`~profilers.trace.breakdown.Breakdown` computed, and only what the cross-rank views and the advisor need is
 kept: per step the categories (ns), device-busy and collective time; kernels and host operators by name (count,
 total); the collectives by name with their total and exposed time, and by kind with their message sizes; memory peaks; the counters behind the sync,
-host, matmul and FLOP facts; the DataLoader time. Every field is a sum, a maximum or a count, so the reduce adds
+host, matmul and FLOP facts; the DataLoader time; the critical path of the rank's median step
+(:mod:`profilers.jobs.critical_path`, a few kB), which the reduce reports for the slowest rank. Every field is a sum, a maximum or a count, so the reduce adds
 them up to exactly what one breakdown of every rank at once computes (a test holds the two equal on every shared
 multi-rank trace). One summary is a few hundred kB for a rank of thousands of kernel names, whatever its trace's
 size.
@@ -29,7 +30,7 @@ import orjson
 
 from profilers.trace.sources import SUMMARY_CACHE_DIR
 
-VERSION = 2  # bump when a summary's fields or their meaning change: old cache entries are then ignored
+VERSION = 3  # bump when a summary's fields or their meaning change: old cache entries are then ignored
 CACHE_DIR = SUMMARY_CACHE_DIR
 CACHE_ENV = "STEPWISE_SUMMARY_CACHE"  # a folder for the cache, or "off"
 SUFFIX = ".rank-summary.gz"  # gzip of JSON, named so that no trace reader takes it for a trace
@@ -167,7 +168,16 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
         "loader": [loader_ns, loader_names],
         "collectives": collective_rows(trace, b.device == "gpu"),
         "collective_sizes": collective_sizes(trace),
+        "critical_path": _critical_path(trace),
     }
+
+
+def _critical_path(trace: Any) -> dict[str, Any] | None:
+    """The rank's critical path of its median step (:mod:`profilers.jobs.critical_path`), as plain types."""
+    from profilers.jobs.critical_path import critical_path
+
+    cp = critical_path(trace)
+    return None if cp is None else cp.to_json()
 
 
 def summary_bytes(summary: dict[str, Any]) -> int:

@@ -7,7 +7,9 @@ equal on every shared multi-rank trace). Ranks are resolved here, in file order,
 file's own rank, else the rank its name suggests, else its position; a rank taken by an earlier file moves on.
 
 The cross-rank views (:func:`job_views`): a rank × step table of step time and exposed communication, the
-straggler as culprit and victims, and each collective's exposed time per rank.
+straggler as culprit and victims, each collective's exposed time per rank, and the slowest rank's critical path
+(:mod:`profilers.jobs.critical_path`, found in that rank's trace by the map; :func:`culprit_extra` stays the view
+of the straggler's longer step that the summaries alone give).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from profilers.jobs.critical_path import job_critical_path
 from profilers.trace import breakdown_parts as parts
 from profilers.trace.breakdown import CATEGORIES, Breakdown
 from profilers.efficiency.flops import TraceFlops
@@ -218,9 +221,18 @@ def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence
     straggler = straggler_view(b)
     if straggler is not None:
         straggler["extra_work"] = culprit_extra(summaries, ranks, int(straggler["culprit"]))
+    slowest = slowest_rank(b)
     return {"ranks": order, "files": [files.get(r) for r in order], "steps": steps, "step_ms": matrix("step_ns"),
             "exposed_comm_ms": matrix("communication"), "straggler": straggler,
-            "collectives": collective_view(summaries, ranks), "collective_sizes": collective_size_view(summaries)}
+            "collectives": collective_view(summaries, ranks), "collective_sizes": collective_size_view(summaries),
+            "critical_path": None if slowest is None else job_critical_path(summaries, ranks, slowest)}
+
+
+def slowest_rank(b: Breakdown) -> int | None:
+    """The rank that sets the job's pace: the straggler (most work per step), else the one rank there is."""
+    if b.straggler is not None:
+        return int(b.straggler.rank)
+    return int(b.per_rank["rank"].iloc[0]) if len(b.per_rank) else None
 
 
 def straggler_view(b: Breakdown) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""The Job page: a folder of ranks as heat maps, the straggler and its victims, and one rank opened alone."""
+"""The Job page: a folder of ranks as heat maps, the straggler and its victims, the slowest rank's critical path,
+and one rank opened alone."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def test_the_job_page_shows_the_heat_maps_and_the_straggler_and_opens_one_rank(s
     assert at.selectbox(key="job.rank").value == 5  # the straggler's rank is offered first
     assert any("Where rank 5's extra time goes" in m.value for m in at.markdown)
     assert {m.label: m.value for m in at.metric}["Ranks"] == "8"
+    assert any("sets this rank's step" in c.value for c in at.caption)  # rank 5's critical path, rendered
+    top = next(d.value for d in at.dataframe if list(d.value.columns) == ["kind", "name", "ms"])
+    assert top["ms"].is_monotonic_decreasing and len(top)
     at.button(key="job.open").click().run()
     assert_clean(at)
     [record] = store.list()
