@@ -29,7 +29,9 @@ def _task(path: str, order: int, use_cache: bool) -> dict[str, Any]:
     from profilers.jobs.rank_summary import summarise_path
 
     out = summarise_path(path, order, use_cache)
-    out["worker"] = {"pid": os.getpid(), "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    out["worker"] = {"pid": os.getpid(), "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                     # the parse processes this worker forked for a large file, waited for (the largest one's peak)
+                     "children_max_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}
     return out
 
 
