@@ -416,10 +416,10 @@ def reaches(file: str) -> dict[str, set[str]]:
     """Which attribute names (``args.workers`` -> ``workers``) reach which call in ``file``: ``dataloader`` (a
     ``DataLoader``'s ``num_workers``), ``autocast`` (an autocast's arguments), ``compile`` (a ``torch.compile``
     call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's),
-    and, as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
+    ``batch`` (a ``DataLoader``'s ``batch_size``), ``lr`` (an ``optim.*`` call's ``lr``, keyword or second), and, as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
     ``Trainer``'s ``precision=``) and ``trainer`` (what a ``Trainer(**…)`` unpacks)."""
     out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set(),
-                                "precision": set(), "trainer": set()}
+                                "precision": set(), "trainer": set(), "batch": set(), "lr": set()}
     try:
         tree = ast.parse(Path(file).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -429,6 +429,7 @@ def reaches(file: str) -> dict[str, set[str]]:
             name = _call_name(node.func)
             if name == "DataLoader":
                 out["dataloader"] |= {a for k in node.keywords if k.arg == "num_workers" for a in _attrs(k.value)}
+                out["batch"] |= {a for x in _argument(node, "batch_size", 1) for a in _attrs(x)}
             elif name in ("autocast", "amp_autocast"):
                 out["autocast"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
             elif name == "Trainer":  # Lightning's: precision=cfg.trainer.precision, or **cfg.trainer
@@ -438,6 +439,7 @@ def reaches(file: str) -> dict[str, set[str]]:
                 out["compile"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
             elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(("torch.optim.", "optim.")):
                 out["optimizer"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
+                out["lr"] |= {a for x in _argument(node, "lr", 1) for a in _attrs(x)}
         elif isinstance(node, (ast.If, ast.IfExp)):
             body = node.body if isinstance(node.body, list) else [node.body]
             calls = {_call_name(c.func) for b in body for c in ast.walk(b) if isinstance(c, ast.Call)}
@@ -445,6 +447,12 @@ def reaches(file: str) -> dict[str, set[str]]:
                 if calls & set(names):
                     out[where] |= _attrs(node.test)
     return out
+
+
+def _argument(call: ast.Call, name: str, index: int) -> list[ast.expr]:
+    """The call's argument ``name``, given by keyword or as its ``index``-th positional argument."""
+    given = [k.value for k in call.keywords if k.arg == name]
+    return given or ([call.args[index]] if len(call.args) > index else [])
 
 
 def _call_name(func: ast.expr) -> str:
