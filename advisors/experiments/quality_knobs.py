@@ -93,12 +93,12 @@ def _hf_fields(patch: Mapping[str, Any], held: Mapping[str, Any]) -> dict[str, A
     rate = held.get(HF_LR)
     if not isinstance(rate, (int, float)) or isinstance(rate, bool):
         return None
-    fields: dict[str, Any] = {HF_LR: float(number(float(rate) * float(patch["lr_scale"])))}
     field, knob = (HF_BATCH, "batch_scale") if "batch_scale" in patch else (HF_ACCUM, "grad_accum")
     value = held.get(field)
     if not isinstance(value, int) or isinstance(value, bool):
         return None
-    fields[field] = value * int(patch[knob])
+    fields: dict[str, Any] = {field: value * int(patch[knob]),
+                              HF_LR: float(number(float(rate) * float(patch["lr_scale"])))}
     if patch.get("warmup_steps") and not (held.get("warmup_steps") or held.get("warmup_ratio")):
         fields["warmup_steps"] = int(patch["warmup_steps"])  # none of its own: Goyal et al.'s, as a flag
     return fields

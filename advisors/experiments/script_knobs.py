@@ -518,9 +518,10 @@ def command_evidence(before: tuple[str, ...], after: tuple[str, ...]) -> str:
         lines = [x[1:].strip().rstrip(",") for x in shown["text"].splitlines()
                  if x.startswith("+") and not x.startswith("+++")]
         return f"ran your own command with {Path(str(shown['file'])).name} changed: {', '.join(lines)}"
-    if len(after) != len(before):
-        added = list(after[len(before):]) if after[:len(before)] == before else [a for a in after if a not in before]
-    else:
-        added = [x for i, (a, b) in enumerate(zip(before, after)) if a != b
-                 for x in ([after[i - 1]] if i and after[i - 1].startswith("-") and "=" not in b else []) + [b]]
+    added: list[str] = []  # each changed or added argument, with the option it is the value of
+    for tag, _, _, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            option = after[j1 - 1] if tag == "replace" and j1 and after[j1 - 1].startswith("-") and \
+                "=" not in after[j1] else None  # a value changed in place: named with its option
+            added.extend(([option] if option and option not in added[-1:] else []) + list(after[j1:j2]))
     return f"ran your own command with {command_text(added)} (nothing injected)"
