@@ -36,8 +36,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from advisors.experiments.config_text import json_with, key_line, yaml_data
-from advisors.experiments.script_knobs import KnobChange, _site, _yaml_change, config_copy, reaches, with_flag
+from advisors.experiments.config_text import yaml_data
+from advisors.experiments.script_knobs import KnobChange, _site, _yaml_change, json_change, reaches, with_flag
 from advisors.quality.candidates import Candidate
 from advisors.quality.script_candidates import Baseline
 from profilers.run.script_spec import ScriptSpec
@@ -135,27 +135,20 @@ def _hf(patch: Mapping[str, Any], config: Mapping[str, Any], command: tuple[str,
 def _hf_file(patch: Mapping[str, Any], entry: Mapping[str, Any], command: tuple[str, ...], cwd: str,
              batch: int | None) -> KnobChange | None:
     path = str(entry.get("file") or "")
+    data: Any = None
     if path.endswith(".json"):
         try:
-            original = Path(path).read_text(encoding="utf-8")
-            data = json.loads(original)
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
             return None
     elif path.endswith((".yaml", ".yml")):
-        original, data = "", yaml_data(path)
-    else:
-        return None
-    if not isinstance(data, dict):
-        return None
-    fields = _hf_fields(patch, data)
+        data = yaml_data(path)
+    fields = _hf_fields(patch, data) if isinstance(data, dict) else None
     if fields is None:
         return None
     observe = _hf_observe(patch, fields, batch)
-    if path.endswith(".json"):
-        typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
-        return config_copy(patch, "hf", command, cwd, path, json_with(original, fields), typed,
-                           key_line(path, HF_LR), observe)
-    return _yaml_change(patch, "hf", command, cwd, path, fields, observe)
+    change = json_change if path.endswith(".json") else _yaml_change
+    return change(patch, "hf", command, cwd, path, fields, observe)
 
 
 # -- LightningCLI and plain argparse: a flag named for the number, whose value reaches where it acts ----------

@@ -171,19 +171,25 @@ def _hf_file(knobs: dict[str, Any], fields: dict[str, Any], entry: Mapping[str, 
     if any(f not in (entry.get("fields") or []) for f in fields):
         return None
     if path.endswith(".json"):
-        try:
-            original = Path(path).read_text(encoding="utf-8")
-            data = json.loads(original)
-        except (OSError, ValueError, UnicodeDecodeError):
-            return None
-        if not isinstance(data, dict):
-            return None
-        text = json_with(original, fields)
-        typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
-        return config_copy(knobs, "hf", command, cwd, path, text, typed, key_line(path, next(iter(fields))))
+        return json_change(knobs, "hf", command, cwd, path, fields)
     if path.endswith((".yaml", ".yml")):
         return _yaml_change(knobs, "hf", command, cwd, path, fields)
     return None
+
+
+def json_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
+                fields: Mapping[str, Any], observe: Mapping[str, Any] | None = None) -> KnobChange | None:
+    """The user's command with its JSON config file ``path`` (an object) replaced by a copy holding ``fields``."""
+    try:
+        original = Path(path).read_text(encoding="utf-8")
+        data = json.loads(original)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
+    return config_copy(knobs, convention, command, cwd, path, json_with(original, fields), typed,
+                       key_line(path, next(iter(fields))), observe)
 
 
 def config_copy(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
