@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -92,13 +93,29 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
         candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix injected at boot, re-judged by the time "
                                       "to the same quality", {"fix": f}) for f in args.fix] + cands.for_script()
 
+        own = not getattr(args, "inject", False)
+        bases: list[Any] = []  # the baseline as its runs recorded it (read once it has run)
+
+        def resolve_here(cand: cands.Candidate, runs: Sequence[QualityRun]) -> cands.Candidate:
+            from advisors.experiments.quality_knobs import in_own_terms
+            from advisors.quality import script_candidates
+
+            if not bases:
+                base = script_candidates.read_baseline(runs)
+                bases.append(base if base is None or own else replace(base, config={}))
+            out = script_candidates.resolve(cand, bases[0])
+            return in_own_terms(out, bases[0], spec) if isinstance(spec, ScriptSpec) else out
+
         def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
             assert isinstance(s, ScriptSpec) and cand.patch is not None
             if "fix" in cand.patch:
                 return strategy.apply(s, FIXES[str(cand.patch["fix"])])
-            return s.patch(inject=dict(cand.patch))  # a convergence change (advisors.quality.script_candidates)
+            from advisors.experiments.quality_knobs import quality_patched
 
-        apply, resolve, applied = inject, script_resolve, script_applied
+            # a convergence change (advisors.quality.script_candidates): the script's own flags when it has them
+            return quality_patched(s, cand, bases[0] if bases else None)
+
+        apply, resolve, applied = inject, resolve_here, script_applied
         label = spec.name
     store = RunStore(args.store)
     record = stored.start(store, None, "ladder", f"Time to quality on {label}",  # the mode is told in about:

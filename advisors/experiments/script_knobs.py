@@ -171,19 +171,25 @@ def _hf_file(knobs: dict[str, Any], fields: dict[str, Any], entry: Mapping[str, 
     if any(f not in (entry.get("fields") or []) for f in fields):
         return None
     if path.endswith(".json"):
-        try:
-            original = Path(path).read_text(encoding="utf-8")
-            data = json.loads(original)
-        except (OSError, ValueError, UnicodeDecodeError):
-            return None
-        if not isinstance(data, dict):
-            return None
-        text = json_with(original, fields)
-        typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
-        return config_copy(knobs, "hf", command, cwd, path, text, typed, key_line(path, next(iter(fields))))
+        return json_change(knobs, "hf", command, cwd, path, fields)
     if path.endswith((".yaml", ".yml")):
         return _yaml_change(knobs, "hf", command, cwd, path, fields)
     return None
+
+
+def json_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
+                fields: Mapping[str, Any], observe: Mapping[str, Any] | None = None) -> KnobChange | None:
+    """The user's command with its JSON config file ``path`` (an object) replaced by a copy holding ``fields``."""
+    try:
+        original = Path(path).read_text(encoding="utf-8")
+        data = json.loads(original)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
+    return config_copy(knobs, convention, command, cwd, path, json_with(original, fields), typed,
+                       key_line(path, next(iter(fields))), observe)
 
 
 def config_copy(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
@@ -416,10 +422,10 @@ def reaches(file: str) -> dict[str, set[str]]:
     """Which attribute names (``args.workers`` -> ``workers``) reach which call in ``file``: ``dataloader`` (a
     ``DataLoader``'s ``num_workers``), ``autocast`` (an autocast's arguments), ``compile`` (a ``torch.compile``
     call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's),
-    and, as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
+    ``batch`` (a ``DataLoader``'s ``batch_size``), ``lr`` (an ``optim.*`` call's ``lr``, keyword or second), and, as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
     ``Trainer``'s ``precision=``) and ``trainer`` (what a ``Trainer(**…)`` unpacks)."""
     out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set(),
-                                "precision": set(), "trainer": set()}
+                                "precision": set(), "trainer": set(), "batch": set(), "lr": set()}
     try:
         tree = ast.parse(Path(file).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -429,6 +435,7 @@ def reaches(file: str) -> dict[str, set[str]]:
             name = _call_name(node.func)
             if name == "DataLoader":
                 out["dataloader"] |= {a for k in node.keywords if k.arg == "num_workers" for a in _attrs(k.value)}
+                out["batch"] |= {a for x in _argument(node, "batch_size", 1) for a in _attrs(x)}
             elif name in ("autocast", "amp_autocast"):
                 out["autocast"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
             elif name == "Trainer":  # Lightning's: precision=cfg.trainer.precision, or **cfg.trainer
@@ -438,6 +445,7 @@ def reaches(file: str) -> dict[str, set[str]]:
                 out["compile"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
             elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(("torch.optim.", "optim.")):
                 out["optimizer"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
+                out["lr"] |= {a for x in _argument(node, "lr", 1) for a in _attrs(x)}
         elif isinstance(node, (ast.If, ast.IfExp)):
             body = node.body if isinstance(node.body, list) else [node.body]
             calls = {_call_name(c.func) for b in body for c in ast.walk(b) if isinstance(c, ast.Call)}
@@ -445,6 +453,12 @@ def reaches(file: str) -> dict[str, set[str]]:
                 if calls & set(names):
                     out[where] |= _attrs(node.test)
     return out
+
+
+def _argument(call: ast.Call, name: str, index: int) -> list[ast.expr]:
+    """The call's argument ``name``, given by keyword or as its ``index``-th positional argument."""
+    given = [k.value for k in call.keywords if k.arg == name]
+    return given or ([call.args[index]] if len(call.args) > index else [])
 
 
 def _call_name(func: ast.expr) -> str:
@@ -510,9 +524,10 @@ def command_evidence(before: tuple[str, ...], after: tuple[str, ...]) -> str:
         lines = [x[1:].strip().rstrip(",") for x in shown["text"].splitlines()
                  if x.startswith("+") and not x.startswith("+++")]
         return f"ran your own command with {Path(str(shown['file'])).name} changed: {', '.join(lines)}"
-    if len(after) != len(before):
-        added = list(after[len(before):]) if after[:len(before)] == before else [a for a in after if a not in before]
-    else:
-        added = [x for i, (a, b) in enumerate(zip(before, after)) if a != b
-                 for x in ([after[i - 1]] if i and after[i - 1].startswith("-") and "=" not in b else []) + [b]]
+    added: list[str] = []  # each changed or added argument, with the option it is the value of
+    for tag, _, _, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            option = after[j1 - 1] if tag == "replace" and j1 and after[j1 - 1].startswith("-") and \
+                "=" not in after[j1] else None  # a value changed in place: named with its option
+            added.extend(([option] if option and option not in added[-1:] else []) + list(after[j1:j2]))
     return f"ran your own command with {command_text(added)} (nothing injected)"

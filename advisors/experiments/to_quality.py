@@ -183,12 +183,12 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
 
 
 def _refused(spec: QualitySpec, run_dir: Path) -> str | None:
-    if not isinstance(spec, ScriptSpec) or not spec.inject:
+    if not isinstance(spec, ScriptSpec) or not (spec.inject or spec.observe):
         return None
     from advisors.quality.script_candidates import refused
     from profilers.store.files import read_json
 
-    return refused(read_json(run_dir / "injected.json"), spec.inject)
+    return refused(read_json(run_dir / "injected.json"), {**spec.inject, **spec.observe})
 
 
 def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRunFn, budget: Budget, seeds: int,

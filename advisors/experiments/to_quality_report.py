@@ -9,7 +9,9 @@ held to the same target), ``time_to_target`` {``before_s``, ``after_s``, ``ratio
 ``reached_before``, ``reached_after``, …} or null, ``early_stopping`` (the measured saving) or null, and
 ``curves`` (each seed's smoothed curve, at most :data:`MAX_POINTS` points); for a change injected into a
 script, ``applied`` (its knobs with the agent's evidence, and the user's lines: ``sites``) and ``not_applied``
-(why it did not act — then ``time_to_target`` is null and it was not judged), else null. ``total_speedup`` is the
+(why it did not act — then ``time_to_target`` is null and it was not judged), else null; ``change``: for an arm
+run as the user's own command with its flags or config lines changed, that command line or the file's diff
+(``kind``, ``file``, ``text``), else null. ``total_speedup`` is the
 best kept round's ratio — rounds are each judged against the baseline, not stacked.
 """
 
@@ -19,10 +21,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from advisors.experiments.script_knobs import command_evidence, shown_change
 from advisors.experiments.to_quality import QualityLadder, QualityRound, QualityRun, seen, steps_to_target
 from advisors.quality.arms import ArmTime
 from advisors.quality.projection import Projection
 from advisors.quality.curve import time_to_target
+from profilers.run.script_spec import ScriptSpec
 
 MAX_POINTS = 200
 
@@ -68,6 +72,22 @@ def measured(ladder: QualityLadder, r: QualityRound, metric: str | None) -> dict
             "time_ratio": 1 / tt.ratio if tt.ratio else None}
 
 
+def own_command(ladder: QualityLadder, r: QualityRound) -> dict[str, Any]:
+    """``applied`` and ``change`` of a round: an arm run as the user's own command with its flags or config lines
+    changed (:mod:`advisors.experiments.quality_knobs`) says so first in each knob's evidence, and its change is
+    that command line or config file's diff (as a step-time fix's: ``shown_change``); else ``change`` is null."""
+    applied = dict(r.applied) if r.applied is not None else None
+    start, spec = ladder.start, r.spec
+    if not isinstance(start, ScriptSpec) or not isinstance(spec, ScriptSpec) or spec.command == start.command:
+        return {"applied": applied, "change": None}
+    said = command_evidence(start.command, spec.command)
+    if applied is not None:
+        applied["command"] = said
+        applied["knobs"] = {k: {**v, "evidence": [said, *(x for x in v.get("evidence") or [] if "not injected" not in x)]}
+                            for k, v in (applied.get("knobs") or {}).items()}
+    return {"applied": applied, "change": shown_change(start.command, spec.command)}
+
+
 def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_steps: int | None = None,
                  price_per_hour: float | None = None) -> dict[str, Any]:
     rounds = []
@@ -79,7 +99,7 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
             "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
             "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
             "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
-            "applied": dict(r.applied) if r.applied is not None else None, "not_applied": r.not_applied,
+            **own_command(ladder, r), "not_applied": r.not_applied,
             "predicted": r.predicted.to_json() if r.predicted else None,
             "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric)})
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
@@ -114,8 +134,9 @@ def quality_table(out: dict[str, Any]) -> str:
         if r.get("applied") or r.get("not_applied"):
             lines.append(f"     rule: {r['rule']}")
         for knob, rec in ((r.get("applied") or {}).get("knobs") or {}).items():
-            if rec.get("acted"):
-                lines.append(f"     injected {knob}: {'; '.join(rec.get('evidence') or [])}")
+            if rec.get("acted"):  # an arm run as the user's own command: its values checked, nothing injected
+                lines.append(f"     {'checked' if r.get('change') else 'injected'} {knob}: "
+                             f"{'; '.join(rec.get('evidence') or [])}")
         if r["time_to_target"]:
             lines.append(f"     after: {_arm(r['time_to_target']['after'])}")
         if r.get("predicted"):

@@ -107,6 +107,11 @@ def compare(before: ArmTime, after: ArmTime, min_gain: float = MIN_GAIN, n_boot:
                             f"the baseline failed ({_miss(before)} never reached the target) while the change "
                             f"reached it in {a:.3g} s: no ratio can be measured; raise the budget or lower the "
                             f"target to time both{note}")
+    if a <= 0 or b <= 0:  # reached at its first point: its loss reads differently (a framework's accumulation
+        which = "the change" if a <= 0 else "the baseline"  # divides it), no time to compare
+        return TimeToTarget(before, after, None, None, level, False,
+                            f"{which} was at the target from its first step: no ratio can be measured (its loss may "
+                            f"be on another scale, e.g. divided by the accumulation steps){note}")
     ratio = b / a
     low, high = _interval(before.times_s, after.times_s, n_boot, level, seed)
     kept = low > 1 + min_gain

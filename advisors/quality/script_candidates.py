@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -68,6 +68,7 @@ class Baseline:
     switch: Mapping[str, Any] | None  # the framework's switch the user called (TrainingArguments, L.Trainer)
     framework: str | None
     steps: int  # the baseline's steps (median over its seeds)
+    config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (its own knobs)
 
     @property
     def batch(self) -> int | None:
@@ -90,7 +91,8 @@ def read_baseline(runs: Sequence[Any]) -> Baseline | None:
         if loader is not None and isinstance((data.get("loader") or {}).get("batch_size"), int):
             loader["batch_size"] = data["loader"]["batch_size"]  # the training loader's, as it trained
         steps = sorted(r.curve.steps[-1] + 1 for r in runs if len(r.curve))
-        return Baseline(sites.get("optimizer"), loader, switch, framework, steps[len(steps) // 2] if steps else 0)
+        return Baseline(sites.get("optimizer"), loader, switch, framework, steps[len(steps) // 2] if steps else 0,
+                        data.get("config") or {})
     return None
 
 
@@ -167,9 +169,18 @@ def _swap(cand: Candidate, opt: Mapping[str, Any], name: str, lr: Any) -> Candid
     return _advice(cand, why)
 
 
+def asked(cand: Candidate, injected: Mapping[str, Any] | None) -> list[str]:
+    """The knobs a candidate's run had to act on: the candidate's, or, for an arm run as the user's own command
+    with its flags changed (``observed``: :mod:`advisors.experiments.quality_knobs`), the values that command asks
+    for, checked by the agent."""
+    if (injected or {}).get("observed"):
+        return [k for k in (injected or {}).get("knobs") or {} if k in CONVERGENCE_KNOBS]
+    return [k for k in (cand.patch or {}) if k in CONVERGENCE_KNOBS or k == "optimizer_impl"]
+
+
 def why_not_applied(cand: Candidate, injected: Mapping[str, Any] | None) -> str | None:
     """From a candidate run's ``injected.json``: why one of the candidate's knobs did not act, else ``None``."""
-    knobs = [k for k in (cand.patch or {}) if k in CONVERGENCE_KNOBS or k == "optimizer_impl"]
+    knobs = asked(cand, injected)
     if not knobs:
         return None
     if injected is None:
@@ -188,7 +199,7 @@ def applied_record(cand: Candidate, injected: Mapping[str, Any] | None) -> dict[
     user's lines it acted at."""
     if injected is None or not cand.patch:
         return None
-    names = [k for k in cand.patch if k in (injected.get("knobs") or {})]
+    names = [k for k in asked(cand, injected) if k in (injected.get("knobs") or {})]
     sites = injected.get("sites") or {}
     return {"knobs": {k: injected["knobs"][k] for k in names},
             "sites": {s: {f: sites[s].get(f) for f in ("file", "line", "code", "via")}

@@ -31,10 +31,13 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
     # convergence changes of ``optimize --to-quality`` (stepwise_agent.inject.convergence)
     "batch_scale": (int,), "lr_scale": (int, float), "warmup_steps": (int,), "grad_accum": (int,),
     "optimizer_swap": (str,),
+    # observe-only: what a to-quality arm's changed command asks for (its own --batch-size, --learning_rate …)
+    "batch_size": (int,), "lr": (int, float), "accumulation_steps": (int,),
 }
 #: the knobs of ``optimize --to-quality`` that change convergence, not the step (a run with one is never a
 #: step-time measurement)
-CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap")
+CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap", "batch_size", "lr",
+                     "accumulation_steps")
 MAX_STEPS = 10_000
 
 

@@ -67,7 +67,7 @@ class Injector:
         self.optim.on_skipped_step = on_skipped_step
         self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
         self.observe = set(observe)
-        self.loader.observe = self.frameworks.observe = self.modules.observed = self.observe
+        self.loader.observe = self.frameworks.observe = self.modules.observed = self.convergence.observe = self.observe
         self.modules.framework_owns.update(self.observe & {"autocast", "compile"})  # watched, not wrapped
         target = list(target or [])
         script = None if not target or target[0] == "-m" else os.path.abspath(target[0])

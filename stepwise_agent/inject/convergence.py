@@ -23,6 +23,14 @@ agent only applies them and reports where:
 Frameworks (:mod:`stepwise_agent.inject.frameworks`) take these at their own switch: ``TrainingArguments``'
 ``per_device_train_batch_size``, ``learning_rate``, ``warmup_steps``, ``gradient_accumulation_steps``;
 ``L.Trainer(accumulate_grad_batches=…)``. A knob a framework took is ``owned``: the generic hooks stand aside.
+
+Where the script has its own flag or config line for the change (``--per_device_train_batch_size 32``,
+``--batch-size 64 --lr 0.002``; ``advisors.experiments.quality_knobs``), the arm is the user's command with it
+changed and nothing is injected: the run is given the values the command now asks for as *observed* knobs
+(:data:`COMMAND_KNOBS`), which the agent only checks — ``batch_size``: the training loader yields batches of it;
+``lr``: the first optimizer built has that rate; ``accumulation_steps``: ``TrainingArguments`` or ``L.Trainer``
+holds that many; ``warmup_steps`` (observed): ``TrainingArguments`` holds it. Given to be injected, they are
+refused: they only check a command.
 """
 
 from __future__ import annotations
@@ -36,7 +44,9 @@ from stepwise_agent.inject.accumulate import Accumulation
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import user_site
 
-CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap")
+#: observe-only: the values the user's changed command asks for, checked, never set
+COMMAND_KNOBS = ("batch_size", "lr", "accumulation_steps")
+CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap", *COMMAND_KNOBS)
 ADAMW_LR = 1e-3
 SGD_ONLY = ("momentum", "dampening", "nesterov")
 
@@ -63,12 +73,20 @@ class ConvergenceInjection:
         self.on_skipped_step = on_skipped_step
         self.owned: set[str] = set()  # knobs a framework's own field took
         self.expected_batch: int | None = None  # the framework's scaled batch, when it owns batch_scale
+        self.observe: set[str] = set()  # knobs the user's changed command sets: checked, never applied
+        self.rate_checked = False
         self.scaled: list[dict[str, Any]] = []  # DataLoaders whose batch size was scaled
         self.accumulations: list[Accumulation] = []
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
-        if self.knobs.get("warmup_steps") and float(self.knobs.get("lr_scale") or 1) <= 1:
+        for knob in COMMAND_KNOBS:
+            if knob in self.knobs and knob not in self.observe:
+                self._refuse(knob, f"{knob} is what a changed command asks for: it is checked, never injected",
+                             final=True)
+        self.owned |= self.observe & set(CONVERGENCE_KNOBS)  # the command sets them: the generic hooks stand aside
+        if "warmup_steps" not in self.observe and self.knobs.get("warmup_steps") and \
+                float(self.knobs.get("lr_scale") or 1) <= 1:
             self._refuse("warmup_steps", "nothing to warm up to: the learning rate is not scaled up", final=True)
         swap = self.knobs.get("optimizer_swap")
         if swap == "adamw":
@@ -105,7 +123,17 @@ class ConvergenceInjection:
             self.scaled.append({"site": site, "asked": size, "batch_size": size * int(k)})
 
     def training_loader(self, batch_size: int | None, site: dict[str, Any] | None) -> None:
-        """The first loader that yields trains: it acted when its batches are the scaled size."""
+        """The first loader that yields trains: it acted when its batches are the scaled size (or, observed, the
+        size the command asks for)."""
+        if "batch_size" in self.observe:
+            want = self.knobs.get("batch_size")
+            if batch_size == want:
+                self._act("batch_size", f"the training DataLoader (built {where(site)}) yields batches of "
+                                        f"{batch_size}, the size your command asks for")
+            else:
+                self._refuse("batch_size", f"the training DataLoader (built {where(site)}) yields batches of "
+                                           f"{batch_size}, not the {want} the changed command asks for: the flag "
+                                           "does not reach this loader")
         if "batch_scale" not in self.knobs:
             return
         hits = [s for s in self.scaled if s["batch_size"] == batch_size]
@@ -127,6 +155,15 @@ class ConvergenceInjection:
     # -- the optimizer (called by the optimizer injection once one is built) ---------------------------------
     def on_optimizer(self, opt: torch.optim.Optimizer, site: dict[str, Any] | None) -> None:
         name, at = type(opt).__name__, where(site)
+        if "lr" in self.observe and not self.rate_checked:  # the first optimizer built trains
+            self.rate_checked = True
+            held, want = opt.param_groups[0].get("lr") if opt.param_groups else None, self.knobs.get("lr")
+            if isinstance(held, (int, float, torch.Tensor)) and isinstance(want, (int, float)) and \
+                    abs(float(held) - float(want)) <= 1e-9 + 1e-6 * abs(float(want)):
+                self._act("lr", f"{name} at {at} built with lr {_rate(held)}, the rate your command asks for")
+            else:
+                self._refuse("lr", f"{name} at {at} built with lr {held}, not the {want} the changed command asks "
+                                   "for: the flag does not reach this optimizer")
         scale = self._generic("lr_scale")
         if scale is not None and float(scale) != 1:
             self._scale_lr(opt, float(scale), f"{name} at {at}")
@@ -221,12 +258,14 @@ class ConvergenceInjection:
             setattr(args, field, value)
             set_[field] = value
 
-        if (k := self.knobs.get("batch_scale")) and isinstance(getattr(args, "per_device_train_batch_size", None), int):
+        self._held_by("TrainingArguments", at, {"accumulation_steps": getattr(args, "gradient_accumulation_steps", None),
+                                                "warmup_steps": getattr(args, "warmup_steps", None)})
+        if (k := self._generic("batch_scale")) and isinstance(getattr(args, "per_device_train_batch_size", None), int):
             put("per_device_train_batch_size", args.per_device_train_batch_size * int(k))
             self.expected_batch = set_["per_device_train_batch_size"]
-        if (s := self.knobs.get("lr_scale")) and isinstance(getattr(args, "learning_rate", None), (int, float)):
+        if (s := self._generic("lr_scale")) and isinstance(getattr(args, "learning_rate", None), (int, float)):
             put("learning_rate", float(args.learning_rate) * float(s))
-        if (w := self.knobs.get("warmup_steps")) and float(self.knobs.get("lr_scale") or 1) > 1:
+        if (w := self._generic("warmup_steps")) and float(self.knobs.get("lr_scale") or 1) > 1:
             if not (getattr(args, "warmup_steps", 0) or getattr(args, "warmup_ratio", 0)):
                 put("warmup_steps", int(w))
             else:
@@ -234,7 +273,7 @@ class ConvergenceInjection:
                 self._act("warmup_steps", f"TrainingArguments at {at} already warm up (warmup_steps="
                                           f"{getattr(args, 'warmup_steps', 0)}, warmup_ratio="
                                           f"{getattr(args, 'warmup_ratio', 0)}): kept")
-        if (k := self.knobs.get("grad_accum")) and isinstance(getattr(args, "gradient_accumulation_steps", None), int):
+        if (k := self._generic("grad_accum")) and isinstance(getattr(args, "gradient_accumulation_steps", None), int):
             put("gradient_accumulation_steps", args.gradient_accumulation_steps * int(k))
         fields = {"per_device_train_batch_size": "batch_scale", "learning_rate": "lr_scale",
                   "warmup_steps": "warmup_steps", "gradient_accumulation_steps": "grad_accum"}
@@ -252,7 +291,8 @@ class ConvergenceInjection:
     def lightning_trainer(self, kwargs: dict[str, Any], at: str) -> dict[str, Any]:
         """``L.Trainer(accumulate_grad_batches=…)`` for ``grad_accum`` (Lightning steps with a closure, which the
         generic accumulation cannot gather)."""
-        k = self.knobs.get("grad_accum")
+        self._held_by("L.Trainer", at, {"accumulation_steps": kwargs.get("accumulate_grad_batches", 1)})
+        k = self._generic("grad_accum")
         if not k:
             return {}
         asked = int(kwargs.get("accumulate_grad_batches") or 1)
@@ -261,6 +301,21 @@ class ConvergenceInjection:
         self._act("grad_accum", f"L.Trainer(accumulate_grad_batches={asked * int(k)}) set at {at} (the script "
                                 f"asked {asked}); Lightning accumulates itself")
         return {"accumulate_grad_batches": asked * int(k)}
+
+    def _held_by(self, what: str, at: str, held: dict[str, Any]) -> None:
+        """Observed knobs a framework's own object holds (the user's command set them): acted when it holds the
+        value asked for."""
+        fields = {"accumulation_steps": "gradient_accumulation_steps" if what == "TrainingArguments"
+                  else "accumulate_grad_batches", "warmup_steps": "warmup_steps"}
+        for knob, value in held.items():
+            if knob not in self.observe:
+                continue
+            want = self.knobs.get(knob)
+            text = f"{what}({fields[knob]}={value!r}) at {at}"
+            if value == want:
+                self._act(knob, f"{text}, as your command asks; the framework applies it itself")
+            else:
+                self._refuse(knob, f"{text}, not the {want!r} the changed command asks for")
 
     # -- the end ---------------------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -275,6 +330,10 @@ class ConvergenceInjection:
                 self._unreached("grad_accum", f"{acc.where}: the run ended before {acc.k} calls of step()")
         self._unreached("optimizer_swap", "the script built no torch.optim.SGD to swap")
         self._unreached("warmup_steps", "no optimizer step ran")
+        self._unreached("batch_size", "no torch DataLoader yielded a batch: the changed command's batch size was "
+                                      "not seen")
+        self._unreached("lr", "no torch.optim optimizer was built: the changed command's rate was not seen")
+        self._unreached("accumulation_steps", "no TrainingArguments or L.Trainer was built to hold it")
 
     def _unreached(self, knob: str, why: str) -> None:
         if knob in self.knobs and (k := self.report.knob(knob)) is not None and k.acted is None:
