@@ -12,6 +12,13 @@ counts each step:
 - if an optimizer first steps after backward counting began, counting moves to it from the next step on; if
   one exists but has not stepped after ``BACKWARD_FALLBACK`` backwards, backward counting takes over.
 
+A step's loss is the sum of the losses backpropagated since the last step: the loss whose gradient the optimizer
+steps on. With one backward per step that is the backward's loss; under gradient accumulation each micro-batch's
+loss is divided by the accumulation (a Hugging Face ``Trainer`` divides by ``gradient_accumulation_steps``, or
+normalises by the window's items; Lightning by ``accumulate_grad_batches``; nanoGPT by its own), so the sum is the
+whole batch's loss, where the last micro-batch's alone was 1/k of it (an accumulation arm read as "at the target
+from step 0").
+
 Batches drawn from any ``DataLoader`` are sized (first tensor's leading dimension) so samples/s can be known, and
 the time spent drawing them is summed per step (``last_data_ms``: fetch, decode, collate — the time a data fix
 can remove, measured without the profiler).
@@ -71,7 +78,7 @@ class StepDetector:
         self._lead: int | None = None
         self._depth = 0
         self._backwards_since_step = 0
-        self._last_loss: float | None = None
+        self._last_loss: float | None = None  # the sum of the losses backpropagated since the last step
         self._samples: int | None = None
         self._data_ns: int | None = None  # time inside DataLoader.__next__ since the last step (fetch, decode, collate)
         self.last_data_ms: float | None = None  # that time for the step just emitted; None: no batch was drawn
@@ -134,7 +141,7 @@ class StepDetector:
         loss = _scalar(tensors if isinstance(tensors, torch.Tensor) else
                        (tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else None))
         if loss is not None:
-            self._last_loss = loss
+            self._last_loss = loss if self._last_loss is None else self._last_loss + loss
         self._backwards_since_step += 1
         if self.mode is None and (not self._optimizer_created or self._backwards_since_step > BACKWARD_FALLBACK):
             self.mode = "backward"
