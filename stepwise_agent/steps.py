@@ -17,7 +17,8 @@ steps on. With one backward per step that is the backward's loss; under gradient
 loss is divided by the accumulation (a Hugging Face ``Trainer`` divides by ``gradient_accumulation_steps``, or
 normalises by the window's items; Lightning by ``accumulate_grad_batches``; nanoGPT by its own), so the sum is the
 whole batch's loss, where the last micro-batch's alone was 1/k of it (an accumulation arm read as "at the target
-from step 0").
+from step 0"). A loss backpropagated through a ``GradScaler`` (``scaler.scale(loss).backward()``, fp16 on CUDA) is
+divided by the scaler's scale again: it was 65536 times the loss.
 
 Batches drawn from any ``DataLoader`` are sized (first tensor's leading dimension) so samples/s can be known, and
 the time spent drawing them is summed per step (``last_data_ms``: fetch, decode, collate — the time a data fix
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -83,6 +85,7 @@ class StepDetector:
         self._data_ns: int | None = None  # time inside DataLoader.__next__ since the last step (fetch, decode, collate)
         self.last_data_ms: float | None = None  # that time for the step just emitted; None: no batch was drawn
         self._undo: list[Callable[[], None]] = []
+        self._scaled: tuple[weakref.ref[torch.Tensor], torch.Tensor] | None = None  # GradScaler.scale's last output
         self.before_step: Callable[[], None] | None = None  # called first at each detected step (the injector)
 
     def count_step(self, optimizer: Any) -> None:
@@ -97,6 +100,9 @@ class StepDetector:
         self._patch(torch.Tensor, "backward", self._wrap_backward)
         self._patch(torch.autograd, "backward", self._wrap_backward)
         self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)
+        scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
+        if scaler is not None and hasattr(scaler, "scale"):
+            self._patch(scaler, "scale", self._wrap_scale)
 
     def uninstall(self) -> None:
         while self._undo:
@@ -137,9 +143,23 @@ class StepDetector:
             return batch
         return next_batch
 
+    def _wrap_scale(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def scale(scaler: Any, outputs: Any) -> Any:
+            out = original(scaler, outputs)
+            factor = getattr(scaler, "_scale", None)
+            if isinstance(out, torch.Tensor) and isinstance(factor, torch.Tensor) and out is not outputs:
+                self._scaled = (weakref.ref(out), factor)  # read at the backward, before update() changes it
+            return out
+        return scale
+
     def _after_backward(self, tensors: Any) -> None:
-        loss = _scalar(tensors if isinstance(tensors, torch.Tensor) else
-                       (tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else None))
+        tensor = tensors if isinstance(tensors, torch.Tensor) else \
+            (tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else None)
+        loss = _scalar(tensor)
+        if loss is not None and self._scaled is not None and self._scaled[0]() is tensor:
+            factor = _scalar(self._scaled[1])
+            loss = loss / factor if factor else loss
+            self._scaled = None
         if loss is not None:
             self._last_loss = loss if self._last_loss is None else self._last_loss + loss
         self._backwards_since_step += 1

@@ -37,3 +37,31 @@ def _losses(k: int, steps: int = 3) -> list[float | None]:
 def test_a_step_s_loss_is_the_whole_batch_s_under_accumulation(k: int) -> None:
     expected = sum(4.0 * (m + 1) for m in range(k)) / k  # the mean of the micro-batches' undivided losses
     assert _losses(k) == pytest.approx([expected] * 3)
+
+
+def test_a_loss_scaled_by_a_grad_scaler_is_read_unscaled() -> None:
+    """``scaler.scale(loss).backward()`` (fp16 on CUDA; a CPU GradScaler scales the same way) backpropagates
+    65536 x the loss: the step's loss is the loss."""
+    import torch
+
+    from stepwise_agent.steps import StepDetector
+
+    seen: list[float | None] = []
+    detector = StepDetector(lambda loss, samples: seen.append(loss))
+    detector.install()
+    try:
+        w = torch.nn.Parameter(torch.ones(4))
+        opt = torch.optim.SGD([w], lr=1e-6)
+        scaler = torch.amp.GradScaler("cpu")
+        assert scaler.is_enabled()
+        for _ in range(3):
+            loss = torch.full((4,), 2.0) @ w  # 8.0 at w = 1
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            with torch.no_grad():
+                w.fill_(1.0)
+    finally:
+        detector.uninstall()
+    assert seen == pytest.approx([8.0] * 3)
