@@ -53,4 +53,8 @@ class Projection:
 
 
 def _h(hours: float) -> str:
-    return f"{hours:.2f} hours" if hours >= 0.1 else f"{hours * 3600:.0f} s"
+    """Hours from 0.1 h up; seconds below, with two significant figures under 10 s (a 0.28 s run is not "0 s")."""
+    if hours >= 0.1:
+        return f"{hours:.2f} hours"
+    seconds = hours * 3600
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.2g} s"

@@ -82,3 +82,12 @@ def test_hf_argument_parser_batch_rate_and_accumulation_flags(tmp_path: Path) ->
         "ran your own command with --learning_rate 0.002 --gradient_accumulation_steps 4 (nothing injected)"
     assert accum["applied"]["knobs"]["accumulation_steps"]["acted"]
     assert runs_of(accum)[0]["spec"]["command"][-2:] == ["--gradient_accumulation_steps", "4"]
+    # The Trainer divides each micro-batch's loss by 4 before its backward: the step's loss is their sum, the whole
+    # batch's, on the scale of the other arms' (it read a quarter of it, and the arm "reached the target at step 0")
+    first = {name: _first_loss(r) for name, r in (("accum", accum), ("batch", batch))}
+    assert first["accum"] == pytest.approx(first["batch"], rel=0.25), first
+
+
+def _first_loss(r: dict[str, Any]) -> float:
+    with open(Path(r["curves"][0]["run_dir"]) / "steps.jsonl", encoding="utf-8") as f:
+        return float(json.loads(f.readline())["loss"])
