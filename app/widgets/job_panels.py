@@ -119,7 +119,8 @@ def critical_path_bar(cp: dict[str, Any]) -> go.Figure:
                            text=[f"{k['share']:.0%}" for k in kinds], textposition="auto",
                            hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
     fig.update_layout(title=f"Rank {cp['rank']}'s critical path, step {cp['step']}: {cp['total_ms']:.2f} ms",
-                      xaxis_title="ms on the path", height=120 + 28 * len(kinds), margin={"t": 50})
+                      xaxis_title="ms on the path", height=120 + 28 * len(kinds), margin={"t": 50},
+                      yaxis={"automargin": True})  # "gpu_communication" whole, not cut at the left edge
     return fig
 
 
