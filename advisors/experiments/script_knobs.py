@@ -7,10 +7,13 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
   (:data:`stepwise_agent.switches.HF_FIELDS`: ``--bf16``, ``--dataloader_num_workers N``, ``--torch_compile``),
   on the command line, or as the key of the JSON or YAML config file the script read (``parse_json_file``,
   ``parse_yaml_file``: ``"bf16": true``, ``bf16: true``);
-- LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``, or the ``trainer: precision:`` line of the
-  ``--config`` file the command gives;
-- ``accelerate launch``: ``--mixed_precision bf16`` among the launcher's options, when the script's own
-  ``Accelerator(...)`` takes no ``mixed_precision`` argument (what the launcher passes is what it then holds);
+- LightningCLI / jsonargparse: ``--trainer.precision bf16-mixed``; ``--data.num_workers N`` (or a ``model.*``
+  one) where that ``__init__`` parameter reaches a ``DataLoader``'s ``num_workers`` in its class;
+  ``--model.compile true`` where it reaches a ``torch.compile`` call in the model (else compile stays injected);
+  or the line of the ``--config`` file the command gives (``trainer: precision:``, ``data: num_workers:``);
+- ``accelerate launch``: ``--mixed_precision bf16`` / ``--dynamo_backend inductor`` among the launcher's options,
+  when the script's own ``Accelerator(...)`` takes no such argument (what the launcher passes is what it then
+  holds); workers have no launcher option: the script's own flag, or injection;
 - nanoGPT's ``configurator.py`` globals: ``--compile=True``; ``--dtype=bfloat16`` only where the script's own
   autocast context is live on this device (nanoGPT's ``ctx`` is a ``nullcontext`` on a CPU);
 - a Hydra job: a ``key=value`` override (``amp=true``, ``data.workers=4``) of a key of the composed config, matched
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from advisors.experiments.config_text import json_with, key_line, yaml_data, yaml_line, yaml_scalar, yaml_with
+from advisors.script_reach import lightning_reaches, reaches
 from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_PRECISION
 
 #: knob -> (flag names a plain argparse script gives it, where its value must reach)
@@ -53,8 +57,9 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
 SECONDARY = ("persistent_workers", "prefetch_factor", "pin_memory")
 CONVENTIONS = {
     "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON/YAML file",
-    "lightning_cli": "LightningCLI: --trainer.precision, or trainer: precision: in its --config file",
-    "accelerate": "accelerate launch: --mixed_precision, which the script's own Accelerator() reads",
+    "lightning_cli": "LightningCLI: --trainer.precision, or an option of the model's or data module's whose value "
+                     "reaches the call (--data.num_workers), or its line in the --config file",
+    "accelerate": "accelerate launch: --mixed_precision or --dynamo_backend, which the script's Accelerator() reads",
     "configurator": "nanoGPT configurator.py: --key=value over the script's global",
     "hydra": "Hydra: a key=value override of a config key whose value reaches the call that does it",
     "argparse": "argparse: a flag named for the knob whose value reaches the call that does it",
@@ -234,49 +239,94 @@ def _yaml_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, 
     return config_copy(knobs, convention, command, cwd, path, text, typed, line, observe)
 
 
-# -- LightningCLI, configurator -------------------------------------------------------------------------------
+# -- LightningCLI, accelerate launch -------------------------------------------------------------------------
 def _lightning_cli(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
                    proof: str) -> KnobChange | None:
     """LightningCLI builds ``L.Trainer`` from its parser's ``trainer.*`` options: the precision is
     ``--trainer.precision`` — or, when the command's ``--config`` file holds a ``trainer:`` section and the flag is
-    not typed, that file's ``trainer: precision:`` line (in a copy)."""
-    if set(knobs) != {"autocast"} or knobs["autocast"] not in LIGHTNING_PRECISION:
+    not typed, that file's ``trainer: precision:`` line (in a copy). The workers and compile fixes: an option of the
+    model's or data module's own (``--data.num_workers``, ``--model.compile``), named for the knob, whose
+    ``__init__`` parameter demonstrably reaches the call in that class
+    (:func:`~advisors.script_reach.lightning_reaches`:
+    a ``DataLoader``'s ``num_workers``; a ``torch.compile`` call, or an ``if`` around one — a model that never
+    calls it has no option for it, and the fix stays injected)."""
+    if set(knobs) == {"autocast"} and knobs["autocast"] in LIGHTNING_PRECISION:
+        parser = next((p for p in config.get("parsers") or [] if _option(p, "trainer.precision")), None)
+        if parser is None:
+            return None
+        return _cli_change(knobs, knobs, config, command, cwd, parser, "trainer.precision",
+                           LIGHTNING_PRECISION[knobs["autocast"]])
+    main = {k: v for k, v in knobs.items() if k not in SECONDARY or k == proof}
+    if set(main) not in ({"num_workers"}, {"compile"}) or proof not in main:
         return None
-    parser = next((p for p in config.get("parsers") or [] if _option(p, "trainer.precision")), None)
-    if parser is None:
-        return None
-    value = LIGHTNING_PRECISION[knobs["autocast"]]
-    if not any(a.split("=", 1)[0] == "--trainer.precision" for a in command):
+    knob, value = next(iter(main.items()))
+    names, where = ARGPARSE_NAMES[knob]
+    for parser in config.get("parsers") or []:
+        file, _ = _site(parser)
+        if parser.get("library") != "jsonargparse" or not file:
+            continue
+        flows = lightning_reaches(file)
+        for opt in parser.get("options") or []:
+            section, _, name = str(opt.get("dest")).partition(".")
+            held = opt.get("value", opt.get("default"))
+            if name not in names or name not in flows.get(section, {}).get(where, set()) or \
+                    (knob == "compile" and (section != "model" or not isinstance(held, bool) or not value)) or \
+                    (knob == "num_workers" and (not isinstance(held, int) or isinstance(held, bool))):
+                continue
+            return _cli_change(main, main, config, command, cwd, parser, str(opt["dest"]),
+                               "true" if knob == "compile" else str(int(value)),
+                               True if knob == "compile" else int(value))
+    return None
+
+
+def _cli_change(knobs: Mapping[str, Any], observe: Mapping[str, Any], config: Mapping[str, Any],
+                command: tuple[str, ...], cwd: str, parser: Mapping[str, Any], dest: str, text: str,
+                value: Any = None) -> KnobChange | None:
+    """LightningCLI's option ``dest`` (``trainer.precision``) set to ``text``: the flag (``--trainer.precision
+    bf16-mixed``), changed in place when typed; else, when the command's ``--config`` YAML file holds that
+    section, its line in a copy."""
+    flag = f"--{dest}"
+    if not any(a.split("=", 1)[0] == flag for a in command):
         for entry in config.get("files") or []:
             path = str(entry.get("file") or "")
             if entry.get("library") == "jsonargparse" and path.endswith((".yaml", ".yml")) and \
-                    isinstance(yaml_data(path).get("trainer"), dict):
-                return _yaml_change(knobs, "lightning_cli", command, cwd, path, {"trainer.precision": value})
+                    isinstance(yaml_data(path).get(dest.split(".", 1)[0]), dict):
+                return _yaml_change(knobs, "lightning_cli", command, cwd, path,
+                                    {dest: text if value is None else value}, observe)
     file, line = _site(parser)
-    return KnobChange(with_flag(command, ["--trainer.precision"], value), knobs, "lightning_cli",
-                      (f"--trainer.precision {value}",), file, line)
+    return KnobChange(with_flag(command, [flag], text), dict(observe), "lightning_cli", (f"{flag} {text}",), file, line)
 
 
 def _accelerate(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
                 proof: str) -> KnobChange | None:
-    """``accelerate launch``: ``--mixed_precision bf16`` among the launcher's options (before the script), when
-    the script's own ``Accelerator(...)`` takes no precision of its own — the launcher's then reaches it."""
-    if set(knobs) != {"autocast"} or knobs["autocast"] not in ACCELERATE_PRECISION:
-        return None
+    """``accelerate launch``'s own options (before the script), which it passes to the script's ``Accelerator()``
+    (``ACCELERATE_MIXED_PRECISION``, ``ACCELERATE_DYNAMO_BACKEND`` in its environment): ``--mixed_precision bf16``,
+    when that ``Accelerator(...)`` takes no precision of its own; ``--dynamo_backend inductor`` for compile, when it
+    takes no ``dynamo_backend``/``dynamo_plugin`` of its own (``prepare()`` then ``torch.compile``s the model).
+    Workers have no launcher option (the DataLoader is the script's own): they map to the script's flag if it has
+    one (:func:`_argparse`), else stay injected."""
     if len(command) < 3 or os.path.basename(command[0]) != "accelerate" or command[1] != "launch":
         return None
     acc = (config.get("frameworks") or {}).get("accelerate") or {}
-    if not acc or (acc.get("asked") or {}).get("mixed_precision") is not None:
-        return None  # no Accelerator of the user's, or one whose own argument decides
+    asked = acc.get("asked") or {}
+    if set(knobs) == {"autocast"} and knobs["autocast"] in ACCELERATE_PRECISION:
+        if not acc or asked.get("mixed_precision") is not None:
+            return None  # no Accelerator of the user's, or one whose own argument decides
+        option, value = "--mixed_precision", ACCELERATE_PRECISION[knobs["autocast"]]
+    elif set(knobs) == {"compile"} and knobs["compile"]:
+        if "dynamo_backend" not in asked or asked["dynamo_backend"] is not None or asked.get("dynamo_plugin"):
+            return None  # not recorded, or the script's own Accelerator(dynamo_...) decides
+        option, value = "--dynamo_backend", "inductor"
+    else:
+        return None
     at = next((i for i, a in enumerate(command) if i > 1 and a.endswith(".py") and not a.startswith("-")), None)
     if at is None:
         return None
-    value = ACCELERATE_PRECISION[knobs["autocast"]]
-    head = with_flag(command[:at], ["--mixed_precision"], value)
-    if head[-2:] == ("--mixed_precision", value) and len(head) > at:  # new: typed first, as the docs write it
-        head = (*command[:2], "--mixed_precision", value, *command[2:at])
+    head = with_flag(command[:at], [option], value)
+    if head[-2:] == (option, value) and len(head) > at:  # new: typed first, as the docs write it
+        head = (*command[:2], option, value, *command[2:at])
     file, line = _site({"site": acc.get("at")})  # the user's Accelerator(...) call
-    return KnobChange((*head, *command[at:]), knobs, "accelerate", (f"--mixed_precision {value}",), file, line)
+    return KnobChange((*head, *command[at:]), knobs, "accelerate", (f"{option} {value}",), file, line)
 
 
 def _configurator(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
@@ -416,78 +466,6 @@ def _fits(knob: str, value: Any, opt: Mapping[str, Any], config: Mapping[str, An
         want = {"bf16": "bfloat16", "fp16": "float16"}.get(str(value))
         return any(a.get("dtype") == want for a in config.get("autocast") or [])
     return bool(value)
-
-
-def reaches(file: str) -> dict[str, set[str]]:
-    """Which attribute names (``args.workers`` -> ``workers``) reach which call in ``file``: ``dataloader`` (a
-    ``DataLoader``'s ``num_workers``), ``autocast`` (an autocast's arguments), ``compile`` (a ``torch.compile``
-    call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's),
-    ``batch`` (a ``DataLoader``'s ``batch_size``), ``lr`` (an ``optim.*`` call's ``lr``, keyword or second), and, as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
-    ``Trainer``'s ``precision=``) and ``trainer`` (what a ``Trainer(**…)`` unpacks)."""
-    out: dict[str, set[str]] = {"dataloader": set(), "autocast": set(), "compile": set(), "optimizer": set(),
-                                "precision": set(), "trainer": set(), "batch": set(), "lr": set()}
-    try:
-        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return out
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = _call_name(node.func)
-            if name == "DataLoader":
-                out["dataloader"] |= {a for k in node.keywords if k.arg == "num_workers" for a in _attrs(k.value)}
-                out["batch"] |= {a for x in _argument(node, "batch_size", 1) for a in _attrs(x)}
-            elif name in ("autocast", "amp_autocast"):
-                out["autocast"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
-            elif name == "Trainer":  # Lightning's: precision=cfg.trainer.precision, or **cfg.trainer
-                out["precision"] |= {_path(k.value) for k in node.keywords if k.arg == "precision"}
-                out["trainer"] |= {_path(k.value) for k in node.keywords if k.arg is None}
-            elif name == "compile":
-                out["compile"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
-            elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(("torch.optim.", "optim.")):
-                out["optimizer"] |= {a for x in [*node.args, *(k.value for k in node.keywords)] for a in _attrs(x)}
-                out["lr"] |= {a for x in _argument(node, "lr", 1) for a in _attrs(x)}
-        elif isinstance(node, (ast.If, ast.IfExp)):
-            body = node.body if isinstance(node.body, list) else [node.body]
-            calls = {_call_name(c.func) for b in body for c in ast.walk(b) if isinstance(c, ast.Call)}
-            for where, names in (("compile", ("compile",)), ("autocast", ("autocast",))):
-                if calls & set(names):
-                    out[where] |= _attrs(node.test)
-    return out
-
-
-def _argument(call: ast.Call, name: str, index: int) -> list[ast.expr]:
-    """The call's argument ``name``, given by keyword or as its ``index``-th positional argument."""
-    given = [k.value for k in call.keywords if k.arg == name]
-    return given or ([call.args[index]] if len(call.args) > index else [])
-
-
-def _call_name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-
-
-def _path(node: ast.expr) -> str:
-    """``cfg.trainer.precision`` (or ``cfg["trainer"]["precision"]``) as the config key ``trainer.precision``."""
-    parts: list[str] = []
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-        elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-            parts.append(node.slice.value)
-        else:
-            return ""
-        node = node.value
-    return ".".join(reversed(parts))
-
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    return node.id if isinstance(node, ast.Name) else ""
-
-
-def _attrs(node: ast.AST) -> set[str]:
-    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
-        {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 # -- what the change reads as --------------------------------------------------------------------------------

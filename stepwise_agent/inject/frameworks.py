@@ -12,8 +12,10 @@ which arguments were set there, which is the diff the Advisor shows:
 - the convergence knobs of ``--to-quality`` (:mod:`stepwise_agent.inject.convergence`): ``TrainingArguments``'
   ``per_device_train_batch_size``, ``learning_rate``, ``warmup_steps``, ``gradient_accumulation_steps``, and
   ``L.Trainer(accumulate_grad_batches=…)``;
-- ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``; what it then holds
-  (``held``: its argument, else what ``accelerate launch --mixed_precision`` passed it) is recorded.
+- ``Accelerator(...)`` built by the user's own code: ``mixed_precision="bf16"`` / ``"fp16"``; what it was asked
+  (``asked``: its ``mixed_precision``, ``dynamo_backend``, ``dynamo_plugin`` arguments) and what it then holds
+  (``held``: its argument, else what ``accelerate launch --mixed_precision`` / ``--dynamo_backend`` passed it)
+  are recorded.
 
 The classes are patched when their module is first imported (an import hook), so a plain script pays nothing
 and no framework is imported on its behalf. Evidence that a knob acted still comes from the objects the
@@ -251,7 +253,8 @@ class FrameworkInjection:
                 original(acc, *args, **kwargs)
                 return
             set_: dict[str, Any] = {}
-            asked = {"mixed_precision": kwargs.get("mixed_precision")}
+            asked = {"mixed_precision": kwargs.get("mixed_precision"),
+                     **{k: _text(kwargs.get(k)) for k in ("dynamo_backend", "dynamo_plugin")}}
             want = ACCELERATE_PRECISION.get(str(me.knobs.get("autocast")))
             if me._precision_here() and want is not None and "autocast" not in me.observe:
                 kwargs["mixed_precision"] = set_["mixed_precision"] = want
@@ -262,7 +265,19 @@ class FrameworkInjection:
                 set_["mixed_precision"] = held
             me._record("accelerate", "accelerator", site, cls, set_, asked)
             if "accelerate" in me.frameworks:
-                me.frameworks["accelerate"].update(held={"mixed_precision": str(held)}, at=site)
+                dynamo = getattr(getattr(getattr(acc, "state", None), "dynamo_plugin", None), "backend", None)
+                me.frameworks["accelerate"].update(at=site, held={"mixed_precision": str(held),
+                                                                  "dynamo_backend": _text(dynamo)})
+                if "compile" in me.observe and _text(dynamo) not in (None, "NO") and site is not None and \
+                        (k := me.report.knob("compile")) is not None:  # prepare() torch.compiles the model
+                    k.evidence.append(f"{cls.__name__}(dynamo_backend={_text(dynamo)!r}) at "
+                                      f"{site['file'].rsplit('/', 1)[-1]}:{site['line']}, from the script's own "
+                                      "command line (accelerate launch): its prepare() compiles the model")
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))
+
+
+def _text(value: Any) -> str | None:
+    """An argument as the record holds it: ``None``, or its text (an enum's value, a plugin's repr)."""
+    return None if value is None else str(getattr(value, "value", value))

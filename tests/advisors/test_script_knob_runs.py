@@ -162,18 +162,24 @@ def test_lightning_cli_precision_in_its_config_file(tmp_path: Path) -> None:
     assert r["where"] == f"{user}:{end + 1}"
 
 
+def accelerate_round(tmp_path: Path, fix: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """``accelerate launch --num_processes 1 accelerate_train.py`` optimised with ``fix``: its round, the patched
+    arm's run, the launcher."""
+    launcher = [str(user_python().parent / "accelerate"), "launch", "--num_processes", "1"]
+    r = rounds_of(optimize(tmp_path, "accelerate_train.py", [], fix, rounds=1, launcher=launcher), fix)[fix]
+    return r, patched_run(r), launcher
+
+
 def test_accelerate_launch_mixed_precision(tmp_path: Path) -> None:
     script = "accelerate_train.py"
-    launcher = [str(user_python().parent / "accelerate"), "launch", "--num_processes", "1"]
-    r = rounds_of(optimize(tmp_path, script, [], "bf16_autocast", rounds=1, launcher=launcher),
-                  "bf16_autocast")["bf16_autocast"]
-    run = patched_run(r)
+    r, run, launcher = accelerate_round(tmp_path, "bf16_autocast")
     assert run["spec"]["command"] == [*launcher[:2], "--mixed_precision", "bf16", *launcher[2:], str(SCRIPTS / script)]
     assert run["spec"]["inject"] == {} and run["injected"]["config"]["launcher"]["ACCELERATE_MIXED_PRECISION"] == "bf16"
     acc = run["injected"]["frameworks"]["accelerate"]
-    assert acc["asked"] == {"mixed_precision": None} and acc["held"] == {"mixed_precision": "bf16"}
+    assert acc["asked"] == {"mixed_precision": None, "dynamo_backend": None, "dynamo_plugin": None}
+    assert acc["held"] == {"mixed_precision": "bf16", "dynamo_backend": "NO"}
     baseline = json.loads((Path(r["before"]["run_dirs"][0]) / "injected.json").read_text())
-    assert baseline["frameworks"]["accelerate"]["held"] == {"mixed_precision": "no"}
+    assert baseline["frameworks"]["accelerate"]["held"] == {"mixed_precision": "no", "dynamo_backend": "NO"}
     evidence = r["applied"]["knobs"]["autocast"]["evidence"]
     assert evidence[0] == "ran your own command with --mixed_precision bf16 (nothing injected)"
     assert any("Accelerator(mixed_precision='bf16')" in e and "from the script's own command line" in e
@@ -181,6 +187,46 @@ def test_accelerate_launch_mixed_precision(tmp_path: Path) -> None:
     assert r["change"]["kind"] == "command"
     after = r["change"]["text"].splitlines()[1]
     assert after.endswith(f"launch --mixed_precision bf16 --num_processes 1 {SCRIPTS / script}")
+    assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'accelerator = Accelerator(')}"
+
+
+def test_lightning_cli_data_modules_workers_option(tmp_path: Path) -> None:
+    script = "lightning_cli_data_train.py"
+    args = ["fit", "--trainer.accelerator", "cpu", "--trainer.max_epochs", "1000"]
+    r = rounds_of(optimize(tmp_path, script, args, "dataloader_workers", rounds=1),
+                  "dataloader_workers")["dataloader_workers"]
+    run = patched_run(r)
+    command = run["spec"]["command"]
+    assert command[:-2] == [str(user_python()), str(SCRIPTS / script), *args] and command[-2] == "--data.num_workers"
+    n = int(command[-1])
+    assert n > 0 and run["spec"]["inject"] == {} and run["spec"]["observe"] == {"num_workers": n}
+    parser = next(p for p in run["injected"]["config"]["parsers"]
+                  if any(o["dest"] == "data.num_workers" for o in p["options"]))
+    assert next(o for o in parser["options"] if o["dest"] == "data.num_workers")["value"] == n  # what the CLI parsed
+    evidence = r["applied"]["knobs"]["num_workers"]["evidence"]
+    assert evidence[0] == f"ran your own command with --data.num_workers {n} (nothing injected)"
+    assert f"{n} worker processes started by the DataLoader" in evidence
+    assert r["change"]["kind"] == "command" and r["change"]["text"].splitlines()[1].endswith(f"--data.num_workers {n}")
+    assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'LightningCLI(Classifier')}"
+
+
+def test_accelerate_launch_dynamo_backend(tmp_path: Path) -> None:
+    script = "accelerate_train.py"
+    r, run, launcher = accelerate_round(tmp_path, "torch_compile")
+    assert run["spec"]["command"] == [*launcher[:2], "--dynamo_backend", "inductor", *launcher[2:],
+                                      str(SCRIPTS / script)]
+    assert run["spec"]["inject"] == {} and run["spec"]["observe"] == {"compile": True}
+    acc = run["injected"]["frameworks"]["accelerate"]
+    assert acc["asked"]["dynamo_backend"] is None and acc["held"]["dynamo_backend"] == "INDUCTOR"
+    baseline = json.loads((Path(r["before"]["run_dirs"][0]) / "injected.json").read_text())
+    assert baseline["frameworks"]["accelerate"]["held"]["dynamo_backend"] == "NO"
+    evidence = r["applied"]["knobs"]["compile"]["evidence"]
+    assert evidence[0] == "ran your own command with --dynamo_backend inductor (nothing injected)"
+    assert any("Accelerator(dynamo_backend='INDUCTOR')" in e and "prepare() compiles the model" in e for e in evidence)
+    assert any(e.startswith("torch.compile traced") for e in evidence)
+    assert r["change"]["kind"] == "command"
+    after = r["change"]["text"].splitlines()[1]
+    assert after.endswith(f"launch --dynamo_backend inductor --num_processes 1 {SCRIPTS / script}")
     assert r["where"] == f"{SCRIPTS / script}:{_line(script, 'accelerator = Accelerator(')}"
 
 
