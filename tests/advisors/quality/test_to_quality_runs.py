@@ -22,12 +22,15 @@ pytestmark = pytest.mark.slow
 def test_a_workload_arm_is_stopped_once_it_reaches_the_target(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     spec = get_workload("digits").spec("tiny")
-    budget = Budget(steps=400)
+    # A budget no run finishes before a poll sees the target, however loaded the machine: with 400 steps the run
+    # could end (a second or two of tiny steps) before a starved watcher's next look, and then it had not been
+    # stopped (the clean-clone suite saw it, beside two other test runs).
+    budget = Budget(steps=200_000)
     run = store_curve_runner(store, budget, poll_s=0.2)
     easy = Target("training loss", 2.0, "min", "given")  # the EMA passes 2.0 within the first few dozen steps
     out = run(arm_spec(spec, budget, 0), easy)
     assert out.stopped == "it reached the target" and out.status == "killed" and out.ok
-    assert 0 < len(out.curve) < 400
+    assert 0 < len(out.curve) < 200_000
 
 
 def test_to_quality_on_a_workload_writes_the_round(tmp_path: Path) -> None:
