@@ -14,11 +14,8 @@ from profilers.run.records import RunStatus
 
 RUNS_COLUMNS = {
     "run": st.column_config.TextColumn(width=230), "kind": st.column_config.TextColumn(width=80),
-    "status": st.column_config.TextColumn(width=85),
+    **trial_runs.RUN_FIGURES,
     "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=105),
-    "ms/step": st.column_config.NumberColumn(format="%.1f", width=70),
-    "samples/s": st.column_config.NumberColumn(format="%.1f", width=80),
-    "peak MiB": st.column_config.NumberColumn(format="%.0f", width=75),
     "device": st.column_config.TextColumn(width=60), "ranks": st.column_config.NumberColumn(width=55),
     "error": st.column_config.TextColumn(width=75)}
 

@@ -11,13 +11,15 @@ from profilers.run.records import RunRecord
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 
-TRIAL_COLUMNS = {
-    "part": st.column_config.TextColumn(width=80), "run": st.column_config.TextColumn(width=200),
+#: a run's status and measured figures, as the Runs list and an experiment's trials both show them
+RUN_FIGURES = {
     "status": st.column_config.TextColumn(width=85),
-    "created": st.column_config.DatetimeColumn(format="HH:mm:ss", width=80),
     "ms/step": st.column_config.NumberColumn(format="%.1f", width=70),
     "samples/s": st.column_config.NumberColumn(format="%.1f", width=80),
-    "peak MiB": st.column_config.NumberColumn(format="%.0f", width=75),
+    "peak MiB": st.column_config.NumberColumn(format="%.0f", width=75)}
+TRIAL_COLUMNS = {
+    "part": st.column_config.TextColumn(width=80), "run": st.column_config.TextColumn(width=200), **RUN_FIGURES,
+    "created": st.column_config.DatetimeColumn(format="HH:mm:ss", width=80),
     "error": st.column_config.TextColumn(width=120)}
 
 
