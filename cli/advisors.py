@@ -105,20 +105,11 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
         out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
         out["job"] = _job_json(job, engine)
         return out
-    obs = observe(path, device_memory_bytes)
+    obs = observe(path, device_memory_bytes, job_views=True)
     out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
-    if obs.run is not None:
-        _add_run_job(out, Path(obs.source))
+    if obs.job is not None:  # a stored run whose ranks wrote summaries: ``job`` from all N, not only the traced
+        out["job"] = obs.job
     return out
-
-
-def _add_run_job(out: dict[str, Any], run_dir: Path) -> None:
-    """A stored run whose ranks wrote summaries at capture time: ``job`` from all N, not only the traced ones."""
-    from profilers.jobs.agent_summaries import run_job_views
-
-    views = run_job_views(run_dir)
-    if views is not None:
-        out["job"] = views
 
 
 def _job_json(job: Any, engine: str | None) -> dict[str, Any]:
@@ -276,8 +267,8 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
     # summaries.
     if files is not None:
         doc["job"] = _job_json((observed or observe_job(path, files, engine or "local", address))[1], engine)
-    elif analysis.run is not None:
-        _add_run_job(doc, Path(path))
+    elif analysis.job is not None:  # a run's, from its ranks' summaries (and the trace the analysis loaded)
+        doc["job"] = analysis.job
     return doc
 
 

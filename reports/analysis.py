@@ -23,6 +23,7 @@ from advisors.loader_facts import loader_facts
 from advisors.observation import Observation, RunFacts, run_facts, snapshot_observation, with_run_trace
 from profilers.errors import TraceError
 from profilers.inputs import RunFolder, resolve
+from profilers.jobs.agent_summaries import run_job_views
 from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.events import Trace
 from profilers.efficiency.mfu import efficiency
@@ -64,6 +65,10 @@ class Analysis:
     snapshot: MemorySnapshot | None = None  # a memory snapshot's summary (then there is no breakdown)
     device_memory_bytes: int | None = None  # the device total the user stated, for a snapshot
     summarised_ranks: int = 0  # read from this many ranks' summaries (job_analysis): no event was loaded
+    # A run whose ranks wrote summaries at capture time (``--trace-ranks``): the cross-rank views of all N ranks
+    # (profilers.jobs.agent_summaries.run_job_views, the ``job`` of ``analyze --json``), where the breakdown
+    # holds only the k ranks that kept a trace.
+    job: dict[str, Any] | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -229,9 +234,10 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
     """A stored run: its facts, steps and telemetry, plus its trace when the profiler exported one."""
     kw = {} if buckets is None else {"buckets": buckets}
     parts, notes = with_run_trace(run_dir, lambda t: (
-        breakdown(t), loader_facts(t), category_timeline(t, **kw), step_spans(t), memory_series(t), t.n_events))
-    b, loader, timeline, spans, memory, n_events = parts if parts is not None else (
-        None, None, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 0)
+        breakdown(t), loader_facts(t), category_timeline(t, **kw), step_spans(t), memory_series(t), t.n_events,
+        run_job_views(run_dir, t)))
+    b, loader, timeline, spans, memory, n_events, job = parts if parts is not None else (
+        None, None, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 0, run_job_views(run_dir))
     facts = run_facts(run_dir)
     obs = Observation(source=label, breakdown=b, run=facts, notes=notes, loader=loader)
     diagnosis, note = advice.diagnose(obs)
@@ -239,7 +245,7 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
                     timeline=timeline, step_spans=spans, memory=memory, run=facts,
                     steps=steps_frame(read_jsonl(run_dir / "steps.jsonl")),
                     telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
-                    diagnosis=diagnosis, advisor_note=note, n_events=n_events, notes=notes)
+                    diagnosis=diagnosis, advisor_note=note, n_events=n_events, notes=notes, job=job)
 
 
 def _empty_steps() -> pd.DataFrame:

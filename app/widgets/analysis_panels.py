@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
 from app import state
@@ -164,6 +167,9 @@ def _peaks(a: Analysis) -> tuple[dict[str, float | None], float | None]:
 def ranks_panel(a: Analysis) -> None:
     b = a.breakdown
     assert b is not None
+    if a.job is not None:  # every rank wrote a summary at capture time; only some kept a trace
+        run_ranks_panel(a.job, len(b.ranks))
+        return
     if len(b.ranks) < 2:
         st.info("One rank: there is no straggler to find.")
         return
@@ -172,6 +178,31 @@ def ranks_panel(a: Analysis) -> None:
     ui.chart(charts.straggler(b.per_rank, marked), key="analysis.straggler")
     (st.warning if call.beyond_noise else st.caption)(call.reason)  # our own sentence: numbers only
     st.dataframe(b.per_rank, hide_index=True, width="stretch", column_config=RANK_COLUMNS)
+
+
+def run_ranks_panel(job: dict[str, Any], traced_in_breakdown: int) -> None:
+    """A run launched with ``--trace-ranks``: all N ranks from the summaries they wrote at capture time (step
+    and collective time per rank and step, the straggler, its critical path when its trace was kept), where the
+    other tabs show only the ranks that kept a trace."""
+    from app.widgets.job_panels import critical_path_panel, rank_step_heatmap, straggler_panel
+
+    ranks, traced = job["ranks"], job["traced_ranks"]
+    cols = st.columns(3)
+    cols[0].metric("Ranks", len(ranks), help="ranks that wrote a per-step summary at capture time")
+    cols[1].metric("With a trace", len(traced), help="ranks that kept their full profiler trace")
+    cols[2].metric("Steps", len(job["steps"]))
+    shown = ", ".join(map(str, traced)) or "none"
+    st.caption(f"Every rank wrote a summary of its steps while it trained; ranks {shown} kept a full trace. "
+               f"This tab reads all {len(ranks)} ranks; the other tabs show the {traced_in_breakdown} traced "
+               "rank(s) alone.")
+    straggler_panel(job)
+    critical_path_panel(job)
+    ui.chart(rank_step_heatmap(job, "step_ms", "Step time per rank and step"), key="analysis.rank_step_heatmap")
+    ui.chart(rank_step_heatmap(job, "comm_ms", "Collective time per rank and step (a waiting rank's is long)"),
+             key="analysis.rank_comm_heatmap")
+    st.dataframe(pd.DataFrame(job["per_rank"]), hide_index=True, width="stretch",
+                 column_config={**RANK_COLUMNS, "comm_ms": st.column_config.NumberColumn(
+                     "collective time (ms)", format="%.3f")})
 
 
 def snapshot_panel(a: Analysis, run_id: str) -> None:

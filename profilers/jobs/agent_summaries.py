@@ -14,9 +14,12 @@ import json
 import re
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepwise_agent.rank_summary import read_summaries
+
+if TYPE_CHECKING:
+    from profilers.trace.events import Trace
 
 _TRACE_RANK = re.compile(r"^rank(\d+)\.")
 
@@ -33,8 +36,9 @@ def traced_ranks(run_dir: Path) -> list[int]:
     return sorted(found)
 
 
-def run_job_views(run_dir: Path) -> dict[str, Any] | None:
-    """The cross-rank views of a run's agent summaries, or None when it has none."""
+def run_job_views(run_dir: Path, trace: Trace | None = None) -> dict[str, Any] | None:
+    """The cross-rank views of a run's agent summaries, or None when it has none. ``trace``: the run's kept traces,
+    already loaded by the caller (its analysis), so that the slowest rank's critical path reads no file again."""
     summaries = read_agent_summaries(run_dir)
     if not summaries:
         return None
@@ -60,22 +64,30 @@ def run_job_views(run_dir: Path) -> dict[str, Any] | None:
     slowest = straggler["culprit"] if straggler is not None else ranks[0]
     return {"source": "agent summaries", "ranks": ranks, "traced_ranks": traced, "steps": steps,
             "step_ms": matrix("step_us"), "comm_ms": matrix("comm_us"), "per_rank": per_rank,
-            "straggler": straggler, "critical_path": run_critical_path(run_dir, slowest, traced)}
+            "straggler": straggler, "critical_path": run_critical_path(run_dir, slowest, traced, trace)}
 
 
-def run_critical_path(run_dir: Path, rank: int, traced: list[int]) -> dict[str, Any]:
+def run_critical_path(run_dir: Path, rank: int, traced: list[int], trace: Trace | None = None) -> dict[str, Any]:
     """The critical path of ``rank``'s median step (:mod:`profilers.jobs.critical_path`) when the run kept that
-    rank's trace (its one file is read), else why not."""
+    rank's trace, else why not: read from ``trace`` (the run's kept traces, loaded by the caller) when it holds
+    that rank, else from the rank's one file."""
     from profilers.jobs.critical_path import critical_path, path_json, unavailable
 
     if rank not in traced:
         return unavailable(rank, None, f"needs rank {rank}'s trace: launch with --trace-ranks {rank} (or slowest)")
-    from profilers.trace.load import load_trace_files
-    from profilers.trace.sources import find_trace_files
-
     path = next(p for p in sorted((run_dir / "tb").iterdir()) if (m := _TRACE_RANK.match(p.name))
                 and int(m.group(1)) == rank and p.name.endswith((".json", ".json.gz")))
-    cp = critical_path(load_trace_files(find_trace_files(path), str(path)))
+    if trace is not None and rank in trace.ranks:
+        cp = critical_path(trace, rank=rank)
+    else:
+        from profilers.errors import TraceError
+        from profilers.trace.load import load_trace_files
+        from profilers.trace.sources import find_trace_files
+
+        try:
+            cp = critical_path(load_trace_files(find_trace_files(path), str(path)))
+        except TraceError as err:  # the views of all N stand without it, and say why it is missing
+            return unavailable(rank, path.name, f"its trace could not be read: {err}")
     return path_json(None if cp is None else cp.to_json(), rank, path.name)
 
 

@@ -99,10 +99,11 @@ def longest_path(g: StepGraph) -> np.ndarray | None:
     return np.array(path[::-1], np.int64)
 
 
-def critical_path(trace: Trace, step: int | None = None) -> CriticalPath | None:
-    """The critical path of one step (``step``, else the step of median time) of a one-rank ``trace``; None when it
-    has no step or its step's end cannot be reached from its start."""
-    steps = trace.steps
+def critical_path(trace: Trace, step: int | None = None, rank: int | None = None) -> CriticalPath | None:
+    """The critical path of one step (``step``, else the step of median time) of a one-rank ``trace``, or of
+    ``rank``'s steps in a trace of several; None when it has no step or its step's end cannot be reached from its
+    start."""
+    steps = trace.steps if rank is None else trace.steps[trace.steps["rank"].to_numpy() == rank]
     if steps.empty:
         return None
     if step is None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.app.conftest import assert_clean, open_page
 from tests.app.fake_runs import fake_run
 
@@ -180,3 +183,24 @@ def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_trac
     assert at.text_input(key="job.folder").value == folder
     assert {m.label: m.value for m in at.metric}["Ranks"] == "8"
     assert loaded == []
+
+
+def test_a_run_whose_ranks_wrote_summaries_shows_all_of_them_on_the_ranks_tab(store) -> None:
+    """A run launched with ``--trace-ranks 0`` under two ranks: its trace holds rank 0 alone, but the Ranks tab
+    reads both ranks' summaries (not "one rank"), names the straggler and draws its critical path."""
+    record = fake_run(store)
+    run_dir = Path(record.run_dir)
+    (run_dir / "summaries").mkdir()
+    for rank, work in ((0, 45_000), (1, 20_000)):  # rank 0 works longest: the straggler, and the traced rank
+        steps = [{"step": s, "step_us": 50_000, "work_us": work, "comm_us": 50_000 - work} for s in range(3)]
+        (run_dir / "summaries" / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": steps}))
+    at = open_page("analysis")
+    at.session_state["stepwise.analysis_tab"] = "Ranks"
+    at.run()
+    assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Ranks"] == "2" and metrics["With a trace"] == "1"
+    assert not any("One rank" in i.value for i in at.info)
+    assert any("Straggler: rank 0" in w.value for w in at.warning)
+    assert any("ranks 0 kept a full trace" in c.value for c in at.caption)
+    assert any("chain of dependent work" in c.value for c in at.caption)  # the critical path, from the loaded trace

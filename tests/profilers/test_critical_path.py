@@ -160,13 +160,13 @@ def test_without_the_slowest_rank_s_trace_the_job_says_so() -> None:
 
 
 
-def _run_with_summaries(tmp_path: Path, traced: dict[int, Path]) -> Path:
-    """A run folder as ``launch --trace-ranks`` leaves it: every rank's agent summary (rank 1 works longest),
-    the full trace of the ranks in ``traced`` only."""
+def _run_with_summaries(tmp_path: Path, traced: dict[int, Path], ranks: tuple[int, int] = (0, 1)) -> Path:
+    """A run folder as ``launch --trace-ranks`` leaves it: every rank's agent summary (the second of ``ranks``
+    works longest), the full trace of the ranks in ``traced`` only."""
     run = tmp_path / "run"
     (run / "summaries").mkdir(parents=True)
     (run / "tb").mkdir()
-    for rank, work in ((0, 8000), (1, 15000)):
+    for rank, work in zip(ranks, (8000, 15000)):
         steps = [{"step": 10, "step_us": 18000, "work_us": work, "comm_us": 18000 - work}]
         (run / "summaries" / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": steps}))
     for rank, trace in traced.items():
@@ -189,3 +189,30 @@ def test_a_run_that_kept_the_slowest_rank_s_trace_reports_its_path(tmp_path: Pat
     assert other is not None
     assert other["critical_path"] == {"rank": 1, "file": None, "available": False,
                                       "reason": "needs rank 1's trace: launch with --trace-ranks 1 (or slowest)"}
+
+
+def test_a_run_s_critical_path_comes_from_the_trace_its_analysis_loaded(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analyze RUN`` reads the straggler's kept trace once: the critical path is taken from the trace the
+    run's breakdown loaded, and equals the one read from the rank's file alone."""
+    import profilers.trace.load as load_module
+    from profilers.jobs.agent_summaries import run_job_views
+
+    worker5 = COMM / "param_dlrm_8_ranks" / "worker5.pt.trace.json.gz"  # its distributedInfo says rank 5
+    run = _run_with_summaries(tmp_path, {5: worker5}, ranks=(0, 5))
+    (run / "spec.json").write_text("{}")  # marks it a run folder
+    alone = run_job_views(run)
+    assert alone is not None and alone["critical_path"]["available"] and alone["critical_path"]["rank"] == 5
+
+    reads: list[str] = []
+    real = load_module.load_trace_files
+
+    def counted(files, source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(source)
+        return real(files, source, *args, **kwargs)
+
+    monkeypatch.setattr(load_module, "load_trace_files", counted)
+    out = analyze(str(run))
+    assert len(reads) == 1, reads  # the run's trace, for its breakdown; not the straggler's file again
+    assert out["job"]["ranks"] == [0, 5] and out["job"]["traced_ranks"] == [5]
+    assert out["job"]["critical_path"] == alone["critical_path"]
