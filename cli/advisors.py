@@ -14,6 +14,7 @@ never torch, the experiment machinery, plotting or templates (``--report`` loads
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -252,6 +253,10 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
         if files is not None and len(files) >= SUMMARY_RANKS else None
     analysis = (job_analysis(path, Path(path).name, observed=observed) if observed is not None else None) \
         or analyse_path(path, device_memory_bytes=device_memory_bytes)
+    if files is not None:  # the same ``job`` in the report as in the JSON: its Ranks section
+        observed = observed or observe_job(path, files, engine or "local", address)
+        job_doc = _job_json(observed[1], engine)
+        analysis = replace(analysis, job=job_doc)
     try:
         write_report(analysis, out)
     except ValueError as err:  # an unknown suffix
@@ -265,9 +270,7 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
     # The same ``job`` as without --report: a folder of ranks' views from their summaries (cached beside the traces,
     # so a smaller folder's ranks are read a second time only when no summary is cached), a run's from its agent
     # summaries.
-    if files is not None:
-        doc["job"] = _job_json((observed or observe_job(path, files, engine or "local", address))[1], engine)
-    elif analysis.job is not None:  # a run's, from its ranks' summaries (and the trace the analysis loaded)
+    if analysis.job is not None:  # a folder's (above), or a run's from its ranks' summaries
         doc["job"] = analysis.job
     return doc
 

@@ -106,7 +106,22 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "comparison": None if comparison is None else comparison_context(comparison),
         "experiment": None if experiment is None else experiment_context(experiment, advice.upper_bound(d, experiment)),
         "ladder": None if ladder is None else ladder_context(ladder),
+        "job": None if a.job is None else job_context(a.job),
     }
+
+
+def job_context(job: dict[str, Any]) -> dict[str, Any]:
+    """The report's Ranks section from ``analyze``'s ``job`` (a folder's map and reduce, or a run's agent
+    summaries): how many ranks, which kept a trace, the straggler and the slowest rank's critical path."""
+    straggler = job.get("straggler")
+    cp = job.get("critical_path")
+    return {"ranks": len(job["ranks"]), "traced": job.get("traced_ranks"),
+            "straggler": None if straggler is None else {
+                "rank": straggler["culprit"], "work_ms": straggler["work_ms"],
+                "median_work_ms": straggler["median_work_ms"], "victims": len(straggler["victims"])},
+            "critical_path": None if not cp else {
+                "rank": cp["rank"], "available": cp["available"], "reason": cp.get("reason"),
+                "step": cp.get("step"), "total_ms": cp.get("total_ms"), "by_kind": cp.get("by_kind") or []}}
 
 
 def experiment_context(e: Experiment[Spec], upper_bound: float | None = None) -> dict[str, Any]:
@@ -178,4 +193,5 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: E
             "upper_bound_speedup": ctx["experiment"]["upper_bound"],
             **{k: ctx["experiment"][k] for k in ("verdict", "not_applied", "where", "change")}},
         "ladder": None if ladder is None else advice.ladder_json(ladder),
+        "job": a.job,  # the same ``job`` as ``analyze --json`` (a folder of ranks, or a run's agent summaries)
     }

@@ -50,7 +50,12 @@ def headline(a: Analysis) -> None:
         return
     cols = st.columns(5)
     cols[0].metric("Device", b.device_label, help=b.gpu_arch.basis if b.gpu_arch is not None else b.device_name)
-    cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
+    if a.job is not None and "traced_ranks" in a.job:  # a --trace-ranks run: N ranks, of which these were traced
+        cols[1].metric("Ranks × steps", f"{len(a.job['ranks'])} × {b.n_steps}",
+                       help=f"{len(b.ranks)} of the {len(a.job['ranks'])} ranks kept a full trace: the breakdown is "
+                            "of those; the Ranks tab reads every rank's summary")
+    else:
+        cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
     cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
     if not a.summarised_ranks:
@@ -167,7 +172,7 @@ def _peaks(a: Analysis) -> tuple[dict[str, float | None], float | None]:
 def ranks_panel(a: Analysis) -> None:
     b = a.breakdown
     assert b is not None
-    if a.job is not None:  # every rank wrote a summary at capture time; only some kept a trace
+    if a.job is not None and "traced_ranks" in a.job:  # every rank wrote a summary; only some kept a trace
         run_ranks_panel(a.job, len(b.ranks))
         return
     if len(b.ranks) < 2:
@@ -191,8 +196,8 @@ def run_ranks_panel(job: dict[str, Any], traced_in_breakdown: int) -> None:
     cols[0].metric("Ranks", len(ranks), help="ranks that wrote a per-step summary at capture time")
     cols[1].metric("With a trace", len(traced), help="ranks that kept their full profiler trace")
     cols[2].metric("Steps", len(job["steps"]))
-    shown = ", ".join(map(str, traced)) or "none"
-    st.caption(f"Every rank wrote a summary of its steps while it trained; ranks {shown} kept a full trace. "
+    shown = (f"rank{'s' if len(traced) != 1 else ''} " + ", ".join(map(str, traced))) if traced else "no rank"
+    st.caption(f"Every rank wrote a summary of its steps while it trained; {shown} kept a full trace. "
                f"This tab reads all {len(ranks)} ranks; the other tabs show the {traced_in_breakdown} traced "
                "rank(s) alone.")
     straggler_panel(job)

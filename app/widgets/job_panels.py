@@ -26,8 +26,9 @@ def rank_step_heatmap(job: dict[str, Any], field: str, title: str) -> go.Figure:
     fig = go.Figure(go.Heatmap(z=job[field][:MAX_ROWS], x=[str(s) for s in job["steps"]], y=labels,
                                colorscale="Viridis", colorbar={"title": "ms"},
                                hovertemplate="rank %{y}, step %{x}: %{z:.2f} ms<extra></extra>"))
-    fig.update_layout(title=title, xaxis_title="step", yaxis_title="rank", yaxis={"type": "category",
-                      "autorange": "reversed"}, height=min(900, 160 + 14 * len(ranks)), margin={"t": 50})
+    fig.update_layout(title=title, xaxis_title="step", xaxis={"type": "category"},  # step ids, not a number line
+                      yaxis_title="rank", yaxis={"type": "category",
+                      "autorange": "reversed"}, height=max(260, min(900, 160 + 14 * len(ranks))), margin={"t": 50})
     return fig
 
 

@@ -202,5 +202,6 @@ def test_a_run_whose_ranks_wrote_summaries_shows_all_of_them_on_the_ranks_tab(st
     assert metrics["Ranks"] == "2" and metrics["With a trace"] == "1"
     assert not any("One rank" in i.value for i in at.info)
     assert any("Straggler: rank 0" in w.value for w in at.warning)
-    assert any("ranks 0 kept a full trace" in c.value for c in at.caption)
+    assert any("rank 0 kept a full trace" in c.value for c in at.caption)
+    assert any(m.label == "Ranks × steps" and m.value == "2 × 3" for m in at.metric)
     assert any("chain of dependent work" in c.value for c in at.caption)  # the critical path, from the loaded trace

@@ -216,3 +216,29 @@ def test_a_run_s_critical_path_comes_from_the_trace_its_analysis_loaded(tmp_path
     assert len(reads) == 1, reads  # the run's trace, for its breakdown; not the straggler's file again
     assert out["job"]["ranks"] == [0, 5] and out["job"]["traced_ranks"] == [5]
     assert out["job"]["critical_path"] == alone["critical_path"]
+
+
+def test_a_report_shows_the_ranks_the_straggler_and_its_critical_path(tmp_path: Path) -> None:
+    """``analyze --report`` of a folder of ranks, and of a ``--trace-ranks`` run: its Ranks section and its JSON
+    export carry the same ``job`` as ``analyze --json`` (one number everywhere)."""
+    from cli.advisors import _analyze_with_report
+
+    folder = JOBS[0]
+    plain = analyze(str(folder))
+    doc = _analyze_with_report(str(folder), str(tmp_path / "job.md"))
+    assert doc["job"] == plain["job"]
+    md = (tmp_path / "job.md").read_text(encoding="utf-8")
+    cp = plain["job"]["critical_path"]
+    assert "## Ranks" in md and f"**Straggler: rank {plain['job']['straggler']['culprit']}**" in md
+    assert f"Rank {cp['rank']}'s critical path, step {cp['step']}: {cp['total_ms']:.2f} ms" in md
+    _analyze_with_report(str(folder), str(tmp_path / "job.json"))
+    assert json.loads((tmp_path / "job.json").read_text())["job"] == plain["job"]
+
+    worker5 = COMM / "param_dlrm_8_ranks" / "worker5.pt.trace.json.gz"
+    run = _run_with_summaries(tmp_path, {5: worker5}, ranks=(0, 5))
+    (run / "spec.json").write_text("{}")
+    doc = _analyze_with_report(str(run), str(tmp_path / "run.html"))
+    html = (tmp_path / "run.html").read_text(encoding="utf-8")
+    assert doc["job"]["ranks"] == [0, 5] and doc["job"] == analyze(str(run))["job"]
+    assert "2 ranks wrote a summary of every step while they trained; 1 kept a full trace (rank 5)" in html
+    assert "<strong>Straggler: rank 5</strong>" in html and "Rank 5's critical path, step 10: 17.80 ms" in html
