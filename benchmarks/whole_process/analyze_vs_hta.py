@@ -9,7 +9,8 @@ in the page cache). Stepwise's output is checked to be the ``analyze --json`` do
 (``STEPWISE_SUMMARY_CACHE=off``; it applies to folders of ranks only, never to one trace file, so this changes
 nothing here but says so).
 
-    python benchmarks/whole_process/analyze_vs_hta.py [--repeats 7] [--before /path/to/other/checkout] [--out FILE]
+    python benchmarks/whole_process/analyze_vs_hta.py [--repeats 7] [--before /path/to/other/checkout] [--floor]
+        [--out FILE]
 
 ``--before`` adds a second Stepwise contender run from another checkout (the code before a change), so that
 before/after and HTA share the same rounds. HTA runs under the python of ``.venv-bench``
@@ -33,6 +34,8 @@ TRACE = REPO.parent / "shared" / "traces" / "communication" / "hta_v100_2rank_21
 HTA_SCRIPT = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
               "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n")
 TARGET = 8.0
+FLOOR_TRACE = REPO.parent / "shared" / "traces" / "edge" / "hta_amd_mi250_rocm_minitoy.json.gz"
+FLOOR = "stepwise, a tiny trace (fixed cost)"
 
 
 def run_once(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, bytes]:
@@ -73,6 +76,9 @@ def main() -> None:
     ap.add_argument("--hta-python", default=str(REPO / ".venv-bench" / "bin" / "python"))
     ap.add_argument("--out", type=Path, help="also write the report here")
     ap.add_argument("--skip-hta", action="store_true", help="Stepwise only (a quick before/after with --before)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time the same command on a trace of a few hundred events (FLOOR_TRACE): its fixed cost "
+                         "(interpreter, imports, rules, output), which no faster parse can remove")
     ap.add_argument("--no-bytecode-cache", action="store_true",
                     help="Stepwise compiles its sources on every run (PYTHONDONTWRITEBYTECODE=1), as in a checkout "
                          "where bytecode is never written")
@@ -96,6 +102,8 @@ def main() -> None:
     contenders: dict[str, tuple[list[str], Path]] = {"stepwise (this checkout)": (analyze, REPO)}
     if args.before is not None:
         contenders["stepwise (before)"] = (analyze, args.before.resolve())
+    if args.floor:
+        contenders[FLOOR] = ([args.python, "-m", "stepwise", "analyze", str(FLOOR_TRACE), "--json"], REPO)
     if not args.skip_hta:
         contenders["HTA load + temporal breakdown"] = ([args.hta_python, "-c", HTA_SCRIPT, str(hta_dir)], REPO)
     envs = {name: hta_env if name.startswith("HTA") else env for name in contenders}
@@ -137,12 +145,18 @@ def main() -> None:
     say("whole process, wall time (median [min, IQR, max]) and CPU time (median, user+sys incl. parse workers):")
     for name in names:
         say(f"  {name:<32} {spread(walls[name])}; cpu {statistics.median(cpus[name]):.3f} s")
+    if args.floor:
+        fixed, whole = statistics.median(walls[FLOOR]), statistics.median(walls[names[0]])
+        say(f"fixed cost: {fixed:.3f} s of this checkout's {whole:.3f} s is the command on a tiny trace; reading and "
+            f"analysing the events takes the other {whole - fixed:.3f} s" + (
+                "" if args.skip_hta else f"; even a parse that took no time would leave HTA / stepwise at "
+                f"{statistics.median(walls[names[-1]]) / fixed:.2f}x"))
     if len(names) == 2 and args.skip_hta:
         after, before = names
         say(f"before / after: {statistics.median(walls[before]) / statistics.median(walls[after]):.3f}x by median "
             f"wall time, {statistics.median(cpus[before]) / statistics.median(cpus[after]):.3f}x by CPU time")
     hta = names[-1]
-    for name in ([] if args.skip_hta else names[:-1]):
+    for name in ([] if args.skip_hta else [n for n in names[:-1] if n != FLOOR]):
         ratio = statistics.median(walls[hta]) / statistics.median(walls[name])
         cpu_ratio = statistics.median(cpus[hta]) / statistics.median(cpus[name])
         per_round = sorted(h / s for h, s in zip(walls[hta], walls[name]))
