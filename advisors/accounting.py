@@ -55,15 +55,26 @@ CONTAINS: Mapping[str, tuple[str, ...]] = {"device_time": ("gemm_time", "pointwi
 
 
 def regions(f: Facts) -> dict[str, float]:
-    """Each region's share of step time (see the module docs); all 0 without profiled steps."""
+    """Each region's share of step time (see the module docs); all 0 without profiled steps.
+
+    A run whose ranks wrote summaries at capture time and kept only some traces (``launch --trace-ranks``): its
+    collectives region is at least the median rank's collective time in those summaries, because the traced
+    rank may well be the straggler, the one rank that hardly waits in its collectives."""
     if not f.has_steps:
         return {r: 0.0 for r in REGIONS}
     s = f.shares
     if f.device == "gpu":
-        return {"device": f.device_work, "collectives": s.get("communication", 0.0) + f.comm_orchestration,
-                "loader": s.get("dataloader", 0.0), "host": max(f.launch_idle, 0.0)}
-    return {"device": f.device_work, "collectives": s.get("communication", 0.0),
-            "loader": s.get("dataloader", 0.0), "host": s.get("other", 0.0)}
+        out = {"device": f.device_work, "collectives": s.get("communication", 0.0) + f.comm_orchestration,
+               "loader": s.get("dataloader", 0.0), "host": max(f.launch_idle, 0.0)}
+    else:
+        out = {"device": f.device_work, "collectives": s.get("communication", 0.0),
+               "loader": s.get("dataloader", 0.0), "host": s.get("other", 0.0)}
+    if len(f.summary_ranks) > f.n_ranks:
+        shares = sorted(r.comm_ms / r.step_ms for r in f.summary_ranks if r.step_ms > 0)
+        if shares:
+            median = (shares[(len(shares) - 1) // 2] + shares[len(shares) // 2]) / 2
+            out["collectives"] = max(out["collectives"], min(median, 1.0))
+    return out
 
 
 def group(findings: Sequence[Finding], causes: Mapping[str, str], order: Mapping[str, int]) -> list[Finding]:

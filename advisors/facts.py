@@ -37,6 +37,16 @@ _FOREACH_STEP = re.compile(r"^aten::_foreach_", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
+class RankFigures:
+    """One rank's medians from the summary its agent wrote (ms): step, work outside collectives, collectives."""
+
+    rank: int
+    step_ms: float
+    work_ms: float
+    comm_ms: float
+
+
+@dataclass(frozen=True)
 class Facts:
     """Derived numbers (see the module docs). ``b`` is the breakdown itself, for evidence tables.
 
@@ -85,6 +95,9 @@ class Facts:
     optimizer_impl: str | None = None  # "fused" | "foreach" | "single_tensor" | None (no optimizer step seen)
     optimizer_class: str | None = None  # e.g. "AdamW", from the profiler's "Optimizer.step#AdamW.step" span
     efficiency: Efficiency | None = None  # achieved FLOP/s against the device's peak (profilers.efficiency.mfu)
+    # A run whose ranks wrote summaries at capture time (``launch --trace-ranks``): all N ranks' median step, work
+    # (step minus collective time) and collective time, where the breakdown holds only the k traced ranks.
+    summary_ranks: tuple[RankFigures, ...] = ()
 
     @property
     def telemetry(self) -> TelemetrySummary | None:
@@ -143,6 +156,18 @@ class Facts:
 
 def derive(obs: Observation) -> Facts:
     """Compute :class:`Facts` for an observation (works with no breakdown: run facts only)."""
+    return replace(_derive(obs), summary_ranks=_summary_ranks(obs.job))
+
+
+def _summary_ranks(job: dict | None) -> tuple[RankFigures, ...]:
+    """The per-rank medians of a run's agent summaries (``Observation.job`` from ``run_job_views``), if any."""
+    if not job or "traced_ranks" not in job:
+        return ()
+    return tuple(RankFigures(int(r["rank"]), float(r["step_ms"]), float(r["work_ms"]), float(r["comm_ms"]))
+                 for r in job.get("per_rank", ()) if r.get("steps"))
+
+
+def _derive(obs: Observation) -> Facts:
     b = obs.breakdown
     run = obs.run
     spec = run.spec if run else None

@@ -239,7 +239,7 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
     b, loader, timeline, spans, memory, n_events, job = parts if parts is not None else (
         None, None, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 0, run_job_views(run_dir))
     facts = run_facts(run_dir)
-    obs = Observation(source=label, breakdown=b, run=facts, notes=notes, loader=loader)
+    obs = Observation(source=label, breakdown=b, run=facts, notes=notes, loader=loader, job=job)
     diagnosis, note = advice.diagnose(obs)
     return Analysis(label=label, kind=kind, breakdown=b, summary=breakdown_summary(b) if b else None,
                     timeline=timeline, step_spans=spans, memory=memory, run=facts,

@@ -40,12 +40,16 @@ def test_trace_ranks_0_under_torchrun_keeps_summaries_for_both_and_a_trace_for_r
     assert sorted(read_agent_summaries(run_dir)) == [0, 1]
     assert traced_ranks(run_dir) == [0]
     assert advisors_main(["analyze", str(run_dir), "--json"]) == 0
-    job = json.loads(capsys.readouterr().out)["job"]
+    doc = json.loads(capsys.readouterr().out)
+    job = doc["job"]
     assert job["ranks"] == [0, 1] and job["traced_ranks"] == [0]
     step_ms = {r["rank"]: r["step_ms"] for r in job["per_rank"]}
     assert set(step_ms) == {0, 1} and all(v > 0 for v in step_ms.values())
     assert job["straggler"]["culprit"] == 1  # the sleeping rank: most work outside its collectives
     assert len(job["step_ms"]) == 2 and all(len(row) == 3 for row in job["step_ms"])
+    # the advisor judges the straggler from both ranks' summaries, though only rank 0's trace was kept
+    named = [f for lead in doc["findings"] for f in (lead, *lead.get("rules", [])) if f["rule"] == "COMM003"]
+    assert named and named[0]["evidence"]["straggler_rank"] == 1 and named[0]["evidence"]["ranks_summarised"] == 2
 
 
 class _Range:
