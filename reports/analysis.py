@@ -71,6 +71,14 @@ class Analysis:
     job: dict[str, Any] | None = None
 
     @property
+    def n_ranks(self) -> int:
+        """How many ranks the input has: a ``--trace-ranks`` run's every rank that wrote a summary, not only the
+        ranks that kept a trace (the breakdown's); the one count the page and the report show."""
+        if self.job is not None and "traced_ranks" in self.job:
+            return len(self.job["ranks"])
+        return len(self.breakdown.ranks) if self.breakdown is not None else 0
+
+    @property
     def warnings(self) -> tuple[str, ...]:
         return self.breakdown.warnings if self.breakdown is not None else ()
 

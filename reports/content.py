@@ -75,7 +75,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
     return {
         "label": a.label, "kind": a.kind, "headline": a.headline, "advisor_note": a.advisor_note,
         "meta": None if b is None else {
-            "device": b.device, "device_name": b.device_name, "device_label": b.device_label, "ranks": len(b.ranks), "steps": b.n_steps,
+            "device": b.device, "device_name": b.device_name, "device_label": b.device_label, "ranks": a.n_ranks, "steps": b.n_steps,
             "step_time_ms": _num(a.step_time_ms), "profiled_step_time_ms": _num(a.profiled_step_time_ms),
             "step_time_basis": a.step_time_basis, "events": a.n_events,
             "gpu_busy": None if b.device != "gpu" else round(b.gpu_busy_share, 4)},

@@ -50,12 +50,9 @@ def headline(a: Analysis) -> None:
         return
     cols = st.columns(5)
     cols[0].metric("Device", b.device_label, help=b.gpu_arch.basis if b.gpu_arch is not None else b.device_name)
-    if a.job is not None and "traced_ranks" in a.job:  # a --trace-ranks run: N ranks, of which these were traced
-        cols[1].metric("Ranks × steps", f"{len(a.job['ranks'])} × {b.n_steps}",
-                       help=f"{len(b.ranks)} of the {len(a.job['ranks'])} ranks kept a full trace: the breakdown is "
-                            "of those; the Ranks tab reads every rank's summary")
-    else:
-        cols[1].metric("Ranks × steps", f"{len(b.ranks)} × {b.n_steps}")
+    traced = f"{len(b.ranks)} of the {a.n_ranks} ranks kept a full trace: the breakdown is of those; the Ranks " \
+        "tab reads every rank's summary" if a.n_ranks > len(b.ranks) else None
+    cols[1].metric("Ranks × steps", f"{a.n_ranks} × {b.n_steps}", help=traced)
     cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
     if not a.summarised_ranks:

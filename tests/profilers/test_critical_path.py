@@ -241,4 +241,6 @@ def test_a_report_shows_the_ranks_the_straggler_and_its_critical_path(tmp_path: 
     html = (tmp_path / "run.html").read_text(encoding="utf-8")
     assert doc["job"]["ranks"] == [0, 5] and doc["job"] == analyze(str(run))["job"]
     assert "2 ranks wrote a summary of every step while they trained; 1 kept a full trace (rank 5)" in html
+    _analyze_with_report(str(run), str(tmp_path / "run.md"))
+    assert "| 2 × " in (tmp_path / "run.md").read_text(encoding="utf-8")  # both ranks, though one was traced
     assert "<strong>Straggler: rank 5</strong>" in html and "Rank 5's critical path, step 10: 17.80 ms" in html

@@ -72,7 +72,8 @@ class Straggler(Rule):
             f, severity=min(excess, 1.0),
             confidence=ramp(excess, self.t["min_excess_share"], self.t["high_excess_share"]),
             message=f"Rank {culprit.rank} works {culprit.work_ms:.1f} ms per step against a median "
-                    f"{median_work:.1f} ms across all {len(ranks)} ranks' summaries; the others wait for it "
+                    f"{median_work:.1f} ms across {'both' if len(ranks) == 2 else f'all {len(ranks)}'} ranks' "
+                    "summaries; the others wait for it "
                     f"({pct(excess)} of the step): balance the work across ranks.",
             evidence={"straggler_rank": culprit.rank, "straggler_work_ms": culprit.work_ms,
                       "median_work_ms": median_work, "excess_share": excess, "median_wait_ms": wait,
