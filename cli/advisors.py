@@ -253,10 +253,7 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
         if files is not None and len(files) >= SUMMARY_RANKS else None
     analysis = (job_analysis(path, Path(path).name, observed=observed) if observed is not None else None) \
         or analyse_path(path, device_memory_bytes=device_memory_bytes)
-    if files is not None:  # the same ``job`` in the report as in the JSON: its Ranks section
-        observed = observed or observe_job(path, files, engine or "local", address)
-        job_doc = _job_json(observed[1], engine)
-        analysis = replace(analysis, job=job_doc)
+    analysis = with_job_views(analysis, path, files, observed, engine, address)
     try:
         write_report(analysis, out)
     except ValueError as err:  # an unknown suffix
@@ -273,6 +270,21 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
     if analysis.job is not None:  # a folder's (above), or a run's from its ranks' summaries
         doc["job"] = analysis.job
     return doc
+
+
+def with_job_views(analysis: Any, path: str, files: Any = None, observed: Any = None, engine: str | None = None,
+                   address: str | None = None) -> Any:
+    """``analysis`` (a :class:`reports.analysis.Analysis`) with the ``job`` that ``analyze --json`` gives
+    ``path`` when it is a folder of ranks (its map and reduce, ``observed`` if already done), so a report's Ranks
+    section and ``compare``'s ``ranks`` say what the JSON says. A run's own (its agent summaries) is already
+    there."""
+    from advisors.job_observation import job_files, observe_job
+
+    files = files if files is not None else job_files(path)
+    if files is None:
+        return analysis
+    observed = observed or observe_job(path, files, engine or "local", address)
+    return replace(analysis, job=_job_json(observed[1], engine))
 
 
 def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:

@@ -93,7 +93,9 @@ def _compare_with_report(base: Path, base_label: str, new: Path, new_label: str,
     from reports.compare import compare, regression_check
     from reports.export import write_comparison
 
-    a, b = analyse_path(base, label=base_label), analyse_path(new, label=new_label)
+    from cli.advisors import with_job_views
+
+    a, b = (with_job_views(analyse_path(p, label=label), str(p)) for p, label in ((base, base_label), (new, new_label)))
     result = regression_check(a, b, max_slowdown)
     try:
         write_comparison(result, compare(a, b), out)
@@ -147,8 +149,15 @@ def print_text(result: dict[str, Any]) -> None:
         s = result[key]
         print(f"  {key:<4} {s['step_time_ms']:>10.4g} ms  {s['sampled']} · bottleneck {s['bottleneck']} · "
               f"{s['label']}")
+    for key in ("base", "new"):
+        r = (result.get("ranks") or {}).get(key)
+        if r is not None:
+            from reports.content_compare import ranks_line  # the outermost layer may use reports
+
+            print(f"  {key:<4} ranks: {ranks_line(r)}")
     for kind, rows in result["movers"].items():
         for m in rows[:3]:
             print(f"  moved: {_SINGULAR[kind]:<9} {m['delta_ms']:>+10.4g} ms/step  {m['name'][:100]}")
     for n in result["notes"]:
         print(f"  note: {n}")
+

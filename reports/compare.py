@@ -16,6 +16,7 @@ import pandas as pd
 
 from advisors.compare import movers
 from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, Side, check
+from advisors.compare.regression import rank_views
 from advisors.compare.sides import side_from_parts
 from advisors.compare.step_samples import run_samples, trace_samples
 from reports.analysis import Analysis
@@ -70,4 +71,5 @@ def regression_check(base: Analysis, new: Analysis, max_slowdown: float = DEFAUL
 
 
 def _side(a: Analysis) -> Side:
-    return side_from_parts(a.label, a.run, a.steps, a.breakdown, a.diagnosis, is_snapshot=a.snapshot is not None)
+    return side_from_parts(a.label, a.run, a.steps, a.breakdown, a.diagnosis, is_snapshot=a.snapshot is not None,
+                           ranks=rank_views(a.job))

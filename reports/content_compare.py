@@ -35,7 +35,24 @@ def comparison_context(c: RegressionCheck, tables: Comparison) -> dict[str, Any]
         "categories": [{k: _num(v) for k, v in r.items()} for r in tables.categories.to_dict("records")
                        if r["a_ms"] or r["b_ms"]],
         "kernels": _records(tables.kernels), "ops": _records(tables.ops),
+        "rank_rows": [{"side": key.upper(), "line": ranks_line(r)} for key in ("base", "new")
+                      if (r := doc["ranks"][key]) is not None],
     }
+
+
+def ranks_line(r: dict[str, Any]) -> str:
+    """One side's ranks (``compare``'s ``ranks``) in one line: how many, the straggler, its critical path's two
+    largest kinds; the command line's text and the reports say it alike."""
+    parts = [f"{r['ranks']}" + (f" ({len(r['traced_ranks'])} traced)" if r.get("traced_ranks") is not None else "")]
+    s = r.get("straggler")
+    if s is not None:
+        parts.append(f"straggler rank {s['culprit']} ({s['work_ms']:.4g} ms of work, median {s['median_work_ms']:.4g})")
+    cp = r.get("critical_path")
+    if cp is not None:
+        top = sorted(cp["by_kind"].items(), key=lambda kv: -kv[1])[:2]
+        parts.append(f"rank {cp['rank']}'s critical path {cp['total_ms']:.4g} ms ("
+                     + ", ".join(f"{k} {v:.4g}" for k, v in top) + ")")
+    return " · ".join(parts)
 
 
 def comparison_json(c: RegressionCheck, tables: Comparison) -> dict[str, Any]:

@@ -68,6 +68,7 @@ class Side:
     breakdown: Breakdown | None
     device: str | None
     cpu: HostCpu | None = None  # a run's host CPU during its steady steps (None: a trace, or not recorded)
+    ranks: dict[str, Any] | None = None  # several ranks: their count, straggler and its critical path (rank_views)
 
     @property
     def step_time_ms(self) -> float:
@@ -107,11 +108,25 @@ class RegressionCheck:
 
 
 def side(label: str, samples: StepSamples, diagnosis: Diagnosis | None, breakdown: Breakdown | None,
-         device: str | None = None, cpu: HostCpu | None = None) -> Side:
+         device: str | None = None, cpu: HostCpu | None = None, ranks: dict[str, Any] | None = None) -> Side:
     binding = diagnosis.binding if diagnosis is not None else None
     return Side(label=label, samples=samples, bottleneck=diagnosis.bottleneck if diagnosis else Bottleneck.NONE,
                 headline=binding.message if binding is not None else None, breakdown=breakdown,
-                device=device or (breakdown.device if breakdown is not None else None), cpu=cpu)
+                device=device or (breakdown.device if breakdown is not None else None), cpu=cpu, ranks=ranks)
+
+
+def rank_views(job: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A side's ranks as ``compare`` shows them, from ``analyze``'s ``job`` (a folder's map and reduce, or a
+    run's agent summaries): how many, which kept a trace, the straggler and its critical path by kind. None for
+    a single rank."""
+    if not job or len(job.get("ranks", ())) < 2:
+        return None
+    s, cp = job.get("straggler"), job.get("critical_path")
+    return {"ranks": len(job["ranks"]), "traced_ranks": job.get("traced_ranks"),
+            "straggler": None if s is None else {k: s[k] for k in ("culprit", "work_ms", "median_work_ms")},
+            "critical_path": None if not cp or not cp.get("available") else {
+                "rank": cp["rank"], "step": cp["step"], "total_ms": cp["total_ms"],
+                "by_kind": {k["kind"]: k["ms"] for k in cp["by_kind"]}}}
 
 
 def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> RegressionCheck:
@@ -281,6 +296,7 @@ def check_json(c: RegressionCheck) -> dict[str, Any]:
                    "kernels": [_mover_json(m) for m in c.movers.kernels],
                    "operators": [_mover_json(m) for m in c.movers.operators]},
         "notes": list(c.notes),
+        "ranks": {"base": c.base.ranks, "new": c.new.ranks},
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -16,7 +17,7 @@ from advisors.compare.contention import host_cpu
 from advisors.diagnosis import diagnose
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
-from advisors.compare.regression import Side, side
+from advisors.compare.regression import Side, rank_views, side
 from advisors.compare.step_samples import run_samples, trace_samples
 from profilers.trace.breakdown import Breakdown
 from profilers.errors import RunError, StepwiseError
@@ -30,15 +31,23 @@ def observe_side(path: str | Path, label: str | None = None) -> Side:
     from advisors.job_observation import job_files, observe_job
 
     files = job_files(path)
-    obs = observe_job(path, files)[0] if files is not None else observe(path)
+    views: dict[str, Any] | None
+    if files is not None:
+        obs, job = observe_job(path, files)
+        views = job.views
+    else:
+        obs = observe(path, job_views=True)
+        views = obs.job
     steps = steps_frame(read_jsonl(Path(obs.source) / "steps.jsonl")) if obs.run is not None else steps_frame([])
     return side_from_parts(label or str(path), obs.run, steps, obs.breakdown, diagnose(obs),
-                           is_snapshot=obs.snapshot is not None)
+                           is_snapshot=obs.snapshot is not None, ranks=rank_views(views))
 
 
 def side_from_parts(label: str, run: RunFacts | None, steps: pd.DataFrame, breakdown: Breakdown | None,
-                    diagnosis: Diagnosis | None, is_snapshot: bool = False) -> Side:
-    """A side from what was read already (the dashboard's cached analysis, or :func:`observe_side`)."""
+                    diagnosis: Diagnosis | None, is_snapshot: bool = False,
+                    ranks: dict[str, Any] | None = None) -> Side:
+    """A side from what was read already (the dashboard's cached analysis, or :func:`observe_side`); ``ranks``:
+    :func:`~advisors.compare.regression.rank_views` of its ``job``."""
     if is_snapshot:
         raise StepwiseError(f"{label}: a memory snapshot records no step time, so there is nothing to compare")
     samples = None
@@ -55,7 +64,8 @@ def side_from_parts(label: str, run: RunFacts | None, steps: pd.DataFrame, break
     if samples is None:
         raise StepwiseError(f"{label}: no step with a time in it, so there is nothing to compare")
     device = breakdown.device if breakdown is not None else _device(run.device if run else None)
-    return side(label, samples, diagnosis, breakdown, device, host_cpu(run.telemetry) if run is not None else None)
+    return side(label, samples, diagnosis, breakdown, device, host_cpu(run.telemetry) if run is not None else None,
+                ranks)
 
 
 def _device(run_device: str | None) -> str | None:
