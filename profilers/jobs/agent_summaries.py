@@ -11,6 +11,7 @@ per step, its victims the ranks whose collectives ran longer than its own by at 
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from pathlib import Path
@@ -25,8 +26,19 @@ _TRACE_RANK = re.compile(r"^rank(\d+)\.")
 
 
 def read_agent_summaries(run_dir: Path) -> dict[int, dict[str, Any]]:
-    """The per-rank summaries the agent wrote in ``run_dir/summaries`` (its own reader), those with steps."""
-    return {rank: data for rank, data in read_summaries(run_dir).items() if isinstance(data.get("steps"), list)}
+    """The per-rank summaries the agent wrote in ``run_dir/summaries`` (its own reader), those whose steps are
+    all well formed: a summary edited by hand or cut short by a full disk is left out, never a crash."""
+    return {rank: data for rank, data in read_summaries(run_dir).items()
+            if isinstance(data.get("steps"), list) and all(_step_ok(r) for r in data["steps"])}
+
+
+def _step_ok(row: Any) -> bool:
+    """A summary's step row: an integer step and finite, non-negative µs for its span, work and collectives."""
+    if not isinstance(row, dict) or not isinstance(row.get("step"), int) or isinstance(row.get("step"), bool):
+        return False
+    values = [row.get(k) for k in ("step_us", "work_us", "comm_us")]
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+               for v in values)
 
 
 def traced_ranks(run_dir: Path) -> list[int]:

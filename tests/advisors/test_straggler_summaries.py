@@ -77,3 +77,17 @@ def test_the_collectives_region_is_the_median_rank_s_when_the_summaries_see_more
 
     assert regions(replace(alone, summary_ranks=tuple(job)))["collectives"] == pytest.approx(16.0 / 20.0)
     assert regions(replace(alone, n_ranks=3, summary_ranks=tuple(job)))["collectives"] == pytest.approx(0.02)
+
+
+def test_a_malformed_summary_is_left_out_not_a_crash(tmp_path: Path) -> None:
+    """A summary edited by hand or cut short: the run is still analysed, from the ranks whose summaries hold."""
+    from cli.advisors import analyze
+
+    run = _run(tmp_path, {0: 8_000, 5: 15_000, 6: 8_000})
+    bad = {"rank": 6, "steps": [{"step": "ten", "step_us": 1, "work_us": 1, "comm_us": 0}]}
+    (run / "summaries" / "rank6.json").write_text(json.dumps(bad))
+    (run / "summaries" / "rank7.json").write_text('{"rank": 7, "steps": [{"step": 1, "step_us": NaN, '
+                                                  '"work_us": 1, "comm_us": 0}]}')
+    (run / "summaries" / "rank8.json").write_text('{"rank": 8, "steps": [')  # cut short
+    out = analyze(str(run))
+    assert out["job"]["ranks"] == [0, 5] and out["job"]["straggler"]["culprit"] == 5
