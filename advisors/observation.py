@@ -84,28 +84,27 @@ class Observation:
     loader: LoaderFacts | None = None  # DataLoader spans of any host kind (None: not read from a trace)
     snapshot: MemorySnapshot | None = None  # an allocator snapshot (no steps, no timing: memory only)
     device_memory_bytes: int | None = None  # the device's total memory when the user stated it
-    # A run whose ranks wrote summaries at capture time: the cross-rank views of all of them (``job_views``).
+    # A run whose ranks wrote summaries at capture time: the cross-rank views of all of them (observe_run).
     job: dict[str, Any] | None = None
 
 
-def observe(path: str | Path, device_memory_bytes: int | None = None, *, job_views: bool = False) -> Observation:
+def observe(path: str | Path, device_memory_bytes: int | None = None) -> Observation:
     """An observation of a trace (file, folder, zip), a memory snapshot, a stored run folder or an upload, or of
     any kind registered in :mod:`profilers.inputs`. ``device_memory_bytes`` (the device total, when the user
-    knows it) gives a snapshot a capacity to compare with; ``job_views``: see :func:`observe_run`. Raises
-    TraceError/RunError."""
+    knows it) gives a snapshot a capacity to compare with. Raises TraceError/RunError."""
     kind, p, raw = read_input(path)
-    return observe_raw(raw, str(p), device_memory_bytes, kind.name, job_views=job_views)
+    return observe_raw(raw, str(p), device_memory_bytes, kind.name)
 
 
 def observe_raw(raw: object, source: str, device_memory_bytes: int | None = None,
-                kind: str = "input", *, job_views: bool = False) -> Observation:
+                kind: str = "input") -> Observation:
     """The observation of what an input reader returned: a Trace, a MemorySnapshot or a RunFolder."""
     if isinstance(raw, Trace):
         return Observation(source=source, breakdown=breakdown(raw), run=None, loader=loader_facts(raw))
     if isinstance(raw, MemorySnapshot):
         return snapshot_observation(raw, source, device_memory_bytes)
     if isinstance(raw, RunFolder):
-        return observe_run(raw.path, job_views=job_views)
+        return observe_run(raw.path)
     raise TraceError(f"{source}: the {kind} reader returned a {type(raw).__name__}, which nothing can judge")
 
 
@@ -116,15 +115,14 @@ def snapshot_observation(snapshot: MemorySnapshot, source: str, device_memory_by
                        snapshot=snapshot, device_memory_bytes=device_memory_bytes)
 
 
-def observe_run(run_dir: Path, *, job_views: bool = False) -> Observation:
-    """A stored run: its result, spec, steps and telemetry, plus its trace when one was exported. ``job_views``:
-    also the cross-rank views of the summaries its ranks wrote at capture time (``Observation.job``), from the
-    trace already loaded here (the slowest rank's critical path reads no file a second time)."""
+def observe_run(run_dir: Path) -> Observation:
+    """A stored run: its result, spec, steps and telemetry, plus its trace when one was exported, and the
+    cross-rank views of the summaries its ranks wrote at capture time if they did (``Observation.job``), taken
+    from the trace already loaded here (the slowest rank's critical path reads no file a second time)."""
     from profilers.jobs.agent_summaries import run_job_views
 
-    parts, notes = with_run_trace(run_dir, lambda t: (breakdown(t), loader_facts(t),
-                                                      run_job_views(run_dir, t) if job_views else None))
-    b, loader, job = parts if parts is not None else (None, None, run_job_views(run_dir) if job_views else None)
+    parts, notes = with_run_trace(run_dir, lambda t: (breakdown(t), loader_facts(t), run_job_views(run_dir, t)))
+    b, loader, job = parts if parts is not None else (None, None, run_job_views(run_dir))
     return Observation(source=str(run_dir), breakdown=b, run=run_facts(run_dir), notes=notes, loader=loader,
                        job=job)
 

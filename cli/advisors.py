@@ -106,7 +106,7 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
         out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
         out["job"] = _job_json(job, engine)
         return out
-    obs = observe(path, device_memory_bytes, job_views=True)
+    obs = observe(path, device_memory_bytes)
     out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
     if obs.job is not None:  # a stored run whose ranks wrote summaries: ``job`` from all N, not only the traced
         out["job"] = obs.job

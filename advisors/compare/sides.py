@@ -36,7 +36,7 @@ def observe_side(path: str | Path, label: str | None = None) -> Side:
         obs, job = observe_job(path, files)
         views = job.views
     else:
-        obs = observe(path, job_views=True)
+        obs = observe(path)
         views = obs.job
     steps = steps_frame(read_jsonl(Path(obs.source) / "steps.jsonl")) if obs.run is not None else steps_frame([])
     return side_from_parts(label or str(path), obs.run, steps, obs.breakdown, diagnose(obs),

@@ -37,7 +37,7 @@ def _all(d: Diagnosis) -> list[Finding]:
 
 
 def test_the_straggler_is_judged_from_every_rank_s_summary(tmp_path: Path) -> None:
-    obs = observe(_run(tmp_path, {0: 8_000, 5: 15_000, 6: 8_000}), job_views=True)
+    obs = observe(_run(tmp_path, {0: 8_000, 5: 15_000, 6: 8_000}))
     assert obs.breakdown is not None and obs.breakdown.ranks == (5,)  # one traced rank, three summaries
     facts = derive(obs)
     assert facts.n_ranks == 1 and [r.rank for r in facts.summary_ranks] == [0, 5, 6]
@@ -53,18 +53,22 @@ def test_the_straggler_is_judged_from_every_rank_s_summary(tmp_path: Path) -> No
 
 
 def test_balanced_summaries_raise_no_straggler(tmp_path: Path) -> None:
-    d = diagnose(observe(_run(tmp_path, {0: 8_000, 5: 8_200, 6: 8_100}), job_views=True))
+    d = diagnose(observe(_run(tmp_path, {0: 8_000, 5: 8_200, 6: 8_100})))
     assert not any(f.rule == "COMM003" for f in _all(d))
 
 
 def test_without_the_summaries_one_traced_rank_cannot_name_a_straggler(tmp_path: Path) -> None:
-    obs = observe(_run(tmp_path, {0: 8_000, 5: 15_000}))  # job_views off: the trace alone
+    run = _run(tmp_path, {0: 8_000, 5: 15_000})
+    with_summaries = observe(run)
+    for p in (run / "summaries").iterdir():
+        p.unlink()
+    obs = observe(run)  # the trace alone
     d = diagnose(obs)
     assert not any(f.rule == "COMM003" for f in _all(d))
     from advisors.rules.communication.straggler import Straggler
 
     assert Straggler().missing(derive(obs)) == "one rank in the trace: stragglers need the other ranks' traces too"
-    assert Straggler().missing(derive(observe(obs.source, job_views=True))) is None
+    assert Straggler().missing(derive(with_summaries)) is None
 
 
 def test_the_collectives_region_is_the_median_rank_s_when_the_summaries_see_more_ranks() -> None:
