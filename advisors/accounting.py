@@ -27,6 +27,7 @@ capped (their severity is a risk or a run-time saving on the same 0..1 scale).
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 from typing import Mapping, Sequence
 
@@ -70,10 +71,9 @@ def regions(f: Facts) -> dict[str, float]:
         out = {"device": f.device_work, "collectives": s.get("communication", 0.0),
                "loader": s.get("dataloader", 0.0), "host": s.get("other", 0.0)}
     if len(f.summary_ranks) > f.n_ranks:
-        shares = sorted(r.comm_ms / r.step_ms for r in f.summary_ranks if r.step_ms > 0)
+        shares = [r.comm_ms / r.step_ms for r in f.summary_ranks if r.step_ms > 0]
         if shares:
-            median = (shares[(len(shares) - 1) // 2] + shares[len(shares) // 2]) / 2
-            out["collectives"] = max(out["collectives"], min(median, 1.0))
+            out["collectives"] = max(out["collectives"], min(statistics.median(shares), 1.0))
     return out
 
 

@@ -13,6 +13,7 @@ exchange, waits), while in a step without collectives they are plain dispatch ov
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
@@ -21,6 +22,7 @@ import pandas as pd
 from advisors.observation import Observation, RunFacts
 from profilers.trace import kernel_classes as kc
 from profilers.trace.breakdown import Breakdown
+from profilers.trace.breakdown_parts import Straggler
 from profilers.efficiency.mfu import Efficiency, efficiency
 from profilers.efficiency.arch import GpuArch
 from profilers.efficiency.peaks import DevicePeak, device_peak
@@ -96,8 +98,10 @@ class Facts:
     optimizer_class: str | None = None  # e.g. "AdamW", from the profiler's "Optimizer.step#AdamW.step" span
     efficiency: Efficiency | None = None  # achieved FLOP/s against the device's peak (profilers.efficiency.mfu)
     # A run whose ranks wrote summaries at capture time (``launch --trace-ranks``): all N ranks' median step, work
-    # (step minus collective time) and collective time, where the breakdown holds only the k traced ranks.
+    # (step minus collective time) and collective time, where the breakdown holds only the k traced ranks; and the
+    # straggler those summaries name (``job.straggler``), its excess work over the median rank's step.
     summary_ranks: tuple[RankFigures, ...] = ()
+    summary_straggler: Straggler | None = None
 
     @property
     def telemetry(self) -> TelemetrySummary | None:
@@ -156,15 +160,23 @@ class Facts:
 
 def derive(obs: Observation) -> Facts:
     """Compute :class:`Facts` for an observation (works with no breakdown: run facts only)."""
-    return replace(_derive(obs), summary_ranks=_summary_ranks(obs.job))
+    ranks, straggler = _summaries(obs.job)
+    return replace(_derive(obs), summary_ranks=ranks, summary_straggler=straggler)
 
 
-def _summary_ranks(job: dict | None) -> tuple[RankFigures, ...]:
-    """The per-rank medians of a run's agent summaries (``Observation.job`` from ``run_job_views``), if any."""
+def _summaries(job: dict | None) -> tuple[tuple[RankFigures, ...], Straggler | None]:
+    """The per-rank medians of a run's agent summaries (``Observation.job`` from ``run_job_views``) and the
+    straggler the job names, if any."""
     if not job or "traced_ranks" not in job:
-        return ()
-    return tuple(RankFigures(int(r["rank"]), float(r["step_ms"]), float(r["work_ms"]), float(r["comm_ms"]))
-                 for r in job.get("per_rank", ()) if r.get("steps"))
+        return (), None
+    ranks = tuple(RankFigures(int(r["rank"]), float(r["step_ms"]), float(r["work_ms"]), float(r["comm_ms"]))
+                  for r in job.get("per_rank", ()) if r.get("steps"))
+    s = job.get("straggler")
+    if s is None or not ranks:
+        return ranks, None
+    median_step = statistics.median(r.step_ms for r in ranks) or 1.0
+    work, median_work = float(s["work_ms"]), float(s["median_work_ms"])
+    return ranks, Straggler(int(s["culprit"]), work, median_work, (work - median_work) / median_step)
 
 
 def _derive(obs: Observation) -> Facts:

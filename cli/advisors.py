@@ -17,7 +17,7 @@ import argparse
 from dataclasses import replace
 import sys
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import orjson
 
@@ -30,6 +30,12 @@ from profilers.errors import StepwiseError
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 from profilers.telemetry.summary import describe_telemetry
+
+if TYPE_CHECKING:
+    from advisors.observation import Observation
+    from profilers.jobs.reduce import JobAnalysis
+    from profilers.trace.sources import TraceFile
+    from reports.analysis import Analysis
 
 
 class _Parser(argparse.ArgumentParser):
@@ -272,8 +278,9 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
     return doc
 
 
-def with_job_views(analysis: Any, path: str, files: Any = None, observed: Any = None, engine: str | None = None,
-                   address: str | None = None) -> Any:
+def with_job_views(analysis: Analysis, path: str, files: list[TraceFile] | None = None,
+                   observed: tuple[Observation, JobAnalysis] | None = None, engine: str | None = None,
+                   address: str | None = None) -> Analysis:
     """``analysis`` (a :class:`reports.analysis.Analysis`) with the ``job`` that ``analyze --json`` gives
     ``path`` when it is a folder of ranks (its map and reduce, ``observed`` if already done), so a report's Ranks
     section and ``compare``'s ``ranks`` say what the JSON says. A run's own (its agent summaries) is already

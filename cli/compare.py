@@ -95,7 +95,8 @@ def _compare_with_report(base: Path, base_label: str, new: Path, new_label: str,
 
     from cli.advisors import with_job_views
 
-    a, b = (with_job_views(analyse_path(p, label=label), str(p)) for p, label in ((base, base_label), (new, new_label)))
+    a = with_job_views(analyse_path(base, label=base_label), str(base))
+    b = with_job_views(analyse_path(new, label=new_label), str(new))
     result = regression_check(a, b, max_slowdown)
     try:
         write_comparison(result, compare(a, b), out)
@@ -160,4 +161,3 @@ def print_text(result: dict[str, Any]) -> None:
             print(f"  moved: {_SINGULAR[kind]:<9} {m['delta_ms']:>+10.4g} ms/step  {m['name'][:100]}")
     for n in result["notes"]:
         print(f"  note: {n}")
-

@@ -39,42 +39,23 @@ class Straggler(Rule):
     def check(self, f: Facts) -> Finding | None:
         if f.b is None:
             return None
-        if len(f.summary_ranks) > f.n_ranks:  # every rank's summary sees more ranks than the k traces do
-            return self._from_summaries(f)
-        s = f.b.straggler
+        # a --trace-ranks run: every rank's summary sees more ranks than the k traces do; its collective time
+        # (on a waiting rank, mostly the wait) stands for the traces' exposed communication
+        summarised = len(f.summary_ranks) > f.n_ranks
+        s = f.summary_straggler if summarised else f.b.straggler
         if s is None or s.excess_share < self.t["min_excess_share"]:
             return None
-        exposed = f.b.per_rank["exposed_comm_ms"]
-        transfer = float(exposed.min())
-        wait = float(exposed.median()) - transfer
+        exposed = [r.comm_ms for r in f.summary_ranks] if summarised else f.b.per_rank["exposed_comm_ms"].tolist()
+        transfer = float(min(exposed))
+        wait = float(statistics.median(exposed)) - transfer
+        n = len(f.summary_ranks)
+        across = f" across {'both' if n == 2 else f'all {n}'} ranks' summaries" if summarised else ""
+        evidence = {"straggler_rank": s.rank, "straggler_work_ms": s.work_ms, "median_work_ms": s.median_work_ms,
+                    "excess_share": s.excess_share, "median_wait_ms": wait, "transfer_ms": transfer}
         return self.finding(
             f, severity=min(s.excess_share, 1.0),
             confidence=ramp(s.excess_share, self.t["min_excess_share"], self.t["high_excess_share"]),
-            message=f"Rank {s.rank} works {s.work_ms:.1f} ms per step against a median {s.median_work_ms:.1f} ms; "
-                    f"the others wait for it ({pct(s.excess_share)} of the step): balance the work across ranks.",
-            evidence={"straggler_rank": s.rank, "straggler_work_ms": s.work_ms, "median_work_ms": s.median_work_ms,
-                      "excess_share": s.excess_share, "median_wait_ms": wait, "transfer_ms": transfer})
-
-    def _from_summaries(self, f: Facts) -> Finding | None:
-        """The same judgement from the summaries every rank wrote at capture time (a ``--trace-ranks`` run): work
-        is the step minus the rank's collective time, the wait the collective time beyond the least any rank
-        spends in them."""
-        ranks = f.summary_ranks
-        culprit = max(ranks, key=lambda r: r.work_ms)
-        median_work = statistics.median(r.work_ms for r in ranks)
-        median_step = statistics.median(r.step_ms for r in ranks) or 1.0
-        excess = (culprit.work_ms - median_work) / median_step
-        if excess < self.t["min_excess_share"]:
-            return None
-        transfer = min(r.comm_ms for r in ranks)
-        wait = statistics.median(r.comm_ms for r in ranks) - transfer
-        return self.finding(
-            f, severity=min(excess, 1.0),
-            confidence=ramp(excess, self.t["min_excess_share"], self.t["high_excess_share"]),
-            message=f"Rank {culprit.rank} works {culprit.work_ms:.1f} ms per step against a median "
-                    f"{median_work:.1f} ms across {'both' if len(ranks) == 2 else f'all {len(ranks)}'} ranks' "
-                    "summaries; the others wait for it "
-                    f"({pct(excess)} of the step): balance the work across ranks.",
-            evidence={"straggler_rank": culprit.rank, "straggler_work_ms": culprit.work_ms,
-                      "median_work_ms": median_work, "excess_share": excess, "median_wait_ms": wait,
-                      "transfer_ms": transfer, "ranks_summarised": len(ranks)})
+            message=f"Rank {s.rank} works {s.work_ms:.1f} ms per step against a median {s.median_work_ms:.1f} ms"
+                    f"{across}; the others wait for it ({pct(s.excess_share)} of the step): balance the work "
+                    "across ranks.",
+            evidence={**evidence, "ranks_summarised": n} if summarised else evidence)
