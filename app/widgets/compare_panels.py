@@ -18,6 +18,7 @@ from profilers.errors import StepwiseError
 from reports import export
 from reports.analysis import Analysis
 from reports.compare import Comparison, regression_check
+from reports.content_compare import ranks_line
 
 BOXES = {"regression": st.error, "improvement": st.success, "same": st.info, "inconclusive": st.warning}
 WORDS = {"inconclusive": "Inconclusive — neither slower nor the same can be told from these runs"}
@@ -41,6 +42,9 @@ def verdict(a: Analysis, b: Analysis, tables: Comparison) -> RegressionCheck | N
     word = WORDS.get(c.verdict, c.verdict.capitalize())
     BOXES[c.verdict](f"**{word}** (ratio B / A {c.ratio:.3f}{interval}) — {ui.text(reason)}")
     st.markdown(f"Binding bottleneck: **{c.base.bottleneck.value}** → **{c.new.bottleneck.value}**")
+    for key, side in (("A", c.base), ("B", c.new)):
+        if side.ranks is not None:  # several ranks (a --trace-ranks run's summaries): as `compare` prints them
+            st.caption(f"{key} ranks: {ui.text(ranks_line(side.ranks))}")
     moved = movers_frame(c)
     if len(moved):
         st.caption("What moved most, ms per step (B − A)")

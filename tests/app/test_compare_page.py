@@ -106,3 +106,26 @@ def test_the_speed_up_card_is_coloured_only_when_the_verdict_decided(store, pair
         assert gray != decided  # red/green only under a regression/improvement verdict
         assert ("(" not in card.delta) == decided  # the verdict's word in the card when it did not decide
     assert seen == {True, False}  # both cases were seen
+
+
+def test_runs_whose_ranks_wrote_summaries_show_their_ranks(store) -> None:
+    """Two ``--trace-ranks`` runs: each side's ranks, straggler and critical path, in the words ``compare``
+    prints."""
+    import json
+    from pathlib import Path
+
+    runs = []
+    for label, slow in (("before", 45_000), ("after", 25_000)):
+        record = fake_run(store, label=label)
+        (Path(record.run_dir) / "summaries").mkdir()
+        for rank, work in ((0, slow), (1, 20_000)):
+            steps = [{"step": s, "step_us": 50_000, "work_us": work, "comm_us": 50_000 - work} for s in range(3)]
+            (Path(record.run_dir) / "summaries" / f"rank{rank}.json").write_text(
+                json.dumps({"rank": rank, "steps": steps}))
+        runs.append(record)
+    at = pick(open_page("compare"), runs[0].run_id, runs[1].run_id)
+    assert_clean(at)
+    lines = [c.value for c in at.caption if c.value.startswith(("A ranks:", "B ranks:"))]
+    assert lines[0].startswith("A ranks: 2 (1 traced) · straggler rank 0 (45 ms of work, median 32.5)")
+    assert lines[1].startswith("B ranks: 2 (1 traced) · straggler rank 0 (25 ms of work, median 22.5)")
+    assert "rank 0's critical path" in lines[0]
