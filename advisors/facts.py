@@ -20,6 +20,7 @@ from typing import Mapping
 import pandas as pd
 
 from advisors.observation import Observation, RunFacts
+from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace import kernel_classes as kc
 from profilers.trace.breakdown import Breakdown
 from profilers.trace.breakdown_parts import Straggler
@@ -167,7 +168,7 @@ def derive(obs: Observation) -> Facts:
 def _summaries(job: dict | None) -> tuple[tuple[RankFigures, ...], Straggler | None]:
     """The per-rank medians of a run's agent summaries (``Observation.job`` from ``run_job_views``) and the
     straggler the job names, if any."""
-    if not job or "traced_ranks" not in job:
+    if not is_run_views(job):
         return (), None
     ranks = tuple(RankFigures(int(r["rank"]), float(r["step_ms"]), float(r["work_ms"]), float(r["comm_ms"]))
                   for r in job.get("per_rank", ()) if r.get("steps"))

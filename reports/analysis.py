@@ -23,7 +23,7 @@ from advisors.loader_facts import loader_facts
 from advisors.observation import Observation, RunFacts, run_facts, snapshot_observation, with_run_trace
 from profilers.errors import TraceError
 from profilers.inputs import RunFolder, resolve
-from profilers.jobs.agent_summaries import run_job_views
+from profilers.jobs.agent_summaries import is_run_views, run_job_views
 from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.events import Trace
 from profilers.efficiency.mfu import efficiency
@@ -74,7 +74,7 @@ class Analysis:
     def n_ranks(self) -> int:
         """How many ranks the input has: a ``--trace-ranks`` run's every rank that wrote a summary, not only the
         ranks that kept a trace (the breakdown's); the one count the page and the report show."""
-        if self.job is not None and "traced_ranks" in self.job:
+        if is_run_views(self.job):
             return len(self.job["ranks"])
         return len(self.breakdown.ranks) if self.breakdown is not None else 0
 

@@ -13,6 +13,7 @@ from app.services import tables
 
 from app.widgets import ui, url_state
 from profilers.efficiency.peaks import PEAK_NAMES
+from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.memory_snapshot import GIB
 from reports import charts, charts_time
 from reports.analysis import Analysis, efficiency_phrase, needs_gpu_model
@@ -169,7 +170,7 @@ def _peaks(a: Analysis) -> tuple[dict[str, float | None], float | None]:
 def ranks_panel(a: Analysis) -> None:
     b = a.breakdown
     assert b is not None
-    if a.job is not None and "traced_ranks" in a.job:  # every rank wrote a summary; only some kept a trace
+    if is_run_views(a.job):  # every rank wrote a summary; only some kept a trace
         run_ranks_panel(a.job, len(b.ranks))
         return
     if len(b.ranks) < 2:

@@ -15,7 +15,7 @@ import math
 import re
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from stepwise_agent.rank_summary import read_summaries
 
@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from profilers.trace.events import Trace
 
 _TRACE_RANK = re.compile(r"^rank(\d+)\.")
+SOURCE = "agent summaries"  # ``job["source"]`` of a run's views (a folder's map and reduce has none)
+
+
+def is_run_views(job: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    """Whether ``job`` is a run's cross-rank views from its agent summaries (:func:`run_job_views`): N ranks, of
+    which only ``traced_ranks`` kept a trace."""
+    return job is not None and job.get("source") == SOURCE
 
 
 def read_agent_summaries(run_dir: Path) -> dict[int, dict[str, Any]]:
@@ -74,7 +81,7 @@ def run_job_views(run_dir: Path, trace: Trace | None = None) -> dict[str, Any] |
     straggler = _straggler(per_rank)
     traced = traced_ranks(run_dir)
     slowest = straggler["culprit"] if straggler is not None else ranks[0]
-    return {"source": "agent summaries", "ranks": ranks, "traced_ranks": traced, "steps": steps,
+    return {"source": SOURCE, "ranks": ranks, "traced_ranks": traced, "steps": steps,
             "step_ms": matrix("step_us"), "comm_ms": matrix("comm_us"), "per_rank": per_rank,
             "straggler": straggler, "critical_path": run_critical_path(run_dir, slowest, traced, trace)}
 
