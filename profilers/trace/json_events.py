@@ -21,10 +21,16 @@ import orjson
 from profilers.errors import TraceError
 from profilers.trace.structs import decode_document, decode_piece
 
-# Measured on the 216k-event trace: 8 MiB pieces parse faster than one whole document (cache-friendly,
-# short-lived dicts) and keep peak memory to a few pieces' worth of Python objects.
+# Pieces parse faster than one whole document (cache-friendly, short-lived objects) and keep peak memory to a few
+# pieces' worth of Python objects; the smaller the faster, down to about 1 MiB, below which a read on workers pays
+# for its many tasks. Medians of 5 fresh processes (benchmarks/reading/piece_size.py, in
+# benchmarks/results/piece_size-2026-11-26.txt), pieces of 8 MiB / 1 MiB / 512 KiB / 256 KiB: one worker's
+# whole read of the 216k-event trace 0.384 / 0.260 / 0.265 / 0.260 s, the sequential reader 0.454 / 0.310 /
+# 0.299 / 0.308 s, a 387 MiB uncompressed trace on two workers 1.29 / 1.03 / 1.12 / 1.27 s. Small pieces also let
+# a late reader share a file evenly (profilers.trace.pieces.Claims). An event longer than a piece is a piece of
+# its own here; the parallel reader then reads that file in process (profilers.trace.pieces).
 WHOLE_LIMIT = 8 * 1024**2  # documents up to this size are parsed in one go
-CHUNK_BYTES = 8 * 1024**2  # beyond it, the events array is parsed this many bytes at a time
+CHUNK_BYTES = 1024**2  # beyond it, the events array is parsed this many bytes at a time
 MAX_EVENT_BYTES = 512 * 1024**2  # a single "event" larger than this is not a trace event
 _KEY = b'"traceEvents"'
 _CUT = re.compile(rb"\}\s*,\s*\{")

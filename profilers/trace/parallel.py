@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Generator, Iterator
 
 from profilers.trace import json_events
+from profilers.trace.pieces import PARENT, Claims
 from profilers.trace.json_events import parse_document, read_start
 from profilers.trace.pieces import CutFallback, DirectFile, byte_ranges, direct_file, stream_pieces
 from profilers.trace.sources import GZIP_MAGIC, TraceFile, find_trace_files
@@ -126,6 +127,10 @@ def _task(kind: str, data: Any, label: str) -> Any:
     if kind == "share":
         path, name, k, shares = data
         return parse_worker.share(path, name, k, shares)
+    if kind == "claimed":
+        path, name, k = data
+        assert _CLAIMS is not None  # made before the workers forked (ParallelReader._start_pool)
+        return parse_worker.claimed_share(path, name, k, _CLAIMS)
     if kind == "last_at":
         path, offset, length, ident = data
         return parse_worker.last_piece_at(path, offset, length, ident, label)
@@ -133,8 +138,8 @@ def _task(kind: str, data: Any, label: str) -> Any:
 
 
 def _assemble(shares: list[tuple[Any, ...]]) -> RawDocument:
-    """One document from its shares' results (see :func:`profilers.trace.parse_worker.share`): pieces back in
-    file order; the tail fields and notes come from the share that read the last piece."""
+    """One document from its shares' results (see :func:`profilers.trace.parse_worker.share`), share 0's first:
+    pieces back in file order; the tail fields and notes come from the share that read the last piece."""
     if shares[0][0] == "whole":
         return RawDocument(*shares[0][1])
     parts = sorted((p for result in shares for p in result[2]), key=lambda p: p[0])
@@ -151,12 +156,21 @@ def _unreadable(err: ValueError) -> bool:
     return isinstance(err, Unreadable)
 
 
-class ParallelReader:
-    """Reads ``files`` with ``workers`` forked processes. :meth:`prime` starts work; :meth:`documents` finishes it."""
+_CLAIMS: Claims | None = None  # the claim table of the one file the current pool's workers share (fork-inherited)
 
-    def __init__(self, files: list[TraceFile], workers: int) -> None:
+
+class ParallelReader:
+    """Reads ``files`` with ``workers`` forked processes. :meth:`prime` starts work; :meth:`documents` finishes it.
+
+    ``parent_joins``: the parent reads a shared file too, once it asks for the documents (:meth:`documents`),
+    taking the pieces no worker has reached (:class:`profilers.trace.pieces.Claims`): for a reader started while
+    the parent had other work (imports), with fewer workers than cores."""
+
+    def __init__(self, files: list[TraceFile], workers: int, parent_joins: bool = False) -> None:
         self.files = files
         self.workers = workers
+        self.parent_joins = parent_joins
+        self._claims: Claims | None = None  # one file, shared: its pieces go to whoever reaches them first
         self._window = max(2 * workers + 1, IN_FLIGHT_BYTES // json_events.CHUNK_BYTES)
         self._pool: ProcessPoolExecutor | None = None
         self._queue: deque[tuple[str, int, Any]] = deque()  # (what, file index, its data): see _documents
@@ -168,6 +182,7 @@ class ParallelReader:
         self.sequential: list[str] = []  # files read in process instead, and why
         self.direct: list[str] = []  # uncompressed files the workers read byte ranges of themselves
         self.shared: list[str] = []  # compressed files the workers inflated themselves, in shares
+        self.parent_pieces = 0  # pieces of a shared file the parent decoded itself (parent_joins)
 
     # The producer: reads and cuts, in file order, and says what each file needs.
 
@@ -189,7 +204,10 @@ class ParallelReader:
             self.shared.append(f.name)
             yield "share_start", i, None
             for k in range(shares):
-                yield "share", i, (str(f.path), f.name, k, shares)
+                if len(self.files) == 1:  # one file: its pieces are claimed as reached, by workers and parent
+                    yield "claimed", i, (str(f.path), f.name, k)
+                else:
+                    yield "share", i, (str(f.path), f.name, k, shares)
             return
         stream = f.open()
         try:
@@ -249,6 +267,9 @@ class ParallelReader:
             # shares it: imported in each worker instead, it cost two workers 0.27 s of CPU on the 216k trace.
             from profilers.trace import parse_worker  # noqa: F401
 
+            global _CLAIMS
+            if len(self.files) == 1:
+                self._claims = _CLAIMS = Claims()  # before the fork, so that the workers share it
             self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"),
                                              initializer=parse_worker.keep_freed_memory)
             self._pool.submit(int).result()  # a fork-context pool forks all its workers at its first task
@@ -268,7 +289,7 @@ class ParallelReader:
             except StopIteration:
                 self._produced_all = True
                 return
-            if kind in ("piece", "last", "document", "piece_at", "last_at", "share"):
+            if kind in ("piece", "last", "document", "piece_at", "last_at", "share", "claimed"):
                 self._queue.append(("future", i, (kind, self._submit(kind, x, self.files[i].name))))
             else:
                 self._queue.append((kind, i, x))
@@ -303,6 +324,7 @@ class ParallelReader:
         doc = RawDocument({}, [])
         failed = False
         shares: list[tuple[Any, ...]] | None = None  # a shared file's results, in share order
+        joined: tuple[Any, ...] | None = None  # the parent's own share of the current file (parent_joins)
         while True:
             self._fill()
             if not self._queue:
@@ -311,12 +333,14 @@ class ParallelReader:
             if what == "error":
                 raise x
             if what in ("top", "share_start"):
-                doc, failed = RawDocument(dict(x or {}), []), False
+                doc, failed, joined = RawDocument(dict(x or {}), []), False, None
                 shares = [] if what == "share_start" else None
             elif what == "future":
                 self._in_flight -= 1
                 kind, fut = x
                 try:
+                    if kind == "claimed" and self.parent_joins and joined is None and not failed:
+                        joined = self._join(i)  # while the workers read theirs
                     result = fut.result()
                 except (ValueError, CutFallback) as err:  # a cut that was not between events, say: in process
                     if not failed:
@@ -327,7 +351,7 @@ class ParallelReader:
                     continue
                 if failed:
                     continue
-                if kind == "share":
+                if kind in ("share", "claimed"):
                     assert shares is not None
                     shares.append(result)
                 elif kind in ("piece", "piece_at"):
@@ -350,8 +374,21 @@ class ParallelReader:
                 if failed:
                     doc = read_sequential(self.files[i])
                 elif shares is not None:
-                    doc = _assemble(shares)
+                    doc = _assemble(shares + ([joined] if joined is not None else []))
                 yield self.files[i], doc
+
+    def _join(self, i: int) -> tuple[Any, ...]:
+        """The parent's own share of shared file ``i``: the pieces no worker has reached yet."""
+        from profilers.trace import parse_worker
+
+        assert self._claims is not None
+        f = self.files[i]
+        if self._claims.finished():  # the workers have every piece already: nothing to inflate
+            return "parts", {}, [], {}, []
+        mine = parse_worker.claimed_share(str(f.path), f.name, PARENT, self._claims)
+        if mine[0] == "parts":
+            self.parent_pieces += len(mine[2])
+        return mine
 
     def _sequential_from(self, start: int) -> Iterator[tuple[TraceFile, RawDocument]]:
         """A worker died: every file from ``start`` on is read in process."""
@@ -380,11 +417,13 @@ def prime(path: str | os.PathLike[str]) -> bool:
             return False
     except OSError:
         return False
-    workers = head_start_workers(p, worker_count())
+    cores = worker_count()
+    workers = head_start_workers(p, cores)
     if workers < 1:
         return False
     files = find_trace_files(p)
-    reader = ParallelReader(files, workers)
+    # A core left to the imports is the parent's again once they are done: it joins the read then.
+    reader = ParallelReader(files, workers, parent_joins=workers < cores)
     reader.prime()
     _PRIMED[_key(p)] = reader
     return True

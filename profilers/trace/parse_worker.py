@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from profilers.trace.pieces import PARENT, Claims
 from profilers.trace.json_events import finish, read_start, whole
 from profilers.trace.pieces import file_ident, stream_pieces
 from profilers.trace.sources import plain_file
@@ -30,11 +31,12 @@ def piece(data: bytes | bytearray, bracketed: bool = False) -> RawColumns:
 def keep_freed_memory() -> None:
     """A worker's first act (glibc only; elsewhere nothing): keep the memory it frees for its next allocations.
 
-    A worker allocates and frees pieces of 8 MiB and the events decoded from them; by default glibc hands each
-    freed block of that size back to the kernel and the next one is faulted in again, page by page. Keeping
+    A worker allocates and frees pieces and the events decoded from them; by default glibc hands each freed
+    block of a few MiB or more back to the kernel and the next one is faulted in again, page by page. Keeping
     them (blocks up to 32 MiB from the heap, the heap not trimmed) cut a worker's page faults on the 216k-event
-    trace by a quarter (49k to 36k) and its CPU time by ~4 %. A worker lives for one read, so nothing is held
-    for long."""
+    trace by a quarter (49k to 36k) and its CPU time by ~4 % when pieces were 8 MiB; with today's 1 MiB
+    pieces the difference is within noise, and it still spares a worker the kernel round trips of a large
+    document's top or last piece. A worker lives for one read, so nothing is held for long."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -115,6 +117,28 @@ def share(path: str, label: str, k: int, shares: int) -> tuple[Any, ...]:
     once (share 0 reads it), else ``("parts", top, [(piece index, columns)], tail, notes)``. Raises what reading
     raises (:class:`profilers.trace.pieces.CutFallback`, ValueError at a bad cut, TraceError); the parent then
     reads the file in process."""
+    return read_share(path, label, k, lambda i: i % shares == k)
+
+
+def claimed_share(path: str, label: str, who: int, claims: Claims) -> tuple[Any, ...]:
+    """:func:`share` of the pieces ``who`` claims first (:class:`profilers.trace.pieces.Claims`): a worker
+    (``who``: its share number) or the parent, which joins once it is free and stops as soon as a worker has
+    passed the file's end. Share 0 reads a whole small document."""
+    if who == PARENT:
+        return read_share(path, label, who, claims.taker(who), stop=claims.finished)
+    try:
+        return read_share(path, label, who, claims.taker(who), at_end=claims.finish)
+    finally:
+        claims.finish()  # also when reading failed: the parent stops too (the file is then read in process)
+
+
+def read_share(path: str, label: str, k: int, take: Callable[[int], bool],
+               stop: Callable[[], bool] | None = None,
+               at_end: Callable[[], None] | None = None) -> tuple[Any, ...]:
+    """The pieces ``take`` accepts (by index from 0; called once per piece, in order), as :func:`share` returns
+    them; share ``k`` 0 reads a whole small document. ``stop``: asked before each piece; True ends the read there
+    (the pieces not yet reached are someone else's). ``at_end``: called once the last piece is claimed or not,
+    before it is decoded (every piece then has its reader)."""
     before = file_ident(os.stat(path))
     stream = plain_file(Path(path)).open()
     try:
@@ -126,14 +150,19 @@ def share(path: str, label: str, k: int, shares: int) -> tuple[Any, ...]:
         parts: list[tuple[int, RawColumns]] = []
         tail: dict[str, Any] = {}
         notes: list[str] = []
-        pieces = stream_pieces(first + more, stream, label, take=lambda i: i % shares == k)
+        pieces = stream_pieces(first + more, stream, label, take=take, stop=stop)
         for n, (kind, data) in enumerate(pieces, start=-1):
             if kind == "top":
                 top = data
             elif kind == "piece":
                 if data is not None:  # ours, bracketed; the other shares' pieces are not even copied
                     parts.append((n, piece(data, bracketed=True)))
-            elif n % shares == k:
+            else:
+                mine = take(n)
+                if at_end is not None:
+                    at_end()
+                if not mine:
+                    continue
                 last, tail, notes = last_piece(data, label)
                 parts.extend((n, cols) for cols in last)
     finally:

@@ -3,14 +3,16 @@
 separator, the end of the file a last piece of at most ``CHUNK_BYTES``), made from a stream of the document's
 bytes (:func:`stream_pieces`) or, for an uncompressed file on disk, from its byte offsets (:func:`byte_ranges`,
 reading only where each piece ends). Where that reader would look for a cut another way, :class:`CutFallback`
-says why and the file is read by it instead. Used by the parent (:mod:`profilers.trace.parallel`) and by the
-workers that inflate a gzip themselves (:func:`profilers.trace.parse_worker.share`); no numpy, no pandas.
+says why and the file is read by it instead; :class:`Claims` says which reader of a shared file takes which
+piece. Used by the parent (:mod:`profilers.trace.parallel`) and by the workers that inflate a gzip themselves
+(:func:`profilers.trace.parse_worker.share`); no numpy, no pandas.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from multiprocessing import get_context
 from typing import Any, BinaryIO, Callable, Iterator
 
 from profilers.trace import json_events
@@ -27,15 +29,15 @@ def file_ident(st: os.stat_result) -> tuple[int, ...]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def stream_pieces(buf: bytes, stream: BinaryIO, label: str,
-                  take: Callable[[int], bool] | None = None) -> Iterator[tuple[str, Any]]:
+def stream_pieces(buf: bytes, stream: BinaryIO, label: str, take: Callable[[int], bool] | None = None,
+                  stop: Callable[[], bool] | None = None) -> Iterator[tuple[str, Any]]:
     """``("top", header fields)``, then ``("piece", bytes)`` ... and ``("last", bytes)``: the document's events
     array cut where the sequential reader cuts it. ``buf``: the document's first bytes, ``stream`` the rest.
 
     With ``take`` (a worker's share: which pieces, by index from 0, it decodes), a piece taken comes as a
     ``bytearray`` already inside the array's brackets (``[...]``, ready to decode: one copy of its bytes where
     slicing and then bracketing made two) and a piece not taken as None (not copied at all); the cuts are the
-    same."""
+    same. ``stop``, asked before each piece: True ends the pieces there, with no ``last``."""
     top, pos = events_start(buf, label, [])
     buf = buf[pos:]
     sep = separator(buf)
@@ -46,6 +48,8 @@ def stream_pieces(buf: bytes, stream: BinaryIO, label: str,
     eof = False
     n = 0  # the next piece's index
     while True:
+        if stop is not None and stop():
+            return
         if not eof and len(data) < 2 * json_events.CHUNK_BYTES:
             more = stream.read(json_events.CHUNK_BYTES)
             eof = not more
@@ -143,3 +147,56 @@ def direct_file(f: TraceFile, head: bytes) -> DirectFile | None:
     return None
 
 
+# -- claims: which reader takes which piece of a shared file ---------------------------------------------------
+
+SIZE = 1 << 20  # pieces a table covers (1 MiB of shared memory): 1 TiB of events at 1 MiB a piece
+WORKER, PARENT = 0, 254  # who takes a piece: a worker's share number (0, 1, ...) or the parent
+
+
+class Claims:
+    """Which pieces of one file are taken, and whether a worker has reached the file's end (every piece taken):
+    the readers of a shared file share its pieces as they go, whoever comes to a piece first decoding it.
+
+    A command line starts one worker on a large trace while it imports the analysis
+    (:func:`profilers.trace.parallel.prime`); the parent's core is busy with the imports then, and idle once they
+    are done. With claims the parent joins the read at that point: it inflates and cuts the same file
+    (:func:`profilers.trace.parse_worker.claimed_share`), skips the pieces the worker has taken and takes the rest
+    as it reaches them, so the two finish together however far the worker got meanwhile. Static shares (every
+    other piece) cannot do that: they fit a head start of one known length, on an idle machine.
+
+    The table is shared memory made before the workers fork (``fork`` context: they inherit it); a lock makes each
+    claim a test-and-set, so no piece is decoded twice or never. Pieces beyond the table (a document of more than
+    ``SIZE`` pieces) all go to the first worker (share 0). Workers sharing a file claim its pieces the same way, so
+    one slowed by the machine's other work simply takes fewer.
+    """
+
+    def __init__(self) -> None:
+        ctx = get_context("fork")
+        self._taken = ctx.RawArray("B", SIZE)
+        self._done = ctx.RawValue("B", 0)
+        self._lock = ctx.Lock()
+
+    def take(self, n: int, who: int) -> bool:
+        """Take piece ``n`` for ``who`` (a worker's share number, or ``PARENT``); False if another has it."""
+        if n >= SIZE:
+            return who == WORKER
+        with self._lock:
+            if self._taken[n]:
+                return False
+            self._taken[n] = who + 1
+            return True
+
+    def taker(self, who: int) -> Callable[[int], bool]:
+        return lambda n: self.take(n, who)
+
+    def finish(self) -> None:
+        """A worker has passed the file's last piece: every piece is taken, by one reader or another."""
+        self._done.value = 1
+
+    def finished(self) -> bool:
+        return bool(self._done.value)
+
+    def taken_by(self, who: int) -> int:
+        """How many pieces ``who`` took (for tests and notes)."""
+        with self._lock:
+            return bytes(self._taken).count(who + 1)

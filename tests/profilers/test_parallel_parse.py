@@ -368,8 +368,8 @@ def test_the_head_start_leaves_the_importing_process_a_core_on_a_small_document(
 
 def test_a_single_worker_inflates_a_primed_gzip_itself(shared_traces: Path, small_pieces: None, readers: list,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """On two cores the head start reads a small gzip on one worker, which inflates and decodes all of it (the
-    parent reads no byte of it): the trace is the sequential reader's."""
+    """On two cores the head start reads a small gzip on one worker, which inflates and decodes it; the parent,
+    done importing, joins it for the pieces the worker has not reached: the trace is the sequential reader's."""
     path = shared_traces / TRACES[0]
     sequential = load_with(path, 0, monkeypatch)
     monkeypatch.delenv(parallel.WORKERS_ENV)
@@ -378,6 +378,63 @@ def test_a_single_worker_inflates_a_primed_gzip_itself(shared_traces: Path, smal
     assert_same_trace(sequential, load_trace(path))
     (reader,) = readers
     assert reader.workers == 1 and reader.shared == [path.name] and reader.sent == 1 and reader.sequential == []
+    assert reader.parent_joins
+
+
+def _slow_in_workers(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Every piece a worker process decodes takes ``seconds`` longer (the forked workers inherit the patch)."""
+    import time
+
+    from profilers.trace import parse_worker
+
+    parent, piece = os.getpid(), parse_worker.piece
+
+    def slow(*args: object, **kwargs: object) -> object:
+        if os.getpid() != parent:
+            time.sleep(seconds)
+        return piece(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parse_worker, "piece", slow)
+
+
+@pytest.mark.parametrize("worker_delay", [0.05, 0.0])
+def test_the_parent_joins_a_primed_read_and_decodes_what_no_worker_has_reached(
+        worker_delay: float, shared_traces: Path, small_pieces: None, readers: list,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces go to whoever reaches them first: with a worker slowed down, the parent decodes most of the file;
+    either way every piece is decoded once and the trace is the sequential reader's."""
+    path = shared_traces / TRACES[0]
+    sequential = load_with(path, 0, monkeypatch)
+    _slow_in_workers(monkeypatch, worker_delay)
+    monkeypatch.delenv(parallel.WORKERS_ENV)
+    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    assert parallel.prime(path)
+    on_both = load_trace(path)
+    assert_same_trace(sequential, on_both)
+    (reader,) = readers
+    assert reader.parent_joins and reader.sequential == []
+    if worker_delay:
+        assert reader.parent_pieces > 0
+
+
+def test_a_parent_that_joins_after_the_worker_has_every_piece_reads_nothing(
+        shared_traces: Path, small_pieces: None, readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    path = shared_traces / TRACES[0]
+    sequential = load_with(path, 0, monkeypatch)
+    monkeypatch.delenv(parallel.WORKERS_ENV)
+    monkeypatch.setattr(parallel, "worker_count", lambda: 2)
+    assert parallel.prime(path)
+    (reader,) = readers
+    assert reader._claims is not None
+    for _ in range(200):  # the worker reads the whole file while "the imports" take their time
+        if reader._claims.finished():
+            break
+        time.sleep(0.05)
+    assert reader._claims.finished()
+    assert_same_trace(sequential, load_trace(path))
+    assert reader.parent_pieces == 0 and reader.sequential == []
 
 
 def test_a_share_gets_its_own_pieces_bracketed_and_the_cuts_do_not_move(shared_traces: Path,
