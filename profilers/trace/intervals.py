@@ -85,22 +85,51 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Intervals:
 
 
 def _combine(a: Intervals, b: Intervals, keep: str) -> Intervals:
-    """Sweep over both sets' boundaries; keep the pieces covered by both, or by ``a`` only."""
+    """The pieces covered by both sets (``keep="both"``), or by ``a`` only (``a`` and the gaps of ``b``)."""
     if len(a) == 0 or (keep == "both" and len(b) == 0):
         return Intervals.empty()
-    if keep == "left_only" and len(b) == 0:
-        return a
-    points = np.concatenate([a.starts, a.ends, b.starts, b.ends])
-    da = np.concatenate([np.ones(len(a)), -np.ones(len(a)), np.zeros(2 * len(b))]).astype(np.int8)
-    db = np.concatenate([np.zeros(2 * len(a)), np.ones(len(b)), -np.ones(len(b))]).astype(np.int8)
-    order = np.argsort(points, kind="stable")
-    points, da, db = points[order], da[order], db[order]
-    # Collapse equal points so that state is read after every change at that point.
-    last = np.append(points[1:] != points[:-1], True)
-    in_a = np.cumsum(da)[last] > 0
-    in_b = np.cumsum(db)[last] > 0
-    xs = points[last]
-    inside = in_a & in_b if keep == "both" else in_a & ~in_b
-    seg_start, seg_end = xs[:-1], xs[1:]
-    sel = inside[:-1] & (seg_end > seg_start)
-    return union(seg_start[sel], seg_end[sel])
+    if keep == "left_only":
+        if len(b) == 0:
+            return a
+        b = _gaps(b)
+    return _intersect(a, b)
+
+
+_LOWEST, _HIGHEST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def _gaps(b: Intervals) -> Intervals:
+    """Everything on the axis that ``b`` does not cover (its normal form: the pieces between b's pieces)."""
+    starts = np.concatenate(([_LOWEST], b.ends))
+    ends = np.concatenate((b.starts, [_HIGHEST]))
+    keep = ends > starts  # only the outer ones can be empty (b starting at the axis' lowest point, say)
+    return Intervals(starts[keep], ends[keep])
+
+
+def _intersect(a: Intervals, b: Intervals) -> Intervals:
+    """``a & b`` of two normal forms without sorting: each piece of ``a`` meets the run of ``b``'s pieces from
+    the first that ends after it starts to the last that starts before it ends; the pairs' overlaps come out in
+    order and disjoint, and touching ones are joined as :func:`union` would."""
+    first = np.searchsorted(b.ends, a.starts, side="right")
+    stop = np.searchsorted(b.starts, a.ends, side="left")
+    n = np.maximum(stop - first, 0)
+    total = int(n.sum())
+    if total == 0:
+        return Intervals.empty()
+    ia = np.repeat(np.arange(a.starts.size), n)
+    # The b index of each pair: first[i], first[i] + 1, ... for each piece i of a.
+    offsets = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+    ib = np.repeat(first, n) + offsets
+    starts = np.maximum(a.starts[ia], b.starts[ib])
+    ends = np.minimum(a.ends[ia], b.ends[ib])
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if starts.size == 0:
+        return Intervals.empty()
+    new_group = np.empty(starts.size, dtype=bool)
+    new_group[0] = True
+    new_group[1:] = starts[1:] > ends[:-1]
+    if new_group.all():
+        return Intervals(starts, ends)
+    last_of_group = np.append(np.flatnonzero(new_group)[1:] - 1, starts.size - 1)
+    return Intervals(starts[new_group], ends[last_of_group])
