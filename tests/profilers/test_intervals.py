@@ -65,3 +65,13 @@ def test_algebra_matches_brute_force(a_raw, b_raw, lo, hi):
     # normal form: sorted, disjoint, non-touching
     assert all(e1 < s2 for (_, e1), (s2, _) in zip(pairs(a), pairs(a)[1:]))
     assert a.covered_in(np.array([lo]), np.array([hi]))[0] == len({t for t in sa if lo <= t < hi})
+
+
+def test_difference_and_intersection_reach_the_ends_of_the_axis():
+    """``a - b`` is ``a`` and the gaps of ``b``, which run to the int64 axis' ends: nothing overflows there."""
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    a, b = iv((lo, 5)), iv((0, hi))
+    assert pairs(a - b) == [(lo, 0)] and pairs(a & b) == [(0, 5)] and pairs(b - a) == [(5, hi)]
+    assert pairs(iv((lo, hi)) - iv((lo, 3), (7, hi))) == [(3, 7)]
+    assert pairs(iv((0, 10)) & iv((0, 5), (6, 10))) == [(0, 5), (6, 10)]
+    assert pairs(iv((0, 5), (6, 10)) & iv((0, 10))) == [(0, 5), (6, 10)]

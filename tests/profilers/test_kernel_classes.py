@@ -37,3 +37,23 @@ def test_gemm_kernels_are_matmul_and_precision_is_read_from_the_name(name: str) 
 ])
 def test_other_classes(name: str, kclass: str) -> None:
     assert classify_kernel(name) == kclass
+
+
+def test_the_lowered_twin_of_a_pattern_answers_as_the_pattern_does() -> None:
+    """``matcher`` searches a lowered ASCII name with a case-sensitive twin of a lower-case IGNORECASE pattern:
+    for every pattern here and names of any case, ASCII or not, its answer is ``pattern.search``'s."""
+    import re
+
+    from profilers.trace import kernel_classes as kc
+
+    patterns = [v for v in vars(kc).values() if isinstance(v, re.Pattern)]
+    names = [*GEMMS, "ncclKernel_AllReduce_RING_LL_Sum_float", "NCCLDEVKERNEL", "void at::native::vectorized_elementwise",
+             "LayerNorm_FWD", "Flash_Attn_FWD", "ProfilerStep#3", "Optimizer.step#AdamW.step", "DataLoader.__next__",
+             "aten::mm", "aten::MM", "c10d::allreduce_", "Torch-Compiled Region", "cudaLaunchKernel", "",
+             "gemm_\u212a",  # KELVIN SIGN: IGNORECASE matches it as "k"; lowering it does too
+             "\u017fgemm",  # LATIN SMALL LETTER LONG S: IGNORECASE matches it as "s"; the lowered twin is not used
+             "Élan_Softmax", "triton_poi_fused_add_0", "sm90_xmma_gemm_bf16bf16_bf16f32"]
+    assert any(p.flags & re.IGNORECASE and p.pattern == p.pattern.lower() for p in patterns)  # twins exist
+    for p in patterns:
+        match = kc.matcher(p)
+        assert [match(n) for n in names] == [p.search(n) is not None for n in names], p.pattern
