@@ -130,7 +130,8 @@ def _task(kind: str, data: Any, label: str) -> Any:
     if kind == "claimed":
         path, name, k = data
         assert _CLAIMS is not None  # made before the workers forked (ParallelReader._start_pool)
-        return parse_worker.claimed_share(path, name, k, _CLAIMS)
+        result = parse_worker.claimed_share(path, name, k, _CLAIMS)
+        return parse_worker.ship(result, _RESULT_FDS, k) if k < len(_RESULT_FDS) else result
     if kind == "last_at":
         path, offset, length, ident = data
         return parse_worker.last_piece_at(path, offset, length, ident, label)
@@ -156,7 +157,21 @@ def _unreadable(err: ValueError) -> bool:
     return isinstance(err, Unreadable)
 
 
+def _memory_files(n: int) -> list[int]:
+    """``n`` anonymous memory files (Linux ``memfd_create``), or none where there are none to make."""
+    fds: list[int] = []
+    try:
+        for k in range(n):
+            fds.append(os.memfd_create(f"stepwise-share-{k}", os.MFD_CLOEXEC))
+    except (AttributeError, OSError):
+        for fd in fds:
+            os.close(fd)
+        return []
+    return fds
+
+
 _CLAIMS: Claims | None = None  # the claim table of the one file the current pool's workers share (fork-inherited)
+_RESULT_FDS: list[int] = []  # a memory file per share of that file, its columns handed back there (fork-inherited)
 
 
 class ParallelReader:
@@ -171,6 +186,7 @@ class ParallelReader:
         self.workers = workers
         self.parent_joins = parent_joins
         self._claims: Claims | None = None  # one file, shared: its pieces go to whoever reaches them first
+        self._result_fds: list[int] = []  # where each share's worker leaves its columns (parse_worker.ship)
         self._window = max(2 * workers + 1, IN_FLIGHT_BYTES // json_events.CHUNK_BYTES)
         self._pool: ProcessPoolExecutor | None = None
         self._queue: deque[tuple[str, int, Any]] = deque()  # (what, file index, its data): see _documents
@@ -183,6 +199,7 @@ class ParallelReader:
         self.direct: list[str] = []  # uncompressed files the workers read byte ranges of themselves
         self.shared: list[str] = []  # compressed files the workers inflated themselves, in shares
         self.parent_pieces = 0  # pieces of a shared file the parent decoded itself (parent_joins)
+        self.shipped = 0  # shares whose columns came back through a memory file (parse_worker.ship)
 
     # The producer: reads and cuts, in file order, and says what each file needs.
 
@@ -267,9 +284,10 @@ class ParallelReader:
             # shares it: imported in each worker instead, it cost two workers 0.27 s of CPU on the 216k trace.
             from profilers.trace import parse_worker  # noqa: F401
 
-            global _CLAIMS
+            global _CLAIMS, _RESULT_FDS
             if len(self.files) == 1:
                 self._claims = _CLAIMS = Claims()  # before the fork, so that the workers share it
+                self._result_fds = _RESULT_FDS = _memory_files(min(self.workers, MAX_SHARES))
             self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"),
                                              initializer=parse_worker.keep_freed_memory)
             self._pool.submit(int).result()  # a fork-context pool forks all its workers at its first task
@@ -306,6 +324,9 @@ class ParallelReader:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        for fd in self._result_fds:
+            os.close(fd)  # the columns mapped from it stay readable: a mapping outlives its descriptor
+        self._result_fds = []
 
     def _documents(self) -> Iterator[tuple[TraceFile, RawDocument]]:
         done = 0  # files handed out so far
@@ -353,7 +374,7 @@ class ParallelReader:
                     continue
                 if kind in ("share", "claimed"):
                     assert shares is not None
-                    shares.append(result)
+                    shares.append(self._received(result))
                 elif kind in ("piece", "piece_at"):
                     doc.parts.append(result)
                 elif kind in ("last", "last_at"):
@@ -376,6 +397,15 @@ class ParallelReader:
                 elif shares is not None:
                     doc = _assemble(shares + ([joined] if joined is not None else []))
                 yield self.files[i], doc
+
+    def _received(self, result: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A share's result as the worker returned it, or read from the memory file it was shipped to."""
+        if result[0] != "shipped":
+            return result
+        from profilers.trace import parse_worker
+
+        self.shipped += 1
+        return parse_worker.unship(result, self._result_fds)
 
     def _join(self, i: int) -> tuple[Any, ...]:
         """The parent's own share of shared file ``i``: the pieces no worker has reached yet."""

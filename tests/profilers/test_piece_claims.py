@@ -79,3 +79,40 @@ def test_the_parent_stops_as_soon_as_a_worker_has_passed_the_end(shared_traces: 
     worker = parse_worker.claimed_share(path, "t", WORKER, c)  # alone: it takes every piece, then says so
     assert c.finished() and worker[2]
     assert parse_worker.claimed_share(path, "t", PARENT, c)[2] == []
+
+
+def test_a_share_shipped_through_a_memory_file_comes_back_the_same(shared_traces: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's columns go back through a memory file (out-of-band pickle buffers), not the pool's pipe: what
+    the parent maps is what the worker had, arrays and all; a file it cannot write to sends the result itself."""
+    import os
+
+    import numpy as np
+
+    from profilers.trace.parallel import _memory_files
+
+    monkeypatch.setattr(trace_json, "CHUNK_BYTES", 256 * 1024)
+    result = parse_worker.share(str(shared_traces / TRACE), "t", 0, 1)
+    fds = _memory_files(2)
+    if not fds:
+        pytest.skip("no memfd_create here: results go through the pipe")
+    try:
+        shipped = parse_worker.ship(result, fds, 1)
+        assert shipped[:2] == ("shipped", 1) and sum(shipped[3]) > 100_000 and len(shipped[2]) < 100_000
+        back = parse_worker.unship(shipped, fds)
+        assert back[0] == "parts" and back[1] == result[1] and back[3:] == result[3:]
+        for (n, got), (m, want) in zip(back[2], result[2]):
+            assert n == m and got.name.uniques == want.name.uniques
+            for col in ("kind", "start_ns", "dur_ns", "pid", "device", "stream", "correlation"):
+                assert np.array_equal(getattr(got, col), getattr(want, col)), col
+        back[2][0][1].start_ns[0] += 1  # the mapped arrays are ordinary writable arrays
+        bad = os.open(os.devnull, os.O_RDONLY)
+        try:
+            assert parse_worker.ship(result, [bad], 0) is result  # cannot write there: the result itself
+            with pytest.raises(parse_worker.Unreadable):
+                parse_worker.unship(("shipped", 0, b"", [10]), [bad])
+        finally:
+            os.close(bad)
+    finally:
+        for fd in fds:
+            os.close(fd)
