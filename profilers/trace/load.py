@@ -229,11 +229,15 @@ def _assign_steps(events: pd.DataFrame, steps: pd.DataFrame) -> np.ndarray:
     runtime = (kinds == KINDS.index("runtime")) & (corr >= 0)
     device_side = np.isin(kinds, [KINDS.index(k) for k in ("kernel", "memcpy", "memset")]) & (corr >= 0)
     if runtime.any() and device_side.any():
-        # Exact integer keys and positions (no NaN for "not found"): ids beyond 2**53 stay distinct.
-        launches = pd.MultiIndex.from_arrays([rank[runtime], corr[runtime]])
-        first = ~launches.duplicated()
-        pos = launches[first].get_indexer(pd.MultiIndex.from_arrays([rank[device_side], corr[device_side]]))
-        has = pos >= 0
-        idx = np.flatnonzero(device_side)
-        out[idx[has]] = out[runtime][first][pos[has]]
+        # Per rank, each device event takes the step of the first launch with its correlation id: integer keys
+        # throughout (sorted unique ids and a search), so ids beyond 2**53 stay distinct.
+        for r in np.unique(rank[device_side]):
+            launch_rows = np.flatnonzero(runtime & (rank == r))
+            if not launch_rows.size:
+                continue
+            ids, first = np.unique(corr[launch_rows], return_index=True)  # first: each id's first launch
+            rows = np.flatnonzero(device_side & (rank == r))
+            pos = np.minimum(np.searchsorted(ids, corr[rows]), ids.size - 1)
+            has = ids[pos] == corr[rows]
+            out[rows[has]] = out[launch_rows[first[pos[has]]]]
     return out
