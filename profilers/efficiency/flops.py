@@ -154,24 +154,26 @@ def count_ops(ops: pd.DataFrame) -> OpFlops:
     shapes = counted["shapes"].astype(str) if "shapes" in counted else pd.Series("", index=counted.index)
     dims = {text: _parse(text) for text in shapes.unique()}
     out_of = _conv_outputs(counted, shapes, dims)
-    values = []
-    for idx, name, text in zip(counted.index, counted["name"].astype(str), shapes):
-        values.append(_flops(name, dims[text], out_of))
+    # Plain lists: iterating pandas' arrays element by element cost ~0.5 us an element.
+    values = [_flops(name, dims[text], out_of)
+              for name, text in zip(counted["name"].astype(str).tolist(), shapes.tolist())]
     flops = pd.Series(values, index=counted.index, dtype=float)
     without = int((shapes == "").sum())
     return OpFlops(flops, int(len(counted)) - without, without, int(flops.isna().sum()) - without)
 
 
 def _innermost(ops: pd.DataFrame) -> np.ndarray:
-    """True for ops with no other counted op starting inside them on the same thread."""
+    """True for ops with no other counted op starting inside them on the same thread: on each (rank, thread),
+    ops in start order (the longer first at a tie, then file order), an op the next one starts inside is not
+    innermost. One sort of all of them, not a sort per thread."""
     keep = np.ones(len(ops), dtype=bool)
-    frame = ops.reset_index(drop=True)
-    for _, g in frame.groupby(["rank", "tid"], observed=True, sort=False):
-        g = g.sort_values(["start_ns", "end_ns"], ascending=[True, False])
-        starts, ends, rows = g["start_ns"].to_numpy(), g["end_ns"].to_numpy(), g.index.to_numpy()
-        for i in range(len(g) - 1):
-            if starts[i + 1] < ends[i]:
-                keep[rows[i]] = False
+    if len(ops) < 2:
+        return keep
+    rank, thread = ops["rank"].to_numpy(), pd.factorize(ops["tid"])[0]
+    start, end = ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy()
+    order = np.lexsort((-end, start, thread, rank))  # stable: ties keep their order
+    same = (rank[order][1:] == rank[order][:-1]) & (thread[order][1:] == thread[order][:-1])
+    keep[order[:-1][same & (start[order][1:] < end[order][:-1])]] = False
     return keep
 
 
@@ -190,7 +192,7 @@ def _conv_outputs(counted: pd.DataFrame, shapes: pd.Series, dims: dict) -> dict[
     out: dict[tuple, list[int]] = {}
     names = counted["name"].astype(str)
     back = names.isin(CONV_BACKWARD)
-    for name, text in set(zip(names[back], shapes[back])):
+    for name, text in set(zip(names[back].tolist(), shapes[back].tolist())):
         d = _backward_order(name, dims[text])
         if d and len(d) >= 3 and _tensor(d[0]) and _tensor(d[1]) and _tensor(d[2]):
             grad_out, x, w = d[0], d[1], d[2]

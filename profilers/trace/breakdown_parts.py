@@ -296,16 +296,21 @@ class CpuMatmul:
 def cpu_matmul(ev: pd.DataFrame, in_step: np.ndarray) -> CpuMatmul:
     sel = _kind(ev, "cpu_op") & in_step & _by_name(ev, kc.MATMUL_OP)
     # Inclusive times: keep only the outermost matmul op of a nest (linear -> addmm) by taking leaves by name.
-    m = ev.loc[sel, ["name", "dur_ns", "dtype"]]
-    leaf = m[m["name"].astype(str).isin(["aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
-                                         "aten::mkldnn_convolution", "aten::convolution_overrideable",
-                                         "aten::_convolution", "aten::addmv", "aten::mv"])]
-    m = leaf if len(leaf) else m
-    dtype = m["dtype"].astype(str).str.lower()
-    low = dtype.str.contains("bfloat16|half|float16", regex=True)
-    fp32 = dtype.isin(["float", "c10::float"])
-    return CpuMatmul(int(m["dur_ns"].sum()), int(m.loc[fp32, "dur_ns"].sum()), int(m.loc[low, "dur_ns"].sum()),
-                     int(m.loc[~low & ~fp32, "dur_ns"].sum()))
+    leaf = sel & _by_name(ev, _MATMUL_LEAF)
+    rows = leaf if leaf.any() else sel
+    durs = ev["dur_ns"].to_numpy()[rows]
+    # The precision of each distinct input type once, then per row by its code.
+    types = [str(t).lower() for t in ev["dtype"].cat.categories]
+    codes = ev["dtype"].cat.codes.to_numpy()[rows]
+    low = np.array([bool(_LOW_PRECISION_TYPE.search(t)) for t in types] + [False], dtype=bool)[codes]
+    fp32 = np.array([t in ("float", "c10::float") for t in types] + [False], dtype=bool)[codes]
+    return CpuMatmul(int(durs.sum()), int(durs[fp32].sum()), int(durs[low].sum()), int(durs[~low & ~fp32].sum()))
+
+
+# The leaf matmul/conv ops (what linear, matmul and conv call), and the input types that are reduced precision.
+_MATMUL_LEAF = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|mkldnn_convolution|convolution_overrideable|_convolution|"
+                          r"addmv|mv)\Z")
+_LOW_PRECISION_TYPE = re.compile(r"bfloat16|half|float16")
 
 
 RANK_COLUMNS = ["rank", "steps", "step_ms", "work_ms", "exposed_comm_ms"]

@@ -110,3 +110,32 @@ def test_efficiency_phrase_reads_a_cpu_peak_in_gflops_never_a_raw_float() -> Non
     assert tiny.phrase() == "MFU 0.024% (3.78 GFLOP/s of 15.7 TFLOP/s, V100 SXM2, fp32)"
     unknown = Efficiency(0.0005, None, None, None, "shapes", reason="no peak is known for this device")
     assert unknown.phrase() == "MFU unknown: 0.5 GFLOP/s achieved; no peak is known for this device"
+
+
+def _innermost_by_thread(ops):  # the per-thread loop _innermost replaced: the reference it must match
+    import numpy as np
+
+    keep = np.ones(len(ops), dtype=bool)
+    frame = ops.reset_index(drop=True)
+    for _, g in frame.groupby(["rank", "tid"], observed=True, sort=False):
+        g = g.sort_values(["start_ns", "end_ns"], ascending=[True, False])
+        starts, ends, rows = g["start_ns"].to_numpy(), g["end_ns"].to_numpy(), g.index.to_numpy()
+        for i in range(len(g) - 1):
+            if starts[i + 1] < ends[i]:
+                keep[rows[i]] = False
+    return keep
+
+
+def test_innermost_ops_are_found_by_one_sort_as_by_a_sort_per_thread() -> None:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n = int(rng.integers(0, 25))
+        ops = pd.DataFrame({"rank": rng.integers(0, 2, n).astype(np.int32),
+                            "tid": pd.Categorical(rng.choice(["1", "2", "x"], n)),
+                            "start_ns": rng.integers(0, 20, n)})
+        ops["end_ns"] = ops["start_ns"] + rng.integers(0, 10, n)  # ties and zero lengths included
+        ops.index = rng.permutation(n) + 100
+        assert np.array_equal(fl._innermost(ops), _innermost_by_thread(ops))
