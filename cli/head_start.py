@@ -57,7 +57,7 @@ def head_start(argv: Sequence[str]) -> bool:
     try:
         from profilers.trace.parallel import prime
 
-        return prime(path)
+        return prime(path, detach=True)  # the command exits after its analysis: no need to wait for the workers
     except Exception:  # the analysis reads the input itself and says what is wrong with it
         return False
 

@@ -217,15 +217,22 @@ _SYNC = {
 }
 
 
+_ITEM = re.compile(r"^aten::(_local_scalar_dense|item)$")
+_SCALAR_DENSE = re.compile(r"_local_scalar_dense")
+_PAGEABLE = re.compile(r"pageable", re.IGNORECASE)
+_PINNED = re.compile(r"pinned", re.IGNORECASE)
+_LAUNCH = re.compile(r"Launch", re.IGNORECASE)
+
+
 def sync_counts(ev: pd.DataFrame, in_step: np.ndarray, n_rows: int) -> SyncCounts:
     runtime = _kind(ev, "runtime") & in_step
     counts = {k: float((runtime & _by_name(ev, p)).sum()) / n_rows for k, p in _SYNC.items()}
-    item = _kind(ev, "cpu_op") & in_step & _by_name(ev, re.compile(r"^aten::(_local_scalar_dense|item)$"))
+    item = _kind(ev, "cpu_op") & in_step & _by_name(ev, _ITEM)
     copies = _kind(ev, "memcpy") & in_step
-    pageable = copies & _by_name(ev, re.compile(r"pageable", re.IGNORECASE))
-    pinned = copies & _by_name(ev, re.compile(r"pinned", re.IGNORECASE))
+    pageable = copies & _by_name(ev, _PAGEABLE)
+    pinned = copies & _by_name(ev, _PINNED)
     # .item() shows up as both aten::item and its child _local_scalar_dense: count the child only when present.
-    n_item = float((item & _by_name(ev, re.compile(r"_local_scalar_dense"))).sum()) or float(item.sum())
+    n_item = float((item & _by_name(ev, _SCALAR_DENSE)).sum()) or float(item.sum())
     return SyncCounts(
         stream_sync=counts["stream_sync"], device_sync=counts["device_sync"], event_sync=counts["event_sync"],
         item=n_item / n_rows, malloc_free=counts["malloc_free"],
@@ -274,7 +281,7 @@ class HostStats:
 
 def host_stats(ev: pd.DataFrame, in_step: np.ndarray, n_rows: int) -> HostStats:
     kern = _kind(ev, "kernel") & in_step
-    launches = _kind(ev, "runtime") & in_step & _by_name(ev, re.compile(r"Launch", re.IGNORECASE))
+    launches = _kind(ev, "runtime") & in_step & _by_name(ev, _LAUNCH)
     durs = ev.loc[kern, "dur_ns"].to_numpy()
     return HostStats(
         kernels_per_step=float(kern.sum()) / n_rows,

@@ -123,3 +123,10 @@ def name_mask(names: pd.Index, pattern: re.Pattern[str]) -> np.ndarray:
     """Boolean per category: does the name match ``pattern``?"""
     match = matcher(pattern)
     return np.fromiter((match(str(n)) for n in names), dtype=bool, count=len(names))
+
+
+# The module's own patterns' matchers, made here at import (the command line imports while its parse workers read,
+# so compiling now is off the critical path; compiling on first use came after the parse).
+for _pattern in [v for v in list(globals().values()) if isinstance(v, re.Pattern)]:
+    matcher(_pattern)
+del _pattern

@@ -455,3 +455,30 @@ def test_a_share_gets_its_own_pieces_bracketed_and_the_cuts_do_not_move(shared_t
     for i, ((kind, data), (kind2, mine)) in enumerate(zip(whole[1:-1], odd[1:-1])):
         assert kind == kind2 == "piece"
         assert mine == (b"[" + data + b"]" if i % 2 == 1 else None)
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_a_command_lines_read_does_not_wait_for_its_workers_to_exit(detach: bool, shared_traces: Path,
+                                                                    small_pieces: None, readers: list,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prime(detach=True)`` (the command line, which exits after its read) lets the workers go without waiting
+    for them once every result is in; any other read waits, so the next read finds no pool thread left."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    waits: list[bool] = []
+    shutdown = ProcessPoolExecutor.shutdown
+
+    def recorded(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        waits.append(wait)
+        shutdown(self, wait=wait, cancel_futures=cancel_futures)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", recorded)
+    path = shared_traces / TRACES[0]
+    sequential = load_with(path, 0, monkeypatch)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    assert parallel.prime(path, detach=detach)
+    assert_same_trace(sequential, load_trace(path))
+    assert waits == [not detach]
+    for t in threading.enumerate():  # the detached pool's thread ends by itself; the tests after this want none
+        if type(t).__name__ == "_ExecutorManagerThread" or t.name == "QueueFeederThread":
+            t.join(timeout=10)
