@@ -20,6 +20,7 @@ from advisors.facts import Facts, derive
 from advisors.fixes import FIXES
 from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
 from advisors.observation import Observation
+from advisors.ranking import rank, ranking_json
 from advisors.rules import RULES, Rule
 from advisors.rules.data.saturated_host import contention_note
 
@@ -148,8 +149,6 @@ def _bounded(doc: dict[str, Any], d: Diagnosis) -> dict[str, Any]:
 def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first; each one cause,
     with the rules that saw it), the step's regions they claimed from (``accounting``), notes."""
-    from advisors.ranking import rank, ranking_json
-
     return {"bottleneck": d.bottleneck.value, "confidence": d.confidence,
             "findings": [_bounded(finding_json(f), d) for f in d.findings], "evidence": dict(d.evidence),
             "ranking": ranking_json(rank(d)),

@@ -8,13 +8,15 @@ two rank files on disk. A single file, a zip, a stored run or a memory snapshot 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisors.loader_facts import loader_mode
 from advisors.observation import Observation
 from profilers.errors import TraceError
-from profilers.jobs.engines import map_summaries
-from profilers.jobs.reduce import JobAnalysis, reduce_summaries
 from profilers.trace.sources import TraceFile, find_trace_files
+
+if TYPE_CHECKING:
+    from profilers.jobs.reduce import JobAnalysis
 
 MIN_RANKS = 2
 
@@ -35,6 +37,11 @@ def job_files(path: str | Path) -> list[TraceFile] | None:
 def observe_job(path: str | Path, files: list[TraceFile] | None = None, engine: str = "local",
                 address: str | None = None) -> tuple[Observation, JobAnalysis]:
     """The observation of a job's traces from its ranks' summaries, and the job analysis it came from."""
+    # Imported here: `analyze FILE` asks job_files() only, and the engines and the reduce are ~3 ms of imports
+    # on its critical path.
+    from profilers.jobs.engines import map_summaries
+    from profilers.jobs.reduce import reduce_summaries
+
     files = files if files is not None else find_trace_files(path)
     job = reduce_summaries(map_summaries(files, engine, address))
     loader = loader_mode(job.loader_total_ns, list(job.loader_names))
