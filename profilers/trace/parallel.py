@@ -11,9 +11,13 @@ ways to get the pieces to the workers, whichever moves fewest bytes through the 
   separator and sends the byte range; the worker reads it itself (``os.preadv``, straight into the array
   brackets). On a 1 GB trace ``analyze`` took 8.1 s instead of 9.7-10.6 s (interleaved, bytecode not cached).
 - a gzip file on disk of at least ``SHARE_MIN_BYTES``: the parent reads nothing; each of up to ``MAX_SHARES``
-  workers inflates the whole file, cuts it and decodes its share of the pieces (every n-th). On the 216k-event
-  trace ``analyze`` took 0.67 s instead of 0.72 s (interleaved medians of 12, bytecode cached): the parent no
-  longer inflates and pipes 51 MiB on its own critical path.
+  workers inflates the whole file, cuts it and decodes its share of the pieces. On the 216k-event trace
+  ``analyze`` took 0.67 s instead of 0.72 s (interleaved medians of 12, bytecode cached): the parent no longer
+  inflates and pipes 51 MiB on its own critical path. A share is every n-th piece when several files are read,
+  and for a single file the pieces each worker reaches first (:class:`profilers.trace.pieces.Claims`), which
+  lets the parent of a head start join the read once its imports are done (``parent_joins``) and a slowed worker
+  take fewer; a single file's workers hand their columns back through a memory file
+  (:func:`profilers.trace.parse_worker.ship`), not the pool's pipe.
 - anything else (a zip member, a smaller gzip): the parent reads and decompresses it (under the limits of
   :mod:`profilers.trace.sources`) and sends each piece through the pipe.
 
@@ -250,8 +254,9 @@ class ParallelReader:
 
     def _shares(self, f: TraceFile) -> int:
         """How many workers share ``f`` (:func:`profilers.trace.parse_worker.share`), 0 for none: a gzip file on
-        disk of at least ``SHARE_MIN_BYTES`` (with a single worker, that worker reads it all). The parent would otherwise inflate it alone and pipe every piece
-        out; on the 216k-event trace that was ~0.1 s of the parent's ~0.7 s, on its critical path."""
+        disk of at least ``SHARE_MIN_BYTES`` (with a single worker, that worker reads it all). The parent would
+        otherwise inflate it alone and pipe every piece out; on the 216k-event trace that was ~0.1 s of the
+        parent's ~0.7 s, on its critical path."""
         if f.path is None:
             return 0
         try:

@@ -47,8 +47,8 @@ def test_the_lowered_twin_of_a_pattern_answers_as_the_pattern_does() -> None:
     from profilers.trace import kernel_classes as kc
 
     patterns = [v for v in vars(kc).values() if isinstance(v, re.Pattern)]
-    names = [*GEMMS, "ncclKernel_AllReduce_RING_LL_Sum_float", "NCCLDEVKERNEL", "void at::native::vectorized_elementwise",
-             "LayerNorm_FWD", "Flash_Attn_FWD", "ProfilerStep#3", "Optimizer.step#AdamW.step", "DataLoader.__next__",
+    names = [*GEMMS, "ncclKernel_AllReduce_RING_LL_Sum_float", "NCCLDEVKERNEL",
+             "void at::native::vectorized_elementwise", "LayerNorm_FWD", "Flash_Attn_FWD", "ProfilerStep#3", "Optimizer.step#AdamW.step", "DataLoader.__next__",
              "aten::mm", "aten::MM", "c10d::allreduce_", "Torch-Compiled Region", "cudaLaunchKernel", "",
              "gemm_\u212a",  # KELVIN SIGN: IGNORECASE matches it as "k"; lowering it does too
              "\u017fgemm",  # LATIN SMALL LETTER LONG S: IGNORECASE matches it as "s"; the lowered twin is not used
