@@ -48,9 +48,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Generator, Iterator
 
 from profilers.trace import json_events
-from profilers.trace.pieces import PARENT, Claims
 from profilers.trace.json_events import parse_document, read_start
-from profilers.trace.pieces import CutFallback, DirectFile, byte_ranges, direct_file, stream_pieces
+from profilers.trace.pieces import PARENT, Claims, CutFallback, DirectFile, byte_ranges, direct_file, stream_pieces
 from profilers.trace.sources import GZIP_MAGIC, TraceFile, find_trace_files
 
 if TYPE_CHECKING:
@@ -338,6 +337,9 @@ class ParallelReader:
             self._pool = None
         for fd in self._result_fds:
             os.close(fd)  # the columns mapped from it stay readable: a mapping outlives its descriptor
+        global _CLAIMS, _RESULT_FDS
+        if _RESULT_FDS is self._result_fds:  # ours: no later pool's workers inherit closed descriptors
+            _CLAIMS, _RESULT_FDS = None, []
         self._result_fds = []
 
     def _documents(self) -> Iterator[tuple[TraceFile, RawDocument]]:
@@ -374,7 +376,7 @@ class ParallelReader:
                 try:
                     if kind == "claimed" and self.parent_joins and joined is None and not failed:
                         joined = self._join(i)  # while the workers read theirs
-                    result = fut.result()
+                    result: Any = self._received(fut.result()) if kind in ("share", "claimed") else fut.result()
                 except (ValueError, CutFallback) as err:  # a cut that was not between events, say: in process
                     if not failed:
                         why = str(err) if isinstance(err, CutFallback) or _unreadable(err) else \
@@ -386,7 +388,7 @@ class ParallelReader:
                     continue
                 if kind in ("share", "claimed"):
                     assert shares is not None
-                    shares.append(self._received(result))
+                    shares.append(result)
                 elif kind in ("piece", "piece_at"):
                     doc.parts.append(result)
                 elif kind in ("last", "last_at"):
@@ -428,8 +430,7 @@ class ParallelReader:
         if self._claims.finished():  # the workers have every piece already: nothing to inflate
             return "parts", {}, [], {}, []
         mine = parse_worker.claimed_share(str(f.path), f.name, PARENT, self._claims)
-        if mine[0] == "parts":
-            self.parent_pieces += len(mine[2])
+        self.parent_pieces += self._claims.taken_by(PARENT)  # (its result holds runs of pieces, merged)
         return mine
 
     def _sequential_from(self, start: int) -> Iterator[tuple[TraceFile, RawDocument]]:

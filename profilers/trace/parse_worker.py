@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from profilers.trace.pieces import PARENT, Claims
 from profilers.trace.json_events import finish, read_start, whole
-from profilers.trace.pieces import file_ident, stream_pieces
+from profilers.trace.pieces import PARENT, Claims, file_ident, stream_pieces
 from profilers.trace.sources import plain_file
 from profilers.trace.raw_columns import RawColumns, merge, raw_chunk
 from profilers.trace.structs import decode_piece

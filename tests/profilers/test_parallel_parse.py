@@ -482,3 +482,22 @@ def test_a_command_lines_read_does_not_wait_for_its_workers_to_exit(detach: bool
     for t in threading.enumerate():  # the detached pool's thread ends by itself; the tests after this want none
         if type(t).__name__ == "_ExecutorManagerThread" or t.name == "QueueFeederThread":
             t.join(timeout=10)
+
+
+def test_columns_that_cannot_be_mapped_back_send_the_file_to_the_sequential_reader(
+        shared_traces: Path, small_pieces: None, readers: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's shipped columns that the parent cannot map (a memory file gone wrong) are not lost: that file is
+    read in process, and the reader says why; the memory files are closed and forgotten either way."""
+    from profilers.trace import parse_worker
+
+    def unmappable(shipped: object, fds: object) -> object:
+        raise parse_worker.Unreadable("a worker's columns could not be mapped (test)")
+
+    monkeypatch.setattr(parse_worker, "unship", unmappable)  # the parent's side only: workers never call it
+    path = shared_traces / TRACES[0]
+    sequential = load_with(path, 0, monkeypatch)
+    assert_same_trace(sequential, load_with(path, 2, monkeypatch))
+    (reader,) = readers
+    if hasattr(os, "memfd_create"):
+        assert reader.sequential == [f"{path.name}: a worker's columns could not be mapped (test)"]
+    assert reader._result_fds == [] and parallel._RESULT_FDS == [] and parallel._CLAIMS is None
