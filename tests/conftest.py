@@ -103,3 +103,13 @@ def shared_traces() -> Path:
     # CI always has ../shared beside the checkout: a missing folder is a failure, never a skip.
     assert SHARED_TRACES.is_dir(), f"expected the shared real traces at {SHARED_TRACES}"
     return SHARED_TRACES
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-references", action="store_true", default=False,
+                     help="rewrite tests/references/analyze/*.json from today's code (on purpose only)")
+
+
+@pytest.fixture(scope="session")
+def update_references(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-references"))
