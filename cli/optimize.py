@@ -74,9 +74,12 @@ def load_spec(target: str, size: str) -> TrainingSpec:
         text = path.read_text(encoding="utf-8")
         return TrainingSpec.from_yaml(text) if path.suffix.lower() in (".yaml", ".yml") else \
             TrainingSpec.from_json(text)
-    from sample_runs import get_workload
+    from sample_runs import WorkloadError, get_workload
 
-    return get_workload(target).spec(size)
+    try:
+        return get_workload(target).spec(size)
+    except WorkloadError as err:
+        raise SpecError(str(err)) from None
 
 
 def run_device(spec: TrainingSpec) -> str:

@@ -1,10 +1,12 @@
-"""The sample workloads, by name: ``WORKLOADS`` and ``get_workload``.
+"""The sample workloads, by name (``WORKLOADS``, ``get_workload``); ``python -m sample_runs.train NAME`` trains one.
 
 Each workload lives in its own module and exposes ``WORKLOAD``. ``get_workload`` also accepts
 ``"package.module:NAME"`` for a workload defined outside this registry (your own model, or a test's).
 
-Every workload honours every spec knob (the trainer applies them, see ``sample_runs.base``) except where a
-knob has nothing to act on; the run's warnings then say so. Per workload:
+The package is an ordinary training project, on its own: it imports torch and its data libraries, never
+Stepwise's analysis, and Stepwise launches and instruments ``sample_runs.train`` exactly as it does a user's
+script. Every workload honours every flag of that script (``sample_runs.options``) except where a flag has
+nothing to act on; the script then warns (Python's ``warnings``, which the run's warnings carry). Per workload:
 
 =====================  ==============================================================================
 workload               knobs that cannot act (warned)
@@ -29,11 +31,11 @@ from __future__ import annotations
 
 import importlib
 
-from profilers.errors import SpecError
 from sample_runs import communication_bound, compute_bound, data_bound, digits, gpt_small, memory_bound, resnet_small
-from sample_runs.base import Parts, Size, Workload
+from sample_runs.base import BuildContext, Parts, Size, Workload
+from sample_runs.errors import WorkloadError
 
-__all__ = ["WORKLOADS", "Parts", "Size", "Workload", "get_workload"]
+__all__ = ["WORKLOADS", "BuildContext", "Parts", "Size", "Workload", "WorkloadError", "get_workload"]
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -50,7 +52,7 @@ WORKLOADS: dict[str, Workload] = {
 
 
 def get_workload(name: str) -> Workload:
-    """The registered workload ``name`` (or ``module:ATTR``); a SpecError names the known ones otherwise."""
+    """The registered workload ``name`` (or ``module:ATTR``); a WorkloadError names the known ones otherwise."""
     if name in WORKLOADS:
         return WORKLOADS[name]
     if ":" in name:
@@ -58,8 +60,8 @@ def get_workload(name: str) -> Workload:
         try:
             found = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as err:
-            raise SpecError(f"cannot load workload {name!r}: {err}") from None
+            raise WorkloadError(f"cannot load workload {name!r}: {err}") from None
         if not isinstance(found, Workload):
-            raise SpecError(f"{name!r} is a {type(found).__name__}, not a sample_runs.Workload")
+            raise WorkloadError(f"{name!r} is a {type(found).__name__}, not a sample_runs.Workload")
         return found
-    raise SpecError(f"unknown workload {name!r}; known workloads: {', '.join(sorted(WORKLOADS))}")
+    raise WorkloadError(f"unknown workload {name!r}; known workloads: {', '.join(sorted(WORKLOADS))}")

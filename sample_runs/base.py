@@ -1,8 +1,9 @@
-"""What a workload is: a named recipe that turns a :class:`TrainingSpec` into a model, a dataset and a loss.
+"""What a workload is: a named recipe that turns its parameters into a model, a dataset and a loss.
 
 A workload owns only *what* is trained. *How* it is trained (precision, DataLoader, DDP, accumulation,
-checkpointing, compile, …) is the trainer's job (``profilers.run.trainer``), so every workload honours every
-spec knob without code of its own. The few facts the trainer needs from the model travel in :class:`Parts`.
+checkpointing, compile, …) is the training script's job (``python -m sample_runs.train``), so every workload
+honours every knob without code of its own. The few facts the script needs from the model travel in
+:class:`Parts`; the few facts a workload needs from the run (its seed, where it runs) in :class:`BuildContext`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from profilers.errors import SpecError
-from profilers.run.spec import TrainingSpec
+from sample_runs.errors import WorkloadError
 
 Bottleneck = Literal["data", "compute", "memory", "communication"]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -23,61 +23,81 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 @dataclass(frozen=True)
 class Parts:
-    """What the trainer needs. ``dataset[i]`` returns ``(input_tensor, target)`` with fixed shapes."""
+    """What the script needs. ``dataset[i]`` returns ``(input_tensor, target)`` with fixed shapes."""
 
     model: nn.Module
     dataset: Dataset[Any]
     loss_fn: LossFn
-    checkpoint_blocks: tuple[str, ...] = ()  # submodule names the trainer wraps in torch.utils.checkpoint
+    checkpoint_blocks: tuple[str, ...] = ()  # submodule names the script wraps in torch.utils.checkpoint
     channels_last: bool = False  # the model has 4-D (N, C, H, W) activations, so channels_last can act
     decodes_samples: bool = False  # __getitem__ does real decode work, so cache_decoded can save it
 
 
 @dataclass(frozen=True)
+class BuildContext:
+    """What a builder may know of the run: the seed (data and weights are deterministic from it), the device type
+    it will train on (``cpu``/``cuda``) and the parameter names the command line set explicitly."""
+
+    seed: int = 0
+    device: str = "cpu"
+    explicit: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class Size:
-    """A named scale: workload parameters plus the spec fields that go with them (batch, steps, budget...)."""
+    """A named scale: workload parameters plus the training settings that go with them (the script's flags'
+    defaults — batch, steps, learning rate — and the launcher's: ``memory_budget_mb``, ``world_size``)."""
 
     params: Mapping[str, Any]
-    spec: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A registered workload. ``spec(size)`` is its recommended baseline; ``build(spec, rank)`` its parts."""
+    """A registered workload. ``settings(size)`` is its recommended baseline; ``build(params, ctx)`` its parts."""
 
     name: str
     description: str
     intended_bottleneck: Bottleneck | None
     default_params: Mapping[str, Any]
     sizes: Mapping[str, Size]
-    builder: Callable[[TrainingSpec, Mapping[str, Any], int], Parts]
-    base_spec: Mapping[str, Any] = field(default_factory=dict)  # spec fields for every size
+    builder: Callable[[Mapping[str, Any], BuildContext, int], Parts]
+    base_settings: Mapping[str, Any] = field(default_factory=dict)  # settings of every size
 
-    def spec(self, size: str = "tiny", **overrides: Any) -> TrainingSpec:
-        """The recommended baseline spec at ``size``; ``overrides`` are applied with ``TrainingSpec.patch``."""
-        chosen = self._size(size)
-        base = TrainingSpec(workload=self.name, params={"size": size}, **{**self.base_spec, **chosen.spec})
-        return base.patch(**overrides) if overrides else base
+    def settings(self, size: str = "tiny") -> dict[str, Any]:
+        """The recommended training settings at ``size`` (what its flags default to)."""
+        return {**self.base_settings, **self._size(size).settings}
 
-    def resolve_params(self, spec: TrainingSpec) -> dict[str, Any]:
-        """defaults < the size's params < explicit ``spec.params`` (unknown names are a SpecError)."""
-        explicit = {k: v for k, v in spec.params.items() if k != "size"}
+    def resolve_params(self, size: str = "tiny", explicit: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """defaults < the size's params < ``explicit`` ones (an unknown name is a WorkloadError)."""
+        explicit = dict(explicit or {})
         unknown = sorted(set(explicit) - set(self.default_params))
         if unknown:
-            raise SpecError(
-                f"workload {self.name!r} has no parameter(s) {unknown}; "
-                f"its parameters are {sorted(self.default_params)} (plus 'size')"
-            )
-        size = spec.params.get("size", "tiny")
-        return {**self.default_params, **self._size(str(size)).params, **explicit}
+            raise WorkloadError(f"workload {self.name!r} has no parameter(s) {unknown}; its parameters are "
+                                f"{sorted(self.default_params)}")
+        return {**self.default_params, **self._size(size).params, **explicit}
 
-    def build(self, spec: TrainingSpec, rank: int = 0) -> Parts:
-        """Model, data and loss for ``spec``; deterministic from ``spec.seed`` (the same on every rank)."""
-        return self.builder(spec, self.resolve_params(spec), rank)
+    def build(self, size: str = "tiny", explicit: Mapping[str, Any] | None = None, seed: int = 0,
+              device: str = "cpu", rank: int = 0) -> Parts:
+        """Model, data and loss; deterministic from ``seed`` (the same on every rank)."""
+        params = self.resolve_params(size, explicit)
+        return self.builder(params, BuildContext(seed, device, frozenset(explicit or {})), rank)
+
+    def spec(self, size: str = "tiny", **overrides: Any) -> Any:
+        """Transitional (removed with the worker): the recommended ``TrainingSpec`` at ``size``."""
+        from profilers.errors import SpecError
+        from profilers.run.spec import TrainingSpec
+
+        try:
+            settings = self.settings(size)
+        except WorkloadError as err:
+            raise SpecError(str(err)) from None
+        base = TrainingSpec(workload=self.name, params={"size": size}, **settings)
+        return base.patch(**overrides) if overrides else base
 
     def _size(self, size: str) -> Size:
         if size not in self.sizes:
-            raise SpecError(f"workload {self.name!r} has no size {size!r}; sizes: {sorted(self.sizes)}")
+            raise WorkloadError(f"workload {self.name!r} has no size {size!r}; sizes: {sorted(self.sizes)}")
         return self.sizes[size]
 
 

@@ -13,8 +13,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from profilers.run.spec import TrainingSpec
-from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
+from sample_runs.base import BuildContext, Parts, Size, Workload, cross_entropy, teacher_classification
 
 
 class WideProjection(nn.Module):
@@ -30,8 +29,8 @@ class WideProjection(nn.Module):
         return torch.cat([part(x) for part in self.parts], dim=1)
 
 
-def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
-    data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=spec.seed)
+def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
+    data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=ctx.seed)
     model = nn.Sequential(  # blocks "0" and "1" are checkpointable units
         nn.Sequential(WideProjection(p["dim"], p["width"], p["chunks"]), nn.ReLU()),  # dim × width parameters
         nn.Sequential(nn.Linear(p["width"], p["hidden"]), nn.ReLU()),
@@ -52,9 +51,9 @@ WORKLOAD = Workload(
         # 4 MB blocks (chunks 2). Shares measured: benchmarks/results/workload-shares-2026-11.md;
         # tests/advisors/test_real_runs.py judges it over 8 profiled steps.
         "tiny": Size(params={"samples": 512, "dim": 1024, "width": 2048, "chunks": 8, "hidden": 64},
-                     spec={"steps": 10}),
-        "bench": Size(params={}, spec={"steps": 40}),
+                     settings={"steps": 10}),
+        "bench": Size(params={}, settings={"steps": 40}),
     },
     builder=build,
-    base_spec={"world_size": 2, "batch_size": 4},
+    base_settings={"world_size": 2, "batch_size": 4},
 )

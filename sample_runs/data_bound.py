@@ -11,8 +11,7 @@ from typing import Any, Mapping
 
 from torch import nn
 
-from profilers.run.spec import TrainingSpec
-from sample_runs.base import Parts, Size, Workload, cross_entropy
+from sample_runs.base import BuildContext, Parts, Size, Workload, cross_entropy
 from sample_runs.jpeg_data import JpegDataset, encode_images
 
 
@@ -26,9 +25,9 @@ def small_cnn(classes: int, width: int) -> nn.Sequential:
     )
 
 
-def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
-    blobs, labels = encode_images(p["images"], p["classes"], p["source_size"], seed=spec.seed)
-    dataset = JpegDataset(blobs, labels, out_size=p["image_size"], seed=spec.seed, blur=p["blur"])
+def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
+    blobs, labels = encode_images(p["images"], p["classes"], p["source_size"], seed=ctx.seed)
+    dataset = JpegDataset(blobs, labels, out_size=p["image_size"], seed=ctx.seed, blur=p["blur"])
     return Parts(model=small_cnn(p["classes"], p["width"]), dataset=dataset, loss_fn=cross_entropy,
                  checkpoint_blocks=("0", "1"), channels_last=True, decodes_samples=True)
 
@@ -42,8 +41,8 @@ WORKLOAD = Workload(
     sizes={
         # bench: 128 images, 4 steps per epoch, 48 steps = 12 epochs, so a decoded-sample cache pays off.
         # tiny: large source JPEGs keep decoding clearly ahead of the model even when the CPU is contended.
-        "tiny": Size(params={"images": 48, "source_size": 384}, spec={"batch_size": 16, "steps": 10}),
-        "bench": Size(params={}, spec={"batch_size": 32, "steps": 48}),
+        "tiny": Size(params={"images": 48, "source_size": 384}, settings={"batch_size": 16, "steps": 10}),
+        "bench": Size(params={}, settings={"batch_size": 32, "steps": 48}),
     },
     builder=build,
 )

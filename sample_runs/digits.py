@@ -7,8 +7,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from profilers.run.spec import TrainingSpec
-from sample_runs.base import Parts, Size, TensorPairs, Workload, cross_entropy, generator
+from sample_runs.base import BuildContext, Parts, Size, TensorPairs, Workload, cross_entropy, generator
 
 
 def digits_dataset(seed: int, limit: int | None) -> TensorPairs:
@@ -24,14 +23,14 @@ def digits_dataset(seed: int, limit: int | None) -> TensorPairs:
     return TensorPairs(x[order].contiguous(), y[order].contiguous())
 
 
-def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
+def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
     w = p["width"]
     model = nn.Sequential(
         nn.Sequential(nn.Conv2d(1, w, 3, padding=1), nn.ReLU()),
         nn.Sequential(nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)),
         nn.Flatten(), nn.Linear(2 * w * 16, 64), nn.ReLU(), nn.Linear(64, 10),
     )
-    return Parts(model=model, dataset=digits_dataset(spec.seed, p["limit"]), loss_fn=cross_entropy,
+    return Parts(model=model, dataset=digits_dataset(ctx.seed, p["limit"]), loss_fn=cross_entropy,
                  checkpoint_blocks=("0", "1"), channels_last=True)
 
 
@@ -43,8 +42,8 @@ WORKLOAD = Workload(
     sizes={
         # tiny: bench's width, so forward+backward clearly lead the ~2 ms of Python per step (at width 8 they
         # did not; shares measured: benchmarks/results/workload-shares-2026-11.md).
-        "tiny": Size(params={"limit": 512}, spec={"batch_size": 32, "steps": 10, "lr": 0.1}),
-        "bench": Size(params={}, spec={"batch_size": 64, "steps": 60, "lr": 0.1}),
+        "tiny": Size(params={"limit": 512}, settings={"batch_size": 32, "steps": 10, "lr": 0.1}),
+        "bench": Size(params={}, settings={"batch_size": 64, "steps": 60, "lr": 0.1}),
     },
     builder=build,
 )

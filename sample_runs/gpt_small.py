@@ -11,8 +11,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from profilers.run.spec import TrainingSpec
-from sample_runs.base import Parts, Size, TensorPairs, Workload, cross_entropy, generator
+from sample_runs.base import BuildContext, Parts, Size, TensorPairs, Workload, cross_entropy, generator
 
 
 class Block(nn.Module):
@@ -57,8 +56,8 @@ def markov_tokens(n: int, block_size: int, vocab: int, seed: int) -> TensorPairs
     return TensorPairs(seq[:, :-1].contiguous(), seq[:, 1:].contiguous())
 
 
-def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
-    data = markov_tokens(p["samples"], p["block_size"], p["vocab"], seed=spec.seed)
+def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
+    data = markov_tokens(p["samples"], p["block_size"], p["vocab"], seed=ctx.seed)
     model = GPTSmall(p["vocab"], p["block_size"], p["dim"], p["heads"], p["layers"])
     names = tuple(f"blocks.{i}" for i in range(p["layers"]))
     return Parts(model=model, dataset=data, loss_fn=cross_entropy, checkpoint_blocks=names)
@@ -71,8 +70,8 @@ WORKLOAD = Workload(
     default_params={"samples": 2048, "vocab": 256, "block_size": 128, "dim": 256, "heads": 4, "layers": 4},
     sizes={
         "tiny": Size(params={"samples": 256, "vocab": 64, "block_size": 32, "dim": 64, "heads": 2, "layers": 2},
-                     spec={"batch_size": 16, "steps": 10, "optimizer": "adamw", "lr": 0.003}),
-        "bench": Size(params={}, spec={"batch_size": 32, "steps": 30, "optimizer": "adamw", "lr": 0.001}),
+                     settings={"batch_size": 16, "steps": 10, "optimizer": "adamw", "lr": 0.003}),
+        "bench": Size(params={}, settings={"batch_size": 32, "steps": 30, "optimizer": "adamw", "lr": 0.001}),
     },
     builder=build,
 )

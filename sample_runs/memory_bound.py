@@ -1,8 +1,9 @@
 """``memory_bound``: a deep, narrow MLP on a large batch, whose saved activations overflow its memory budget.
 
-At the default batch the activations alone exceed ``memory_budget_mb`` (the spec carries the budget, so the
-baseline ends ``out_of_memory``). Micro-batching (``grad_accum_steps``) divides the live activations by the
-number of micro-batches at almost no cost per sample: each micro-batch is still thousands of rows.
+At the default batch the activations alone exceed ``memory_budget_mb`` (the size's settings carry the budget,
+which is the launcher's memory limit for the run, so the baseline ends ``out_of_memory``). Micro-batching
+(``--grad-accum-steps``) divides the live activations by the number of micro-batches at almost no cost per
+sample: each micro-batch is still thousands of rows.
 
 On CPU the budget is checked against RSS, which glibc's heap inflates above the live tensors (freed holes
 between long-lived tensors). Each block is a residual gated unit, ``x + gelu(h) * sigmoid(h) / sqrt(depth)``
@@ -13,7 +14,7 @@ honoured, but under glibc it lowers RSS far less than live memory, so budgets ar
 On CUDA the budget caps the caching allocator (live tensors, no heap inflation), so the CPU depth would fit
 in it. There the model is ``cuda_depth`` blocks deep, derived from each size's batch and budget by
 ``sample_runs.memory_sizing`` so that the full batch needs ~1.4 × the budget and half of it ~0.7 ×. The
-depth depends on the size, not on the spec's ``memory_budget_mb``, so the budget-lifted reference run of an
+depth depends on the size, not on the run's ``memory_budget_mb``, so the budget-lifted reference run of an
 experiment trains the same model. An explicit ``params.depth`` is used as given on either device.
 """
 
@@ -25,9 +26,8 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from profilers.run.spec import TrainingSpec
-from sample_runs.base import Parts, Size, Workload, cross_entropy, teacher_classification
-from sample_runs.memory_sizing import cuda_depth, runs_on_cuda
+from sample_runs.base import BuildContext, Parts, Size, Workload, cross_entropy, teacher_classification
+from sample_runs.memory_sizing import cuda_depth
 
 
 class GatedBlock(nn.Module):
@@ -42,9 +42,9 @@ class GatedBlock(nn.Module):
         return x + nn.functional.gelu(h) * torch.sigmoid(h) * self.scale
 
 
-def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
-    data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=spec.seed)
-    depth = p["cuda_depth"] if runs_on_cuda(spec) and "depth" not in spec.params else p["depth"]
+def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
+    data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=ctx.seed)
+    depth = p["cuda_depth"] if ctx.device == "cuda" and "depth" not in ctx.explicit else p["depth"]
     blocks = [GatedBlock(p["width"], depth) for _ in range(depth)]
     model = nn.Sequential(nn.Linear(p["dim"], p["width"]), *blocks, nn.Linear(p["width"], p["classes"]))
     names = tuple(str(i) for i in range(1, depth + 1))
@@ -72,8 +72,8 @@ WORKLOAD = Workload(
     sizes={
         # The measured RSS peaks of each size: benchmarks/results/workload-shares-2026-11.md. The bench budget
         # sits near the middle of the gap between full and half batch, so neither side is marginal.
-        "tiny": Size(params={"depth": 12, "cuda_depth": _cuda_depth(TINY)}, spec={**TINY, "steps": 10}),
-        "bench": Size(params={}, spec={**BENCH, "steps": 20}),
+        "tiny": Size(params={"depth": 12, "cuda_depth": _cuda_depth(TINY)}, settings={**TINY, "steps": 10}),
+        "bench": Size(params={}, settings={**BENCH, "steps": 20}),
     },
     builder=build,
 )

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import math
 
-import torch
-
-from profilers.run.spec import TrainingSpec
 
 MB = 2**20
 FP32 = 4
@@ -48,7 +45,3 @@ def cuda_depth(budget_mb: float, batch: int, dim: int, width: int, classes: int)
     rest = peak_bytes(batch, dim, width, 0, classes)
     return max(1, math.ceil((OVERSHOOT * budget_mb * MB - rest) / per_block))
 
-
-def runs_on_cuda(spec: TrainingSpec) -> bool:
-    """Where the trainer will put the model (``device='auto'`` means CUDA when present)."""
-    return spec.device == "cuda" or (spec.device == "auto" and torch.cuda.is_available())

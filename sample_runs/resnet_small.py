@@ -7,8 +7,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from profilers.run.spec import TrainingSpec
-from sample_runs.base import Parts, Size, TensorPairs, Workload, cross_entropy, generator
+from sample_runs.base import BuildContext, Parts, Size, TensorPairs, Workload, cross_entropy, generator
 
 
 class BasicBlock(nn.Module):
@@ -54,8 +53,8 @@ def synthetic_images(n: int, classes: int, size: int, seed: int) -> TensorPairs:
     return TensorPairs(x, y)
 
 
-def build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
-    data = synthetic_images(p["samples"], p["classes"], p["image_size"], seed=spec.seed)
+def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
+    data = synthetic_images(p["samples"], p["classes"], p["image_size"], seed=ctx.seed)
     model = ResNetSmall(p["width"], p["blocks_per_stage"], p["classes"])
     names = tuple(f"blocks.{i}" for i in range(len(model.blocks)))
     return Parts(model=model, dataset=data, loss_fn=cross_entropy, checkpoint_blocks=names, channels_last=True)
@@ -67,9 +66,9 @@ WORKLOAD = Workload(
     intended_bottleneck=None,
     default_params={"samples": 2048, "classes": 10, "image_size": 32, "width": 32, "blocks_per_stage": 2},
     sizes={
-        "tiny": Size(params={"samples": 256, "width": 8, "blocks_per_stage": 1}, spec={"batch_size": 16,
+        "tiny": Size(params={"samples": 256, "width": 8, "blocks_per_stage": 1}, settings={"batch_size": 16,
                                                                                         "steps": 10}),
-        "bench": Size(params={}, spec={"batch_size": 64, "steps": 30}),
+        "bench": Size(params={}, settings={"batch_size": 64, "steps": 30}),
     },
     builder=build,
 )

@@ -37,12 +37,15 @@ def check_workload(name: str, allow_external: bool = False) -> None:
     opt-in of Python callers such as tests, never used by the command line or the dashboard, so a spec that
     arrives from a file cannot make the runner import code.
     """
-    from sample_runs import WORKLOADS, get_workload  # imported here: the registry imports every workload
+    from sample_runs import WORKLOADS, WorkloadError, get_workload  # imported here: it imports every workload
 
     if name in WORKLOADS:
         return
     if allow_external and ":" in name:
-        get_workload(name)
+        try:
+            get_workload(name)
+        except WorkloadError as err:
+            raise SpecError(str(err)) from None
         return
     known = ", ".join(sorted(WORKLOADS)) or "none registered"
     raise SpecError(f"unknown workload {name!r}; known workloads: {known}")

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from profilers.errors import SpecError
 from profilers.run import trainer_dist
 
 from profilers.run import trainer_setup
@@ -71,7 +72,7 @@ class Trainer:
 
     @classmethod
     def build(cls, spec: TrainingSpec, info: trainer_dist.DistInfo | None = None) -> Trainer:
-        from sample_runs import get_workload  # by name: sample_runs is a registry the trainer looks up
+        from sample_runs import WorkloadError, get_workload  # by name: a registry the trainer looks up
 
         info = info or trainer_dist.DistInfo()
         trainer_dist.check_world(spec, info)
@@ -81,7 +82,13 @@ class Trainer:
         backend = trainer_dist.init_process_group(spec, info, device) if info.distributed else None
         trainer_dist.check_same_spec(spec, info)
         torch.manual_seed(spec.seed)  # identical initial weights on every rank and every A/B trial
-        parts = get_workload(spec.workload).build(spec, info.rank)
+        explicit = {k: v for k, v in spec.params.items() if k != "size"}
+        try:
+            workload = get_workload(spec.workload)
+        except WorkloadError as err:
+            raise SpecError(str(err)) from None
+        parts = workload.build(str(spec.params.get("size", "tiny")), explicit, spec.seed,
+                                                  device.type, info.rank)
         model = trainer_setup.prepare_model(parts.model, spec, device, checkpoint_blocks=parts.checkpoint_blocks,
                                             channels_last_applies=parts.channels_last, warnings=warnings)
         if info.distributed:

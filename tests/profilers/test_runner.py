@@ -253,13 +253,13 @@ class _FailingData(torch.utils.data.Dataset):  # type: ignore[type-arg]
         return self.inner[i]
 
 
-def _build_failing(spec: Any, params: Mapping[str, Any], rank: int) -> Parts:
+def _build_failing(params: Mapping[str, Any], ctx: Any, rank: int) -> Parts:
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
     return Parts(model=model, dataset=_FailingData(params["ok_items"]), loss_fn=cross_entropy)
 
 
 FAILING = Workload(name="failing", description="raises after a few steps (tests only)", intended_bottleneck=None,
-                   default_params={"ok_items": 32}, sizes={"tiny": Size(params={}, spec={"batch_size": 8})},
+                   default_params={"ok_items": 32}, sizes={"tiny": Size(params={}, settings={"batch_size": 8})},
                    builder=_build_failing)
 ENV = {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 

@@ -75,7 +75,7 @@ def test_cache_decodes_each_sample_once_across_epochs_and_workers(workers: int) 
 
 
 def test_cache_batched_path_matches_the_dataset() -> None:
-    data = WORKLOADS["compute_bound"].build(WORKLOADS["compute_bound"].spec("tiny")).dataset
+    data = WORKLOADS["compute_bound"].build("tiny").dataset
     cache = SharedSampleCache(data, len(data))  # type: ignore[arg-type]
     idx = [5, 1, 5, 300]
     x, y = cache.__getitems__(idx)

@@ -56,8 +56,8 @@ class Misbehaving(nn.Module):
         return self.linear(x)
 
 
-def _build(spec: TrainingSpec, p: Mapping[str, Any], rank: int) -> Parts:
-    data = teacher_classification(256, 16, 4, seed=spec.seed)
+def _build(p: Mapping[str, Any], ctx: Any, rank: int) -> Parts:
+    data = teacher_classification(256, 16, 4, seed=ctx.seed)
     return Parts(model=Misbehaving(p["mode"], p["at"]), dataset=data, loss_fn=cross_entropy)
 
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from profilers.run.trainer import Trainer
-from sample_runs import WORKLOADS
+from sample_runs import WORKLOADS, options
+from sample_runs.train import setup, train
 
 # In-process (one rank) and small enough to be quick; checkpointing does not depend on the rank count.
 # data_bound: 16 small JPEGs instead of 48 at 384 px (encoding them was most of its time); resnet_small: 64 samples.
-SMALL = {"memory_bound": {"batch_size": 64, "memory_budget_mb": None, "params": {"samples": 256}},
-         "communication_bound": {"world_size": 1},
-         "data_bound": {"params": {"images": 16, "source_size": 96}},
-         "resnet_small": {"params": {"samples": 64}}}
+SMALL = {"memory_bound": ["--batch-size", "64", "--set-param", "samples=256"],
+         "data_bound": ["--set-param", "images=16", "--set-param", "source_size=96"],
+         "resnet_small": ["--set-param", "samples=64"]}
 
 
 def _inner_layer(block: nn.Module) -> nn.Module:
@@ -24,29 +23,15 @@ def _inner_layer(block: nn.Module) -> nn.Module:
 
 
 def _run(name: str, checkpointing: bool) -> tuple[list[int], list[float]]:
-    spec = WORKLOADS[name].spec("tiny", steps=2, activation_checkpointing=checkpointing, **SMALL.get(name, {}))
-    names = WORKLOADS[name].build(spec).checkpoint_blocks
+    argv = [name, "--steps", "2", *(["--activation-checkpointing"] * checkpointing), *SMALL.get(name, [])]
+    names = WORKLOADS[name].build("tiny", options.parse(argv).params).checkpoint_blocks
     assert names, f"{name} declares no checkpoint blocks"
-    trainer = Trainer.build(spec)
+    t = setup(options.parse(argv))
     calls = [0] * len(names)
     for i, block in enumerate(names):
-        layer = _inner_layer(trainer.model.get_submodule(block))
+        layer = _inner_layer(t.model.get_submodule(block))
         layer.register_forward_hook(lambda *_, i=i: calls.__setitem__(i, calls[i] + 1))
-    losses: list[float] = []
-    trainer.run(_LossHooks(losses))
-    assert not [w for w in trainer.warnings if "checkpoint" in w], trainer.warnings
-    return calls, losses
-
-
-class _LossHooks:
-    def __init__(self, losses: list[float]) -> None:
-        self.losses = losses
-
-    def before_step(self, step: int) -> None:
-        pass
-
-    def after_step(self, record) -> None:  # type: ignore[no-untyped-def]
-        self.losses.append(record.loss)
+    return calls, train(t)
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

@@ -12,14 +12,14 @@ from torch.profiler import ProfilerActivity, profile
 from profilers.trace.breakdown import breakdown
 from profilers.trace.load import load_trace
 from sample_runs import WORKLOADS
-from sample_runs.memory_sizing import MB, cuda_depth, peak_bytes, runs_on_cuda, saved_bytes
+from sample_runs.memory_sizing import MB, cuda_depth, peak_bytes, saved_bytes
 
 W = WORKLOADS["memory_bound"]
 SHAPE = {"dim": 64, "width": 128, "classes": 10}
 
 
 def _parts(batch: int, depth: int):  # type: ignore[no-untyped-def]
-    return W.build(W.spec("tiny", device="cpu", batch_size=batch, params={"samples": batch, "depth": depth}))
+    return W.build("tiny", {"samples": batch, "depth": depth})
 
 
 @pytest.mark.parametrize("depth", [1, 3])
@@ -64,32 +64,26 @@ def test_peak_bytes_matches_the_live_peak_in_a_profiled_step(depth: int, tmp_pat
 
 @pytest.mark.parametrize("size", ["tiny", "bench"])
 def test_on_cuda_the_full_batch_overflows_the_budget_and_half_of_it_fits(size: str) -> None:
-    spec = W.spec(size)
-    p = W.resolve_params(spec)
-    budget = spec.memory_budget_mb * MB  # type: ignore[operator]
-    assert p["cuda_depth"] == cuda_depth(spec.memory_budget_mb, spec.batch_size, **SHAPE)  # type: ignore[arg-type]
+    settings = W.settings(size)
+    p = W.resolve_params(size)
+    budget, batch = settings["memory_budget_mb"] * MB, settings["batch_size"]
+    assert p["cuda_depth"] == cuda_depth(settings["memory_budget_mb"], batch, **SHAPE)
     # Why CUDA needs its own depth: at the CPU depth the live tensors of the full batch fit the budget.
-    assert peak_bytes(spec.batch_size, depth=p["depth"], **SHAPE) < 0.8 * budget
-    full = peak_bytes(spec.batch_size, depth=p["cuda_depth"], **SHAPE)
-    half = peak_bytes(spec.batch_size // 2, depth=p["cuda_depth"], **SHAPE)
-    quarter = peak_bytes(spec.batch_size // 4, depth=p["cuda_depth"], **SHAPE)
+    assert peak_bytes(batch, depth=p["depth"], **SHAPE) < 0.8 * budget
+    full = peak_bytes(batch, depth=p["cuda_depth"], **SHAPE)
+    half = peak_bytes(batch // 2, depth=p["cuda_depth"], **SHAPE)
+    quarter = peak_bytes(batch // 4, depth=p["cuda_depth"], **SHAPE)
     assert full > 1.35 * budget and half < 0.75 * budget and quarter < 0.4 * budget
 
 
-def _depth(spec) -> int:  # type: ignore[no-untyped-def]
-    return len(W.build(spec.patch(params={"samples": 64})).checkpoint_blocks)
+def _depth(device: str, explicit: dict | None = None) -> int:  # type: ignore[type-arg]
+    return len(W.build("tiny", {"samples": 64, **(explicit or {})}, device=device).checkpoint_blocks)
 
 
-def test_the_model_takes_the_cuda_depth_only_where_it_will_run_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
-    tiny = W.resolve_params(W.spec("tiny"))
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert not runs_on_cuda(W.spec("tiny")) and _depth(W.spec("tiny")) == tiny["depth"] == 12
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert runs_on_cuda(W.spec("tiny")) and runs_on_cuda(W.spec("tiny", device="cuda"))
-    assert _depth(W.spec("tiny")) == tiny["cuda_depth"] > tiny["depth"]
-    assert _depth(W.spec("tiny", device="cpu")) == tiny["depth"]  # the CPU sizes are unchanged
-    # The budget-lifted reference and the micro-batched fix train the same model as the baseline.
-    assert _depth(W.spec("tiny", memory_budget_mb=None)) == _depth(W.spec("tiny", grad_accum_steps=2)) == \
-        tiny["cuda_depth"]
-    assert _depth(W.spec("tiny", params={"depth": 3})) == 3  # an explicit depth is taken as given
-    assert _depth(W.spec("bench")) == W.resolve_params(W.spec("bench"))["cuda_depth"]
+def test_the_model_takes_the_cuda_depth_only_where_it_will_run_on_cuda() -> None:
+    tiny = W.resolve_params("tiny")
+    assert _depth("cpu") == tiny["depth"] == 12
+    assert _depth("cuda") == tiny["cuda_depth"] > tiny["depth"]  # the script builds it for where it trains
+    assert _depth("cuda", {"depth": 3}) == _depth("cpu", {"depth": 3}) == 3  # an explicit depth is taken as given
+    assert W.resolve_params("bench")["cuda_depth"] == len(W.build("bench", {"samples": 64}, device="cuda")
+                                                          .checkpoint_blocks)

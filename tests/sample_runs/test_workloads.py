@@ -14,13 +14,11 @@ import pytest
 import torch
 from PIL import Image
 
-from profilers.errors import SpecError
-from profilers.run.spec import TrainingSpec
-from profilers.run.trainer import Trainer
 import sample_runs
-from sample_runs import WORKLOADS, get_workload
+from sample_runs import WORKLOADS, WorkloadError, get_workload, options
 from sample_runs.base import Bottleneck
 from sample_runs.jpeg_data import encode_images
+from sample_runs.train_parts import cannot_act, pick_device
 
 REQUIRED = {"data_bound", "compute_bound", "memory_bound", "communication_bound", "resnet_small", "gpt_small",
             "digits"}
@@ -30,11 +28,11 @@ ALL = sorted(WORKLOADS)
 def test_registry_holds_the_required_workloads_and_names_them_on_a_miss() -> None:
     assert REQUIRED <= set(WORKLOADS)
     assert get_workload("digits") is WORKLOADS["digits"]
-    with pytest.raises(SpecError, match="unknown workload 'nope'; known workloads: .*data_bound"):
+    with pytest.raises(WorkloadError, match="unknown workload 'nope'; known workloads: .*data_bound"):
         get_workload("nope")
-    with pytest.raises(SpecError, match="cannot load workload"):
+    with pytest.raises(WorkloadError, match="cannot load workload"):
         get_workload("no.such.module:W")
-    with pytest.raises(SpecError, match="not a sample_runs.Workload"):
+    with pytest.raises(WorkloadError, match="not a sample_runs.Workload"):
         get_workload("sample_runs:WORKLOADS")
     assert get_workload("sample_runs.digits:WORKLOAD") is WORKLOADS["digits"]
 
@@ -43,11 +41,10 @@ def test_registry_holds_the_required_workloads_and_names_them_on_a_miss() -> Non
 def test_each_workload_builds_a_model_that_trains_on_its_data(name: str) -> None:
     w = WORKLOADS[name]
     assert {"tiny", "bench"} <= set(w.sizes) and w.description
-    spec = w.spec("tiny")
-    assert spec.workload == name and spec.params["size"] == "tiny"
-    w.spec("bench")  # valid too
+    assert options.check(options.defaults(name, "tiny")) is None
+    assert options.check(options.defaults(name, "bench")) is None  # valid too
     torch.manual_seed(0)
-    parts = w.build(spec)
+    parts = w.build("tiny")
     n = min(8, len(parts.dataset))  # type: ignore[arg-type]
     samples = [parts.dataset[i] for i in range(n)]
     x = torch.stack([torch.as_tensor(s[0]) for s in samples])
@@ -63,9 +60,9 @@ def test_each_workload_builds_a_model_that_trains_on_its_data(name: str) -> None
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "data_bound" else n for n in ALL])
 def test_data_is_deterministic_from_the_seed(name: str) -> None:  # data_bound encodes its JPEGs three times: 1.7 s
     w = WORKLOADS[name]
-    first = w.build(w.spec("tiny")).dataset[3]
-    again = w.build(w.spec("tiny")).dataset[3]
-    other = w.build(w.spec("tiny", seed=1)).dataset[3]
+    first = w.build("tiny").dataset[3]
+    again = w.build("tiny").dataset[3]
+    other = w.build("tiny", seed=1).dataset[3]
     assert torch.equal(torch.as_tensor(first[0]), torch.as_tensor(again[0]))
     assert not torch.equal(torch.as_tensor(first[0]), torch.as_tensor(other[0]))
 
@@ -87,42 +84,41 @@ def test_a_designed_bottleneck_is_built_into_every_baseline(name: str) -> None:
     w = WORKLOADS[name]
     assert w.intended_bottleneck in (None, *get_args(Bottleneck)), w.intended_bottleneck
     for size in ("tiny", "bench"):
-        spec = w.spec(size)
+        settings = options.defaults(name, size)
         if w.intended_bottleneck == "memory":
-            assert spec.memory_budget_mb is not None
+            assert settings["memory_budget_mb"] is not None
         if w.intended_bottleneck == "communication":
-            assert spec.world_size >= 2
+            assert settings["world_size"] >= 2
     if w.intended_bottleneck == "data":
-        assert w.build(w.spec("tiny")).decodes_samples
+        assert w.build("tiny").decodes_samples
     if w.intended_bottleneck is None:
         assert expected_group(name) in GROUPS
 
 
-def test_spec_overrides_and_params_resolution() -> None:
+def test_settings_and_params_resolution() -> None:
     w = WORKLOADS["compute_bound"]
-    spec = w.spec("tiny", precision="bf16", params={"width": 32})
-    assert spec.precision == "bf16" and dict(spec.params) == {"size": "tiny", "width": 32}
-    assert w.resolve_params(spec)["width"] == 32 and w.resolve_params(spec)["depth"] == 3
-    with pytest.raises(SpecError, match="has no parameter"):
-        w.build(spec.patch(params={"widht": 3}))
-    with pytest.raises(SpecError, match="has no size 'huge'"):
-        w.spec("huge")
-    with pytest.raises(SpecError, match="has no size"):
-        w.build(TrainingSpec(workload="compute_bound", params={"size": "huge"}))
+    assert w.settings("tiny")["batch_size"] == 128 and w.settings("bench")["batch_size"] == 256
+    assert w.resolve_params("tiny", {"width": 32})["width"] == 32 and w.resolve_params("tiny")["depth"] == 3
+    with pytest.raises(WorkloadError, match="has no parameter"):
+        w.build("tiny", {"widht": 3})
+    with pytest.raises(WorkloadError, match="has no size 'huge'"):
+        w.settings("huge")
+    with pytest.raises(WorkloadError, match="has no size"):
+        w.build("huge")
 
 
 def test_data_bound_really_decodes_jpeg_per_sample() -> None:
     blobs, labels = encode_images(3, classes=10, size=48, seed=0)
     assert all(b[:2] == b"\xff\xd8" for b in blobs) and len(labels) == 3  # JPEG start-of-image marker
     assert Image.open(io.BytesIO(blobs[0])).format == "JPEG"
-    ds = WORKLOADS["data_bound"].build(WORKLOADS["data_bound"].spec("tiny")).dataset
+    ds = WORKLOADS["data_bound"].build("tiny").dataset
     x, label = ds[0]
     assert x.shape == (3, 64, 64) and x.dtype == torch.float32 and 0 <= label < 10
     assert torch.equal(ds[0][0], x)  # augmentation seeded per sample: the same wherever computed
 
 
 def test_digits_is_the_real_sklearn_data() -> None:
-    ds = WORKLOADS["digits"].build(WORKLOADS["digits"].spec("bench")).dataset
+    ds = WORKLOADS["digits"].build("bench").dataset
     assert len(ds) == 1797  # type: ignore[arg-type]
     x, y = ds[0]
     assert x.shape == (1, 8, 8) and 0.0 <= float(x.min()) and float(x.max()) <= 1.0 and 0 <= int(y) <= 9
@@ -169,21 +165,21 @@ def test_the_docs_table_names_every_workload_and_only_those() -> None:
 
 @pytest.mark.parametrize("name", ALL)
 def test_the_knobs_a_workload_cannot_honour_are_warned_as_documented(name: str) -> None:
-    spec = WORKLOADS[name].spec("tiny", device="cpu", world_size=1, memory_budget_mb=None, channels_last=True,
-                                cache_decoded=True, activation_checkpointing=True)
-    warnings = " | ".join(Trainer.build(spec).warnings)
-    warned = {k for k in sorted(PER_WORKLOAD_KNOBS) if f"{k}=True" in warnings}
+    args = options.parse([name, "--device", "cpu", "--channels-last", "--cache-decoded",
+                          "--activation-checkpointing"])
+    notes = " | ".join(cannot_act(args, WORKLOADS[name].build("tiny"), pick_device("cpu", 0), 1, None))
+    warned = {k for k in sorted(PER_WORKLOAD_KNOBS) if f"{k}=True" in notes}
     assert name in CANNOT_ACT, f"{name} is missing from the workload table in sample_runs/__init__.py"
-    assert warned == CANNOT_ACT[name], warnings
+    assert warned == CANNOT_ACT[name], notes
 
 
 @pytest.mark.parametrize("name", ALL)
 def test_cudnn_benchmark_on_cuda_is_warned_where_there_is_no_convolution(name: str) -> None:
-    from profilers.run.trainer_setup import cudnn_benchmark_note
-
-    spec = WORKLOADS[name].spec("tiny", cudnn_benchmark=True)
-    model = WORKLOADS[name].build(spec).model
-    note = cudnn_benchmark_note(model, spec, "cuda")
-    assert (note is not None) == (name in NO_CONVOLUTIONS), note
-    assert cudnn_benchmark_note(model, spec.patch(cudnn_benchmark=False), "cuda") is None
-    assert cudnn_benchmark_note(model, spec, "cpu") is None  # the CPU path warns "CUDA only" instead
+    on = options.parse([name, "--cudnn-benchmark"])
+    parts = WORKLOADS[name].build("tiny")
+    cuda = torch.device("cuda", 0)  # only its type is read
+    notes = [n for n in cannot_act(on, parts, cuda, 1, None) if "cudnn_benchmark" in n]
+    assert bool(notes) == (name in NO_CONVOLUTIONS), notes
+    assert not [n for n in cannot_act(options.parse([name]), parts, cuda, 1, None) if "cudnn" in n]
+    cpu = [n for n in cannot_act(on, parts, torch.device("cpu"), 1, None) if "cudnn_benchmark" in n]
+    assert cpu == ["cudnn_benchmark=True has no effect on cpu (CUDA only); ignored"]  # the CPU says "CUDA only"
