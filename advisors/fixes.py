@@ -1,9 +1,9 @@
-"""The fix catalog: every fix a rule can propose, as a TrainingSpec patch plus the code a user writes.
+"""The fix catalog: every fix a rule can propose, with the code a user writes.
 
-``FIXES[id]`` is a :class:`~advisors.verdict.Fix`. ``patched(spec, fix)`` applies its patch to a spec,
-resolving relative values (``Relative(2)`` doubles the current value, ``WorkerCount()`` picks a worker count
-for this machine). A fix with an empty ``spec_patch`` is advice only (its snippet is the change); the
-experiment loop cannot apply it and says so.
+``FIXES[id]`` is a :class:`~advisors.verdict.Fix`. Its ``spec_patch`` says in settings what the fix changes
+(``Relative(2)`` doubles the current value, ``WorkerCount()`` is a worker count for the machine); an experiment
+applies a fix to a script — a sample workload's too — through the script's own flags or by injection
+(:mod:`advisors.experiments.script_fixes`). A fix with an empty ``spec_patch`` changes what no setting holds.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from advisors.verdict import Bottleneck, Device, Fix, Relative
-from profilers.errors import SpecError
-from profilers.run.spec import TrainingSpec
 
 MIN_WORKERS, MAX_WORKERS = 2, 8
 
@@ -198,31 +196,10 @@ def get_fix(fix_id: str) -> Fix:
     return FIXES[fix_id]
 
 
-def resolve_patch(spec: TrainingSpec, fix: Fix) -> dict[str, Any]:
-    """The concrete field values ``fix`` sets on ``spec`` (relative values resolved)."""
-    out: dict[str, Any] = {}
-    for field, value in fix.spec_patch.items():
-        current = getattr(spec, field)
-        if isinstance(value, Relative):
-            new = current * value.factor
-            value = max(int(round(new)), 1) if isinstance(current, int) else float(new)
-        elif isinstance(value, WorkerCount):
-            value = worker_count(os.cpu_count(), current)
-        out[field] = value
-    return out
-
-
 def worker_count(cores: int | None, current: int = 0) -> int:
     """DataLoader workers for a machine of ``cores`` cores: as many as cores, between 2 and 8, never fewer than
     ``current`` (what :class:`WorkerCount` resolves to on this machine, and what advice quotes for a run's own)."""
     return max(current, min(max(cores or MIN_WORKERS, MIN_WORKERS), MAX_WORKERS))
-
-
-def patched(spec: TrainingSpec, fix: Fix) -> TrainingSpec:
-    """``spec`` with ``fix`` applied. Raises SpecError when the fix cannot be expressed as a patch."""
-    if not fix.spec_patch:
-        raise SpecError(f"fix {fix.id!r} is advice only: it has no spec patch ({fix.title})")
-    return spec.patch(**resolve_patch(spec, fix))
 
 
 def applies(fix: Fix, device: str, world_size: int) -> str | None:

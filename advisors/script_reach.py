@@ -15,14 +15,17 @@ import ast
 from pathlib import Path
 
 #: the calls whose arguments are followed (see :func:`reaches`)
-WHERE = ("dataloader", "autocast", "compile", "optimizer", "precision", "trainer", "batch", "lr")
+WHERE = ("dataloader", "autocast", "compile", "optimizer", "precision", "trainer", "batch", "lr", "accumulate",
+         "checkpoint", "no_sync")
 
 
 def reaches(file: str) -> dict[str, set[str]]:
     """Which attribute names (``args.workers`` -> ``workers``) reach which call in ``file``: ``dataloader`` (a
     ``DataLoader``'s ``num_workers``), ``autocast`` (an autocast's arguments), ``compile`` (a ``torch.compile``
     call's arguments, or the test of an ``if`` whose body calls it), ``optimizer`` (an ``optim.*`` call's),
-    ``batch`` (a ``DataLoader``'s ``batch_size``), ``lr`` (an ``optim.*`` call's ``lr``, keyword or second), and,
+    ``batch`` (a ``DataLoader``'s ``batch_size``), ``lr`` (an ``optim.*`` call's ``lr``, keyword or second), the test
+    of an ``if`` whose body steps an optimizer (``accumulate``: ``if (i + 1) % args.accum == 0: opt.step()``), calls a
+    checkpointing function (``checkpoint``) or enters ``no_sync()`` (``no_sync``), and,
     as a config's dotted key (``cfg.trainer.precision`` -> ``trainer.precision``), ``precision`` (a
     ``Trainer``'s ``precision=``) and ``trainer`` (what a ``Trainer(**…)`` unpacks)."""
     tree = _parse(file)
@@ -58,9 +61,12 @@ def sinks(tree: ast.AST) -> dict[str, list[ast.expr]]:
         elif isinstance(node, (ast.If, ast.IfExp)):
             body = node.body if isinstance(node.body, list) else [node.body]
             calls = {_call_name(c.func) for b in body for c in ast.walk(b) if isinstance(c, ast.Call)}
-            for where in ("compile", "autocast"):
-                if where in calls:
+            for where, called in (("compile", "compile"), ("autocast", "autocast"), ("accumulate", "step"),
+                                  ("no_sync", "no_sync")):
+                if called in calls:
                     out[where].append(node.test)
+            if any("checkpoint" in c.lower() for c in calls):
+                out["checkpoint"].append(node.test)
     return out
 
 

@@ -25,9 +25,10 @@ from typing import Any
 from advisors.experiments.experiment import Policy
 from advisors.experiments.ladder_report import ladder_json, ladder_table
 from advisors.experiments.optimize import Ladder, optimize
-from advisors.experiments.trials import store_runner
+from advisors.experiments.script_strategy import ScriptStrategy
+from advisors.experiments.trials import script_runner
+from cli.workloads import workload_spec
 from profilers.store.runs import RunStore
-from sample_runs import WORKLOADS
 
 TARGETS: dict[str, tuple[str, float]] = {  # workload -> (what, threshold)
     "data_bound": ("speedup", 2.0),
@@ -35,7 +36,7 @@ TARGETS: dict[str, tuple[str, float]] = {  # workload -> (what, threshold)
     "communication_bound": ("speedup", 1.5),
     "memory_bound": ("oom_to_ok_cost", 0.15),
 }
-DEFAULT_STEPS = {"memory_bound": 12}  # its bench steps take seconds each; 12 leaves 5 measured steps per trial
+DEFAULT_STEPS = {"memory_bound": 12}  # its bench steps take seconds each; 12 in all leaves 5 timed steps per trial
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -75,14 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     summary: list[tuple[str, str, str, str, float]] = []
     for name in args.workloads.split(","):
-        spec = WORKLOADS[name].spec(args.size)
-        if name in steps:
-            spec = spec.patch(steps=steps[name])
+        spec = workload_spec(store.root, name, args.size, steps=steps.get(name))  # the workload's script
         t0 = time.monotonic()
-        ladder = optimize(spec, store_runner(store), rounds=args.rounds, policy=Policy(trials=args.trials),
-                          device="cpu", on_progress=_progress(name))
+        ladder = optimize(spec, script_runner(store), rounds=args.rounds, policy=Policy(trials=args.trials),
+                          device="cpu", on_progress=_progress(name), strategy=ScriptStrategy(spec, "cpu"))
         minutes = (time.monotonic() - t0) / 60
-        print(f"\n## {name} ({args.size}, {spec.steps} steps, {minutes:.1f} min)")
+        print(f"\n## {name} ({args.size}, {spec.total_steps} steps, {minutes:.1f} min)")
         print("\n".join(ladder_table(ladder)))
         figure, met = verdict(name, ladder)
         target = TARGETS.get(name, ("", 0.0))

@@ -29,13 +29,15 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisors.experiments.to_quality import QualitySpec, patch_workload, store_curve_runner, to_quality  # noqa: E402
+from advisors.experiments.to_quality import QualitySpec, store_curve_runner, to_quality  # noqa: E402
 from advisors.experiments.to_quality_report import quality_json  # noqa: E402
 from advisors.quality import candidates as cands  # noqa: E402
 from advisors.quality.target import Budget  # noqa: E402
 from profilers.run.script_spec import ScriptSpec  # noqa: E402
 from profilers.store.runs import RunStore  # noqa: E402
-from sample_runs import get_workload  # noqa: E402
+from cli.optimize_quality import script_applied, script_resolve  # noqa: E402
+from cli.workloads import workload_spec  # noqa: E402
+from profilers.run.script_spec import MAX_STEPS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "scripts" / "digits_quality_train.py"
@@ -51,9 +53,18 @@ def apply_script(spec: QualitySpec, cand: cands.Candidate) -> QualitySpec:
     return replace(spec, command=script_args(int(cand.patch["batch"]), float(cand.patch["lr"])))
 
 
-def cases() -> dict[str, tuple[QualitySpec, list[cands.Candidate], Budget, Callable[..., Any], str | None, str]]:
-    digits = get_workload("digits").spec("tiny")  # batch 32, SGD lr 0.1, 512 samples
-    cb = get_workload("compute_bound").spec("tiny")  # batch 128, SGD lr 0.01, a 3×1024 MLP: compute fills the CPU
+def inject(spec: QualitySpec, cand: cands.Candidate) -> QualitySpec:
+    """A workload's candidate, resolved from its baseline run: its knobs injected into the workload's script."""
+    assert cand.patch is not None
+    return spec.patch(inject=dict(cand.patch))
+
+
+def cases(store: RunStore) -> dict[str, tuple[QualitySpec, list[cands.Candidate], Budget, Callable[..., Any],
+                                              str | None, str]]:
+    # the workloads' own scripts: digits batch 32, SGD lr 0.1, 512 samples; compute_bound batch 128, SGD lr 0.01,
+    # a 3×1024 MLP (compute fills the CPU); their candidates made concrete from the baseline as a script's are
+    digits = workload_spec(store.root, "digits", measure_steps=MAX_STEPS, seeded=True)
+    cb = workload_spec(store.root, "compute_bound", measure_steps=MAX_STEPS, seeded=True)
     script = ScriptSpec(command=script_args(32, 0.05), cwd=str(HERE.parent))
     script_cands = [cands.Candidate("batch_x4_sqrt_lr", "batch × 4, sqrt lr (edited flags)",
                                     "--batch-size 128 --lr 0.1 (square-root rule: 0.05 × √4)",
@@ -62,11 +73,8 @@ def cases() -> dict[str, tuple[QualitySpec, list[cands.Candidate], Budget, Calla
                                     "--batch-size 128 --lr 0.2 (linear rule: 0.05 × 4)", {"batch": 128, "lr": 0.2}),
                     cands.early_stopping()]
     return {
-        "digits": (digits, [cands.batch_scaled(digits, 4, "sqrt"), cands.batch_scaled(digits, 4, "linear"),
-                            cands.accumulation(digits, 4, "sqrt"), cands.early_stopping()],
-                   Budget(steps=200), patch_workload, None, "min"),
-        "compute_bound": (cb, [cands.batch_scaled(cb, 4, "linear"), cands.accumulation(cb, 4, "linear"),
-                               cands.early_stopping()], Budget(steps=120), patch_workload, None, "min"),
+        "digits": (digits, cands.for_script(), Budget(steps=200), inject, None, "min"),
+        "compute_bound": (cb, cands.for_script(), Budget(steps=120), inject, None, "min"),
         "script": (script, script_cands, Budget(steps=300), apply_script, METRIC, "max"),
     }
 
@@ -137,11 +145,13 @@ def main(argv: list[str] | None = None) -> int:
 
             noise_run(name, store, args.seeds)
             continue
-        spec, cand_list, budget, apply, metric, goal = cases()[name]
+        spec, cand_list, budget, apply, metric, goal = cases(store)[name]
         t0 = time.time()
         given = args.script_target if name == "script" else None
+        workload = name != "script"
         ladder = to_quality(spec, cand_list, store_curve_runner(store, budget, metric), budget, args.seeds,
                             goal, given, metric, apply=apply,  # type: ignore[arg-type]
+                            resolve=script_resolve if workload else None, applied=script_applied if workload else None,
                             on_progress=lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
         out = quality_json(ladder, metric)
         t = out["target"]

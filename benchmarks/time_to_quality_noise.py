@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from advisors.experiments.to_quality import QualityRun, QualitySpec, patch_workload, store_curve_runner, to_quality
+from advisors.experiments.to_quality import QualityRun, QualitySpec, store_curve_runner, to_quality
 from advisors.experiments.to_quality_goodput import planner, store_probe
 from advisors.experiments.to_quality_report import noise_line, quality_json
 from advisors.quality import candidates as cands
@@ -26,7 +26,8 @@ from advisors.quality.script_candidates import templates
 from advisors.quality.target import Budget
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
-from sample_runs import get_workload
+from cli.workloads import workload_spec
+from profilers.run.script_spec import MAX_STEPS
 
 KS = (2, 4, 8)
 SCRIPT = Path(__file__).resolve().parents[1] / "tests" / "scripts" / "noisy_regression_train.py"
@@ -52,27 +53,27 @@ def _every_k(inner: Any, spec: QualitySpec, budget: Budget) -> Any:
     return make
 
 
-def case(name: str) -> tuple[QualitySpec, Budget, Any, Any, Any, str | None]:
+def case(name: str, store: RunStore) -> tuple[QualitySpec, Budget, Any, Any, Any, str | None]:
     """``(spec, budget, apply, resolve, applied, metric)``."""
-    if name in ("noise_script", "noise_script_val"):
-        from cli.optimize_quality import script_applied, script_resolve
+    from cli.optimize_quality import script_applied, script_resolve
 
+    def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
+        assert cand.patch is not None
+        return s.patch(inject=dict(cand.patch))
+
+    if name in ("noise_script", "noise_script_val"):
         val = name == "noise_script_val"
         spec = ScriptSpec(command=(sys.executable, str(VAL_SCRIPT if val else SCRIPT)), cwd=str(SCRIPT.parents[2]))
-
-        def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
-            assert isinstance(s, ScriptSpec) and cand.patch is not None
-            return s.patch(inject=dict(cand.patch))
 
         # the validation case's budget in steps: its target (80 % of it) on the falling curve, whatever the load
         return (spec, Budget(steps=3000) if val else Budget(seconds=6.0), inject, script_resolve, script_applied,
                 VAL_METRIC if val else None)
-    workload = name.removeprefix("noise_")
-    return get_workload(workload).spec("tiny"), Budget(seconds=8.0), patch_workload, None, None, None
+    workload = workload_spec(store.root, name.removeprefix("noise_"), measure_steps=MAX_STEPS, seeded=True)
+    return workload, Budget(seconds=8.0), inject, script_resolve, script_applied, None
 
 
 def run(name: str, store: RunStore, seeds: int) -> None:
-    spec, budget, apply, resolve, applied, metric = case(name)
+    spec, budget, apply, resolve, applied, metric = case(name, store)
     t0 = time.time()
     say = (lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
     plan = _every_k(planner(store_probe(store), budget.steps, KS, on_progress=say), spec, budget)

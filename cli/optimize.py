@@ -1,8 +1,10 @@
 """``python -m advisors optimize WORKLOAD|SPEC.json [--rounds N] [--size tiny|bench] [--trials K] [--json]`` and
 ``python -m advisors optimize [--rounds N] [--steps S] [--trials K] [--json] -- python train.py ARGS…``.
 
-A script is never written: each fix is injected at boot (:mod:`stepwise_agent.inject`), measured A/B with the same
-seeds, and a kept fix is shown as the edit to make in the user's file (``where``, ``change``).
+One path for both: a sample workload is its own training script (``python -m sample_runs.train WORKLOAD``,
+:mod:`cli.workloads`), optimised as a user's script is. A script is never written: each fix changes the script's
+own flag when it has one for it, else is injected at boot (:mod:`stepwise_agent.inject`), measured A/B with the
+same seeds, and a kept fix is shown as the change to make (``where``, ``change``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from advisors.experiments.experiment import Policy
 from advisors.experiments.ladder_report import ladder_json, ladder_table
 from advisors.experiments.optimize import Ladder, optimize
 from advisors.experiments.progress import Progress
-from advisors.experiments.trials import store_runner
 from profilers.errors import SpecError
-from profilers.run.spec import TrainingSpec
+from profilers.run.script_spec import ScriptSpec
 from profilers.store import experiments as stored
 from profilers.store.runs import RunStore
 from reports.experiment_view import ladder_roles, ladder_view
@@ -40,7 +41,8 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--quiet", action="store_true", help="print the table only, not the kept fixes' changes")
     o.add_argument("--cwd", metavar="DIR", help="the folder your script runs in (default: this one, as in your "
                    "shell); relative paths in the command resolve from it")
-    o.add_argument("--steps", type=int, default=20, help="a script's timed steps per trial (default 20)")
+    o.add_argument("--steps", type=int, default=None, help="timed steps per trial (default: a script's 20, a "
+                   "workload's own run length)")
     o.add_argument("--warmup", type=int, default=3, help="a script's untimed warm-up steps (default 3)")
     o.add_argument("--nproc-per-node", type=int, default=1, help="ranks of a script (torchrun), default 1")
     o.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node script run")
@@ -65,29 +67,22 @@ def exit_code(result: dict[str, Any]) -> int:
     return EXIT_INCONCLUSIVE if any(str(r.get("outcome", "")).startswith("inconclusive") for r in rounds) else 0
 
 
-def load_spec(target: str, size: str) -> TrainingSpec:
-    """A spec from a JSON/YAML file, or a registered workload's recommended spec at ``size``."""
+SCRIPT_STEPS = 20  # a script's timed steps per trial when --steps is not given
+
+
+def load_spec(target: str, size: str, store: RunStore, measure_steps: int | None = None,
+              seeded: bool = False) -> tuple[ScriptSpec, str]:
+    """A workload's run (:func:`cli.workloads.workload_spec`) from its name at ``size``, or from a settings file
+    (JSON/YAML: ``workload``, its settings and ``params``; a stored run's ``spec.json`` is one); with its name."""
+    from cli.workloads import settings_file, workload_spec
+
     path = Path(target)
     if path.suffix.lower() in (".json", ".yaml", ".yml") or path.is_file():
-        if not path.is_file():
-            raise SpecError(f"{target}: no such spec file")
-        text = path.read_text(encoding="utf-8")
-        return TrainingSpec.from_yaml(text) if path.suffix.lower() in (".yaml", ".yml") else \
-            TrainingSpec.from_json(text)
-    from sample_runs import WorkloadError, get_workload
-
-    try:
-        return get_workload(target).spec(size)
-    except WorkloadError as err:
-        raise SpecError(str(err)) from None
-
-
-def run_device(spec: TrainingSpec) -> str:
-    if spec.device != "auto":
-        return spec.device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+        workload, size, values, params = settings_file(path)
+    else:
+        workload, values, params = target, {}, {}
+    return workload_spec(store.root, workload, size, values, params, measure_steps=measure_steps,
+                         seeded=seeded), workload
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -101,18 +96,15 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     if command:
         if args.target:
             raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
-        return _optimize_script(args, command)
+        spec = ScriptSpec(command=tuple(command), measure_steps=args.steps or SCRIPT_STEPS, warmup_steps=args.warmup,
+                          nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
+                          python=getattr(args, "python", None), cwd=script_cwd(args))
+        return _optimize_script(args, spec, spec.name)  # spec.name: a missing script is refused before any run
     if not args.target:
         raise SpecError("optimize needs a workload name, a SPEC.json, or a script after --: -- python train.py")
-    if args.fix:
-        raise SpecError("--fix applies to a script after --")
-    spec = load_spec(args.target, args.size)
     store = RunStore(args.store)
-    progress = None if args.json else _print_progress
-    device = run_device(spec)
-    return _stored(store, _ladder_label(args.rounds, spec.workload), args, lambda exp_id: optimize(
-        spec, store_runner(store, experiment=exp_id), rounds=args.rounds, policy=Policy(trials=args.trials),
-        device=device, on_progress=progress), None)
+    spec, name = load_spec(args.target, args.size, store, args.steps)
+    return _optimize_script(args, spec, name)
 
 
 def _stored(store: RunStore, label: str, args: argparse.Namespace, work: Callable[[str], Ladder],
@@ -133,20 +125,15 @@ def _stored(store: RunStore, label: str, args: argparse.Namespace, work: Callabl
     return out
 
 
-def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, Any]:
+def _optimize_script(args: argparse.Namespace, spec: ScriptSpec, name: str) -> dict[str, Any]:
     from advisors.experiments.script_strategy import ScriptStrategy
     from advisors.experiments.trials import script_runner
-    from profilers.run.script_spec import ScriptSpec
 
-    spec = ScriptSpec(command=tuple(command), measure_steps=args.steps, warmup_steps=args.warmup,
-                      nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
-                      python=getattr(args, "python", None), cwd=script_cwd(args))
-    spec.name  # a missing script or a bad command is refused here, before any run
-    device = _script_device(command, spec.python)
+    device = _script_device(list(spec.command), spec.python)
     strategy = ScriptStrategy(spec, device, forced=tuple(args.fix), own_knobs=not getattr(args, "inject", False))
     progress = None if args.json else _print_progress
     store = RunStore(args.store)
-    return _stored(store, _ladder_label(args.rounds, spec.name), args, lambda exp_id: optimize(
+    return _stored(store, _ladder_label(args.rounds, name), args, lambda exp_id: optimize(
         spec, script_runner(store, args.timeout, experiment=exp_id), rounds=args.rounds,
         policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
         max_attempts=max(3, len(args.fix))), device)
@@ -154,7 +141,7 @@ def _optimize_script(args: argparse.Namespace, command: list[str]) -> dict[str, 
 
 def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str, Any]:
     from cli import optimize_quality
-    from profilers.run.script_spec import ScriptSpec
+    from profilers.run.script_spec import MAX_STEPS
 
     if command and args.target:
         raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
@@ -166,7 +153,8 @@ def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str
         return optimize_quality.main(args, spec)
     if not args.target:
         raise SpecError("optimize --to-quality needs a workload name, a SPEC.json, or a script after --")
-    return optimize_quality.main(args, load_spec(args.target, args.size))
+    spec, name = load_spec(args.target, args.size, RunStore(args.store), MAX_STEPS, seeded=True)
+    return optimize_quality.main(args, spec, workload=name)
 
 
 def script_cwd(args: argparse.Namespace) -> str:

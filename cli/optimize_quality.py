@@ -14,16 +14,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from advisors.experiments.to_quality import (AppliedFn, QualityRun, QualitySpec, ResolveFn, patch_workload,
-                                             store_curve_runner, to_quality)
+from advisors.experiments.to_quality import (AppliedFn, QualityRun, QualitySpec, ResolveFn, store_curve_runner,
+                                             to_quality)
 from advisors.experiments.to_quality_report import quality_json, quality_table
-from advisors.fixes import FIXES, patched
+from advisors.fixes import FIXES
 from advisors.quality import candidates as cands
 from advisors.quality.curve import Goal
 from advisors.quality.target import Budget
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
-from profilers.run.spec import TrainingSpec
 from profilers.store import experiments as stored
 from profilers.store.runs import RunStore
 
@@ -52,7 +51,8 @@ def add_arguments(o: Any) -> None:
     o.add_argument("--price-per-hour", type=float, help="price per device-hour, for the projection's cost")
 
 
-def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
+def main(args: argparse.Namespace, spec: QualitySpec, workload: str | None = None) -> dict[str, Any]:
+    """``spec``: the script's run, a user's or a sample ``workload``'s (then named)."""
     try:
         budget = Budget.parse(args.budget)
     except ValueError as err:
@@ -67,62 +67,44 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
             compile_metric(args.metric)
         except ValueError as err:
             raise SpecError(str(err)) from None
-    apply: Callable[[QualitySpec, cands.Candidate], QualitySpec] = patch_workload
-    resolve: ResolveFn | None = None
-    applied: AppliedFn | None = None
-    if isinstance(spec, TrainingSpec):
-        if args.metric is not None:
-            raise SpecError("--metric reads a script's printed lines; a workload is judged on its training loss")
-        candidates = cands.for_workload(spec, run_steps=budget.steps)
-        for fix_id in args.fix:  # step-time fixes re-judged by the time to quality, as asked
-            fix = FIXES.get(fix_id)
-            if fix is None or not fix.spec_patch:
-                raise SpecError(f"--fix {fix_id}: not a fix with a spec patch")
-            diff = spec.describe_diff(patched(spec, fix))
-            candidates.insert(0, cands.Candidate(fix_id, fix.title, "a step-time fix, re-judged by the time to the "
-                                                 "same quality", {k: v for k, (_, v) in diff.items()
-                                                                  if not k.startswith("params.")}))
-        label = spec.workload
-    else:
-        from advisors.experiments.script_strategy import ScriptStrategy
-        from profilers.run import interpreter
-        from profilers.run.launch import interpreter_for
+    from advisors.experiments.script_strategy import ScriptStrategy
+    from profilers.run import interpreter
+    from profilers.run.launch import interpreter_for
 
-        cuda = interpreter.probe(interpreter_for(list(spec.command), spec.python)).get("cuda_available")
-        strategy = ScriptStrategy(spec, "cuda" if cuda else "cpu", forced=tuple(args.fix))
-        candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix injected at boot, re-judged by the time "
-                                      "to the same quality", {"fix": f}) for f in args.fix] + cands.for_script()
+    cuda = interpreter.probe(interpreter_for(list(spec.command), spec.python)).get("cuda_available")
+    strategy = ScriptStrategy(spec, "cuda" if cuda else "cpu", forced=tuple(args.fix))
+    candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix, re-judged by the time to the same quality",
+                                  {"fix": f}) for f in args.fix] + cands.for_script()
 
-        own = not getattr(args, "inject", False)
-        bases: list[Any] = []  # the baseline as its runs recorded it (read once it has run)
+    own = not getattr(args, "inject", False)
+    bases: list[Any] = []  # the baseline as its runs recorded it (read once it has run)
 
-        def resolve_here(cand: cands.Candidate, runs: Sequence[QualityRun]) -> cands.Candidate:
-            from advisors.experiments.quality_knobs import in_own_terms
-            from advisors.quality import script_candidates
+    def resolve(cand: cands.Candidate, runs: Sequence[QualityRun]) -> cands.Candidate:
+        from advisors.experiments.quality_knobs import in_own_terms
+        from advisors.quality import script_candidates
 
-            if not bases:
-                base = script_candidates.read_baseline(runs)
-                bases.append(base if base is None or own else replace(base, config={}))
-            out = script_candidates.resolve(cand, bases[0])
-            return in_own_terms(out, bases[0], spec) if isinstance(spec, ScriptSpec) else out
+        if not bases:
+            base = script_candidates.read_baseline(runs)
+            bases.append(base if base is None or own else replace(base, config={}))
+        return in_own_terms(script_candidates.resolve(cand, bases[0]), bases[0], spec)
 
-        def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
-            assert isinstance(s, ScriptSpec) and cand.patch is not None
-            if "fix" in cand.patch:
-                return strategy.apply(s, FIXES[str(cand.patch["fix"])])
-            from advisors.experiments.quality_knobs import quality_patched
+    def apply(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
+        assert cand.patch is not None
+        if "fix" in cand.patch:
+            return strategy.apply(s, FIXES[str(cand.patch["fix"])])
+        from advisors.experiments.quality_knobs import quality_patched
 
-            # a convergence change (advisors.quality.script_candidates): the script's own flags when it has them
-            return quality_patched(s, cand, bases[0] if bases else None)
+        # a convergence change (advisors.quality.script_candidates): the script's own flags when it has them
+        return quality_patched(s, cand, bases[0] if bases else None)
 
-        apply, resolve, applied = inject, resolve_here, script_applied
-        label = spec.name
+    applied: AppliedFn = script_applied
+    label = workload or spec.name
     store = RunStore(args.store)
     record = stored.start(store, None, "ladder", f"Time to quality on {label}",  # the mode is told in about:
                           {"mode": MODE, "rounds": len(candidates), "seeds": args.seeds, "budget": budget.describe()})
     say = None if args.json else (lambda text: print(text, file=sys.stderr, flush=True))
     try:
-        whole = _whole_budget(args, spec, budget)
+        whole = _whole_budget(args, budget, workload)
         plan = None
         if getattr(args, "noise_scale", True):
             from advisors.experiments.to_quality_goodput import planner, store_probe
@@ -132,7 +114,7 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
                             args.seeds, goal, args.quality_target, args.metric, apply=apply, on_progress=say,
                             resolve=resolve, applied=applied, planner=plan,
                             run_whole=store_curve_runner(store, whole, args.metric, record.run_id),
-                            whole_budget=whole, whole_label=_whole_label(args, spec, whole))
+                            whole_budget=whole, whole_label=_whole_label(args, whole, workload))
         out = quality_json(ladder, args.metric, args.full_run_steps, args.price_per_hour)
     except BaseException as err:
         stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
@@ -146,27 +128,27 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
     return out
 
 
-def _whole_budget(args: argparse.Namespace, spec: QualitySpec, budget: Budget) -> Budget:
+def _whole_budget(args: argparse.Namespace, budget: Budget, workload: str | None) -> Budget:
     """Where early stopping is judged: ``--whole-run``, else the run to its own end: a script until it ends (at
-    most the launcher's step limit); a sample workload, whose own length is only its profiling steps, the arms'
+    most the launcher's step limit); a sample workload, whose arms run as long as their budget asks, the arms'
     budget."""
     if getattr(args, "whole_run", None):
         try:
             return Budget.parse(args.whole_run)
         except ValueError as err:
             raise SpecError(str(err).replace("--budget", "--whole-run")) from None
-    if isinstance(spec, TrainingSpec):
+    if workload is not None:
         return budget
     from profilers.run.script_spec import MAX_STEPS
 
     return Budget(steps=MAX_STEPS)
 
 
-def _whole_label(args: argparse.Namespace, spec: QualitySpec, whole: Budget) -> str:
+def _whole_label(args: argparse.Namespace, whole: Budget, workload: str | None) -> str:
     if getattr(args, "whole_run", None):
         return f"{whole.describe()} (--whole-run)"
-    if isinstance(spec, TrainingSpec):
-        return f"the budget's end ({whole.describe()}; a sample workload's own length is its profiling steps)"
+    if workload is not None:
+        return f"the budget's end ({whole.describe()}; a sample workload runs as long as its budget asks)"
     return f"its own end (the launcher stops it at {whole.describe()} at most)"
 
 

@@ -1,6 +1,8 @@
 """Command line: ``python -m profilers run|launch|list``.
 
-- ``run WORKLOAD [--set KEY=VALUE]… [--steps N] [--size tiny|bench] [--json] [--store DIR]``
+- ``run WORKLOAD [--set KEY=VALUE]… [--steps N] [--size tiny|bench] [--json] [--store DIR]``: the workload's own
+  training script (``python -m sample_runs.train WORKLOAD FLAGS…``, :mod:`cli.workloads`), launched as ``launch``
+  launches a user's: the settings become its flags and the launcher's (ranks, memory budget)
 - ``launch [--steps N] [--nproc-per-node N [--nnodes M --rdzv-endpoint HOST:PORT]] [--json] [--label L]
   [--store DIR] -- python train.py ARGS…`` (every rank instrumented, under torchrun when N × M > 1)
 - ``list [--json] [--kind run|launch|upload] [--limit N] [--store DIR]``
@@ -44,8 +46,9 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a registered workload under the profiler")
     run.add_argument("workload")
     run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                     help="change a spec field, e.g. --set batch_size=64 --set params.size=bench")
-    run.add_argument("--steps", type=int, help="optimizer steps to run")
+                     help="change a setting, e.g. --set batch_size=64 --set num_workers=2 --set params.images=128 "
+                          "(python -m sample_runs.train --help lists them)")
+    run.add_argument("--steps", type=int, help="optimizer steps to run in all (the profiler's window last)")
     run.add_argument("--size", default="tiny", help="the workload's size preset (tiny, bench, …)")
     launch = sub.add_parser("launch", help="profile an unmodified script: launch [options] -- python train.py …")
     launch.add_argument("--steps", type=int, default=5, help="steps to profile (after 1 wait + 1 warm-up step)")
@@ -102,7 +105,7 @@ def _cwd(cwd: str | None) -> str | None:
 
 
 def _follow(handle: RunHandle, args: argparse.Namespace) -> int:
-    from profilers.run.runner import follow
+    from profilers.run.handle import follow
 
     on_progress = None if args.json else _progress_bar(handle.run_id)
     try:
@@ -129,15 +132,15 @@ def _follow(handle: RunHandle, args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import sample_runs
-    from profilers.run import runner
-    runner.check_workload(args.workload)
-    spec = sample_runs.get_workload(args.workload).spec(size=args.size)
-    if args.sets:
-        spec = spec.with_sets(args.sets)
-    if args.steps is not None:
-        spec = spec.patch(steps=args.steps)
-    return _follow(runner.start(spec, RunStore(args.store), label=args.label), args)
+    from cli.workloads import parse_sets, workload_spec
+    from profilers.run.launch import start_script
+
+    if args.steps is not None and args.steps < 1:
+        raise StepwiseError(f"--steps must be at least 1, got {args.steps}")
+    store = RunStore(args.store)
+    values, params = parse_sets(args.sets)
+    spec = workload_spec(store.root, args.workload, args.size, values, params, steps=args.steps)
+    return _follow(start_script(spec, store, label=args.label or args.workload), args)
 
 
 def _trace_ranks(text: str) -> str | list[int]:

@@ -83,18 +83,6 @@ class Workload:
         params = self.resolve_params(size, explicit)
         return self.builder(params, BuildContext(seed, device, frozenset(explicit or {})), rank)
 
-    def spec(self, size: str = "tiny", **overrides: Any) -> Any:
-        """Transitional (removed with the worker): the recommended ``TrainingSpec`` at ``size``."""
-        from profilers.errors import SpecError
-        from profilers.run.spec import TrainingSpec
-
-        try:
-            settings = self.settings(size)
-        except WorkloadError as err:
-            raise SpecError(str(err)) from None
-        base = TrainingSpec(workload=self.name, params={"size": size}, **settings)
-        return base.patch(**overrides) if overrides else base
-
     def _size(self, size: str) -> Size:
         if size not in self.sizes:
             raise WorkloadError(f"workload {self.name!r} has no size {size!r}; sizes: {sorted(self.sizes)}")

@@ -5,7 +5,7 @@ One table, :data:`FLAGS`, says each knob's name (its argparse ``dest`` and, with
 defaults it recommends (batch, steps, learning rate). :data:`LAUNCH` lists the settings of a run that are the
 launcher's, not the script's: how many ranks torchrun starts, the memory limit, the profiler's window.
 
-:func:`parse` is what the script runs; :func:`command` builds the script's arguments from ``name=value``
+:func:`parser_for` and :func:`checked` are what the script parses with; :func:`command` builds the script's arguments from ``name=value``
 settings (the Launch form's, ``stepwise run``'s ``--set``), checking them with the same parser first, so a bad
 value is refused before anything starts. Standard library only (argparse): no torch until the script trains.
 """
@@ -206,8 +206,9 @@ def parser(prog: str = f"python -m {SCRIPT}") -> argparse.ArgumentParser:
     return p
 
 
-def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The script's arguments: its size's settings as defaults, every value checked (exit 2, one line, if not)."""
+def parser_for(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The script's parser with the defaults of the workload and size ``argv`` names (read ahead by a small parser
+    of their own), so ``--help`` and every value not given show what the size recommends."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("workload", nargs="?")
     pre.add_argument("--size", default="tiny")
@@ -219,7 +220,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         except WorkloadError as err:
             p.error(str(err))
         p.set_defaults(**{k: v for k, v in sized.items() if k in BY_NAME})
-    args = p.parse_args(argv)
+    return p
+
+
+def checked(p: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` once every value is checked (``p.error``: exit 2 with one line, if not), with ``params``: the
+    workload parameters ``--set-param`` gave."""
     problem = check(vars(args))
     if problem is not None:
         p.error(problem)
@@ -280,10 +286,11 @@ def check(s: Mapping[str, Any]) -> str | None:
 
 # -- a run's command line, from settings --------------------------------------------------------------------
 def command(workload: str, size: str = "tiny", values: Mapping[str, Any] | None = None,
-            params: Mapping[str, Any] | None = None) -> list[str]:
+            params: Mapping[str, Any] | None = None, always: Sequence[str] = ()) -> list[str]:
     """The script's arguments (after ``python -m sample_runs.train``) for ``workload`` at ``size`` with the flag
     ``values`` (launcher settings among them are left out: see :data:`LAUNCH`) and workload ``params``: only what
-    differs from the size's defaults is written. WorkloadError for an unknown name or settings that do not fit."""
+    differs from the size's defaults is written, and the flags named in ``always``. WorkloadError for an unknown
+    name or settings that do not fit."""
     sized = defaults(workload, size)
     given = dict(values or {})
     unknown = sorted(set(given) - set(BY_NAME) - set(LAUNCH_BY_NAME))
@@ -303,7 +310,7 @@ def command(workload: str, size: str = "tiny", values: Mapping[str, Any] | None 
     argv = [workload] + (["--size", size] if size != "tiny" else [])
     for f in FLAGS:
         value = merged[f.name]
-        if value == sized[f.name]:
+        if value == sized[f.name] and f.name not in always:
             continue
         if f.kind == "bool":
             if not value:  # a size never turns a switch on, so off is its default: nothing to write

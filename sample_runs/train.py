@@ -152,8 +152,14 @@ def train(t: Training) -> list[float]:
     return losses
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, its size's settings as defaults, every value checked (exit 2 with one line if not)."""
+    parser = options.parser_for(argv)
+    return options.checked(parser, parser.parse_args(argv))
+
+
 def main(argv: list[str] | None = None) -> None:
-    t = setup(options.parse(argv), argv)
+    t = setup(parse_args(argv), argv)
     train(t)
     if dist.is_initialized():
         dist.destroy_process_group()

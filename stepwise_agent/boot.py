@@ -57,7 +57,8 @@ from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.hostinfo import cpu_count, peak_rss_mb
 from stepwise_agent.inject import Injector
 from stepwise_agent.noise_scale import install_if_asked as install_noise_meter
-from stepwise_agent.printed import tap_stdout
+from stepwise_agent.inject.sites import is_user_file
+from stepwise_agent.printed import tap_stdout, tap_warnings
 from stepwise_agent.recorder import (PROFILE_WAIT, PROFILE_WARMUP, MemoryGuardStop, StepRecorder, StopTraining,
                                      write_json_atomic)
 from stepwise_agent.steps import StepDetector
@@ -118,7 +119,20 @@ def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
     return {"warmup": int(cfg.get("warmup", PROFILE_WAIT)), "measure": int(cfg.get("measure", 0)),
             "profile": int(cfg.get("profile", active)), "seed": cfg.get("seed"),
             "inject": dict(cfg.get("inject") or {}), "observe": dict(cfg.get("observe") or {}),
-            "trace_ranks": rank_summary.parse_trace_ranks(cfg.get("trace_ranks"))}
+            "trace_ranks": rank_summary.parse_trace_ranks(cfg.get("trace_ranks")),
+            "cuda_memory_budget_mb": cfg.get("cuda_memory_budget_mb")}
+
+
+def cap_cuda_memory(budget_mb: float) -> list[str]:
+    """The run's memory budget on a GPU: the CUDA caching allocator of every device may hold at most
+    ``budget_mb`` MiB (past it torch raises its out-of-memory error, and the run ends ``out_of_memory``)."""
+    notes = []
+    for index in range(torch.cuda.device_count()):
+        total_mb = torch.cuda.get_device_properties(index).total_memory / 2**20
+        torch.cuda.set_per_process_memory_fraction(min(budget_mb / total_mb, 1.0), index)
+        notes.append(f"memory budget: the CUDA allocator of GPU {index} capped at {budget_mb:g} of its "
+                     f"{total_mb:.0f} MiB")
+    return notes
 
 
 def seed_everything(seed: int) -> None:
@@ -181,12 +195,15 @@ def main(argv: list[str]) -> int:
     detector.before_step = before_step
     if cfg["seed"] is not None:
         seed_everything(int(cfg["seed"]))
+    budget_notes = cap_cuda_memory(float(cfg["cuda_memory_budget_mb"])) \
+        if cfg["cuda_memory_budget_mb"] and torch.cuda.is_available() else []
     injector.install()
     install_noise_meter(run_dir, rank)  # the gradient noise scale, when the launcher asked (to-quality)
     detector.install()
     status, error, code, warnings = OK, None, EXIT_OK, []
     stopped: int | None = None
     untap = tap_stdout(run_dir)  # printed lines with their time: a metric the script prints (--to-quality)
+    said, unwarn = tap_warnings(is_user_file)  # the script's own warnings join the run's
     guarded = False
     rec.start()
     try:
@@ -210,6 +227,7 @@ def main(argv: list[str]) -> int:
         detector.uninstall()
         injector.uninstall()
         untap()
+        unwarn()
         rec.stop()
     if guarded:
         warnings.append(f"the memory guard ended the run, during step {rec.steps_done}")
@@ -236,13 +254,15 @@ def main(argv: list[str]) -> int:
                         f"then stopped it on purpose after step {rec.steps_done}")
     if detector.mode is not None:
         warnings.append(f"steps detected by {detector.mode} calls")
+    warnings += budget_notes + [f"the script warned: {w}" for w in said]
     if not leader:
         return code
     write_json_atomic(run_dir / "injected.json", injector.finish())
     device, device_name = _device()
     write_json_atomic(run_dir / "agent_result.json", {
         "status": status, "error": error, "warnings": warnings, "device": device, "device_name": device_name,
-        "world_size": int(os.environ.get("WORLD_SIZE", "1")), "steps_done": rec.steps_done,
+        "world_size": int(os.environ.get("WORLD_SIZE", "1")), "node_rank": int(os.environ.get("GROUP_RANK", "0")),
+        "steps_done": rec.steps_done,
         "host_peak_rss_mb": peak_rss_mb(),
         "cuda_peak_mb": torch.cuda.max_memory_allocated() / 1024**2 if device == "cuda" else None,
         "memory_guard": guarded, "profiled_then_stopped": stopped, **rec.memory_facts(),

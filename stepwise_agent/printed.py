@@ -1,10 +1,14 @@
-"""What the script prints, with the time it printed it: ``RUN_DIR/printed.jsonl`` (``t_unix_ns``, ``line``).
+"""What the script says: what it prints, with the time it printed it (``RUN_DIR/printed.jsonl``: ``t_unix_ns``,
+``line``), and what it warns (:func:`tap_warnings`).
 
 A metric the script prints (``optimize --to-quality --metric REGEX``: a validation loss, an accuracy) is only
 worth something against the time it was reached; ``stdout.log`` keeps the text but not the time, and a file
 stdout is block-buffered. :func:`tap_stdout` wraps ``sys.stdout`` so every complete line is also written, with
 its time, to ``printed.jsonl`` (flushed per line); the script's own output is unchanged. Standard library only.
 Bounded: at most :data:`MAX_LINES` lines of at most :data:`MAX_CHARS` characters are recorded.
+
+A warning the script's own code raises (Python's ``warnings.warn`` from a file of the user's: "--tf32 has no effect on
+a CPU") joins the run's warnings in its result; the libraries' warnings (torch's deprecations) stay in stderr.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 MAX_LINES = 100_000
 MAX_CHARS = 1_000
+MAX_WARNINGS = 20
 
 
 class _Tee:
@@ -79,3 +85,24 @@ def tap_stdout(run_dir: Path, clock_ns: Callable[[], int] = time.time_ns) -> Cal
         tee.close_log()
 
     return untap
+
+
+def tap_warnings(is_users: Callable[[str], bool]) -> tuple[list[str], Callable[[], None]]:
+    """Record each warning shown from a file ``is_users`` accepts (``Category: message``, at most
+    :data:`MAX_WARNINGS`); returns the live list and the function that stops recording."""
+    said: list[str] = []
+    original = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
+             line: str | None = None) -> None:
+        if len(said) < MAX_WARNINGS and is_users(filename):
+            said.append(f"{category.__name__}: {message}"[:MAX_CHARS])
+        original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+    def untap() -> None:
+        if warnings.showwarning is show:
+            warnings.showwarning = original
+
+    return said, untap

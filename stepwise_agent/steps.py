@@ -87,9 +87,14 @@ class StepDetector:
         self._undo: list[Callable[[], None]] = []
         self._scaled: tuple[weakref.ref[torch.Tensor], torch.Tensor] | None = None  # GradScaler.scale's last output
         self.before_step: Callable[[], None] | None = None  # called first at each detected step (the injector)
+        self._stepped = 0  # optimizer steps of the lead optimizer seen by the post-hook
+        self._skip_counted: Any = None  # the optimizer whose skipped step the GradScaler wrapper has just counted
 
     def count_step(self, optimizer: Any) -> None:
         """A step that the optimizer skipped on purpose (a GradScaler seeing inf gradients) still ends a step."""
+        if self._skip_counted is optimizer:  # the GradScaler wrapper already counted this very skip
+            self._skip_counted = None
+            return
         self._after_optimizer_step(optimizer, (), {})
 
     def install(self) -> None:
@@ -103,6 +108,8 @@ class StepDetector:
         scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
         if scaler is not None and hasattr(scaler, "scale"):
             self._patch(scaler, "scale", self._wrap_scale)
+        if scaler is not None and hasattr(scaler, "step") and register_optimizer_step_post_hook is not None:
+            self._patch(scaler, "step", self._wrap_scaler_step)
 
     def uninstall(self) -> None:
         while self._undo:
@@ -152,7 +159,19 @@ class StepDetector:
             return out
         return scale
 
+    def _wrap_scaler_step(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            before = self._stepped
+            out = original(scaler, optimizer, *args, **kwargs)
+            lead = self._lead is None or self._lead == id(optimizer)
+            if self._stepped == before and lead and self.mode != "backward":
+                self._after_optimizer_step(optimizer, (), {})  # skipped for inf gradients: still one step
+                self._skip_counted = optimizer
+            return out
+        return step
+
     def _after_backward(self, tensors: Any) -> None:
+        self._skip_counted = None
         tensor = tensors if isinstance(tensors, torch.Tensor) else \
             (tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else None)
         loss = _scalar(tensor)
@@ -173,6 +192,7 @@ class StepDetector:
             self._lead = id(optimizer)
         if id(optimizer) != self._lead:
             return
+        self._stepped += 1
         if self.mode == "backward":
             self.mode = "optimizer"  # this step was already counted by its backward
             self._backwards_since_step = 0

@@ -3,7 +3,10 @@
 Every ``import`` in the packages is parsed (function-level and ``importlib.import_module("…")`` ones too) and an
 edge from a package to one above it fails the test, naming the file and line. The two ``__main__`` modules are
 the only exceptions: ``python -m advisors`` and ``python -m profilers`` are thin entry points into ``cli``.
-``benchmarks`` may import any package but not ``tests``; no folder holds more than 20 modules.
+``profilers`` and ``sample_runs`` sit side by side and tie to neither each other nor anything but the agent's
+level: the sample workloads are a training project like a user's (the launcher runs them as it runs any script),
+and the facts of a run never depend on which project it was. ``benchmarks`` may import any package but not
+``tests``; no folder holds more than 20 modules.
 """
 
 from __future__ import annotations
@@ -66,8 +69,36 @@ def violations(tops: dict[str, int]) -> list[str]:
     return found
 
 
+#: packages of one level that must not import each other (either way)
+APART = (("profilers", "sample_runs"),)
+
+
 def test_no_package_imports_one_above_it() -> None:
     assert violations(LEVEL) == []
+
+
+def ties(a: str, b: str) -> list[str]:
+    """Every import between ``a`` and ``b``, either way, with its file and line."""
+    found = []
+    for top, other in ((a, b), (b, a)):
+        for path in python_files(top):
+            rel = path.relative_to(REPO).as_posix()
+            module, is_package = module_name(path)
+            for line, name in imported_names(ast.parse(path.read_text(), rel), module, is_package):
+                if name.split(".")[0] == other:
+                    found.append(f"{rel}:{line} imports {name}")
+    return found
+
+
+@pytest.mark.parametrize("a, b", APART)
+def test_packages_kept_apart_import_neither_way(a: str, b: str) -> None:
+    assert ties(a, b) == []
+
+
+def test_the_tie_checker_sees_a_tie(tmp_path: Path) -> None:
+    names = [n for _, n in imported_names(ast.parse("def f():\n    from profilers.errors import SpecError\n"),
+                                          "sample_runs.base", False)]
+    assert names == ["profilers.errors"]
 
 
 def test_benchmarks_do_not_import_tests() -> None:

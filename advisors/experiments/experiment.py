@@ -27,16 +27,14 @@ from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import numpy as np
 
-from advisors.fixes import patched
 from advisors.verdict import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, beside, throughput_ratio
 from advisors.experiments.pair_verdict import PairJudgement, judge_pairs, needs_more_pairs
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
-from profilers.run.spec import TrainingSpec
 
-#: How a fix reaches a spec of one kind: ``ApplyFn[TrainingSpec]`` (a spec patch), ``ApplyFn[ScriptSpec]`` (injection).
+#: How a fix reaches a spec: ``ApplyFn[ScriptSpec]`` (the script's own flag, or injection).
 ApplyFn = Callable[[SpecT, Fix], SpecT]
 #: The kind of spec an arm, an experiment or a ladder holds; ``Experiment[Spec]`` is either kind.
 SpecT_co = TypeVar("SpecT_co", bound=Spec, covariant=True)
@@ -134,18 +132,15 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
                    on_progress: ProgressFn | None = None, apply: ApplyFn[SpecT] | None = None,
                    proof: ProofFn | None = None) -> Experiment[SpecT]:
     """Run ``base`` and ``apply(base, fix)`` interleaved, ``policy.trials`` times each, and judge the fix.
-    ``apply`` defaults to the fix's spec patch (:func:`advisors.fixes.patched`); a script's fixes are injected,
-    so a script needs its own (``advisors.experiments.script_strategy``). ``proof`` (scripts) says why a
+    ``apply`` is how the fix reaches the script (``advisors.experiments.script_strategy``: its own flag, or
+    injection). ``proof`` (scripts) says why a
     patched run shows no effect of the fix; the experiment then stops.
 
     Raises SpecError when the fix cannot be applied to ``base`` (advice-only fix, invalid combination).
     """
-    if apply is not None:
-        spec_b = apply(base, fix)
-    elif isinstance(base, TrainingSpec):
-        spec_b = patched(base, fix)
-    else:
-        raise SpecError(f"fix {fix.id!r} on a script: its knobs are injected, pass apply= (a ScriptStrategy's)")
+    if apply is None:
+        raise SpecError(f"fix {fix.id!r}: pass apply= (a ScriptStrategy's), how the fix reaches the script")
+    spec_b = apply(base, fix)
     base_runs: list[RunOutcome] = []
     ref_runs: list[RunOutcome] = []
     b_runs: list[RunOutcome] = []

@@ -1,11 +1,13 @@
-"""``optimize(spec, run, rounds)``: diagnose, apply the matching fix, measure it, keep it or not, repeat.
+"""``optimize(spec, run, rounds, strategy=…)``: diagnose, apply the matching fix, measure it, keep it or not, repeat.
 
 Round 1 diagnoses one run of the starting spec; later rounds diagnose the last kept patched run (its trace
 and result are in its run folder). Within a round the candidates are every finding's own fix in severity
-order, then their :data:`~advisors.fixes.ALTERNATIVES` — skipping advice-only fixes, fixes that
-cannot act here (CUDA-only on a CPU, DDP-only with one rank), no-op patches and fixes already rejected. A
-round ends at the first kept fix or after ``max_attempts`` experiments; a round with nothing kept ends the
-search. The result is a :class:`Ladder`: every attempt with its numbers, kept or rejected.
+order, then their :data:`~advisors.fixes.ALTERNATIVES`, as the :class:`Strategy` offers them — for a script, a
+sample workload's included, :class:`~advisors.experiments.script_strategy.ScriptStrategy`: the script's own flag
+where it has one, else injection; advice-only fixes, fixes that cannot act here (CUDA-only on a CPU, DDP-only
+with one rank), no-op changes and fixes already rejected are skipped. A round ends at the first kept fix or after
+``max_attempts`` experiments; a round with nothing kept ends the search. The result is a :class:`Ladder`: every
+attempt with its numbers, kept or rejected.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar
 
 from advisors.diagnosis import diagnose, upper_bound_for
 from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, SpecT_co, run_experiment
-from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
+from advisors.fixes import ALTERNATIVES
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import observe
 from advisors.experiments.progress import Progress, ProgressFn
-from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
+from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT
 from profilers.errors import SpecError, StepwiseError
-from profilers.run.spec import TrainingSpec
 
 MAX_ATTEMPTS = 3
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*")
@@ -127,31 +128,6 @@ class Strategy(Protocol[_S]):
     def where(self, fix: Fix) -> dict[str, Any] | None: ...
 
 
-class SpecStrategy:
-    """Sample workloads: fixes are TrainingSpec patches."""
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-
-    def candidates(self, d: Diagnosis, spec: TrainingSpec, rejected: set[str]) -> Iterator[Fix]:
-        return candidates(d, spec, self.device, rejected)
-
-    def apply(self, spec: TrainingSpec, fix: Fix) -> TrainingSpec:
-        return patched(spec, fix)
-
-    def learn(self, outcome: RunOutcome) -> None:
-        return None
-
-    def advice(self, d: Diagnosis) -> list[tuple[Fix, str]]:
-        return []
-
-    def where(self, fix: Fix) -> dict[str, Any] | None:
-        return None
-
-    def proof(self, fix: Fix) -> ProofFn | None:
-        return None  # a spec patch acts by construction: the worker builds the run from the spec
-
-
 def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
     """Diagnose a trial from its run folder (trace, result, steps)."""
     if outcome.run_dir is None:
@@ -165,17 +141,13 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
              strategy: Strategy[SpecT] | None = None,
              measured_before: Mapping[str, str] | None = None) -> Ladder[SpecT]:
     """Search for kept fixes, ``rounds`` diagnoses at most. ``device`` is where runs execute (``cpu``/``cuda``);
-    ``strategy`` says how fixes reach the spec (default: TrainingSpec patches; a script needs its
+    ``strategy`` says how fixes reach the spec (a script's:
     :class:`~advisors.experiments.script_strategy.ScriptStrategy`). ``measured_before``: fix id → what an
     earlier experiment on this same baseline measured ("the Apply at 10:42 measured 0.97× …, no gain"); round 1
     does not re-try those (its baseline is that one) and the ladder lists them in ``not_retried``."""
-    how: Strategy[SpecT]
-    if strategy is not None:
-        how = strategy
-    elif isinstance(spec, TrainingSpec):
-        how = SpecStrategy(device)
-    else:
-        raise SpecError("optimising a script needs its strategy (advisors.experiments.script_strategy.ScriptStrategy)")
+    if strategy is None:
+        raise SpecError("optimize needs a strategy: how fixes reach the spec (a script's ScriptStrategy)")
+    how: Strategy[SpecT] = strategy
     emit = on_progress or (lambda _: None)
     emit(Progress("diagnose", round=1))
     first = run(spec, lambda p: emit(Progress("diagnosis_run", round=1).with_run(p)))
@@ -254,22 +226,4 @@ def proposed(d: Diagnosis) -> list[str]:
             and not (slow_bf16 and x in ("bf16_autocast", "fp16_autocast"))]
 
 
-def candidates(d: Diagnosis, spec: TrainingSpec, device: str, rejected: set[str]) -> Iterator[Fix]:
-    """Fixes worth an experiment for diagnosis ``d`` on ``spec``: every finding's own fix in severity order (a
-    finding's lead rule first, then the other rules that saw the same time), then their alternatives."""
-    for fix_id in proposed(d):
-        fix = FIXES[fix_id]
-        if fix_id not in rejected and fix.spec_patch and applies(fix, device, spec.world_size) is None \
-                and _changes(spec, fix):
-            yield fix
-
-
-def _changes(spec: TrainingSpec, fix: Fix) -> bool:
-    try:
-        return patched(spec, fix) != spec
-    except SpecError:
-        return False
-
-
-__all__ = ["Advice", "ApplyFn", "Ladder", "Rung", "SpecStrategy", "Strategy", "candidates", "diagnose_outcome",
-           "optimize", "proposed"]
+__all__ = ["Advice", "ApplyFn", "Ladder", "Rung", "Strategy", "diagnose_outcome", "optimize", "proposed"]

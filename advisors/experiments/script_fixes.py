@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from advisors.experiments.script_diff import construction_site, switch_for
-from advisors.experiments.script_knobs import KnobChange, knob_change
+from advisors.experiments.script_knobs import KnobChange, Times, knob_change
 from advisors.verdict import Fix
 from profilers.run.script_spec import ScriptSpec
 
@@ -100,7 +100,22 @@ INJECTIONS: dict[str, Injection] = {
     "ddp_static_graph": Injection(_const(static_graph=True), "static_graph", "ddp"),
 }
 
-#: Fixes that need the training loop itself changed: advice, shown as "not injectable: change it yourself".
+#: Fixes no injection can make (they change the training loop) that a script's own flag can, by the argparse
+#: convention (:mod:`advisors.experiments.script_knobs`): what each asks of the flags, and the knob whose effect the
+#: agent checks. Accumulation keeps a step's samples (micro-batches of the step), no_sync accumulation keeps the
+#: micro-batch (k of them per step, one all-reduce). A script without such a flag gets the fix as advice.
+OWN_FLAGS: dict[str, Injection] = {
+    "grad_accumulation": Injection(_const(grad_accum_steps=Times(2)), "grad_accum_steps", None),
+    "grad_accumulation_x4": Injection(_const(grad_accum_steps=Times(4)), "grad_accum_steps", None),
+    "activation_checkpointing": Injection(_const(activation_checkpointing=True), "activation_checkpointing", None),
+    "ddp_no_sync": Injection(_const(ddp_no_sync=True, grad_accum_steps=Times(4), batch_size=Times(4)),
+                             "ddp_no_sync", None),
+    "larger_batch": Injection(_const(batch_size=Times(2)), "batch_size", None),
+    "cuda_graphs": Injection(_const(cuda_graphs=True), "cuda_graphs", None),
+}
+
+#: Fixes that need the training loop itself changed: advice, shown as "not injectable: change it yourself" (those
+#: of :data:`OWN_FLAGS` are measured through the script's own flag when it has one).
 NOT_INJECTABLE: dict[str, str] = {
     "grad_accumulation": "gradient accumulation changes the loop (several backwards per optimizer step)",
     "grad_accumulation_x4": "gradient accumulation changes the loop (several backwards per optimizer step)",
@@ -128,7 +143,7 @@ CONV_ONLY = ("channels_last", "cudnn_benchmark")
 
 def script_knob(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> KnobChange | None:
     """``fix`` as the script's own flag or config line (:mod:`advisors.experiments.script_knobs`), if it has one."""
-    inj = INJECTIONS.get(fix.id)
+    inj = INJECTIONS.get(fix.id) or OWN_FLAGS.get(fix.id)
     knobs = inj.knobs(ctx) if inj is not None else None
     if inj is None or not knobs:
         return None
@@ -141,6 +156,10 @@ def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec
     checked), else the fix's knobs injected."""
     if fix.id in CONV_ONLY and (ctx.sites.get("model_call") or {}).get("convolutions") == 0:
         return None
+    if fix.id in OWN_FLAGS:  # no injection: the script's own flag, or nothing
+        own = script_knob(spec, fix, ctx)
+        out = spec.patch(command=own.command, observe=own.observe) if own is not None else spec
+        return out if out != spec else None
     inj = INJECTIONS.get(fix.id)
     knobs = inj.knobs(ctx) if inj is not None else None
     if not knobs:
@@ -177,7 +196,7 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
 
 def why_not_applied(fix: Fix, applied: Mapping[str, Any] | None) -> str | None:
     """From a patched run's ``injected.json``: why the fix did not act (its proof knob's ``why``), else None."""
-    inj = INJECTIONS.get(fix.id)
+    inj = INJECTIONS.get(fix.id) or OWN_FLAGS.get(fix.id)
     if inj is None or applied is None:
         return None
     knob = (applied.get("knobs") or {}).get(inj.proof)

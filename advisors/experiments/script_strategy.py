@@ -3,7 +3,8 @@
 After every diagnosed run it learns the script's context from the run folder (device, ranks, the training
 DataLoader's settings and call sites from ``injected.json``, host cores busy from the telemetry), so the next
 fix is chosen from the run's own numbers. Fixes that need the loop rewritten are returned as advice with the
-reason, never skipped in silence; fixes that cannot act on this device or world size are not tried.
+reason, never skipped in silence — unless the script has its own flag for them (``--grad-accum-steps``: then they
+are measured through it); fixes that cannot act on this device or world size are not tried.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from advisors.fixes import FIXES, applies
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import run_facts
 from advisors.experiments.optimize import proposed
-from advisors.experiments.script_fixes import (ScriptContext, not_injectable, script_knob, script_patched,
-                                               where_for, why_not_applied)
+from advisors.experiments.script_fixes import (OWN_FLAGS, ScriptContext, not_injectable, script_knob,
+                                               script_patched, where_for, why_not_applied)
 from advisors.experiments.script_knobs import KnobChange
 from advisors.experiments.trials import RunOutcome
 from profilers.errors import SpecError
@@ -35,11 +36,12 @@ class ScriptStrategy:
         """``own_knobs``: a fix the script has its own flag or config line for is measured through it (the
         default); ``False`` injects every fix (``optimize --inject``, to compare the two)."""
         self.own_knobs = own_knobs
+        self.spec = spec
         self.ctx = ScriptContext(device=device, world_size=spec.world_size)
         unknown = [f for f in forced if f not in FIXES]
         if unknown:
             raise SpecError(f"unknown fix {unknown[0]!r}; known: {', '.join(FIXES)}")
-        blocked = [f for f in forced if not_injectable(FIXES[f])]
+        blocked = [f for f in forced if not_injectable(FIXES[f]) and f not in OWN_FLAGS]
         if blocked:
             raise SpecError(f"{blocked[0]} is not injectable: {not_injectable(FIXES[blocked[0]])}")
         self.forced = tuple(forced)
@@ -59,9 +61,9 @@ class ScriptStrategy:
             return
         for fix_id in proposed(d):
             fix = FIXES[fix_id]
-            if fix_id in rejected or not_injectable(fix) or applies(fix, self.ctx.device, spec.world_size):
+            if fix_id in rejected or applies(fix, self.ctx.device, spec.world_size):
                 continue
-            if script_patched(spec, fix, self.ctx) is not None:
+            if script_patched(spec, fix, self.ctx) is not None:  # injected, or the script's own flag
                 yield fix
 
     def apply(self, spec: ScriptSpec, fix: Fix) -> ScriptSpec:
@@ -83,7 +85,8 @@ class ScriptStrategy:
         for fix_id in proposed(d):
             fix = FIXES[fix_id]
             why = not_injectable(fix)
-            if why is not None and applies(fix, self.ctx.device, self.ctx.world_size) is None:
+            if why is not None and applies(fix, self.ctx.device, self.ctx.world_size) is None and \
+                    script_knob(self.spec, fix, self.ctx) is None:  # no flag of the script's own makes it either
                 out.append((fix, f"not injectable: change it yourself ({why})"))
         return out
 

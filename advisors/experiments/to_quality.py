@@ -1,9 +1,9 @@
 """``optimize --to-quality``: each arm runs, K seeds, until it reaches the target or its budget; a change is kept
 only when it reaches the same target sooner (:mod:`advisors.quality.arms`).
 
-The path is today's experiments': a sample workload's arm is a :class:`~profilers.run.spec.TrainingSpec` run by
-:mod:`profilers.run.runner`, a script's a :class:`~profilers.run.script_spec.ScriptSpec` started by the launcher,
-each stored in the run store under one stored experiment. What changes is the length of a run and what is read
+The path is today's experiments': an arm is a :class:`~profilers.run.script_spec.ScriptSpec` started by the
+launcher — a user's script or a sample workload's (``python -m sample_runs.train``) — each stored in the run store
+under one stored experiment. What changes is the length of a run and what is read
 from it: a run goes on until its budget (steps, or seconds of its clock) and is stopped as soon as its smoothed
 metric reaches a known target (the follow loop reads its ``steps.jsonl`` / ``printed.jsonl`` while it runs);
 its curve is read against its own clock. No profiler window is opened in these runs (its overhead would be
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -37,13 +37,12 @@ from advisors.quality.curve import (Curve, Goal, clock_start_ns, loss_curve_from
                                     time_to_target)
 from advisors.quality.target import LOSS_METRIC, Budget, Target, from_baseline
 from profilers.errors import SpecError
+from advisors.experiments.script_knobs import with_flag
 from profilers.run.script_spec import MAX_STEPS, ScriptSpec
-from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 from stepwise_agent.noise_scale import ENV as NOISE_ENV
 
-QualitySpec = Union[TrainingSpec, ScriptSpec]
-SECONDS_BUDGET_STEPS = 1_000_000  # a workload's step count when the budget is seconds (the clock stops it)
+QualitySpec = ScriptSpec  # a sample workload's runs are its training script's
 ProgressFn = Callable[[str], None]
 
 
@@ -111,12 +110,14 @@ class QualityLadder:
 
 
 def arm_spec(spec: QualitySpec, budget: Budget, seed: int) -> QualitySpec:
-    """``spec`` as one seed of a to-quality arm: its budget's length, no profiler window."""
-    if isinstance(spec, TrainingSpec):
-        steps = budget.steps or SECONDS_BUDGET_STEPS
-        return spec.patch(seed=seed, steps=steps, epochs=None, profile_wait=steps, profile_memory=False)
+    """``spec`` as one seed of a to-quality arm: its budget's length, no profiler window. The launcher seeds torch,
+    ``random`` and numpy at boot; a command that names its own ``--seed`` (a sample workload's) reseeds with it, so
+    the seed goes there too."""
     steps = min(budget.steps or MAX_STEPS, MAX_STEPS)
-    return replace(spec, seed=seed, warmup_steps=0, measure_steps=steps, profile_steps=1)
+    command = spec.command
+    if any(a.split("=", 1)[0] == "--seed" for a in command):
+        command = with_flag(command, ["--seed"], str(seed))
+    return replace(spec, seed=seed, warmup_steps=0, measure_steps=steps, profile_steps=1, command=command)
 
 
 def curve_of(run_dir: Path, steps: pd.DataFrame, metric: str | None) -> Curve:
@@ -145,16 +146,13 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
     """The real :data:`CurveRunFn`: runs the arm's spec in ``store`` and stops it once its curve reaches the
     target (when one is known) or its clock passes a budget in seconds — or, for a script, as soon as the agent
     refused a convergence change it was asked to inject (the run cannot judge it: "not applied")."""
-    from profilers.run import runner
+    from profilers.run.handle import follow
 
     def run_one(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
-        env = {NOISE_ENV: "1"}  # every arm carries the noise-scale meter: the same (small) overhead in each
-        if isinstance(spec, TrainingSpec):
-            handle = runner.start(spec, store, label=f"ttq-{spec.workload}", parent=experiment, extra_env=env)
-        else:
-            from profilers.run.launch import start_script
+        from profilers.run.launch import start_script
 
-            handle = start_script(spec, store, label=f"ttq-{spec.name}", parent=experiment, extra_env=env)
+        env = {NOISE_ENV: "1"}  # every arm carries the noise-scale meter: the same (small) overhead in each
+        handle = start_script(spec, store, label=f"ttq-{spec.name}", parent=experiment, extra_env=env)
         why: list[str] = []
 
         def watch(_: dict[str, Any]) -> None:
@@ -171,7 +169,7 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
             if why:
                 handle.cancel(f"stopped by to-quality: {why[0]}")
 
-        result = runner.follow(handle, watch, None, poll_s=poll_s)
+        result = follow(handle, watch, None, poll_s=poll_s)
         steps = store.read_steps(handle.run_id)
         c = curve_of(handle.run_dir, steps, metric)
         if budget.seconds is not None:
@@ -183,7 +181,7 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
 
 
 def _refused(spec: QualitySpec, run_dir: Path) -> str | None:
-    if not isinstance(spec, ScriptSpec) or not (spec.inject or spec.observe):
+    if not (spec.inject or spec.observe):
         return None
     from advisors.quality.script_candidates import refused
     from profilers.store.files import read_json
@@ -299,9 +297,3 @@ def _reached(run: QualityRun, target: Target, metric: str | None) -> float | Non
     t = time_to_target(seen(run.curve, metric), target.value, target.goal)
     return t if t is not None and math.isfinite(t) else None
 
-
-def patch_workload(spec: QualitySpec, cand: Candidate) -> QualitySpec:
-    """A workload candidate's :class:`TrainingSpec` patch."""
-    if not isinstance(spec, TrainingSpec) or cand.patch is None:
-        raise SpecError(f"{cand.id} is a change to make yourself on a script")
-    return spec.patch(**dict(cand.patch))

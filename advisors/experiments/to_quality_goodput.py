@@ -19,8 +19,6 @@ from advisors.experiments.to_quality import PlanFn, QualityRun, QualitySpec
 from advisors.quality import candidates as cands
 from advisors.quality.goodput import KS, GoodputPlan, plan
 from advisors.quality.noise_scale import estimate, read_rows
-from profilers.run.script_spec import ScriptSpec
-from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 from stepwise_agent.noise_scale import ENV as NOISE_ENV
 
@@ -31,36 +29,24 @@ ProbeFn = Callable[[QualitySpec, int], "float | None"]
 
 def store_probe(store: RunStore, experiment: str | None = None) -> ProbeFn:
     """The real :data:`ProbeFn`: a short run in ``store`` (with the meter, as the arms have it)."""
-    from profilers.run import runner
+    from profilers.run.handle import follow
 
     def probe(spec: QualitySpec, k: int) -> float | None:
-        env = {NOISE_ENV: "1"}
-        if isinstance(spec, TrainingSpec):
-            steps = PROBE_WARMUP + PROBE_STEPS
-            try:
-                s = spec.patch(batch_size=spec.batch_size * k, steps=steps, epochs=None, warmup_steps=PROBE_WARMUP,
-                               profile_wait=steps, profile_memory=False, seed=0, lr_warmup_steps=0)
-            except Exception:  # noqa: BLE001 - a batch the spec refuses: no step time
-                return None
-            handle = runner.start(s, store, label=f"ttq-probe-x{k}", parent=experiment, extra_env=env)
-        else:
-            from dataclasses import replace
+        from dataclasses import replace
 
-            from profilers.run.launch import start_script
+        from profilers.run.launch import start_script
 
-            inject = {"batch_scale": k} if k > 1 else {}
-            s2 = replace(spec, seed=0, warmup_steps=PROBE_WARMUP, measure_steps=PROBE_STEPS, profile_steps=1,
-                         inject=inject)
-            handle = start_script(s2, store, label=f"ttq-probe-x{k}", parent=experiment, extra_env=env)
-        result = runner.follow(handle, None, None)
+        inject = {"batch_scale": k} if k > 1 else {}
+        s2 = replace(spec, seed=0, warmup_steps=PROBE_WARMUP, measure_steps=PROBE_STEPS, profile_steps=1,
+                     inject=inject)
+        handle = start_script(s2, store, label=f"ttq-probe-x{k}", parent=experiment, extra_env={NOISE_ENV: "1"})
+        result = follow(handle, None, None)
         return result.step_time_ms if result.status.value == "ok" and result.step_time_ms else None
 
     return probe
 
 
 def batch_of(spec: QualitySpec, runs: Sequence[QualityRun]) -> int | None:
-    if isinstance(spec, TrainingSpec):
-        return spec.batch_size
     from advisors.quality.script_candidates import read_baseline
 
     base = read_baseline(runs)
@@ -93,10 +79,6 @@ def planner(probe: ProbeFn, budget_steps: int | None = None, ks: Sequence[int] =
 
 
 def _candidate(spec: QualitySpec, k: int, budget_steps: int | None) -> cands.Candidate:
-    if isinstance(spec, TrainingSpec):
-        rule: cands.Scaling = "sqrt" if spec.optimizer in ("adam", "adamw") else "linear"
-        return cands.batch_scaled(spec, k, rule, budget_steps)
-    assert isinstance(spec, ScriptSpec)
     from advisors.quality.script_candidates import templates
 
     return templates(k)[0]  # made concrete from the baseline's optimizer and DataLoader by resolve

@@ -1,11 +1,11 @@
 """One trial = one run of a spec, reduced to what an A/B comparison needs (:class:`RunOutcome`).
 
-The experiment takes any :data:`RunFn`, so unit tests pass a fake with made-up timings; :func:`store_runner`
-is the real one: it runs the spec through :mod:`profilers.run.runner` into a :class:`RunStore` and reads the
-run's ``steps.jsonl``. Measured steps are the steady steps of :mod:`stepwise_agent.steady` (past the spec's
-warm-up, not profiled, not next to the profiler's window), the steps the run's own step time is the median of;
-a trial with fewer than :data:`MIN_MEASURED_STEPS` of them widens its basis as that module says.
-A step's time is its slowest rank's; its samples are summed over ranks.
+The experiment takes any :data:`RunFn`, so unit tests pass a fake with made-up timings; :func:`script_runner`
+is the real one: it launches the spec (a user's script or a sample workload's, one path for both) into a
+:class:`RunStore` and reads the run's ``steps.jsonl``. Measured steps are the timed window after the warm-up, the
+steady steps of :mod:`stepwise_agent.steady` (never the profiled ones); a trial with fewer than
+:data:`MIN_MEASURED_STEPS` of them widens its basis as that module says. A step's time is its slowest rank's; its
+samples are summed over ranks.
 """
 
 from __future__ import annotations
@@ -14,26 +14,25 @@ import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, TypeVar, Union
+from typing import Any, Callable, Mapping, Protocol, TypeVar
 
 import pandas as pd
 
 from advisors.observation import loss_curve
 from advisors.experiments.trial_load import TrialLoad, trial_load
 from advisors.stats import Trial
-from profilers.run import runner
+from profilers.run.handle import follow
 from profilers.run.records import RunResult
 from profilers.run.script_spec import ScriptSpec
-from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
-from stepwise_agent.steady import AFTER_PROFILER, BASIS_ALL, MIN_STEADY, choose_steps
+from stepwise_agent.steady import BASIS_ALL, choose_steps
 
 MIN_MEASURED_STEPS = 3
-RunProgressFn = Callable[[dict[str, Any]], None]  # a trial run's own progress.json, as runner.follow reports it
-#: What an experiment runs: a sample workload's spec or a user's script.
-Spec = Union[TrainingSpec, ScriptSpec]
-#: One kind of spec, the same all through a function (an experiment on a script patches and runs scripts).
-SpecT = TypeVar("SpecT", TrainingSpec, ScriptSpec)
+RunProgressFn = Callable[[dict[str, Any]], None]  # a trial run's own progress.json, as handle.follow reports it
+#: What an experiment runs: a script — a user's, or a sample workload's (``python -m sample_runs.train``).
+Spec = ScriptSpec
+#: The spec all through a function (an experiment patches and runs scripts; tests may run their own kind).
+SpecT = TypeVar("SpecT", bound=ScriptSpec)
 _RunSpec = TypeVar("_RunSpec", bound=Spec, contravariant=True)
 
 
@@ -63,44 +62,14 @@ class RunOutcome:
 
 
 def spec_changes(before: Spec, after: Spec) -> dict[str, tuple[Any, Any]]:
-    """``{field or knob: (before, after)}`` between two specs of one kind (``describe_diff`` of that kind)."""
-    if isinstance(before, TrainingSpec) and isinstance(after, TrainingSpec):
-        return before.describe_diff(after)
-    if isinstance(before, ScriptSpec) and isinstance(after, ScriptSpec):
-        return before.describe_diff(after)
-    raise TypeError(f"a {type(before).__name__} and a {type(after).__name__} cannot be compared")
+    """``{knob or field: (before, after)}`` between two specs (:meth:`ScriptSpec.describe_diff`)."""
+    return before.describe_diff(after)
 
 
 class RunFn(Protocol[_RunSpec]):
-    """Runs one spec of its kind (``RunFn[TrainingSpec]``, ``RunFn[ScriptSpec]``) to a :class:`RunOutcome`."""
+    """Runs one spec (``RunFn[ScriptSpec]``) to a :class:`RunOutcome`."""
 
     def __call__(self, spec: _RunSpec, on_progress: RunProgressFn | None = None) -> RunOutcome: ...
-
-
-def store_runner(store: RunStore, timeout_s: float | None = None,
-                 experiment: str | None = None) -> RunFn[TrainingSpec]:
-    """The real :data:`RunFn`: a subprocess run per trial, kept in ``store`` (its folder is the evidence);
-    ``experiment``: the stored experiment (run id) the trials belong to (then hidden from run lists)."""
-
-    def run_one(spec: TrainingSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
-        spec = with_steady_room(spec) if experiment is not None else spec  # an experiment's trials are timed
-        handle = runner.start(spec, store, label=f"ab-{spec.workload}", parent=experiment)
-        result = runner.follow(handle, on_progress, timeout_s)
-        steps = store.read_steps(handle.run_id)
-        outcome = outcome_from_steps(spec, result, steps, str(handle.run_dir))
-        load = trial_load(store.read_telemetry(handle.run_id), steps, spec.warmup_steps)
-        return replace(outcome, host_load=_load_average(), load=load)
-
-    return run_one
-
-
-def with_steady_room(spec: TrainingSpec) -> TrainingSpec:
-    """``spec`` run long enough for :data:`~stepwise_agent.steady.MIN_STEADY` steady steps after the profiler's
-    window and the steps next to it (a tiny workload's 10 steps left none, and its trials were timed on the
-    steps the profiler's export slowed). Both arms of a pair get the same length."""
-    window_end = spec.warmup_steps + spec.profile_wait + spec.profile_warmup + spec.profile_active
-    need = window_end + AFTER_PROFILER + MIN_STEADY
-    return spec if spec.steps >= need else spec.patch(steps=need)
 
 
 def script_runner(store: RunStore, timeout_s: float | None = None,
@@ -112,7 +81,7 @@ def script_runner(store: RunStore, timeout_s: float | None = None,
 
     def run_one(spec: ScriptSpec, on_progress: RunProgressFn | None = None) -> RunOutcome:
         handle = start_script(spec, store, label=f"ab-{spec.name}", parent=experiment)
-        result = runner.follow(handle, on_progress, timeout_s)
+        result = follow(handle, on_progress, timeout_s)
         steps = store.read_steps(handle.run_id)
         load = trial_load(store.read_telemetry(handle.run_id), steps, spec.warmup_steps,
                           spec.warmup_steps + spec.measure_steps - 1)
@@ -148,14 +117,6 @@ def script_outcome(spec: ScriptSpec, result: RunResult, steps: pd.DataFrame, run
     return RunOutcome(status=result.status.value, trial=trial, peak_memory_mb=result.peak_memory_mb,
                       losses=loss_curve(steps), steps_done=result.steps_done, error=result.error,
                       run_dir=str(run_dir), applied=applied if isinstance(applied, dict) else None, notes=notes)
-
-
-def outcome_from_steps(spec: TrainingSpec, result: RunResult, steps: pd.DataFrame,
-                       run_dir: str | None = None) -> RunOutcome:
-    """Reduce a run's result and raw step rows to a :class:`RunOutcome`."""
-    return RunOutcome(status=result.status.value, trial=measured_trial(steps, spec.warmup_steps),
-                      peak_memory_mb=result.peak_memory_mb, losses=loss_curve(steps),
-                      steps_done=result.steps_done, error=result.error, run_dir=run_dir)
 
 
 def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:

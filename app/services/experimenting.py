@@ -1,16 +1,20 @@
-"""Glue of the Advisor's Apply (no Streamlit): which fixes can be tried, and starting the experiment or the
-ladder in the background. The runs are real runs in the store (``advisors.experiments.trials.store_runner``)."""
+"""Glue of the Advisor's Apply on a sample workload's run stored before the workloads became a script (kind
+``run``, a ``spec.json``; no Streamlit here). Its settings become the workload's command line again
+(:mod:`cli.workloads`) and Apply and the ladder run it as a script, exactly as on a run launched today
+(:mod:`app.services.script_apply`): the same trials, the same fixes, the same stored experiment.
+
+Such a run's folder holds no record of the script's flags (the agent did not run it), so until a first trial has
+run the fixes offered are those injected at boot; the ladder learns the flags from its first run.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from advisors.experiments.experiment import Experiment, Policy, run_experiment
-from advisors.experiments.optimize import Ladder, candidates, optimize
-from advisors.experiments.trials import Spec, store_runner
 from advisors.verdict import Fix
-from app.services import stored_jobs
-from app.services.jobs import BackgroundJob
+from app.services import script_apply
+from profilers.errors import RunError
 from profilers.run.records import RunRecord
 from profilers.store.runs import RunStore
 from reports.analysis import Analysis
@@ -23,24 +27,48 @@ def device_of(a: Analysis) -> str:
 
 
 def candidate_fixes(a: Analysis) -> list[Fix]:
-    """Fixes worth an experiment for this run, the binding finding's first (``advisors.experiments.optimize.candidates``)."""
+    """Fixes worth an experiment for this run, the binding finding's first: those that can act on its device and
+    ranks and that the launcher injects at boot (the script's own flags are learnt from its first trial)."""
+    from advisors.experiments.optimize import proposed
+    from advisors.experiments.script_fixes import CONV_ONLY, INJECTIONS, ScriptContext
+    from advisors.fixes import FIXES, applies
+
     if a.diagnosis is None or a.run is None or a.run.spec is None:
         return []
-    return list(candidates(a.diagnosis, a.run.spec, device_of(a), set()))
+    workers = getattr(a.run.spec, "num_workers", None)
+    ctx = ScriptContext(device=device_of(a), world_size=a.run.world_size,
+                        loader={"num_workers": workers} if workers is not None else {})
+    out = []
+    for fix_id in proposed(a.diagnosis):
+        fix = FIXES[fix_id]
+        injection = INJECTIONS.get(fix_id)
+        if injection is None or applies(fix, ctx.device, ctx.world_size) or not injection.knobs(ctx):
+            continue
+        if fix_id in CONV_ONLY and a.breakdown is not None and not getattr(a.breakdown, "has_conv", True):
+            continue
+        out.append(fix)
+    return out
 
 
-def start_experiment(store: RunStore, source: RunRecord, a: Analysis, fix: Any, trials: int) -> BackgroundJob[Any]:
-    """Baseline vs patched, interleaved, ``trials`` runs each, as a stored experiment of ``source``; the job's
-    result is an ``Experiment``."""
-    from advisors.experiments.experiment import Policy, run_experiment
-    from advisors.experiments.trials import store_runner
+def target(store: RunStore, source: RunRecord, a: Analysis) -> script_apply.ScriptTarget:
+    """The stored workload run as a script to apply fixes to: its ``spec.json`` as the workload's command line."""
+    from advisors.experiments.script_fixes import ScriptContext
+    from advisors.experiments.script_strategy import context_of
+    from cli.workloads import settings_of, workload_spec
 
-    assert a.run is not None and a.run.spec is not None
-    spec = a.run.spec
-    return stored_jobs.start(store, source, "apply", {"fix": fix.id, "fix_title": fix.title, "trials": trials}, a,
-                             lambda exp_id, report: run_experiment(
-                                 spec, fix, stored_jobs.stoppable(store, exp_id, store_runner(store, experiment=exp_id)),
-                                 Policy(trials=trials), on_progress=report))
+    data = store.read_spec(source.run_id)
+    if data is None:
+        raise RunError("this run has no spec.json with the workload's settings")
+    workload, size, values, params = settings_of(data)
+    spec = workload_spec(store.root, workload, size, values, params)
+    run_dir = Path(source.run_dir)
+    ctx = context_of(run_dir, ScriptContext(device=device_of(a), world_size=spec.world_size))
+    return script_apply.ScriptTarget(spec, run_dir, ctx.device, ctx)
+
+
+def start_experiment(store: RunStore, source: RunRecord, a: Analysis, fix: Any, trials: int) -> Any:
+    """Baseline vs patched, interleaved, ``trials`` runs each, as a stored experiment of ``source``."""
+    return script_apply.start_experiment(store, source, a, target(store, source, a), fix, trials)
 
 
 def measured_before(store: RunStore, source_run: str) -> dict[str, str]:
@@ -68,19 +96,8 @@ def measured_before(store: RunStore, source_run: str) -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
-def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, trials: int) -> BackgroundJob[Any]:
-    """Diagnose → apply → measure, ``rounds`` times, as a stored experiment of ``source``; the job's result is a
-    ``Ladder``. Fixes an Apply on ``source`` already measured and rejected are not re-tried (:func:`measured_before`)."""
-    from advisors.experiments.experiment import Policy
-    from advisors.experiments.optimize import optimize
-    from advisors.experiments.trials import store_runner
-
-    assert a.run is not None and a.run.spec is not None
-    spec, device = a.run.spec, device_of(a)
-    earlier = measured_before(store, source.run_id)
-    return stored_jobs.start(store, source, "ladder", {"rounds": rounds, "trials": trials}, a,
-                             lambda exp_id, report: optimize(spec, stored_jobs.stoppable(
-                                                             store, exp_id, store_runner(store, experiment=exp_id)),
-                                                             rounds=rounds, policy=Policy(trials=trials),
-                                                             device=device, on_progress=report,
-                                                             measured_before=earlier))
+def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, trials: int) -> Any:
+    """Diagnose → apply → measure, ``rounds`` times, as a stored experiment of ``source``. Fixes an Apply on
+    ``source`` already measured and rejected are not re-tried (:func:`measured_before`)."""
+    return script_apply.start_ladder(store, source, a, target(store, source, a), rounds, trials,
+                                     measured_before=measured_before(store, source.run_id))

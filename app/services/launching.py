@@ -1,7 +1,10 @@
-"""Glue of the Launch page (no Streamlit here): the workload registry, the spec knobs, start/cancel, live data.
+"""Glue of the Launch page (no Streamlit here): the workload registry, its settings, start/cancel, live data.
 
 Only registered workloads (``sample_runs.WORKLOADS``) or a script path the user typed are ever started —
-never code from an upload. ``sample_runs`` imports torch, so it is imported on first use, not at startup.
+never code from an upload. A workload is its own training script: the form's values become its command line
+(``python -m sample_runs.train WORKLOAD --num-workers 2 …``, :mod:`cli.workloads`), shown before it starts, and it
+is launched exactly as a script the user typed. ``sample_runs`` imports torch, so it is imported on first use, not
+at startup.
 """
 
 from __future__ import annotations
@@ -9,56 +12,52 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-import types
-import typing
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, get_args, get_origin
+from typing import Any, Mapping
 
 import pandas as pd
 
+from cli import workloads as workload_runs
 from profilers.run import launch
 
-from profilers.run import runner
 from profilers.errors import RunError
 from profilers.run.handle import RunHandle, cancel_run
 from profilers.run.records import RunResult, RunStatus
-from profilers.run.spec import TrainingSpec
+from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
 from reports.telemetry import downsample_telemetry
 
-#: The spec fields the form shows, in order, grouped (every other field keeps the workload's value and can be
-#: changed with ``KEY=VALUE`` lines).
+#: The settings the form shows, in order, grouped (every other keeps the workload's value and can be changed with
+#: ``KEY=VALUE`` lines): the script's flags (``sample_runs.options.FLAGS``) and the launcher's (``LAUNCH``).
 KNOB_GROUPS: dict[str, tuple[str, ...]] = {
     "Training": ("batch_size", "steps", "lr", "lr_warmup_steps", "optimizer", "optimizer_impl", "seed"),
     "Data loading": ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache_decoded"),
     "Numerics and memory": ("precision", "channels_last", "compile", "grad_accum_steps", "activation_checkpointing",
                             "memory_budget_mb"),
     "Distributed": ("world_size", "backend", "bucket_cap_mb", "ddp_no_sync", "grad_compression"),
-    "Profiling": ("warmup_steps", "profile_memory", "step_timeout_s"),
+    "Profiling": ("warmup_steps", "step_timeout_s"),
 }
 
 
 @dataclass(frozen=True)
 class Knob:
-    """How to edit one spec field: ``kind`` is bool, choice, int or float; ``optional`` means 0 stands for None."""
+    """How to edit one setting: ``kind`` is bool, choice, int, float or text; ``optional`` means 0 stands for
+    None; ``help`` is what the script's ``--help`` says of it."""
 
     name: str
     kind: str
     options: tuple[Any, ...] = ()
     optional: bool = False
+    help: str = ""
 
 
 def knob(name: str) -> Knob:
-    """The editor for spec field ``name``, derived from its type annotation."""
-    hint = typing.get_type_hints(TrainingSpec)[name]
-    args = get_args(hint)
-    optional = get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args
-    base = next(a for a in args if a is not type(None)) if optional else hint
-    if get_origin(base) is Literal:
-        return Knob(name, "choice", get_args(base), optional)
-    kind = {bool: "bool", int: "int", float: "float"}.get(base, "text")
-    return Knob(name, kind, (), optional)
+    """The editor for setting ``name``, from the script's own table of flags."""
+    from sample_runs import options
+
+    f = options.BY_NAME.get(name) or options.LAUNCH_BY_NAME[name]
+    return Knob(name, f.kind, f.choices, f.optional, f.help)
 
 
 @dataclass(frozen=True)
@@ -77,19 +76,21 @@ def workloads() -> list[WorkloadInfo]:
             for w in sample_runs.WORKLOADS.values()]
 
 
-def base_spec(workload: str, size: str) -> TrainingSpec:
-    """The workload's recommended spec at ``size`` (what the form starts from)."""
-    import sample_runs
+def base_settings(workload: str, size: str) -> dict[str, Any]:
+    """The workload's recommended settings at ``size`` (what the form starts from): its flags' and the launcher's,
+    with ``steps`` the run's length (at least what five steady steps need)."""
+    from sample_runs import options
 
-    return sample_runs.get_workload(workload).spec(size)
+    out = options.defaults(workload, size)
+    out["steps"] = max(int(out["steps"]), workload_runs.default_steps(int(out["warmup_steps"]),
+                                                                         int(out["profile_active"])))
+    return out
 
 
-def build_spec(workload: str, size: str, values: dict[str, Any], sets: str = "") -> TrainingSpec:
-    """The base spec with the form's values (0 → None for optional knobs) and ``KEY=VALUE`` lines applied.
-
-    Raises SpecError with one sentence for an invalid combination."""
-    spec = base_spec(workload, size)
-    changes = {}
+def build_run(store: RunStore, workload: str, size: str, values: Mapping[str, Any], sets: str = "") -> ScriptSpec:
+    """The run the form describes: the base settings with the form's values (0 → None for optional knobs) and
+    ``KEY=VALUE`` lines. SpecError with one sentence for a setting that does not fit."""
+    changes: dict[str, Any] = {}
     for name, value in values.items():
         k = knob(name)
         if k.optional and k.kind in ("int", "float") and not value:
@@ -97,13 +98,32 @@ def build_spec(workload: str, size: str, values: dict[str, Any], sets: str = "")
         elif k.kind == "int" and value is not None:
             value = int(value)
         changes[name] = value
-    spec = spec.patch(**changes)
     lines = [line.strip() for line in sets.splitlines() if line.strip() and not line.strip().startswith("#")]
-    return spec.with_sets(lines) if lines else spec
+    more, params = workload_runs.parse_sets(lines)
+    changes.update(more)
+    steps = changes.pop("steps", None)  # the run's length: the launcher's window closes it
+    return workload_runs.workload_spec(store.root, workload, size, changes, params,
+                                       steps=int(steps) if steps else None)
 
 
-def start_workload(spec: TrainingSpec, store: RunStore, label: str | None = None) -> RunHandle:
-    return runner.start(spec, store, label=label or None)
+def shown_command(spec: ScriptSpec) -> str:
+    """The run as its user would type it: the script's command line, with what the launcher adds (ranks under
+    torchrun, the memory limit) said after it."""
+    from advisors.experiments.script_knobs import command_text
+
+    text = command_text(spec.command)
+    extra = []
+    if spec.world_size > 1:
+        extra.append(f"under torchrun, {spec.nproc_per_node} rank(s) per node" +
+                     (f" on {spec.nnodes} nodes" if spec.nnodes > 1 else ""))
+    if spec.memory_budget_mb is not None:
+        extra.append(f"memory limit {spec.memory_budget_mb:g} MiB")
+    return text + (f"   # {'; '.join(extra)}" if extra else "")
+
+
+def start_workload(spec: ScriptSpec, store: RunStore, workload: str, label: str | None = None) -> RunHandle:
+    """Start the workload's run as any script's: the launcher, the agent, its steps and profile."""
+    return launch.start_script(spec, store, label=label or workload)
 
 
 def default_interpreter() -> str:

@@ -125,9 +125,10 @@ def start_experiment(store: RunStore, source: RunRecord, a: Analysis, target: Sc
 
 
 def start_ladder(store: RunStore, source: RunRecord, a: Analysis, target: ScriptTarget, rounds: int,
-                 trials: int) -> BackgroundJob[Any]:
+                 trials: int, measured_before: dict[str, str] | None = None) -> BackgroundJob[Any]:
     """Diagnose a fresh run → inject → measure, ``rounds`` times, as a stored experiment of ``source``; the
-    result is a ``Ladder`` (with ``advice``: the fixes left to the user)."""
+    result is a ``Ladder`` (with ``advice``: the fixes left to the user). ``measured_before``: fixes an earlier
+    Apply on ``source`` measured and rejected, not re-tried in round 1."""
     from advisors.experiments import trials as trial_runs
     from advisors.experiments.experiment import Policy
     from advisors.experiments.optimize import optimize
@@ -138,7 +139,7 @@ def start_ladder(store: RunStore, source: RunRecord, a: Analysis, target: Script
                                  spec, stored_jobs.stoppable(
                                      store, exp_id, trial_runs.script_runner(store, experiment=exp_id)),
                                  rounds=rounds, policy=Policy(trials=trials), device=device, on_progress=report,
-                                 strategy=ScriptStrategy(spec, device)))
+                                 strategy=target.strategy(), measured_before=measured_before))
 
 
 def describe(spec: ScriptSpec) -> str:

@@ -1,4 +1,5 @@
-"""Launch: run a sample workload (knobs in a form) or profile your own script unmodified; follow it live."""
+"""Launch: run a sample workload (its settings in a form, its command line shown) or profile your own script
+unmodified — both the same way, through the launcher and its agent; follow it live."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from app.widgets import spec_form
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
+from profilers.run.script_spec import ScriptSpec
 
 st.title("Launch a run")
 store = data.store()
@@ -33,16 +35,23 @@ if what == "Sample workload":
                                 "seconds is Python and torch starting); bench: long enough to watch the steps, "
                                 "the telemetry and the profiler's window live")
     st.caption(ui.text(infos[name].description))
-    with st.form("launch.form"):
-        values = spec_form.knob_inputs(launching.base_spec(name, size), f"launch.knob.{name}.{size}")
-        sets = st.text_area("More spec fields (KEY=VALUE per line)", key="launch.sets",
-                            placeholder="params.images=128\ncudnn_benchmark=true")
-        label = st.text_input("Label (optional)", key="launch.label")
-        submitted = st.form_submit_button("Start", type="primary")
-    if submitted:
+    values = spec_form.knob_inputs(launching.base_settings(name, size), f"launch.knob.{name}.{size}")
+    sets = st.text_area("More settings (KEY=VALUE per line)", key="launch.sets",
+                        placeholder="params.images=128\ncudnn_benchmark=true",
+                        help="any flag of python -m sample_runs.train by its name, or a workload parameter "
+                             "(params.NAME)")
+    label = st.text_input("Label (optional)", key="launch.label")
+    run_spec: ScriptSpec | None = None
+    try:
+        run_spec = launching.build_run(store, name, size, values, sets)
+    except StepwiseError as err:
+        st.error(ui.text(err))
+    if run_spec is not None:
+        st.markdown("The run is the workload's own training script, launched as yours would be:")
+        st.code(launching.shown_command(run_spec), language="bash")
+    if st.button("Start", type="primary", key="launch.start", disabled=run_spec is None) and run_spec is not None:
         try:
-            spec = launching.build_spec(name, size, values, sets)
-            handle = launching.start_workload(spec, store, label)
+            handle = launching.start_workload(run_spec, store, name, label)
             state.set_launch_handle(handle)
             state.follow_run(handle.run_id)
         except StepwiseError as err:

@@ -1,27 +1,25 @@
-"""The spec form of the Launch page: one widget per knob, typed from the spec's annotations."""
+"""The settings form of the Launch page: one widget per setting, typed from the training script's own flags."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import streamlit as st
 
 from app.services.launching import KNOB_GROUPS, Knob, knob
-from profilers.run.spec import TrainingSpec
 
 HELP = {
-    "num_workers": "DataLoader worker processes (0: load in the training process).",
+    "steps": "Optimizer steps in all: warm-up, timed steps, then the profiler's window, which ends the run.",
     "prefetch_factor": "Batches each worker prepares ahead; 0 leaves PyTorch's default.",
-    "memory_budget_mb": "Stop the run (out_of_memory) above this many MiB; 0: no budget.",
-    "step_timeout_s": "Fail a step that takes longer than this; 0: no timeout.",
-    "world_size": "Ranks on this machine (gloo on CPU); more than the cores available only slows each rank.",
-    "cache_decoded": "Keep decoded samples in memory after their first use.",
+    "memory_budget_mb": "The run's memory limit: past it the run ends out_of_memory; 0: none.",
+    "step_timeout_s": "Stop the run when no step ends for this long; 0: no timeout.",
+    "world_size": "Ranks on this machine, under torchrun (gloo on CPU); more than the cores only slows each rank.",
 }
 
 
 def _widget(k: Knob, value: Any, key: str) -> Any:
     label = k.name.replace("_", " ")
-    help_text = HELP.get(k.name)
+    help_text = HELP.get(k.name) or k.help or None
     if k.kind == "bool":
         return st.checkbox(label, value=bool(value), key=key, help=help_text)
     if k.kind == "choice":
@@ -36,13 +34,13 @@ def _widget(k: Knob, value: Any, key: str) -> Any:
     return st.text_input(label, value="" if value is None else str(value), key=key, help=help_text)
 
 
-def knob_inputs(spec: TrainingSpec, key_prefix: str) -> dict[str, Any]:
-    """Render every knob of :data:`KNOB_GROUPS` (three columns per group); returns ``{field: value}``."""
+def knob_inputs(settings: Mapping[str, Any], key_prefix: str) -> dict[str, Any]:
+    """Render every setting of :data:`KNOB_GROUPS` (three columns per group); returns ``{name: value}``."""
     values: dict[str, Any] = {}
     for group, names in KNOB_GROUPS.items():
         st.markdown(f"**{group}**")
         cols = st.columns(3)
         for i, name in enumerate(names):
             with cols[i % 3]:
-                values[name] = _widget(knob(name), getattr(spec, name), f"{key_prefix}.{name}")
+                values[name] = _widget(knob(name), settings.get(name), f"{key_prefix}.{name}")
     return values

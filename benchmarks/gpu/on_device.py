@@ -110,7 +110,7 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=450.0, help="seconds for everything, packing included")
     ap.add_argument("--only", default="", help="comma-separated step names (default: all)")
     ap.add_argument("--plan", choices=("first", "rungs"), default="first",
-                    help="first: workloads, snapshot, ladders; rungs: one run per knob, the Trainer script, overhead")
+                    help="first: workloads, snapshot, ladders; rungs: one run per knob, the Trainer script")
     a = ap.parse_args()
     t_start = time.monotonic()
     out: Path = a.out
@@ -200,9 +200,6 @@ def main() -> None:
                                  "--trials", "3", "--json", "--quiet"], 150)
     step("optimize_hf_trainer", [*sw, "optimize", "--rounds", "1", "--trials", "3", "--steps", "20", "--json",
                                  "--timeout", "120", "--", *trainer_command(py, work)], 240)
-    # 5. instrumentation overhead on CUDA: bare against instrumented, interleaved
-    step("overhead_compute_gpu", [py, str(ROOT / "benchmarks" / "overhead.py"), "--workload", "compute_bound",
-                                  "--size", "gpu", "--trials", "3", "--no-blocks"], 150)
     step("optimize_resnet_bench", [*sw, "optimize", "resnet_small", "--size", "bench", "--rounds", "2",
                                    "--trials", "3", "--json", "--quiet"], 150)
     finish(summary, save, out, store, snap)
@@ -231,8 +228,6 @@ def rungs(run_and_analyze: Any, step: Any, sw: list[str], py: str, work: Path) -
         run_and_analyze(name, workload, size, [x for s in sets for x in ("--set", s)], 75)
     step("optimize_hf_trainer", [*sw, "optimize", "--rounds", "1", "--trials", "3", "--steps", "15", "--json",
                                  "--quiet", "--timeout", "90", "--", *trainer_command(py, work)], 200)
-    step("overhead_compute_gpu", [py, str(ROOT / "benchmarks" / "overhead.py"), "--workload", "compute_bound",
-                                  "--size", "gpu", "--trials", "2", "--no-blocks"], 90)
 
 
 def finish(summary: dict[str, Any], save: Any, out: Path, store: Path, snap: Path) -> None:

@@ -30,10 +30,11 @@ from typing import Any
 
 from advisors.experiments.experiment import Experiment, Policy, run_experiment
 from advisors.experiments.outcome_words import outcome
-from advisors.experiments.trials import store_runner
+from advisors.experiments.script_strategy import ScriptStrategy
+from advisors.experiments.trials import script_runner
 from advisors.fixes import FIXES
+from cli.workloads import workload_spec
 from profilers.store.runs import RunStore
-from sample_runs import WORKLOADS
 
 FIX_IDS = ("cache_decoded", "foreach_optimizer")
 
@@ -49,15 +50,16 @@ def _hog(seed: int, stop: Any) -> None:
 
 
 def measure(fix_id: str, hog: bool, seed: int, store: RunStore) -> dict[str, Any]:
-    spec = WORKLOADS["data_bound"].spec("tiny")
+    spec = workload_spec(store.root, "data_bound", measure_steps=5)  # the workload's script, as optimize runs it
     stop = mp.Event()
     proc = mp.Process(target=_hog, args=(seed, stop), daemon=True) if hog else None
     if proc is not None:
         proc.start()
     started = time.time()
     try:
-        exp: Experiment[Any] = run_experiment(spec, FIXES[fix_id], store_runner(store, experiment=f"bench-{seed}"),
-                                              Policy(trials=3))
+        how = ScriptStrategy(spec, "cpu")
+        exp: Experiment[Any] = run_experiment(spec, FIXES[fix_id], script_runner(store, experiment=f"bench-{seed}"),
+                                              Policy(trials=3), apply=how.apply, proof=how.proof(FIXES[fix_id]))
     finally:
         if proc is not None:
             stop.set()

@@ -10,7 +10,8 @@ that needs our own libraries happens here, in Stepwise's environment:
   and every ``rank{R}.error.json`` (the first exception raised wins: a rank that raised is ``failed``, never
   ``killed``), names an out-of-memory end with its peak and what to do — or, when the profile was what grew,
   says so ("the profiler's events outgrew …") and never blames the script — records the peaks of the
-  unprofiled steps and of the profiled window apart, and writes TensorBoard scalars.
+  unprofiled steps and of the profiled window apart, each rank's own step time (``rank_step_time_ms``, the
+  ``slowest_rank``: under torchrun, this node's ranks) and the node (``node_rank``), and writes TensorBoard scalars.
 """
 
 from __future__ import annotations
@@ -18,16 +19,19 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
+import pandas as pd
 import psutil
 
 from profilers.run.memory_guard import (MEMORY_LIMIT_ENV, OOM_ADVICE, GuardTrip, MemoryGuard, memory_limit_mb)
 from profilers.run.script_errors import describe_rank_error
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
+from stepwise_agent.steady import choose_steps
 
 OOM_NEAR_SHARE = 0.80  # a SIGKILL with the tree's peak at or above this share of the limit reads as the kernel's OOM
 TELEMETRY_INTERVAL_S = 0.1
@@ -105,7 +109,8 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     errors = rank_errors(run_dir)
     trip = monitor.trip if monitor is not None else None
     telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
-    summary = summarise_steps(steps_frame(read_jsonl(run_dir / "steps.jsonl")), telemetry)
+    steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
+    summary = summarise_steps(steps, telemetry, warmup_steps(run_dir))
     warnings: list[str] = []
     if isinstance(agent, dict):
         status = RunStatus.parse(agent.get("status"))
@@ -158,9 +163,36 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     result = RunResult(status=status, error=error, exit_code=exit_code, warnings=tuple(warnings),
                        telemetry_source=sources[0] if sources else None,
                        telemetry_note=getattr(getattr(monitor, "sampler", None), "note", None), **base, **fields)
-    write_json_atomic(run_dir / "result.json", result.to_dict())
+    ranks = rank_step_times(steps, warmup_steps(run_dir), int(base.get("world_size") or 1))
+    extra = {"rank_step_time_ms": ranks, "node_rank": agent.get("node_rank", 0) if isinstance(agent, dict) else 0,
+             "slowest_rank": max(range(len(ranks)), key=lambda r: ranks[r] or 0.0) if any(ranks) else None}
+    write_json_atomic(run_dir / "result.json", {**result.to_dict(), **extra})
     _write_scalars(run_dir)
     return result
+
+
+def warmup_steps(run_dir: Path) -> int:
+    """The steps a run's step time leaves out first: ``boot.json``'s warm-up (a spec's run), else the launch's one
+    step before the profiler's (the agent's default)."""
+    boot = read_json(run_dir / "boot.json")
+    value = boot.get("warmup") if isinstance(boot, dict) else None
+    return max(int(value), 1) if isinstance(value, int) else 1
+
+
+def rank_step_times(steps: pd.DataFrame, warmup: int, world_size: int = 1) -> list[float | None]:
+    """Each rank's median over its own steady steps (:func:`stepwise_agent.steady.choose_steps`), in rank order: who
+    is slow, beside the run's step time (the slowest rank's per step). A rank whose steps are not in this folder
+    (another node's, in a run of several nodes) is ``None``."""
+    if steps.empty:
+        return []
+    out: list[float | None] = []
+    for rank in range(max(int(steps["rank"].max()) + 1, world_size)):
+        rows = steps[steps["rank"] == rank].sort_values("step")
+        choice = choose_steps([int(s) for s in rows["step"]], rows["profiled"].fillna(False).astype(bool).tolist(),
+                              warmup)
+        walls = [float(w) for w in rows["wall_ms"].iloc[list(choice.positions)].dropna()]
+        out.append(round(statistics.median(walls), 4) if walls else None)
+    return out
 
 
 def _window_peaks(agent: Mapping[str, Any], monitor: LaunchMonitor | None) -> dict[str, float | None]:

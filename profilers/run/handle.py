@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import psutil
 
@@ -199,6 +199,30 @@ class RunHandle:
         status, what = classify_exit(code, tail)
         error = f"the worker {what} without writing a result" + (f"; stderr ends with:\n{tail}" if tail else "")
         return self.store.salvage(self.run_id, status, error, code)
+
+
+def follow(handle: RunHandle, on_progress: Callable[[dict[str, Any]], None] | None = None,
+           timeout_s: float | None = None, poll_s: float = 0.25) -> RunResult:
+    """Wait for ``handle``, reporting each new ``progress.json`` to ``on_progress`` and cancelling after
+    ``timeout_s`` (the run is then stored ``killed``); a crash or kill is a result with a status, never an
+    exception."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    last: dict[str, Any] | None = None
+
+    def report() -> None:
+        nonlocal last
+        progress = handle.progress() if on_progress is not None else None
+        if on_progress is not None and progress is not None and progress != last:
+            last = progress
+            on_progress(progress)
+
+    while not handle.poll().finished:
+        report()
+        if deadline is not None and time.monotonic() > deadline:
+            handle.cancel(f"timed out after {timeout_s:g} s")
+        handle.join(poll_s)
+    report()  # the last word, even when the run ended between two polls
+    return handle.wait()
 
 
 def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[str, str] | None = None,

@@ -26,66 +26,16 @@ from typing import Any, Callable, Mapping
 from profilers.errors import RunError
 from profilers.efficiency import calibrate
 from profilers.run import interpreter as interp
+from profilers.run.command import accelerate_launch, split_command
 from profilers.run.agent_path import agent_folder, child_pythonpath
-from profilers.run.handle import RunHandle, spawn
+from profilers.run.handle import RunHandle, follow, spawn
+from profilers.run.memory_guard import MEMORY_LIMIT_ENV
 from profilers.run.records import RunResult
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
 
 DEFAULT_STEPS = 5
 MAX_STEPS = 10_000
-_FLAGS_WITH_VALUE = {"-W", "-X", "-Q"}
-
-
-def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str], list[str]]:
-    """``(interpreter flags, target)`` where target is ``[SCRIPT, ARGS…]`` or ``["-m", MODULE, ARGS…]``; a script
-    path is looked up from ``cwd`` (default: ours)."""
-    argv = [a for a in command]
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    if not argv:
-        raise RunError("nothing to launch: put the command after --, e.g. -- python train.py")
-    first = argv[0]
-    launcher = accelerate_launch(argv)
-    flags: list[str] = []
-    if launcher is not None:
-        target = launcher[1]
-    elif interp.is_python_word(first) or os.path.realpath(first) == os.path.realpath(sys.executable):
-        i = 1
-        while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
-            flags.append(argv[i])
-            if argv[i] in _FLAGS_WITH_VALUE and i + 1 < len(argv):
-                flags.append(argv[i + 1])
-                i += 1
-            i += 1
-        target = argv[i:]
-    elif first.endswith(".py"):
-        flags, target = [], argv
-    else:
-        raise RunError(f"launch profiles Python training scripts: start the command with python, not {first!r}")
-    if not target or target[0] in ("-c", "-"):
-        raise RunError("launch needs a script path or -m MODULE after python (not -c code or stdin)")
-    if target[0] == "-m":
-        if len(target) < 2:
-            raise RunError("-m needs a module name")
-    elif not (Path(cwd or ".") / target[0]).is_file():
-        raise RunError(f"{target[0]}: no such script")
-    return flags, target
-
-
-def accelerate_launch(command: list[str]) -> tuple[list[str], list[str]] | None:
-    """``accelerate launch OPTIONS… SCRIPT ARGS…`` as ``(OPTIONS, [SCRIPT, ARGS…])`` (the script: the first word
-    ending in ``.py`` that is no option), else ``None``. RunError for a launch of a module or without a script."""
-    argv = command[1:] if command[:1] == ["--"] else list(command)
-    if len(argv) < 2 or os.path.basename(argv[0]) != "accelerate" or argv[1] != "launch":
-        return None
-    options = argv[2:]
-    if any(o in ("-m", "--module", "--no_python") for o in options):
-        raise RunError("accelerate launch: Stepwise runs a script path (not --module or --no_python)")
-    at = next((i for i, a in enumerate(options) if a.endswith(".py") and not a.startswith("-")), None)
-    if at is None:
-        raise RunError("accelerate launch needs a script path ending in .py")
-    return options[:at], options[at:]
 
 
 def interpreter_for(command: list[str], python: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -128,9 +78,14 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
                  extra_env: Mapping[str, str] | None = None, nproc_per_node: int = 1, nnodes: int = 1,
                  rdzv_endpoint: str | None = None, boot: Mapping[str, Any] | None = None,
                  files: Mapping[str, Any] | None = None, cwd: str | None = None,
-                 parent: str | None = None, python: str | None = None) -> RunHandle:
+                 parent: str | None = None, python: str | None = None, memory_budget_mb: float | None = None,
+                 step_timeout_s: float | None = None) -> RunHandle:
     """Store a ``launch`` run and start the script in the user's interpreter (``python`` overrides the command's
-    own); returns without waiting. RunError for a bad command, a missing interpreter or one without torch."""
+    own); returns without waiting. RunError for a bad command, a missing interpreter or one without torch.
+
+    ``memory_budget_mb`` limits the run: on a CPU it is the memory guard's limit (``STEPWISE_MEMORY_LIMIT_MB``), on a
+    GPU the agent caps the CUDA allocator at it (``torch.cuda.set_per_process_memory_fraction``); either way the run
+    ends ``out_of_memory`` past it. ``step_timeout_s``: the run is stopped when no step ends for that long."""
     if not 1 <= steps <= MAX_STEPS:
         raise RunError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
     if not 1 <= nproc_per_node <= 64 or not 1 <= nnodes <= 1024:
@@ -144,7 +99,11 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
                                "nproc_per_node": nproc_per_node, "nnodes": nnodes, "interpreter": interpreter,
                                "python_version": facts.get("python_version"),
                                "torch_version": facts.get("torch_version"), "torch_cuda": facts.get("torch_cuda"),
-                               "cuda_available": facts.get("cuda_available")}, **(files or {})}
+                               "cuda_available": facts.get("cuda_available"),
+                               "memory_budget_mb": memory_budget_mb}, **(files or {})}
+    cuda = bool(facts.get("cuda_available"))
+    if memory_budget_mb is not None and cuda:
+        boot = {**(boot or {}), "cuda_memory_budget_mb": memory_budget_mb}
     if boot is not None:
         content["boot.json"] = dict(boot)
     record = store.create("launch", label or name, files=content, parent=parent,
@@ -154,7 +113,9 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
         calibrate.record(run_dir, interpreter)
     argv = boot_command(command, run_dir, steps, nproc_per_node, nnodes, rdzv_endpoint, cwd, interpreter)
     child_env = {**(extra_env or {}), "PYTHONPATH": child_pythonpath(agent_folder(store.root), env)}
-    return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True)
+    if memory_budget_mb is not None and not cuda:
+        child_env[MEMORY_LIMIT_ENV] = f"{memory_budget_mb:g}"
+    return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True, hang_timeout_s=step_timeout_s)
 
 
 def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
@@ -164,14 +125,12 @@ def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
                         extra_env=extra_env,
                         nproc_per_node=spec.nproc_per_node, nnodes=spec.nnodes, rdzv_endpoint=spec.rdzv_endpoint,
                         boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd, parent=parent,
-                        python=spec.python)
+                        python=spec.python, memory_budget_mb=spec.memory_budget_mb, step_timeout_s=spec.step_timeout_s)
 
 
 def launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS, label: str | None = None,
            on_progress: Callable[[dict[str, Any]], None] | None = None,
            timeout_s: float | None = None, python: str | None = None) -> tuple[RunHandle, RunResult]:
     """Launch and wait; a crash or kill of the script is a result with a status, never an exception."""
-    from profilers.run.runner import follow
-
     handle = start_launch(command, store, steps, label, python=python)
     return handle, follow(handle, on_progress, timeout_s)

@@ -8,7 +8,8 @@ the script's own objects (its DataLoader's keyword arguments, autocast around it
 flag changed and ``observe``: the knobs the agent then checks without injecting them
 (:mod:`advisors.experiments.script_knobs`). The script's files are never written.
 
-A run of a script spec takes ``warmup_steps`` untimed steps, ``measure_steps`` timed steps without profiler,
+``memory_budget_mb`` is the run's memory limit (a sample workload's budget: ``memory_bound`` is built to pass it);
+an experiment's reference arm lifts it. A run of a script spec takes ``warmup_steps`` untimed steps, ``measure_steps`` timed steps without profiler,
 then one profiler warm-up step and ``profile_steps`` profiled steps (for the next diagnosis), and is stopped.
 """
 
@@ -17,9 +18,10 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Self
 
 from profilers.errors import SpecError
+from profilers.run.command import split_command
 
 #: Knobs the boot module understands, with the type of their value. ``None`` removes a knob.
 KNOBS: Mapping[str, tuple[type, ...]] = {
@@ -33,6 +35,8 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
     "optimizer_swap": (str,),
     # observe-only: what a to-quality arm's changed command asks for (its own --batch-size, --learning_rate …)
     "batch_size": (int,), "lr": (int, float), "accumulation_steps": (int,),
+    # observe-only: what the script's own loop does when its flag asks (stepwise_agent.inject.loop)
+    "grad_accum_steps": (int,), "activation_checkpointing": (bool,), "ddp_no_sync": (bool,), "cuda_graphs": (bool,),
 }
 #: the knobs of ``optimize --to-quality`` that change convergence, not the step (a run with one is never a
 #: step-time measurement)
@@ -60,6 +64,10 @@ class ScriptSpec:
     observe: Mapping[str, Any] = field(default_factory=dict)
     cwd: str = field(default_factory=os.getcwd)
     python: str | None = None  # the interpreter (--python); None: the command's own (profilers.run.interpreter)
+    #: the run's memory limit (MiB): the memory guard's on a CPU, the CUDA allocator's cap on a GPU; past it the
+    #: run ends ``out_of_memory`` (None: the guard's default rule, the GPU's own memory)
+    memory_budget_mb: float | None = None
+    step_timeout_s: float | None = None  # stop the run when no step ends for this long (None: never)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", tuple(str(c) for c in self.command))
@@ -72,6 +80,10 @@ class ScriptSpec:
             raise SpecError(f"warmup_steps must be between 0 and {MAX_STEPS}, got {self.warmup_steps}")
         if self.nproc_per_node < 1 or self.nnodes < 1:
             raise SpecError("nproc_per_node and nnodes must be at least 1")
+        if self.memory_budget_mb is not None and not self.memory_budget_mb >= 1:
+            raise SpecError(f"memory_budget_mb must be at least 1 MB, got {self.memory_budget_mb}")
+        if self.step_timeout_s is not None and not self.step_timeout_s > 0:
+            raise SpecError(f"step_timeout_s must be positive, got {self.step_timeout_s}")
         if self.nnodes > 1 and not self.rdzv_endpoint:
             raise SpecError(f"nnodes={self.nnodes} needs rdzv_endpoint (host:port of the rendezvous)")
         for knob, value in [*self.inject.items(), *self.observe.items()]:
@@ -86,10 +98,6 @@ class ScriptSpec:
         return self.nproc_per_node * self.nnodes
 
     @property
-    def memory_budget_mb(self) -> None:
-        return None  # a script has no budget of ours: it runs out of memory for real or not at all
-
-    @property
     def workload(self) -> str:
         return f"script:{self.name}"
 
@@ -102,14 +110,12 @@ class ScriptSpec:
     def total_steps(self) -> int:
         return self.warmup_steps + self.measure_steps + 1 + self.profile_steps
 
-    def patch(self, **changes: Any) -> ScriptSpec:
+    def patch(self, **changes: Any) -> Self:
         """A copy with fields changed; ``inject`` entries are merged (``None`` removes a knob)."""
         for name in ("inject", "observe"):
             if name in changes:
                 merged = {**getattr(self, name), **changes.pop(name)}
                 changes[name] = {k: v for k, v in merged.items() if v is not None}
-        if "memory_budget_mb" in changes and changes.pop("memory_budget_mb") is not None:
-            raise SpecError("a script run has no memory budget")
         return replace(self, **changes)
 
     def describe_diff(self, other: ScriptSpec) -> dict[str, tuple[Any, Any]]:
@@ -121,7 +127,8 @@ class ScriptSpec:
                 out[knob] = (mine.get(knob), theirs.get(knob))
         if self.command != other.command:
             out["command"] = (list(self.command), list(other.command))
-        for name in ("measure_steps", "warmup_steps", "profile_steps", "seed", "nproc_per_node", "nnodes"):
+        for name in ("measure_steps", "warmup_steps", "profile_steps", "seed", "nproc_per_node", "nnodes",
+                     "memory_budget_mb"):
             if getattr(self, name) != getattr(other, name):
                 out[name] = (getattr(self, name), getattr(other, name))
         return out
@@ -148,6 +155,4 @@ class ScriptSpec:
 
 def script_target(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:
     """``[SCRIPT, ARGS…]`` or ``["-m", MODULE, ARGS…]`` of a ``python …`` command (interpreter flags dropped)."""
-    from profilers.run.launch import split_command
-
     return split_command(list(command), cwd)[1]

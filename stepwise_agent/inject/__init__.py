@@ -9,7 +9,9 @@ evidence; the user's call sites of DataLoader, optimizer, DDP and model call, an
 Closures given to ``optimizer.step`` are marked for the trace (``closure``). With no knobs it still records
 the call sites, which is what the Advisor needs to point at the line to change. The convergence knobs of
 ``optimize --to-quality`` (batch × k, learning rate scaled, warm-up, gradient accumulation, SGD → AdamW) act
-through the same DataLoader and optimizer hooks (``convergence``, ``accumulate``). :meth:`Injector.snapshot`
+through the same DataLoader and optimizer hooks (``convergence``, ``accumulate``). Knobs only the script's own loop
+can turn (accumulation, checkpointing, ``no_sync``, CUDA graphs) are never injected: set by its own flags, they are
+checked (``loop``). :meth:`Injector.snapshot`
 is the report so far, written during the run: a to-quality run is stopped from outside once it reaches its
 target, and its report must already be there.
 """
@@ -28,6 +30,7 @@ from stepwise_agent.inject.closure import annotate_closures
 from stepwise_agent.inject.convergence import ConvergenceInjection
 from stepwise_agent.inject.frameworks import FrameworkInjection
 from stepwise_agent.inject.loader import LoaderInjection
+from stepwise_agent.inject.loop import LoopObservation
 from stepwise_agent.inject.modules import ModuleInjection
 from stepwise_agent.inject.optim import OptimInjection
 from stepwise_agent.inject.report import InjectionReport
@@ -66,6 +69,7 @@ class Injector:
         self.optim = OptimInjection(self.knobs, self.report, self.caps, self.convergence)
         self.optim.on_skipped_step = on_skipped_step
         self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
+        self.loop = LoopObservation(self.knobs, self.report)  # knobs only the script's own loop turns
         self.observe = set(observe)
         self.loader.observe = self.frameworks.observe = self.modules.observed = self.convergence.observe = self.observe
         self.modules.framework_owns.update(self.observe & {"autocast", "compile"})  # watched, not wrapped
@@ -88,6 +92,7 @@ class Injector:
                 else:
                     k.refuse("the CUDA caching allocator is not used on the CPU")
         self.convergence.install()
+        self.loop.install()
         self.loader.install()
         self.modules.install()
         self.optim.install()
@@ -107,10 +112,12 @@ class Injector:
         self.optim.uninstall()
         self.modules.uninstall()
         self.loader.uninstall()
+        self.loop.uninstall()
         self.convergence.uninstall()
 
     def on_step(self) -> None:
         self.steps += 1
+        self.loop.on_step()
         if self.steps == 1:
             self.config.on_first_step()
         if self.steps == WATCH_STEPS:
@@ -138,6 +145,9 @@ class Injector:
         self.modules.finish()
         self.optim.finish()
         self.convergence.finish()
+        from stepwise_agent.inject.modules import compiled_graphs
+
+        self.loop.finish(self.config.compile_calls, compiled_graphs()[0])
         return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self._config(),
                 "observed": sorted(self.observe)}
 

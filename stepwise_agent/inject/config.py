@@ -52,7 +52,8 @@ def _option(action: argparse.Action, namespace: Any) -> dict[str, Any] | None:
     return {"flags": list(action.option_strings), "dest": action.dest, "default": _plain(action.default),
             "value": _plain(getattr(namespace, action.dest, action.default)), "action": kind,
             "type": getattr(action.type, "__name__", None) if action.type is not None else None,
-            "nargs": _plain(action.nargs), "const": _plain(action.const)}
+            "nargs": _plain(action.nargs), "const": _plain(action.const),
+            "choices": _plain(list(action.choices)) if action.choices is not None else None}
 
 
 def main_globals(source: str | None, namespace: dict[str, Any] | None = None) -> dict[str, Any]:

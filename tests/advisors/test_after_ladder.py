@@ -5,7 +5,8 @@ from __future__ import annotations
 from advisors.experiments.after_ladder import final_diagnosis_json, measured_no_gain
 from advisors.experiments.ladder_report import ladder_json
 from advisors.experiments.optimize import optimize
-from tests.advisors.test_experiment import BASE, FAST, FakeRunner, _fake_diagnose
+from tests.advisors.fake_script import BASE
+from tests.advisors.test_experiment import FAST, FakeRunner, FakeStrategy, _fake_diagnose
 
 
 def _proposed(doc: dict) -> set[str]:
@@ -14,7 +15,7 @@ def _proposed(doc: dict) -> set[str]:
 
 def test_final_findings_show_the_measurement_instead_of_the_rejected_fix() -> None:
     fake = FakeRunner()  # more workers: 98 ms instead of 100 (no real gain); a decoded-sample cache: 20 ms
-    ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake))
+    ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
     assert [(r.experiment.fix.id, r.experiment.kept) for r in ladder.rungs][:1] == [("dataloader_workers", False)]
     assert ladder.last_diagnosis is not None  # round 1's diagnosis, which proposed more workers
     from advisors.diagnosis import diagnosis_json
@@ -33,7 +34,7 @@ def test_a_kept_gain_above_its_bound_says_the_bound_was_wrong() -> None:
     from advisors.experiments.ladder_report import ladder_table
 
     fake = FakeRunner()  # the cache takes the step from 100 to 20 ms: 5x, above the loader's 2.5x bound
-    ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake))
+    ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
     rounds = ladder_json(ladder)["rounds"]
     kept = [r for r in rounds if r["kept"]]
     assert kept and kept[0]["bound_exceeded"] is True and kept[0]["upper_bound_speedup"] == 2.5

@@ -14,7 +14,8 @@ from advisors.observation import observe
 from advisors.stats import Trial
 from cli.optimize import _stored
 from profilers.run.records import RunResult, RunStatus
-from profilers.run.spec import TrainingSpec
+from tests.advisors.fake_script import BASE, knob
+from tests.advisors.test_experiment import FakeStrategy
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run
@@ -26,14 +27,14 @@ def test_a_cli_ladder_is_one_stored_experiment(tmp_path: Path) -> None:
 
     def work(exp_id: str):
         def run(spec, on_progress=None) -> RunOutcome:
-            trial = store.create("run", "ab-data_bound", spec, parent=exp_id, role="trial")
-            fast = spec.num_workers > 0
+            trial = store.create("launch", "ab-data_bound", parent=exp_id, role="trial")
+            fast = bool(knob(spec, "num_workers"))
             store.finish(trial.run_id, RunResult(RunStatus.OK, steps_done=8, step_time_ms=50.0 if fast else 100.0))
             walls = tuple((50.0 if fast else 100.0) + i % 3 for i in range(8))
             return RunOutcome("ok", Trial(walls, 16.0), 300.0, (2.0, 1.6, 1.3), 8, run_dir=trial.run_dir)
 
-        return optimize(TrainingSpec(workload="data_bound", params={"size": "tiny"}), run, rounds=1,
-                        policy=Policy(trials=2, n_boot=50), diagnose_run=lambda o: diagnose(observe(Path(seen.run_dir))))
+        return optimize(BASE, run, rounds=1, policy=Policy(trials=2, n_boot=50), strategy=FakeStrategy(),
+                        diagnose_run=lambda o: diagnose(observe(Path(seen.run_dir))))
 
     out = _stored(store, "Ladder of 1 rounds on data_bound", argparse.Namespace(rounds=1, trials=2), work, None)
     exp = store.get(out["experiment_id"])

@@ -19,9 +19,9 @@ from advisors.experiments.trial_load import TrialLoad
 from advisors.experiments.trials import RunOutcome
 from advisors.fixes import FIXES
 from advisors.stats import Trial
-from profilers.run.spec import TrainingSpec
+from profilers.run.script_spec import ScriptSpec
+from tests.advisors.fake_script import BASE, apply, knob
 
-BASE = TrainingSpec(workload="data_bound", batch_size=32, steps=20)
 POLICY = Policy(trials=3, max_trials=5, n_boot=1000)
 FIX = FIXES["cache_decoded"]  # any spec fix: the fake runner decides the times, not the fix
 
@@ -39,8 +39,8 @@ class Replay:
     calls: int = 0
     seen: list[str] = field(default_factory=list)
 
-    def __call__(self, spec: TrainingSpec, on_progress: Any = None) -> RunOutcome:
-        arm = "patched" if spec.cache_decoded else "baseline"
+    def __call__(self, spec: ScriptSpec, on_progress: Any = None) -> RunOutcome:
+        arm = "patched" if knob(spec, "cache_decoded") else "baseline"
         want, ms, others = self.trials[self.calls]
         assert arm == want, f"run {self.calls}: the experiment ran {arm}, the recording has {want}"
         self.calls += 1
@@ -63,7 +63,7 @@ def test_one_outlier_pair_from_a_contended_baseline_is_never_kept() -> None:
     # the recorded case: pairs 1.03x, 1.01x, and a baseline trial at 177 ms while a neighbour held a core
     replay = Replay(_pairs((99.0, 0.05, 96.1, 0.04), (97.0, 0.06, 96.0, 0.05), (177.0, 1.02, 105.0, 0.1),
                            (98.0, 0.05, 96.5, 0.05), (98.5, 0.04, 96.0, 0.06)))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert not exp.kept
     word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
     assert word.startswith(("rejected", "inconclusive")), word
@@ -75,7 +75,7 @@ def test_one_outlier_pair_from_a_contended_baseline_is_never_kept() -> None:
 def test_the_same_outlier_without_telemetry_cannot_carry_the_estimate() -> None:
     # no contention figures (an older run, a machine without psutil): the median over trials still holds
     replay = Replay(_pairs((99.0, 0.0, 96.1, 0.0), (97.0, 0.0, 96.0, 0.0), (177.0, 0.0, 105.0, 0.0)))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert not exp.kept and exp.reason.startswith("no real gain")
     geometric = float(np.exp(np.mean(np.log([99.0 / 96.1, 97.0 / 96.0, 177.0 / 105.0]))))
     assert geometric > 1.2 and exp.speedup is not None and exp.speedup < 1.04  # the old estimator said 1.22x
@@ -84,7 +84,7 @@ def test_the_same_outlier_without_telemetry_cannot_carry_the_estimate() -> None:
 def test_a_gain_that_only_contended_pairs_show_is_inconclusive_and_says_who() -> None:
     # a bursty neighbour lands on every baseline trial: each pair shows 1.4x, none is clean
     replay = Replay(_pairs(*[(140.0, 0.9, 100.0, 0.05)] * 5))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert not exp.kept and exp.inconclusive is not None
     word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
     assert word.startswith("inconclusive: other programs took 0.90 of 2 cores in the baseline's trial"), word
@@ -95,7 +95,7 @@ def test_a_gain_that_only_contended_pairs_show_is_inconclusive_and_says_who() ->
 def test_contention_that_worked_against_the_gain_does_not_withhold_it() -> None:
     # the neighbour slowed the patched trials: the gain is real in spite of it
     replay = Replay(_pairs(*[(140.0, 0.05, 100.0, 0.9)] * 5))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert exp.kept and exp.inconclusive is None and "which cannot explain this verdict" in exp.reason
 
 
@@ -103,19 +103,19 @@ def test_a_gain_larger_than_any_contention_could_make_is_kept() -> None:
     # the neighbour took a core from every baseline trial: at most (2 / 1)^1.5 = 2.83x slower, and the pairs
     # read 5x: contention cannot explain it (a cached dataset under the bursty hog of benchmarks/verdicts/)
     replay = Replay(_pairs(*[(500.0, 1.0, 100.0, 0.0)] * 5))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert exp.kept and exp.speedup == pytest.approx(5.0, rel=0.05)
     assert "which cannot explain this verdict (each pair still clears 1.03x" in exp.reason
     # a no-gain fix whose patched trials the neighbour slowed: the competition may have hidden a gain
     replay = Replay(_pairs(*[(100.0, 0.0, 101.0, 1.0)] * 5))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert not exp.kept and exp.inconclusive is not None and "could explain the result" in exp.inconclusive
 
 
 def test_clean_pairs_carry_the_verdict_and_contended_ones_are_left_out() -> None:
     replay = Replay(_pairs((200.0, 0.02, 100.0, 0.03), (200.0, 0.01, 100.0, 0.02), (400.0, 1.1, 100.0, 0.0),
                            (200.0, 0.02, 100.0, 0.02)))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert exp.kept and exp.speedup == pytest.approx(2.0, rel=0.03)
     assert exp.ratio is not None and len(exp.ratio.pairs) == 3  # the contended pair is not among them
     assert "1 of 4 pairs left out" in exp.reason
@@ -125,7 +125,7 @@ def test_pairs_that_disagree_get_more_pairs_then_inconclusive() -> None:
     # quiet machine, but the pairs flip: 1.3x, 0.9x, 1.3x, 0.9x, 1.3x
     rows = [(130.0, 0.0, 100.0, 0.0), (90.0, 0.0, 100.0, 0.0)] * 2 + [(130.0, 0.0, 100.0, 0.0)]
     replay = Replay(_pairs(*rows))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert replay.calls == 10 and not exp.kept
     word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
     assert word.startswith(("inconclusive: pairs disagree", "rejected: no real gain")), word
@@ -133,7 +133,7 @@ def test_pairs_that_disagree_get_more_pairs_then_inconclusive() -> None:
 
 def test_a_clear_quiet_gain_needs_no_extra_pairs() -> None:
     replay = Replay(_pairs(*[(150.0, 0.02, 100.0, 0.02)] * 3))
-    exp = run_experiment(BASE, FIX, replay, POLICY)
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert exp.kept and replay.calls == 6 and exp.ratio is not None
     assert exp.speedup == pytest.approx(exp.ratio.after / exp.ratio.before)  # the speed-up is after ÷ before
     assert exp.ratio.pairs_faster == 3

@@ -7,20 +7,20 @@ from advisors.experiments.progress import Progress
 from advisors.experiments.trials import RunOutcome
 from advisors.fixes import FIXES
 from advisors.stats import Trial
-from profilers.run.spec import TrainingSpec
+from tests.advisors.fake_script import BASE, apply, knob
 
 
 def _run(spec, on_progress=None) -> RunOutcome:
     if on_progress is not None:
         on_progress({"step": 4, "total_steps": 8})
-    walls = tuple((50.0 if spec.num_workers else 100.0) + i % 3 for i in range(6))
+    walls = tuple((50.0 if knob(spec, "num_workers") else 100.0) + i % 3 for i in range(6))
     return RunOutcome("ok", Trial(walls, 16.0), 300.0, (2.0, 1.5, 1.2), 8)
 
 
 def test_an_experiment_reports_typed_progress() -> None:
     seen: list[Progress] = []
-    spec = TrainingSpec(workload="data_bound", params={"size": "tiny"})
-    run_experiment(spec, FIXES["dataloader_workers"], _run, Policy(trials=2, n_boot=50), on_progress=seen.append)
+    run_experiment(BASE, FIXES["dataloader_workers"], _run, Policy(trials=2, n_boot=50), on_progress=seen.append,
+                   apply=apply)
     assert all(isinstance(p, Progress) for p in seen)
     assert [(p.arm, p.trial) for p in seen if p.step is None] == [("baseline", 1), ("patched", 1), ("patched", 2),
                                                                     ("baseline", 2)]
@@ -41,11 +41,12 @@ def test_the_ladder_names_its_fix_by_title_in_its_progress() -> None:
     """The dashboard walk read "round 1 · fix dataloader_workers · patched run 2 of 2": the fix's id. The
     progress line names it as the rest of the page does, by its title."""
     from advisors.experiments.optimize import optimize
-    from tests.advisors.test_experiment import BASE, FAST, FakeRunner, _fake_diagnose
+    from tests.advisors.test_experiment import FAST, FakeRunner, FakeStrategy, _fake_diagnose
 
     seen: list[Progress] = []
     fake = FakeRunner()
-    optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), on_progress=seen.append)
+    optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), on_progress=seen.append,
+             strategy=FakeStrategy())
     tagged = [p for p in seen if p.fix]
     assert tagged and {p.fix for p in tagged} <= {f.title for f in FIXES.values()}
     assert tagged[0].describe == f"round 1 · fix {FIXES['dataloader_workers'].title}"

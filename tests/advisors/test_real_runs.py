@@ -1,7 +1,7 @@
-"""Real tiny workloads through the real runner: each is diagnosed as the bottleneck it was built to have, and
-the trace engine's breakdown of its own trace shows that bottleneck.
+"""Real tiny workloads, launched as their training script: each is diagnosed as the bottleneck it was built to have,
+and the trace engine's breakdown of its own trace shows that bottleneck.
 
-Slow (one subprocess run per workload, ~5-10 s each on 2 cores) but few; they exercise ``store_runner``,
+Slow (one subprocess run per workload, ~5-10 s each on 2 cores) but few; they exercise ``script_runner``,
 ``measured_trial`` on a real ``steps.jsonl`` and ``analyze`` on real run folders (with and without a trace).
 """
 
@@ -13,9 +13,10 @@ import pytest
 
 from advisors.facts import derive
 from advisors.experiments.optimize import diagnose_outcome, observe
-from advisors.experiments.trials import store_runner
+from advisors.experiments.trials import script_runner
+from cli.workloads import workload_spec
 from profilers.store.runs import RunStore
-from sample_runs import WORKLOADS
+from sample_runs import WORKLOADS, options
 from sample_runs.memory_sizing import peak_bytes, saved_bytes
 from tests.sample_runs.dominant import DESIGNED, assert_dominated_by, expected_group, run_breakdown
 
@@ -41,10 +42,10 @@ def _facts(outcome) -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", DESIGNED)  # every registered workload with an intended_bottleneck
 def test_tiny_workload_is_diagnosed_as_built(workload: str, tmp_path: Path) -> None:
-    run = store_runner(RunStore(tmp_path / "runs"), timeout_s=300)
-    spec = WORKLOADS[workload].spec("tiny")
-    if workload in PROFILED:  # same warm-up and unprofiled steps, more of them profiled
-        spec = spec.patch(profile_active=PROFILED[workload], steps=spec.steps + PROFILED[workload] - spec.profile_active)
+    store = RunStore(tmp_path / "runs")
+    run = script_runner(store, timeout_s=300)
+    # same warm-up and timed steps, more of them profiled where the split swings
+    spec = workload_spec(store.root, workload, values={"profile_active": PROFILED.get(workload, 3)}, measure_steps=5)
     outcome = run(spec)
     d = diagnose_outcome(outcome)
     why = {"findings": [(f.rule, round(f.severity, 3)) for f in d.findings], "facts": _facts(outcome)}
@@ -78,22 +79,24 @@ def test_memory_bound_trace_shows_activations_that_only_fit_once_the_budget_is_l
     model (which sizes it on CUDA) predicts, and it is below the budget: on CPU the budget binds on the
     process's RSS, which glibc's heap holds well above the live tensors, and which does exceed it."""
     w = WORKLOADS["memory_bound"]
-    baseline = w.spec("tiny")
-    budget = baseline.memory_budget_mb
+    settings = options.defaults("memory_bound")
+    budget, batch = settings["memory_budget_mb"], settings["batch_size"]
     assert budget is not None
-    # Three plain steps (RSS settles) and one profiled one: a trace in ~8 s instead of 10 slow steps.
-    spec = baseline.patch(device="cpu", memory_budget_mb=2 * budget, steps=4, warmup_steps=3, profile_wait=0,
-                          profile_warmup=0, profile_active=1)
-    outcome = store_runner(RunStore(tmp_path / "runs"), timeout_s=300)(spec)
+    # Three plain steps (RSS settles) and one profiled one: a trace in ~8 s instead of 10 slow steps; no limit.
+    store = RunStore(tmp_path / "runs")
+    spec = workload_spec(store.root, "memory_bound", values={"device": "cpu", "memory_budget_mb": None,
+                                                             "profile_active": 1}, steps=6)
+    assert (spec.warmup_steps, spec.measure_steps, spec.profile_steps) == (3, 1, 1)
+    outcome = script_runner(store, timeout_s=300)(spec)
     assert outcome.status == "ok", outcome.error
     b = run_breakdown(outcome.run_dir)  # type: ignore[arg-type]
     live = b.memory.host_allocated_bytes
-    p = w.resolve_params(spec)
+    p = w.resolve_params("tiny")
     shape = {k: p[k] for k in ("dim", "width", "depth", "classes")}
     why = {"live_mb": (live or 0) / 2**20, "rss_mb": outcome.peak_memory_mb, "budget_mb": budget}
     assert b.n_steps == 1 and not b.steps_inferred and live is not None, why
-    assert 0.97 < live / peak_bytes(spec.batch_size, **shape) < 1.1, why  # measured 1.015
-    assert saved_bytes(spec.batch_size, **shape) > 0.9 * live, why  # activations: what micro-batching divides
+    assert 0.97 < live / peak_bytes(batch, **shape) < 1.1, why  # measured 1.015
+    assert saved_bytes(batch, **shape) > 0.9 * live, why  # activations: what micro-batching divides
     assert live < budget * 2**20 < (outcome.peak_memory_mb or 0) * 2**20, why  # measured 840 < 1500 < 1668-1732
 
 
@@ -107,10 +110,12 @@ def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_
     from advisors.experiments.experiment import Policy
     from advisors.experiments.ladder_report import bound_why
     from advisors.experiments.optimize import optimize
+    from advisors.experiments.script_strategy import ScriptStrategy
 
     store = RunStore(tmp_path / "runs")
-    ladder = optimize(WORKLOADS[workload].spec("tiny"), store_runner(store, timeout_s=600, experiment="bounds"),
-                      rounds=1, policy=Policy(trials=3))
+    spec = workload_spec(store.root, workload, measure_steps=5)
+    ladder = optimize(spec, script_runner(store, timeout_s=600, experiment="bounds"), rounds=1,
+                      policy=Policy(trials=3), strategy=ScriptStrategy(spec, "cpu"))
     judged = [r for r in ladder.rungs if r.experiment.ratio is not None and r.upper_bound is not None]
     assert judged, [(r.experiment.fix.id, r.experiment.reason) for r in ladder.rungs]
     for r in judged:

@@ -35,13 +35,13 @@ import pytest
 
 from advisors.compare.regression import RegressionCheck, check
 from advisors.compare.sides import observe_side
-from advisors.experiments.trials import store_runner
-from profilers.run.spec import TrainingSpec
+from advisors.experiments.trials import script_runner
+from cli.workloads import workload_spec
+from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
-from sample_runs import WORKLOADS
 
 REPO = Path(__file__).resolve().parents[2]
-STEPS = 30  # 3 warm-up, 3 profiled: 23 measured steps of ~35 ms, ~7 s a run with the process start
+STEPS = 30  # 3 warm-up, 1 + 3 profiled: 23 measured steps of ~35 ms, ~7 s a run with the process start
 PAIRS = 5
 ATTEMPTS = 3
 SLOWER_BATCH = 512  # compute_bound tiny trains 128 samples a step: four times the work per step
@@ -53,12 +53,12 @@ def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
 
-def _spec(**patch) -> TrainingSpec:
-    return WORKLOADS["compute_bound"].spec("tiny").patch(steps=STEPS, **patch)
+def _spec(store: RunStore, **values) -> ScriptSpec:  # type: ignore[no-untyped-def]
+    return workload_spec(store.root, "compute_bound", values=values, steps=STEPS)
 
 
-def _pair(store: RunStore, base: TrainingSpec, new: TrainingSpec) -> RegressionCheck:
-    run = store_runner(store, timeout_s=300)
+def _pair(store: RunStore, base: ScriptSpec, new: ScriptSpec) -> RegressionCheck:
+    run = script_runner(store, timeout_s=300)
     a, b = run(base), run(new)
     assert a.status == b.status == "ok", (a.error, b.error)
     return check(observe_side(a.run_dir, "base"), observe_side(b.run_dir, "new"), TOLERANCE)  # type: ignore[arg-type]
@@ -78,7 +78,7 @@ def test_runs_of_one_spec_read_same_every_time(tmp_path: Path) -> None:
     seen, final = [], []
     for _ in range(PAIRS):
         for _attempt in range(ATTEMPTS):
-            c = _pair(store, _spec(), _spec())
+            c = _pair(store, _spec(store), _spec(store))
             seen.append(c)
             if c.verdict == "same":
                 break
@@ -98,7 +98,7 @@ def test_a_run_slowed_through_a_spec_knob_is_a_regression(tmp_path: Path) -> Non
     store = RunStore(tmp_path / "runs")
     seen = []
     for _ in range(ATTEMPTS):
-        c = _pair(store, _spec(), _spec(batch_size=SLOWER_BATCH))
+        c = _pair(store, _spec(store), _spec(store, batch_size=SLOWER_BATCH))
         seen.append(c)
         assert c.verdict in ("regression", "inconclusive"), c.reason  # never "same" or "improvement"
         if c.verdict == "regression":

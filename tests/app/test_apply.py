@@ -16,6 +16,7 @@ from advisors.stats import Trial
 from advisors.experiments.trials import RunOutcome
 from app import state as app_state
 from tests.app.conftest import assert_clean, fix_selector, open_page
+from tests.advisors.fake_script import BASE, apply, knob
 from tests.app.fake_runs import fake_run
 
 
@@ -27,13 +28,13 @@ def stored(store, monkeypatch):
         def run(spec, on_progress=None):
             if on_progress:
                 on_progress({"step": 5, "total_steps": 10})
-            base = 50.0 if spec.num_workers > 0 else 100.0
+            base = 50.0 if knob(spec, "num_workers", 0) > 0 else 100.0
             walls = tuple(base + i % 3 for i in range(8))
             return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
                               losses=(2.3, 1.9, 1.6, 1.4), steps_done=10, run_dir=record.run_dir)
         return run
 
-    monkeypatch.setattr(trials, "store_runner", fake_store_runner)
+    monkeypatch.setattr(trials, "script_runner", fake_store_runner)
     return record
 
 
@@ -87,7 +88,7 @@ def test_report_with_the_applied_fix(stored) -> None:
     from reports.export import render
 
     a = analyse_path(stored.run_dir)
-    e = run_experiment(a.run.spec, FIXES["dataloader_workers"], trials.store_runner(None), Policy(trials=2))
+    e = run_experiment(BASE, FIXES["dataloader_workers"], trials.script_runner(None), Policy(trials=2), apply=apply)
     html = render(a, "html", experiment=e).decode()
     assert "Applied fix: DataLoader worker processes" in html and 'id="fig-exp_steps"' in html
     assert "Upper bound (time at stake vanishing)" in html and "2.50×" in html and "gains at most 2.50×" in html
@@ -106,13 +107,13 @@ def test_before_after_metrics_are_the_box_plots_median(store, monkeypatch) -> No
 
     def fake_store_runner(st_store, timeout_s=None, experiment=None):
         def run(spec, on_progress=None):  # each arm (runs A B B A) gets one steady run and one with 3 slow steps
-            b = 50.0 if spec.num_workers > 0 else 100.0
+            b = 50.0 if knob(spec, "num_workers", 0) > 0 else 100.0
             walls = (b,) * 5 if next(runs) % 2 == 0 else (b, b, 3 * b, 3 * b, 3 * b)  # medians b and 3b: 2b apart
             return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
                               losses=(2.3, 1.9, 1.6), steps_done=10, run_dir=record.run_dir)
         return run
 
-    monkeypatch.setattr(trials, "store_runner", fake_store_runner)
+    monkeypatch.setattr(trials, "script_runner", fake_store_runner)
     at = open_page("advisor")
     at.number_input(key="advisor.trials").set_value(2)
     at.button(key="advisor.apply").click().run()
@@ -168,13 +169,13 @@ def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) 
     record = fake_run(store)
 
     def run(spec, on_progress=None):
-        base = 200.0 if spec.num_workers > 0 else 56.0  # the "fix" makes every step 3.55 times longer
+        base = 200.0 if knob(spec, "num_workers", 0) > 0 else 56.0  # the "fix" makes every step 3.55 times longer
         return RunOutcome(status="ok", trial=Trial(walls_ms=tuple(base + i % 2 for i in range(6)),
                                                    samples_per_step=16.0),
                           peak_memory_mb=300.0, losses=(2.3, 1.9, 1.6), steps_done=10, run_dir=record.run_dir)
 
     a = analyse_path(record.run_dir)
-    e = run_experiment(a.run.spec, FIXES["dataloader_workers"], run, Policy(trials=2, n_boot=200))
+    e = run_experiment(BASE, FIXES["dataloader_workers"], run, Policy(trials=2, n_boot=200), apply=apply)
     md = render(a, "md", experiment=e).decode()
     assert "**Outcome: rejected: slower, 0.28×" in md and "Not kept" not in md
     assert "| 3.55× longer |" in md and "shorter" not in md  # 200.5 ms after 56.5 ms

@@ -1,4 +1,5 @@
-"""Launch page: the form builds a spec and starts it (the runner is mocked), live view, cancel, bad input."""
+"""Launch page: the form builds the workload's command line, shows it and starts it as a script (the launch is
+mocked), live view, cancel, bad input."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from profilers.run import runner
+from profilers.run import launch
 from profilers.run.records import RunStatus
 from tests.app.conftest import assert_clean, open_page, plain
 from tests.app.fake_runs import fake_run
@@ -23,11 +24,11 @@ class FakeHandle:
 
 @pytest.fixture()
 def started(store, monkeypatch):
-    """Replace ``runner.start``: record the spec, store a half-done running run, return a fake handle."""
+    """Replace ``launch.start_script``: record the spec, store a half-done running run, return a fake handle."""
     calls: list = []
 
     def fake_start(spec, st_store, label=None, **_):
-        record = fake_run(store, label=label or spec.workload, status=RunStatus.RUNNING, steps=4)
+        record = fake_run(store, label=label or spec.name, status=RunStatus.RUNNING, steps=4)
         store.update(record.run_id, status=RunStatus.RUNNING)
         (store.path(record.run_id) / "progress.json").write_text(
             '{"step": 4, "total_steps": 10, "loss": 1.0, "eta_s": 3.5}')
@@ -35,7 +36,7 @@ def started(store, monkeypatch):
         calls.append((spec, handle))
         return handle
 
-    monkeypatch.setattr(runner, "start", fake_start)
+    monkeypatch.setattr(launch, "start_script", fake_start)
     return calls
 
 
@@ -43,14 +44,18 @@ def test_form_starts_workload_and_shows_it_live(store, started) -> None:
     at = open_page("launch")
     assert_clean(at)
     at.selectbox(key="launch.workload").set_value("data_bound").run()
-    # Form widgets commit on submit: set them all, then press Start.
-    at.number_input(key="launch.knob.data_bound.tiny.num_workers").set_value(2)
-    at.checkbox(key="launch.knob.data_bound.tiny.pin_memory").check()
-    at.text_area(key="launch.sets").set_value("params.images=32")
-    at.button[0].click().run()
+    shown = at.code[0].value
+    assert shown == "python -m sample_runs.train data_bound --steps 12"  # the command line, shown before it runs
+    at.number_input(key="launch.knob.data_bound.tiny.num_workers").set_value(2).run()
+    at.checkbox(key="launch.knob.data_bound.tiny.pin_memory").check().run()
+    at.text_area(key="launch.sets").set_value("params.images=32").run()
+    assert at.code[0].value == ("python -m sample_runs.train data_bound --steps 12 --num-workers 2 --pin-memory "
+                                "--set-param images=32")
+    at.button(key="launch.start").click().run()
     assert_clean(at)
     [(spec, handle)] = started
-    assert (spec.workload, spec.num_workers, spec.pin_memory, spec.params["images"]) == ("data_bound", 2, True, 32)
+    assert spec.command[1:] == ("-m", "sample_runs.train", "data_bound", "--steps", "12", "--num-workers", "2",
+                                "--pin-memory", "--set-param", "images=32")
     assert at.subheader[0].value == "Live"
     assert "step 4 of 10" in at.get("progress")[0].proto.text
     at.button(key="launch.cancel").click().run()
@@ -64,18 +69,26 @@ def test_form_starts_workload_and_shows_it_live(store, started) -> None:
 def test_invalid_spec_is_explained(store, started) -> None:
     at = open_page("launch")
     at.selectbox(key="launch.workload").set_value("data_bound").run()
-    at.checkbox(key="launch.knob.data_bound.tiny.persistent_workers").check()
-    at.button[0].click().run()
+    at.checkbox(key="launch.knob.data_bound.tiny.persistent_workers").check().run()
     assert_clean(at)
-    assert at.error and "persistent_workers=True needs num_workers > 0" in plain(at.error[0].value)
+    assert at.error and "persistent_workers needs num_workers > 0" in plain(at.error[0].value)
+    assert at.button(key="launch.start").disabled and not at.code  # nothing to start, no command to show
     assert started == []
+
+
+def test_the_launchers_settings_are_said_beside_the_command(store, started) -> None:
+    at = open_page("launch")
+    at.selectbox(key="launch.workload").set_value("memory_bound").run()
+    assert at.code[0].value == "python -m sample_runs.train memory_bound --steps 12   # memory limit 1500 MiB"
+    at.selectbox(key="launch.workload").set_value("communication_bound").run()
+    assert at.code[0].value.endswith("# under torchrun, 2 rank(s) per node")
 
 
 def test_script_launch_refuses_a_missing_script(store) -> None:
     at = open_page("launch")
     at.radio(key="launch.what").set_value("My training script").run()
     at.text_input(key="launch.command").set_value("python /nonexistent/train.py")
-    at.button[0].click().run()
+    at.button[0].click().run()  # the script form's Start
     assert_clean(at)
     assert at.error and "no such script" in plain(at.error[0].value)
 

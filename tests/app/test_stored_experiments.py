@@ -17,6 +17,7 @@ from cli.profilers import main as profilers_main
 from profilers.run.records import RunResult, RunStatus
 from profilers.store import experiments
 from tests.app.conftest import assert_clean, open_page
+from tests.advisors.fake_script import BASE, apply, knob
 from tests.app.fake_runs import fake_run
 
 
@@ -27,17 +28,18 @@ def source(store, monkeypatch):
 
     def fake_store_runner(st_store, timeout_s=None, experiment=None):
         def run(spec, on_progress=None):
-            trial = st_store.create("run", "ab-data_bound", spec, parent=experiment, role="trial" if experiment else None)
+            trial = st_store.create("launch", "ab-data_bound", files={"script.json": spec.to_dict()}, parent=experiment,
+                                    role="trial" if experiment else None)
             if on_progress:
                 on_progress({"step": 5, "total_steps": 10})
-            base = 50.0 if spec.num_workers > 0 else 100.0
+            base = 50.0 if knob(spec, "num_workers", 0) > 0 else 100.0
             walls = tuple(base + i % 3 for i in range(8))
             st_store.finish(trial.run_id, RunResult(RunStatus.OK, steps_done=10, step_time_ms=base))
             return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
                               losses=(2.3, 1.9, 1.6, 1.4), steps_done=10, run_dir=trial.run_dir)
         return run
 
-    monkeypatch.setattr(trials, "store_runner", fake_store_runner)
+    monkeypatch.setattr(trials, "script_runner", fake_store_runner)
     return record
 
 
@@ -153,7 +155,7 @@ def test_the_runs_report_includes_its_experiments_commands_and_environment(store
     md = next(m.value for m in report.markdown if "## Experiments on this run" in m.value)
     gain = f"{s['speedup']:.2f}× [{s['low']:.2f}, {s['high']:.2f}]"
     assert f"| **{s['verdict']}** | {gain} | 2 |" in md
-    assert "Change: `num_workers = " in md
+    assert "persistent_workers=True, prefetch_factor=4)" in md  # the change, as the user makes it
     assert "- before: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16`" in md
     assert "- after: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16 --set " in md
     assert "## Reproduce" in md and "## Environment" in md and "- device: cpu" in md

@@ -22,7 +22,7 @@ from tests.trace_factory import kernel, step, write, x
 
 REPO = Path(__file__).resolve().parents[2]
 NOT_FOR_ANALYSIS = ("torch", "plotly", "streamlit", "jinja2", "advisors.experiments", "sample_runs", "reports",
-                    "profilers.run.runner", "profilers.run.worker")
+                    "profilers.run.launch", "profilers.run.handle")
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| +(\S+)$")
 
 

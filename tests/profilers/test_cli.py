@@ -1,7 +1,7 @@
 """``python -m profilers``: the JSON contract, exit codes, and one-line errors (never a traceback).
 
-In process (fast): ``cli.profilers.main`` with the runner replaced by one that returns a given result, so the
-argument handling, spec overrides, JSON, exit codes, progress bar and run list are checked without training.
+In process (fast): ``cli.profilers.main`` with the launch replaced by one that returns a given result, so the
+argument handling, settings, JSON, exit codes, progress bar and run list are checked without training.
 In real subprocesses (slow): the same contract with real runs and a launched script, end to end."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, Callable
 import pytest
 
 from cli import profilers as cli
-from profilers.run import launch, runner
+from profilers.run import handle as handles, launch
 from profilers.run.records import RunResult, RunStatus
-from profilers.run.spec import TrainingSpec
+from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run
 
@@ -58,12 +58,12 @@ def _main(argv: list[str]) -> int | str | None:
 
 
 class FakeRunner:
-    """``runner.start`` / ``launch.start_launch`` / ``runner.follow`` that record what they were given and end
+    """``launch.start_script`` / ``launch.start_launch`` / ``handle.follow`` that record what they were given and end
     with ``result``; ``follow`` reports two progress updates as a live run would, or raises ``interrupt``."""
 
     def __init__(self, tmp_path: Path, result: RunResult, interrupt: bool = False) -> None:
         self.tmp_path, self.result, self.interrupt = tmp_path, result, interrupt
-        self.specs: list[TrainingSpec] = []
+        self.specs: list[ScriptSpec] = []
         self.launched: list[tuple[list[str], int]] = []
         self.cancelled: list[str] = []
 
@@ -71,7 +71,7 @@ class FakeRunner:
         return SimpleNamespace(run_id=run_id, run_dir=self.tmp_path / run_id, cancel=self.cancelled.append,
                                wait=lambda: self.result)
 
-    def start(self, spec: TrainingSpec, store: RunStore, label: str | None = None) -> Any:
+    def start(self, spec: ScriptSpec, store: RunStore, label: str | None = None, **_: Any) -> Any:
         self.specs.append(spec)
         return self._handle("run-1")
 
@@ -94,8 +94,8 @@ def fake_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[...
         result = RunResult(status=status, steps_done=3, step_time_ms=12.5, samples_per_s=2560.0,
                            peak_memory_mb=310.0, error=None if status is RunStatus.OK else "over budget")
         fake = FakeRunner(tmp_path, result, interrupt)
-        monkeypatch.setattr(runner, "start", fake.start)
-        monkeypatch.setattr(runner, "follow", fake.follow)
+        monkeypatch.setattr(launch, "start_script", fake.start)
+        monkeypatch.setattr(handles, "follow", fake.follow)
         monkeypatch.setattr(launch, "start_launch", fake.start_launch)
         return fake
     return install
@@ -126,8 +126,9 @@ def test_run_json_carries_the_contract_and_the_spec_overrides(fake_runner, tmp_p
     assert CONTRACT <= set(run) and run["status"] == "ok" and run["steps_done"] == 3 and run["step_time_ms"] == 12.5
     assert (run["run_id"], run["run_dir"]) == ("run-1", str(tmp_path / "run-1"))
     assert err == ""  # --json: no progress bar
-    (spec,) = fake.specs
-    assert (spec.workload, spec.steps, spec.batch_size, spec.params["size"]) == ("compute_bound", 4, 8, "tiny")
+    (spec,) = fake.specs  # the workload's own script, its settings as its flags; the launcher stops it at 4 steps
+    assert spec.command == ("python", "-m", "sample_runs.train", "compute_bound", "--batch-size", "8")
+    assert (spec.warmup_steps, spec.measure_steps, spec.profile_steps) == (1, 1, 1) and spec.total_steps == 4
 
 
 def test_a_run_that_did_not_end_ok_still_prints_its_json_and_exits_1(fake_runner,
@@ -206,7 +207,7 @@ def test_run_launch_and_list_print_the_json_contract(tmp_path: Path) -> None:
 
     listed = _cli("list", "--json", "--store", store, cwd=tmp_path)
     rows = json.loads(listed.stdout)
-    assert [r["kind"] for r in rows] == ["launch", "run", "run"]
+    assert [r["kind"] for r in rows] == ["launch", "launch", "launch"]  # a workload is a launched script too
     assert [r["status"] for r in rows] == ["ok", "out_of_memory", "ok"]
     assert run["run_id"] in _cli("list", "--store", store, cwd=tmp_path).stdout
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisors.experiments.to_quality import patch_workload, to_quality
+from advisors.experiments.to_quality import to_quality
 from advisors.experiments.to_quality_report import quality_json
 from advisors.quality import candidates as cands
 from advisors.quality.target import Budget
 from reports.quality import html_page, markdown, round_figure
-from tests.advisors.quality.test_decisions import BASE, fake_runner
+from tests.advisors.quality.recorded import resolved
+from tests.advisors.quality.test_decisions import BASE, fake_runner, patch_workload
 
 
 def recorded(plateau_at: float | None = None) -> dict[str, Any]:
-    ladder = to_quality(BASE, [cands.batch_scaled(BASE, 4, "linear"), cands.early_stopping()],
+    ladder = to_quality(BASE, [resolved(0), cands.early_stopping()],
                         fake_runner(plateau_at), Budget(steps=500), seeds=3, apply=patch_workload)
     return quality_json(ladder)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from sample_runs import WORKLOADS, options
-from sample_runs.train import setup, train
+from sample_runs import WORKLOADS
+from sample_runs.train import parse_args, setup, train
 
 # In-process (one rank) and small enough to be quick; checkpointing does not depend on the rank count.
 # data_bound: 16 small JPEGs instead of 48 at 384 px (encoding them was most of its time); resnet_small: 64 samples.
@@ -24,9 +24,9 @@ def _inner_layer(block: nn.Module) -> nn.Module:
 
 def _run(name: str, checkpointing: bool) -> tuple[list[int], list[float]]:
     argv = [name, "--steps", "2", *(["--activation-checkpointing"] * checkpointing), *SMALL.get(name, [])]
-    names = WORKLOADS[name].build("tiny", options.parse(argv).params).checkpoint_blocks
+    names = WORKLOADS[name].build("tiny", parse_args(argv).params).checkpoint_blocks
     assert names, f"{name} declares no checkpoint blocks"
-    t = setup(options.parse(argv))
+    t = setup(parse_args(argv))
     calls = [0] * len(names)
     for i, block in enumerate(names):
         layer = _inner_layer(t.model.get_submodule(block))

@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 
 from sample_runs import WORKLOADS, WorkloadError, options
+from sample_runs.train import parse_args
 
 
 def test_a_size_sets_the_flags_defaults_and_the_command_line_wins() -> None:
-    args = options.parse(["compute_bound"])
+    args = parse_args(["compute_bound"])
     assert (args.batch_size, args.steps, args.lr, args.num_workers) == (128, 10, 0.01, 0)
-    args = options.parse(["compute_bound", "--size", "bench", "--batch-size", "64", "--set-param", "width=32"])
+    args = parse_args(["compute_bound", "--size", "bench", "--batch-size", "64", "--set-param", "width=32"])
     assert (args.batch_size, args.steps, args.params) == (64, 40, {"width": 32})
-    assert options.parse(["gpt_small"]).optimizer == "adamw"
+    assert parse_args(["gpt_small"]).optimizer == "adamw"
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -30,7 +31,7 @@ def test_a_size_sets_the_flags_defaults_and_the_command_line_wins() -> None:
 def test_a_bad_command_line_exits_2_with_one_line(argv: list[str], words: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
-        options.parse(argv)
+        parse_args(argv)
     assert exit_.value.code == 2 and words in capsys.readouterr().err
 
 
@@ -53,7 +54,7 @@ def test_the_command_holds_only_what_differs_from_the_size_and_parses_back() -> 
     argv = options.command("data_bound", "tiny", {"num_workers": 2, "pin_memory": True, "batch_size": 16,
                                                   "memory_budget_mb": 900}, {"images": 128})
     assert argv == ["data_bound", "--num-workers", "2", "--pin-memory", "--set-param", "images=128"]
-    args = options.parse(argv)
+    args = parse_args(argv)
     assert (args.num_workers, args.pin_memory, args.batch_size, args.params) == (2, True, 16, {"images": 128})
     assert options.command("compute_bound", "bench") == ["compute_bound", "--size", "bench"]
     with pytest.raises(WorkloadError, match="persistent_workers needs num_workers > 0"):

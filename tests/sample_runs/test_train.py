@@ -14,14 +14,14 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.utils.data import DataLoader, Dataset
 
-from sample_runs import WORKLOADS, options
+from sample_runs import WORKLOADS
 from sample_runs.data import EpochSampler, SharedSampleCache
-from sample_runs.train import Training, setup, train
+from sample_runs.train import Training, parse_args, setup, train
 from sample_runs.train_parts import cannot_act, pick_device
 
 
 def training(*argv: str) -> Training:
-    return setup(options.parse(list(argv)))
+    return setup(parse_args(list(argv)))
 
 
 # ---- data order -------------------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def test_flags_that_cannot_act_here_are_warned_not_hidden() -> None:
     for knob in ("tf32", "cudnn_benchmark", "pin_memory", "cuda_graphs", "channels_last", "ddp_no_sync",
                  "grad_compression", "cache_decoded"):
         assert knob in said, knob
-    args = options.parse(["compute_bound", "--device", "cpu"])
+    args = parse_args(["compute_bound", "--device", "cpu"])
     assert cannot_act(args, WORKLOADS["compute_bound"].build("tiny"), pick_device("cpu", 0), 1, None) == []
 
 

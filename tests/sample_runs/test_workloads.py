@@ -18,6 +18,7 @@ import sample_runs
 from sample_runs import WORKLOADS, WorkloadError, get_workload, options
 from sample_runs.base import Bottleneck
 from sample_runs.jpeg_data import encode_images
+from sample_runs.train import parse_args
 from sample_runs.train_parts import cannot_act, pick_device
 
 REQUIRED = {"data_bound", "compute_bound", "memory_bound", "communication_bound", "resnet_small", "gpt_small",
@@ -165,7 +166,7 @@ def test_the_docs_table_names_every_workload_and_only_those() -> None:
 
 @pytest.mark.parametrize("name", ALL)
 def test_the_knobs_a_workload_cannot_honour_are_warned_as_documented(name: str) -> None:
-    args = options.parse([name, "--device", "cpu", "--channels-last", "--cache-decoded",
+    args = parse_args([name, "--device", "cpu", "--channels-last", "--cache-decoded",
                           "--activation-checkpointing"])
     notes = " | ".join(cannot_act(args, WORKLOADS[name].build("tiny"), pick_device("cpu", 0), 1, None))
     warned = {k for k in sorted(PER_WORKLOAD_KNOBS) if f"{k}=True" in notes}
@@ -175,11 +176,11 @@ def test_the_knobs_a_workload_cannot_honour_are_warned_as_documented(name: str) 
 
 @pytest.mark.parametrize("name", ALL)
 def test_cudnn_benchmark_on_cuda_is_warned_where_there_is_no_convolution(name: str) -> None:
-    on = options.parse([name, "--cudnn-benchmark"])
+    on = parse_args([name, "--cudnn-benchmark"])
     parts = WORKLOADS[name].build("tiny")
     cuda = torch.device("cuda", 0)  # only its type is read
     notes = [n for n in cannot_act(on, parts, cuda, 1, None) if "cudnn_benchmark" in n]
     assert bool(notes) == (name in NO_CONVOLUTIONS), notes
-    assert not [n for n in cannot_act(options.parse([name]), parts, cuda, 1, None) if "cudnn" in n]
+    assert not [n for n in cannot_act(parse_args([name]), parts, cuda, 1, None) if "cudnn" in n]
     cpu = [n for n in cannot_act(on, parts, torch.device("cpu"), 1, None) if "cudnn_benchmark" in n]
     assert cpu == ["cudnn_benchmark=True has no effect on cpu (CUDA only); ignored"]  # the CPU says "CUDA only"

@@ -14,7 +14,6 @@ import pytest
 
 from cli.advisors import build_parser
 from cli.profilers import _parser as profilers_parser
-from profilers.run.runner import own_code_env
 from stepwise import command, lib
 from tests.trace_factory import kernel, step, write, x
 
@@ -105,11 +104,6 @@ def test_installed_the_packages_are_under_lib(tmp_path: Path, monkeypatch: pytes
     (here / "_lib" / "profilers").mkdir(parents=True)
     (here / "_lib" / "profilers" / "__init__.py").write_text("")
     assert lib.lib_dir() == here / "_lib"
-
-
-def test_the_worker_gets_the_packages_first_on_its_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/mine", str(REPO), "/theirs"]))
-    assert own_code_env()["PYTHONPATH"].split(os.pathsep) == [str(REPO), "/mine", "/theirs"]
 
 
 def test_stepwise_analyze_is_python_m_advisors_analyze(tmp_path: Path) -> None:

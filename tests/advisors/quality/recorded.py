@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from tests.fake_clock import FakeClock
+
+if TYPE_CHECKING:
+    from advisors.quality.candidates import Candidate
+    from profilers.run.script_spec import ScriptSpec
 
 START, FLOOR, RATE = 2.3, 0.2, 0.02
 OVERHEAD_MS, PER_SAMPLE_MS = 8.0, 0.05
@@ -58,3 +64,57 @@ def record(recipe: Recipe, steps: int, seed: int, clock: FakeClock | None = None
         if stop_below is not None and ema / weight <= stop_below:
             break
     return pd.DataFrame(rows)
+
+
+# -- the same model, run as a script's arms are: a ScriptSpec with injected convergence knobs -----------------------
+def script(measure_steps: int = 10) -> ScriptSpec:
+    """The baseline the decisions are taken on: a script whose baseline run built ``SGD(lr=0.1)`` and a
+    ``DataLoader(batch_size=32)`` (the fake runs record them as the agent does)."""
+    from profilers.run.script_spec import ScriptSpec
+
+    return ScriptSpec(command=("python", "-m", "train"), cwd="/", measure_steps=measure_steps)
+
+
+def recipe_of(spec: ScriptSpec, plateau_at: float | None = None) -> Recipe:
+    """The recorded model's recipe for a script arm: its injected batch scale, rate scale and accumulation."""
+    knobs = spec.inject
+    accum = int(knobs.get("grad_accum", 1))
+    batch = 32 * int(knobs.get("batch_scale", 1)) * accum
+    return Recipe(batch=batch, lr=0.1 * float(knobs.get("lr_scale", 1.0)), accum=accum, plateau_at=plateau_at)
+
+
+def write_injected(run_dir: Path, knobs: Mapping[str, Any] | None = None) -> None:
+    """The ``injected.json`` of a run of :func:`script`: its optimizer and its training loader, and each knob the
+    arm injected, acted (the recorded model trains with it)."""
+    import json
+
+    site = {"file": "/train.py", "line": 7, "code": "..."}
+    acted = {k: {"value": v, "acted": True, "refused": False, "evidence": ["recorded"], "why": None}
+             for k, v in (knobs or {}).items()}
+    (run_dir / "injected.json").write_text(json.dumps({
+        "knobs": acted, "sites": {"optimizer": {**site, "type": "SGD", "lr": 0.1}, "dataloader": {**site, "line": 5}},
+        "loader": {"batch_size": 32}}))
+
+
+def applied_injection(spec: ScriptSpec, cand: Candidate) -> ScriptSpec:
+    """The ``apply`` of a resolved convergence candidate: its knobs injected."""
+    assert cand.patch is not None
+    return spec.patch(inject=dict(cand.patch))
+
+
+
+def resolved(index: int, k: int = 4) -> Candidate:
+    """The script template ``index`` (0: batch × k, 1: accumulation × k, 2: the optimizer swap) made concrete for
+    :func:`script`'s baseline (SGD at 0.1, batch 32), as ``resolve`` makes it from the baseline's run."""
+    from advisors.quality.script_candidates import Baseline, resolve, templates
+
+    site = {"file": "/train.py", "line": 7, "code": "..."}
+    base = Baseline({**site, "type": "SGD", "lr": 0.1}, {**site, "line": 5, "batch_size": 32}, None, None, 100)
+    return resolve(templates(k)[index], base)
+
+
+def resolve_from_runs(cand: Candidate, runs: Sequence[Any]) -> Candidate:
+    """The ``resolve`` of ``to_quality``: from the baseline runs' ``injected.json`` (:func:`write_injected`)."""
+    from advisors.quality.script_candidates import read_baseline, resolve
+
+    return resolve(cand, read_baseline(runs))

@@ -3,38 +3,43 @@
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 
 import pytest
 
-from advisors.experiments.to_quality import QualityRun, QualitySpec, patch_workload, to_quality
+from advisors.experiments.to_quality import QualityRun, QualitySpec, to_quality
 from advisors.quality import candidates as cands
 from advisors.quality.arms import ArmTime, compare, olympic
 from advisors.quality.curve import Curve, ema, loss_curve_from_steps, smoothed, time_to_target
 from advisors.quality.early_stop import measure, stop_point
 from advisors.quality.target import Budget, Target, baseline_value
-from profilers.run.spec import TrainingSpec
-from tests.advisors.quality.recorded import Recipe, record
+from tests.advisors.quality.recorded import (Recipe, applied_injection, recipe_of, record, resolved, script,
+                                             write_injected)
 
-BASE = TrainingSpec(workload="digits", batch_size=32, lr=0.1, steps=10)
+BASE = script()
+patch_workload = applied_injection  # a resolved candidate's knobs, injected into the script's arms
 
 
 def fake_runner(plateau_at: float | None = None):
-    """A CurveRunFn: the spec's batch, rate and accumulation drive the recorded model; stops at the target."""
+    """A CurveRunFn: the arm's injected batch, rate and accumulation drive the recorded model; stops at the
+    target."""
 
     def run(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
-        assert isinstance(spec, TrainingSpec)
-        recipe = Recipe(batch=spec.batch_size, lr=spec.lr, accum=spec.grad_accum_steps, plateau_at=plateau_at)
-        frame = record(recipe, spec.steps, spec.seed, stop_below=stop_at.value if stop_at else None)
-        stopped = "it reached the target" if len(frame) < spec.steps else None
-        return QualityRun("killed" if stopped else "ok", loss_curve_from_steps(frame), stopped=stopped,
-                          median_step_ms=float(frame["wall_ms"].median()))
+        frame = record(recipe_of(spec, plateau_at), spec.measure_steps, spec.seed,
+                       stop_below=stop_at.value if stop_at else None)
+        stopped = "it reached the target" if len(frame) < spec.measure_steps else None
+        run_dir = Path(tempfile.mkdtemp(prefix="recorded-run-"))
+        write_injected(run_dir, spec.inject)  # the script's optimizer and loader, as the agent records them
+        return QualityRun("killed" if stopped else "ok", loss_curve_from_steps(frame), str(run_dir),
+                          stopped=stopped, median_step_ms=float(frame["wall_ms"].median()))
 
     return run
 
 
 def test_larger_batch_with_linearly_scaled_lr_reaches_the_target_sooner_and_is_kept() -> None:
-    cand = cands.batch_scaled(BASE, 4, "linear")
-    assert cand.patch == {"batch_size": 128, "lr": pytest.approx(0.4)}
+    cand = resolved(0)
+    assert cand.patch == {"batch_scale": 4, "lr_scale": pytest.approx(4.0)} and cand.id == "batch_x4_linear_lr"
     ladder = to_quality(BASE, [cand], fake_runner(), Budget(steps=400), seeds=5, apply=patch_workload)
     assert ladder.target.source == "baseline curve" and ladder.target.goal == "min"
     rnd = ladder.rounds[0]
@@ -50,8 +55,8 @@ def test_larger_batch_with_linearly_scaled_lr_reaches_the_target_sooner_and_is_k
 
 
 def test_gradient_accumulation_is_slower_to_the_target_and_rejected() -> None:
-    cand = cands.accumulation(BASE, 4, "linear")
-    assert cand.patch == {"batch_size": 128, "grad_accum_steps": 4, "lr": pytest.approx(0.4)}
+    cand = resolved(1)
+    assert cand.patch == {"grad_accum": 4, "lr_scale": pytest.approx(4.0)}
     ladder = to_quality(BASE, [cand], fake_runner(), Budget(steps=400), seeds=5, apply=patch_workload)
     rnd = ladder.rounds[0]
     assert rnd.time_to_target is not None and not rnd.kept
@@ -79,7 +84,7 @@ def test_early_stopping_on_a_falling_curve_saves_nothing_and_is_rejected() -> No
 
 
 def test_a_run_that_never_reaches_the_target_fails_its_arm_said_plainly() -> None:
-    cand = cands.batch_scaled(BASE, 4, "linear")
+    cand = resolved(0)
     ladder = to_quality(BASE, [cand], fake_runner(), Budget(steps=100), seeds=3, target_value=0.05,
                         apply=patch_workload)
     assert ladder.target.source == "given" and ladder.target.value == 0.05
@@ -91,7 +96,7 @@ def test_a_run_that_never_reaches_the_target_fails_its_arm_said_plainly() -> Non
 
 
 def test_with_a_given_target_the_baseline_stops_there_unless_early_stopping_needs_its_tail() -> None:
-    cand = cands.batch_scaled(BASE, 4, "linear")
+    cand = resolved(0)
     alone = to_quality(BASE, [cand], fake_runner(), Budget(steps=400), seeds=3, target_value=1.0,
                        apply=patch_workload)
     assert all(r.stopped == "it reached the target" for r in alone.baseline)
@@ -140,20 +145,11 @@ def test_plateau_stop_point_reads_the_recorded_clock() -> None:
                                         + (frame["wall_ms"].iloc[-1] - frame["wall_ms"].iloc[0]) / 1e3)
 
 
-def test_candidates_state_their_rules_and_warm_up_when_the_rate_grows_large() -> None:
-    sq = cands.batch_scaled(BASE, 4, "sqrt")
-    assert sq.patch == {"batch_size": 128, "lr": pytest.approx(0.2)} and "√k" in sq.rule and not sq.advice
-    big = cands.batch_scaled(BASE, 8, "linear", run_steps=300)
-    # 8× the rate > 4×: Goyal et al.'s warm-up, run by the trainer over a tenth of the run, and said
-    assert big.patch is not None and big.patch["lr_warmup_steps"] == 30 and "ramped up linearly" in big.rule
-    assert "lr_warmup_steps" not in (cands.batch_scaled(BASE, 4, "linear").patch or {})  # 4× is not beyond 4×
-    adam = BASE.patch(optimizer="adamw", lr=1e-3)
-    assert cands.for_workload(adam)[0].id == "batch_x4_sqrt_lr"
-    assert cands.optimizer_swap(BASE).patch == {"optimizer": "adamw", "lr": 1e-3}
-    assert cands.optimizer_swap(adam).patch == {"optimizer_impl": "fused"}
+def test_the_script_candidates_are_templates_until_the_baseline_has_run() -> None:
     script = cands.for_script()  # made concrete from the script's baseline run: advisors.quality.script_candidates
     assert [(c.patch or {}).get("kind") for c in script] == ["batch", "grad_accum", "optimizer_swap", None, None]
     assert script[-1].id == "early_stopping" and script[-2].patch is None and "not in PyTorch" in script[-2].advice
+    assert resolved(2).patch == {"optimizer_swap": "adamw"}  # SGD → AdamW at PyTorch's default rate
 
 
 def test_budget_parse() -> None:

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from advisors.experiments.to_quality import QualityRun, QualitySpec, patch_workload, to_quality
+from dataclasses import replace
+
+from advisors.experiments.to_quality import QualityRun, QualitySpec, to_quality
 from advisors.experiments.to_quality_goodput import planner
 from advisors.experiments.to_quality_report import quality_json, quality_table
 from advisors.quality import candidates as cands
@@ -17,10 +19,11 @@ from advisors.quality.curve import loss_curve_from_steps
 from advisors.quality.goodput import efficiency, plan, predict, steps_ratio
 from advisors.quality.noise_scale import estimate
 from advisors.quality.target import Budget, Target
-from profilers.run.spec import TrainingSpec
-from tests.advisors.quality.recorded import OVERHEAD_MS, PER_SAMPLE_MS, Recipe, record
+from tests.advisors.quality.recorded import (OVERHEAD_MS, PER_SAMPLE_MS, applied_injection, recipe_of, record,
+                                             resolve_from_runs, resolved, script, write_injected)
 
-BASE = TrainingSpec(workload="digits", batch_size=32, lr=0.1, steps=10)
+BASE = script()
+patch_workload = applied_injection
 
 
 def rows_for(b_noise: float, batch: int, windows: int = 40, window: int = 4) -> list[dict[str, Any]]:
@@ -34,14 +37,14 @@ def fake_runner(tmp: Path, b_noise: float, plateau_at: float | None = None):
     count = [0]
 
     def run(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
-        assert isinstance(spec, TrainingSpec)
-        recipe = Recipe(batch=spec.batch_size, lr=spec.lr, accum=spec.grad_accum_steps, plateau_at=plateau_at)
-        frame = record(recipe, spec.steps, spec.seed, stop_below=stop_at.value if stop_at else None)
+        frame = record(recipe_of(spec, plateau_at), spec.measure_steps, spec.seed,
+                       stop_below=stop_at.value if stop_at else None)
         count[0] += 1
         run_dir = tmp / f"run{count[0]}"
         run_dir.mkdir()
         (run_dir / "noise_scale.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows_for(b_noise, 32)))
-        stopped = "it reached the target" if len(frame) < spec.steps else None
+        write_injected(run_dir, spec.inject)  # what the agent records of the script: its optimizer and training loader
+        stopped = "it reached the target" if len(frame) < spec.measure_steps else None
         return QualityRun("killed" if stopped else "ok", loss_curve_from_steps(frame), str(run_dir), stopped=stopped,
                           median_step_ms=float(frame["wall_ms"].median()))
 
@@ -50,8 +53,7 @@ def fake_runner(tmp: Path, b_noise: float, plateau_at: float | None = None):
 
 def recorded_probe(spec: QualitySpec, k: int) -> float:
     """The recorded model's step cost at batch × k (what a throughput probe would measure on it)."""
-    assert isinstance(spec, TrainingSpec)
-    return OVERHEAD_MS + PER_SAMPLE_MS * spec.batch_size * k
+    return OVERHEAD_MS + PER_SAMPLE_MS * 32 * k
 
 
 def test_the_model_of_steps_and_efficiency() -> None:
@@ -70,8 +72,8 @@ def test_estimate_reads_b_simple_in_samples_with_its_cost() -> None:
 
 
 def test_far_below_the_critical_batch_chooses_batch_scaling_and_it_is_kept(tmp_path: Path) -> None:
-    ladder = to_quality(BASE, cands.for_workload(BASE)[:2], fake_runner(tmp_path, 5000.0), Budget(steps=400),
-                        seeds=3, apply=patch_workload, planner=planner(recorded_probe))
+    ladder = to_quality(BASE, cands.for_script()[:1], fake_runner(tmp_path, 5000.0), Budget(steps=400),
+                        seeds=3, apply=patch_workload, planner=planner(recorded_probe), resolve=resolve_from_runs)
     assert ladder.plan is not None and ladder.plan.plan is not None
     assert ladder.plan.noise is not None and ladder.plan.noise.b_simple == pytest.approx(5000.0)
     assert ladder.plan.plan.chosen == (2, 4, 8)
@@ -92,9 +94,9 @@ def test_far_below_the_critical_batch_chooses_batch_scaling_and_it_is_kept(tmp_p
 
 
 def test_far_above_the_critical_batch_gets_no_batch_candidate_with_the_reason(tmp_path: Path) -> None:
-    ladder = to_quality(BASE, [*cands.for_workload(BASE)[:2], cands.early_stopping()],
+    ladder = to_quality(BASE, [*cands.for_script()[:1], cands.early_stopping()],
                         fake_runner(tmp_path, 4.0), Budget(steps=200), seeds=3, apply=patch_workload,
-                        planner=planner(recorded_probe))
+                        planner=planner(recorded_probe), resolve=resolve_from_runs)
     assert ladder.plan is not None and ladder.plan.plan is not None and ladder.plan.plan.chosen == ()
     assert "above the critical batch" in ladder.plan.plan.reason
     assert not any(r.candidate.id.startswith("batch_x") for r in ladder.rounds)
@@ -104,7 +106,7 @@ def test_far_above_the_critical_batch_gets_no_batch_candidate_with_the_reason(tm
 
 
 def test_accumulation_gets_the_large_batchs_steps_at_k_times_the_step(tmp_path: Path) -> None:
-    ladder = to_quality(BASE, [cands.accumulation(BASE, 4, "linear")], fake_runner(tmp_path, 5000.0),
+    ladder = to_quality(BASE, [resolved(1)], fake_runner(tmp_path, 5000.0),
                         Budget(steps=400), seeds=3, apply=patch_workload, planner=planner(recorded_probe, ks=(4,)))
     rnd = next(r for r in ladder.rounds if r.candidate.id.startswith("grad_accum"))
     assert rnd.predicted is not None and rnd.predicted.step_ms == pytest.approx(4 * recorded_probe(BASE, 1))
@@ -114,7 +116,7 @@ def test_accumulation_gets_the_large_batchs_steps_at_k_times_the_step(tmp_path: 
 def test_early_stopping_is_judged_on_the_whole_run_and_kept_with_the_time_saved(tmp_path: Path) -> None:
     """The budget's runs (60 steps) end before the plateau shows; the run to its own end (1,500 steps) has a long
     flat tail: judged there, stopping is kept and saves most of the run."""
-    spec = BASE.patch(steps=1500)
+    spec = replace(BASE, measure_steps=1500)
     short = Budget(steps=60)
     runner = fake_runner(tmp_path, 5000.0, plateau_at=1.0)
     truncated = to_quality(spec, [cands.early_stopping()], runner, short, seeds=3)
@@ -135,18 +137,16 @@ def test_a_budget_in_seconds_is_stated_in_the_result(tmp_path: Path) -> None:
     from cli.optimize_quality import DEFAULT_BUDGET
 
     assert Budget.parse(DEFAULT_BUDGET).seconds is not None  # seconds by default
-    spec = BASE.patch(steps=400)
+    spec = replace(BASE, measure_steps=400)
 
     inner = fake_runner(tmp_path, 5000.0)
 
     def timed(s: QualitySpec, stop_at: Target | None) -> QualityRun:
-        assert isinstance(s, TrainingSpec)
-        out = inner(s.patch(steps=400), stop_at)  # the clock stops it: 3 s of the recorded clock
+        out = inner(replace(s, measure_steps=400), stop_at)  # the clock stops it: 3 s of the recorded clock
         return QualityRun(out.status, out.curve.cut(3.0), out.run_dir, stopped=out.stopped,
                           median_step_ms=out.median_step_ms)
 
-    ladder = to_quality(spec, [cands.batch_scaled(spec, 2, "linear")], timed, Budget(seconds=3.0), seeds=3,
-                        apply=patch_workload)
+    ladder = to_quality(spec, [resolved(0, k=2)], timed, Budget(seconds=3.0), seeds=3, apply=patch_workload)
     out = quality_json(ladder)
     assert out["budget"] == {"steps": None, "seconds": 3.0, "stated": "3 s"}
     assert "budget 3 s per arm" in quality_table(out)

@@ -1,5 +1,6 @@
-"""Real runs through the to-quality path (slow): a workload's arm stopped at its target, and a script's printed
-metric read back with the times the agent recorded. No claim on which arm wins: these check the plumbing."""
+"""Real runs through the to-quality path (slow): a workload's arm (its training script) stopped at its target, and a
+script's printed metric read back with the times the agent recorded. No claim on which arm wins: these check the
+plumbing."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from advisors.experiments.to_quality import arm_spec, patch_workload, store_curve_runner, to_quality
+from advisors.experiments.to_quality import arm_spec, store_curve_runner, to_quality
 from advisors.quality import candidates as cands
 from advisors.quality.target import Budget, Target
-from profilers.run.script_spec import ScriptSpec
+from cli.workloads import workload_spec
+from profilers.run.script_spec import MAX_STEPS, ScriptSpec
 from profilers.store.runs import RunStore
-from sample_runs import get_workload
+from tests.advisors.quality.recorded import applied_injection, resolve_from_runs
 
 SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "scripts" / "digits_quality_train.py"
 pytestmark = pytest.mark.slow
@@ -21,26 +23,30 @@ pytestmark = pytest.mark.slow
 
 def test_a_workload_arm_is_stopped_once_it_reaches_the_target(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
-    spec = get_workload("digits").spec("tiny")
+    spec = workload_spec(store.root, "digits", measure_steps=MAX_STEPS, seeded=True)
     # A budget no run finishes before a poll sees the target, however loaded the machine: with 400 steps the run
     # could end (a second or two of tiny steps) before a starved watcher's next look, and then it had not been
     # stopped (the clean-clone suite saw it, beside two other test runs).
-    budget = Budget(steps=200_000)
+    budget = Budget(steps=MAX_STEPS)
     run = store_curve_runner(store, budget, poll_s=0.2)
     easy = Target("training loss", 2.0, "min", "given")  # the EMA passes 2.0 within the first few dozen steps
-    out = run(arm_spec(spec, budget, 0), easy)
+    arm = arm_spec(spec, budget, 2)
+    assert arm.command[-2:] == ("--seed", "2")  # the workload reseeds from its own flag: each seed goes there
+    out = run(arm, easy)
     assert out.stopped == "it reached the target" and out.status == "killed" and out.ok
-    assert 0 < len(out.curve) < 200_000
+    assert 0 < len(out.curve) < MAX_STEPS
 
 
 def test_to_quality_on_a_workload_writes_the_round(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
-    spec = get_workload("digits").spec("tiny")
+    spec = workload_spec(store.root, "digits", measure_steps=MAX_STEPS, seeded=True)
     budget = Budget(steps=40)
-    ladder = to_quality(spec, [cands.batch_scaled(spec, 2, "sqrt"), cands.early_stopping()],
-                        store_curve_runner(store, budget), budget, seeds=1, apply=patch_workload)
+    ladder = to_quality(spec, [cands.for_script(k=2)[0], cands.early_stopping()], store_curve_runner(store, budget),
+                        budget, seeds=1, apply=applied_injection, resolve=resolve_from_runs)
     assert ladder.target.source == "baseline curve" and len(ladder.baseline[0].curve) == 40
-    assert ladder.rounds[0].time_to_target is not None and ladder.rounds[1].early_stopping is not None
+    batch = ladder.rounds[0]
+    assert batch.candidate.id == "batch_x2_linear_lr" and batch.time_to_target is not None  # the script's SGD
+    assert ladder.rounds[1].early_stopping is not None
 
 
 def test_a_scripts_printed_metric_comes_back_with_its_times(tmp_path: Path) -> None:

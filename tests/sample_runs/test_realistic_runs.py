@@ -1,5 +1,5 @@
-"""The realistic workloads (no single designed bottleneck) run end to end through the runner at tiny size and
-leave a trace the engine breaks down, dominated by the model's compute (the designed ones are covered by
+"""The realistic workloads (no single designed bottleneck) run end to end as scripts under the launcher at tiny
+size and leave a trace the engine breaks down, dominated by the model's compute (the designed ones are covered by
 tests/advisors/test_real_runs.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from profilers.run import runner
+from cli.workloads import workload_spec
+from profilers.run.handle import follow
+from profilers.run.launch import start_script
 from profilers.store.runs import RunStore
-from sample_runs import WORKLOADS
 from tests.sample_runs.dominant import REALISTIC, assert_dominated_by, expected_group, run_breakdown
 
 MARGIN = 1.3  # the measured shares are in dominant.py, beside REALISTIC_DOMINANT
@@ -20,8 +21,8 @@ MARGIN = 1.3  # the measured shares are in dominant.py, beside REALISTIC_DOMINAN
 @pytest.mark.parametrize("name", REALISTIC)  # every registered workload without a designed bottleneck
 def test_runs_ok_and_its_trace_is_dominated_by_its_compute(name: str, tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs")
-    handle = runner.start(WORKLOADS[name].spec("tiny"), store)
-    result = runner.follow(handle, timeout_s=300)
+    handle = start_script(workload_spec(store.root, name), store, label=name)
+    result = follow(handle, timeout_s=300)
     assert result.status.value == "ok", result.error
     steps = store.read_steps(handle.run_id)
     assert len(steps) == result.steps_done > 0 and steps["loss"].notna().all()
