@@ -1,10 +1,7 @@
 """The training script's helpers: where to train, what a flag cannot do here, checkpointed blocks, the rate's
 warm-up, gradient compression under DDP, and one command for every rank.
 
-Gradient compression uses the stock DDP comm hooks, with one fallback: torch's ``bf16_compress_hook`` refuses
-anything but NCCL ≥ 2.10, yet gloo all-reduces bf16 tensors correctly — and, on a CPU, twice as fast as fp32
-(measured with torch 2.13: 16 MB of fp32 gradients 20.8 ms, as fp16 20.2 ms — gloo sums fp16 in software —, as
-bf16 10.8 ms). So on gloo ``--grad-compression bf16`` uses :func:`bf16_allreduce_hook`, the same algorithm.
+Gradient compression uses the stock DDP comm hooks, with one fallback on gloo (:mod:`sample_runs.comm_hook`).
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.futures import Future
 from torch.utils.checkpoint import checkpoint
 
 from sample_runs.base import Parts
@@ -100,22 +96,10 @@ def warm_up(optimizer: torch.optim.Optimizer, lr: float, steps: int, start: floa
         group["lr"] = rate
 
 
-def bf16_allreduce_hook(process_group: object, bucket: dist.GradBucket) -> Future[torch.Tensor]:
-    """Average the bucket in bfloat16 (half the bytes of fp32), then write it back in the gradients' dtype."""
-    group = process_group if process_group is not None else dist.group.WORLD
-    buffer = bucket.buffer()
-    compressed = buffer.to(torch.bfloat16).div_(dist.get_world_size(group))  # type: ignore[arg-type]
-    fut = dist.all_reduce(compressed, group=group, async_op=True).get_future()
-
-    def decompress(done: Future[list[torch.Tensor]]) -> torch.Tensor:
-        buffer.copy_(done.value()[0])
-        return buffer
-
-    return fut.then(decompress)
-
-
 def compression_hook(kind: str, backend: str) -> Callable[..., Any]:
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    from sample_runs.comm_hook import bf16_allreduce_hook
 
     if kind == "fp16":
         return default_hooks.fp16_compress_hook
