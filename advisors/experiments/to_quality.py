@@ -171,6 +171,8 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
 
         result = follow(handle, watch, None, poll_s=poll_s)
         steps = store.read_steps(handle.run_id)
+        if budget.steps is not None and not steps.empty:  # the launcher's closing profiled step is not the arm's
+            steps = steps[steps["step"] < budget.steps]
         c = curve_of(handle.run_dir, steps, metric)
         if budget.seconds is not None:
             c = c.cut(budget.seconds)
