@@ -28,7 +28,7 @@ from profilers.efficiency.mfu import Efficiency, efficiency
 from profilers.efficiency.arch import GpuArch
 from profilers.efficiency.peaks import DevicePeak, device_peak
 from profilers.trace.memory_snapshot import MemorySnapshot
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 from profilers.telemetry.summary import TelemetrySummary
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
@@ -58,7 +58,7 @@ class Facts:
 
     b: Breakdown | None = None
     run: RunFacts | None = None
-    spec: TrainingSpec | None = None
+    spec: RunConfig | None = None
     has_steps: bool = False
     device: str | None = None  # "gpu" | "cpu" | None (no trace)
     n_steps: int = 0
@@ -278,16 +278,16 @@ def _gemm_low_precision(b: Breakdown) -> float | None:
     return max(readings) if readings else None
 
 
-def _loader_mode(op_names: pd.Series, spec: TrainingSpec | None) -> str | None:
+def _loader_mode(op_names: pd.Series, spec: RunConfig | None) -> str | None:
     if len(op_names) and op_names.str.contains(_SINGLE_LOADER).any():
         return "single_process"
     if len(op_names) and op_names.str.contains(_MULTI_LOADER).any():
         return "multi_process"
-    if spec is not None:
+    if spec is not None and spec.num_workers is not None:
         return "single_process" if spec.num_workers == 0 else "multi_process"
     return None
 
 
-def _no_trace(b: Breakdown | None, run: RunFacts | None, spec: TrainingSpec | None) -> Facts:
+def _no_trace(b: Breakdown | None, run: RunFacts | None, spec: RunConfig | None) -> Facts:
     return Facts(b=b, run=run, spec=spec, loader_mode=_loader_mode(pd.Series(dtype=str), spec),
                  compiled=bool(spec and spec.compile))

@@ -15,7 +15,7 @@ from typing import Callable
 
 from advisors.facts import Facts
 from advisors.fixes import worker_count
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
 #: GEMM/matmul time already in reduced precision above which mixed precision counts as on.
 MIXED_PRECISION_ON = 0.1
@@ -71,17 +71,17 @@ def tf32_fits(f: Facts) -> bool:
 
 def workers_on(f: Facts) -> bool:
     """The DataLoader already loads in worker processes (spec, or the trace's multi-process iterator)."""
-    return (f.spec is not None and f.spec.num_workers > 0) or f.loader_mode == "multi_process"
+    return (f.spec is not None and (f.spec.num_workers or 0) > 0) or f.loader_mode == "multi_process"
 
 
-def _spec(test: Callable[[TrainingSpec], bool]) -> Callable[[Facts], bool]:
+def _spec(test: Callable[[RunConfig], bool]) -> Callable[[Facts], bool]:
     return lambda f: f.spec is not None and test(f.spec)
 
 
 #: fix id -> "the run already does this", from the spec and/or the trace.
 _DONE: dict[str, Callable[[Facts], bool]] = {
     "dataloader_workers": workers_on,
-    "prefetch_pinned": _spec(lambda s: s.num_workers > 0 and s.persistent_workers and s.pin_memory
+    "prefetch_pinned": _spec(lambda s: (s.num_workers or 0) > 0 and s.persistent_workers and s.pin_memory
                              and (s.prefetch_factor or 2) >= 4),
     "cache_decoded": _spec(lambda s: s.cache_decoded),
     "pin_memory": lambda f: (f.spec is not None and f.spec.pin_memory)
@@ -134,5 +134,6 @@ class LoaderNumbers:
 
 def loader_numbers(f: Facts) -> LoaderNumbers:
     cores = f.telemetry.cpu_count if f.telemetry is not None else None
-    current = f.spec.num_workers if f.spec is not None else (0 if f.loader_mode == "single_process" else None)
+    current = f.spec.num_workers if f.spec is not None and f.spec.num_workers is not None else \
+        (0 if f.loader_mode == "single_process" else None)
     return LoaderNumbers(cores, current, worker_count(cores, current or 0))

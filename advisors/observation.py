@@ -17,11 +17,11 @@ from typing import Any, Callable, TypeVar
 import pandas as pd
 
 from advisors.loader_facts import LoaderFacts, loader_facts
-from profilers.errors import SpecError, TraceError
+from profilers.errors import TraceError
 from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
 from profilers.efficiency import calibrate as calibration
 from profilers.run.records import RunResult, StepSummary, summarise_steps
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig, run_config
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.telemetry.summary import TelemetrySummary, summarise_telemetry
 from profilers.trace.breakdown import Breakdown, breakdown
@@ -41,8 +41,9 @@ T = TypeVar("T")
 class RunFacts:
     """A stored run as the advisor needs it. Memory in MiB, times in ms.
 
-    ``losses`` is the mean loss over ranks per finished step, in step order; ``planned_steps`` what the spec
-    asked for. ``spec`` is ``None`` when the folder has no readable ``spec.json``.
+    ``losses`` is the mean loss over ranks per finished step, in step order; ``planned_steps`` what the run was
+    to do. ``spec`` is how the run was configured (:func:`profilers.run.run_config.run_config`: what the agent saw
+    of any launched script, or an older run's ``spec.json``), ``None`` for a folder with neither.
     """
 
     status: str
@@ -57,7 +58,7 @@ class RunFacts:
     losses: tuple[float, ...]
     world_size: int
     device: str | None
-    spec: TrainingSpec | None
+    spec: RunConfig | None
     telemetry_source: str | None = None
     telemetry: TelemetrySummary | None = None  # steady-step medians of the run's telemetry.jsonl
     peak_memory_unprofiled_mb: float | None = None  # the unprofiled steps' peak: the script's own need
@@ -144,12 +145,13 @@ def with_run_trace(run_dir: Path, use: Callable[[Trace], T]) -> tuple[T | None, 
 
 
 def run_facts(run_dir: Path) -> RunFacts:
-    """Read ``result.json``, ``spec.json``, ``steps.jsonl`` and ``telemetry.jsonl`` (each may be missing)."""
+    """Read ``result.json``, the run's configuration, ``steps.jsonl`` and ``telemetry.jsonl`` (each may be
+    missing)."""
     raw_result = read_json(run_dir / "result.json")
     steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
     telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
     result = RunResult.from_dict(raw_result) if isinstance(raw_result, dict) else None
-    spec = _spec(read_json(run_dir / "spec.json"))
+    spec = run_config(run_dir)
     measured = summarise_steps(steps, telemetry, spec.warmup_steps if spec else 1)
     peak = _first(result.peak_memory_mb if result else None, measured.peak_memory_mb)
     bf16 = calibration.read_bf16(run_dir)
@@ -207,15 +209,6 @@ def _measured_window(boot: Any) -> tuple[int, int] | None:
     except (TypeError, ValueError):
         return None
     return (warmup, warmup + measure) if measure > 0 and warmup >= 0 else None
-
-
-def _spec(data: Any) -> TrainingSpec | None:
-    if not isinstance(data, dict):
-        return None
-    try:
-        return TrainingSpec.from_dict(data)
-    except (SpecError, TypeError):
-        return None
 
 
 def _first(*values: float | None) -> float | None:

@@ -29,7 +29,7 @@ class Bottleneck(str, Enum):
 
 @dataclass(frozen=True)
 class Fix:
-    """A change that removes a bottleneck: a TrainingSpec patch plus the code a user writes in their own script.
+    """A change that removes a bottleneck: the settings it changes plus the code a user writes in their own script.
 
     ``spec_patch`` maps spec fields to values; a :class:`Relative` value is resolved against the spec it is
     applied to (``grad_accum_steps: Relative(2)`` doubles it). ``snippet`` is the code change for uploaded

@@ -22,5 +22,5 @@ def injected() -> Iterator[Any]:
         return inj
 
     yield make
-    for inj in made:
+    for inj in reversed(made):  # the last installed wraps the others: it is undone first
         inj.uninstall()

@@ -21,7 +21,7 @@ import pandas as pd
 
 from advisors.experiments.trials import measured_trial
 from profilers.trace.breakdown import Breakdown
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
 WARMUP_WITHOUT_SPEC = 1  # a launched script: its first step pays the lazy initialisation
 SampleKind = Literal["run", "trace"]
@@ -36,7 +36,7 @@ class StepSamples:
     what: str
 
 
-def run_samples(steps: pd.DataFrame, spec: TrainingSpec | None,
+def run_samples(steps: pd.DataFrame, spec: RunConfig | None,
                 window: tuple[int, int] | None = None) -> StepSamples | None:
     """A run's measured steps, or ``None`` when it measured none. ``window``: a script run's timed steps."""
     if window is not None and not steps.empty:

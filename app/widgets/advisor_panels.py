@@ -59,7 +59,9 @@ def _related(f: object, key: str, spec_run: bool) -> None:
 def diagnosis(a: Analysis) -> None:
     """The verdict first, then the ranked findings, then what could not be judged."""
     d = a.diagnosis
-    spec_run = a.run is not None and a.run.spec is not None  # a TrainingSpec run; a script's is a ScriptSpec
+    # a sample workload's run (its settings are the names of the fix's patch: stepwise run W --set …); a user's
+    # script has no such names: its fix is the snippet, or the change Apply shows
+    spec_run = a.run is not None and a.run.spec is not None and a.run.spec.workload is not None
     if d is None:
         st.warning(ui.text(a.advisor_note or "The advisor gave no diagnosis for this input."))
         return

@@ -2,9 +2,9 @@
 
 The process runs in its own session (so its group can be signalled at once) and a watcher thread keeps a
 snapshot of its descendants, because ``torchrun`` starts each rank in a session of its own. When the process
-ends, leftovers (DataLoader workers, ranks) are killed, and the result is stored: the worker's own
-``result.json`` when it wrote one, else a result salvaged from the steps and telemetry written so far, with
-the exit code or signal and the tail of ``stderr.log`` named in the error.
+ends, leftovers (DataLoader workers, ranks) are killed, and the result is stored: the ``result.json`` made from
+the agent's files when there are any (``agent_files.finish_launch``), else a result salvaged from the steps and
+telemetry written so far, with the exit code or signal and the tail of ``stderr.log`` named in the error.
 """
 
 from __future__ import annotations
@@ -186,18 +186,18 @@ class RunHandle:
                 self._tree.pop(proc.pid, None)
 
     def _result_for_exit(self, code: int) -> RunResult:
-        worker = self.store.read_result(self.run_id)
+        stored = self.store.read_result(self.run_id)
         # a stop asked from elsewhere (another session, after a reload: ``cancel_run``) is a cancel too
         reason = self._stop_reason or self.store.read_cancel(self.run_id)
-        if worker is not None and worker.status.finished:
-            if reason is None or (code == EXIT_OK and worker.status is RunStatus.OK):
-                return worker.with_(exit_code=code)
-            return worker.with_(status=RunStatus.KILLED, error=reason, exit_code=code)
+        if stored is not None and stored.status.finished:
+            if reason is None or (code == EXIT_OK and stored.status is RunStatus.OK):
+                return stored.with_(exit_code=code)
+            return stored.with_(status=RunStatus.KILLED, error=reason, exit_code=code)
         tail = stderr_tail(self.run_dir)
         if reason is not None:
             return self.store.salvage(self.run_id, RunStatus.KILLED, reason, code)
         status, what = classify_exit(code, tail)
-        error = f"the worker {what} without writing a result" + (f"; stderr ends with:\n{tail}" if tail else "")
+        error = f"the process {what} without writing a result" + (f"; stderr ends with:\n{tail}" if tail else "")
         return self.store.salvage(self.run_id, status, error, code)
 
 

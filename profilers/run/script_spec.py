@@ -1,16 +1,17 @@
-"""``ScriptSpec``: an unmodified training script as something that can be run, measured and patched.
+"""``ScriptSpec``: a training script as something that can be run, measured and patched — a user's, or a sample
+workload's (``python -m sample_runs.train WORKLOAD …``): one description, one path.
 
-A sample workload is described by a :class:`~profilers.run.spec.TrainingSpec`; a user's script is described by
-the command that starts it plus what the launcher does around it: how many steps to let it warm up, time and
-profile, the seeds every arm gets, the ranks to start, and ``inject`` — the knobs the boot module applies to
-the script's own objects (its DataLoader's keyword arguments, autocast around its model, …; see
-:mod:`stepwise_agent.inject`) — or, where the script has its own flag for the fix, the ``command`` with that
-flag changed and ``observe``: the knobs the agent then checks without injecting them
-(:mod:`advisors.experiments.script_knobs`). The script's files are never written.
+A script is described by the command that starts it plus what the launcher does around it: how many steps to let
+it warm up, time and profile, the seeds every arm gets, the ranks to start, the run's memory budget, and
+``inject`` — the knobs the boot module applies to the script's own objects (its DataLoader's keyword arguments,
+autocast around its model, …; see :mod:`stepwise_agent.inject`) — or, where the script has its own flag for the
+fix, the ``command`` with that flag changed and ``observe``: the knobs the agent then checks without injecting
+them (:mod:`advisors.experiments.script_knobs`). The script's files are never written.
 
 ``memory_budget_mb`` is the run's memory limit (a sample workload's budget: ``memory_bound`` is built to pass it);
-an experiment's reference arm lifts it. A run of a script spec takes ``warmup_steps`` untimed steps, ``measure_steps`` timed steps without profiler,
-then one profiler warm-up step and ``profile_steps`` profiled steps (for the next diagnosis), and is stopped.
+an experiment's reference arm lifts it. A run of a script spec takes ``warmup_steps`` untimed steps,
+``measure_steps`` timed steps without profiler, then one profiler warm-up step and ``profile_steps`` profiled steps
+(for the next diagnosis), and is stopped.
 """
 
 from __future__ import annotations

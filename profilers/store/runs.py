@@ -56,7 +56,7 @@ _UPDATABLE = frozenset(COLUMNS) - {"run_id", "kind", "created_unix"} | {"pid_sta
 
 
 class StoredSpec(Protocol):
-    """What the store reads of a spec (a :class:`~profilers.run.spec.TrainingSpec`): its workload and ranks for
+    """What the store reads of a spec (an object with a workload, ranks and a JSON form): its workload and ranks for
     the index, its JSON for ``spec.json``."""
 
     @property

@@ -148,13 +148,24 @@ class Injector:
         from stepwise_agent.inject.modules import compiled_graphs
 
         self.loop.finish(self.config.compile_calls, compiled_graphs()[0])
-        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe)}
+        report = self.report.to_json()
+        return {**report, "frameworks": self.frameworks.to_json(), "config": self._config(),
+                "observed": sorted(self.observe), "settings": self._settings(report)}
 
     def snapshot(self) -> dict[str, Any]:
         """The report so far (``partial``: knobs not yet decided read as not acted), without the end's checks."""
-        return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe), "partial": True}
+        report = self.report.to_json()
+        return {**report, "frameworks": self.frameworks.to_json(), "config": self._config(),
+                "observed": sorted(self.observe), "partial": True, "settings": self._settings(report)}
+
+    def _settings(self, report: dict[str, Any]) -> dict[str, Any]:
+        """How the run was configured, as its objects showed it (:mod:`stepwise_agent.inject.settings`)."""
+        from stepwise_agent.inject.settings import run_settings
+
+        try:
+            return run_settings(report, self.config.to_json(), self.loop, self.modules.models)
+        except Exception:  # noqa: BLE001 - a record of the run must never fail the run
+            return {}
 
     def _config(self) -> dict[str, Any]:
         """How the script is configured, with the switches its framework was built with (an ``Accelerator``'s

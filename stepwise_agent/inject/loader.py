@@ -183,7 +183,8 @@ class LoaderInjection:
             original_init(*bound.args, **bound.kwargs)
             me.loaders[id(loader)] = {"site": site, "asked": asked,
                                       "effective": {k: bound.arguments[k] for k in LOADER_KNOBS},
-                                      "batch_size": loader_batch_size(loader)}
+                                      "batch_size": loader_batch_size(loader),
+                                      "dataset": type(bound.arguments["dataset"]).__name__}
 
         original_get = DataLoader._get_iterator
 
@@ -238,7 +239,7 @@ class LoaderInjection:
                          batch_size=info["batch_size"])  # every loader the knobs acted on; the first trains
         if self.training is None:
             self.training = id(loader)
-            self.report.loader = {**info["effective"], "batch_size": info["batch_size"]}
+            self.report.loader = {**info["effective"], "batch_size": info["batch_size"], "dataset": info["dataset"]}
             if self.convergence is not None:
                 self.convergence.training_loader(info["batch_size"], site)
         if id(loader) != self.training:

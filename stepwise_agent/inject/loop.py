@@ -1,7 +1,7 @@
-"""Knobs only the script's own loop can turn, checked — never injected: the patched arm of a fix that the script's
-own flag makes (``--grad-accum-steps 2``, ``--activation-checkpointing``, ``--ddp-no-sync``, ``--cuda-graphs``).
-
-Each is proven by what its loop does, counted over the training steps:
+"""What the script's own loop does, counted over its training steps for every run (``injected.json``'s ``settings``:
+:mod:`stepwise_agent.inject.settings`) — and the proof of the knobs only that loop can turn, checked, never injected:
+the patched arm of a fix the script's own flag makes (``--grad-accum-steps 2``, ``--activation-checkpointing``,
+``--ddp-no-sync``, ``--cuda-graphs``). Each is proven by what its loop does:
 
 - ``grad_accum_steps`` k: backward passes per optimizer step (the median over steps after the first) is k;
 - ``activation_checkpointing``: ``torch.utils.checkpoint.checkpoint`` runs during the steps (and how often);
@@ -36,24 +36,23 @@ class LoopObservation:
         self.checkpoints = 0
         self.no_syncs = 0
         self.graph_captures = 0
+        self.comm_hooks: list[str] = []  # the DDP comm hooks the script registered, by name
+        self.flags: dict[str, bool] = {}  # torch's process-wide flags as the first step found them
         self._depth = 0
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
-        if "grad_accum_steps" in self.knobs:
-            self._patch(torch.autograd, "backward", self._count_backward)
-        if "activation_checkpointing" in self.knobs:
-            import torch.utils.checkpoint as ckpt
+        import torch.utils.checkpoint as ckpt
+        from torch.nn.parallel import DistributedDataParallel
 
-            self._patch(ckpt, "checkpoint", self._counter("checkpoints"))
-        if "ddp_no_sync" in self.knobs:
-            from torch.nn.parallel import DistributedDataParallel
-
-            self._patch(DistributedDataParallel, "no_sync", self._counter("no_syncs"))
-        if "cuda_graphs" in self.knobs and hasattr(torch.cuda, "graph"):
+        self._patch(torch.autograd, "backward", self._count_backward)
+        self._patch(ckpt, "checkpoint", self._counter("checkpoints"))
+        self._patch(DistributedDataParallel, "no_sync", self._counter("no_syncs"))
+        self._patch(DistributedDataParallel, "register_comm_hook", self._hook_names)
+        if hasattr(torch.cuda, "graph"):
             self._patch(torch.cuda, "graph", self._counter("graph_captures"))
-            if hasattr(torch.cuda, "make_graphed_callables"):
-                self._patch(torch.cuda, "make_graphed_callables", self._counter("graph_captures"))
+        if hasattr(torch.cuda, "make_graphed_callables"):
+            self._patch(torch.cuda, "make_graphed_callables", self._counter("graph_captures"))
 
     def uninstall(self) -> None:
         while self._undo:
@@ -83,9 +82,25 @@ class LoopObservation:
             return counted
         return wrap
 
+    def _hook_names(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def register(ddp: Any, state: Any, hook: Any) -> Any:
+            self.comm_hooks.append(str(getattr(hook, "__name__", type(hook).__name__)))
+            return original(ddp, state, hook)
+        return register
+
     def on_step(self) -> None:
+        if not self.per_step:  # the flags as they were for the first step (set by then, whatever the script does)
+            self.flags = {"tf32": bool(torch.backends.cuda.matmul.allow_tf32)
+                          or torch.get_float32_matmul_precision() != "highest",
+                          "cudnn_benchmark": bool(torch.backends.cudnn.benchmark)}
         self.per_step.append(self.backwards)
         self.backwards = 0
+
+    @property
+    def backwards_per_step(self) -> int | None:
+        """Backward passes per optimizer step: the median over the steps after the first (None: no step)."""
+        counted = self.per_step[1:] or self.per_step
+        return int(statistics.median(counted)) if counted else None
 
     def finish(self, compile_calls: list[dict[str, Any]], graphs: int) -> None:
         """Decide each observed knob from what the steps showed (``compile_calls``: the script's own
@@ -96,7 +111,7 @@ class LoopObservation:
                 continue
             if knob == "grad_accum_steps":
                 counted = self.per_step[1:] or self.per_step
-                seen = int(statistics.median(counted)) if counted else 0
+                seen = self.backwards_per_step or 0
                 if seen == value:
                     k.act(f"{seen} backward passes per optimizer step (median of {len(counted)} steps)")
                 else:

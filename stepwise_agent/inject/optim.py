@@ -50,7 +50,7 @@ class OptimInjection:
             lr = opt.param_groups[0].get("lr") if opt.param_groups else None
             me.report.site("optimizer", site, type=type(opt).__name__,
                            lr=float(lr) if isinstance(lr, (int, float, torch.Tensor)) else None,
-                           fused=bool(opt.defaults.get("fused")))
+                           fused=bool(opt.defaults.get("fused")), foreach=bool(opt.defaults.get("foreach")))
             if me.convergence is not None:
                 me.convergence.on_optimizer(opt, site)
 

@@ -50,9 +50,9 @@ def test_a_data_fix_is_bounded_by_the_unprofiled_steps_time_drawing_batches() ->
     14.2x: the profiler taxes each forward/backward operator, not the decode. The bound now comes from the steady
     steps' own batch-drawing time, timed without the profiler, and replaces the window's."""
     from advisors.synthetic import run_facts
-    from profilers.run.spec import TrainingSpec
+    from profilers.run.run_config import RunConfig
 
-    spec = TrainingSpec(workload="data_bound", num_workers=2)
+    spec = RunConfig(workload="data_bound", num_workers=2)
     window_only = observation({"dataloader": 0.888, "forward": 0.112}, device="cpu", run=run_facts(spec=spec))
     unprofiled = observation({"dataloader": 0.888, "forward": 0.112}, device="cpu",
                              run=run_facts(spec=spec, data_wait_share=0.95))

@@ -11,7 +11,7 @@ from cli.advisors import main
 from advisors.diagnosis import diagnose, diagnosis_json
 from advisors.verdict import Bottleneck
 from advisors.synthetic import observation, run_facts
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
 
 def test_nothing_fires_is_none() -> None:
@@ -50,7 +50,7 @@ def test_out_of_memory_run_without_trace() -> None:
 
 
 def test_out_of_memory_with_accumulation_proposes_checkpointing() -> None:
-    spec = TrainingSpec(workload="memory_bound", batch_size=32, grad_accum_steps=2)
+    spec = RunConfig(workload="memory_bound", batch_size=32, grad_accum_steps=2)
     d = diagnose(observation(no_trace=True, run=run_facts("out_of_memory", spec=spec)))
     assert d.binding and d.binding.fix_id == "activation_checkpointing"
 
@@ -67,8 +67,8 @@ def test_json_shape() -> None:
 def _run_folder(tmp_path: Path, status: str) -> Path:
     run = tmp_path / "20250101-000000-memory_bound-abcd"
     run.mkdir()
-    spec = TrainingSpec(workload="memory_bound", batch_size=64, memory_budget_mb=1024)
-    (run / "spec.json").write_text(spec.to_json())
+    spec = {"workload": "memory_bound", "batch_size": 64, "memory_budget_mb": 1024}  # a run stored before
+    (run / "spec.json").write_text(json.dumps(spec))
     (run / "result.json").write_text(json.dumps({"status": status, "error": "RSS 1300 MB passed the budget",
                                                  "steps_done": 2, "peak_memory_mb": 1300.0}))
     rows = [{"rank": 0, "step": i, "wall_ms": 50.0, "loss": 2.0 - 0.1 * i, "samples": 64} for i in range(2)]

@@ -15,7 +15,9 @@ from advisors.facts import Facts, derive
 from advisors.fit import already_done, first_fitting, loader_numbers
 from advisors.fixes import FIXES
 from advisors.observation import observe
-from profilers.run.spec import TrainingSpec
+from dataclasses import replace
+
+from profilers.run.run_config import RunConfig
 from tests.trace_factory import kernel, step, write, x
 
 STEP_US = 10_000.0
@@ -116,7 +118,7 @@ def test_a_multi_process_loader_is_never_told_to_use_workers(tmp_path: Path,
     assert "num_workers" not in texts and "workers are on already" in texts
 
 
-def _facts(spec: TrainingSpec | None = None, **kw) -> Facts:
+def _facts(spec: RunConfig | None = None, **kw) -> Facts:
     return Facts(has_steps=True, device="gpu", n_steps=4, spec=spec, **kw)
 
 
@@ -132,11 +134,11 @@ def _facts(spec: TrainingSpec | None = None, **kw) -> Facts:
     ("grad_compression", dict(grad_compression="bf16", world_size=2)),
 ])
 def test_already_done_reads_the_spec(fix_id: str, doing_it: dict) -> None:
-    base = TrainingSpec(workload="gpt_small")
+    base = RunConfig(workload="gpt_small")
     assert not already_done(fix_id, _facts(base))
-    f = _facts(base.patch(**doing_it))
-    if fix_id == "torch_compile":  # Facts.compiled carries the spec's compile flag (derive sets it)
-        f = _facts(base.patch(**doing_it), compiled=True)
+    f = _facts(replace(base, **doing_it))
+    if fix_id == "torch_compile":  # Facts.compiled carries the run's compile flag (derive sets it)
+        f = _facts(replace(base, **doing_it), compiled=True)
     assert already_done(fix_id, f)
 
 
@@ -156,10 +158,10 @@ def test_loader_numbers_quote_the_runs_cores_and_workers() -> None:
     from profilers.telemetry.summary import TelemetrySummary
 
     tel = TelemetrySummary(source="host", samples=30, rate_hz=10.0, cpu_count=4, process_cpu_pct=100.0)
-    spec = TrainingSpec(workload="data_bound", num_workers=0)
+    spec = RunConfig(workload="data_bound", num_workers=0)
     n = loader_numbers(_facts(spec, run=run_facts(telemetry=tel, spec=spec)))
     assert (n.cores, n.current, n.suggested) == (4, 0, 4) and n.phrase() == "num_workers=4 (4 cores; now 0)"
-    many = loader_numbers(_facts(TrainingSpec(workload="data_bound", num_workers=6),
+    many = loader_numbers(_facts(RunConfig(workload="data_bound", num_workers=6),
                                  run=run_facts(telemetry=tel)))
     assert many.suggested == 6  # never fewer than the run already uses
     unknown = loader_numbers(_facts(loader_mode="single_process"))

@@ -15,7 +15,6 @@ import pytest
 from profilers.store import files as store_io
 from profilers.errors import RunError
 from profilers.run.records import RunResult, RunStatus
-from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
@@ -53,12 +52,11 @@ def test_create_finish_list_roundtrip(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_a_training_spec_is_stored_as_its_json_and_indexed(tmp_path: Path) -> None:
-    spec = TrainingSpec(workload="communication_bound", world_size=2, params={"size": "tiny"}, lr=1e-3)
+def test_a_spec_is_stored_as_its_json_and_indexed(tmp_path: Path) -> None:
+    spec = {"workload": "communication_bound", "world_size": 2, "params": {"size": "tiny"}, "lr": 1e-3}
     record = RunStore(tmp_path).create("run", "typed", spec)
     assert record.workload == "communication_bound" and record.world_size == 2
-    stored = json.loads((Path(record.run_dir) / "spec.json").read_text())
-    assert stored == spec.to_dict() and TrainingSpec.from_dict(stored) == spec
+    assert json.loads((Path(record.run_dir) / "spec.json").read_text()) == spec
 
 
 def test_index_is_rebuilt_from_folders(tmp_path: Path) -> None:

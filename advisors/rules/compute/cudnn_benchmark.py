@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisors.facts import Facts
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct
 from advisors.synthetic import observation, run_facts
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
-_CONV_RUN = TrainingSpec(workload="resnet_small", device="cuda")
+_CONV_RUN = RunConfig(workload="resnet_small")
 
 
 class CudnnBenchmarkOff(Rule):
@@ -36,7 +38,7 @@ class CudnnBenchmarkOff(Rule):
     passes = (Example("benchmark on",
                       lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5},
                                           ops={"aten::cudnn_convolution": 0.3},
-                                          run=run_facts(device="cuda", spec=_CONV_RUN.patch(cudnn_benchmark=True)))),)
+                                          run=run_facts(device="cuda", spec=replace(_CONV_RUN, cudnn_benchmark=True)))),)
 
     def missing(self, f: Facts) -> str | None:
         if f.device == "gpu" and f.spec is None:

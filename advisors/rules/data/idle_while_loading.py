@@ -7,10 +7,10 @@ from advisors.fit import first_fitting
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
 _LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
-_PREFETCHING = TrainingSpec(workload="data_bound", num_workers=2, persistent_workers=True, prefetch_factor=4,
+_PREFETCHING = RunConfig(workload="data_bound", num_workers=2, persistent_workers=True, prefetch_factor=4,
                             pin_memory=True)
 
 

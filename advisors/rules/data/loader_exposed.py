@@ -7,7 +7,7 @@ from advisors.fit import first_fitting, loader_numbers, workers_on
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
 _MULTI = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
@@ -45,7 +45,7 @@ class LoaderStarvesStep(Rule):
                 fix="prefetch_pinned", severity=0.3),
         Example("stored run with 2 workers, 30% exposed: cache decoded samples",
                 lambda: observation({"gpu_compute": 0.6, "dataloader": 0.3},
-                                    run=run_facts(spec=TrainingSpec(workload="data_bound", num_workers=2))),
+                                    run=run_facts(spec=RunConfig(workload="data_bound", num_workers=2))),
                 fix="cache_decoded", severity=0.3),
     )
     passes = (

@@ -10,10 +10,10 @@ from advisors.fit import already_done
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 from profilers.telemetry.summary import TelemetrySummary
 
-_CACHED = TrainingSpec(workload="data_bound", cache_decoded=True)
+_CACHED = RunConfig(workload="data_bound", cache_decoded=True)
 
 
 OTHERS_MIN_CORES = 0.25  # other programs' use below this is background (the sampler, a shell), not contention

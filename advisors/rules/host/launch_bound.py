@@ -7,9 +7,9 @@ from advisors.fit import first_fitting
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
-_GRAPHS = TrainingSpec(workload="gpt_small", device="cuda", cuda_graphs=True)
+_GRAPHS = RunConfig(workload="gpt_small", cuda_graphs=True)
 
 
 class LaunchBound(Rule):

@@ -6,7 +6,7 @@ from advisors.facts import Facts
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule
 from advisors.synthetic import observation, run_facts
-from profilers.run.spec import TrainingSpec
+from profilers.run.run_config import RunConfig
 
 
 class OutOfMemory(Rule):
@@ -52,7 +52,7 @@ class OutOfMemory(Rule):
             fix_id=fix)
 
 
-def _remedy(spec: TrainingSpec | None) -> str:
+def _remedy(spec: RunConfig | None) -> str:
     if spec is not None and spec.grad_accum_steps > 1 and not spec.activation_checkpointing:
         return "activation_checkpointing"
     return "grad_accumulation"
