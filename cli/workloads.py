@@ -116,13 +116,9 @@ def _length(w: Any, size: str, settings: Mapping[str, Any], params: Mapping[str,
 
 def workload_of(spec: ScriptSpec) -> str | None:
     """The workload a spec runs (``python -m sample_runs.train NAME …``), else None (a user's script)."""
-    from profilers.run.command import split_command
+    from profilers.run.command import workload_of_command
 
-    try:
-        target = split_command(list(spec.command), spec.cwd)[1]
-    except Exception:  # noqa: BLE001 - a command that cannot be read is no workload's
-        return None
-    return target[2] if target[:2] == ["-m", "sample_runs.train"] and len(target) > 2 else None
+    return workload_of_command(spec.command)
 
 
 #: A stored run's ``spec.json`` (a ``TrainingSpec``, before the workloads became a script) also held the profiler's

@@ -64,3 +64,16 @@ def accelerate_launch(command: list[str]) -> tuple[list[str], list[str]] | None:
     if at is None:
         raise RunError("accelerate launch needs a script path ending in .py")
     return options[:at], options[at:]
+
+
+#: the module a sample workload's run starts (``python -m sample_runs.train WORKLOAD …``), named, never imported
+WORKLOAD_SCRIPT = "sample_runs.train"
+
+
+def workload_of_command(command: list[str] | tuple[str, ...] | object) -> str | None:
+    """The sample workload a command runs (``… -m sample_runs.train NAME …``), else None (a user's script)."""
+    if not isinstance(command, (list, tuple)):
+        return None
+    words = [str(c) for c in command]
+    return next((words[i + 2] for i in range(len(words) - 2)
+                 if words[i] == "-m" and words[i + 1] == WORKLOAD_SCRIPT), None)

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from profilers.run.command import workload_of_command
+
 PROFILER_WARMUP = 1  # the agent's one step between the unprofiled steps and the profiled ones
 #: the defaults of the ``TrainingSpec`` an older run's ``spec.json`` was written from, for a field it left out
 SPEC_DEFAULTS = {"warmup_steps": 3, "steps": 20, "batch_size": 32, "num_workers": 0, "world_size": 1}
@@ -106,19 +108,9 @@ def run_config(run_dir: Path) -> RunConfig | None:
         if isinstance(profile, int):
             values["steps"] = warmup + int(boot.get("measure", 0)) + PROFILER_WARMUP + profile
     values["memory_budget_mb"] = launch.get("memory_budget_mb")
-    values["workload"] = _workload(launch.get("command"))
+    values["workload"] = workload_of_command(launch.get("command"))
     nodes, per_node = launch.get("nnodes"), launch.get("nproc_per_node")
     if isinstance(nodes, int) and isinstance(per_node, int):
         values["world_size"] = nodes * per_node
     return RunConfig.of(values)
 
-
-def _workload(command: Any) -> str | None:
-    """A sample workload's name from its command (``… -m sample_runs.train NAME …``), else None."""
-    if not isinstance(command, list):
-        return None
-    words = [str(c) for c in command]
-    for i in range(len(words) - 2):
-        if words[i] == "-m" and words[i + 1] == "sample_runs.train":
-            return words[i + 2]
-    return None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Self
 
 from profilers.errors import SpecError
-from profilers.run.command import split_command
+from profilers.run.command import split_command, workload_of_command
 
 #: Knobs the boot module understands, with the type of their value. ``None`` removes a knob.
 KNOBS: Mapping[str, tuple[type, ...]] = {
@@ -100,7 +100,8 @@ class ScriptSpec:
 
     @property
     def workload(self) -> str:
-        return f"script:{self.name}"
+        """A sample workload's name, or ``script:NAME`` for a user's script."""
+        return workload_of_command(self.command) or f"script:{self.name}"
 
     @property
     def name(self) -> str:

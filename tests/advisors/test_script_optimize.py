@@ -179,7 +179,7 @@ def test_two_rank_ddp_script_under_torchrun(tmp_path: Path) -> None:
 
 def test_bad_script_commands_exit_2_with_one_line(tmp_path: Path) -> None:
     for args in (["optimize", "--", "python", "missing.py"], ["optimize", "data_bound", "--", "python", "x.py"],
-                 ["analyze", "--", "python", "x.py"], ["optimize", "--fix", "larger_batch", "--", "python", "t.py"]):
+                 ["analyze", "--", "python", "x.py"], ["optimize", "--fix", "avoid_syncs", "--", "python", "t.py"]):
         (tmp_path / "t.py").write_text("print(1)\n")
         proc = subprocess.run([sys.executable, "-m", "advisors", *args], cwd=tmp_path, capture_output=True,
                               text=True, timeout=120)

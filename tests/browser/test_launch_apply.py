@@ -22,9 +22,11 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_role("heading", name="Launch a run").wait_for()
     page.get_by_role("button", name="Start").click()
     page.get_by_role("heading", name="Live").wait_for()
-    page.get_by_text(re.compile(r"^(Finished: |Ended |Cancelled by you)")).wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_text(re.compile(r"^(Finished: |Profiled |Ended |Cancelled by you)")).wait_for(timeout=RUN_TIMEOUT_MS)
     watch.shot("launch_finished")
-    assert page.get_by_text(re.compile(r"^Finished: ok after \d+ steps\.$")).count() == 1
+    # the workload's script, profiled then stopped at the end of its steps as any launched script is
+    assert page.get_by_text(re.compile(r"^Profiled \d+ steps of your script, then stopped it after step \d+")
+                            ).count() == 1
     # Click once the page is idle, as a person would after reading the result: a click while the page's last
     # auto-refresh is still in flight is folded into that rerun by Streamlit (the newer request's page wins).
     wait_for_app(page)
@@ -72,4 +74,4 @@ def test_cancel_leaves_a_killed_run(server, watch) -> None:
     watch.shot("launch_cancelled")
     page.goto(f"{server.url}/runs")
     page.get_by_role("heading", name="Runs").wait_for()
-    expect(page.get_by_role("combobox", name="Selected run")).to_have_value(re.compile(r" · run · killed · "))
+    expect(page.get_by_role("combobox", name="Selected run")).to_have_value(re.compile(r" · launch · killed · "))
