@@ -3,8 +3,8 @@
 Installed, ``app``, ``cli``, ``reports``, ``advisors``, ``profilers`` and ``sample_runs`` sit in
 ``site-packages/stepwise/_lib``, a folder on no one's ``sys.path``: a user's own ``app`` or ``reports`` is never
 shadowed by ours, and ours never by theirs, because the ``stepwise`` command puts ``_lib`` *first* on its path
-(:func:`use_lib`; the dashboard's server runs in that process), and the runner hands it to its workers through
-``PYTHONPATH`` (``profilers.run.runner.own_code_env``). In a checkout (an editable install too) they are the
+(:func:`use_lib`; the dashboard's server runs in that process). A launched script never gets it: the agent and the
+sample workloads are copied into the store and put on that run's path alone (``profilers.run.agent_path``). In a checkout (an editable install too) they are the
 repository's folders.
 """
 

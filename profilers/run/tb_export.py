@@ -1,8 +1,7 @@
 """TensorBoard scalars of a run: one set of names, whoever records them, so every run's ``tb/`` reads the same.
 
-The worker (``profilers.run.trainer_record``) writes them live, one step at a time; the launcher of an unmodified
-script writes them once at the end from ``steps.jsonl`` (:func:`write_scalars`), so the script's step times
-are not disturbed. Either way a step gives ``step/wall_ms``, ``step/loss`` when the loss is known and
+The launcher writes them once at the end of every run from ``steps.jsonl`` (:func:`write_scalars`), so the
+script's step times are not disturbed. A step gives ``step/wall_ms``, ``step/loss`` when the loss is known and
 ``step/samples_per_s`` when the batch size is known — the names of ``steps.jsonl``'s own fields.
 """
 

@@ -1,7 +1,7 @@
 """A DDP comm hook that averages gradients in bfloat16 on any backend (gloo has no built-in one for bf16).
 
-It lives in the agent because the injector registers it in the user's process; the sample workloads' trainer
-(``profilers.run.trainer_dist``) uses the same one.
+It lives in the agent because the injector registers it in the user's process; the sample workloads' script keeps
+its own copy (``sample_runs.comm_hook``), since a training script imports nothing of Stepwise.
 """
 
 import torch
