@@ -97,6 +97,16 @@ def _first_exception(errors: list[dict[str, Any]], world_size: int, interpreter:
     return describe_rank_error(errors[0], len(errors) - 1, max([world_size, *(r + 1 for r in ranks)]), interpreter)
 
 
+def boot_warmup(run_dir: Path) -> int:
+    """The warm-up steps the launcher asked the agent for (``boot.json``; a plain launch: 1), so the run's
+    result is measured on the very steps an A/B trial of it is (:func:`profilers.run.records.measured_steps`)."""
+    boot = read_json(run_dir / "boot.json")
+    try:
+        return max(int(boot.get("warmup", 1)), 1) if isinstance(boot, dict) else 1
+    except (TypeError, ValueError):
+        return 1
+
+
 def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor | None = None,
                   manifest: Mapping[str, Any] | None = None) -> RunResult | None:
     """Write ``result.json`` for a launched script from the agent's files; None when nothing tells what happened
@@ -105,7 +115,7 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     errors = rank_errors(run_dir)
     trip = monitor.trip if monitor is not None else None
     telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
-    summary = summarise_steps(steps_frame(read_jsonl(run_dir / "steps.jsonl")), telemetry)
+    summary = summarise_steps(steps_frame(read_jsonl(run_dir / "steps.jsonl")), telemetry, boot_warmup(run_dir))
     warnings: list[str] = []
     if isinstance(agent, dict):
         status = RunStatus.parse(agent.get("status"))

@@ -21,7 +21,7 @@ result — a node without rank 0 would otherwise end without a result and be sto
 ``step_time_ms`` is the median of the steady steps (:mod:`stepwise_agent.steady`: after ``warmup_steps``, not
 profiled, not next to the profiler's window), ``step_time_steps`` how many and ``step_time_basis`` how they were
 chosen; ``profiled_step_time_ms`` is the profiled window's own median, shown beside it and never in its place;
-``samples_per_s`` = batch_size × world_size / the step time.
+``samples_per_s`` = the samples of those steps over their time (:func:`stepwise_agent.steady.samples_per_s`).
 ``peak_memory_mb`` on CPU is the watchdog's peak RSS of the process tree outside the profiling window.
 
 Exit codes: 0 ok, 1 failed (exception, step timeout), ``EXIT_OUT_OF_MEMORY`` (75) when the memory budget is
@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from stepwise_agent import steady
 
 from profilers.run import instrument
 
@@ -88,7 +90,7 @@ class RunState:
         median, iqr = median_iqr(times)
         profiled_median = median_iqr(rec.profiled_times())[0] if rec else None
         world = self.info.world_size
-        samples_per_s = (spec.batch_size * world / (median / 1000)) if (spec and median) else None
+        samples_per_s = steady.samples_per_s([spec.batch_size * world] * len(times), times) if spec else None
         tel = self.telemetry
         return {
             "status": status, "error": error,

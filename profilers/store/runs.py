@@ -274,7 +274,9 @@ class RunStore:
             telemetry_source=sources[0] if sources else None,
             warnings=("the process ended without writing result.json: the figures come from the steps and "
                       "telemetry written so far",),
-            **summarise_steps(self.read_steps(run_id), telemetry, _warmup(self.read_spec(run_id))).result_fields(),
+            **summarise_steps(self.read_steps(run_id), telemetry,
+                               _warmup(self.read_spec(run_id), read_json(self.path(run_id) / "boot.json"))
+                               ).result_fields(),
         )
 
     # -- recovery ------------------------------------------------------------------------------------------
@@ -372,10 +374,12 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _warmup(spec: Mapping[str, Any] | None) -> int:
-    """The warm-up steps a stored spec asked for (1 when it names none: the first step is always lazy)."""
+def _warmup(spec: Mapping[str, Any] | None, boot: Any = None) -> int:
+    """The warm-up steps a stored spec (or a launched script's ``boot.json``) asked for (1 when neither names
+    any: the first step is always lazy)."""
+    asked = (spec or {}).get("warmup_steps") or (boot.get("warmup") if isinstance(boot, dict) else None)
     try:
-        return max(int((spec or {}).get("warmup_steps") or 1), 1)
+        return max(int(asked or 1), 1)
     except (TypeError, ValueError):
         return 1
 
