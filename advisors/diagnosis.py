@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from advisors.accounting import group, regions, settle
-from advisors.bounds import fix_bounds
+from advisors.bounds import Bound, fix_bounds
 from advisors.facts import Facts, derive
 from advisors.fixes import FIXES
 from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
@@ -99,22 +99,34 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
     return out
 
 
-def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
-    """The upper bound on what ``fix_id`` can gain, from the finding that proposed it (a group's lead or one of
-    its rules), else from the group whose fix has it as an alternative (another lever on the same time)."""
+def bound_for(d: Diagnosis, fix_id: str) -> Bound | None:
+    """The upper bound on what ``fix_id`` can gain, with its assumption: the fix's own bound (the time that fix
+    can touch, :mod:`advisors.bounds`), else the finding that proposed it (a group's lead or one of its rules:
+    all of its time vanishing), else the group whose fix has it as an alternative (another lever on the same
+    time). The one bound every surface shows for a fix of this diagnosis."""
     from advisors.fixes import ALTERNATIVES
 
     own = d.bounds.get(fix_id)
     if own is not None:
-        return own.speedup
+        return own
     for g in d.findings:
         for f in (g, *g.related):
             if f.fix_id == fix_id:
-                return f.upper_bound_speedup
+                return None if f.upper_bound_speedup is None else Bound(
+                    fix_id, f.severity, f.upper_bound_speedup,
+                    f"if the {f.bottleneck.value} time this finding claims ({f.severity:.0%} of the step) vanished")
     for g in d.findings:
-        if any(fix_id in ALTERNATIVES.get(f.fix_id or "", ()) for f in (g, *g.related)):
-            return g.upper_bound_speedup
+        if g.upper_bound_speedup is not None and any(fix_id in ALTERNATIVES.get(f.fix_id or "", ())
+                                                     for f in (g, *g.related)):
+            return Bound(fix_id, g.severity, g.upper_bound_speedup, f"if the {g.bottleneck.value} time this "
+                         f"fix is another lever on ({g.severity:.0%} of the step) vanished")
     return None
+
+
+def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
+    """The speed-up of :func:`bound_for` (``None``: no bound)."""
+    b = bound_for(d, fix_id)
+    return b.speedup if b is not None else None
 
 
 def finding_json(f: Finding) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from advisors.experiments.results.stored_view import read_view
 from profilers.inputs import upload_root
 from profilers.run.records import RunRecord
 from profilers.store import experiments
@@ -42,20 +43,15 @@ def listed_runs() -> list[RunRecord]:
 
 
 def experiment_outcomes(records: list[RunRecord]) -> dict[str, str]:
-    """Each finished experiment's outcome word from its stored view: an applied fix's verdict and speed-up
-    ("kept 1.42×", "rejected 0.98×", "not applied"), a ladder's total ("ladder 1.80×")."""
+    """Each finished experiment's label from its stored record (:attr:`ExperimentRecord.label`: the outcome word
+    and speed-up the Advisor card shows, "inconclusive 0.98×", "not applied"; a ladder's "ladder 1.80×")."""
     out: dict[str, str] = {}
     for r in records:
         if r.kind != "experiment" or not r.status.finished:
             continue
-        view = experiments.view(store(), r.run_id) or {}
-        s = view.get("summary") or {}
-        if view.get("mode") == "ladder" and isinstance(view.get("total_speedup"), (int, float)):
-            out[r.run_id] = f"ladder {view['total_speedup']:.2f}×"
-        elif isinstance(s.get("verdict"), str):
-            gain = f" {s['speedup']:.2f}×" if isinstance(s.get("speedup"), (int, float)) and \
-                s["verdict"] != "not applied" else ""
-            out[r.run_id] = f"{s['verdict']}{gain}"
+        seen = read_view(experiments.view(store(), r.run_id))
+        if seen is not None:
+            out[r.run_id] = seen.label
     return out
 
 

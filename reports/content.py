@@ -12,14 +12,12 @@ import math
 import time
 from typing import Any
 
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
+from advisors.experiments.results.record import ExperimentRecord, LadderRecord
+from advisors.experiments.results.stored_view import StoredView
 from advisors.verdict import Bottleneck, Finding
 from profilers.trace.breakdown import CATEGORIES
 from profilers.trace.memory_snapshot import snapshot_json
-from reports import advice, outcomes
-from reports import experiment as ex
+from reports import advice
 from reports.analysis import Analysis
 from reports.compare import Comparison, step_samples
 from reports.evidence import format_evidence
@@ -63,10 +61,10 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     return out
 
 
-def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
-                   ladder: Ladder[Spec] | None = None) -> dict[str, Any]:
-    """Everything the HTML and Markdown templates show (``experiment``: an applied fix's A/B result;
-    ``ladder``: an ``advisors.experiments.optimize.Ladder``)."""
+def report_context(a: Analysis, comparison: Comparison | None = None, experiment: StoredView | None = None,
+                   ladder: LadderRecord | None = None) -> dict[str, Any]:
+    """Everything the HTML and Markdown templates show (``experiment``: an applied fix's stored record;
+    ``ladder``: a ladder's record)."""
     b, d = a.breakdown, a.diagnosis
     rows = max(len(b.per_step), 1) if b is not None else 1
     shares = b.shares() if b is not None else {}
@@ -104,7 +102,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "snapshot": None if a.snapshot is None else snapshot_json(a.snapshot, a.device_memory_bytes),
         "notes": list(a.notes), "warnings": list(a.warnings),
         "comparison": None if comparison is None else comparison_context(comparison),
-        "experiment": None if experiment is None else experiment_context(experiment, advice.upper_bound(d, experiment)),
+        "experiment": None if experiment is None or experiment.record is None else experiment_context(experiment.record),
         "ladder": None if ladder is None else ladder_context(ladder),
         "job": None if a.job is None else job_context(a.job),
     }
@@ -124,45 +122,33 @@ def job_context(job: dict[str, Any]) -> dict[str, Any]:
                 "step": cp.get("step"), "total_ms": cp.get("total_ms"), "by_kind": cp.get("by_kind") or []}}
 
 
-def experiment_context(e: Experiment[Spec], upper_bound: float | None = None) -> dict[str, Any]:
-    """An applied fix: its title and snippet, the verdict and the numbers it rests on, the diagnosis' upper
-    bound on what the fix could gain (for the measured ratio to be read against); for a script, ``where``
-    (file:line) and ``change`` (the diff or the snippet at the line, for a kept fix)."""
-    s = ex.summary(e)
-    script = ex.script_change(e) or {}
-    ratio = s["median_ratio"]
-    return {"fix": e.fix.title, "snippet": e.fix.snippet, "kept": e.kept, "reason": e.reason,
-            "outcome": outcomes.outcome(e.kept, e.reason, s["not_applied"], s["speedup"]),
-            "median_change": None if not ratio else f"{ratio:.2f}× shorter" if ratio >= 1 else
-            f"{1 / ratio:.2f}× longer",  # never "0.28× shorter" for a step that got 3.6 times longer
-            "verdict": s["verdict"], "not_applied": s["not_applied"], "injected": s["injected"],
-            "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]), "speedup": _num(s["speedup"]),
-            "median_ratio": _num(s["median_ratio"]), "before_samples_per_s": _num(s["before_samples_per_s"]),
-            "after_samples_per_s": _num(s["after_samples_per_s"]),
-            "low": _num(s["low"]), "high": _num(s["high"]), "level": s["level"], "trials": s["trials"],
-            "upper_bound": _num(upper_bound), "spec_change": {k: str(v) for k, v in s["spec_change"].items()},
-            "where": script.get("where"), "change": script.get("change")}
+def experiment_context(x: ExperimentRecord) -> dict[str, Any]:
+    """An applied fix, from its record: its title and snippet, the outcome word and the numbers it rests on, the
+    upper bound with the diagnosis it comes from; for a script, ``where`` (file:line) and ``change`` (the diff or
+    the snippet at the line, for a kept fix)."""
+    return {"fix": x.fix_title, "snippet": x.snippet, "kept": x.outcome == "kept", "reason": x.reason,
+            "outcome": x.outcome_text, "verdict": x.outcome, "not_applied": x.not_applied, "injected": x.injected,
+            "before_ms": _num(x.before_step_ms), "after_ms": _num(x.after_step_ms), "speedup": _num(x.speedup),
+            "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
+            "low": _num(x.low), "high": _num(x.high), "level": x.level, "trials": x.trials_per_arm,
+            "upper_bound": _num(x.bound.speedup) if x.bound else None,
+            "bound_text": x.bound.text if x.bound else None,
+            "spec_change": {k: str(v) for k, v in x.spec_change.items()}, "where": x.where, "change": x.change}
 
 
-def ladder_context(ladder: Ladder[Spec]) -> dict[str, Any]:
-    """An optimisation ladder: every attempt with its verdict (and, on a script, where and the change), the total
-    speed-up of the kept fixes, and the fixes left to you."""
-    changes = {(c["round"], c["fix_id"]): c for c in ex.ladder_changes(ladder)}
-    rungs = []
-    for r in ladder.rungs:
-        e = r.experiment
-        s = ex.summary(e)
-        c = changes.get((r.round, e.fix.id), {})
-        rungs.append({"round": r.round, "bottleneck": r.bottleneck, "fix": e.fix.title,
-                      "verdict": outcomes.outcome(e.kept, e.reason, s["not_applied"], s["speedup"]),
-                      "reason": e.reason, "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]),
-                      "before_samples_per_s": _num(s["before_samples_per_s"]),
-                      "after_samples_per_s": _num(s["after_samples_per_s"]),
-                      "speedup": _num(s["speedup"]), "low": _num(s["low"]), "high": _num(s["high"]),
-                      "cumulative": _num(r.cumulative) if e.kept else None,
-                      "where": c.get("where"), "change": c.get("change")})
-    return {"total_speedup": _num(ladder.total_speedup), "rungs": rungs, "advice": ex.ladder_advice(ladder),
-            "trials": ladder.rungs[0].experiment.policy.trials if ladder.rungs else None}
+def ladder_context(lad: LadderRecord) -> dict[str, Any]:
+    """An optimisation ladder, from its record: every attempt with its outcome word (and, on a script, where and
+    the change), the total speed-up of the kept fixes, why it stopped and the fixes left to you."""
+    rungs = [{"round": x.round, "bottleneck": x.bottleneck, "fix": x.fix_title, "verdict": x.outcome_text,
+              "reason": x.reason, "before_ms": _num(x.before_step_ms), "after_ms": _num(x.after_step_ms),
+              "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
+              "speedup": _num(x.speedup), "low": _num(x.low), "high": _num(x.high),
+              "upper_bound": _num(x.bound.speedup) if x.bound else None, "cumulative": _num(x.cumulative_speedup),
+              "where": x.where, "change": x.change if x.outcome == "kept" else None} for x in lad.rounds]
+    return {"total_speedup": _num(lad.total_speedup), "rungs": rungs, "why_stopped": lad.why_stopped,
+            "advice": [{"round": a.round, "fix": a.fix_title, "fix_id": a.fix_id, "why": a.why, "snippet": a.snippet}
+                       for a in lad.advice],
+            "trials": lad.rounds[0].trials_per_arm if lad.rounds else None}
 
 
 def comparison_context(c: Comparison) -> dict[str, Any]:
@@ -172,8 +158,8 @@ def comparison_context(c: Comparison) -> dict[str, Any]:
             "ops": [{k: _num(v) for k, v in r.items()} for r in c.ops.to_dict("records")]}
 
 
-def report_json(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
-                ladder: Ladder[Spec] | None = None) -> dict[str, Any]:
+def report_json(a: Analysis, comparison: Comparison | None = None, experiment: StoredView | None = None,
+                ladder: LadderRecord | None = None) -> dict[str, Any]:
     """The JSON export: the breakdown summary (the ``analyze --json`` facts), the advisor's diagnosis, the
     run's facts and per-step samples, and the comparison, the applied fix and the ladder when given (on a
     script, each with ``where`` and ``change``)."""
@@ -188,10 +174,7 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: E
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
         "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],
-        "experiment": None if experiment is None else {
-            **advice.experiment_json(experiment),
-            "upper_bound_speedup": ctx["experiment"]["upper_bound"],
-            **{k: ctx["experiment"][k] for k in ("verdict", "not_applied", "where", "change")}},
-        "ladder": None if ladder is None else advice.ladder_json(ladder),
+        "experiment": None if experiment is None or experiment.record is None else experiment.record.to_json(),
+        "ladder": None if ladder is None else ladder.to_json(),
         "job": a.job,  # the same ``job`` as ``analyze --json`` (a folder of ranks, or a run's agent summaries)
     }

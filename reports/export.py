@@ -26,9 +26,8 @@ import plotly.io as pio
 import plotly.offline
 
 from advisors.compare.regression import RegressionCheck
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
+from advisors.experiments.results.record import LadderRecord
+from advisors.experiments.results.stored_view import StoredView
 from reports import content, content_compare
 from reports.analysis import Analysis
 from reports.charts import BOTTLENECK_COLORS
@@ -78,12 +77,12 @@ def fmt_for(path: str | Path, fmt: str | None = None) -> str:
 
 
 def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None,
-           experiment: Experiment[Spec] | None = None, ladder: Ladder[Spec] | None = None,
+           experiment: StoredView | None = None, ladder: LadderRecord | None = None,
            extra: dict[str, Any] | None = None) -> bytes:
     """The report as bytes in ``fmt`` (``html``, ``json`` or ``md``); ``comparison`` adds an A-vs-B section,
-    ``experiment`` (an ``advisors.experiments.experiment.Experiment``) the applied fix with its before/after, ``ladder``
-    (an ``advisors.experiments.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
-    user's file a kept fix belongs and show the diff. ``extra``: the run's experiments, commands and environment
+    ``experiment`` (an Apply's stored record and charts) the applied fix with its before/after, ``ladder`` (a
+    ladder's record) every attempt of an optimisation. On a script both say where in the user's file a kept fix
+    belongs and show the diff. ``extra``: the run's experiments, commands and environment
     (:func:`reports.run_report.context.run_context`)."""
     fmt = fmt_for("", fmt)
     more = {"reproduce": None, "environment": {}, "experiments": [], **(extra or {})}
@@ -126,8 +125,8 @@ def _html(template: str, ctx: dict[str, Any], figures: list[Figure]) -> bytes:
 
 
 def write_report(analysis: Analysis, path: str | Path, fmt: str | None = None,
-                 comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
-                 ladder: Ladder[Spec] | None = None) -> Path:
+                 comparison: Comparison | None = None, experiment: StoredView | None = None,
+                 ladder: LadderRecord | None = None) -> Path:
     """Write the report to ``path`` atomically (temp file + rename); returns the path."""
     out = Path(path)
     return _write(out, render(analysis, fmt_for(out, fmt), comparison, experiment, ladder))

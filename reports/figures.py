@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
 import plotly.graph_objects as go
 
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
+from advisors.experiments.results.record import LadderRecord
+from advisors.experiments.results.stored_view import StoredView
 from reports import charts, charts_compare, charts_time
-from reports import experiment as ex
 from reports.analysis import Analysis
 from reports.compare import Comparison
 from reports.stragglers import straggler_call
@@ -71,19 +70,21 @@ def comparison_figures(c: Comparison) -> list[Figure]:
     return out
 
 
-def experiment_figures(e: Experiment[Spec]) -> list[Figure]:
-    """Before/after of an applied fix: step time distributions, breakdown before vs after, loss curves."""
-    out = [Figure("exp_steps", charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after"))]
-    b = ex.breakdowns(e)
-    if b:
-        out.append(Figure("exp_breakdown", charts_compare.breakdown_side_by_side(b, "Breakdown before vs after")))
-    losses = ex.loss_curves(e)
-    if losses:
-        out.append(Figure("exp_loss", charts_compare.loss_curves(losses, "Loss curves overlaid")))
+def experiment_figures(view: StoredView) -> list[Figure]:
+    """Before/after of an applied fix, from its stored charts' inputs: step time distributions, breakdown before
+    vs after, loss curves."""
+    ev = view.evidence or {}
+    out = [Figure("exp_steps", charts_compare.step_time_distributions(ev.get("step_samples") or {},
+                                                                      "Step time before and after"))]
+    if ev.get("breakdowns"):
+        out.append(Figure("exp_breakdown", charts_compare.breakdown_side_by_side(ev["breakdowns"],
+                                                                                 "Breakdown before vs after")))
+    if ev.get("loss_curves"):
+        out.append(Figure("exp_loss", charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid")))
     return out
 
 
-def ladder_figures(ladder: Ladder[Spec]) -> list[Figure]:
-    """The ladder: median step from the start through each kept fix (when at least one was kept)."""
-    steps = ex.ladder_steps(ladder)
+def ladder_figures(ladder: LadderRecord) -> list[Figure]:
+    """The ladder: the running product of the kept speed-ups (when at least one was kept)."""
+    steps = pd.DataFrame(ladder.steps, columns=["label", "speedup"])
     return [Figure("ladder", charts_compare.ladder(steps))] if len(steps) > 1 else []

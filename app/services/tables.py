@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import statistics
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import pandas as pd
 
+from advisors.experiments.results.record import TrialRecord
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot
 from profilers.run.records import RunRecord
 
@@ -29,15 +30,29 @@ def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = No
     return pd.DataFrame(rows)
 
 
-def trials_frame(trials: list[RunRecord]) -> pd.DataFrame:
-    """An experiment's trial runs, oldest first (the order they ran in): their part (baseline, patched,
-    reference, or trial while it runs), status and numbers, so a verdict can be traced to the runs behind it."""
-    rows = [{"part": r.role or "trial", "run": r.label, "status": r.status.value,
-             "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
-             "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
-             "error": (r.error or "")[:200], "id": r.run_id} for r in sorted(trials, key=lambda r: r.created_unix)]
-    return pd.DataFrame(rows, columns=["part", "run", "status", "created", "ms/step", "samples/s", "peak MiB",
-                                       "error", "id"])
+TRIAL_FRAME_COLUMNS = ["round", "fix", "part", "pair", "run", "status", "created", "ms/step", "samples/s",
+                       "peak MiB", "others' cores", "error", "id"]
+
+
+def trials_frame(trials: list[RunRecord], recorded: Sequence[TrialRecord] = ()) -> pd.DataFrame:
+    """An experiment's trial runs in the order they ran: their round and fix, their part (baseline, patched,
+    reference, or trial while it runs), pair, status and numbers — once the experiment has ended, the numbers of
+    its record (:class:`~advisors.experiments.results.record.TrialRecord`: the very samples/s the verdict's median is taken
+    over), so a verdict can be traced to the runs behind it."""
+    by_id = {t.run_id: t for t in recorded if t.run_id}
+    rows = []
+    for r in sorted(trials, key=lambda r: r.created_unix):
+        t = by_id.get(r.run_id)
+        rows.append({"round": t.round if t else None, "fix": t.fix_id if t else None,
+                     "part": t.role if t else (r.role or "trial"), "pair": t.pair if t else None, "run": r.label,
+                     "status": t.status if t else r.status.value,
+                     "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
+                     "ms/step": t.step_time_ms if t else r.step_time_ms,
+                     "samples/s": t.samples_per_s if t else r.samples_per_s,
+                     "peak MiB": t.peak_memory_mb if t else r.peak_memory_mb,
+                     "others' cores": t.others_cores if t else None,
+                     "error": ((t.error if t else r.error) or "")[:200], "id": r.run_id})
+    return pd.DataFrame(rows, columns=TRIAL_FRAME_COLUMNS)
 
 
 def kernels_frame(kernels: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:

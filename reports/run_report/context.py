@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from advisors.experiments.results.stored_view import read_view
 from profilers.run.records import RunRecord
 from profilers.store import experiments
 from profilers.store.files import read_json
@@ -75,28 +76,27 @@ def environment(run_dir: Path) -> dict[str, str]:
 
 
 def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
-    """The finished experiments started from ``record``, newest first: label, outcome word, gain and interval,
-    trials per arm, the change (a diff, or ``knob = value`` pairs), and each arm's command."""
+    """The finished experiments started from ``record``, newest first, from their stored records: label, outcome
+    word (as the Advisor card says it), gain and interval, trials per arm, the change (a diff, or ``knob = value``
+    pairs), and each arm's command."""
     rows: list[dict[str, Any]] = []
     base = reproduce(Path(record.run_dir))
     for exp in experiments.of_run(store, record.run_id):
-        view = experiments.view(store, exp.run_id)
-        if not view:
+        seen = read_view(experiments.view(store, exp.run_id))
+        if seen is None:
             continue
-        if view.get("mode") == "ladder":
-            rows.append({"label": exp.label, "outcome": "ladder", "speedup": view.get("total_speedup"),
+        if seen.ladder is not None:
+            rows.append({"label": exp.label, "outcome": seen.label, "speedup": seen.ladder.total_speedup,
                          "low": None, "high": None, "trials": None, "change": None, "spec_change": {},
                          "commands": base})
             continue
-        s = view.get("summary") or {}
-        change = view.get("script_change") if isinstance(view.get("script_change"), dict) else None
-        spec_change = s.get("spec_change") or {}
-        rows.append({"label": exp.label, "outcome": s.get("verdict") or "—", "speedup": s.get("speedup"),
-                     "low": s.get("low"), "high": s.get("high"), "trials": s.get("trials"),
-                     "change": (change or {}).get("change"), "where": (change or {}).get("where"),
-                     "spec_change": spec_change,
-                     "commands": _arm_commands(Path(record.run_dir), base, view.get("fix_id"), s.get("trials"),
-                                               spec_change)})
+        x = seen.record
+        assert x is not None
+        rows.append({"label": exp.label, "outcome": x.outcome_text, "speedup": x.speedup, "low": x.low,
+                     "high": x.high, "trials": x.trials_per_arm, "change": x.change, "where": x.where,
+                     "spec_change": dict(x.spec_change),
+                     "commands": _arm_commands(Path(record.run_dir), base, x.fix_id, x.trials_per_arm,
+                                               dict(x.spec_change))})
     return rows
 
 

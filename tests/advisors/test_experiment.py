@@ -132,7 +132,7 @@ def test_optimize_builds_a_ladder_with_rejected_and_kept_rungs() -> None:
 def test_a_fix_an_earlier_experiment_rejected_on_this_baseline_is_not_re_tried_in_round_one() -> None:
     """The walk: an Apply rejected DataLoader workers (0.98×) minutes before the ladder re-tried them. Given what
     that Apply measured, round 1 goes straight to the next fix and the ladder says why it skipped one."""
-    from advisors.experiments.ladder_report import ladder_json, ladder_table
+    from advisors.experiments.results.ladder_report import ladder_json, ladder_table
 
     fake = FakeRunner()
     why = "the Apply at 10:42 measured it on this run: rejected: no real gain: 0.98×"

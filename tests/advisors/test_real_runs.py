@@ -105,7 +105,7 @@ def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_
     where the measurement itself shows what no bound read from the baseline can see (a cached dataset whose
     patched step is shorter than the baseline's step without its batch drawing), the ladder says so."""
     from advisors.experiments.experiment import Policy
-    from advisors.experiments.ladder_report import bound_why
+    from advisors.experiments.results.ladder_report import bound_why
     from advisors.experiments.optimize import optimize
 
     store = RunStore(tmp_path / "runs")
