@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from advisors.experiments.results.stored_view import read_view
+from profilers.errors import StepwiseError
 from profilers.inputs import upload_root
 from profilers.run.records import RunRecord
 from profilers.store import experiments
@@ -55,9 +56,19 @@ def experiment_outcomes(records: list[RunRecord]) -> dict[str, str]:
     return out
 
 
-def analysable_runs() -> list[RunRecord]:
-    """What the run pickers offer: runs and uploads (an experiment is reached from the run it started from)."""
-    return [r for r in listed_runs() if r.kind != "experiment"]
+def analysable_runs(linked: tuple[str | None, ...] = ()) -> list[RunRecord]:
+    """What the run pickers offer: runs and uploads (an experiment is reached from the run it started from), and
+    the trial runs a link names (``?b=<trial run id>``: Analysis opens one, so Compare does too)."""
+    listed = [r for r in listed_runs() if r.kind != "experiment"]
+    known = {r.run_id for r in listed}
+    for run_id in dict.fromkeys(i for i in linked if i and i not in known):
+        try:
+            record = store().get(run_id)
+        except (StepwiseError, OSError, ValueError):
+            continue  # no such run: the page says so
+        if record.parent and record.kind != "experiment":
+            listed.append(record)
+    return listed
 
 
 @st.cache_data(max_entries=256, ttl=ANALYSIS_TTL_S, show_spinner=False)

@@ -206,8 +206,7 @@ def _script_device(command: list[str], python: str | None) -> str:
 
 def _print_progress(event: Progress) -> None:
     if event.phase == "trial" and event.step is None:
-        print(f"  round {event.round} · {event.fix} · {event.arm} trial {event.trial}/{event.trials}",
-              file=sys.stderr, flush=True)
+        print(f"  round {event.round} · {event.fix} · {event.trial_text}", file=sys.stderr, flush=True)
     elif event.phase in ("diagnose", "experiment"):
         what = f"trying {event.fix}" if event.phase == "experiment" else "diagnosing"
         print(f"round {event.round}: {what}", file=sys.stderr, flush=True)

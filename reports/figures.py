@@ -80,7 +80,8 @@ def experiment_figures(view: StoredView) -> list[Figure]:
         out.append(Figure("exp_breakdown", charts_compare.breakdown_side_by_side(ev["breakdowns"],
                                                                                  "Breakdown before vs after")))
     if ev.get("loss_curves"):
-        out.append(Figure("exp_loss", charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid")))
+        same = bool(ev.get("loss_identical"))
+        out.append(Figure("exp_loss", charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid", same)))
     return out
 
 

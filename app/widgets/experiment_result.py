@@ -132,7 +132,8 @@ def _change_and_charts(view: StoredView, judged: bool, key: str = "advisor") -> 
             st.caption(BREAKDOWN_NOTE)
     with right:
         if ev.get("loss_curves"):
-            ui.chart(charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid"), key=f"{key}.loss")
+            curves = charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid", bool(ev.get("loss_identical")))
+            ui.chart(curves, key=f"{key}.loss")
     if x.injected:
         if x.outcome == "kept":
             change_block(x.where, x.change)

@@ -91,3 +91,14 @@ def test_a_ladder_record_round_trips_and_charts_its_kept_fixes() -> None:
     back = read_view(ladder_view(lad))
     assert back is not None and back.ladder == lad and back.label == "ladder 1.80×"
     assert lad.steps == [{"label": "start", "speedup": 1.0}, {"label": "+ More loader workers", "speedup": 1.8}]
+
+
+def test_identical_loss_curves_are_said_to_be_identical() -> None:
+    """Issue 42: two identical loss curves drew as one line."""
+    from advisors.experiments.results.evidence import same_curves
+    from reports.charts_compare import loss_curves
+
+    assert same_curves({"before": [2.0, 1.5], "after": [2.0, 1.5]})
+    assert not same_curves({"before": [2.0, 1.5], "after": [2.0, 1.4]}) and not same_curves({"before": [2.0]})
+    fig = loss_curves({"before": [2.0, 1.5], "after": [2.0, 1.5]}, "Loss curves overlaid", identical=True)
+    assert "identical in both arms" in fig.layout.title.text and fig.data[1].line.dash == "dash"
