@@ -133,7 +133,8 @@ def experiment_context(x: ExperimentRecord) -> dict[str, Any]:
             "low": _num(x.low), "high": _num(x.high), "level": x.level, "trials": x.trials_per_arm,
             "upper_bound": _num(x.bound.speedup) if x.bound else None,
             "bound_text": x.bound.text if x.bound else None,
-            "spec_change": {k: str(v) for k, v in x.spec_change.items()}, "where": x.where, "change": x.change}
+            "spec_change": {k: str(v) for k, v in x.spec_change.items()}, "where": x.where,
+            "change": x.change_to_make}
 
 
 def ladder_context(lad: LadderRecord) -> dict[str, Any]:
@@ -144,7 +145,7 @@ def ladder_context(lad: LadderRecord) -> dict[str, Any]:
               "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
               "speedup": _num(x.speedup), "low": _num(x.low), "high": _num(x.high),
               "upper_bound": _num(x.bound.speedup) if x.bound else None, "cumulative": _num(x.cumulative_speedup),
-              "where": x.where, "change": x.change if x.outcome == "kept" else None} for x in lad.rounds]
+              "where": x.where, "change": x.change_to_make} for x in lad.rounds]
     return {"total_speedup": _num(lad.total_speedup), "rungs": rungs, "why_stopped": lad.why_stopped,
             "advice": [{"round": a.round, "fix": a.fix_title, "fix_id": a.fix_id, "why": a.why, "snippet": a.snippet}
                        for a in lad.advice],

@@ -60,7 +60,7 @@ def _shown(knob: str, fields: Callable[[Any], dict[str, Any]]) -> Callable[[Any]
 SWITCH_KWARGS: dict[str, dict[str, Callable[[Any], dict[str, Any]]]] = {
     switch: {knob: _shown(knob, fields) for knob, fields in table.items()} for switch, table in SWITCHES.items()}
 CALL_NAMES.update({"training_arguments": ("TrainingArguments",), "lightning_trainer": ("Trainer",),
-                   "accelerator": ("Accelerator",)})
+                   "accelerator": ("Accelerator",), "fabric": ("Fabric",)})
 LIBRARY_DIRS = ("site-packages", "dist-packages")
 
 

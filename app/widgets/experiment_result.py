@@ -135,8 +135,8 @@ def _change_and_charts(view: StoredView, judged: bool, key: str = "advisor") -> 
             curves = charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid", bool(ev.get("loss_identical")))
             ui.chart(curves, key=f"{key}.loss")
     if x.injected:
-        if x.outcome == "kept":
-            change_block(x.where, x.change)
+        if x.change_to_make is not None:
+            change_block(x.where, x.change_to_make)
         elif x.where:
             st.caption(f"Where the change would go in your code: {ui.text(x.where)}.")
 
@@ -156,9 +156,9 @@ def ladder(view: StoredView, key: str = "advisor") -> None:
             st.caption("Each upper bound comes from the diagnosis of that round's own baseline run (a fresh run of "
                        "the spec or script as it stood), so rounds differ in their bounds.")
     for x in lad.rounds:
-        if x.outcome == "kept" and x.injected:
+        if x.change_to_make is not None and x.injected:
             st.markdown(f"Round {x.round}: **{ui.text(x.fix_title)}** kept")
-            change_block(x.where, x.change)
+            change_block(x.where, x.change_to_make)
     for a in lad.not_retried:
         st.info(f"Not re-tried: **{ui.text(a.fix_title)}** — {ui.text(a.why)}", icon=":material/history:")
     for a in lad.advice:

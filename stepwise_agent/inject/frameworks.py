@@ -9,6 +9,7 @@ which arguments were set there, which is the diff the Advisor shows:
   ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile``, ``tf32``;
 - ``L.Trainer(...)`` (``lightning`` or ``pytorch_lightning``): ``precision="bf16-mixed"`` / ``"16-mixed"`` (the
   one ``LightningCLI`` builds from the user's own ``--trainer.precision`` is recorded, never changed);
+- ``L.Fabric(...)``: ``precision="bf16-mixed"`` / ``"16-mixed"``;
 - the convergence knobs of ``--to-quality`` (:mod:`stepwise_agent.inject.convergence`): ``TrainingArguments``'
   ``per_device_train_batch_size``, ``learning_rate``, ``warmup_steps``, ``gradient_accumulation_steps``, and
   ``L.Trainer(accumulate_grad_batches=…)``;
@@ -43,7 +44,8 @@ CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda
                                                       "autocast": lambda v: v == "fp16"}
 PRECISION_FIELDS = ("precision", "mixed_precision")  # L.Trainer's and Accelerator's autocast switch
 #: knobs each framework's switch owns (the generic injection stands aside for them)
-OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",)}
+OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",),
+         "fabric": ("autocast",)}
 
 
 class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -111,6 +113,7 @@ class FrameworkInjection:
                    "lightning.pytorch.trainer.trainer": self._patch_lightning,
                    "pytorch_lightning.trainer.trainer": self._patch_lightning,
                    "accelerate.accelerator": self._patch_accelerate,
+                   "lightning.fabric.fabric": self._patch_fabric,
                    "lightning.pytorch.cli": self._patch_lightning_cli,
                    "pytorch_lightning.cli": self._patch_lightning_cli}
         for name in [n for n in patches if n in sys.modules]:  # imported before us (a sitecustomize)
@@ -215,6 +218,29 @@ class FrameworkInjection:
                         asked["accumulate_grad_batches"] = before
                 me._record("lightning", "lightning_trainer", site, cls, set_, asked)
             original(trainer, *args, **kwargs)
+
+        cls.__init__ = init
+        self._undo.append(lambda: setattr(cls, "__init__", original))
+
+    def _patch_fabric(self, module: ModuleType) -> None:
+        """Lightning Fabric's own switch: ``L.Fabric(precision="bf16-mixed")`` (its ``setup`` then runs the model
+        under that precision's autocast): the generic wrapping of the forward stands aside."""
+        cls = module.Fabric
+        original = cls.__init__
+        me = self
+
+        @functools.wraps(original)
+        def init(fabric: Any, *args: Any, **kwargs: Any) -> None:
+            if called_by_user(2):
+                set_: dict[str, Any] = {}
+                asked = {"precision": kwargs.get("precision")}
+                want = LIGHTNING_PRECISION.get(str(me.knobs.get("autocast")))
+                if "autocast" in me.observe and want is not None and str(kwargs.get("precision")) == want:
+                    set_["precision"] = kwargs["precision"]  # the script's own flag set it
+                elif me._precision_here() and want is not None and "autocast" not in me.observe:
+                    kwargs["precision"] = set_["precision"] = want
+                me._record("fabric", "fabric", user_site(2), cls, set_, asked)
+            original(fabric, *args, **kwargs)
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))

@@ -35,6 +35,13 @@ def _channels_last(x: Any) -> Any:
     return x.contiguous(memory_format=torch.channels_last) if isinstance(x, torch.Tensor) and x.dim() == 4 else x
 
 
+def set_forward(module: nn.Module, forward: Callable[..., Any]) -> None:
+    """``forward`` on this one instance, past any ``__setattr__`` of the module's class: a wrapper such as
+    Lightning Fabric's ``_FabricModule`` passes attribute sets on to the module it wraps, whose forward would
+    then call the wrapper's, which calls it again (a RecursionError at step 0)."""
+    object.__setattr__(module, "forward", forward)
+
+
 class ModuleInjection:
     def __init__(self, knobs: dict[str, Any], report: InjectionReport, device: str,
                  caps: TorchCapabilities | None = None) -> None:
@@ -146,7 +153,7 @@ class ModuleInjection:
         def forward(*args: Any, **kwargs: Any) -> Any:
             return original(*tree_map(_channels_last, args), **tree_map(_channels_last, kwargs))
 
-        module.forward = forward
+        set_forward(module, forward)
         k.act(f"{len(four_d)} convolution weights and 4-D inputs in channels_last (NHWC) layout")
 
     def _autocast(self, module: nn.Module, inner: nn.Module, wrap: bool = True) -> None:
@@ -164,7 +171,7 @@ class ModuleInjection:
             return tree_map(_to_fp32, out)
 
         if wrap:
-            module.forward = forward
+            set_forward(module, forward)
         hooks: list[Any] = []
 
         def math_hook(m: nn.Module, inputs: Any, output: Any) -> None:

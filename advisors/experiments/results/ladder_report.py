@@ -81,6 +81,12 @@ def applied_json(e: Experiment[Spec]) -> dict[str, Any] | None:
         said = command_evidence(tuple(changed["command"][0]), tuple(changed["command"][1]))
         out = {k: {**v, "evidence": [said, *(x for x in v.get("evidence") or [] if "not injected" not in x)]}
                if isinstance(v, dict) else v for k, v in out.items()}
+    crashed = next((o for o in e.patched.outcomes if o.status != "ok"), None)
+    if crashed is not None:  # whether a knob acted was never seen: the run stopped first (never "refused")
+        why = (f"the patched run ended {crashed.status} after {crashed.steps_done} step(s), before its effect could "
+               f"be seen: {(crashed.error or 'no error stored').strip().splitlines()[0]}")
+        out = {k: {**v, "acted": False, "refused": False, "why": why} if isinstance(v, dict) and not v.get("acted")
+               else v for k, v in out.items()}
     return {"knobs": out}
 
 

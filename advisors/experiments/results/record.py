@@ -99,7 +99,7 @@ class ExperimentRecord:
     injected: bool = False  # injected into a user's script at boot (the file was never written)
     where: str | None = None  # file:line of the user's code the change belongs at
     sites: tuple[str, ...] = ()
-    change: Mapping[str, Any] | None = None  # a kept script fix: {kind: diff|snippet|command, file, line, text}
+    change: Mapping[str, Any] | None = None  # a script fix that acted: the edit measured {kind, file, line, text}
     snippet: str = ""
     trials: tuple[TrialRecord, ...] = ()
 
@@ -108,6 +108,11 @@ class ExperimentRecord:
         """What a list shows for it: ``kept 1.42×``, ``inconclusive 0.98×``, ``not applied``, ``failed``."""
         judged = self.outcome in ("kept", "rejected", "inconclusive") and self.speedup is not None
         return f"{self.outcome} {self.speedup:.2f}×" if judged else self.outcome
+
+    @property
+    def change_to_make(self) -> Mapping[str, Any] | None:
+        """The edit a user should make: a kept fix's measured change (a rejected one's is no advice)."""
+        return self.change if self.outcome == "kept" else None
 
     @property
     def interval_text(self) -> str | None:

@@ -120,7 +120,7 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
     word, text = outcome_of(e)
     before, script = before_arm(e), isinstance(e.patched.spec, ScriptSpec)
     site = where if where is not None else (call_site(e) if script else None)
-    kept_change = script_change(e, site, arm_device(e.patched)) if script and e.kept else None
+    measured = script_change(e, site, arm_device(e.patched)) if script else None  # every fix that acted
     ratio = e.ratio
     return ExperimentRecord(
         kind=kind, round=round_, fix_id=e.fix.id, fix_title=e.fix.title,
@@ -136,7 +136,7 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
         spec_change={k: v[1] for k, v in spec_changes(e.baseline.spec, e.patched.spec).items()},
         injected=script, where=f"{site.get('file')}:{site.get('line')}" if site else None,
         sites=tuple(f"{s.get('file')}:{s.get('line')}" for s in (site.get("all") or [site])) if site else (),
-        change=kept_change, snippet=e.fix.snippet, trials=trial_records(e, round_))
+        change=measured, snippet=e.fix.snippet, trials=trial_records(e, round_))
 
 
 def ladder_record(ladder: Any, rounds_asked: int | None) -> LadderRecord:

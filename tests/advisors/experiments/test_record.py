@@ -20,7 +20,9 @@ def test_each_outcome_has_its_word() -> None:
     assert outcome(True, "kept: 1.40x …") == "kept"
     assert outcome(False, "the fix did not act", not_applied="the loader was never built") == \
         "not applied: the loader was never built"
-    assert outcome(False, "the patched run ended failed: CUDA error") == "failed: failed: CUDA error"
+    assert outcome(False, "the patched run ended failed: CUDA error") == "failed: CUDA error"  # said once
+    assert outcome(False, "the patched run ended failed") == "failed: the run failed"
+    assert outcome(False, "the patched run ended killed: stopped") == "failed: killed: stopped"
     assert outcome(False, "no real gain: 1.01x, 95% interval [0.98, 1.04] does not clear 1.03x", speedup=1.01) \
         == "rejected: no real gain: 1.01×, 95% interval [0.98, 1.04] does not clear 1.03×"
     # slower only when the whole interval is below 1 (the walk read "slower, 0.42x, [0.19, 2.07]")
@@ -71,8 +73,8 @@ def test_a_ladder_says_why_it_stopped() -> None:
         "bottleneck that fits this run."
     failed = (rec(1, "bf16", False, "the patched run ended out_of_memory: CUDA OOM"),)
     assert why_stopped(failed, 3, "memory") == "Stopped in round 1 of 3: round 1's fix (bf16) failed: " \
-        "out_of_memory: CUDA OOM."
-    assert why_stopped(failed, 1, "memory") == "All 1 round ran; round 1's fix (bf16) failed: out_of_memory: CUDA OOM."
+        "out of memory: CUDA OOM."
+    assert why_stopped(failed, 1, "memory") == "All 1 round ran; round 1's fix (bf16) failed: out of memory: CUDA OOM."
     assert complete(ROUNDS[:1], 1) and not complete(ROUNDS, 2) and not complete(ROUNDS, None)
     assert "`" not in why_stopped(ROUNDS, 2, "data")  # plain text: the page escapes it
 
