@@ -225,6 +225,8 @@ def _print_job(job: dict[str, Any]) -> None:
         more = f" and {len(s['victims']) - 8} more" if len(s["victims"]) > 8 else ""
         print(f"    straggler: rank {s['culprit']}, {s['work_ms']:.2f} ms of work per step against a median "
               f"{s['median_work_ms']:.2f}; waiting on it: {victims or 'no rank'}{more}")
+    elif job.get("straggler_reason"):  # why no rank is marked: the sentence every page shows
+        print(f"    {job['straggler_reason']}")
     for c in job.get("collectives", [])[:3]:
         worst = max(c["exposed_ms_by_rank"].items(), key=lambda kv: kv[1], default=None)
         print(f"    {c['name'][:60]}: {c['exposed_ms']:.2f} of {c['total_ms']:.2f} ms exposed"

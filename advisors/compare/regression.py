@@ -117,13 +117,14 @@ def side(label: str, samples: StepSamples, diagnosis: Diagnosis | None, breakdow
 
 def rank_views(job: dict[str, Any] | None) -> dict[str, Any] | None:
     """A side's ranks as ``compare`` shows them, from ``analyze``'s ``job`` (a folder's map and reduce, or a
-    run's agent summaries): how many, which kept a trace, the straggler and its critical path by kind. None for
-    a single rank."""
+    run's agent summaries): how many, which kept a trace, the straggler (marked by :mod:`profilers.jobs.straggler`,
+    with its sentence, or why none is) and the critical path by kind. None for a single rank."""
     if not job or len(job.get("ranks", ())) < 2:
         return None
     s, cp = job.get("straggler"), job.get("critical_path")
     return {"ranks": len(job["ranks"]), "traced_ranks": job.get("traced_ranks"),
             "straggler": None if s is None else {k: s[k] for k in ("culprit", "work_ms", "median_work_ms")},
+            "straggler_reason": job.get("straggler_reason"),
             "critical_path": None if not cp or not cp.get("available") else {
                 "rank": cp["rank"], "step": cp["step"], "total_ms": cp["total_ms"],
                 "by_kind": {k["kind"]: k["ms"] for k in cp["by_kind"]}}}
