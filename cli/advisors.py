@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 import orjson
 
 from advisors.diagnosis import diagnose, diagnosis_json
-from profilers.efficiency.mfu import efficiency, flops_rate
+from profilers.efficiency.mfu import efficiency, from_json as efficiency_from_json
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
 from profilers.trace.breakdown import CATEGORIES, Breakdown
@@ -184,12 +184,8 @@ def _print_text(result: dict[str, Any]) -> None:
     if tel:
         print("  telemetry: " + describe_telemetry(tel))
     eff = result.get("efficiency") or {}
-    if eff.get("mfu") is not None:
-        print(f"  efficiency: MFU {100 * eff['mfu']:.3g}% ({flops_rate(eff['achieved_tflops'])} of "
-              f"{flops_rate(eff['peak_tflops'])}, "
-              f"{eff['peak_basis']})" + (" [clamped to the device-busy share]" if eff.get("clamped") else ""))
-    elif eff:
-        print(f"  efficiency: MFU unknown: {eff.get('reason')}")
+    if eff:  # the words every page uses for it (profilers.efficiency.mfu)
+        print(f"  efficiency: {efficiency_from_json(eff).phrase()}")
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%{_bound(f)}] {f['message']}")
         for m in f.get("rules", []):
