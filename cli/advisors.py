@@ -14,14 +14,14 @@ never torch, the experiment machinery, plotting or templates (``--report`` loads
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 import orjson
 
 from advisors.diagnosis import diagnose, diagnosis_json
+from cli.job_views import job_json, with_job_views
 from profilers.efficiency.mfu import efficiency, from_json as efficiency_from_json
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
@@ -30,12 +30,6 @@ from profilers.errors import StepwiseError
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 from profilers.telemetry.summary import describe_telemetry
-
-if TYPE_CHECKING:
-    from advisors.observation import Observation
-    from profilers.jobs.reduce import JobAnalysis
-    from profilers.trace.sources import TraceFile
-    from reports.analysis import Analysis
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,17 +104,13 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
     if files is not None:
         obs, job = observe_job(path, files, engine or "local", address)
         out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
-        out["job"] = _job_json(job, engine)
+        out["job"] = job_json(job, engine)
         return out
     obs = observe(path, device_memory_bytes)
     out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
     if obs.job is not None:  # a stored run whose ranks wrote summaries: ``job`` from all N, not only the traced
         out["job"] = obs.job
     return out
-
-
-def _job_json(job: Any, engine: str | None) -> dict[str, Any]:
-    return {**job.views, "engine": engine or "local", "summaries": job.summaries, "summaries_cached": job.cached}
 
 
 def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
@@ -274,22 +264,6 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
     if analysis.job is not None:  # a folder's (above), or a run's from its ranks' summaries
         doc["job"] = analysis.job
     return doc
-
-
-def with_job_views(analysis: Analysis, path: str, files: list[TraceFile] | None = None,
-                   observed: tuple[Observation, JobAnalysis] | None = None, engine: str | None = None,
-                   address: str | None = None) -> Analysis:
-    """``analysis`` (a :class:`reports.analysis.Analysis`) with the ``job`` that ``analyze --json`` gives
-    ``path`` when it is a folder of ranks (its map and reduce, ``observed`` if already done), so a report's Ranks
-    section and ``compare``'s ``ranks`` say what the JSON says. A run's own (its agent summaries) is already
-    there."""
-    from advisors.job_observation import job_files, observe_job
-
-    files = files if files is not None else job_files(path)
-    if files is None:
-        return analysis
-    observed = observed or observe_job(path, files, engine or "local", address)
-    return replace(analysis, job=_job_json(observed[1], engine))
 
 
 def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:
