@@ -232,6 +232,10 @@ def test_a_report_shows_the_ranks_the_straggler_and_its_critical_path(tmp_path: 
     cp = plain["job"]["critical_path"]
     assert "## Ranks" in md and plain["job"]["straggler"] is None and plain["job"]["straggler_reason"] in md
     assert f"Rank {cp['rank']}'s critical path, step {cp['step']}: {cp['total_ms']:.2f} ms" in md
+    from profilers.jobs.path_fit import path_fit
+
+    fit = path_fit(plain["job"], plain["bottleneck"])  # communication over a path of host work: reconciled
+    assert fit is not None and fit in md and "| host operators | " in md and "cpu_op" not in md
     _analyze_with_report(str(folder), str(tmp_path / "job.json"))
     assert json.loads((tmp_path / "job.json").read_text())["job"] == plain["job"]
 
