@@ -5,11 +5,15 @@ other programs used the difference. ``compare`` reads a run's medians over its s
 an A/B trial the mean over its timed steps (:mod:`advisors.experiments.trial_load`).
 
 **The bound.** A neighbour that took ``o`` more of the machine's ``C`` cores during one run than during the other
-slows that run at most :func:`slowdown_bound` ``= (C / (C − o))^1.5``. Threads that wait for each other lose more
-than their share of the cores: a run at 0.75 of its cores measured 1.47x slower on a shared 2-core machine (the
-power covers that: ``(2 / 1.5)^1.5 = 1.54``), and a one-thread run with another program on the other core 1.155x
-(within ``(2 / 1)^1.5``) — benchmarks/results/contention-2026-11-23.md. Differences within :data:`SLACK_CORES`
-are the telemetry's own wander: no effect.
+slows that run at most :func:`slowdown_bound` ``= (C / (C − o))^1.5``: the run kept ``(C − o) / C`` of the cores,
+and threads that wait for each other lose more than their share of them (a run at 0.75 of its cores measured 1.47x
+slower on a shared 2-core machine, the power covers that: ``(2 / 1.5)^1.5 = 1.54``; a one-thread run with another
+program on the other core 1.155x, within ``(2 / 1)^1.5``) — benchmarks/results/contention-2026-11-23.md. Where
+other programs were busy during both runs the cores counted are those left free: a run that kept ``C − o₁`` where
+the other had ``C − o₂`` is slowed at most ``((C − o₂) / (C − o₁))^1.5``, the same formula when the other run had
+the machine to itself. On a machine near saturation a few tenths of a core are most of what a run gets: two runs
+of one spec read 1.82x apart while others took 1.15 and 1.34 of 2 cores. A run that kept at least
+:data:`KEPT_SHARE` of the other's free cores is within the telemetry's own wander: no effect.
 
 **The rule** (:func:`holds_beyond_contention`): a verdict stands when the change, with the neighbour's largest
 possible effect taken out, still keeps its side of the edge. A speed-up (after ÷ before) claimed beyond the edge
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 
 from profilers.telemetry.summary import TelemetrySummary
 
-SLACK_CORES = 0.25  # telemetry figures over a run or a trial wander by about this much
+KEPT_SHARE = 0.9  # a run that kept this share of the cores the other run had free was not held back
 CONTENDED_CORES = 0.5  # other programs' use from which a trial is left out of a verdict, and a difference is noted
 POWER = 1.5  # waiting threads lose more than their share of the cores (module docs)
 
@@ -51,19 +55,21 @@ def host_cpu(t: TelemetrySummary | None) -> HostCpu | None:
     return HostCpu(cores=t.cpu_count, busy=t.system_cpu_pct / 100 * t.cpu_count, ours=t.process_cpu_pct / 100)
 
 
-def slowdown_bound(others: float, cores: int | None) -> float:
-    """The most a neighbour using ``others`` more cores than during the other run can slow a run on ``cores``."""
-    if others <= SLACK_CORES or not cores:
+def slowdown_bound(others: float, others_then: float, cores: int | None) -> float:
+    """The most other programs, on ``others`` of the machine's ``cores`` during a run and on ``others_then``
+    during the run it is compared with, can have slowed it (see the module docs)."""
+    if not cores:
         return 1.0
-    return (cores / max(cores - others, 0.25)) ** POWER
+    kept, had = max(cores - others, 0.25), max(cores - others_then, 0.25)
+    return 1.0 if kept >= KEPT_SHARE * had else (had / kept) ** POWER
 
 
 def speedup_range(speedup: float, others_before: float, others_after: float,
                   cores: int | None) -> tuple[float, float]:
     """The least and the most ``speedup`` (after ÷ before throughput) could be without the neighbour: it may have
     slowed the before run (the change is then smaller) or the after run (larger)."""
-    return (speedup / slowdown_bound(others_before - others_after, cores),
-            speedup * slowdown_bound(others_after - others_before, cores))
+    return (speedup / slowdown_bound(others_before, others_after, cores),
+            speedup * slowdown_bound(others_after, others_before, cores))
 
 
 def holds_beyond_contention(speedup: float, others_before: float, others_after: float, cores: int | None,

@@ -30,7 +30,7 @@ another one-step trace, the ratio is shown, unproven).
 (process start, memory layout, other programs' load over a whole run). Two guards: the tolerance, and, for
 stored runs with host telemetry, competition for the cores, judged by the one rule an A/B pair verdict follows
 too (:mod:`advisors.compare.contention`): a neighbour that took ``o`` more of the machine's ``C`` cores during one
-run slowed it at most ``(C / (C − o))^1.5``; a verdict stands when the ratio, with that taken out, keeps its side
+run slowed it at most ``(C / (C − o))^1.5`` (counting the cores left free when others were busy in both); a verdict stands when the ratio, with that taken out, keeps its side
 of the tolerance (a regression still beyond it, "the same" still within it). Otherwise the verdict is
 ``inconclusive`` and the reason says who took how much (a re-run on a quieter machine settles it). Measured on a
 busy 2-core machine in ``tests/advisors/test_regression_runs.py``.
@@ -190,8 +190,9 @@ def _neighbour(base: HostCpu | None, new: HostCpu | None) -> tuple[str, float] |
     than the telemetry's wander."""
     if base is None or new is None:
         return None
-    busier, o = ("NEW", new.others - base.others) if new.others >= base.others else ("BASE", base.others - new.others)
-    bound = slowdown_bound(o, base.cores or new.cores)
+    busier, o, then = ("NEW", new.others, base.others) if new.others >= base.others else \
+        ("BASE", base.others, new.others)
+    bound = slowdown_bound(o, then, base.cores or new.cores)
     return (busier, bound) if bound > 1 else None
 
 
@@ -258,9 +259,9 @@ def _contended_reason(w: _Why, figures: str) -> str:
     said = (f"NEW's median step is within the {w.tol:.0%} tolerance of BASE's ({figures})" if within else
             f"NEW's median step {_change(w.ratio)} BASE's ({figures})")
     hides = "could hide a change beyond the tolerance" if within else "could explain this change"
-    return (f"{said}, but {_cores_text(base, new)}: a neighbour that takes that many more cores slows a run by up "
-            f"to {bound:.2f}x, which {hides}, so the change cannot be told from the competition. Re-run on a "
-            "quieter machine to settle it.")
+    return (f"{said}, but {_cores_text(base, new)}: a run that keeps that few of the cores slows down by up to "
+            f"{bound:.2f}x, which {hides}, so the change cannot be told from the competition. Re-run on a quieter "
+            "machine to settle it.")
 
 
 def _decided(w: _Why) -> str:
@@ -311,8 +312,8 @@ def _notes(base: Side, new: Side, contended: bool = False) -> tuple[str, ...]:
         out.append(f"BASE ran on {base.device} and NEW on {new.device}")
     neighbour = _neighbour(base.cpu, new.cpu)
     if neighbour is not None and not contended and base.cpu is not None and new.cpu is not None:
-        out.append(f"{_cores_text(base.cpu, new.cpu)}, which cannot explain this verdict: a neighbour that takes "
-                   f"that many more cores slows {neighbour[0]} by at most {neighbour[1]:.2f}x")
+        out.append(f"{_cores_text(base.cpu, new.cpu)}, which cannot explain this verdict: the cores they left "
+                   f"slow {neighbour[0]} by at most {neighbour[1]:.2f}x")
     missing = [n for n, s in (("BASE", base), ("NEW", new)) if s.breakdown is None]
     if missing:
         out.append(f"{' and '.join(missing)} left no trace: the categories, kernels and operators that moved "
