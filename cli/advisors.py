@@ -14,15 +14,15 @@ never torch, the experiment machinery, plotting or templates (``--report`` loads
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 import orjson
 
 from advisors.diagnosis import diagnose, diagnosis_json
-from profilers.efficiency.mfu import efficiency, flops_rate
+from cli.job_views import job_json, with_job_views
+from profilers.efficiency.mfu import efficiency, from_json as efficiency_from_json
 from advisors.verdict import Diagnosis
 from advisors.observation import RunFacts, observe
 from profilers.trace.breakdown import CATEGORIES, Breakdown
@@ -30,12 +30,6 @@ from profilers.errors import StepwiseError
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 from profilers.telemetry.summary import describe_telemetry
-
-if TYPE_CHECKING:
-    from advisors.observation import Observation
-    from profilers.jobs.reduce import JobAnalysis
-    from profilers.trace.sources import TraceFile
-    from reports.analysis import Analysis
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,17 +104,13 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
     if files is not None:
         obs, job = observe_job(path, files, engine or "local", address)
         out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
-        out["job"] = _job_json(job, engine)
+        out["job"] = job_json(job, engine)
         return out
     obs = observe(path, device_memory_bytes)
     out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
     if obs.job is not None:  # a stored run whose ranks wrote summaries: ``job`` from all N, not only the traced
         out["job"] = obs.job
     return out
-
-
-def _job_json(job: Any, engine: str | None) -> dict[str, Any]:
-    return {**job.views, "engine": engine or "local", "summaries": job.summaries, "summaries_cached": job.cached}
 
 
 def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
@@ -184,12 +174,8 @@ def _print_text(result: dict[str, Any]) -> None:
     if tel:
         print("  telemetry: " + describe_telemetry(tel))
     eff = result.get("efficiency") or {}
-    if eff.get("mfu") is not None:
-        print(f"  efficiency: MFU {100 * eff['mfu']:.3g}% ({flops_rate(eff['achieved_tflops'])} of "
-              f"{flops_rate(eff['peak_tflops'])}, "
-              f"{eff['peak_basis']})" + (" [clamped to the device-busy share]" if eff.get("clamped") else ""))
-    elif eff:
-        print(f"  efficiency: MFU unknown: {eff.get('reason')}")
+    if eff:  # the words every page uses for it (profilers.efficiency.mfu)
+        print(f"  efficiency: {efficiency_from_json(eff).phrase()}")
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%{_bound(f)}] {f['message']}")
         for m in f.get("rules", []):
@@ -225,6 +211,8 @@ def _print_job(job: dict[str, Any]) -> None:
         more = f" and {len(s['victims']) - 8} more" if len(s["victims"]) > 8 else ""
         print(f"    straggler: rank {s['culprit']}, {s['work_ms']:.2f} ms of work per step against a median "
               f"{s['median_work_ms']:.2f}; waiting on it: {victims or 'no rank'}{more}")
+    elif job.get("straggler_reason"):  # why no rank is marked: the sentence every page shows
+        print(f"    {job['straggler_reason']}")
     for c in job.get("collectives", [])[:3]:
         worst = max(c["exposed_ms_by_rank"].items(), key=lambda kv: kv[1], default=None)
         print(f"    {c['name'][:60]}: {c['exposed_ms']:.2f} of {c['total_ms']:.2f} ms exposed"
@@ -276,22 +264,6 @@ def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = 
     if analysis.job is not None:  # a folder's (above), or a run's from its ranks' summaries
         doc["job"] = analysis.job
     return doc
-
-
-def with_job_views(analysis: Analysis, path: str, files: list[TraceFile] | None = None,
-                   observed: tuple[Observation, JobAnalysis] | None = None, engine: str | None = None,
-                   address: str | None = None) -> Analysis:
-    """``analysis`` (a :class:`reports.analysis.Analysis`) with the ``job`` that ``analyze --json`` gives
-    ``path`` when it is a folder of ranks (its map and reduce, ``observed`` if already done), so a report's Ranks
-    section and ``compare``'s ``ranks`` say what the JSON says. A run's own (its agent summaries) is already
-    there."""
-    from advisors.job_observation import job_files, observe_job
-
-    files = files if files is not None else job_files(path)
-    if files is None:
-        return analysis
-    observed = observed or observe_job(path, files, engine or "local", address)
-    return replace(analysis, job=_job_json(observed[1], engine))
 
 
 def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:

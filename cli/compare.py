@@ -93,7 +93,7 @@ def _compare_with_report(base: Path, base_label: str, new: Path, new_label: str,
     from reports.compare import compare, regression_check
     from reports.export import write_comparison
 
-    from cli.advisors import with_job_views
+    from cli.job_views import with_job_views
 
     a = with_job_views(analyse_path(base, label=base_label), str(base))
     b = with_job_views(analyse_path(new, label=new_label), str(new))

@@ -90,8 +90,10 @@ def main(args: argparse.Namespace, spec: QualitySpec) -> dict[str, Any]:
 
         cuda = interpreter.probe(interpreter_for(list(spec.command), spec.python)).get("cuda_available")
         strategy = ScriptStrategy(spec, "cuda" if cuda else "cpu", forced=tuple(args.fix))
+        from advisors.quality.script_candidates import templates
+
         candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix injected at boot, re-judged by the time "
-                                      "to the same quality", {"fix": f}) for f in args.fix] + cands.for_script()
+                                      "to the same quality", {"fix": f}) for f in args.fix] + templates()
 
         own = not getattr(args, "inject", False)
         bases: list[Any] = []  # the baseline as its runs recorded it (read once it has run)

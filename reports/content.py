@@ -104,22 +104,30 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "comparison": None if comparison is None else comparison_context(comparison),
         "experiment": None if experiment is None or experiment.record is None else experiment_context(experiment.record),
         "ladder": None if ladder is None else ladder_context(ladder),
-        "job": None if a.job is None else job_context(a.job),
+        "job": None if a.job is None else job_context(a.job, d.bottleneck.value if d is not None else None),
     }
 
 
-def job_context(job: dict[str, Any]) -> dict[str, Any]:
+def job_context(job: dict[str, Any], bottleneck: str | None = None) -> dict[str, Any]:
     """The report's Ranks section from ``analyze``'s ``job`` (a folder's map and reduce, or a run's agent
-    summaries): how many ranks, which kept a trace, the straggler and the slowest rank's critical path."""
+    summaries): how many ranks, which kept a trace, the straggler (or why none is marked: the sentence of
+    :mod:`profilers.jobs.straggler`), the critical path of the rank of most work, its kinds in words, and how it
+    fits the ``bottleneck`` (:func:`~profilers.jobs.path_fit.path_fit`)."""
+    from profilers.jobs.critical_graph import KIND_WORDS
+    from profilers.jobs.path_fit import path_fit
+
     straggler = job.get("straggler")
     cp = job.get("critical_path")
     return {"ranks": len(job["ranks"]), "traced": job.get("traced_ranks"),
+            "straggler_reason": job.get("straggler_reason"),
             "straggler": None if straggler is None else {
                 "rank": straggler["culprit"], "work_ms": straggler["work_ms"],
                 "median_work_ms": straggler["median_work_ms"], "victims": len(straggler["victims"])},
+            "path_fit": path_fit(job, bottleneck),
             "critical_path": None if not cp else {
                 "rank": cp["rank"], "available": cp["available"], "reason": cp.get("reason"),
-                "step": cp.get("step"), "total_ms": cp.get("total_ms"), "by_kind": cp.get("by_kind") or []}}
+                "step": cp.get("step"), "total_ms": cp.get("total_ms"),
+                "by_kind": [{**k, "words": KIND_WORDS.get(k["kind"], k["kind"])} for k in cp.get("by_kind") or []]}}
 
 
 def experiment_context(x: ExperimentRecord) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from advisors.experiments.results.stored_view import StoredView
 from reports import charts, charts_compare, charts_time
 from reports.analysis import Analysis
 from reports.compare import Comparison
-from reports.stragglers import straggler_call
 
 
 @dataclass(frozen=True)
@@ -33,8 +32,8 @@ def analysis_figures(a: Analysis) -> list[Figure]:
         out.append(Figure("per_step", charts.step_breakdown(b.per_step)))
         if len(b.ranks) > 1:
             out.append(Figure("per_rank", charts.rank_breakdown(b.per_step)))
-            call = straggler_call(b.per_step)
-            out.append(Figure("straggler", charts.straggler(b.per_rank, call.rank if call.beyond_noise else None)))
+            s = b.straggler
+            out.append(Figure("straggler", charts.straggler(b.per_rank, None if s is None else s.rank)))
     if not a.timeline.empty:
         first = int(a.timeline["rank"].min())
         out.append(Figure("timeline", charts_time.timeline(a.timeline, a.step_spans, first)))

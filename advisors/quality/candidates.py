@@ -18,7 +18,9 @@ On a sample workload each is a :class:`~profilers.run.spec.TrainingSpec` patch. 
 **injected at boot** into the script's own objects (``stepwise_agent.inject.convergence``): its
 ``DataLoader(batch_size=…)`` × k, its ``torch.optim`` optimizer's rate scaled (with the warm-up the workload's
 trainer lacks), accumulation by wrapping its ``step``/``zero_grad``, SGD built as AdamW, Adam/AdamW fused;
-the rule and the numbers follow the optimizer its baseline run built (:mod:`advisors.quality.script_candidates`).
+the rule and the numbers follow the optimizer its baseline run built (:mod:`advisors.quality.script_candidates`,
+whose ``templates`` are a script's candidates before its baseline has run; it imports this module, never the
+other way).
 Where the script does not allow one (no DataLoader, no torch optimizer, gradients cleared by
 ``model.zero_grad()``, a closure optimizer) it is "change it yourself" with the reason, or, when that is only
 seen while it runs, "not applied: why", never a measurement. LAMB/LARS stays advice.
@@ -120,12 +122,3 @@ def for_workload(spec: TrainingSpec, k: int = 4, run_steps: int | None = None) -
     other: Scaling = "linear" if rule == "sqrt" else "sqrt"
     return [batch_scaled(spec, k, rule, run_steps), batch_scaled(spec, k, other, run_steps), accumulation(spec, k, rule),
             optimizer_swap(spec), early_stopping()]
-
-
-def for_script(k: int = 4) -> list[Candidate]:
-    """On a script: the candidates before its baseline has run, made concrete from it by
-    :func:`advisors.quality.script_candidates.resolve` (injected at boot, or advice when the script does not allow
-    it)."""
-    from advisors.quality.script_candidates import templates
-
-    return templates(k)

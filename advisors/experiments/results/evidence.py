@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from advisors.experiments.experiment import Arm, Experiment
-from advisors.experiments.results.recording import before_arm
 from advisors.experiments.trials import Spec
 from profilers.errors import StepwiseError
 from profilers.trace.breakdown import CATEGORIES
@@ -17,7 +16,7 @@ from profilers.trace.breakdown import CATEGORIES
 
 def arms(e: Experiment[Spec]) -> dict[str, Arm[Spec]]:
     """The two arms by the names the charts give them: ``before: baseline``, ``after: <fix title>``."""
-    before = before_arm(e)
+    before = e.before
     return {f"before: {before.label}": before, f"after: {e.fix.title}": e.patched}
 
 

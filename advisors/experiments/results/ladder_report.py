@@ -12,7 +12,7 @@ from advisors.experiments.after_ladder import final_diagnosis_json
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.optimize import Ladder
 from advisors.experiments.results.record import ExperimentRecord, LadderRecord
-from advisors.experiments.results.recording import before_arm, ladder_record
+from advisors.experiments.results.recording import ladder_record
 from advisors.experiments.trials import Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
 from advisors.stats import beside, iqr, relative_spread
@@ -47,7 +47,7 @@ def experiment_json(e: Experiment[Spec], rec: ExperimentRecord) -> dict[str, Any
     bound = rec.bound
     return {
         "fix": rec.fix_id, "fix_title": rec.fix_title, "spec_patch": dict(rec.spec_change),
-        "before": arm_json(before_arm(e), rec.before_samples_per_s),
+        "before": arm_json(e.before, rec.before_samples_per_s),
         "after": arm_json(e.patched, rec.after_samples_per_s),
         "baseline_status": e.baseline.outcomes[0].status if e.baseline.outcomes else None,
         "speedup": rec.speedup, "interval": None if rec.low is None else [rec.low, rec.high],

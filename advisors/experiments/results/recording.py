@@ -15,8 +15,10 @@ import numpy as np
 from advisors.bounds import Bound, exceeds, rest_got_faster
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.results.words import outcome
+from advisors.experiments.results.evidence import evidence
 from advisors.experiments.results.record import (Attempt, BoundRecord, ExperimentRecord, Kind, LadderRecord, Outcome,
                                           TrialRecord, complete, why_stopped)
+from advisors.experiments.results.stored_view import StoredView
 from advisors.experiments.trials import Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.files import read_json
@@ -33,11 +35,6 @@ def outcome_of(e: Experiment[Spec]) -> tuple[Outcome, str]:
     return word, text  # type: ignore[return-value]  # outcome() starts every text with one of OUTCOMES
 
 
-def before_arm(e: Experiment[Spec]) -> Arm[Spec]:
-    """The arm the patched one is timed against: the reference when the baseline could not be timed."""
-    return e.reference if e.reference is not None else e.baseline
-
-
 def bound_record(bound: Bound | None, baseline: str, baseline_run: str | None,
                  e: Experiment[Spec] | None = None) -> BoundRecord | None:
     """A diagnosis' bound on a fix, with the diagnosis (of which run) it comes from; ``e``: the experiment it is
@@ -47,7 +44,7 @@ def bound_record(bound: Bound | None, baseline: str, baseline_run: str | None,
     over = e is not None and e.kept and exceeds(e.speedup, bound.speedup)
     why = None
     if over and e is not None:
-        rests = [x for t in before_arm(e).trials if (x := t.rest_ms) is not None]
+        rests = [x for t in e.before.trials if (x := t.rest_ms) is not None]
         why = rest_got_faster(e.fix.id, float(np.median(rests)) if rests else None, e.patched.median_step_ms)
     return BoundRecord(speedup=bound.speedup, assumption=bound.assumption or None, baseline=baseline,
                        baseline_run=baseline_run, exceeded=over, exceeded_why=why)
@@ -118,7 +115,7 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
     """The record of one experiment (see :mod:`advisors.experiments.results.record`). ``where``: the call site a ladder
     round knows; an Apply on a script finds its own from the runs' ``injected.json``."""
     word, text = outcome_of(e)
-    before, script = before_arm(e), isinstance(e.patched.spec, ScriptSpec)
+    before, script = e.before, isinstance(e.patched.spec, ScriptSpec)
     site = where if where is not None else (call_site(e) if script else None)
     measured = script_change(e, site, arm_device(e.patched)) if script else None  # every fix that acted
     ratio = e.ratio
@@ -157,13 +154,11 @@ def ladder_record(ladder: Any, rounds_asked: int | None) -> LadderRecord:
         not_retried=tuple(Attempt(a.fix.id, a.fix.title, a.why) for a in ladder.not_retried))
 
 
-def applied(e: Experiment[Spec], diagnosis: Any, baseline: str, baseline_run: str | None) -> Any:
+def applied(e: Experiment[Spec], diagnosis: Any, baseline: str, baseline_run: str | None) -> StoredView:
     """An Apply as every surface reads it (a :class:`~advisors.experiments.results.stored_view.StoredView`): its
     record, with the bound of ``diagnosis`` (the one shown when it was applied, of the run ``baseline_run``, named
     ``baseline``), and its charts' inputs."""
     from advisors.diagnosis import bound_for
-    from advisors.experiments.results.evidence import evidence
-    from advisors.experiments.results.stored_view import StoredView
 
     bound = bound_record(bound_for(diagnosis, e.fix.id) if diagnosis is not None else None, baseline, baseline_run, e)
     return StoredView("apply", record=experiment_record(e, "apply", bound=bound), evidence=evidence(e))

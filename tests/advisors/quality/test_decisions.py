@@ -8,6 +8,7 @@ import pytest
 
 from advisors.experiments.to_quality import QualityRun, QualitySpec, patch_workload, to_quality
 from advisors.quality import candidates as cands
+from advisors.quality.script_candidates import templates
 from advisors.quality.arms import ArmTime, compare, olympic
 from advisors.quality.curve import Curve, ema, loss_curve_from_steps, smoothed, time_to_target
 from advisors.quality.early_stop import measure, stop_point
@@ -151,7 +152,7 @@ def test_candidates_state_their_rules_and_warm_up_when_the_rate_grows_large() ->
     assert cands.for_workload(adam)[0].id == "batch_x4_sqrt_lr"
     assert cands.optimizer_swap(BASE).patch == {"optimizer": "adamw", "lr": 1e-3}
     assert cands.optimizer_swap(adam).patch == {"optimizer_impl": "fused"}
-    script = cands.for_script()  # made concrete from the script's baseline run: advisors.quality.script_candidates
+    script = templates()  # made concrete from the script's baseline run: advisors.quality.script_candidates
     assert [(c.patch or {}).get("kind") for c in script] == ["batch", "grad_accum", "optimizer_swap", None, None]
     assert script[-1].id == "early_stopping" and script[-2].patch is None and "not in PyTorch" in script[-2].advice
 
