@@ -139,6 +139,7 @@ def experiment_context(x: ExperimentRecord) -> dict[str, Any]:
             "before_ms": _num(x.before_step_ms), "after_ms": _num(x.after_step_ms), "speedup": _num(x.speedup),
             "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
             "low": _num(x.low), "high": _num(x.high), "level": x.level, "trials": x.trials_per_arm,
+            "rate_unit": x.rate_unit,
             "upper_bound": _num(x.bound.speedup) if x.bound else None,
             "bound_text": x.bound.text if x.bound else None,
             "spec_change": {k: str(v) for k, v in x.spec_change.items()}, "where": x.where,

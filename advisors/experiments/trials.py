@@ -53,6 +53,7 @@ class RunOutcome:
     applied: Mapping[str, Any] | None = None  # a script run's injected.json: each knob acted or not, call sites
     notes: tuple[str, ...] = ()  # what the verdict must say of this run (e.g. it ended before its steps)
     load: TrialLoad | None = None  # other programs' use of the machine while its steps were timed
+    per_step: bool = False  # no batch was seen (no DataLoader): its throughput is steps/s, not samples/s
 
     @property
     def contended(self) -> bool:
@@ -149,7 +150,8 @@ def script_outcome(spec: ScriptSpec, result: RunResult, steps: pd.DataFrame, run
     applied = read_json(run_dir / "injected.json")
     return RunOutcome(status=result.status.value, trial=trial, peak_memory_mb=result.peak_memory_mb,
                       losses=loss_curve(steps), steps_done=result.steps_done, error=result.error,
-                      run_dir=str(run_dir), applied=applied if isinstance(applied, dict) else None, notes=notes)
+                      run_dir=str(run_dir), applied=applied if isinstance(applied, dict) else None, notes=notes,
+                      per_step=bool(unseen))
 
 
 def outcome_from_steps(spec: TrainingSpec, result: RunResult, steps: pd.DataFrame,

@@ -92,11 +92,13 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")
         return _change_and_charts(view, judged=False, key=key)
-    rate = ("samples per second: total samples over total time of the timed steps of a run, the median over "
-            "the arm's runs")
+    unit = x.rate_unit
+    rate = (f"{unit}: total samples over total time of the timed steps of a run, the median over the arm's runs"
+            if unit == "samples/s" else "steps/s: the script's batches were not seen (no DataLoader), so its steps "
+            "over their total time, the median over the arm's runs")
     cols = st.columns(4 if x.bound else 3)
-    cols[0].metric("Before: samples/s", _rate(x.before_samples_per_s), help=f"The {x.before_label}'s {rate}.")
-    cols[1].metric("After: samples/s", _rate(x.after_samples_per_s), help=f"The patched arm's {rate}.")
+    cols[0].metric(f"Before: {unit}", _rate(x.before_samples_per_s), help=f"The {x.before_label}'s {rate}.")
+    cols[1].metric(f"After: {unit}", _rate(x.after_samples_per_s), help=f"The patched arm's {rate}.")
     if x.speedup:
         interval = f", {x.level:.0%} interval [{x.low:.2f}, {x.high:.2f}]" if x.low is not None else ""
         cols[2].metric("Speed-up", f"{x.speedup:.2f}×", help="After over before: the number that decided the "
@@ -109,7 +111,7 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
     if x.speedup and x.low is not None:
         pairs = x.pair_ratios
         st.caption(f"Speed-up {x.speedup:.2f}× = {_rate(x.after_samples_per_s)} ÷ {_rate(x.before_samples_per_s)} "
-                   f"samples/s, {x.level:.0%} interval [{x.low:.2f}, {x.high:.2f}]"
+                   f"{unit}, {x.level:.0%} interval [{x.low:.2f}, {x.high:.2f}]"
                    + (f"; each back-to-back pair: {', '.join(f'{p:.2f}×' for p in pairs)}" if pairs else "") + ". "
                    f"Beside it, not in its place: the median step {_ms(x.before_step_ms)} before, "
                    f"{_ms(x.after_step_ms)} after (every timed step of every run; the box plot's line).")
@@ -173,8 +175,8 @@ def ladder_table(rounds: tuple[ExperimentRecord, ...]) -> pd.DataFrame:
     for x in rounds:
         judged = x.outcome not in ("not applied", "failed")
         out.append({"round": x.round, "fix": x.fix_title, "outcome": x.outcome_text,
-                    "before samples/s": _num(x.before_samples_per_s, 1) if judged else "",
-                    "after samples/s": _num(x.after_samples_per_s, 1) if judged else "",
+                    "before samples/s": _num(x.before_samples_per_s, 1, _steps(x)) if judged else "",
+                    "after samples/s": _num(x.after_samples_per_s, 1, _steps(x)) if judged else "",
                     "speed-up": _num(x.speedup, 2, "×") if judged else "",
                     "interval": f"[{x.low:.2f}, {x.high:.2f}]" if judged and x.low is not None and x.high is not None
                     else "",
@@ -182,6 +184,11 @@ def ladder_table(rounds: tuple[ExperimentRecord, ...]) -> pd.DataFrame:
                     "upper bound": _num(x.bound.speedup if x.bound else None, 2, "×"),
                     "cumulative": _num(x.cumulative_speedup, 2, "×")})
     return pd.DataFrame(out).set_index("round")
+
+
+def _steps(x: ExperimentRecord) -> str:
+    """A rate that counts steps, not samples (no DataLoader was seen), says so in its cell."""
+    return "" if x.rate_unit == "samples/s" else " steps/s"
 
 
 def _arrow(before: Any, after: Any) -> str:

@@ -51,7 +51,7 @@ def experiment_json(e: Experiment[Spec], rec: ExperimentRecord) -> dict[str, Any
         "after": arm_json(e.patched, rec.after_samples_per_s),
         "baseline_status": e.baseline.outcomes[0].status if e.baseline.outcomes else None,
         "speedup": rec.speedup, "interval": None if rec.low is None else [rec.low, rec.high],
-        "speedup_basis": SPEEDUP_BASIS,
+        "speedup_basis": SPEEDUP_BASIS, "rate_unit": rec.rate_unit,
         "before_samples_per_s": rec.before_samples_per_s, "after_samples_per_s": rec.after_samples_per_s,
         "pair_ratios": list(rec.pair_ratios), "inconclusive": rec.inconclusive, "outcome": rec.outcome_text,
         "interval_level": rec.level, "min_gain": rec.min_gain, "kept": rec.outcome == "kept", "reason": rec.reason,
@@ -157,6 +157,8 @@ def _row(name: str, arm: Arm[Spec], x: ExperimentRecord | None, cumulative: floa
     ms = f"{arm.median_step_ms:.1f}" if arm.median_step_ms else "-"
     peak = f"{arm.peak_memory_mb:.0f}" if arm.peak_memory_mb else "-"
     sp = f"{x.speedup:.2f}x" if x is not None and x.speedup else ""
+    if x is not None and x.rate_unit != "samples/s":  # no batch seen: the rates count steps
+        sp += " (steps/s)"
     interval = f"[{beside(x.low, 1 + x.min_gain)}, {x.high:.2f}]" if x is not None and x.low is not None \
         and x.high is not None else ""
     cum = f"{cumulative:.2f}x" if cumulative else ""

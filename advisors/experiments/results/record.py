@@ -60,6 +60,7 @@ class TrialRecord:
     peak_memory_mb: float | None = None
     others_cores: float | None = None  # cores other programs took while its steps were timed
     error: str | None = None
+    rate_unit: str = "samples/s"  # "steps/s" when the script's batches were not seen (no DataLoader)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class ExperimentRecord:
     rule: str | None = None
     acts_on: str | None = None  # what the fix itself acts on (a DataLoader fix tried for a compute verdict: data)
     before_label: str = "baseline"  # or "reference (no memory budget)" when the baseline could not be timed
+    rate_unit: str = "samples/s"  # "steps/s" when the script's batches were not seen: then before/after count steps
     before_samples_per_s: float | None = None
     after_samples_per_s: float | None = None
     speedup: float | None = None  # after ÷ before samples/s

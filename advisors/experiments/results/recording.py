@@ -62,7 +62,7 @@ def trial_records(e: Experiment[Spec], round_: int | None = None) -> tuple[Trial
                 fix_id=e.fix.id, status=o.status, samples_per_s=_r(t.throughput) if t else None,
                 step_time_ms=_r(t.median_ms) if t else None, steps=len(t.walls_ms) if t else 0,
                 peak_memory_mb=_r(o.peak_memory_mb, 1), others_cores=_r(o.load.others_cores, 2) if o.load else None,
-                error=o.error))
+                error=o.error, rate_unit="steps/s" if o.per_step else "samples/s"))
     return tuple(sorted(out, key=lambda t: (t.pair, t.role != "baseline")))
 
 
@@ -123,6 +123,7 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
         kind=kind, round=round_, fix_id=e.fix.id, fix_title=e.fix.title,
         bottleneck=bottleneck or e.fix.bottleneck.value, rule=rule, acts_on=e.fix.bottleneck.value, outcome=word, outcome_text=text,
         reason=e.reason, before_label=before.label,
+        rate_unit="steps/s" if any(o.per_step for a in (before, e.patched) for o in a.outcomes) else "samples/s",
         # unrounded, so a reader redoes after ÷ before exactly; every surface rounds only when it prints
         before_samples_per_s=ratio.before if ratio else None, after_samples_per_s=ratio.after if ratio else None,
         speedup=e.speedup, low=ratio.low if ratio else None, high=ratio.high if ratio else None,

@@ -104,3 +104,21 @@ def test_identical_loss_curves_are_said_to_be_identical() -> None:
     assert not same_curves({"before": [2.0, 1.5], "after": [2.0, 1.4]}) and not same_curves({"before": [2.0]})
     fig = loss_curves({"before": [2.0, 1.5], "after": [2.0, 1.5]}, "Loss curves overlaid", identical=True)
     assert "identical in both arms" in fig.layout.title.text and fig.data[1].line.dash == "dash"
+
+
+def test_a_script_whose_batches_were_not_seen_counts_steps_not_samples() -> None:
+    """Issue 42: llm.c's throughput columns (0.8 → 1.0) were steps per second labelled samples/s."""
+    from dataclasses import replace
+
+    from advisors.experiments.experiment import Policy, run_experiment
+    from advisors.experiments.results.recording import experiment_record
+    from advisors.fixes import FIXES
+    from tests.advisors.test_experiment import BASE, FakeRunner
+
+    fake = FakeRunner()
+    e = run_experiment(BASE, FIXES["cache_decoded"], lambda s, p=None: replace(fake(s, p), per_step=True),
+                       Policy(trials=3, n_boot=200))
+    x = experiment_record(e)
+    assert x.rate_unit == "steps/s" and {t.rate_unit for t in x.trials} == {"steps/s"}
+    assert experiment_record(run_experiment(BASE, FIXES["cache_decoded"], FakeRunner(),
+                                            Policy(trials=3, n_boot=200))).rate_unit == "samples/s"
