@@ -66,7 +66,8 @@ def memory_over_time(mem: pd.DataFrame, spans: pd.DataFrame, rank: int) -> go.Fi
             fig.add_trace(go.Scatter(x=g["t_ms"].round(3).tolist(), y=g["reserved_mb"].round(2).tolist(),
                                      name=f"{device} reserved", line={"color": color, "dash": "dash"}, mode="lines"))
     step_lines(fig, spans[spans["rank"] == rank]["start_ms"].tolist())
-    return style(fig, f"Memory over the trace (rank {rank})", y_title="MiB", x_title="ms since the first step")
+    return style(fig, f"Memory over the trace (rank {rank}): the profiler's allocator events (host: CPU tensors; "
+                      "device: CUDA/HIP)", y_title="MiB", x_title="ms since the first step")
 
 
 def step_marks(steps: pd.DataFrame, t0_ns: int) -> list[float]:
