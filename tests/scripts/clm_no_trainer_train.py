@@ -52,7 +52,8 @@ def main() -> None:
     data = blocks(text, args.block_size)
     split = int(len(data) * 0.9)
     train_dataset, eval_dataset = data[:split], data[split:]
-    config = GPT2Config(vocab_size=128, n_positions=args.block_size, n_embd=128, n_layer=2, n_head=4)
+    config = GPT2Config(vocab_size=128, n_positions=args.block_size, n_embd=128, n_layer=2, n_head=4, bos_token_id=0,
+                        eos_token_id=0)
     model = GPT2LMHeadModel(config)
 
     train_dataloader = DataLoader(
