@@ -32,8 +32,8 @@ from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.trace.summary import breakdown_summary
 from reports import advice
-from reports.timeline import category_timeline, memory_series, step_spans
-from reports.telemetry import downsample_telemetry
+from profilers.frames.timeline import category_timeline, memory_series, step_spans
+from profilers.frames.telemetry import downsample_telemetry
 
 if TYPE_CHECKING:
     from profilers.jobs.reduce import JobAnalysis
@@ -43,9 +43,9 @@ if TYPE_CHECKING:
 class Analysis:
     """One analysed input. ``breakdown`` is ``None`` for a run that left no readable trace (see ``notes``).
 
-    Frames (all small): ``timeline`` and ``step_spans`` (:mod:`reports.timeline`), ``memory``
-    (:func:`reports.timeline.memory_series`), ``steps`` (a run's ``steps.jsonl``: rank, step, wall_ms, loss,
-    samples, profiled, t_unix_ns) and ``telemetry`` (:func:`reports.telemetry.downsample_telemetry`).
+    Frames (all small): ``timeline`` and ``step_spans`` (:mod:`profilers.frames.timeline`), ``memory``
+    (:func:`profilers.frames.timeline.memory_series`), ``steps`` (a run's ``steps.jsonl``: rank, step, wall_ms, loss,
+    samples, profiled, t_unix_ns) and ``telemetry`` (:func:`profilers.frames.telemetry.downsample_telemetry`).
     """
 
     label: str

@@ -195,7 +195,7 @@ def test_memory_over_time_is_built_from_byte_changes(tmp_path: Path) -> None:
     """+3 MiB, +5 MiB, −2 MiB, −6 MiB: the curve reads 3, 8, 6, 0 MiB, and the peak is 8 MiB (was a flat 0)."""
     from profilers.trace.breakdown import breakdown
     from profilers.trace.load import load_trace
-    from reports.timeline import memory_series
+    from profilers.frames.timeline import memory_series
     mib = 2**20
     ev = [step(0, 0, 1000), kernel("k", 10, 900),
           _change(100, 3 * mib), _change(200, 5 * mib), _change(300, -2 * mib), _change(400, -6 * mib)]
