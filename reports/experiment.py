@@ -1,7 +1,7 @@
 """An A/B experiment or an optimisation ladder (``advisors.experiments.experiment`` / ``advisors.experiments.optimize``) as chart inputs.
 
 Pure functions from the advisor's values to plain samples, curves and tables; the before/after breakdown
-reads each arm's first stored run (its trace) with :func:`reports.analysis.analyse_path`. For a fix injected
+reads each arm's first stored run (its trace) with :func:`advisors.analysis.analyse`. For a fix injected
 into a user's script (:class:`~profilers.run.script_spec.ScriptSpec`), :func:`script_change` says where in the
 user's file the change belongs and, for a kept fix, the edit itself (``advisors.experiments.ladder_report.change_json``: a
 unified diff of the file, or the snippet at the line).
@@ -22,7 +22,7 @@ from profilers.trace.breakdown import CATEGORIES
 from profilers.errors import StepwiseError
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.files import read_json
-from reports.analysis import analyse_path
+from advisors.analysis import analyse
 
 
 def _before(e: Experiment[Spec]) -> Arm[Spec]:
@@ -58,7 +58,7 @@ def breakdowns(e: Experiment[Spec]) -> dict[str, dict[str, float]]:
             if not o.run_dir:
                 continue
             try:
-                a = analyse_path(Path(o.run_dir))
+                a = analyse(Path(o.run_dir))
             except StepwiseError:
                 continue
             if a.breakdown is not None and len(a.breakdown.per_step):

@@ -12,7 +12,7 @@ from advisors.experiments.optimize import Ladder
 from advisors.experiments.trials import Spec
 from reports import charts, charts_compare, charts_time
 from reports import experiment as ex
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.compare import Comparison
 from reports.stragglers import straggler_call
 

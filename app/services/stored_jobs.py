@@ -16,7 +16,7 @@ from profilers.run.records import RunRecord, RunResult, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports import export
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.experiment_view import experiment_roles, experiment_view, ladder_roles, ladder_view
 
 T = TypeVar("T")

@@ -83,10 +83,10 @@ def test_optimise_shows_the_ladder(stored) -> None:
 def test_report_with_the_applied_fix(stored) -> None:
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
 
-    a = analyse_path(stored.run_dir)
+    a = analyse(stored.run_dir)
     e = run_experiment(a.run.spec, FIXES["dataloader_workers"], trials.store_runner(None), Policy(trials=2))
     html = render(a, "html", experiment=e).decode()
     assert "Applied fix: DataLoader worker processes" in html and 'id="fig-exp_steps"' in html
@@ -144,7 +144,7 @@ def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(stor
     """The dashboard walk (a machine shared with a CI run): "Contention: other programs used 1.57 of the
     machine's 2 cores …" — why the Apply measured the fix slower — was hidden as "none: …" inside "Not enough
     data to judge". It is a warning beside the verdict, and "About this measurement" in the report."""
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
     from tests.advisors.test_telemetry_facts import _run_with_host
 
@@ -153,7 +153,7 @@ def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(stor
     assert_clean(at)
     assert any(w.value.startswith("Contention: other programs used 1.74") for w in at.warning)
     assert not any("**none**" in m.value for m in at.markdown)
-    md = render(analyse_path(run_dir), "md").decode()
+    md = render(analyse(run_dir), "md").decode()
     assert "## About this measurement\n\n- Contention: other programs used 1.74" in md and "- none:" not in md
 
 
@@ -162,7 +162,7 @@ def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) 
     page: "rejected") and "0.28× shorter". It says the page's outcome word and "3.55× longer"."""
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
 
     record = fake_run(store)
@@ -173,7 +173,7 @@ def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) 
                                                    samples_per_step=16.0),
                           peak_memory_mb=300.0, losses=(2.3, 1.9, 1.6), steps_done=10, run_dir=record.run_dir)
 
-    a = analyse_path(record.run_dir)
+    a = analyse(record.run_dir)
     e = run_experiment(a.run.spec, FIXES["dataloader_workers"], run, Policy(trials=2, n_boot=200))
     md = render(a, "md", experiment=e).decode()
     assert "**Outcome: rejected: slower, 0.28×" in md and "Not kept" not in md

@@ -56,7 +56,7 @@ def test_a_report_is_what_brings_plotting_in(tmp_path: Path) -> None:
     done, modules = _analyze(str(_small_trace(tmp_path)), "--json", "--report", str(tmp_path / "r.html"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "r.html").is_file()
-    assert "jinja2" in modules and "reports.analysis" in modules
+    assert "jinja2" in modules and "reports.export" in modules
     assert "torch" not in modules
 
 
