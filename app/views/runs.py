@@ -12,14 +12,14 @@ from app.widgets import experiment_result, links, trial_runs, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
 
-RUNS_COLUMNS = {  # the widths add up to the page's main column (the bottleneck made room for itself)
-    "run": st.column_config.TextColumn(width=200), "kind": st.column_config.TextColumn(width=70),
+RUNS_COLUMNS = {  # with the row's selection box, the widths fill the page's main column and no more
+    "run": st.column_config.TextColumn(width=185), "kind": st.column_config.TextColumn(width=65),
     **trial_runs.RUN_FIGURES,
-    "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=100),
+    "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=95),
     "bottleneck": st.column_config.TextColumn(width=95, help="the binding bottleneck of the run's analysis "
                                               "(blank until the run is first analysed)"),
-    "device": st.column_config.TextColumn(width=55), "ranks": st.column_config.NumberColumn(width=50),
-    "error": st.column_config.TextColumn(width=60)}
+    "device": st.column_config.TextColumn(width=55), "ranks": st.column_config.NumberColumn(width=45),
+    "error": st.column_config.TextColumn(width=50)}
 
 st.title("Runs")
 st.caption("Launched runs and uploaded traces share this list. Pick one to analyse, advise on, compare or export.")
