@@ -16,13 +16,16 @@ from typing import Any
 
 import pandas as pd
 
+from advisors.analysis.document import NO_EFFICIENCY, no_trace_summary, run_json
+from advisors.diagnosis import diagnosis_json
 from advisors.observation import RunFacts
 from advisors.verdict import Diagnosis
+from profilers.errors import StepwiseError
 from profilers.efficiency.mfu import Efficiency, efficiency
 from profilers.efficiency.peaks import device_peak
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.breakdown import Breakdown
-from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device
+from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 
 
@@ -132,10 +135,28 @@ class Analysis:
         return efficiency(b, self.run.cpu_matmul_tflops if self.run is not None else None, gpu_model)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``analyze --json`` document (:func:`advisors.analysis.document.analysis_json`)."""
-        from advisors.analysis.document import analysis_json
-
-        return analysis_json(self)
+        """The ``analyze --json`` document: facts (the breakdown summary, or a run's own figures when it left no
+        trace, or a memory snapshot's summary), the run's facts, the efficiency, the diagnosis (findings with
+        their bounds, the fix order, what could not be judged) and, for several ranks, ``job``. StepwiseError
+        (the advisor's reason) when the advisor could not judge the input."""
+        if self.diagnosis is None:
+            raise StepwiseError(self.advisor_note or "the advisor could not judge this input")
+        b, run = self.breakdown, self.run
+        out = self.summary if b is not None else no_trace_summary(run, self.snapshot, self.notes)
+        assert out is not None
+        # One step time per input (step_time_ms): a run's own median measured step; the profiled window's beside it.
+        out["profiled_step_time_ms"] = out["step_time_ms"] if b is not None and b.n_steps else None
+        if run is not None and run.step_time_ms is not None:
+            out["step_time_ms"] = round(run.step_time_ms, 4)
+        if run is not None:
+            out["run"] = run_json(run)
+        if self.snapshot is not None:
+            out["memory_snapshot"] = snapshot_json(self.snapshot, self.device_memory_bytes)
+        out["efficiency"] = self.efficiency.to_json() if self.efficiency is not None else dict(NO_EFFICIENCY)
+        out.update(diagnosis_json(self.diagnosis))
+        if self.job is not None:  # a folder's map and reduce, or a run's agent summaries: every rank's views
+            out["job"] = self.job
+        return out
 
 
 def run_step_basis(steps: int | None, basis: str | None) -> str:
