@@ -1,4 +1,6 @@
-"""The advisor as the reports see it: a diagnosis when the advisor can give one, else an honest reason.
+"""Look-ups the reports and pages make in the advisor's tables: a fix by id, a cause's words, the rules' docs, and
+the JSON of an experiment or a ladder. Nothing is judged here: the diagnosis is the analysis'
+(:func:`advisors.analysis.analyse`).
 
 Plain imports of the advisor's own entry points; an experiment is rendered from its stored record
 (:mod:`advisors.experiments.results.record`), never judged here.
@@ -11,19 +13,9 @@ from typing import Any
 from advisors import diagnosis as advisor
 from advisors.accounting import CAUSES
 from advisors.fixes import FIXES
-from advisors.observation import Observation
 from advisors.rules import RULES
 from advisors.verdict import Diagnosis, Fix
-from profilers.errors import StepwiseError
 
-
-
-def diagnose(obs: Observation) -> tuple[Diagnosis | None, str | None]:
-    """``(diagnosis, None)``, or ``(None, why)`` when the advisor cannot judge the input."""
-    try:
-        return advisor.diagnose(obs), None
-    except StepwiseError as err:
-        return None, f"the advisor could not judge this input: {err}"
 
 
 def fix_for(fix_id: str | None) -> Fix | None:
@@ -31,9 +23,6 @@ def fix_for(fix_id: str | None) -> Fix | None:
     return FIXES.get(fix_id) if fix_id else None
 
 
-def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
-    """The advisor's own JSON form of a diagnosis (``advisors.diagnosis.diagnosis_json``)."""
-    return advisor.diagnosis_json(d)
 
 
 def cause_text(cause: str) -> str:

@@ -1,6 +1,6 @@
 """Charts over time: the downsampled category timeline, memory over the trace, run telemetry and live progress.
 
-Inputs are the small frames of :mod:`reports.timeline` and :mod:`reports.telemetry`; step boundaries are drawn
+Inputs are the small frames of :mod:`profilers.frames.timeline` and :mod:`profilers.frames.telemetry`; step boundaries are drawn
 as thin vertical lines (at most :data:`MAX_STEP_LINES`) so that utilisation and memory read against the steps.
 """
 
@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from profilers.trace.breakdown import CATEGORIES
 from reports.charts import CATEGORY_COLORS, SERIES_COLORS, category_name, style
-from reports.telemetry import metric_columns
+from profilers.frames.telemetry import metric_columns
 
 MAX_STEP_LINES = 120
 UTIL_METRICS = ("gpu_util_pct", "cpu_pct")

@@ -12,13 +12,14 @@ import math
 import time
 from typing import Any
 
+from advisors.analysis import Analysis
+from advisors.diagnosis import diagnosis_json
 from advisors.experiments.results.record import ExperimentRecord, LadderRecord
 from advisors.experiments.results.stored_view import StoredView
 from advisors.verdict import Bottleneck, Finding
 from profilers.trace.breakdown import CATEGORIES
 from profilers.trace.memory_snapshot import snapshot_json
 from reports import advice
-from reports.analysis import Analysis
 from reports.compare import Comparison, step_samples
 from reports.evidence import format_evidence
 
@@ -66,9 +67,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
     """Everything the HTML and Markdown templates show (``experiment``: an applied fix's stored record;
     ``ladder``: a ladder's record)."""
     b, d = a.breakdown, a.diagnosis
-    rows = max(len(b.per_step), 1) if b is not None else 1
-    shares = b.shares() if b is not None else {}
-    per_cat = b.category_ns() if b is not None else {}
+    per_cat = (a.summary or {}).get("breakdown", {})  # ms per step and share of each category, as --json says them
     run = a.run
     return {
         "label": a.label, "kind": a.kind, "headline": a.headline, "advisor_note": a.advisor_note,
@@ -87,8 +86,8 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason,
                                             "whole_class": n.whole_class} for n in d.notes
                                             if n.bottleneck is not Bottleneck.NONE],
-        "shares": [{"category": c, "ms": round(per_cat[c] / rows / 1e6, 3), "share": round(shares[c], 4)}
-                   for c in CATEGORIES if per_cat.get(c)],
+        "shares": [{"category": c, "ms": round(per_cat[c]["ms"], 3), "share": round(per_cat[c]["share"], 4)}
+                   for c in CATEGORIES if c in per_cat and per_cat[c]["ms"]],
         "kernels": _rows(b.kernels if b is not None else None, {"name": "name", "class": "kclass", "count": "count",
                                                               "total_ns": "total_ns", "mean_us": "mean_us"}),
         "ops": _rows(b.ops if b is not None else None, {"name": "name", "count": "count", "total_ns": "total_ns",
@@ -180,7 +179,7 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: S
         "profiled_step_time_ms": _num(a.profiled_step_time_ms), "step_time_basis": a.step_time_basis,
         "summary": None if a.summary is None else {**a.summary, "step_time_ms": _num(a.step_time_ms),
                                                    "profiled_step_time_ms": _num(a.profiled_step_time_ms)},
-        "diagnosis": None if a.diagnosis is None else advice.diagnosis_json(a.diagnosis),
+        "diagnosis": None if a.diagnosis is None else diagnosis_json(a.diagnosis),
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
         "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],

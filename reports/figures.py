@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from advisors.experiments.results.record import LadderRecord
 from advisors.experiments.results.stored_view import StoredView
 from reports import charts, charts_compare, charts_time
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.compare import Comparison
 
 

@@ -13,7 +13,7 @@ from app.services import stored_jobs
 from app.services.jobs import BackgroundJob
 from profilers.run.records import RunRecord
 from profilers.store.runs import RunStore
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 
 
 def device_of(a: Analysis) -> str:

@@ -25,7 +25,7 @@ from profilers.run.handle import RunHandle, cancel_run
 from profilers.run.records import RunResult, RunStatus
 from profilers.run.spec import TrainingSpec
 from profilers.store.runs import RunStore
-from reports.telemetry import downsample_telemetry
+from profilers.frames.telemetry import downsample_telemetry
 
 #: The spec fields the form shows, in order, grouped (every other field keeps the workload's value and can be
 #: changed with ``KEY=VALUE`` lines).

@@ -16,7 +16,7 @@ from profilers.run.records import RunRecord, RunResult, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports import export
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from advisors.experiments.results.recording import applied, ladder_record
 from advisors.experiments.results.stored_view import apply_view, ladder_view, roles
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -14,19 +14,28 @@ from profilers.run.records import RunRecord
 MAX_TABLE_ROWS = 500
 
 
-def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = None) -> pd.DataFrame:
+def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = None,
+               analyses: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per run, newest first (what the Runs page lists). ``outcomes``: an experiment's outcome word
     ("kept 1.42×", "rejected", "not applied") by run id, shown as its status, and its row names the run it was
-    started from ("apply … ← resnet.json"), so an experiment is never a bare "ok" nobody can place."""
+    started from ("apply … ← resnet.json"), so an experiment is never a bare "ok" nobody can place.
+    ``analyses``: the stored analysis' figures by run id (``advisors.analysis.stored.headline``): its step time,
+    samples/s and bottleneck are the very ones its Analysis page and reports show; a run not analysed yet shows
+    its record's figures and no bottleneck."""
     labels = {r.run_id: r.label for r in records}
     said = outcomes or {}
-    rows = [{
-        "run": r.label + (f" ← {labels[r.source_run]}" if r.source_run in labels else ""),
-        "kind": r.kind, "status": said.get(r.run_id, r.status.value),
-        "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
-        "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
-        "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
-    } for r in records]
+    stored = analyses or {}
+    rows = []
+    for r in records:
+        head = stored.get(r.run_id)
+        rows.append({
+            "run": r.label + (f" ← {labels[r.source_run]}" if r.source_run in labels else ""),
+            "kind": r.kind, "status": said.get(r.run_id, r.status.value),
+            "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
+            "ms/step": head["step_time_ms"] if head else r.step_time_ms,
+            "samples/s": head["samples_per_s"] if head else r.samples_per_s, "peak MiB": r.peak_memory_mb,
+            "bottleneck": (head or {}).get("bottleneck") or "",
+            "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id})
     return pd.DataFrame(rows)
 
 

@@ -19,7 +19,7 @@ from profilers.errors import StepwiseError
 from profilers.run.records import RunResult, RunStatus
 from profilers.store.runs import RunStore
 from profilers.store.files import safe_name
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.escape import markdown_text
 
 TMP_PREFIX = ".tmp-upload-"

@@ -8,7 +8,7 @@ import streamlit as st
 from advisors.verdict import Bottleneck
 from app.widgets import ui
 from reports import advice
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.evidence import format_evidence
 
 #: Streamlit's named text colours closest to :data:`reports.charts.BOTTLENECK_COLORS`.

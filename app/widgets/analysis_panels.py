@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from advisors.analysis import Analysis
 from app import state
 
 from app.services import tables
@@ -16,7 +17,6 @@ from profilers.efficiency.peaks import PEAK_NAMES
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.memory_snapshot import GIB
 from reports import charts, charts_time
-from reports.analysis import Analysis, efficiency_phrase, needs_gpu_model
 
 
 _NUMBERS = {"total ms": st.column_config.NumberColumn(format="%.2f", width="small"),
@@ -59,11 +59,11 @@ def headline(a: Analysis) -> None:
         cols[4].metric("Events", f"{a.n_events:,}")
     else:  # read from its ranks' summaries: no event was loaded, and "0 events" would say none were recorded
         cols[4].metric("Events", "per rank", help=a.notes[0] if a.notes else None)
-    if needs_gpu_model(a):  # MFU needs a peak: the trace does not name a model the table knows
+    if a.needs_gpu_model:  # MFU needs a peak: the trace does not name a model the table knows
         model = url_state.gpu_model_picker(PEAK_NAMES, b.gpu_arch.name if b.gpu_arch is not None else None)
-        phrase = efficiency_phrase(a, model)
-        if phrase:
-            st.caption(ui.text(phrase))
+        eff = a.efficiency_for(model)
+        if eff is not None:
+            st.caption(ui.text(eff.phrase()))
     elif d is not None and isinstance(d.evidence.get("efficiency"), str):  # MFU against the device's peak
         st.caption(ui.text(str(d.evidence["efficiency"])))
     ui.chart(charts.share_bar(b.shares()), key="analysis.share")

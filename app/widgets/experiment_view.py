@@ -20,7 +20,7 @@ from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 
 AB_CAPTION = ("Baseline and patched runs alternate (A B A B …) with the same seed and data; the fix is kept when "
               "the 95% interval of the throughput ratio clears +3% and the loss holds.")

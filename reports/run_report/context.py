@@ -1,6 +1,9 @@
 """What a run's report says beyond its analysis: the experiments tried on it, how to reproduce each arm, and
 the environment it ran in — so one report per run is the artefact to paste into a pull request.
 
+:func:`report_extra` is the one function both doors call (``analyze RUN --report`` and the dashboard's Report
+page), so a run's report is the same from either.
+
 Read from the store only (nothing re-measured): each experiment's stored view (its outcome word, the measured
 gain with its interval, the change: a diff for a script, the spec change for a spec), the run's ``launch.json``
 (a script: its command, folder and interpreter) or ``spec.json`` (a workload), and what the run recorded of its
@@ -14,7 +17,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from advisors.analysis.stored import in_run_store
 from advisors.experiments.results.stored_view import read_view
+from profilers.errors import StepwiseError
+from profilers.inputs import is_run_folder
 from profilers.run.records import RunRecord
 from profilers.store import experiments
 from profilers.store.files import read_json
@@ -118,8 +124,30 @@ def _arm_commands(run_dir: Path, base: dict[str, str] | None, fix_id: Any, trial
     return out
 
 
-def run_context(store: RunStore, record: RunRecord) -> dict[str, Any]:
-    """``{"reproduce", "environment", "experiments"}`` for :func:`reports.export.render`'s ``extra``."""
-    run_dir = Path(record.run_dir)
-    return {"reproduce": reproduce(run_dir), "environment": environment(run_dir),
-            "experiments": experiment_rows(store, record)}
+def report_extra(path: Path, store: RunStore | None = None) -> dict[str, Any]:
+    """``{"reproduce", "environment", "experiments"}`` of the input at ``path``, for
+    :func:`reports.export.render`'s ``extra``: for a run folder, how to reproduce it, its environment and the
+    experiments tried on it (from ``store``, else the run store the folder is in, if it is in one); for anything
+    else (a trace, a folder of ranks), nothing. Read from the files only: the same whichever door asks."""
+    if not is_run_folder(path):
+        return {"reproduce": None, "environment": {}, "experiments": []}
+    store = store if store is not None else _store_of(path)
+    record = None
+    if store is not None:
+        try:
+            record = store.get(path.name)
+        except StepwiseError:
+            record = None
+    return {"reproduce": reproduce(path), "environment": environment(path),
+            "experiments": experiment_rows(store, record) if store is not None and record is not None else []}
+
+
+def _store_of(run_dir: Path) -> RunStore | None:
+    """The run store ``run_dir`` is a folder of (:func:`advisors.analysis.stored.in_run_store`), opened as it is;
+    None for a run folder on its own (nothing is created beside it)."""
+    if not in_run_store(run_dir):
+        return None
+    try:
+        return RunStore(run_dir.resolve().parent)
+    except (OSError, StepwiseError):
+        return None

@@ -148,15 +148,13 @@ def test_a_job_folder_is_compared_from_its_ranks_summaries(shared_traces: Path, 
     from advisors.compare.sides import observe_side, side_from_parts
     from advisors.diagnosis import diagnose
     from advisors.observation import observe
-    from profilers.jobs.rank_summary import CACHE_DIR
     from profilers.store.files import steps_frame
 
     job = tmp_path / "dlrm"
     shutil.copytree(shared_traces / "communication" / "param_dlrm_8_ranks", job)
-    job.chmod(0o755)  # the shared folder is read-only, and so its copy: a read-only folder gets no cache
-    monkeypatch.delenv("STEPWISE_SUMMARY_CACHE", raising=False)
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", str(tmp_path / "cache"))
     got = observe_side(job, "A")
-    assert len(list((job / CACHE_DIR).iterdir())) == 8  # one summary per rank, cached beside the traces
+    assert len(list((tmp_path / "cache").iterdir())) == 8  # one summary per rank, in Stepwise's own cache
     whole = observe(job)
     want = side_from_parts("A", None, steps_frame([]), whole.breakdown, diagnose(whole))
     assert got.samples == want.samples and got.device == want.device

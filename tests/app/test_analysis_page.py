@@ -146,10 +146,10 @@ def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_trac
     Events page say the events are per rank and link to the Job page with the folder."""
     from advisors.diagnosis import diagnose
     from advisors.observation import observe
+    from advisors.analysis import build
     from app import data
-    from reports import analysis
-
-    monkeypatch.setattr(analysis, "SUMMARY_RANKS", 2)
+    monkeypatch.setattr(data, "SUMMARY_RANKS", 2)
+    monkeypatch.setattr(build, "SUMMARY_RANKS", 2)
     record = store.import_trace(shared_traces / "communication/param_dlrm_8_ranks")
     loaded: list[str] = []
     monkeypatch.setattr(data, "load_trace", lambda path: loaded.append(path))  # must not be called

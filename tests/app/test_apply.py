@@ -84,10 +84,10 @@ def test_optimise_shows_the_ladder(stored) -> None:
 def test_report_with_the_applied_fix(stored) -> None:
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
 
-    a = analyse_path(stored.run_dir)
+    a = analyse(stored.run_dir)
     e = run_experiment(a.run.spec, FIXES["dataloader_workers"], trials.store_runner(None), Policy(trials=2))
     view = applied(e, a.diagnosis, f"the diagnosis of {a.label}", stored.run_id)
     html = render(a, "html", experiment=view).decode()
@@ -147,7 +147,7 @@ def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(stor
     """The dashboard walk (a machine shared with a CI run): "Contention: other programs used 1.57 of the
     machine's 2 cores …" — why the Apply measured the fix slower — was hidden as "none: …" inside "Not enough
     data to judge". It is a warning beside the verdict, and "About this measurement" in the report."""
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
     from tests.advisors.test_telemetry_facts import _run_with_host
 
@@ -156,7 +156,7 @@ def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(stor
     assert_clean(at)
     assert any(w.value.startswith("Contention: other programs used 1.74") for w in at.warning)
     assert not any("**none**" in m.value for m in at.markdown)
-    md = render(analyse_path(run_dir), "md").decode()
+    md = render(analyse(run_dir), "md").decode()
     assert "## About this measurement\n\n- Contention: other programs used 1.74" in md and "- none:" not in md
 
 
@@ -165,7 +165,7 @@ def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) 
     page: "rejected") and "0.28× shorter". It says the page's outcome word and the two median steps."""
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
 
     record = fake_run(store)
@@ -176,7 +176,7 @@ def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) 
                                                    samples_per_step=16.0),
                           peak_memory_mb=300.0, losses=(2.3, 1.9, 1.6), steps_done=10, run_dir=record.run_dir)
 
-    a = analyse_path(record.run_dir)
+    a = analyse(record.run_dir)
     e = run_experiment(a.run.spec, FIXES["dataloader_workers"], run, Policy(trials=2, n_boot=200))
     view = applied(e, a.diagnosis, f"the diagnosis of {a.label}", record.run_id)
     md = render(a, "md", experiment=view).decode()

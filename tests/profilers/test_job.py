@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from advisors.diagnosis import diagnose
+from advisors.analysis.build import trace_analysis
 from advisors.observation import observe
-from cli.advisors import analyze, result_json
-from profilers.jobs.rank_summary import CACHE_DIR, summary_bytes
-from profilers.trace.sources import find_trace_files
+from cli.advisors import analyze
+from profilers.jobs.rank_summary import cache_dir, summary_bytes
+from profilers.trace.load import load_trace
+from profilers.trace.sources import SUMMARY_CACHE_DIR, find_trace_files
 from tests.job_factory import STRAGGLER, planted_job
 
 COMM = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "communication"
@@ -22,8 +23,7 @@ JOBS = [COMM / "param_dlrm_8_ranks", COMM / "hta_sampled_128_ranks"]
 
 def _whole(path: Path) -> dict:
     """Today's analysis: every rank's events loaded at once, one breakdown."""
-    obs = observe(path)
-    return result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, None, diagnose(obs))
+    return trace_analysis(load_trace(path), path.name, charts=False).to_json()
 
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda p: p.name)
@@ -84,17 +84,23 @@ def test_a_summary_is_small(tmp_path: Path) -> None:
     assert summary_bytes(summary) < min(f.path.stat().st_size, 2 * 1024**2)
 
 
-def test_summaries_are_cached_beside_the_traces_by_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summaries_are_cached_in_the_users_cache_by_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache is Stepwise's own (here the user's cache folder under a fake home): the folder of traces is
+    never written to, and a copy of the same bytes elsewhere reads the same summaries."""
     monkeypatch.delenv("STEPWISE_SUMMARY_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     job = tmp_path / "job"
     shutil.copytree(JOBS[0], job)
     for p in job.iterdir():
         p.chmod(0o644)
     job.chmod(0o755)
+    before = sorted(p.name for p in job.iterdir())
     first = analyze(str(job))
     assert first["job"]["summaries_cached"] == 0
-    assert len(list((job / CACHE_DIR).iterdir())) == 8
-    assert len(find_trace_files(job)) == 8  # the cache is never read as a rank file
+    assert cache_dir() == tmp_path / "home" / ".cache" / "stepwise" / "rank-summaries"
+    assert len(list(cache_dir().iterdir())) == 8
+    assert sorted(p.name for p in job.iterdir()) == before  # nothing written beside the traces
+    assert analyze(str(shutil.copytree(job, tmp_path / "elsewhere")))["job"]["summaries_cached"] == 8
     second = analyze(str(job))
     assert second["job"].pop("summaries_cached") == 8
     first["job"].pop("summaries_cached")
@@ -108,13 +114,13 @@ def test_summaries_are_cached_beside_the_traces_by_content(tmp_path: Path, monke
 
 
 def test_a_read_only_trace_folder_is_left_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("STEPWISE_SUMMARY_CACHE", raising=False)
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", str(tmp_path / "cache"))
     job = tmp_path / "job"
     shutil.copytree(JOBS[0], job)
     job.chmod(0o555)
     try:
         assert analyze(str(job))["job"]["summaries"] == 8
-        assert not (job / CACHE_DIR).exists()
+        assert not (job / SUMMARY_CACHE_DIR).exists() and len(list((tmp_path / "cache").iterdir())) == 8
     finally:
         job.chmod(0o755)
 
@@ -178,9 +184,9 @@ def test_a_report_on_many_ranks_reads_their_summaries_not_their_events(tmp_path:
     without ``--report``."""
     from cli.advisors import _analyze_with_report
     from profilers.trace import load
-    from reports import analysis
+    from advisors.analysis import build
 
-    monkeypatch.setattr(analysis, "SUMMARY_RANKS", 8)
+    monkeypatch.setattr(build, "SUMMARY_RANKS", 8)
     plain = analyze(str(JOBS[0]))
     real = load.load_trace_files
     at_once: list[int] = []

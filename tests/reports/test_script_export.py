@@ -14,7 +14,7 @@ from advisors.experiments.optimize import optimize
 from advisors.experiments.results.recording import applied, ladder_record
 from advisors.experiments.script_strategy import ScriptStrategy
 from app.services import script_apply
-from reports.analysis import analyse_path
+from advisors.analysis import analyse
 from reports.export import render
 from reports.escape import markdown_text
 from tests.app.fake_runs import LOADER_LINE, fake_script_run, fake_script_runner
@@ -31,7 +31,7 @@ def script_run(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
     record, script = fake_script_run(RunStore(tmp_path / "runs"), folder, dataset=HOSTILE)
-    return record, script, analyse_path(record.run_dir)
+    return record, script, analyse(record.run_dir)
 
 
 def _experiment(record, script, acted: bool = True):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from app.services import uploads
 from profilers.store.runs import RunStore
-from reports.analysis import analyse_trace
-from reports.fingerprint import content_digest
+from advisors.analysis import analyse
+from profilers.store.fingerprint import content_digest
 from tests.trace_factory import step, write
 
 
@@ -21,7 +21,7 @@ class _Upload:
 
 
 def _validate(path: Path, label: str):
-    return analyse_trace(path, label), content_digest(str(path))
+    return analyse(path, label=label), content_digest(str(path))
 
 
 def test_the_same_content_twice_opens_the_stored_upload(tmp_path: Path) -> None:
