@@ -99,28 +99,46 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
     return out
 
 
+def _claim(f: Finding, lever: str = "") -> Bound | None:
+    """A finding's own bound: all of the time it claims vanishing (``None`` when its severity is not step time)."""
+    if f.upper_bound_speedup is None:
+        return None
+    what = f"if the {f.bottleneck.value} time this finding claims ({f.severity:.0%} of the step) vanished" if not \
+        lever else f"if the {f.bottleneck.value} time this fix is another lever on ({f.severity:.0%} of the step) vanished"
+    return Bound(f.fix_id or "", f.severity, f.upper_bound_speedup, what)
+
+
+def _pick(own: Bound | None, claimed: Bound | None) -> Bound | None:
+    """A fix's own bound (the time it can touch) where it reaches less than the finding's time, or where it is
+    measured more directly (``replaces``: the data fixes' unprofiled batch-drawing time), else the finding's."""
+    if own is not None and (own.replaces or claimed is None or (own.speedup is not None and (
+            claimed.speedup is None or own.speedup < claimed.speedup))):
+        return own
+    return claimed
+
+
+def bound_of(d: Diagnosis, f: Finding) -> Bound | None:
+    """The upper bound on what finding ``f``'s fix can gain (:func:`_pick` of the fix's own bound and the
+    finding's): the one number the Diagnosis, ``analyze --json`` (``upper_bound_speedup``), an Apply and a ladder
+    round show for it."""
+    return _pick(d.bounds.get(f.fix_id) if f.fix_id else None, _claim(f))
+
+
 def bound_for(d: Diagnosis, fix_id: str) -> Bound | None:
-    """The upper bound on what ``fix_id`` can gain, with its assumption: the fix's own bound (the time that fix
-    can touch, :mod:`advisors.bounds`), else the finding that proposed it (a group's lead or one of its rules:
-    all of its time vanishing), else the group whose fix has it as an alternative (another lever on the same
-    time). The one bound every surface shows for a fix of this diagnosis."""
+    """The upper bound on what ``fix_id`` can gain: :func:`bound_of` the finding that proposed it (a group's lead
+    or one of its rules), else of the group whose fix has it as an alternative (another lever on the same time),
+    else its own bound when it has one."""
     from advisors.fixes import ALTERNATIVES
 
     own = d.bounds.get(fix_id)
-    if own is not None:
-        return own
     for g in d.findings:
         for f in (g, *g.related):
             if f.fix_id == fix_id:
-                return None if f.upper_bound_speedup is None else Bound(
-                    fix_id, f.severity, f.upper_bound_speedup,
-                    f"if the {f.bottleneck.value} time this finding claims ({f.severity:.0%} of the step) vanished")
+                return bound_of(d, f)
     for g in d.findings:
-        if g.upper_bound_speedup is not None and any(fix_id in ALTERNATIVES.get(f.fix_id or "", ())
-                                                     for f in (g, *g.related)):
-            return Bound(fix_id, g.severity, g.upper_bound_speedup, f"if the {g.bottleneck.value} time this "
-                         f"fix is another lever on ({g.severity:.0%} of the step) vanished")
-    return None
+        if any(fix_id in ALTERNATIVES.get(f.fix_id or "", ()) for f in (g, *g.related)):
+            return _pick(own, _claim(g, lever=fix_id))
+    return own
 
 
 def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
@@ -143,18 +161,16 @@ def finding_json(f: Finding) -> dict[str, Any]:
     return out
 
 
-def _bounded(doc: dict[str, Any], d: Diagnosis) -> dict[str, Any]:
-    """A finding's JSON with its fix's own bound (``fix_bound``: share, speed-up, assumption) when that fix
-    reaches less than the finding's time; ``upper_bound_speedup`` is then the smaller of the two."""
-    fix = doc.get("fix")
-    bound = d.bounds.get(fix["id"]) if fix else None
-    if bound is not None:
-        doc["fix_bound"] = bound.to_json()
-        mine = doc.get("upper_bound_speedup")
-        if bound.replaces or (bound.speedup is not None and (mine is None or bound.speedup < mine)):
-            doc["upper_bound_speedup"] = bound.speedup
+def _bounded(doc: dict[str, Any], d: Diagnosis, f: Finding) -> dict[str, Any]:
+    """A finding's JSON with its fix's own bound (``fix_bound``: share, speed-up, assumption) beside it, and
+    ``upper_bound_speedup`` the one bound of :func:`bound_of`."""
+    own = d.bounds.get(f.fix_id) if f.fix_id else None
+    if own is not None:
+        doc["fix_bound"] = own.to_json()
+        chosen = bound_of(d, f)
+        doc["upper_bound_speedup"] = chosen.speedup if chosen is not None else None
     if "rules" in doc:
-        doc["rules"] = [_bounded(m, d) for m in doc["rules"]]
+        doc["rules"] = [_bounded(m, d, r) for m, r in zip(doc["rules"], f.related)]
     return doc
 
 
@@ -162,7 +178,7 @@ def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first; each one cause,
     with the rules that saw it), the step's regions they claimed from (``accounting``), notes."""
     return {"bottleneck": d.bottleneck.value, "confidence": d.confidence,
-            "findings": [_bounded(finding_json(f), d) for f in d.findings], "evidence": dict(d.evidence),
+            "findings": [_bounded(finding_json(f), d, f) for f in d.findings], "evidence": dict(d.evidence),
             "ranking": ranking_json(rank(d)),
             "accounting": {k: round(v, 4) for k, v in d.regions.items()},
             "not_enough_data": [{"bottleneck": n.bottleneck.value, "reason": n.reason, "whole_class": n.whole_class}

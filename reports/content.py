@@ -39,14 +39,15 @@ def _rows(table: Any, cols: dict[str, str], n: int = TOP_ROWS) -> list[dict[str,
     return [{out: _num(getattr(r, col)) for out, col in cols.items()} for r in table.head(n).itertuples()]
 
 
-def _finding(f: Finding) -> dict[str, Any]:
+def _finding(a: Analysis, f: Finding) -> dict[str, Any]:
     fix = advice.fix_for(f.fix_id)
+    bound = a.bound_of(f)  # the bound an Apply of the fix shows too
     return {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
-            "upper_bound_speedup": f.upper_bound_speedup, "confidence": f.confidence,
+            "upper_bound_speedup": bound.speedup if bound is not None else None, "confidence": f.confidence,
             "message": f.message, "evidence": dict(f.evidence),
             "fix": None if fix is None else {"id": fix.id, "title": fix.title, "explanation": fix.explanation,
                                              "snippet": fix.snippet},
-            "rules": [_finding(m) for m in f.related]}
+            "rules": [_finding(a, m) for m in f.related]}
 
 
 def findings(a: Analysis) -> list[dict[str, Any]]:
@@ -55,7 +56,7 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     d = a.diagnosis
     if d is None:
         return []
-    out = [_finding(f) for f in d.findings]
+    out = [_finding(a, f) for f in d.findings]
     for f, doc in zip(d.findings, out):
         if f is d.binding:  # its confidence as the header states it: one number for one finding
             doc["verdict_confidence"] = d.confidence

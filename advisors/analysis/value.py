@@ -17,9 +17,10 @@ from typing import Any
 import pandas as pd
 
 from advisors.analysis.document import NO_EFFICIENCY, no_trace_summary, run_json
-from advisors.diagnosis import diagnosis_json
+from advisors.bounds import Bound
+from advisors.diagnosis import bound_of, diagnosis_json
 from advisors.observation import RunFacts
-from advisors.verdict import Diagnosis
+from advisors.verdict import Diagnosis, Finding
 from profilers.errors import StepwiseError
 from profilers.efficiency.mfu import Efficiency, efficiency
 from profilers.efficiency.peaks import device_peak
@@ -133,6 +134,11 @@ class Analysis:
         if gpu_model is None or b is None or not b.n_steps:
             return self.efficiency
         return efficiency(b, self.run.cpu_matmul_tflops if self.run is not None else None, gpu_model)
+
+    def bound_of(self, f: Finding) -> Bound | None:
+        """The upper bound on what finding ``f``'s fix can gain: the one the JSON, an Apply and a ladder show
+        (:func:`advisors.diagnosis.bound_of`)."""
+        return bound_of(self.diagnosis, f) if self.diagnosis is not None else None
 
     def to_json(self) -> dict[str, Any]:
         """The ``analyze --json`` document: facts (the breakdown summary, or a run's own figures when it left no

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from advisors.verdict import Bottleneck
+from advisors.verdict import Bottleneck, Finding
 from app.widgets import ui
 from reports import advice
 from advisors.analysis import Analysis
@@ -35,10 +35,11 @@ def _fix(fix_id: str | None, key: str, spec_run: bool) -> None:
         st.caption("As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in fix.spec_patch.items())))
 
 
-def bound_text(f: object) -> str:
-    """" · its fix gains at most 1.52×" (empty when the finding's severity is not step time)."""
-    bound = getattr(f, "upper_bound_speedup", None)
-    return f" · its fix gains at most {bound:.2f}×" if bound else ""
+def bound_text(a: Analysis, f: Finding) -> str:
+    """" · its fix gains at most 1.52×" — the bound an Apply of that fix shows too (``Analysis.bound_of``); empty
+    when the finding's severity is not step time."""
+    bound = a.bound_of(f)
+    return f" · its fix gains at most {bound.speedup:.2f}×" if bound is not None and bound.speedup else ""
 
 
 def _related(f: object, key: str, spec_run: bool) -> None:
@@ -72,7 +73,7 @@ def diagnosis(a: Analysis) -> None:
                         f"**{d.bottleneck.value}**]")
             st.markdown(f"{ui.text(d.binding.message)}")
             st.progress(d.confidence, text=f"confidence {d.confidence:.0%} · {d.binding.severity:.0%} of step "
-                                           f"time at stake{bound_text(d.binding)} · rule {d.binding.rule}")
+                                           f"time at stake{bound_text(a, d.binding)} · rule {d.binding.rule}")
         caveats(a)
         with st.expander("Evidence", expanded=True):
             _evidence_table(dict(d.evidence))
@@ -83,7 +84,7 @@ def diagnosis(a: Analysis) -> None:
         for i, f in enumerate(d.others):
             with st.expander(f"{f.severity:.0%} · {f.bottleneck.value} · {f.rule} {f.name}"):
                 st.markdown(ui.text(f.message))
-                st.caption(f"confidence {f.confidence:.0%}{bound_text(f)}")
+                st.caption(f"confidence {f.confidence:.0%}{bound_text(a, f)}")
                 _evidence_table(dict(f.evidence))
                 _fix(f.fix_id, f"other{i}", spec_run)
                 _related(f, f"other{i}", spec_run)
