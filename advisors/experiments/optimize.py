@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar
 
 from advisors.bounds import Bound
-from advisors.diagnosis import bound_for, diagnose
+from advisors.diagnosis import bound_for
 from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, SpecT_co, run_experiment
 from advisors.fixes import ALTERNATIVES, FIXES, applies, patched
 from advisors.verdict import Diagnosis, Fix
-from advisors.observation import observe
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError, StepwiseError
@@ -159,10 +158,16 @@ class SpecStrategy:
 
 
 def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
-    """Diagnose a trial from its run folder (trace, result, steps)."""
+    """A trial's diagnosis: its run folder's one analysis (:func:`advisors.analysis.analyse`, stored there), so
+    the round's bound is the one that trial shows when it is opened in Analysis."""
+    from advisors.analysis import analyse
+
     if outcome.run_dir is None:
         raise SpecError("this trial has no run folder to diagnose")
-    return diagnose(observe(Path(outcome.run_dir)))
+    d = analyse(Path(outcome.run_dir), charts=False).diagnosis
+    if d is None:
+        raise SpecError(f"the advisor could not judge the trial in {outcome.run_dir}")
+    return d
 
 
 def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = Policy(),
