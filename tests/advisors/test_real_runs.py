@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from advisors.facts import derive
-from advisors.experiments.optimize import diagnose_outcome, observe
+from advisors.experiments.optimize import diagnose_outcome
+from advisors.observation import observe
 from advisors.experiments.trials import store_runner
 from profilers.store.runs import RunStore
 from sample_runs import WORKLOADS
