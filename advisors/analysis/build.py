@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -44,6 +44,25 @@ if TYPE_CHECKING:
 SUMMARY_RANKS = 16
 
 
+def experiment_folder(p: Path, manifest: dict[str, Any]) -> str:
+    """What to say of an experiment's folder given as a run: what it is, its outcome, and its trial runs (each
+    of them a run ``analyze`` reads)."""
+    from advisors.experiments.results.stored_view import read_view
+    from profilers.store import experiments
+    from profilers.store.runs import RunStore
+
+    seen = read_view(read_json(p / experiments.VIEW_FILE))
+    said = f"its outcome: {seen.label}" if seen is not None else "it has no stored result (running, or it failed)"
+    try:
+        trials = [str(Path(t.run_dir)) for t in experiments.trials(RunStore(p.parent), p.name)]
+    except (StepwiseError, OSError):
+        trials = []
+    where = (f"; analyze one of its {len(trials)} trial runs, e.g. {trials[-1]}" if trials else
+             "; it holds no trial run of its own")
+    return (f"{p.name} is an experiment ({manifest.get('label') or 'Apply or ladder'}), not a run or a trace: "
+            f"{said}{where}")
+
+
 def analyse(path: str | Path, label: str | None = None, *, device_memory_bytes: int | None = None,
             engine: str | None = None, address: str | None = None, charts: bool = True, buckets: int | None = None,
             trace: Trace | None = None, store: bool = True) -> Analysis:
@@ -61,6 +80,8 @@ def analyse(path: str | Path, label: str | None = None, *, device_memory_bytes: 
     manifest = read_json(p / "manifest.json") if containers or kind.name == "run" else None
     manifest = manifest if isinstance(manifest, dict) else {}
     name = label or str(manifest.get("label") or p.name)
+    if manifest.get("kind") == "experiment":
+        raise StepwiseError(experiment_folder(p, manifest))
     owned = kind.name == "run" or bool(containers)  # a folder Stepwise wrote: its analysis may be stored in it
     if kind.name == "run":
         def compute() -> Analysis:
