@@ -20,6 +20,7 @@ from advisors.analysis.document import NO_EFFICIENCY, no_trace_summary, run_json
 from advisors.bounds import Bound
 from advisors.diagnosis import bound_of, diagnosis_json
 from advisors.observation import RunFacts
+from advisors.ranking import Ranking, rank
 from advisors.verdict import Diagnosis, Finding
 from profilers.errors import StepwiseError
 from profilers.efficiency.mfu import Efficiency, efficiency
@@ -134,6 +135,12 @@ class Analysis:
         if gpu_model is None or b is None or not b.n_steps:
             return self.efficiency
         return efficiency(b, self.run.cpu_matmul_tflops if self.run is not None else None, gpu_model)
+
+    @property
+    def ranking(self) -> Ranking | None:
+        """The order to try the fixes in, and the close second (:func:`advisors.ranking.rank`, as ``--json``'s
+        ``ranking``)."""
+        return rank(self.diagnosis) if self.diagnosis is not None else None
 
     def bound_of(self, f: Finding) -> Bound | None:
         """The upper bound on what finding ``f``'s fix can gain: the one the JSON, an Apply and a ladder show

@@ -7,6 +7,7 @@ import streamlit as st
 
 from advisors.verdict import Bottleneck, Finding
 from app.widgets import ui
+from advisors.ranking import effort_level
 from reports import advice
 from advisors.analysis import Analysis
 from reports.evidence import format_evidence
@@ -75,6 +76,7 @@ def diagnosis(a: Analysis) -> None:
             st.progress(d.confidence, text=f"confidence {d.confidence:.0%} · {d.binding.severity:.0%} of step "
                                            f"time at stake{bound_text(a, d.binding)} · rule {d.binding.rule}")
         caveats(a)
+        fix_order(a)
         with st.expander("Evidence", expanded=True):
             _evidence_table(dict(d.evidence))
         _fix(d.binding.fix_id, "binding", spec_run)
@@ -93,6 +95,26 @@ def diagnosis(a: Analysis) -> None:
         with st.expander(f"Not enough data to judge ({len(judged)})"):
             for n in judged:
                 st.markdown(f"- **{n.bottleneck.value}**: {ui.text(n.reason)}")
+
+
+def fix_order(a: Analysis) -> None:
+    """The fixes in the order to try them (gain for effort) and the close second, as ``analyze`` prints them (issue
+    42: the CLI said "dataloader_workers goes first", the page tucked that finding under "Other findings")."""
+    r = a.ranking
+    if r is None or not r.order:
+        return
+    if r.close_second is not None and r.why_first:
+        st.info(f"**Close second: {r.close_second.bottleneck.value}.** {ui.text(r.why_first)}.",
+                icon=":material/compare_arrows:")
+    lines = []
+    for i, f in enumerate(r.order, 1):
+        fix = advice.fix_for(f.fix_id)
+        bound = a.bound_of(f)
+        gain = f", up to {bound.speedup:.2f}×" if bound is not None and bound.speedup else ""
+        title = fix.title if fix is not None else str(f.fix_id)
+        lines.append(f"{i}. **{ui.text(title)}** — {f.bottleneck.value}, {f.severity:.0%} of the step at stake"
+                     f"{gain}; effort: {ui.text(effort_level(f))}")
+    st.markdown("**Fix order** (most gain for the least effort first)\n\n" + "\n".join(lines))
 
 
 def caveats(a: Analysis) -> None:

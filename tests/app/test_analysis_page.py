@@ -205,3 +205,22 @@ def test_a_run_whose_ranks_wrote_summaries_shows_all_of_them_on_the_ranks_tab(st
     assert any("rank 0 kept a full trace" in c.value for c in at.caption)
     assert any(m.label == "Ranks × steps" and m.value == "2 × 3" for m in at.metric)
     assert any("chain of dependent work" in c.value for c in at.caption)  # the critical path, from the loaded trace
+
+
+def test_the_advisor_page_shows_the_fix_order_the_cli_prints(store, shared_traces) -> None:
+    """Issue 42: the CLI's ranking put dataloader_workers first with its effort; the dashboard showed the verdict
+    and tucked the rest under "Other findings" with no order. The page lists the same order, each fix with the
+    bound its Apply would show."""
+    from advisors.analysis import analyse
+
+    trace = shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+    record = store.import_trace(trace)
+    at = open_page("advisor")
+    assert_clean(at)
+    order = next(m.value for m in at.markdown if m.value.startswith("**Fix order**"))
+    a = analyse(record.run_dir)
+    want = a.to_json()["ranking"]["fix_order"]
+    items = [line for line in order.splitlines() if line[:1].isdigit()]
+    assert len(items) == len(want) and "**DataLoader worker processes**" in items[0] and "effort: keyword" in items[0]
+    first = next(f for f in a.diagnosis.findings if f.fix_id == want[0]["fix"])
+    assert f"up to {a.bound_of(first).speedup:.2f}×" in items[0]
