@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.trace_parse import generate_kineto_trace  # noqa: E402
 from advisors.analysis import analyse  # noqa: E402
-from app.testing.flows import chart_titled, wait_for_analysis  # noqa: E402
-from app.testing.harness import chromium, dashboard, wait_for_app  # noqa: E402
+from tests.browser.flows import chart_titled, wait_for_analysis  # noqa: E402
+from tests.browser.harness import chromium, dashboard, wait_for_app  # noqa: E402
 
 LARGEST_SHARED = REPO.parent / "shared" / "traces" / "communication" / "hta_v100_2rank_216k_events.json.gz"
 TARGET_FIRST_S, TARGET_CACHED_S = 5.0, 1.0
