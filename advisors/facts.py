@@ -158,6 +158,15 @@ class Facts:
         """GPU-idle host time left to plain dispatch overhead."""
         return self.host_idle - self.comm_orchestration
 
+    @property
+    def idle_per_launch_us(self) -> float | None:
+        """The GPU's host-held idle time per kernel launched (µs): ``launch_idle`` × step ÷ kernels per step.
+        ``None`` without kernels. A few tens of µs is one launch's own host cost (Python, dispatcher, runtime
+        call); milliseconds per launch is host work between the kernels, which no CUDA graph removes."""
+        if not self.kernels_per_step:
+            return None
+        return max(self.launch_idle, 0.0) * self.step_ms * 1e3 / self.kernels_per_step
+
 
 def derive(obs: Observation) -> Facts:
     """Compute :class:`Facts` for an observation (works with no breakdown: run facts only)."""

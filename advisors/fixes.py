@@ -146,9 +146,11 @@ _CATALOG = (
     _fix("larger_batch", "Larger batch", H, {"batch_size": Relative(2)}, "any",
          "More work per kernel launch: the host's per-op overhead is paid per batch, not per sample.",
          "loader = DataLoader(ds, batch_size=2 * B, ...)   # scale the learning rate with the batch"),
-    _fix("cuda_graphs", "CUDA graphs", H, {"cuda_graphs": True}, "cuda",
-         "Replay the whole step's kernels with one launch instead of one launch per op.",
-         "model = torch.compile(model, mode='reduce-overhead')   # captures CUDA graphs"),
+    _fix("cuda_graphs", "CUDA graphs (reduce-overhead compile)", H, {"cuda_graphs": True}, "cuda",
+         "Capture the step's kernels once and replay them with one launch instead of one launch per op: the "
+         "host's per-op cost leaves the step. Shapes must stay the same from step to step.",
+         "model = torch.compile(model, mode=\"reduce-overhead\")   # captures the step in CUDA graphs\n"
+         "# a loop that keeps a step's outputs past the next step: torch.compiler.cudagraph_mark_step_begin()"),
     _fix("avoid_syncs", "Fewer host-device syncs", H, {}, "cuda",
          "Every .item() drains the GPU queue; keep running sums on the device and read them every N steps.",
          "running = running + loss.detach()        # no .item() in the loop\n"
@@ -162,10 +164,10 @@ EFFORT_LEVELS = ("keyword", "config", "code change", "loop rewrite")
 EFFORT: dict[str, int] = {
     "dataloader_workers": 0, "prefetch_pinned": 0, "pin_memory": 0, "fused_optimizer": 0, "foreach_optimizer": 0,
     "ddp_bucket_size": 0, "ddp_static_graph": 0,
-    "tf32": 1, "cudnn_benchmark": 1, "expandable_segments": 1, "torch_compile": 1,
+    "tf32": 1, "cudnn_benchmark": 1, "expandable_segments": 1, "torch_compile": 1, "cuda_graphs": 1,
     "bf16_autocast": 2, "fp16_autocast": 2, "channels_last": 2, "cache_decoded": 2, "grad_compression": 2,
     "activation_checkpointing": 2, "larger_batch": 2, "early_stopping": 2, "fsdp_prefetch": 2,
-    "cuda_graphs": 3, "grad_accumulation": 3, "grad_accumulation_x4": 3, "ddp_no_sync": 3, "avoid_syncs": 3,
+    "grad_accumulation": 3, "grad_accumulation_x4": 3, "ddp_no_sync": 3, "avoid_syncs": 3,
     "all_to_all_overlap": 3,
 }
 

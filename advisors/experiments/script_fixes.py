@@ -90,6 +90,10 @@ INJECTIONS: dict[str, Injection] = {
     "fp16_autocast": Injection(_const(autocast="fp16"), "autocast", "model_call"),
     "tf32": Injection(_const(matmul_precision="high"), "matmul_precision", None),
     "torch_compile": Injection(_const(compile=True), "compile", "model_call"),
+    # reduce-overhead compile captures CUDA graphs; on a CPU it captures none, so nothing is compiled there and
+    # the agent says "CUDA graphs need a GPU" instead of timing an ordinary compile under this fix's name
+    "cuda_graphs": Injection(lambda ctx: {"compile": True, "compile_mode": "reduce-overhead"} if ctx.device == "cuda"
+                             else {"compile_mode": "reduce-overhead"}, "compile_mode", "model_call"),
     "channels_last": Injection(_const(channels_last=True), "channels_last", "model_call"),
     "fused_optimizer": Injection(_const(optimizer_impl="fused"), "optimizer_impl", "optimizer"),
     "foreach_optimizer": Injection(_const(optimizer_impl="foreach"), "optimizer_impl", "optimizer"),
@@ -107,7 +111,6 @@ NOT_INJECTABLE: dict[str, str] = {
     "activation_checkpointing": "checkpointing wraps blocks inside your model's forward",
     "ddp_no_sync": "no_sync accumulation changes the loop (several backwards per all-reduce)",
     "larger_batch": "a new batch size changes what one step trains on (and the learning rate that fits it)",
-    "cuda_graphs": "CUDA graph capture needs static shapes and a loop written for replay",
     "avoid_syncs": "the .item() calls are in your loop",
     "early_stopping": "stopping early needs your validation loop",
     "all_to_all_overlap": "pipelining the all-to-all changes how your loop drives batches (e.g. TorchRec's pipeline)",
@@ -168,7 +171,7 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
     if target == "model_call":  # the training calls (grad enabled), not an evaluation under no_grad
         every = [s for s in every if s.get("grad") is not False] or every
         first = every[0]
-    if target == "model_call" and inj.proof == "compile":  # compiled once, where the model is built
+    if target == "model_call" and inj.proof in ("compile", "compile_mode"):  # compiled once, where it is built
         built = construction_site(first)
         if built is not None:
             return {**built, "target": "model_build", "all": [built]}

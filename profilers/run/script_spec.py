@@ -24,7 +24,7 @@ from profilers.errors import SpecError
 #: Knobs the boot module understands, with the type of their value. ``None`` removes a knob.
 KNOBS: Mapping[str, tuple[type, ...]] = {
     "num_workers": (int,), "pin_memory": (bool,), "persistent_workers": (bool,), "prefetch_factor": (int,),
-    "cache_decoded": (bool,), "autocast": (str,), "compile": (bool,), "channels_last": (bool,),
+    "cache_decoded": (bool,), "autocast": (str,), "compile": (bool,), "compile_mode": (str,), "channels_last": (bool,),
     "matmul_precision": (str,), "cudnn_benchmark": (bool,), "optimizer_impl": (str,),
     "bucket_cap_mb_factor": (int, float), "grad_compression": (str,), "static_graph": (bool,),
     "alloc_conf": (str,),

@@ -111,6 +111,7 @@ class Injector:
 
     def on_step(self) -> None:
         self.steps += 1
+        self.modules.step_begins()
         if self.steps == 1:
             self.config.on_first_step()
         if self.steps == WATCH_STEPS:
