@@ -9,6 +9,7 @@ from advisors.rules.communication.low_overlap import LowOverlap
 from advisors.rules.communication.straggler import Straggler
 from advisors.rules.compute.cpu_fp32_matmul import CpuFp32Matmul
 from advisors.rules.compute.cudnn_benchmark import CudnnBenchmarkOff
+from advisors.rules.compute.dominant import DeviceDominates
 from advisors.rules.compute.fp32_gemm import Fp32Gemms
 from advisors.rules.compute.not_compiled import NotCompiled
 from advisors.rules.compute.saturated import SaturatedDevice
@@ -33,7 +34,7 @@ RULES: tuple[type[Rule], ...] = (
     OutOfMemory, ProfilerOutgrew, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
-    Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,
+    Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff, DeviceDominates,
     LaunchBound, FrequentSyncs, HostBound,
     LossPlateau,
 )
