@@ -36,17 +36,18 @@ def _fix(id: str, title: str, bottleneck: Bottleneck, patch: Mapping[str, Any], 
 D, M, C, X, H = Bottleneck.DATA, Bottleneck.MEMORY, Bottleneck.COMPUTE, Bottleneck.COMMUNICATION, Bottleneck.HOST
 _LOADER = "loader = DataLoader(ds, batch_size=B, shuffle=True,\n"
 _WORKERS = "num_workers=min(max(os.cpu_count(), 2), 8)"  # what WorkerCount resolves to, never a fixed number
+_PIN = "pin_memory=torch.cuda.is_available()"  # pinned pages only where there is a GPU to copy to
 _CATALOG = (
     _fix("dataloader_workers", "DataLoader worker processes", D,
          {"num_workers": WorkerCount(), "pin_memory": True, "persistent_workers": True, "prefetch_factor": 4}, "any",
          "Decode and collate in worker processes that prefetch ahead, so loading overlaps the step.",
-         _LOADER + f"                    {_WORKERS}, pin_memory=True,\n"
+         _LOADER + f"                    {_WORKERS}, {_PIN},\n"
          "                    persistent_workers=True, prefetch_factor=4)"),
     _fix("prefetch_pinned", "Persistent workers, deeper prefetch, pinned memory", D,
          {"num_workers": WorkerCount(), "persistent_workers": True, "prefetch_factor": 4, "pin_memory": True}, "any",
          "Keep workers alive across epochs and queue more batches ahead; pinned batches copy asynchronously.",
          _LOADER + f"                    {_WORKERS}, persistent_workers=True,\n"
-         "                    prefetch_factor=4, pin_memory=True)\n"
+         f"                    prefetch_factor=4, {_PIN})\n"
          "x = x.to(device, non_blocking=True)"),
     _fix("cache_decoded", "Cache decoded samples", D, {"cache_decoded": True}, "any",
          "Decode each sample once and keep the decoded tensor: later epochs skip the decode entirely.",
@@ -200,10 +201,19 @@ def get_fix(fix_id: str) -> Fix:
     return FIXES[fix_id]
 
 
-def resolve_patch(spec: TrainingSpec, fix: Fix) -> dict[str, Any]:
-    """The concrete field values ``fix`` sets on ``spec`` (relative values resolved)."""
+#: Spec fields that act on CUDA only: a fix's patch leaves them out on a device known not to be CUDA (pinned pages
+#: do nothing without a GPU to copy to; torch warns and ignores them).
+CUDA_ONLY_FIELDS = ("pin_memory",)
+
+
+def resolve_patch(spec: TrainingSpec, fix: Fix, device: str | None = None) -> dict[str, Any]:
+    """The concrete field values ``fix`` sets on ``spec`` (relative values resolved), on ``device`` (the run's,
+    when known; else the spec's own): a CUDA-only field is left out where the device is known not to be CUDA."""
+    where = device or spec.device
     out: dict[str, Any] = {}
     for field, value in fix.spec_patch.items():
+        if field in CUDA_ONLY_FIELDS and where != "auto" and not where.startswith("cuda"):
+            continue
         current = getattr(spec, field)
         if isinstance(value, Relative):
             new = current * value.factor
