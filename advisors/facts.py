@@ -28,6 +28,7 @@ from profilers.efficiency.arch import GpuArch
 from profilers.efficiency.peaks import DevicePeak, device_peak
 from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.run.spec import TrainingSpec
+from profilers.telemetry.threads import ThreadUse
 from profilers.telemetry.summary import TelemetrySummary
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
@@ -108,6 +109,11 @@ class Facts:
     def telemetry(self) -> TelemetrySummary | None:
         """A stored run's telemetry over its steady steps (``None`` for a trace or snapshot alone)."""
         return self.run.telemetry if self.run is not None else None
+
+    @property
+    def threads(self) -> ThreadUse | None:
+        """A launched script's threads and cores as its agent recorded them (``None``: not recorded)."""
+        return self.run.threads if self.run is not None else None
 
     @property
     def device_work(self) -> float:

@@ -152,6 +152,11 @@ _CATALOG = (
          "host's per-op cost leaves the step. Shapes must stay the same from step to step.",
          "model = torch.compile(model, mode=\"reduce-overhead\")   # captures the step in CUDA graphs\n"
          "# a loop that keeps a step's outputs past the next step: torch.compiler.cudagraph_mark_step_begin()"),
+    _fix("set_num_threads", "Intra-op threads to the free cores", H, {}, "any",
+         "One intra-op thread per free core: more threads than cores other programs left free wait for one another "
+         "at every operator's barrier.",
+         "torch.set_num_threads(n)   # n = free cores / training processes on this machine, before training\n"
+         "# or for the script and the processes it starts:  OMP_NUM_THREADS=n python train.py"),
     _fix("avoid_syncs", "Fewer host-device syncs", H, {}, "cuda",
          "Every .item() drains the GPU queue; keep running sums on the device and read them every N steps.",
          "running = running + loss.detach()        # no .item() in the loop\n"
@@ -166,6 +171,7 @@ EFFORT: dict[str, int] = {
     "dataloader_workers": 0, "prefetch_pinned": 0, "pin_memory": 0, "fused_optimizer": 0, "foreach_optimizer": 0,
     "ddp_bucket_size": 0, "ddp_static_graph": 0,
     "tf32": 1, "cudnn_benchmark": 1, "expandable_segments": 1, "torch_compile": 1, "cuda_graphs": 1,
+    "set_num_threads": 1,
     "bf16_autocast": 2, "fp16_autocast": 2, "channels_last": 2, "cache_decoded": 2, "grad_compression": 2,
     "activation_checkpointing": 2, "larger_batch": 2, "early_stopping": 2, "fsdp_prefetch": 2,
     "grad_accumulation": 3, "grad_accumulation_x4": 3, "ddp_no_sync": 3, "avoid_syncs": 3,

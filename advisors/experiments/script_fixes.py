@@ -17,7 +17,9 @@ from typing import Any, Callable, Mapping
 
 from advisors.experiments.script_diff import construction_site, switch_for
 from advisors.experiments.script_knobs import KnobChange, knob_change
+from advisors.rules.host.threads import threads_for
 from advisors.verdict import Fix
+from profilers.telemetry.threads import ThreadUse
 from profilers.run.script_spec import ScriptSpec
 
 SATURATED_HOST = 0.85  # host cores this busy (share of all cores) leave no room for more workers
@@ -37,6 +39,8 @@ class ScriptContext:
     sites: Mapping[str, Any] = field(default_factory=dict)  # call sites in the user's code (the first of each)
     all_sites: Mapping[str, Any] = field(default_factory=dict)  # every site of each kind (a GAN's two models)
     config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (agent: inject.config)
+    threads: ThreadUse | None = None  # torch's threads in the last run (agent: injected.json threads)
+    other_cores: float | None = None  # cores other programs used during its steady steps (telemetry)
 
     @property
     def workers(self) -> int:
@@ -63,6 +67,16 @@ def _workers(ctx: ScriptContext, extra: Mapping[str, Any]) -> dict[str, Any] | N
     if ctx.device == "cuda":
         knobs["pin_memory"] = True
     return knobs
+
+
+def _threads(ctx: ScriptContext) -> dict[str, Any] | None:
+    """Intra-op threads that fit the cores other programs left free (:func:`advisors.rules.host.threads.threads_for`),
+    when that is fewer than the last run used."""
+    t = ctx.threads
+    if t is None:
+        return None
+    n = threads_for(t.affinity or ctx.cores, ctx.other_cores, t.local_processes)
+    return {"num_threads": n} if n < t.intra_op else None
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,7 @@ INJECTIONS: dict[str, Injection] = {
     "foreach_optimizer": Injection(_const(optimizer_impl="foreach"), "optimizer_impl", "optimizer"),
     "cudnn_benchmark": Injection(_const(cudnn_benchmark=True), "cudnn_benchmark", None),
     "expandable_segments": Injection(_const(alloc_conf="expandable_segments:True"), "alloc_conf", None),
+    "set_num_threads": Injection(_threads, "num_threads", None),
     "ddp_bucket_size": Injection(_const(bucket_cap_mb_factor=0.25), "bucket_cap_mb_factor", "ddp"),
     "grad_compression": Injection(_const(grad_compression="bf16"), "grad_compression", "ddp"),
     "ddp_static_graph": Injection(_const(static_graph=True), "static_graph", "ddp"),

@@ -21,6 +21,7 @@ from advisors.rules.data.single_process import SingleProcessLoading
 from advisors.rules.host.host_bound import HostBound
 from advisors.rules.host.launch_bound import LaunchBound
 from advisors.rules.host.syncs import FrequentSyncs
+from advisors.rules.host.threads import OversubscribedThreads
 from advisors.rules.memory.allocator_churn import AllocatorChurn
 from advisors.rules.memory.bandwidth import BandwidthBound
 from advisors.rules.memory.capacity import NearCapacity
@@ -34,6 +35,7 @@ RULES: tuple[type[Rule], ...] = (
     OutOfMemory, ProfilerOutgrew, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
+    OversubscribedThreads,  # why the operators are slow, before what they do: it leads the device time's group on a tie
     Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff, DeviceDominates,
     LaunchBound, FrequentSyncs, HostBound,
     LossPlateau,

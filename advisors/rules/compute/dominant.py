@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from advisors.facts import Facts
 from advisors.verdict import Finding
 from advisors.rules.base import CONFIDENCE_AT_HIGH, CONFIDENCE_AT_THRESHOLD, MIN_BINDING_SHARE, Example, pct, ramp
@@ -40,7 +42,7 @@ class DeviceDominates(SaturatedDevice):
     thresholds = {**SaturatedDevice.thresholds, "min_device_share": 0.5,
                   "unsaturated_confidence": round(CONFIDENCE_AT_THRESHOLD / CONFIDENCE_AT_HIGH, 4)}
     fallback = True
-    fires = (
+    fires: ClassVar[tuple[Example, ...]] = (
         Example("CPU data_bound with caching on: operators 68%, in-process loading 8%",
                 lambda: observation(_CACHED_CPU, device="cpu", ops=_SINGLE), fix="torch_compile", severity=0.68),
         Example("GPU busy 78% in TF32 GEMMs, loading 9%", lambda: observation(
@@ -50,7 +52,7 @@ class DeviceDominates(SaturatedDevice):
                 lambda: observation({"forward": 0.3, "backward": 0.4}, device="cpu", cpu_matmul={"fp32": 0.5}),
                 fix="bf16_autocast", severity=0.5),
     )
-    passes = (
+    passes: ClassVar[tuple[Example, ...]] = (
         Example("CPU operators 85%: saturated, COMP002 speaks",
                 lambda: observation({"forward": 0.35, "backward": 0.5}, device="cpu")),
         Example("GPU busy 45% (the device does not fill the step)",

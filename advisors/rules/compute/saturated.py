@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from advisors.facts import Facts
 from advisors.fit import mixed_precision_on, precision_fix, precision_phrase
 from profilers.efficiency.mfu import MFU_GOOD, MFU_PROBLEM
@@ -67,7 +69,7 @@ class SaturatedDevice(Rule):
                   "host_busy": 0.9, "min_telemetry_samples": 5, "max_low_precision": 0.1,
                   "min_fp32_matmul_share": 0.2, "min_optimizer_share": 0.15, "max_low_mfu": MFU_PROBLEM}
     fix_id = "torch_compile"
-    fires = (
+    fires: ClassVar[tuple[Example, ...]] = (
         Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
                 lambda: observation({"gpu_compute": 0.98}, kernels={"matmul": 0.98}, low_precision=1.0),
                 fix="torch_compile", severity=0.98),
@@ -96,7 +98,7 @@ class SaturatedDevice(Rule):
                                     device="cpu", run=run_facts(telemetry=_host(98.0))),
                 fix="torch_compile", severity=0.75),
     )
-    passes = (
+    passes: ClassVar[tuple[Example, ...]] = (
         Example("busy but pointwise-dominated (bandwidth-bound: MEM004)",
                 lambda: observation({"gpu_compute": 0.9}, kernels={"elementwise": 0.7, "matmul": 0.2})),
         Example("GEMMs with the device half idle",
