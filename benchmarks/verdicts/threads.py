@@ -2,7 +2,8 @@
 fix as ``optimize`` finds and measures it.
 
     .venv/bin/python benchmarks/verdicts/threads.py [--hogs 1] [--iters 40] [--skip 5] [--repeats 3]
-                                                    [--trials 3] [--steps 10] [--skip-optimize] [--json OUT]
+                                                    [--trials 3] [--steps 10] [--fix FIX_ID] [--store DIR]
+                                                    [--skip-direct] [--skip-optimize] [--json OUT]
 
 Part 1, direct: ``benchmarks/scripts/tiny_gpt_train.py`` (minGPT-sized) run alone, its own ``iter_dt`` lines
 read, the first ``--skip`` iterations dropped, in four set-ups interleaved ``--repeats`` times: torch's default
@@ -10,9 +11,14 @@ threads beside the hog; ``OMP_NUM_THREADS=1`` in its environment (what the launc
 imports torch, calls ``torch.set_num_threads(1)`` and runs the script (what the agent does at boot, after torch
 sized its pool); and default threads on the machine without the hog, for reference.
 
+A fifth set-up, default threads under ``OMP_WAIT_POLICY=PASSIVE``, is what Stepwise's launcher runs a script with
+unless its caller sets a policy (``profilers/run/handle.py``): waiting threads sleep instead of spinning, which
+hides most of the oversubscription's cost.
+
 Part 2, ``python -m advisors optimize --json --rounds 1 --trials T --steps S -- python tiny_gpt_train.py`` while
 the hog runs: the baseline's diagnosis (HOST004 expected, with its evidence), the fix it tries and the measured
-speed-up with its 95% interval (after ÷ before samples/s, interleaved trials).
+speed-up with its 95% interval (after ÷ before samples/s, interleaved trials); ``--wait-policy ACTIVE`` measures it
+with spinning threads (the launcher's PASSIVE default otherwise).
 
 The hog is ``--hogs`` processes each spinning on one core, started here and stopped by their pids at the end.
 The machine is shared: the load average at start and end is printed, and other programs count as load too.
@@ -36,6 +42,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE.parent / "scripts" / "tiny_gpt_train.py"
 ITER = re.compile(r"iter_dt ([0-9.]+)ms")
+#: the wait policy Stepwise's launcher gives every run unless the caller sets one (profilers/run/handle.py)
+PASSIVE = "default threads, OMP_WAIT_POLICY=PASSIVE"
 WRAPPER = ("import runpy, sys, torch; torch.set_num_threads(1); sys.argv = sys.argv[1:]; "
            "runpy.run_path(sys.argv[0], run_name='__main__')")
 
@@ -49,6 +57,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--steps", type=int, default=10, help="timed steps per optimize trial")
     p.add_argument("--skip-optimize", action="store_true")
+    p.add_argument("--skip-direct", action="store_true")
+    p.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
+                   help="optimize --fix: the fixes to measure (default: the diagnosis' choice, in its order)")
+    p.add_argument("--store", type=Path, help="keep optimize's runs here (default: a temporary folder)")
+    p.add_argument("--wait-policy", choices=("ACTIVE", "PASSIVE"),
+                   help="OMP_WAIT_POLICY for optimize's runs (default: the launcher's own, PASSIVE)")
     p.add_argument("--json", type=Path)
     return p.parse_args(argv)
 
@@ -65,9 +79,11 @@ def stop_hogs(hogs: list[subprocess.Popen[bytes]]) -> None:
 
 def direct(setup: str, iters: int, skip: int) -> list[float]:
     """The script's own per-iteration times (ms) in one set-up, warm-up left out."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
     cmd = [sys.executable, str(SCRIPT), "--iters", str(iters)]
-    if setup == "OMP_NUM_THREADS=1":
+    if setup == PASSIVE:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    elif setup == "OMP_NUM_THREADS=1":
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     elif setup == "torch.set_num_threads(1) after import":
         cmd = [sys.executable, "-c", WRAPPER, str(SCRIPT), "--iters", str(iters)]
@@ -77,7 +93,7 @@ def direct(setup: str, iters: int, skip: int) -> list[float]:
 
 def part1(args: argparse.Namespace) -> dict[str, list[float]]:
     """Each set-up's median iteration time per repeat (ms), the hog on except for the quiet reference."""
-    setups = ("default threads", "OMP_NUM_THREADS=1", "torch.set_num_threads(1) after import")
+    setups = ("default threads", "OMP_NUM_THREADS=1", "torch.set_num_threads(1) after import", PASSIVE)
     medians: dict[str, list[float]] = {s: [] for s in (*setups, "default threads, no hog")}
     for _ in range(args.repeats):
         hogs = start_hogs(args.hogs)
@@ -95,10 +111,13 @@ def part1(args: argparse.Namespace) -> dict[str, list[float]]:
 
 def part2(args: argparse.Namespace, store: Path) -> dict[str, Any]:
     """``optimize`` of the script while the hog runs."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
+    if args.wait_policy:
+        env["OMP_WAIT_POLICY"] = args.wait_policy  # a caller's own policy wins over the launcher's PASSIVE
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this one
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(store), "--rounds", "1",
-           "--trials", str(args.trials), "--steps", str(args.steps), "--", "python", str(SCRIPT),
+           "--trials", str(args.trials), "--steps", str(args.steps), *(a for f in args.fix for a in ("--fix", f)),
+           "--", "python", str(SCRIPT),
            "--iters", "100000"]
     hogs = start_hogs(args.hogs)
     started = time.monotonic()
@@ -129,7 +148,9 @@ def report(p1: dict[str, list[float]] | None, p2: dict[str, Any] | None, args: a
     if p2 and "error" in p2:
         lines += ["## optimize: failed", p2["error"]]
     elif p2:
-        lines.append(f"## optimize --rounds 1 --trials {args.trials} --steps {args.steps} ({p2['seconds']} s)")
+        policy = args.wait_policy or "PASSIVE (the launcher's default)"
+        lines.append(f"## optimize --rounds 1 --trials {args.trials} --steps {args.steps}"
+                     f"{''.join(f' --fix {f}' for f in args.fix)}, OMP_WAIT_POLICY {policy} ({p2['seconds']} s)")
         for r in p2["rounds"]:
             low, high = r.get("interval") or (None, None)
             band = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
@@ -149,11 +170,11 @@ def report(p1: dict[str, list[float]] | None, p2: dict[str, Any] | None, args: a
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     start = os.getloadavg()[0]
-    p1 = part1(args)
+    p1 = None if args.skip_direct else part1(args)
     p2 = None
     if not args.skip_optimize:
         with tempfile.TemporaryDirectory(prefix="stepwise-threads-") as tmp:
-            p2 = part2(args, Path(tmp))
+            p2 = part2(args, args.store or Path(tmp))
     lines = report(p1, p2, args, (start, os.getloadavg()[0]))
     print("\n".join(lines))
     if args.json:

@@ -60,7 +60,9 @@ class ThreadsInjection:
             return
         now = self.facts["intra_op"]
         if now == int(n):
-            k.act(f"torch computes with {now} intra-op thread(s) at the first step (was {self.before}); "
+            # the launcher's OMP_NUM_THREADS may have sized the pool before the agent ran: say which set it
+            started = f"was {self.before} at boot" if self.before != now else f"OMP_NUM_THREADS={n} from the launcher"
+            k.act(f"torch computes with {now} intra-op thread(s) at the first step ({started}); "
                   f"OMP_NUM_THREADS={n} for the processes the script starts")
         else:
             k.refuse(f"the script set {now} intra-op threads itself after boot (its own torch.set_num_threads): "
