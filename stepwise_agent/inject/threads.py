@@ -41,12 +41,14 @@ class ThreadsInjection:
         self.knobs, self.report = knobs, report
         self.facts: dict[str, Any] | None = None  # recorded at the first step
         self.before: int | None = None
+        self.env_before: str | None = None
 
     def install(self) -> None:
         n = self.knobs.get("num_threads")
         if not n:
             return
         self.before = torch.get_num_threads()
+        self.env_before = os.environ.get("OMP_NUM_THREADS")  # the launcher's, when it set one
         for name in THREAD_VARIABLES:  # inherited by every process the script starts
             os.environ[name] = str(n)
         torch.set_num_threads(int(n))
@@ -61,7 +63,9 @@ class ThreadsInjection:
         now = self.facts["intra_op"]
         if now == int(n):
             # the launcher's OMP_NUM_THREADS may have sized the pool before the agent ran: say which set it
-            started = f"was {self.before} at boot" if self.before != now else f"OMP_NUM_THREADS={n} from the launcher"
+            started = f"was {self.before} at boot" if self.before != now else \
+                f"OMP_NUM_THREADS={n} from the launcher sized the pool" if self.env_before == str(n) else \
+                f"{now} at boot already"
             k.act(f"torch computes with {now} intra-op thread(s) at the first step ({started}); "
                   f"OMP_NUM_THREADS={n} for the processes the script starts")
         else:

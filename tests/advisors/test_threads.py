@@ -58,13 +58,20 @@ def test_the_agent_records_the_threads_the_script_trains_with(injected: Any, thr
                                                         loader_workers=None, env={})
 
 
-def test_num_threads_is_set_at_boot_and_proven_at_the_first_step(injected: Any, threads_kept: int) -> None:
+def test_num_threads_is_set_at_boot_and_proven_at_the_first_step(injected: Any, threads_kept: int,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.set_num_threads(2)  # torch's pool as the script would find it on this 2-core machine
     inj = injected({"num_threads": 1})
     assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"  # its workers inherit it
     _steps(inj)
     report = inj.finish()
     knob = report["knobs"]["num_threads"]
-    assert knob["acted"] and f"(was {threads_kept})" in knob["evidence"][0]
+    assert knob["acted"] and "(was 2 at boot)" in knob["evidence"][0]
+    # launched with the thread variables already set (the launcher's environment): said so
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    again = injected({"num_threads": 1})
+    _steps(again)
+    assert "OMP_NUM_THREADS=1 from the launcher sized the pool" in again.finish()["knobs"]["num_threads"]["evidence"][0]
     assert report["threads"]["intra_op"] == 1 and why_not_applied(FIXES["set_num_threads"], report) is None
 
 
