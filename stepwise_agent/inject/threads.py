@@ -22,6 +22,8 @@ import torch
 from stepwise_agent.inject.report import InjectionReport
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+#: recorded too: how waiting OpenMP threads wait (Stepwise's launcher gives PASSIVE unless its caller set one)
+RECORDED_VARIABLES = (*THREAD_VARIABLES, "OMP_WAIT_POLICY")
 
 
 def thread_facts() -> dict[str, Any]:
@@ -33,7 +35,7 @@ def thread_facts() -> dict[str, Any]:
         local = 1
     return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads(),
             "cpu_count": os.cpu_count(), "affinity": affinity, "local_processes": local,
-            "env": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ}}
+            "env": {k: os.environ[k] for k in RECORDED_VARIABLES if k in os.environ}}
 
 
 class ThreadsInjection:

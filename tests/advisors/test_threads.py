@@ -109,7 +109,8 @@ def _run_dir(tmp_path: Path, threads: int, others: float) -> Path:
     run = tmp_path / "run"
     run.mkdir()
     (run / "injected.json").write_text(json.dumps({"knobs": {}, "threads": {
-        "intra_op": threads, "inter_op": 2, "cpu_count": 2, "affinity": 2, "local_processes": 1, "env": {}}}))
+        "intra_op": threads, "inter_op": 2, "cpu_count": 2, "affinity": 2, "local_processes": 1,
+        "env": {"OMP_WAIT_POLICY": "PASSIVE"}}}))  # as Stepwise's launcher runs it
     rows = [{"t_unix_ns": int(1e9 * i / 10), "source": "host", "cpu_count": 2, "cpu_pct": 100.0,
              "system_cpu_pct": 100.0 * (1 + others) / 2} for i in range(40)]
     (run / "telemetry.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -127,6 +128,7 @@ def test_a_run_folder_carries_its_threads_to_the_rule_and_the_next_fix(tmp_path:
     obs = observation({"forward": 0.3, "backward": 0.55, "optimizer": 0.05}, device="cpu", run=facts)
     finding = OversubscribedThreads().evaluate(derive(obs))
     assert finding is not None and finding.fix_id == "set_num_threads" and finding.evidence["suggested_threads"] == 1
+    assert finding.evidence["omp_wait_policy"] == "PASSIVE" and "waited passively" in finding.message
     d = diagnose(obs)
     assert d.binding is not None and d.binding.rule == "HOST004"  # it leads the operators' time, COMP002 beside it
     ctx = context_of(run, ScriptContext())

@@ -57,7 +57,11 @@ class OversubscribedThreads(Rule):
     while the queue is full.
 
     Severity: the operators' time (``Facts.device_work``: forward, backward and the optimizer on a CPU) — all of it
-    waits on the threads, and it can shrink many times over, more than a share of the cores suggests.
+    waits on the threads, and it can shrink many times over, more than a share of the cores suggests. How much
+    depends on how waiting threads wait: spinning (libgomp's default) pays it in full (minGPT-sized, one hog:
+    one thread 2–5.8× faster, ``optimize`` kept it at 4.00× [3.65, 7.90]); ``OMP_WAIT_POLICY=PASSIVE``, which
+    Stepwise's launcher sets unless its caller chose one, hides most of it (1.04–1.21×, inconclusive):
+    ``benchmarks/results/threads-2026-11-27-busy.md``. The message says which the run had.
 
     Thresholds: ``min_excess_cores`` (0.5) — demand at least this many threads over the free cores;
     ``min_operator_share`` (0.3) of the step in operators for their threads to matter; ``high_ratio`` (2.0) threads
@@ -109,14 +113,19 @@ class OversubscribedThreads(Rule):
         if t.demand < free + self.t["min_excess_cores"] or n >= t.intra_op:
             return None
         procs = f"{t.local_processes} training processes" if t.local_processes > 1 else "1 training process"
+        passive = str(t.env.get("OMP_WAIT_POLICY", "")).upper() == "PASSIVE"
+        waited = (" (this run's threads waited passively, OMP_WAIT_POLICY=PASSIVE as Stepwise launches scripts, "
+                  "which hides much of the cost here; spinning threads, libgomp's default, pay it in full)") \
+            if passive else ""
         return self.finding(
             f, severity=f.device_work, confidence=ramp(t.demand / max(free, 0.5), 1.0, self.t["high_ratio"]),
             message=f"{t.intra_op} intra-op threads × {procs} = {t.demand} threads for {free:.1f} free cores "
                     f"({usable} usable, other programs using {others:.2f} during the steady steps): the threads are "
                     f"oversubscribed, and operators holding {pct(f.device_work)} of the step wait at every barrier "
-                    f"for a thread that lost its core; train with {n} thread{'s' if n > 1 else ''} per process: "
+                    f"for a thread that lost its core{waited}; train with {n} thread{'s' if n > 1 else ''} per process: "
                     f"torch.set_num_threads({n}), or OMP_NUM_THREADS={n} for the script and its workers.",
             evidence={"intra_op_threads": t.intra_op, "inter_op_threads": t.inter_op,
                       "training_processes": t.local_processes, "usable_cores": usable, "other_cores": others,
                       "free_cores": free, "suggested_threads": n, "loader_workers": t.loader_workers,
-                      "omp_num_threads": t.env.get("OMP_NUM_THREADS"), "device_work_share": f.device_work})
+                      "omp_num_threads": t.env.get("OMP_NUM_THREADS"), "omp_wait_policy": t.env.get("OMP_WAIT_POLICY"),
+                      "device_work_share": f.device_work})
