@@ -29,7 +29,8 @@ def threads_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """torch's thread count and the thread variables put back after the test (the knob changes them)."""
     before = torch.get_num_threads()
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "0")  # recorded as it was (absent, usually), so what the knob sets is undone
+        monkeypatch.delenv(name)
     yield before
     torch.set_num_threads(before)
 
@@ -58,8 +59,7 @@ def test_the_agent_records_the_threads_the_script_trains_with(injected: Any, thr
                                                         loader_workers=None, env={})
 
 
-def test_num_threads_is_set_at_boot_and_proven_at_the_first_step(injected: Any, threads_kept: int,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_num_threads_is_set_at_boot_and_proven_at_the_first_step(injected: Any, threads_kept: int) -> None:
     torch.set_num_threads(2)  # torch's pool as the script would find it on this 2-core machine
     inj = injected({"num_threads": 1})
     assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"  # its workers inherit it
@@ -67,12 +67,16 @@ def test_num_threads_is_set_at_boot_and_proven_at_the_first_step(injected: Any, 
     report = inj.finish()
     knob = report["knobs"]["num_threads"]
     assert knob["acted"] and "(was 2 at boot)" in knob["evidence"][0]
-    # launched with the thread variables already set (the launcher's environment): said so
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    again = injected({"num_threads": 1})
-    _steps(again)
-    assert "OMP_NUM_THREADS=1 from the launcher sized the pool" in again.finish()["knobs"]["num_threads"]["evidence"][0]
     assert report["threads"]["intra_op"] == 1 and why_not_applied(FIXES["set_num_threads"], report) is None
+
+
+def test_a_pool_the_launchers_variables_sized_is_said_to_be_theirs(injected: Any, threads_kept: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the launcher's environment: torch started with one thread
+    torch.set_num_threads(1)
+    inj = injected({"num_threads": 1})
+    _steps(inj)
+    assert "OMP_NUM_THREADS=1 from the launcher sized the pool" in inj.finish()["knobs"]["num_threads"]["evidence"][0]
 
 
 def test_a_script_that_sets_its_own_threads_after_boot_is_named(injected: Any, threads_kept: int) -> None:
