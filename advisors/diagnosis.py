@@ -4,7 +4,12 @@ Rules that see the same time become one finding (the most severe leads, the othe
 ``related``); each finding then claims its severity from its region of the step, at most what is left there
 (:mod:`advisors.accounting`), so severities never double count. The binding bottleneck is the finding with the
 largest settled severity (share of step time at stake); ties go to the higher confidence, then to the earlier
-rule in ``RULES``. Nothing firing (or only findings with no step time at stake) is ``none``. The diagnosis'
+rule in ``RULES``. A binding finding must hold a real share of the step: when none holds
+:data:`~advisors.rules.base.MIN_BINDING_SHARE` (0.2), a *fallback* rule's finding is weighed too (COMP007: the
+device's own work fills at least half the step, so the verdict is compute with its own evidence and fix order,
+the small findings minor ones) and kept only when it binds; otherwise fallbacks are left out, so they never move
+a verdict a real finding makes. Nothing firing (or only findings with no step time at stake) is ``none``. The
+diagnosis'
 confidence is the binding finding's, lowered when a finding of another class comes close:
 ``confidence × (MARGIN_FLOOR + (1 - MARGIN_FLOOR) × margin)`` with ``margin`` the relative gap to the best
 finding of a different class.
@@ -22,6 +27,7 @@ from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
 from advisors.observation import Observation
 from advisors.ranking import rank, ranking_json
 from advisors.rules import RULES, Rule
+from advisors.rules.base import MIN_BINDING_SHARE
 from advisors.rules.data.saturated_host import contention_note
 
 MARGIN_FLOOR = 0.6  # confidence factor when a finding of another class is exactly as severe
@@ -35,7 +41,7 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
     order = {r.id: i for i, r in enumerate(instances)}
     causes = {r.id: r.cause for r in instances}
     findings = [f for r in instances if (f := r.evaluate(facts)) is not None]
-    ranked = settle(group(findings, causes, order), causes, facts, order)
+    ranked = _ranked(findings, {r.id for r in instances if r.fallback}, causes, facts, order)
     binding = ranked[0] if ranked and ranked[0].severity > 0 else None
     others = tuple(ranked[1:] if binding else ranked)
     fired = {f.bottleneck for f in findings}
@@ -45,6 +51,18 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
         confidence=_confidence(binding, others),
         binding=binding, others=others, evidence=headline(facts, binding), notes=notes, regions=regions(facts),
         bounds=fix_bounds(facts))
+
+
+def _ranked(findings: Sequence[Finding], fallbacks: set[str], causes: Mapping[str, str], facts: Facts,
+            order: Mapping[str, int]) -> list[Finding]:
+    """The settled findings, binding first: without the fallback rules' findings, unless no finding holds
+    MIN_BINDING_SHARE of the step and a fallback then binds (see the module docs)."""
+    main = [f for f in findings if f.rule not in fallbacks]
+    ranked = settle(group(main, causes, order), causes, facts, order)
+    if len(main) == len(findings) or (ranked and ranked[0].severity >= MIN_BINDING_SHARE):
+        return ranked
+    weighed = settle(group(findings, causes, order), causes, facts, order)
+    return weighed if weighed and weighed[0].rule in fallbacks else ranked
 
 
 def _confidence(binding: Finding | None, others: Sequence[Finding]) -> float:

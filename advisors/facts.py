@@ -28,6 +28,7 @@ from profilers.efficiency.arch import GpuArch
 from profilers.efficiency.peaks import DevicePeak, device_peak
 from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.run.spec import TrainingSpec
+from profilers.telemetry.threads import ThreadUse
 from profilers.telemetry.summary import TelemetrySummary
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
@@ -110,6 +111,11 @@ class Facts:
         return self.run.telemetry if self.run is not None else None
 
     @property
+    def threads(self) -> ThreadUse | None:
+        """A launched script's threads and cores as its agent recorded them (``None``: not recorded)."""
+        return self.run.threads if self.run is not None else None
+
+    @property
     def device_work(self) -> float:
         """Share of step time the device spends working: on a GPU, kernels, copies and sets outside exposed
         collectives; on a CPU, operators in forward, backward and the optimizer (0 without steps)."""
@@ -157,6 +163,15 @@ class Facts:
     def launch_idle(self) -> float:
         """GPU-idle host time left to plain dispatch overhead."""
         return self.host_idle - self.comm_orchestration
+
+    @property
+    def idle_per_launch_us(self) -> float | None:
+        """The GPU's host-held idle time per kernel launched (µs): ``launch_idle`` × step ÷ kernels per step.
+        ``None`` without kernels. A few tens of µs is one launch's own host cost (Python, dispatcher, runtime
+        call); milliseconds per launch is host work between the kernels, which no CUDA graph removes."""
+        if not self.kernels_per_step:
+            return None
+        return max(self.launch_idle, 0.0) * self.step_ms * 1e3 / self.kernels_per_step
 
 
 def derive(obs: Observation) -> Facts:

@@ -18,6 +18,7 @@ HF_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "persistent_workers": lambda v: {"dataloader_persistent_workers": bool(v)},
     "prefetch_factor": lambda v: {"dataloader_prefetch_factor": int(v)},
     "compile": lambda v: {"torch_compile": bool(v)},
+    "compile_mode": lambda v: {"torch_compile_mode": str(v)},
     "matmul_precision": lambda v: {"tf32": True},
 }
 LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}  # ``L.Trainer/L.Fabric(precision=...)``

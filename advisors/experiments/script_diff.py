@@ -178,13 +178,15 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
                     if new is not None else None
             else:
                 new = _wrapped(new, first, header) if new is not None else None
-    elif target == "model_build" and knobs.get("compile") and len(sites) == 1:
+    elif target == "model_build" and (knobs.get("compile") or knobs.get("compile_mode")) and len(sites) == 1:
         s0 = sites[0]
         lines = source.splitlines(keepends=True)
         end = int(s0.get("end") or s0["line"])
         indent = " " * int(s0.get("col") or 0)
         name = str(s0["name"])
-        new = "".join(lines[:end] + [f"{indent}{name} = torch.compile({name})\n"] + lines[end:])
+        q = '"' if prefers_double_quotes(source) else "'"
+        mode = f", mode={q}{knobs['compile_mode']}{q}" if knobs.get("compile_mode") else ""  # CUDA graphs
+        new = "".join(lines[:end] + [f"{indent}{name} = torch.compile({name}{mode})\n"] + lines[end:])
     else:
         return None
     if new is None or new == source:

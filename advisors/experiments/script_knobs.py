@@ -22,7 +22,9 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
   or ``Trainer(**cfg.trainer)``);
 - a plain ``argparse`` flag, matched by its name *and* by where its value reaches in the script's source
   (:func:`reaches`): ``--amp``'s value in a ``torch.autocast(...)`` (whose dtype must be the fix's), ``--workers``'
-  in a ``DataLoader``'s ``num_workers``, ``--compile``'s guarding a ``torch.compile`` call.
+  in a ``DataLoader``'s ``num_workers``, ``--compile``'s guarding a ``torch.compile`` call; CUDA graphs are
+  ``--compile`` with ``--compile_mode reduce-overhead`` where that option reaches the same call (HF:
+  ``--torch_compile --torch_compile_mode reduce-overhead``).
 
 The patched arm is then the user's command with that flag (or a copy of the config file with that line) changed:
 nothing is injected; the agent checks the knob's effect (``observe``). A knob the flag cannot set (a workers fix's
@@ -52,6 +54,7 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
     "num_workers": (("workers", "num_workers", "n_workers", "dataloader_workers", "loader_workers", "j"),
                     "dataloader"),
     "compile": (("compile", "torch_compile", "use_compile"), "compile"),
+    "compile_mode": (("compile_mode", "torch_compile_mode"), "compile"),  # CUDA graphs: mode="reduce-overhead"
 }
 #: knobs of a fix that only tune its main knob: left out when the script's flag cannot set them
 SECONDARY = ("persistent_workers", "prefetch_factor", "pin_memory")
@@ -405,6 +408,8 @@ def _hydra_fits(knob: str, value: Any, key: str, held: Any, reach: Mapping[str, 
         return False
     if knob == "num_workers":
         return isinstance(held, int) and not isinstance(held, bool)
+    if knob == "compile_mode":
+        return held is None or isinstance(held, str)
     if not isinstance(held, bool):
         return False
     if knob == "autocast":  # the script's own autocast must be of the fix's precision
@@ -460,6 +465,8 @@ def _named(parser: Mapping[str, Any], knob: str, reach: Mapping[str, set[str]]) 
 def _fits(knob: str, value: Any, opt: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
     if knob == "num_workers":
         return opt.get("action") == "store" and opt.get("type") == "int"
+    if knob == "compile_mode":  # a string option whose value reaches torch.compile (its mode=)
+        return opt.get("action") == "store" and opt.get("type") in (None, "str")
     if opt.get("action") != "store_true":
         return False
     if knob == "autocast":  # the script's own autocast must be of the fix's precision

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from advisors.fixes import resolve_patch
 from advisors.verdict import Bottleneck, Finding
 from app.widgets import ui
 from advisors.ranking import effort_level
@@ -24,16 +25,19 @@ def _evidence_table(evidence: dict) -> None:
         st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
 
 
-def _fix(fix_id: str | None, key: str, spec_run: bool) -> None:
+def _fix(fix_id: str | None, key: str, a: Analysis) -> None:
     """A fix's title, explanation and snippet; its spec patch only for a run of a spec (a script or an upload
-    has no spec to change: "As a spec change" read as a step the user could not take)."""
+    has no spec to change: "As a spec change" read as a step the user could not take), as it would be applied
+    to that run's spec on its device (no ``pin_memory`` on a CPU: it does nothing there)."""
     fix = advice.fix_for(fix_id)
     if fix is None:
         return
     st.markdown(f"**Fix — {ui.text(fix.title)}.** {ui.text(fix.explanation)}")
     st.code(fix.snippet, language="python")
-    if fix.spec_patch and spec_run:
-        st.caption("As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in fix.spec_patch.items())))
+    run = a.run  # a TrainingSpec run's (a launched script's spec is a ScriptSpec, not stored as its spec)
+    patch = resolve_patch(run.spec, fix, run.device) if fix.spec_patch and run is not None and run.spec else {}
+    if patch:
+        st.caption("As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in patch.items())))
 
 
 def bound_text(a: Analysis, f: Finding) -> str:
@@ -43,7 +47,7 @@ def bound_text(a: Analysis, f: Finding) -> str:
     return f" · its fix gains at most {bound.speedup:.2f}×" if bound is not None and bound.speedup else ""
 
 
-def _related(f: object, key: str, spec_run: bool) -> None:
+def _related(f: object, key: str, a: Analysis) -> None:
     """The other rules that saw the same time as ``f``: their message, evidence and fix."""
     related = getattr(f, "related", ())
     if not related:
@@ -55,13 +59,12 @@ def _related(f: object, key: str, spec_run: bool) -> None:
         if m.fix_id is not None and m.fix_id == getattr(f, "fix_id", None):
             st.caption("Its fix is the one above.")  # not the same code block twice
         else:
-            _fix(m.fix_id, f"{key}.rel{j}", spec_run)
+            _fix(m.fix_id, f"{key}.rel{j}", a)
 
 
 def diagnosis(a: Analysis) -> None:
     """The verdict first, then the ranked findings, then what could not be judged."""
     d = a.diagnosis
-    spec_run = a.run is not None and a.run.spec is not None  # a TrainingSpec run; a script's is a ScriptSpec
     if d is None:
         st.warning(ui.text(a.advisor_note or "The advisor gave no diagnosis for this input."))
         return
@@ -79,8 +82,8 @@ def diagnosis(a: Analysis) -> None:
         fix_order(a)
         with st.expander("Evidence", expanded=True):
             _evidence_table(dict(d.evidence))
-        _fix(d.binding.fix_id, "binding", spec_run)
-        _related(d.binding, "binding", spec_run)
+        _fix(d.binding.fix_id, "binding", a)
+        _related(d.binding, "binding", a)
     if d.others:
         st.markdown("#### Other findings, most severe first")
         for i, f in enumerate(d.others):
@@ -88,8 +91,8 @@ def diagnosis(a: Analysis) -> None:
                 st.markdown(ui.text(f.message))
                 st.caption(f"confidence {f.confidence:.0%}{bound_text(a, f)}")
                 _evidence_table(dict(f.evidence))
-                _fix(f.fix_id, f"other{i}", spec_run)
-                _related(f, f"other{i}", spec_run)
+                _fix(f.fix_id, f"other{i}", a)
+                _related(f, f"other{i}", a)
     judged = [n for n in d.notes if n.bottleneck is not Bottleneck.NONE]
     if judged:
         with st.expander(f"Not enough data to judge ({len(judged)})"):

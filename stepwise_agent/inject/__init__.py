@@ -31,6 +31,7 @@ from stepwise_agent.inject.loader import LoaderInjection
 from stepwise_agent.inject.modules import ModuleInjection
 from stepwise_agent.inject.optim import OptimInjection
 from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.inject.threads import ThreadsInjection
 
 __all__ = ["Injector", "InjectionReport"]
 
@@ -66,6 +67,7 @@ class Injector:
         self.optim = OptimInjection(self.knobs, self.report, self.caps, self.convergence)
         self.optim.on_skipped_step = on_skipped_step
         self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
+        self.threads = ThreadsInjection(self.knobs, self.report)
         self.observe = set(observe)
         self.loader.observe = self.frameworks.observe = self.modules.observed = self.convergence.observe = self.observe
         self.modules.framework_owns.update(self.observe & {"autocast", "compile"})  # watched, not wrapped
@@ -87,6 +89,7 @@ class Injector:
                     k.act(f"PYTORCH_CUDA_ALLOC_CONF={self.knobs['alloc_conf']} set before the first CUDA allocation")
                 else:
                     k.refuse("the CUDA caching allocator is not used on the CPU")
+        self.threads.install()
         self.convergence.install()
         self.loader.install()
         self.modules.install()
@@ -111,8 +114,10 @@ class Injector:
 
     def on_step(self) -> None:
         self.steps += 1
+        self.modules.step_begins()
         if self.steps == 1:
             self.config.on_first_step()
+            self.threads.first_step(self.report.loader.get("num_workers"))
         if self.steps == WATCH_STEPS:
             self.modules.stop_watching()
 
@@ -139,12 +144,12 @@ class Injector:
         self.optim.finish()
         self.convergence.finish()
         return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe)}
+                "observed": sorted(self.observe), "threads": self.threads.facts}
 
     def snapshot(self) -> dict[str, Any]:
         """The report so far (``partial``: knobs not yet decided read as not acted), without the end's checks."""
         return {**self.report.to_json(), "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe), "partial": True}
+                "observed": sorted(self.observe), "threads": self.threads.facts, "partial": True}
 
     def _config(self) -> dict[str, Any]:
         """How the script is configured, with the switches its framework was built with (an ``Accelerator``'s

@@ -6,7 +6,8 @@ always builds, only configured differently — and the report records the user's
 which arguments were set there, which is the diff the Advisor shows:
 
 - ``TrainingArguments(...)``: ``bf16``/``fp16``, ``dataloader_num_workers``, ``dataloader_pin_memory``,
-  ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile``, ``tf32``;
+  ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile`` (``torch_compile_mode``
+  for CUDA graphs), ``tf32``;
 - ``L.Trainer(...)`` (``lightning`` or ``pytorch_lightning``): ``precision="bf16-mixed"`` / ``"16-mixed"`` (the
   one ``LightningCLI`` builds from the user's own ``--trainer.precision`` is recorded, never changed);
 - ``L.Fabric(...)``: ``precision="bf16-mixed"`` / ``"16-mixed"``;
@@ -41,7 +42,9 @@ from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_P
 
 #: knob values TrainingArguments validates against CUDA (``tf32=True``, ``fp16=True``)
 CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda v: True,
-                                                      "autocast": lambda v: v == "fp16"}
+                                                      "autocast": lambda v: v == "fp16",
+                                                      # CUDA graphs; HF would still compile on its mode alone
+                                                      "compile_mode": lambda v: v == "reduce-overhead"}
 PRECISION_FIELDS = ("precision", "mixed_precision")  # L.Trainer's and Accelerator's autocast switch
 #: knobs each framework's switch owns (the generic injection stands aside for them)
 OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",),

@@ -155,7 +155,8 @@ def test_optimize_turns_out_of_memory_into_ok() -> None:
 
 
 def test_candidates_skip_what_cannot_act_here() -> None:
-    d = diagnose(observation({"gpu_compute": 0.07, "forward": 0.4}, kernels_per_step=60, median_kernel_us=4))
+    d = diagnose(observation({"gpu_compute": 0.07, "forward": 0.4}, kernels_per_step=60, median_kernel_us=4,
+                             step_ms=4.4))  # 69 µs of GPU idle per launch: launch-bound
     on_cpu = [f.id for f in candidates(d, BASE, "cpu", set())]
     assert "cuda_graphs" not in on_cpu and "larger_batch" in on_cpu
     on_gpu = [f.id for f in candidates(d, BASE, "cuda", {"larger_batch"})]

@@ -33,6 +33,17 @@ def test_relative_values_resolve() -> None:
     assert resolve_patch(BASE, FIXES["dataloader_workers"])["num_workers"] >= 2
 
 
+@pytest.mark.parametrize("fix_id", ["dataloader_workers", "prefetch_pinned"])
+def test_the_data_fixes_pin_memory_only_where_there_is_a_gpu(fix_id: str) -> None:
+    """Issue 42: the spec change proposed pin_memory = True on a machine without a GPU, where it does nothing."""
+    on_cpu = resolve_patch(BASE.patch(device="cpu"), FIXES[fix_id])
+    assert "pin_memory" not in on_cpu and on_cpu["num_workers"] >= 2
+    assert "pin_memory" not in resolve_patch(BASE, FIXES[fix_id], device="cpu")  # the run's device decides
+    assert resolve_patch(BASE, FIXES[fix_id], device="cuda")["pin_memory"] is True
+    assert resolve_patch(BASE.patch(device="cuda"), FIXES[fix_id])["pin_memory"] is True
+    assert "pin_memory=torch.cuda.is_available()" in FIXES[fix_id].snippet  # the code to write, either way
+
+
 def test_applies_by_device_and_ranks() -> None:
     assert applies(FIXES["cuda_graphs"], "cpu", 1)
     assert applies(FIXES["cuda_graphs"], "cuda", 1) is None

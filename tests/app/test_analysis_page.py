@@ -127,17 +127,21 @@ def test_a_spec_change_is_offered_for_a_spec_run_only(store, shared_traces) -> N
     an upload do not (issue 33: "As a spec change" on a script)."""
     trace = shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
     captions = {}
-    for kind in ("run", "launch", "upload"):
+    for kind in ("run", "cuda run", "launch", "upload"):
         for r in store.list():
             store.delete(r.run_id)
         if kind == "upload":
             store.import_trace(trace)
         else:
-            fake_run(store, label=kind, trace=trace, kind=kind, files={"launch.json": {"argv": ["train.py"]}})
+            fake_run(store, label=kind, trace=trace, kind=kind.split()[-1], files={"launch.json": {"argv": ["train.py"]}},
+                     device="cuda" if kind == "cuda run" else "cpu")
         at = open_page("advisor")
         assert_clean(at)
         captions[kind] = [c.value for c in at.caption if c.value.startswith("As a spec change")]
     assert captions["run"] and not captions["launch"] and not captions["upload"]
+    # the change as it would be applied on the run's device: pinned memory only where there is a GPU (issue 42)
+    assert "num_workers = " in captions["run"][0] and "pin_memory" not in " ".join(captions["run"])
+    assert "pin_memory = True" in " ".join(captions["cuda run"])
 
 
 def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_traces, monkeypatch) -> None:
