@@ -7,6 +7,9 @@ fix that acts on only part of that time, the bound comes from that part instead,
   plus the GPU's launch gaps (``Facts.launch_idle``) — *if fusion made those kernels free and the gaps
   vanished*; on a CPU, the operators' time outside matmuls (where fusion acts).
 - ``channels_last``: convolution time — *if the convolutions took no time at all*.
+- ``cuda_graphs`` (a GPU step): the GPU's launch gaps (``Facts.launch_idle``: idle time neither the loader nor a
+  collective explains) — *if they vanished and the kernels ran back to back*; a replayed graph removes the
+  host's per-launch cost, not the kernels' own time.
 - the data fixes (workers, cached decoded samples, prefetching): the time the run's steady steps spent drawing
   batches, timed *without* the profiler (``steps.jsonl``'s ``data_ms``: fetch, decode, collate, the copy to the
   device) — *if all of it vanished*. The profiled window's loader share was the bound before, and a cached
@@ -78,6 +81,9 @@ def fix_bounds(f: Facts) -> dict[str, Bound]:
                                       f"unfused elementwise/normalization kernels ({100 * unfused:.1f}% of the "
                                       f"step) cost nothing once fused, and the launch gaps "
                                       f"({100 * max(f.launch_idle, 0.0):.1f}%) vanish")
+        gaps = max(f.launch_idle, 0.0)
+        out["cuda_graphs"] = _bound("cuda_graphs", gaps, f"the GPU's launch gaps ({100 * gaps:.1f}% of the step) "
+                                    "vanish: the kernels, replayed from a CUDA graph, run back to back")
         k = f.b.kernels
         conv = float(k.loc[k["name"].astype(str).str.contains(_CONV), "total_ns"].sum()) / total if len(k) else 0.0
     else:

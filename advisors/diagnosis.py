@@ -4,7 +4,12 @@ Rules that see the same time become one finding (the most severe leads, the othe
 ``related``); each finding then claims its severity from its region of the step, at most what is left there
 (:mod:`advisors.accounting`), so severities never double count. The binding bottleneck is the finding with the
 largest settled severity (share of step time at stake); ties go to the higher confidence, then to the earlier
-rule in ``RULES``. Nothing firing (or only findings with no step time at stake) is ``none``. The diagnosis'
+rule in ``RULES``. A binding finding must hold a real share of the step: when none holds
+:data:`~advisors.rules.base.MIN_BINDING_SHARE` (0.2), a *fallback* rule's finding is weighed too (COMP007: the
+device's own work fills at least half the step, so the verdict is compute with its own evidence and fix order,
+the small findings minor ones) and kept only when it binds; otherwise fallbacks are left out, so they never move
+a verdict a real finding makes. Nothing firing (or only findings with no step time at stake) is ``none``. The
+diagnosis'
 confidence is the binding finding's, lowered when a finding of another class comes close:
 ``confidence × (MARGIN_FLOOR + (1 - MARGIN_FLOOR) × margin)`` with ``margin`` the relative gap to the best
 finding of a different class.
@@ -15,13 +20,14 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from advisors.accounting import group, regions, settle
-from advisors.bounds import fix_bounds
+from advisors.bounds import Bound, fix_bounds
 from advisors.facts import Facts, derive
 from advisors.fixes import FIXES
 from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
 from advisors.observation import Observation
 from advisors.ranking import rank, ranking_json
 from advisors.rules import RULES, Rule
+from advisors.rules.base import MIN_BINDING_SHARE
 from advisors.rules.data.saturated_host import contention_note
 
 MARGIN_FLOOR = 0.6  # confidence factor when a finding of another class is exactly as severe
@@ -35,7 +41,7 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
     order = {r.id: i for i, r in enumerate(instances)}
     causes = {r.id: r.cause for r in instances}
     findings = [f for r in instances if (f := r.evaluate(facts)) is not None]
-    ranked = settle(group(findings, causes, order), causes, facts, order)
+    ranked = _ranked(findings, {r.id for r in instances if r.fallback}, causes, facts, order)
     binding = ranked[0] if ranked and ranked[0].severity > 0 else None
     others = tuple(ranked[1:] if binding else ranked)
     fired = {f.bottleneck for f in findings}
@@ -45,6 +51,18 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
         confidence=_confidence(binding, others),
         binding=binding, others=others, evidence=headline(facts, binding), notes=notes, regions=regions(facts),
         bounds=fix_bounds(facts))
+
+
+def _ranked(findings: Sequence[Finding], fallbacks: set[str], causes: Mapping[str, str], facts: Facts,
+            order: Mapping[str, int]) -> list[Finding]:
+    """The settled findings, binding first: without the fallback rules' findings, unless no finding holds
+    MIN_BINDING_SHARE of the step and a fallback then binds (see the module docs)."""
+    main = [f for f in findings if f.rule not in fallbacks]
+    ranked = settle(group(main, causes, order), causes, facts, order)
+    if len(main) == len(findings) or (ranked and ranked[0].severity >= MIN_BINDING_SHARE):
+        return ranked
+    weighed = settle(group(findings, causes, order), causes, facts, order)
+    return weighed if weighed and weighed[0].rule in fallbacks else ranked
 
 
 def _confidence(binding: Finding | None, others: Sequence[Finding]) -> float:
@@ -99,22 +117,52 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
     return out
 
 
-def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
-    """The upper bound on what ``fix_id`` can gain, from the finding that proposed it (a group's lead or one of
-    its rules), else from the group whose fix has it as an alternative (another lever on the same time)."""
+def _claim(f: Finding, lever: str = "") -> Bound | None:
+    """A finding's own bound: all of the time it claims vanishing (``None`` when its severity is not step time)."""
+    if f.upper_bound_speedup is None:
+        return None
+    what = f"if the {f.bottleneck.value} time this finding claims ({f.severity:.0%} of the step) vanished" if not \
+        lever else f"if the {f.bottleneck.value} time this fix is another lever on ({f.severity:.0%} of the step) vanished"
+    return Bound(f.fix_id or "", f.severity, f.upper_bound_speedup, what)
+
+
+def _pick(own: Bound | None, claimed: Bound | None) -> Bound | None:
+    """A fix's own bound (the time it can touch) where it reaches less than the finding's time, or where it is
+    measured more directly (``replaces``: the data fixes' unprofiled batch-drawing time), else the finding's."""
+    if own is not None and (own.replaces or claimed is None or (own.speedup is not None and (
+            claimed.speedup is None or own.speedup < claimed.speedup))):
+        return own
+    return claimed
+
+
+def bound_of(d: Diagnosis, f: Finding) -> Bound | None:
+    """The upper bound on what finding ``f``'s fix can gain (:func:`_pick` of the fix's own bound and the
+    finding's): the one number the Diagnosis, ``analyze --json`` (``upper_bound_speedup``), an Apply and a ladder
+    round show for it."""
+    return _pick(d.bounds.get(f.fix_id) if f.fix_id else None, _claim(f))
+
+
+def bound_for(d: Diagnosis, fix_id: str) -> Bound | None:
+    """The upper bound on what ``fix_id`` can gain: :func:`bound_of` the finding that proposed it (a group's lead
+    or one of its rules), else of the group whose fix has it as an alternative (another lever on the same time),
+    else its own bound when it has one."""
     from advisors.fixes import ALTERNATIVES
 
     own = d.bounds.get(fix_id)
-    if own is not None:
-        return own.speedup
     for g in d.findings:
         for f in (g, *g.related):
             if f.fix_id == fix_id:
-                return f.upper_bound_speedup
+                return bound_of(d, f)
     for g in d.findings:
         if any(fix_id in ALTERNATIVES.get(f.fix_id or "", ()) for f in (g, *g.related)):
-            return g.upper_bound_speedup
-    return None
+            return _pick(own, _claim(g, lever=fix_id))
+    return own
+
+
+def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
+    """The speed-up of :func:`bound_for` (``None``: no bound)."""
+    b = bound_for(d, fix_id)
+    return b.speedup if b is not None else None
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -131,18 +179,16 @@ def finding_json(f: Finding) -> dict[str, Any]:
     return out
 
 
-def _bounded(doc: dict[str, Any], d: Diagnosis) -> dict[str, Any]:
-    """A finding's JSON with its fix's own bound (``fix_bound``: share, speed-up, assumption) when that fix
-    reaches less than the finding's time; ``upper_bound_speedup`` is then the smaller of the two."""
-    fix = doc.get("fix")
-    bound = d.bounds.get(fix["id"]) if fix else None
-    if bound is not None:
-        doc["fix_bound"] = bound.to_json()
-        mine = doc.get("upper_bound_speedup")
-        if bound.replaces or (bound.speedup is not None and (mine is None or bound.speedup < mine)):
-            doc["upper_bound_speedup"] = bound.speedup
+def _bounded(doc: dict[str, Any], d: Diagnosis, f: Finding) -> dict[str, Any]:
+    """A finding's JSON with its fix's own bound (``fix_bound``: share, speed-up, assumption) beside it, and
+    ``upper_bound_speedup`` the one bound of :func:`bound_of`."""
+    own = d.bounds.get(f.fix_id) if f.fix_id else None
+    if own is not None:
+        doc["fix_bound"] = own.to_json()
+        chosen = bound_of(d, f)
+        doc["upper_bound_speedup"] = chosen.speedup if chosen is not None else None
     if "rules" in doc:
-        doc["rules"] = [_bounded(m, d) for m in doc["rules"]]
+        doc["rules"] = [_bounded(m, d, r) for m, r in zip(doc["rules"], f.related)]
     return doc
 
 
@@ -150,7 +196,7 @@ def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first; each one cause,
     with the rules that saw it), the step's regions they claimed from (``accounting``), notes."""
     return {"bottleneck": d.bottleneck.value, "confidence": d.confidence,
-            "findings": [_bounded(finding_json(f), d) for f in d.findings], "evidence": dict(d.evidence),
+            "findings": [_bounded(finding_json(f), d, f) for f in d.findings], "evidence": dict(d.evidence),
             "ranking": ranking_json(rank(d)),
             "accounting": {k: round(v, 4) for k, v in d.regions.items()},
             "not_enough_data": [{"bottleneck": n.bottleneck.value, "reason": n.reason, "whole_class": n.whole_class}

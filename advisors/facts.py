@@ -13,7 +13,6 @@ exchange, waits), while in a step without collectives they are plain dispatch ov
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
@@ -23,12 +22,13 @@ from advisors.observation import Observation, RunFacts
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace import kernel_classes as kc
 from profilers.trace.breakdown import Breakdown
-from profilers.trace.breakdown_parts import Straggler
+from profilers.jobs.straggler import Straggler
 from profilers.efficiency.mfu import Efficiency, efficiency
 from profilers.efficiency.arch import GpuArch
 from profilers.efficiency.peaks import DevicePeak, device_peak
 from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.run.run_config import RunConfig
+from profilers.telemetry.threads import ThreadUse
 from profilers.telemetry.summary import TelemetrySummary
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
@@ -100,7 +100,8 @@ class Facts:
     efficiency: Efficiency | None = None  # achieved FLOP/s against the device's peak (profilers.efficiency.mfu)
     # A run whose ranks wrote summaries at capture time (``launch --trace-ranks``): all N ranks' median step, work
     # (step minus collective time) and collective time, where the breakdown holds only the k traced ranks; and the
-    # straggler those summaries name (``job.straggler``), its excess work over the median rank's step.
+    # straggler those summaries name (``job.straggler``, marked by profilers.jobs.straggler), its excess work over the
+    # median rank's step.
     summary_ranks: tuple[RankFigures, ...] = ()
     summary_straggler: Straggler | None = None
 
@@ -108,6 +109,11 @@ class Facts:
     def telemetry(self) -> TelemetrySummary | None:
         """A stored run's telemetry over its steady steps (``None`` for a trace or snapshot alone)."""
         return self.run.telemetry if self.run is not None else None
+
+    @property
+    def threads(self) -> ThreadUse | None:
+        """A launched script's threads and cores as its agent recorded them (``None``: not recorded)."""
+        return self.run.threads if self.run is not None else None
 
     @property
     def device_work(self) -> float:
@@ -158,6 +164,15 @@ class Facts:
         """GPU-idle host time left to plain dispatch overhead."""
         return self.host_idle - self.comm_orchestration
 
+    @property
+    def idle_per_launch_us(self) -> float | None:
+        """The GPU's host-held idle time per kernel launched (µs): ``launch_idle`` × step ÷ kernels per step.
+        ``None`` without kernels. A few tens of µs is one launch's own host cost (Python, dispatcher, runtime
+        call); milliseconds per launch is host work between the kernels, which no CUDA graph removes."""
+        if not self.kernels_per_step:
+            return None
+        return max(self.launch_idle, 0.0) * self.step_ms * 1e3 / self.kernels_per_step
+
 
 def derive(obs: Observation) -> Facts:
     """Compute :class:`Facts` for an observation (works with no breakdown: run facts only)."""
@@ -172,12 +187,11 @@ def _summaries(job: dict | None) -> tuple[tuple[RankFigures, ...], Straggler | N
         return (), None
     ranks = tuple(RankFigures(int(r["rank"]), float(r["step_ms"]), float(r["work_ms"]), float(r["comm_ms"]))
                   for r in job.get("per_rank", ()) if r.get("steps"))
-    s = job.get("straggler")
+    s = job.get("straggler")  # marked by profilers.jobs.straggler when the views were made: read, not judged again
     if s is None or not ranks:
         return ranks, None
-    median_step = statistics.median(r.step_ms for r in ranks) or 1.0
-    work, median_work = float(s["work_ms"]), float(s["median_work_ms"])
-    return ranks, Straggler(int(s["culprit"]), work, median_work, (work - median_work) / median_step)
+    return ranks, Straggler(int(s["culprit"]), float(s["work_ms"]), float(s["median_work_ms"]),
+                            float(s["excess_share"]))
 
 
 def _derive(obs: Observation) -> Facts:

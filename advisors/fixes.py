@@ -34,17 +34,18 @@ def _fix(id: str, title: str, bottleneck: Bottleneck, patch: Mapping[str, Any], 
 D, M, C, X, H = Bottleneck.DATA, Bottleneck.MEMORY, Bottleneck.COMPUTE, Bottleneck.COMMUNICATION, Bottleneck.HOST
 _LOADER = "loader = DataLoader(ds, batch_size=B, shuffle=True,\n"
 _WORKERS = "num_workers=min(max(os.cpu_count(), 2), 8)"  # what WorkerCount resolves to, never a fixed number
+_PIN = "pin_memory=torch.cuda.is_available()"  # pinned pages only where there is a GPU to copy to
 _CATALOG = (
     _fix("dataloader_workers", "DataLoader worker processes", D,
          {"num_workers": WorkerCount(), "pin_memory": True, "persistent_workers": True, "prefetch_factor": 4}, "any",
          "Decode and collate in worker processes that prefetch ahead, so loading overlaps the step.",
-         _LOADER + f"                    {_WORKERS}, pin_memory=True,\n"
+         _LOADER + f"                    {_WORKERS}, {_PIN},\n"
          "                    persistent_workers=True, prefetch_factor=4)"),
     _fix("prefetch_pinned", "Persistent workers, deeper prefetch, pinned memory", D,
          {"num_workers": WorkerCount(), "persistent_workers": True, "prefetch_factor": 4, "pin_memory": True}, "any",
          "Keep workers alive across epochs and queue more batches ahead; pinned batches copy asynchronously.",
          _LOADER + f"                    {_WORKERS}, persistent_workers=True,\n"
-         "                    prefetch_factor=4, pin_memory=True)\n"
+         f"                    prefetch_factor=4, {_PIN})\n"
          "x = x.to(device, non_blocking=True)"),
     _fix("cache_decoded", "Cache decoded samples", D, {"cache_decoded": True}, "any",
          "Decode each sample once and keep the decoded tensor: later epochs skip the decode entirely.",
@@ -144,9 +145,16 @@ _CATALOG = (
     _fix("larger_batch", "Larger batch", H, {"batch_size": Relative(2)}, "any",
          "More work per kernel launch: the host's per-op overhead is paid per batch, not per sample.",
          "loader = DataLoader(ds, batch_size=2 * B, ...)   # scale the learning rate with the batch"),
-    _fix("cuda_graphs", "CUDA graphs", H, {"cuda_graphs": True}, "cuda",
-         "Replay the whole step's kernels with one launch instead of one launch per op.",
-         "model = torch.compile(model, mode='reduce-overhead')   # captures CUDA graphs"),
+    _fix("cuda_graphs", "CUDA graphs (reduce-overhead compile)", H, {"cuda_graphs": True}, "cuda",
+         "Capture the step's kernels once and replay them with one launch instead of one launch per op: the "
+         "host's per-op cost leaves the step. Shapes must stay the same from step to step.",
+         "model = torch.compile(model, mode=\"reduce-overhead\")   # captures the step in CUDA graphs\n"
+         "# a loop that keeps a step's outputs past the next step: torch.compiler.cudagraph_mark_step_begin()"),
+    _fix("set_num_threads", "Intra-op threads to the free cores", H, {}, "any",
+         "One intra-op thread per free core: more threads than cores other programs left free wait for one another "
+         "at every operator's barrier.",
+         "torch.set_num_threads(n)   # n = free cores / training processes on this machine, before training\n"
+         "# or for the script and the processes it starts:  OMP_NUM_THREADS=n python train.py"),
     _fix("avoid_syncs", "Fewer host-device syncs", H, {}, "cuda",
          "Every .item() drains the GPU queue; keep running sums on the device and read them every N steps.",
          "running = running + loss.detach()        # no .item() in the loop\n"
@@ -160,10 +168,11 @@ EFFORT_LEVELS = ("keyword", "config", "code change", "loop rewrite")
 EFFORT: dict[str, int] = {
     "dataloader_workers": 0, "prefetch_pinned": 0, "pin_memory": 0, "fused_optimizer": 0, "foreach_optimizer": 0,
     "ddp_bucket_size": 0, "ddp_static_graph": 0,
-    "tf32": 1, "cudnn_benchmark": 1, "expandable_segments": 1, "torch_compile": 1,
+    "tf32": 1, "cudnn_benchmark": 1, "expandable_segments": 1, "torch_compile": 1, "cuda_graphs": 1,
+    "set_num_threads": 1,
     "bf16_autocast": 2, "fp16_autocast": 2, "channels_last": 2, "cache_decoded": 2, "grad_compression": 2,
     "activation_checkpointing": 2, "larger_batch": 2, "early_stopping": 2, "fsdp_prefetch": 2,
-    "cuda_graphs": 3, "grad_accumulation": 3, "grad_accumulation_x4": 3, "ddp_no_sync": 3, "avoid_syncs": 3,
+    "grad_accumulation": 3, "grad_accumulation_x4": 3, "ddp_no_sync": 3, "avoid_syncs": 3,
     "all_to_all_overlap": 3,
 }
 
@@ -200,6 +209,18 @@ def worker_count(cores: int | None, current: int = 0) -> int:
     """DataLoader workers for a machine of ``cores`` cores: as many as cores, between 2 and 8, never fewer than
     ``current`` (what :class:`WorkerCount` resolves to on this machine, and what advice quotes for a run's own)."""
     return max(current, min(max(cores or MIN_WORKERS, MIN_WORKERS), MAX_WORKERS))
+
+
+#: Settings that act on CUDA only: a fix's settings leave them out on a device known not to be CUDA (pinned pages
+#: do nothing without a GPU to copy to; torch warns and ignores them).
+CUDA_ONLY_SETTINGS = ("pin_memory",)
+
+
+def settings_for(fix: Fix, device: str | None) -> dict[str, Any]:
+    """The settings ``fix`` changes as said for a run on ``device`` (``None``/``auto``: not known): a CUDA-only
+    one is left out where the device is known not to be CUDA."""
+    cpu = device not in (None, "auto") and not str(device).startswith("cuda")
+    return {k: v for k, v in fix.spec_patch.items() if not (cpu and k in CUDA_ONLY_SETTINGS)}
 
 
 def applies(fix: Fix, device: str, world_size: int) -> str | None:

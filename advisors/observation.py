@@ -22,6 +22,7 @@ from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
 from profilers.efficiency import calibrate as calibration
 from profilers.run.records import RunResult, StepSummary, summarise_steps
 from profilers.run.run_config import RunConfig, run_config
+from profilers.telemetry.threads import ThreadUse, read_threads
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame
 from profilers.telemetry.summary import TelemetrySummary, summarise_telemetry
 from profilers.trace.breakdown import Breakdown, breakdown
@@ -72,6 +73,7 @@ class RunFacts:
     step_time_steps: int | None = None  # how many steps step_time_ms is the median of (stepwise_agent.steady)
     step_time_basis: str | None = None  # how they were chosen ("steady", or a short run's wider basis)
     data_wait_share: float | None = None  # steady steps' time drawing batches, no profiler on (steps.jsonl data_ms)
+    threads: ThreadUse | None = None  # a launched script's threads and cores, from its agent (injected.json)
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         cpu_matmul_tflops=calibration.read(run_dir),
         cpu_bf16_fast=bf16[0], cpu_bf16_basis=bf16[1],
         **_step_basis(result, measured), data_wait_share=measured.data_wait_share,
+        threads=read_threads(read_json(run_dir / "injected.json")),
     )
 
 

@@ -44,9 +44,9 @@ def rank(d: Diagnosis) -> Ranking:
     first, second = (rival, b) if rival.fix_id and effort(rival.fix_id) < effort(b.fix_id) else (b, rival)
     why = (f"{b.bottleneck.value} holds {100 * b.severity:.0f}% of the step and {rival.bottleneck.value} "
            f"{100 * rival.severity:.0f}%, within {100 * CLOSE_MARGIN:.0f}% of each other; "
-           + (f"{first.fix_id} ({_level(first)}) goes first: cheaper than {second.fix_id or 'the other'} "
-              f"({_level(second)}) for a gain of the same order" if first is rival else
-              f"{first.fix_id or 'the binding cause'} ({_level(first)}) goes first: the larger share, at no more "
+           + (f"{first.fix_id} ({effort_level(first)}) goes first: cheaper than {second.fix_id or 'the other'} "
+              f"({effort_level(second)}) for a gain of the same order" if first is rival else
+              f"{first.fix_id or 'the binding cause'} ({effort_level(first)}) goes first: the larger share, at no more "
               "effort"))
     rest = tuple(f for f in order if f is not first and f is not second)
     head = tuple(f for f in (first, second) if f.fix_id)
@@ -55,7 +55,7 @@ def rank(d: Diagnosis) -> Ranking:
 
 def ranking_json(r: Ranking) -> dict[str, Any]:
     """``fix_order`` (fix id, effort, severity), ``close_second`` (rule, bottleneck, severity) and ``why_first``."""
-    return {"fix_order": [{"fix": f.fix_id, "effort": _level(f), "severity": f.severity, "rule": f.rule}
+    return {"fix_order": [{"fix": f.fix_id, "effort": effort_level(f), "severity": f.severity, "rule": f.rule}
                           for f in r.order],
             "close_second": None if r.close_second is None else
             {"rule": r.close_second.rule, "bottleneck": r.close_second.bottleneck.value,
@@ -63,5 +63,6 @@ def ranking_json(r: Ranking) -> dict[str, Any]:
             "why_first": r.why_first}
 
 
-def _level(f: Finding) -> str:
+def effort_level(f: Finding) -> str:
+    """A finding's fix's effort in words (``keyword`` … ``loop rewrite``; ``no fix``)."""
     return EFFORT_LEVELS[effort(f.fix_id)] if f.fix_id else "no fix"

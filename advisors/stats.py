@@ -28,6 +28,8 @@ from typing import Sequence
 
 import numpy as np
 
+from stepwise_agent import steady
+
 N_BOOT = 2000
 LEVEL = 0.95
 SEED = 0
@@ -59,8 +61,9 @@ class Trial:
 
     @property
     def throughput(self) -> float:
-        """Samples per second over the measured steps (total samples / total time)."""
-        return self.samples_per_step / self.mean_ms * 1e3
+        """The trial's samples/s: :func:`stepwise_agent.steady.samples_per_s` of its measured steps (total samples
+        / total time), the number its run shows everywhere."""
+        return steady.samples_per_s([self.samples_per_step] * len(self.walls_ms), self.walls_ms) or 0.0
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.trace_parse import generate_kineto_trace  # noqa: E402
-from reports.analysis import analyse_trace  # noqa: E402
-from app.testing.flows import chart_titled, wait_for_analysis  # noqa: E402
-from app.testing.harness import chromium, dashboard, wait_for_app  # noqa: E402
+from advisors.analysis import analyse  # noqa: E402
+from tests.browser.flows import chart_titled, wait_for_analysis  # noqa: E402
+from tests.browser.harness import chromium, dashboard, wait_for_app  # noqa: E402
 
 LARGEST_SHARED = REPO.parent / "shared" / "traces" / "communication" / "hta_v100_2rank_216k_events.json.gz"
 TARGET_FIRST_S, TARGET_CACHED_S = 5.0, 1.0
@@ -82,7 +82,7 @@ def _time_first(browser, url: str, path: Path) -> float:
 def _time_engine(path: Path) -> float:
     """The server's share of a first view, without browser or server: parse + breakdown + timeline + advisor."""
     t0 = time.perf_counter()
-    analyse_trace(path, path.name)
+    analyse(path, path.name)
     return time.perf_counter() - t0
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from advisors.experiments.experiment import Policy
-from advisors.experiments.ladder_report import ladder_json, ladder_table
+from advisors.experiments.results.ladder_report import ladder_json, ladder_table
+from advisors.experiments.results.recording import ladder_record
 from advisors.experiments.optimize import Ladder, optimize
 from advisors.experiments.script_strategy import ScriptStrategy
 from advisors.experiments.trials import script_runner
@@ -82,11 +83,12 @@ def main(argv: list[str] | None = None) -> int:
                           device="cpu", on_progress=_progress(name), strategy=ScriptStrategy(spec, "cpu"))
         minutes = (time.monotonic() - t0) / 60
         print(f"\n## {name} ({args.size}, {spec.total_steps} steps, {minutes:.1f} min)")
-        print("\n".join(ladder_table(ladder)))
+        rec = ladder_record(ladder, args.rounds)
+        print("\n".join(ladder_table(ladder, rec)))
         figure, met = verdict(name, ladder)
         target = TARGETS.get(name, ("", 0.0))
         summary.append((name, figure, f"{target[0]} {target[1]:g}", met, minutes))
-        results[name] = ladder_json(ladder)
+        results[name] = ladder_json(ladder, rec)
     print("\n## summary (side by side)")
     print(f"{'workload':<22}{'measured':<46}{'target':<22}{'met':<5}{'minutes':>8}")
     for name, figure, target, met, minutes in summary:

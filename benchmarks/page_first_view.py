@@ -23,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.testing.flows import drawn  # noqa: E402
-from app.testing.harness import chromium, dashboard  # noqa: E402
+from tests.browser.flows import drawn  # noqa: E402
+from tests.browser.harness import chromium, dashboard  # noqa: E402
 from profilers.store.runs import RunStore  # noqa: E402
 
 TRACES = REPO.parent / "shared" / "traces"

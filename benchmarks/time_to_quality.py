@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisors.experiments.to_quality import QualitySpec, store_curve_runner, to_quality  # noqa: E402
 from advisors.experiments.to_quality_report import quality_json  # noqa: E402
-from advisors.quality import candidates as cands  # noqa: E402
+from advisors.quality import candidates as cands
+from advisors.quality.script_candidates import templates  # noqa: E402
 from advisors.quality.target import Budget  # noqa: E402
 from profilers.run.script_spec import ScriptSpec  # noqa: E402
 from profilers.store.runs import RunStore  # noqa: E402
@@ -73,8 +74,8 @@ def cases(store: RunStore) -> dict[str, tuple[QualitySpec, list[cands.Candidate]
                                     "--batch-size 128 --lr 0.2 (linear rule: 0.05 × 4)", {"batch": 128, "lr": 0.2}),
                     cands.early_stopping()]
     return {
-        "digits": (digits, cands.for_script(), Budget(steps=200), inject, None, "min"),
-        "compute_bound": (cb, cands.for_script(), Budget(steps=120), inject, None, "min"),
+        "digits": (digits, templates(), Budget(steps=200), inject, None, "min"),
+        "compute_bound": (cb, templates(), Budget(steps=120), inject, None, "min"),
         "script": (script, script_cands, Budget(steps=300), apply_script, METRIC, "max"),
     }
 

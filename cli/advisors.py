@@ -14,28 +14,17 @@ never torch, the experiment machinery, plotting or templates (``--report`` loads
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 import orjson
 
-from advisors.diagnosis import diagnose, diagnosis_json
-from profilers.efficiency.mfu import efficiency, flops_rate
-from advisors.verdict import Diagnosis
-from advisors.observation import RunFacts, observe
-from profilers.trace.breakdown import CATEGORIES, Breakdown
+from advisors.analysis import analyse
+from profilers.efficiency.mfu import from_json as efficiency_from_json
 from profilers.errors import StepwiseError
-from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
-from profilers.trace.summary import breakdown_summary
 from profilers.telemetry.summary import describe_telemetry
-
-if TYPE_CHECKING:
-    from advisors.observation import Observation
-    from profilers.jobs.reduce import JobAnalysis
-    from profilers.trace.sources import TraceFile
-    from reports.analysis import Analysis
+from profilers.trace.memory_snapshot import GIB, gib_device
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,71 +87,12 @@ def _positive_gib(text: str) -> int:
 
 def analyze(path: str, device_memory_bytes: int | None = None, engine: str | None = None,
             address: str | None = None) -> dict[str, Any]:
-    """Facts (the breakdown summary, or a run's own figures when it left no trace, or a memory snapshot's
-    summary) plus the diagnosis. A folder of two or more rank files is read as map and reduce (one summary per
-    rank, :mod:`advisors.job_observation`) on ``engine`` (local cores unless ``ray``); its JSON then also holds
-    ``job``, the cross-rank views."""
-    from advisors.job_observation import job_files, observe_job
-
-    files = job_files(path)
-    if files is None and engine is not None and engine != "local":
-        raise StepwiseError(f"{path}: --engine {engine} reads a folder of two or more rank files")
-    if files is not None:
-        obs, job = observe_job(path, files, engine or "local", address)
-        out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
-        out["job"] = _job_json(job, engine)
-        return out
-    obs = observe(path, device_memory_bytes)
-    out = result_json(obs.breakdown, obs.run, obs.snapshot, obs.notes, device_memory_bytes, diagnose(obs))
-    if obs.job is not None:  # a stored run whose ranks wrote summaries: ``job`` from all N, not only the traced
-        out["job"] = obs.job
-    return out
-
-
-def _job_json(job: Any, engine: str | None) -> dict[str, Any]:
-    return {**job.views, "engine": engine or "local", "summaries": job.summaries, "summaries_cached": job.cached}
-
-
-def result_json(b: Breakdown | None, run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str],
-                device_memory_bytes: int | None, diagnosis: Diagnosis) -> dict[str, Any]:
-    """The ``analyze --json`` document from its parts (shared with ``--report``, which reads the input once)."""
-    out = breakdown_summary(b) if b is not None else _no_trace_summary(run, snapshot, notes)
-    # One step time per input: a run's own median measured step; the profiled window's median beside it.
-    out["profiled_step_time_ms"] = out["step_time_ms"] if b is not None and b.n_steps else None
-    if run is not None and run.step_time_ms is not None:
-        out["step_time_ms"] = round(run.step_time_ms, 4)
-    if run is not None:
-        out["run"] = _run_json(run)
-    if snapshot is not None:
-        out["memory_snapshot"] = snapshot_json(snapshot, device_memory_bytes)
-    cpu_peak = run.cpu_matmul_tflops if run is not None else None
-    out["efficiency"] = efficiency(b, cpu_peak).to_json() if b is not None and b.n_steps else \
-        {"achieved_tflops": None, "peak_tflops": None, "peak_basis": None, "mfu": None, "flops_source": "none",
-         "reason": "no profiled steps: nothing to measure"}
-    out.update(diagnosis_json(diagnosis))
-    return out
-
-
-def _no_trace_summary(run: RunFacts | None, snapshot: MemorySnapshot | None, notes: Sequence[str]) -> dict[str, Any]:
-    """The summary fields for a run that left no trace, or a memory snapshot (zero step time to attribute)."""
-    device = run.device if run is not None else ("cuda" if snapshot is not None else None)
-    return {"device": device or "unknown", "device_name": device or "unknown", "ranks": [],
-            "steps": run.steps_done if run else 0, "steps_inferred": False,
-            "step_time_ms": (run.step_time_ms if run else None) or 0.0,
-            "breakdown": {c: {"ms": 0.0, "share": 0.0} for c in CATEGORIES}, "warnings": list(notes)}
-
-
-def _run_json(run: RunFacts) -> dict[str, Any]:
-    return {"status": run.status, "error": run.error, "steps_done": run.steps_done,
-            "step_time_ms": run.step_time_ms, "step_time_steps": run.step_time_steps,
-            "step_time_basis": run.step_time_basis, "samples_per_s": run.samples_per_s,
-            "peak_memory_mb": run.peak_memory_mb, "memory_budget_mb": run.memory_budget_mb,
-            "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None,
-            "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None,
-            # the profiler's own cost apart from the script's (issue 29 item 6)
-            "peak_memory_unprofiled_mb": run.peak_memory_unprofiled_mb,
-            "peak_memory_profiled_mb": run.peak_memory_profiled_mb, "profile_cut": run.profile_cut,
-            "observed_to_end": run.stopped_after is None}
+    """``analyze --json``: the document of the input's one analysis (:func:`advisors.analysis.analyse`, without
+    the chart frames the document does not hold). A folder of two or more rank files is read as map and reduce
+    (one summary per rank) on ``engine`` (local cores unless ``ray``); its JSON then also holds ``job``, the
+    cross-rank views."""
+    return analyse(path, device_memory_bytes=device_memory_bytes, engine=engine, address=address,
+                   charts=False).to_json()
 
 
 def _print_text(result: dict[str, Any]) -> None:
@@ -184,12 +114,8 @@ def _print_text(result: dict[str, Any]) -> None:
     if tel:
         print("  telemetry: " + describe_telemetry(tel))
     eff = result.get("efficiency") or {}
-    if eff.get("mfu") is not None:
-        print(f"  efficiency: MFU {100 * eff['mfu']:.3g}% ({flops_rate(eff['achieved_tflops'])} of "
-              f"{flops_rate(eff['peak_tflops'])}, "
-              f"{eff['peak_basis']})" + (" [clamped to the device-busy share]" if eff.get("clamped") else ""))
-    elif eff:
-        print(f"  efficiency: MFU unknown: {eff.get('reason')}")
+    if eff:  # the words every page uses for it (profilers.efficiency.mfu)
+        print(f"  efficiency: {efficiency_from_json(eff).phrase()}")
     for f in result["findings"]:
         print(f"  [{f['rule']} {f['bottleneck']} {100 * f['severity']:.0f}%{_bound(f)}] {f['message']}")
         for m in f.get("rules", []):
@@ -225,6 +151,8 @@ def _print_job(job: dict[str, Any]) -> None:
         more = f" and {len(s['victims']) - 8} more" if len(s["victims"]) > 8 else ""
         print(f"    straggler: rank {s['culprit']}, {s['work_ms']:.2f} ms of work per step against a median "
               f"{s['median_work_ms']:.2f}; waiting on it: {victims or 'no rank'}{more}")
+    elif job.get("straggler_reason"):  # why no rank is marked: the sentence every page shows
+        print(f"    {job['straggler_reason']}")
     for c in job.get("collectives", [])[:3]:
         worst = max(c["exposed_ms_by_rank"].items(), key=lambda kv: kv[1], default=None)
         print(f"    {c['name'][:60]}: {c['exposed_ms']:.2f} of {c['total_ms']:.2f} ms exposed"
@@ -246,52 +174,20 @@ def _bound(f: dict[str, Any]) -> str:
 
 def _analyze_with_report(path: str, out: str, device_memory_bytes: int | None = None, engine: str | None = None,
                          address: str | None = None) -> dict[str, Any]:
-    """Analyse once for both: the dashboard's report (HTML, JSON or Markdown by the suffix, written
-    atomically) and the ``--json`` document."""
-    from advisors.job_observation import job_files, observe_job
-    from reports.analysis import SUMMARY_RANKS, analyse_path, job_analysis  # the outermost layer may use reports
-    from reports.export import write_report
+    """One analysis for both: the report (HTML, JSON or Markdown by the suffix, written atomically; for a stored
+    run, with its experiments and environment, as the dashboard's Report page writes it) and the ``--json``
+    document."""
+    from reports.export import write_report  # the outermost layer may use reports
+    from reports.run_report.context import report_extra
 
-    files = job_files(path)
-    # A folder of many ranks is read once, from its ranks' summaries, for both the report and the JSON (as on the
-    # dashboard: never every rank's events at once); a smaller one is loaded whole for the report's timeline.
-    observed = observe_job(path, files, engine or "local", address) \
-        if files is not None and len(files) >= SUMMARY_RANKS else None
-    analysis = (job_analysis(path, Path(path).name, observed=observed) if observed is not None else None) \
-        or analyse_path(path, device_memory_bytes=device_memory_bytes)
-    analysis = with_job_views(analysis, path, files, observed, engine, address)
+    analysis = analyse(path, device_memory_bytes=device_memory_bytes, engine=engine, address=address)
     try:
-        write_report(analysis, out)
+        write_report(analysis, out, extra=report_extra(Path(path)))
     except ValueError as err:  # an unknown suffix
         raise StepwiseError(str(err)) from None
     except OSError as err:
         raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
-    if analysis.diagnosis is None:
-        raise StepwiseError(analysis.advisor_note or "the advisor could not judge this input")
-    doc = result_json(analysis.breakdown, analysis.run, analysis.snapshot, analysis.notes, device_memory_bytes,
-                      analysis.diagnosis)
-    # The same ``job`` as without --report: a folder of ranks' views from their summaries (cached beside the traces,
-    # so a smaller folder's ranks are read a second time only when no summary is cached), a run's from its agent
-    # summaries.
-    if analysis.job is not None:  # a folder's (above), or a run's from its ranks' summaries
-        doc["job"] = analysis.job
-    return doc
-
-
-def with_job_views(analysis: Analysis, path: str, files: list[TraceFile] | None = None,
-                   observed: tuple[Observation, JobAnalysis] | None = None, engine: str | None = None,
-                   address: str | None = None) -> Analysis:
-    """``analysis`` (a :class:`reports.analysis.Analysis`) with the ``job`` that ``analyze --json`` gives
-    ``path`` when it is a folder of ranks (its map and reduce, ``observed`` if already done), so a report's Ranks
-    section and ``compare``'s ``ranks`` say what the JSON says. A run's own (its agent summaries) is already
-    there."""
-    from advisors.job_observation import job_files, observe_job
-
-    files = files if files is not None else job_files(path)
-    if files is None:
-        return analysis
-    observed = observed or observe_job(path, files, engine or "local", address)
-    return replace(analysis, job=_job_json(observed[1], engine))
+    return analysis.to_json()
 
 
 def _analyze_command(args: argparse.Namespace) -> dict[str, Any]:

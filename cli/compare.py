@@ -89,14 +89,11 @@ def _resolve(text: str, store: RunStore | None) -> tuple[Path, str]:
 def _compare_with_report(base: Path, base_label: str, new: Path, new_label: str, max_slowdown: float,
                          out: str) -> RegressionCheck:
     """Read each input once for both the verdict and the exported comparison (format from the suffix)."""
-    from reports.analysis import analyse_path  # the command line is the outermost layer: it may use reports
-    from reports.compare import compare, regression_check
+    from advisors.analysis import analyse
+    from reports.compare import compare, regression_check  # the command line is the outermost layer: it may use reports
     from reports.export import write_comparison
 
-    from cli.advisors import with_job_views
-
-    a = with_job_views(analyse_path(base, label=base_label), str(base))
-    b = with_job_views(analyse_path(new, label=new_label), str(new))
+    a, b = analyse(base, label=base_label), analyse(new, label=new_label)
     result = regression_check(a, b, max_slowdown)
     try:
         write_comparison(result, compare(a, b), out)

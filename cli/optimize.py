@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from advisors.experiments.experiment import Policy
-from advisors.experiments.ladder_report import ladder_json, ladder_table
+from advisors.experiments.results.ladder_report import ladder_json, ladder_table
+from advisors.experiments.results.recording import ladder_record
+from advisors.experiments.results.stored_view import ladder_view, roles
 from advisors.experiments.optimize import Ladder, optimize
 from advisors.experiments.progress import Progress
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
 from profilers.store import experiments as stored
 from profilers.store.runs import RunStore
-from reports.experiment_view import ladder_roles, ladder_view
 
 
 def add_parser(sub: Any) -> None:
@@ -107,8 +108,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     return _optimize_script(args, spec, name)
 
 
-def _stored(store: RunStore, label: str, args: argparse.Namespace, work: Callable[[str], Ladder],
-            device: str | None) -> dict[str, Any]:
+def _stored(store: RunStore, label: str, args: argparse.Namespace, work: Callable[[str], Ladder]) -> dict[str, Any]:
     """Run the ladder as one stored experiment (its trial runs inside it, hidden from ``profilers list``); the
     JSON adds ``experiment_id``."""
     record = stored.start(store, None, "ladder", label, {"rounds": args.rounds, "trials": args.trials})
@@ -117,10 +117,11 @@ def _stored(store: RunStore, label: str, args: argparse.Namespace, work: Callabl
     except BaseException as err:
         stored.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
         raise
-    stored.tag_roles(store, record.run_id, ladder_roles(ladder))
-    stored.finish(store, record.run_id, ladder_view(ladder))
-    out = ladder_json(ladder, device) if device is not None else ladder_json(ladder)
-    out["table"] = ladder_table(ladder)
+    rec = ladder_record(ladder, args.rounds)  # every number and word of the ladder, decided once
+    stored.tag_roles(store, record.run_id, roles(rec.trials))
+    stored.finish(store, record.run_id, ladder_view(rec))
+    out = ladder_json(ladder, rec)
+    out["table"] = ladder_table(ladder, rec)
     out["experiment_id"] = record.run_id
     return out
 
@@ -136,7 +137,7 @@ def _optimize_script(args: argparse.Namespace, spec: ScriptSpec, name: str) -> d
     return _stored(store, _ladder_label(args.rounds, name), args, lambda exp_id: optimize(
         spec, script_runner(store, args.timeout, experiment=exp_id), rounds=args.rounds,
         policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
-        max_attempts=max(3, len(args.fix))), device)
+        max_attempts=max(3, len(args.fix))))
 
 
 def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str, Any]:
@@ -196,8 +197,7 @@ def _script_device(command: list[str], python: str | None) -> str:
 
 def _print_progress(event: Progress) -> None:
     if event.phase == "trial" and event.step is None:
-        print(f"  round {event.round} · {event.fix} · {event.arm} trial {event.trial}/{event.trials}",
-              file=sys.stderr, flush=True)
+        print(f"  round {event.round} · {event.fix} · {event.trial_text}", file=sys.stderr, flush=True)
     elif event.phase in ("diagnose", "experiment"):
         what = f"trying {event.fix}" if event.phase == "experiment" else "diagnosing"
         print(f"round {event.round}: {what}", file=sys.stderr, flush=True)

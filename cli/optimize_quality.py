@@ -71,10 +71,12 @@ def main(args: argparse.Namespace, spec: QualitySpec, workload: str | None = Non
     from profilers.run import interpreter
     from profilers.run.launch import interpreter_for
 
+    from advisors.quality.script_candidates import templates
+
     cuda = interpreter.probe(interpreter_for(list(spec.command), spec.python)).get("cuda_available")
     strategy = ScriptStrategy(spec, "cuda" if cuda else "cpu", forced=tuple(args.fix))
     candidates = [cands.Candidate(f, FIXES[f].title, "a step-time fix, re-judged by the time to the same quality",
-                                  {"fix": f}) for f in args.fix] + cands.for_script()
+                                  {"fix": f}) for f in args.fix] + templates()
 
     own = not getattr(args, "inject", False)
     bases: list[Any] = []  # the baseline as its runs recorded it (read once it has run)

@@ -9,7 +9,7 @@ which is then recognised in turn.
 :data:`KINDS` is tried in order and the first kind that recognises a path reads it; ``kineto`` comes last and
 takes anything else, so that a file nobody recognises gets the trace reader's own reason (no such file, not
 JSON, no events...). :func:`register` adds a kind before it: the command line (``advisors analyze``), the
-dashboard's Upload page (its suffix list is :func:`upload_types`) and the reports (``reports.analysis``) all
+dashboard's Upload page (its suffix list is :func:`upload_types`) and the analysis (``advisors.analysis``) all
 go through :func:`resolve`, so a new format is plugged in here and nowhere else.
 
 Only the readers a path needs are imported (a run folder never loads the trace engine's JSON decoder unless

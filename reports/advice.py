@@ -1,34 +1,21 @@
-"""The advisor as the reports see it: a diagnosis when the advisor can give one, else an honest reason.
+"""Look-ups the reports and pages make in the advisor's tables: a fix by id, a cause's words, the rules' docs, and
+the JSON of an experiment or a ladder. Nothing is judged here: the diagnosis is the analysis'
+(:func:`advisors.analysis.analyse`).
 
-Plain imports of the advisor's own entry points; only the ladder's JSON (``advisors.experiments``, the
-experiment machinery) is imported inside the functions that print an experiment, so that analysing a trace
-never loads it.
+Plain imports of the advisor's own entry points; an experiment is rendered from its stored record
+(:mod:`advisors.experiments.results.record`), never judged here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advisors import diagnosis as advisor
 from advisors.accounting import CAUSES
 from advisors.fixes import FIXES
-from advisors.observation import Observation
 from advisors.rules import RULES
 from advisors.verdict import Diagnosis, Fix
-from profilers.errors import StepwiseError
 
-if TYPE_CHECKING:
-    from advisors.experiments.experiment import Experiment
-    from advisors.experiments.optimize import Ladder
-    from advisors.experiments.trials import Spec
-
-
-def diagnose(obs: Observation) -> tuple[Diagnosis | None, str | None]:
-    """``(diagnosis, None)``, or ``(None, why)`` when the advisor cannot judge the input."""
-    try:
-        return advisor.diagnose(obs), None
-    except StepwiseError as err:
-        return None, f"the advisor could not judge this input: {err}"
 
 
 def fix_for(fix_id: str | None) -> Fix | None:
@@ -36,14 +23,6 @@ def fix_for(fix_id: str | None) -> Fix | None:
     return FIXES.get(fix_id) if fix_id else None
 
 
-def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
-    """The advisor's own JSON form of a diagnosis (``advisors.diagnosis.diagnosis_json``)."""
-    return advisor.diagnosis_json(d)
-
-
-def upper_bound(d: Diagnosis | None, e: Experiment[Spec]) -> float | None:
-    """The diagnosis' upper bound on what experiment ``e``'s fix could gain (``advisors.diagnosis.upper_bound_for``)."""
-    return advisor.upper_bound_for(d, e.fix.id) if d is not None else None
 
 
 def cause_text(cause: str) -> str:
@@ -54,20 +33,3 @@ def cause_text(cause: str) -> str:
 def rule_docs() -> list[dict[str, Any]]:
     """Every rule's documentation (``Rule.doc()``), in ``RULES`` order."""
     return [r.doc() for r in RULES]
-
-
-def experiment_json(e: Experiment[Spec]) -> dict[str, Any]:
-    """The advisor's JSON form of an experiment (``advisors.experiments.ladder_report.experiment_json``)."""
-    from advisors.experiments.ladder_report import experiment_json as as_json
-
-    return as_json(e)
-
-
-def ladder_json(ladder: Ladder[Spec]) -> dict[str, Any]:
-    """The advisor's JSON form of a ladder (``advisors.experiments.ladder_report.ladder_json``: the ``optimize
-    --json`` contract, with ``where`` and ``change`` per round on a script), for the device its runs executed on."""
-    from advisors.experiments.ladder_report import ladder_json as as_json
-    from reports.experiment import arm_device
-
-    device = arm_device(ladder.rungs[0].experiment.patched) if ladder.rungs else "cpu"
-    return as_json(ladder, device)

@@ -196,7 +196,7 @@ def top_items(table: pd.DataFrame, title: str, n: int = 15, color_by: str | None
 
 def straggler(per_rank: pd.DataFrame, straggler_rank: int | None) -> go.Figure:
     """Per rank: median work (step minus exposed communication) and exposed communication. ``straggler_rank``
-    (only a rank beyond step-to-step noise, see :mod:`reports.stragglers`) is drawn in :data:`STRAGGLER_COLOR`,
+    (only a marked straggler, see :mod:`profilers.jobs.straggler`) is drawn in :data:`STRAGGLER_COLOR`,
     a colour no category uses, with its own legend entry."""
     fig = go.Figure()
     marked = per_rank["rank"] == straggler_rank  # all False when there is none
@@ -205,7 +205,7 @@ def straggler(per_rank: pd.DataFrame, straggler_rank: int | None) -> go.Figure:
         if rows.empty:
             continue
         fig.add_trace(go.Bar(x=[f"rank {r}" for r in rows["rank"]], y=rows["work_ms"].round(3).tolist(),
-                             name="straggler: work beyond step-to-step noise (ms)" if is_straggler else "work (ms)",
+                             name="straggler: work beyond the noise (ms)" if is_straggler else "work (ms)",
                              marker_color=STRAGGLER_COLOR if is_straggler else WORK_COLOR,
                              hovertemplate="%{x}: %{y:.2f} ms of work per step<extra></extra>"))
     fig.add_trace(go.Bar(x=[f"rank {r}" for r in per_rank["rank"]], y=per_rank["exposed_comm_ms"].round(3).tolist(),

@@ -62,12 +62,18 @@ def name_deltas(table: pd.DataFrame, title: str) -> go.Figure:
     return style(fig, title, height=max(240, 22 * len(df) + 90), x_title="ms per step (B − A)")
 
 
-def loss_curves(losses: Mapping[str, Sequence[float]], title: str = "Loss per step") -> go.Figure:
-    """Loss curves overlaid (one line per side)."""
+def loss_curves(losses: Mapping[str, Sequence[float]], title: str = "Loss per step",
+                identical: bool = False) -> go.Figure:
+    """Loss curves overlaid (one line per side). ``identical`` (the experiment's evidence says the arms' curves
+    are the same values): said in the title, and the later lines dashed, so one line is not read as one arm."""
     fig = go.Figure()
     for i, (name, values) in enumerate(losses.items()):
+        dash = "dash" if identical and i else None
         fig.add_trace(go.Scatter(x=list(range(len(values))), y=[float(v) for v in values], mode="lines+markers",
-                                 name=label(name, 40), line={"color": SERIES_COLORS[i % len(SERIES_COLORS)]}))
+                                 name=label(name, 40),
+                                 line={"color": SERIES_COLORS[i % len(SERIES_COLORS)], "dash": dash}))
+    if identical:
+        title = f"{title}: identical in both arms (the lines lie on each other)"
     return style(fig, title, y_title="loss", x_title="step")
 
 

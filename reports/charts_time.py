@@ -1,6 +1,6 @@
 """Charts over time: the downsampled category timeline, memory over the trace, run telemetry and live progress.
 
-Inputs are the small frames of :mod:`reports.timeline` and :mod:`reports.telemetry`; step boundaries are drawn
+Inputs are the small frames of :mod:`profilers.frames.timeline` and :mod:`profilers.frames.telemetry`; step boundaries are drawn
 as thin vertical lines (at most :data:`MAX_STEP_LINES`) so that utilisation and memory read against the steps.
 """
 
@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from profilers.trace.breakdown import CATEGORIES
 from reports.charts import CATEGORY_COLORS, SERIES_COLORS, category_name, style
-from reports.telemetry import metric_columns
+from profilers.frames.telemetry import metric_columns
 
 MAX_STEP_LINES = 120
 UTIL_METRICS = ("gpu_util_pct", "cpu_pct")
@@ -66,7 +66,8 @@ def memory_over_time(mem: pd.DataFrame, spans: pd.DataFrame, rank: int) -> go.Fi
             fig.add_trace(go.Scatter(x=g["t_ms"].round(3).tolist(), y=g["reserved_mb"].round(2).tolist(),
                                      name=f"{device} reserved", line={"color": color, "dash": "dash"}, mode="lines"))
     step_lines(fig, spans[spans["rank"] == rank]["start_ms"].tolist())
-    return style(fig, f"Memory over the trace (rank {rank})", y_title="MiB", x_title="ms since the first step")
+    return style(fig, f"Memory over the trace (rank {rank}): the profiler's allocator events (host: CPU tensors; "
+                      "device: CUDA/HIP)", y_title="MiB", x_title="ms since the first step")
 
 
 def step_marks(steps: pd.DataFrame, t0_ns: int) -> list[float]:

@@ -15,11 +15,10 @@ import numpy as np
 import pandas as pd
 
 from advisors.compare import movers
-from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, Side, check
-from advisors.compare.regression import rank_views
-from advisors.compare.sides import side_from_parts
+from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, check
+from advisors.compare.sides import side_of
 from advisors.compare.step_samples import run_samples, trace_samples
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 
 TOP_DELTAS = movers.TOP_DELTAS
 
@@ -67,9 +66,4 @@ def compare(a: Analysis, b: Analysis) -> Comparison:
 def regression_check(base: Analysis, new: Analysis, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> RegressionCheck:
     """The gate's verdict on two analyses (StepwiseError when a side cannot be compared: a run that did not end
     ``ok``, a memory snapshot, no steps)."""
-    return check(_side(base), _side(new), max_slowdown)
-
-
-def _side(a: Analysis) -> Side:
-    return side_from_parts(a.label, a.run, a.steps, a.breakdown, a.diagnosis, is_snapshot=a.snapshot is not None,
-                           ranks=rank_views(a.job))
+    return check(side_of(base), side_of(new), max_slowdown)

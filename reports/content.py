@@ -12,15 +12,14 @@ import math
 import time
 from typing import Any
 
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
+from advisors.analysis import Analysis
+from advisors.diagnosis import diagnosis_json
+from advisors.experiments.results.record import ExperimentRecord, LadderRecord
+from advisors.experiments.results.stored_view import StoredView
 from advisors.verdict import Bottleneck, Finding
 from profilers.trace.breakdown import CATEGORIES
 from profilers.trace.memory_snapshot import snapshot_json
-from reports import advice, outcomes
-from reports import experiment as ex
-from reports.analysis import Analysis
+from reports import advice
 from reports.compare import Comparison, step_samples
 from reports.evidence import format_evidence
 
@@ -40,14 +39,15 @@ def _rows(table: Any, cols: dict[str, str], n: int = TOP_ROWS) -> list[dict[str,
     return [{out: _num(getattr(r, col)) for out, col in cols.items()} for r in table.head(n).itertuples()]
 
 
-def _finding(f: Finding) -> dict[str, Any]:
+def _finding(a: Analysis, f: Finding) -> dict[str, Any]:
     fix = advice.fix_for(f.fix_id)
+    bound = a.bound_of(f)  # the bound an Apply of the fix shows too
     return {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
-            "upper_bound_speedup": f.upper_bound_speedup, "confidence": f.confidence,
+            "upper_bound_speedup": bound.speedup if bound is not None else None, "confidence": f.confidence,
             "message": f.message, "evidence": dict(f.evidence),
             "fix": None if fix is None else {"id": fix.id, "title": fix.title, "explanation": fix.explanation,
                                              "snippet": fix.snippet},
-            "rules": [_finding(m) for m in f.related]}
+            "rules": [_finding(a, m) for m in f.related]}
 
 
 def findings(a: Analysis) -> list[dict[str, Any]]:
@@ -56,21 +56,19 @@ def findings(a: Analysis) -> list[dict[str, Any]]:
     d = a.diagnosis
     if d is None:
         return []
-    out = [_finding(f) for f in d.findings]
+    out = [_finding(a, f) for f in d.findings]
     for f, doc in zip(d.findings, out):
         if f is d.binding:  # its confidence as the header states it: one number for one finding
             doc["verdict_confidence"] = d.confidence
     return out
 
 
-def report_context(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
-                   ladder: Ladder[Spec] | None = None) -> dict[str, Any]:
-    """Everything the HTML and Markdown templates show (``experiment``: an applied fix's A/B result;
-    ``ladder``: an ``advisors.experiments.optimize.Ladder``)."""
+def report_context(a: Analysis, comparison: Comparison | None = None, experiment: StoredView | None = None,
+                   ladder: LadderRecord | None = None) -> dict[str, Any]:
+    """Everything the HTML and Markdown templates show (``experiment``: an applied fix's stored record;
+    ``ladder``: a ladder's record)."""
     b, d = a.breakdown, a.diagnosis
-    rows = max(len(b.per_step), 1) if b is not None else 1
-    shares = b.shares() if b is not None else {}
-    per_cat = b.category_ns() if b is not None else {}
+    per_cat = (a.summary or {}).get("breakdown", {})  # ms per step and share of each category, as --json says them
     run = a.run
     return {
         "label": a.label, "kind": a.kind, "headline": a.headline, "advisor_note": a.advisor_note,
@@ -89,8 +87,8 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "not_judged": [] if d is None else [{"bottleneck": n.bottleneck.value, "reason": n.reason,
                                             "whole_class": n.whole_class} for n in d.notes
                                             if n.bottleneck is not Bottleneck.NONE],
-        "shares": [{"category": c, "ms": round(per_cat[c] / rows / 1e6, 3), "share": round(shares[c], 4)}
-                   for c in CATEGORIES if per_cat.get(c)],
+        "shares": [{"category": c, "ms": round(per_cat[c]["ms"], 3), "share": round(per_cat[c]["share"], 4)}
+                   for c in CATEGORIES if c in per_cat and per_cat[c]["ms"]],
         "kernels": _rows(b.kernels if b is not None else None, {"name": "name", "class": "kclass", "count": "count",
                                                               "total_ns": "total_ns", "mean_us": "mean_us"}),
         "ops": _rows(b.ops if b is not None else None, {"name": "name", "count": "count", "total_ns": "total_ns",
@@ -104,65 +102,63 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "snapshot": None if a.snapshot is None else snapshot_json(a.snapshot, a.device_memory_bytes),
         "notes": list(a.notes), "warnings": list(a.warnings),
         "comparison": None if comparison is None else comparison_context(comparison),
-        "experiment": None if experiment is None else experiment_context(experiment, advice.upper_bound(d, experiment)),
+        "experiment": None if experiment is None or experiment.record is None else experiment_context(experiment.record),
         "ladder": None if ladder is None else ladder_context(ladder),
-        "job": None if a.job is None else job_context(a.job),
+        "job": None if a.job is None else job_context(a.job, d.bottleneck.value if d is not None else None),
     }
 
 
-def job_context(job: dict[str, Any]) -> dict[str, Any]:
+def job_context(job: dict[str, Any], bottleneck: str | None = None) -> dict[str, Any]:
     """The report's Ranks section from ``analyze``'s ``job`` (a folder's map and reduce, or a run's agent
-    summaries): how many ranks, which kept a trace, the straggler and the slowest rank's critical path."""
+    summaries): how many ranks, which kept a trace, the straggler (or why none is marked: the sentence of
+    :mod:`profilers.jobs.straggler`), the critical path of the rank of most work, its kinds in words, and how it
+    fits the ``bottleneck`` (:func:`~profilers.jobs.path_fit.path_fit`)."""
+    from profilers.jobs.critical_graph import KIND_WORDS
+    from profilers.jobs.path_fit import path_fit
+
     straggler = job.get("straggler")
     cp = job.get("critical_path")
     return {"ranks": len(job["ranks"]), "traced": job.get("traced_ranks"),
+            "straggler_reason": job.get("straggler_reason"),
             "straggler": None if straggler is None else {
                 "rank": straggler["culprit"], "work_ms": straggler["work_ms"],
                 "median_work_ms": straggler["median_work_ms"], "victims": len(straggler["victims"])},
+            "path_fit": path_fit(job, bottleneck),
             "critical_path": None if not cp else {
                 "rank": cp["rank"], "available": cp["available"], "reason": cp.get("reason"),
-                "step": cp.get("step"), "total_ms": cp.get("total_ms"), "by_kind": cp.get("by_kind") or []}}
+                "step": cp.get("step"), "total_ms": cp.get("total_ms"),
+                "by_kind": [{**k, "words": KIND_WORDS.get(k["kind"], k["kind"])} for k in cp.get("by_kind") or []]}}
 
 
-def experiment_context(e: Experiment[Spec], upper_bound: float | None = None) -> dict[str, Any]:
-    """An applied fix: its title and snippet, the verdict and the numbers it rests on, the diagnosis' upper
-    bound on what the fix could gain (for the measured ratio to be read against); for a script, ``where``
-    (file:line) and ``change`` (the diff or the snippet at the line, for a kept fix)."""
-    s = ex.summary(e)
-    script = ex.script_change(e) or {}
-    ratio = s["median_ratio"]
-    return {"fix": e.fix.title, "snippet": e.fix.snippet, "kept": e.kept, "reason": e.reason,
-            "outcome": outcomes.outcome(e.kept, e.reason, s["not_applied"], s["speedup"]),
-            "median_change": None if not ratio else f"{ratio:.2f}× shorter" if ratio >= 1 else
-            f"{1 / ratio:.2f}× longer",  # never "0.28× shorter" for a step that got 3.6 times longer
-            "verdict": s["verdict"], "not_applied": s["not_applied"], "injected": s["injected"],
-            "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]), "speedup": _num(s["speedup"]),
-            "median_ratio": _num(s["median_ratio"]), "before_samples_per_s": _num(s["before_samples_per_s"]),
-            "after_samples_per_s": _num(s["after_samples_per_s"]),
-            "low": _num(s["low"]), "high": _num(s["high"]), "level": s["level"], "trials": s["trials"],
-            "upper_bound": _num(upper_bound), "spec_change": {k: str(v) for k, v in s["spec_change"].items()},
-            "where": script.get("where"), "change": script.get("change")}
+def experiment_context(x: ExperimentRecord) -> dict[str, Any]:
+    """An applied fix, from its record: its title and snippet, the outcome word and the numbers it rests on, the
+    upper bound with the diagnosis it comes from; for a script, ``where`` (file:line) and ``change`` (the diff or
+    the snippet at the line, for a kept fix)."""
+    return {"fix": x.fix_title, "snippet": x.snippet, "kept": x.outcome == "kept", "reason": x.reason,
+            "outcome": x.outcome_text, "verdict": x.outcome, "not_applied": x.not_applied, "injected": x.injected,
+            "before_ms": _num(x.before_step_ms), "after_ms": _num(x.after_step_ms), "speedup": _num(x.speedup),
+            "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
+            "low": _num(x.low), "high": _num(x.high), "level": x.level, "trials": x.trials_per_arm,
+            "rate_unit": x.rate_unit,
+            "upper_bound": _num(x.bound.speedup) if x.bound else None,
+            "bound_text": x.bound.text if x.bound else None,
+            "spec_change": {k: str(v) for k, v in x.spec_change.items()}, "where": x.where,
+            "change": x.change_to_make}
 
 
-def ladder_context(ladder: Ladder[Spec]) -> dict[str, Any]:
-    """An optimisation ladder: every attempt with its verdict (and, on a script, where and the change), the total
-    speed-up of the kept fixes, and the fixes left to you."""
-    changes = {(c["round"], c["fix_id"]): c for c in ex.ladder_changes(ladder)}
-    rungs = []
-    for r in ladder.rungs:
-        e = r.experiment
-        s = ex.summary(e)
-        c = changes.get((r.round, e.fix.id), {})
-        rungs.append({"round": r.round, "bottleneck": r.bottleneck, "fix": e.fix.title,
-                      "verdict": outcomes.outcome(e.kept, e.reason, s["not_applied"], s["speedup"]),
-                      "reason": e.reason, "before_ms": _num(s["before_ms"]), "after_ms": _num(s["after_ms"]),
-                      "before_samples_per_s": _num(s["before_samples_per_s"]),
-                      "after_samples_per_s": _num(s["after_samples_per_s"]),
-                      "speedup": _num(s["speedup"]), "low": _num(s["low"]), "high": _num(s["high"]),
-                      "cumulative": _num(r.cumulative) if e.kept else None,
-                      "where": c.get("where"), "change": c.get("change")})
-    return {"total_speedup": _num(ladder.total_speedup), "rungs": rungs, "advice": ex.ladder_advice(ladder),
-            "trials": ladder.rungs[0].experiment.policy.trials if ladder.rungs else None}
+def ladder_context(lad: LadderRecord) -> dict[str, Any]:
+    """An optimisation ladder, from its record: every attempt with its outcome word (and, on a script, where and
+    the change), the total speed-up of the kept fixes, why it stopped and the fixes left to you."""
+    rungs = [{"round": x.round, "bottleneck": x.bottleneck, "fix": x.fix_title, "verdict": x.outcome_text,
+              "reason": x.reason, "before_ms": _num(x.before_step_ms), "after_ms": _num(x.after_step_ms),
+              "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
+              "speedup": _num(x.speedup), "low": _num(x.low), "high": _num(x.high),
+              "upper_bound": _num(x.bound.speedup) if x.bound else None, "cumulative": _num(x.cumulative_speedup),
+              "where": x.where, "change": x.change_to_make} for x in lad.rounds]
+    return {"total_speedup": _num(lad.total_speedup), "rungs": rungs, "why_stopped": lad.why_stopped,
+            "advice": [{"round": a.round, "fix": a.fix_title, "fix_id": a.fix_id, "why": a.why, "snippet": a.snippet}
+                       for a in lad.advice],
+            "trials": lad.rounds[0].trials_per_arm if lad.rounds else None}
 
 
 def comparison_context(c: Comparison) -> dict[str, Any]:
@@ -172,8 +168,8 @@ def comparison_context(c: Comparison) -> dict[str, Any]:
             "ops": [{k: _num(v) for k, v in r.items()} for r in c.ops.to_dict("records")]}
 
 
-def report_json(a: Analysis, comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
-                ladder: Ladder[Spec] | None = None) -> dict[str, Any]:
+def report_json(a: Analysis, comparison: Comparison | None = None, experiment: StoredView | None = None,
+                ladder: LadderRecord | None = None) -> dict[str, Any]:
     """The JSON export: the breakdown summary (the ``analyze --json`` facts), the advisor's diagnosis, the
     run's facts and per-step samples, and the comparison, the applied fix and the ladder when given (on a
     script, each with ``where`` and ``change``)."""
@@ -184,14 +180,11 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: E
         "profiled_step_time_ms": _num(a.profiled_step_time_ms), "step_time_basis": a.step_time_basis,
         "summary": None if a.summary is None else {**a.summary, "step_time_ms": _num(a.step_time_ms),
                                                    "profiled_step_time_ms": _num(a.profiled_step_time_ms)},
-        "diagnosis": None if a.diagnosis is None else advice.diagnosis_json(a.diagnosis),
+        "diagnosis": None if a.diagnosis is None else diagnosis_json(a.diagnosis),
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],
         "comparison": ctx["comparison"], "memory_snapshot": ctx["snapshot"],
-        "experiment": None if experiment is None else {
-            **advice.experiment_json(experiment),
-            "upper_bound_speedup": ctx["experiment"]["upper_bound"],
-            **{k: ctx["experiment"][k] for k in ("verdict", "not_applied", "where", "change")}},
-        "ladder": None if ladder is None else advice.ladder_json(ladder),
+        "experiment": None if experiment is None or experiment.record is None else experiment.record.to_json(),
+        "ladder": None if ladder is None else ladder.to_json(),
         "job": a.job,  # the same ``job`` as ``analyze --json`` (a folder of ranks, or a run's agent summaries)
     }

@@ -41,17 +41,22 @@ def comparison_context(c: RegressionCheck, tables: Comparison) -> dict[str, Any]
 
 
 def ranks_line(r: dict[str, Any]) -> str:
-    """One side's ranks (``compare``'s ``ranks``) in one line: how many, the straggler, its critical path's two
-    largest kinds; the command line's text and the reports say it alike."""
+    """One side's ranks (``compare``'s ``ranks``) in one line: how many, the straggler (or that none stands out of
+    the noise), its critical path's two largest kinds in words; the command line's text and the reports say it
+    alike."""
+    from profilers.jobs.critical_graph import KIND_WORDS
+
     parts = [f"{r['ranks']}" + (f" ({len(r['traced_ranks'])} traced)" if r.get("traced_ranks") is not None else "")]
     s = r.get("straggler")
     if s is not None:
         parts.append(f"straggler rank {s['culprit']} ({s['work_ms']:.4g} ms of work, median {s['median_work_ms']:.4g})")
+    elif r.get("straggler_reason"):
+        parts.append("no straggler beyond the noise")
     cp = r.get("critical_path")
     if cp is not None:
         top = sorted(cp["by_kind"].items(), key=lambda kv: -kv[1])[:2]
         parts.append(f"rank {cp['rank']}'s critical path {cp['total_ms']:.4g} ms ("
-                     + ", ".join(f"{k} {v:.4g}" for k, v in top) + ")")
+                     + ", ".join(f"{KIND_WORDS.get(k, k)} {v:.4g}" for k, v in top) + ")")
     return " · ".join(parts)
 
 

@@ -1,4 +1,4 @@
-"""Shareable exports of an :class:`~reports.analysis.Analysis`: one self-contained HTML file, JSON, Markdown.
+"""Shareable exports of an :class:`~advisors.analysis.Analysis`: one self-contained HTML file, JSON, Markdown.
 
 ``write_report(analysis, path, fmt=None)`` is what the command line calls (``fmt`` from the suffix when
 omitted); ``render(analysis, fmt)`` returns the bytes (the dashboard's download buttons). A comparison of two
@@ -25,12 +25,11 @@ import orjson
 import plotly.io as pio
 import plotly.offline
 
+from advisors.analysis import Analysis
 from advisors.compare.regression import RegressionCheck
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
+from advisors.experiments.results.record import LadderRecord
+from advisors.experiments.results.stored_view import StoredView
 from reports import content, content_compare
-from reports.analysis import Analysis
 from reports.charts import BOTTLENECK_COLORS
 from reports.compare import Comparison
 from reports.escape import markdown_code, markdown_text, script_json_text
@@ -78,13 +77,13 @@ def fmt_for(path: str | Path, fmt: str | None = None) -> str:
 
 
 def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None,
-           experiment: Experiment[Spec] | None = None, ladder: Ladder[Spec] | None = None,
+           experiment: StoredView | None = None, ladder: LadderRecord | None = None,
            extra: dict[str, Any] | None = None) -> bytes:
     """The report as bytes in ``fmt`` (``html``, ``json`` or ``md``); ``comparison`` adds an A-vs-B section,
-    ``experiment`` (an ``advisors.experiments.experiment.Experiment``) the applied fix with its before/after, ``ladder``
-    (an ``advisors.experiments.optimize.Ladder``) every attempt of an optimisation. On a script both say where in the
-    user's file a kept fix belongs and show the diff. ``extra``: the run's experiments, commands and environment
-    (:func:`reports.run_report.context.run_context`)."""
+    ``experiment`` (an Apply's stored record and charts) the applied fix with its before/after, ``ladder`` (a
+    ladder's record) every attempt of an optimisation. On a script both say where in the user's file a kept fix
+    belongs and show the diff. ``extra``: the run's experiments, commands and environment
+    (:func:`reports.run_report.context.report_extra`, which both doors call)."""
     fmt = fmt_for("", fmt)
     more = {"reproduce": None, "environment": {}, "experiments": [], **(extra or {})}
     ctx = {**content.report_context(analysis, comparison, experiment, ladder), **more}
@@ -126,11 +125,12 @@ def _html(template: str, ctx: dict[str, Any], figures: list[Figure]) -> bytes:
 
 
 def write_report(analysis: Analysis, path: str | Path, fmt: str | None = None,
-                 comparison: Comparison | None = None, experiment: Experiment[Spec] | None = None,
-                 ladder: Ladder[Spec] | None = None) -> Path:
-    """Write the report to ``path`` atomically (temp file + rename); returns the path."""
+                 comparison: Comparison | None = None, experiment: StoredView | None = None,
+                 ladder: LadderRecord | None = None, extra: dict[str, Any] | None = None) -> Path:
+    """Write the report to ``path`` atomically (temp file + rename); returns the path. ``extra``: as for
+    :func:`render`."""
     out = Path(path)
-    return _write(out, render(analysis, fmt_for(out, fmt), comparison, experiment, ladder))
+    return _write(out, render(analysis, fmt_for(out, fmt), comparison, experiment, ladder, extra))
 
 
 def write_comparison(check: RegressionCheck, tables: Comparison, path: str | Path, fmt: str | None = None) -> Path:

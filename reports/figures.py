@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
 import plotly.graph_objects as go
 
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
+from advisors.experiments.results.record import LadderRecord
+from advisors.experiments.results.stored_view import StoredView
 from reports import charts, charts_compare, charts_time
-from reports import experiment as ex
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.compare import Comparison
-from reports.stragglers import straggler_call
 
 
 @dataclass(frozen=True)
@@ -34,8 +32,8 @@ def analysis_figures(a: Analysis) -> list[Figure]:
         out.append(Figure("per_step", charts.step_breakdown(b.per_step)))
         if len(b.ranks) > 1:
             out.append(Figure("per_rank", charts.rank_breakdown(b.per_step)))
-            call = straggler_call(b.per_step)
-            out.append(Figure("straggler", charts.straggler(b.per_rank, call.rank if call.beyond_noise else None)))
+            s = b.straggler
+            out.append(Figure("straggler", charts.straggler(b.per_rank, None if s is None else s.rank)))
     if not a.timeline.empty:
         first = int(a.timeline["rank"].min())
         out.append(Figure("timeline", charts_time.timeline(a.timeline, a.step_spans, first)))
@@ -71,19 +69,22 @@ def comparison_figures(c: Comparison) -> list[Figure]:
     return out
 
 
-def experiment_figures(e: Experiment[Spec]) -> list[Figure]:
-    """Before/after of an applied fix: step time distributions, breakdown before vs after, loss curves."""
-    out = [Figure("exp_steps", charts_compare.step_time_distributions(ex.step_samples(e), "Step time before and after"))]
-    b = ex.breakdowns(e)
-    if b:
-        out.append(Figure("exp_breakdown", charts_compare.breakdown_side_by_side(b, "Breakdown before vs after")))
-    losses = ex.loss_curves(e)
-    if losses:
-        out.append(Figure("exp_loss", charts_compare.loss_curves(losses, "Loss curves overlaid")))
+def experiment_figures(view: StoredView) -> list[Figure]:
+    """Before/after of an applied fix, from its stored charts' inputs: step time distributions, breakdown before
+    vs after, loss curves."""
+    ev = view.evidence or {}
+    out = [Figure("exp_steps", charts_compare.step_time_distributions(ev.get("step_samples") or {},
+                                                                      "Step time before and after"))]
+    if ev.get("breakdowns"):
+        out.append(Figure("exp_breakdown", charts_compare.breakdown_side_by_side(ev["breakdowns"],
+                                                                                 "Breakdown before vs after")))
+    if ev.get("loss_curves"):
+        same = bool(ev.get("loss_identical"))
+        out.append(Figure("exp_loss", charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid", same)))
     return out
 
 
-def ladder_figures(ladder: Ladder[Spec]) -> list[Figure]:
-    """The ladder: median step from the start through each kept fix (when at least one was kept)."""
-    steps = ex.ladder_steps(ladder)
+def ladder_figures(ladder: LadderRecord) -> list[Figure]:
+    """The ladder: the running product of the kept speed-ups (when at least one was kept)."""
+    steps = pd.DataFrame(ladder.steps, columns=["label", "speedup"])
     return [Figure("ladder", charts_compare.ladder(steps))] if len(steps) > 1 else []

@@ -159,11 +159,26 @@ def script_traceback(exc: BaseException) -> str:
     return head + "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
 
 
+def tail_lines(text: str, limit: int = TRACEBACK_CHARS) -> str:
+    """The last whole lines of ``text`` that fit in ``limit`` characters (a cut never starts mid-path), with
+    how many lines were left out said first."""
+    lines = text.splitlines()
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        if kept and size + len(line) + 1 > limit:
+            break
+        kept.insert(0, line[-limit:])
+        size += len(line) + 1
+    left = len(lines) - len(kept)
+    return "\n".join(([f"({left} earlier line(s) of the traceback left out)"] if left else []) + kept)
+
+
 def _write_rank_error(run_dir: Path, rank: int, exc: BaseException, steps_done: int) -> None:
     """``rank{R}.error.json``: this rank's exception, so the runner can show the first one (torchrun keeps none)."""
     write_json_atomic(run_dir / f"rank{rank}.error.json", {
         "rank": rank, "type": type(exc).__name__, "message": str(exc)[:TRACEBACK_CHARS],
-        "traceback": script_traceback(exc)[-TRACEBACK_CHARS:],
+        "traceback": tail_lines(script_traceback(exc)),
         "steps_done": steps_done, "t_unix": time.time(), "out_of_memory": _is_oom(exc)})
 
 
@@ -218,7 +233,7 @@ def main(argv: list[str]) -> int:
         guarded = isinstance(exc, MemoryGuardStop)
         oom = _is_oom(exc)
         status, code = (OUT_OF_MEMORY, EXIT_OUT_OF_MEMORY) if oom else (FAILED, EXIT_FAILED)
-        error = (f"{type(exc).__name__}: {exc}\n" + script_traceback(exc))[-TRACEBACK_CHARS:]
+        error = f"{type(exc).__name__}: {str(exc)[:TRACEBACK_CHARS]}\n" + tail_lines(script_traceback(exc))
         if not guarded:
             print(script_traceback(exc), file=sys.stderr, end="")  # the script's stderr keeps its traceback
             _write_rank_error(run_dir, rank, exc, rec.steps_done)

@@ -48,7 +48,7 @@ class TorchCapabilities:
                 missing = f"autocast on {device}"
             elif value == "fp16" and device == "cuda" and self.grad_scaler is None:
                 missing = "GradScaler (fp16 needs loss scaling)"
-        elif knob == "compile" and value and not self.compile:
+        elif knob in ("compile", "compile_mode") and value and not self.compile:
             missing = "torch.compile"
         if missing is None:
             return None

@@ -1,4 +1,5 @@
-"""Which steps a run's one step time is the median of: the steady, unprofiled steps (standard library only).
+"""Which steps a run's one step time is the median of — the steady, unprofiled steps — and its samples/s over
+them (standard library only).
 
 Every place that states a run's step time (the worker's ``result.json``, a launched script's result, a stored run
 salvaged from its ``steps.jsonl``, an A/B trial) picks its steps here, so one run has one step time.
@@ -83,6 +84,16 @@ def _near_profiler(prof: Sequence[bool]) -> set[int]:
         near.update(range(max(i - BEFORE_PROFILER, 0), i))
         near.update(range(i + 1, min(i + 1 + AFTER_PROFILER, len(prof))))
     return {i for i in near if not prof[i]}
+
+
+def samples_per_s(samples: Sequence[float], walls_ms: Sequence[float]) -> float | None:
+    """**The** samples/s of Stepwise, the one definition every page, report, table and JSON shows: the samples
+    trained in a run's measured steps over the wall time those steps took (total ÷ total), ``None`` when nothing
+    was measured. Not the batch over the median step: a prefetching loader makes some steps instant and others
+    long, and only the total charges both (the two read 175 and 368 samples/s for the same trial)."""
+    total_ms = float(sum(walls_ms))
+    total = float(sum(samples))
+    return total / total_ms * 1e3 if total_ms > 0 and total > 0 else None
 
 
 def median_of(values: Sequence[float], positions: Sequence[int]) -> float | None:

@@ -18,14 +18,16 @@ HF_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "persistent_workers": lambda v: {"dataloader_persistent_workers": bool(v)},
     "prefetch_factor": lambda v: {"dataloader_prefetch_factor": int(v)},
     "compile": lambda v: {"torch_compile": bool(v)},
+    "compile_mode": lambda v: {"torch_compile_mode": str(v)},
     "matmul_precision": lambda v: {"tf32": True},
 }
-LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}  # ``L.Trainer(precision=...)``
+LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}  # ``L.Trainer/L.Fabric(precision=...)``
 ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16"}  # ``Accelerator(mixed_precision=...)``
 
 #: the switch's call (as the agent records its site) -> knob -> its keyword arguments there
 SWITCHES: dict[str, dict[str, Callable[[Any], dict[str, Any]]]] = {
     "training_arguments": HF_FIELDS,
     "lightning_trainer": {"autocast": lambda v: {"precision": LIGHTNING_PRECISION[str(v)]}},
+    "fabric": {"autocast": lambda v: {"precision": LIGHTNING_PRECISION[str(v)]}},
     "accelerator": {"autocast": lambda v: {"mixed_precision": ACCELERATE_PRECISION[str(v)]}},
 }

@@ -45,6 +45,11 @@ def pytest_configure(config: pytest.Config) -> None:
         import tempfile
 
         os.environ["STEPWISE_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="stepwise-calibration-")
+    # a job's rank summaries likewise: a session cache, never the user's (a test that needs its own sets its own)
+    if "STEPWISE_SUMMARY_CACHE" not in os.environ:
+        import tempfile
+
+        os.environ["STEPWISE_SUMMARY_CACHE"] = tempfile.mkdtemp(prefix="stepwise-summaries-")
     os.environ.setdefault("STEPWISE_MAP_WORKERS", "1")  # a job's rank summaries too (profilers.jobs.engines)
     # `-- python train.py` runs the python a shell would (PATH): as if this environment were activated
     bin_dir = os.path.dirname(sys.executable)

@@ -22,7 +22,7 @@ from profilers.errors import TraceError
 from profilers.store.runs import RunStore
 from profilers.trace.load import load_trace_files
 from profilers.trace.sources import TRACE_SUFFIXES, TraceFile, rank_from_name
-from reports.analysis import analyse_path, analyse_trace
+from advisors.analysis import analyse
 from reports.export import write_report
 from tests.trace_factory import kernel, step, write, x
 
@@ -126,10 +126,10 @@ def test_a_registered_kind_reaches_the_cli_uploads_and_reports(tar_kind, tar_tra
     # the Upload page's list and the upload path into the run store
     assert "tar" in inputs.upload_types() and uploads.refused_name("job.tar") is None
     store = RunStore(tmp_path / "store")
-    outcome = uploads.store_upload(store, [_Upload(tar_trace)], lambda p, label: (analyse_trace(p, label), "d"))
+    outcome = uploads.store_upload(store, [_Upload(tar_trace)], lambda p, label: (analyse(p, label), "d"))
     assert outcome.ok, outcome.message
     # the reports, through the stored upload (a container holding the tar)
-    analysis = analyse_path(store.path(outcome.run_id))
+    analysis = analyse(store.path(outcome.run_id))
     assert analysis.label == "job.tar" and analysis.breakdown is not None
     assert analysis.breakdown.ranks == (0, 1) and analysis.n_events == _read_tar(tar_trace).n_events
     assert "job.tar" in write_report(analysis, tmp_path / "r.html").read_text()
@@ -138,5 +138,5 @@ def test_a_registered_kind_reaches_the_cli_uploads_and_reports(tar_kind, tar_tra
 def test_an_unknown_suffix_is_refused_with_the_list(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "store")
     item = _Upload(write(tmp_path / "trace.txt", [step(1, 0, 10)]))
-    outcome = uploads.store_upload(store, [item], lambda p, label: (analyse_trace(p, label), "d"))
+    outcome = uploads.store_upload(store, [item], lambda p, label: (analyse(p, label), "d"))
     assert not outcome.ok and ".json.gz" in outcome.message and store.list() == []

@@ -2,7 +2,7 @@
 
 The shared folder is read only, so a file's bytes never change during a run: :class:`TraceMemo` stands in for
 ``profilers.trace.load.load_trace_files`` (the one function every reader goes through: ``load_trace``, the
-observation, ``reports.analysis``, the in-process command line, the dashboard's services) and keeps the
+observation, ``advisors.analysis``, the in-process command line, the dashboard's services) and keeps the
 :class:`~profilers.trace.events.Trace` of a shared path. Each caller gets its own shallow copy: new DataFrame
 objects over the same column arrays (pandas copy-on-write), so a test that changes its trace's tables changes
 only its own copy. A file with the very bytes of a shared one (an upload copied into a test's run store) is

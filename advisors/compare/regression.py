@@ -15,8 +15,8 @@ that moved in every step). ``improvement`` in mirror image (ratio below ``1 / (1
 the sides swaps the two; ``same`` when the ratio is within the tolerance. Only a regression fails the gate.
 
 **Inconclusive.** A ratio beyond the tolerance that no evidence shows beyond noise — the interval includes no
-change and no category moved in every step, or a side has too few steps, or competition for the cores can
-explain it — is neither a regression nor "the same": the verdict is ``inconclusive`` (exit code
+change and no category moved in every step, or a side has too few steps — or any verdict that competition for the
+cores can explain, is neither a regression nor "the same": the verdict is ``inconclusive`` (exit code
 :data:`EXIT_INCONCLUSIVE`), and the reason says what left it open and, from the steps there are, the smallest
 slowdown the comparison could have told from noise (:func:`advisors.compare.structure.detectable_ratio`).
 
@@ -28,10 +28,12 @@ another one-step trace, the ratio is shown, unproven).
 
 **What the interval cannot see.** One run per side shows the step-to-step noise, not the run-to-run noise
 (process start, memory layout, other programs' load over a whole run). Two guards: the tolerance, and, for
-stored runs with host telemetry, competition for the cores (:mod:`advisors.compare.contention`): when other
-programs held the machine during the slower run and its process got fewer cores, the change cannot be told
-from the competition, so the verdict is ``inconclusive`` and the reason says the machine was busy (a re-run on a
-quieter machine settles it). Measured on a busy 2-core machine in ``tests/advisors/test_regression_runs.py``.
+stored runs with host telemetry, competition for the cores, judged by the one rule an A/B pair verdict follows
+too (:mod:`advisors.compare.contention`): a neighbour that took ``o`` more of the machine's ``C`` cores during one
+run slowed it at most ``(C / (C − o))^1.5`` (counting the cores left free when others were busy in both); a verdict stands when the ratio, with that taken out, keeps its side
+of the tolerance (a regression still beyond it, "the same" still within it). Otherwise the verdict is
+``inconclusive`` and the reason says who took how much (a re-run on a quieter machine settles it). Measured on a
+busy 2-core machine in ``tests/advisors/test_regression_runs.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from advisors.compare.contention import HostCpu, competed, neighbour_note
+from advisors.compare.contention import HostCpu, holds_beyond_contention, slowdown_bound
 from advisors.verdict import Bottleneck, Diagnosis
 from advisors.compare.movers import Mover, Movers, movers
 from advisors.stats import RatioEstimate, median_ratio
@@ -117,13 +119,14 @@ def side(label: str, samples: StepSamples, diagnosis: Diagnosis | None, breakdow
 
 def rank_views(job: dict[str, Any] | None) -> dict[str, Any] | None:
     """A side's ranks as ``compare`` shows them, from ``analyze``'s ``job`` (a folder's map and reduce, or a
-    run's agent summaries): how many, which kept a trace, the straggler and its critical path by kind. None for
-    a single rank."""
+    run's agent summaries): how many, which kept a trace, the straggler (marked by :mod:`profilers.jobs.straggler`,
+    with its sentence, or why none is) and the critical path by kind. None for a single rank."""
     if not job or len(job.get("ranks", ())) < 2:
         return None
     s, cp = job.get("straggler"), job.get("critical_path")
     return {"ranks": len(job["ranks"]), "traced_ranks": job.get("traced_ranks"),
             "straggler": None if s is None else {k: s[k] for k in ("culprit", "work_ms", "median_work_ms")},
+            "straggler_reason": job.get("straggler_reason"),
             "critical_path": None if not cp or not cp.get("available") else {
                 "rank": cp["rank"], "step": cp["step"], "total_ms": cp["total_ms"],
                 "by_kind": {k["kind"]: k["ms"] for k in cp["by_kind"]}}}
@@ -136,16 +139,17 @@ def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> 
     ratio = new.step_time_ms / base.step_time_ms
     enough = min(base.steps, new.steps) >= MIN_STEPS
     est = median_ratio(base.samples.ms, new.samples.ms) if enough else None
-    slower, faster = (new, base) if ratio >= 1 else (base, new)
-    contended = competed(slower.cpu, faster.cpu)
+    beyond = ratio > 1 + max_slowdown or ratio < 1 / (1 + max_slowdown)
+    contended = not _stands_beyond_contention(base.cpu, new.cpu, 1 / ratio, max_slowdown)
     structure = structure_evidence(base.breakdown, new.breakdown, base.step_time_ms, new.step_time_ms,
                                    max_slowdown) if enough else None
     detectable = detectable_ratio(base.samples.ms, new.samples.ms) if enough else None
-    beyond = ratio > 1 + max_slowdown or ratio < 1 / (1 + max_slowdown)
     decided: tuple[Evidence, ...] = ()
-    if not beyond:
-        verdict: Verdict = "same"
-    elif est is None or contended:
+    if contended:
+        verdict: Verdict = "inconclusive"
+    elif not beyond:
+        verdict = "same"
+    elif est is None:
         verdict = "inconclusive"
     else:
         shown = est.low > 1 if ratio > 1 else est.high < 1
@@ -157,8 +161,44 @@ def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> 
     moved = movers(base.breakdown, new.breakdown)
     why = _Why(verdict, ratio, est, max_slowdown, base, new, moved, contended, decided, structure, detectable)
     return RegressionCheck(verdict=verdict, ratio=ratio, estimate=est, max_slowdown=max_slowdown,
-                           reason=_reason(why), base=base, new=new, movers=moved, notes=_notes(base, new),
+                           reason=_reason(why), base=base, new=new, movers=moved,
+                           notes=_notes(base, new, contended),
                            contended=contended, decided_by=decided, structure=structure, detectable=detectable)
+
+
+def _stands_beyond_contention(base: HostCpu | None, new: HostCpu | None, speedup: float, tol: float) -> bool:
+    """Whether the verdict the ``speedup`` (NEW over BASE, > 1 faster) reads — an improvement beyond ``1 + tol``,
+    a regression beyond ``1 / (1 + tol)``, "the same" between — stands once other programs' largest possible
+    effect on either run is taken out (:func:`advisors.compare.contention.holds_beyond_contention`, the rule of the
+    A/B pairs too). Without both runs' host figures nothing is suspected."""
+    if base is None or new is None:
+        return True
+    up, down = 1 + tol, 1 / (1 + tol)
+
+    def holds(edge: float, faster: bool) -> bool:
+        return holds_beyond_contention(speedup, base.others, new.others, base.cores or new.cores, edge, faster)
+
+    if speedup > up:
+        return holds(up, True)
+    if speedup < down:
+        return holds(down, False)
+    return holds(down, True) and holds(up, False)
+
+
+def _neighbour(base: HostCpu | None, new: HostCpu | None) -> tuple[str, float] | None:
+    """Who other programs took more cores from (``"NEW"``/``"BASE"``) and the most that could slow it, when more
+    than the telemetry's wander."""
+    if base is None or new is None:
+        return None
+    busier, o, then = ("NEW", new.others, base.others) if new.others >= base.others else \
+        ("BASE", base.others, new.others)
+    bound = slowdown_bound(o, then, base.cores or new.cores)
+    return (busier, bound) if bound > 1 else None
+
+
+def _cores_text(base: HostCpu, new: HostCpu) -> str:
+    return (f"other programs used {new.others:.2f} of the machine's {new.cores} cores during NEW and "
+            f"{base.others:.2f} during BASE")
 
 
 @dataclass(frozen=True)
@@ -182,6 +222,8 @@ def _reason(w: _Why) -> str:
     ratio, est, tol, base, new = w.ratio, w.est, w.tol, w.base, w.new
     change = _change(ratio)
     times = f"{new.step_time_ms:.4g} ms vs {base.step_time_ms:.4g} ms"
+    if est is None and w.contended:
+        return _contended_reason(w, times)
     if est is None:
         few = (f"BASE has {base.steps} step{_s(base.steps)} and NEW {new.steps}: at least {MIN_STEPS} per side are "
                "needed to tell a change from noise")
@@ -191,6 +233,8 @@ def _reason(w: _Why) -> str:
         return (f"NEW's median step {change} BASE's ({times}), but {few}, so this cannot prove a "
                 "regression or an improvement. Profile more steps.")
     interval = f"{100 * est.level:.0f}% interval of the ratio {est.low:.3f}-{est.high:.3f}"
+    if w.contended:
+        return _contended_reason(w, f"{times}; {interval}")
     if w.verdict == "same":
         within = f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, " \
                  f"{interval})."
@@ -200,19 +244,24 @@ def _reason(w: _Why) -> str:
     if w.verdict != "inconclusive":
         return (f"NEW's median step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and "
                 f"beyond noise, shown by {_decided(w)}.{_largest(w)}")
-    if w.contended:
-        slow, fast = ("NEW", "BASE") if ratio > 1 else ("BASE", "NEW")
-        cpu_slow, cpu_fast = (new.cpu, base.cpu) if ratio > 1 else (base.cpu, new.cpu)
-        assert cpu_slow is not None and cpu_fast is not None
-        return (f"NEW's median step {change} BASE's ({times}; {interval}), but other programs used "
-                f"{cpu_slow.others:.2f} of the machine's {cpu_slow.cores} cores during {slow}, and {slow}'s process "
-                f"got {cpu_slow.ours:.2f} cores where {fast}'s used {cpu_fast.ours:.2f}: a process held back "
-                "from the cores it would use slows down by more than the share it lost, so the change cannot be "
-                "told from the competition. Re-run on a quieter machine to settle it.")
     tail = f" {_detectable(w.detectable, base, new)}" if w.detectable is not None else ""
     return (f"NEW's median step {change} BASE's ({times}), beyond the {tol:.0%} tolerance, but the "
             f"{interval} includes no change and no category moved beyond its step-to-step spread in nearly every "
             f"step: not shown beyond the noise between their steps.{tail} Profile more steps, or re-run both.")
+
+
+def _contended_reason(w: _Why, figures: str) -> str:
+    """Why the competition for the cores leaves the verdict open: who took how much, and the most it explains."""
+    base, new = w.base.cpu, w.new.cpu
+    assert base is not None and new is not None
+    busier, bound = _neighbour(base, new) or ("NEW", 1.0)
+    within = 1 / (1 + w.tol) <= w.ratio <= 1 + w.tol
+    said = (f"NEW's median step is within the {w.tol:.0%} tolerance of BASE's ({figures})" if within else
+            f"NEW's median step {_change(w.ratio)} BASE's ({figures})")
+    hides = "could hide a change beyond the tolerance" if within else "could explain this change"
+    return (f"{said}, but {_cores_text(base, new)}: a run that keeps that few of the cores slows down by up to "
+            f"{bound:.2f}x, which {hides}, so the change cannot be told from the competition. Re-run on a quieter "
+            "machine to settle it.")
 
 
 def _decided(w: _Why) -> str:
@@ -254,16 +303,17 @@ def _largest(w: _Why) -> str:
     return f" The category that moved most: {m.name.replace('_', ' ')} ({m.delta_ms:+.4g} ms per step on average)."
 
 
-def _notes(base: Side, new: Side) -> tuple[str, ...]:
+def _notes(base: Side, new: Side, contended: bool = False) -> tuple[str, ...]:
     out = []
     if base.samples.kind != new.samples.kind:
         out.append(f"BASE is a {base.samples.kind} and NEW a {new.samples.kind}: their steps are measured "
                    "differently (a run's wall-clock steps, a trace's profiled steps)")
     if base.device and new.device and base.device != new.device:
         out.append(f"BASE ran on {base.device} and NEW on {new.device}")
-    neighbours = neighbour_note(base.cpu, new.cpu)
-    if neighbours:
-        out.append(neighbours)
+    neighbour = _neighbour(base.cpu, new.cpu)
+    if neighbour is not None and not contended and base.cpu is not None and new.cpu is not None:
+        out.append(f"{_cores_text(base.cpu, new.cpu)}, which cannot explain this verdict: the cores they left "
+                   f"slow {neighbour[0]} by at most {neighbour[1]:.2f}x")
     missing = [n for n, s in (("BASE", base), ("NEW", new)) if s.breakdown is None]
     if missing:
         out.append(f"{' and '.join(missing)} left no trace: the categories, kernels and operators that moved "

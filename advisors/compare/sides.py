@@ -1,4 +1,5 @@
-"""One side of a comparison from anything ``analyze`` takes: a trace, a folder of ranks, a zip, a run folder.
+"""One side of a comparison from anything ``analyze`` takes: a trace, a folder of ranks, a zip, a run folder —
+read from the input's one analysis (:func:`advisors.analysis.analyse`; a run's stored one), as every door reads it.
 
 A stored run must have ended ``ok``: the steps of a run that failed, ran out of memory or was killed do not
 stand for its spec, so comparing them would judge the crash, not the speed (a StepwiseError says so, which
@@ -13,34 +14,27 @@ from typing import Any
 
 import pandas as pd
 
+from advisors.analysis import Analysis, analyse
 from advisors.compare.contention import host_cpu
-from advisors.diagnosis import diagnose
 from advisors.verdict import Diagnosis
-from advisors.observation import RunFacts, observe
+from advisors.observation import RunFacts
 from advisors.compare.regression import Side, rank_views, side
 from advisors.compare.step_samples import run_samples, trace_samples
 from profilers.trace.breakdown import Breakdown
 from profilers.errors import RunError, StepwiseError
-from profilers.store.files import read_jsonl, steps_frame
 
 
 def observe_side(path: str | Path, label: str | None = None) -> Side:
-    """Read and diagnose ``path`` (raises TraceError/RunError/StepwiseError for what cannot be compared). A
-    folder of rank files is read as its ranks' summaries (:mod:`advisors.job_observation`: cached beside the
-    traces, so comparing a job again reads no events), which reduce to the very breakdown of loading them all."""
-    from advisors.job_observation import job_files, observe_job
+    """Analyse ``path`` (raises TraceError/RunError/StepwiseError for what cannot be compared). A folder of rank
+    files is read as its ranks' summaries (cached, so comparing a job again reads no events), which reduce to the
+    very breakdown of loading them all; a stored run's analysis is read from its folder."""
+    return side_of(analyse(path, label or str(path), charts=False))
 
-    files = job_files(path)
-    views: dict[str, Any] | None
-    if files is not None:
-        obs, job = observe_job(path, files)
-        views = job.views
-    else:
-        obs = observe(path)
-        views = obs.job
-    steps = steps_frame(read_jsonl(Path(obs.source) / "steps.jsonl")) if obs.run is not None else steps_frame([])
-    return side_from_parts(label or str(path), obs.run, steps, obs.breakdown, diagnose(obs),
-                           is_snapshot=obs.snapshot is not None, ranks=rank_views(views))
+
+def side_of(a: Analysis) -> Side:
+    """The side of an analysis (the dashboard's, or :func:`observe_side`'s)."""
+    return side_from_parts(a.label, a.run, a.steps, a.breakdown, a.diagnosis, is_snapshot=a.snapshot is not None,
+                           ranks=rank_views(a.job))
 
 
 def side_from_parts(label: str, run: RunFacts | None, steps: pd.DataFrame, breakdown: Breakdown | None,

@@ -123,6 +123,11 @@ class Experiment(Generic[SpecT_co]):
     def speedup(self) -> float | None:
         return self.ratio.point if self.ratio else None
 
+    @property
+    def before(self) -> Arm[SpecT_co]:
+        """The arm the patched one is timed against: the reference when the baseline could not be timed."""
+        return self.reference if self.reference is not None else self.baseline
+
     def spec_changes(self) -> dict[str, tuple[Any, Any]]:
         """``{field or knob: (baseline's, patched's)}``: what the fix changed in the spec."""
         return spec_changes(self.baseline.spec, self.patched.spec)

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar
 
-from advisors.diagnosis import diagnose, upper_bound_for
+from advisors.bounds import Bound
+from advisors.diagnosis import bound_for
 from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, SpecT_co, run_experiment
 from advisors.fixes import ALTERNATIVES
 from advisors.verdict import Diagnosis, Fix
-from advisors.observation import observe
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT
 from profilers.errors import SpecError, StepwiseError
@@ -70,7 +70,12 @@ class Rung(Generic[SpecT_co]):
     experiment: Experiment[SpecT_co]
     cumulative: float
     where: dict[str, Any] | None = None
-    upper_bound: float | None = None  # the diagnosis' bound on what this fix could gain (Finding.upper_bound_speedup)
+    bound: Bound | None = None  # the round's diagnosis' bound on what this fix could gain (diagnosis.bound_for)
+    diagnosed_run: str | None = None  # the run that diagnosis read (the round's baseline): the bound's baseline
+
+    @property
+    def upper_bound(self) -> float | None:
+        return self.bound.speedup if self.bound is not None else None
 
 
 @dataclass(frozen=True)
@@ -129,10 +134,16 @@ class Strategy(Protocol[_S]):
 
 
 def diagnose_outcome(outcome: RunOutcome) -> Diagnosis:
-    """Diagnose a trial from its run folder (trace, result, steps)."""
+    """A trial's diagnosis: its run folder's one analysis (:func:`advisors.analysis.analyse`, stored there), so
+    the round's bound is the one that trial shows when it is opened in Analysis."""
+    from advisors.analysis import analyse
+
     if outcome.run_dir is None:
         raise SpecError("this trial has no run folder to diagnose")
-    return diagnose(observe(Path(outcome.run_dir)))
+    d = analyse(Path(outcome.run_dir), charts=False).diagnosis
+    if d is None:
+        raise SpecError(f"the advisor could not judge the trial in {outcome.run_dir}")
+    return d
 
 
 def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = Policy(),
@@ -155,7 +166,7 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
     if first.status != "ok" and not budgeted_oom:
         raise BaselineFailed(first, _stderr_tail(first.run_dir))
     how.learn(first)
-    diagnosis = diagnose_run(first)
+    diagnosis, diagnosed = diagnose_run(first), _run_id(first)
     current, cumulative = spec, 1.0
     rungs: list[Rung[SpecT]] = []
     advice: dict[str, Advice] = {}
@@ -183,7 +194,7 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
             if exp.kept:
                 cumulative *= exp.speedup or 1.0
             rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative,
-                              how.where(fix), upper_bound_for(diagnosis, fix.id)))
+                              how.where(fix), bound_for(diagnosis, fix.id), diagnosed))
             if exp.kept:
                 kept_exp = exp
                 break
@@ -197,9 +208,13 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
             emit(Progress("diagnose", round=rnd + 1))
             last_ok = [o for o in kept_exp.patched.outcomes if o.run_dir]
             how.learn(last_ok[-1])
-            diagnosis = diagnose_run(last_ok[-1])
+            diagnosis, diagnosed = diagnose_run(last_ok[-1]), _run_id(last_ok[-1])
     return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis,
                   advice=tuple(advice.values()), not_retried=tuple(skipped.values()))
+
+
+def _run_id(outcome: RunOutcome) -> str | None:
+    return Path(outcome.run_dir).name if outcome.run_dir else None
 
 
 def _stderr_tail(run_dir: str | None) -> str:

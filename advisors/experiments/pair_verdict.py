@@ -4,16 +4,15 @@ A pair is trial ``i`` of the baseline and of the patched arm, run back to back. 
 runner, a GPU box with other jobs, two cores with a neighbour) another program can take cores from one trial
 of a pair and not the other; that pair then measures the neighbour. The rules:
 
-- a pair whose trials other programs competed with (:data:`advisors.experiments.trial_load.CONTENDED_CORES`)
+- a pair whose trials other programs competed with (:data:`advisors.compare.contention.CONTENDED_CORES`)
   is left out while at least ``need`` clean pairs remain (more pairs are run first: :func:`needs_more_pairs`);
-- with too few clean pairs, the verdict stands only when the contention could not have produced it. A neighbour
-  that took ``o`` more of a trial's ``C`` cores than it took from the other trial of its pair slows that trial
-  at most :func:`slowdown_bound` ``= (C / (C − o))^1.5`` (a run at 0.75 of its cores measured 1.47x slower on
-  this 2-core machine, worse than in proportion: benchmarks/results/contention-2026-11-23.md; the power covers
-  that). A gain stands when every contended pair's ratio, divided by what the neighbour could have taken from
-  its baseline trial, still clears the bar; no gain stands when every ratio, multiplied by what it could have
-  taken from the patched trial, still does not. Otherwise the verdict is **inconclusive**, and says who took how
-  much;
+- with too few clean pairs, the verdict stands only when the contention could not have produced it, by the one
+  rule ``compare`` follows too (:func:`advisors.compare.contention.holds_beyond_contention`): a neighbour that
+  took ``o`` more of a trial's ``C`` cores than it took from the other trial of its pair slows that trial at most
+  ``(C / (C − o))^1.5``. A gain stands when every contended pair's ratio, divided by what the neighbour could have
+  taken from its baseline trial, still clears the bar; no gain stands when every ratio, multiplied by what it
+  could have taken from the patched trial, still does not. Otherwise the verdict is **inconclusive**, and says
+  who took how much;
 - a gain needs every pair to agree: one pair that saw the patched run slower makes it inconclusive.
 """
 
@@ -22,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from advisors.compare.contention import holds_beyond_contention
 from advisors.experiments.trials import RunOutcome
 from advisors.stats import RatioEstimate, Trial
 
 MIN_CLEAN_PAIRS = 3  # at most this many clean pairs are asked for (fewer when the policy runs fewer trials)
-SLACK_CORES = 0.25  # telemetry means over a trial wander by about this much
 
 RatioFn = Callable[[Sequence[Trial], Sequence[Trial]], RatioEstimate]
 
@@ -105,25 +104,14 @@ def judge_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, e
     return PairJudgement(ratio=ratio, used=tuple(used), left_out=left_out, inconclusive=why, notes=tuple(notes))
 
 
-def slowdown_bound(others: float, cores: int | None) -> float:
-    """The most a neighbour using ``others`` more cores than in the other trial can slow a trial on ``cores``."""
-    if others <= SLACK_CORES or not cores:
-        return 1.0
-    return (cores / max(cores - others, 0.25)) ** 1.5
-
-
 def _holds_beyond_contention(a: Sequence[RunOutcome], b: Sequence[RunOutcome], contended: Sequence[int],
                              gain: bool, edge: float) -> bool:
     """Whether every contended pair keeps its side of ``edge`` once the neighbour's largest possible effect on
     it is taken out: a gain divided by what it could have cost the baseline, no gain multiplied by what it could
     have cost the patched run."""
     for i in contended:
-        ratio = _ratio(a[i], b[i])
         cores = next((o.load.cores for o in (a[i], b[i]) if o.load is not None and o.load.cores), None)
-        diff = _others(a[i]) - _others(b[i])
-        if gain and ratio / slowdown_bound(diff, cores) <= edge:
-            return False
-        if not gain and ratio * slowdown_bound(-diff, cores) >= edge:
+        if not holds_beyond_contention(_ratio(a[i], b[i]), _others(a[i]), _others(b[i]), cores, edge, gain):
             return False
     return True
 

@@ -45,7 +45,7 @@ class Progress:
         if self.fix:
             parts.append(f"fix {self.fix}")
         if self.phase == "trial":
-            parts.append(f"{self.arm} run {self.trial} of {self.trials}")
+            parts.append(self.trial_text)
         elif self.phase in ("diagnose", "diagnosis_run"):
             parts.append("diagnosing a fresh run")
         elif self.phase == "starting":
@@ -53,6 +53,14 @@ class Progress:
         if self.step is not None:
             parts.append(f"step {self.step} of {self.total_steps}" if self.total_steps else f"step {self.step}")
         return " · ".join(parts)
+
+    @property
+    def trial_text(self) -> str:
+        """``patched run 2 of 3``; past the pairs planned, ``pair 4 (extra: the pairs disagreed or were competed
+        for) · patched run`` — never "run 4 of 3"."""
+        if self.trial is not None and self.trials is not None and self.trial > self.trials:
+            return f"pair {self.trial} (extra: the pairs disagreed or other programs competed) · {self.arm} run"
+        return f"{self.arm} run {self.trial} of {self.trials}"
 
     @property
     def fraction(self) -> float:

@@ -60,7 +60,7 @@ def _shown(knob: str, fields: Callable[[Any], dict[str, Any]]) -> Callable[[Any]
 SWITCH_KWARGS: dict[str, dict[str, Callable[[Any], dict[str, Any]]]] = {
     switch: {knob: _shown(knob, fields) for knob, fields in table.items()} for switch, table in SWITCHES.items()}
 CALL_NAMES.update({"training_arguments": ("TrainingArguments",), "lightning_trainer": ("Trainer",),
-                   "accelerator": ("Accelerator",)})
+                   "accelerator": ("Accelerator",), "fabric": ("Fabric",)})
 LIBRARY_DIRS = ("site-packages", "dist-packages")
 
 
@@ -72,13 +72,38 @@ def switch_for(knobs: Mapping[str, Any], sites: Mapping[str, Any]) -> str | None
     return None
 
 
-def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any]) -> dict[str, str]:
-    """The keyword arguments (as source text) that express ``knobs`` at a ``target`` call."""
+def prefers_double_quotes(source: str) -> bool:
+    """Whether the file writes its string literals with double quotes (most of them): a diff in it does too."""
+    import io
+    import tokenize
+
+    double = single = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING:
+                body = tok.string.lstrip("rbuRBUfF")
+                double += body.startswith('"')
+                single += body.startswith("'")
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return False
+    return double > single
+
+
+def literal(value: Any, double: bool = False) -> str:
+    """``value`` as source text, a string in the file's own quotes."""
+    if isinstance(value, str) and double and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return repr(value)
+
+
+def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any], double: bool = False) -> dict[str, str]:
+    """The keyword arguments (as source text, strings in the file's quotes: ``double``) that express ``knobs`` at a
+    ``target`` call."""
     out: dict[str, str] = {}
     if target in SWITCH_KWARGS:
         for knob, value in knobs.items():
             if knob in SWITCH_KWARGS[target]:
-                out.update({k: repr(v) for k, v in SWITCH_KWARGS[target][knob](value).items()})
+                out.update({k: literal(v, double) for k, v in SWITCH_KWARGS[target][knob](value).items()})
         return out
     for knob, value in knobs.items():
         if knob not in KWARGS.get(target, {}):
@@ -88,7 +113,7 @@ def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any]) -
         elif knob == "bucket_cap_mb_factor":
             out["bucket_cap_mb"] = f"{float(site.get('bucket_cap_mb') or 25.0) * float(value):g}"
         else:
-            out[KWARGS[target][knob]] = repr(value)
+            out[KWARGS[target][knob]] = literal(value, double)
     return out
 
 
@@ -133,12 +158,14 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
         for s in sorted(sites, key=lambda s: int(s["line"]), reverse=True):  # bottom-up: lines above stay put
             if new is None or (s.get("via") and target not in SWITCH_KWARGS):
                 return None
-            new = _with_kwargs(new, int(s["line"]), target, s, kwargs_for(target, knobs, s))
+            new = _with_kwargs(new, int(s["line"]), target, s,
+                               kwargs_for(target, knobs, s, prefers_double_quotes(source)))
     elif target == "model_call" and knobs.get("autocast") in ("bf16", "fp16"):
         if any(s.get("via") for s in sites):
             return None
         dtype = "torch.bfloat16" if knobs["autocast"] == "bf16" else "torch.float16"
-        header = f"with torch.autocast(device_type={device_expr(source, device)}, dtype={dtype}):"
+        line0 = min(int(s["line"]) for s in sites)
+        header = f"with torch.autocast(device_type={device_expr(source, device, line0)}, dtype={dtype}):"
         for first in sorted(_statements(source, [int(s["line"]) for s in sites if s.get("grad") is not False]
                                         or [int(s["line"]) for s in sites]), reverse=True):
             ctx = _own_ctx(new, first, dtype) if new is not None else None
@@ -151,13 +178,15 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
                     if new is not None else None
             else:
                 new = _wrapped(new, first, header) if new is not None else None
-    elif target == "model_build" and knobs.get("compile") and len(sites) == 1:
+    elif target == "model_build" and (knobs.get("compile") or knobs.get("compile_mode")) and len(sites) == 1:
         s0 = sites[0]
         lines = source.splitlines(keepends=True)
         end = int(s0.get("end") or s0["line"])
         indent = " " * int(s0.get("col") or 0)
         name = str(s0["name"])
-        new = "".join(lines[:end] + [f"{indent}{name} = torch.compile({name})\n"] + lines[end:])
+        q = '"' if prefers_double_quotes(source) else "'"
+        mode = f", mode={q}{knobs['compile_mode']}{q}" if knobs.get("compile_mode") else ""  # CUDA graphs
+        new = "".join(lines[:end] + [f"{indent}{name} = torch.compile({name}{mode})\n"] + lines[end:])
     else:
         return None
     if new is None or new == source:
@@ -212,16 +241,36 @@ def _own_autocast(source: str, line: int) -> int | None:
     return None
 
 
-def device_expr(source: str, device: str) -> str:
-    """The script's own device variable as an autocast's ``device_type`` (``device.type``, ``device_type``), else
-    the device the runs used."""
+def device_expr(source: str, device: str, line: int | None = None) -> str:
+    """The script's own device variable as an autocast's ``device_type`` (``device_type``, ``device.type``, or —
+    inside a method, where the class keeps one — ``self.device``, ``.type`` added when it is a ``torch.device``),
+    else the device the runs used, in the file's quotes."""
     import re
 
     if re.search(r"^\s*device_type\s*=", source, re.M):
         return "device_type"
+    if line is not None and _in_method(source, line):
+        kept = re.findall(r"^\s*self\.device\s*=\s*(.+)$", source, re.M)
+        if any("torch.device(" in rhs for rhs in kept):
+            return "self.device.type"
+        if any(re.search(r"""['"](cuda|cpu|mps)['"]""", rhs) for rhs in kept):
+            return "self.device"  # a string ('cuda' if … else 'cpu'): minGPT's trainer
     if re.search(r"^\s*device\s*=\s*torch\.device\(", source, re.M):
         return "device.type"
-    return repr(device)
+    return literal(device, prefers_double_quotes(source))
+
+
+def _in_method(source: str, line: int) -> bool:
+    """Whether ``line`` is inside a function whose first argument is ``self``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args and \
+                node.args.args[0].arg == "self" and node.lineno <= line <= (node.end_lineno or node.lineno):
+            return True
+    return False
 
 
 #: functions that evaluate or are called per step: never where a model is built (nor compiled)

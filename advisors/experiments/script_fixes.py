@@ -17,7 +17,9 @@ from typing import Any, Callable, Mapping
 
 from advisors.experiments.script_diff import construction_site, switch_for
 from advisors.experiments.script_knobs import KnobChange, Times, knob_change
+from advisors.rules.host.threads import threads_for
 from advisors.verdict import Fix
+from profilers.telemetry.threads import ThreadUse
 from profilers.run.script_spec import ScriptSpec
 
 SATURATED_HOST = 0.85  # host cores this busy (share of all cores) leave no room for more workers
@@ -37,6 +39,8 @@ class ScriptContext:
     sites: Mapping[str, Any] = field(default_factory=dict)  # call sites in the user's code (the first of each)
     all_sites: Mapping[str, Any] = field(default_factory=dict)  # every site of each kind (a GAN's two models)
     config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (agent: inject.config)
+    threads: ThreadUse | None = None  # torch's threads in the last run (agent: injected.json threads)
+    other_cores: float | None = None  # cores other programs used during its steady steps (telemetry)
 
     @property
     def workers(self) -> int:
@@ -65,6 +69,16 @@ def _workers(ctx: ScriptContext, extra: Mapping[str, Any]) -> dict[str, Any] | N
     return knobs
 
 
+def _threads(ctx: ScriptContext) -> dict[str, Any] | None:
+    """Intra-op threads that fit the cores other programs left free (:func:`advisors.rules.host.threads.threads_for`),
+    when that is fewer than the last run used."""
+    t = ctx.threads
+    if t is None:
+        return None
+    n = threads_for(t.affinity or ctx.cores, ctx.other_cores, t.local_processes)
+    return {"num_threads": n} if n < t.intra_op else None
+
+
 @dataclass(frozen=True)
 class Injection:
     """``knobs(ctx)``: what to inject (``None``: nothing left to try here); ``proof``: the knob that must act for
@@ -90,11 +104,16 @@ INJECTIONS: dict[str, Injection] = {
     "fp16_autocast": Injection(_const(autocast="fp16"), "autocast", "model_call"),
     "tf32": Injection(_const(matmul_precision="high"), "matmul_precision", None),
     "torch_compile": Injection(_const(compile=True), "compile", "model_call"),
+    # reduce-overhead compile captures CUDA graphs; on a CPU it captures none, so nothing is compiled there and
+    # the agent says "CUDA graphs need a GPU" instead of timing an ordinary compile under this fix's name
+    "cuda_graphs": Injection(lambda ctx: {"compile": True, "compile_mode": "reduce-overhead"} if ctx.device == "cuda"
+                             else {"compile_mode": "reduce-overhead"}, "compile_mode", "model_call"),
     "channels_last": Injection(_const(channels_last=True), "channels_last", "model_call"),
     "fused_optimizer": Injection(_const(optimizer_impl="fused"), "optimizer_impl", "optimizer"),
     "foreach_optimizer": Injection(_const(optimizer_impl="foreach"), "optimizer_impl", "optimizer"),
     "cudnn_benchmark": Injection(_const(cudnn_benchmark=True), "cudnn_benchmark", None),
     "expandable_segments": Injection(_const(alloc_conf="expandable_segments:True"), "alloc_conf", None),
+    "set_num_threads": Injection(_threads, "num_threads", None),
     "ddp_bucket_size": Injection(_const(bucket_cap_mb_factor=0.25), "bucket_cap_mb_factor", "ddp"),
     "grad_compression": Injection(_const(grad_compression="bf16"), "grad_compression", "ddp"),
     "ddp_static_graph": Injection(_const(static_graph=True), "static_graph", "ddp"),
@@ -111,6 +130,7 @@ OWN_FLAGS: dict[str, Injection] = {
     "ddp_no_sync": Injection(_const(ddp_no_sync=True, grad_accum_steps=Times(4), batch_size=Times(4)),
                              "ddp_no_sync", None),
     "larger_batch": Injection(_const(batch_size=Times(2)), "batch_size", None),
+    # a script's own CUDA-graphs switch first; without one, torch.compile(mode="reduce-overhead") is injected
     "cuda_graphs": Injection(_const(cuda_graphs=True), "cuda_graphs", None),
 }
 
@@ -122,7 +142,6 @@ NOT_INJECTABLE: dict[str, str] = {
     "activation_checkpointing": "checkpointing wraps blocks inside your model's forward",
     "ddp_no_sync": "no_sync accumulation changes the loop (several backwards per all-reduce)",
     "larger_batch": "a new batch size changes what one step trains on (and the learning rate that fits it)",
-    "cuda_graphs": "CUDA graph capture needs static shapes and a loop written for replay",
     "avoid_syncs": "the .item() calls are in your loop",
     "early_stopping": "stopping early needs your validation loop",
     "all_to_all_overlap": "pipelining the all-to-all changes how your loop drives batches (e.g. TorchRec's pipeline)",
@@ -142,12 +161,14 @@ CONV_ONLY = ("channels_last", "cudnn_benchmark")
 
 
 def script_knob(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> KnobChange | None:
-    """``fix`` as the script's own flag or config line (:mod:`advisors.experiments.script_knobs`), if it has one."""
-    inj = INJECTIONS.get(fix.id) or OWN_FLAGS.get(fix.id)
-    knobs = inj.knobs(ctx) if inj is not None else None
-    if inj is None or not knobs:
-        return None
-    return knob_change(knobs, ctx.config, spec.command, spec.cwd, inj.proof)
+    """``fix`` as the script's own flag or config line (:mod:`advisors.experiments.script_knobs`), if it has one
+    (its own switch for the fix first, then the knobs its injection would set)."""
+    for inj in (OWN_FLAGS.get(fix.id), INJECTIONS.get(fix.id)):
+        knobs = inj.knobs(ctx) if inj is not None else None
+        change = knob_change(knobs, ctx.config, spec.command, spec.cwd, inj.proof) if inj and knobs else None
+        if change is not None:
+            return change
+    return None
 
 
 def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec | None:
@@ -156,7 +177,7 @@ def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec
     checked), else the fix's knobs injected."""
     if fix.id in CONV_ONLY and (ctx.sites.get("model_call") or {}).get("convolutions") == 0:
         return None
-    if fix.id in OWN_FLAGS:  # no injection: the script's own flag, or nothing
+    if fix.id in OWN_FLAGS and fix.id not in INJECTIONS:  # no injection: the script's own flag, or nothing
         own = script_knob(spec, fix, ctx)
         out = spec.patch(command=own.command, observe=own.observe) if own is not None else spec
         return out if out != spec else None
@@ -187,7 +208,7 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
     if target == "model_call":  # the training calls (grad enabled), not an evaluation under no_grad
         every = [s for s in every if s.get("grad") is not False] or every
         first = every[0]
-    if target == "model_call" and inj.proof == "compile":  # compiled once, where the model is built
+    if target == "model_call" and inj.proof in ("compile", "compile_mode"):  # compiled once, where it is built
         built = construction_site(first)
         if built is not None:
             return {**built, "target": "model_build", "all": [built]}

@@ -27,6 +27,8 @@ A fix maps to a knob per convention (:data:`CONVENTIONS`):
   ``--grad-accum-steps`` guarding the optimizer's step (with the batch flag, so a step keeps its samples),
   ``--activation-checkpointing`` guarding a checkpointing call, ``--ddp-no-sync`` choosing ``no_sync()``,
   ``--cuda-graphs`` guarding ``torch.compile``, ``--batch-size`` reaching the ``DataLoader``'s ``batch_size``.
+  Without a ``--cuda-graphs`` flag, CUDA graphs are ``--compile`` with ``--compile_mode reduce-overhead`` where
+  that option reaches the same call (HF: ``--torch_compile --torch_compile_mode reduce-overhead``).
 
 The patched arm is then the user's command with that flag (or a copy of the config file with that line) changed:
 nothing is injected; the agent checks the knob's effect (``observe``). A knob the flag cannot set (a workers fix's
@@ -65,6 +67,7 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
     "ddp_no_sync": (("ddp_no_sync", "no_sync"), "no_sync"),
     "cuda_graphs": (("cuda_graphs", "cudagraphs", "cuda_graph", "use_cuda_graphs"), "compile"),
     "batch_size": (("batch_size", "batch", "bs", "train_batch_size"), "batch"),
+    "compile_mode": (("compile_mode", "torch_compile_mode"), "compile"),  # CUDA graphs: mode="reduce-overhead"
 }
 #: an autocast flag with choices (``--precision {fp32,bf16,fp16}``): the choice that asks for the fix's dtype
 PRECISION_WORDS = {"bf16": ("bf16", "bfloat16", "bf16-mixed"), "fp16": ("fp16", "float16", "half", "16-mixed")}
@@ -427,6 +430,8 @@ def _hydra_fits(knob: str, value: Any, key: str, held: Any, reach: Mapping[str, 
         return False
     if knob == "num_workers":
         return isinstance(held, int) and not isinstance(held, bool)
+    if knob == "compile_mode":
+        return held is None or isinstance(held, str)
     if not isinstance(held, bool):
         return False
     if knob == "autocast":  # the script's own autocast must be of the fix's precision
@@ -540,6 +545,8 @@ def _fits(knob: str, value: Any, opt: Mapping[str, Any], config: Mapping[str, An
         return opt.get("action") == "store" and opt.get("type") == "int"
     if knob == "autocast" and opt.get("action") == "store" and opt.get("choices"):
         return _precision_choice(value, opt) is not None  # the flag picks the dtype itself
+    if knob == "compile_mode":  # a string option whose value reaches torch.compile (its mode=)
+        return opt.get("action") == "store" and opt.get("type") in (None, "str")
     if opt.get("action") != "store_true":
         return False
     if knob == "autocast":  # the script's own autocast must be of the fix's precision

@@ -109,4 +109,6 @@ def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
                          host_busy=busy, loader=injected.get("loader") or before.loader,
                          sites=injected.get("sites") or before.sites,
                          all_sites=injected.get("all_sites") or before.all_sites,
-                         config=injected.get("config") or before.config)
+                         config=injected.get("config") or before.config,
+                         threads=facts.threads or before.threads,
+                         other_cores=tel.other_cores if tel is not None else before.other_cores)

@@ -6,10 +6,11 @@ core); other programs took the difference. The **mean** over the trial's timed s
 start to its last one's end) is the figure: a bursty neighbour busy for two of a trial's five seconds shows as
 0.4 of a core, where a median would show nothing.
 
-:data:`CONTENDED_CORES` of a core or more taken by others marks the trial *contended*: its time says as much
-about the neighbour as about the fix (a run of one spec at 177 ms beside its twins at 105 ms, while another
-program held one of the two cores). On a GPU the NVML process list would say the same of other GPU jobs; the
-host figure is what this machine can check.
+:data:`~advisors.compare.contention.CONTENDED_CORES` of a core or more taken by others marks the trial
+*contended*: its time says as much about the neighbour as about the fix (a run of one spec at 177 ms beside its
+twins at 105 ms, while another program held one of the two cores). On a GPU the NVML process list would say the same of other GPU jobs; the
+host figure is what this machine can check. Whether a contended pair can still carry a verdict is the rule of
+:mod:`advisors.compare.contention`, the one ``compare`` follows.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-CONTENDED_CORES = 0.5  # other programs' mean use above which a trial's timing is not trusted alone
+from advisors.compare.contention import CONTENDED_CORES
 
 
 @dataclass(frozen=True)

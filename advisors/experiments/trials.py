@@ -25,7 +25,8 @@ from profilers.run.handle import follow
 from profilers.run.records import RunResult
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
-from stepwise_agent.steady import BASIS_ALL, choose_steps
+from profilers.run.records import measured_steps
+from stepwise_agent.steady import BASIS_ALL
 
 MIN_MEASURED_STEPS = 3
 RunProgressFn = Callable[[dict[str, Any]], None]  # a trial run's own progress.json, as handle.follow reports it
@@ -51,6 +52,7 @@ class RunOutcome:
     applied: Mapping[str, Any] | None = None  # a script run's injected.json: each knob acted or not, call sites
     notes: tuple[str, ...] = ()  # what the verdict must say of this run (e.g. it ended before its steps)
     load: TrialLoad | None = None  # other programs' use of the machine while its steps were timed
+    per_step: bool = False  # no batch was seen (no DataLoader): its throughput is steps/s, not samples/s
 
     @property
     def contended(self) -> bool:
@@ -100,8 +102,9 @@ def script_outcome(spec: ScriptSpec, result: RunResult, steps: pd.DataFrame, run
     notes: tuple[str, ...] = ()
     unseen = bool(done) and window["samples"].fillna(0).le(0).all()
     if unseen:  # no DataLoader batch was seen: compare per step (the fixes tried never change the batch)
-        window = window.assign(samples=1.0)
-    trial = measured_trial(window.assign(profiled=False), spec.warmup_steps) if done else None
+        steps = steps.assign(samples=1.0)
+    # the run's own measured steps (its result.json's step time and samples/s are read from the same ones)
+    trial = measured_trial(steps, spec.warmup_steps) if done else None
     if 0 < done < spec.measure_steps:
         notes = (f"the script ended after {result.steps_done} steps: measured on {done} of the "
                  f"{spec.measure_steps} steps asked for",)
@@ -116,34 +119,18 @@ def script_outcome(spec: ScriptSpec, result: RunResult, steps: pd.DataFrame, run
     applied = read_json(run_dir / "injected.json")
     return RunOutcome(status=result.status.value, trial=trial, peak_memory_mb=result.peak_memory_mb,
                       losses=loss_curve(steps), steps_done=result.steps_done, error=result.error,
-                      run_dir=str(run_dir), applied=applied if isinstance(applied, dict) else None, notes=notes)
+                      run_dir=str(run_dir), applied=applied if isinstance(applied, dict) else None, notes=notes,
+                      per_step=bool(unseen))
 
 
 def measured_trial(steps: pd.DataFrame, warmup_steps: int) -> Trial | None:
-    """Per-step wall times (slowest rank) of the steady steps (:func:`stepwise_agent.steady.choose_steps`: the
-    steps a run's own step time is the median of), and samples per step (all ranks)."""
-    if steps.empty:
-        return None
-    ranks = steps["rank"].nunique()
-    per_step = steps.groupby("step").agg(
-        n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"), profiled=("profiled", "max"),
-        **({"data_ms": ("data_ms", "max")} if "data_ms" in steps.columns else {})).sort_index()
-    done = per_step[per_step["n"] >= ranks]
-    if done.empty:
-        return None
-    choice = choose_steps([int(i) for i in done.index], done["profiled"].fillna(False).astype(bool).tolist(),
-                          warmup_steps, min_steady=MIN_MEASURED_STEPS, first_step=0)
-    if choice.basis == BASIS_ALL:
-        return None  # no step past the warm-up: nothing was measured (a comparison needs no warm-up step)
-    chosen = done.iloc[list(choice.positions)]
-    ok = chosen[chosen["wall_ms"].map(lambda w: isinstance(w, float) and math.isfinite(w) and w > 0)]
-    walls = [float(w) for w in ok["wall_ms"]]
-    samples = chosen["samples"].dropna()
-    if not walls or samples.empty:
-        return None
-    data = ok["data_ms"] if "data_ms" in ok.columns else None
-    data_ms = tuple(float(d) for d in data) if data is not None and data.notna().all() else None
-    return Trial(walls_ms=tuple(walls), samples_per_step=float(samples.median()), data_ms=data_ms)
+    """A trial from a run's raw step rows: its measured steps (:func:`profilers.run.records.measured_steps`, the
+    steps the run's own step time and samples/s are read from, so a trial's samples/s is its run's), or
+    ``None`` when no step past the warm-up was measured."""
+    m = measured_steps(steps, warmup_steps)
+    if m is None or m.basis == BASIS_ALL or not sum(m.samples):
+        return None  # nothing past the warm-up: a comparison needs no warm-up step
+    return Trial(walls_ms=m.walls_ms, samples_per_step=sum(m.samples) / len(m.samples), data_ms=m.data_ms)
 
 
 def _load_average() -> float | None:

@@ -68,11 +68,3 @@ def early_stopping() -> Candidate:
                      "`patience` evaluations without an improvement (Lightning: EarlyStopping(monitor=..., "
                      "patience=...); HF Trainer: EarlyStoppingCallback)")
 
-
-def for_script(k: int = 4) -> list[Candidate]:
-    """On a script: the candidates before its baseline has run, made concrete from it by
-    :func:`advisors.quality.script_candidates.resolve` (injected at boot, or advice when the script does not allow
-    it)."""
-    from advisors.quality.script_candidates import templates
-
-    return templates(k)

@@ -9,6 +9,7 @@ from advisors.rules.communication.low_overlap import LowOverlap
 from advisors.rules.communication.straggler import Straggler
 from advisors.rules.compute.cpu_fp32_matmul import CpuFp32Matmul
 from advisors.rules.compute.cudnn_benchmark import CudnnBenchmarkOff
+from advisors.rules.compute.dominant import DeviceDominates
 from advisors.rules.compute.fp32_gemm import Fp32Gemms
 from advisors.rules.compute.not_compiled import NotCompiled
 from advisors.rules.compute.saturated import SaturatedDevice
@@ -20,6 +21,7 @@ from advisors.rules.data.single_process import SingleProcessLoading
 from advisors.rules.host.host_bound import HostBound
 from advisors.rules.host.launch_bound import LaunchBound
 from advisors.rules.host.syncs import FrequentSyncs
+from advisors.rules.host.threads import OversubscribedThreads
 from advisors.rules.memory.allocator_churn import AllocatorChurn
 from advisors.rules.memory.bandwidth import BandwidthBound
 from advisors.rules.memory.capacity import NearCapacity
@@ -33,7 +35,8 @@ RULES: tuple[type[Rule], ...] = (
     OutOfMemory, ProfilerOutgrew, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
-    Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff,
+    OversubscribedThreads,  # why the operators are slow, before what they do: it leads the device time's group on a tie
+    Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff, DeviceDominates,
     LaunchBound, FrequentSyncs, HostBound,
     LossPlateau,
 )

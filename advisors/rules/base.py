@@ -28,6 +28,9 @@ CONFIDENCE_AT_HIGH = 0.95
 INFERRED_STEPS_FACTOR = 0.85  # no ProfilerStep markers: the whole window was taken as one step
 SINGLE_STEP_FACTOR = 0.9  # one step only: nothing to say how typical it is
 RULE_FIX: Any = object()  # ``finding(fix_id=...)`` default: the rule's own ``fix_id`` (``None`` means no fix)
+#: A finding holding less of the step than this is a minor one, not what binds, when a *fallback* rule (``fallback``)
+#: names the time the step is made of instead (COMP007: the device's own work): see advisors.diagnosis.
+MIN_BINDING_SHARE = 0.2
 
 
 NOT_STATED = "(not stated)"  # an example that does not pin its fix (``passes`` examples never fire)
@@ -56,6 +59,8 @@ class Rule:
     cause: ClassVar[str]  # the time it looks at: a key of advisors.accounting.CAUSES
     thresholds: ClassVar[Mapping[str, float]]
     fix_id: ClassVar[str | None] = None
+    #: a fallback's finding is weighed only when no other finding holds MIN_BINDING_SHARE, and kept only if it binds
+    fallback: ClassVar[bool] = False
     fires: ClassVar[tuple[Example, ...]] = ()
     passes: ClassVar[tuple[Example, ...]] = ()
 

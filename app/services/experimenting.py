@@ -17,7 +17,7 @@ from app.services import script_apply
 from profilers.errors import RunError
 from profilers.run.records import RunRecord
 from profilers.store.runs import RunStore
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 
 
 def device_of(a: Analysis) -> str:
@@ -77,22 +77,21 @@ def measured_before(store: RunStore, source_run: str) -> dict[str, str]:
     trials on it again. The newest Apply of a fix speaks for it."""
     import time
 
-    from advisors.experiments.outcome_words import outcome
+    from advisors.experiments.results.stored_view import read_view
     from profilers.store import experiments as stored
 
     out: dict[str, str] = {}
     for rec in stored.of_run(store, source_run, "apply"):  # newest first
-        view = stored.view(store, rec.run_id)
-        if not view or view.get("mode") != "apply" or not view.get("fix_id") or view["fix_id"] in out:
+        seen = read_view(stored.view(store, rec.run_id))
+        x = seen.record if seen is not None else None
+        if x is None or not x.fix_id or x.fix_id in out:
             continue
-        s = view.get("summary") or {}
-        word = outcome(bool(view.get("kept")), view.get("reason"), s.get("not_applied"), s.get("speedup"))
-        if word.startswith("rejected"):
+        if x.outcome == "rejected":
             when = time.strftime("%H:%M", time.localtime(rec.created_unix)) if rec.created_unix else "earlier"
-            out[view["fix_id"]] = (f"the Apply at {when} ({rec.run_id}) measured it on this run: {word}; "
-                                   "Apply it again to re-measure")
+            out[x.fix_id] = (f"the Apply at {when} ({rec.run_id}) measured it on this run: {x.outcome_text}; "
+                             "Apply it again to re-measure")
         else:
-            out[view["fix_id"]] = ""  # the newest Apply did not reject it: an older rejection no longer speaks
+            out[x.fix_id] = ""  # the newest Apply did not reject it: an older rejection no longer speaks
     return {k: v for k, v in out.items() if v}
 
 

@@ -26,7 +26,7 @@ from profilers.run.handle import RunHandle, cancel_run
 from profilers.run.records import RunResult, RunStatus
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
-from reports.telemetry import downsample_telemetry
+from profilers.frames.telemetry import downsample_telemetry
 
 #: The settings the form shows, in order, grouped (every other keeps the workload's value and can be changed with
 #: ``KEY=VALUE`` lines): the script's flags (``sample_runs.options.FLAGS``) and the launcher's (``LAUNCH``).

@@ -24,7 +24,7 @@ from advisors.experiments.script_strategy import ScriptStrategy, context_of
 from app.services import stored_jobs
 from app.services.jobs import BackgroundJob
 from profilers.run.records import RunRecord
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from profilers.errors import RunError
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore

@@ -16,8 +16,9 @@ from profilers.run.records import RunRecord, RunResult, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports import export
-from reports.analysis import Analysis
-from reports.experiment_view import experiment_roles, experiment_view, ladder_roles, ladder_view
+from advisors.analysis import Analysis
+from advisors.experiments.results.recording import applied, ladder_record
+from advisors.experiments.results.stored_view import apply_view, ladder_view, roles
 
 T = TypeVar("T")
 Work = Callable[[str, ProgressFn], T]  # (experiment id, report) -> the advisor's result
@@ -101,23 +102,21 @@ def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Map
         if cancel_requested(store, record.run_id):  # a stopped trial the advisor took as a failed one
             _finish_cancelled(store, record.run_id)
             return None
-        view, roles = (experiment_view(result, analysis.diagnosis), experiment_roles(result)) if mode == "apply" else \
-            (_ladder_view(result), ladder_roles(result))
-        experiments.tag_roles(store, record.run_id, roles)
+        if mode == "apply":  # every number and word of it, decided once
+            shown: Any = applied(result, analysis.diagnosis, f"the diagnosis of {source.label}", source.run_id)
+            view, trials = apply_view(shown.record, shown.evidence), shown.record.trials
+        else:
+            shown = ladder_record(result, about.get("rounds"))
+            view, trials = ladder_view(shown), shown.trials
+        experiments.tag_roles(store, record.run_id, roles(trials))
         key = "experiment" if mode == "apply" else "ladder"
-        reports = {fmt: export.render(analysis, fmt, **{key: result}) for fmt in REPORT_FORMATS}
+        reports = {fmt: export.render(analysis, fmt, **{key: shown}) for fmt in REPORT_FORMATS}
         experiments.finish(store, record.run_id, view, reports=reports)
         return result
 
     job: BackgroundJob[Any] = BackgroundJob(f"{mode}-{record.run_id}", run)
     job.experiment_id = record.run_id
     return job
-
-
-def _ladder_view(ladder: Any) -> dict[str, Any]:
-    """The ladder's view, with its last diagnosis' bottleneck (what "no fix left for …" names)."""
-    d = ladder.last_diagnosis
-    return {**ladder_view(ladder), "last_bottleneck": d.bottleneck.value if d is not None else None}
 
 
 def latest(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecord | None:

@@ -3,41 +3,65 @@
 from __future__ import annotations
 
 import statistics
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from advisors.experiments.results.record import TrialRecord
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot
 from profilers.run.records import RunRecord
 
 MAX_TABLE_ROWS = 500
 
 
-def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = None) -> pd.DataFrame:
+def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = None,
+               analyses: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per run, newest first (what the Runs page lists). ``outcomes``: an experiment's outcome word
     ("kept 1.42×", "rejected", "not applied") by run id, shown as its status, and its row names the run it was
-    started from ("apply … ← resnet.json"), so an experiment is never a bare "ok" nobody can place."""
+    started from ("apply … ← resnet.json"), so an experiment is never a bare "ok" nobody can place.
+    ``analyses``: the stored analysis' figures by run id (``advisors.analysis.stored.headline``): its step time,
+    samples/s and bottleneck are the very ones its Analysis page and reports show; a run not analysed yet shows
+    its record's figures and no bottleneck."""
     labels = {r.run_id: r.label for r in records}
     said = outcomes or {}
-    rows = [{
-        "run": r.label + (f" ← {labels[r.source_run]}" if r.source_run in labels else ""),
-        "kind": r.kind, "status": said.get(r.run_id, r.status.value),
-        "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
-        "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
-        "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id,
-    } for r in records]
+    stored = analyses or {}
+    rows = []
+    for r in records:
+        head = stored.get(r.run_id)
+        rows.append({
+            "run": r.label + (f" ← {labels[r.source_run]}" if r.source_run in labels else ""),
+            "kind": r.kind, "status": said.get(r.run_id, r.status.value),
+            "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
+            "ms/step": head["step_time_ms"] if head else r.step_time_ms,
+            "samples/s": head["samples_per_s"] if head else r.samples_per_s, "peak MiB": r.peak_memory_mb,
+            "bottleneck": (head or {}).get("bottleneck") or "",
+            "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id})
     return pd.DataFrame(rows)
 
 
-def trials_frame(trials: list[RunRecord]) -> pd.DataFrame:
-    """An experiment's trial runs, oldest first (the order they ran in): their part (baseline, patched,
-    reference, or trial while it runs), status and numbers, so a verdict can be traced to the runs behind it."""
-    rows = [{"part": r.role or "trial", "run": r.label, "status": r.status.value,
-             "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
-             "ms/step": r.step_time_ms, "samples/s": r.samples_per_s, "peak MiB": r.peak_memory_mb,
-             "error": (r.error or "")[:200], "id": r.run_id} for r in sorted(trials, key=lambda r: r.created_unix)]
-    return pd.DataFrame(rows, columns=["part", "run", "status", "created", "ms/step", "samples/s", "peak MiB",
-                                       "error", "id"])
+TRIAL_FRAME_COLUMNS = ["round", "fix", "part", "pair", "run", "status", "created", "ms/step", "samples/s",
+                       "peak MiB", "others' cores", "error", "id"]
+
+
+def trials_frame(trials: list[RunRecord], recorded: Sequence[TrialRecord] = ()) -> pd.DataFrame:
+    """An experiment's trial runs in the order they ran: their round and fix, their part (baseline, patched,
+    reference, or trial while it runs), pair, status and numbers — once the experiment has ended, the numbers of
+    its record (:class:`~advisors.experiments.results.record.TrialRecord`: the very samples/s the verdict's median is taken
+    over), so a verdict can be traced to the runs behind it."""
+    by_id = {t.run_id: t for t in recorded if t.run_id}
+    rows = []
+    for r in sorted(trials, key=lambda r: r.created_unix):
+        t = by_id.get(r.run_id)
+        rows.append({"round": t.round if t else None, "fix": t.fix_id if t else None,
+                     "part": t.role if t else (r.role or "trial"), "pair": t.pair if t else None, "run": r.label,
+                     "status": t.status if t else r.status.value,
+                     "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
+                     "ms/step": t.step_time_ms if t else r.step_time_ms,
+                     "samples/s": t.samples_per_s if t else r.samples_per_s,
+                     "peak MiB": t.peak_memory_mb if t else r.peak_memory_mb,
+                     "others' cores": t.others_cores if t else None,
+                     "error": ((t.error if t else r.error) or "")[:200], "id": r.run_id})
+    return pd.DataFrame(rows, columns=TRIAL_FRAME_COLUMNS)
 
 
 def kernels_frame(kernels: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from profilers.errors import StepwiseError
 from profilers.run.records import RunResult, RunStatus
 from profilers.store.runs import RunStore
 from profilers.store.files import safe_name
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.escape import markdown_text
 
 TMP_PREFIX = ".tmp-upload-"
@@ -82,7 +82,11 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
             _write(tmp, items[0])
             root = tmp / safe_name(items[0].name)
         analysis, digest = validate(root, label)
-        record = store.import_trace(root, label=label)
+        known = store.find_upload(digest) if digest else None
+        if known is not None:  # the same content again: open the stored one, never a second copy
+            return UploadOutcome(label, True, f"the same content as the stored upload {known.label!r}, which is "
+                                 f"opened (nothing stored twice). {analysis.headline}", known.run_id, digest)
+        record = store.import_trace(root, label=label, content_digest=digest)
         b = analysis.breakdown
         if analysis.step_time_ms is not None or b is not None:
             # the run list shows what Analysis shows: the trace's median step, its ranks (an 8-rank zip is 8,

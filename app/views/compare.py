@@ -16,7 +16,7 @@ from reports import charts_compare
 from reports.compare import compare
 
 st.title("Compare")
-records = data.analysable_runs()
+records = data.analysable_runs((st.query_params.get(url_state.A_PARAM), st.query_params.get(url_state.B_PARAM)))
 if len(records) < 2:
     st.info("Compare needs two runs or uploaded traces.")
     st.page_link("views/upload.py", label="Upload a trace", icon=":material/upload:")

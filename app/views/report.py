@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
+from pathlib import Path
 
 import streamlit as st
 
@@ -12,7 +13,7 @@ from app import data
 from app.widgets import ui
 from reports import export
 from reports.compare import compare
-from reports.run_report.context import run_context
+from reports.run_report.context import report_extra
 
 st.title("Report")
 st.markdown("One **HTML** file with interactive charts that opens anywhere, offline (plotly.js is inside it and "
@@ -28,8 +29,9 @@ if analysis is not None and record is not None:
         other_analysis = ui.load_analysis(other) if other is not None else None
         if other_analysis is not None:
             comparison = compare(analysis, other_analysis)
-    # one report per run: the experiments tried on it (outcome, gain, change), each arm's command, environment
-    extra = run_context(data.store(), record)
+    # one report per run: the experiments tried on it (outcome, gain, change), each arm's command, environment;
+    # the very function `analyze RUN --report` calls, so the two doors write the same report
+    extra = report_extra(Path(record.run_dir), data.store())
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", record.label)[:60].strip("._") or "report"
     cols = st.columns(3)
     for col, (fmt, title) in zip(cols, (("html", "HTML report"), ("json", "JSON"), ("md", "Markdown"))):

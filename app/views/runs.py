@@ -12,12 +12,14 @@ from app.widgets import experiment_result, links, trial_runs, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
 
-RUNS_COLUMNS = {
-    "run": st.column_config.TextColumn(width=230), "kind": st.column_config.TextColumn(width=80),
+RUNS_COLUMNS = {  # with the row's selection box, the widths fill the page's main column and no more
+    "run": st.column_config.TextColumn(width=185), "kind": st.column_config.TextColumn(width=65),
     **trial_runs.RUN_FIGURES,
-    "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=105),
-    "device": st.column_config.TextColumn(width=60), "ranks": st.column_config.NumberColumn(width=55),
-    "error": st.column_config.TextColumn(width=75)}
+    "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=95),
+    "bottleneck": st.column_config.TextColumn(width=95, help="the binding bottleneck of the run's analysis "
+                                              "(blank until the run is first analysed)"),
+    "device": st.column_config.TextColumn(width=55), "ranks": st.column_config.NumberColumn(width=45),
+    "error": st.column_config.TextColumn(width=50)}
 
 st.title("Runs")
 st.caption("Launched runs and uploaded traces share this list. Pick one to analyse, advise on, compare or export.")
@@ -26,7 +28,8 @@ store = data.store()
 store.recover()  # settles runs whose process is gone (e.g. after a dashboard restart): cheap and idempotent
 records = data.listed_runs()  # an experiment is one entry; its trial runs are inside it
 if records:
-    frame = tables.runs_frame(records, data.experiment_outcomes(records))
+    # a run's figures and bottleneck from its stored analysis (the very value its pages show), when it has one
+    frame = tables.runs_frame(records, data.experiment_outcomes(records), data.stored_headlines(records))
     ids = list(frame["id"])
 
     def _row_clicked() -> None:  # a click on a row (its box or any cell) selects that run, before the picker draws

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from advisors.analysis import Analysis
 from app import state
 
 from app.services import tables
@@ -16,8 +17,6 @@ from profilers.efficiency.peaks import PEAK_NAMES
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.memory_snapshot import GIB
 from reports import charts, charts_time
-from reports.analysis import Analysis, efficiency_phrase, needs_gpu_model
-from reports.stragglers import straggler_call
 
 
 _NUMBERS = {"total ms": st.column_config.NumberColumn(format="%.2f", width="small"),
@@ -60,11 +59,11 @@ def headline(a: Analysis) -> None:
         cols[4].metric("Events", f"{a.n_events:,}")
     else:  # read from its ranks' summaries: no event was loaded, and "0 events" would say none were recorded
         cols[4].metric("Events", "per rank", help=a.notes[0] if a.notes else None)
-    if needs_gpu_model(a):  # MFU needs a peak: the trace does not name a model the table knows
+    if a.needs_gpu_model:  # MFU needs a peak: the trace does not name a model the table knows
         model = url_state.gpu_model_picker(PEAK_NAMES, b.gpu_arch.name if b.gpu_arch is not None else None)
-        phrase = efficiency_phrase(a, model)
-        if phrase:
-            st.caption(ui.text(phrase))
+        eff = a.efficiency_for(model)
+        if eff is not None:
+            st.caption(ui.text(eff.phrase()))
     elif d is not None and isinstance(d.evidence.get("efficiency"), str):  # MFU against the device's peak
         st.caption(ui.text(str(d.evidence["efficiency"])))
     ui.chart(charts.share_bar(b.shares()), key="analysis.share")
@@ -171,19 +170,18 @@ def ranks_panel(a: Analysis) -> None:
     b = a.breakdown
     assert b is not None
     if is_run_views(a.job):  # every rank wrote a summary; only some kept a trace
-        run_ranks_panel(a.job, len(b.ranks))
+        run_ranks_panel(a.job, len(b.ranks), a.diagnosis.bottleneck.value if a.diagnosis is not None else None)
         return
     if len(b.ranks) < 2:
-        st.info("One rank: there is no straggler to find.")
+        st.info(b.straggler_call.reason)
         return
-    call = straggler_call(b.per_step)
-    marked = call.rank if call.beyond_noise else None
-    ui.chart(charts.straggler(b.per_rank, marked), key="analysis.straggler")
-    (st.warning if call.beyond_noise else st.caption)(call.reason)  # our own sentence: numbers only
+    call = b.straggler_call  # the one rule (profilers.jobs.straggler): the Job page says the same
+    ui.chart(charts.straggler(b.per_rank, call.rank if call.marked else None), key="analysis.straggler")
+    (st.warning if call.marked else st.caption)(call.reason)  # our own sentence: numbers only
     st.dataframe(b.per_rank, hide_index=True, width="stretch", column_config=RANK_COLUMNS)
 
 
-def run_ranks_panel(job: dict[str, Any], traced_in_breakdown: int) -> None:
+def run_ranks_panel(job: dict[str, Any], traced_in_breakdown: int, bottleneck: str | None = None) -> None:
     """A run launched with ``--trace-ranks``: all N ranks from the summaries they wrote at capture time (step
     and collective time per rank and step, the straggler, its critical path when its trace was kept), where the
     other tabs show only the ranks that kept a trace."""
@@ -199,7 +197,7 @@ def run_ranks_panel(job: dict[str, Any], traced_in_breakdown: int) -> None:
                f"This tab reads all {len(ranks)} ranks; the other tabs show the {traced_in_breakdown} traced "
                "rank(s) alone.")
     straggler_panel(job)
-    critical_path_panel(job)
+    critical_path_panel(job, bottleneck)
     ui.chart(rank_step_heatmap(job, "step_ms", "Step time per rank and step"), key="analysis.rank_step_heatmap")
     ui.chart(rank_step_heatmap(job, "comm_ms", "Collective time per rank and step (a waiting rank's is long)"),
              key="analysis.rank_comm_heatmap")

@@ -16,7 +16,7 @@ from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from reports import export
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 from reports.compare import Comparison, regression_check
 from reports.content_compare import ranks_line
 

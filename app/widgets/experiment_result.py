@@ -1,28 +1,30 @@
 """A stored experiment on the Advisor page: its live progress while it runs (any session, after a reload or a
-restart), then its stored result — before/after or the ladder — and its stored reports. Renders views
-(:mod:`reports.experiment_view`) read from the store, never a job in memory."""
+restart), then its stored result — before/after or the ladder — and its stored reports. Renders the stored
+records (:mod:`advisors.experiments.results.stored_view`), never a job in memory, and computes nothing of its own."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 import streamlit as st
 
 from advisors.experiments.progress import Progress
+from advisors.experiments.results.record import ExperimentRecord
+from advisors.experiments.results.stored_view import StoredView, read_view
 from app.services import stored_jobs
 from app.widgets import ui
 from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
-from reports import charts_compare, outcomes
+from reports import charts_compare
 from reports.export import FORMATS
 
 POLL_S = 1.0
 
 
-def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], None]) -> None:
+def follow(store: RunStore, record: RunRecord, show: Callable[[StoredView], None]) -> None:
     """Poll the stored experiment while it runs; once it has ended, rerun the page once, then show its view."""
     polling = record.status is RunStatus.RUNNING
     about = experiments.about(store, record.run_id)
@@ -51,7 +53,7 @@ def follow(store: RunStore, record: RunRecord, show: Callable[[dict[str, Any]], 
         elif now.status is not RunStatus.OK:
             st.error(f"The {name} stopped ({now.status.value}): {ui.text(now.error or 'no reason stored', 2000)}")
         else:
-            view = experiments.view(store, record.run_id)
+            view = read_view(experiments.view(store, record.run_id))
             if view is None:
                 st.warning(f"The {name} ended but its result could not be read back.")
             else:
@@ -79,101 +81,114 @@ def outcome_box(word: str) -> None:
     box(f"**Outcome: {ui.text(word, 600)}**", icon=icon)
 
 
-def before_after(view: dict[str, Any], key: str = "advisor") -> None:
-    """An Apply's result: its outcome word, the median measured steps, the charts (``key`` prefixes their keys:
-    the same view can be drawn twice on a page, the newest experiment and the last finished one)."""
-    s, bound = view["summary"], view.get("upper_bound")
-    word = outcomes.view_outcome(view)
-    outcome_box(word)
-    if s.get("not_applied"):
+def before_after(view: StoredView, key: str = "advisor") -> None:
+    """An Apply's result, from its record: its outcome word, the two samples/s and the speed-up they give, the
+    bound with the diagnosis it comes from, the charts (``key`` prefixes their keys: the same view can be drawn
+    twice on a page, the newest experiment and the last finished one)."""
+    x = view.record
+    assert x is not None
+    outcome_box(x.outcome_text)
+    if x.outcome == "not applied":
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")
         return _change_and_charts(view, judged=False, key=key)
-    rate = ("samples per second: total samples over total time of the timed steps of a run, the median over "
-            "the arm's runs")
-    cols = st.columns(4 if bound else 3)
-    cols[0].metric("Before: samples/s", _rate(s.get("before_samples_per_s")), help=f"The baseline's {rate}.")
-    cols[1].metric("After: samples/s", _rate(s.get("after_samples_per_s")), help=f"The patched arm's {rate}.")
-    if s.get("speedup"):
-        interval = f", {s['level']:.0%} interval [{s['low']:.2f}, {s['high']:.2f}]" if s.get("low") is not None else ""
-        cols[2].metric("Speed-up", f"{s['speedup']:.2f}×", help="After over before: the number that decided the "
+    unit = x.rate_unit
+    rate = (f"{unit}: total samples over total time of the timed steps of a run, the median over the arm's runs"
+            if unit == "samples/s" else "steps/s: the script's batches were not seen (no DataLoader), so its steps "
+            "over their total time, the median over the arm's runs")
+    cols = st.columns(4 if x.bound else 3)
+    cols[0].metric(f"Before: {unit}", _rate(x.before_samples_per_s), help=f"The {x.before_label}'s {rate}.")
+    cols[1].metric(f"After: {unit}", _rate(x.after_samples_per_s), help=f"The patched arm's {rate}.")
+    if x.speedup:
+        interval = f", {x.level:.0%} interval [{x.low:.2f}, {x.high:.2f}]" if x.low is not None else ""
+        cols[2].metric("Speed-up", f"{x.speedup:.2f}×", help="After over before: the number that decided the "
                        f"verdict{interval}.")
-    if bound:
-        cols[-1].metric("Upper bound", f"{bound:.2f}×",
-                        help="The diagnosis' bound on this fix: the speed-up if the time at stake vanished entirely "
-                             "(1 / (1 − share)). The measured ratio is read against it.")
-    if s.get("speedup") and s.get("low") is not None:
-        pairs = s.get("pair_ratios") or []
-        st.caption(f"Speed-up {s['speedup']:.2f}× = {_rate(s.get('after_samples_per_s'))} ÷ "
-                   f"{_rate(s.get('before_samples_per_s'))} samples/s, {s['level']:.0%} interval [{s['low']:.2f}, "
-                   f"{s['high']:.2f}]" + (f"; each back-to-back pair: {', '.join(f'{p:.2f}×' for p in pairs)}"
-                                          if pairs else "") + ". "
-                   f"Beside it, not in its place: the median step {_ms(s.get('before_ms'))} before, "
-                   f"{_ms(s.get('after_ms'))} after (every timed step of every run; the box plot's line).")
+    if x.bound:
+        cols[-1].metric("Upper bound", f"{x.bound.speedup:.2f}×",
+                        help=f"From {x.bound.baseline}: the speed-up {x.bound.assumption or 'if the time at stake vanished'}"
+                             " (1 / (1 − share)). The measured ratio is read against it.")
+        st.caption(ui.text(f"Upper bound {x.bound.text}."))
+    if x.speedup and x.low is not None:
+        pairs = x.pair_ratios
+        st.caption(f"Speed-up {x.speedup:.2f}× = {_rate(x.after_samples_per_s)} ÷ {_rate(x.before_samples_per_s)} "
+                   f"{unit}, {x.level:.0%} interval [{x.low:.2f}, {x.high:.2f}]"
+                   + (f"; each back-to-back pair: {', '.join(f'{p:.2f}×' for p in pairs)}" if pairs else "") + ". "
+                   f"Beside it, not in its place: the median step {_ms(x.before_step_ms)} before, "
+                   f"{_ms(x.after_step_ms)} after (every timed step of every run; the box plot's line).")
     _change_and_charts(view, judged=True, key=key)
 
 
-def _change_and_charts(view: dict[str, Any], judged: bool, key: str = "advisor") -> None:
-    s = view["summary"]
-    st.caption(("Injected at boot (your file was not written): " if s.get("injected") else "Spec change: ")
-               + ui.text(", ".join(f"{k} = {v}" for k, v in s["spec_change"].items()) or "none"))
-    if judged and view.get("step_samples"):
-        ui.chart(charts_compare.step_time_distributions(view["step_samples"], "Measured step time before and after "
+def _change_and_charts(view: StoredView, judged: bool, key: str = "advisor") -> None:
+    x, ev = view.record, view.evidence or {}
+    assert x is not None
+    st.caption(("Injected at boot (your file was not written): " if x.injected else "Spec change: ")
+               + ui.text(", ".join(f"{k} = {v}" for k, v in x.spec_change.items()) or "none"))
+    if judged and ev.get("step_samples"):
+        ui.chart(charts_compare.step_time_distributions(ev["step_samples"], "Measured step time before and after "
                                                         "(every timed step of every run; line = median)"),
                  key=f"{key}.before_after")
     left, right = st.columns(2)
     with left:
-        if judged and view["breakdowns"]:
-            ui.chart(charts_compare.breakdown_side_by_side(view["breakdowns"], BREAKDOWN_TITLE), key=f"{key}.bd")
+        if judged and ev.get("breakdowns"):
+            ui.chart(charts_compare.breakdown_side_by_side(ev["breakdowns"], BREAKDOWN_TITLE), key=f"{key}.bd")
             st.caption(BREAKDOWN_NOTE)
     with right:
-        if view["loss_curves"]:
-            ui.chart(charts_compare.loss_curves(view["loss_curves"], "Loss curves overlaid"), key=f"{key}.loss")
-    # Item 9 of issue 23 (time-to-quality): its loss-against-wall-clock view goes here, beside the loss curves.
-    change = view.get("script_change")
-    if change is not None:
-        if view["kept"]:
-            change_block(change["where"], change["change"])
-        elif change["where"]:
-            st.caption(f"Where the change would go in your code: {ui.text(change['where'])}.")
+        if ev.get("loss_curves"):
+            curves = charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid", bool(ev.get("loss_identical")))
+            ui.chart(curves, key=f"{key}.loss")
+    if x.injected:
+        if x.change_to_make is not None:
+            change_block(x.where, x.change_to_make)
+        elif x.where:
+            st.caption(f"Where the change would go in your code: {ui.text(x.where)}.")
 
 
-def ladder(view: dict[str, Any], rounds: int | None = None, key: str = "advisor") -> None:
-    stopped = outcomes.why_stopped(view["rows"], rounds, view.get("last_bottleneck"))
-    (st.success if outcomes.complete(view["rows"], rounds) else st.warning)(ui.text(stopped), icon=":material/stairs:")
-    st.markdown(f"Total measured speed-up of the kept fixes: **{view['total_speedup']:.2f}×**")
-    steps = pd.DataFrame(view["steps"])
+def ladder(view: StoredView, key: str = "advisor") -> None:
+    """A ladder's result, from its record: why it stopped, the total, the chart and one row per round."""
+    lad = view.ladder
+    assert lad is not None
+    (st.success if lad.complete else st.warning)(ui.text(lad.why_stopped), icon=":material/stairs:")
+    st.markdown(f"Total measured speed-up of the kept fixes: **{lad.total_speedup:.2f}×**")
+    steps = pd.DataFrame(lad.steps)
     if len(steps) > 1:
         ui.chart(charts_compare.ladder(steps), key=f"{key}.ladder_chart")
-    if view["rows"]:
-        st.table(ladder_table(view["rows"]))
-    for c in view["changes"]:
-        if c["verdict"] == "kept":
-            st.markdown(f"Round {c['round']}: **{ui.text(c['fix'])}** kept")
-            change_block(c["where"], c["change"])
-    for a in view.get("not_retried") or []:  # views stored before this field have none
-        st.info(f"Not re-tried: **{ui.text(a['fix'])}** — {ui.text(a['why'])}", icon=":material/history:")
-    for a in view["advice"]:
-        st.warning(f"**{ui.text(a['fix'])}** — {ui.text(a['why'])}", icon=":material/edit:")
-        st.code(a["snippet"], language="python")
+    if lad.rounds:
+        st.table(ladder_table(lad.rounds))
+        if any(x.bound for x in lad.rounds):
+            st.caption("Each upper bound comes from the diagnosis of that round's own baseline run (a fresh run of "
+                       "the spec or script as it stood), so rounds differ in their bounds.")
+    for x in lad.rounds:
+        if x.change_to_make is not None and x.injected:
+            st.markdown(f"Round {x.round}: **{ui.text(x.fix_title)}** kept")
+            change_block(x.where, x.change_to_make)
+    for a in lad.not_retried:
+        st.info(f"Not re-tried: **{ui.text(a.fix_title)}** — {ui.text(a.why)}", icon=":material/history:")
+    for a in lad.advice:
+        st.warning(f"**{ui.text(a.fix_title)}** — {ui.text(a.why)}", icon=":material/edit:")
+        st.code(a.snippet, language="python")
 
 
-def ladder_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per rung, its outcome word first; numbers a rung does not have (a fix that never acted) blank,
-    the rest rounded (a static table: long outcomes wrap instead of being cut off)."""
+def ladder_table(rounds: tuple[ExperimentRecord, ...]) -> pd.DataFrame:
+    """One row per round's attempt, its outcome word first; numbers an attempt does not have (a fix that never
+    acted) blank (a static table: long outcomes wrap instead of being cut off)."""
     out = []
-    for r in rows:
-        word = outcomes.row_outcome(r)
-        judged = not word.startswith(("not applied", "failed"))
-        out.append({"round": r.get("round"), "fix": r.get("fix"), "outcome": word,
-                    "before samples/s": _num(r.get("before samples/s"), 1) if judged else "",
-                    "after samples/s": _num(r.get("after samples/s"), 1) if judged else "",
-                    "speed-up": _num(r.get("speed-up"), 2, "×") if judged else "",
-                    "interval": (r.get("interval") or "") if judged else "",
-                    "median step before → after (ms)": _arrow(r.get("before ms"), r.get("after ms")) if judged else "",
-                    "upper bound": _num(r.get("upper bound"), 2, "×"),
-                    "cumulative": _num(r.get("cumulative"), 2, "×")})
+    for x in rounds:
+        judged = x.outcome not in ("not applied", "failed")
+        out.append({"round": x.round, "fix": x.fix_title, "outcome": x.outcome_text,
+                    "before samples/s": _num(x.before_samples_per_s, 1, _steps(x)) if judged else "",
+                    "after samples/s": _num(x.after_samples_per_s, 1, _steps(x)) if judged else "",
+                    "speed-up": _num(x.speedup, 2, "×") if judged else "",
+                    "interval": f"[{x.low:.2f}, {x.high:.2f}]" if judged and x.low is not None and x.high is not None
+                    else "",
+                    "median step before → after (ms)": _arrow(x.before_step_ms, x.after_step_ms) if judged else "",
+                    "upper bound": _num(x.bound.speedup if x.bound else None, 2, "×"),
+                    "cumulative": _num(x.cumulative_speedup, 2, "×")})
     return pd.DataFrame(out).set_index("round")
+
+
+def _steps(x: ExperimentRecord) -> str:
+    """A rate that counts steps, not samples (no DataLoader was seen), says so in its cell."""
+    return "" if x.rate_unit == "samples/s" else " steps/s"
 
 
 def _arrow(before: Any, after: Any) -> str:
@@ -189,7 +204,7 @@ def _ms(value: float | None) -> str:
     return f"{value:.1f} ms" if value else "—"
 
 
-def change_block(where: str | None, change: dict[str, Any] | None) -> None:
+def change_block(where: str | None, change: Mapping[str, Any] | None) -> None:
     """The edit for a kept fix: your command line or config file (the script's own flag for it), else file:line,
     then the unified diff (or the snippet to place there)."""
     kind = (change or {}).get("kind")

@@ -11,6 +11,7 @@ from typing import Any, Callable, Literal
 
 import streamlit as st
 
+from advisors.experiments.results.stored_view import StoredView
 from app import data, state
 from app.services import experimenting, script_apply, stored_jobs
 from app.widgets import experiment_result as result
@@ -19,7 +20,7 @@ from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
-from reports.analysis import Analysis
+from advisors.analysis import Analysis
 
 AB_CAPTION = ("Baseline and patched runs alternate (A B A B …) with the same seed and data; the fix is kept when "
               "the 95% interval of the throughput ratio clears +3% and the loss holds.")
@@ -80,17 +81,17 @@ def _stored(store: RunStore, record: RunRecord, mode: Literal["apply", "ladder"]
 
 
 def _shows(store: RunStore, record: RunRecord, exp: RunRecord, mode: Literal["apply", "ladder"],
-           key: str) -> Callable[[dict[str, Any]], None]:
+           key: str) -> Callable[[StoredView], None]:
     """How to draw a finished experiment's view (``key``: the prefix of its widgets' keys)."""
     if mode == "apply":
-        def show_apply(view: dict[str, Any]) -> None:
+        def show_apply(view: StoredView) -> None:
             result.before_after(view, key)
             result.downloads(store, record, exp, "fix", f"{key}.export")
 
         return show_apply
 
-    def show_ladder(view: dict[str, Any]) -> None:
-        result.ladder(view, experiments.about(store, exp.run_id).get("rounds"), key)
+    def show_ladder(view: StoredView) -> None:
+        result.ladder(view, key)
         result.downloads(store, record, exp, "ladder", f"{key}.ladder_export")
 
     return show_ladder

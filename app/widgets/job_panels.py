@@ -13,6 +13,8 @@ import streamlit as st
 from app import data, state
 from app.widgets import ui
 from profilers.errors import StepwiseError
+from profilers.jobs.critical_graph import KIND_WORDS
+from profilers.jobs.path_fit import path_fit
 
 
 MAX_ROWS = 1024  # a heat map row per rank: a thousand ranks still draw as one image
@@ -68,7 +70,7 @@ def job_view(folder: str) -> None:
     cols[3].metric("Bottleneck", result["bottleneck"])
     st.caption(f"{job['summaries']} rank summaries, {job['summaries_cached']} from the cache.")
     straggler_panel(job)
-    critical_path_panel(job)
+    critical_path_panel(job, result["bottleneck"])
     ui.chart(rank_step_heatmap(job, "step_ms", "Step time per rank and step"), key="job.step_heatmap")
     ui.chart(rank_step_heatmap(job, "exposed_comm_ms", "Exposed communication per rank and step"),
              key="job.comm_heatmap")
@@ -92,12 +94,16 @@ def job_view(folder: str) -> None:
 
 
 def straggler_panel(job: dict[str, Any]) -> None:
+    """The straggler and who waits on it, or why no rank is marked: the sentence of :mod:`profilers.jobs.straggler`
+    (``job.straggler_reason``), the one the Analysis page's Ranks tab and ``analyze`` say."""
     s = job.get("straggler")
+    reason = job.get("straggler_reason") or ""
     if s is None:
+        if reason:
+            st.info(reason)
         return
     victims = s["victims"]
-    st.warning(f"Straggler: rank {s['culprit']}, {s['work_ms']:.2f} ms of work per step against a median of "
-               f"{s['median_work_ms']:.2f} ms; {len(victims)} rank(s) wait on it in their collectives.")
+    st.warning(f"{reason} {len(victims)} rank(s) wait on it in their collectives.")
     if victims:
         st.dataframe(pd.DataFrame(victims).rename(columns={"wait_ms": "waits (ms per step)"}), hide_index=True,
                      width="stretch")
@@ -116,29 +122,35 @@ def straggler_panel(job: dict[str, Any]) -> None:
 def critical_path_bar(cp: dict[str, Any]) -> go.Figure:
     """The critical path's time by kind (ms), one horizontal bar per kind, largest on top."""
     kinds = cp["by_kind"][::-1]
-    fig = go.Figure(go.Bar(x=[k["ms"] for k in kinds], y=[k["kind"] for k in kinds], orientation="h",
+    fig = go.Figure(go.Bar(x=[k["ms"] for k in kinds], y=[KIND_WORDS.get(k["kind"], k["kind"]) for k in kinds],
+                           orientation="h",
                            text=[f"{k['share']:.0%}" for k in kinds], textposition="auto",
                            hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
     fig.update_layout(title=f"Rank {cp['rank']}'s critical path, step {cp['step']}: {cp['total_ms']:.2f} ms",
                       xaxis_title="ms on the path", height=120 + 28 * len(kinds), margin={"t": 50},
-                      yaxis={"automargin": True})  # "gpu_communication" whole, not cut at the left edge
+                      yaxis={"automargin": True})  # a kind's words whole, not cut at the left edge
     return fig
 
 
-def critical_path_panel(job: dict[str, Any]) -> None:
-    """The slowest rank's critical path (``job.critical_path``): its time by kind and its longest items."""
+def critical_path_panel(job: dict[str, Any], bottleneck: str | None = None) -> None:
+    """The critical path of the rank of most work (``job.critical_path``): its time by kind and its longest items,
+    and how it fits the job's ``bottleneck`` where the two seem to disagree (:func:`path_fit`)."""
     cp = job.get("critical_path")  # a job cached before critical paths were summarised has none
     if not cp:
         return
     if not cp["available"]:
-        st.info(f"Critical path of rank {cp['rank']}: {cp['reason']}. Its extra work above is read from the "
-                "summaries alone.")
+        extra = " Its extra work above is read from the summaries alone." if job.get("straggler") else ""
+        st.info(f"Critical path of rank {cp['rank']}: {cp['reason']}.{extra}")
         return
     ui.chart(critical_path_bar(cp), key="job.critical_path")
     st.caption("The chain of dependent work that sets this rank's step: host operators, launches, kernels and "
                "the waits between them; every kind's time adds up to the step.")
+    fit = path_fit(job, bottleneck)
+    if fit:
+        st.info(fit)
     if cp["top"]:
-        st.dataframe(pd.DataFrame(cp["top"]), hide_index=True, width="stretch",
+        top = pd.DataFrame(cp["top"]).assign(kind=lambda d: [KIND_WORDS.get(k, k) for k in d["kind"]])
+        st.dataframe(top, hide_index=True, width="stretch",
                      column_config={"name": st.column_config.TextColumn(width="large")})
 
 
@@ -151,7 +163,8 @@ def open_rank(folder: Path, job: dict[str, Any]) -> None:
     by_rank = {r: files[name] for r, name in zip(job["ranks"], job["files"]) if name in files}
     if not by_rank:
         return
-    default = (job.get("straggler") or {}).get("culprit", job["ranks"][0])
+    default = (job.get("straggler") or {}).get("culprit", (job.get("critical_path") or {}).get("rank"))
+    default = default if default in by_rank else next(iter(by_rank))
     rank = st.selectbox("Open one rank's trace", list(by_rank), index=list(by_rank).index(default),
                         format_func=lambda r: f"rank {r} · {by_rank[r].name}", key="job.rank")
     if st.button("Open this rank", key="job.open"):

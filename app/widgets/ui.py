@@ -11,7 +11,7 @@ from app import data, state
 from app.widgets import links
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord, RunStatus
-from reports.analysis import Analysis, with_device_memory
+from advisors.analysis import Analysis, with_device_memory
 from reports.escape import markdown_text
 
 def describe_run(r: RunRecord) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from advisors.experiments.experiment import Experiment, Policy, run_experiment
-from advisors.experiments.outcome_words import outcome
+from advisors.experiments.results.words import outcome
 from advisors.experiments.script_strategy import ScriptStrategy
 from advisors.experiments.trials import script_runner
 from advisors.fixes import FIXES

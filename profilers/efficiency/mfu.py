@@ -66,25 +66,41 @@ class Efficiency:
 
 
 def _flops_unit(tflops: float) -> tuple[float, str]:
-    """The unit a rate of ``tflops`` reads best in: TFLOP/s from 1 up, GFLOP/s under (a CPU's matmul peak)."""
+    """The unit a rate of ``tflops`` reads best in: TFLOP/s from 1 up, GFLOP/s under (a CPU's matmul peak). One
+    unit for every GPU, so two peaks compare at a glance ("989 TFLOP/s", "2,250 TFLOP/s"): never PFLOP/s."""
     return (1.0, "TFLOP/s") if tflops >= 1.0 else (1e3, "GFLOP/s")
 
 
 def _sig3(value: float) -> str:
-    """Three significant digits, never an exponent: 989, 41.2, 0.21, 0.000123."""
+    """Three significant digits, never an exponent: 989, 41.2, 0.21, 0.000123; from 1,000 up the whole number with
+    thousands separators ("2,250", "1,000": a peak's zeros are digits, never stripped)."""
     if value == 0:
         return "0"
+    if abs(value) >= 999.5:
+        return f"{round(value):,}"
     text = f"{value:.3g}"
-    return f"{value:.{max(0, 2 - int(f'{value:e}'.split('e')[1]))}f}".rstrip("0").rstrip(".") if "e" in text \
-        else text
+    if "e" not in text:
+        return text
+    return f"{value:.{max(0, 2 - int(f'{value:e}'.split('e')[1]))}f}".rstrip("0").rstrip(".")
 
 
 def flops_rate(tflops: float | None) -> str:
-    """A FLOP rate with its unit, three significant digits: "41.2 TFLOP/s", "0.21 GFLOP/s"."""
+    """A FLOP rate with its unit (``tflops`` in TFLOP/s), three significant digits: "41.2 TFLOP/s",
+    "2,250 TFLOP/s", "0.21 GFLOP/s". Every FLOP rate a page, report or command line prints goes through it (or
+    :meth:`Efficiency.phrase`, which does)."""
     if tflops is None:
         return "—"
     scale, unit = _flops_unit(tflops)
     return f"{_sig3(tflops * scale)} {unit}"
+
+
+def from_json(doc: dict[str, Any]) -> Efficiency:
+    """The :class:`Efficiency` that :meth:`Efficiency.to_json` wrote (``analyze --json``'s ``efficiency``), so a
+    reader of the JSON says it in :meth:`Efficiency.phrase`'s words."""
+    return Efficiency(achieved_tflops=doc.get("achieved_tflops"), peak_tflops=doc.get("peak_tflops"),
+                      peak_basis=doc.get("peak_basis"), mfu=doc.get("mfu"), flops_source=doc.get("flops_source", ""),
+                      reason=doc.get("reason"), clamped=bool(doc.get("clamped")), busy_share=doc.get("busy_share"),
+                      dtype=doc.get("dtype"), per_step_tflops=tuple(doc.get("per_step_tflops") or ()))
 
 
 def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None, gpu_model: str | None = None) -> Efficiency:

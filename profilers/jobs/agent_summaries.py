@@ -4,8 +4,9 @@ and k traces; :func:`run_job_views` gives ``analyze`` the cross-rank views of al
 path where that rank's trace is among the k (``--trace-ranks slowest`` keeps it).
 
 Times in the agent's summaries are µs from the profiler; the views are in ms. A rank's *work* is its step minus
-the time its collectives ran (on a gloo/CPU rank mostly waiting); the straggler is the rank with the most work
-per step, its victims the ranks whose collectives ran longer than its own by at least half its extra work.
+the time its collectives ran (on a gloo/CPU rank mostly waiting); the straggler is judged by the one rule of
+:mod:`profilers.jobs.straggler`, its victims the ranks whose collectives ran longer than its own by at least half
+its extra work.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from profilers.jobs.straggler import find_straggler, straggler_json, victims
 from stepwise_agent.rank_summary import read_summaries
 
 if TYPE_CHECKING:
@@ -78,12 +80,17 @@ def run_job_views(run_dir: Path, trace: Trace | None = None) -> dict[str, Any] |
     per_rank = [{"rank": r, "steps": len(summaries[r]["steps"]), "step_ms": round(median(r, "step_us"), 4),
                  "work_ms": round(median(r, "work_us"), 4), "comm_ms": round(median(r, "comm_us"), 4)}
                 for r in ranks]
-    straggler = _straggler(per_rank)
+    call = find_straggler({r: [(float(x["step_us"]) / 1e3, float(x["work_us"]) / 1e3) for x in summaries[r]["steps"]]
+                           for r in ranks})
+    s = call.straggler
+    straggler = None if s is None else {
+        **straggler_json(s), "victims": victims(s, {int(r["rank"]): float(r["comm_ms"]) for r in per_rank})}
     traced = traced_ranks(run_dir)
-    slowest = straggler["culprit"] if straggler is not None else ranks[0]
+    slowest = call.rank if call.rank is not None else ranks[0]
     return {"source": SOURCE, "ranks": ranks, "traced_ranks": traced, "steps": steps,
             "step_ms": matrix("step_us"), "comm_ms": matrix("comm_us"), "per_rank": per_rank,
-            "straggler": straggler, "critical_path": run_critical_path(run_dir, slowest, traced, trace)}
+            "straggler": straggler, "straggler_reason": call.to_json(),
+            "critical_path": run_critical_path(run_dir, slowest, traced, trace)}
 
 
 def run_critical_path(run_dir: Path, rank: int, traced: list[int], trace: Trace | None = None) -> dict[str, Any]:
@@ -108,16 +115,3 @@ def run_critical_path(run_dir: Path, rank: int, traced: list[int], trace: Trace 
         except TraceError as err:  # the views of all N stand without it, and say why it is missing
             return unavailable(rank, path.name, f"its trace could not be read: {err}")
     return path_json(None if cp is None else cp.to_json(), rank, path.name)
-
-
-def _straggler(per_rank: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if len(per_rank) < 2:
-        return None
-    culprit = max(per_rank, key=lambda r: r["work_ms"])
-    median_work = statistics.median(r["work_ms"] for r in per_rank)
-    extra = culprit["work_ms"] - median_work
-    victims = sorted(((r["comm_ms"] - culprit["comm_ms"], r["rank"]) for r in per_rank
-                      if r is not culprit and extra > 0 and r["comm_ms"] - culprit["comm_ms"] >= 0.5 * extra),
-                     reverse=True)
-    return {"culprit": culprit["rank"], "work_ms": culprit["work_ms"], "median_work_ms": round(median_work, 4),
-            "victims": [{"rank": r, "wait_ms": round(w, 4)} for w, r in victims]}

@@ -41,6 +41,16 @@ from profilers.trace.kernel_classes import classify_kernel
 KINDS = ("cpu_op", "gpu_compute", "gpu_memory", "gpu_communication", "launch_wait", "sync_wait", "idle")
 CPU_OP, GPU_COMPUTE, GPU_MEMORY, GPU_COMM, LAUNCH, SYNC, IDLE = range(len(KINDS))
 WORK = np.array([True, True, True, True, False, False, False])
+#: Each kind in words, for every page and report that shows a critical path (never the identifiers above).
+KIND_WORDS = {
+    "cpu_op": "host operators",
+    "gpu_compute": "GPU compute kernels",
+    "gpu_memory": "GPU copies and sets",
+    "gpu_communication": "GPU collectives",  # their time holds their wait for the other ranks
+    "launch_wait": "kernel launch waits",
+    "sync_wait": "host waits on the GPU",
+    "idle": "idle gaps",  # no operator or kernel running: Python between operators, a stream's gap
+}
 HOST_KINDS = ("cpu_op", "user_annotation", "runtime")
 DEVICE_KINDS = ("kernel", "memcpy", "memset")
 BLOCKING = re.compile(r"^(cuda|hip)(Device|Stream|Event)Synchronize$|^(cuda|hip)Memcpy(Async)?$|^cuMemcpyDtoH",

@@ -10,10 +10,11 @@ them up to exactly what one breakdown of every rank at once computes (a test hol
 multi-rank trace). One summary is a few hundred kB for a rank of thousands of kernel names, whatever its trace's
 size.
 
-Summaries are cached beside the traces, in ``.stepwise-summaries/`` (or under ``$STEPWISE_SUMMARY_CACHE``, or not
-at all where neither can be written), named by a hash of the file's *content* and of :data:`VERSION`: a second
-``analyze`` of the same job reads them in a fraction of a second per rank, and a changed or renamed file is
-never mistaken for another.
+Summaries are cached in Stepwise's own per-user cache (``~/.cache/stepwise/rank-summaries``, or under
+``$STEPWISE_SUMMARY_CACHE``, or not at all with ``=off`` or where it cannot be written), named by a hash of the
+file's *content* and of :data:`VERSION`: a second ``analyze`` of the same job reads them in a fraction of a
+second per rank, a changed or renamed file is never mistaken for another, and the folder of traces is never
+written to (reading a job on read-only or shared storage leaves it exactly as it was).
 
 Runs in a worker (a forked process or a Ray task): imports the trace engine, returns plain types only.
 """
@@ -28,10 +29,7 @@ from typing import Any
 
 import orjson
 
-from profilers.trace.sources import SUMMARY_CACHE_DIR
-
 VERSION = 3  # bump when a summary's fields or their meaning change: old cache entries are then ignored
-CACHE_DIR = SUMMARY_CACHE_DIR
 CACHE_ENV = "STEPWISE_SUMMARY_CACHE"  # a folder for the cache, or "off"
 SUFFIX = ".rank-summary.gz"  # gzip of JSON, named so that no trace reader takes it for a trace
 
@@ -47,20 +45,14 @@ def content_key(path: Path, order: int = 0) -> str:
     return h.hexdigest()
 
 
-def cache_dir(trace_path: Path) -> Path | None:
-    """Where ``trace_path``'s summary is cached: ``$STEPWISE_SUMMARY_CACHE`` (``off``: nowhere), else beside it
-    unless its folder is read-only by its mode (even for root: a shared, read-only trace folder stays as it is)."""
+def cache_dir() -> Path | None:
+    """Where summaries are cached: ``$STEPWISE_SUMMARY_CACHE`` (``off``: nowhere), else the user's own cache folder
+    (as for calibrations, :func:`profilers.efficiency.calibrate.cache_dir`). Never beside the traces: the key is
+    the content, so one cache serves every folder that holds the same bytes."""
     env = os.environ.get(CACHE_ENV)
     if env == "off":
         return None
-    if env:
-        return Path(env)
-    try:
-        if not os.stat(trace_path.parent).st_mode & 0o222:
-            return None
-    except OSError:
-        return None
-    return trace_path.parent / CACHE_DIR
+    return Path(env) if env else Path.home() / ".cache" / "stepwise" / "rank-summaries"
 
 
 def read_cached(folder: Path | None, key: str) -> dict[str, Any] | None:
@@ -93,7 +85,7 @@ def summarise_path(path: str, order: int, use_cache: bool = True) -> dict[str, A
     from profilers.trace.sources import find_trace_files
 
     p = Path(path)
-    folder = cache_dir(p) if use_cache else None
+    folder = cache_dir() if use_cache else None
     key = content_key(p, order) if folder is not None else ""
     cached = read_cached(folder, key) if folder is not None else None
     if cached is not None:

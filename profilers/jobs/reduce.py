@@ -7,9 +7,10 @@ equal on every shared multi-rank trace). Ranks are resolved here, in file order,
 file's own rank, else the rank its name suggests, else its position; a rank taken by an earlier file moves on.
 
 The cross-rank views (:func:`job_views`): a rank × step table of step time and exposed communication, the
-straggler as culprit and victims, each collective's exposed time per rank, and the slowest rank's critical path
-(:mod:`profilers.jobs.critical_path`, found in that rank's trace by the map; :func:`culprit_extra` stays the view
-of the straggler's longer step that the summaries alone give).
+straggler (:mod:`profilers.jobs.straggler`) as culprit and victims, or why no rank is marked, each collective's
+exposed time per rank, and the critical path of the rank of most work (:mod:`profilers.jobs.critical_path`, found
+in that rank's trace by the map; :func:`culprit_extra` stays the view of the straggler's longer step that the
+summaries alone give).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from profilers.jobs.critical_path import job_critical_path
+from profilers.jobs.straggler import straggler_json, victims
 from profilers.trace import breakdown_parts as parts
 from profilers.trace.breakdown import CATEGORIES, Breakdown
 from profilers.efficiency.flops import TraceFlops
@@ -218,38 +220,25 @@ def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence
         return [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in grids[col]]
 
     files = {int(r): str(s["file"]) for s, r in zip(summaries, ranks)}
+    call = b.straggler_call
     straggler = straggler_view(b)
     if straggler is not None:
         straggler["extra_work"] = culprit_extra(summaries, ranks, int(straggler["culprit"]))
-    slowest = slowest_rank(b)
     return {"ranks": order, "files": [files.get(r) for r in order], "steps": steps, "step_ms": matrix("step_ns"),
             "exposed_comm_ms": matrix("communication"), "straggler": straggler,
-            "collectives": collective_view(summaries, ranks), "collective_sizes": collective_size_view(summaries),
-            "critical_path": None if slowest is None else job_critical_path(summaries, ranks, slowest)}
-
-
-def slowest_rank(b: Breakdown) -> int | None:
-    """The rank that sets the job's pace: the straggler (most work per step), else the one rank there is."""
-    if b.straggler is not None:
-        return int(b.straggler.rank)
-    return int(b.per_rank["rank"].iloc[0]) if len(b.per_rank) else None
+            "straggler_reason": call.to_json(), "collectives": collective_view(summaries, ranks),
+            "collective_sizes": collective_size_view(summaries),
+            "critical_path": None if call.rank is None else job_critical_path(summaries, ranks, call.rank)}
 
 
 def straggler_view(b: Breakdown) -> dict[str, Any] | None:
-    """The culprit (the rank with most work per step) and its victims: the ranks that wait on it, i.e. whose
-    median exposed communication exceeds the culprit's by at least half of the culprit's extra work."""
+    """The straggler (:mod:`profilers.jobs.straggler`), ``None`` when no rank is marked, and its victims: the
+    ranks whose median exposed communication exceeds its own by at least half its extra work."""
     s = b.straggler
     if s is None:
         return None
-    ranks = b.per_rank["rank"].to_numpy(np.int64)
-    exposed = b.per_rank["exposed_comm_ms"].to_numpy(np.float64)
-    own_wait = float(exposed[ranks == s.rank][0])
-    extra = s.work_ms - s.median_work_ms
-    victims = sorted(((float(w) - own_wait, int(r)) for r, w in zip(ranks, exposed)
-                      if r != s.rank and extra > 0 and float(w) - own_wait >= 0.5 * extra), reverse=True)
-    return {"culprit": s.rank, "work_ms": round(s.work_ms, 4), "median_work_ms": round(s.median_work_ms, 4),
-            "excess_share": round(s.excess_share, 4),
-            "victims": [{"rank": r, "wait_ms": round(w, 4)} for w, r in victims]}
+    wait = dict(zip(b.per_rank["rank"].astype(int).tolist(), b.per_rank["exposed_comm_ms"].astype(float).tolist()))
+    return {**straggler_json(s), "victims": victims(s, wait)}
 
 
 def collective_view(summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -> list[dict[str, Any]]:

@@ -101,6 +101,16 @@ def _first_exception(errors: list[dict[str, Any]], world_size: int, interpreter:
     return describe_rank_error(errors[0], len(errors) - 1, max([world_size, *(r + 1 for r in ranks)]), interpreter)
 
 
+def boot_warmup(run_dir: Path) -> int:
+    """The warm-up steps the launcher asked the agent for (``boot.json``; a plain launch: 1), so the run's
+    result is measured on the very steps an A/B trial of it is (:func:`profilers.run.records.measured_steps`)."""
+    boot = read_json(run_dir / "boot.json")
+    try:
+        return max(int(boot.get("warmup", 1)), 1) if isinstance(boot, dict) else 1
+    except (TypeError, ValueError):
+        return 1
+
+
 def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor | None = None,
                   manifest: Mapping[str, Any] | None = None) -> RunResult | None:
     """Write ``result.json`` for a launched script from the agent's files; None when nothing tells what happened
@@ -110,7 +120,7 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     trip = monitor.trip if monitor is not None else None
     telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
     steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
-    summary = summarise_steps(steps, telemetry, warmup_steps(run_dir))
+    summary = summarise_steps(steps, telemetry, boot_warmup(run_dir))
     warnings: list[str] = []
     if isinstance(agent, dict):
         status = RunStatus.parse(agent.get("status"))
@@ -163,20 +173,12 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     result = RunResult(status=status, error=error, exit_code=exit_code, warnings=tuple(warnings),
                        telemetry_source=sources[0] if sources else None,
                        telemetry_note=getattr(getattr(monitor, "sampler", None), "note", None), **base, **fields)
-    ranks = rank_step_times(steps, warmup_steps(run_dir), int(base.get("world_size") or 1))
+    ranks = rank_step_times(steps, boot_warmup(run_dir), int(base.get("world_size") or 1))
     extra = {"rank_step_time_ms": ranks, "node_rank": agent.get("node_rank", 0) if isinstance(agent, dict) else 0,
              "slowest_rank": max(range(len(ranks)), key=lambda r: ranks[r] or 0.0) if any(ranks) else None}
     write_json_atomic(run_dir / "result.json", {**result.to_dict(), **extra})
     _write_scalars(run_dir)
     return result
-
-
-def warmup_steps(run_dir: Path) -> int:
-    """The steps a run's step time leaves out first: ``boot.json``'s warm-up (a spec's run), else the launch's one
-    step before the profiler's (the agent's default)."""
-    boot = read_json(run_dir / "boot.json")
-    value = boot.get("warmup") if isinstance(boot, dict) else None
-    return max(int(value), 1) if isinstance(value, int) else 1
 
 
 def rank_step_times(steps: pd.DataFrame, warmup: int, world_size: int = 1) -> list[float | None]:

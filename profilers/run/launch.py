@@ -122,7 +122,7 @@ def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
                  parent: str | None = None, extra_env: Mapping[str, str] | None = None) -> RunHandle:
     """Run a :class:`ScriptSpec`: seeds, warm-up, measured and profiled steps, injected knobs (``boot.json``)."""
     return start_launch(list(spec.command), store, steps=spec.profile_steps, label=label or spec.name,
-                        extra_env=extra_env,
+                        extra_env={**spec.launch_env(), **(extra_env or {})},
                         nproc_per_node=spec.nproc_per_node, nnodes=spec.nnodes, rdzv_endpoint=spec.rdzv_endpoint,
                         boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd, parent=parent,
                         python=spec.python, memory_budget_mb=spec.memory_budget_mb, step_timeout_s=spec.step_timeout_s)

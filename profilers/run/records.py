@@ -15,6 +15,7 @@ from typing import Any, Literal, Mapping
 
 import pandas as pd
 
+from stepwise_agent import steady
 from stepwise_agent.steady import choose_steps
 
 RunKind = Literal["run", "launch", "upload", "experiment"]
@@ -177,45 +178,89 @@ class StepSummary:
         return replace(self, peak_memory_mb=peak_memory_mb)
 
 
+@dataclass(frozen=True)
+class MeasuredSteps:
+    """The steps a run is measured on — the same for its own result, the Runs list and an A/B trial — with
+    each step's time (its slowest rank's), samples (summed over ranks) and batch-drawing time (its slowest
+    rank's, ``None`` when a rank did not record it)."""
+
+    steps: tuple[int, ...]
+    walls_ms: tuple[float, ...]
+    samples: tuple[float, ...]
+    data_ms: tuple[float, ...] | None
+    basis: str  # how they were chosen (:mod:`stepwise_agent.steady`)
+
+    @property
+    def step_time_ms(self) -> float:
+        """The run's one step time: the median of the measured steps."""
+        return float(pd.Series(self.walls_ms).median())
+
+    @property
+    def samples_per_s(self) -> float | None:
+        """The run's one samples/s (:func:`stepwise_agent.steady.samples_per_s`)."""
+        return steady.samples_per_s(self.samples, self.walls_ms)
+
+
+def done_steps(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per step every rank reported, in step order: ``wall_ms`` (the slowest rank's: the ranks wait for
+    each other), ``samples`` (summed over ranks), ``profiled``, ``loss`` (mean over ranks), ``data_ms``."""
+    if steps.empty:
+        return pd.DataFrame(columns=["n", "wall_ms", "samples", "profiled", "loss", "data_ms"])
+    ranks = steps["rank"].nunique()
+    per_step = steps.groupby("step").agg(
+        n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"), profiled=("profiled", "max"),
+        **({"loss": ("loss", "mean")} if "loss" in steps.columns else {}),
+        **({"data_ms": ("data_ms", lambda v: v.max(skipna=False))} if "data_ms" in steps.columns else {}),
+    ).sort_index()
+    return per_step[per_step["n"] >= ranks]
+
+
+def measured_steps(steps: pd.DataFrame, warmup_steps: int = 1) -> MeasuredSteps | None:
+    """The measured steps of a run's raw step rows (columns of ``RunStore.read_steps``): the steady steps
+    :func:`stepwise_agent.steady.choose_steps` picks (past ``warmup_steps`` counted from step 0, at least one;
+    not profiled; not next to the profiler's window), or ``None`` when no step with a usable time is left.
+    A run's step time, its samples/s and an A/B trial's are all read from here."""
+    done = done_steps(steps)
+    if done.empty:
+        return None
+    choice = choose_steps([int(i) for i in done.index], done["profiled"].fillna(False).astype(bool).tolist(),
+                          warmup_steps, first_step=0)
+    chosen = done.iloc[list(choice.positions)]
+    chosen = chosen[chosen["wall_ms"].map(lambda w: isinstance(w, (int, float)) and math.isfinite(w) and w > 0)]
+    if chosen.empty:
+        return None
+    data = chosen["data_ms"] if "data_ms" in chosen.columns else None
+    return MeasuredSteps(steps=tuple(int(i) for i in chosen.index),
+                         walls_ms=tuple(float(w) for w in chosen["wall_ms"]),
+                         samples=tuple(float(x) for x in chosen["samples"].fillna(0)),
+                         data_ms=tuple(float(d) for d in data) if data is not None and data.notna().all() else None,
+                         basis=choice.basis)
+
+
 def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: int = 1) -> StepSummary:
     """Measured fields of a :class:`RunResult` from raw step rows (columns of ``RunStore.read_steps``).
 
-    A step counts as done when every rank that reported anything reported it. Its time is the slowest rank's
-    ``wall_ms`` (the ranks wait for each other); its samples are summed over ranks. The median and IQR are over
-    the steady steps that :func:`stepwise_agent.steady.choose_steps` picks (past ``warmup_steps``, at least
-    one; not profiled; not next to the profiler's window), the same steps the worker times.
+    A step counts as done when every rank that reported anything reported it. The step time, its IQR, the
+    samples/s and the batch-drawing share are over :func:`measured_steps` (the steps an A/B trial of the run
+    is measured on too); the profiled window's own median is shown beside them, never in their place.
     """
     peak = _peak_mb(telemetry)
-    if steps.empty:
-        return StepSummary(peak_memory_mb=peak)
-    ranks = steps["rank"].nunique()
-    per_step = steps.groupby("step").agg(
-        n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"),
-        profiled=("profiled", "max"), loss=("loss", "mean"),
-        **({"data_ms": ("data_ms", lambda v: v.max(skipna=False))} if "data_ms" in steps.columns else {}),
-    ).sort_index()
-    done = per_step[per_step["n"] >= ranks]
+    done = done_steps(steps)
     if done.empty:
         return StepSummary(peak_memory_mb=peak)
-    losses = done["loss"].dropna()
+    losses = done["loss"].dropna() if "loss" in done.columns else pd.Series(dtype="float64")
     final_loss = _opt_float(losses.iloc[-1]) if len(losses) else None
-    choice = choose_steps([int(i) for i in done.index], done["profiled"].fillna(False).astype(bool).tolist(),
-                          warmup_steps)
-    measured = done.iloc[list(choice.positions)]
-    profiled = done.iloc[list(choice.profiled)]["wall_ms"].dropna()
-    walls = measured["wall_ms"].dropna()
+    profiled = done.loc[done["profiled"].fillna(False).astype(bool), "wall_ms"].dropna()
     base = StepSummary(steps_done=int(len(done)), final_loss=final_loss, peak_memory_mb=peak,
                        profiled_step_time_ms=_opt_float(profiled.median()) if len(profiled) else None)
-    if walls.empty:
+    m = measured_steps(steps, warmup_steps)
+    if m is None:
         return base
-    total_s = float(walls.sum()) / 1000.0
-    samples = float(measured.loc[walls.index, "samples"].fillna(0).sum())
-    data = measured.loc[walls.index, "data_ms"] if "data_ms" in measured.columns else pd.Series(dtype="float64")
-    share = float(data.sum()) / float(walls.sum()) if data.notna().all() and len(data) and walls.sum() > 0 else None
-    return replace(base, step_time_ms=_opt_float(walls.median()), data_wait_share=_opt_float(share),
+    walls = pd.Series(m.walls_ms)
+    share = sum(m.data_ms) / sum(m.walls_ms) if m.data_ms is not None else None
+    return replace(base, step_time_ms=_opt_float(m.step_time_ms), data_wait_share=_opt_float(share),
                    step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
-                   step_time_steps=int(len(walls)), step_time_basis=choice.basis,
-                   samples_per_s=_opt_float(samples / total_s) if total_s > 0 and samples > 0 else None)
+                   step_time_steps=len(m.walls_ms), step_time_basis=m.basis, samples_per_s=m.samples_per_s)
 
 
 def _peak_mb(telemetry: pd.DataFrame) -> float | None:

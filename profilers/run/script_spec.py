@@ -27,10 +27,10 @@ from profilers.run.command import split_command, workload_of_command
 #: Knobs the boot module understands, with the type of their value. ``None`` removes a knob.
 KNOBS: Mapping[str, tuple[type, ...]] = {
     "num_workers": (int,), "pin_memory": (bool,), "persistent_workers": (bool,), "prefetch_factor": (int,),
-    "cache_decoded": (bool,), "autocast": (str,), "compile": (bool,), "channels_last": (bool,),
+    "cache_decoded": (bool,), "autocast": (str,), "compile": (bool,), "compile_mode": (str,), "channels_last": (bool,),
     "matmul_precision": (str,), "cudnn_benchmark": (bool,), "optimizer_impl": (str,),
     "bucket_cap_mb_factor": (int, float), "grad_compression": (str,), "static_graph": (bool,),
-    "alloc_conf": (str,),
+    "alloc_conf": (str,), "num_threads": (int,),
     # convergence changes of ``optimize --to-quality`` (stepwise_agent.inject.convergence)
     "batch_scale": (int,), "lr_scale": (int, float), "warmup_steps": (int,), "grad_accum": (int,),
     "optimizer_swap": (str,),
@@ -153,6 +153,14 @@ class ScriptSpec:
         """What the boot module reads from ``boot.json``."""
         return {"warmup": self.warmup_steps, "measure": self.measure_steps, "profile": self.profile_steps,
                 "seed": self.seed, "inject": dict(self.inject), "observe": dict(self.observe)}
+
+    def launch_env(self) -> dict[str, str]:
+        """Environment the launcher gives the script for its knobs: ``num_threads`` as ``OMP_NUM_THREADS`` and
+        ``MKL_NUM_THREADS``, read by the OpenMP/MKL runtimes when torch is first imported (the agent's
+        ``torch.set_num_threads`` then finds the pool already that size) and inherited by the DataLoader workers and
+        ranks the script starts."""
+        n = self.inject.get("num_threads")
+        return {"OMP_NUM_THREADS": str(n), "MKL_NUM_THREADS": str(n)} if n else {}
 
 
 def script_target(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:

@@ -51,8 +51,8 @@ def write_progress(store: RunStore, experiment_id: str, progress: Mapping[str, A
 
 
 def tag_roles(store: RunStore, experiment_id: str, arms: Mapping[str, Iterable[str | None]]) -> None:
-    """Name each trial's part once it is known: ``{"baseline": [run_dir, …], "patched": […]}``. Only this
-    experiment's own trial runs are touched (a run folder it merely read stays as it is)."""
+    """Name each trial's part once it is known: ``{"baseline": [run id or folder, …], "patched": […]}``. Only
+    this experiment's own trial runs are touched (a run folder it merely read stays as it is)."""
     mine = {r.run_id for r in trials(store, experiment_id)}
     for role, run_dirs in arms.items():
         for run_dir in run_dirs:

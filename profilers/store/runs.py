@@ -99,15 +99,24 @@ class RunStore:
                            lambda d: _write_files(d, content), world_size=int(data.get("world_size") or 1),
                            **links)
 
-    def import_trace(self, src: Path | str, label: str | None = None) -> RunRecord:
-        """Copy an uploaded trace (file, zip or folder) into a new ``upload`` run under ``trace/``.
+    def import_trace(self, src: Path | str, label: str | None = None, content_digest: str | None = None) -> RunRecord:
+        """Copy an uploaded trace (file, zip or folder) into a new ``upload`` run under ``trace/``; its
+        ``content_digest`` (when given) lets the same content be recognised later (:meth:`find_upload`).
 
         Only copies, safely: symbolic links and special files are refused, sizes are bounded
         (``store_io.MAX_IMPORT_BYTES``, ``MAX_IMPORT_FILES``). The trace engine validates the content.
         """
         src = Path(src)
+        extra = {"content_digest": content_digest} if content_digest else {}
         return self._build("upload", label or src.name, None, RunStatus.OK,
-                           lambda d: copy_upload(src, d / "trace"), source_name=src.name)
+                           lambda d: copy_upload(src, d / "trace"), source_name=src.name, **extra)
+
+    def find_upload(self, content_digest: str) -> RunRecord | None:
+        """The stored upload of this very content (the newest), or ``None``."""
+        for record in self.list(kind="upload", limit=None):
+            if self._manifest(record.run_id).get("content_digest") == content_digest:
+                return record
+        return None
 
     def _build(self, kind: str, label: str | None, workload: str | None, status: RunStatus,
                populate: Callable[[Path], None], **extra: Any) -> RunRecord:
@@ -274,7 +283,9 @@ class RunStore:
             telemetry_source=sources[0] if sources else None,
             warnings=("the process ended without writing result.json: the figures come from the steps and "
                       "telemetry written so far",),
-            **summarise_steps(self.read_steps(run_id), telemetry, _warmup(self.read_spec(run_id))).result_fields(),
+            **summarise_steps(self.read_steps(run_id), telemetry,
+                               _warmup(self.read_spec(run_id), read_json(self.path(run_id) / "boot.json"))
+                               ).result_fields(),
         )
 
     # -- recovery ------------------------------------------------------------------------------------------
@@ -372,10 +383,12 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _warmup(spec: Mapping[str, Any] | None) -> int:
-    """The warm-up steps a stored spec asked for (1 when it names none: the first step is always lazy)."""
+def _warmup(spec: Mapping[str, Any] | None, boot: Any = None) -> int:
+    """The warm-up steps a stored spec (or a launched script's ``boot.json``) asked for (1 when neither names
+    any: the first step is always lazy)."""
+    asked = (spec or {}).get("warmup_steps") or (boot.get("warmup") if isinstance(boot, dict) else None)
     try:
-        return max(int((spec or {}).get("warmup_steps") or 1), 1)
+        return max(int(asked or 1), 1)
     except (TypeError, ValueError):
         return 1
 

@@ -49,6 +49,7 @@ from profilers.efficiency.peaks import device_peak
 from profilers.trace import breakdown_parts as parts
 from profilers.trace import python_idle as py_idle
 from profilers.efficiency.flops import TraceFlops, trace_flops
+from profilers.jobs.straggler import Straggler, StragglerCall, find_in_steps
 from profilers.trace.intervals import Intervals
 from profilers.trace.events import Trace
 
@@ -154,8 +155,14 @@ class Breakdown:
         return self.kernel_class_ns.get(kclass, 0) / total if total else 0.0
 
     @property
-    def straggler(self) -> parts.Straggler | None:
-        return parts.find_straggler(self.per_rank)
+    def straggler_call(self) -> StragglerCall:
+        """Whether a rank holds the others back, and why or why not (:mod:`profilers.jobs.straggler`)."""
+        return find_in_steps(self.per_step)
+
+    @property
+    def straggler(self) -> Straggler | None:
+        """The marked straggler of :attr:`straggler_call`, ``None`` when no rank stands out."""
+        return self.straggler_call.straggler
 
 
 def event_sets(trace: Trace, rank: int, masks: dict[str, np.ndarray] | None = None) -> dict[str, Intervals]:

@@ -1,5 +1,6 @@
 """The pieces of a breakdown besides the step attribution: event masks, kernel and op tables, sync counts,
-memory peak, host launch statistics, CPU matmul precision, per-rank times and the straggler."""
+memory peak, host launch statistics, CPU matmul precision and per-rank times (the straggler is judged from these by
+:mod:`profilers.jobs.straggler`)."""
 
 from __future__ import annotations
 
@@ -335,23 +336,3 @@ def rank_table(per_step: pd.DataFrame) -> pd.DataFrame:
         "work_ms": g["work"].median() / 1e6,
         "exposed_comm_ms": g["communication"].median() / 1e6,
     }).reset_index()
-
-
-@dataclass(frozen=True)
-class Straggler:
-    """The rank the others wait for: most work (step minus exposed communication) per step."""
-
-    rank: int
-    work_ms: float
-    median_work_ms: float
-    excess_share: float  # (work - median work) / median step time
-
-
-def find_straggler(per_rank: pd.DataFrame) -> Straggler | None:
-    if len(per_rank) < 2:
-        return None
-    i = int(per_rank["work_ms"].to_numpy().argmax())
-    med_work = float(per_rank["work_ms"].median())
-    med_step = float(per_rank["step_ms"].median()) or 1.0
-    work = float(per_rank["work_ms"].iloc[i])
-    return Straggler(int(per_rank["rank"].iloc[i]), work, med_work, (work - med_work) / med_step)

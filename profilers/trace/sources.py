@@ -33,7 +33,8 @@ class _Source(Protocol):
 MAX_TRACE_BYTES = int(os.environ.get("STEPWISE_MAX_TRACE_BYTES", str(3 * 1024**3)))
 MAX_ZIP_ENTRIES = 1024
 MAX_RANK_FILES = 4096  # a job's ranks are read one summary at a time (profilers.jobs.reduce); a zip's all at once
-SUMMARY_CACHE_DIR = ".stepwise-summaries"  # per-rank summaries cached beside a job's traces: never a rank file
+# where older versions cached per-rank summaries beside a job's traces (now in the user's cache): never a rank file
+SUMMARY_CACHE_DIR = ".stepwise-summaries"
 
 TRACE_SUFFIXES = (".json", ".json.gz")  # a Kineto file, alone or inside a folder or zip
 ZIP_SUFFIXES = (".zip",)  # a zip of rank files (also recognised by its magic bytes)

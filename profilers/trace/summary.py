@@ -18,7 +18,8 @@ def breakdown_summary(b: Breakdown, top_n: int = TOP_N) -> dict[str, Any]:
     shares = b.shares()
     per_cat = b.category_ns()
     n_rows = max(len(b.per_step), 1)
-    straggler = b.straggler
+    call = b.straggler_call
+    straggler = call.straggler
     mem = b.memory
     return {
         "device": b.device,
@@ -67,6 +68,7 @@ def breakdown_summary(b: Breakdown, top_n: int = TOP_N) -> dict[str, Any]:
             "rank": straggler.rank, "work_ms": round(straggler.work_ms, 4),
             "median_work_ms": round(straggler.median_work_ms, 4), "excess_share": round(straggler.excess_share, 4),
         },
+        "straggler_reason": call.to_json(),
         "warnings": list(b.warnings),
     }
 

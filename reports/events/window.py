@@ -7,7 +7,7 @@ measures each category in each bucket — a few binary searches per category, ho
 :func:`window_events` returns the events themselves once a window holds few enough of them to draw one by one.
 The browser only ever receives these small frames, never the raw trace.
 
-Times are ms from the earliest step start (the axis of :mod:`reports.timeline`).
+Times are ms from the earliest step start (the axis of :mod:`profilers.frames.timeline`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 from profilers.trace.breakdown import CATEGORIES, claimed_by_category
 from profilers.trace.events import Trace
 from profilers.trace.intervals import Intervals
-from reports.timeline import step_spans
+from profilers.frames.timeline import step_spans
 
 DEFAULT_BUCKETS = 400
 MAX_EVENTS = 1500  # drawn one by one at most; beyond, the window stays bucketed

@@ -1,6 +1,9 @@
 """What a run's report says beyond its analysis: the experiments tried on it, how to reproduce each arm, and
 the environment it ran in — so one report per run is the artefact to paste into a pull request.
 
+:func:`report_extra` is the one function both doors call (``analyze RUN --report`` and the dashboard's Report
+page), so a run's report is the same from either.
+
 Read from the store only (nothing re-measured): each experiment's stored view (its outcome word, the measured
 gain with its interval, the change: a diff for a script, the spec change for a spec), the run's ``launch.json``
 (a script: its command, folder and interpreter) or ``spec.json`` (a workload), and what the run recorded of its
@@ -14,6 +17,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from advisors.analysis.stored import in_run_store
+from advisors.experiments.results.stored_view import read_view
+from profilers.errors import StepwiseError
+from profilers.inputs import is_run_folder
 from profilers.run.records import RunRecord
 from profilers.store import experiments
 from profilers.store.files import read_json
@@ -75,28 +82,27 @@ def environment(run_dir: Path) -> dict[str, str]:
 
 
 def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
-    """The finished experiments started from ``record``, newest first: label, outcome word, gain and interval,
-    trials per arm, the change (a diff, or ``knob = value`` pairs), and each arm's command."""
+    """The finished experiments started from ``record``, newest first, from their stored records: label, outcome
+    word (as the Advisor card says it), gain and interval, trials per arm, the change (a diff, or ``knob = value``
+    pairs), and each arm's command."""
     rows: list[dict[str, Any]] = []
     base = reproduce(Path(record.run_dir))
     for exp in experiments.of_run(store, record.run_id):
-        view = experiments.view(store, exp.run_id)
-        if not view:
+        seen = read_view(experiments.view(store, exp.run_id))
+        if seen is None:
             continue
-        if view.get("mode") == "ladder":
-            rows.append({"label": exp.label, "outcome": "ladder", "speedup": view.get("total_speedup"),
+        if seen.ladder is not None:
+            rows.append({"label": exp.label, "outcome": seen.label, "speedup": seen.ladder.total_speedup,
                          "low": None, "high": None, "trials": None, "change": None, "spec_change": {},
                          "commands": base})
             continue
-        s = view.get("summary") or {}
-        change = view.get("script_change") if isinstance(view.get("script_change"), dict) else None
-        spec_change = s.get("spec_change") or {}
-        rows.append({"label": exp.label, "outcome": s.get("verdict") or "—", "speedup": s.get("speedup"),
-                     "low": s.get("low"), "high": s.get("high"), "trials": s.get("trials"),
-                     "change": (change or {}).get("change"), "where": (change or {}).get("where"),
-                     "spec_change": spec_change,
-                     "commands": _arm_commands(Path(record.run_dir), base, view.get("fix_id"), s.get("trials"),
-                                               spec_change)})
+        x = seen.record
+        assert x is not None
+        rows.append({"label": exp.label, "outcome": x.outcome_text, "speedup": x.speedup, "low": x.low,
+                     "high": x.high, "trials": x.trials_per_arm, "change": x.change_to_make, "where": x.where,
+                     "spec_change": dict(x.spec_change),
+                     "commands": _arm_commands(Path(record.run_dir), base, x.fix_id, x.trials_per_arm,
+                                               dict(x.spec_change))})
     return rows
 
 
@@ -118,8 +124,30 @@ def _arm_commands(run_dir: Path, base: dict[str, str] | None, fix_id: Any, trial
     return out
 
 
-def run_context(store: RunStore, record: RunRecord) -> dict[str, Any]:
-    """``{"reproduce", "environment", "experiments"}`` for :func:`reports.export.render`'s ``extra``."""
-    run_dir = Path(record.run_dir)
-    return {"reproduce": reproduce(run_dir), "environment": environment(run_dir),
-            "experiments": experiment_rows(store, record)}
+def report_extra(path: Path, store: RunStore | None = None) -> dict[str, Any]:
+    """``{"reproduce", "environment", "experiments"}`` of the input at ``path``, for
+    :func:`reports.export.render`'s ``extra``: for a run folder, how to reproduce it, its environment and the
+    experiments tried on it (from ``store``, else the run store the folder is in, if it is in one); for anything
+    else (a trace, a folder of ranks), nothing. Read from the files only: the same whichever door asks."""
+    if not is_run_folder(path):
+        return {"reproduce": None, "environment": {}, "experiments": []}
+    store = store if store is not None else _store_of(path)
+    record = None
+    if store is not None:
+        try:
+            record = store.get(path.name)
+        except StepwiseError:
+            record = None
+    return {"reproduce": reproduce(path), "environment": environment(path),
+            "experiments": experiment_rows(store, record) if store is not None and record is not None else []}
+
+
+def _store_of(run_dir: Path) -> RunStore | None:
+    """The run store ``run_dir`` is a folder of (:func:`advisors.analysis.stored.in_run_store`), opened as it is;
+    None for a run folder on its own (nothing is created beside it)."""
+    if not in_run_store(run_dir):
+        return None
+    try:
+        return RunStore(run_dir.resolve().parent)
+    except (OSError, StepwiseError):
+        return None

@@ -34,6 +34,7 @@ from stepwise_agent.inject.loop import LoopObservation
 from stepwise_agent.inject.modules import ModuleInjection
 from stepwise_agent.inject.optim import OptimInjection
 from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.inject.threads import ThreadsInjection
 
 __all__ = ["Injector", "InjectionReport"]
 
@@ -70,6 +71,7 @@ class Injector:
         self.optim.on_skipped_step = on_skipped_step
         self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
         self.loop = LoopObservation(self.knobs, self.report)  # knobs only the script's own loop turns
+        self.threads = ThreadsInjection(self.knobs, self.report)
         self.observe = set(observe)
         self.loader.observe = self.frameworks.observe = self.modules.observed = self.convergence.observe = self.observe
         self.modules.framework_owns.update(self.observe & {"autocast", "compile"})  # watched, not wrapped
@@ -91,6 +93,7 @@ class Injector:
                     k.act(f"PYTORCH_CUDA_ALLOC_CONF={self.knobs['alloc_conf']} set before the first CUDA allocation")
                 else:
                     k.refuse("the CUDA caching allocator is not used on the CPU")
+        self.threads.install()
         self.convergence.install()
         self.loop.install()
         self.loader.install()
@@ -118,8 +121,10 @@ class Injector:
     def on_step(self) -> None:
         self.steps += 1
         self.loop.on_step()
+        self.modules.step_begins()
         if self.steps == 1:
             self.config.on_first_step()
+            self.threads.first_step(self.report.loader.get("num_workers"))
         if self.steps == WATCH_STEPS:
             self.modules.stop_watching()
 
@@ -150,13 +155,15 @@ class Injector:
         self.loop.finish(self.config.compile_calls, compiled_graphs()[0])
         report = self.report.to_json()
         return {**report, "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe), "settings": self._settings(report)}
+                "observed": sorted(self.observe), "threads": self.threads.facts,
+                "settings": self._settings(report)}
 
     def snapshot(self) -> dict[str, Any]:
         """The report so far (``partial``: knobs not yet decided read as not acted), without the end's checks."""
         report = self.report.to_json()
         return {**report, "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe), "partial": True, "settings": self._settings(report)}
+                "observed": sorted(self.observe), "threads": self.threads.facts, "partial": True,
+                "settings": self._settings(report)}
 
     def _settings(self, report: dict[str, Any]) -> dict[str, Any]:
         """How the run was configured, as its objects showed it (:mod:`stepwise_agent.inject.settings`)."""

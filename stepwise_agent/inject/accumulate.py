@@ -3,8 +3,9 @@
 The optimizer's ``step`` and ``zero_grad`` are replaced on the instance (as bound methods, so an LR scheduler
 built afterwards can still wrap ``step`` the way torch's does): ``step()`` really steps only at every k-th call,
 dividing each ``p.grad`` by k first (the k micro-batches' mean gradient, as one batch k times larger would
-give); ``zero_grad()`` zeroes only at its first call after a real step (and before the first step), so the
-backward passes in between add up. Each skipped call still ends one of the script's steps for the step
+give); ``zero_grad()`` zeroes only at a boundary — before any ``step()`` call, or right after a real step — so the
+backward passes in between add up, whichever order the loop calls them in (``zero_grad(); backward(); step()``,
+or ``backward(); step(); zero_grad()``, where a zero after a skipped step would throw that micro-batch away). Each skipped call still ends one of the script's steps for the step
 detector (``on_skipped_step``), so a run's steps stay the script's own ``optimizer.step()`` calls.
 
 This works only "where the script allows": gradients must reach the optimizer through its own ``zero_grad``.
@@ -58,7 +59,6 @@ class Accumulation:
         self.on_skipped_step = on_skipped_step
         self.calls = 0
         self.real_steps = 0
-        self.zero_pending = True  # the first zero_grad, and the first after each real step, zeroes
         self.stopped: str | None = None
         self._plain_step = opt.step
         self._plain_zero = opt.zero_grad
@@ -100,7 +100,6 @@ class Accumulation:
                     p.grad.div_(self.k)
         self._expect.clear()
         out = self._plain_step(*args, **kwargs)
-        self.zero_pending = True
         self.real_steps += 1
         if self.real_steps == 1 and self.knob is not None:
             self.knob.act(f"{self.where}: one real step per {self.k} calls of step(), the {self.k} micro-batches' "
@@ -108,10 +107,9 @@ class Accumulation:
         return out
 
     def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
-        if self.stopped is not None or self.zero_pending:
-            self.zero_pending = False
+        if self.stopped is not None or self.calls % self.k == 0:  # at a boundary: nothing accumulated yet
             return self._plain_zero(*args, **kwargs)
-        return None  # between real steps the gradients add up
+        return None  # after a skipped step the gradients add up
 
     # -- watching that nothing else clears the gradients -----------------------------------------------------
     def _remember(self) -> None:

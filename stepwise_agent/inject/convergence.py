@@ -42,7 +42,7 @@ import torch
 
 from stepwise_agent.inject.accumulate import Accumulation
 from stepwise_agent.inject.report import InjectionReport
-from stepwise_agent.inject.sites import user_site
+from stepwise_agent.inject.sites import called_by_user, user_site
 
 #: observe-only: the values the user's changed command asks for, checked, never set
 COMMAND_KNOBS = ("batch_size", "lr", "accumulation_steps")
@@ -55,6 +55,22 @@ def where(site: dict[str, Any] | None) -> str:
     if site is None:
         return "outside your code"
     return f"{os.path.basename(site['file'])}:{site['line']}"
+
+
+class _WatchedGroup(dict):
+    """A param group that notes the first write of its ``lr`` from the user's own code (a library's scheduler
+    writes from its own files and is not counted)."""
+
+    def __init__(self, group: dict[str, Any], seen: dict[str, Any]) -> None:
+        super().__init__(group)
+        self._seen = seen
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key == "lr" and not self._seen:
+            site = user_site(2)
+            if site is not None and called_by_user(2):
+                self._seen.update(site)
+        super().__setitem__(key, value)
 
 
 def _times(value: Any, factor: float) -> Any:
@@ -186,6 +202,30 @@ class ConvergenceInjection:
         groups = f" ({len(before)} param groups)" if len(before) > 1 else ""
         self._act("lr_scale", f"{what}: lr {_rate(before[0])} → {_rate(opt.param_groups[0]['lr'])}{groups}, "
                               f"× {scale:g}; a scheduler built afterwards starts from the scaled rate")
+        self._check_rate_holds(opt, what)
+
+    def _check_rate_holds(self, opt: torch.optim.Optimizer, what: str) -> None:
+        """A scaled rate must hold through the steps, not only be set once: a script that writes
+        ``param_group["lr"]`` itself every step (its own schedule: llm.c, nanoGPT) replaces it with its unscaled
+        rate. Its groups are watched for such writes from the user's own code; one seen by the end of the first
+        step refuses the knob, naming the line (its own flag is where the rate changes)."""
+        seen: dict[str, Any] = {}
+        checked: list[bool] = []
+        opt.param_groups[:] = [_WatchedGroup(g, seen) for g in opt.param_groups]
+        me = self
+
+        def post(o: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            if checked:  # once, after the first step (a hook is not removed while torch runs the hooks)
+                return
+            checked.append(True)
+            k = me.report.knob("lr_scale")
+            if seen and k is not None:
+                k.acted = None  # set once is not applied: the rate did not hold
+                k.refuse(f"{what}: the script sets param_group['lr'] itself at {where(seen)} every step, replacing "
+                         "the scaled rate (change the rate where the script sets it: its own flag)", final=True)
+
+        handle = opt.register_step_post_hook(post)
+        self._undo.append(handle.remove)
 
     def _warm_up(self, opt: torch.optim.Optimizer, scale: float, steps: int, what: str) -> None:
         state: dict[str, Any] = {"n": 0, "saved": None}

@@ -6,9 +6,11 @@ always builds, only configured differently — and the report records the user's
 which arguments were set there, which is the diff the Advisor shows:
 
 - ``TrainingArguments(...)``: ``bf16``/``fp16``, ``dataloader_num_workers``, ``dataloader_pin_memory``,
-  ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile``, ``tf32``;
+  ``dataloader_persistent_workers``, ``dataloader_prefetch_factor``, ``torch_compile`` (``torch_compile_mode``
+  for CUDA graphs), ``tf32``;
 - ``L.Trainer(...)`` (``lightning`` or ``pytorch_lightning``): ``precision="bf16-mixed"`` / ``"16-mixed"`` (the
   one ``LightningCLI`` builds from the user's own ``--trainer.precision`` is recorded, never changed);
+- ``L.Fabric(...)``: ``precision="bf16-mixed"`` / ``"16-mixed"``;
 - the convergence knobs of ``--to-quality`` (:mod:`stepwise_agent.inject.convergence`): ``TrainingArguments``'
   ``per_device_train_batch_size``, ``learning_rate``, ``warmup_steps``, ``gradient_accumulation_steps``, and
   ``L.Trainer(accumulate_grad_batches=…)``;
@@ -40,10 +42,13 @@ from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_P
 
 #: knob values TrainingArguments validates against CUDA (``tf32=True``, ``fp16=True``)
 CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda v: True,
-                                                      "autocast": lambda v: v == "fp16"}
+                                                      "autocast": lambda v: v == "fp16",
+                                                      # CUDA graphs; HF would still compile on its mode alone
+                                                      "compile_mode": lambda v: v == "reduce-overhead"}
 PRECISION_FIELDS = ("precision", "mixed_precision")  # L.Trainer's and Accelerator's autocast switch
 #: knobs each framework's switch owns (the generic injection stands aside for them)
-OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",)}
+OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",),
+         "fabric": ("autocast",)}
 
 
 class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -111,6 +116,7 @@ class FrameworkInjection:
                    "lightning.pytorch.trainer.trainer": self._patch_lightning,
                    "pytorch_lightning.trainer.trainer": self._patch_lightning,
                    "accelerate.accelerator": self._patch_accelerate,
+                   "lightning.fabric.fabric": self._patch_fabric,
                    "lightning.pytorch.cli": self._patch_lightning_cli,
                    "pytorch_lightning.cli": self._patch_lightning_cli}
         for name in [n for n in patches if n in sys.modules]:  # imported before us (a sitecustomize)
@@ -215,6 +221,29 @@ class FrameworkInjection:
                         asked["accumulate_grad_batches"] = before
                 me._record("lightning", "lightning_trainer", site, cls, set_, asked)
             original(trainer, *args, **kwargs)
+
+        cls.__init__ = init
+        self._undo.append(lambda: setattr(cls, "__init__", original))
+
+    def _patch_fabric(self, module: ModuleType) -> None:
+        """Lightning Fabric's own switch: ``L.Fabric(precision="bf16-mixed")`` (its ``setup`` then runs the model
+        under that precision's autocast): the generic wrapping of the forward stands aside."""
+        cls = module.Fabric
+        original = cls.__init__
+        me = self
+
+        @functools.wraps(original)
+        def init(fabric: Any, *args: Any, **kwargs: Any) -> None:
+            if called_by_user(2):
+                set_: dict[str, Any] = {}
+                asked = {"precision": kwargs.get("precision")}
+                want = LIGHTNING_PRECISION.get(str(me.knobs.get("autocast")))
+                if "autocast" in me.observe and want is not None and str(kwargs.get("precision")) == want:
+                    set_["precision"] = kwargs["precision"]  # the script's own flag set it
+                elif me._precision_here() and want is not None and "autocast" not in me.observe:
+                    kwargs["precision"] = set_["precision"] = want
+                me._record("fabric", "fabric", user_site(2), cls, set_, asked)
+            original(fabric, *args, **kwargs)
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))

@@ -177,6 +177,7 @@ class LoaderInjection:
             bound.apply_defaults()
             site = user_site(obj=loader)
             asked = {k: bound.arguments[k] for k in LOADER_KNOBS}
+            given = bound.arguments.get("dataset")
             me._override(bound.arguments)
             if me.convergence is not None:
                 me.convergence.scale_batch(bound.arguments, site)
@@ -184,7 +185,8 @@ class LoaderInjection:
             me.loaders[id(loader)] = {"site": site, "asked": asked,
                                       "effective": {k: bound.arguments[k] for k in LOADER_KNOBS},
                                       "batch_size": loader_batch_size(loader),
-                                      "dataset": type(bound.arguments["dataset"]).__name__}
+                                      "dataset": type(bound.arguments["dataset"]).__name__,
+                                      "datasets": {id(given), id(bound.arguments.get("dataset"))}}
 
         original_get = DataLoader._get_iterator
 
@@ -249,12 +251,15 @@ class LoaderInjection:
 
     def _users_site(self, info: dict[str, Any]) -> dict[str, Any] | None:
         """A loader a library rebuilt from the user's (accelerate's ``prepare``, Lightning re-instantiating it
-        for a sampler) is changed at the user's own ``DataLoader(...)``: the last one built by the user's code."""
+        for a sampler) is changed at the user's own ``DataLoader(...)`` it was rebuilt from: the one holding the
+        same dataset (a script that builds its training loader, then its evaluation loader, gets the training
+        one: issue 42), else the last one the user's code built."""
         site = info["site"]
         if site is None or "via" not in site:
             return site
-        own = [i["site"] for i in self.loaders.values() if i["site"] is not None and "via" not in i["site"]]
-        return own[-1] if own else site
+        own = [i for i in self.loaders.values() if i["site"] is not None and "via" not in i["site"]]
+        same = [i["site"] for i in own if i["datasets"] & info["datasets"]]
+        return same[-1] if same else own[-1]["site"] if own else site
 
     def _evidence(self, it: Any, loader: DataLoader[Any]) -> None:
         r = self.report

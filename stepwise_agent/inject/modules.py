@@ -1,6 +1,7 @@
 """Model knobs, injected around the script's outermost module call: ``autocast`` (bf16, or fp16 with a
-GradScaler on CUDA), ``compile`` (``Module.compile()`` in place), ``channels_last``; and the process-wide flags
-``matmul_precision`` (TF32) and ``cudnn_benchmark``.
+GradScaler on CUDA), ``compile`` (``Module.compile()`` in place; with ``compile_mode="reduce-overhead"`` inductor
+captures the step in CUDA graphs — on CUDA only: on a CPU it would capture none, so nothing is compiled and the
+knob says why), ``channels_last``; and the process-wide flags ``matmul_precision`` (TF32) and ``cudnn_benchmark``.
 
 The outermost module is found on the fly: while the first two steps run, ``nn.Module.__call__`` is watched; a
 module with parameters called while no other module call is in progress is a model the script trains (a GAN
@@ -33,6 +34,13 @@ def _to_fp32(x: Any) -> Any:
 
 def _channels_last(x: Any) -> Any:
     return x.contiguous(memory_format=torch.channels_last) if isinstance(x, torch.Tensor) and x.dim() == 4 else x
+
+
+def set_forward(module: nn.Module, forward: Callable[..., Any]) -> None:
+    """``forward`` on this one instance, past any ``__setattr__`` of the module's class: a wrapper such as
+    Lightning Fabric's ``_FabricModule`` passes attribute sets on to the module it wraps, whose forward would
+    then call the wrapper's, which calls it again (a RecursionError at step 0)."""
+    object.__setattr__(module, "forward", forward)
 
 
 class ModuleInjection:
@@ -97,6 +105,21 @@ class ModuleInjection:
                     k.refuse("TF32 is a CUDA Tensor Core mode; this run is on the CPU")
         if self.knobs.get("cudnn_benchmark"):
             torch.backends.cudnn.benchmark = True
+        if self.knobs.get("compile_mode") and not self._graphs_here() and (k := r.knob("compile_mode")) is not None:
+            k.refuse("CUDA graphs need a GPU (this run is on the CPU, where reduce-overhead compile captures none)",
+                     final=True)
+
+    def _graphs_here(self) -> bool:
+        """A reduce-overhead compile captures CUDA graphs on CUDA only: elsewhere it is not done at all."""
+        return self.knobs.get("compile_mode") != "reduce-overhead" or self.device == "cuda"
+
+    def step_begins(self) -> None:
+        """A new training step: CUDA graph trees start a new generation here, so outputs the script keeps from
+        the step before (its loss, for logging) are not overwritten under it by the next replay."""
+        if self.knobs.get("compile_mode") == "reduce-overhead" and self.device == "cuda" and self.models:
+            mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+            if mark is not None:
+                mark()
 
     # -- the models ------------------------------------------------------------------------------------------
     def _seen(self, module: nn.Module) -> None:
@@ -121,11 +144,13 @@ class ModuleInjection:
                 k.act(f"cuDNN autotunes the algorithms of {convolutions} convolution layers")
         if self.knobs.get("autocast") in LOW:
             self._autocast(module, inner, wrap="autocast" not in self.framework_owns)
-        if self.knobs.get("compile") and "compile" not in self.framework_owns:
+        mode = self.knobs.get("compile_mode")
+        if (self.knobs.get("compile") or mode) and self._graphs_here() and "compile" not in self.framework_owns:
+            kw = {"mode": mode} if mode else {}
             if self.caps.module_compile:
-                inner.compile()
+                inner.compile(**kw)
             else:  # torch < 2.2 has no Module.compile: compile the forward in place instead
-                inner.forward = torch.compile(inner.forward)
+                inner.forward = torch.compile(inner.forward, **kw)
             self.report.site("compile", None)
 
     def _make_channels_last(self, module: nn.Module, inner: nn.Module) -> None:
@@ -146,7 +171,7 @@ class ModuleInjection:
         def forward(*args: Any, **kwargs: Any) -> Any:
             return original(*tree_map(_channels_last, args), **tree_map(_channels_last, kwargs))
 
-        module.forward = forward
+        set_forward(module, forward)
         k.act(f"{len(four_d)} convolution weights and 4-D inputs in channels_last (NHWC) layout")
 
     def _autocast(self, module: nn.Module, inner: nn.Module, wrap: bool = True) -> None:
@@ -164,7 +189,7 @@ class ModuleInjection:
             return tree_map(_to_fp32, out)
 
         if wrap:
-            module.forward = forward
+            set_forward(module, forward)
         hooks: list[Any] = []
 
         def math_hook(m: nn.Module, inputs: Any, output: Any) -> None:
@@ -196,6 +221,8 @@ class ModuleInjection:
             else:
                 k.refuse(f"under autocast the model's layers still produced "
                          f"{', '.join(sorted({str(d) for d in self._math_outputs})) or 'no floating outputs'}")
+        if (k := r.knob("compile_mode")) is not None and not k.final:
+            self._judge_graphs(k)
         if (k := r.knob("compile")) is not None:
             graphs, breaks = compiled_graphs()
             if graphs:
@@ -203,6 +230,55 @@ class ModuleInjection:
             else:
                 k.refuse("torch.compile was set on the model but no graph was compiled"
                          if self.models else "no module with parameters was called at the top level")
+
+
+    def _judge_graphs(self, k: Any) -> None:
+        """``compile_mode``: acted when the compiled graphs were captured in CUDA graphs (inductor's tree manager
+        holds them; where this torch does not show it, when no graph skipped them)."""
+        graphs, _ = compiled_graphs()
+        captured, skipped = cuda_graph_counts()
+        mode = self.knobs["compile_mode"]
+        if not graphs:
+            k.refuse(f"no graph was compiled (mode={mode!r}), so none was captured in a CUDA graph"
+                     if self.models else "no module with parameters was called at the top level")
+        elif mode != "reduce-overhead":
+            k.act(f"torch.compile(mode={mode!r}) traced {graphs} graph(s)")
+        elif captured == 0 or (captured is None and skipped):
+            k.refuse(f"torch.compile traced {graphs} graph(s) but inductor captured no CUDA graph"
+                     + (f" ({skipped} skipped: the run's log says why, e.g. CPU tensors in the graph, dynamic "
+                        "shapes, inputs mutated in place)" if skipped else ""))
+        else:
+            k.act(f"torch.compile(mode='reduce-overhead') traced {graphs} graph(s), replayed as "
+                  + (f"{captured} CUDA graph(s)" if captured else "CUDA graphs (none skipped)")
+                  + (f"; {skipped} graph(s) skipped CUDA graphs" if skipped else ""))
+
+
+def cuda_graph_counts() -> tuple[int | None, int]:
+    """(CUDA graphs inductor's tree manager recorded on this device — ``None`` where this torch does not show
+    them —, graphs that skipped CUDA graphs) in this process."""
+    try:
+        from torch._dynamo.utils import counters
+
+        skipped = int(counters["inductor"].get("cudagraph_skips", 0))
+    except ImportError:
+        skipped = 0
+    if not torch.cuda.is_available():
+        return 0, skipped
+    try:
+        from torch._inductor import cudagraph_trees
+
+        manager = cudagraph_trees.get_manager(torch.cuda.current_device(), create_if_none_exists=False)
+        if manager is None:
+            return 0, skipped
+        stack = [n for nodes in manager.roots.values() for n in nodes]
+        count = 0
+        while stack:  # the recorded graphs form a tree per function (a forward, then its backward, …)
+            node = stack.pop()
+            count += 1
+            stack.extend(c for kids in getattr(node, "children", {}).values() for c in kids)
+        return count, skipped
+    except Exception:  # noqa: BLE001 - private API of inductor: where it differs, say unknown, never fail the run
+        return None, skipped
 
 
 def compiled_graphs() -> tuple[int, int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisors.experiments.after_ladder import final_diagnosis_json, measured_no_gain
-from advisors.experiments.ladder_report import ladder_json
+from advisors.experiments.results.ladder_report import ladder_json
 from advisors.experiments.optimize import optimize
 from tests.advisors.fake_script import BASE
 from tests.advisors.test_experiment import FAST, FakeRunner, FakeStrategy, _fake_diagnose
@@ -31,7 +31,7 @@ def test_final_findings_show_the_measurement_instead_of_the_rejected_fix() -> No
 
 
 def test_a_kept_gain_above_its_bound_says_the_bound_was_wrong() -> None:
-    from advisors.experiments.ladder_report import ladder_table
+    from advisors.experiments.results.ladder_report import ladder_table
 
     fake = FakeRunner()  # the cache takes the step from 100 to 20 ms: 5x, above the loader's 2.5x bound
     ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())

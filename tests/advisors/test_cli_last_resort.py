@@ -18,7 +18,7 @@ def _boom(exc: BaseException):
 def test_unexpected_exception_is_one_error_line(tmp_path: Path, monkeypatch, capsys):
     path = tmp_path / "t.json"
     path.write_text("{}")
-    monkeypatch.setattr(cli, "observe", _boom(ValueError("a value\nno reader expected")))
+    monkeypatch.setattr(cli, "analyse", _boom(ValueError("a value\nno reader expected")))
     assert cli.main(["analyze", str(path), "--json"]) == 2
     out = capsys.readouterr()
     assert out.out == ""
@@ -26,15 +26,13 @@ def test_unexpected_exception_is_one_error_line(tmp_path: Path, monkeypatch, cap
 
 
 def test_unexpected_exception_with_report_too(tmp_path: Path, monkeypatch, capsys):
-    import reports.analysis
-
-    monkeypatch.setattr(reports.analysis, "analyse_path", _boom(OverflowError("Python int too large")))
+    monkeypatch.setattr(cli, "analyse", _boom(OverflowError("Python int too large")))
     assert cli.main(["analyze", str(tmp_path), "--report", str(tmp_path / "r.html")]) == 2
     assert capsys.readouterr().err == f"error: could not analyse {tmp_path}: OverflowError: Python int too large\n"
 
 
 @pytest.mark.parametrize("exc", [KeyboardInterrupt(), SystemExit(3)])
 def test_interrupt_and_exit_are_not_swallowed(tmp_path: Path, monkeypatch, exc: BaseException):
-    monkeypatch.setattr(cli, "observe", _boom(exc))
+    monkeypatch.setattr(cli, "analyse", _boom(exc))
     with pytest.raises(type(exc)):
         cli.main(["analyze", str(tmp_path)])

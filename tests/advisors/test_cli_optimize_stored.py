@@ -18,6 +18,7 @@ from tests.advisors.fake_script import BASE, knob
 from tests.advisors.test_experiment import FakeStrategy
 from profilers.store import experiments
 from profilers.store.runs import RunStore
+from advisors.experiments.results.stored_view import read_view
 from tests.app.fake_runs import fake_run
 
 
@@ -36,11 +37,13 @@ def test_a_cli_ladder_is_one_stored_experiment(tmp_path: Path) -> None:
         return optimize(BASE, run, rounds=1, policy=Policy(trials=2, n_boot=50), strategy=FakeStrategy(),
                         diagnose_run=lambda o: diagnose(observe(Path(seen.run_dir))))
 
-    out = _stored(store, "Ladder of 1 rounds on data_bound", argparse.Namespace(rounds=1, trials=2), work, None)
+    out = _stored(store, "Ladder of 1 rounds on data_bound", argparse.Namespace(rounds=1, trials=2), work)
     exp = store.get(out["experiment_id"])
     assert exp.kind == "experiment" and exp.status is RunStatus.OK and exp.source_run is None
     assert [r.run_id for r in store.list(trials=False)] == [exp.run_id, seen.run_id]
     roles = sorted(t.role or "" for t in experiments.trials(store, exp.run_id))
     assert roles == ["baseline", "baseline", "patched", "patched", "trial"]  # + the first diagnosis run
-    view = experiments.view(store, exp.run_id)
-    assert view is not None and view["mode"] == "ladder" and round(view["total_speedup"], 4) == out["total_speedup"]
+    seen_view = read_view(experiments.view(store, exp.run_id))
+    assert seen_view is not None and seen_view.ladder is not None
+    assert seen_view.ladder.total_speedup == out["total_speedup"]  # the JSON and the stored view: one record
+    assert [x.outcome_text for x in seen_view.ladder.rounds] == [r["outcome"] for r in out["rounds"]]

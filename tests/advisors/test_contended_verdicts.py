@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from advisors.experiments.experiment import Policy, run_experiment
-from advisors.experiments.outcome_words import outcome
+from advisors.experiments.results.words import outcome
 from advisors.experiments.trial_load import TrialLoad
 from advisors.experiments.trials import RunOutcome
 from advisors.fixes import FIXES

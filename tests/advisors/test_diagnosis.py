@@ -15,9 +15,16 @@ from profilers.run.run_config import RunConfig
 
 
 def test_nothing_fires_is_none() -> None:
-    # GPU idle 25% of the step: under HOST003's 30%, so nothing is at stake (at 40% idle the host would be)
-    d = diagnose(observation({"gpu_compute": 0.75, "forward": 0.25}, kernels={"matmul": 0.6}, low_precision=1.0))
+    # a CPU step whose operators fill 45%: under COMP007's half, no loader, nothing else a rule can name
+    d = diagnose(observation({"forward": 0.2, "backward": 0.25}, device="cpu"))
     assert d.bottleneck is Bottleneck.NONE and d.binding is None and d.confidence == 0.0
+
+
+def test_a_gpu_busy_75_percent_with_nothing_else_at_stake_is_compute() -> None:
+    # GPU idle 25% (under HOST003's 30%) and no other finding: the device's own work is what the step is made of
+    d = diagnose(observation({"gpu_compute": 0.75, "forward": 0.25}, kernels={"matmul": 0.6}, low_precision=1.0))
+    assert d.bottleneck is Bottleneck.COMPUTE and d.binding is not None and d.binding.rule == "COMP007"
+    assert d.binding.fix_id == "torch_compile" and d.binding.severity == pytest.approx(0.75, abs=1e-3)
 
 
 def test_binding_is_largest_severity() -> None:

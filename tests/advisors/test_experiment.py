@@ -159,7 +159,7 @@ def test_optimize_builds_a_ladder_with_rejected_and_kept_rungs() -> None:
 def test_a_fix_an_earlier_experiment_rejected_on_this_baseline_is_not_re_tried_in_round_one() -> None:
     """The walk: an Apply rejected DataLoader workers (0.98×) minutes before the ladder re-tried them. Given what
     that Apply measured, round 1 goes straight to the next fix and the ladder says why it skipped one."""
-    from advisors.experiments.ladder_report import ladder_json, ladder_table
+    from advisors.experiments.results.ladder_report import ladder_json, ladder_table
 
     fake = FakeRunner()
     why = "the Apply at 10:42 measured it on this run: rejected: no real gain: 0.98×"
@@ -182,11 +182,14 @@ def test_optimize_turns_out_of_memory_into_ok() -> None:
 
 
 def test_candidates_skip_what_cannot_act_here() -> None:
-    d = diagnose(observation({"gpu_compute": 0.07, "forward": 0.4}, kernels_per_step=60, median_kernel_us=4))
+    d = diagnose(observation({"gpu_compute": 0.07, "forward": 0.4}, kernels_per_step=60, median_kernel_us=4,
+                             step_ms=4.4))  # 69 µs of GPU idle per launch: launch-bound
     on_cpu = [f.id for f in ScriptStrategy(BASE, "cpu").candidates(d, BASE, set())]
     assert "cuda_graphs" not in on_cpu  # CUDA only
     # a loop fix is a candidate only through the script's own flag (none recorded here): advice instead
     assert "larger_batch" not in on_cpu and "larger_batch" in [f.id for f, _ in ScriptStrategy(BASE).advice(d)]
+    on_gpu = [f.id for f in ScriptStrategy(BASE, "cuda").candidates(d, BASE, set())]
+    assert on_gpu[0] == "cuda_graphs"  # injected: torch.compile(mode="reduce-overhead")
 
 
 def test_ratio_interval_brackets_no_change() -> None:

@@ -50,3 +50,11 @@ def test_the_ladder_names_its_fix_by_title_in_its_progress() -> None:
     tagged = [p for p in seen if p.fix]
     assert tagged and {p.fix for p in tagged} <= {f.title for f in FIXES.values()}
     assert tagged[0].describe == f"round 1 · fix {FIXES['dataloader_workers'].title}"
+
+
+def test_an_extra_pair_is_not_run_4_of_3() -> None:
+    """Issue 42: progress read "patched run 4 of 3" when pairs that disagreed got more pairs."""
+    extra = Progress("trial", arm="patched", trial=4, trials=3)
+    assert extra.describe == "pair 4 (extra: the pairs disagreed or other programs competed) · patched run"
+    assert Progress("trial", arm="baseline", trial=3, trials=3).describe == "baseline run 3 of 3"
+

@@ -110,3 +110,32 @@ def test_no_diff_ever_touches_an_installed_library(tmp_path: Path) -> None:
     lib.write_text("loader = DataLoader(ds, batch_size=8)\n")
     ch = render(FIXES["dataloader_workers"], {"num_workers": 4}, "dataloader", _site(lib, 1))
     assert ch.kind == "snippet" and "+loader" not in ch.text
+
+
+MINGPT = '''class Trainer:
+    def __init__(self, config, model):
+        self.model = model
+        self.device = config.device
+        if self.device == 'auto':
+            self.device = 'cuda' if torch.cuda.is_available() else 'cpu'
+
+    def run(self):
+        logits, self.loss = self.model(x, y)
+'''
+DOUBLE_QUOTED = '''from accelerate import Accelerator
+accelerator = Accelerator(log_with="all", project_dir="out")
+'''
+
+
+def test_a_diff_speaks_the_files_own_idiom(tmp_path: Path) -> None:
+    """Issue 42: minGPT's autocast diff hard-coded ``device_type='cpu'`` beside its ``self.device``; the accelerate
+    diff wrote ``mixed_precision='bf16'`` in a file of double quotes."""
+    f = tmp_path / "trainer.py"
+    f.write_text(MINGPT)
+    ch = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call", {**_site(f, 9), "target": "model_call"})
+    assert "+        with torch.autocast(device_type=self.device, dtype=torch.bfloat16):" in ch.text, ch.text
+    g = tmp_path / "acc.py"
+    g.write_text(DOUBLE_QUOTED)
+    ctx = ScriptContext(sites={"accelerator": _site(g, 2)})
+    ch = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call", where_for(FIXES["bf16_autocast"], ctx))
+    assert 'mixed_precision="bf16")' in ch.text and "'bf16'" not in ch.text

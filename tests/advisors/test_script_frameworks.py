@@ -87,6 +87,18 @@ def test_lightning_precision_at_the_trainer_and_workers_at_the_users_dataloader(
     assert "+        return DataLoader(data, batch_size=64, shuffle=True, num_workers=" in workers["change"]["text"]
 
 
+def test_fabric_precision_at_the_fabric_call(tmp_path: Path) -> None:
+    """Issue 42: the bf16 arm of a Fabric script crashed at step 0 (RecursionError: the injected forward on Fabric's
+    wrapper, passed on to the module it wraps). Fabric's own switch is ``precision=``: bf16 goes there."""
+    script = "fabric_train.py"
+    bf16 = _tried(optimize(tmp_path, script, "bf16_autocast", rounds=1), "bf16_autocast")["bf16_autocast"]
+    assert bf16["where"] == f"{SCRIPTS / script}:{_line(script, 'fabric = L.Fabric(')}"
+    evidence = bf16["applied"]["knobs"]["autocast"]["evidence"]
+    assert any("Fabric(precision='bf16-mixed') set at fabric_train.py" in e for e in evidence), evidence
+    assert any("framework's own switch" in e for e in evidence)
+    assert "precision='bf16-mixed'" in bf16["change"]["text"] and "fabric_train.py" in bf16["change"]["text"]
+
+
 def test_plain_script_in_the_users_interpreter(tmp_path: Path) -> None:
     script = "plain_train.py"
     rounds = _tried(optimize(tmp_path, script, "foreach_optimizer", rounds=1), "foreach_optimizer")

@@ -46,7 +46,8 @@ def test_the_straggler_is_judged_from_every_rank_s_summary(tmp_path: Path) -> No
     straggler = next(f for f in _all(d) if f.rule == "COMM003")
     excess = (15.0 - 8.0) / 18.0  # the culprit's work beyond the median rank's, as a share of the median step
     assert straggler.evidence["straggler_rank"] == 5 and straggler.evidence["ranks_summarised"] == 3
-    assert straggler.severity == pytest.approx(excess, abs=1e-6)  # not capped at the traced rank's own waits
+    # not capped at the traced rank's own waits; read from the job's record (rounded to 4 places), never recomputed
+    assert straggler.severity == pytest.approx(excess, abs=1e-4)
     assert "across all 3 ranks' summaries" in straggler.message and "39% of the step" in straggler.message
     assert d.bottleneck.value == "communication"
     assert not any("stragglers need the other ranks' traces" in n.reason for n in d.notes)

@@ -77,18 +77,18 @@ def test_a_named_device_is_not_inferred(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_the_device_card_and_report_name_the_inferred_architecture(tmp_path: Path) -> None:
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
-    a = analyse_path(_fp32_gemm_trace(tmp_path / "v.json", "volta_sgemm_128x64_nn", "volta_scudnn_128x64_nn"))
+    a = analyse(_fp32_gemm_trace(tmp_path / "v.json", "volta_sgemm_128x64_nn", "volta_scudnn_128x64_nn"))
     assert a.breakdown is not None and a.breakdown.device_label == "Volta GPU (inferred from kernel names)"
     assert "GPU (Volta GPU (inferred from kernel names))" in render(a, "md").decode()
 
 
 def test_a_cpu_trace_is_called_cpu_once(tmp_path: Path) -> None:
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
     ev = [step(0, 0, 1000), x("aten::mm", 10, 900)]
-    md = render(analyse_path(write(tmp_path / "c.json", ev)), "md").decode()
+    md = render(analyse(write(tmp_path / "c.json", ev)), "md").decode()
     assert "CPU (CPU)" not in md and "| CPU |" in md
 
 
@@ -153,9 +153,9 @@ def test_python_idle_charges_library_frames_to_the_user_caller(tmp_path: Path) -
 
 
 def test_a_snapshot_without_its_device_size_states_its_peak_and_asks_for_the_device(shared_traces: Path) -> None:
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
-    a = analyse_path(shared_traces / "memory/cs336_memory_snapshot.pickle")
+    a = analyse(shared_traces / "memory/cs336_memory_snapshot.pickle")
     assert a.diagnosis is not None and a.diagnosis.binding is None  # a peak alone never binds
     assert a.headline.startswith("Memory snapshot: peak live 12.97 GiB") and "device's size" in a.headline
     assert "within 10% of capacity" not in a.headline and "no memory pressure" not in a.headline
@@ -164,9 +164,9 @@ def test_a_snapshot_without_its_device_size_states_its_peak_and_asks_for_the_dev
 
 
 def test_a_snapshot_with_its_device_size_is_judged(shared_traces: Path) -> None:
-    from reports.analysis import analyse_path
-    small = analyse_path(shared_traces / "memory/cs336_memory_snapshot.pickle", device_memory_bytes=14 * 2**30)
-    big = analyse_path(shared_traces / "memory/cs336_memory_snapshot.pickle", device_memory_bytes=80 * 2**30)
+    from advisors.analysis import analyse
+    small = analyse(shared_traces / "memory/cs336_memory_snapshot.pickle", device_memory_bytes=14 * 2**30)
+    big = analyse(shared_traces / "memory/cs336_memory_snapshot.pickle", device_memory_bytes=80 * 2**30)
     assert small.diagnosis is not None and small.diagnosis.bottleneck.value == "memory"
     assert big.diagnosis is not None and big.diagnosis.binding is None
     assert "on an 80 GiB device" in big.headline and "no memory pressure" in big.headline
@@ -195,7 +195,7 @@ def test_memory_over_time_is_built_from_byte_changes(tmp_path: Path) -> None:
     """+3 MiB, +5 MiB, −2 MiB, −6 MiB: the curve reads 3, 8, 6, 0 MiB, and the peak is 8 MiB (was a flat 0)."""
     from profilers.trace.breakdown import breakdown
     from profilers.trace.load import load_trace
-    from reports.timeline import memory_series
+    from profilers.frames.timeline import memory_series
     mib = 2**20
     ev = [step(0, 0, 1000), kernel("k", 10, 900),
           _change(100, 3 * mib), _change(200, 5 * mib), _change(300, -2 * mib), _change(400, -6 * mib)]

@@ -127,17 +127,21 @@ def test_a_spec_change_is_offered_for_a_spec_run_only(store, shared_traces) -> N
     an upload do not (issue 33: "As a spec change" on a script)."""
     trace = shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
     captions = {}
-    for kind in ("run", "launch", "upload"):
+    for kind in ("run", "cuda run", "launch", "upload"):
         for r in store.list():
             store.delete(r.run_id)
         if kind == "upload":
             store.import_trace(trace)
         else:
-            fake_run(store, label=kind, trace=trace, kind=kind, files={"launch.json": {"argv": ["train.py"]}})
+            fake_run(store, label=kind, trace=trace, kind=kind.split()[-1], files={"launch.json": {"argv": ["train.py"]}},
+                     device="cuda" if kind == "cuda run" else "cpu")
         at = open_page("advisor")
         assert_clean(at)
         captions[kind] = [c.value for c in at.caption if c.value.startswith("As a spec change")]
     assert captions["run"] and not captions["launch"] and not captions["upload"]
+    # the change as it would be applied on the run's device: pinned memory only where there is a GPU (issue 42)
+    assert "num_workers = " in captions["run"][0] and "pin_memory" not in " ".join(captions["run"])
+    assert "pin_memory = True" in " ".join(captions["cuda run"])
 
 
 def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_traces, monkeypatch) -> None:
@@ -146,10 +150,10 @@ def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_trac
     Events page say the events are per rank and link to the Job page with the folder."""
     from advisors.diagnosis import diagnose
     from advisors.observation import observe
+    from advisors.analysis import build
     from app import data
-    from reports import analysis
-
-    monkeypatch.setattr(analysis, "SUMMARY_RANKS", 2)
+    monkeypatch.setattr(data, "SUMMARY_RANKS", 2)
+    monkeypatch.setattr(build, "SUMMARY_RANKS", 2)
     record = store.import_trace(shared_traces / "communication/param_dlrm_8_ranks")
     loaded: list[str] = []
     monkeypatch.setattr(data, "load_trace", lambda path: loaded.append(path))  # must not be called
@@ -205,3 +209,22 @@ def test_a_run_whose_ranks_wrote_summaries_shows_all_of_them_on_the_ranks_tab(st
     assert any("rank 0 kept a full trace" in c.value for c in at.caption)
     assert any(m.label == "Ranks × steps" and m.value == "2 × 3" for m in at.metric)
     assert any("chain of dependent work" in c.value for c in at.caption)  # the critical path, from the loaded trace
+
+
+def test_the_advisor_page_shows_the_fix_order_the_cli_prints(store, shared_traces) -> None:
+    """Issue 42: the CLI's ranking put dataloader_workers first with its effort; the dashboard showed the verdict
+    and tucked the rest under "Other findings" with no order. The page lists the same order, each fix with the
+    bound its Apply would show."""
+    from advisors.analysis import analyse
+
+    trace = shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
+    record = store.import_trace(trace)
+    at = open_page("advisor")
+    assert_clean(at)
+    order = next(m.value for m in at.markdown if m.value.startswith("**Fix order**"))
+    a = analyse(record.run_dir)
+    want = a.to_json()["ranking"]["fix_order"]
+    items = [line for line in order.splitlines() if line[:1].isdigit()]
+    assert len(items) == len(want) and "**DataLoader worker processes**" in items[0] and "effort: keyword" in items[0]
+    first = next(f for f in a.diagnosis.findings if f.fix_id == want[0]["fix"])
+    assert f"up to {a.bound_of(first).speedup:.2f}×" in items[0]

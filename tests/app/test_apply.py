@@ -12,6 +12,7 @@ import re
 import pytest
 
 from advisors.experiments import trials
+from advisors.experiments.results.recording import applied
 from advisors.stats import Trial
 from advisors.experiments.trials import RunOutcome
 from app import state as app_state
@@ -84,19 +85,21 @@ def test_optimise_shows_the_ladder(stored) -> None:
 def test_report_with_the_applied_fix(stored) -> None:
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
 
-    a = analyse_path(stored.run_dir)
+    a = analyse(stored.run_dir)
     e = run_experiment(BASE, FIXES["dataloader_workers"], trials.script_runner(None), Policy(trials=2), apply=apply)
-    html = render(a, "html", experiment=e).decode()
+    view = applied(e, a.diagnosis, f"the diagnosis of {a.label}", stored.run_id)
+    html = render(a, "html", experiment=view).decode()
     assert "Applied fix: DataLoader worker processes" in html and 'id="fig-exp_steps"' in html
-    assert "Upper bound (time at stake vanishing)" in html and "2.50×" in html and "gains at most 2.50×" in html
-    md = render(a, "md", experiment=e).decode()
-    assert "Applied fix" in md and "Upper bound on this fix's gain: 2.50×." in md
-    doc = json.loads(render(a, "json", experiment=e).decode())
-    assert doc["experiment"]["upper_bound_speedup"] == pytest.approx(2.5, rel=0.02)
-    assert doc["experiment"]["speedup"] <= doc["experiment"]["upper_bound_speedup"]
+    assert f"Upper bound (2.50× (the diagnosis of {a.label}" in html and "gains at most 2.50×" in html
+    md = render(a, "md", experiment=view).decode()
+    assert "Applied fix" in md and f"Upper bound on this fix's gain: 2.50× (the diagnosis of {a.label}" in md
+    doc = json.loads(render(a, "json", experiment=view).decode())
+    assert doc["experiment"]["bound"]["speedup"] == pytest.approx(2.5, rel=0.02)
+    assert doc["experiment"]["bound"]["baseline_run"] == stored.run_id
+    assert doc["experiment"]["speedup"] <= doc["experiment"]["bound"]["speedup"]
 
 
 def test_before_after_metrics_are_the_box_plots_median(store, monkeypatch) -> None:
@@ -145,7 +148,7 @@ def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(stor
     """The dashboard walk (a machine shared with a CI run): "Contention: other programs used 1.57 of the
     machine's 2 cores …" — why the Apply measured the fix slower — was hidden as "none: …" inside "Not enough
     data to judge". It is a warning beside the verdict, and "About this measurement" in the report."""
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
     from tests.advisors.test_telemetry_facts import _run_with_host
 
@@ -154,16 +157,16 @@ def test_contention_is_said_beside_the_verdict_not_as_none_under_not_judged(stor
     assert_clean(at)
     assert any(w.value.startswith("Contention: other programs used 1.74") for w in at.warning)
     assert not any("**none**" in m.value for m in at.markdown)
-    md = render(analyse_path(run_dir), "md").decode()
+    md = render(analyse(run_dir), "md").decode()
     assert "## About this measurement\n\n- Contention: other programs used 1.74" in md and "- none:" not in md
 
 
 def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) -> None:
     """The dashboard walk: the report of a fix that made the step 3.6 times longer said "**Not kept**" (the
-    page: "rejected") and "0.28× shorter". It says the page's outcome word and "3.55× longer"."""
+    page: "rejected") and "0.28× shorter". It says the page's outcome word and the two median steps."""
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES
-    from reports.analysis import analyse_path
+    from advisors.analysis import analyse
     from reports.export import render
 
     record = fake_run(store)
@@ -174,10 +177,12 @@ def test_a_rejected_fix_reads_rejected_in_the_report_and_its_step_longer(store) 
                                                    samples_per_step=16.0),
                           peak_memory_mb=300.0, losses=(2.3, 1.9, 1.6), steps_done=10, run_dir=record.run_dir)
 
-    a = analyse_path(record.run_dir)
+    a = analyse(record.run_dir)
     e = run_experiment(BASE, FIXES["dataloader_workers"], run, Policy(trials=2, n_boot=200), apply=apply)
-    md = render(a, "md", experiment=e).decode()
+    view = applied(e, a.diagnosis, f"the diagnosis of {a.label}", record.run_id)
+    md = render(a, "md", experiment=view).decode()
     assert "**Outcome: rejected: slower, 0.28×" in md and "Not kept" not in md
-    assert "| 3.55× longer |" in md and "shorter" not in md  # 200.5 ms after 56.5 ms
-    html = render(a, "html", experiment=e).decode()
+    # the median steps beside the speed-up, never a second ratio of them ("0.28× shorter" was one)
+    assert "| 56.5 | 200.5 | — |" in md and "shorter" not in md and "longer" not in md
+    html = render(a, "html", experiment=view).decode()
     assert "Outcome: rejected: slower, 0.28×" in html and "not kept" not in html

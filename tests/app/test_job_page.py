@@ -1,29 +1,36 @@
-"""The Job page: a folder of ranks as heat maps, the straggler and its victims, the slowest rank's critical path,
-and one rank opened alone."""
+"""The Job page: a folder of ranks as heat maps, the straggler and its victims (or why no rank is marked), the
+critical path of the rank of most work in words and how it fits the bottleneck, and one rank opened alone."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from profilers.store.runs import RunStore
+from profilers.jobs.critical_graph import KIND_WORDS
 from tests.app.conftest import assert_clean, open_page
+from tests.job_factory import STRAGGLER, planted_job
 
 JOB = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "communication" / "param_dlrm_8_ranks"
 
 
-def test_the_job_page_shows_the_heat_maps_and_the_straggler_and_opens_one_rank(store: RunStore,
-                                                                                monkeypatch) -> None:
+def test_the_job_page_shows_the_heat_maps_and_why_no_rank_is_marked_and_opens_one_rank(store: RunStore,
+                                                                                         monkeypatch) -> None:
+    """dlrm: one step per rank, rank 5 works as long as rank 4 within the spread among the ranks: no straggler,
+    said in the sentence every page says; rank 5's critical path in words, and how it fits the communication
+    bottleneck."""
     monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
     at = open_page("job")
     at.text_input(key="job.folder").set_value(str(JOB)).run()
     assert_clean(at)
-    assert any("Straggler: rank 5" in w.value for w in at.warning)
-    assert at.selectbox(key="job.rank").value == 5  # the straggler's rank is offered first
-    assert any("Where rank 5's extra time goes" in m.value for m in at.markdown)
+    assert not at.warning and any(i.value.startswith("Rank 5 does the most work") and "no rank is marked" in i.value
+                                  for i in at.info)
+    assert at.selectbox(key="job.rank").value == 5  # the rank of most work, whose critical path is shown, first
     assert {m.label: m.value for m in at.metric}["Ranks"] == "8"
     assert any("sets this rank's step" in c.value for c in at.caption)  # rank 5's critical path, rendered
+    assert any(i.value.startswith("Communication is the bottleneck because") and "rank 5's own critical path" in
+               i.value for i in at.info)  # the bottleneck and the path, reconciled
     top = next(d.value for d in at.dataframe if list(d.value.columns) == ["kind", "name", "ms"])
-    assert top["ms"].is_monotonic_decreasing and len(top)
+    assert top["ms"].is_monotonic_decreasing and len(top) and set(top["kind"]) <= set(KIND_WORDS.values())
     at.button(key="job.open").click().run()
     assert_clean(at)
     [record] = store.list()
@@ -40,3 +47,15 @@ def test_the_job_page_says_what_each_kind_of_collective_moved(store: RunStore, m
     allreduce = sizes[sizes["kind"] == "allreduce"].iloc[0]
     assert allreduce["calls"] == allreduce["sized"] > 0 and 70 < allreduce["mean message MB"] < 80
     assert any("record_shapes=True" in c.value for c in at.caption)  # the all_to_all calls not all sized
+
+
+def test_the_job_page_names_a_planted_straggler_and_where_its_extra_time_goes(store: RunStore, tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
+    at = open_page("job")
+    at.text_input(key="job.folder").set_value(str(planted_job(tmp_path / "job"))).run()
+    assert_clean(at)
+    [warning] = at.warning
+    assert warning.value.startswith(f"Straggler: rank {STRAGGLER} works ") and "3 rank(s) wait on it" in warning.value
+    assert at.selectbox(key="job.rank").value == STRAGGLER
+    assert any(f"Where rank {STRAGGLER}'s extra time goes" in m.value for m in at.markdown)

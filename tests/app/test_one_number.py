@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from cli.advisors import analyze
-from reports.analysis import analyse_path
+from advisors.analysis import analyse
 from reports.export import render
 from tests.app.conftest import assert_clean, open_page
 from tests.app.fake_runs import fake_run
@@ -33,7 +33,7 @@ def test_analyze_json_and_report_say_the_same(store) -> None:
     assert doc["step_time_ms"] == 51.0 and doc["run"]["step_time_ms"] == 51.0
     assert doc["profiled_step_time_ms"] == 50.0
     assert doc["evidence"]["step_time_ms"] == 51.0 and doc["evidence"]["profiled_step_time_ms"] == 50.0
-    a = analyse_path(Path(record.run_dir))
+    a = analyse(Path(record.run_dir))
     assert a.step_time_ms == 51.0 and a.profiled_step_time_ms == 50.0
     md = render(a, "md").decode()
     assert "| 51.00 ms |" in md and "profiled window's own median step: 50.00 ms" in md

@@ -55,7 +55,9 @@ def test_the_runs_table_fits_and_never_says_none(store, shared_traces) -> None:
     shown = [c for c in grid.value.columns if c != "id"]
     assert list(grid.proto.column_order) == shown
     widths = [config[c]["width"] for c in shown]
-    assert all(isinstance(w, int) for w in widths) and sum(widths) <= 940  # the main column at 1400 px
+    # the main column at 1400 px holds ~940 px, the rows' selection boxes ~30 of them (a real browser showed the
+    # error column cut off at 930)
+    assert all(isinstance(w, int) for w in widths) and sum(widths) <= 905
     assert any(c.value.startswith("Run id: ") for c in at.caption)
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 import streamlit as st
 
+from advisors.experiments.results.stored_view import read_view
 from advisors.experiments import trials
 from advisors.experiments.trials import RunOutcome
 from advisors.stats import Trial
@@ -67,9 +68,8 @@ def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
     assert all(t.run_id not in runs.selectbox(key="runs.pick").options for t in inside)
     # the experiment's row says its outcome (the Advisor's verdict and speed-up) and the run it belongs to
     frame = runs.dataframe[0].value.set_index("id")
-    view = experiments.view(store, exp.run_id) or {}
-    s = view["summary"]
-    assert frame.loc[exp.run_id, "status"] == f"{s['verdict']} {s['speedup']:.2f}×"
+    x = read_view(experiments.view(store, exp.run_id)).record
+    assert frame.loc[exp.run_id, "status"] == x.label == f"{x.outcome} {x.speedup:.2f}×"
     assert frame.loc[exp.run_id, "run"].endswith(" ← source run")
 
 
@@ -149,12 +149,12 @@ def test_the_runs_report_includes_its_experiments_commands_and_environment(store
     at = open_page("advisor")
     _apply(at)
     [exp] = store.list(kind="experiment")
-    s = (experiments.view(store, exp.run_id) or {})["summary"]
+    x = read_view(experiments.view(store, exp.run_id)).record
     report = open_page("report")
     assert_clean(report)
     md = next(m.value for m in report.markdown if "## Experiments on this run" in m.value)
-    gain = f"{s['speedup']:.2f}× [{s['low']:.2f}, {s['high']:.2f}]"
-    assert f"| **{s['verdict']}** | {gain} | 2 |" in md
+    gain = f"{x.speedup:.2f}× [{x.low:.2f}, {x.high:.2f}]"
+    assert f"| **{x.outcome_text}** | {gain} | 2 |" in md
     assert "persistent_workers=True, prefetch_factor=4)" in md  # the change, as the user makes it
     assert "- before: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16`" in md
     assert "- after: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16 --set " in md

@@ -14,7 +14,7 @@ import pytest
 
 from playwright.sync_api import expect
 
-from app.testing.harness import ARTIFACTS, CHROMIUM, chromium, dashboard
+from tests.browser.harness import ARTIFACTS, CHROMIUM, chromium, dashboard
 
 # ``expect`` assertions wait as long as the pages' own default (set below): 5 s is short on a loaded machine.
 expect.set_options(timeout=90_000)

@@ -17,7 +17,7 @@ from advisors.stats import Trial
 from app.services import experimenting, stored_jobs
 from profilers.run.records import RunRecord, RunResult, RunStatus
 from profilers.store.runs import RunStore
-from reports.analysis import Analysis, analyse_run
+from advisors.analysis import Analysis, analyse
 
 JOB_WAIT_S = 300
 
@@ -37,7 +37,7 @@ def fake_runner(store: RunStore, experiment: str, source_spec: Any, slow_fix: bo
 
 
 def analysis_of(record: RunRecord) -> Analysis:
-    return analyse_run(Path(record.run_dir), record.label, record.kind)
+    return analyse(Path(record.run_dir), record.label)
 
 
 def rejected_apply(store: RunStore, source: RunRecord) -> str:

@@ -15,8 +15,9 @@ from collections import Counter
 import pytest
 from playwright.sync_api import expect
 
-from app.testing.flows import drawn
-from app.testing.harness import REPO, wait_for_app
+from advisors.experiments.results.stored_view import read_view
+from tests.browser.flows import drawn
+from tests.browser.harness import REPO, wait_for_app
 from profilers.run.records import RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
@@ -48,8 +49,8 @@ def test_a_rejected_apply_says_rejected(server, watch) -> None:
     store = RunStore(server.home)
     source = fake_run(store, label="apply source")
     exp = stored_results.rejected_apply(store, source)
-    view = experiments.view(store, exp)
-    assert view is not None and not view["kept"] and view["summary"]["speedup"] < 0.6  # the judge: 2× slower
+    x = read_view(experiments.view(store, exp)).record
+    assert x.outcome == "rejected" and x.speedup < 0.6  # the judge: 2× slower
     page = watch.page
     page.goto(f"{server.url}/advisor?run={source.run_id}")
     page.get_by_role("heading", name="Advisor").wait_for()
@@ -66,8 +67,8 @@ def test_a_ladder_that_stops_early_says_why(server, watch) -> None:
     store = RunStore(server.home)
     source = fake_run(store, label="ladder source")
     exp = stored_results.early_stopping_ladder(store, source, rounds=3)
-    view = experiments.view(store, exp)
-    assert view is not None and len({r["round"] for r in view["rows"] if r["kept"]}) < 3
+    lad = read_view(experiments.view(store, exp)).ladder
+    assert len({x.round for x in lad.rounds if x.outcome == "kept"}) < 3
     page = watch.page
     page.goto(f"{server.url}/advisor?run={source.run_id}")
     page.get_by_role("heading", name="Advisor").wait_for()
@@ -90,9 +91,9 @@ def test_a_ladder_that_stops_early_says_why(server, watch) -> None:
     for r in judged:
         before, after = (float(r[col[c]].replace(",", "")) for c in ("before samples/s", "after samples/s"))
         assert float(r[col["speed-up"]].rstrip("×")) == pytest.approx(after / before, abs=0.006), r
-    for row in view["rows"]:  # and in the stored JSON the page reads
-        if row["speed-up"] is not None:
-            assert row["speed-up"] == pytest.approx(row["after samples/s"] / row["before samples/s"], rel=1e-9)
+    for x in lad.rounds:  # and in the stored record the page reads
+        if x.speedup is not None:
+            assert x.speedup == pytest.approx(x.after_samples_per_s / x.before_samples_per_s, rel=1e-9)
     said.scroll_into_view_if_needed()
     watch.shot("ladder_stopped_early")
     assert not watch.page_errors

@@ -13,7 +13,7 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
-from app.testing.harness import REPO, dashboard, wait_for_app
+from tests.browser.harness import REPO, dashboard, wait_for_app
 from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run
 

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from playwright.sync_api import expect
 
-from app.testing.flows import chart_titled, drawn, open_events, time_tab, upload, wait_for_analysis
-from app.testing.harness import REPO, wait_for_app
+from tests.browser.flows import chart_titled, drawn, open_events, time_tab, upload, wait_for_analysis
+from tests.browser.harness import REPO, wait_for_app
 from tests.trace_factory import kernel, step, write
 
 PREFIX = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_bf16_128x128_32x3_nn_align8_" + "x" * 60

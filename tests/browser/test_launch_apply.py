@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from app.testing.harness import wait_for_app
+from tests.browser.harness import wait_for_app
 
 pytestmark = pytest.mark.slow
 

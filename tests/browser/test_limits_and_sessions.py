@@ -8,8 +8,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from app.testing.flows import upload, wait_for_analysis
-from app.testing.harness import dashboard
+from tests.browser.flows import upload, wait_for_analysis
+from tests.browser.harness import dashboard
 
 
 @pytest.fixture(scope="module")

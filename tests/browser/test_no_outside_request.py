@@ -10,7 +10,7 @@ import time
 from typing import Any
 from urllib.parse import urlparse
 
-from app.testing.flows import drawn, upload, wait_for_analysis
+from tests.browser.flows import drawn, upload, wait_for_analysis
 from tests.trace_factory import kernel, step, write
 
 #: Streamlit's own probe when a page is opened by its address (streamlit/streamlit#7074, open): the front end tries

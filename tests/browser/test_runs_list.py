@@ -7,8 +7,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from app.testing.flows import upload, wait_for_analysis
-from app.testing.harness import wait_for_app
+from tests.browser.flows import upload, wait_for_analysis
+from tests.browser.harness import wait_for_app
 from profilers.store import experiments
 from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run

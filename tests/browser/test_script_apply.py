@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from app.testing.harness import REPO, wait_for_app
+from tests.browser.harness import REPO, wait_for_app
 
 pytestmark = pytest.mark.slow
 

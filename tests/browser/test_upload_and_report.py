@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from app.testing.flows import download_report, open_offline, upload, wait_for_analysis
+from tests.browser.flows import download_report, open_offline, upload, wait_for_analysis
 from tests.reports.hostile import NAMES, hostile_trace
 
 DATA_TRACE = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
@@ -40,7 +40,7 @@ def _open_report(browser, path: Path, shot: str) -> tuple[int, list[str], list[s
         expected = page.locator("div.figure").count()
         page.wait_for_function(f"document.querySelectorAll('[data-rendered=true]').length === {expected}")
         rendered = page.locator("[data-rendered=true] .main-svg").count()
-        from app.testing.harness import ARTIFACTS
+        from tests.browser.harness import ARTIFACTS
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), full_page=True)
         return rendered, blocked, errors, dialogs, page.inner_text("body")

@@ -56,7 +56,7 @@ def test_a_report_is_what_brings_plotting_in(tmp_path: Path) -> None:
     done, modules = _analyze(str(_small_trace(tmp_path)), "--json", "--report", str(tmp_path / "r.html"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "r.html").is_file()
-    assert "jinja2" in modules and "reports.analysis" in modules
+    assert "jinja2" in modules and "reports.export" in modules
     assert "torch" not in modules
 
 
@@ -73,10 +73,12 @@ def test_the_top_level_help_still_lists_every_subcommand(capsys) -> None:
                                                         marks=pytest.mark.slow),
                                            pytest.param("communication/param_dlrm_8_ranks", "2",
                                                         marks=pytest.mark.slow)])
-def test_the_quick_command_prints_the_analysis_byte_for_byte(name: str, workers: str, shared_traces: Path) -> None:
+def test_the_quick_command_prints_the_analysis_byte_for_byte(name: str, workers: str, shared_traces: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """``analyze FILE`` reads on parse workers started before the analysis is imported, keeps pyarrow out and
     skips the interpreter's teardown (cli.head_start): its document is the in-process analysis's (this test
-    process has pyarrow), byte for byte."""
+    process has pyarrow), byte for byte. No summary cache: a folder's ``summaries_cached`` would differ."""
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
     trace = shared_traces / name
     done = subprocess.run([sys.executable, "-m", "advisors", "analyze", "--json", str(trace)], cwd=REPO,
                           capture_output=True, text=True, timeout=300,

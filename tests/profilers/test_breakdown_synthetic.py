@@ -69,7 +69,7 @@ def test_no_step_markers_is_one_step_and_said(tmp_path: Path):
     assert b.step_time_ms == pytest.approx(0.040) and b.category_ns()["forward"] == 30_000
 
 
-def test_multi_rank_steps_counted_once_and_straggler_named(tmp_path: Path):
+def test_multi_rank_steps_counted_once_and_the_busiest_rank_named(tmp_path: Path):
     folder = tmp_path / "ranks"
     folder.mkdir()
     for rank, work in ((0, 20), (1, 60), (2, 25)):
@@ -77,7 +77,8 @@ def test_multi_rank_steps_counted_once_and_straggler_named(tmp_path: Path):
         write(folder / f"rank{rank}.pt.trace.json", events, distributedInfo={"rank": rank, "world_size": 3})
     b = breakdown(load_trace(folder))
     assert b.ranks == (0, 1, 2) and b.n_steps == 1
-    assert b.straggler is not None and b.straggler.rank == 1
+    call = b.straggler_call  # one step of three ranks: no noise to judge rank 1's lead by, so it is not marked
+    assert call.rank == 1 and b.straggler is None and "can be measured: no rank is marked" in call.reason
     assert b.per_rank.set_index("rank")["exposed_comm_ms"].to_dict() == pytest.approx({0: 0.08, 1: 0.04, 2: 0.075})
 
 

@@ -112,6 +112,28 @@ def test_efficiency_phrase_reads_a_cpu_peak_in_gflops_never_a_raw_float() -> Non
     assert unknown.phrase() == "MFU unknown: 0.5 GFLOP/s achieved; no peak is known for this device"
 
 
+@pytest.mark.parametrize("tflops, said", [
+    (1000.0, "1,000 TFLOP/s"), (2250.0, "2,250 TFLOP/s"), (4500.0, "4,500 TFLOP/s"), (1307.4, "1,307 TFLOP/s"),
+    (989.4, "989 TFLOP/s"), (999.6, "1,000 TFLOP/s"), (100.0, "100 TFLOP/s"), (15.7, "15.7 TFLOP/s"), (1.0, "1 TFLOP/s"),
+    (0.5, "500 GFLOP/s"), (0.0234, "23.4 GFLOP/s"), (0.0000001234, "0.000123 GFLOP/s"), (0.0, "0 GFLOP/s"),
+])
+def test_a_flop_rate_keeps_its_zeros(tflops: float, said: str) -> None:
+    """Issue 41: "MFU 0.12% (2.79 of 225 TFLOP/s, B200, bf16 …)" where the JSON held 2250: the formatter stripped
+    an integer's zeros (2250 → "225", 1000 → "1"). A peak from 1,000 TFLOP/s up reads with a thousands separator."""
+    from profilers.efficiency.mfu import flops_rate
+
+    assert flops_rate(tflops) == said
+
+
+def test_the_b200_peak_reads_2250_on_every_surface() -> None:
+    from profilers.efficiency.mfu import Efficiency, from_json
+
+    b200 = Efficiency(2.79, 2250.0, "B200, bf16 (NVIDIA HGX B200 datasheet, dense)", 0.00124, "shapes")
+    said = "MFU 0.12% (2.79 of 2,250 TFLOP/s, B200, bf16 (NVIDIA HGX B200 datasheet, dense))"
+    assert b200.phrase() == said
+    assert from_json(b200.to_json()).phrase() == said  # the command line reads the JSON: the same words
+
+
 def _innermost_by_thread(ops):  # the per-thread loop _innermost replaced: the reference it must match
     import numpy as np
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from reports.analysis import analyse_path
+from advisors.analysis import analyse
 from reports.charts import label
 from reports.compare import compare, step_samples
 from reports.escape import markdown_code, markdown_text, script_json
@@ -54,8 +54,8 @@ def test_plotly_label_is_escaped_and_truncated() -> None:
 
 
 def test_compare_before_after_pair(shared_traces) -> None:
-    a = analyse_path(shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz")
-    b = analyse_path(shared_traces / "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz")
+    a = analyse(shared_traces / "data/kineto_resnet50_num_workers_0.pt.trace.json.gz")
+    b = analyse(shared_traces / "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz")
     c = compare(a, b)
     assert len(c.step_ms_a) == len(step_samples(a)) > 0
     assert c.speedup is not None and c.speedup > 1.1  # workers=4 is the faster run

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from reports.analysis import analyse_path
+from advisors.analysis import analyse
 from reports.compare import compare
 from reports.export import fmt_for, render, write_report
 from tests.reports.hostile import NAMES, hostile_trace
@@ -17,7 +17,7 @@ DATA = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
 
 @pytest.fixture(scope="module")
 def data_analysis(shared_traces):
-    return analyse_path(shared_traces / DATA)
+    return analyse(shared_traces / DATA)
 
 
 def test_html_is_self_contained(data_analysis, tmp_path) -> None:
@@ -40,7 +40,7 @@ def test_json_and_markdown(data_analysis, tmp_path) -> None:
 
 
 def test_comparison_section(shared_traces, data_analysis) -> None:
-    b = analyse_path(shared_traces / "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz")
+    b = analyse(shared_traces / "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz")
     html = render(data_analysis, "html", compare(data_analysis, b)).decode()
     assert "Comparison: A = " in html and 'id="fig-cmp_steps"' in html
     md = render(data_analysis, "md", compare(data_analysis, b)).decode()
@@ -56,7 +56,7 @@ def test_format_from_suffix() -> None:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     folder = hostile_trace(tmp_path_factory.mktemp("hostile") / "trace")
-    return analyse_path(folder, label=NAMES[1])
+    return analyse(folder, label=NAMES[1])
 
 
 def test_hostile_names_are_text_in_html(hostile) -> None:
@@ -83,7 +83,7 @@ def test_stored_run_exports_its_run_facts_and_telemetry(tmp_path) -> None:
     from tests.app.fake_runs import fake_run
 
     record = fake_run(RunStore(tmp_path / "runs"))
-    a = analyse_path(record.run_dir)
+    a = analyse(record.run_dir)
     assert a.kind == "run" and a.run is not None and not a.telemetry.empty
     html = render(a, "html").decode()
     assert 'id="fig-telemetry"' in html and 'id="fig-progress"' in html

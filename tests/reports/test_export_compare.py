@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.analysis import analyse_path
+from advisors.analysis import analyse
 from reports.compare import compare, regression_check
 from reports.export import render_comparison, write_comparison
 from tests.reports.hostile import NAMES, hostile_trace
@@ -19,7 +19,7 @@ SLOW = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
 
 @pytest.fixture(scope="module")
 def pair(shared_traces):
-    return analyse_path(shared_traces / FAST, label="workers=4"), analyse_path(shared_traces / SLOW, label="workers=0")
+    return analyse(shared_traces / FAST, label="workers=4"), analyse(shared_traces / SLOW, label="workers=0")
 
 
 def test_every_format(pair, tmp_path) -> None:
@@ -60,7 +60,7 @@ def _slower(folder: Path, to: Path) -> Path:
 
 def test_hostile_names_stay_text(tmp_path) -> None:
     folder = hostile_trace(tmp_path / "trace")
-    h, slow = analyse_path(folder, label=NAMES[1]), analyse_path(_slower(folder, tmp_path / "slow"), label=NAMES[0])
+    h, slow = analyse(folder, label=NAMES[1]), analyse(_slower(folder, tmp_path / "slow"), label=NAMES[0])
     c, tables = regression_check(h, slow), compare(h, slow)
     assert any(NAMES[0] in m.name for m in c.movers.operators)  # hostile names reach the tables
     html = render_comparison(c, tables, "html").decode()

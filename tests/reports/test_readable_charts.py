@@ -1,14 +1,13 @@
-"""Charts that read: no merged kernel bars, colours explained, evidence labelled, stragglers beyond noise only."""
+"""Charts that read: no merged kernel bars, colours explained, evidence labelled, the straggler marked in a colour of
+its own (which rank is marked: tests/profilers/test_straggler.py)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from reports import charts
 from reports.charts_time import telemetry as telemetry_chart
 from reports.evidence import NOT_RECORDED, evidence_label, evidence_value, format_evidence
-from reports.stragglers import straggler_call
 
 PREFIX = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_bf16_128x128_32x3_nn_align8>::run_" + "x" * 40
 
@@ -52,33 +51,6 @@ def test_evidence_reads_as_labelled_values() -> None:
                     "cuDNN benchmark": "no", "Loader mode": "workers", "Median wait": NOT_RECORDED}
     assert evidence_label("comm_overlap_fraction") == "Communication overlap fraction"
     assert evidence_value("comm_overlap_fraction", 0.25) == "25.0%"
-
-
-def _per_step(work_by_rank: dict[int, list[float]]) -> pd.DataFrame:
-    rows = [{"rank": r, "step": i, "step_ns": ms * 1e6, "communication": 0.0}
-            for r, series in work_by_rank.items() for i, ms in enumerate(series)]
-    return pd.DataFrame(rows)
-
-
-def test_a_lead_within_step_noise_is_not_a_straggler() -> None:
-    rng = np.random.default_rng(0)
-    noisy = {r: list(100 + rng.normal(0, 2.0, 20)) for r in range(4)}
-    noisy[2] = [v + 0.16 for v in noisy[2]]
-    call = straggler_call(_per_step(noisy))
-    assert not call.beyond_noise and "within the step-to-step noise" in call.reason
-
-
-def test_a_lead_beyond_step_noise_is_a_straggler() -> None:
-    rng = np.random.default_rng(1)
-    work = {r: list(100 + rng.normal(0, 0.5, 20)) for r in range(4)}
-    work[1] = [v + 10 for v in work[1]]
-    call = straggler_call(_per_step(work))
-    assert call.beyond_noise and call.rank == 1 and 9 < call.lead_ms < 11
-
-
-def test_one_step_cannot_name_a_straggler() -> None:
-    call = straggler_call(_per_step({0: [100.0], 1: [100.16]}))
-    assert call.rank == 1 and not call.beyond_noise and call.noise_ms is None
 
 
 def test_straggler_colour_is_no_category_colour_and_has_a_legend() -> None:

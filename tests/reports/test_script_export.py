@@ -11,9 +11,10 @@ import pytest
 from advisors.experiments.experiment import Policy, run_experiment
 from advisors.fixes import FIXES
 from advisors.experiments.optimize import optimize
+from advisors.experiments.results.recording import applied, ladder_record
 from advisors.experiments.script_strategy import ScriptStrategy
 from app.services import script_apply
-from reports.analysis import analyse_path
+from advisors.analysis import analyse
 from reports.export import render
 from reports.escape import markdown_text
 from tests.app.fake_runs import LOADER_LINE, fake_script_run, fake_script_runner
@@ -30,14 +31,16 @@ def script_run(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
     record, script = fake_script_run(RunStore(tmp_path / "runs"), folder, dataset=HOSTILE)
-    return record, script, analyse_path(record.run_dir)
+    return record, script, analyse(record.run_dir)
 
 
 def _experiment(record, script, acted: bool = True):
+    """An Apply as every surface reads it: its stored record (and the experiment it was built from)."""
     target = script_apply.target_of(record.run_dir, "cuda")
     strategy, fix = target.strategy(), FIXES["dataloader_workers"]
     run = fake_script_runner(record, script, acted=acted)()
-    return run_experiment(target.spec, fix, run, Policy(trials=2), apply=strategy.apply, proof=strategy.proof(fix))
+    e = run_experiment(target.spec, fix, run, Policy(trials=2), apply=strategy.apply, proof=strategy.proof(fix))
+    return e, applied(e, None, "no diagnosis", None)
 
 
 def _html_body(html: str) -> str:
@@ -46,10 +49,10 @@ def _html_body(html: str) -> str:
 
 def test_kept_script_fix_in_every_format(script_run) -> None:
     record, script, a = script_run
-    e = _experiment(record, script)
+    e, view = _experiment(record, script)
     assert e.kept
     where = f"{script}:{LOADER_LINE}"
-    html = render(a, "html", experiment=e).decode()
+    html = render(a, "html", experiment=view).decode()
     body = _html_body(html)
     assert f'Where: <code class="where">{where}</code>' in body
     assert '<pre class="change diff"><code>--- a/train.py' in body
@@ -58,13 +61,13 @@ def test_kept_script_fix_in_every_format(script_run) -> None:
     assert html.count("<script") == html.count('<script type="application/json"') + 2  # CSP: only the two inline
     assert "Injected at boot (your file was not written)" in body
 
-    md = render(a, "md", experiment=e).decode()
+    md = render(a, "md", experiment=view).decode()
     assert "```diff\n--- a/train.py\n+++ b/train.py" in md
     assert f"+loader = DataLoader({HOSTILE}, batch_size=16, shuffle=True, num_workers=" in md  # literal in the fence
     assert "Where: " + markdown_text(where) in md and "project/train.py" in md  # a path reads as written
 
-    doc = json.loads(render(a, "json", experiment=e))
-    assert doc["experiment"]["where"] == where and doc["experiment"]["verdict"] == "kept"
+    doc = json.loads(render(a, "json", experiment=view))
+    assert doc["experiment"]["where"] == where and doc["experiment"]["outcome"] == "kept"
     change = doc["experiment"]["change"]
     assert change["kind"] == "diff" and change["file"] == str(script) and change["line"] == LOADER_LINE
     assert f"-loader = DataLoader({HOSTILE}, batch_size=16, shuffle=True)" in change["text"]
@@ -72,13 +75,13 @@ def test_kept_script_fix_in_every_format(script_run) -> None:
 
 def test_not_applied_script_fix_is_reported_as_such(script_run) -> None:
     record, script, a = script_run
-    e = _experiment(record, script, acted=False)
-    html = _html_body(render(a, "html", experiment=e).decode())
+    e, view = _experiment(record, script, acted=False)
+    html = _html_body(render(a, "html", experiment=view).decode())
     assert "Outcome: not applied: the script built no DataLoader · 2 runs per arm" in html  # the page's word
     assert '<pre class="change' not in html  # no change to make: the fix never acted
-    md = render(a, "md", experiment=e).decode()
+    md = render(a, "md", experiment=view).decode()
     assert "**Outcome: not applied: the script built no DataLoader**" in md and "not a \"no gain\" verdict" in md
-    doc = json.loads(render(a, "json", experiment=e))
+    doc = json.loads(render(a, "json", experiment=view))
     assert doc["experiment"]["not_applied"] == "the script built no DataLoader" and doc["experiment"]["change"] is None
 
 
@@ -90,16 +93,17 @@ def test_ladder_on_a_script_in_every_format(script_run) -> None:
                       strategy=ScriptStrategy(target.spec, "cuda"))
     assert ladder.rungs[0].experiment.kept
     where = f"{script}:{LOADER_LINE}"
-    html = render(a, "html", ladder=ladder).decode()
+    rec = ladder_record(ladder, 2)
+    html = render(a, "html", ladder=rec).decode()
     body = _html_body(html)
     assert "<h2>Optimisation ladder</h2>" in body and f'at <code class="where">{where}</code></h3>' in body
     assert ESCAPED in body and RAW not in html and 'id="fig-ladder"' in html
     assert "Not injectable: change it yourself" in body and "Fewer host-device syncs" in body
-    md = render(a, "md", ladder=ladder).decode()
+    md = render(a, "md", ladder=rec).decode()
     assert "## Optimisation ladder" in md and "```diff\n--- a/train.py" in md
     assert "### Not injectable: change it yourself" in md
-    doc = json.loads(render(a, "json", ladder=ladder))
+    doc = json.loads(render(a, "json", ladder=rec))
     first = doc["ladder"]["rounds"][0]
     assert first["where"] == where and first["change"]["kind"] == "diff" and HOSTILE in first["change"]["text"]
-    assert [x["fix"] for x in doc["ladder"]["advice"]] == ["avoid_syncs"]
-    assert doc["ladder"]["command"] == ["python", "train.py"]
+    assert [x["fix_id"] for x in doc["ladder"]["advice"]] == ["avoid_syncs"]
+    assert doc["ladder"]["rounds"][0]["trials"][0]["role"] == "baseline"  # its trials, with their part

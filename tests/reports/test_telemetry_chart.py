@@ -6,7 +6,7 @@ import pandas as pd
 
 from profilers.store.files import steps_frame, telemetry_frame
 from reports.charts_time import telemetry as telemetry_chart
-from reports.telemetry import downsample_telemetry
+from profilers.frames.telemetry import downsample_telemetry
 
 MS = 1_000_000
 T0 = 1_700_000_000 * 10**9

@@ -33,7 +33,6 @@ SIDES = {
     "profilers/jobs/engines.py": ("cluster",),  # --engine ray
     "sample_runs": ("samples",),
     "app": ("dashboard",),
-    "app/testing": ("dashboard", "dev"),  # the browser harness (Playwright)
     "tests": ("dashboard", "dev"),
 }
 

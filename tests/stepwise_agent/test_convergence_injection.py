@@ -5,6 +5,7 @@ scripts that do not allow accumulation, and SGD → AdamW."""
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 import pytest
@@ -261,3 +262,30 @@ def test_the_snapshot_is_the_report_so_far(injected: Any) -> None:
     snap = inj.snapshot()
     assert snap["partial"] is True and snap["knobs"]["lr_scale"]["acted"]
     assert not snap["knobs"]["grad_accum"]["acted"]  # not decided yet: no step ran
+
+
+def test_a_scaled_rate_the_script_overwrites_every_step_is_not_applied(injected: Any) -> None:
+    """Issue 42: llm.c writes ``param_group['lr']`` from its own schedule every step; the injected × 4 was set
+    once, replaced at the first step, and reported "acted". It is refused, naming the script's line."""
+    inj = injected({"lr_scale": 4.0})
+    model = nn.Linear(6, 3)
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4)
+    x, y = _data(8).tensors
+    for step in range(3):
+        for group in opt.param_groups:
+            group["lr"] = 6e-4 * (step + 1) / 3  # the script's own warm-up schedule
+        written = sys._getframe().f_lineno - 1
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    knob = inj.finish()["knobs"]["lr_scale"]
+    assert not knob["acted"] and f"test_convergence_injection.py:{written}" in knob["why"], knob
+
+
+def test_a_scheduler_that_moves_the_scaled_rate_keeps_it_applied(injected: Any) -> None:
+    inj = injected({"lr_scale": 4.0})
+    model = nn.Linear(6, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    _rates_per_step(opt, model, 3, sched)
+    assert inj.finish()["knobs"]["lr_scale"]["acted"]

@@ -8,22 +8,27 @@ from advisors.facts import Facts
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
+from profilers.jobs.straggler import NOISE_FLOOR, NOISE_MULTIPLE
 
 
 class Straggler(Rule):
-    """Across ranks, one does more work per step (step minus its exposed communication) than the median; the
-    others wait for it inside their collectives. Each rank's exposed communication splits into *transfer* (the
-    least any rank spends, roughly the wire time) and *wait* (the rest: time spent waiting for peers).
+    """Across ranks, one does more work per step (step minus its exposed communication) than the median, beyond
+    the noise; the others wait for it inside their collectives. Whether a rank is a straggler is decided once, by
+    :mod:`profilers.jobs.straggler` (its lead beyond twice the noise, never under 5% of the step): this rule
+    fires exactly when that marks one, so the Job page, the Ranks tab and ``compare`` name the rank it names.
+    Each rank's exposed communication splits into *transfer* (the least any rank spends, roughly the wire time)
+    and *wait* (the rest: time spent waiting for peers).
 
-    Severity: the straggler's excess work as a share of the median step (``Straggler.excess_share`` of the
-    breakdown). Thresholds: ``min_excess_share`` (0.05); ``high_excess_share`` (0.25).
+    Severity: the straggler's excess work as a share of the median step (``Straggler.excess_share``). Threshold:
+    confidence ramps from the least lead that can be marked (``2 × NOISE_FLOOR``, 0.05) to ``high_excess_share``
+    (0.25).
 
     Fix: none to patch — balance the work (shard sizes, sequence-length bucketing, uneven embedding tables).
     """
 
     id, name, bottleneck = "COMM003", "straggler-rank", Bottleneck.COMMUNICATION
     cause = "collectives"
-    thresholds = {"min_excess_share": 0.05, "high_excess_share": 0.25}
+    thresholds = {"high_excess_share": 0.25}
     fix_id = None
     fires = (Example("rank 1 works 30% longer",
                      lambda: observation({"gpu_compute": 0.5}, ranks=(0, 1, 2), rank_step_ms=(100, 100, 100),
@@ -43,7 +48,7 @@ class Straggler(Rule):
         # (on a waiting rank, mostly the wait) stands for the traces' exposed communication
         summarised = len(f.summary_ranks) > f.n_ranks
         s = f.summary_straggler if summarised else f.b.straggler
-        if s is None or s.excess_share < self.t["min_excess_share"]:
+        if s is None:
             return None
         exposed = [r.comm_ms for r in f.summary_ranks] if summarised else f.b.per_rank["exposed_comm_ms"].tolist()
         transfer = float(min(exposed))
@@ -54,7 +59,7 @@ class Straggler(Rule):
                     "excess_share": s.excess_share, "median_wait_ms": wait, "transfer_ms": transfer}
         return self.finding(
             f, severity=min(s.excess_share, 1.0),
-            confidence=ramp(s.excess_share, self.t["min_excess_share"], self.t["high_excess_share"]),
+            confidence=ramp(s.excess_share, NOISE_MULTIPLE * NOISE_FLOOR, self.t["high_excess_share"]),
             message=f"Rank {s.rank} works {s.work_ms:.1f} ms per step against a median {s.median_work_ms:.1f} ms"
                     f"{across}; the others wait for it ({pct(s.excess_share)} of the step): balance the work "
                     "across ranks.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from advisors.facts import Facts
 from advisors.fit import mixed_precision_on, precision_fix, precision_phrase
 from profilers.efficiency.mfu import MFU_GOOD, MFU_PROBLEM
@@ -67,7 +69,7 @@ class SaturatedDevice(Rule):
                   "host_busy": 0.9, "min_telemetry_samples": 5, "max_low_precision": 0.1,
                   "min_fp32_matmul_share": 0.2, "min_optimizer_share": 0.15, "max_low_mfu": MFU_PROBLEM}
     fix_id = "torch_compile"
-    fires = (
+    fires: ClassVar[tuple[Example, ...]] = (
         Example("bf16 GEMM micro-benchmark: busy 98%, all GEMM",
                 lambda: observation({"gpu_compute": 0.98}, kernels={"matmul": 0.98}, low_precision=1.0),
                 fix="torch_compile", severity=0.98),
@@ -96,7 +98,7 @@ class SaturatedDevice(Rule):
                                     device="cpu", run=run_facts(telemetry=_host(98.0))),
                 fix="torch_compile", severity=0.75),
     )
-    passes = (
+    passes: ClassVar[tuple[Example, ...]] = (
         Example("busy but pointwise-dominated (bandwidth-bound: MEM004)",
                 lambda: observation({"gpu_compute": 0.9}, kernels={"elementwise": 0.7, "matmul": 0.2})),
         Example("GEMMs with the device half idle",
@@ -113,19 +115,26 @@ class SaturatedDevice(Rule):
     def check(self, f: Facts) -> Finding | None:
         work = f.device_work
         host = self._host_busy(f)
-        on_cpu = f.device == "cpu"
-        saturated = work >= self.t["min_cpu_busy" if on_cpu else "min_busy"] or (  # trace alone, or with telemetry
-            on_cpu and host is not None and host >= self.t["host_busy"] and work >= self.t["min_busy_with_host"])
-        if not saturated or bandwidth_bound(f, BandwidthBound.thresholds):
+        if not self.saturated(f) or bandwidth_bound(f, BandwidthBound.thresholds):
             return None
+        floor = self.t["min_cpu_busy" if f.device == "cpu" else "min_busy"]
+        return self.compute_finding(f, ramp(max(work, host or 0.0), floor, self.t["high_busy"]),
+                                    self._what(f, work, host))
+
+    def saturated(self, f: Facts) -> bool:
+        """The device busy at least its floor (a CPU: or its cores busy with the run's own processes)."""
+        work, host = f.device_work, self._host_busy(f)
+        return work >= self.t["min_cpu_busy" if f.device == "cpu" else "min_busy"] or (  # trace, or with telemetry
+            f.device == "cpu" and host is not None and host >= self.t["host_busy"] and work >= self.t["min_busy_with_host"])
+
+    def compute_finding(self, f: Facts, confidence: float, what: str) -> Finding:
+        """The finding for a step the device's work makes: the next lever that fits, its stake as severity."""
         fix, lever = self._lever(f)
         stake = (self._fp32_matmul(f) or 0.0) if fix in ("bf16_autocast", "fp16_autocast") else \
-            f.shares.get("optimizer", 0.0) if fix in ("fused_optimizer", "foreach_optimizer") else work
-        floor = self.t["min_cpu_busy" if on_cpu else "min_busy"]
-        return self.finding(
-            f, severity=stake, confidence=ramp(max(work, host or 0.0), floor, self.t["high_busy"]),
-            message=f"{self._what(f, work, host)}: the step is compute-bound; {lever}.",
-            evidence=self._evidence(f, work, host), fix_id=fix)
+            f.shares.get("optimizer", 0.0) if fix in ("fused_optimizer", "foreach_optimizer") else f.device_work
+        return self.finding(f, severity=stake, confidence=confidence,
+                            message=f"{what}: the step is compute-bound; {lever}.",
+                            evidence=self._evidence(f, f.device_work, self._host_busy(f)), fix_id=fix)
 
     def _host_busy(self, f: Facts) -> float | None:
         """Share of the cores the run could use that its own process tree kept busy during steady steps (the

@@ -21,7 +21,7 @@ class SnapshotPeak(Rule):
       ``full_stake`` (0.60) at ``full_share`` (0.98).
     - The total is unknown (snapshots do not record it): the rule stays silent. A peak alone never makes memory
       the binding bottleneck (the same 13 GiB fills a 16 GiB card and a sixth of an 80 GiB one); the analysis
-      states the peak and asks for the device's size (:func:`reports.analysis.snapshot_headline`).
+      states the peak and asks for the device's size (:func:`advisors.analysis.value.snapshot_headline`).
 
     Thresholds: ``near_share``, ``full_share``, ``near_stake``, ``full_stake``, ``oom_confidence`` (defaults
     above; override them like any rule's).

@@ -10,6 +10,7 @@ import pytest
 
 from advisors.experiments.to_quality import QualityRun, QualitySpec, to_quality
 from advisors.quality import candidates as cands
+from advisors.quality.script_candidates import templates
 from advisors.quality.arms import ArmTime, compare, olympic
 from advisors.quality.curve import Curve, ema, loss_curve_from_steps, smoothed, time_to_target
 from advisors.quality.early_stop import measure, stop_point
@@ -146,7 +147,7 @@ def test_plateau_stop_point_reads_the_recorded_clock() -> None:
 
 
 def test_the_script_candidates_are_templates_until_the_baseline_has_run() -> None:
-    script = cands.for_script()  # made concrete from the script's baseline run: advisors.quality.script_candidates
+    script = templates()  # made concrete from the script's baseline run: advisors.quality.script_candidates
     assert [(c.patch or {}).get("kind") for c in script] == ["batch", "grad_accum", "optimizer_swap", None, None]
     assert script[-1].id == "early_stopping" and script[-2].patch is None and "not in PyTorch" in script[-2].advice
     assert resolved(2).patch == {"optimizer_swap": "adamw"}  # SGD → AdamW at PyTorch's default rate

@@ -15,6 +15,7 @@ from advisors.experiments.to_quality import QualityRun, QualitySpec, to_quality
 from advisors.experiments.to_quality_goodput import planner
 from advisors.experiments.to_quality_report import quality_json, quality_table
 from advisors.quality import candidates as cands
+from advisors.quality.script_candidates import templates
 from advisors.quality.curve import loss_curve_from_steps
 from advisors.quality.goodput import efficiency, plan, predict, steps_ratio
 from advisors.quality.noise_scale import estimate
@@ -72,7 +73,7 @@ def test_estimate_reads_b_simple_in_samples_with_its_cost() -> None:
 
 
 def test_far_below_the_critical_batch_chooses_batch_scaling_and_it_is_kept(tmp_path: Path) -> None:
-    ladder = to_quality(BASE, cands.for_script()[:1], fake_runner(tmp_path, 5000.0), Budget(steps=400),
+    ladder = to_quality(BASE, templates()[:1], fake_runner(tmp_path, 5000.0), Budget(steps=400),
                         seeds=3, apply=patch_workload, planner=planner(recorded_probe), resolve=resolve_from_runs)
     assert ladder.plan is not None and ladder.plan.plan is not None
     assert ladder.plan.noise is not None and ladder.plan.noise.b_simple == pytest.approx(5000.0)
@@ -94,7 +95,7 @@ def test_far_below_the_critical_batch_chooses_batch_scaling_and_it_is_kept(tmp_p
 
 
 def test_far_above_the_critical_batch_gets_no_batch_candidate_with_the_reason(tmp_path: Path) -> None:
-    ladder = to_quality(BASE, [*cands.for_script()[:1], cands.early_stopping()],
+    ladder = to_quality(BASE, [*templates()[:1], cands.early_stopping()],
                         fake_runner(tmp_path, 4.0), Budget(steps=200), seeds=3, apply=patch_workload,
                         planner=planner(recorded_probe), resolve=resolve_from_runs)
     assert ladder.plan is not None and ladder.plan.plan is not None and ladder.plan.plan.chosen == ()

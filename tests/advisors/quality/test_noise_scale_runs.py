@@ -13,6 +13,7 @@ from advisors.experiments.to_quality import QualitySpec, store_curve_runner, to_
 from advisors.experiments.to_quality_goodput import planner, store_probe
 from advisors.experiments.to_quality_report import quality_json
 from advisors.quality import candidates as cands
+from advisors.quality.script_candidates import templates
 from advisors.quality.target import Budget
 from cli.optimize_quality import script_applied, script_resolve
 from profilers.run.script_spec import ScriptSpec
@@ -32,7 +33,7 @@ def test_far_below_the_critical_batch_a_batch_candidate_is_chosen_and_kept(tmp_p
     store = RunStore(tmp_path)
     spec = ScriptSpec(command=(sys.executable, str(SCRIPT)), cwd=str(SCRIPT.parent))
     budget = Budget(steps=3000)  # the target (80 % of it) on the falling part of the curve, whatever the clock
-    ladder = to_quality(spec, cands.for_script()[:1], store_curve_runner(store, budget, METRIC), budget, 3,
+    ladder = to_quality(spec, templates()[:1], store_curve_runner(store, budget, METRIC), budget, 3,
                         metric=METRIC, apply=inject, resolve=script_resolve, applied=script_applied,
                         planner=planner(store_probe(store)))
     plan = ladder.plan
@@ -52,7 +53,7 @@ def test_far_above_the_critical_batch_no_batch_candidate_with_the_reason(tmp_pat
     spec = ScriptSpec(command=(sys.executable, str(SCRIPT), "--batch-size", "512", "--noise", "0", "--steps", "400"),
                       cwd=str(SCRIPT.parent))
     budget = Budget(seconds=4.0)
-    ladder = to_quality(spec, cands.for_script()[:1], store_curve_runner(store, budget), budget, 1, apply=inject,
+    ladder = to_quality(spec, templates()[:1], store_curve_runner(store, budget), budget, 1, apply=inject,
                         resolve=script_resolve, applied=script_applied, planner=planner(store_probe(store)))
     plan = ladder.plan
     assert plan is not None and plan.plan is not None and plan.noise is not None

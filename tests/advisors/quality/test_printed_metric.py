@@ -11,6 +11,7 @@ import pytest
 
 from advisors.experiments.to_quality import QualityRun, QualitySpec, curve_of, to_quality
 from advisors.quality import candidates as cands
+from advisors.quality.script_candidates import templates
 from advisors.quality.curve import compile_metric, printed_curve
 from advisors.quality.target import Budget, Target
 from profilers.run.script_spec import ScriptSpec
@@ -70,7 +71,7 @@ def test_to_quality_on_a_script_judges_early_stopping_on_the_printed_accuracy() 
         lines = [(0.1 * i, f"eval val_acc={min(0.9, 0.5 + 0.02 * i) + 0.001 * s.seed:.3f}") for i in range(1, 101)]
         return QualityRun("ok", printed_curve(lines, METRIC, end_s=10.0))
 
-    ladder = to_quality(spec, cands.for_script(), run, Budget(steps=200), seeds=3, goal="max", metric=METRIC)
+    ladder = to_quality(spec, templates(), run, Budget(steps=200), seeds=3, goal="max", metric=METRIC)
     assert ladder.target.source == "printed metric" and ladder.target.metric == METRIC
     assert ladder.target.goal == "max" and ladder.target.value == pytest.approx(0.901)
     [es_round] = ladder.rounds

@@ -11,7 +11,7 @@ import cli.optimize_quality as oq
 from advisors.experiments.to_quality import QualityRun, to_quality
 from advisors.experiments.to_quality_report import quality_json, quality_table
 from advisors.quality import script_candidates as sc
-from advisors.quality.candidates import for_script
+from advisors.quality.script_candidates import templates
 from advisors.quality.curve import Curve
 from advisors.quality.target import Budget
 from profilers.run.script_spec import ScriptSpec
@@ -41,7 +41,7 @@ def baseline(tmp_path: Path, **kw: Any) -> sc.Baseline | None:
 
 
 def by_kind(base: sc.Baseline | None, k: int = 4) -> dict[str, Any]:
-    return {str((c.patch or {}).get("kind")): sc.resolve(c, base) for c in for_script(k)}
+    return {str((c.patch or {}).get("kind")): sc.resolve(c, base) for c in templates(k)}
 
 
 def test_sgd_gets_the_linear_rule_at_the_users_lines(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_what_cannot_be_injected_is_advice_with_the_reason(tmp_path: Path) -> No
 
 
 def test_not_applied_reads_every_knob_of_the_candidate() -> None:
-    cand = for_script()[0]
+    cand = templates()[0]
     concrete = sc.resolve(cand, sc.Baseline({"type": "SGD", "lr": 0.1, "file": TRAIN, "line": 11}, {"batch_size": 8,
                                             "file": TRAIN, "line": 9}, None, None, 100))
     ok = {"batch_scale": {"acted": True}, "lr_scale": {"acted": True}}
@@ -134,7 +134,7 @@ def script_runner(tmp_path: Path) -> Any:
 def test_injected_changes_are_judged_and_a_refused_one_is_not_applied(tmp_path: Path) -> None:
     spec = ScriptSpec(command=("python", "train.py"), cwd=str(tmp_path))
     run = script_runner(tmp_path)
-    ladder = to_quality(spec, for_script(), run, Budget(steps=200), seeds=3, target_value=0.5,
+    ladder = to_quality(spec, templates(), run, Budget(steps=200), seeds=3, target_value=0.5,
                         apply=lambda s, c: s.patch(inject=dict(c.patch)), resolve=oq.script_resolve,
                         applied=oq.script_applied)
     rounds = {r.candidate.id: r for r in ladder.rounds}

@@ -11,6 +11,7 @@ import pytest
 
 from advisors.experiments.to_quality import arm_spec, store_curve_runner, to_quality
 from advisors.quality import candidates as cands
+from advisors.quality.script_candidates import templates
 from advisors.quality.target import Budget, Target
 from cli.workloads import workload_spec
 from profilers.run.script_spec import MAX_STEPS, ScriptSpec
@@ -41,7 +42,7 @@ def test_to_quality_on_a_workload_writes_the_round(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     spec = workload_spec(store.root, "digits", measure_steps=MAX_STEPS, seeded=True)
     budget = Budget(steps=40)
-    ladder = to_quality(spec, [cands.for_script(k=2)[0], cands.early_stopping()], store_curve_runner(store, budget),
+    ladder = to_quality(spec, [templates(k=2)[0], cands.early_stopping()], store_curve_runner(store, budget),
                         budget, seeds=1, apply=applied_injection, resolve=resolve_from_runs)
     assert ladder.target.source == "baseline curve" and len(ladder.baseline[0].curve) == 40
     batch = ladder.rounds[0]

@@ -29,10 +29,19 @@ def outcome(kept: bool, reason: str | None, not_applied: str | None = None, spee
     if reason.startswith(INCONCLUSIVE_PREFIX):
         return times(reason)
     if reason.startswith(FAILED_PREFIX):
-        return f"failed: {reason[len(FAILED_PREFIX):]}"
+        return f"failed: {_ended(reason[len(FAILED_PREFIX):])}"
     if speedup is not None and speedup < 1 and reason.startswith(NO_GAIN_PREFIX) and _clearly_below_one(reason):
         return times("rejected: slower, " + re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):]))
     return times(f"rejected: {reason or 'no reason stored'}")
+
+
+def _ended(how: str) -> str:
+    """``failed: RecursionError: …`` → ``RecursionError: …``; ``out_of_memory: …`` → ``out of memory: …``: the
+    outcome word says "failed" once."""
+    status, sep, error = how.partition(": ")
+    if status == "failed":
+        return error or "the run failed"
+    return f"{status.replace('_', ' ')}{sep}{error}"
 
 
 def times(text: str) -> str:

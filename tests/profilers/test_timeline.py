@@ -7,7 +7,7 @@ import pytest
 
 from profilers.trace.breakdown import CATEGORIES, breakdown
 from profilers.trace.load import load_trace
-from reports.timeline import category_timeline, memory_series, step_spans
+from profilers.frames.timeline import category_timeline, memory_series, step_spans
 from tests.trace_factory import kernel, memory, step, write, x
 
 

@@ -1,0 +1,3 @@
+"""What an experiment found, decided once: its record (:mod:`.record`, built by :mod:`.recording`), the outcome
+words (:mod:`.words`), the charts' inputs (:mod:`.evidence`), the stored view every page reads
+(:mod:`.stored_view`) and the ``optimize --json``/text rendering of a ladder (:mod:`.ladder_report`)."""

@@ -1,1 +1,0 @@
-"""The dashboard driven from outside: a Streamlit server on a free port and headless Chromium (``harness``), and the user journeys the browser tests and ``benchmarks/dashboard.py`` share (``flows``)."""
