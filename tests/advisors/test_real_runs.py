@@ -106,7 +106,7 @@ def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_
     where the measurement itself shows what no bound read from the baseline can see (a cached dataset whose
     patched step is shorter than the baseline's step without its batch drawing), the ladder says so."""
     from advisors.experiments.experiment import Policy
-    from advisors.experiments.results.ladder_report import bound_why
+    from advisors.experiments.results.recording import bound_record
     from advisors.experiments.optimize import optimize
 
     store = RunStore(tmp_path / "runs")
@@ -117,4 +117,5 @@ def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_
     for r in judged:
         ratio = r.experiment.ratio
         assert ratio is not None
-        assert ratio.low <= r.upper_bound or bound_why(r) is not None, (r.experiment.fix.id, ratio, r.upper_bound)
+        why = (b := bound_record(r.bound, "baseline", None, r.experiment)) and b.exceeded_why
+        assert ratio.low <= r.upper_bound or why is not None, (r.experiment.fix.id, ratio, r.upper_bound)

@@ -225,8 +225,8 @@ def test_two_ranks_under_torchrun_with_no_sync_and_bf16_compression(tmp_path: Pa
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["status"] == "ok" and result["world_size"] == 2 and result["backend"] == "gloo"
     assert len(result["rank_step_time_ms"]) == 2 and result["slowest_rank"] in (0, 1)
-    assert result["samples_per_s"] == pytest.approx(2 * 16 / (result["step_time_ms"] / 1000))
     steps = read_jsonl(tmp_path / "steps.jsonl")
+    assert result["samples_per_s"] > 0  # its formula: tests/stepwise_agent/test_steady.py
     for rank in (0, 1):
         assert [s["step"] for s in steps if s["rank"] == rank] == list(range(8))
         assert profiler_steps(trace_of(tmp_path, rank))
