@@ -81,7 +81,7 @@ def test_lightning_precision_at_the_trainer_and_workers_at_the_users_dataloader(
                     "dataloader_workers")
     bf16, workers = rounds["bf16_autocast"], rounds["dataloader_workers"]
     assert bf16["where"] == f"{SCRIPTS / script}:{_line(script, 'trainer = L.Trainer(')}"
-    assert "precision='bf16-mixed'" in bf16["change"]["text"]
+    assert 'precision="bf16-mixed"' in bf16["change"]["text"]  # the file's own quotes
     assert any("framework's own switch" in e for e in bf16["applied"]["knobs"]["autocast"]["evidence"])
     assert workers["where"] == f"{SCRIPTS / script}:{_line(script, 'return DataLoader(')}"  # in train_dataloader()
     assert "+        return DataLoader(data, batch_size=64, shuffle=True, num_workers=" in workers["change"]["text"]
@@ -96,7 +96,7 @@ def test_fabric_precision_at_the_fabric_call(tmp_path: Path) -> None:
     evidence = bf16["applied"]["knobs"]["autocast"]["evidence"]
     assert any("Fabric(precision='bf16-mixed') set at fabric_train.py" in e for e in evidence), evidence
     assert any("framework's own switch" in e for e in evidence)
-    assert "precision='bf16-mixed'" in bf16["change"]["text"] and "fabric_train.py" in bf16["change"]["text"]
+    assert 'precision="bf16-mixed"' in bf16["change"]["text"] and "fabric_train.py" in bf16["change"]["text"]
 
 
 def test_plain_script_in_the_users_interpreter(tmp_path: Path) -> None:
