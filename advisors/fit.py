@@ -1,20 +1,17 @@
-"""Does a fix fit the run? Advice never repeats what the run already does.
+"""Does a fix fit the run? What the run already does and what its machine leaves room for.
 
-``already_done(fix_id, facts)`` reads what the fix is *about* (not every field of its patch: a run with
-``num_workers=2`` already loads in worker processes, whatever its ``prefetch_factor``) from the stored run's
-spec when there is one, and from the trace otherwise: a multi-process DataLoader iterator, compiled regions or
-Triton kernels, GEMMs already in bf16/fp16/fp8, pinned copies, a fused or foreach optimizer step.
-``first_fitting`` picks the first of a rule's levers that the run does not already pull. ``loader_numbers``
-gives DataLoader advice the run's own figures (its cores, its current workers) instead of a hard-coded count.
+The predicates the fixes' ``done`` tests are made of (:mod:`advisors.fixes`: a run with ``num_workers=2`` already
+loads in worker processes, whatever its ``prefetch_factor``), read from the stored run's spec when there is one and
+from the trace otherwise (a multi-process DataLoader iterator, GEMMs already in bf16/fp16/fp8); which precision fix
+the device can take; and the intra-op threads that fit the cores other programs left free.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from typing import Callable
 
 from advisors.facts import Facts
-from advisors.fixes import worker_count
 from profilers.run.run_config import RunConfig
 
 #: GEMM/matmul time already in reduced precision above which mixed precision counts as on.
@@ -74,66 +71,22 @@ def workers_on(f: Facts) -> bool:
     return (f.spec is not None and (f.spec.num_workers or 0) > 0) or f.loader_mode == "multi_process"
 
 
-def _spec(test: Callable[[RunConfig], bool]) -> Callable[[Facts], bool]:
+def spec_says(test: Callable[[RunConfig], bool]) -> Callable[[Facts], bool]:
+    """"The run already does it", read from its stored spec (never true without one)."""
     return lambda f: f.spec is not None and test(f.spec)
 
 
-#: fix id -> "the run already does this", from the spec and/or the trace.
-_DONE: dict[str, Callable[[Facts], bool]] = {
-    "dataloader_workers": workers_on,
-    "prefetch_pinned": _spec(lambda s: (s.num_workers or 0) > 0 and s.persistent_workers and s.pin_memory
-                             and (s.prefetch_factor or 2) >= 4),
-    "cache_decoded": _spec(lambda s: s.cache_decoded),
-    "pin_memory": lambda f: (f.spec is not None and f.spec.pin_memory)
-    or (f.spec is None and f.pinned_copy > 0 and f.pageable_copy == 0),
-    "bf16_autocast": mixed_precision_on,
-    "fp16_autocast": mixed_precision_on,
-    "tf32": lambda f: (f.spec is not None and (f.spec.tf32 or f.spec.precision != "fp32"))
-    or (f.efficiency is not None and f.efficiency.dtype == "tf32"),  # the trace's matmul kernels are TF32 ones
-    "torch_compile": lambda f: f.compiled,
-    "channels_last": _spec(lambda s: s.channels_last),
-    "fused_optimizer": lambda f: (f.spec is not None and f.spec.optimizer_impl == "fused")
-    or f.optimizer_impl == "fused",
-    "foreach_optimizer": lambda f: (f.spec is not None and f.spec.optimizer_impl in ("foreach", "fused"))
-    or f.optimizer_impl in ("foreach", "fused"),
-    "cudnn_benchmark": _spec(lambda s: s.cudnn_benchmark),
-    "ddp_no_sync": _spec(lambda s: s.ddp_no_sync),
-    "grad_compression": _spec(lambda s: s.grad_compression != "none"),
-    "cuda_graphs": _spec(lambda s: s.cuda_graphs),
-    "activation_checkpointing": _spec(lambda s: s.activation_checkpointing),
-}
+#: other programs' use of the cores below this is background (the sampler, a shell), not contention
+OTHERS_MIN_CORES = 0.25
 
 
-def already_done(fix_id: str | None, f: Facts) -> bool:
-    """True when the run already does what ``fix_id`` is about (``None`` and relative fixes never are)."""
-    test = _DONE.get(fix_id or "")
-    return bool(test and test(f))
+def free_cores(usable: float, other_cores: float | None) -> float:
+    """The cores the run can have: its usable cores less what other programs took (their use under
+    ``OTHERS_MIN_CORES`` is background, not taken)."""
+    others = other_cores if other_cores is not None and other_cores >= OTHERS_MIN_CORES else 0.0
+    return max(usable - others, 0.0)
 
 
-def first_fitting(f: Facts, *fix_ids: str) -> str | None:
-    """The first of ``fix_ids`` the run does not already do, or ``None`` when it does them all."""
-    return next((x for x in fix_ids if not already_done(x, f)), None)
-
-
-@dataclass(frozen=True)
-class LoaderNumbers:
-    """The run's own DataLoader figures: host cores (telemetry), workers now (spec), workers to use."""
-
-    cores: int | None
-    current: int | None
-    suggested: int
-
-    def phrase(self) -> str:
-        """``num_workers=N`` with where N comes from, e.g. "num_workers=2 (2 cores; now 0)"."""
-        where = [f"{self.cores} cores" if self.cores else "one per core, 2 to 8"]
-        if self.current is not None:
-            where.append(f"now {self.current}")
-        return f"num_workers={self.suggested} ({'; '.join(where)})" if self.cores else \
-            f"num_workers=min(max(os.cpu_count(), 2), 8) ({'; '.join(where)})"
-
-
-def loader_numbers(f: Facts) -> LoaderNumbers:
-    cores = f.telemetry.cpu_count if f.telemetry is not None else None
-    current = f.spec.num_workers if f.spec is not None and f.spec.num_workers is not None else \
-        (0 if f.loader_mode == "single_process" else None)
-    return LoaderNumbers(cores, current, worker_count(cores, current or 0))
+def threads_for(usable: float, other_cores: float | None, processes: int) -> int:
+    """Intra-op threads per training process that fit the free cores (at least one)."""
+    return max(1, math.floor(free_cores(usable, other_cores) / max(processes, 1) + 1e-9))

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from advisors.fixes.base import Times
 from advisors.experiments.config_text import json_with, key_line, yaml_data, yaml_line, yaml_scalar, yaml_with
 from advisors.script_reach import lightning_reaches, reaches
 from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_PRECISION
@@ -59,7 +60,7 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
     "num_workers": (("workers", "num_workers", "n_workers", "dataloader_workers", "loader_workers", "j"),
                     "dataloader"),
     "compile": (("compile", "torch_compile", "use_compile"), "compile"),
-    # the loop's own knobs, which no injection can turn (advisors.experiments.script_fixes.OWN_FLAGS)
+    # the loop's own knobs, which no injection can turn (a fix's ``own_flag``: advisors.fixes)
     "grad_accum_steps": (("grad_accum_steps", "gradient_accumulation_steps", "accumulation_steps", "accum_steps",
                           "grad_accum", "accum_iter", "accumulate_grad_batches"), "accumulate"),
     "activation_checkpointing": (("activation_checkpointing", "checkpointing", "grad_checkpointing",
@@ -84,13 +85,6 @@ CONVENTIONS = {
 }
 CONFIG_DIR = Path(tempfile.gettempdir()) / "stepwise-configs"
 BOOL_WORDS = ("true", "false", "yes", "no", "1", "0", "t", "f", "y", "n")
-
-
-@dataclass(frozen=True)
-class Times:
-    """A knob's value relative to the script's own: ``factor`` × the value its flag holds in this run."""
-
-    factor: int
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from advisors.experiments.experiment import ProofFn
-from advisors.fixes import FIXES, applies
+from advisors.fixes import FIXES, applies, spec_of
+from advisors.fixes.context import ScriptContext
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import run_facts
 from advisors.experiments.optimize import proposed
-from advisors.experiments.script_fixes import (OWN_FLAGS, ScriptContext, not_injectable, script_knob,
-                                               script_patched, where_for, why_not_applied)
+from advisors.experiments.script_fixes import not_injectable, script_knob, script_patched, where_for, why_not_applied
 from advisors.experiments.script_knobs import KnobChange
 from advisors.experiments.trials import RunOutcome
 from profilers.errors import SpecError
@@ -41,7 +41,7 @@ class ScriptStrategy:
         unknown = [f for f in forced if f not in FIXES]
         if unknown:
             raise SpecError(f"unknown fix {unknown[0]!r}; known: {', '.join(FIXES)}")
-        blocked = [f for f in forced if not_injectable(FIXES[f]) and f not in OWN_FLAGS]
+        blocked = [f for f in forced if not_injectable(FIXES[f]) and spec_of(f).own_flag is None]
         if blocked:
             raise SpecError(f"{blocked[0]} is not injectable: {not_injectable(FIXES[blocked[0]])}")
         self.forced = tuple(forced)

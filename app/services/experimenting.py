@@ -30,8 +30,8 @@ def candidate_fixes(a: Analysis) -> list[Fix]:
     """Fixes worth an experiment for this run, the binding finding's first: those that can act on its device and
     ranks and that the launcher injects at boot (the script's own flags are learnt from its first trial)."""
     from advisors.experiments.optimize import proposed
-    from advisors.experiments.script_fixes import CONV_ONLY, INJECTIONS, ScriptContext
-    from advisors.fixes import FIXES, applies
+    from advisors.fixes import applies, spec_of
+    from advisors.fixes.context import ScriptContext
 
     if a.diagnosis is None or a.run is None or a.run.spec is None:
         return []
@@ -40,20 +40,20 @@ def candidate_fixes(a: Analysis) -> list[Fix]:
                         loader={"num_workers": workers} if workers is not None else {})
     out = []
     for fix_id in proposed(a.diagnosis):
-        fix = FIXES[fix_id]
-        injection = INJECTIONS.get(fix_id)
-        if injection is None or applies(fix, ctx.device, ctx.world_size) or not injection.knobs(ctx):
+        spec = spec_of(fix_id)
+        injection = spec.injection
+        if injection is None or applies(spec.fix, ctx.device, ctx.world_size) or not injection.knobs(ctx):
             continue
-        if fix_id in CONV_ONLY and a.breakdown is not None and not getattr(a.breakdown, "has_conv", True):
+        if spec.conv_only and a.breakdown is not None and not getattr(a.breakdown, "has_conv", True):
             continue
-        out.append(fix)
+        out.append(spec.fix)
     return out
 
 
 def target(store: RunStore, source: RunRecord, a: Analysis) -> script_apply.ScriptTarget:
     """The stored workload run as a script to apply fixes to: its ``spec.json`` as the workload's command line."""
-    from advisors.experiments.script_fixes import ScriptContext
     from advisors.experiments.script_strategy import context_of
+    from advisors.fixes.context import ScriptContext
     from cli.workloads import settings_of, workload_spec
 
     data = store.read_spec(source.run_id)

@@ -19,7 +19,7 @@ from advisors.experiments.experiment import Experiment
 from advisors.experiments.optimize import Ladder
 from advisors.experiments.trials import Spec
 from advisors.verdict import Diagnosis, Fix
-from advisors.experiments.script_fixes import ScriptContext
+from advisors.fixes.context import ScriptContext
 from advisors.experiments.script_strategy import ScriptStrategy, context_of
 from app.services import stored_jobs
 from app.services.jobs import BackgroundJob
@@ -155,11 +155,13 @@ __all__ = ["Offer", "ScriptTarget", "describe", "offer", "script_spec", "start_e
 
 def injected_knobs(target: ScriptTarget, fix: Fix) -> tuple[dict[str, object], str | None]:
     """What Apply will inject for ``fix`` on this run, and why a worker count differs from the verdict's: the
-    verdict quotes one worker per core (``advisors.fit.loader_numbers``); Apply picks from the run's measured
-    numbers (``script_fixes.worker_count``: twice the cores when they sat idle while the loader waited)."""
-    from advisors.experiments.script_fixes import IDLE_HOST, INJECTIONS
+    verdict quotes one worker per core (``advisors.fixes.loader_numbers``); Apply picks from the run's measured
+    numbers (``advisors.fixes.data.workers.next_worker_count``: twice the cores when they sat idle while the
+    loader waited)."""
+    from advisors.fixes import spec_of
+    from advisors.fixes.data.workers import IDLE_HOST
 
-    injection = INJECTIONS.get(fix.id)
+    injection = spec_of(fix.id).injection
     knobs = (injection.knobs(target.ctx) or {}) if injection is not None else {}
     n, ctx = knobs.get("num_workers"), target.ctx
     why = None

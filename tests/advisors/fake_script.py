@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisors.experiments.script_fixes import INJECTIONS, OWN_FLAGS, ScriptContext
-from advisors.experiments.script_knobs import Times
+from advisors.fixes import spec_of
+from advisors.fixes.base import Times
+from advisors.fixes.context import ScriptContext
 from advisors.verdict import Fix
 from profilers.run.script_spec import ScriptSpec
 
@@ -21,9 +22,11 @@ def knob(spec: ScriptSpec, name: str, default: Any = None) -> Any:
 
 def apply(spec: ScriptSpec, fix: Fix) -> ScriptSpec:
     """``fix`` applied as a :class:`ScriptStrategy` would: injected, or (a loop fix) the script's own flag set."""
-    if fix.id in INJECTIONS:
-        knobs = INJECTIONS[fix.id].knobs(ScriptContext(cores=4, loader={"num_workers": knob(spec, "num_workers", 0)}))
+    reg = spec_of(fix.id)
+    if reg.injection is not None:
+        knobs = reg.injection.knobs(ScriptContext(cores=4, loader={"num_workers": knob(spec, "num_workers", 0)}))
         return spec.patch(inject=knobs or {})
-    own = OWN_FLAGS[fix.id].knobs(ScriptContext()) or {}
+    assert reg.own_flag is not None, f"{fix.id} is neither injected nor a flag of the script's own"
+    own = reg.own_flag.knobs(ScriptContext()) or {}
     return spec.patch(observe={k: v.factor * knob(spec, k, OWN.get(k, 1)) if isinstance(v, Times) else v
                                for k, v in own.items()})

@@ -12,7 +12,7 @@ import pytest
 
 from cli.advisors import main
 from advisors.facts import Facts, derive
-from advisors.fit import already_done, first_fitting, loader_numbers
+from advisors.fixes import already_done, first_fitting, loader_numbers
 from advisors.fixes import FIXES
 from advisors.observation import observe
 from dataclasses import replace

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from advisors.fit import already_done
+from advisors.fixes import already_done
 from cli.advisors import main
 
 H100 = Path(__file__).resolve().parents[1] / "fixtures" / "h100"

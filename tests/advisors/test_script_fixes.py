@@ -1,5 +1,4 @@
-"""The script side of the fix catalog: every fix is injectable or says why not; worker counts come from the
-run's own numbers; a kept fix renders as a diff of the user's file at the recorded call."""
+"""A kept script fix renders as a diff of the user's file at the recorded call."""
 
 from __future__ import annotations
 
@@ -7,26 +6,6 @@ from pathlib import Path
 
 from advisors.fixes import FIXES
 from advisors.experiments.script_diff import render
-from advisors.experiments.script_fixes import INJECTIONS, NOT_INJECTABLE, ScriptContext, not_injectable, worker_count
-
-
-def test_every_catalog_fix_is_injectable_or_says_why_not() -> None:
-    for fix in FIXES.values():
-        assert (fix.id in INJECTIONS) != (fix.id in NOT_INJECTABLE), fix.id
-        assert not_injectable(fix) is None or "loop" in not_injectable(fix) or len(not_injectable(fix) or "") > 10
-    assert set(INJECTIONS) <= set(FIXES) and set(NOT_INJECTABLE) <= set(FIXES)
-
-
-def test_worker_count_follows_the_runs_numbers() -> None:
-    idle = ScriptContext(cores=2, host_busy=0.3, loader={"num_workers": 0})
-    assert worker_count(idle) == 4  # latency-bound loading: more workers than cores
-    assert worker_count(ScriptContext(cores=2, host_busy=None, loader={"num_workers": 0})) == 2
-    assert worker_count(ScriptContext(cores=2, host_busy=0.5, loader={"num_workers": 4})) == 8  # climb, measured
-    assert worker_count(ScriptContext(cores=2, host_busy=0.5, loader={"num_workers": 8})) is None  # 4 per core
-    saturated = ScriptContext(cores=2, host_busy=0.95, loader={"num_workers": 2})
-    assert worker_count(saturated) is None  # more workers cannot help: caching is tried instead
-    assert worker_count(ScriptContext(cores=2, host_busy=0.95, loader={"num_workers": 6})) == 2  # fewer
-    assert INJECTIONS["dataloader_workers"].knobs(saturated) is None
 
 
 SCRIPT = '''import torch

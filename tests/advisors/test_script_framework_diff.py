@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisors.experiments.script_diff import render, switch_for
-from advisors.experiments.script_fixes import ScriptContext, where_for
+from advisors.experiments.script_fixes import where_for
+from advisors.fixes.context import ScriptContext
 from advisors.fixes import FIXES
 
 HF = '''from transformers import Trainer, TrainingArguments

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisors.experiments.script_fixes import OWN_FLAGS, ScriptContext, script_patched, why_not_applied
-from advisors.experiments.script_knobs import Times, knob_change
+from advisors.experiments.script_fixes import script_patched, why_not_applied
+from advisors.experiments.script_knobs import knob_change
+from advisors.fixes import spec_of
+from advisors.fixes.base import Times
+from advisors.fixes.context import ScriptContext
 from advisors.fixes import FIXES
 from profilers.run.script_spec import ScriptSpec
 from tests.advisors.test_script_knobs import recorded
@@ -65,7 +68,7 @@ CMD = ("python", "train.py")
 
 def _change(tmp_path: Path, source: str, fix: str, argv: list[str] | None = None):  # type: ignore[no-untyped-def]
     config = recorded(tmp_path, source, argv or [])
-    inj = OWN_FLAGS.get(fix)
+    inj = spec_of(fix).own_flag if fix in FIXES else None
     knobs = inj.knobs(ScriptContext()) if inj is not None else {"autocast": fix}
     return knob_change(knobs, config, (*CMD, *(argv or [])), str(tmp_path),
                        inj.proof if inj is not None else "autocast")

@@ -14,11 +14,13 @@ import torch
 from torch import nn
 
 from advisors.diagnosis import diagnose
-from advisors.experiments.script_fixes import ScriptContext, script_patched, why_not_applied
+from advisors.experiments.script_fixes import script_patched, why_not_applied
+from advisors.fixes.context import ScriptContext
 from advisors.experiments.script_strategy import context_of
 from advisors.fixes import FIXES
 from advisors.observation import run_facts
-from advisors.rules.host.threads import OversubscribedThreads, free_cores, threads_for
+from advisors.fit import free_cores, threads_for
+from advisors.rules.host.threads import OversubscribedThreads
 from profilers.run.script_spec import ScriptSpec
 from profilers.telemetry.threads import ThreadUse, read_threads
 from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisors.experiments.script_fixes import ScriptContext
+from advisors.fixes.context import ScriptContext
 from advisors.fixes import FIXES
 from app.services.script_apply import ScriptTarget, injected_knobs
 from profilers.run.script_spec import ScriptSpec

@@ -78,7 +78,8 @@ def arm_device(arm: Arm[Spec]) -> str:
 def call_site(e: Experiment[Spec]) -> dict[str, Any] | None:
     """The call in the user's code the fix acts on, as the launcher recorded it in the runs' ``injected.json``
     (patched runs first); ``None`` when the fix has no single place."""
-    from advisors.experiments.script_fixes import ScriptContext, where_for
+    from advisors.experiments.script_fixes import where_for
+    from advisors.fixes.context import ScriptContext
 
     knobs = {k: v[1] for k, v in e.spec_changes().items()}  # what was injected: its framework switch, if any
     for o in (*e.patched.outcomes, *e.baseline.outcomes):
@@ -95,7 +96,7 @@ def script_change(e: Experiment[Spec], where: dict[str, Any] | None, device: str
     """A script fix that acted, as the edit that was measured: one diff of the user's file covering every site
     the knobs acted on, the snippet at the line, or the command (config file) as changed. ``None`` otherwise."""
     from advisors.experiments.script_diff import render
-    from advisors.experiments.script_fixes import INJECTIONS
+    from advisors.fixes import spec_of
 
     if e.not_applied or not e.patched.outcomes or not isinstance(e.patched.spec, ScriptSpec):
         return None
@@ -104,7 +105,7 @@ def script_change(e: Experiment[Spec], where: dict[str, Any] | None, device: str
         from advisors.experiments.script_knobs import shown_change
 
         return shown_change(tuple(changes["command"][0]), tuple(changes["command"][1]))
-    inj = INJECTIONS.get(e.fix.id)
+    inj = spec_of(e.fix.id).injection
     return render(e.fix, {k: v[1] for k, v in changes.items()}, inj.target if inj else None, where, device).to_json()
 
 

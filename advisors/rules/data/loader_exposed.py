@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
-from advisors.fit import first_fitting, loader_numbers, workers_on
+from advisors.fit import workers_on
+from advisors.fixes import first_fitting, loader_numbers
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts

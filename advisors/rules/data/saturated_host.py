@@ -6,7 +6,8 @@ the diagnosis), never read as the run saturating its host."""
 from __future__ import annotations
 
 from advisors.facts import Facts
-from advisors.fit import already_done
+from advisors.fit import OTHERS_MIN_CORES
+from advisors.fixes import already_done
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts
@@ -16,7 +17,6 @@ from profilers.telemetry.summary import TelemetrySummary
 _CACHED = RunConfig(workload="data_bound", cache_decoded=True)
 
 
-OTHERS_MIN_CORES = 0.25  # other programs' use below this is background (the sampler, a shell), not contention
 CONTENDED_BUSY = 0.85  # the machine this busy while the run's own share is below it: contention
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
-from advisors.fit import loader_numbers
+from advisors.fixes import loader_numbers
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation

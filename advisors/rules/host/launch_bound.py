@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisors.facts import Facts
-from advisors.fit import first_fitting
+from advisors.fixes import first_fitting
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 from advisors.facts import Facts
 from advisors.observation import RunFacts
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
-from advisors.rules.data.saturated_host import OTHERS_MIN_CORES
+from advisors.fit import free_cores, threads_for
 from advisors.synthetic import observation, run_facts
 from profilers.telemetry.threads import ThreadUse
 from profilers.telemetry.summary import TelemetrySummary
-
-
-def free_cores(usable: float, other_cores: float | None) -> float:
-    """The cores the run can have: its usable cores less what other programs took (their use under
-    ``OTHERS_MIN_CORES`` is background, not taken)."""
-    others = other_cores if other_cores is not None and other_cores >= OTHERS_MIN_CORES else 0.0
-    return max(usable - others, 0.0)
-
-
-def threads_for(usable: float, other_cores: float | None, processes: int) -> int:
-    """Intra-op threads per training process that fit the free cores (at least one)."""
-    return max(1, math.floor(free_cores(usable, other_cores) / max(processes, 1) + 1e-9))
 
 
 def usable_cores(t: ThreadUse, tel: TelemetrySummary | None) -> int | None:

@@ -1,0 +1,90 @@
+"""The fix registry: every fix a rule can propose, one module each, and the explicit list :data:`REGISTRY`.
+
+Each module holds one :class:`~advisors.fixes.base.FixSpec` (``FIX``): its text and documentation link, what it
+costs, what to try when it is rejected, where it cannot act, whether a run already does it, how it reaches an
+unmodified script (injected knobs, the script's own switch, or "change it yourself") and its examples, which
+``tests/advisors/fixes/test_registry.py`` runs. Adding a fix is adding one module and one line here. Everything
+below is derived from the list: no other table is keyed by fix id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from advisors.facts import Facts
+from advisors.fixes.base import EFFORT_LEVELS, FixSpec, device_skip
+from advisors.fixes.communication import (all_to_all_overlap, ddp_bucket_size, ddp_no_sync, ddp_static_graph,
+                                          fsdp_prefetch, grad_compression)
+from advisors.fixes.compute import (bf16_autocast, channels_last, cudnn_benchmark, early_stopping,
+                                    foreach_optimizer, fp16_autocast, fused_optimizer, tf32, torch_compile)
+from advisors.fixes.data import cache_decoded, dataloader_workers, pin_memory, prefetch_pinned
+from advisors.fixes.data.workers import LoaderNumbers, WorkerCount, loader_numbers, worker_count
+from advisors.fixes.host import avoid_syncs, cuda_graphs, larger_batch, set_num_threads
+from advisors.fixes.memory import (activation_checkpointing, expandable_segments, grad_accumulation,
+                                   grad_accumulation_x4)
+from advisors.verdict import Fix
+
+__all__ = ["ALTERNATIVES", "CUDA_ONLY_SETTINGS", "EFFORT_LEVELS", "FIXES", "REGISTRY", "FixSpec", "LoaderNumbers",
+           "WorkerCount", "already_done", "applies", "effort", "first_fitting", "get_fix", "loader_numbers",
+           "settings_for", "spec_of", "worker_count"]
+
+#: Every fix, in the order the catalog lists them.
+REGISTRY: tuple[FixSpec, ...] = (
+    dataloader_workers.FIX, prefetch_pinned.FIX, cache_decoded.FIX, pin_memory.FIX,
+    grad_accumulation.FIX, grad_accumulation_x4.FIX, activation_checkpointing.FIX, expandable_segments.FIX,
+    bf16_autocast.FIX, fp16_autocast.FIX, tf32.FIX, torch_compile.FIX, channels_last.FIX, fused_optimizer.FIX,
+    foreach_optimizer.FIX, cudnn_benchmark.FIX, early_stopping.FIX,
+    ddp_no_sync.FIX, ddp_bucket_size.FIX, grad_compression.FIX, ddp_static_graph.FIX, all_to_all_overlap.FIX,
+    fsdp_prefetch.FIX,
+    larger_batch.FIX, cuda_graphs.FIX, set_num_threads.FIX, avoid_syncs.FIX,
+)
+_BY_ID: dict[str, FixSpec] = {s.id: s for s in REGISTRY}
+#: fix id -> the advisor's :class:`~advisors.verdict.Fix` value (what findings propose, what ``--json`` holds)
+FIXES: dict[str, Fix] = {s.id: s.fix for s in REGISTRY}
+#: What to try next, in order, when a fix is rejected: the same bottleneck, another lever.
+ALTERNATIVES: Mapping[str, tuple[str, ...]] = {s.id: s.alternatives for s in REGISTRY if s.alternatives}
+
+
+def spec_of(fix_id: str) -> FixSpec:
+    """The registry entry of ``fix_id``."""
+    if fix_id not in _BY_ID:
+        raise KeyError(f"no fix {fix_id!r}; known: {', '.join(_BY_ID)}")
+    return _BY_ID[fix_id]
+
+
+def get_fix(fix_id: str) -> Fix:
+    return spec_of(fix_id).fix
+
+
+def effort(fix_id: str | None) -> int:
+    """The effort level of a fix (index into :data:`EFFORT_LEVELS`); unknown or no fix: the highest."""
+    spec = _BY_ID.get(fix_id or "")
+    return spec.level if spec is not None else len(EFFORT_LEVELS) - 1
+
+
+def applies(fix: Fix, device: str, world_size: int) -> str | None:
+    """Why ``fix`` cannot act on this device/world size, or ``None`` when it can."""
+    return device_skip(fix, device, world_size)
+
+
+def already_done(fix_id: str | None, f: Facts) -> bool:
+    """True when the run already does what ``fix_id`` is about (``None`` and relative fixes never are)."""
+    spec = _BY_ID.get(fix_id or "")
+    return bool(spec is not None and spec.done is not None and spec.done(f))
+
+
+def first_fitting(f: Facts, *fix_ids: str) -> str | None:
+    """The first of ``fix_ids`` the run does not already do, or ``None`` when it does them all."""
+    return next((x for x in fix_ids if not already_done(x, f)), None)
+
+
+#: Settings that act on CUDA only: a fix's settings leave them out on a device known not to be CUDA (pinned pages
+#: do nothing without a GPU to copy to; torch warns and ignores them).
+CUDA_ONLY_SETTINGS = ("pin_memory",)
+
+
+def settings_for(fix: Fix, device: str | None) -> dict[str, Any]:
+    """The settings ``fix`` changes as said for a run on ``device`` (``None``/``auto``: not known): a CUDA-only
+    one is left out where the device is known not to be CUDA."""
+    cpu = device not in (None, "auto") and not str(device).startswith("cuda")
+    return {k: v for k, v in fix.spec_patch.items() if not (cpu and k in CUDA_ONLY_SETTINGS)}
