@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from advisors.accounting import group, regions, settle
-from advisors.bounds import Bound, fix_bounds
+from advisors.bounds import Bound
 from advisors.facts import Facts, derive
-from advisors.fixes import FIXES
+from advisors.fixes import FIXES, fix_bounds
 from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
 from advisors.observation import Observation
 from advisors.ranking import rank, ranking_json

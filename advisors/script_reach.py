@@ -6,7 +6,7 @@ Two readings: :func:`reaches` for a plain script (``args.workers`` in ``DataLoad
 ``--data.num_workers`` is the data module's ``__init__`` parameter: it reaches a call only through that class —
 stored (``self.workers = num_workers``, or ``self.save_hyperparameters()`` then ``self.hparams.num_workers``) and
 passed by one of its methods (``DataLoader(..., num_workers=self.hparams.num_workers)``). The analyst maps a fix
-to a flag by its name *and* by this (:mod:`advisors.experiments.script_knobs`), never by its name alone.
+to a flag by its name *and* by this (:mod:`advisors.fixes.conventions`), never by its name alone.
 """
 
 from __future__ import annotations

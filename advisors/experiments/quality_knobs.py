@@ -36,8 +36,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from advisors.experiments.config_text import yaml_data
-from advisors.experiments.script_knobs import KnobChange, _site, _yaml_change, json_change, reaches, with_flag
+from advisors.fixes.conventions.config_text import yaml_data
+from advisors.fixes.conventions.editing import KnobChange, json_change, with_flag
+from advisors.fixes.conventions.editing import site_of as _site, yaml_change as _yaml_change
+from advisors.script_reach import reaches
 from advisors.quality.candidates import Candidate
 from advisors.quality.script_candidates import Baseline
 from profilers.run.script_spec import ScriptSpec

@@ -1,5 +1,5 @@
 """How a registered fix reaches a user's unmodified script: the script's own flag or config line when it has one
-(:mod:`advisors.experiments.script_knobs`), else the knobs the launcher injects at boot, and where in the user's
+(:mod:`advisors.fixes.conventions`), else the knobs the launcher injects at boot, and where in the user's
 code the change belongs. What each fix asks for (its :class:`~advisors.fixes.base.Injection` and ``own_flag``) is
 in its own module of :mod:`advisors.fixes`.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from advisors.experiments.script_diff import construction_site, switch_for
-from advisors.experiments.script_knobs import KnobChange, knob_change
+from advisors.fixes.conventions import KnobChange, knob_change
 from advisors.fixes import spec_of
 from advisors.fixes.context import ScriptContext
 from advisors.verdict import Fix
@@ -22,7 +22,7 @@ def not_injectable(fix: Fix) -> str | None:
 
 
 def script_knob(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> KnobChange | None:
-    """``fix`` as the script's own flag or config line (:mod:`advisors.experiments.script_knobs`), if it has one
+    """``fix`` as the script's own flag or config line (:mod:`advisors.fixes.conventions`), if it has one
     (its own switch for the fix first, then the knobs its injection would set)."""
     reg = spec_of(fix.id)
     for inj in (reg.own_flag, reg.injection):

@@ -20,7 +20,7 @@ from advisors.verdict import Diagnosis, Fix
 from advisors.observation import run_facts
 from advisors.experiments.optimize import proposed
 from advisors.experiments.script_fixes import not_injectable, script_knob, script_patched, where_for, why_not_applied
-from advisors.experiments.script_knobs import KnobChange
+from advisors.fixes.conventions import KnobChange
 from advisors.experiments.trials import RunOutcome
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec

@@ -37,7 +37,7 @@ from advisors.quality.curve import (Curve, Goal, clock_start_ns, loss_curve_from
                                     time_to_target)
 from advisors.quality.target import LOSS_METRIC, Budget, Target, from_baseline
 from profilers.errors import SpecError
-from advisors.experiments.script_knobs import with_flag
+from advisors.fixes.conventions.editing import with_flag
 from profilers.run.script_spec import MAX_STEPS, ScriptSpec
 from profilers.store.runs import RunStore
 from stepwise_agent.noise_scale import ENV as NOISE_ENV

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from advisors.experiments.script_knobs import command_evidence, shown_change
+from advisors.fixes.conventions.shown import command_evidence, shown_change
 from advisors.experiments.to_quality import QualityLadder, QualityRound, QualityRun, seen, steps_to_target
 from advisors.quality.arms import ArmTime
 from advisors.quality.projection import Projection

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from advisors.bounds import Bound, bound_of
 from advisors.facts import Facts
 from advisors.fixes.base import EFFORT_LEVELS, FixSpec, device_skip
 from advisors.fixes.communication import (all_to_all_overlap, ddp_bucket_size, ddp_no_sync, ddp_static_graph,
@@ -25,8 +26,8 @@ from advisors.fixes.memory import (activation_checkpointing, expandable_segments
 from advisors.verdict import Fix
 
 __all__ = ["ALTERNATIVES", "CUDA_ONLY_SETTINGS", "EFFORT_LEVELS", "FIXES", "REGISTRY", "FixSpec", "LoaderNumbers",
-           "WorkerCount", "already_done", "applies", "effort", "first_fitting", "get_fix", "loader_numbers",
-           "settings_for", "spec_of", "worker_count"]
+           "WorkerCount", "already_done", "applies", "effort", "first_fitting", "fix_bounds", "get_fix", "loader_numbers",
+           "rest_got_faster", "settings_for", "spec_of", "worker_count"]
 
 #: Every fix, in the order the catalog lists them.
 REGISTRY: tuple[FixSpec, ...] = (
@@ -76,6 +77,17 @@ def already_done(fix_id: str | None, f: Facts) -> bool:
 def first_fitting(f: Facts, *fix_ids: str) -> str | None:
     """The first of ``fix_ids`` the run does not already do, or ``None`` when it does them all."""
     return next((x for x in fix_ids if not already_done(x, f)), None)
+
+
+def fix_bounds(f: Facts) -> dict[str, Bound]:
+    """The bounds of the fixes whose reach is narrower than a finding's time (each fix's ``bound``)."""
+    return {s.id: bound_of(s.id, reach) for s in REGISTRY if s.bound is not None and (reach := s.bound(f)) is not None}
+
+
+def rest_got_faster(fix_id: str, base_rest_ms: float | None, patched_step_ms: float | None) -> str | None:
+    """Why ``fix_id``'s measured gain beat its bound, when the arms' own steps show it (its ``exceeded_why``)."""
+    spec = _BY_ID.get(fix_id)
+    return spec.exceeded_why(base_rest_ms, patched_step_ms) if spec is not None and spec.exceeded_why else None
 
 
 #: Settings that act on CUDA only: a fix's settings leave them out on a device known not to be CUDA (pinned pages

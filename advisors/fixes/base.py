@@ -5,7 +5,7 @@ says why the fix cannot act here, and examples the test suite runs (``tests/advi
 A fix also says what it costs its user (:data:`EFFORT_LEVELS`), what to try when it is rejected, whether the run
 already does it, and how it reaches an unmodified script: the knobs injected at boot (:class:`Injection`), the
 script's own switch for it (``own_flag``, mapped onto each convention by knob name in
-:mod:`advisors.experiments.script_knobs`), or why neither exists ("change it yourself").
+:mod:`advisors.fixes.conventions`), or why neither exists ("change it yourself").
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
+from advisors.bounds import Reach
 from advisors.facts import Facts
 from advisors.fixes.context import ScriptContext
 from advisors.verdict import Bottleneck, Device, Fix
@@ -67,7 +68,10 @@ class FixSpec:
     is rejected (the same bottleneck, another lever); ``injection``: its knobs set at boot in an unmodified script;
     ``own_flag``: the knobs of the script's own switch for it, tried before the injection (the loop's own knobs,
     which no injection can turn); ``manual``: why it can be neither (the user changes the code); ``conv_only``:
-    it acts on convolutions only; ``done``: the run already does it (its spec, else its trace)."""
+    it acts on convolutions only; ``done``: the run already does it (its spec, else its trace); ``bound``: the
+    part of the step it can touch when that is narrower than its finding's time (:mod:`advisors.bounds`);
+    ``exceeded_why``: why a measured gain beat that bound, from the baseline's step without that part and the
+    patched step (ms)."""
 
     id: str
     title: str
@@ -84,6 +88,8 @@ class FixSpec:
     manual: str | None = None
     conv_only: bool = False
     done: Callable[[Facts], bool] | None = None
+    bound: Callable[[Facts], Reach | None] | None = None
+    exceeded_why: Callable[[float | None, float | None], str | None] | None = None
     examples: tuple[FixExample, ...] = ()
 
     def __post_init__(self) -> None:

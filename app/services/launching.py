@@ -109,7 +109,7 @@ def build_run(store: RunStore, workload: str, size: str, values: Mapping[str, An
 def shown_command(spec: ScriptSpec) -> str:
     """The run as its user would type it: the script's command line, with what the launcher adds (ranks under
     torchrun, the memory limit) said after it."""
-    from advisors.experiments.script_knobs import command_text
+    from advisors.fixes.conventions.shown import command_text
 
     text = command_text(spec.command)
     extra = []

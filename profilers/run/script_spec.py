@@ -6,7 +6,7 @@ it warm up, time and profile, the seeds every arm gets, the ranks to start, the 
 ``inject`` — the knobs the boot module applies to the script's own objects (its DataLoader's keyword arguments,
 autocast around its model, …; see :mod:`stepwise_agent.inject`) — or, where the script has its own flag for the
 fix, the ``command`` with that flag changed and ``observe``: the knobs the agent then checks without injecting
-them (:mod:`advisors.experiments.script_knobs`). The script's files are never written.
+them (:mod:`advisors.fixes.conventions`). The script's files are never written.
 
 ``memory_budget_mb`` is the run's memory limit (a sample workload's budget: ``memory_bound`` is built to pass it);
 an experiment's reference arm lifts it. A run of a script spec takes ``warmup_steps`` untimed steps,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisors.bounds import exceeds, fix_bounds
+from advisors.bounds import exceeds
+from advisors.fixes import fix_bounds
 from advisors.diagnosis import diagnose, diagnosis_json, upper_bound_for
 from advisors.facts import derive
 from advisors.stats import beside
@@ -79,7 +80,8 @@ def test_a_data_fix_is_bounded_by_the_unprofiled_steps_time_drawing_batches() ->
 def test_a_data_fix_above_its_bound_says_the_rest_of_the_step_got_faster_when_it_did() -> None:
     """Measured on data_bound: 3.41 ms of the step outside batch drawing before, a 2.37 ms step with the cache —
     the compute itself got faster, which no bound read from the baseline can time: the flag says so."""
-    from advisors.bounds import exceeded_text, rest_got_faster
+    from advisors.bounds import exceeded_text
+    from advisors.fixes import rest_got_faster
 
     why = rest_got_faster("cache_decoded", 3.41, 2.37)
     assert why is not None and "patched step (2.37 ms) is shorter than the baseline's step without its batch " \

@@ -15,7 +15,7 @@ from advisors.diagnosis import bound_for, diagnose, diagnosis_json
 from advisors.experiments.script_diff import render
 from advisors.experiments.script_fixes import not_injectable, script_patched, why_not_applied
 from advisors.fixes.context import ScriptContext
-from advisors.experiments.script_knobs import knob_change
+from advisors.fixes.conventions import knob_change
 from advisors.experiments.script_strategy import ScriptStrategy
 from advisors.fixes import FIXES
 from advisors.observation import observe

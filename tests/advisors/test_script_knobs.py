@@ -1,6 +1,6 @@
 """A fix in the script's own terms (fast, in-process): the agent's record of a script's knobs
 (:mod:`stepwise_agent.inject.config`) and the analyst's mapping of a fix onto them
-(:mod:`advisors.experiments.script_knobs`): HfArgumentParser fields on the command line or in the JSON file, a
+(:mod:`advisors.fixes.conventions`): HfArgumentParser fields on the command line or in the JSON file, a
 plain argparse flag matched by name *and* by where its value reaches, a configurator global; a script without
 knobs gets none. The runs themselves, in the user's environment, are in ``test_script_knob_runs.py``."""
 
@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
-from advisors.experiments.config_text import json_with, yaml_with
-from advisors.experiments.script_knobs import (CONFIG_DIR, command_evidence, knob_change, reaches, shown_change,
-                                               with_flag, with_override)
+from advisors.fixes.conventions.config_text import json_with, yaml_with
+from advisors.fixes.conventions import knob_change
+from advisors.fixes.conventions.editing import CONFIG_DIR, with_flag, with_override
+from advisors.fixes.conventions.shown import command_evidence, shown_change
+from advisors.script_reach import reaches
 from advisors.experiments.script_diff import construction_site, render
 from advisors.fixes import FIXES
 from stepwise_agent.inject.config import ConfigRecorder

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from advisors.experiments.script_knobs import knob_change
+from advisors.fixes.conventions import knob_change
 from advisors.script_reach import lightning_reaches
 from stepwise_agent.inject.frameworks import FrameworkInjection
 from stepwise_agent.inject.report import InjectionReport

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisors.experiments.script_fixes import script_patched, why_not_applied
-from advisors.experiments.script_knobs import knob_change
+from advisors.fixes.conventions import knob_change
 from advisors.fixes import spec_of
 from advisors.fixes.base import Times
 from advisors.fixes.context import ScriptContext

@@ -76,7 +76,7 @@ def applied_json(e: Experiment[Spec]) -> dict[str, Any] | None:
     knobs = report.get("knobs") or {}
     out = {k: knobs.get(k) for k in changed if k in knobs}
     if "command" in changed:  # the script's own flag or config line: the run is the user's own command
-        from advisors.experiments.script_knobs import command_evidence
+        from advisors.fixes.conventions.shown import command_evidence
 
         said = command_evidence(tuple(changed["command"][0]), tuple(changed["command"][1]))
         out = {k: {**v, "evidence": [said, *(x for x in v.get("evidence") or [] if "not injected" not in x)]}

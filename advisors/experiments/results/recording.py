@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from advisors.bounds import Bound, exceeds, rest_got_faster
+from advisors.bounds import Bound, exceeds
+from advisors.fixes import rest_got_faster
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.results.words import outcome
 from advisors.experiments.results.evidence import evidence
@@ -102,7 +103,7 @@ def script_change(e: Experiment[Spec], where: dict[str, Any] | None, device: str
         return None
     changes = e.spec_changes()
     if "command" in changes:  # the script's own flag or config line
-        from advisors.experiments.script_knobs import shown_change
+        from advisors.fixes.conventions.shown import shown_change
 
         return shown_change(tuple(changes["command"][0]), tuple(changes["command"][1]))
     inj = spec_of(e.fix.id).injection

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from advisors.fit import spec_says
 from advisors.fixes.base import ON_CPU, FixExample, FixSpec, Injection, const
+from advisors.fixes.data.drawing import batch_drawing, rest_got_faster
 from advisors.verdict import Bottleneck
 
 FIX = FixSpec(
@@ -17,4 +18,5 @@ FIX = FixSpec(
     settings={"cache_decoded": True}, alternatives=("dataloader_workers",),
     injection=Injection(const(cache_decoded=True), "cache_decoded", "dataloader"),
     done=spec_says(lambda s: s.cache_decoded),
+    bound=batch_drawing, exceeded_why=rest_got_faster,
     examples=(FixExample(ON_CPU, knobs={"cache_decoded": True}),))

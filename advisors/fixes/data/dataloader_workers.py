@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from advisors.fit import workers_on
 from advisors.fixes.base import ON_CPU, ON_CUDA, FixExample, FixSpec, Injection
+from advisors.fixes.data.drawing import batch_drawing, rest_got_faster
 from advisors.fixes.data.workers import DOCS, LOADER_CODE, PIN_CODE, WORKERS_CODE, WorkerCount, worker_knobs
 from advisors.verdict import Bottleneck
 
@@ -27,6 +28,7 @@ FIX = FixSpec(
     alternatives=("cache_decoded", "prefetch_pinned"),
     injection=Injection(lambda ctx: worker_knobs(ctx, {}), "num_workers", "dataloader"),
     done=workers_on,
+    bound=batch_drawing, exceeded_why=rest_got_faster,
     examples=(
         FixExample(ON_CPU, knobs={"num_workers": 4, "persistent_workers": True, "prefetch_factor": 4}),
         FixExample(ON_CUDA, knobs={"num_workers": 4, "persistent_workers": True, "prefetch_factor": 4,

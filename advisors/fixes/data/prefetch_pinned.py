@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from advisors.fit import spec_says
 from advisors.fixes.base import ON_CPU, ON_CUDA, FixExample, FixSpec, Injection
+from advisors.fixes.data.drawing import batch_drawing, rest_got_faster
 from advisors.fixes.data.workers import DOCS, LOADER_CODE, PIN_CODE, WORKERS_CODE, WorkerCount, worker_knobs
 from advisors.verdict import Bottleneck
 
@@ -22,6 +23,7 @@ FIX = FixSpec(
                         "num_workers", "dataloader"),
     done=spec_says(lambda s: (s.num_workers or 0) > 0 and s.persistent_workers and s.pin_memory
                    and (s.prefetch_factor or 2) >= 4),
+    bound=batch_drawing, exceeded_why=rest_got_faster,
     examples=(
         FixExample(ON_CUDA, knobs={"num_workers": 4, "persistent_workers": True, "prefetch_factor": 4,
                                    "pin_memory": True}),

@@ -1,6 +1,6 @@
 """Config files edited as a person would edit them: a key's value changed on its own line (its comment kept), a
 missing key added under its parent, and the result loaded back to check it says what was meant (else the whole
-mapping rewritten). For :mod:`advisors.experiments.script_knobs`, which runs a script's patched arm from a copy
+mapping rewritten). For :mod:`advisors.fixes.conventions`, which runs a script's patched arm from a copy
 of its YAML or JSON config with a knob's line changed.
 """
 
