@@ -19,7 +19,7 @@ import pytest
 import streamlit as st
 
 from advisors.analysis import analyse
-from advisors.experiments.results.record import ExperimentRecord
+from advisors.experiments.results.record import ExperimentRecord, TrialRecord
 from advisors.experiments.results.stored_view import StoredView, read_view
 from app import state as app_state
 from app.widgets import ui
@@ -71,7 +71,9 @@ def walked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
 
 def _view(store: RunStore, exp: RunRecord) -> StoredView:
-    return read_view(experiments.view(store, exp.run_id))
+    view = read_view(experiments.view(store, exp.run_id))
+    assert view is not None, exp.run_id
+    return view
 
 
 def _metric(at: Any, label: str) -> str:
@@ -79,9 +81,9 @@ def _metric(at: Any, label: str) -> str:
 
 
 def _html(text: str) -> str:
-    import html
+    from markupsafe import escape  # as the report's template escapes it
 
-    return html.escape(text, quote=False)
+    return str(escape(text))
 
 
 def _rate(value: float | None) -> str:
@@ -101,27 +103,29 @@ def test_the_apply_reads_the_same_on_card_list_trials_report_and_json(walked: di
         assert _metric(at, f"Before: {x.rate_unit}") == _rate(x.before_samples_per_s)
         assert _metric(at, f"After: {x.rate_unit}") == _rate(x.after_samples_per_s)
         assert _metric(at, "Speed-up") == f"{x.speedup:.2f}×"
+        assert x.speedup and x.after_samples_per_s and x.before_samples_per_s
         assert x.speedup == pytest.approx(x.after_samples_per_s / x.before_samples_per_s, rel=1e-3)
     # the Runs list: its outcome word and speed-up
     runs = open_page()
     frame = runs.dataframe[0].value.set_index("id")
     assert frame.loc[walked["apply"].run_id, "status"] == x.label
     # its trial table: each trial's samples/s the record's, and each arm's median the card's before/after
-    _trial_table_agrees(store, walked["apply"], x)
+    _trial_table_agrees(store, walked["apply"], (x,), x.trials)
     # the report, from every door: the Report page, the stored export, analyze --report
     _report_says(walked, x)
 
 
-def _trial_table_agrees(store: RunStore, exp: RunRecord, *rounds: ExperimentRecord) -> None:
+def _trial_table_agrees(store: RunStore, exp: RunRecord, rounds: tuple[ExperimentRecord, ...],
+                        trials: tuple[TrialRecord, ...]) -> None:
     runs = open_page()
     runs.selectbox(key="runs.pick").set_value(exp.run_id).run()
     assert_clean(runs)
     table = next(d.value for d in runs.dataframe if "part" in d.value.columns)
-    trials = [t for x in rounds for t in x.trials]
     by_id = {t.run_id: t for t in trials}
     for row in table.to_dict("records"):
-        t = by_id[row["id"]]
+        t = by_id[row["id"]]  # every run of the experiment is one of its records (a ladder's diagnosis run too)
         assert (row["part"], row["samples/s"], row["ms/step"]) == (t.role, t.samples_per_s, t.step_time_ms)
+        assert row.get("round") == t.round or (t.round is None and row.get("round") != row.get("round"))
     for x in rounds:
         if x.outcome in ("not applied", "failed") or x.inconclusive:
             continue  # a pair other programs competed for may be left out of the median: the verdict says so
@@ -169,14 +173,15 @@ def test_one_bound_per_fix_and_diagnosis(walked: dict[str, Any]) -> None:
     x = _view(store, walked["apply"]).record
     assert x is not None
     a = analyse(Path(walked["source"].run_dir))
-    finding = next(f for f in a.diagnosis.ranked if f.fix_id == x.fix_id)
+    assert a.diagnosis is not None
+    finding = next(f for f in a.diagnosis.findings if f.fix_id == x.fix_id)
     bound = a.bound_of(finding)
     if x.bound is None:
         assert bound is None or bound.speedup is None
         return
     assert bound is not None and bound.speedup == pytest.approx(x.bound.speedup)
     assert x.bound.baseline_run == walked["source"].run_id
-    said = " ".join(p.value for p in at.progress) + " ".join(c.value for c in at.caption)
+    said = " ".join(p.text for p in at.progress) + " ".join(c.value for c in at.caption)
     assert f"its fix gains at most {x.bound.speedup:.2f}×" in said
     assert _metric(at, "Upper bound") == f"{x.bound.speedup:.2f}×"
     lad = _view(store, walked["ladder"]).ladder
@@ -206,7 +211,8 @@ def test_the_ladder_reads_the_same_in_its_table_list_trials_report_and_json(walk
     # the Runs list names its outcome, and its trial table carries each round's trials (round, fix)
     frame = open_page().dataframe[0].value.set_index("id")
     assert frame.loc[walked["ladder"].run_id, "status"] == view.label
-    _trial_table_agrees(store, walked["ladder"], *lad.rounds)
+    _trial_table_agrees(store, walked["ladder"], lad.rounds, lad.trials)
+    assert lad.diagnosis is not None and lad.diagnosis.role == "diagnosis" and lad.diagnosis.round == 1
     # the report's row for it: the same total
     md = plain(next(m.value for m in open_page("report").markdown if "## Experiments on this run" in m.value))
     row = next(line for line in md.splitlines() if line.startswith("| Optimise") or line.startswith("| Ladder"))
@@ -235,6 +241,7 @@ def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(store: R
     assert_clean(page)
     assert _metric(page, "Median step") == ui.step_time(doc["step_time_ms"])
     a = analyse(Path(record.run_dir))
+    assert a.diagnosis is not None
     assert a.step_time_ms == doc["step_time_ms"] and a.diagnosis.bottleneck.value == doc["bottleneck"]
     md = render(a, "md").decode()
     assert f"**Binding bottleneck: {doc['bottleneck']}** (confidence {doc['confidence']:.0%})" in md

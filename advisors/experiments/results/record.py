@@ -162,6 +162,7 @@ class LadderRecord:
     last_bottleneck: str | None = None
     advice: tuple[Attempt, ...] = ()
     not_retried: tuple[Attempt, ...] = ()
+    diagnosis: TrialRecord | None = None  # the run round 1 diagnosed (role "diagnosis"): its bounds' baseline
 
     @property
     def label(self) -> str:
@@ -169,8 +170,8 @@ class LadderRecord:
 
     @property
     def trials(self) -> tuple[TrialRecord, ...]:
-        """Every trial of every round, in the order they ran."""
-        return tuple(t for r in self.rounds for t in r.trials)
+        """Every run of the ladder, in the order they ran: round 1's diagnosis run, then every round's trials."""
+        return (*((self.diagnosis,) if self.diagnosis else ()), *(t for r in self.rounds for t in r.trials))
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -190,7 +191,8 @@ class LadderRecord:
                    why_stopped=str(data.get("why_stopped") or ""), complete=bool(data.get("complete")),
                    last_bottleneck=data.get("last_bottleneck"),
                    advice=tuple(Attempt(**_known(Attempt, a)) for a in data.get("advice") or ()),
-                   not_retried=tuple(Attempt(**_known(Attempt, a)) for a in data.get("not_retried") or ()))
+                   not_retried=tuple(Attempt(**_known(Attempt, a)) for a in data.get("not_retried") or ()),
+                   diagnosis=TrialRecord(**_known(TrialRecord, data["diagnosis"])) if data.get("diagnosis") else None)
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
