@@ -18,7 +18,7 @@ from app.widgets import ui
 from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
-from reports import charts_compare
+from reports.charts import compare as charts_compare
 from reports.export import FORMATS
 
 POLL_S = 1.0

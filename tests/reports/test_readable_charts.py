@@ -1,12 +1,12 @@
 """Charts that read: no merged kernel bars, colours explained, evidence labelled, the straggler marked in a colour of
-its own (which rank is marked: tests/profilers/test_straggler.py)."""
+its own (which rank is marked: tests/profilers/jobs/test_straggler.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from reports import charts
-from reports.charts_time import telemetry as telemetry_chart
+from reports.charts.over_time import telemetry as telemetry_chart
 from reports.evidence import NOT_RECORDED, evidence_label, evidence_value, format_evidence
 
 PREFIX = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_bf16_128x128_32x3_nn_align8>::run_" + "x" * 40

@@ -98,7 +98,7 @@ def test_a_ladder_record_round_trips_and_charts_its_kept_fixes() -> None:
 def test_identical_loss_curves_are_said_to_be_identical() -> None:
     """Issue 42: two identical loss curves drew as one line."""
     from advisors.experiments.results.evidence import same_curves
-    from reports.charts_compare import loss_curves
+    from reports.charts.compare import loss_curves
 
     assert same_curves({"before": [2.0, 1.5], "after": [2.0, 1.5]})
     assert not same_curves({"before": [2.0, 1.5], "after": [2.0, 1.4]}) and not same_curves({"before": [2.0]})
@@ -114,7 +114,7 @@ def test_a_script_whose_batches_were_not_seen_counts_steps_not_samples() -> None
     from advisors.experiments.results.recording import experiment_record
     from advisors.fixes import FIXES
     from tests.advisors.fake_script import apply
-    from tests.advisors.test_experiment import BASE, FakeRunner
+    from tests.advisors.experiments.test_experiment import BASE, FakeRunner
 
     fake = FakeRunner()
     e = run_experiment(BASE, FIXES["cache_decoded"], lambda s, p=None: replace(fake(s, p), per_step=True),
