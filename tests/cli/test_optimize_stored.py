@@ -42,7 +42,7 @@ def test_a_cli_ladder_is_one_stored_experiment(tmp_path: Path) -> None:
     assert exp.kind == "experiment" and exp.status is RunStatus.OK and exp.source_run is None
     assert [r.run_id for r in store.list(trials=False)] == [exp.run_id, seen.run_id]
     roles = sorted(t.role or "" for t in experiments.trials(store, exp.run_id))
-    assert roles == ["baseline", "baseline", "patched", "patched", "trial"]  # + the first diagnosis run
+    assert roles == ["baseline", "baseline", "diagnosis", "patched", "patched"]  # + round 1's diagnosis run
     seen_view = read_view(experiments.view(store, exp.run_id))
     assert seen_view is not None and seen_view.ladder is not None
     assert seen_view.ladder.total_speedup == out["total_speedup"]  # the JSON and the stored view: one record
