@@ -82,6 +82,7 @@ def style(fig: go.Figure, title: str, height: int = 360, y_title: str | None = N
 
 
 def _stacked(x: list[str] | pd.Series, ms: pd.DataFrame, hover_x: str) -> list[go.Bar]:
+    """One bar trace per category with time; its figure shows the legend even for one (``showlegend``)."""
     bars = []
     for cat in CATEGORIES:
         if cat in ms and float(ms[cat].sum()) > 0:
@@ -95,7 +96,7 @@ def step_breakdown(per_step: pd.DataFrame, rank: int | None = None) -> go.Figure
     """Stacked bars of step time per step (ms): one rank, or the mean over ranks when ``rank`` is None."""
     df = per_step if rank is None else per_step[per_step["rank"] == rank]
     ms = df.groupby("step")[list(CATEGORIES)].mean() / 1e6
-    fig = go.Figure(_stacked([str(s) for s in ms.index], ms, "step"))
+    fig = go.Figure(_stacked([str(s) for s in ms.index], ms, "step"), layout={"showlegend": True})
     fig.update_layout(barmode="stack")
     who = "mean over ranks" if rank is None and per_step["rank"].nunique() > 1 else \
         f"rank {rank}" if rank is not None else "per step"
@@ -106,7 +107,7 @@ def step_breakdown(per_step: pd.DataFrame, rank: int | None = None) -> go.Figure
 def rank_breakdown(per_step: pd.DataFrame) -> go.Figure:
     """Stacked bars per rank: mean ms per step in each category."""
     ms = per_step.groupby("rank")[list(CATEGORIES)].mean() / 1e6
-    fig = go.Figure(_stacked([f"rank {r}" for r in ms.index], ms, ""))
+    fig = go.Figure(_stacked([f"rank {r}" for r in ms.index], ms, ""), layout={"showlegend": True})
     fig.update_layout(barmode="stack")
     return style(fig, "Mean step time per rank by category", y_title="ms per step")
 
@@ -121,7 +122,8 @@ def share_bar(shares: dict[str, float], title: str = "Where step time goes") -> 
                                  marker_color=CATEGORY_COLORS[cat], text=[f"{100 * v:.0f}%" if v >= 0.05 else ""],
                                  textposition="inside",
                                  hovertemplate=f"{category_name(cat)}: %{{x:.1f}}%<extra></extra>"))
-    fig.update_layout(barmode="stack", xaxis={"range": [0, 100], "ticksuffix": "%"})
+    # a legend even for one category: plotly hides it for a single trace, and the colour alone names nothing
+    fig.update_layout(barmode="stack", xaxis={"range": [0, 100], "ticksuffix": "%"}, showlegend=True)
     style(fig, title, height=210)
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.35, "x": 0})
     return fig

@@ -38,7 +38,7 @@ def breakdown_side_by_side(ms: Mapping[str, Mapping[str, float]], title: str = "
             fig.add_trace(go.Bar(x=names, y=[round(y, 3) for y in ys], name=category_name(cat),
                                  marker_color=CATEGORY_COLORS[cat],
                                  hovertemplate=f"{category_name(cat)}: %{{y:.2f}} ms<extra></extra>"))
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", showlegend=True)  # named even when one category holds all the time
     return style(fig, title, y_title="ms per step")
 
 

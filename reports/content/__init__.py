@@ -154,7 +154,7 @@ def ladder_context(lad: LadderRecord) -> dict[str, Any]:
               "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
               "speedup": _num(x.speedup), "low": _num(x.low), "high": _num(x.high),
               "upper_bound": _num(x.bound.speedup) if x.bound else None, "cumulative": _num(x.cumulative_speedup),
-              "where": x.where, "change": x.change_to_make} for x in lad.rounds]
+              "where": x.where, "change": x.change_to_make, "baseline_moved": x.baseline_moved} for x in lad.rounds]
     return {"total_speedup": _num(lad.total_speedup), "rungs": rungs, "why_stopped": lad.why_stopped,
             "advice": [{"round": a.round, "fix": a.fix_title, "fix_id": a.fix_id, "why": a.why, "snippet": a.snippet}
                        for a in lad.advice],

@@ -17,7 +17,7 @@ from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.results.words import outcome
 from advisors.experiments.results.evidence import evidence
 from advisors.experiments.results.record import (Attempt, BoundRecord, ExperimentRecord, Kind, LadderRecord, Outcome,
-                                          TrialRecord, complete, why_stopped)
+                                          TrialRecord, baseline_moves, complete, why_stopped)
 from advisors.experiments.results.stored_view import StoredView
 from advisors.experiments.trials import RunOutcome, Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
@@ -145,10 +145,10 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
 def ladder_record(ladder: Any, rounds_asked: int | None) -> LadderRecord:
     """The record of a ladder (:class:`~advisors.experiments.optimize.Ladder`): one record per round's attempt,
     each bound labelled with the diagnosis it comes from (that round's baseline run)."""
-    rounds = tuple(
+    rounds = baseline_moves(tuple(
         experiment_record(r.experiment, "ladder round", r.round, bound_record(
             r.bound, f"the diagnosis of round {r.round}'s baseline run", r.diagnosed_run, r.experiment),
-            r.where, r.bottleneck, r.rule, r.cumulative) for r in ladder.rungs)
+            r.where, r.bottleneck, r.rule, r.cumulative) for r in ladder.rungs))
     d = ladder.last_diagnosis
     last = d.bottleneck.value if d is not None else None
     return LadderRecord(

@@ -247,3 +247,33 @@ def test_memory_fix_on_a_running_baseline_is_kept_for_headroom() -> None:
     assert exp.kept and exp.reason.startswith("kept for memory headroom: peak 1000 -> 500 MB")
     slower = run(BASE, FIXES["grad_accumulation"], PeakRunner(), Policy(trials=3, n_boot=400, max_memory_cost=0.01))
     assert not slower.kept and "no real gain" in slower.reason
+
+
+@dataclass
+class DriftingRunner(FakeRunner):
+    """The machine halves its speed after ``slow_after`` runs: every step takes twice as long from then on."""
+
+    slow_after: int = 7
+
+    def __call__(self, spec: ScriptSpec, on_progress: Any = None) -> RunOutcome:
+        out = super().__call__(spec, on_progress)
+        if len(self.calls) <= self.slow_after or out.trial is None:
+            return out
+        return RunOutcome(out.status, Trial(tuple(2 * w for w in out.trial.walls_ms), out.trial.samples_per_step),
+                          out.peak_memory_mb, out.losses, out.steps_done, out.error, out.run_dir)
+
+
+def test_a_ladder_says_when_a_baseline_moved_between_attempts() -> None:
+    """Issue 42: round 2's "before" was twice round 1's "after" for the same code. Here round 1's second attempt
+    times the same baseline at half the first attempt's rate: optimize --json and the table say so."""
+    from advisors.experiments.results.ladder_report import ladder_json, ladder_table
+
+    fake = DriftingRunner()
+    ladder = optimize(BASE, fake, rounds=3, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
+    assert [r.experiment.fix.id for r in ladder.rungs][:2] == ["dataloader_workers", "cache_decoded"]
+    rounds = ladder_json(ladder)["rounds"]
+    assert rounds[0]["baseline_moved"] is None and rounds[0]["baseline_drift"] is None
+    assert rounds[1]["baseline_drift"] == pytest.approx(0.5, rel=0.05)
+    said = rounds[1]["baseline_moved"]
+    assert said.startswith("baseline moved: round 1's baseline ran") and "round 1's previous attempt's baseline" in said
+    assert f"    ! {said}" in ladder_table(ladder)

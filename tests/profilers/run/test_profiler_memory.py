@@ -145,3 +145,21 @@ def test_an_lbfgs_step_that_outgrows_the_profile_budget_keeps_a_partial_trace(
     said = " ".join(f"{f.rule} {f.message} {f.fix_id}" for f in diagnosis.findings).lower()
     assert "mem002" not in said and not any(a in said for a in BATCH_ADVICE), said
     assert os.path.getsize(traces[0]) > 0
+
+
+def test_the_profiles_budget_follows_what_is_free(tmp_path: Path) -> None:
+    """Issue 42: minGPT and llm.c rounds were all "not profiled whole": a 726 MiB tree (4 DataLoader workers)
+    against 621 MiB allowed, with ~16 GB free. The budget is the room the limit leaves above the unprofiled peak."""
+    _agent(tmp_path)
+    guard = MemoryGuard(tmp_path, {"STEPWISE_MEMORY_LIMIT_MB": "12000"})  # 75% of 16 GB free
+    guard.observe(519.0, {"phase": "unprofiled", "step": 4})
+    assert guard.profile_limit_mb() == pytest.approx(519.0 + (12000.0 - 519.0) / memory_guard.FINALISE_FACTOR)
+    guard.observe(726.0, {"phase": "profiling", "step": 6})
+    assert guard.cut is None and guard.trip is None
+    tight = MemoryGuard(tmp_path, {"STEPWISE_MEMORY_LIMIT_MB": "1000"})  # little free: little budget
+    tight.observe(519.0, {"phase": "unprofiled", "step": 4})
+    tight.observe(726.0, {"phase": "profiling", "step": 6})
+    assert tight.cut is not None and tight.cut.limit_mb == pytest.approx(519.0 + 481.0 / 10)
+    # STEPWISE_PROFILE_BUDGET_MB sets less than what is free, never more
+    assert memory_guard.profile_budget_mb({"STEPWISE_PROFILE_BUDGET_MB": "240"}, 519.0, 12000.0) == 240.0
+    assert memory_guard.profile_budget_mb({"STEPWISE_PROFILE_BUDGET_MB": "9000"}, 519.0, 1000.0) == 481.0
