@@ -150,7 +150,7 @@ def print_text(result: dict[str, Any]) -> None:
     for key in ("base", "new"):
         r = (result.get("ranks") or {}).get(key)
         if r is not None:
-            from reports.content_compare import ranks_line  # the outermost layer may use reports
+            from reports.content.compare import ranks_line  # the outermost layer may use reports
 
             print(f"  {key:<4} ranks: {ranks_line(r)}")
     for kind, rows in result["movers"].items():

@@ -29,7 +29,8 @@ from advisors.analysis import Analysis
 from advisors.compare.regression import RegressionCheck
 from advisors.experiments.results.record import LadderRecord
 from advisors.experiments.results.stored_view import StoredView
-from reports import content, content_compare
+from reports import content
+from reports.content import compare as content_compare
 from reports.charts import BOTTLENECK_COLORS
 from reports.compare import Comparison
 from reports.escape import markdown_code, markdown_text, script_json_text

@@ -10,7 +10,8 @@ import plotly.graph_objects as go
 
 from advisors.experiments.results.record import LadderRecord
 from advisors.experiments.results.stored_view import StoredView
-from reports import charts, charts_compare, charts_time
+from reports import charts
+from reports.charts import compare as charts_compare, over_time as charts_time
 from advisors.analysis import Analysis
 from reports.compare import Comparison
 

@@ -49,7 +49,7 @@ WORKLOAD = Workload(
     sizes={
         # tiny: 1 MB gradient blocks (chunks 8): communication leads forward+backward more steadily than with
         # 4 MB blocks (chunks 2). Shares measured: benchmarks/results/workload-shares-2026-11.md;
-        # tests/advisors/test_real_runs.py judges it over 8 profiled steps.
+        # tests/advisors/experiments/test_real_runs.py judges it over 8 profiled steps.
         "tiny": Size(params={"samples": 512, "dim": 1024, "width": 2048, "chunks": 8, "hidden": 64},
                      settings={"steps": 10}),
         "bench": Size(params={}, settings={"steps": 40}),

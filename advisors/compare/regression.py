@@ -33,7 +33,7 @@ too (:mod:`advisors.compare.contention`): a neighbour that took ``o`` more of th
 run slowed it at most ``(C / (C − o))^1.5`` (counting the cores left free when others were busy in both); a verdict stands when the ratio, with that taken out, keeps its side
 of the tolerance (a regression still beyond it, "the same" still within it). Otherwise the verdict is
 ``inconclusive`` and the reason says who took how much (a re-run on a quieter machine settles it). Measured on a
-busy 2-core machine in ``tests/advisors/test_regression_runs.py``.
+busy 2-core machine in ``tests/advisors/compare/test_regression_runs.py``.
 """
 
 from __future__ import annotations

@@ -100,6 +100,7 @@ class Ladder(Generic[SpecT_co]):
     advice: tuple[Advice, ...] = field(default=())
     # fixes round 1 did not try again: an earlier experiment on the same baseline measured them ("why" says which)
     not_retried: tuple[Advice, ...] = field(default=())
+    diagnosis_run: RunOutcome | None = None  # the run round 1 diagnosed (later rounds diagnose a kept patched trial)
 
     @property
     def kept(self) -> tuple[Rung[SpecT_co], ...]:
@@ -210,7 +211,7 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
             how.learn(last_ok[-1])
             diagnosis, diagnosed = diagnose_run(last_ok[-1]), _run_id(last_ok[-1])
     return Ladder(start=spec, final=current, rungs=tuple(rungs), last_diagnosis=diagnosis,
-                  advice=tuple(advice.values()), not_retried=tuple(skipped.values()))
+                  advice=tuple(advice.values()), not_retried=tuple(skipped.values()), diagnosis_run=first)
 
 
 def _run_id(outcome: RunOutcome) -> str | None:

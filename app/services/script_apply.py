@@ -67,8 +67,24 @@ class ScriptTarget:
         return s
 
     def with_steps(self, measure_steps: int) -> ScriptTarget:
-        """The same target timing ``measure_steps`` steps per run."""
-        return ScriptTarget(self.spec.patch(measure_steps=measure_steps), self.run_dir, self.device, self.ctx)
+        """The same target timing ``measure_steps`` steps per run. A sample workload stops at its own ``--steps``,
+        so that flag grows to outlast the warm-up, the timed steps and the profiler's window (else its trials
+        time the steps it has and never profile: no trace for a ladder's next diagnosis)."""
+        spec = self.spec.patch(measure_steps=measure_steps)
+        return ScriptTarget(spec.patch(command=_outlasting(spec)), self.run_dir, self.device, self.ctx)
+
+
+def _outlasting(spec: ScriptSpec) -> tuple[str, ...]:
+    """A workload's command with ``--steps`` at least the spec's whole run; any other command as it is."""
+    from advisors.experiments.script_knobs import with_flag
+    from profilers.run.command import workload_of_command
+
+    command = tuple(spec.command)
+    if workload_of_command(command) is None or "--epochs" in command or "--steps" not in command:
+        return command
+    given = command[command.index("--steps") + 1] if command.index("--steps") + 1 < len(command) else ""
+    steps = int(given) if given.isdigit() else 0
+    return with_flag(command, ["--steps"], str(max(steps, spec.total_steps))) if spec.total_steps > steps else command
 
 
 def target_of(run_dir: Path | str, device: str) -> ScriptTarget:

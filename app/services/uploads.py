@@ -81,22 +81,7 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
         else:
             _write(tmp, items[0])
             root = tmp / safe_name(items[0].name)
-        analysis, digest = validate(root, label)
-        known = store.find_upload(digest) if digest else None
-        if known is not None:  # the same content again: open the stored one, never a second copy
-            return UploadOutcome(label, True, f"the same content as the stored upload {known.label!r}, which is "
-                                 f"opened (nothing stored twice). {analysis.headline}", known.run_id, digest)
-        record = store.import_trace(root, label=label, content_digest=digest)
-        b = analysis.breakdown
-        if analysis.step_time_ms is not None or b is not None:
-            # the run list shows what Analysis shows: the trace's median step, its ranks (an 8-rank zip is 8,
-            # not 1) and its device
-            store.finish(record.run_id, RunResult(
-                status=RunStatus.OK, step_time_ms=analysis.step_time_ms, finished_unix=record.created_unix,
-                world_size=len(b.ranks) if b is not None and b.ranks else 1,
-                device=None if b is None else ("cuda" if b.device == "gpu" else "cpu"),
-                device_name=None if b is None else b.device_label))
-        return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
+        return _import_checked(store, root, label, validate)
     except StepwiseError as err:  # named by the upload's name, never the server's staging path
         return UploadOutcome(label, False, _unstaged(str(err), tmp, label))
     except MemoryError:
@@ -105,6 +90,41 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
         return UploadOutcome(label, False, f"could not be read ({type(err).__name__}: {err})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _import_checked(store: RunStore, root: Path, label: str,
+                    validate: Callable[[Path, str], tuple[Analysis, str]]) -> UploadOutcome:
+    """Analyse ``root`` (raising for a bad trace), then store it as an ``upload`` run — or open the stored one of
+    the same content — finished with the analysis' step time, ranks and device: the one way a trace becomes a
+    run (dropped in the browser, or one rank opened from the Job page)."""
+    analysis, digest = validate(root, label)
+    known = store.find_upload(digest) if digest else None
+    if known is not None:  # the same content again: open the stored one, never a second copy
+        return UploadOutcome(label, True, f"the same content as the stored upload {known.label!r}, which is "
+                             f"opened (nothing stored twice). {analysis.headline}", known.run_id, digest)
+    record = store.import_trace(root, label=label, content_digest=digest)
+    b = analysis.breakdown
+    if analysis.step_time_ms is not None or b is not None:
+        # the run list shows what Analysis shows: the trace's median step, its ranks (an 8-rank zip is 8,
+        # not 1) and its device
+        store.finish(record.run_id, RunResult(
+            status=RunStatus.OK, step_time_ms=analysis.step_time_ms, finished_unix=record.created_unix,
+            world_size=len(b.ranks) if b is not None and b.ranks else 1,
+            device=None if b is None else ("cuda" if b.device == "gpu" else "cpu"),
+            device_name=None if b is None else b.device_label))
+    return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
+
+
+def store_file(store: RunStore, path: Path, label: str,
+               validate: Callable[[Path, str], tuple[Analysis, str]]) -> UploadOutcome:
+    """Store one trace file of this machine (a rank of a job folder) as an upload, as :func:`store_upload` does
+    with a dropped file: analysed first, stored with its figures, the same content never twice."""
+    try:
+        return _import_checked(store, path, label, validate)
+    except StepwiseError as err:
+        return UploadOutcome(label, False, str(err))
+    except MemoryError:
+        return UploadOutcome(label, False, "the trace needs more memory than this machine has")
 
 
 def _unstaged(message: str, staging: Path, name: str) -> str:

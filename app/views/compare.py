@@ -12,7 +12,7 @@ from app.widgets import compare_panels, url_state
 from app.services import tables
 
 from app.widgets import ui
-from reports import charts_compare
+from reports.charts import compare as charts_compare
 from reports.compare import compare
 
 st.title("Compare")

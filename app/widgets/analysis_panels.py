@@ -16,7 +16,8 @@ from app.widgets import ui, url_state
 from profilers.efficiency.peaks import PEAK_NAMES
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.memory_snapshot import GIB
-from reports import charts, charts_time
+from reports import charts
+from reports.charts import over_time as charts_time
 
 
 _NUMBERS = {"total ms": st.column_config.NumberColumn(format="%.2f", width="small"),

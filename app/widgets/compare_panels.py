@@ -18,7 +18,7 @@ from profilers.errors import StepwiseError
 from reports import export
 from advisors.analysis import Analysis
 from reports.compare import Comparison, regression_check
-from reports.content_compare import ranks_line
+from reports.content.compare import ranks_line
 
 BOXES = {"regression": st.error, "improvement": st.success, "same": st.info, "inconclusive": st.warning}
 WORDS = {"inconclusive": "Inconclusive — neither slower nor the same can be told from these runs"}

@@ -18,7 +18,7 @@ from app.widgets import ui
 from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
-from reports import charts_compare
+from reports.charts import compare as charts_compare
 from reports.export import FORMATS
 
 POLL_S = 1.0
@@ -157,6 +157,9 @@ def ladder(view: StoredView, key: str = "advisor") -> None:
         if any(x.bound for x in lad.rounds):
             st.caption("Each upper bound comes from the diagnosis of that round's own baseline run (a fresh run of "
                        "the spec or script as it stood), so rounds differ in their bounds.")
+        for x in lad.rounds:
+            if x.baseline_moved:
+                st.warning(ui.text(x.baseline_moved[:1].upper() + x.baseline_moved[1:] + "."), icon=":material/swap_vert:")
     for x in lad.rounds:
         if x.change_to_make is not None and x.injected:
             st.markdown(f"Round {x.round}: **{ui.text(x.fix_title)}** kept")

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app import data, state
+from app.services import uploads
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from profilers.jobs.critical_graph import KIND_WORDS
@@ -34,11 +35,33 @@ def rank_step_heatmap(job: dict[str, Any], field: str, title: str) -> go.Figure:
     return fig
 
 
+_READS: dict[tuple[str, tuple], int] = {}  # (folder, fingerprint) → times the page's memo actually read it
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def _job(folder: str, fingerprint: tuple) -> dict[str, Any]:
     from cli.advisors import analyze
 
+    _READS[(folder, fingerprint)] = _READS.get((folder, fingerprint), 0) + 1
     return analyze(folder)
+
+
+def _read_job(folder: str, fingerprint: tuple) -> tuple[dict[str, Any], bool]:
+    """The job, and whether this look read its ranks (``False``: the page's memo answered for the same files,
+    so nothing was read and every summary is the one cached before — the count stored with the answer is the
+    first look's, and a second look must not repeat its "0 from the cache")."""
+    before = _READS.get((folder, fingerprint), 0)
+    result = _job(folder, fingerprint)
+    return result, _READS.get((folder, fingerprint), 0) > before
+
+
+def cache_words(job: dict[str, Any], read_now: bool) -> str:
+    """``8 rank summaries, 3 from the cache.`` for a look that read the folder; a look the memo answered read
+    nothing: ``8 rank summaries, all 8 from the cache (the files are unchanged since this page read them).``"""
+    n = job["summaries"]
+    if read_now:
+        return f"{n} rank summaries, {job['summaries_cached']} from the cache."
+    return f"{n} rank summaries, all {n} from the cache (the files are unchanged since this page read them)."
 
 
 def _fingerprint(folder: Path) -> tuple:
@@ -55,7 +78,7 @@ def job_view(folder: str) -> None:
         return
     try:
         with st.spinner("Reading each rank's summary…"):
-            result = _job(str(p.resolve()), _fingerprint(p))
+            result, read_now = _read_job(str(p.resolve()), _fingerprint(p))
     except StepwiseError as err:
         st.error(str(err))
         return
@@ -68,7 +91,7 @@ def job_view(folder: str) -> None:
     cols[1].metric("Steps", len(job["steps"]))
     cols[2].metric("Median step", ui.step_time(result["step_time_ms"]))
     cols[3].metric("Bottleneck", result["bottleneck"])
-    st.caption(f"{job['summaries']} rank summaries, {job['summaries_cached']} from the cache.")
+    st.caption(cache_words(job, read_now))
     straggler_panel(job)
     critical_path_panel(job, result["bottleneck"])
     ui.chart(rank_step_heatmap(job, "step_ms", "Step time per rank and step"), key="job.step_heatmap")
@@ -170,6 +193,10 @@ def open_rank(folder: Path, job: dict[str, Any]) -> None:
     if st.button("Open this rank", key="job.open"):
         f = by_rank[rank]
         assert f.path is not None
-        record = data.store().import_trace(f.path, label=f"{folder.name} rank {rank}")
-        state.select_run(record.run_id)
+        # the upload's door: analysed, stored with its figures (the Runs list's ms/step), never stored twice
+        outcome = uploads.store_file(data.store(), f.path, f"{folder.name} rank {rank}", data.checked_upload)
+        if not outcome.ok or outcome.run_id is None:
+            st.error(uploads.describe(outcome))
+            return
+        state.select_run(outcome.run_id)
         st.switch_page("views/analysis.py")

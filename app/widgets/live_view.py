@@ -11,7 +11,7 @@ from app.services import launching
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
-from reports import charts_time
+from reports.charts import over_time as charts_time
 
 REFRESH_S = 1.0
 NO_STEPS_YET = "Step time and loss are drawn here from the run's first step."

@@ -1,7 +1,7 @@
 """FLOPs of a trace's matmul, convolution and attention operators, from record_shapes' ``Input Dims``.
 
 The counts are those of ``torch.utils.flop_counter`` (its registry formulas, ported here so that analysing a
-trace never imports torch; ``tests/profilers/test_flops.py`` checks the port against torch on many shapes):
+trace never imports torch; ``tests/profilers/efficiency/test_flops.py`` checks the port against torch on many shapes):
 ``2·m·k·n`` per matmul (bias ignored), ``2·N·C_out·C_in/g·prod(kernel)·prod(out spatial)`` per convolution,
 two (forward) or five (backward) batched matmuls per scaled-dot-product attention.
 

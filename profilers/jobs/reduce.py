@@ -2,7 +2,7 @@
 :class:`~profilers.trace.breakdown.Breakdown` and its cross-rank views, without any rank's events.
 
 Every figure of the breakdown is a sum, maximum or count over ranks, so adding the summaries up gives what one
-breakdown of every rank's events at once gives (``tests/profilers/test_job.py`` holds the ``analyze --json`` of both
+breakdown of every rank's events at once gives (``tests/profilers/jobs/test_job.py`` holds the ``analyze --json`` of both
 equal on every shared multi-rank trace). Ranks are resolved here, in file order, as the whole-set reader does: a
 file's own rank, else the rank its name suggests, else its position; a rank taken by an earlier file moves on.
 

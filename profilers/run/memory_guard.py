@@ -9,8 +9,10 @@ shared machine keep room to grow).
 **The profile's budget**: the profile's whole cost — recording its events, then finalising and exporting
 them — may add at most ``STEPWISE_PROFILE_BUDGET_MB`` over the peak of the unprofiled steps (the tree's
 sampled peak, floored by the agent's exact ``ru_maxrss`` from ``progress.json``, so a short step's transient
-peak that sampling missed is not taken for the profiler's growth; default budget: as much
-as that peak, and at least :data:`PROFILE_BUDGET_MIN_MB`), and never reach the limit. Finalising multiplies
+peak that sampling missed is not taken for the profiler's growth; default budget: what is free — the
+room the limit leaves above that peak, the limit itself following the memory available when the run started),
+and never reach the limit. (A fixed default of max(1 GiB, that peak) let a tree of four DataLoader workers grow
+about 100 MiB while recording: minGPT's and llm.c's profiles were all cut at 621 MiB with 16 GB free.) Finalising multiplies
 what recording grew (:data:`FINALISE_FACTOR`; measured on an LBFGS step: recording +183 MiB became +1407 MiB
 after the profiler's stop with memory events and shapes, +85 → +549 MiB without, +36 → +420 MiB when cut
 early), so while the profiler records (``progress.json``'s ``phase`` is ``profiling``) the tree may grow by the
@@ -43,7 +45,6 @@ MEMORY_LIMIT_ENV = "STEPWISE_MEMORY_LIMIT_MB"
 PROFILE_BUDGET_ENV = "STEPWISE_PROFILE_BUDGET_MB"
 GUARD_SHARE = 0.75  # default limit: this share of the memory available when the run started …
 RESERVE_MIN_MB, RESERVE_SHARE = 2048.0, 0.10  # … leaving the machine at least max(2 GiB, 10% of its total)
-PROFILE_BUDGET_MIN_MB = 1024.0  # the profiled window may add max(this, the unprofiled peak) over that peak
 FINALISE_FACTOR = 10.0  # the profiler's stop and export end at about this multiple of what its recording grew
 AFTER_CUT_MARGIN = 0.05  # after a cut, growth past max(limit, memory at the cut) + this share of it: the script's
 GUARD_GRACE_S = 10.0  # after asking the agent to end the run, kill the tree if it still lives this long after
@@ -105,12 +106,14 @@ def memory_limit_mb(env: Mapping[str, str] | None = None) -> tuple[float, str]:
                    f"{reserve:.0f} MiB")
 
 
-def profile_budget_mb(env: Mapping[str, str] | None, unprofiled_mb: float) -> float:
-    """How much the profiled window may add over the unprofiled peak (``STEPWISE_PROFILE_BUDGET_MB`` wins)."""
+def profile_budget_mb(env: Mapping[str, str] | None, unprofiled_mb: float, limit_mb: float) -> float:
+    """How much the profiled window may add over the unprofiled peak: what is free under the run's limit
+    (``limit_mb`` − ``unprofiled_mb``); ``STEPWISE_PROFILE_BUDGET_MB`` sets less, never more."""
+    free = max(limit_mb - unprofiled_mb, 0.0)
     raw = (env or os.environ).get(PROFILE_BUDGET_ENV)
     with contextlib.suppress(TypeError, ValueError):
-        return float(raw)  # type: ignore[arg-type]
-    return max(PROFILE_BUDGET_MIN_MB, unprofiled_mb)
+        return min(float(raw), free)  # type: ignore[arg-type]
+    return free
 
 
 class MemoryGuard:
@@ -130,8 +133,7 @@ class MemoryGuard:
     def profile_limit_mb(self) -> float:
         """The tree's memory past which the recording profile is cut (see the module docs)."""
         unprofiled = self.peak_unprofiled_mb or 0.0
-        budget = min(profile_budget_mb(self._env, unprofiled), max(self.limit_mb - unprofiled, 0.0))
-        return unprofiled + budget / FINALISE_FACTOR
+        return unprofiled + profile_budget_mb(self._env, unprofiled, self.limit_mb) / FINALISE_FACTOR
 
     def observe(self, rss: float | None, progress: Mapping[str, Any] | None) -> bool:
         """One sample; True when the tree must be killed now (a grace is over)."""

@@ -9,7 +9,7 @@ Clock alignment: every line carries ``t_unix_ns`` (``time.time_ns()``) and ``t_t
 the Kineto trace's ``ts``. Kineto (torch ≥ 2.4) writes ``ts`` in µs relative to ``baseTimeNanoseconds`` in the
 trace header, which it computes as wall-clock time floored to a 7,889,238-second ("trimonth") boundary
 (see ``torch/profiler/_chrome_trace_export.py``); :func:`kineto_base_ns` reproduces it and
-``tests/profilers/test_telemetry.py`` checks it against a real trace.
+``tests/profilers/telemetry/test_telemetry.py`` checks it against a real trace.
 
 Host metrics cover the training process and its DataLoader children (and, under torchrun, the other local
 ranks): ``cpu_pct`` (100 = one core), ``rss_mb`` (RSS of the roots + USS of their children), ``read_mb_s``,
@@ -179,7 +179,7 @@ class HostReader:
     ms measured), and the process table is re-walked for new children at most every ``CHILDREN_REFRESH_S``.
     Measured per sample (thread CPU time, 10 Hz, next to a decoding loop): 0.68 ms before, 0.56 ms now — most
     of what is left is the cold start of a thread that slept 100 ms (whichever call comes first pays ~0.2 ms),
-    so ~0.6% of one core. ``tests/profilers/test_telemetry_cost.py`` holds the two choices in place.
+    so ~0.6% of one core. ``tests/profilers/telemetry/test_telemetry_cost.py`` holds the two choices in place.
 
     Rates (CPU %, I/O MB/s) are taken over at least ``RATE_WINDOW_S`` of each process's own readings, not
     between consecutive samples: the kernel counts CPU time in 10 ms ticks, and a sample that runs late lets

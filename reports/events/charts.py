@@ -12,7 +12,7 @@ from profilers.trace.snapshot_history import SnapshotHistory
 from reports.charts import CATEGORY_COLORS, SERIES_COLORS, hover_text, label, style
 from profilers.trace.breakdown import CATEGORIES
 from reports.charts import category_name
-from reports.charts_time import step_lines
+from reports.charts.over_time import step_lines
 
 #: One colour per event kind, taken from the category each kind mostly feeds.
 KIND_COLORS = {"kernel": CATEGORY_COLORS["gpu_compute"], "memcpy": CATEGORY_COLORS["gpu_memcpy"],

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from advisors.analysis.stored import in_run_store
+from advisors.experiments.results.record import ExperimentRecord
 from advisors.experiments.results.stored_view import read_view
 from profilers.errors import StepwiseError
 from profilers.inputs import is_run_folder
@@ -101,27 +102,50 @@ def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
         rows.append({"label": exp.label, "outcome": x.outcome_text, "speedup": x.speedup, "low": x.low,
                      "high": x.high, "trials": x.trials_per_arm, "change": x.change_to_make, "where": x.where,
                      "spec_change": dict(x.spec_change),
-                     "commands": _arm_commands(Path(record.run_dir), base, x.fix_id, x.trials_per_arm,
-                                               dict(x.spec_change))})
+                     "commands": _arm_commands(store, Path(record.run_dir), base, x)})
     return rows
 
 
-def _arm_commands(run_dir: Path, base: dict[str, str] | None, fix_id: Any, trials: Any,
-                  spec_change: dict[str, Any]) -> dict[str, str]:
-    """Each arm's command: ``before`` (the run as it was), ``after`` (with the change), ``measure`` (the A/B
-    again, from the command line)."""
+def _arm_commands(store: RunStore, run_dir: Path, base: dict[str, str] | None, x: ExperimentRecord) -> dict[str, str]:
+    """Each arm's command, as its trials ran it (their own ``launch.json`` and ``script.json``: their steps, not the
+    source run's): ``before`` (the run as it was), ``after`` (with the change), ``measure`` (the A/B again, from
+    the command line, with the trials' warm-up and timed steps). A record without trials reads the source run."""
+    before_dir, after_dir = _trial_dir(store, x, ("baseline", "reference")), _trial_dir(store, x, ("patched",))
+    before = reproduce(before_dir) if before_dir is not None else None
+    after = reproduce(after_dir) if after_dir is not None else None
+    base = before or base
     if base is None:
         return {}
-    launch = _dict(run_dir / "launch.json")
+    ran = after_dir or before_dir or run_dir
+    launch = _dict(ran / "launch.json")
     command = launch.get("command") if isinstance(launch.get("command"), list) else None
     out = {"before": base.get("command") or base["stepwise"]}
     if command:
-        out["after"] = f"{out['before']}  # after making the change above"
-        out["measure"] = _shell(["python", "-m", "advisors", "optimize", *(["--fix", fix_id] if fix_id else []),
-                                 *(["--trials", trials] if trials else []), "--", *command])
+        said = (after or {}).get("command")
+        out["after"] = said if said and said != out["before"] else f"{out['before']}  # after making the change above"
+        script = _dict(ran / "script.json")
+        own = _dict(before_dir / "launch.json").get("command") if before_dir is not None else None
+        timing = [*(["--steps", script["measure_steps"]] if script.get("measure_steps") else []),
+                  *(["--warmup", script["warmup_steps"]] if script.get("warmup_steps") is not None else []),
+                  *(["--cwd", launch["cwd"]] if launch.get("cwd") else [])]
+        out["measure"] = _shell(["python", "-m", "advisors", "optimize", *(["--fix", x.fix_id] if x.fix_id else []),
+                                 *(["--trials", x.trials_per_arm] if x.trials_per_arm else []), *timing, "--",
+                                 *(own if isinstance(own, list) and own else command)])
     else:
-        out["after"] = base["stepwise"] + "".join(f" --set {shlex.quote(f'{k}={v}')}" for k, v in spec_change.items())
+        out["after"] = base["stepwise"] + "".join(f" --set {shlex.quote(f'{k}={v}')}"
+                                                  for k, v in x.spec_change.items())
     return out
+
+
+def _trial_dir(store: RunStore, x: ExperimentRecord, roles: tuple[str, ...]) -> Path | None:
+    """The folder of the experiment's first trial of one of ``roles`` still in the store, else None."""
+    for t in x.trials:
+        if t.role in roles and t.run_id:
+            try:
+                return Path(store.get(t.run_id).run_dir)
+            except StepwiseError:  # deleted since: the next one, else the source run
+                continue
+    return None
 
 
 def report_extra(path: Path, store: RunStore | None = None) -> dict[str, Any]:

@@ -82,6 +82,32 @@ def test_optimise_shows_the_ladder(stored) -> None:
                for w in [*at.warning, *at.success])
 
 
+def test_a_ladder_round_whose_baseline_moved_is_said_on_the_page(store, monkeypatch) -> None:
+    """Issue 42: round 2's "before" was twice round 1's "after" for the same code; the page says so, from the
+    record. Here the machine halves its speed after round 1 (a diagnosis run and 3 pairs)."""
+    record = fake_run(store)
+    calls = iter(range(1000))
+
+    def fake_store_runner(st_store, timeout_s=None, experiment=None):
+        def run(spec, on_progress=None):
+            slow = 2.0 if next(calls) >= 7 else 1.0
+            base = slow * (50.0 if knob(spec, "num_workers", 0) > 0 else 100.0)
+            walls = tuple(base + i % 3 for i in range(8))
+            return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
+                              losses=(2.3, 1.9, 1.6, 1.4), steps_done=10, run_dir=record.run_dir)
+        return run
+
+    monkeypatch.setattr(trials, "script_runner", fake_store_runner)
+    at = open_page("advisor")
+    at.number_input(key="advisor.rounds").set_value(2)
+    at.button(key="advisor.optimise").click().run()
+    _finish(at, app_state.LADDER_JOB)
+    ladder = at.table[-1].value
+    assert ladder["outcome"].iloc[0] == "kept" and len(ladder) > 1
+    moved = [w.value for w in at.warning if w.value.startswith("Baseline moved: round 2's baseline ran")]
+    assert len(moved) == 1 and "round 1's patched runs (DataLoader worker processes, kept)" in moved[0]
+
+
 def test_report_with_the_applied_fix(stored) -> None:
     from advisors.experiments.experiment import Policy, run_experiment
     from advisors.fixes import FIXES

@@ -59,3 +59,47 @@ def test_the_job_page_names_a_planted_straggler_and_where_its_extra_time_goes(st
     assert warning.value.startswith(f"Straggler: rank {STRAGGLER} works ") and "3 rank(s) wait on it" in warning.value
     assert at.selectbox(key="job.rank").value == STRAGGLER
     assert any(f"Where rank {STRAGGLER}'s extra time goes" in m.value for m in at.markdown)
+
+
+def test_a_second_look_says_its_summaries_came_from_the_cache(store: RunStore, tmp_path: Path, monkeypatch) -> None:
+    """Issue 42: the Job page said "0 from the cache" on the second look (it showed the first look's count)."""
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", str(tmp_path / "summaries"))
+    folder = str(planted_job(tmp_path / "job"))
+
+    def look() -> str:
+        at = open_page("job")
+        at.text_input(key="job.folder").set_value(folder).run()
+        assert_clean(at)
+        return next(c.value for c in at.caption if "rank summaries" in c.value)
+
+    first, second = look(), look()
+    n = int(first.split()[0])
+    assert first == f"{n} rank summaries, 0 from the cache."
+    assert second.startswith(f"{n} rank summaries, all {n} from the cache")
+
+
+def test_an_opened_rank_shows_its_step_time_in_the_runs_list(store: RunStore, monkeypatch) -> None:
+    """Issue 42: an imported rank showed "—" for ms/step in Runs while Analysis said 17.8 ms. A rank opened from
+    the Job page goes through the upload's door: analysed, stored with its figures, never stored twice."""
+    from advisors.analysis.stored import ANALYSIS_FILE
+
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
+    at = open_page("job")
+    at.text_input(key="job.folder").set_value(str(JOB)).run()
+    at.button(key="job.open").click().run()
+    assert_clean(at)
+    shown = {m.label: m.value for m in at.metric}["Median step"]
+    [record] = store.list()
+    assert record.step_time_ms is not None and f"{record.step_time_ms:.1f} ms" == shown == "17.8 ms"
+    assert record.device == "cuda" and record.world_size == 1
+    # the stored analysis gone stale (a newer Stepwise): the list still shows the run's own figure, not "—"
+    (Path(record.run_dir) / ANALYSIS_FILE).unlink()
+    runs = open_page("runs")
+    assert_clean(runs)
+    row = next(d.value for d in runs.dataframe if "ms/step" in d.value.columns).iloc[0]
+    assert f"{row['ms/step']:.1f} ms" == shown
+    again = open_page("job")  # the same rank opened again: the stored one, not a second copy
+    again.text_input(key="job.folder").set_value(str(JOB)).run()
+    again.button(key="job.open").click().run()
+    assert_clean(again)
+    assert [r.run_id for r in store.list()] == [record.run_id]

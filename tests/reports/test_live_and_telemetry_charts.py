@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.charts_time import live_progress, telemetry
+from reports.charts.over_time import live_progress, telemetry
 
 
 def _steps() -> pd.DataFrame:

@@ -1,12 +1,12 @@
 """Charts that read: no merged kernel bars, colours explained, evidence labelled, the straggler marked in a colour of
-its own (which rank is marked: tests/profilers/test_straggler.py)."""
+its own (which rank is marked: tests/profilers/jobs/test_straggler.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from reports import charts
-from reports.charts_time import telemetry as telemetry_chart
+from reports.charts.over_time import telemetry as telemetry_chart
 from reports.evidence import NOT_RECORDED, evidence_label, evidence_value, format_evidence
 
 PREFIX = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_bf16_128x128_32x3_nn_align8>::run_" + "x" * 40
@@ -73,3 +73,15 @@ def test_telemetry_without_memory_metrics_draws_no_empty_memory_panel() -> None:
     fig = telemetry_chart(tel, steps, "host")
     assert [a.text for a in fig.layout.annotations] == ["Utilisation (%)"]
     assert len(fig.layout.shapes) == 120  # step lines, capped, added in one layout update
+
+
+def test_a_single_category_is_named_by_a_legend() -> None:
+    """Issue 42: a single-category share bar had no legend (plotly hides it for one trace)."""
+    from reports.charts_compare import breakdown_side_by_side
+
+    per_step = pd.DataFrame({"rank": [0, 0], "step": [0, 1], **{c: [0.0, 0.0] for c in charts.CATEGORIES}})
+    per_step["forward"] = [5e6, 6e6]
+    figs = (charts.share_bar({"forward": 1.0}), charts.step_breakdown(per_step), charts.rank_breakdown(per_step),
+            breakdown_side_by_side({"before": {"forward": 5.0}, "after": {"forward": 4.0}}))
+    for fig in figs:
+        assert [t.name for t in fig.data] == [charts.category_name("forward")] and fig.layout.showlegend is True

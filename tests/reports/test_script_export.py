@@ -107,3 +107,20 @@ def test_ladder_on_a_script_in_every_format(script_run) -> None:
     assert first["where"] == where and first["change"]["kind"] == "diff" and HOSTILE in first["change"]["text"]
     assert [x["fix_id"] for x in doc["ladder"]["advice"]] == ["avoid_syncs"]
     assert doc["ladder"]["rounds"][0]["trials"][0]["role"] == "baseline"  # its trials, with their part
+
+
+def test_a_ladder_round_whose_baseline_moved_says_so_in_every_format(script_run) -> None:
+    """Issue 42: "say when a round's baseline moved that much" — the record's sentence, in every report format."""
+    from dataclasses import replace
+
+    record, script, a = script_run
+    target = script_apply.target_of(record.run_dir, "cuda")
+    ladder = optimize(target.spec, fake_script_runner(record, script)(), rounds=1, policy=Policy(trials=2),
+                      device="cuda", strategy=ScriptStrategy(target.spec, "cuda"))
+    rec = ladder_record(ladder, 1)
+    said = "baseline moved: round 1's baseline ran 103.1 samples/s where <b>x</b> ran the same code at 51.5"
+    rec = replace(rec, rounds=(replace(rec.rounds[0], baseline_moved=said), *rec.rounds[1:]))
+    body = _html_body(render(a, "html", ladder=rec).decode())
+    assert "baseline moved: round 1&#39;s baseline ran 103.1 samples/s where &lt;b&gt;x&lt;/b&gt;" in body
+    assert f"- Round 1 ({rec.rounds[0].fix_title}): {markdown_text(said)}" in render(a, "md", ladder=rec).decode()
+    assert json.loads(render(a, "json", ladder=rec))["ladder"]["rounds"][0]["baseline_moved"] == said

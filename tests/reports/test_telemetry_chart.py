@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profilers.store.files import steps_frame, telemetry_frame
-from reports.charts_time import telemetry as telemetry_chart
+from reports.charts.over_time import telemetry as telemetry_chart
 from profilers.frames.telemetry import downsample_telemetry
 
 MS = 1_000_000

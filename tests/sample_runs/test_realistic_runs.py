@@ -1,6 +1,6 @@
 """The realistic workloads (no single designed bottleneck) run end to end as scripts under the launcher at tiny
 size and leave a trace the engine breaks down, dominated by the model's compute (the designed ones are covered by
-tests/advisors/test_real_runs.py)."""
+tests/advisors/experiments/test_real_runs.py)."""
 
 from __future__ import annotations
 

@@ -64,6 +64,7 @@ def experiment_json(e: Experiment[Spec], rec: ExperimentRecord) -> dict[str, Any
         "bound_exceeded": bool(bound and bound.exceeded), "bound_exceeded_why": bound.exceeded_why if bound else None,
         "where": rec.where, "sites": list(rec.sites), "change": rec.change,
         "trial_runs": [t.__dict__ for t in rec.trials],
+        "baseline_drift": rec.baseline_drift, "baseline_moved": rec.baseline_moved,
     }
 
 
@@ -127,6 +128,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
         verdict = f"{x.outcome.upper() if x.outcome in ('kept', 'inconclusive') else x.outcome} — {x.reason}{bound}"
         verdict += f" (at {x.where})" if x.where else ""
         lines.append(_row(f"+ {x.fix_id} ({x.acts_on})", e.patched, x, x.cumulative_speedup, verdict))
+        if x.baseline_moved:
+            lines.append(f"    ! {x.baseline_moved}")
         fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None
         if fragile is not None and not fragile.ok:
             peak = f" (peak {fragile.peak_memory_mb:.0f} MB)" if fragile.peak_memory_mb else ""

@@ -14,10 +14,14 @@ run crashed, ran out of memory or was killed). ``outcome_text`` is the word with
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping, Sequence
 
 SCHEMA = 2
+# A round's baseline is the code its previous round kept (or its previous attempt's baseline): when its samples/s
+# is this far (relative, either way) from that earlier measurement of the same code, the record says so — the
+# machine changed between them, and samples/s read across rounds would mislead.
+BASELINE_MOVED = 0.25
 Outcome = Literal["kept", "rejected", "inconclusive", "not applied", "failed"]
 OUTCOMES: tuple[str, ...] = ("kept", "rejected", "inconclusive", "not applied", "failed")
 Kind = Literal["apply", "ladder round"]
@@ -104,6 +108,8 @@ class ExperimentRecord:
     change: Mapping[str, Any] | None = None  # a script fix that acted: the edit measured {kind, file, line, text}
     snippet: str = ""
     trials: tuple[TrialRecord, ...] = ()
+    baseline_drift: float | None = None  # a ladder round: its baseline's samples/s ÷ the same code's last measurement
+    baseline_moved: str | None = None  # the sentence, when that drift is beyond BASELINE_MOVED
 
     @property
     def label(self) -> str:
@@ -162,6 +168,7 @@ class LadderRecord:
     last_bottleneck: str | None = None
     advice: tuple[Attempt, ...] = ()
     not_retried: tuple[Attempt, ...] = ()
+    diagnosis: TrialRecord | None = None  # the run round 1 diagnosed (role "diagnosis"): its bounds' baseline
 
     @property
     def label(self) -> str:
@@ -169,8 +176,8 @@ class LadderRecord:
 
     @property
     def trials(self) -> tuple[TrialRecord, ...]:
-        """Every trial of every round, in the order they ran."""
-        return tuple(t for r in self.rounds for t in r.trials)
+        """Every run of the ladder, in the order they ran: round 1's diagnosis run, then every round's trials."""
+        return (*((self.diagnosis,) if self.diagnosis else ()), *(t for r in self.rounds for t in r.trials))
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -190,7 +197,8 @@ class LadderRecord:
                    why_stopped=str(data.get("why_stopped") or ""), complete=bool(data.get("complete")),
                    last_bottleneck=data.get("last_bottleneck"),
                    advice=tuple(Attempt(**_known(Attempt, a)) for a in data.get("advice") or ()),
-                   not_retried=tuple(Attempt(**_known(Attempt, a)) for a in data.get("not_retried") or ()))
+                   not_retried=tuple(Attempt(**_known(Attempt, a)) for a in data.get("not_retried") or ()),
+                   diagnosis=TrialRecord(**_known(TrialRecord, data["diagnosis"])) if data.get("diagnosis") else None)
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -205,6 +213,34 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def baseline_moves(rounds: Sequence[ExperimentRecord]) -> tuple[ExperimentRecord, ...]:
+    """The rounds of a ladder, each with how far its baseline's samples/s moved from the last measurement of the
+    same code (``baseline_drift``: the previous attempt's baseline in the same round, else the previous round's
+    kept patched runs) and, beyond :data:`BASELINE_MOVED`, the sentence that says so (``baseline_moved``)."""
+    out: list[ExperimentRecord] = []
+    for x in rounds:
+        prev = out[-1] if out else None
+        earlier, named = None, ""
+        if prev is not None and prev.round == x.round and prev.before_label == "baseline":
+            earlier, named = prev.before_samples_per_s, f"round {x.round}'s previous attempt's baseline"
+        elif prev is not None and prev.outcome == "kept" and prev.round is not None and x.round == prev.round + 1:
+            earlier, named = prev.after_samples_per_s, f"round {prev.round}'s patched runs ({prev.fix_title}, kept)"
+        now = x.before_samples_per_s
+        if x.before_label != "baseline" or prev is None or prev.rate_unit != x.rate_unit or not earlier or not now:
+            out.append(x)
+            continue
+        drift = now / earlier
+        moved = None
+        if max(drift, 1 / drift) > 1 + BASELINE_MOVED:
+            unit = x.rate_unit
+            moved = (f"baseline moved: round {x.round}'s baseline ran {now:.1f} {unit} where {named} ran the same "
+                     f"code at {earlier:.1f} {unit} ({drift:.2f}×, beyond the {BASELINE_MOVED:.0%} two measurements "
+                     "of one code may differ): the machine changed between them (other programs, clocks, caches), "
+                     "so read each round's speed-up against its own baseline, not samples/s across rounds")
+        out.append(replace(x, baseline_drift=round(drift, 4), baseline_moved=moved))
+    return tuple(out)
 
 
 def complete(rounds: Sequence[ExperimentRecord], asked: int | None) -> bool:

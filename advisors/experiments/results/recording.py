@@ -18,9 +18,9 @@ from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.results.words import outcome
 from advisors.experiments.results.evidence import evidence
 from advisors.experiments.results.record import (Attempt, BoundRecord, ExperimentRecord, Kind, LadderRecord, Outcome,
-                                          TrialRecord, complete, why_stopped)
+                                          TrialRecord, baseline_moves, complete, why_stopped)
 from advisors.experiments.results.stored_view import StoredView
-from advisors.experiments.trials import Spec, spec_changes
+from advisors.experiments.trials import RunOutcome, Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.files import read_json
 
@@ -57,14 +57,19 @@ def trial_records(e: Experiment[Spec], round_: int | None = None) -> tuple[Trial
     arms = (("baseline", e.baseline), ("reference", e.reference), ("patched", e.patched))
     for role, arm in arms:
         for i, o in enumerate(arm.outcomes if arm is not None else ()):
-            t = o.trial
-            out.append(TrialRecord(
-                run_id=Path(o.run_dir).name if o.run_dir else None, role=role, pair=i + 1, round=round_,
-                fix_id=e.fix.id, status=o.status, samples_per_s=_r(t.throughput) if t else None,
-                step_time_ms=_r(t.median_ms) if t else None, steps=len(t.walls_ms) if t else 0,
-                peak_memory_mb=_r(o.peak_memory_mb, 1), others_cores=_r(o.load.others_cores, 2) if o.load else None,
-                error=o.error, rate_unit="steps/s" if o.per_step else "samples/s"))
+            out.append(trial_record(o, role, i + 1, round_, e.fix.id))
     return tuple(sorted(out, key=lambda t: (t.pair, t.role != "baseline")))
+
+
+def trial_record(o: RunOutcome, role: str, pair: int, round_: int | None, fix_id: str) -> TrialRecord:
+    """One run an experiment rests on, with its own measured numbers (those its run shows in the Runs list)."""
+    t = o.trial
+    return TrialRecord(
+        run_id=Path(o.run_dir).name if o.run_dir else None, role=role, pair=pair, round=round_,
+        fix_id=fix_id, status=o.status, samples_per_s=_r(t.throughput) if t else None,
+        step_time_ms=_r(t.median_ms) if t else None, steps=len(t.walls_ms) if t else 0,
+        peak_memory_mb=_r(o.peak_memory_mb, 1), others_cores=_r(o.load.others_cores, 2) if o.load else None,
+        error=o.error, rate_unit="steps/s" if o.per_step else "samples/s")
 
 
 def arm_device(arm: Arm[Spec]) -> str:
@@ -142,10 +147,10 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
 def ladder_record(ladder: Any, rounds_asked: int | None) -> LadderRecord:
     """The record of a ladder (:class:`~advisors.experiments.optimize.Ladder`): one record per round's attempt,
     each bound labelled with the diagnosis it comes from (that round's baseline run)."""
-    rounds = tuple(
+    rounds = baseline_moves(tuple(
         experiment_record(r.experiment, "ladder round", r.round, bound_record(
             r.bound, f"the diagnosis of round {r.round}'s baseline run", r.diagnosed_run, r.experiment),
-            r.where, r.bottleneck, r.rule, r.cumulative) for r in ladder.rungs)
+            r.where, r.bottleneck, r.rule, r.cumulative) for r in ladder.rungs))
     d = ladder.last_diagnosis
     last = d.bottleneck.value if d is not None else None
     return LadderRecord(
@@ -154,7 +159,9 @@ def ladder_record(ladder: Any, rounds_asked: int | None) -> LadderRecord:
         last_bottleneck=last,
         advice=tuple(Attempt(a.fix.id, a.fix.title, a.why, a.round, a.bottleneck, a.rule, a.fix.snippet)
                      for a in ladder.advice),
-        not_retried=tuple(Attempt(a.fix.id, a.fix.title, a.why) for a in ladder.not_retried))
+        not_retried=tuple(Attempt(a.fix.id, a.fix.title, a.why) for a in ladder.not_retried),
+        diagnosis=trial_record(ladder.diagnosis_run, "diagnosis", 0, 1, "")
+        if getattr(ladder, "diagnosis_run", None) is not None else None)
 
 
 def applied(e: Experiment[Spec], diagnosis: Any, baseline: str, baseline_run: str | None) -> StoredView:

@@ -14,8 +14,8 @@ from typing import Any, Mapping
 import orjson
 
 from advisors.experiments.results.words import outcome
-from advisors.experiments.results.record import (SCHEMA, BoundRecord, ExperimentRecord, LadderRecord, TrialRecord, complete,
-                                         why_stopped)
+from advisors.experiments.results.record import (SCHEMA, BoundRecord, ExperimentRecord, LadderRecord, TrialRecord,
+                                                 baseline_moves, complete, why_stopped)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ def _schema_one(view: Mapping[str, Any]) -> StoredView:
     """A view written before the record existed: its summary (an Apply) or its rows (a ladder)."""
     if view.get("mode") == "ladder":
         changes = {(c.get("round"), c.get("fix")): c for c in view.get("changes") or []}
-        rounds = tuple(_old_row(r, changes.get((r.get("round"), r.get("fix")), {})) for r in view.get("rows") or [])
+        rounds = baseline_moves(tuple(_old_row(r, changes.get((r.get("round"), r.get("fix")), {}))
+                                      for r in view.get("rows") or []))
         last = view.get("last_bottleneck")
         return StoredView("ladder", ladder=LadderRecord(
             rounds=rounds, total_speedup=float(view.get("total_speedup") or 1.0), rounds_asked=None,

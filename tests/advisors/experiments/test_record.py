@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from advisors.experiments.results.words import outcome
 from advisors.experiments.results.record import ExperimentRecord, LadderRecord, complete, why_stopped
 from advisors.experiments.results.stored_view import apply_view, ladder_view, read_view
@@ -98,7 +100,7 @@ def test_a_ladder_record_round_trips_and_charts_its_kept_fixes() -> None:
 def test_identical_loss_curves_are_said_to_be_identical() -> None:
     """Issue 42: two identical loss curves drew as one line."""
     from advisors.experiments.results.evidence import same_curves
-    from reports.charts_compare import loss_curves
+    from reports.charts.compare import loss_curves
 
     assert same_curves({"before": [2.0, 1.5], "after": [2.0, 1.5]})
     assert not same_curves({"before": [2.0, 1.5], "after": [2.0, 1.4]}) and not same_curves({"before": [2.0]})
@@ -114,7 +116,7 @@ def test_a_script_whose_batches_were_not_seen_counts_steps_not_samples() -> None
     from advisors.experiments.results.recording import experiment_record
     from advisors.fixes import FIXES
     from tests.advisors.fake_script import apply
-    from tests.advisors.test_experiment import BASE, FakeRunner
+    from tests.advisors.experiments.test_experiment import BASE, FakeRunner
 
     fake = FakeRunner()
     e = run_experiment(BASE, FIXES["cache_decoded"], lambda s, p=None: replace(fake(s, p), per_step=True),
@@ -123,3 +125,31 @@ def test_a_script_whose_batches_were_not_seen_counts_steps_not_samples() -> None
     assert x.rate_unit == "steps/s" and {t.rate_unit for t in x.trials} == {"steps/s"}
     assert experiment_record(run_experiment(BASE, FIXES["cache_decoded"], FakeRunner(),
                                             Policy(trials=3, n_boot=200), apply=apply)).rate_unit == "samples/s"
+
+
+def test_a_round_whose_baseline_moved_says_so() -> None:
+    """Issue 42: round 2's "before" was 103.1 samples/s against round 1's "after" of 51.5 for the same code (each
+    round's own baseline, at load 4.5). The record says when a baseline moved beyond BASELINE_MOVED, once."""
+    from dataclasses import replace
+
+    from advisors.experiments.results.record import BASELINE_MOVED, baseline_moves
+    from reports.content import ladder_context
+
+    r1 = replace(ROUNDS[0], before_samples_per_s=40.0, after_samples_per_s=51.5, cumulative_speedup=1.29)
+    r2 = replace(ROUNDS[1], before_samples_per_s=103.1, after_samples_per_s=92.8)
+    r2b = replace(ROUNDS[2], before_samples_per_s=100.0)  # its round's previous attempt ran 103.1: within reach
+    moved = baseline_moves((r1, r2, r2b))
+    assert moved[0].baseline_moved is None and moved[0].baseline_drift is None  # nothing measured that code before
+    assert moved[1].baseline_drift == pytest.approx(103.1 / 51.5, rel=1e-3)
+    said = moved[1].baseline_moved or ""
+    assert said.startswith("baseline moved: round 2's baseline ran 103.1 samples/s where round 1's patched runs "
+                           "(More loader workers, kept) ran the same code at 51.5 samples/s (2.00×")
+    assert f"beyond the {BASELINE_MOVED:.0%}" in said
+    assert moved[2].baseline_moved is None and moved[2].baseline_drift == pytest.approx(100.0 / 103.1, rel=1e-3)
+    # a 20% move is within the threshold; a 30% one is not, either way
+    assert baseline_moves((r1, replace(r2, before_samples_per_s=51.5 * 1.2)))[1].baseline_moved is None
+    assert baseline_moves((r1, replace(r2, before_samples_per_s=51.5 / 1.3)))[1].baseline_moved
+    lad = LadderRecord(rounds=moved, total_speedup=1.29, rounds_asked=2, why_stopped="", complete=False)
+    back = read_view(ladder_view(lad))
+    assert back is not None and back.ladder is not None and back.ladder.rounds[1].baseline_moved == said
+    assert [r["baseline_moved"] for r in ladder_context(lad)["rungs"]] == [None, said, None]
