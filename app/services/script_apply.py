@@ -76,7 +76,7 @@ class ScriptTarget:
 
 def _outlasting(spec: ScriptSpec) -> tuple[str, ...]:
     """A workload's command with ``--steps`` at least the spec's whole run; any other command as it is."""
-    from advisors.experiments.script_knobs import with_flag
+    from advisors.fixes.conventions.editing import with_flag
     from profilers.run.command import workload_of_command
 
     command = tuple(spec.command)

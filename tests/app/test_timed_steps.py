@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisors.experiments.script_fixes import ScriptContext
+from advisors.fixes.context import ScriptContext
 from app.services.script_apply import ScriptTarget
 
 WORKLOAD = ("python", "-m", "sample_runs.train", "data_bound", "--steps", "12", "--num-workers", "2")

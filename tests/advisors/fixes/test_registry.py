@@ -18,7 +18,7 @@ from advisors.fixes.base import FixExample
 from advisors.rules import RULES
 from advisors.rules.base import NOT_STATED
 from profilers.run.script_spec import KNOBS, ScriptSpec
-from tests.advisors.test_script_knobs import recorded
+from tests.advisors.experiments.test_script_knobs import recorded
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = [(s, i, e) for s in REGISTRY for i, e in enumerate(s.examples)]
