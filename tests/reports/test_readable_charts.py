@@ -77,7 +77,7 @@ def test_telemetry_without_memory_metrics_draws_no_empty_memory_panel() -> None:
 
 def test_a_single_category_is_named_by_a_legend() -> None:
     """Issue 42: a single-category share bar had no legend (plotly hides it for one trace)."""
-    from reports.charts_compare import breakdown_side_by_side
+    from reports.charts.compare import breakdown_side_by_side
 
     per_step = pd.DataFrame({"rank": [0, 0], "step": [0, 1], **{c: [0.0, 0.0] for c in charts.CATEGORIES}})
     per_step["forward"] = [5e6, 6e6]
