@@ -8,11 +8,13 @@ out (:mod:`stepwise_agent.steady`). Three rules, checked at every step once the 
 :data:`MIN_BASELINE` steps:
 
 - **step time**: the median of the last :data:`RECENT` steps is above the baseline's median by more than
-  :data:`NOISE_SIGMAS` times the noise of such a median (the baseline's own spread, MAD-based, over √RECENT) and
-  by at least :data:`MIN_RISE` of it — "slower, beyond its own noise, for several steps";
+  :data:`NOISE_SIGMAS` times the noise of the difference of two such medians (the baseline's own spread,
+  MAD-based, over √RECENT and over √ its count) and
+  by at least :data:`MIN_RISE` of it, and all but :data:`ALLOWED_BELOW` of those steps are that much slower —
+  "slower, beyond its own noise, for several steps" (one slow step in a burst of noise is not a shift);
 - **batch drawing**: the share of those steps' wall time spent drawing batches (``data_ms``) rose by at least
-  :data:`SHARE_JUMP` (an absolute share: 0.10 → 0.35) — the loader falling behind, even where the step time
-  hides it;
+  :data:`SHARE_JUMP` (an absolute share: 0.10 → 0.35), in all but :data:`ALLOWED_BELOW` of those steps — the
+  loader falling behind, even where the step time hides it;
 - **memory**: over the last :data:`MEMORY_WINDOW` steps memory grew steadily (most steps up, a straight line fits
   it) by at least :data:`MEMORY_MIN_GROWTH` of the headroom to the limit (the device's, the budget's, or the
   host's) — a loop that keeps what it should free.
@@ -34,10 +36,12 @@ from stepwise_agent.steady import AFTER_PROFILER
 
 WARMUP_STEPS = 5  # lazy initialisation, allocator growth, autotuning: never part of the baseline
 RECENT = 8  # the steps judged at once ("for several steps")
-MIN_BASELINE = 20
+MIN_BASELINE = 40
 MAX_BASELINE = 200
+REFRESH = 32  # steps between two computations of the baseline's statistics
 NOISE_SIGMAS = 4.0
-MIN_RISE = 0.15  # a rise smaller than this share of the step time is not worth a trace
+MIN_RISE = 0.20  # a rise smaller than this share of the step time is not worth a trace
+ALLOWED_BELOW = 2  # of the RECENT steps, at most this many may be under the rise (a burst is not a shift)
 SHARE_JUMP = 0.15
 MEMORY_WINDOW = 50
 MEMORY_MIN_GROWTH = 0.05  # of the headroom the baseline left
@@ -92,6 +96,8 @@ class Trigger:
         self._recent: deque[tuple[float, float | None]] = deque(maxlen=RECENT)
         self._memory: deque[float] = deque(maxlen=MEMORY_WINDOW)
         self._seen = 0
+        self._stats: tuple[float, float, float | None] | None = None
+        self._stats_at = 0
 
     def relearn(self) -> None:
         """Forget the baseline (after a capture, or a rule that fired): the next steps are the new normal."""
@@ -100,7 +106,7 @@ class Trigger:
     def observe(self, step: int, wall_ms: float, data_ms: float | None, memory_mb: float | None,
                 near_capture: bool = False) -> Fired | None:
         """Judge one finished step; ``near_capture``: it was profiled or next to a capture (not part of any
-        baseline)."""
+        baseline). Costs a few microseconds: the rules are judged only when this step is itself out of line."""
         self._seen += 1
         if near_capture or self._seen <= WARMUP_STEPS:
             return None
@@ -108,39 +114,52 @@ class Trigger:
         if len(self._recent) == RECENT:
             self._base.append(self._recent[0])  # the oldest judged step joins the baseline
         self._recent.append((wall_ms, share))
+        fired = None
         if memory_mb is not None:
             self._memory.append(memory_mb)
-        fired = self._judge(step)
+            if self._seen % RECENT == 0:
+                fired = self._memory_rule(step)
+        if fired is None and len(self._base) >= MIN_BASELINE and len(self._recent) == RECENT:
+            base, _, base_share = self._baseline()
+            if wall_ms > base * (1.0 + MIN_RISE) or (
+                    share is not None and base_share is not None and share >= base_share + SHARE_JUMP):
+                fired = self._judge(step)
         if fired is not None:
             self.relearn()
         return fired
 
+    def _baseline(self) -> tuple[float, float, float | None]:
+        """The baseline's median step time, its spread (σ, MAD-based) and its batch-drawing share (None: unknown),
+        recomputed every :data:`REFRESH` steps: the baseline drifts slowly, and a step must cost microseconds."""
+        if self._stats is None or self._seen - self._stats_at >= REFRESH:
+            walls = [w for w, _ in self._base]
+            base = statistics.median(walls)
+            shares = [s for _, s in self._base if s is not None]
+            self._stats = (base, _robust_sigma(walls, base),
+                           statistics.median(shares) if len(shares) >= MIN_BASELINE // 2 else None)
+            self._stats_at = self._seen
+        return self._stats
+
     def _judge(self, step: int) -> Fired | None:
-        memory = self._memory_rule(step)
-        if len(self._base) < MIN_BASELINE or len(self._recent) < RECENT:
-            return memory
-        walls = [w for w, _ in self._base]
-        base = statistics.median(walls)
+        """The step-time and batch-drawing rules over the RECENT steps (see the module docs)."""
+        base, sigma, base_share = self._baseline()
         now = statistics.median(w for w, _ in self._recent)
-        noise = NOISE_SIGMAS * 1.25 * _robust_sigma(walls, base) / RECENT ** 0.5
-        shares = self._shares()
+        # both medians are uncertain: the recent one (RECENT steps) and the baseline's (its own count)
+        noise = NOISE_SIGMAS * 1.25 * sigma * (1.0 / RECENT + 1.0 / len(self._base)) ** 0.5
+        recent_shares = [s for _, s in self._recent if s is not None]
+        shares = (base_share, statistics.median(recent_shares)) \
+            if base_share is not None and len(recent_shares) >= RECENT // 2 else None
         share_text = f", batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step" if shares else ""
-        if base > 0 and now > base + max(noise, MIN_RISE * base):
+        above = sum(1 for w, _ in self._recent if w > base * (1.0 + MIN_RISE))
+        if base > 0 and now > base + max(noise, MIN_RISE * base) and above >= RECENT - ALLOWED_BELOW:
             rise = (now / base - 1.0) * 100.0
             return Fired(STEP_TIME, step, f"step time +{rise:.0f}% for {RECENT} steps ({base:.1f} → {now:.1f} ms, "
                                           f"beyond its noise of ±{noise:.1f} ms){share_text}")
-        if shares and shares[1] - shares[0] >= SHARE_JUMP:
+        if shares is not None and shares[1] - shares[0] >= SHARE_JUMP and \
+                sum(1 for s in recent_shares if s >= shares[0] + SHARE_JUMP) >= RECENT - ALLOWED_BELOW:
             return Fired(DATA_SHARE, step, f"batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step for "
                                            f"{RECENT} steps (step time {base:.1f} → {now:.1f} ms)")
-        return memory
-
-    def _shares(self) -> tuple[float, float] | None:
-        """The batch-drawing share of the baseline's steps and of the recent ones (medians), when both are known."""
-        before = [s for _, s in self._base if s is not None]
-        after = [s for _, s in self._recent if s is not None]
-        if len(before) < MIN_BASELINE // 2 or len(after) < RECENT // 2:
-            return None
-        return statistics.median(before), statistics.median(after)
+        return None
 
     def _memory_rule(self, step: int) -> Fired | None:
         if self.limit_mb is None or len(self._memory) < MEMORY_WINDOW:

@@ -14,7 +14,7 @@ parser.add_argument("--steps", type=int, default=120)
 parser.add_argument("--batch-size", type=int, default=32)
 parser.add_argument("--change-at", type=int, default=60, help="the step where the large images begin")
 parser.add_argument("--steady", action="store_true")
-parser.add_argument("--big", type=int, default=320, help="the side of a large image")
+parser.add_argument("--big", type=int, default=384, help="the side of a large image")
 args = parser.parse_args()
 
 
@@ -43,8 +43,8 @@ class Shards(Dataset):
 first = args.steps * args.batch_size if args.steady else args.change_at * args.batch_size
 loader = DataLoader(Shards(args.steps * args.batch_size, first, args.big), batch_size=args.batch_size,
                     shuffle=False, num_workers=0)
-model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(),
-                      nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(512, 10))
+model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+                      nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 for step, (x, y) in enumerate(loader):
     loss = nn.functional.cross_entropy(model(x), y)

@@ -1,0 +1,103 @@
+"""The agent's watch mode in this process (fast lane): the script runs to its own end with every step recorded,
+its exit code passed through, a capture fired when its batches get slow (the trace, ``capture.json`` with its
+trigger and profiled steps, the profiled rows marked) and none for a steady script; the runner's side stores the
+capture as a run of its own (:mod:`profilers.run.captures`). ``tests/cli/test_watch.py`` runs it for real."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from profilers.run.captures import capture_records, store_captures
+from profilers.store.runs import RunStore
+from stepwise_agent import boot
+
+SLOWING = '''
+import sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Later(Dataset):
+    """Samples from step SLOW_FROM on take 3 ms each to read (a slower shard)."""
+    def __len__(self):
+        return 8 * STEPS
+    def __getitem__(self, i):
+        if i >= 8 * SLOW_FROM:
+            time.sleep(0.003)
+        return torch.ones(4), 0
+
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(Later(), batch_size=8):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(0.015)  # the model's own work: long enough that a busy machine's jitter is not a shift
+sys.exit(EXIT)
+'''
+
+
+@pytest.fixture
+def watch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+
+    def run(steps: int, slow_from: int, exit_code: int = 0, run_dir: Path | None = None) -> tuple[int, Path]:
+        if run_dir is None:
+            run_dir = tmp_path / "run"
+            run_dir.mkdir()
+            (run_dir / "boot.json").write_text(json.dumps({"watch": {"capture_steps": 3}}))
+        source = SLOWING.replace("STEPS", str(steps)).replace("SLOW_FROM", str(slow_from))
+        (tmp_path / "train.py").write_text(source.replace("EXIT", str(exit_code)))
+        return boot.main([str(run_dir), "3", str(tmp_path / "train.py")]), run_dir
+    return run
+
+
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+
+
+def test_a_steady_script_runs_to_its_end_every_step_recorded_nothing_captured(watch: Any) -> None:
+    code, run_dir = watch(100, 10_000, exit_code=3)
+    assert code == 3  # the script's own sys.exit(3), passed through
+    rows = _rows(run_dir)
+    assert [r["step"] for r in rows] == list(range(100)) and not any(r["profiled"] for r in rows)
+    assert all(r["data_ms"] is not None for r in rows)
+    assert not (run_dir / "captures").exists()
+    result = json.loads((run_dir / "agent_result.json").read_text())
+    assert result["steps_done"] == 100 and result["profiled_then_stopped"] is None
+
+
+def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: Any, tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "store")
+    parent = store.create("launch", "train.py", files={"boot.json": {"watch": {"capture_steps": 3}}})
+    code, run_dir = watch(90, 60, run_dir=Path(parent.run_dir))
+    assert code == 0
+    rows = _rows(run_dir)
+    assert [r["step"] for r in rows] == list(range(90))  # the script was never stopped
+    records = capture_records(run_dir)
+    assert len(records) == 1
+    capture = records[0]
+    assert capture["trigger"]["kind"] in ("data_share", "step_time") and capture["status"] == "done"
+    assert 60 <= capture["trigger"]["step"] <= 60 + 10
+    first, last = capture["steps"]
+    assert (first, last) == (capture["trigger"]["step"] + 2, capture["trigger"]["step"] + 4)
+    assert [r["step"] for r in rows if r["profiled"]] == list(range(first, last + 1))
+    assert [r["capture"] for r in rows if r["profiled"]] == [1, 1, 1]
+
+    children = store_captures(store, parent.run_id)  # the runner's side, outside the training process
+    assert len(children) == 1 and store_captures(store, parent.run_id) == children  # stored once
+    child = store.get(children[0])
+    assert child.parent == parent.run_id and child.role == "capture" and child.status.value == "ok"
+    child_dir = store.path(children[0])
+    assert list((child_dir / "tb").glob("rank0.*.pt.trace.json.gz"))
+    assert [json.loads(line)["step"] for line in (child_dir / "steps.jsonl").read_text().splitlines()] == \
+        list(range(first, last + 1))
+    assert capture_records(run_dir)[0]["run_id"] == children[0]
