@@ -15,9 +15,10 @@ out (:mod:`stepwise_agent.steady`). Three rules, checked at every step once the 
 - **batch drawing**: the share of those steps' wall time spent drawing batches (``data_ms``) rose by at least
   :data:`SHARE_JUMP` (an absolute share: 0.10 → 0.35), in all but :data:`ALLOWED_BELOW` of those steps — the
   loader falling behind, even where the step time hides it;
-- **memory**: over the last :data:`MEMORY_WINDOW` steps memory grew steadily (most steps up, a straight line fits
-  it) by at least :data:`MEMORY_MIN_GROWTH` of the headroom to the limit (the device's, the budget's, or the
-  host's) — a loop that keeps what it should free.
+- **memory**: over the last :data:`MEMORY_WINDOW` steps memory grew steadily (a straight line fits it, it never
+  fell back by more than :data:`MEMORY_GIVE_BACK` of the growth: an allocator grows in chunks, a leak never gives
+  back) by at least :data:`MEMORY_MIN_MB` and :data:`MEMORY_MIN_GROWTH` of the headroom to the limit (the
+  device's, the budget's, or the host's) — a loop that keeps what it should free.
 
 After a rule fires, the baseline is learnt afresh (the slower step is the new normal: one shift, one capture).
 :class:`RateLimit` then decides whether the capture may happen: at most :data:`MAX_PER_HOUR` an hour, and never
@@ -44,9 +45,9 @@ MIN_RISE = 0.20  # a rise smaller than this share of the step time is not worth 
 ALLOWED_BELOW = 2  # of the RECENT steps, at most this many may be under the rise (a burst is not a shift)
 SHARE_JUMP = 0.15
 MEMORY_WINDOW = 50
-MEMORY_MIN_GROWTH = 0.05  # of the headroom the baseline left
+MEMORY_MIN_GROWTH = 0.005  # of the headroom the window started with
 MEMORY_MIN_MB = 64.0
-MEMORY_UP_SHARE = 0.7  # of the step-to-step changes that must be rises
+MEMORY_GIVE_BACK = 0.1  # of the growth: a larger fall on the way means memory is used and freed, not kept
 MEMORY_MIN_R2 = 0.8
 MAX_PER_HOUR = 6
 MAX_SHARE = 0.05
@@ -167,8 +168,11 @@ class Trigger:
         ys = list(self._memory)
         grown = ys[-1] - ys[0]
         headroom = self.limit_mb - ys[0]
-        ups = sum(1 for a, b in zip(ys, ys[1:]) if b > a) / (len(ys) - 1)
-        if grown < max(MEMORY_MIN_MB, MEMORY_MIN_GROWTH * max(headroom, 0.0)) or ups < MEMORY_UP_SHARE:
+        peak, given_back = ys[0], 0.0
+        for y in ys:  # a leak never gives back: the largest fall from the running peak
+            peak = max(peak, y)
+            given_back = max(given_back, peak - y)
+        if grown < max(MEMORY_MIN_MB, MEMORY_MIN_GROWTH * max(headroom, 0.0)) or given_back > MEMORY_GIVE_BACK * grown:
             return None
         slope, r2 = _line_fit(ys)
         if r2 < MEMORY_MIN_R2 or slope <= 0:

@@ -101,3 +101,19 @@ def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: An
     assert [json.loads(line)["step"] for line in (child_dir / "steps.jsonl").read_text().splitlines()] == \
         list(range(first, last + 1))
     assert capture_records(run_dir)[0]["run_id"] == children[0]
+
+
+def test_a_capture_asked_for_starts_at_the_next_flush_whatever_the_rules(watch: Any, tmp_path: Path) -> None:
+    run_dir = tmp_path / "asked"
+    run_dir.mkdir()
+    (run_dir / "boot.json").write_text(json.dumps({"watch": {"capture_steps": 2, "per_hour": 0}}))
+    source = SLOWING.replace("STEPS", "100").replace("SLOW_FROM", "10000").replace("EXIT", "0")
+    ask = f"    ASKED.append(1)\n    if len(ASKED) == 30:  # what stepwise capture RUN writes, from outside\n" \
+          f"        open({str(run_dir / 'capture.request')!r}, 'w').write('{{\"steps\": 2}}')\n"
+    source = source.replace("    time.sleep(0.015)", ask + "    time.sleep(0.015)").replace("model = ", "ASKED = []\nmodel = ")
+    (tmp_path / "asked.py").write_text(source)
+    assert boot.main([str(run_dir), "2", str(tmp_path / "asked.py")]) == 0
+    records = capture_records(run_dir)
+    assert [c["trigger"]["kind"] for c in records] == ["on_demand"]  # per_hour 0: no rule could have started it
+    first, last = records[0]["steps"]
+    assert last - first == 1 and first < 100
