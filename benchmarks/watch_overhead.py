@@ -31,9 +31,10 @@ SCRIPT = ROOT / "benchmarks" / "scripts" / "watch_steps.py"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
-def agent_cost_us(calls: int) -> list[float]:
-    """µs inside ``on_step`` of the watch recorder per step (the mean: flushes and rules included), five rounds;
-    each simulated step lasts 1 ms (a busy wait), captures refused."""
+def agent_cost_us(calls: int) -> list[tuple[float, float]]:
+    """µs inside ``on_step`` of the watch recorder per step — the median call, and the mean (flushes included, and
+    whatever preemption a busy machine adds) — five rounds; each simulated step lasts 1 ms (a busy wait), captures
+    refused."""
     from stepwise_agent.trigger import RateLimit
     from stepwise_agent.watch import WatchRecorder
 
@@ -44,15 +45,15 @@ def agent_cost_us(calls: int) -> list[float]:
             rec = WatchRecorder(Path(tmp), limit_mb=100_000.0, rate=RateLimit(per_hour=0))
             rec.data_ms = lambda: 0.1
             rec.start()
-            inside = 0.0
+            inside = []
             for _ in range(calls):
                 until = time.perf_counter() + 1e-3
                 while time.perf_counter() < until:
                     pass
                 t = time.perf_counter()
                 rec.on_step(1.0, 64)
-                inside += time.perf_counter() - t
-            rounds.append(inside / calls * 1e6)
+                inside.append((time.perf_counter() - t) * 1e6)
+            rounds.append((statistics.median(inside), statistics.mean(inside)))
             rec.stop()
     return rounds
 
@@ -75,12 +76,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--calls", type=int, default=3_000)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--agent-only", action="store_true", help="measure the agent's cost alone (no runs)")
     args = parser.parse_args()
     cost = agent_cost_us(args.calls)
-    print(f"agent: {statistics.median(cost):.1f} µs per step (rounds {', '.join(f'{c:.1f}' for c in cost)})")
+    medians, means = [c[0] for c in cost], [c[1] for c in cost]
+    said = (f"Agent's own cost per step: median call **{statistics.median(medians):.1f} µs** (rounds "
+            f"{', '.join(f'{c:.1f}' for c in medians)}), mean **{statistics.median(means):.1f} µs** (flushes and "
+            f"preemption included; rounds {', '.join(f'{c:.1f}' for c in means)}) = "
+            f"{statistics.median(means) / 100:.2f}% of a 10 ms step; 5 rounds of {args.calls} calls.")
+    print(said)
     runs: dict[int, dict[str, list[float]]] = {w: {"bare": [], "watched": []} for w in args.widths}
     with tempfile.TemporaryDirectory() as store:
-        for r in range(args.repeats):
+        for r in range(0 if args.agent_only else args.repeats):
             for w in args.widths:
                 order = (False, True) if r % 2 == 0 else (True, False)
                 for watched in order:
@@ -88,7 +95,7 @@ def main() -> None:
                     runs[w]["watched" if watched else "bare"].append(ms)
                     print(f"repeat {r + 1} width {w} {'watched' if watched else 'bare   '}: {ms:.3f} ms/step", flush=True)
     rows = []
-    for w, arms in runs.items():
+    for w, arms in ({} if args.agent_only else runs).items():
         ratios = [b / a - 1.0 for a, b in zip(arms["bare"], arms["watched"])]
         rows.append({"width": w, "bare_ms": arms["bare"], "watched_ms": arms["watched"],
                      "bare_median_ms": statistics.median(arms["bare"]),
@@ -97,13 +104,13 @@ def main() -> None:
                      "overhead_max": max(ratios)})
     stamp = dt.date.today().isoformat()
     doc = {"date": stamp, "cpu_count": os.cpu_count(), "steps": args.steps, "repeats": args.repeats,
-           "agent_us_per_step": cost, "agent_us_median": statistics.median(cost), "runs": rows}
+           "agent_us_median_call": medians, "agent_us_mean": means, "runs": rows}
     args.out.mkdir(parents=True, exist_ok=True)
+    stamp += "-agent" if args.agent_only else ""
     (args.out / f"watch-overhead-{stamp}.json").write_text(json.dumps(doc, indent=2))
     lines = [f"# Watch overhead, {stamp} ({os.cpu_count()} cores, {args.repeats} interleaved repeats, "
              f"{args.steps} steps a run)", "",
-             f"Agent's own cost: **{statistics.median(cost):.1f} µs per step** (median of 5 rounds of {args.calls} "
-             f"calls: {', '.join(f'{c:.1f}' for c in cost)}) = {statistics.median(cost) / 100:.2f}% of a 10 ms step.",
+             said,
              "", "| width | bare ms/step (median) | watched ms/step (median) | overhead median | min | max |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['width']} | {r['bare_median_ms']:.3f} | {r['watched_median_ms']:.3f} | "

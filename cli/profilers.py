@@ -180,14 +180,27 @@ def _list(args: argparse.Namespace) -> int:
     trial_runs = {r.run_id: [t.run_id for t in store.list(parent=r.run_id, limit=None)]
                   for r in records if r.kind == "experiment"}
     if args.json:
+        from profilers.run.captures import capture_records
+
+        captured = {r.run_id: capture_records(store.path(r.run_id)) for r in records if _captured(store, r)}
         print(json.dumps([{**asdict(r), "status": r.status.value,
-                           **({"trial_runs": trial_runs[r.run_id]} if r.run_id in trial_runs else {})}
+                           **({"trial_runs": trial_runs[r.run_id]} if r.run_id in trial_runs else {}),
+                           **({"captures": captured[r.run_id]} if r.run_id in captured else {})}
                           for r in records], indent=2))
         return EXIT_OK
     for r in records:
         step = f"{r.step_time_ms:9.2f} ms" if r.step_time_ms is not None else " " * 12
-        print(f"{r.run_id:<44} {r.kind:<10} {r.status.value:<14} {step}  {r.label}{_belongs(r, trial_runs)}")
+        print(f"{r.run_id:<44} {r.kind:<10} {r.status.value:<14} {step}  {r.label}{_belongs(r, trial_runs)}"
+              f"{_captured(store, r)}")
     return EXIT_OK
+
+
+def _captured(store: RunStore, r: RunRecord) -> str:
+    """`` (watched: 2 captures, see --all)`` for a watched run that captured anything."""
+    from profilers.run.captures import capture_folders
+
+    n = len(capture_folders(store.path(r.run_id))) if r.kind == "launch" and not r.parent else 0
+    return f"  (watched: {n} capture{'' if n == 1 else 's'}, listed with --all)" if n else ""
 
 
 def _belongs(r: RunRecord, trial_runs: dict[str, list[str]]) -> str:

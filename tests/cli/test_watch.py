@@ -16,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DECODE = ROOT / "tests" / "scripts" / "watch" / "slowing_decode.py"
+KEEPS = ROOT / "tests" / "scripts" / "watch" / "keeps_tensors.py"
 CHANGE_AT = 60
 #: a capture must start within this many steps of the change: RECENT steps judged + the profiler's warm-up
 WITHIN_STEPS = 14
@@ -43,6 +44,17 @@ def test_later_samples_expensive_to_decode_are_captured_and_named_data(tmp_path:
     assert f"stepwise: step {first['trigger']['step']}:" in done.stderr and ": data — " in done.stderr
     capture_run = Path(report["run_dir"]).parent / first["run_id"]
     assert (capture_run / "analysis.json").is_file()  # a stored analysis, like any other run's
+
+
+@pytest.mark.slow
+def test_a_loop_that_starts_keeping_tensors_fires_a_memory_capture(tmp_path: Path) -> None:
+    done = _watch(tmp_path, str(KEEPS), "--steps", "160", "--change-at", "70")
+    assert done.returncode == 0, done.stderr[-3000:]
+    captures = json.loads(done.stdout)["captures"]
+    assert captures and captures[0]["trigger"]["kind"] == "memory", captures
+    # the memory window is 50 steps: a leak of ~3 MiB a step shows within it, and before it nothing fired
+    assert 70 <= captures[0]["trigger"]["step"] <= 70 + 60
+    assert "steadily" in captures[0]["trigger"]["reason"] and "MiB a step" in captures[0]["trigger"]["reason"]
 
 
 @pytest.mark.slow

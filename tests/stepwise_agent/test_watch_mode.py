@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from cli import profilers as profilers_cli
 from profilers.run.captures import capture_records, store_captures
+from profilers.run.records import RunResult, RunStatus
 from profilers.store.runs import RunStore
 from stepwise_agent import boot
 
@@ -75,7 +77,8 @@ def test_a_steady_script_runs_to_its_end_every_step_recorded_nothing_captured(wa
     assert result["steps_done"] == 100 and result["profiled_then_stopped"] is None
 
 
-def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: Any, tmp_path: Path) -> None:
+def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: Any, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     store = RunStore(tmp_path / "store")
     parent = store.create("launch", "train.py", files={"boot.json": {"watch": {"capture_steps": 3}}})
     code, run_dir = watch(90, 60, run_dir=Path(parent.run_dir))
@@ -101,6 +104,10 @@ def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: An
     assert [json.loads(line)["step"] for line in (child_dir / "steps.jsonl").read_text().splitlines()] == \
         list(range(first, last + 1))
     assert capture_records(run_dir)[0]["run_id"] == children[0]
+    store.finish(parent.run_id, RunResult(RunStatus.OK))
+    assert profilers_cli.main(["list", "--json", "--store", str(store.root)]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["captures"][0]["run_id"] for r in listed] == children  # the capture run itself only with --all
 
 
 def test_a_capture_asked_for_starts_at_the_next_flush_whatever_the_rules(watch: Any, tmp_path: Path) -> None:
