@@ -92,3 +92,35 @@ def test_ctrl_c_stops_the_job_as_it_would_without_stepwise(tmp_path: Path) -> No
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGINT  # ended by the signal, as python train.py would be
     assert "KeyboardInterrupt" in err
+
+
+DDP = '''
+import time
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 8))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(60):
+    loss = model(torch.randn(32, 64)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(0.01)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_under_torchrun_every_rank_records_its_own_steps(tmp_path: Path) -> None:
+    script = tmp_path / "ddp_train.py"
+    script.write_text(DDP)
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    command = [sys.executable, "-m", "stepwise", "watch", "--json", "--store", str(tmp_path / "store"), "--",
+               torchrun, "--nproc_per_node", "2", str(script)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["status"] == "ok" and report["world_size"] == 2 and report["steps_done"] == 60
+    rows = [json.loads(line) for line in (Path(report["run_dir"]) / "steps.jsonl").read_text().splitlines()]
+    assert {r["rank"]: sum(1 for x in rows if x["rank"] == r["rank"]) for r in rows} == {0: 60, 1: 60}
