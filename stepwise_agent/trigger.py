@@ -44,6 +44,7 @@ NOISE_SIGMAS = 4.0
 MIN_RISE = 0.20  # a rise smaller than this share of the step time is not worth a trace
 ALLOWED_BELOW = 2  # of the RECENT steps, at most this many may be under the rise (a burst is not a shift)
 SHARE_JUMP = 0.15
+SHARE_SAID = 0.05  # a smaller change of the batch-drawing share is not worth a word beside a step-time rise
 MEMORY_WINDOW = 50
 MEMORY_MIN_GROWTH = 0.005  # of the headroom the window started with
 MEMORY_MIN_MB = 64.0
@@ -150,7 +151,8 @@ class Trigger:
         recent_shares = [s for _, s in self._recent if s is not None]
         shares = (base_share, statistics.median(recent_shares)) \
             if base_share is not None and len(recent_shares) >= RECENT // 2 else None
-        share_text = f", batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step" if shares else ""
+        share_text = f", batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step" \
+            if shares and abs(shares[1] - shares[0]) >= SHARE_SAID else ""
         above = sum(1 for w, _ in self._recent if w > base * (1.0 + MIN_RISE))
         if base > 0 and now > base + max(noise, MIN_RISE * base) and above >= RECENT - ALLOWED_BELOW:
             rise = (now / base - 1.0) * 100.0
