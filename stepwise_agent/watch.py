@@ -18,7 +18,8 @@ On demand: a ``capture.request`` file in the run folder (``stepwise capture RUN`
 capture at the next flush, whatever the rate limit (the user asked for it).
 
 The memory guard's signal (SIGUSR1): during a capture the capture is cut at the step's end (its trace so far
-exported) and the script runs on; otherwise the step is interrupted (:class:`MemoryGuardStop`), as in a plain
+exported), the phase becomes ``cut`` (the runner's guard then allows the script its own growth) and the script
+runs on with no further capture; otherwise the step is interrupted (:class:`MemoryGuardStop`), as in a plain
 launch.
 """
 
@@ -43,7 +44,7 @@ FLUSH_ROWS = 2000
 CAPTURE_STEPS = 3
 REQUEST_FILE = "capture.request"
 CAPTURES = "captures"
-UNPROFILED, PROFILING = "unprofiled", "profiling"
+UNPROFILED, PROFILING, CUT = "unprofiled", "profiling", "cut"  # progress.json "phase", as the recorder's
 
 
 def memory_limit_mb(budget_mb: float | None, env_limit: str | None) -> float | None:
@@ -155,13 +156,14 @@ class WatchRecorder:
         mtime = self._request_mtime()
         if mtime != self._request_seen:
             self._request_seen = mtime
-            if mtime is not None and self._capture is None:
+            if mtime is not None and self._capture is None and self.phase != CUT:
                 self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"),
                                     self._requested_steps())
 
     # -- captures ----------------------------------------------------------------------------------------------
     def _fire(self, fired: Fired) -> None:
-        refusal = self.rate.refusal()
+        refusal = "the memory guard cut a capture: no more captures in this run" if self.phase == CUT else \
+            self.rate.refusal()
         if refusal is not None:
             self._log({"event": "refused", "rank": self.rank, "trigger": fired.to_json(), "why": refusal})
             return
@@ -194,6 +196,9 @@ class WatchRecorder:
             self._cut_pending = False
             self.cut_during_step = step
             self._end_capture()
+            self.phase = CUT  # the runner's guard waits for it; no capture again: the profile outgrew memory once
+            if self.leader:
+                self.write_progress(self.last_loss, RUNNING)
             return
         self._prof.step()
         if step >= self._capture["steps"][1]:

@@ -124,3 +124,27 @@ def test_a_capture_asked_for_starts_at_the_next_flush_whatever_the_rules(watch: 
     assert [c["trigger"]["kind"] for c in records] == ["on_demand"]  # per_hour 0: no rule could have started it
     first, last = records[0]["steps"]
     assert last - first == 1 and first < 100
+
+
+def test_the_memory_guard_cuts_a_capture_and_the_script_runs_on_without_more(tmp_path: Path) -> None:
+    import torch
+
+    from stepwise_agent.trigger import STEP_TIME, Fired
+    from stepwise_agent.watch import WatchRecorder
+
+    rec = WatchRecorder(tmp_path, capture_steps=3)
+    rec.start()
+    model = torch.nn.Linear(4, 2)
+    for _ in range(3):
+        model(torch.ones(4)).sum().backward()
+        rec.on_step(1.0, 4)
+    rec._fire(Fired(STEP_TIME, 2, "step time +50%"))
+    rec.on_guard_signal()  # memory past the limit during the capture: cut it, do not stop the script
+    for _ in range(3):
+        model(torch.ones(4)).sum().backward()
+        rec.on_step(1.0, 4)
+    assert [c["status"] for c in rec.captures] == ["cut"] and rec.phase == "cut"
+    assert json.loads((tmp_path / "progress.json").read_text())["phase"] == "cut"  # the runner's guard waits for it
+    rec._fire(Fired(STEP_TIME, 6, "step time +50%"))
+    assert len(rec.captures) == 1 and "no more captures" in (tmp_path / "watch_events.jsonl").read_text()
+    rec.stop()
