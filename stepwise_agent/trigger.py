@@ -101,9 +101,13 @@ class Trigger:
         self._stats: tuple[float, float, float | None] | None = None
         self._stats_at = 0
 
-    def relearn(self) -> None:
-        """Forget the baseline (after a capture, or a rule that fired): the next steps are the new normal."""
+    def relearn(self, keep_memory: bool = False) -> None:
+        """Forget the baseline (after a capture, or a rule that fired): the next steps are the new normal.
+        ``keep_memory``: a step-time shift says nothing of a memory trend, which goes on being watched."""
+        memory = self._memory
         self._reset()
+        if keep_memory:
+            self._memory = memory
 
     def observe(self, step: int, wall_ms: float, data_ms: float | None, memory_mb: float | None,
                 near_capture: bool = False) -> Fired | None:
@@ -127,7 +131,7 @@ class Trigger:
                     share is not None and base_share is not None and share >= base_share + SHARE_JUMP):
                 fired = self._judge(step)
         if fired is not None:
-            self.relearn()
+            self.relearn(keep_memory=fired.kind != MEMORY)
         return fired
 
     def _baseline(self) -> tuple[float, float, float | None]:

@@ -37,7 +37,7 @@ import torch
 
 from stepwise_agent.hostinfo import _PAGE, available_memory_bytes, current_rss_mb
 from stepwise_agent.recorder import GUARD_SIGNAL, RUNNING, MemoryGuardStop, write_json_atomic
-from stepwise_agent.trigger import ON_DEMAND, Fired, RateLimit, Trigger, near_capture
+from stepwise_agent.trigger import MEMORY, ON_DEMAND, Fired, RateLimit, Trigger, near_capture
 
 FLUSH_S = 1.0
 FLUSH_ROWS = 2000
@@ -220,7 +220,7 @@ class WatchRecorder:
         self.captures.append(capture)
         self._capture = None
         self.phase = UNPROFILED
-        self.trigger.relearn()
+        self.trigger.relearn(keep_memory=capture["trigger"]["kind"] != MEMORY)
         self.flush()  # the window's rows are on disk before the capture says it is complete
         write_json_atomic(self.run_dir / CAPTURES / capture["folder"] / "capture.json", capture)
 

@@ -51,10 +51,11 @@ def test_a_loop_that_starts_keeping_tensors_fires_a_memory_capture(tmp_path: Pat
     done = _watch(tmp_path, str(KEEPS), "--steps", "160", "--change-at", "70")
     assert done.returncode == 0, done.stderr[-3000:]
     captures = json.loads(done.stdout)["captures"]
-    assert captures and captures[0]["trigger"]["kind"] == "memory", captures
+    memory = [c for c in captures if c["trigger"]["kind"] == "memory"]  # a busy machine may add a step-time one
+    assert memory, captures
     # the memory window is 50 steps: a leak of ~3 MiB a step shows within it, and before it nothing fired
-    assert 70 <= captures[0]["trigger"]["step"] <= 70 + 60
-    assert "steadily" in captures[0]["trigger"]["reason"] and "MiB a step" in captures[0]["trigger"]["reason"]
+    assert 70 <= memory[0]["trigger"]["step"] <= 70 + 60
+    assert "steadily" in memory[0]["trigger"]["reason"] and "MiB a step" in memory[0]["trigger"]["reason"]
 
 
 @pytest.mark.slow

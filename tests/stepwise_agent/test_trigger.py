@@ -94,3 +94,11 @@ def test_the_rate_limit_caps_an_hour_and_the_share_of_the_run() -> None:
 def test_steps_inside_or_just_after_a_capture_are_near_it() -> None:
     assert near_capture(10, [(11, 13)]) and near_capture(15, [(11, 13)])
     assert not near_capture(9, [(11, 13)]) and not near_capture(16, [(11, 13)])
+
+
+def test_a_step_time_shift_does_not_forget_a_memory_trend() -> None:
+    walls = [40.0] * 100 + [80.0] * 100
+    creeping = [1000.0] * 95 + [1000.0 + 5.0 * i for i in range(105)]
+    fired = _feed(Trigger(limit_mb=4000.0), walls, memory=creeping)
+    assert [f.kind for f in fired][:2] == [STEP_TIME, MEMORY]
+    assert fired[1].step < 150  # a memory window restarted at the shift (step ~101) could not fire before ~157
