@@ -1,4 +1,4 @@
-"""Command line: ``python -m profilers run|launch|list``.
+"""Command line: ``python -m profilers run|launch|list|watch|capture``.
 
 - ``run WORKLOAD [--set KEY=VALUE]… [--steps N] [--size tiny|bench] [--json] [--store DIR]``: the workload's own
   training script (``python -m sample_runs.train WORKLOAD FLAGS…``, :mod:`cli.workloads`), launched as ``launch``
@@ -6,6 +6,7 @@
 - ``launch [--steps N] [--nproc-per-node N [--nnodes M --rdzv-endpoint HOST:PORT]] [--json] [--label L]
   [--store DIR] -- python train.py ARGS…`` (every rank instrumented, under torchrun when N × M > 1)
 - ``list [--json] [--kind run|launch|upload] [--limit N] [--store DIR]``
+- ``watch [options] -- python train.py ARGS…`` and ``capture RUN``: :mod:`cli.watch`
 
 ``run`` and ``launch`` print the same JSON (``--json``): ``run_id``, ``run_dir``, ``status``, ``steps_done``,
 ``step_time_ms`` (median), ``samples_per_s``, ``peak_memory_mb``, ``error`` and the rest of ``result.json``.
@@ -72,9 +73,16 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     lst.add_argument("--all", action="store_true",
                      help="also list the trial runs of experiments (by default an experiment is one entry)")
     for p in (run, launch, lst):
-        p.add_argument("--json", action="store_true", help="print JSON on stdout")
-        p.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
+        _common(p)
+    from cli.watch import add_parsers
+
+    add_parsers(sub, _common)
     return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
 
 
 def result_json(handle: RunHandle, result: RunResult) -> dict[str, Any]:
@@ -172,14 +180,27 @@ def _list(args: argparse.Namespace) -> int:
     trial_runs = {r.run_id: [t.run_id for t in store.list(parent=r.run_id, limit=None)]
                   for r in records if r.kind == "experiment"}
     if args.json:
+        from profilers.run.captures import capture_records
+
+        captured = {r.run_id: capture_records(store.path(r.run_id)) for r in records if _captured(store, r)}
         print(json.dumps([{**asdict(r), "status": r.status.value,
-                           **({"trial_runs": trial_runs[r.run_id]} if r.run_id in trial_runs else {})}
+                           **({"trial_runs": trial_runs[r.run_id]} if r.run_id in trial_runs else {}),
+                           **({"captures": captured[r.run_id]} if r.run_id in captured else {})}
                           for r in records], indent=2))
         return EXIT_OK
     for r in records:
         step = f"{r.step_time_ms:9.2f} ms" if r.step_time_ms is not None else " " * 12
-        print(f"{r.run_id:<44} {r.kind:<10} {r.status.value:<14} {step}  {r.label}{_belongs(r, trial_runs)}")
+        print(f"{r.run_id:<44} {r.kind:<10} {r.status.value:<14} {step}  {r.label}{_belongs(r, trial_runs)}"
+              f"{_captured(store, r)}")
     return EXIT_OK
+
+
+def _captured(store: RunStore, r: RunRecord) -> str:
+    """`` (watched: 2 captures, see --all)`` for a watched run that captured anything."""
+    from profilers.run.captures import capture_folders
+
+    n = len(capture_folders(store.path(r.run_id))) if r.kind == "launch" and not r.parent else 0
+    return f"  (watched: {n} capture{'' if n == 1 else 's'}, listed with --all)" if n else ""
 
 
 def _belongs(r: RunRecord, trial_runs: dict[str, list[str]]) -> str:
@@ -194,7 +215,10 @@ def _belongs(r: RunRecord, trial_runs: dict[str, list[str]]) -> str:
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     args = _parser(prog).parse_args(argv)
     try:
-        return {"run": _run, "launch": _launch, "list": _list}[args.command](args)
+        from cli.watch import run_capture, run_watch
+
+        return {"run": _run, "launch": _launch, "list": _list, "watch": run_watch,
+                "capture": run_capture}[args.command](args)
     except StepwiseError as err:
         print("error: " + " ".join(str(err).split()), file=sys.stderr)
         return EXIT_USAGE

@@ -36,6 +36,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("compare", "advisors", "is NEW slower than BASE? a noise-aware verdict for CI (exit 1: slower)"),
     Command("launch", "profilers", "profile an unmodified script: launch [options] -- python train.py ARGS…"),
     Command("run", "profilers", "run a sample workload under the profiler (needs stepwise[samples])"),
+    Command("watch", "profilers", "watch the whole run, profiling itself when it slows: watch -- python train.py …"),
+    Command("capture", "profilers", "profile the next steps of a watched run now: capture RUN"),
     Command("list", "profilers", "list stored runs, newest first"),
     Command("dashboard", "dashboard", "serve the dashboard at http://localhost:8501 (needs stepwise[dashboard])"),
 )

@@ -62,6 +62,7 @@ from stepwise_agent.printed import tap_stdout, tap_warnings
 from stepwise_agent.recorder import (PROFILE_WAIT, PROFILE_WARMUP, MemoryGuardStop, StepRecorder, StopTraining,
                                      write_json_atomic)
 from stepwise_agent.steps import StepDetector
+from stepwise_agent.watch import watch_recorder, watch_warnings
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
 TRACEBACK_CHARS = 3000
@@ -120,7 +121,8 @@ def read_boot_config(run_dir: Path, active: int) -> dict[str, Any]:
             "profile": int(cfg.get("profile", active)), "seed": cfg.get("seed"),
             "inject": dict(cfg.get("inject") or {}), "observe": dict(cfg.get("observe") or {}),
             "trace_ranks": rank_summary.parse_trace_ranks(cfg.get("trace_ranks")),
-            "cuda_memory_budget_mb": cfg.get("cuda_memory_budget_mb")}
+            "cuda_memory_budget_mb": cfg.get("cuda_memory_budget_mb"),
+            "watch": dict(cfg["watch"]) if isinstance(cfg.get("watch"), dict) else None}
 
 
 def cap_cuda_memory(budget_mb: float) -> list[str]:
@@ -143,6 +145,13 @@ def seed_everything(seed: int) -> None:
     if np is not None:
         np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def _exit_code(code: Any) -> int:
+    """The exit status Python gives ``sys.exit(code)``: 0 for None, the number, else 1 (a message)."""
+    if code is None:
+        return EXIT_OK
+    return code if isinstance(code, int) else EXIT_FAILED
 
 
 def _guard_stop(signum: int, frame: Any) -> None:
@@ -195,8 +204,10 @@ def main(argv: list[str]) -> int:
     with open(run_dir / "agent_pids.txt", "a", encoding="ascii") as fh:
         fh.write(f"{rank} {os.getpid()}\n")
     previous_guard = signal.signal(GUARD_SIGNAL, _guard_stop)
-    rec = StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader,
-                       trace_ranks=cfg["trace_ranks"])
+    watching = cfg["watch"] is not None
+    rec: Any = watch_recorder(run_dir, cfg["watch"], cfg["cuda_memory_budget_mb"], rank, leader) if watching else \
+        StepRecorder(run_dir, cfg["profile"], wait=cfg["warmup"] + cfg["measure"], rank=rank, leader=leader,
+                     trace_ranks=cfg["trace_ranks"])
     detector = StepDetector(rec.on_step)
     rec.data_ms = lambda: detector.last_data_ms
     injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps,
@@ -216,6 +227,7 @@ def main(argv: list[str]) -> int:
     install_noise_meter(run_dir, rank)  # the gradient noise scale, when the launcher asked (to-quality)
     detector.install()
     status, error, code, warnings = OK, None, EXIT_OK, []
+    script_code = EXIT_OK
     stopped: int | None = None
     untap = tap_stdout(run_dir)  # printed lines with their time: a metric the script prints (--to-quality)
     said, unwarn = tap_warnings(is_user_file)  # the script's own warnings join the run's
@@ -226,11 +238,13 @@ def main(argv: list[str]) -> int:
     except StopTraining:
         pass
     except SystemExit as exc:  # the script ended itself
+        script_code = _exit_code(exc.code)
         if exc.code not in (None, 0):
             status, code = FAILED, EXIT_FAILED
             error = f"the script exited with {exc.code!r} after {rec.steps_done} step(s)"
     except BaseException as exc:  # noqa: BLE001 - whatever the script raised becomes the run's error
         guarded = isinstance(exc, MemoryGuardStop)
+        script_code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else EXIT_FAILED
         oom = _is_oom(exc)
         status, code = (OUT_OF_MEMORY, EXIT_OUT_OF_MEMORY) if oom else (FAILED, EXIT_FAILED)
         error = f"{type(exc).__name__}: {str(exc)[:TRACEBACK_CHARS]}\n" + tail_lines(script_traceback(exc))
@@ -246,10 +260,15 @@ def main(argv: list[str]) -> int:
         rec.stop()
     if guarded:
         warnings.append(f"the memory guard ended the run, during step {rec.steps_done}")
-    if rec.cut_during_step is not None:
+    if watching:
+        code = code if guarded else script_code  # watched: the job's own exit code, passed through unchanged
+        warnings += watch_warnings(rec)
+    elif rec.cut_during_step is not None:
         warnings.append(f"the memory guard cut the profile during step {rec.cut_during_step}: the trace holds the "
                         f"steps profiled before it and part of step {rec.cut_during_step}")
-    if status == OK and rec.cut_during_step is not None:
+    if watching:
+        pass  # a watched script ends when it ends: no planned window to speak of
+    elif status == OK and rec.cut_during_step is not None:
         stopped = rec.steps_done - rec.wait - PROFILE_WARMUP
         warnings.append(f"profiled {stopped} step(s) of the script (the last in part), then stopped it on purpose "
                         f"after step {rec.steps_done}")
@@ -290,4 +309,7 @@ if __name__ == "__main__":
     exit_code = main(sys.argv[1:])
     sys.stdout.flush()
     sys.stderr.flush()
+    if exit_code < 0:  # a watched job stopped by Ctrl-C ends by that signal, as it would without Stepwise
+        signal.signal(-exit_code, signal.SIG_DFL)
+        os.kill(os.getpid(), -exit_code)
     os._exit(exit_code)  # DataLoader workers and the script's threads must not hold the exit

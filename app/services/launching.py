@@ -159,8 +159,9 @@ def shown_cwd(command: str, cwd: str | None) -> str | None:
 
 
 def start_script(command: str, steps: int, store: RunStore, label: str | None = None,
-                 python: str | None = None, cwd: str | None = None) -> RunHandle:
-    """Launch the script in ``command`` (e.g. ``python train.py --lr 0.1``) unmodified, profiling ``steps``, in
+                 python: str | None = None, cwd: str | None = None, watch: bool = False) -> RunHandle:
+    """Launch the script in ``command`` (e.g. ``python train.py --lr 0.1``) unmodified, profiling ``steps`` (``watch``:
+    to its own end, each capture profiling ``steps``: :func:`profilers.run.launch.start_watch`), in
     ``python`` (blank: the command's own interpreter, as a shell would find it), in ``cwd`` (blank: the script's
     folder; see :func:`script_cwd`)."""
     try:
@@ -168,6 +169,9 @@ def start_script(command: str, steps: int, store: RunStore, label: str | None = 
     except ValueError as err:
         raise RunError(f"cannot split the command: {err}") from None
     argv, folder = script_cwd(argv, cwd)
+    if watch:  # the whole run, to the script's own end; ``steps`` is then what each capture profiles
+        return launch.start_watch(argv, store, label=label or None, capture_steps=min(max(steps, 1), 100),
+                                  python=(python or "").strip() or None, cwd=folder)
     return launch.start_launch(argv, store, steps=steps, label=label or None, python=(python or "").strip() or None,
                                cwd=folder)
 

@@ -67,6 +67,9 @@ else:
         cwd = st.text_input("Working directory", key="launch.cwd", placeholder="the script's folder",
                             help="where the script runs: relative paths in it (data/, config/) resolve from here, "
                                  "as in your shell after cd; blank: the script's own folder")
+        watch = st.checkbox("Watch the whole run", key="launch.watch",
+                            help="run the script to its own end with every step recorded; it profiles itself when "
+                                 "its step time, batch drawing or memory changes (the steps below per capture)")
         steps = st.number_input("Steps to profile", min_value=1, max_value=10_000, value=5, key="launch.steps")
         label = st.text_input("Label (optional)", key="launch.script_label")
         submitted = st.form_submit_button("Start", type="primary")
@@ -75,7 +78,7 @@ else:
         st.caption(ui.text(f"Runs in {folder}"))
     if submitted:
         try:
-            handle = launching.start_script(command, int(steps), store, label, python=python, cwd=cwd)
+            handle = launching.start_script(command, int(steps), store, label, python=python, cwd=cwd, watch=watch)
             state.set_launch_handle(handle)
             state.follow_run(handle.run_id)
         except StepwiseError as err:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import streamlit as st
 
 from app import data, state
@@ -55,9 +58,43 @@ def _body(run_id: str) -> None:
         st.caption(NO_STEPS_YET)
     else:
         ui.chart(charts_time.live_progress(live.steps), key="launch.live_progress")
+    captures(store, run_id, live.status is RunStatus.RUNNING)
     if not live.telemetry.empty:
         source = str(live.telemetry["source"].iloc[0]) if "source" in live.telemetry else None
         ui.chart(charts_time.telemetry(live.telemetry, live.steps, source), key="launch.live_telemetry")
+
+
+def captures(store: Any, run_id: str, running: bool) -> None:
+    """A watched run's captures, each with its verdict (its stored analysis, made here once: outside the training
+    process), and the button that asks for one now."""
+    from cli.watch import verdict
+    from profilers.run.captures import capture_records, request_capture
+
+    from profilers.store.files import read_json
+
+    boot = read_json(store.path(run_id) / "boot.json")
+    if not isinstance(boot, dict) or not isinstance(boot.get("watch"), dict):
+        return
+    st.markdown("**Captures** — the run profiles itself when its step changes")
+    found = capture_records(store.path(run_id))
+    for capture in found:
+        if capture["run_id"] is None:
+            continue
+        try:
+            from advisors.analysis import analyse
+
+            analysis: Any = analyse(store.path(capture["run_id"]), charts=False)
+        except StepwiseError as err:
+            analysis = SimpleNamespace(diagnosis=None, advisor_note=str(err))
+        st.markdown(ui.text(verdict(capture, analysis)[1], 1500))
+    if not found:
+        st.caption("No capture yet: the step time, batch drawing and memory have kept to their baseline.")
+    if running and st.button("Capture the next steps now", key="launch.capture"):
+        try:
+            request_capture(store, run_id)
+            st.toast("Asked: the next steps are profiled within about a second.")
+        except StepwiseError as err:
+            st.error(ui.text(err))
 
 
 def render(run_id: str) -> None:

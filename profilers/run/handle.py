@@ -22,7 +22,9 @@ from typing import Any, Callable, Mapping
 import psutil
 
 from profilers.run.agent_files import LaunchMonitor, finish_launch
+from profilers.run.captures import store_captures
 from profilers.run.records import RunResult, RunStatus
+from profilers.store.files import read_json
 from profilers.store.runs import RunStore
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
@@ -51,6 +53,7 @@ class RunHandle:
         self._proc: subprocess.Popen[bytes] | None = None
         self._tree: dict[int, psutil.Process] = {}
         self._monitor: LaunchMonitor | None = None  # a launched script: telemetry from outside, memory guard
+        self.watching = False  # a watched run (stepwise watch): its captures become runs as they appear
 
     @property
     def pid(self) -> int | None:
@@ -126,6 +129,8 @@ class RunHandle:
                 if self._kill_at is not None and time.monotonic() > self._kill_at:
                     self._signal_tree(signal.SIGKILL, by_environment=False)
                 progress = self.progress()
+                if self.watching:
+                    store_captures(self.store, self.run_id)
                 if self._monitor is not None and self._monitor.tick(progress):
                     self._signal_tree(signal.SIGKILL, by_environment=False)
                 step = (progress or {}).get("step")
@@ -139,6 +144,8 @@ class RunHandle:
             if self._monitor is not None:
                 self._monitor.stop()  # the tree is gone: the last sample holds the peak it reached
             code = self._proc.wait()
+            if self.watching:
+                store_captures(self.store, self.run_id)
             if self._monitor is not None and self.store.read_result(self.run_id) is None:
                 finish_launch(self.run_dir, code, self._monitor, self.store.read_manifest(self.run_id))
             result = self._result_for_exit(code)
@@ -234,6 +241,8 @@ def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[s
     handle = RunHandle(store, run_id, hang_timeout_s, hang_clock)
     if agent:
         handle._monitor = LaunchMonitor(handle.run_dir, {**os.environ, **(extra_env or {})})
+        boot = read_json(handle.run_dir / "boot.json")
+        handle.watching = isinstance(boot, dict) and isinstance(boot.get("watch"), dict)
     handle._launch(command, extra_env, cwd)
     return handle
 

@@ -140,3 +140,34 @@ def test_a_link_following_an_unknown_run_says_so(store) -> None:
     at.switch_page("views/launch.py").run()
     assert_clean(at)
     assert any("20260101-000000-nothing-beef" in w.value and "nothing to follow" in w.value for w in at.warning)
+
+
+def test_a_watched_run_shows_its_captures_with_their_verdicts_and_asks_for_one(store) -> None:
+    """The live view of a watched run: each capture's line (trigger, steps, the stored analysis's verdict) and the
+    button that asks the job to profile its next steps (``capture.request``)."""
+    import json
+
+    record = fake_run(store, label="watched", status=RunStatus.RUNNING, kind="launch",
+                      files={"boot.json": {"watch": {"capture_steps": 3}}})
+    store.update(record.run_id, status=RunStatus.RUNNING)
+    child = fake_run(store, label="watched · capture 1", kind="launch")
+    folder = store.path(record.run_id) / "captures" / "r0c001"
+    folder.mkdir(parents=True)
+    (folder / "capture.json").write_text(json.dumps({
+        "n": 1, "rank": 0, "steps": [5, 7], "status": "done", "started_unix": 1.0,
+        "trigger": {"kind": "step_time", "step": 3, "reason": "step time +40% for 8 steps"}}))
+    (folder / "stored.json").write_text(json.dumps({"run_id": child.run_id}))
+    at = open_page("launch")
+    at.session_state["stepwise.followed_run"] = record.run_id
+    at.run()
+    assert_clean(at)
+    lines = [plain(m.value) for m in at.markdown if "captured steps" in plain(m.value)]
+    assert len(lines) == 1 and lines[0].startswith("step 3: step time +40% for 8 steps; captured steps 5–7: ")
+    at.button(key="launch.capture").click().run()
+    assert (store.path(record.run_id) / "capture.request").is_file()
+
+
+def test_the_script_form_offers_to_watch_the_whole_run(store) -> None:
+    at = open_page("launch")
+    at.radio(key="launch.what").set_value("My training script").run()
+    assert at.checkbox(key="launch.watch").label == "Watch the whole run"

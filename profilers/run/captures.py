@@ -1,0 +1,142 @@
+"""A watched run's captures, made runs of their own (outside the training process).
+
+The agent (:mod:`stepwise_agent.watch`) writes each capture as ``RUN_DIR/captures/r{R}c{N}/``: a trace and, last,
+``capture.json`` (rank, trigger, profiled steps [first, last], status). :func:`store_captures` — called by the
+runner while the job runs and once more when it ends — turns every complete one into a stored run of kind
+``launch`` with ``role: capture`` and the watched run as its ``parent``: its trace under ``tb/``, the profiled
+steps' rows in ``steps.jsonl``, the telemetry of its time span, the watched run's ``launch.json`` and
+``agent.json``, and ``capture.json``. So a capture is analysed like any other run (``advisors.analysis.analyse``
+stores its analysis in it), listed by ``stepwise list`` as ``[capture of RUN]``, and linked from the watched run
+(``captures/…/stored.json`` names it).
+
+:func:`capture_records` lists the captures of a watched run in order, each with the run it became.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from profilers.run.records import RunResult, RunStatus, summarise_steps
+from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
+from profilers.store.runs import RunStore
+
+CAPTURES = "captures"  # stepwise_agent.watch.CAPTURES: the agent's folder of captures
+CAPTURE_FILE = "capture.json"
+STORED_FILE = "stored.json"
+ROLE = "capture"
+REQUEST_FILE = "capture.request"  # stepwise_agent.watch.REQUEST_FILE
+
+
+def capture_folders(run_dir: Path) -> list[Path]:
+    """The complete captures (``capture.json`` written) of a watched run, in the order they were made."""
+    root = run_dir / CAPTURES
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and (p / CAPTURE_FILE).is_file()]
+    return sorted(found, key=lambda p: float((read_json(p / CAPTURE_FILE) or {}).get("started_unix") or 0.0))
+
+
+def _window_rows(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]:
+    first, last = (int(s) for s in capture["steps"])
+    rank = int(capture.get("rank") or 0)
+    return [r for r in read_jsonl(run_dir / "steps.jsonl")
+            if r.get("rank", 0) == rank and first <= int(r.get("step", -1)) <= last]
+
+
+def _window_telemetry(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]:
+    start = int(float(capture.get("started_unix") or 0) * 1e9)
+    end = int(float(capture.get("finished_unix") or time.time()) * 1e9)
+    return [r for r in read_jsonl(run_dir / "telemetry.jsonl") if start <= int(r.get("t_unix_ns") or 0) <= end]
+
+
+def store_capture(store: RunStore, run_id: str, folder: Path) -> str | None:
+    """The run a complete capture became (made now if it is new); None for a capture without a trace."""
+    stored = read_json(folder / STORED_FILE)
+    if isinstance(stored, dict) and stored.get("run_id"):
+        return str(stored["run_id"])
+    capture = read_json(folder / CAPTURE_FILE)
+    traces = sorted(folder.glob("*.pt.trace.json.gz"))
+    if not isinstance(capture, dict) or not traces:
+        return None
+    run_dir = store.path(run_id)
+    parent = store.get(run_id)
+    first, last = (int(s) for s in capture["steps"])
+    files = {CAPTURE_FILE: capture}
+    for name in ("launch.json", "agent.json"):
+        value = read_json(run_dir / name)
+        if isinstance(value, dict):
+            files[name] = value
+    record = store.create("launch", f"{parent.label} · capture {capture.get('n')}: steps {first:,}–{last:,}",
+                          files=files, parent=run_id, role=ROLE)
+    child = Path(record.run_dir)
+    (child / "tb").mkdir(exist_ok=True)
+    for trace in traces:
+        shutil.copy2(trace, child / "tb" / trace.name)
+    rows = _window_rows(run_dir, capture)
+    (child / "steps.jsonl").write_text("".join(f"{_json(r)}\n" for r in rows), encoding="utf-8")
+    telemetry = _window_telemetry(run_dir, capture)
+    (child / "telemetry.jsonl").write_text("".join(f"{_json(r)}\n" for r in telemetry), encoding="utf-8")
+    summary = summarise_steps(steps_frame(rows), telemetry_frame(telemetry), 0)
+    store.finish(record.run_id, RunResult(status=RunStatus.OK, started_unix=capture.get("started_unix"),
+                                          finished_unix=capture.get("finished_unix"),
+                                          warnings=(f"captured by the watch: {capture['trigger']['reason']}",),
+                                          **summary.result_fields()))
+    write_json_atomic(folder / STORED_FILE, {"run_id": record.run_id})
+    return record.run_id
+
+
+def _json(row: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(row, default=str)
+
+
+def store_captures(store: RunStore, run_id: str) -> list[str]:
+    """Store every complete capture of the watched run ``run_id`` not stored yet; the runs, in order."""
+    out = []
+    for folder in capture_folders(store.path(run_id)):
+        try:
+            child = store_capture(store, run_id, folder)
+        except (OSError, ValueError, KeyError, TypeError):  # a torn capture: tried again at the next tick
+            child = None
+        if child is not None:
+            out.append(child)
+    return out
+
+
+def capture_records(run_dir: Path) -> list[dict[str, Any]]:
+    """Each capture of a watched run: ``rank``, ``trigger`` (kind, step, reason), ``steps`` [first, last],
+    ``status``, ``run_id`` (the run it became, None until stored) — in order."""
+    out = []
+    for folder in capture_folders(run_dir):
+        capture = read_json(folder / CAPTURE_FILE) or {}
+        stored = read_json(folder / STORED_FILE)
+        out.append({"n": capture.get("n"), "rank": capture.get("rank"), "trigger": capture.get("trigger"),
+                    "steps": capture.get("steps"), "status": capture.get("status"),
+                    "cost_s": capture.get("cost_s"),
+                    "run_id": stored.get("run_id") if isinstance(stored, dict) else None})
+    return out
+
+
+def refused(run_dir: Path) -> list[dict[str, Any]]:
+    """Triggers that fired while captures were refused (rate limit), from ``watch_events.jsonl``."""
+    return [e for e in read_jsonl(run_dir / "watch_events.jsonl") if e.get("event") == "refused"]
+
+
+def request_capture(store: RunStore, run_id: str, steps: int = 3) -> Path:
+    """``stepwise capture RUN``: ask the watched job to profile its next ``steps`` steps (each rank picks the
+    request up within about a second)."""
+    from profilers.errors import RunError
+
+    record = store.get(run_id)
+    run_dir = store.path(run_id)
+    boot = read_json(run_dir / "boot.json")
+    if not isinstance(boot, dict) or not isinstance(boot.get("watch"), dict):
+        raise RunError(f"{run_id} is not a watched run: start it with stepwise watch -- python train.py …")
+    if record.status.finished:
+        raise RunError(f"{run_id} has ended ({record.status.value}): there is nothing left to capture")
+    write_json_atomic(run_dir / REQUEST_FILE, {"steps": int(steps), "t_unix": time.time()})
+    return run_dir / REQUEST_FILE

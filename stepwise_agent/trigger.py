@@ -1,0 +1,223 @@
+"""When a watched run should profile itself: the rules that fire a capture, and the limit on how often one may
+(standard library only; :mod:`stepwise_agent.watch` feeds them one step at a time).
+
+Every unprofiled step past the warm-up joins a **rolling baseline** — but only after :data:`RECENT` newer steps
+have been seen, so the steps being judged are never part of what they are judged against. A step next to a
+capture (:data:`stepwise_agent.steady.AFTER_PROFILER` after it) is left out, as the run's one step time leaves it
+out (:mod:`stepwise_agent.steady`). Three rules, checked at every step once the baseline holds
+:data:`MIN_BASELINE` steps:
+
+- **step time**: the median of the last :data:`RECENT` steps is above the baseline's median by more than
+  :data:`NOISE_SIGMAS` times the noise of the difference of two such medians (the baseline's own spread,
+  MAD-based, over √RECENT and over √ its count) and
+  by at least :data:`MIN_RISE` of it, and all but :data:`ALLOWED_BELOW` of those steps are that much slower —
+  "slower, beyond its own noise, for several steps" (one slow step in a burst of noise is not a shift);
+- **batch drawing**: the share of those steps' wall time spent drawing batches (``data_ms``) rose by at least
+  :data:`SHARE_JUMP` (an absolute share: 0.10 → 0.35), in all but :data:`ALLOWED_BELOW` of those steps — the
+  loader falling behind, even where the step time hides it;
+- **memory**: over the last :data:`MEMORY_WINDOW` steps memory grew steadily (a straight line fits it, it never
+  fell back by more than :data:`MEMORY_GIVE_BACK` of the growth: an allocator grows in chunks, a leak never gives
+  back) by at least :data:`MEMORY_MIN_MB` and :data:`MEMORY_MIN_GROWTH` of the headroom to the limit (the
+  device's, the budget's, or the host's) — a loop that keeps what it should free.
+
+After a rule fires, the baseline is learnt afresh (the slower step is the new normal: one shift, one capture).
+:class:`RateLimit` then decides whether the capture may happen: at most :data:`MAX_PER_HOUR` an hour, and never
+once captures have taken more than :data:`MAX_SHARE` of the run's time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+from stepwise_agent.steady import AFTER_PROFILER
+
+WARMUP_STEPS = 5  # lazy initialisation, allocator growth, autotuning: never part of the baseline
+RECENT = 8  # the steps judged at once ("for several steps")
+MIN_BASELINE = 40
+MAX_BASELINE = 200
+REFRESH = 32  # steps between two computations of the baseline's statistics
+NOISE_SIGMAS = 4.0
+MIN_RISE = 0.20  # a rise smaller than this share of the step time is not worth a trace
+ALLOWED_BELOW = 2  # of the RECENT steps, at most this many may be under the rise (a burst is not a shift)
+SHARE_JUMP = 0.15
+SHARE_SAID = 0.05  # a smaller change of the batch-drawing share is not worth a word beside a step-time rise
+MEMORY_WINDOW = 50
+MEMORY_MIN_GROWTH = 0.005  # of the headroom the window started with
+MEMORY_MIN_MB = 64.0
+MEMORY_GIVE_BACK = 0.1  # of the growth: a larger fall on the way means memory is used and freed, not kept
+MEMORY_MIN_R2 = 0.8
+MAX_PER_HOUR = 6
+MAX_SHARE = 0.05
+MAD_TO_SIGMA = 1.4826
+
+STEP_TIME, DATA_SHARE, MEMORY, ON_DEMAND = "step_time", "data_share", "memory", "on_demand"
+
+
+@dataclass(frozen=True)
+class Fired:
+    """A rule that fired at ``step``: which (``kind``), and what it saw, in words (``reason``)."""
+
+    kind: str
+    step: int
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "step": self.step, "reason": self.reason}
+
+
+def _robust_sigma(values: list[float], centre: float) -> float:
+    return MAD_TO_SIGMA * statistics.median(abs(v - centre) for v in values)
+
+
+def _line_fit(ys: list[float]) -> tuple[float, float]:
+    """Slope per step and R² of a least-squares line through ``ys`` (at steps 0, 1, …)."""
+    n = len(ys)
+    mx, my = (n - 1) / 2.0, sum(ys) / n
+    sxx = sum((i - mx) ** 2 for i in range(n))
+    sxy = sum((i - mx) * (y - my) for i, y in enumerate(ys))
+    syy = sum((y - my) ** 2 for y in ys)
+    slope = sxy / sxx if sxx else 0.0
+    r2 = (sxy * sxy) / (sxx * syy) if sxx and syy else 0.0
+    return slope, r2
+
+
+class Trigger:
+    """Feed it every step (:meth:`observe`); it says when a rule fires (see the module docs). ``limit_mb``: the
+    memory the run may reach (None: the memory rule is off)."""
+
+    def __init__(self, limit_mb: float | None = None) -> None:
+        self.limit_mb = limit_mb
+        self._reset()
+
+    def _reset(self) -> None:
+        self._base: deque[tuple[float, float | None]] = deque(maxlen=MAX_BASELINE)  # (wall, share)
+        self._recent: deque[tuple[float, float | None]] = deque(maxlen=RECENT)
+        self._memory: deque[float] = deque(maxlen=MEMORY_WINDOW)
+        self._seen = 0
+        self._stats: tuple[float, float, float | None] | None = None
+        self._stats_at = 0
+
+    def relearn(self, keep_memory: bool = False) -> None:
+        """Forget the baseline (after a capture, or a rule that fired): the next steps are the new normal.
+        ``keep_memory``: a step-time shift says nothing of a memory trend, which goes on being watched."""
+        memory = self._memory
+        self._reset()
+        if keep_memory:
+            self._memory = memory
+
+    def observe(self, step: int, wall_ms: float, data_ms: float | None, memory_mb: float | None,
+                near_capture: bool = False) -> Fired | None:
+        """Judge one finished step; ``near_capture``: it was profiled or next to a capture (not part of any
+        baseline). Costs a few microseconds: the rules are judged only when this step is itself out of line."""
+        self._seen += 1
+        if near_capture or self._seen <= WARMUP_STEPS:
+            return None
+        share = data_ms / wall_ms if data_ms is not None and wall_ms > 0 else None
+        if len(self._recent) == RECENT:
+            self._base.append(self._recent[0])  # the oldest judged step joins the baseline
+        self._recent.append((wall_ms, share))
+        fired = None
+        if memory_mb is not None:
+            self._memory.append(memory_mb)
+            if self._seen % RECENT == 0:
+                fired = self._memory_rule(step)
+        if fired is None and len(self._base) >= MIN_BASELINE and len(self._recent) == RECENT:
+            base, _, base_share = self._baseline()
+            if wall_ms > base * (1.0 + MIN_RISE) or (
+                    share is not None and base_share is not None and share >= base_share + SHARE_JUMP):
+                fired = self._judge(step)
+        if fired is not None:
+            self.relearn(keep_memory=fired.kind != MEMORY)
+        return fired
+
+    def _baseline(self) -> tuple[float, float, float | None]:
+        """The baseline's median step time, its spread (σ, MAD-based) and its batch-drawing share (None: unknown),
+        recomputed every :data:`REFRESH` steps: the baseline drifts slowly, and a step must cost microseconds."""
+        if self._stats is None or self._seen - self._stats_at >= REFRESH:
+            walls = [w for w, _ in self._base]
+            base = statistics.median(walls)
+            shares = [s for _, s in self._base if s is not None]
+            self._stats = (base, _robust_sigma(walls, base),
+                           statistics.median(shares) if len(shares) >= MIN_BASELINE // 2 else None)
+            self._stats_at = self._seen
+        return self._stats
+
+    def _judge(self, step: int) -> Fired | None:
+        """The step-time and batch-drawing rules over the RECENT steps (see the module docs)."""
+        base, sigma, base_share = self._baseline()
+        now = statistics.median(w for w, _ in self._recent)
+        # both medians are uncertain: the recent one (RECENT steps) and the baseline's (its own count)
+        noise = NOISE_SIGMAS * 1.25 * sigma * (1.0 / RECENT + 1.0 / len(self._base)) ** 0.5
+        recent_shares = [s for _, s in self._recent if s is not None]
+        shares = (base_share, statistics.median(recent_shares)) \
+            if base_share is not None and len(recent_shares) >= RECENT // 2 else None
+        share_text = f", batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step" \
+            if shares and abs(shares[1] - shares[0]) >= SHARE_SAID else ""
+        above = sum(1 for w, _ in self._recent if w > base * (1.0 + MIN_RISE))
+        if base > 0 and now > base + max(noise, MIN_RISE * base) and above >= RECENT - ALLOWED_BELOW:
+            rise = (now / base - 1.0) * 100.0
+            return Fired(STEP_TIME, step, f"step time +{rise:.0f}% for {RECENT} steps ({base:.1f} → {now:.1f} ms, "
+                                          f"beyond its noise of ±{noise:.1f} ms){share_text}")
+        if shares is not None and shares[1] - shares[0] >= SHARE_JUMP and \
+                sum(1 for s in recent_shares if s >= shares[0] + SHARE_JUMP) >= RECENT - ALLOWED_BELOW:
+            return Fired(DATA_SHARE, step, f"batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step for "
+                                           f"{RECENT} steps (step time {base:.1f} → {now:.1f} ms)")
+        return None
+
+    def _memory_rule(self, step: int) -> Fired | None:
+        if self.limit_mb is None or len(self._memory) < MEMORY_WINDOW:
+            return None
+        ys = list(self._memory)
+        grown = ys[-1] - ys[0]
+        headroom = self.limit_mb - ys[0]
+        peak, given_back = ys[0], 0.0
+        for y in ys:  # a leak never gives back: the largest fall from the running peak
+            peak = max(peak, y)
+            given_back = max(given_back, peak - y)
+        if grown < max(MEMORY_MIN_MB, MEMORY_MIN_GROWTH * max(headroom, 0.0)) or given_back > MEMORY_GIVE_BACK * grown:
+            return None
+        slope, r2 = _line_fit(ys)
+        if r2 < MEMORY_MIN_R2 or slope <= 0:
+            return None
+        left = (self.limit_mb - ys[-1]) / slope
+        return Fired(MEMORY, step, f"memory +{grown:.0f} MiB over {len(ys)} steps, steadily ({slope:.1f} MiB a step, "
+                                   f"R² {r2:.2f}): at this rate the limit of {self.limit_mb:.0f} MiB is reached in "
+                                   f"about {max(left, 0):,.0f} steps")
+
+
+class RateLimit:
+    """At most ``per_hour`` captures in any hour, and none once captures took ``max_share`` of the run's time."""
+
+    def __init__(self, per_hour: int = MAX_PER_HOUR, max_share: float = MAX_SHARE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_hour, self.max_share, self._clock = per_hour, max_share, clock
+        self._started = clock()
+        self._times: list[float] = []
+        self.spent_s = 0.0
+
+    def refusal(self) -> str | None:
+        """Why a capture may not start now, or None when it may."""
+        now = self._clock()
+        recent = [t for t in self._times if now - t < 3600.0]
+        if len(recent) >= self.per_hour:
+            return f"rate limit: {self.per_hour} captures in the last hour"
+        elapsed = max(now - self._started, 1e-9)
+        if self._times and self.spent_s / elapsed >= self.max_share:
+            return (f"rate limit: captures already took {self.spent_s / elapsed:.0%} of the run's time "
+                    f"(at most {self.max_share:.0%})")
+        return None
+
+    def started(self) -> None:
+        self._times.append(self._clock())
+
+    def spent(self, seconds: float) -> None:
+        self.spent_s += max(seconds, 0.0)
+
+
+def near_capture(step: int, windows: list[tuple[int, int]]) -> bool:
+    """Whether ``step`` is inside a capture window (first, last) or within ``AFTER_PROFILER`` steps after one."""
+    return any(first - 1 <= step <= last + AFTER_PROFILER for first, last in windows)

@@ -1,0 +1,295 @@
+"""The watch mode's step recorder: the script runs to its own end with the profiler off, every step is recorded,
+and the profiler is started only when :mod:`stepwise_agent.trigger` says the run changed (or the user asks).
+
+Every step's row goes to ``steps.jsonl`` (the same fields as :class:`stepwise_agent.recorder.StepRecorder`'s:
+rank, step, wall_ms, loss, samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``capture`` on a profiled step),
+but the rows are kept in a bounded buffer and written together at most every :data:`FLUSH_S` seconds (or
+:data:`FLUSH_ROWS` rows), with ``progress.json``: a step costs a few microseconds of bookkeeping, no file write.
+
+A capture: when a rule fires at step ``s`` (and :class:`~stepwise_agent.trigger.RateLimit` allows it), a
+``torch.profiler`` starts at once; step ``s+1`` is its warm-up, steps ``s+2 … s+1+K`` are recorded, and the trace
+is written to ``captures/r{R}c{N}/rank{R}.<ns>.pt.trace.json.gz`` beside ``capture.json`` (``rank``, ``trigger``:
+kind, step and reason, ``steps``: [first, last] profiled, ``status``: ``done``, ``cut`` or ``empty``, and the
+times). ``capture.json`` is written last: a folder with it is complete, and the runner (outside this process)
+turns it into a run of its own and analyses it. A rule that fires while captures are refused is logged with the
+refusal in ``watch_events.jsonl``.
+
+On demand: a ``capture.request`` file in the run folder (``stepwise capture RUN``: ``{"steps": K}``) starts a
+capture at the next flush, whatever the rate limit (the user asked for it).
+
+The memory guard's signal (SIGUSR1): during a capture the capture is cut at the step's end (its trace so far
+exported), the phase becomes ``cut`` (the runner's guard then allows the script its own growth) and the script
+runs on with no further capture; otherwise the step is interrupted (:class:`MemoryGuardStop`), as in a plain
+launch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from stepwise_agent.hostinfo import _PAGE, available_memory_bytes, current_rss_mb
+from stepwise_agent.recorder import GUARD_SIGNAL, RUNNING, MemoryGuardStop, write_json_atomic
+from stepwise_agent.trigger import MEMORY, ON_DEMAND, Fired, RateLimit, Trigger, near_capture
+
+FLUSH_S = 1.0
+FLUSH_ROWS = 2000
+CAPTURE_STEPS = 3
+REQUEST_FILE = "capture.request"
+CAPTURES = "captures"
+UNPROFILED, PROFILING, CUT = "unprofiled", "profiling", "cut"  # progress.json "phase", as the recorder's
+
+
+def memory_limit_mb(budget_mb: float | None, env_limit: str | None) -> float | None:
+    """The memory a watched process may reach: the budget, else the memory guard's limit, else the device's total
+    (a GPU) or this host's memory available now plus what the process already holds."""
+    if budget_mb:
+        return float(budget_mb)
+    if env_limit:
+        try:
+            return float(env_limit)
+        except ValueError:
+            pass
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(0).total_memory / 2**20
+    rss = current_rss_mb() or 0.0
+    return available_memory_bytes() / 2**20 + rss if available_memory_bytes() else None
+
+
+class WatchRecorder:
+    """Records every step, fires captures on the trigger's rules (see the module docs)."""
+
+    def __init__(self, run_dir: Path, capture_steps: int = CAPTURE_STEPS, rank: int = 0, leader: bool = True,
+                 limit_mb: float | None = None, rate: RateLimit | None = None) -> None:
+        self.run_dir, self.capture_steps, self.rank, self.leader = run_dir, max(int(capture_steps), 1), rank, leader
+        self.trigger = Trigger(limit_mb)
+        self.rate = rate or RateLimit()
+        self.steps_done = 0
+        self.last_loss: float | None = None
+        self.phase = UNPROFILED
+        self.total = 0  # no planned end: the script decides
+        self.wait = 0
+        self.cut_during_step: int | None = None
+        self.captures: list[dict[str, Any]] = []
+        self.data_ms: Callable[[], float | None] | None = None
+        self._rows: deque[tuple[Any, ...]] = deque()
+        self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
+        self._events = run_dir / "watch_events.jsonl"
+        self._windows: list[tuple[int, int]] = []
+        self._prof: Any = None
+        self._capture: dict[str, Any] | None = None
+        self._cut_pending = False
+        self._request_seen = self._request_mtime()
+        self._cuda = torch.cuda.is_available()
+        try:
+            self._statm: int | None = os.open("/proc/self/statm", os.O_RDONLY)
+        except OSError:
+            self._statm = None
+        self._started = time.time()
+        self._t_last = time.perf_counter()
+        self._t_flush = self._t_last
+
+    # -- the step ----------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        signal.signal(GUARD_SIGNAL, lambda signum, frame: self.on_guard_signal())
+        self._t_last = self._t_flush = time.perf_counter()
+
+    def on_step(self, loss: float | None, samples: int | None) -> None:
+        if self._cuda and torch.cuda.is_initialized():
+            torch.cuda.synchronize()  # the step's kernels belong to the step
+        now = time.perf_counter()
+        wall_ms = (now - self._t_last) * 1000.0
+        step = self.steps_done
+        data_ms = self.data_ms() if self.data_ms is not None else None
+        memory = self._memory_mb()
+        capture = self._capture
+        profiled = capture is not None and capture["steps"][0] <= step <= capture["steps"][1]
+        self._rows.append((step, wall_ms, loss, samples, data_ms, profiled, time.time_ns(), memory,
+                           capture["n"] if profiled and capture is not None else None))
+        self.steps_done += 1
+        self.last_loss = loss
+        if capture is not None:
+            self._advance_capture(step)
+        else:
+            fired = self.trigger.observe(step, wall_ms, data_ms, memory, near_capture(step, self._windows))
+            if fired is not None:
+                self._fire(fired)
+        if len(self._rows) >= FLUSH_ROWS or now - self._t_flush >= FLUSH_S:
+            self.flush()
+        self._t_last = time.perf_counter()  # our own bookkeeping is not the script's step time
+
+    def _memory_mb(self) -> float | None:
+        if self._cuda and torch.cuda.is_initialized():
+            return torch.cuda.memory_allocated() / 2**20
+        if self._statm is None:
+            return current_rss_mb()
+        try:  # the file kept open: a read costs a microsecond or two, not an open and a close
+            return int(os.pread(self._statm, 64, 0).split()[1]) * _PAGE / 2**20
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _row_json(self, step: int, wall_ms: float, loss: float | None, samples: int | None, data_ms: float | None,
+                  profiled: bool, ended_ns: int, memory: float | None, capture: int | None) -> str:
+        """A ``steps.jsonl`` line (made at the flush, not in the step); a row's time is its step's start."""
+        return json.dumps({
+            "rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
+            "data_ms": None if data_ms is None else round(data_ms, 4), "profiled": profiled,
+            "t_unix_ns": ended_ns - int(wall_ms * 1e6), "rss_mb": None if memory is None else round(memory, 1),
+            **({"capture": capture} if capture is not None else {})}) + "\n"
+
+    def flush(self) -> None:
+        """Write the buffered rows and the progress; pick up an on-demand request."""
+        self._t_flush = time.perf_counter()
+        if self._rows:
+            self._fh.write("".join(self._row_json(*row) for row in self._rows))
+            self._fh.flush()
+            self._rows.clear()
+        if self.leader:
+            self.write_progress(self.last_loss, RUNNING)
+        mtime = self._request_mtime()
+        if mtime != self._request_seen:
+            self._request_seen = mtime
+            if mtime is not None and self._capture is None and self.phase != CUT:
+                self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"),
+                                    self._requested_steps())
+
+    # -- captures ----------------------------------------------------------------------------------------------
+    def _fire(self, fired: Fired) -> None:
+        refusal = "the memory guard cut a capture: no more captures in this run" if self.phase == CUT else \
+            self.rate.refusal()
+        if refusal is not None:
+            self._log({"event": "refused", "rank": self.rank, "trigger": fired.to_json(), "why": refusal})
+            return
+        self._start_capture(fired, self.capture_steps)
+
+    def _start_capture(self, fired: Fired, steps: int) -> None:
+        n = len(self.captures) + 1
+        first = self.steps_done + 1  # the next step is the profiler's warm-up
+        self._capture = {"n": n, "rank": self.rank, "trigger": fired.to_json(), "steps": [first, first + steps - 1],
+                         "started_unix": time.time(), "t0": time.perf_counter(), "status": "running",
+                         "folder": f"r{self.rank}c{n:03d}"}
+        (self.run_dir / CAPTURES / self._capture["folder"]).mkdir(parents=True, exist_ok=True)
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self._cuda:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self._prof = torch.profiler.profile(
+            activities=activities, profile_memory=True, record_shapes=True,
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1), on_trace_ready=self._export)
+        self.rate.started()
+        self._log({"event": "capture", "rank": self.rank, "n": n, "trigger": fired.to_json(),
+                   "steps": self._capture["steps"]})
+        self.phase = PROFILING
+        self.flush()  # the rows before it, and the phase, are on disk before the profiler's cost begins
+        self._prof.start()
+
+    def _advance_capture(self, step: int) -> None:
+        assert self._capture is not None and self._prof is not None
+        if self._cut_pending:
+            self._capture["status"] = "cut"
+            self._cut_pending = False
+            self.cut_during_step = step
+            self._end_capture()
+            self.phase = CUT  # the runner's guard waits for it; no capture again: the profile outgrew memory once
+            if self.leader:
+                self.write_progress(self.last_loss, RUNNING)
+            return
+        self._prof.step()
+        if step >= self._capture["steps"][1]:
+            self._end_capture()
+
+    def _end_capture(self) -> None:
+        capture, prof = self._capture, self._prof
+        assert capture is not None and prof is not None
+        prof.stop()  # exports (on_trace_ready) when it recorded anything
+        self._prof = None
+        last = min(capture["steps"][1], self.steps_done - 1)
+        capture["steps"][1] = last
+        if capture["status"] == "running":
+            capture["status"] = "done" if capture.get("trace") else "empty"
+        spent = time.perf_counter() - capture.pop("t0")
+        self.rate.spent(spent)
+        capture.update(finished_unix=time.time(), cost_s=round(spent, 3))
+        self._windows.append((capture["steps"][0], last))
+        self.captures.append(capture)
+        self._capture = None
+        self.phase = UNPROFILED
+        self.trigger.relearn(keep_memory=capture["trigger"]["kind"] != MEMORY)
+        self.flush()  # the window's rows are on disk before the capture says it is complete
+        write_json_atomic(self.run_dir / CAPTURES / capture["folder"] / "capture.json", capture)
+
+    def _export(self, prof: Any) -> None:
+        assert self._capture is not None
+        folder = self.run_dir / CAPTURES / self._capture["folder"]
+        name = f"rank{self.rank}.{time.time_ns()}.pt.trace.json"
+        partial = folder / f"{name}.partial.gz"  # not a trace name until complete; .gz makes torch gzip it
+        prof.export_chrome_trace(str(partial))
+        os.replace(partial, folder / f"{name}.gz")
+        self._capture["trace"] = f"{name}.gz"
+
+    def on_guard_signal(self) -> None:
+        """Memory past the limit: a capture is cut (the profile is what grows); otherwise the run ends."""
+        if self._capture is not None:
+            self._cut_pending = True
+            return
+        raise MemoryGuardStop("Stepwise's memory guard ended the run: memory passed its limit")
+
+    # -- files -------------------------------------------------------------------------------------------------
+    def _request_mtime(self) -> int | None:
+        try:
+            return os.stat(self.run_dir / REQUEST_FILE).st_mtime_ns
+        except OSError:
+            return None
+
+    def _requested_steps(self) -> int:
+        try:
+            with open(self.run_dir / REQUEST_FILE, encoding="utf-8") as fh:
+                return max(1, min(int(json.load(fh).get("steps", self.capture_steps)), 100))
+        except (OSError, ValueError, TypeError, AttributeError):
+            return self.capture_steps
+
+    def _log(self, event: dict[str, Any]) -> None:
+        with open(self._events, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({**event, "t_unix": time.time()}) + "\n")
+
+    def write_progress(self, loss: float | None, status: str) -> None:
+        write_json_atomic(self.run_dir / "progress.json", {
+            "step": self.steps_done, "total_steps": None, "loss": loss, "eta_s": None,
+            "elapsed_s": time.time() - self._started, "status": status, "phase": self.phase,
+            "updated_unix": time.time(), "captures": len(self.captures), "watch": True})
+
+    def memory_facts(self) -> dict[str, Any]:
+        return {"peak_rss_unprofiled_mb": None, "peak_rss_profiled_mb": None,
+                "profile_cut_during_step": self.cut_during_step}
+
+    def stop(self) -> None:
+        """The script ended: a capture in progress is closed with what it holds; the last rows are written."""
+        if self._capture is not None:
+            self._end_capture()
+        self.flush()
+        self._fh.close()
+        if self._statm is not None:
+            os.close(self._statm)
+            self._statm = None
+
+
+def watch_recorder(run_dir: Path, cfg: dict[str, Any], budget_mb: float | None, rank: int,
+                   leader: bool) -> WatchRecorder:
+    """The recorder ``boot.json``'s ``watch`` asks for: ``capture_steps``, ``per_hour``, ``max_share``."""
+    from stepwise_agent.trigger import MAX_PER_HOUR, MAX_SHARE
+
+    rate = RateLimit(int(cfg.get("per_hour", MAX_PER_HOUR)), float(cfg.get("max_share", MAX_SHARE)))
+    limit = memory_limit_mb(budget_mb, os.environ.get("STEPWISE_MEMORY_LIMIT_MB"))
+    return WatchRecorder(run_dir, int(cfg.get("capture_steps", CAPTURE_STEPS)), rank, leader, limit, rate)
+
+
+def watch_warnings(rec: WatchRecorder) -> list[str]:
+    """What the run's result says of the watch: its captures, in a line each."""
+    return [f"captured steps {c['steps'][0]}–{c['steps'][1]} on rank {c['rank']} ({c['status']}): "
+            f"{c['trigger']['reason']}" for c in rec.captures]

@@ -1,0 +1,127 @@
+"""``stepwise watch`` for real (slow): a user-style script whose later samples are expensive to decode is captured
+within a stated number of steps of the change and the capture's analysis names data; the same script kept steady
+captures nothing; the job's output, exit code and Ctrl-C pass through unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DECODE = ROOT / "tests" / "scripts" / "watch" / "slowing_decode.py"
+KEEPS = ROOT / "tests" / "scripts" / "watch" / "keeps_tensors.py"
+CHANGE_AT = 60
+#: a capture must start within this many steps of the change: RECENT steps judged + the profiler's warm-up
+WITHIN_STEPS = 14
+
+
+def _watch(tmp_path: Path, *args: str, json_out: bool = True) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "stepwise", "watch", *(["--json"] if json_out else []),
+               "--store", str(tmp_path / "store"), "--", sys.executable, *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+@pytest.mark.slow
+def test_later_samples_expensive_to_decode_are_captured_and_named_data(tmp_path: Path) -> None:
+    done = _watch(tmp_path, str(DECODE), "--steps", "130", "--change-at", str(CHANGE_AT))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["status"] == "ok" and report["steps_done"] == 130 and report["exit_code"] == 0
+    assert "step 0 loss" in done.stderr and "done" in done.stderr  # --json: the job's stdout goes to stderr
+    captures = report["captures"]
+    assert captures, done.stderr[-3000:]
+    first = captures[0]
+    assert CHANGE_AT <= first["steps"][0] <= CHANGE_AT + WITHIN_STEPS, first
+    assert first["trigger"]["kind"] in ("data_share", "step_time")
+    assert first["bottleneck"] == "data", first["verdict"]
+    assert f"stepwise: step {first['trigger']['step']}:" in done.stderr and ": data — " in done.stderr
+    capture_run = Path(report["run_dir"]).parent / first["run_id"]
+    assert (capture_run / "analysis.json").is_file()  # a stored analysis, like any other run's
+
+
+@pytest.mark.slow
+def test_a_loop_that_starts_keeping_tensors_fires_a_memory_capture(tmp_path: Path) -> None:
+    done = _watch(tmp_path, str(KEEPS), "--steps", "160", "--change-at", "70")
+    assert done.returncode == 0, done.stderr[-3000:]
+    captures = json.loads(done.stdout)["captures"]
+    memory = [c for c in captures if c["trigger"]["kind"] == "memory"]  # a busy machine may add a step-time one
+    assert memory, captures
+    # the memory window is 50 steps: a leak of ~3 MiB a step shows within it, and before it nothing fired
+    assert 70 <= memory[0]["trigger"]["step"] <= 70 + 60
+    assert "steadily" in memory[0]["trigger"]["reason"] and "MiB a step" in memory[0]["trigger"]["reason"]
+
+
+@pytest.mark.slow
+def test_the_same_script_kept_steady_captures_nothing(tmp_path: Path) -> None:
+    done = _watch(tmp_path, str(DECODE), "--steps", "130", "--steady")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["steps_done"] == 130 and report["captures"] == [], report["captures"]
+
+
+@pytest.mark.slow
+def test_output_and_exit_code_pass_through(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import sys, torch\nm = torch.nn.Linear(2, 1)\nfor i in range(5):\n"
+                      "    m(torch.ones(2)).sum().backward()\nprint('own line')\nprint('own error', file=sys.stderr)\n"
+                      "sys.exit(7)\n")
+    done = _watch(tmp_path, str(script), json_out=False)
+    assert done.returncode == 7
+    assert done.stdout.startswith("own line\n") and "own error" in done.stderr
+    assert "stepwise: watched 5 steps, 0 capture(s)" in done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_job_as_it_would_without_stepwise(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import time, torch\nm = torch.nn.Linear(2, 1)\nfor i in range(100000):\n"
+                      "    m(torch.ones(2)).sum().backward()\n    time.sleep(0.01)\n    if i == 5: print('going', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "stepwise", "watch", "--store", str(tmp_path / "store"), "--",
+                             sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "going\n"
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGINT  # ended by the signal, as python train.py would be
+    assert "KeyboardInterrupt" in err
+
+
+DDP = '''
+import time
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(64, 8))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(60):
+    loss = model(torch.randn(32, 64)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(0.01)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_under_torchrun_every_rank_records_its_own_steps(tmp_path: Path) -> None:
+    script = tmp_path / "ddp_train.py"
+    script.write_text(DDP)
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    command = [sys.executable, "-m", "stepwise", "watch", "--json", "--store", str(tmp_path / "store"), "--",
+               torchrun, "--nproc_per_node", "2", str(script)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["status"] == "ok" and report["world_size"] == 2 and report["steps_done"] == 60
+    rows = [json.loads(line) for line in (Path(report["run_dir"]) / "steps.jsonl").read_text().splitlines()]
+    assert {r["rank"]: sum(1 for x in rows if x["rank"] == r["rank"]) for r in rows} == {0: 60, 1: 60}
