@@ -10,7 +10,7 @@ the numbers it changes as its own knobs; then the arm is the user's command with
   not guessed, except ``warmup_steps``/``warmup_ratio``, whose ``TrainingArguments`` default is 0);
 - LightningCLI / jsonargparse: ``--trainer.accumulate_grad_batches``, and an option such as ``--data.batch_size``
   or ``--model.lr`` whose last name fits and whose value reaches, in the script, a ``DataLoader``'s
-  ``batch_size`` or a ``torch.optim`` optimizer's ``lr`` (:func:`~advisors.experiments.script_knobs.reaches`),
+  ``batch_size`` or a ``torch.optim`` optimizer's ``lr`` (:func:`~advisors.script_reach.reaches`),
   typed after the ``--config`` file (jsonargparse applies it last);
 - a plain ``argparse`` script: a ``--batch-size``-like flag (int) whose value reaches a ``DataLoader``'s
   ``batch_size`` together with an ``--lr``-like flag (float) whose value reaches an optimizer's ``lr``.
