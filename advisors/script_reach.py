@@ -32,10 +32,32 @@ def reaches(file: str) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {where: set() for where in WHERE}
     if tree is None:
         return out
+    held = _assigned(tree)
     for where, exprs in sinks(tree).items():
         for x in exprs:
-            out[where] |= {_path(x)} if where in ("precision", "trainer") else _attrs(x)
+            out[where] |= {_path(x)} if where in ("precision", "trainer") else _through(_attrs(x), held)
     return out
+
+
+def _assigned(tree: ast.AST) -> dict[str, set[str]]:
+    """``name -> the names its value is computed from``, for each plain ``name = expr`` in ``tree``: llm.c's
+    ``ptdtype = {...}[args.dtype]`` makes ``dtype`` reach the autocast that takes ``dtype=ptdtype``."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out.setdefault(node.targets[0].id, set()).update(_attrs(node.value))
+    return out
+
+
+def _through(names: set[str], held: dict[str, set[str]], depth: int = 3) -> set[str]:
+    """``names`` and, ``depth`` assignments back, the names their values were computed from."""
+    seen, frontier = set(names), set(names)
+    for _ in range(depth):
+        frontier = {m for n in frontier for m in held.get(n, ())} - seen
+        if not frontier:
+            break
+        seen |= frontier
+    return seen
 
 
 def sinks(tree: ast.AST) -> dict[str, list[ast.expr]]:

@@ -12,7 +12,7 @@ from advisors.script_reach import reaches
 #: knob -> (flag names a plain argparse script gives it, where its value must reach)
 ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
     "autocast": (("amp", "bf16", "use_amp", "autocast", "mixed_precision", "use_bf16", "mixed", "precision",
-                  "amp_dtype"), "autocast"),
+                  "amp_dtype", "dtype"), "autocast"),
     "num_workers": (("workers", "num_workers", "n_workers", "dataloader_workers", "loader_workers", "j"),
                     "dataloader"),
     "compile": (("compile", "torch_compile", "use_compile"), "compile"),
@@ -28,7 +28,8 @@ ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 #: an autocast flag with choices (``--precision {fp32,bf16,fp16}``): the choice that asks for the fix's dtype
 PRECISION_WORDS = {"bf16": ("bf16", "bfloat16", "bf16-mixed"), "fp16": ("fp16", "float16", "half", "16-mixed")}
-#: knobs of a fix that only tune its main knob: left out when the script's flag cannot set them
+#: knobs that switch a call on or off: a ``store_true`` flag, or an ``int`` one set to 1 (llm.c's ``--compile 1``)
+SWITCHES = ("compile", "cuda_graphs", "activation_checkpointing", "ddp_no_sync")
 
 
 def change(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
@@ -124,9 +125,13 @@ def _fits(knob: str, value: Any, opt: Mapping[str, Any], config: Mapping[str, An
     if knob in ("num_workers", "grad_accum_steps", "batch_size"):
         return opt.get("action") == "store" and opt.get("type") == "int"
     if knob == "autocast" and opt.get("action") == "store" and opt.get("choices"):
-        return _precision_choice(value, opt) is not None  # the flag picks the dtype itself
+        # the flag picks the dtype itself — of an autocast the run built (llm.c's is a nullcontext off CUDA: there
+        # the flag changes nothing, and the fix is injected instead)
+        return _precision_choice(value, opt) is not None and bool(config.get("autocast"))
     if knob == "compile_mode":  # a string option whose value reaches torch.compile (its mode=)
         return opt.get("action") == "store" and opt.get("type") in (None, "str")
+    if knob in SWITCHES and opt.get("action") == "store" and opt.get("type") == "int":
+        return bool(value)  # --compile 1: its value guards the call
     if opt.get("action") != "store_true":
         return False
     if knob == "autocast":  # the script's own autocast must be of the fix's precision
@@ -141,4 +146,6 @@ def _flag_text(knob: str, value: Any, opt: Mapping[str, Any]) -> str | None:
         return None
     if knob == "autocast":
         return _precision_choice(value, opt)
+    if knob in SWITCHES and isinstance(value, bool):
+        return "1" if value else "0"
     return str(value)

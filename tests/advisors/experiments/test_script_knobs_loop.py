@@ -120,3 +120,34 @@ def test_a_flag_only_fix_is_a_candidate_through_its_flag_and_proven_by_the_agent
     acted = {"knobs": {"grad_accum_steps": {"acted": False, "why": "1 backward pass(es) per optimizer step"}}}
     assert why_not_applied(FIXES["grad_accumulation"], acted) == "1 backward pass(es) per optimizer step"
     assert Times(2).factor == 2
+
+
+# llm.c's train_gpt2.py: a dtype chosen by name into ``ptdtype`` for its autocast, and ``--compile`` as an int
+LLMC = '''import argparse
+from contextlib import nullcontext
+import torch
+DEVICE = "{device}"
+p = argparse.ArgumentParser()
+p.add_argument("--dtype", type=str, default="float32", choices=("float32", "float16", "bfloat16"))
+p.add_argument("--compile", type=int, default=0)
+args = p.parse_args()
+model = torch.nn.Linear(4, 4)
+if args.compile:
+    model = torch.compile(model)
+ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
+ctx = torch.autocast(device_type="cpu", dtype=ptdtype) if DEVICE == "cpu" else nullcontext()
+with ctx:
+    pass
+'''
+
+
+def test_llm_c_terms_its_dtype_by_name_and_its_int_compile_switch(tmp_path: Path) -> None:
+    """Issue 42: llm.c's bf16 change rewrote its ``ctx`` line to ``dtype=torch.bfloat16`` (its own ``--dtype``
+    stopped working) and its ``--compile 1`` was not recognised as the script's own switch."""
+    c = _change(tmp_path, LLMC.replace("{device}", "cpu"), "bf16")
+    assert c is not None and c.command == (*CMD, "--dtype", "bfloat16") and c.observe == {"autocast": "bf16"}
+    # where its autocast is a nullcontext on this device the flag changes nothing: the fix is injected instead
+    assert _change(tmp_path, LLMC.replace("{device}", "cuda"), "bf16") is None
+    config = recorded(tmp_path, LLMC.replace("{device}", "cpu"), [])
+    compiled = knob_change({"compile": True}, config, CMD, str(tmp_path), "compile")
+    assert compiled is not None and compiled.command == (*CMD, "--compile", "1")
