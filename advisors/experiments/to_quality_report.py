@@ -58,18 +58,34 @@ def baseline_arm(ladder: QualityLadder, metric: str | None) -> ArmTime:
 
 
 def measured(ladder: QualityLadder, r: QualityRound, metric: str | None) -> dict[str, Any] | None:
-    """Beside a prediction: the measured steps ratio (median optimizer steps to the target, after / before: the
-    comparison at equal optimizer steps; each arm's seeds that reached it) and time ratio (after / before, the inverse of ``time_to_target.ratio``)."""
+    """Beside a prediction, in its two parts: the steps ratio (median optimizer steps to the target, after / before:
+    each arm's seeds that reached it) × the step-time ratio (median time per optimizer step, after / before) ≈ the
+    time ratio (after / before, the inverse of ``time_to_target.ratio``; it also holds start-up, so the product of
+    the parts is near it, not equal). The baseline is the round's own interleaved seeds."""
     tt = r.time_to_target
     if tt is None:
         return None
-    before = [s for s in (steps_to_target(x, ladder.target, metric) for x in ladder.baseline) if s is not None]
+    base = r.baseline_runs or ladder.baseline
+    before = [s for s in (steps_to_target(x, ladder.target, metric) for x in base) if s is not None]
     # a script's injected accumulation counts every call of step() as one of the script's steps: k per update
     per = int((r.candidate.patch or {}).get("grad_accum") or 1)
     after = [s / per for s in (steps_to_target(x, ladder.target, metric) for x in r.runs) if s is not None]
     steps = float(np.median(after) / np.median(before)) if before and after and np.median(before) > 0 else None
-    return {"steps_ratio": steps, "steps_before": before, "steps_after": after,
+    ms_before = [x.median_step_ms for x in base if x.median_step_ms]
+    ms_after = [x.median_step_ms * per for x in r.runs if x.median_step_ms]
+    step_time = float(np.median(ms_after) / np.median(ms_before)) if ms_before and ms_after else None
+    return {"steps_ratio": steps, "step_time_ratio": step_time, "steps_before": before, "steps_after": after,
+            "step_ms_before": float(np.median(ms_before)) if ms_before else None,
+            "step_ms_after": float(np.median(ms_after)) if ms_after else None,
             "time_ratio": 1 / tt.ratio if tt.ratio else None}
+
+
+def _loads(r: QualityRound) -> dict[str, Any] | None:
+    """Other programs' cores during each seed of both arms (the contention record), when the runs recorded it."""
+    if not r.runs:
+        return None
+    return {"before": [x.others_cores for x in r.baseline_runs], "after": [x.others_cores for x in r.runs],
+            "cores": next((x.cores for x in (*r.baseline_runs, *r.runs) if x.cores), None)}
 
 
 def own_command(ladder: QualityLadder, r: QualityRound) -> dict[str, Any]:
@@ -94,14 +110,17 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
     for r in ladder.rounds:
         rounds.append({
             "round": r.round, "bottleneck": "convergence", "fix": r.candidate.id, "title": r.candidate.title,
-            "rule": r.candidate.rule, "advice": r.candidate.advice, "kept": r.kept, "reason": r.reason,
+            "rule": r.candidate.rule, "advice": r.candidate.advice, "kept": r.kept, "outcome": r.outcome,
+            "reason": r.reason,
             "speedup": round_speedup(r), "loss_delta": None,
             "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
             "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
             "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
             **own_command(ladder, r), "not_applied": r.not_applied,
             "predicted": r.predicted.to_json() if r.predicted else None,
-            "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric)})
+            "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric),
+            "baseline_curves": curves_json(r.baseline_runs, metric), "inconclusive": r.inconclusive,
+            "load": _loads(r)})
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
     best = max(kept, default=1.0)
     steps = [r.median_step_ms for r in ladder.baseline if r.median_step_ms]
@@ -175,9 +194,11 @@ def noise_line(ns: dict[str, Any]) -> str:
 
 
 def predicted_line(pred: dict[str, Any], meas: dict[str, Any] | None) -> str:
+    """Predicted and measured, each as steps ratio × step-time ratio = time ratio (after / before)."""
     def f(x: Any) -> str:
         return "—" if x is None else f"{x:.2f}"
 
     m = meas or {}
-    return (f"predicted steps × {f(pred['steps_ratio'])}, time × {f(pred['time_ratio'])}; measured steps × "
-            f"{f(m.get('steps_ratio'))}, time × {f(m.get('time_ratio'))}")
+    return (f"predicted steps × {f(pred['steps_ratio'])} · step time × {f(pred.get('step_time_ratio'))} = time × "
+            f"{f(pred['time_ratio'])}; measured steps × {f(m.get('steps_ratio'))} · step time × "
+            f"{f(m.get('step_time_ratio'))} → time × {f(m.get('time_ratio'))}")
