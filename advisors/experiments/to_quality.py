@@ -316,8 +316,8 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
                                        baseline_runs=pairs.base))
             continue
         first = fair.first_counted_step(cand.patch)
-        ttt = compare(ArmTime(tuple(_reached(r, target, metric) for r in pairs.base)),
-                      ArmTime(tuple(_reached(r, target, metric, first) for r in pairs.runs)))
+        ttt = compare(ArmTime(tuple(reached_at(r, target, metric) for r in pairs.base)),
+                      ArmTime(tuple(reached_at(r, target, metric, first) for r in pairs.runs)))
         ttt, why = _judged_fairly(ttt, pairs, base_one_run)
         rounds.append(QualityRound(n, cand, patched, pairs.runs, ttt, None, ttt.kept, ttt.reason, pairs.record,
                                    predicted=plan.predicted(cand.id) if plan is not None else None,
@@ -357,9 +357,7 @@ def _interleaved(spec: QualitySpec, patched: QualitySpec, cand: Candidate, run: 
                 record = record or seen_here
                 if why_not is not None:
                     return _Pairs((*base, b), (*runs, a), record, why_not, reruns)
-            lone = fair.ArmLoad((b.others_cores,), b.cores).contended != fair.ArmLoad((a.others_cores,),
-                                                                                     a.cores).contended
-            if attempt == 0 and lone:
+            if attempt == 0 and fair.contended(b.others_cores) != fair.contended(a.others_cores):
                 reruns += 1
                 continue
             break
@@ -402,7 +400,7 @@ def steps_to_target(run: QualityRun, target: Target, metric: str | None) -> int 
     return next((s for tt, s in zip(c.times_s, c.steps) if tt >= t), c.steps[-1] if len(c) else None)
 
 
-def _reached(run: QualityRun, target: Target, metric: str | None, first_step: int = 2) -> float | None:
+def reached_at(run: QualityRun, target: Target, metric: str | None, first_step: int = 2) -> float | None:
     """Seconds to the target, counted only from ``first_step`` (the first value after a real optimizer update)."""
     counted = fair.after_first_update(seen(run.curve, metric), first_step, printed=metric is not None)
     t = time_to_target(counted, target.value, target.goal)

@@ -22,10 +22,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from advisors.experiments.script_knobs import command_evidence, shown_change
-from advisors.experiments.to_quality import QualityLadder, QualityRound, QualityRun, seen, steps_to_target
+from advisors.experiments.to_quality import (QualityLadder, QualityRound, QualityRun, reached_at, seen,
+                                             steps_to_target)
 from advisors.quality.arms import ArmTime
 from advisors.quality.projection import Projection
-from advisors.quality.curve import time_to_target
 from profilers.run.script_spec import ScriptSpec
 
 MAX_POINTS = 200
@@ -53,8 +53,8 @@ def round_speedup(r: QualityRound) -> float | None:
 
 
 def baseline_arm(ladder: QualityLadder, metric: str | None) -> ArmTime:
-    t = ladder.target
-    return ArmTime(tuple(time_to_target(seen(r.curve, metric), t.value, t.goal) for r in ladder.baseline))
+    """The first baseline pass's time to target, by the rounds' own rule (:func:`reached_at`)."""
+    return ArmTime(tuple(reached_at(r, ladder.target, metric) for r in ladder.baseline))
 
 
 def measured(ladder: QualityLadder, r: QualityRound, metric: str | None) -> dict[str, Any] | None:
@@ -146,6 +146,9 @@ def quality_table(out: dict[str, Any]) -> str:
     lines = [f"target: {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} ({t['source']}"
              f"{': ' + t['note'] if t['note'] else ''}); {out['seeds']} seed(s) per arm; budget "
              f"{out['budget']['stated']} per arm", f"baseline: {_arm(out['baseline']['time_to_target'])}"]
+    if out.get("one_run"):
+        lines.append(f"the {out['seeds']} baseline seeds are one run (the same curve: the script's seed could not be "
+                     "varied); verdicts use a stated tolerance")
     ns = out.get("noise_scale")
     if ns:
         lines.append(noise_line(ns))

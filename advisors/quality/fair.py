@@ -82,6 +82,11 @@ def after_first_update(curve: Curve, first_step: int, printed: bool = False) -> 
                  tuple(curve.steps[i] for i in keep), curve.end_s, curve.smoothed)
 
 
+def contended(others_cores: float | None) -> bool:
+    """Whether other programs took the A/B trials' contended share of the machine during a run."""
+    return others_cores is not None and others_cores >= CONTENDED_CORES
+
+
 @dataclass(frozen=True)
 class ArmLoad:
     """Other programs' mean cores over each seed's run of an arm (``None``: the run recorded no host figures)."""
@@ -97,7 +102,7 @@ class ArmLoad:
     @property
     def contended(self) -> tuple[int, ...]:
         """The seeds (0-based) other programs took :data:`CONTENDED_CORES` or more during."""
-        return tuple(i for i, x in enumerate(self.per_seed) if x is not None and x >= CONTENDED_CORES)
+        return tuple(i for i, x in enumerate(self.per_seed) if contended(x))
 
     def text(self) -> str:
         shown = ", ".join("?" if x is None else f"{x:.2f}" for x in self.per_seed)

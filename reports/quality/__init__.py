@@ -104,6 +104,9 @@ def markdown(out: Mapping[str, Any]) -> str:
     head = (f"**Target:** {_md(t['metric'])} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} "
             f"({_md(t['source'])}{': ' + _md(t['note']) if t.get('note') else ''}); {out['seeds']} seed(s) per arm; "
             f"budget {_md((out.get('budget') or {}).get('stated') or '?')} per arm.")
+    if out.get("one_run"):
+        head += (f"\n\n**The {out['seeds']} seeds are one run:** the baseline's seeds gave the same curve (the script's "
+                 "seed could not be varied); verdicts use a stated tolerance, not a spread of seeds.")
     if out.get("noise_scale"):
         head += "\n\n**Gradient noise scale:** " + _md(noise_line(out["noise_scale"]))
     tail = "".join(f"\n\n**{_md(r['title'])}:** {_md(r['reason'])}" for r in out["rounds"]

@@ -8,12 +8,14 @@ from dataclasses import replace
 import pytest
 
 from advisors.experiments.to_quality import QualityRun, QualitySpec, to_quality
+from advisors.experiments.to_quality_report import quality_json, quality_table
 from advisors.quality import fair
 from advisors.quality.candidates import Candidate
 from advisors.quality.curve import Curve
 from advisors.quality.target import Budget, Target
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
+from reports.quality import markdown
 
 BASE = ScriptSpec(command=("python", "train.py"), cwd="/")
 FAST = Candidate("fast", "a faster arm", "rule", {"batch_scale": 2})
@@ -86,6 +88,9 @@ def test_seeds_that_are_one_run_are_said_so_and_judged_against_a_stated_toleranc
     rnd = ladder.rounds[0]
     assert rnd.time_to_target is not None and rnd.time_to_target.interval is None
     assert "one run" in rnd.reason and "stated tolerance of 5%" in rnd.reason and "spread" in rnd.reason
+    out = quality_json(ladder)
+    assert out["one_run"] and "**The 3 seeds are one run:**" in markdown(out)
+    assert "baseline seeds are one run" in quality_table(out)
 
 
 def test_a_target_inside_the_baselines_start_noise_is_refused() -> None:

@@ -52,7 +52,7 @@ def fake_runner(tmp: Path, b_noise: float, plateau_at: float | None = None):
     return run
 
 
-def recorded_probe(spec: QualitySpec, k: int) -> float:
+def recorded_probe(spec: QualitySpec, k: int, steps: int = 12) -> float:
     """The recorded model's step cost at batch × k (what a throughput probe would measure on it)."""
     return OVERHEAD_MS + PER_SAMPLE_MS * 32 * k
 
