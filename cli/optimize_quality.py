@@ -125,8 +125,11 @@ def main(args: argparse.Namespace, spec: QualitySpec, workload: str | None = Non
     out["table"] = quality_table(out).splitlines()
     from reports.quality import html_page, markdown
 
-    stored.finish(store, record.run_id, None, reports={"json": json.dumps(out).encode(), "html": html_page(out),
-                                                       "md": markdown(out).encode()})
+    from advisors.experiments.results.quality_record import quality_record
+    from advisors.experiments.results.stored_view import quality_view
+
+    stored.finish(store, record.run_id, quality_view(quality_record(out)),
+                  reports={"json": json.dumps(out).encode(), "html": html_page(out), "md": markdown(out).encode()})
     return out
 
 

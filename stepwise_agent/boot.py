@@ -17,7 +17,8 @@ the runner's memory guard) and ``rank{R}.error.json`` for every rank that raised
 
 An optional ``RUN_DIR/boot.json`` (written by :func:`profilers.run.launch.start_script`) asks for more: ``seed``
 (torch, ``random`` and — only when the script's libraries already imported it — numpy, seeded before the script
-starts, the same for every arm of an A/B), ``warmup`` + ``measure`` unprofiled steps before the profiler's
+starts, the same for every arm of an A/B; with ``STEPWISE_SEED_OFFSET=k``, to-quality's seed k, the script's own
+seeding calls get + k too: :mod:`stepwise_agent.seeding`, recorded in ``seeds.json``), ``warmup`` + ``measure`` unprofiled steps before the profiler's
 window (the measured ones are timed without profiler overhead), ``profile`` active steps, and ``inject``: fix
 knobs applied to the script's own objects by :class:`stepwise_agent.inject.Injector`, and ``observe``: knobs the
 command itself sets (the script's own flag or config line), whose effect is checked without injecting anything.
@@ -57,6 +58,7 @@ from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.hostinfo import cpu_count, peak_rss_mb
 from stepwise_agent.inject import Injector
 from stepwise_agent.noise_scale import install_if_asked as install_noise_meter
+from stepwise_agent.seeding import install_if_asked as offset_seeds
 from stepwise_agent.inject.sites import is_user_file
 from stepwise_agent.printed import tap_stdout, tap_warnings
 from stepwise_agent.recorder import (PROFILE_WAIT, PROFILE_WARMUP, MemoryGuardStop, StepRecorder, StopTraining,
@@ -221,6 +223,7 @@ def main(argv: list[str]) -> int:
     detector.before_step = before_step
     if cfg["seed"] is not None:
         seed_everything(int(cfg["seed"]))
+    seeds = offset_seeds(run_dir, leader)  # to-quality's seed k: the script's own seeding calls get + k
     budget_notes = cap_cuda_memory(float(cfg["cuda_memory_budget_mb"])) \
         if cfg["cuda_memory_budget_mb"] and torch.cuda.is_available() else []
     injector.install()
@@ -255,6 +258,8 @@ def main(argv: list[str]) -> int:
         signal.signal(GUARD_SIGNAL, previous_guard)
         detector.uninstall()
         injector.uninstall()
+        if seeds is not None:
+            seeds.uninstall()
         untap()
         unwarn()
         rec.stop()

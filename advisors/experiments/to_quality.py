@@ -15,9 +15,18 @@ concrete from the baseline's own run (``resolve``: its DataLoader, its optimizer
 (``applied``): a change the script did not allow is stopped as soon as the agent refuses it, reported "not
 applied: why" with what was injected, and never judged.
 
-Order: the baseline's K seeds first (their curves give the target when none is given, and early stopping is
-measured on them: so when early stopping is a candidate the baseline runs its whole budget), then each candidate's K seeds, compared with the baseline's. Seeds are the same per arm
-(``seed`` = 0 … K−1: model init, data order and, on a workload, the synthetic data itself).
+Order: the baseline's K seeds first (their curves give the target when none is given — it must lie clear of the
+baseline's own noise at its start, :mod:`advisors.quality.fair` — and early stopping is measured on them: so
+when early stopping is a candidate the baseline runs its whole budget). Then each candidate's seeds run
+**interleaved** with the baseline's again (baseline seed s, the change's seed s, …), both timed to the target: the
+two arms share the machine's load. Each run's other-programs load is recorded as an A/B trial's is
+(:func:`~advisors.experiments.trial_load.trial_load`); a pair with one contended run is run again once, and a
+verdict the difference in load could explain is ``inconclusive`` with why (the A/B rule,
+:func:`advisors.quality.fair.contention_verdict`). No arm reaches the target before its first real optimizer step.
+Seeds are the same per arm (``seed`` = 0 … K−1: model init, data order and, on a workload, the synthetic data
+itself) and differ even where the script pins its own: seed k offsets the script's seeding calls by k
+(:mod:`stepwise_agent.seeding`, recorded per run). Seeds whose curves are still the same are one run, said so,
+and judged against a stated tolerance, never a spread of zero.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from advisors.quality import early_stop
-from advisors.quality.arms import ArmTime, TimeToTarget, compare
+from advisors.quality.arms import MIN_GAIN, ArmTime, TimeToTarget, compare
 from advisors.quality.candidates import EARLY_STOPPING, Candidate
 from advisors.quality.goodput import GoodputPlan, Prediction
 from advisors.quality.curve import (Curve, Goal, clock_start_ns, loss_curve_from_steps, printed_curve, smoothed,
@@ -40,7 +49,11 @@ from profilers.errors import SpecError
 from advisors.fixes.conventions.editing import with_flag
 from profilers.run.script_spec import MAX_STEPS, ScriptSpec
 from profilers.store.runs import RunStore
+from profilers.store.files import read_json
 from stepwise_agent.noise_scale import ENV as NOISE_ENV
+from stepwise_agent.seeding import ENV as SEED_ENV, FILE as SEED_FILE
+from advisors.experiments.trial_load import trial_load
+from advisors.quality import fair
 
 QualitySpec = ScriptSpec  # a sample workload's runs are its training script's
 ProgressFn = Callable[[str], None]
@@ -56,6 +69,9 @@ class QualityRun:
     error: str | None = None
     stopped: str | None = None
     median_step_ms: float | None = None
+    seeding: Mapping[str, Any] | None = None  # seeds.json: the script's seeding calls the agent offset
+    others_cores: float | None = None  # other programs' mean use of the machine over its steps (trial_load)
+    cores: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -88,6 +104,21 @@ class QualityRound:
     applied: Mapping[str, Any] | None = None  # what was injected (a script's candidate): knobs, evidence, sites
     not_applied: str | None = None  # why the change did not act: then it was not judged
     predicted: Prediction | None = None  # from the noise scale, before the arm ran (batch or accumulation × k)
+    baseline_runs: tuple[QualityRun, ...] = ()  # the baseline's seeds run interleaved with this arm's
+    inconclusive: str | None = None  # why the verdict cannot stand (other programs' load): neither kept nor not
+
+    @property
+    def outcome(self) -> str:
+        """The round's one word: kept, rejected, inconclusive, not applied, or advice."""
+        if self.not_applied is not None:
+            return "not applied"
+        if self.inconclusive is not None:
+            return "inconclusive"
+        if self.early_stopping is not None:
+            return self.early_stopping.outcome
+        if self.time_to_target is None:
+            return "advice"
+        return "kept" if self.kept else "rejected"
 
 
 @dataclass(frozen=True)
@@ -103,6 +134,8 @@ class QualityLadder:
     whole_runs: tuple[QualityRun, ...] = ()  # the baseline to its own end: where early stopping is judged
     whole_budget: Budget | None = None
     whole_label: str | None = None  # how far the whole run went, in words
+    one_run: bool = False  # the baseline's seeds gave the same curve: they are one run (fair.one_run)
+    start_band: tuple[float, float] | None = None  # the baseline's raw values over its first points
 
     @property
     def kept(self) -> tuple[QualityRound, ...]:
@@ -151,7 +184,9 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
     def run_one(spec: QualitySpec, stop_at: Target | None) -> QualityRun:
         from profilers.run.launch import start_script
 
-        env = {NOISE_ENV: "1"}  # every arm carries the noise-scale meter: the same (small) overhead in each
+        # every arm carries the noise-scale meter (the same small overhead in each); seed k offsets the script's
+        # own seeding calls by k (stepwise_agent.seeding), so K seeds are K runs even where the script pins one
+        env = {NOISE_ENV: "1", SEED_ENV: str(spec.seed or 0)}
         handle = start_script(spec, store, label=f"ttq-{spec.name}", parent=experiment, extra_env=env)
         why: list[str] = []
 
@@ -176,8 +211,11 @@ def store_curve_runner(store: RunStore, budget: Budget, metric: str | None = Non
         c = curve_of(handle.run_dir, steps, metric)
         if budget.seconds is not None:
             c = c.cut(budget.seconds)
+        load = trial_load(store.read_telemetry(handle.run_id), steps, 1) if not steps.empty else None
+        seeding = read_json(handle.run_dir / SEED_FILE)
         return QualityRun(result.status.value, c, str(handle.run_dir), result.error, why[0] if why else None,
-                          result.step_time_ms)
+                          result.step_time_ms, seeding if isinstance(seeding, dict) else None,
+                          load.others_cores if load is not None else None, load.cores if load is not None else None)
 
     return run_one
 
@@ -229,7 +267,14 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
                             f"({next((r.error for r in base_runs if r.error), 'no error recorded')})") from None
         if metric is not None:
             target = replace(target, source="printed metric", note=f"{target.note}, of the baseline's curve")
-    base_arm = ArmTime(tuple(_reached(r, target, metric) for r in base_runs))
+    band = fair.start_noise([r.curve for r in base_runs])
+    if (noisy := fair.clear_of_start(target.value, goal, band)) is not None:
+        raise SpecError(f"{noisy}; give a --target beyond it or a longer --budget (the baseline ran "
+                        f"{budget.describe()})")
+    base_one_run = fair.one_run([r.curve for r in base_runs])
+    if base_one_run:
+        say(f"the {seeds} baseline seeds gave the same curve: they are one run (the script's seed could not be "
+            f"varied); verdicts use a stated tolerance of {fair.ONE_RUN_TOLERANCE:.0%}")
     rounds: list[QualityRound] = []
     advice: list[Candidate] = []
     plan = planner(spec, base_runs) if planner is not None else None
@@ -249,7 +294,8 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
             cand = resolve(cand, base_runs)
         if cand.id == EARLY_STOPPING:
             judged = [seen(r.curve, metric) for r in whole] if whole else curves
-            es = early_stop.measure(judged, goal, seed_noise=bool(whole))
+            es = early_stop.measure(judged, goal, target=given.value if given is not None else None,
+                                    one_run=fair.one_run(judged))
             label = whole_label or f"its own end ({(whole_budget or budget).describe()})"
             where = (f"judged on the baseline run to {label}, "
                      f"{len(whole)} seed(s)): " if whole else f"judged on the budget's runs ({budget.describe()}): ")
@@ -263,27 +309,86 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         except SpecError as err:
             advice.append(replace(cand, advice=f"cannot run here: {err}"))
             continue
-        runs: list[QualityRun] = []
-        record: Mapping[str, Any] | None = None
-        why_not: str | None = None
-        for s in range(seeds):
-            say(f"{cand.title}: seed {s + 1}/{seeds}")
-            runs.append(run(arm_spec(patched, budget, s), target))
-            if applied is not None:
-                seen_here, why_not = applied(cand, runs[-1])
-                record = record or seen_here
-                if why_not is not None:
-                    break
-        if why_not is not None:
-            rounds.append(QualityRound(n, cand, patched, tuple(runs), None, None, False, f"not applied: {why_not}",
-                                       record, why_not))
+        pairs = _interleaved(spec, patched, cand, run, budget, seeds, target, say, applied)
+        if pairs.why_not is not None:
+            rounds.append(QualityRound(n, cand, patched, pairs.runs, None, None, False,
+                                       f"not applied: {pairs.why_not}", pairs.record, pairs.why_not,
+                                       baseline_runs=pairs.base))
             continue
-        ttt = compare(base_arm, ArmTime(tuple(_reached(r, target, metric) for r in runs)))
-        rounds.append(QualityRound(n, cand, patched, tuple(runs), ttt, None, ttt.kept, ttt.reason, record,
-                                   predicted=plan.predicted(cand.id) if plan is not None else None))
+        first = fair.first_counted_step(cand.patch)
+        ttt = compare(ArmTime(tuple(reached_at(r, target, metric) for r in pairs.base)),
+                      ArmTime(tuple(reached_at(r, target, metric, first) for r in pairs.runs)))
+        ttt, why = _judged_fairly(ttt, pairs, base_one_run)
+        rounds.append(QualityRound(n, cand, patched, pairs.runs, ttt, None, ttt.kept, ttt.reason, pairs.record,
+                                   predicted=plan.predicted(cand.id) if plan is not None else None,
+                                   baseline_runs=pairs.base, inconclusive=why))
     return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice), plan,
                          tuple(whole), whole_budget if whole else None,
-                         (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None)
+                         (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None,
+                         base_one_run, band)
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    base: tuple[QualityRun, ...]  # the baseline's seeds, each run just before the change's seed of the same number
+    runs: tuple[QualityRun, ...]
+    record: Mapping[str, Any] | None
+    why_not: str | None
+    reruns: int = 0
+
+
+def _interleaved(spec: QualitySpec, patched: QualitySpec, cand: Candidate, run: CurveRunFn, budget: Budget,
+                 seeds: int, target: Target, say: ProgressFn, applied: AppliedFn | None) -> _Pairs:
+    """Baseline seed s, then the change's seed s, for every s: both arms see the same stretch of the machine's
+    load. A pair in which other programs took a contended share of the machine during one run only is run again,
+    once (the A/B trials' record: :mod:`advisors.experiments.trial_load`)."""
+    base: list[QualityRun] = []
+    runs: list[QualityRun] = []
+    record: Mapping[str, Any] | None = None
+    reruns = 0
+    for s in range(seeds):
+        for attempt in (0, 1):
+            say(f"{cand.title}: seed {s + 1}/{seeds} (baseline, then the change)" +
+                (", again: other programs were busy during one run" if attempt else ""))
+            b = run(arm_spec(spec, budget, s), target)
+            a = run(arm_spec(patched, budget, s), target)
+            if applied is not None:
+                seen_here, why_not = applied(cand, a)
+                record = record or seen_here
+                if why_not is not None:
+                    return _Pairs((*base, b), (*runs, a), record, why_not, reruns)
+            if attempt == 0 and fair.contended(b.others_cores) != fair.contended(a.others_cores):
+                reruns += 1
+                continue
+            break
+        base.append(b)
+        runs.append(a)
+    return _Pairs(tuple(base), tuple(runs), record, None, reruns)
+
+
+def _judged_fairly(ttt: TimeToTarget, pairs: _Pairs, one_run: bool) -> tuple[TimeToTarget, str | None]:
+    """The comparison with the contention rule applied (``inconclusive`` with why) and, where the seeds were one
+    run, judged against :data:`~advisors.quality.fair.ONE_RUN_TOLERANCE` instead of a spread of zero."""
+    ratio = ttt.ratio
+    if ratio is None:
+        return ttt, None
+    if one_run and fair.one_run([r.curve for r in pairs.runs]):
+        tol = fair.ONE_RUN_TOLERANCE
+        kept = ratio > 1 + max(MIN_GAIN, tol)
+        verb = "kept" if kept else "rejected"
+        ttt = replace(ttt, kept=kept, interval=None,
+                      reason=f"{verb}: the {ttt.before.seeds} seeds of each arm are one run (the same curve: the "
+                             f"script's seed could not be varied), so there is no spread to judge by; "
+                             f"{ratio:.2f}× sooner against a stated tolerance of {tol:.0%}")
+    cores = pairs.base[0].cores if pairs.base else None
+    before = fair.ArmLoad(tuple(r.others_cores for r in pairs.base), cores)
+    after = fair.ArmLoad(tuple(r.others_cores for r in pairs.runs), cores)
+    slower = ttt.interval is not None and ttt.interval[1] < 1
+    why = fair.contention_verdict(ratio, ttt.kept, slower, before, after, 1 + MIN_GAIN)
+    if why is None:
+        return ttt, None
+    rerun = f" ({pairs.reruns} pair(s) already run again)" if pairs.reruns else ""
+    return replace(ttt, kept=False, reason=f"inconclusive: {why}{rerun}; run it on a quieter machine"), why
 
 
 def steps_to_target(run: QualityRun, target: Target, metric: str | None) -> int | None:
@@ -295,7 +400,9 @@ def steps_to_target(run: QualityRun, target: Target, metric: str | None) -> int 
     return next((s for tt, s in zip(c.times_s, c.steps) if tt >= t), c.steps[-1] if len(c) else None)
 
 
-def _reached(run: QualityRun, target: Target, metric: str | None) -> float | None:
-    t = time_to_target(seen(run.curve, metric), target.value, target.goal)
+def reached_at(run: QualityRun, target: Target, metric: str | None, first_step: int = 2) -> float | None:
+    """Seconds to the target, counted only from ``first_step`` (the first value after a real optimizer update)."""
+    counted = fair.after_first_update(seen(run.curve, metric), first_step, printed=metric is not None)
+    t = time_to_target(counted, target.value, target.goal)
     return t if t is not None and math.isfinite(t) else None
 

@@ -22,10 +22,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from advisors.fixes.conventions.shown import command_evidence, shown_change
-from advisors.experiments.to_quality import QualityLadder, QualityRound, QualityRun, seen, steps_to_target
+from advisors.experiments.to_quality import (QualityLadder, QualityRound, QualityRun, reached_at, seen,
+                                             steps_to_target)
 from advisors.quality.arms import ArmTime
 from advisors.quality.projection import Projection
-from advisors.quality.curve import time_to_target
 from profilers.run.script_spec import ScriptSpec
 
 MAX_POINTS = 200
@@ -53,23 +53,39 @@ def round_speedup(r: QualityRound) -> float | None:
 
 
 def baseline_arm(ladder: QualityLadder, metric: str | None) -> ArmTime:
-    t = ladder.target
-    return ArmTime(tuple(time_to_target(seen(r.curve, metric), t.value, t.goal) for r in ladder.baseline))
+    """The first baseline pass's time to target, by the rounds' own rule (:func:`reached_at`)."""
+    return ArmTime(tuple(reached_at(r, ladder.target, metric) for r in ladder.baseline))
 
 
 def measured(ladder: QualityLadder, r: QualityRound, metric: str | None) -> dict[str, Any] | None:
-    """Beside a prediction: the measured steps ratio (median optimizer steps to the target, after / before: the
-    comparison at equal optimizer steps; each arm's seeds that reached it) and time ratio (after / before, the inverse of ``time_to_target.ratio``)."""
+    """Beside a prediction, in its two parts: the steps ratio (median optimizer steps to the target, after / before:
+    each arm's seeds that reached it) × the step-time ratio (median time per optimizer step, after / before) ≈ the
+    time ratio (after / before, the inverse of ``time_to_target.ratio``; it also holds start-up, so the product of
+    the parts is near it, not equal). The baseline is the round's own interleaved seeds."""
     tt = r.time_to_target
     if tt is None:
         return None
-    before = [s for s in (steps_to_target(x, ladder.target, metric) for x in ladder.baseline) if s is not None]
+    base = r.baseline_runs or ladder.baseline
+    before = [s for s in (steps_to_target(x, ladder.target, metric) for x in base) if s is not None]
     # a script's injected accumulation counts every call of step() as one of the script's steps: k per update
     per = int((r.candidate.patch or {}).get("grad_accum") or 1)
     after = [s / per for s in (steps_to_target(x, ladder.target, metric) for x in r.runs) if s is not None]
     steps = float(np.median(after) / np.median(before)) if before and after and np.median(before) > 0 else None
-    return {"steps_ratio": steps, "steps_before": before, "steps_after": after,
+    ms_before = [x.median_step_ms for x in base if x.median_step_ms]
+    ms_after = [x.median_step_ms * per for x in r.runs if x.median_step_ms]
+    step_time = float(np.median(ms_after) / np.median(ms_before)) if ms_before and ms_after else None
+    return {"steps_ratio": steps, "step_time_ratio": step_time, "steps_before": before, "steps_after": after,
+            "step_ms_before": float(np.median(ms_before)) if ms_before else None,
+            "step_ms_after": float(np.median(ms_after)) if ms_after else None,
             "time_ratio": 1 / tt.ratio if tt.ratio else None}
+
+
+def _loads(r: QualityRound) -> dict[str, Any] | None:
+    """Other programs' cores during each seed of both arms (the contention record), when the runs recorded it."""
+    if not r.runs:
+        return None
+    return {"before": [x.others_cores for x in r.baseline_runs], "after": [x.others_cores for x in r.runs],
+            "cores": next((x.cores for x in (*r.baseline_runs, *r.runs) if x.cores), None)}
 
 
 def own_command(ladder: QualityLadder, r: QualityRound) -> dict[str, Any]:
@@ -94,14 +110,17 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
     for r in ladder.rounds:
         rounds.append({
             "round": r.round, "bottleneck": "convergence", "fix": r.candidate.id, "title": r.candidate.title,
-            "rule": r.candidate.rule, "advice": r.candidate.advice, "kept": r.kept, "reason": r.reason,
+            "rule": r.candidate.rule, "advice": r.candidate.advice, "kept": r.kept, "outcome": r.outcome,
+            "reason": r.reason,
             "speedup": round_speedup(r), "loss_delta": None,
             "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
             "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
             "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
             **own_command(ladder, r), "not_applied": r.not_applied,
             "predicted": r.predicted.to_json() if r.predicted else None,
-            "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric)})
+            "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric),
+            "baseline_curves": curves_json(r.baseline_runs, metric), "inconclusive": r.inconclusive,
+            "load": _loads(r)})
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
     best = max(kept, default=1.0)
     steps = [r.median_step_ms for r in ladder.baseline if r.median_step_ms]
@@ -113,7 +132,8 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
                        "stated": ladder.budget.describe()},
             "whole_run_budget": ladder.whole_label,
             "noise_scale": ladder.plan.to_json() if ladder.plan else None,
-            "seeds": ladder.seeds,
+            "seeds": ladder.seeds, "one_run": ladder.one_run,
+            "start_band": list(ladder.start_band) if ladder.start_band else None,
             "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),
                          "curves": curves_json(ladder.baseline, metric)},
             "rounds": rounds, "advice": [c.to_json() for c in ladder.advice],
@@ -126,6 +146,9 @@ def quality_table(out: dict[str, Any]) -> str:
     lines = [f"target: {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} ({t['source']}"
              f"{': ' + t['note'] if t['note'] else ''}); {out['seeds']} seed(s) per arm; budget "
              f"{out['budget']['stated']} per arm", f"baseline: {_arm(out['baseline']['time_to_target'])}"]
+    if out.get("one_run"):
+        lines.append(f"the {out['seeds']} baseline seeds are one run (the same curve: the script's seed could not be "
+                     "varied); verdicts use a stated tolerance")
     ns = out.get("noise_scale")
     if ns:
         lines.append(noise_line(ns))
@@ -175,9 +198,11 @@ def noise_line(ns: dict[str, Any]) -> str:
 
 
 def predicted_line(pred: dict[str, Any], meas: dict[str, Any] | None) -> str:
+    """Predicted and measured, each as steps ratio × step-time ratio = time ratio (after / before)."""
     def f(x: Any) -> str:
         return "—" if x is None else f"{x:.2f}"
 
     m = meas or {}
-    return (f"predicted steps × {f(pred['steps_ratio'])}, time × {f(pred['time_ratio'])}; measured steps × "
-            f"{f(m.get('steps_ratio'))}, time × {f(m.get('time_ratio'))}")
+    return (f"predicted steps × {f(pred['steps_ratio'])} · step time × {f(pred.get('step_time_ratio'))} = time × "
+            f"{f(pred['time_ratio'])}; measured steps × {f(m.get('steps_ratio'))} · step time × "
+            f"{f(m.get('step_time_ratio'))} → time × {f(m.get('time_ratio'))}")

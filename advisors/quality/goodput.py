@@ -59,10 +59,15 @@ class Prediction:
     def speedup(self) -> float | None:
         return 1 / self.time_ratio if self.time_ratio else None
 
+    @property
+    def step_time_ratio(self) -> float | None:
+        """The time-per-step part: time ratio = steps ratio × this (after / before, from the probe)."""
+        return self.time_ratio / self.steps_ratio if self.time_ratio and self.steps_ratio else None
+
     def to_json(self) -> dict[str, Any]:
-        return {"k": self.k, "batch": self.batch, "steps_ratio": self.steps_ratio, "step_ms": self.step_ms,
-                "time_ratio": self.time_ratio, "speedup": self.speedup, "efficiency": self.efficiency,
-                "goodput": self.goodput}
+        return {"k": self.k, "batch": self.batch, "steps_ratio": self.steps_ratio,
+                "step_time_ratio": self.step_time_ratio, "step_ms": self.step_ms, "time_ratio": self.time_ratio,
+                "speedup": self.speedup, "efficiency": self.efficiency, "goodput": self.goodput}
 
 
 def predict(batch0: int, b_noise: float, step_ms: Mapping[int, float | None], ks: Sequence[int] = KS,
@@ -155,6 +160,7 @@ class GoodputPlan:
     plan: Plan | None
     candidates: tuple[Candidate, ...]
     reason: str = ""
+    probe_pairs: Mapping[int, Mapping[str, Any]] | None = None  # each k's paired probe: × 1 and × k, their loads
 
     def predicted(self, cand_id: str) -> Prediction | None:
         """The prediction for a batch or accumulation candidate (by its id: ``batch_x4_…``, ``grad_accum_x4_…``)."""
@@ -170,5 +176,6 @@ class GoodputPlan:
                                                                         "steps": 0, "overhead": None}
         out.update(plan=self.plan.to_json() if self.plan else None,
                    probe_step_ms={str(k): v for k, v in self.step_ms.items()},
+                   probe_pairs={str(k): dict(v) for k, v in (self.probe_pairs or {}).items()},
                    chosen=[c.id for c in self.candidates], reason=self.plan.reason if self.plan else self.reason)
         return out

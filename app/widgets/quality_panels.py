@@ -13,7 +13,7 @@ from advisors.quality.projection import Projection
 from app import data
 from app.widgets import ui
 from cli.optimize_quality import stored_reports
-from reports.quality import markdown, round_figure
+from reports.quality import markdown, round_figure, tradeoff_figure
 
 
 LINK_PARAM = "quality"  # ``/advisor?quality=<experiment id>``: the Runs page's link to one of them
@@ -46,6 +46,9 @@ def render() -> None:
             if r["curves"] or r["early_stopping"]:
                 ui.chart(round_figure(out, r["round"]), key=f"quality.{chosen}.{r['round']}")
                 st.caption(ui.text(r["reason"], 600))
+            trade = tradeoff_figure(r)
+            if trade is not None:
+                ui.chart(trade, key=f"quality.{chosen}.{r['round']}.tradeoff")
         projection(out)
 
 

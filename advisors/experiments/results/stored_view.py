@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import orjson
 
+from advisors.experiments.results.quality_record import QualityRecord
 from advisors.experiments.results.words import outcome
 from advisors.experiments.results.record import (SCHEMA, BoundRecord, ExperimentRecord, LadderRecord, TrialRecord,
                                                  baseline_moves, complete, why_stopped)
@@ -20,18 +21,22 @@ from advisors.experiments.results.record import (SCHEMA, BoundRecord, Experiment
 
 @dataclass(frozen=True)
 class StoredView:
-    """A stored experiment read back: an Apply's ``record`` with its ``evidence``, or a ``ladder``."""
+    """A stored experiment read back: an Apply's ``record`` with its ``evidence``, a ``ladder``, or a to-quality
+    experiment's ``quality`` record."""
 
-    mode: str  # apply | ladder
+    mode: str  # apply | ladder | quality
     record: ExperimentRecord | None = None
     ladder: LadderRecord | None = None
     evidence: Mapping[str, Any] | None = None
+    quality: QualityRecord | None = None
 
     @property
     def label(self) -> str:
         """What the Runs list shows for it (``kept 1.42×``, ``inconclusive 0.98×``, ``ladder 1.80×``)."""
         if self.ladder is not None:
             return self.ladder.label
+        if self.quality is not None:
+            return self.quality.label
         return self.record.label if self.record is not None else "—"
 
     @property
@@ -51,6 +56,11 @@ def ladder_view(rec: LadderRecord) -> dict[str, Any]:
     return _json_safe({"schema": SCHEMA, "mode": "ladder", "ladder": rec.to_json()})
 
 
+def quality_view(rec: QualityRecord) -> dict[str, Any]:
+    """A to-quality experiment as it is stored."""
+    return _json_safe({"schema": SCHEMA, "mode": "quality", "quality": rec.to_json()})
+
+
 def roles(trials: tuple[TrialRecord, ...]) -> dict[str, list[str | None]]:
     """Each trial run's part (``baseline``, ``patched``, ``reference``), by run id."""
     out: dict[str, list[str | None]] = {}
@@ -67,6 +77,8 @@ def read_view(view: Mapping[str, Any] | None) -> StoredView | None:
         if view.get("schema") == SCHEMA:
             if view.get("mode") == "ladder":
                 return StoredView("ladder", ladder=LadderRecord.from_json(view["ladder"]))
+            if view.get("mode") == "quality":
+                return StoredView("quality", quality=QualityRecord.from_json(view["quality"]))
             return StoredView("apply", record=ExperimentRecord.from_json(view["record"]),
                               evidence=view.get("evidence") or {})
         return _schema_one(view)

@@ -75,7 +75,7 @@ def test_to_quality_on_a_script_judges_early_stopping_on_the_printed_accuracy() 
     assert ladder.target.source == "printed metric" and ladder.target.metric == METRIC
     assert ladder.target.goal == "max" and ladder.target.value == pytest.approx(0.901)
     [es_round] = ladder.rounds
-    assert es_round.kept and es_round.early_stopping is not None
+    assert es_round.outcome == "trade-off" and es_round.early_stopping is not None
     assert es_round.early_stopping.saved_s > 4.0  # accuracy flat from 2 s, the run went on to 10 s
     # without an apply (no launcher here) the injectable ones are advice too: change it yourself
     assert [a.id for a in ladder.advice] == ["batch_x4_lr", "grad_accum_x4", "optimizer_swap", "optimizer_lamb_lars"]

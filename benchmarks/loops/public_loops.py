@@ -1,6 +1,6 @@
 """``optimize`` on the four public training loops (issue 42), each checked against an independent plain timing.
 
-    .venv/bin/python benchmarks/public_loops.py [--loops clm,chargpt,fabric,llmc] [--python ENV/bin/python]
+    .venv/bin/python benchmarks/loops/public_loops.py [--loops clm,chargpt,fabric,llmc] [--python ENV/bin/python]
                                                [--rounds 2] [--trials 3] [--steps 6] [--pairs 3] [--plain-steps 30]
                                                [--out benchmarks/results/public-loops-DATE.md]
 
@@ -13,7 +13,7 @@ accelerate and lightning: ``scripts/user-env.sh``).
 
 Then every change a round measured is timed again without Stepwise: the script as it is and the script with the
 change (its command line, or a copy of its folder with the diff applied) run under
-:mod:`benchmarks.public_loops_timer` — torch's own optimizer-step hook and a clock, nothing of Stepwise's agent —
+:mod:`benchmarks.loops.step_clock` — torch's own optimizer-step hook and a clock, nothing of Stepwise's agent —
 ``--pairs`` interleaved pairs of ``--plain-steps`` steps; the plain speed-up is the median of the pairs'
 ratios of median steps (after a warm-up of 5 steps). The table: loop, fix, verdict, speed-up [interval], the
 plain speed-up (its pairs' range), and where the change landed.
@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "tests" / "scripts"
-TIMER = Path(__file__).resolve().parent / "public_loops_timer.py"
+TIMER = Path(__file__).resolve().parent / "step_clock.py"
 WARMUP = 5  # steps the plain clock leaves out first (compile, allocator, first batches)
 
 #: loop → (script, its arguments, the fixes asked for): the public script's own terms, a tiny model

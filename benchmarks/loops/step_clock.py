@@ -1,8 +1,8 @@
-"""A plain step clock for :mod:`benchmarks.public_loops`, independent of Stepwise's agent: runs a training script
+"""A plain step clock for :mod:`benchmarks.loops.public_loops`, independent of Stepwise's agent: runs a training script
 with ``runpy`` as ``python SCRIPT ARGS`` would, timing each optimizer step with torch's global step hook, and ends
 the process after ``PLAIN_STEPS`` steps, writing the step times (ms) to ``PLAIN_OUT`` as JSON.
 
-    PLAIN_STEPS=30 PLAIN_OUT=times.json python benchmarks/public_loops_timer.py SCRIPT ARGS…
+    PLAIN_STEPS=30 PLAIN_OUT=times.json python benchmarks/loops/step_clock.py SCRIPT ARGS…
 
 Nothing of Stepwise is imported: the numbers are the script's own steps, measured the way a user would with a
 stopwatch around ``optimizer.step()``."""
