@@ -7,7 +7,7 @@ import pytest
 
 from advisors.experiments.results.quality_record import QualityRecord, quality_record
 from advisors.experiments.results.stored_view import quality_view, read_view
-from tests.reports.test_quality_report import recorded
+from tests.reports.quality.test_quality_report import recorded
 
 
 def test_the_record_carries_each_rounds_outcome_and_survives_the_store() -> None:
