@@ -52,6 +52,16 @@ def test_launch_apply_before_after(server, watch) -> None:
         page.get_by_role("button", name="Report with this fix (HTML)").click()
     html = info.value.path().read_text()
     assert "Applied fix: " in html and 'id="fig-exp_steps"' in html
+    # one outcome and one speed-up, as the card, the downloaded report and the Report page show them (issue 41)
+    outcome = page.get_by_text(re.compile(r"^Outcome: ")).first.inner_text().strip()
+    speedups = page.get_by_test_id("stMetric").filter(has_text="Speed-up").get_by_test_id("stMetricValue")
+    speedup = speedups.first.inner_text().strip() if speedups.count() else None
+    assert outcome.replace("'", "&#39;").replace('"', "&#34;") in html, outcome
+    page.goto(f"{server.url}/report")
+    page.get_by_text("Preview (Markdown)").click()
+    page.get_by_text("Experiments on this run", exact=True).wait_for(timeout=RUN_TIMEOUT_MS)
+    row = page.get_by_role("row").filter(has_text="Apply ").first.inner_text()
+    assert outcome.removeprefix("Outcome: ") in row and (speedup is None or speedup in row), (outcome, speedup, row)
 
 
 def test_cancel_leaves_a_killed_run(server, watch) -> None:
