@@ -135,9 +135,13 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
         preview = page.get_by_role("heading", name="Experiments on this run")
         preview.wait_for()
         body = page.get_by_test_id("stMainBlockContainer").get_by_test_id("stExpander").inner_text()
-        assert re.search(r"\b(kept|rejected|not applied)\b", body) and re.search(r"\d\.\d\d× \[\d", body)
-        assert "before: python -m profilers run data_bound" in body and "after: python -m profilers run data_bound" \
-            in body
+        assert re.search(r"\b(kept|rejected|inconclusive|not applied)\b", body) and re.search(r"\d\.\d\d× \[\d", body)
+        said = body[body.find("Experiments on this run"):]
+        # each arm's command: the workload's script as its trials ran it (its code as copied into the store)
+        arms = {line.split(":", 1)[0]: line for line in said.splitlines() if line.startswith(("before:", "after:"))}
+        assert set(arms) == {"before", "after"}, said[:3000]
+        assert all("python -m sample_runs.train data_bound" in line for line in arms.values()), arms
+        assert "measure: python -m advisors optimize --fix dataloader_workers" in said
         assert "Reproduce" in body and "Environment" in body
         watch.shot("report_with_apply")
     assert not watch.page_errors and not watch.dialogs
