@@ -27,13 +27,14 @@ can remove, measured without the profiler).
 
 from __future__ import annotations
 
-import functools
 import time
 import weakref
 from typing import Any, Callable
 
 import torch
 from torch.utils.data import dataloader
+
+from stepwise_agent.patching import Patches
 
 try:  # torch >= 2.0; without it steps are counted at backward calls (see the module docs)
     from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -70,7 +71,7 @@ def _batch_size(batch: Any) -> int | None:
     return None
 
 
-class StepDetector:
+class StepDetector(Patches):
     """Installs process-wide hooks and calls ``on_step(loss, samples)`` once per detected step."""
 
     def __init__(self, on_step: OnStep) -> None:
@@ -84,7 +85,7 @@ class StepDetector:
         self._samples: int | None = None
         self._data_ns: int | None = None  # time inside DataLoader.__next__ since the last step (fetch, decode, collate)
         self.last_data_ms: float | None = None  # that time for the step just emitted; None: no batch was drawn
-        self._undo: list[Callable[[], None]] = []
+        super().__init__()
         self._scaled: tuple[weakref.ref[torch.Tensor], torch.Tensor] | None = None  # GradScaler.scale's last output
         self.before_step: Callable[[], None] | None = None  # called first at each detected step (the injector)
         self._stepped = 0  # optimizer steps of the lead optimizer seen by the post-hook
@@ -111,14 +112,6 @@ class StepDetector:
         if scaler is not None and hasattr(scaler, "step") and register_optimizer_step_post_hook is not None:
             self._patch(scaler, "step", self._wrap_scaler_step)
 
-    def uninstall(self) -> None:
-        while self._undo:
-            self._undo.pop()()
-
-    def _patch(self, owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        original = getattr(owner, name)
-        setattr(owner, name, functools.wraps(original)(wrapper(original)))
-        self._undo.append(lambda: setattr(owner, name, original))
 
     # -- the hooks ---------------------------------------------------------------------------------------------
     def _wrap_optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,19 +13,19 @@ the patched arm of a fix the script's own flag makes (``--grad-accum-steps 2``, 
 
 from __future__ import annotations
 
-import functools
 import statistics
 from typing import Any, Callable
 
 import torch
 
 from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.patching import Patches
 
 LOOP_KNOBS = ("grad_accum_steps", "activation_checkpointing", "ddp_no_sync", "cuda_graphs")
 GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
-class LoopObservation:
+class LoopObservation(Patches):
     """Counts, for the knobs of :data:`LOOP_KNOBS` the run observes, what the loop does (see the module docs)."""
 
     def __init__(self, knobs: dict[str, Any], report: InjectionReport) -> None:
@@ -39,7 +39,7 @@ class LoopObservation:
         self.comm_hooks: list[str] = []  # the DDP comm hooks the script registered, by name
         self.flags: dict[str, bool] = {}  # torch's process-wide flags as the first step found them
         self._depth = 0
-        self._undo: list[Callable[[], None]] = []
+        super().__init__()
 
     def install(self) -> None:
         import torch.utils.checkpoint as ckpt
@@ -54,14 +54,6 @@ class LoopObservation:
         if hasattr(torch.cuda, "make_graphed_callables"):
             self._patch(torch.cuda, "make_graphed_callables", self._counter("graph_captures"))
 
-    def uninstall(self) -> None:
-        while self._undo:
-            self._undo.pop()()
-
-    def _patch(self, owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        original = getattr(owner, name)
-        setattr(owner, name, functools.wraps(original)(wrapper(original)))
-        self._undo.append(lambda: setattr(owner, name, original))
 
     def _count_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def backward(*args: Any, **kwargs: Any) -> Any:
