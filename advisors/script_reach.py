@@ -39,6 +39,18 @@ def reaches(file: str) -> dict[str, set[str]]:
     return out
 
 
+def reach_line(file: str, where: str, name: str) -> int | None:
+    """The first line of ``file`` whose expression carries ``name`` to the call ``where`` (see :func:`reaches`):
+    llm.c's ``ctx = torch.amp.autocast(..., dtype=ptdtype)`` for ``dtype`` and ``autocast``, the line a change of
+    that flag acts on (``None`` when none does)."""
+    tree = _parse(file)
+    if tree is None:
+        return None
+    held = _assigned(tree)
+    lines = [x.lineno for x in sinks(tree).get(where, []) if name in _through(_attrs(x), held)]
+    return min(lines) if lines else None
+
+
 def _assigned(tree: ast.AST) -> dict[str, set[str]]:
     """``name -> the names its value is computed from``, for each plain ``name = expr`` in ``tree``: llm.c's
     ``ptdtype = {...}[args.dtype]`` makes ``dtype`` reach the autocast that takes ``dtype=ptdtype``."""

@@ -20,6 +20,9 @@ from profilers.run.script_spec import ScriptSpec
 
 st.title("Launch a run")
 store = data.store()
+# the followed run's live view goes first, filled in below once Start has run: after Start it is in view at
+# once, never under the ~1,700 px form (issue 42)
+live_area = st.container()
 if st.query_params.get("what") == "script":  # the first page's "Profile my script"
     st.session_state["launch.what"] = "My training script"
     st.query_params.pop("what")
@@ -84,23 +87,25 @@ else:
         except StepwiseError as err:
             st.error(ui.text(err))
 
-st.divider()
-follow = state.followed_run() or launching.followable(store, links.followed())  # a reload re-attaches
-if follow is None and links.followed():  # ?follow=<id> naming no launched run: said, not an empty form
-    st.warning(f"The link follows run `{ui.text(links.followed() or '', 80)}`, which is not a launched run in this "
-               "store (deleted, a trial of an experiment, or from another machine): nothing to follow. Launch one "
-               "below, or open the run list.", icon=":material/link_off:")
-if follow is not None:
-    state.follow_run(follow)
-    links.show_followed(follow)
-running = [r for r in store.list(status=RunStatus.RUNNING, trials=False) if r.run_id != follow and r.kind != "experiment"]
-if running:
-    with st.expander(f"Other running runs ({len(running)})"):
-        other = ui.run_picker(running, key="launch.follow", label="Follow", default=running[0].run_id,
-                             remember=False)
-        if other is not None and st.button("Follow this run", key="launch.follow_btn"):
-            state.follow_run(other.run_id)
-            follow = other.run_id
-if follow is not None:
-    st.subheader("Live")
-    live_view.render(follow)
+with live_area:
+    follow = state.followed_run() or launching.followable(store, links.followed())  # a reload re-attaches
+    if follow is None and links.followed():  # ?follow=<id> naming no launched run: said, not an empty form
+        st.warning(f"The link follows run `{ui.text(links.followed() or '', 80)}`, which is not a launched run in this "
+                   "store (deleted, a trial of an experiment, or from another machine): nothing to follow. Launch one "
+                   "below, or open the run list.", icon=":material/link_off:")
+    if follow is not None:
+        state.follow_run(follow)
+        links.show_followed(follow)
+    running = [r for r in store.list(status=RunStatus.RUNNING, trials=False) if r.run_id != follow and r.kind != "experiment"]
+    if running:
+        with st.expander(f"Other running runs ({len(running)})"):
+            other = ui.run_picker(running, key="launch.follow", label="Follow", default=running[0].run_id,
+                                 remember=False)
+            if other is not None and st.button("Follow this run", key="launch.follow_btn"):
+                state.follow_run(other.run_id)
+                follow = other.run_id
+    if follow is not None:
+        st.subheader("Live")
+        live_view.render(follow)
+    if follow is not None or running:
+        st.divider()

@@ -57,6 +57,9 @@ def test_form_starts_workload_and_shows_it_live(store, started) -> None:
     assert spec.command[1:] == ("-m", "sample_runs.train", "data_bound", "--steps", "12", "--num-workers", "2",
                                 "--pin-memory", "--set-param", "images=32")
     assert at.subheader[0].value == "Live"
+    # the live view is above the form, in view right after Start (it sat under a ~1,700 px form: issue 42)
+    shown = [n for n in at.main if getattr(n, "type", "") in ("subheader", "radio")]
+    assert [n.type for n in shown][:2] == ["subheader", "radio"], shown
     assert "step 4 of 10" in at.get("progress")[0].proto.text
     at.button(key="launch.cancel").click().run()
     assert handle.cancelled == ["cancelled by you at step 4"]

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from advisors.fixes.base import Times
 from advisors.fixes.conventions.editing import SECONDARY, KnobChange, site_of, with_flag
-from advisors.script_reach import reaches
+from advisors.script_reach import reach_line, reaches
 
 #: knob -> (flag names a plain argparse script gives it, where its value must reach)
 ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -62,8 +62,16 @@ def change(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str,
             text = _flag_text(knob, value, opt)
             new = with_flag(new, list(opt["flags"]), text)
             typed.append(max(opt["flags"], key=len) + ("" if text is None else f" {text}"))
-        return KnobChange(new, observe, "argparse", tuple(typed), file, line)
+        return KnobChange(new, observe, "argparse", tuple(typed), file, _acts_at(file, line, proof, chosen))
     return None
+
+
+def _acts_at(file: str, parsed: int | None, proof: str, chosen: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """The line the change acts on: where the proof knob's flag reaches its call (llm.c's ``ctx = …
+    dtype=ptdtype`` for ``--dtype``), else the parser's ``parse_args`` line."""
+    opt = chosen.get(proof)
+    where = ARGPARSE_NAMES.get(proof, ((), ""))[1]
+    return (reach_line(file, where, str(opt.get("dest"))) if opt and where else None) or parsed
 
 
 def _step_shape(main: Mapping[str, Any], parser: Mapping[str, Any], reach: Mapping[str, set[str]]

@@ -146,8 +146,11 @@ def test_llm_c_terms_its_dtype_by_name_and_its_int_compile_switch(tmp_path: Path
     stopped working) and its ``--compile 1`` was not recognised as the script's own switch."""
     c = _change(tmp_path, LLMC.replace("{device}", "cpu"), "bf16")
     assert c is not None and c.command == (*CMD, "--dtype", "bfloat16") and c.observe == {"autocast": "bf16"}
+    # where: the line the flag acts on (its autocast through ``ptdtype``), not the parser's (llm.c said 810 for 630)
+    assert c.line == 13 and c.where() is not None and c.where()["line"] == 13
     # where its autocast is a nullcontext on this device the flag changes nothing: the fix is injected instead
     assert _change(tmp_path, LLMC.replace("{device}", "cuda"), "bf16") is None
     config = recorded(tmp_path, LLMC.replace("{device}", "cpu"), [])
     compiled = knob_change({"compile": True}, config, CMD, str(tmp_path), "compile")
     assert compiled is not None and compiled.command == (*CMD, "--compile", "1")
+    assert compiled.line == 10  # ``if args.compile:``
