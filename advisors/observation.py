@@ -20,6 +20,7 @@ from advisors.loader_facts import LoaderFacts, loader_facts
 from profilers.errors import TraceError
 from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
 from profilers.efficiency import calibrate as calibration
+from profilers.run.captures import CaptureTrigger, capture_trigger
 from profilers.run.records import RunResult, StepSummary, summarise_steps
 from profilers.run.run_config import RunConfig, run_config
 from profilers.telemetry.threads import ThreadUse, read_threads
@@ -74,6 +75,7 @@ class RunFacts:
     step_time_basis: str | None = None  # how they were chosen ("steady", or a short run's wider basis)
     data_wait_share: float | None = None  # steady steps' time drawing batches, no profiler on (steps.jsonl data_ms)
     threads: ThreadUse | None = None  # a launched script's threads and cores, from its agent (injected.json)
+    trigger: CaptureTrigger | None = None  # a watched run's capture: what made it profile itself (capture.json)
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,7 @@ def run_facts(run_dir: Path) -> RunFacts:
         cpu_bf16_fast=bf16[0], cpu_bf16_basis=bf16[1],
         **_step_basis(result, measured), data_wait_share=measured.data_wait_share,
         threads=read_threads(read_json(run_dir / "injected.json")),
+        trigger=capture_trigger(run_dir),
     )
 
 

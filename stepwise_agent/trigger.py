@@ -59,14 +59,19 @@ STEP_TIME, DATA_SHARE, MEMORY, ON_DEMAND = "step_time", "data_share", "memory", 
 
 @dataclass(frozen=True)
 class Fired:
-    """A rule that fired at ``step``: which (``kind``), and what it saw, in words (``reason``)."""
+    """A rule that fired at ``step``: which (``kind``), what it saw in words (``reason``) and in numbers
+    (``numbers``: the memory rule's growth, slope and fit, which the capture's analysis judges again)."""
 
     kind: str
     step: int
     reason: str
+    numbers: tuple[tuple[str, float], ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "step": self.step, "reason": self.reason}
+        out: dict[str, object] = {"kind": self.kind, "step": self.step, "reason": self.reason}
+        if self.numbers:
+            out["numbers"] = dict(self.numbers)
+        return out
 
 
 def _robust_sigma(values: list[float], centre: float) -> float:
@@ -183,10 +188,13 @@ class Trigger:
         slope, r2 = _line_fit(ys)
         if r2 < MEMORY_MIN_R2 or slope <= 0:
             return None
-        left = (self.limit_mb - ys[-1]) / slope
+        left = max((self.limit_mb - ys[-1]) / slope, 0.0)
+        numbers = (("grown_mb", round(grown, 1)), ("window_steps", float(len(ys))), ("mb_per_step", round(slope, 2)),
+                   ("r2", round(r2, 3)), ("start_mb", round(ys[0], 1)), ("end_mb", round(ys[-1], 1)),
+                   ("limit_mb", round(self.limit_mb, 1)), ("steps_left", round(left)))
         return Fired(MEMORY, step, f"memory +{grown:.0f} MiB over {len(ys)} steps, steadily ({slope:.1f} MiB a step, "
                                    f"R² {r2:.2f}): at this rate the limit of {self.limit_mb:.0f} MiB is reached in "
-                                   f"about {max(left, 0):,.0f} steps")
+                                   f"about {left:,.0f} steps", numbers)
 
 
 class RateLimit:

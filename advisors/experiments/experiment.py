@@ -29,7 +29,7 @@ import numpy as np
 
 from advisors.verdict import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, beside, throughput_ratio
-from advisors.experiments.pair_verdict import PairJudgement, judge_pairs, needs_more_pairs
+from advisors.experiments.pair_verdict import PairJudgement, judge_pairs, leans, needs_more_pairs
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
@@ -232,6 +232,15 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
             return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
                               loss_step=loss_step, kept=False, reason=reason, policy=policy,
                               inconclusive=judged.inconclusive)
+        if not gain and headroom is None and loss_ok and leans(ratio.point, edge):
+            flips = ratio.pairs and min(ratio.pairs) < 1.0
+            why = (f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
+                   f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})" if flips else
+                   f"the trials lean towards a gain they cannot show: {ratio.point:.2f}x clears {edge:.2f}x but the "
+                   f"interval's low end does not after {len(b.outcomes)} pairs (more --trials would tell)")
+            return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
+                              loss_step=loss_step, kept=False, reason=f"inconclusive: {why}; {interval}" + loss_text,
+                              policy=policy, inconclusive=why)
         if headroom is not None and loss_ok:
             reason = f"kept for memory headroom: {headroom} at {interval} per-sample throughput" + loss_text
         elif not gain:

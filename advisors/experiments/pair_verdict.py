@@ -13,7 +13,11 @@ of a pair and not the other; that pair then measures the neighbour. The rules:
   taken from its baseline trial, still clears the bar; no gain stands when every ratio, multiplied by what it
   could have taken from the patched trial, still does not. Otherwise the verdict is **inconclusive**, and says
   who took how much;
-- a gain needs every pair to agree: one pair that saw the patched run slower makes it inconclusive.
+- a gain needs every pair to agree: one pair that saw the patched run slower makes it inconclusive;
+- pairs whose median clears the bar by twice its margin (:func:`leans`: 1.06x for a 1.03x bar) while one of them
+  does not ("probably faster, not yet shown") get more pairs too, up to the policy's ``max_trials``; if the
+  interval's low end still misses the bar while its point leans so, the verdict is **inconclusive** (not "no
+  real gain": the trials lean towards a gain they cannot show).
 """
 
 from __future__ import annotations
@@ -66,7 +70,14 @@ def needs_more_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: i
     if len(clean) < len(pairs) and len(clean) < _need(trials):
         return True
     ratios = [_ratio(a[i], b[i]) for i in clean]
-    return any(r > edge for r in ratios) and any(r < 1.0 for r in ratios)
+    disagree = any(r > edge for r in ratios) and any(r < 1.0 for r in ratios)
+    leaning = len(ratios) >= 2 and leans(sorted(ratios)[len(ratios) // 2], edge) and min(ratios) <= edge
+    return disagree or leaning
+
+
+def leans(ratio: float, edge: float) -> bool:
+    """Whether ``ratio`` is a gain of at least twice the bar's margin (``edge`` 1.03: above 1.06)."""
+    return ratio > 1.0 + 2.0 * (edge - 1.0)
 
 
 def _ratio(a: RunOutcome, b: RunOutcome) -> float:

@@ -25,6 +25,7 @@ from advisors.rules.host.threads import OversubscribedThreads
 from advisors.rules.memory.allocator_churn import AllocatorChurn
 from advisors.rules.memory.bandwidth import BandwidthBound
 from advisors.rules.memory.capacity import NearCapacity
+from advisors.rules.memory.creep import MemoryCreep
 from advisors.rules.memory.out_of_memory import OutOfMemory
 from advisors.rules.memory.profiler_outgrew import ProfilerOutgrew
 from advisors.rules.memory.snapshot_fragmentation import SnapshotFragmentation
@@ -32,7 +33,7 @@ from advisors.rules.memory.snapshot_peak import SnapshotPeak
 from advisors.rules.compute.loss_plateau import LossPlateau
 
 RULES: tuple[type[Rule], ...] = (
-    OutOfMemory, ProfilerOutgrew, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
+    OutOfMemory, MemoryCreep, ProfilerOutgrew, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
     OversubscribedThreads,  # why the operators are slow, before what they do: it leads the device time's group on a tie

@@ -1,7 +1,7 @@
 """``optimize`` on the four public training loops (issue 42), each checked against an independent plain timing.
 
     .venv/bin/python benchmarks/loops/public_loops.py [--loops clm,chargpt,fabric,llmc] [--python ENV/bin/python]
-                                               [--rounds 2] [--trials 3] [--steps 6] [--pairs 3] [--plain-steps 30]
+                                               [--rounds 2] [--trials 3] [--steps 6] [--warmup 3] [--pairs 3] [--plain-steps 30]
                                                [--out benchmarks/results/public-loops-DATE.md]
 
 The loops are the stand-ins in ``tests/scripts/`` written in each public script's own conventions (Hugging Face's
@@ -53,7 +53,7 @@ def _optimize(python: str, script: Path, args: tuple[str, ...], fixes: tuple[str
               opts: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(work / "runs"),
            "--rounds", str(opts.rounds), "--trials", str(opts.trials), "--steps", str(opts.steps),
-           "--warmup", "1", *(a for f in fixes for a in ("--fix", f)), "--", python, str(script), *args]
+           "--warmup", str(opts.warmup), *(a for f in fixes for a in ("--fix", f)), "--", python, str(script), *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRAINER_OUT": str(work / "trainer-out")}
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=3600, env=env)
     if proc.returncode not in (0, 3):
@@ -129,6 +129,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--warmup", type=int, default=3, help="optimize's untimed warm-up steps (its default: 3)")
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--plain-steps", type=int, default=30)
     p.add_argument("--out", type=Path, default=None)
@@ -153,7 +154,7 @@ def main() -> None:
             plain = _plain_ab(before, after, work, opts.pairs, opts.plain_steps) if after else None
             lines.append(_row(loop, r, plain))
             print(lines[-1], file=sys.stderr, flush=True)
-    lines += ["", f"optimize: --rounds {opts.rounds} --trials {opts.trials} --steps {opts.steps} --warmup 1; plain: "
+    lines += ["", f"optimize: --rounds {opts.rounds} --trials {opts.trials} --steps {opts.steps} --warmup {opts.warmup}; plain: "
               f"{opts.pairs} interleaved pairs of {opts.plain_steps} optimizer steps, the first {WARMUP} left out, "
               f"load at the end {os.getloadavg()[0]:.1f}."]
     text = "\n".join(lines) + "\n"

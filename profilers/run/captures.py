@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,31 @@ CAPTURE_FILE = "capture.json"
 STORED_FILE = "stored.json"
 ROLE = "capture"
 REQUEST_FILE = "capture.request"  # stepwise_agent.watch.REQUEST_FILE
+
+
+@dataclass(frozen=True)
+class CaptureTrigger:
+    """What made a watched run profile itself, as its agent wrote it in ``capture.json``: the rule (``kind``:
+    ``step_time``, ``data_share``, ``memory``, ``on_demand``…), the step it fired at, its words and its numbers
+    (the memory rule's ``grown_mb``, ``window_steps``, ``mb_per_step``, ``r2``, ``limit_mb``, ``steps_left``)."""
+
+    kind: str
+    step: int
+    reason: str
+    numbers: dict[str, float] = field(default_factory=dict)
+
+
+def capture_trigger(run_dir: Path) -> CaptureTrigger | None:
+    """The trigger of a capture run (one stored by :func:`store_capture`), else None."""
+    capture = read_json(run_dir / CAPTURE_FILE)
+    trigger = capture.get("trigger") if isinstance(capture, dict) else None
+    if not isinstance(trigger, dict) or not trigger.get("kind"):
+        return None
+    raw = trigger.get("numbers")
+    numbers: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    return CaptureTrigger(kind=str(trigger["kind"]), step=int(trigger.get("step") or 0),
+                          reason=str(trigger.get("reason") or ""),
+                          numbers={str(k): float(v) for k, v in numbers.items() if isinstance(v, (int, float))})
 
 
 def capture_folders(run_dir: Path) -> list[Path]:

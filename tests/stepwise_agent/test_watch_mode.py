@@ -154,3 +154,27 @@ def test_the_memory_guard_cuts_a_capture_and_the_script_runs_on_without_more(tmp
     rec._fire(Fired(STEP_TIME, 6, "step time +50%"))
     assert len(rec.captures) == 1 and "no more captures" in (tmp_path / "watch_events.jsonl").read_text()
     rec.stop()
+
+
+def test_a_memory_capture_is_judged_by_the_growth_its_trigger_measured(watch: Any, tmp_path: Path) -> None:
+    """Issue 44: a capture the memory rule fired was analysed as compute (three profiled steps show no trend).
+    Its analysis now reads the agent's own numbers from ``capture.json`` and names memory (MEM008)."""
+    from advisors.analysis import analyse
+    from stepwise_agent.trigger import MEMORY, Fired
+
+    store = RunStore(tmp_path / "store")
+    parent = store.create("launch", "train.py", files={"boot.json": {"watch": {"capture_steps": 3}}})
+    watch(90, 60, run_dir=Path(parent.run_dir))
+    (child,) = store_captures(store, parent.run_id)
+    child_dir = store.path(child)
+    assert analyse(child_dir).diagnosis.bottleneck.value != "memory"  # the data capture: no memory finding
+    capture = json.loads((child_dir / "capture.json").read_text())
+    fired = Fired(MEMORY, 120, "memory +150 MiB over 50 steps, steadily", (
+        ("grown_mb", 150.0), ("window_steps", 50.0), ("mb_per_step", 3.0), ("r2", 0.99), ("start_mb", 900.0),
+        ("end_mb", 1050.0), ("limit_mb", 20000.0), ("steps_left", 6300.0)))
+    (child_dir / "capture.json").write_text(json.dumps({**capture, "trigger": fired.to_json()}))
+    (child_dir / "analysis.json").unlink(missing_ok=True)
+    analysis = analyse(child_dir)
+    assert analysis.diagnosis.bottleneck.value == "memory"
+    (creep,) = [f for f in analysis.diagnosis.findings if f.rule == "MEM008"]
+    assert "3.0 MiB a step" in creep.message and creep.evidence["steps_left"] == 6300.0

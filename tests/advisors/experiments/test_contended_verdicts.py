@@ -157,3 +157,22 @@ def test_a_trials_load_is_the_mean_of_other_programs_cores_over_its_timed_steps(
     assert load is not None and load.cores == 2 and load.samples == 7
     assert load.others_cores == pytest.approx(4 / 7, abs=1e-3) and load.contended  # a median would read 1.0 or 0
     assert trial_load(pd.DataFrame(rows).drop(columns=["system_cpu_pct"]), steps, 3) is None  # not recorded
+
+
+def test_pairs_that_lean_towards_a_gain_they_cannot_show_get_more_pairs_then_inconclusive() -> None:
+    """Issue 42 (public loops, quiet machine): clm's bf16 read "rejected: no real gain" at 1.20x [1.02, 1.37]
+    where a plain clock measured 1.24x. Pairs whose median clears the bar by twice its margin while one does
+    not get more pairs; still unproven, the verdict is inconclusive, never "no real gain"."""
+    rows = [(120.0, 0.0, 100.0, 0.0), (101.0, 0.0, 100.0, 0.0), (125.0, 0.0, 100.0, 0.0),
+            (122.0, 0.0, 100.0, 0.0), (100.5, 0.0, 100.0, 0.0)]
+    replay = Replay(_pairs(*rows))
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
+    assert replay.calls == 10 and not exp.kept  # 3 pairs planned, 2 more asked for
+    word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
+    assert word.startswith("inconclusive: the trials lean towards a gain they cannot show"), word
+    assert "after 5 pairs" in word
+    # a clear miss stays a rejection: pairs at 1.01x–1.02x do not lean
+    replay = Replay(_pairs(*[(101.0, 0.0, 100.0, 0.0), (102.0, 0.0, 100.0, 0.0), (101.5, 0.0, 100.0, 0.0)]))
+    exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
+    assert replay.calls == 6
+    assert outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup).startswith("rejected: no real gain")
