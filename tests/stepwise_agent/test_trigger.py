@@ -67,6 +67,17 @@ def test_steady_memory_growth_toward_the_limit_fires_and_flat_memory_does_not() 
     assert _feed(Trigger(limit_mb=None), walls, memory=creeping) == []
 
 
+def test_a_small_leak_fires_on_a_host_with_much_free_memory_and_says_its_numbers() -> None:
+    """Issue 44: a 2.2 MiB-a-step leak (keeps_tensors.py) grew ~110 MiB in the 50-step window, under the floor of
+    0.5% of 22 GiB free: the capture depended on the free memory at start (1 run in 6 fired none)."""
+    walls = [40.0] * 200
+    creeping = [400.0] * 70 + [400.0 + 2.2 * i for i in range(130)]
+    fired = _feed(Trigger(limit_mb=22_500.0), walls, memory=creeping)
+    assert fired and fired[0].kind == MEMORY and fired[0].step < 70 + 50
+    numbers = fired[0].to_json()["numbers"]
+    assert isinstance(numbers, dict) and 1.0 < numbers["mb_per_step"] <= 2.2 and numbers["limit_mb"] == 22_500.0
+
+
 def test_after_a_fire_the_new_level_is_the_new_normal() -> None:
     walls = _noisy(100, 40.0, 0.1, 6) + _noisy(600, 80.0, 0.1, 7)
     assert len(_feed(Trigger(), walls)) == 1
