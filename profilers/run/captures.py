@@ -3,9 +3,12 @@
 The agent (:mod:`stepwise_agent.watch`) writes each capture as ``RUN_DIR/captures/r{R}c{N}/``: a trace and, last,
 ``capture.json`` (rank, trigger, profiled steps [first, last], status). :func:`store_captures` — called by the
 runner while the job runs and once more when it ends — turns every complete one into a stored run of kind
-``launch`` with ``role: capture`` and the watched run as its ``parent``: its trace under ``tb/``, the profiled
-steps' rows in ``steps.jsonl``, the telemetry of its time span, the watched run's ``launch.json`` and
-``agent.json``, and ``capture.json``. So a capture is analysed like any other run (``advisors.analysis.analyse``
+``launch`` with ``role: capture`` and the watched run as its ``parent``: its trace under ``tb/``, in
+``steps.jsonl`` the rows of the steps the trigger judged (:data:`stepwise_agent.trigger.RECENT` up to the step it
+fired at, unprofiled: the capture's step time and telemetry are theirs) and of the profiled steps, the telemetry
+of that time span, the watched run's ``launch.json``, ``agent.json`` and ``injected.json`` (its threads), and
+``capture.json``. So a capture fired because another program took the cores is judged on the slowed steps'
+telemetry (HOST004 names the other programs), not on the two or three samples of its profiled steps. So a capture is analysed like any other run (``advisors.analysis.analyse``
 stores its analysis in it), listed by ``stepwise list`` as ``[capture of RUN]``, and linked from the watched run
 (``captures/…/stored.json`` names it).
 
@@ -23,6 +26,7 @@ from typing import Any
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 from profilers.store.runs import RunStore
+from stepwise_agent.trigger import RECENT
 
 CAPTURES = "captures"  # stepwise_agent.watch.CAPTURES: the agent's folder of captures
 CAPTURE_FILE = "capture.json"
@@ -66,14 +70,19 @@ def capture_folders(run_dir: Path) -> list[Path]:
 
 
 def _window_rows(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rank's rows from the first step its trigger judged to the last profiled step."""
     first, last = (int(s) for s in capture["steps"])
+    fired = int((capture.get("trigger") or {}).get("step", first))
+    judged_from = min(first, fired - RECENT + 1)
     rank = int(capture.get("rank") or 0)
     return [r for r in read_jsonl(run_dir / "steps.jsonl")
-            if r.get("rank", 0) == rank and first <= int(r.get("step", -1)) <= last]
+            if r.get("rank", 0) == rank and judged_from <= int(r.get("step", -1)) <= last]
 
 
-def _window_telemetry(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]:
-    start = int(float(capture.get("started_unix") or 0) * 1e9)
+def _window_telemetry(run_dir: Path, capture: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The watched run's telemetry from the first of ``rows`` to the capture's end."""
+    starts = [int(r["t_unix_ns"]) for r in rows if r.get("t_unix_ns")]
+    start = min([*starts, int(float(capture.get("started_unix") or 0) * 1e9)])
     end = int(float(capture.get("finished_unix") or time.time()) * 1e9)
     return [r for r in read_jsonl(run_dir / "telemetry.jsonl") if start <= int(r.get("t_unix_ns") or 0) <= end]
 
@@ -91,7 +100,7 @@ def store_capture(store: RunStore, run_id: str, folder: Path) -> str | None:
     parent = store.get(run_id)
     first, last = (int(s) for s in capture["steps"])
     files = {CAPTURE_FILE: capture}
-    for name in ("launch.json", "agent.json"):
+    for name in ("launch.json", "agent.json", "injected.json"):
         value = read_json(run_dir / name)
         if isinstance(value, dict):
             files[name] = value
@@ -103,7 +112,7 @@ def store_capture(store: RunStore, run_id: str, folder: Path) -> str | None:
         shutil.copy2(trace, child / "tb" / trace.name)
     rows = _window_rows(run_dir, capture)
     (child / "steps.jsonl").write_text("".join(f"{_json(r)}\n" for r in rows), encoding="utf-8")
-    telemetry = _window_telemetry(run_dir, capture)
+    telemetry = _window_telemetry(run_dir, capture, rows)
     (child / "telemetry.jsonl").write_text("".join(f"{_json(r)}\n" for r in telemetry), encoding="utf-8")
     summary = summarise_steps(steps_frame(rows), telemetry_frame(telemetry), 0)
     store.finish(record.run_id, RunResult(status=RunStatus.OK, started_unix=capture.get("started_unix"),

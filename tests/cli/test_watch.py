@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DECODE = ROOT / "tests" / "scripts" / "watch" / "slowing_decode.py"
 KEEPS = ROOT / "tests" / "scripts" / "watch" / "keeps_tensors.py"
+NEIGHBOUR = ROOT / "tests" / "scripts" / "watch" / "neighbour.py"
 CHANGE_AT = 60
 #: a capture must start within this many steps of the change: RECENT steps judged + the profiler's warm-up
 WITHIN_STEPS = 14
@@ -58,6 +59,21 @@ def test_a_loop_that_starts_keeping_tensors_fires_a_memory_capture(tmp_path: Pat
     assert "steadily" in memory[0]["trigger"]["reason"] and "MiB a step" in memory[0]["trigger"]["reason"]
     # and its analysis names memory from the growth the trigger measured (three profiled steps show no trend)
     assert memory[0]["bottleneck"] == "memory", memory[0]
+
+
+@pytest.mark.slow
+def test_a_neighbour_taking_the_cores_mid_run_is_captured_and_named(tmp_path: Path) -> None:
+    """Issue 44's third case: another job lands on the machine at step 70 (busy loops, one per core, that are not
+    the script's children). The capture comes within WITHIN_STEPS and names the host: the other programs' cores,
+    measured over the slowed steps the trigger judged, and the threads that now outnumber the free cores."""
+    done = _watch(tmp_path, str(NEIGHBOUR), "--steps", "130", "--change-at", "70")
+    assert done.returncode == 0, done.stderr[-3000:]
+    captures = json.loads(done.stdout)["captures"]
+    assert captures, done.stderr[-3000:]
+    first = captures[0]
+    assert first["trigger"]["kind"] == "step_time" and 70 <= first["steps"][0] <= 70 + WITHIN_STEPS, first
+    assert first["bottleneck"] == "host", first["verdict"]
+    assert "other programs using" in first["verdict"] and "torch.set_num_threads(1)" in first["verdict"]
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from profilers.run.captures import capture_records, store_captures
 from profilers.run.records import RunResult, RunStatus
 from profilers.store.runs import RunStore
 from stepwise_agent import boot
+from stepwise_agent.trigger import RECENT
 
 SLOWING = '''
 import sys, time
@@ -107,8 +108,11 @@ def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: An
     assert child.parent == parent.run_id and child.role == "capture" and child.status.value == "ok"
     child_dir = store.path(children[0])
     assert list((child_dir / "tb").glob("rank0.*.pt.trace.json.gz"))
+    # the steps the trigger judged (unprofiled: the capture's step time and telemetry are theirs), then the profiled
+    judged = capture["trigger"]["step"] - RECENT + 1
     assert [json.loads(line)["step"] for line in (child_dir / "steps.jsonl").read_text().splitlines()] == \
-        list(range(first, last + 1))
+        list(range(judged, last + 1))
+    assert (child_dir / "injected.json").is_file()  # the run's threads, for HOST004
     assert capture_records(run_dir)[0]["run_id"] == children[0]
     store.finish(parent.run_id, RunResult(RunStatus.OK))
     assert profilers_cli.main(["list", "--json", "--store", str(store.root)]) == 0
