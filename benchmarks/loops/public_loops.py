@@ -138,6 +138,7 @@ def main() -> None:
              f"{os.cpu_count()} cores, load at start {os.getloadavg()[0]:.1f})", "",
              "| loop | fix | verdict | speed-up [95% interval] | plain timing, after ÷ before (pairs) | where |",
              "|---|---|---|---|---|---|"]
+    said: list[str] = []  # each verdict's why, in full, below the table
     for loop in opts.loops.split(","):
         script, args, fixes = LOOPS[loop]
         work = Path(tempfile.mkdtemp(prefix=f"loop-{loop}-"))
@@ -153,10 +154,11 @@ def main() -> None:
             after = _patched(script, args, opts.python, change, work) if change else None
             plain = _plain_ab(before, after, work, opts.pairs, opts.plain_steps) if after else None
             lines.append(_row(loop, r, plain))
+            said.append(f"- {loop} {r.get('fix')}: {r.get('outcome')}")
             print(lines[-1], file=sys.stderr, flush=True)
     lines += ["", f"optimize: --rounds {opts.rounds} --trials {opts.trials} --steps {opts.steps} --warmup {opts.warmup}; plain: "
               f"{opts.pairs} interleaved pairs of {opts.plain_steps} optimizer steps, the first {WARMUP} left out, "
-              f"load at the end {os.getloadavg()[0]:.1f}."]
+              f"load at the end {os.getloadavg()[0]:.1f}.", "", "The verdicts in full:", *said]
     text = "\n".join(lines) + "\n"
     print(text)
     if opts.out:
