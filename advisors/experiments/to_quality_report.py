@@ -119,7 +119,8 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
             **own_command(ladder, r), "not_applied": r.not_applied,
             "predicted": r.predicted.to_json() if r.predicted else None,
             "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric),
-            "baseline_curves": curves_json(r.baseline_runs, metric), "inconclusive": r.inconclusive,
+            "baseline_curves": curves_json(r.baseline_runs, metric), "judged_against": list(r.judged_against),
+            "inconclusive": r.inconclusive,
             "load": _loads(r)})
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
     best = max(kept, default=1.0)
@@ -136,6 +137,8 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
             "start_band": list(ladder.start_band) if ladder.start_band else None,
             "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),
                          "curves": curves_json(ladder.baseline, metric)},
+            "interleaved_baseline": [{"run": i, "seed": s, "run_dir": r.run_dir, "others_cores": r.others_cores}
+                                     for i, (r, s) in enumerate(zip(ladder.interleaved, ladder.interleaved_seeds))],
             "rounds": rounds, "advice": [c.to_json() for c in ladder.advice],
             "projection": proj.to_json() if proj else None, "total_speedup": best}
 

@@ -17,9 +17,10 @@ applied: why" with what was injected, and never judged.
 
 Order: the baseline's K seeds first (their curves give the target when none is given — it must lie clear of the
 baseline's own noise at its start, :mod:`advisors.quality.fair` — and early stopping is measured on them: so
-when early stopping is a candidate the baseline runs its whole budget). Then each candidate's seeds run
-**interleaved** with the baseline's again (baseline seed s, the change's seed s, …), both timed to the target: the
-two arms share the machine's load. Each run's other-programs load is recorded as an A/B trial's is
+when early stopping is a candidate the baseline runs its whole budget). Then the candidates' seeds run
+**interleaved** with the baseline's again, the baseline once per seed for all of them (baseline seed s, candidate
+1's seed s, candidate 2's seed s, …; :mod:`.interleave`), all timed to the target: the arms share the machine's
+load, and each round records which of those baseline runs it was judged against (``judged_against``). Each run's other-programs load is recorded as an A/B trial's is
 (:func:`~advisors.experiments.trial_load.trial_load`); a pair with one contended run is run again once, and a
 verdict the difference in load could explain is ``inconclusive`` with why (the A/B rule,
 :func:`advisors.quality.fair.contention_verdict`). No arm reaches the target before its first real optimizer step.
@@ -110,8 +111,9 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         for s in range(seeds if not whole else 0):
             say(f"baseline to its own end (early stopping), seed {s + 1}/{seeds}")
             whole.append(run_whole(arm_spec(spec, whole_budget or budget, s), None))
+    slots: list[QualityRound | int] = []  # in the candidates' order: a round, or an arm's place in the interleave
+    arms: list[tuple[Candidate, QualitySpec]] = []
     for cand in candidates:
-        n = len(rounds) + 1
         if resolve is not None:
             cand = resolve(cand, base_runs)
         if cand.id == EARLY_STOPPING:
@@ -121,21 +123,27 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
             label = whole_label or f"its own end ({(whole_budget or budget).describe()})"
             where = (f"judged on the baseline run to {label}, "
                      f"{len(whole)} seed(s)): " if whole else f"judged on the budget's runs ({budget.describe()}): ")
-            rounds.append(QualityRound(n, cand, None, tuple(whole), None, es, es.kept, where + es.reason))
+            slots.append(QualityRound(0, cand, None, tuple(whole), None, es, es.kept, where + es.reason))
             continue
         if cand.patch is None or apply is None:
             advice.append(cand)
             continue
         try:
-            patched = apply(spec, cand)
+            arms.append((cand, apply(spec, cand)))
         except SpecError as err:
             advice.append(replace(cand, advice=f"cannot run here: {err}"))
             continue
-        pairs = interleaved(spec, patched, cand, run, budget, seeds, target, say, applied)
+        slots.append(len(arms) - 1)
+    inter = interleaved(spec, arms, run, budget, seeds, target, say, applied)
+    for n, slot in enumerate(slots, start=1):
+        if isinstance(slot, QualityRound):
+            rounds.append(replace(slot, round=n))
+            continue
+        (cand, patched), pairs = arms[slot], inter.pairs[slot]
         if pairs.why_not is not None:
             rounds.append(QualityRound(n, cand, patched, pairs.runs, None, None, False,
                                        f"not applied: {pairs.why_not}", pairs.record, pairs.why_not,
-                                       baseline_runs=pairs.base))
+                                       baseline_runs=pairs.base, judged_against=pairs.judged_against))
             continue
         first = fair.first_counted_step(cand.patch)
         ttt = compare(ArmTime(tuple(reached_at(r, target, metric) for r in pairs.base)),
@@ -143,8 +151,8 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         ttt, why = judged_fairly(ttt, pairs, base_one_run)
         rounds.append(QualityRound(n, cand, patched, pairs.runs, ttt, None, ttt.kept, ttt.reason, pairs.record,
                                    predicted=plan.predicted(cand.id) if plan is not None else None,
-                                   baseline_runs=pairs.base, inconclusive=why))
+                                   baseline_runs=pairs.base, inconclusive=why, judged_against=pairs.judged_against))
     return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice), plan,
                          tuple(whole), whole_budget if whole else None,
                          (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None,
-                         base_one_run, band)
+                         base_one_run, band, inter.baseline, inter.seeds)

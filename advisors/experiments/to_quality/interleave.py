@@ -3,8 +3,8 @@ judged fairly: the A/B trials' contention rule, and seeds that are one run judge
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
 
 from advisors.experiments.to_quality.runs import AppliedFn, CurveRunFn, ProgressFn, QualityRun, QualitySpec, arm_spec
 from advisors.quality import fair
@@ -15,40 +15,91 @@ from advisors.quality.target import Budget, Target
 
 @dataclass(frozen=True)
 class Pairs:
+    """One candidate's seeds and the baseline runs it was judged against (``judged_against``: their places in the
+    interleave's baseline runs, :attr:`Interleave.baseline`, 0-based)."""
+
     base: tuple[QualityRun, ...]  # the baseline's seeds, each run just before the change's seed of the same number
     runs: tuple[QualityRun, ...]
     record: Mapping[str, Any] | None
     why_not: str | None
     reruns: int = 0
+    judged_against: tuple[int, ...] = ()
 
 
-def interleaved(spec: QualitySpec, patched: QualitySpec, cand: Candidate, run: CurveRunFn, budget: Budget,
-                 seeds: int, target: Target, say: ProgressFn, applied: AppliedFn | None) -> Pairs:
-    """Baseline seed s, then the change's seed s, for every s: both arms see the same stretch of the machine's
-    load. A pair in which other programs took a contended share of the machine during one run only is run again,
-    once (the A/B trials' record: :mod:`advisors.experiments.trial_load`)."""
-    base: list[QualityRun] = []
-    runs: list[QualityRun] = []
+@dataclass(frozen=True)
+class Interleave:
+    """Every baseline run of the interleave (a seed's, and a seed's run again for contention) and each arm's pairs,
+    in the order the arms were given."""
+
+    baseline: tuple[QualityRun, ...]
+    seeds: tuple[int, ...]  # each baseline run's seed
+    pairs: tuple[Pairs, ...]
+
+
+@dataclass
+class _Arm:
+    cand: Candidate
+    patched: QualitySpec
+    base: list[int] = field(default_factory=list)
+    runs: list[QualityRun] = field(default_factory=list)
     record: Mapping[str, Any] | None = None
-    reruns = 0
+    why_not: str | None = None
+    reruns: int = 0
+
+
+def interleaved(spec: QualitySpec, arms: Sequence[tuple[Candidate, QualitySpec]], run: CurveRunFn, budget: Budget,
+                seeds: int, target: Target, say: ProgressFn, applied: AppliedFn | None) -> Interleave:
+    """Per seed s: the baseline's seed s once, then every candidate's seed s (baseline, cand 1, cand 2, …): the
+    arms see the same stretch of the machine's load and the baseline is not run again per candidate. A candidate
+    whose run and the baseline's differ in contention (other programs took a contended share of the machine during
+    one of them only, the A/B trials' record: :mod:`advisors.experiments.trial_load`) is run again, once, after
+    one more baseline run shared by every candidate that needs it. A candidate that did not act ("not applied")
+    runs no further seed."""
+    base: list[QualityRun] = []
+    seed_of: list[int] = []
+    state = [_Arm(c, p) for c, p in arms]
     for s in range(seeds):
-        for attempt in (0, 1):
-            say(f"{cand.title}: seed {s + 1}/{seeds} (baseline, then the change)" +
-                (", again: other programs were busy during one run" if attempt else ""))
-            b = run(arm_spec(spec, budget, s), target)
-            a = run(arm_spec(patched, budget, s), target)
-            if applied is not None:
-                seen_here, why_not = applied(cand, a)
-                record = record or seen_here
-                if why_not is not None:
-                    return Pairs((*base, b), (*runs, a), record, why_not, reruns)
-            if attempt == 0 and fair.contended(b.others_cores) != fair.contended(a.others_cores):
-                reruns += 1
-                continue
+        live = [a for a in state if a.why_not is None]
+        if not live:
             break
-        base.append(b)
-        runs.append(a)
-    return Pairs(tuple(base), tuple(runs), record, None, reruns)
+        say(f"seed {s + 1}/{seeds}: the baseline, then " + ", ".join(a.cand.title for a in live))
+        again = _seed(spec, live, run, budget, s, target, applied, base)
+        seed_of.append(s)
+        if again:
+            say(f"seed {s + 1}/{seeds} again (the baseline, then " + ", ".join(a.cand.title for a in again) +
+                "): other programs were busy during one run of a pair")
+            for a in again:
+                a.reruns += 1
+            _seed(spec, again, run, budget, s, target, applied, base, last=True)
+            seed_of.append(s)
+    pairs = tuple(Pairs(tuple(base[i] for i in a.base), tuple(a.runs), a.record, a.why_not, a.reruns,
+                        tuple(a.base)) for a in state)
+    return Interleave(tuple(base), tuple(seed_of), pairs)
+
+
+def _seed(spec: QualitySpec, arms: Sequence[_Arm], run: CurveRunFn, budget: Budget, s: int, target: Target,
+          applied: AppliedFn | None, base: list[QualityRun], last: bool = False) -> list[_Arm]:
+    """One baseline run of seed ``s`` (appended to ``base``), then each arm's; the arms to run again (contention
+    differs between the pair; never when ``last``)."""
+    b = run(arm_spec(spec, budget, s), target)
+    base.append(b)
+    again = []
+    for arm in arms:
+        a = run(arm_spec(arm.patched, budget, s), target)
+        if applied is not None:
+            seen_here, why_not = applied(arm.cand, a)
+            arm.record = arm.record or seen_here
+            if why_not is not None:
+                arm.why_not = why_not
+                arm.base.append(len(base) - 1)
+                arm.runs.append(a)
+                continue
+        if not last and fair.contended(b.others_cores) != fair.contended(a.others_cores):
+            again.append(arm)
+            continue
+        arm.base.append(len(base) - 1)
+        arm.runs.append(a)
+    return again
 
 
 def judged_fairly(ttt: TimeToTarget, pairs: Pairs, one_run: bool) -> tuple[TimeToTarget, str | None]:

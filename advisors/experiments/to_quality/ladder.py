@@ -32,6 +32,7 @@ class QualityRound:
     predicted: Prediction | None = None  # from the noise scale, before the arm ran (batch or accumulation × k)
     baseline_runs: tuple[QualityRun, ...] = ()  # the baseline's seeds run interleaved with this arm's
     inconclusive: str | None = None  # why the verdict cannot stand (other programs' load): neither kept nor not
+    judged_against: tuple[int, ...] = ()  # baseline_runs' places in the ladder's ``interleaved`` baseline runs
 
     @property
     def outcome(self) -> str:
@@ -62,6 +63,8 @@ class QualityLadder:
     whole_label: str | None = None  # how far the whole run went, in words
     one_run: bool = False  # the baseline's seeds gave the same curve: they are one run (fair.one_run)
     start_band: tuple[float, float] | None = None  # the baseline's raw values over its first points
+    interleaved: tuple[QualityRun, ...] = ()  # every baseline run of the interleave, shared by all the arms
+    interleaved_seeds: tuple[int, ...] = ()  # the seed of each
 
     @property
     def kept(self) -> tuple[QualityRound, ...]:
