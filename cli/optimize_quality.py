@@ -128,8 +128,10 @@ def main(args: argparse.Namespace, spec: QualitySpec, workload: str | None = Non
     from advisors.experiments.results.quality_record import quality_record
     from advisors.experiments.results.stored_view import quality_view
 
-    stored.finish(store, record.run_id, quality_view(quality_record(out)),
-                  reports={"json": json.dumps(out).encode(), "html": html_page(out), "md": markdown(out).encode()})
+    rec = quality_record(out)  # the one record every surface renders: the panel, the reports, --json's record
+    out["record"] = quality_view(rec)["quality"]
+    stored.finish(store, record.run_id, quality_view(rec),
+                  reports={"json": json.dumps(out).encode(), "html": html_page(rec, out), "md": markdown(rec).encode()})
     return out
 
 

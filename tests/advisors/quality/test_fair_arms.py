@@ -16,6 +16,7 @@ from advisors.quality.target import Budget, Target
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
 from reports.quality import markdown
+from advisors.experiments.results.quality_record import quality_record
 
 BASE = ScriptSpec(command=("python", "train.py"), cwd="/")
 FAST = Candidate("fast", "a faster arm", "rule", {"batch_scale": 2})
@@ -89,7 +90,7 @@ def test_seeds_that_are_one_run_are_said_so_and_judged_against_a_stated_toleranc
     assert rnd.time_to_target is not None and rnd.time_to_target.interval is None
     assert "one run" in rnd.reason and "stated tolerance of 5%" in rnd.reason and "spread" in rnd.reason
     out = quality_json(ladder)
-    assert out["one_run"] and "**The 3 seeds are one run:**" in markdown(out)
+    assert out["one_run"] and "**The 3 seeds are one run:**" in markdown(quality_record(out))
     assert "baseline seeds are one run" in quality_table(out)
 
 
