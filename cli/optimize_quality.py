@@ -34,7 +34,8 @@ def add_arguments(o: Any) -> None:
     o.add_argument("--to-quality", action="store_true",
                    help="judge changes by the time until training reaches the same quality (K seeds per arm)")
     o.add_argument("--target", dest="quality_target", type=float,
-                   help="the quality to reach (default: the baseline's own value at 80%% of its budget)")
+                   help="the quality to reach (default: the baseline's own value at 80%% of its budget; early "
+                        "stopping's: the script's own target when it carries one, e.g. --target_loss)")
     o.add_argument("--budget", default=DEFAULT_BUDGET,
                    help="how far an arm may run: seconds (90s, 2m; default 60s) or steps (300)")
     o.add_argument("--whole-run", dest="whole_run",

@@ -38,9 +38,10 @@ from typing import Callable, Sequence
 from advisors.experiments.to_quality.interleave import interleaved, judged_fairly
 from advisors.experiments.to_quality.ladder import QualityLadder, QualityRound
 from advisors.experiments.to_quality.runner import store_curve_runner
+from advisors.experiments.to_quality.stopping import early_stopping_round, stopping_target
 from advisors.experiments.to_quality.runs import (AppliedFn, CurveRunFn, PlanFn, ProgressFn, QualityRun, QualitySpec,
                                                   ResolveFn, arm_spec, curve_of, reached_at, seen, steps_to_target)
-from advisors.quality import early_stop, fair
+from advisors.quality import fair
 from advisors.quality.arms import ArmTime, compare
 from advisors.quality.candidates import EARLY_STOPPING, Candidate
 from advisors.quality.curve import Goal
@@ -111,19 +112,16 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         for s in range(seeds if not whole else 0):
             say(f"baseline to its own end (early stopping), seed {s + 1}/{seeds}")
             whole.append(run_whole(arm_spec(spec, whole_budget or budget, s), None))
+    stop_target = stopping_target(given, base_runs, goal, say) if any(c.id == EARLY_STOPPING for c in candidates) \
+        else (None, None)
     slots: list[QualityRound | int] = []  # in the candidates' order: a round, or an arm's place in the interleave
     arms: list[tuple[Candidate, QualitySpec]] = []
     for cand in candidates:
         if resolve is not None:
             cand = resolve(cand, base_runs)
         if cand.id == EARLY_STOPPING:
-            judged = [seen(r.curve, metric) for r in whole] if whole else curves
-            es = early_stop.measure(judged, goal, target=given.value if given is not None else None,
-                                    one_run=fair.one_run(judged))
-            label = whole_label or f"its own end ({(whole_budget or budget).describe()})"
-            where = (f"judged on the baseline run to {label}, "
-                     f"{len(whole)} seed(s)): " if whole else f"judged on the budget's runs ({budget.describe()}): ")
-            slots.append(QualityRound(0, cand, None, tuple(whole), None, es, es.kept, where + es.reason))
+            slots.append(early_stopping_round(cand, whole, curves, metric, goal, stop_target, budget, whole_budget,
+                                              whole_label))
             continue
         if cand.patch is None or apply is None:
             advice.append(cand)
