@@ -58,7 +58,7 @@ def render() -> None:
             trade = tradeoff_figure(drawn) if drawn else None
             if trade is not None:
                 ui.chart(trade, key=f"quality.{chosen}.{r.round}.tradeoff")
-        projection(out)
+        projection(out, seen.quality.projection)
 
 
 def run_noise_panel(run_dir: str | None) -> None:
@@ -100,7 +100,9 @@ def goodput_best_for(run_dir: str) -> int | None:
     return None
 
 
-def projection(out: dict[str, Any]) -> None:
+def projection(out: dict[str, Any], stored: str | None) -> None:
+    """The whole run's projection: the record's own sentence (``stored``) until the user changes the run's
+    length, the price or the devices, then that what-if."""
     proj = out.get("projection")
     if not proj:
         return
@@ -110,5 +112,9 @@ def projection(out: dict[str, Any]) -> None:
     price = cols[1].number_input("Price per device-hour", min_value=0.0, value=float(proj["price_per_hour"] or 0.0),
                                  key="quality.price")
     devices = cols[2].number_input("Devices", min_value=1, value=int(proj.get("devices") or 1), key="quality.devices")
-    p = Projection(int(steps), float(proj["step_ms"]), proj["ratio"], float(price) if price else None, int(devices))
+    asked = (int(steps), float(price) if price else None, int(devices))
+    if stored is not None and asked == (int(proj["steps"]), proj["price_per_hour"] or None, int(proj.get("devices") or 1)):
+        st.info(ui.text(stored, 600))
+        return
+    p = Projection(asked[0], float(proj["step_ms"]), proj["ratio"], asked[1], asked[2])
     st.info(ui.text(p.sentence(), 600))

@@ -61,3 +61,4 @@ def test_the_panel_the_reports_and_json_render_the_one_stored_record(
         for fact in [*facts, *verdicts]:
             assert fact in surface, (name, fact)
     assert trade.reason[:80] in captions
+    assert rec.projection and any(plain(i.value) == rec.projection for i in at.info)  # the stored sentence
