@@ -19,7 +19,8 @@ from typing import Any, Sequence
 
 from advisors.experiments.to_quality import QualityRun, QualitySpec, store_curve_runner, to_quality
 from advisors.experiments.to_quality_goodput import planner, store_probe
-from advisors.experiments.to_quality_report import noise_line, quality_json
+from advisors.experiments.results.quality_words import noise_line
+from advisors.experiments.to_quality_report import quality_json
 from advisors.quality import candidates as cands
 from advisors.quality.goodput import GoodputPlan
 from advisors.quality.script_candidates import templates

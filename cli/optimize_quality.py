@@ -34,7 +34,8 @@ def add_arguments(o: Any) -> None:
     o.add_argument("--to-quality", action="store_true",
                    help="judge changes by the time until training reaches the same quality (K seeds per arm)")
     o.add_argument("--target", dest="quality_target", type=float,
-                   help="the quality to reach (default: the baseline's own value at 80%% of its budget)")
+                   help="the quality to reach (default: the baseline's own value at 80%% of its budget; early "
+                        "stopping's: the script's own target when it carries one, e.g. --target_loss)")
     o.add_argument("--budget", default=DEFAULT_BUDGET,
                    help="how far an arm may run: seconds (90s, 2m; default 60s) or steps (300)")
     o.add_argument("--whole-run", dest="whole_run",
@@ -128,8 +129,10 @@ def main(args: argparse.Namespace, spec: QualitySpec, workload: str | None = Non
     from advisors.experiments.results.quality_record import quality_record
     from advisors.experiments.results.stored_view import quality_view
 
-    stored.finish(store, record.run_id, quality_view(quality_record(out)),
-                  reports={"json": json.dumps(out).encode(), "html": html_page(out), "md": markdown(out).encode()})
+    rec = quality_record(out)  # the one record every surface renders: the panel, the reports, --json's record
+    out["record"] = quality_view(rec)["quality"]
+    stored.finish(store, record.run_id, quality_view(rec),
+                  reports={"json": json.dumps(out).encode(), "html": html_page(rec, out), "md": markdown(rec).encode()})
     return out
 
 

@@ -24,6 +24,8 @@ import numpy as np
 from advisors.fixes.conventions.shown import command_evidence, shown_change
 from advisors.experiments.to_quality import (QualityLadder, QualityRound, QualityRun, reached_at, seen,
                                              steps_to_target)
+from advisors.experiments.results.quality_record import Parts, prediction_text
+from advisors.experiments.results.quality_words import noise_line
 from advisors.quality.arms import ArmTime
 from advisors.quality.projection import Projection
 from profilers.run.script_spec import ScriptSpec
@@ -119,7 +121,8 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
             **own_command(ladder, r), "not_applied": r.not_applied,
             "predicted": r.predicted.to_json() if r.predicted else None,
             "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric),
-            "baseline_curves": curves_json(r.baseline_runs, metric), "inconclusive": r.inconclusive,
+            "baseline_curves": curves_json(r.baseline_runs, metric), "judged_against": list(r.judged_against),
+            "inconclusive": r.inconclusive,
             "load": _loads(r)})
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
     best = max(kept, default=1.0)
@@ -136,6 +139,8 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
             "start_band": list(ladder.start_band) if ladder.start_band else None,
             "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),
                          "curves": curves_json(ladder.baseline, metric)},
+            "interleaved_baseline": [{"run": i, "seed": s, "run_dir": r.run_dir, "others_cores": r.others_cores}
+                                     for i, (r, s) in enumerate(zip(ladder.interleaved, ladder.interleaved_seeds))],
             "rounds": rounds, "advice": [c.to_json() for c in ladder.advice],
             "projection": proj.to_json() if proj else None, "total_speedup": best}
 
@@ -179,30 +184,7 @@ def _arm(a: dict[str, Any]) -> str:
             f"; spread {spread[0]:.3g}–{spread[1]:.3g} s)")
 
 
-def noise_line(ns: dict[str, Any]) -> str:
-    """The noise scale, the critical batch, the statistical efficiency and the goodput-best batch, in a line."""
-    if ns.get("b_simple") is None:
-        return f"noise scale: {ns.get('reason') or 'not measured'}"
-    iv = ns.get("interval")
-    p = ns.get("plan") or {}
-    eff = p.get("statistical_efficiency")
-    hi = "∞" if iv and iv[1] is None else f"{iv[1]:.3g}" if iv else ""
-    text = (f"noise scale B_simple ≈ {ns['b_simple']:.3g}" + (f" [{iv[0]:.3g}, {hi}]" if iv else "")
-            + f" over {ns['steps']} steps at batch {ns['batch']} (meter overhead {ns['overhead']:.1%}); critical "
-            f"batch ≈ {ns['b_simple']:.3g}")
-    if eff is not None:
-        text += f"; statistical efficiency now {eff:.0%}"
-    if p.get("goodput_best_batch") is not None:
-        text += f"; goodput-best batch {p['goodput_best_batch']}"
-    return text + f" — {ns.get('reason')}"
-
-
 def predicted_line(pred: dict[str, Any], meas: dict[str, Any] | None) -> str:
-    """Predicted and measured, each as steps ratio × step-time ratio = time ratio (after / before)."""
-    def f(x: Any) -> str:
-        return "—" if x is None else f"{x:.2f}"
-
-    m = meas or {}
-    return (f"predicted steps × {f(pred['steps_ratio'])} · step time × {f(pred.get('step_time_ratio'))} = time × "
-            f"{f(pred['time_ratio'])}; measured steps × {f(m.get('steps_ratio'))} · step time × "
-            f"{f(m.get('step_time_ratio'))} → time × {f(m.get('time_ratio'))}")
+    """Predicted and measured, each as steps ratio × step-time ratio = time ratio (after / before): the record's
+    words (:func:`~advisors.experiments.results.quality_record.prediction_text`)."""
+    return prediction_text(Parts.of(pred), Parts.of(meas)) or ""

@@ -151,6 +151,7 @@ class EarlyStopping:
     curves: tuple[tuple[TradeOff, ...], ...] = ()
     noise: float | None = None  # the seeds' spread of their final values (max − min); None for one run
     one_run: bool = False
+    target_from: str | None = None  # where the target came from: "--target", "the script's --target_loss", …
 
     @property
     def chosen(self) -> tuple[StopPoint, ...]:
@@ -179,7 +180,7 @@ class EarlyStopping:
 
     def to_json(self) -> dict[str, object]:
         return {"patience_points": self.patience, "min_delta": self.min_delta, "outcome": self.outcome,
-                "target": self.target, "saved_s": self.saved_s, "saved_share": self.saved_share,
+                "target": self.target, "target_from": self.target_from, "saved_s": self.saved_s, "saved_share": self.saved_share,
                 "metric_given_up": self.given_up_abs, "metric_given_up_share": self.given_up,
                 "goal": self.goal, "per_seed": [_stop_json(p, self.goal) for p in self.points],
                 "at_target": [None if p is None else _stop_json(p, self.goal) for p in self.at_target],

@@ -1,4 +1,6 @@
-"""The Advisor page's time-to-quality panel: a stored ``optimize --to-quality`` experiment drawn — the metric
+"""The Advisor page's time-to-quality panel: a stored ``optimize --to-quality`` experiment — its one stored record
+(:class:`~advisors.experiments.results.quality_record.QualityRecord`: target, verdicts, predicted and measured
+parts, early stopping's trade-off line) rendered as the report renders it, each round's curves drawn — the metric
 against wall-clock time for both arms, the target line, each arm's time to target — with the projection of the
 whole run and, given a price per device-hour, its cost."""
 
@@ -9,8 +11,10 @@ from typing import Any
 
 import streamlit as st
 
+from advisors.experiments.results.stored_view import read_view
 from advisors.quality.projection import Projection
 from app import data
+from profilers.store import experiments
 from app.widgets import ui
 from cli.optimize_quality import stored_reports
 from reports.quality import markdown, round_figure, tradeoff_figure
@@ -35,21 +39,26 @@ def render() -> None:
         st.session_state["quality.experiment"] = wanted
     with st.expander("Time to quality (optimize --to-quality)", expanded=wanted in ids):
         chosen = st.selectbox("Experiment", ids, key="quality.experiment")
-        path = dict(found)[chosen]
+        seen = read_view(experiments.view(data.store(), chosen))
         try:
-            out: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            out: dict[str, Any] = json.loads(dict(found)[chosen].read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             st.warning(f"Its result could not be read back: {ui.text(err)}")
             return
-        st.markdown(markdown(out))
-        for r in out["rounds"]:
-            if r["curves"] or r["early_stopping"]:
-                ui.chart(round_figure(out, r["round"]), key=f"quality.{chosen}.{r['round']}")
-                st.caption(ui.text(r["reason"], 600))
-            trade = tradeoff_figure(r)
+        if seen is None or seen.quality is None:
+            st.warning("Its stored record could not be read back (an experiment stored before the record was kept).")
+            return
+        st.markdown(markdown(seen.quality))  # the one stored record, as the reports render it
+        curves = {r["round"]: r for r in out["rounds"]}
+        for r in seen.quality.rounds:
+            drawn = curves.get(r.round) or {}
+            if drawn.get("curves") or drawn.get("early_stopping"):
+                ui.chart(round_figure(out, r.round), key=f"quality.{chosen}.{r.round}")
+                st.caption(ui.text(r.reason, 600))
+            trade = tradeoff_figure(drawn) if drawn else None
             if trade is not None:
-                ui.chart(trade, key=f"quality.{chosen}.{r['round']}.tradeoff")
-        projection(out)
+                ui.chart(trade, key=f"quality.{chosen}.{r.round}.tradeoff")
+        projection(out, seen.quality.projection)
 
 
 def run_noise_panel(run_dir: str | None) -> None:
@@ -91,7 +100,9 @@ def goodput_best_for(run_dir: str) -> int | None:
     return None
 
 
-def projection(out: dict[str, Any]) -> None:
+def projection(out: dict[str, Any], stored: str | None) -> None:
+    """The whole run's projection: the record's own sentence (``stored``) until the user changes the run's
+    length, the price or the devices, then that what-if."""
     proj = out.get("projection")
     if not proj:
         return
@@ -101,5 +112,9 @@ def projection(out: dict[str, Any]) -> None:
     price = cols[1].number_input("Price per device-hour", min_value=0.0, value=float(proj["price_per_hour"] or 0.0),
                                  key="quality.price")
     devices = cols[2].number_input("Devices", min_value=1, value=int(proj.get("devices") or 1), key="quality.devices")
-    p = Projection(int(steps), float(proj["step_ms"]), proj["ratio"], float(price) if price else None, int(devices))
+    asked = (int(steps), float(price) if price else None, int(devices))
+    if stored is not None and asked == (int(proj["steps"]), proj["price_per_hour"] or None, int(proj.get("devices") or 1)):
+        st.info(ui.text(stored, 600))
+        return
+    p = Projection(asked[0], float(proj["step_ms"]), proj["ratio"], asked[1], asked[2])
     st.info(ui.text(p.sentence(), 600))

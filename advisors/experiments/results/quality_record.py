@@ -1,19 +1,22 @@
 """The one record of a to-quality experiment (``optimize --to-quality``), beside :class:`ExperimentRecord` and
-:class:`LadderRecord`: its target, whether its seeds were one run, and per round the outcome word, the
-time-to-target ratio with its interval, the prediction and the measurement in the same two parts (steps-to-target
-ratio × time-per-step ratio = time ratio, after ÷ before), other programs' load during each arm, and early
-stopping's trade-off line. Stored as ``view.json`` (mode ``quality``, :mod:`advisors.experiments.results.
-stored_view`); the Runs list's label reads it.
+:class:`LadderRecord`: its target, budget and whether its seeds were one run, and per round the outcome word, the
+time to target of each arm, the time-to-target ratio with its interval, the prediction and the measurement in the
+same two parts (steps-to-target ratio × time-per-step ratio = time ratio, after ÷ before), other programs' load
+during each arm, the interleave's baseline runs it was judged against, and early stopping's trade-off line. Stored
+as ``view.json`` (mode ``quality``, :mod:`advisors.experiments.results.stored_view`); the Runs list's label, the
+Advisor page's quality panel and the Markdown/HTML report (:mod:`reports.quality`) render it, and ``--json``
+carries it as ``record``.
 
 It is taken from the experiment's JSON (:func:`advisors.experiments.to_quality_report.quality_json`, where each
-number is computed once) by :func:`quality_record`, so the JSON, the report, the Advisor panel and this record
-show the same numbers.
+number is computed once) by :func:`quality_record`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
+
+from advisors.experiments.results.quality_words import noise_line
 
 QUALITY_OUTCOMES = ("kept", "rejected", "inconclusive", "not applied", "trade-off", "advice")
 
@@ -40,6 +43,13 @@ class Parts:
         return f"steps × {f(self.steps_ratio)} · step time × {f(self.step_time_ratio)} = time × {f(self.time_ratio)}"
 
 
+def prediction_text(predicted: Parts | None, measured: Parts | None) -> str | None:
+    """Predicted and measured, each in its two parts (``None``: nothing was predicted)."""
+    if predicted is None:
+        return None
+    return f"predicted {predicted.text}; measured {measured.text if measured is not None else 'not measured'}"
+
+
 @dataclass(frozen=True)
 class QualityRoundRecord:
     round: int
@@ -54,10 +64,36 @@ class QualityRoundRecord:
     measured: Parts | None = None
     load_before: tuple[float | None, ...] = ()  # other programs' cores during each seed of the baseline's arm
     load_after: tuple[float | None, ...] = ()
+    rule: str = ""
+    before_s: float | None = None  # each arm's time to target (MLPerf mean; None: the arm failed)
+    after_s: float | None = None
+    saved_s: float | None = None  # early stopping: the time it saves, and its share of the run
+    saved_share: float | None = None
+    not_applied: str | None = None
+    judged_against: tuple[int, ...] = ()  # the interleave's baseline runs this round was judged against
 
     @property
     def label(self) -> str:
         return self.outcome if self.ratio is None else f"{self.outcome} {self.ratio:.2f}×"
+
+    @property
+    def ratio_text(self) -> str:
+        """The ratio with its interval, or "(one run)" where the seeds had no spread (the reason says the rule)."""
+        if self.ratio is None:
+            return "—"
+        if self.low is None:
+            return f"{self.ratio:.2f}× (one run)"
+        return f"{self.ratio:.2f}× [{self.low:.2f}, {'∞' if self.high is None else f'{self.high:.2f}'}]"
+
+    @property
+    def prediction_text(self) -> str | None:
+        """Predicted and measured, each in its two parts (``None``: nothing was predicted)."""
+        return prediction_text(self.predicted, self.measured)
+
+    @property
+    def tradeoff(self) -> str | None:
+        """Early stopping's one line (its reason), for an early-stopping round."""
+        return self.reason if self.saved_s is not None else None
 
 
 @dataclass(frozen=True)
@@ -66,6 +102,9 @@ class QualityRecord:
     seeds: int
     one_run: bool  # the baseline's seeds gave one curve: the script's seed could not be varied
     rounds: tuple[QualityRoundRecord, ...]
+    budget: str = ""  # as stated: "300 steps", "60 s"
+    noise: str | None = None  # the gradient noise scale in a line
+    projection: str | None = None  # the whole run's hours (and cost) in a sentence
 
     @property
     def label(self) -> str:
@@ -81,6 +120,7 @@ class QualityRecord:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> QualityRecord:
+        """Read back (an unknown outcome word is refused; fields a record stored earlier lacks read empty)."""
         rounds = []
         for r in raw["rounds"]:
             if r["outcome"] not in QUALITY_OUTCOMES:
@@ -89,8 +129,12 @@ class QualityRecord:
                 round=int(r["round"]), fix_id=str(r["fix_id"]), title=str(r["title"]), outcome=r["outcome"],
                 reason=str(r["reason"]), ratio=r.get("ratio"), low=r.get("low"), high=r.get("high"),
                 predicted=Parts.of(r.get("predicted")), measured=Parts.of(r.get("measured")),
-                load_before=tuple(r.get("load_before") or ()), load_after=tuple(r.get("load_after") or ())))
-        return cls(str(raw["target"]), int(raw["seeds"]), bool(raw["one_run"]), tuple(rounds))
+                load_before=tuple(r.get("load_before") or ()), load_after=tuple(r.get("load_after") or ()),
+                rule=str(r.get("rule") or ""), before_s=r.get("before_s"), after_s=r.get("after_s"),
+                saved_s=r.get("saved_s"), saved_share=r.get("saved_share"), not_applied=r.get("not_applied"),
+                judged_against=tuple(int(i) for i in r.get("judged_against") or ())))
+        return cls(str(raw["target"]), int(raw["seeds"]), bool(raw["one_run"]), tuple(rounds),
+                   str(raw.get("budget") or ""), raw.get("noise"), raw.get("projection"))
 
 
 def quality_record(out: Mapping[str, Any]) -> QualityRecord:
@@ -101,11 +145,21 @@ def quality_record(out: Mapping[str, Any]) -> QualityRecord:
         tt = r.get("time_to_target") or {}
         iv = tt.get("interval") or (None, None)
         load = r.get("load") or {}
+        es = r.get("early_stopping") or {}
         rounds.append(QualityRoundRecord(
             round=int(r["round"]), fix_id=str(r["fix"]), title=str(r["title"]), outcome=str(r["outcome"]),
             reason=str(r["reason"]), ratio=tt.get("ratio"), low=iv[0], high=iv[1],
             predicted=Parts.of(r.get("predicted")), measured=Parts.of(r.get("measured")),
-            load_before=tuple(load.get("before") or ()), load_after=tuple(load.get("after") or ())))
+            load_before=tuple(load.get("before") or ()), load_after=tuple(load.get("after") or ()),
+            rule=str(r.get("rule") or ""),
+            before_s=None if (tt.get("before") or {}).get("failed") else tt.get("before_s"),
+            after_s=None if (tt.get("after") or {}).get("failed") else tt.get("after_s"),
+            saved_s=es.get("saved_s"), saved_share=es.get("saved_share"), not_applied=r.get("not_applied"),
+            judged_against=tuple(r.get("judged_against") or ())))
     sign = "≤" if t["goal"] == "min" else "≥"
-    return QualityRecord(f"{t['metric']} {sign} {t['value']:.4g} ({t['source']})", int(out["seeds"]),
-                         bool(out.get("one_run")), tuple(rounds))
+    note = f": {t['note']}" if t.get("note") else ""
+    return QualityRecord(f"{t['metric']} {sign} {t['value']:.4g} ({t['source']}{note})", int(out["seeds"]),
+                         bool(out.get("one_run")), tuple(rounds), str((out.get("budget") or {}).get("stated") or ""),
+                         noise_line(out["noise_scale"]) if out.get("noise_scale") else None,
+                         (out.get("projection") or {}).get("text"))
+

@@ -16,6 +16,7 @@ from advisors.quality.target import Budget, Target
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
 from reports.quality import markdown
+from advisors.experiments.results.quality_record import quality_record
 
 BASE = ScriptSpec(command=("python", "train.py"), cwd="/")
 FAST = Candidate("fast", "a faster arm", "rule", {"batch_scale": 2})
@@ -89,7 +90,7 @@ def test_seeds_that_are_one_run_are_said_so_and_judged_against_a_stated_toleranc
     assert rnd.time_to_target is not None and rnd.time_to_target.interval is None
     assert "one run" in rnd.reason and "stated tolerance of 5%" in rnd.reason and "spread" in rnd.reason
     out = quality_json(ladder)
-    assert out["one_run"] and "**The 3 seeds are one run:**" in markdown(out)
+    assert out["one_run"] and "**The 3 seeds are one run:**" in markdown(quality_record(out))
     assert "baseline seeds are one run" in quality_table(out)
 
 
@@ -116,3 +117,34 @@ def test_start_band_and_one_run_helpers() -> None:
     assert fair.clear_of_start(0.9, "max", (0.1, 0.3)) is None
     assert fair.one_run([curve(0.1), curve(0.1)]) and not fair.one_run([curve(0.1), curve(0.1, jitter=1e-6)])
     assert not fair.one_run([curve(0.1)])
+
+
+SLOW = Candidate("slow", "a second arm", "rule", {"grad_accum": 1})
+
+
+def test_the_baseline_runs_once_per_seed_for_every_candidate() -> None:
+    """Two candidates against one baseline: the interleave is baseline, cand 1, cand 2 per seed (9 runs, not 12),
+    and each round says which of the interleave's baseline runs it was judged against."""
+    order: list[tuple[str, int]] = []
+    ladder = to_quality(BASE, [FAST, SLOW], runner(order), Budget(steps=60), seeds=3, apply=apply)
+    first_pass = [("before", s) for s in range(3)]
+    assert order == first_pass + [(arm, s) for s in range(3) for arm in ("before", "after", "after")]
+    assert len(ladder.interleaved) == 3
+    for rnd in ladder.rounds:
+        assert rnd.judged_against == (0, 1, 2)
+        assert rnd.baseline_runs == ladder.interleaved
+    out = quality_json(ladder)
+    assert [r["judged_against"] for r in out["rounds"]] == [[0, 1, 2], [0, 1, 2]]
+    assert len(out["interleaved_baseline"]) == 3
+
+
+def test_a_contended_candidate_is_rerun_against_one_more_shared_baseline_run() -> None:
+    """Seed 1's baseline ran beside a neighbour: both candidates' pairs differ in contention, so one more baseline
+    run is made for seed 1 and both candidates run again against it (not one baseline rerun per candidate)."""
+    order: list[tuple[str, int]] = []
+    load = {("before", 1): [0.0, 1.6, 0.0]}  # first pass quiet, busy in the interleave, quiet when run again
+    ladder = to_quality(BASE, [FAST, SLOW], runner(order, load), Budget(steps=60), seeds=3, apply=apply)
+    assert order.count(("before", 1)) == 3 and order.count(("after", 1)) == 4
+    assert len(ladder.interleaved) == 4
+    for rnd in ladder.rounds:
+        assert rnd.judged_against == (0, 2, 3)  # seed 1's first interleave run (1) was set aside

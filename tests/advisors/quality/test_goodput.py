@@ -164,7 +164,7 @@ def test_a_runs_own_noise_scale_reads_its_batch_from_its_spec(tmp_path: Path) ->
 
 
 def test_an_unbounded_interval_is_null_in_json_and_infinity_in_words() -> None:
-    from advisors.experiments.to_quality_report import noise_line
+    from advisors.experiments.results.quality_words import noise_line
 
     # windows whose |G|² is +1 and −0.9 (per two_batch at window 4, |g_small|² = 10): the mean is positive, but
     # resamples drawing mostly the second kind have |G|² ≤ 0: B_simple unbounded above

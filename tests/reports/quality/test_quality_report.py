@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisors.experiments.results.quality_record import quality_record
 from advisors.experiments.to_quality import to_quality
 from advisors.experiments.to_quality_report import quality_json
 from advisors.quality import candidates as cands
@@ -40,7 +41,7 @@ def test_early_stopping_figure_marks_each_seeds_stop_and_markdown_escapes() -> N
     fig = round_figure(out, 2)
     [stops] = [t for t in fig.data if t.name == "early stop"]
     assert list(stops.x) == [p["stop_s"] for p in out["rounds"][1]["early_stopping"]["per_seed"]]
-    md = markdown(out)
+    md = markdown(quality_record(out))
     assert "&lt;b&gt;x\\|y&lt;/b&gt;" in md and "<b>" not in md
     assert "| trade-off |" in md and "trade-off: stopping at step" in md  # the one line, in the report
 
@@ -55,6 +56,6 @@ def test_the_tradeoff_figure_draws_each_seed_and_marks_the_patience_point() -> N
     [patience] = [t for t in fig.data if t.name == "patience rule"]
     assert list(patience.x) == [p["saved_share"] * 100 for p in es["per_seed"]]
     assert fig.layout.xaxis.title.text == "time saved (% of the run)"
-    assert html_page(out).count(b"time saved (% of the run)") == 1
-    page = html_page(out)
+    assert html_page(quality_record(out), out).count(b"time saved (% of the run)") == 1
+    page = html_page(quality_record(out), out)
     assert page.startswith(b"<!doctype html>") and b"plotly" in page.lower()
