@@ -23,6 +23,7 @@ from typing import Any
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 from profilers.store.runs import RunStore
+from profilers.run.step_records import step_rows
 
 CAPTURES = "captures"  # stepwise_agent.watch.CAPTURES: the agent's folder of captures
 CAPTURE_FILE = "capture.json"
@@ -68,7 +69,7 @@ def capture_folders(run_dir: Path) -> list[Path]:
 def _window_rows(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]:
     first, last = (int(s) for s in capture["steps"])
     rank = int(capture.get("rank") or 0)
-    return [r for r in read_jsonl(run_dir / "steps.jsonl")
+    return [r for r in step_rows(run_dir)
             if r.get("rank", 0) == rank and first <= int(r.get("step", -1)) <= last]
 
 
