@@ -32,8 +32,8 @@ import pandas as pd
 from profilers.errors import RunError
 from profilers.run.records import RUN_KINDS, RunRecord, RunResult, RunStatus, summarise_steps
 from profilers.store.index import COLUMNS, INDEX_FILE, RunIndex
-from profilers.store.files import (
 from profilers.run.step_records import step_rows
+from profilers.store.files import (
     copy_upload,
     pid_alive,
     read_json,
