@@ -11,10 +11,11 @@ the GIL, no lock, no file); the writer thread drains it at least every :data:`FL
 - every other step is **rolled up**: a summary per minute of steps, or per :data:`ROLLUP_STEPS` steps, whichever
   ends first, goes to ``steps_rollup.jsonl`` (:meth:`RollUp.summary`'s fields).
 
-Rows not decided yet (the last :data:`AROUND`, the roll-up still open) are rewritten, whole, to ``steps_open.jsonl``
-at every flush: a run killed with ``kill -9`` loses at most the last :data:`FLUSH_S` seconds. A reader takes the
-open rows past the last step the two other files cover (:mod:`profilers.run.step_records`). At a normal end,
-a crash or Ctrl-C (:meth:`StepLog.close`, from the agent's exit path) the open rows are decided and the file goes.
+Rows not decided yet (the last :data:`AROUND`, the roll-up still open) are rewritten, whole, to
+``steps_open.rank{R}.jsonl`` at every flush: a run killed with ``kill -9`` loses at most the last :data:`FLUSH_S`
+seconds. A reader takes the open rows past the last step the two other files cover
+(:mod:`profilers.run.step_records`). At a normal end, a crash or Ctrl-C (:meth:`StepLog.close`, from the agent's
+exit path) the open rows are decided and the file goes.
 
 So a run of a million steps keeps about ``KEEP_FIRST`` whole rows (~200 bytes each), one ~330-byte summary per
 roll-up and the captures' windows: under 1 MB for a million 1-ms steps, ~480 KB a day of slower steps.
@@ -33,12 +34,12 @@ from typing import Any, Callable, Optional
 
 # (step, wall_ms, loss, samples, data_ms, profiled, ended_unix_ns, memory_mb, capture n)
 Row = tuple[int, float, Optional[float], Optional[int], Optional[float], bool, int, Optional[float], Optional[int]]
-STEPS, ROLLUPS, OPEN = "steps.jsonl", "steps_rollup.jsonl", "steps_open.jsonl"
+STEPS, ROLLUPS, OPEN = "steps.jsonl", "steps_rollup.jsonl", "steps_open.rank{rank}.jsonl"  # OPEN: one per rank
 KEEP_FIRST = 2000
 AROUND = 64  # more than the trigger's judged steps and the steps after a profiler the steady choice skips
 ROLLUP_STEPS = 1000
 ROLLUP_NS = 60 * 10**9
-FLUSH_S = 1.0
+FLUSH_S = 0.5  # the log's thread writes twice a second: a kill -9 loses well under a second
 WAKE_ROWS = 2000
 MAX_PENDING = 200_000  # rows the training thread may get ahead of the writer before it waits for it
 
@@ -103,7 +104,7 @@ class StepLog:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = self._closed = False
-        self._open_at = 0.0  # when steps_open.jsonl was last written (time.monotonic)
+        self._open_at = 0.0  # when the open file was last written (time.monotonic)
         self._steps_fh = open(run_dir / STEPS, "a", encoding="utf-8")
         self._rollup_fh = open(run_dir / ROLLUPS, "a", encoding="utf-8")
         self.thread = threading.Thread(target=self._run, name="stepwise-step-log", daemon=True)
@@ -168,10 +169,10 @@ class StepLog:
 
     def _write_open(self) -> None:
         rows = [*self._rollup.rows, *self._tail]
-        tmp = self.run_dir / f".{OPEN}.{os.getpid()}.{self.rank}.tmp"
+        tmp = self.run_dir / f".{OPEN.format(rank=self.rank)}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write("".join(json.dumps(row_dict(self.rank, r)) + "\n" for r in rows))
-        os.replace(tmp, self.run_dir / OPEN)
+        os.replace(tmp, self.run_dir / OPEN.format(rank=self.rank))
         self._open_at = time.monotonic()
 
     def close(self) -> None:
@@ -192,6 +193,6 @@ class StepLog:
             self._steps_fh.close()
             self._rollup_fh.close()
             try:
-                os.unlink(self.run_dir / OPEN)
+                os.unlink(self.run_dir / OPEN.format(rank=self.rank))
             except OSError:
                 pass

@@ -4,7 +4,7 @@ and the profiler is started only when :mod:`stepwise_agent.trigger` says the run
 Every step's record (the same fields as :class:`stepwise_agent.recorder.StepRecorder`'s: rank, step, wall_ms, loss,
 samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``capture`` on a profiled step) is a tuple the training thread
 appends to :class:`stepwise_agent.step_log.StepLog`'s queue: its daemon thread writes them (whole, or rolled up past
-the first steps: a bounded run folder), ``progress.json`` and looks for an on-demand request once a second. A step
+the first steps: a bounded run folder), ``progress.json`` and looks for an on-demand request twice a second. A step
 costs a few microseconds of bookkeeping, never a file write.
 
 A capture: when a rule fires at step ``s`` (and :class:`~stepwise_agent.trigger.RateLimit` allows it), a

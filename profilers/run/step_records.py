@@ -2,7 +2,7 @@
 (:mod:`stepwise_agent.step_log` writes them; this module is where every reader gets them).
 
 - :func:`step_rows`: the whole rows — ``steps.jsonl`` and the rows a killed watched run left undecided in
-  ``steps_open.jsonl`` (those past the last step the two other files cover: a row is never read twice);
+  ``steps_open.rank{R}.jsonl`` (those past the last step the two other files cover: a row is never read twice);
 - :func:`rollups`: ``steps_rollup.jsonl``, a summary per minute (or per 1,000 steps) of the steps a long watched
   run did not keep whole;
 - :func:`timeline`: the whole run as one frame over time, a point per whole step and one per roll-up
@@ -33,7 +33,7 @@ def rollups(run_dir: Path) -> list[dict[str, Any]]:
 def step_rows(run_dir: Path) -> list[dict[str, Any]]:
     """Every whole step row of a run (see the module docs); read with :func:`profilers.store.files.steps_frame`."""
     rows = read_jsonl(run_dir / STEPS)
-    opened = read_jsonl(run_dir / OPEN)
+    opened = [r for path in sorted(run_dir.glob(OPEN.format(rank="*"))) for r in read_jsonl(path)]
     if not opened:
         return rows
     covered: dict[int, int] = {}

@@ -23,7 +23,8 @@ def capture_hover(capture: dict[str, Any]) -> str:
     trigger = capture.get("trigger") or {}
     first, last = capture.get("steps") or (None, None)
     said = f"capture {capture.get('n')}: steps {first:,}–{last:,}" if first is not None else "capture"
-    said += f"<br>trigger: {trigger.get('kind', '?')} at step {trigger.get('step', '?')} — {trigger.get('reason', '')}"
+    said += (f"<br>trigger: {trigger.get('kind', '?')} at step {trigger.get('step', '?')} — "
+             f"{trigger.get('reason', '')}")
     if capture.get("bottleneck"):
         said += f"<br>bottleneck: {capture['bottleneck']}"
     return said
@@ -43,9 +44,9 @@ def watch_timeline(points: pd.DataFrame, captures: Sequence[dict[str, Any]]) -> 
             fig.add_trace(go.Scatter(x=xr + xr[::-1], y=r["wall_ms_p90"].tolist() + r["wall_ms_p10"].tolist()[::-1],
                                      fill="toself", fillcolor="rgba(31, 119, 180, 0.15)", line={"width": 0},
                                      name="p10–p90 (rolled up)", hoverinfo="skip"), row=1, col=1)
+        counts = points["steps"].fillna(1).astype(int)
         hover = [f"steps {a:,}–{b:,} ({n:,} rolled up): median" if up else f"step {a:,}"
-                 for a, b, n, up in zip(points["first_step"], points["last_step"], points["steps"].fillna(1).astype(int),
-                                        rolled)]
+                 for a, b, n, up in zip(points["first_step"], points["last_step"], counts, rolled)]
         fig.add_trace(go.Scatter(x=x, y=points["wall_ms"].round(3).tolist(), mode="lines", name="step time",
                                  text=hover, hovertemplate="%{text}: %{y:.2f} ms<extra></extra>",
                                  line={"color": SERIES_COLORS[0]}), row=1, col=1)
