@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from reports.charts import SERIES_COLORS, style
+from reports.charts.over_time import FIRST_STEP_OUTLIER
 
 CAPTURE_COLOR = "rgba(214, 39, 40, 0.16)"
 
@@ -57,6 +58,10 @@ def watch_timeline(points: pd.DataFrame, captures: Sequence[dict[str, Any]]) -> 
                                  text=hover, hovertemplate="%{text}: %{y:.4f}<extra></extra>",
                                  line={"color": SERIES_COLORS[1]}), row=3, col=1)
     _mark_captures(fig, points, captures)
+    walls = [float(w) for w in points["wall_ms"].dropna()] if not points.empty else []
+    if len(walls) >= 3 and walls[0] > FIRST_STEP_OUTLIER * float(pd.Series(walls[1:]).median()) > 0:
+        # a first step far slower (start-up, compilation) stays above the axis, as on the launch's live chart
+        fig.update_yaxes(range=[0, max(walls[1:]) * 1.15], row=1, col=1)
     fig.update_yaxes(tickformat=".0%", rangemode="tozero", row=2, col=1)
     fig.update_xaxes(title_text="step", row=3, col=1)
     n = len(captures)
@@ -75,7 +80,7 @@ def _mark_captures(fig: go.Figure, points: pd.DataFrame, captures: Sequence[dict
                           line_color="rgba(214, 39, 40, 0.6)", layer="below", row=row, col=1)
         marks.append(((first + last) / 2, capture_hover(capture)))
     if marks:
-        top = float(points["wall_ms"].max()) if not points.empty and points["wall_ms"].notna().any() else 1.0
+        top = float(points["wall_ms"].iloc[1:].max()) if len(points) > 1 and points["wall_ms"].notna().any() else 1.0
         fig.add_trace(go.Scatter(x=[m[0] for m in marks], y=[top * 1.05] * len(marks), mode="markers",
                                  name="capture", text=[m[1] for m in marks], hovertemplate="%{text}<extra></extra>",
                                  marker={"symbol": "triangle-down", "size": 12, "color": "rgb(214, 39, 40)"}),

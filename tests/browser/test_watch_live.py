@@ -65,6 +65,6 @@ def test_the_live_page_follows_a_watched_run_to_its_end_with_its_capture(server,
     points.first.hover(force=True)
     hover = chart.first.locator(".hoverlayer")
     hover.get_by_text(re.compile("trigger: ")).first.wait_for(timeout=10_000)
-    assert f"trigger: {first['trigger']['kind']} at step {first['trigger']['step']}" in hover.inner_text()
+    assert f"trigger: {first['trigger']['kind']} at step {first['trigger']['step']}" in (hover.text_content() or "")
     assert page.get_by_text(re.compile(rf"captured steps {first['steps'][0]}–{first['steps'][1]}: ")).count() >= 1
     assert not watch.page_errors and not watch.dialogs
