@@ -31,6 +31,7 @@ from profilers.trace.events import Trace
 from profilers.trace.load import load_trace
 from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.trace.sources import find_trace_files
+from profilers.run.step_records import step_rows
 
 __all__ = ["Observation", "RunFacts", "is_run_folder", "observe", "observe_raw", "observe_run",
            "run_facts", "snapshot_observation", "upload_root", "with_run_trace"]
@@ -152,7 +153,7 @@ def run_facts(run_dir: Path) -> RunFacts:
     """Read ``result.json``, the run's configuration, ``steps.jsonl`` and ``telemetry.jsonl`` (each may be
     missing)."""
     raw_result = read_json(run_dir / "result.json")
-    steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
+    steps = steps_frame(step_rows(run_dir))
     telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
     result = RunResult.from_dict(raw_result) if isinstance(raw_result, dict) else None
     spec = run_config(run_dir)

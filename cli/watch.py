@@ -36,6 +36,7 @@ from profilers.run.captures import capture_records, refused, request_capture
 from profilers.run.handle import RunHandle
 from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
+from reports.watch_timeline import verdict  # the capture's line: one function, the report's too
 
 POLL_S = 0.1
 _TORCHRUN_VALUE = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--rdzv_endpoint", "--rdzv-endpoint",
@@ -106,19 +107,6 @@ class _Tail:
             self.offset += len(data)
             self.out.write(data)
             self.out.flush()
-
-
-def verdict(capture: dict[str, Any], analysis: Any) -> tuple[str | None, str]:
-    """The capture's bottleneck (None: not judged) and its line's words, from its stored analysis."""
-    d = getattr(analysis, "diagnosis", None)
-    bottleneck = d.bottleneck.value if d is not None else None
-    first, last = capture["steps"]
-    said = (f"{bottleneck} — {d.binding.message}" if d is not None and d.binding is not None else
-            bottleneck or (getattr(analysis, "advisor_note", None) or "not judged"))
-    trigger = capture.get("trigger") or {}
-    return bottleneck, (f"step {int(trigger.get('step', first)):,}: {trigger.get('reason', '')}; captured steps "
-                        f"{first:,}–{last:,}" + (f" on rank {capture['rank']}" if capture.get("rank") else "")
-                        + f": {said}")
 
 
 class Analyst:

@@ -34,7 +34,8 @@ from reports.content import compare as content_compare
 from reports.charts import BOTTLENECK_COLORS
 from reports.compare import Comparison
 from reports.escape import markdown_code, markdown_text, script_json_text
-from reports.figures import Figure, analysis_figures, comparison_figures, experiment_figures, ladder_figures
+from reports.figures import (Figure, analysis_figures, comparison_figures, experiment_figures, ladder_figures,
+                             watch_figures)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FORMATS = {"html": "text/html", "json": "application/json", "md": "text/markdown"}
@@ -86,7 +87,7 @@ def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None,
     belongs and show the diff. ``extra``: the run's experiments, commands and environment
     (:func:`reports.run_report.context.report_extra`, which both doors call)."""
     fmt = fmt_for("", fmt)
-    more = {"reproduce": None, "environment": {}, "experiments": [], **(extra or {})}
+    more = {"reproduce": None, "environment": {}, "experiments": [], "watch": None, **(extra or {})}
     ctx = {**content.report_context(analysis, comparison, experiment, ladder), **more}
     if fmt == "json":
         return orjson.dumps({**content.report_json(analysis, comparison, experiment, ladder), **(extra or {})},
@@ -96,7 +97,7 @@ def render(analysis: Analysis, fmt: str, comparison: Comparison | None = None,
         return _env().get_template("report.md.j2").render(**ctx).encode("utf-8")
     figures = (analysis_figures(analysis) + (comparison_figures(comparison) if comparison else [])
                + (experiment_figures(experiment) if experiment is not None else [])
-               + (ladder_figures(ladder) if ladder is not None else []))
+               + (ladder_figures(ladder) if ladder is not None else []) + watch_figures(more.get("watch")))
     return _html("report.html.j2", ctx, figures)
 
 

@@ -4,6 +4,7 @@ wants "all the pictures of this analysis"), built from the chart functions of :m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -89,3 +90,12 @@ def ladder_figures(ladder: LadderRecord) -> list[Figure]:
     """The ladder: the running product of the kept speed-ups (when at least one was kept)."""
     steps = pd.DataFrame(ladder.steps, columns=["label", "speedup"])
     return [Figure("ladder", charts_compare.ladder(steps))] if len(steps) > 1 else []
+
+
+def watch_figures(watch: dict[str, Any] | None) -> list[Figure]:
+    """A watched run's whole-run chart with its captures marked (:func:`reports.watch_timeline.watch_extra`)."""
+    if not watch or not watch.get("timeline"):
+        return []
+    from reports.charts.watch import watch_timeline
+
+    return [Figure("watch_timeline", watch_timeline(pd.DataFrame(watch["timeline"]), watch.get("captures") or []))]

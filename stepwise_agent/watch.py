@@ -1,10 +1,11 @@
 """The watch mode's step recorder: the script runs to its own end with the profiler off, every step is recorded,
 and the profiler is started only when :mod:`stepwise_agent.trigger` says the run changed (or the user asks).
 
-Every step's row goes to ``steps.jsonl`` (the same fields as :class:`stepwise_agent.recorder.StepRecorder`'s:
-rank, step, wall_ms, loss, samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``capture`` on a profiled step),
-but the rows are kept in a bounded buffer and written together at most every :data:`FLUSH_S` seconds (or
-:data:`FLUSH_ROWS` rows), with ``progress.json``: a step costs a few microseconds of bookkeeping, no file write.
+Every step's record (the same fields as :class:`stepwise_agent.recorder.StepRecorder`'s: rank, step, wall_ms, loss,
+samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``capture`` on a profiled step) is a tuple the training thread
+appends to :class:`stepwise_agent.step_log.StepLog`'s queue: its daemon thread writes them (whole, or rolled up past
+the first steps: a bounded run folder), ``progress.json`` and looks for an on-demand request twice a second. A step
+costs a few microseconds of bookkeeping, never a file write.
 
 A capture: when a rule fires at step ``s`` (and :class:`~stepwise_agent.trigger.RateLimit` allows it), a
 ``torch.profiler`` starts at once; step ``s+1`` is its warm-up, steps ``s+2 … s+1+K`` are recorded, and the trace
@@ -15,7 +16,7 @@ turns it into a run of its own and analyses it. A rule that fires while captures
 refusal in ``watch_events.jsonl``.
 
 On demand: a ``capture.request`` file in the run folder (``stepwise capture RUN``: ``{"steps": K}``) starts a
-capture at the next flush, whatever the rate limit (the user asked for it).
+capture within a second, whatever the rate limit (the user asked for it).
 
 The memory guard's signal (SIGUSR1): during a capture the capture is cut at the step's end (its trace so far
 exported), the phase becomes ``cut`` (the runner's guard then allows the script its own growth) and the script
@@ -28,19 +29,18 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from stepwise_agent.hostinfo import _PAGE, available_memory_bytes, current_rss_mb
+from stepwise_agent.step_log import WAKE_ROWS, StepLog
 from stepwise_agent.recorder import GUARD_SIGNAL, RUNNING, MemoryGuardStop, write_json_atomic
 from stepwise_agent.trigger import MEMORY, ON_DEMAND, Fired, RateLimit, Trigger, near_capture
 
-FLUSH_S = 1.0
-FLUSH_ROWS = 2000
 CAPTURE_STEPS = 3
 REQUEST_FILE = "capture.request"
 CAPTURES = "captures"
@@ -79,8 +79,8 @@ class WatchRecorder:
         self.cut_during_step: int | None = None
         self.captures: list[dict[str, Any]] = []
         self.data_ms: Callable[[], float | None] | None = None
-        self._rows: deque[tuple[Any, ...]] = deque()
-        self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
+        self._progress_lock = threading.Lock()  # progress.json: the writer thread's, and the training thread's
+        self._requested: int | None = None  # steps of an on-demand capture the writer thread saw asked for
         self._events = run_dir / "watch_events.jsonl"
         self._windows: list[tuple[int, int]] = []
         self._prof: Any = None
@@ -94,12 +94,13 @@ class WatchRecorder:
             self._statm = None
         self._started = time.time()
         self._t_last = time.perf_counter()
-        self._t_flush = self._t_last
+        self._steplog = StepLog(run_dir, rank, tick=self._tick)
+        self._rows = self._steplog.rows
 
     # -- the step ----------------------------------------------------------------------------------------------
     def start(self) -> None:
         signal.signal(GUARD_SIGNAL, lambda signum, frame: self.on_guard_signal())
-        self._t_last = self._t_flush = time.perf_counter()
+        self._t_last = time.perf_counter()
 
     def on_step(self, loss: float | None, samples: int | None) -> None:
         if self._cuda and torch.cuda.is_initialized():
@@ -121,8 +122,10 @@ class WatchRecorder:
             fired = self.trigger.observe(step, wall_ms, data_ms, memory, near_capture(step, self._windows))
             if fired is not None:
                 self._fire(fired)
-        if len(self._rows) >= FLUSH_ROWS or now - self._t_flush >= FLUSH_S:
-            self.flush()
+        if len(self._rows) >= WAKE_ROWS:
+            self._steplog.wake()
+        if self._requested is not None:
+            self._on_request()
         self._t_last = time.perf_counter()  # our own bookkeeping is not the script's step time
 
     def _memory_mb(self) -> float | None:
@@ -135,30 +138,26 @@ class WatchRecorder:
         except (OSError, ValueError, IndexError):
             return None
 
-    def _row_json(self, step: int, wall_ms: float, loss: float | None, samples: int | None, data_ms: float | None,
-                  profiled: bool, ended_ns: int, memory: float | None, capture: int | None) -> str:
-        """A ``steps.jsonl`` line (made at the flush, not in the step); a row's time is its step's start."""
-        return json.dumps({
-            "rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
-            "data_ms": None if data_ms is None else round(data_ms, 4), "profiled": profiled,
-            "t_unix_ns": ended_ns - int(wall_ms * 1e6), "rss_mb": None if memory is None else round(memory, 1),
-            **({"capture": capture} if capture is not None else {})}) + "\n"
-
-    def flush(self) -> None:
-        """Write the buffered rows and the progress; pick up an on-demand request."""
-        self._t_flush = time.perf_counter()
-        if self._rows:
-            self._fh.write("".join(self._row_json(*row) for row in self._rows))
-            self._fh.flush()
-            self._rows.clear()
+    def _tick(self) -> None:
+        """The writer thread's work after each flush: the progress, and whether a capture was asked for."""
         if self.leader:
             self.write_progress(self.last_loss, RUNNING)
         mtime = self._request_mtime()
         if mtime != self._request_seen:
             self._request_seen = mtime
-            if mtime is not None and self._capture is None and self.phase != CUT:
-                self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"),
-                                    self._requested_steps())
+            if mtime is not None:
+                self._requested = self._requested_steps()
+
+    def _on_request(self) -> None:
+        steps, self._requested = self._requested, None
+        if steps is not None and self._capture is None and self.phase != CUT:
+            self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"), steps)
+
+    def flush(self) -> None:
+        """Write every row so far now (the step log's own thread does it every second) and the progress."""
+        self._steplog.flush()
+        if self.leader:
+            self.write_progress(self.last_loss, RUNNING)
 
     # -- captures ----------------------------------------------------------------------------------------------
     def _fire(self, fired: Fired) -> None:
@@ -259,10 +258,11 @@ class WatchRecorder:
             fh.write(json.dumps({**event, "t_unix": time.time()}) + "\n")
 
     def write_progress(self, loss: float | None, status: str) -> None:
-        write_json_atomic(self.run_dir / "progress.json", {
-            "step": self.steps_done, "total_steps": None, "loss": loss, "eta_s": None,
-            "elapsed_s": time.time() - self._started, "status": status, "phase": self.phase,
-            "updated_unix": time.time(), "captures": len(self.captures), "watch": True})
+        with self._progress_lock:
+            write_json_atomic(self.run_dir / "progress.json", {
+                "step": self.steps_done, "total_steps": None, "loss": loss, "eta_s": None,
+                "elapsed_s": time.time() - self._started, "status": status, "phase": self.phase,
+                "updated_unix": time.time(), "captures": len(self.captures), "watch": True})
 
     def memory_facts(self) -> dict[str, Any]:
         return {"peak_rss_unprofiled_mb": None, "peak_rss_profiled_mb": None,
@@ -272,8 +272,9 @@ class WatchRecorder:
         """The script ended: a capture in progress is closed with what it holds; the last rows are written."""
         if self._capture is not None:
             self._end_capture()
-        self.flush()
-        self._fh.close()
+        self._steplog.close()
+        if self.leader:
+            self.write_progress(self.last_loss, RUNNING)
         if self._statm is not None:
             os.close(self._statm)
             self._statm = None

@@ -35,6 +35,7 @@ from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_
 from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.events import Trace
 from profilers.trace.memory_snapshot import MemorySnapshot
+from profilers.run.step_records import step_rows
 
 if TYPE_CHECKING:
     from profilers.trace.sources import TraceFile
@@ -185,7 +186,7 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
     diagnosis, note = judged(obs)
     return Analysis(label=label, kind=kind, breakdown=b, run=facts, diagnosis=diagnosis, advisor_note=note,
                     efficiency=_efficiency(b, facts.cpu_matmul_tflops), timeline=timeline, step_spans=spans,
-                    memory=memory, steps=steps_frame(read_jsonl(run_dir / "steps.jsonl")),
+                    memory=memory, steps=steps_frame(step_rows(run_dir)),
                     telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
                     n_events=n_events, notes=notes, job=job)
 

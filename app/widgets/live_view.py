@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import streamlit as st
@@ -14,7 +13,10 @@ from app.services import launching
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
+from profilers.run.step_records import timeline
 from reports.charts import over_time as charts_time
+from reports.charts import watch as watch_chart
+from reports.watch_timeline import is_watched, judged_captures
 
 REFRESH_S = 1.0
 NO_STEPS_YET = "Step time and loss are drawn here from the run's first step."
@@ -54,39 +56,30 @@ def _body(run_id: str) -> None:
         cols = st.columns(3)
         cols[0].page_link("views/analysis.py", label="Open its analysis", icon=":material/bar_chart:")
         cols[1].page_link("views/advisor.py", label="Ask the advisor", icon=":material/lightbulb:")
+    run_dir = store.path(run_id)
+    found = judged_captures(run_dir) if is_watched(run_dir) else None
     if live.steps.empty:  # no empty axes while Python and torch load (dashboard walk)
         st.caption(NO_STEPS_YET)
+    elif found is not None:  # a watched run: the whole run (roll-ups included), each capture marked
+        ui.chart(watch_chart.watch_timeline(timeline(run_dir), found), key="launch.watch_timeline")
     else:
         ui.chart(charts_time.live_progress(live.steps), key="launch.live_progress")
-    captures(store, run_id, live.status is RunStatus.RUNNING)
+    if found is not None:
+        captures(store, run_id, found, live.status is RunStatus.RUNNING)
     if not live.telemetry.empty:
         source = str(live.telemetry["source"].iloc[0]) if "source" in live.telemetry else None
         ui.chart(charts_time.telemetry(live.telemetry, live.steps, source), key="launch.live_telemetry")
 
 
-def captures(store: Any, run_id: str, running: bool) -> None:
-    """A watched run's captures, each with its verdict (its stored analysis, made here once: outside the training
-    process), and the button that asks for one now."""
-    from cli.watch import verdict
-    from profilers.run.captures import capture_records, request_capture
+def captures(store: Any, run_id: str, found: list[dict[str, Any]], running: bool) -> None:
+    """A watched run's captures, each with its verdict (its stored analysis, made once, outside the training
+    process: :func:`reports.watch_timeline.judged_captures`), and the button that asks for one now."""
+    from profilers.run.captures import request_capture
 
-    from profilers.store.files import read_json
-
-    boot = read_json(store.path(run_id) / "boot.json")
-    if not isinstance(boot, dict) or not isinstance(boot.get("watch"), dict):
-        return
     st.markdown("**Captures** — the run profiles itself when its step changes")
-    found = capture_records(store.path(run_id))
     for capture in found:
-        if capture["run_id"] is None:
-            continue
-        try:
-            from advisors.analysis import analyse
-
-            analysis: Any = analyse(store.path(capture["run_id"]), charts=False)
-        except StepwiseError as err:
-            analysis = SimpleNamespace(diagnosis=None, advisor_note=str(err))
-        st.markdown(ui.text(verdict(capture, analysis)[1], 1500))
+        if capture["verdict"] is not None:
+            st.markdown(ui.text(capture["verdict"], 1500))
     if not found:
         st.caption("No capture yet: the step time, batch drawing and memory have kept to their baseline.")
     if running and st.button("Capture the next steps now", key="launch.capture"):

@@ -17,6 +17,7 @@ that needs our own libraries happens here, in Stepwise's environment:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import signal
 import statistics
@@ -32,6 +33,7 @@ from profilers.run.script_errors import describe_rank_error
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 from stepwise_agent.steady import choose_steps
+from profilers.run.step_records import rolled_steps, step_rows
 
 OOM_NEAR_SHARE = 0.80  # a SIGKILL with the tree's peak at or above this share of the limit reads as the kernel's OOM
 TELEMETRY_INTERVAL_S = 0.1
@@ -119,8 +121,10 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
     errors = rank_errors(run_dir)
     trip = monitor.trip if monitor is not None else None
     telemetry = telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))
-    steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
+    steps = steps_frame(step_rows(run_dir))
     summary = summarise_steps(steps, telemetry, boot_warmup(run_dir))
+    if rolled := rolled_steps(run_dir):  # a long watched run: its steps past the first are rolled up
+        summary = dataclasses.replace(summary, steps_done=summary.steps_done + rolled)
     warnings: list[str] = []
     if isinstance(agent, dict):
         status = RunStatus.parse(agent.get("status"))

@@ -26,6 +26,7 @@ from typing import Any
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
 from profilers.store.runs import RunStore
+from profilers.run.step_records import step_rows
 from stepwise_agent.trigger import RECENT
 
 CAPTURES = "captures"  # stepwise_agent.watch.CAPTURES: the agent's folder of captures
@@ -75,7 +76,7 @@ def _window_rows(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]
     fired = int((capture.get("trigger") or {}).get("step", first))
     judged_from = min(first, fired - RECENT + 1)
     rank = int(capture.get("rank") or 0)
-    return [r for r in read_jsonl(run_dir / "steps.jsonl")
+    return [r for r in step_rows(run_dir)
             if r.get("rank", 0) == rank and judged_from <= int(r.get("step", -1)) <= last]
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from profilers.store.files import read_jsonl, steps_frame
+from profilers.store.files import steps_frame
+from profilers.run.step_records import step_rows
 
 WALL_MS, LOSS, SAMPLES_PER_S = "step/wall_ms", "step/loss", "step/samples_per_s"
 STEP_SCALARS = (WALL_MS, LOSS, SAMPLES_PER_S)
@@ -29,7 +30,7 @@ def write_scalars(run_dir: Path) -> int:
     """Write one scalar event per step and measure; returns how many steps were written."""
     from torch.utils.tensorboard import SummaryWriter
 
-    steps = steps_frame(read_jsonl(run_dir / "steps.jsonl"))
+    steps = steps_frame(step_rows(run_dir))
     if steps.empty:
         return 0
     for rank, rows in steps.groupby("rank"):

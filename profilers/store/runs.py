@@ -32,6 +32,7 @@ import pandas as pd
 from profilers.errors import RunError
 from profilers.run.records import RUN_KINDS, RunRecord, RunResult, RunStatus, summarise_steps
 from profilers.store.index import COLUMNS, INDEX_FILE, RunIndex
+from profilers.run.step_records import step_rows
 from profilers.store.files import (
     copy_upload,
     pid_alive,
@@ -244,7 +245,7 @@ class RunStore:
 
     def read_steps(self, run_id: str) -> pd.DataFrame:
         """``steps.jsonl`` as a frame: rank, step, wall_ms, loss, samples, profiled, t_unix_ns (one row each)."""
-        return steps_frame(read_jsonl(self.path(run_id) / "steps.jsonl"))
+        return steps_frame(step_rows(self.path(run_id)))
 
     def read_telemetry(self, run_id: str) -> pd.DataFrame:
         """``telemetry.jsonl``: t_unix_ns, t_trace_us, source, then one column per metric."""

@@ -26,6 +26,7 @@ from profilers.run.records import RunRecord
 from profilers.store import experiments
 from profilers.store.files import read_json
 from profilers.store.runs import RunStore
+from reports.watch_timeline import watch_extra
 
 
 def _dict(path: Path) -> dict[str, Any]:
@@ -149,12 +150,12 @@ def _trial_dir(store: RunStore, x: ExperimentRecord, roles: tuple[str, ...]) -> 
 
 
 def report_extra(path: Path, store: RunStore | None = None) -> dict[str, Any]:
-    """``{"reproduce", "environment", "experiments"}`` of the input at ``path``, for
+    """``{"reproduce", "environment", "experiments", "watch"}`` of the input at ``path``, for
     :func:`reports.export.render`'s ``extra``: for a run folder, how to reproduce it, its environment and the
     experiments tried on it (from ``store``, else the run store the folder is in, if it is in one); for anything
     else (a trace, a folder of ranks), nothing. Read from the files only: the same whichever door asks."""
     if not is_run_folder(path):
-        return {"reproduce": None, "environment": {}, "experiments": []}
+        return {"reproduce": None, "environment": {}, "experiments": [], "watch": None}
     store = store if store is not None else _store_of(path)
     record = None
     if store is not None:
@@ -163,7 +164,8 @@ def report_extra(path: Path, store: RunStore | None = None) -> dict[str, Any]:
         except StepwiseError:
             record = None
     return {"reproduce": reproduce(path), "environment": environment(path),
-            "experiments": experiment_rows(store, record) if store is not None and record is not None else []}
+            "experiments": experiment_rows(store, record) if store is not None and record is not None else [],
+            "watch": watch_extra(path)}  # a watched run's timeline: its captures and the whole run's points
 
 
 def _store_of(run_dir: Path) -> RunStore | None:

@@ -174,3 +174,37 @@ def test_the_script_form_offers_to_watch_the_whole_run(store) -> None:
     at = open_page("launch")
     at.radio(key="launch.what").set_value("My training script").run()
     assert at.checkbox(key="launch.watch").label == "Watch the whole run"
+
+
+def test_a_watched_run_draws_the_whole_run_with_its_captures_marked(store) -> None:
+    """The live view of a long watched run: step time, batch drawing and loss over the whole run — its rolled-up
+    steps included (``steps_rollup.jsonl``) — with the capture a band over its steps and a marker whose hover
+    says its trigger."""
+    import json
+
+    record = fake_run(store, label="watched long", status=RunStatus.RUNNING, kind="launch", steps=8,
+                      files={"boot.json": {"watch": {"capture_steps": 3}}})
+    store.update(record.run_id, status=RunStatus.RUNNING)
+    run_dir = store.path(record.run_id)
+    with open(run_dir / "steps_rollup.jsonl", "w") as fh:
+        for k in range(3):  # steps 8 … 3,007 rolled up, a thousand to a summary
+            fh.write(json.dumps({"rank": 0, "first_step": 8 + 1000 * k, "last_step": 1007 + 1000 * k, "steps": 1000,
+                                 "t_unix_ns": 1, "wall_ms_median": 50.0 + 10 * k, "wall_ms_p10": 45.0,
+                                 "wall_ms_p90": 70.0 + 10 * k, "data_share": 0.1 * k, "loss_last": 0.5}) + "\n")
+    folder = run_dir / "captures" / "r0c001"
+    folder.mkdir(parents=True)
+    (folder / "capture.json").write_text(json.dumps({
+        "n": 1, "rank": 0, "steps": [2010, 2012], "status": "done", "started_unix": 1.0,
+        "trigger": {"kind": "data_share", "step": 2008, "reason": "batch drawing 10% → 40% of the step"}}))
+    at = open_page("launch")
+    at.session_state["stepwise.followed_run"] = record.run_id
+    at.run()
+    assert_clean(at)
+    [fig] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "The whole run" in c.proto.spec]
+    step_time = next(t for t in fig["data"] if t.get("name") == "step time")
+    assert max(step_time["x"]) == (2008 + 3007) / 2  # the last roll-up drawn at its middle step
+    assert next(t for t in fig["data"] if t.get("name") == "batch drawing")["y"][-1] == 0.2
+    [mark] = [t for t in fig["data"] if t.get("name") == "capture"]
+    assert mark["x"] == [2011] and "data_share at step 2008" in mark["text"][0]
+    bands = [s for s in fig["layout"]["shapes"] if s.get("type") == "rect"]
+    assert len(bands) == 3 and {(b["x0"], b["x1"]) for b in bands} == {(2009.5, 2012.5)}
