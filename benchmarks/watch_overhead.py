@@ -32,7 +32,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def agent_cost_us(calls: int) -> list[tuple[float, float]]:
-    """µs inside ``on_step`` of the watch recorder per step — the median call, and the mean (flushes included, and
+    """µs inside ``on_step`` of the watch recorder per step — the median call, and the mean (the rare call that waits for the writer, and
     whatever preemption a busy machine adds) — five rounds; each simulated step lasts 1 ms (a busy wait), captures
     refused."""
     from stepwise_agent.trigger import RateLimit
