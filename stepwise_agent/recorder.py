@@ -34,6 +34,7 @@ import torch
 
 from stepwise_agent import rank_summary
 from stepwise_agent.hostinfo import current_rss_mb, peak_rss_mb
+from stepwise_agent.step_log import row_dict
 
 PROFILE_WAIT, PROFILE_WARMUP = 1, 1
 GUARD_SIGNAL = signal.SIGUSR1
@@ -121,13 +122,11 @@ class StepRecorder:
 
     def _record(self, wall_ms: float, loss: float | None, samples: int | None) -> None:
         step = self.steps_done
-        started_ns = time.time_ns() - int(wall_ms * 1e6)  # a step row's time is its start, as the trainer's
         rss = current_rss_mb()
         data_ms = self.data_ms() if self.data_ms is not None else None
-        row = {"rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
-               "data_ms": None if data_ms is None else round(data_ms, 4),
-               "profiled": self.wait + PROFILE_WARMUP <= step < self.total, "t_unix_ns": started_ns,
-               "rss_mb": _round(rss)}
+        # the one row layout of steps.jsonl, the watch's writer's too; its time is the step's start
+        row = row_dict(self.rank, (step, wall_ms, loss, samples, data_ms,
+                                   self.wait + PROFILE_WARMUP <= step < self.total, time.time_ns(), rss, None))
         if self.cut_during_step == step:
             row["profile_cut"] = True  # the trace holds only part of this step
         if self.phase == PROFILING and rss is not None:
