@@ -11,8 +11,10 @@ prints a line beside the job's output::
     stepwise: step 54: batch drawing 0% → 41% of the step for 8 steps (…); captured steps 56–58: data — …
 
 ``--json`` prints, at the end, the run's JSON (as ``launch --json``) with ``captures``: each capture's ``trigger``
-(kind, step, reason), profiled ``steps`` [first, last], ``rank``, ``bottleneck`` (the analysis's, None when it
-could not judge), ``verdict`` (the line's words) and ``run_id``; and ``refused``: triggers the rate limit held
+(kind, step, reason), profiled ``steps`` [first, last], ``rank``, ``ranks`` (those that captured: a rank falling
+behind and its neighbour, :mod:`profilers.run.rank_watch`), ``bottleneck`` (the analysis's, None when it could
+not judge), ``straggler`` (the rank the straggler rule marks in a capture of several ranks, else None),
+``verdict`` (the line's words) and ``run_id``; and ``refused``: triggers the rate limit held
 back. With ``--json`` the job's own stdout goes to stderr, so stdout is the JSON alone.
 
 ``-- torchrun --nproc_per_node N train.py ARGS…`` runs every rank under the agent (each records its own steps).
@@ -108,16 +110,32 @@ class _Tail:
             self.out.flush()
 
 
+def straggler(analysis: Any) -> tuple[int | None, str | None]:
+    """The straggler a capture of several ranks found (:mod:`profilers.jobs.straggler`, through its breakdown):
+    its rank (None: no rank marked) and the rule's sentence (None: one rank)."""
+    b = getattr(analysis, "breakdown", None)
+    if b is None or len(getattr(b, "ranks", ()) or ()) < 2:
+        return None, None
+    s = b.straggler
+    return (s.rank if s is not None else None), b.straggler_call.reason
+
+
 def verdict(capture: dict[str, Any], analysis: Any) -> tuple[str | None, str]:
-    """The capture's bottleneck (None: not judged) and its line's words, from its stored analysis."""
+    """The capture's bottleneck (None: not judged) and its line's words, from its stored analysis (a capture of
+    a rank falling behind adds the straggler rule's sentence)."""
     d = getattr(analysis, "diagnosis", None)
     bottleneck = d.bottleneck.value if d is not None else None
     first, last = capture["steps"]
     said = (f"{bottleneck} — {d.binding.message}" if d is not None and d.binding is not None else
             bottleneck or (getattr(analysis, "advisor_note", None) or "not judged"))
     trigger = capture.get("trigger") or {}
+    sentence = straggler(analysis)[1]
+    if trigger.get("kind") == "rank_behind" and sentence:
+        said += f" {sentence}"
+    ranks = capture.get("ranks") or []
     return bottleneck, (f"step {int(trigger.get('step', first)):,}: {trigger.get('reason', '')}; captured steps "
-                        f"{first:,}–{last:,}" + (f" on rank {capture['rank']}" if capture.get("rank") else "")
+                        f"{first:,}–{last:,}" + (f" on ranks {', '.join(map(str, ranks))}" if len(ranks) > 1 else
+                                                 f" on rank {capture['rank']}" if capture.get("rank") else "")
                         + f": {said}")
 
 
@@ -148,7 +166,8 @@ class Analyst:
         out = []
         for c in capture_records(self.store.path(self.run_id)):
             seen = self.done.get(c["run_id"] or "", {})
-            out.append({**c, "bottleneck": seen.get("bottleneck"), "verdict": seen.get("verdict")})
+            out.append({**c, "bottleneck": seen.get("bottleneck"), "verdict": seen.get("verdict"),
+                        "straggler": seen.get("straggler")})
         return out
 
     def _analyse(self, capture: dict[str, Any]) -> None:
@@ -162,7 +181,7 @@ class Analyst:
         bottleneck, line = verdict(capture, analysis)
         if analysis is None:
             line += f" ({note})"
-        self.done[capture["run_id"]] = {"bottleneck": bottleneck, "verdict": line}
+        self.done[capture["run_id"]] = {"bottleneck": bottleneck, "verdict": line, "straggler": straggler(analysis)[0]}
         print(f"stepwise: {line}", file=self.say, flush=True)
 
 

@@ -2,7 +2,8 @@
 and the profiler is started only when :mod:`stepwise_agent.trigger` says the run changed (or the user asks).
 
 Every step's row goes to ``steps.jsonl`` (the same fields as :class:`stepwise_agent.recorder.StepRecorder`'s:
-rank, step, wall_ms, loss, samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``capture`` on a profiled step),
+rank, step, wall_ms, loss, samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``backward_ms``: the time inside
+the step's backward calls, where DDP's all-reduce waits for the slowest rank, and ``capture`` on a profiled step),
 but the rows are kept in a bounded buffer and written together at most every :data:`FLUSH_S` seconds (or
 :data:`FLUSH_ROWS` rows), with ``progress.json``: a step costs a few microseconds of bookkeeping, no file write.
 
@@ -15,7 +16,12 @@ turns it into a run of its own and analyses it. A rule that fires while captures
 refusal in ``watch_events.jsonl``.
 
 On demand: a ``capture.request`` file in the run folder (``stepwise capture RUN``: ``{"steps": K}``) starts a
-capture at the next flush, whatever the rate limit (the user asked for it).
+capture at the next flush, whatever the rate limit (the user asked for it). The runner's rank watch
+(:mod:`profilers.run.rank_watch`) writes the same file with ``ranks`` (only those ranks capture), ``at_step`` (the
+step they all start at, so their windows line up), ``trigger`` (its rule and words; the runner limits how often it asks: a rank refusing would leave the others'
+captures without it) and
+``job`` (kept in each rank's ``capture.json`` with the ranks asked: the runner stores the ranks' captures of one
+request as one run).
 
 The memory guard's signal (SIGUSR1): during a capture the capture is cut at the step's end (its trace so far
 exported), the phase becomes ``cut`` (the runner's guard then allows the script its own growth) and the script
@@ -79,6 +85,8 @@ class WatchRecorder:
         self.cut_during_step: int | None = None
         self.captures: list[dict[str, Any]] = []
         self.data_ms: Callable[[], float | None] | None = None
+        self.backward_ms: Callable[[], float | None] | None = None
+        self._armed: tuple[int, Fired, int, dict[str, Any] | None] | None = None  # (at step, trigger, steps, job)
         self._rows: deque[tuple[Any, ...]] = deque()
         self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
         self._events = run_dir / "watch_events.jsonl"
@@ -108,11 +116,12 @@ class WatchRecorder:
         wall_ms = (now - self._t_last) * 1000.0
         step = self.steps_done
         data_ms = self.data_ms() if self.data_ms is not None else None
+        backward_ms = self.backward_ms() if self.backward_ms is not None else None
         memory = self._memory_mb()
         capture = self._capture
         profiled = capture is not None and capture["steps"][0] <= step <= capture["steps"][1]
         self._rows.append((step, wall_ms, loss, samples, data_ms, profiled, time.time_ns(), memory,
-                           capture["n"] if profiled and capture is not None else None))
+                           capture["n"] if profiled and capture is not None else None, backward_ms))
         self.steps_done += 1
         self.last_loss = loss
         if capture is not None:
@@ -121,6 +130,11 @@ class WatchRecorder:
             fired = self.trigger.observe(step, wall_ms, data_ms, memory, near_capture(step, self._windows))
             if fired is not None:
                 self._fire(fired)
+            elif self._armed is not None and self.steps_done >= self._armed[0]:
+                _, asked, steps, job = self._armed
+                self._armed = None
+                if self.phase != CUT:  # the runner limits its own requests: every rank asked must capture
+                    self._start_capture(asked, steps, job)
         if len(self._rows) >= FLUSH_ROWS or now - self._t_flush >= FLUSH_S:
             self.flush()
         self._t_last = time.perf_counter()  # our own bookkeeping is not the script's step time
@@ -136,12 +150,14 @@ class WatchRecorder:
             return None
 
     def _row_json(self, step: int, wall_ms: float, loss: float | None, samples: int | None, data_ms: float | None,
-                  profiled: bool, ended_ns: int, memory: float | None, capture: int | None) -> str:
+                  profiled: bool, ended_ns: int, memory: float | None, capture: int | None,
+                  backward_ms: float | None) -> str:
         """A ``steps.jsonl`` line (made at the flush, not in the step); a row's time is its step's start."""
         return json.dumps({
             "rank": self.rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
             "data_ms": None if data_ms is None else round(data_ms, 4), "profiled": profiled,
             "t_unix_ns": ended_ns - int(wall_ms * 1e6), "rss_mb": None if memory is None else round(memory, 1),
+            "backward_ms": None if backward_ms is None else round(backward_ms, 4),
             **({"capture": capture} if capture is not None else {})}) + "\n"
 
     def flush(self) -> None:
@@ -157,8 +173,24 @@ class WatchRecorder:
         if mtime != self._request_seen:
             self._request_seen = mtime
             if mtime is not None and self._capture is None and self.phase != CUT:
-                self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"),
-                                    self._requested_steps())
+                self._asked(self._read_request())
+
+    def _asked(self, request: dict[str, Any]) -> None:
+        """A request in ``capture.request``: on demand now, or the rank watch's for some ranks at a step."""
+        steps = self._requested_steps(request)
+        ranks, trigger = request.get("ranks"), request.get("trigger")
+        if isinstance(ranks, list) and self.rank not in ranks:
+            return
+        if not isinstance(trigger, dict):
+            self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"), steps)
+            return
+        raw = trigger.get("numbers")
+        numbers: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        fired = Fired(str(trigger.get("kind")), int(trigger.get("step") or 0), str(trigger.get("reason") or ""),
+                      tuple((str(k), float(v)) for k, v in numbers.items() if isinstance(v, (int, float))))
+        job = {"id": str(request["job"]), "ranks": [int(r) for r in ranks]} \
+            if request.get("job") and isinstance(ranks, list) else None
+        self._armed = (int(request.get("at_step") or 0), fired, steps, job)
 
     # -- captures ----------------------------------------------------------------------------------------------
     def _fire(self, fired: Fired) -> None:
@@ -169,12 +201,12 @@ class WatchRecorder:
             return
         self._start_capture(fired, self.capture_steps)
 
-    def _start_capture(self, fired: Fired, steps: int) -> None:
+    def _start_capture(self, fired: Fired, steps: int, job: dict[str, Any] | None = None) -> None:
         n = len(self.captures) + 1
         first = self.steps_done + 1  # the next step is the profiler's warm-up
         self._capture = {"n": n, "rank": self.rank, "trigger": fired.to_json(), "steps": [first, first + steps - 1],
                          "started_unix": time.time(), "t0": time.perf_counter(), "status": "running",
-                         "folder": f"r{self.rank}c{n:03d}"}
+                         "folder": f"r{self.rank}c{n:03d}", **({"job": job} if job else {})}
         (self.run_dir / CAPTURES / self._capture["folder"]).mkdir(parents=True, exist_ok=True)
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self._cuda:
@@ -247,11 +279,18 @@ class WatchRecorder:
         except OSError:
             return None
 
-    def _requested_steps(self) -> int:
+    def _read_request(self) -> dict[str, Any]:
         try:
             with open(self.run_dir / REQUEST_FILE, encoding="utf-8") as fh:
-                return max(1, min(int(json.load(fh).get("steps", self.capture_steps)), 100))
-        except (OSError, ValueError, TypeError, AttributeError):
+                request = json.load(fh)
+        except (OSError, ValueError):
+            return {}
+        return request if isinstance(request, dict) else {}
+
+    def _requested_steps(self, request: dict[str, Any]) -> int:
+        try:
+            return max(1, min(int(request.get("steps", self.capture_steps)), 100))
+        except (ValueError, TypeError):
             return self.capture_steps
 
     def _log(self, event: dict[str, Any]) -> None:
