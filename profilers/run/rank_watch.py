@@ -37,8 +37,10 @@ WARMUP_STEPS = 5  # as stepwise_agent.trigger.WARMUP_STEPS: never judged
 AFTER_CAPTURE = 3  # steps after a profiled one left out (the profiler's cost settles)
 LEAD_S = 1.5  # the capture starts this far (in time) ahead of the slowest rank: every rank reads the request first
 REQUEST_FILE = "capture.request"  # stepwise_agent.watch.REQUEST_FILE
-CAPTURE_STEPS = 8  # the least steps such a capture profiles: the straggler rule measures a rank's step-to-step
-# noise in them, and over 3 profiled steps that noise hid a rank working 26% of the step more than the other
+CAPTURE_STEPS = 12  # the least steps such a capture profiles: the straggler rule measures a rank's step-to-step
+# noise in them (an interquartile range). Over 3 steps it hid a rank working 26% of the step more than the other;
+# over 8, two steps slowed by a busy host (150-190 ms in a 60 ms run) set the 75th percentile and hid one working
+# 33% more; over 12 two such steps stay above it
 MAX_PER_HOUR = 6  # requests an hour, as the agents' own limit (stepwise_agent.trigger.MAX_PER_HOUR)
 
 

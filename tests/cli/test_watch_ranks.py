@@ -1,5 +1,6 @@
 """``stepwise watch -- torchrun --nproc_per_node 2`` for real (slow, gloo on CPU): a user-style DDP script where
-rank 1 starts doing extra work inside its step at step 40 fires a ``rank_behind`` capture on rank 1 and its
+rank 1 starts sleeping 100 ms inside its step at step 40 (with 25-50 ms the capture's few traced steps,
+on a busy 2-core host, marked it in about half the runs: see the README) fires a ``rank_behind`` capture on rank 1 and its
 neighbour, whose analysis names rank 1; the same script kept steady fires none (issue 44 item 5)."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ CHANGE_AT = 40
 WITHIN_STEPS = WINDOW // 2 + CONFIRM + 2
 #: the capture starts within this many steps of the trigger: the runner reads rows the agents flush every second,
 #: then asks for a step 1.5 s ahead of the last it saw (so both ranks read the request before it); at this
-#: script's ~40 ms steps, about 40 + 40 steps
+#: script's ~120 ms steps about 20 steps (67-78 for a trigger at 49), at ~20 ms steps as many as 120
 CAPTURE_WITHIN = 120
 
 

@@ -68,7 +68,7 @@ def test_steady_ranks_and_equal_walls_fire_nothing() -> None:
 def test_the_neighbour_is_the_next_rank_in_the_ring() -> None:
     watch = RankWatch(4)
     [(_, call)] = run(watch, range(100), slow=3)
-    assert call.rank == 3 and watch.request(call, 10)["ranks"] == [0, 3] and watch.request(call, 10)["steps"] == 10
+    assert call.rank == 3 and watch.request(call, 20)["ranks"] == [0, 3] and watch.request(call, 20)["steps"] == 20
 
 
 def test_a_new_episode_fires_again_and_profiled_steps_are_not_judged() -> None:

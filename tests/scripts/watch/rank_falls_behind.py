@@ -18,7 +18,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=120)
 parser.add_argument("--change-at", type=int, default=40)
 parser.add_argument("--slow-rank", type=int, default=1)
-parser.add_argument("--delay-ms", type=float, default=25.0)
+parser.add_argument("--delay-ms", type=float, default=100.0)
 parser.add_argument("--steady", action="store_true")
 args = parser.parse_args()
 
