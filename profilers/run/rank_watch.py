@@ -12,7 +12,8 @@ judgements in a row (windows ending at consecutive steps), :class:`RankWatch` wr
 neighbour in the ring (``(R + 1) % N``) to profile :data:`CAPTURE_STEPS` steps (or ``--capture-steps`` if more),
 starting at a step a little ahead of the slowest rank (both windows line
 up), with the trigger ``rank R behind the others by +X% for N steps``. One rank's episode fires once: it fires
-again only after a window where that rank was not marked, and the runner asks at most :data:`MAX_PER_HOUR` times
+again only after :data:`WINDOW` judgements in a row that did not mark it (a few odd steps unmark every window
+that holds them, which must not end it), and the runner asks at most :data:`MAX_PER_HOUR` times
 an hour (the agents capture what it asks whatever their own rate limit: every rank asked must capture, or the
 job's capture would lack the rank it is about).
 """
@@ -73,6 +74,7 @@ class RankWatch:
         self._judged = 0  # the last step judged
         self._marks: deque[int | None] = deque(maxlen=CONFIRM)
         self._fired_for: int | None = None
+        self._unmarked = 0  # judgements in a row that did not mark the rank fired for
         self._skip_until = WARMUP_STEPS
         self.last_step = -1
         self.fired_step = -1  # the step the last request fired at
@@ -109,11 +111,13 @@ class RankWatch:
                 continue
             call = judge({r: [self._steps[s][r] for s in full] for r in range(self.world_size)})
             self._marks.append(call.rank if call.marked else None)
-            if self._fired_for is not None and (not call.marked or call.rank != self._fired_for):
-                self._fired_for = None  # its episode is over: it may fire again
+            if self._fired_for is not None:  # its episode ends after a window of judgements without it
+                self._unmarked = 0 if call.marked and call.rank == self._fired_for else self._unmarked + 1
+                if self._unmarked >= self.window:
+                    self._fired_for = None
             if (call.marked and len(self._marks) == CONFIRM and len(set(self._marks)) == 1
                     and call.rank != self._fired_for and fired is None and self._allowed()):
-                self._fired_for, fired, self.fired_step = call.rank, call, step
+                self._fired_for, fired, self.fired_step, self._unmarked = call.rank, call, step, 0
                 self._fired_at.append(self._clock())
         for step in [s for s in self._steps if s < self._judged - 2 * self.window]:
             del self._steps[step]

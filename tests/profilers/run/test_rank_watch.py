@@ -108,3 +108,10 @@ def test_the_follower_reads_the_rows_as_they_come_and_writes_the_request(tmp_pat
     assert request is not None and request["ranks"] == [0, 1]
     assert json.loads((tmp_path / "capture.request").read_text()) == request
     assert rank_follower(tmp_path / "none", {"watch": {}}) is None  # one rank: nothing to compare
+
+
+def test_an_odd_window_inside_an_episode_does_not_fire_it_again() -> None:
+    watch = RankWatch(2)
+    assert len(run(watch, range(70), slow=1)) == 1
+    assert run(watch, range(70, 73), slow=None) == []  # three steps in step unmark the windows that hold them
+    assert run(watch, range(73, 140), slow=1, change_at=0) == []  # the same episode: no second request
