@@ -11,8 +11,10 @@ prints a line beside the job's output::
     stepwise: step 54: batch drawing 0% → 41% of the step for 8 steps (…); captured steps 56–58: data — …
 
 ``--json`` prints, at the end, the run's JSON (as ``launch --json``) with ``captures``: each capture's ``trigger``
-(kind, step, reason), profiled ``steps`` [first, last], ``rank``, ``bottleneck`` (the analysis's, None when it
-could not judge), ``verdict`` (the line's words) and ``run_id``; and ``refused``: triggers the rate limit held
+(kind, step, reason), profiled ``steps`` [first, last], ``rank``, ``ranks`` (those that captured: a rank falling
+behind and its neighbour, :mod:`profilers.run.rank_watch`), ``bottleneck`` (the analysis's, None when it could
+not judge), ``straggler`` (the rank the straggler rule marks in a capture of several ranks, else None),
+``verdict`` (the line's words) and ``run_id``; and ``refused``: triggers the rate limit held
 back. With ``--json`` the job's own stdout goes to stderr, so stdout is the JSON alone.
 
 ``-- torchrun --nproc_per_node N train.py ARGS…`` runs every rank under the agent (each records its own steps).
@@ -36,7 +38,7 @@ from profilers.run.captures import capture_records, refused, request_capture
 from profilers.run.handle import RunHandle
 from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
-from reports.watch_timeline import verdict  # the capture's line: one function, the report's too
+from reports.watch_timeline import straggler, verdict  # the capture's line: one function, the report's too
 
 POLL_S = 0.1
 _TORCHRUN_VALUE = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--rdzv_endpoint", "--rdzv-endpoint",
@@ -136,7 +138,8 @@ class Analyst:
         out = []
         for c in capture_records(self.store.path(self.run_id)):
             seen = self.done.get(c["run_id"] or "", {})
-            out.append({**c, "bottleneck": seen.get("bottleneck"), "verdict": seen.get("verdict")})
+            out.append({**c, "bottleneck": seen.get("bottleneck"), "verdict": seen.get("verdict"),
+                        "straggler": seen.get("straggler")})
         return out
 
     def _analyse(self, capture: dict[str, Any]) -> None:
@@ -150,7 +153,7 @@ class Analyst:
         bottleneck, line = verdict(capture, analysis)
         if analysis is None:
             line += f" ({note})"
-        self.done[capture["run_id"]] = {"bottleneck": bottleneck, "verdict": line}
+        self.done[capture["run_id"]] = {"bottleneck": bottleneck, "verdict": line, "straggler": straggler(analysis)[0]}
         print(f"stepwise: {line}", file=self.say, flush=True)
 
 

@@ -16,16 +16,32 @@ from profilers.run.step_records import TIMELINE_COLUMNS, timeline
 from profilers.store.files import read_json
 
 
+def straggler(analysis: Any) -> tuple[int | None, str | None]:
+    """The straggler a capture of several ranks found (:mod:`profilers.jobs.straggler`, through its breakdown):
+    its rank (None: no rank marked) and the rule's sentence (None: one rank)."""
+    b = getattr(analysis, "breakdown", None)
+    if b is None or len(getattr(b, "ranks", ()) or ()) < 2:
+        return None, None
+    s = b.straggler
+    return (s.rank if s is not None else None), b.straggler_call.reason
+
+
 def verdict(capture: dict[str, Any], analysis: Any) -> tuple[str | None, str]:
-    """The capture's bottleneck (None: not judged) and its line's words, from its stored analysis."""
+    """The capture's bottleneck (None: not judged) and its line's words, from its stored analysis (a capture of
+    a rank falling behind adds the straggler rule's sentence)."""
     d = getattr(analysis, "diagnosis", None)
     bottleneck = d.bottleneck.value if d is not None else None
     first, last = capture["steps"]
     said = (f"{bottleneck} — {d.binding.message}" if d is not None and d.binding is not None else
             bottleneck or (getattr(analysis, "advisor_note", None) or "not judged"))
     trigger = capture.get("trigger") or {}
+    sentence = straggler(analysis)[1]
+    if trigger.get("kind") == "rank_behind" and sentence:
+        said += f" {sentence}"
+    ranks = capture.get("ranks") or []
     return bottleneck, (f"step {int(trigger.get('step', first)):,}: {trigger.get('reason', '')}; captured steps "
-                        f"{first:,}–{last:,}" + (f" on rank {capture['rank']}" if capture.get("rank") else "")
+                        f"{first:,}–{last:,}" + (f" on ranks {', '.join(map(str, ranks))}" if len(ranks) > 1 else
+                                                 f" on rank {capture['rank']}" if capture.get("rank") else "")
                         + f": {said}")
 
 

@@ -212,6 +212,8 @@ def main(argv: list[str]) -> int:
                      trace_ranks=cfg["trace_ranks"])
     detector = StepDetector(rec.on_step)
     rec.data_ms = lambda: detector.last_data_ms
+    if watching:
+        rec.backward_ms = lambda: detector.last_backward_ms
     injector = Injector(cfg["inject"], on_skipped_step=lambda opt: detector.count_step(opt), caps=caps,
                         observe=cfg["observe"], target=target)
 

@@ -30,10 +30,12 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 # (step, wall_ms, loss, samples, data_ms, profiled, ended_unix_ns, memory_mb, capture n)
-Row = tuple[int, float, Optional[float], Optional[int], Optional[float], bool, int, Optional[float], Optional[int]]
+#: (step, wall_ms, loss, samples, data_ms, profiled, ended_ns, memory, capture[, backward_ms]): a watched step
+#: carries the time inside its backward calls last (the rank watch's signal), a plain launch's row does not
+Row = tuple[Any, ...]
 STEPS, ROLLUPS, OPEN = "steps.jsonl", "steps_rollup.jsonl", "steps_open.rank{rank}.jsonl"  # OPEN: one per rank
 KEEP_FIRST = 2000
 AROUND = 64  # more than the trigger's judged steps and the steps after a profiler the steady choice skips
@@ -46,11 +48,13 @@ MAX_PENDING = 200_000  # rows the training thread may get ahead of the writer be
 
 def row_dict(rank: int, row: Row) -> dict[str, Any]:
     """A whole ``steps.jsonl`` row; its time is its step's start."""
-    step, wall_ms, loss, samples, data_ms, profiled, ended_ns, memory, capture = row
-    return {"rank": rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
-            "data_ms": None if data_ms is None else round(data_ms, 4), "profiled": profiled,
-            "t_unix_ns": ended_ns - int(wall_ms * 1e6), "rss_mb": None if memory is None else round(memory, 1),
-            **({"capture": capture} if capture is not None else {})}
+    step, wall_ms, loss, samples, data_ms, profiled, ended_ns, memory, capture = row[:9]
+    out = {"rank": rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
+           "data_ms": None if data_ms is None else round(data_ms, 4), "profiled": profiled,
+           "t_unix_ns": ended_ns - int(wall_ms * 1e6), "rss_mb": None if memory is None else round(memory, 1)}
+    if len(row) > 9:
+        out["backward_ms"] = None if row[9] is None else round(row[9], 4)
+    return {**out, **({"capture": capture} if capture is not None else {})}
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -22,7 +22,10 @@ divided by the scaler's scale again: it was 65536 times the loss.
 
 Batches drawn from any ``DataLoader`` are sized (first tensor's leading dimension) so samples/s can be known, and
 the time spent drawing them is summed per step (``last_data_ms``: fetch, decode, collate — the time a data fix
-can remove, measured without the profiler).
+can remove, measured without the profiler). The time inside the step's outermost backward calls is summed too
+(``last_backward_ms``): under DDP the gradients' all-reduce runs inside backward, so a rank that is done first
+waits there for the slowest; the step's wall minus it is the rank's own work, which shows a rank falling behind
+(:mod:`profilers.run.rank_watch`) where every rank's step wall is the same.
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ class StepDetector(Patches):
         self._samples: int | None = None
         self._data_ns: int | None = None  # time inside DataLoader.__next__ since the last step (fetch, decode, collate)
         self.last_data_ms: float | None = None  # that time for the step just emitted; None: no batch was drawn
+        self._backward_ns: int | None = None  # time inside outermost backward calls since the last step
+        self.last_backward_ms: float | None = None  # that time for the step just emitted; None: no backward
         super().__init__()
         self._scaled: tuple[weakref.ref[torch.Tensor], torch.Tensor] | None = None  # GradScaler.scale's last output
         self.before_step: Callable[[], None] | None = None  # called first at each detected step (the injector)
@@ -123,11 +128,13 @@ class StepDetector(Patches):
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def backward(*args: Any, **kwargs: Any) -> Any:
             self._depth += 1
+            started = time.perf_counter_ns() if self._depth == 1 else 0
             try:
                 out = original(*args, **kwargs)
             finally:
                 self._depth -= 1
             if self._depth == 0:
+                self._backward_ns = (self._backward_ns or 0) + time.perf_counter_ns() - started
                 self._after_backward(args[0] if args else kwargs.get("tensors"))
             return out
         return backward
@@ -196,7 +203,9 @@ class StepDetector(Patches):
     def _emit(self) -> None:
         loss, samples = self._last_loss, self._samples
         self.last_data_ms = None if self._data_ns is None else self._data_ns / 1e6
+        self.last_backward_ms = None if self._backward_ns is None else self._backward_ns / 1e6
         self._last_loss, self._samples, self._backwards_since_step, self._data_ns = None, None, 0, None
+        self._backward_ns = None
         if self.before_step is not None:
             self.before_step()
         self._on_step(loss, samples)

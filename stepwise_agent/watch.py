@@ -2,7 +2,8 @@
 and the profiler is started only when :mod:`stepwise_agent.trigger` says the run changed (or the user asks).
 
 Every step's record (the same fields as :class:`stepwise_agent.recorder.StepRecorder`'s: rank, step, wall_ms, loss,
-samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``capture`` on a profiled step) is a tuple the training thread
+samples, data_ms, profiled, t_unix_ns, rss_mb, plus ``backward_ms``: the time inside the step's backward calls,
+where DDP's all-reduce waits for the slowest rank, and ``capture`` on a profiled step) is a tuple the training thread
 appends to :class:`stepwise_agent.step_log.StepLog`'s queue: its daemon thread writes them (whole, or rolled up past
 the first steps: a bounded run folder), ``progress.json`` and looks for an on-demand request twice a second. A step
 costs a few microseconds of bookkeeping, never a file write.
@@ -16,7 +17,11 @@ turns it into a run of its own and analyses it. A rule that fires while captures
 refusal in ``watch_events.jsonl``.
 
 On demand: a ``capture.request`` file in the run folder (``stepwise capture RUN``: ``{"steps": K}``) starts a
-capture within a second, whatever the rate limit (the user asked for it).
+capture within a second, whatever the rate limit (the user asked for it). The runner's rank watch
+(:mod:`profilers.run.rank_watch`) writes the same file with ``ranks`` (only those ranks capture), ``at_step`` (the
+step they all start at, so their windows line up), ``trigger`` (its rule and words; the runner limits how often it
+asks: a rank refusing would leave the others' captures without it) and ``job`` (kept in each rank's
+``capture.json`` with the ranks asked: the runner stores the ranks' captures of one request as one run).
 
 The memory guard's signal (SIGUSR1): during a capture the capture is cut at the step's end (its trace so far
 exported), the phase becomes ``cut`` (the runner's guard then allows the script its own growth) and the script
@@ -80,7 +85,9 @@ class WatchRecorder:
         self.captures: list[dict[str, Any]] = []
         self.data_ms: Callable[[], float | None] | None = None
         self._progress_lock = threading.Lock()  # progress.json: the writer thread's, and the training thread's
-        self._requested: int | None = None  # steps of an on-demand capture the writer thread saw asked for
+        self._requested: dict[str, Any] | None = None  # a capture request the writer thread saw (capture.request)
+        self.backward_ms: Callable[[], float | None] | None = None
+        self._armed: tuple[int, Fired, int, dict[str, Any] | None] | None = None  # (at step, trigger, steps, job)
         self._events = run_dir / "watch_events.jsonl"
         self._windows: list[tuple[int, int]] = []
         self._prof: Any = None
@@ -109,11 +116,12 @@ class WatchRecorder:
         wall_ms = (now - self._t_last) * 1000.0
         step = self.steps_done
         data_ms = self.data_ms() if self.data_ms is not None else None
+        backward_ms = self.backward_ms() if self.backward_ms is not None else None
         memory = self._memory_mb()
         capture = self._capture
         profiled = capture is not None and capture["steps"][0] <= step <= capture["steps"][1]
         self._rows.append((step, wall_ms, loss, samples, data_ms, profiled, time.time_ns(), memory,
-                           capture["n"] if profiled and capture is not None else None))
+                           capture["n"] if profiled and capture is not None else None, backward_ms))
         self.steps_done += 1
         self.last_loss = loss
         if capture is not None:
@@ -122,6 +130,11 @@ class WatchRecorder:
             fired = self.trigger.observe(step, wall_ms, data_ms, memory, near_capture(step, self._windows))
             if fired is not None:
                 self._fire(fired)
+            elif self._armed is not None and self.steps_done >= self._armed[0]:
+                _, asked, steps, job = self._armed
+                self._armed = None
+                if self.phase != CUT:  # the runner limits its own requests: every rank asked must capture
+                    self._start_capture(asked, steps, job)
         if len(self._rows) >= WAKE_ROWS:
             self._steplog.wake()
         if self._requested is not None:
@@ -146,12 +159,29 @@ class WatchRecorder:
         if mtime != self._request_seen:
             self._request_seen = mtime
             if mtime is not None:
-                self._requested = self._requested_steps()
+                self._requested = self._read_request()
 
     def _on_request(self) -> None:
-        steps, self._requested = self._requested, None
-        if steps is not None and self._capture is None and self.phase != CUT:
+        request, self._requested = self._requested, None
+        if request is not None and self._capture is None and self.phase != CUT:
+            self._asked(request)
+
+    def _asked(self, request: dict[str, Any]) -> None:
+        """A request in ``capture.request``: on demand now, or the rank watch's for some ranks at a step."""
+        steps = self._requested_steps(request)
+        ranks, trigger = request.get("ranks"), request.get("trigger")
+        if isinstance(ranks, list) and self.rank not in ranks:
+            return
+        if not isinstance(trigger, dict):
             self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"), steps)
+            return
+        raw = trigger.get("numbers")
+        numbers: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        fired = Fired(str(trigger.get("kind")), int(trigger.get("step") or 0), str(trigger.get("reason") or ""),
+                      tuple((str(k), float(v)) for k, v in numbers.items() if isinstance(v, (int, float))))
+        job = {"id": str(request["job"]), "ranks": [int(r) for r in ranks]} \
+            if request.get("job") and isinstance(ranks, list) else None
+        self._armed = (int(request.get("at_step") or 0), fired, steps, job)
 
     def flush(self) -> None:
         """Write every row so far now (the step log's own thread does it every second) and the progress."""
@@ -168,12 +198,12 @@ class WatchRecorder:
             return
         self._start_capture(fired, self.capture_steps)
 
-    def _start_capture(self, fired: Fired, steps: int) -> None:
+    def _start_capture(self, fired: Fired, steps: int, job: dict[str, Any] | None = None) -> None:
         n = len(self.captures) + 1
         first = self.steps_done + 1  # the next step is the profiler's warm-up
         self._capture = {"n": n, "rank": self.rank, "trigger": fired.to_json(), "steps": [first, first + steps - 1],
                          "started_unix": time.time(), "t0": time.perf_counter(), "status": "running",
-                         "folder": f"r{self.rank}c{n:03d}"}
+                         "folder": f"r{self.rank}c{n:03d}", **({"job": job} if job else {})}
         (self.run_dir / CAPTURES / self._capture["folder"]).mkdir(parents=True, exist_ok=True)
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self._cuda:
@@ -246,11 +276,18 @@ class WatchRecorder:
         except OSError:
             return None
 
-    def _requested_steps(self) -> int:
+    def _read_request(self) -> dict[str, Any]:
         try:
             with open(self.run_dir / REQUEST_FILE, encoding="utf-8") as fh:
-                return max(1, min(int(json.load(fh).get("steps", self.capture_steps)), 100))
-        except (OSError, ValueError, TypeError, AttributeError):
+                request = json.load(fh)
+        except (OSError, ValueError):
+            return {}
+        return request if isinstance(request, dict) else {}
+
+    def _requested_steps(self, request: dict[str, Any]) -> int:
+        try:
+            return max(1, min(int(request.get("steps", self.capture_steps)), 100))
+        except (ValueError, TypeError):
             return self.capture_steps
 
     def _log(self, event: dict[str, Any]) -> None:

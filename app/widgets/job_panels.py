@@ -200,3 +200,27 @@ def open_rank(folder: Path, job: dict[str, Any]) -> None:
             return
         state.select_run(outcome.run_id)
         st.switch_page("views/analysis.py")
+
+
+def watched_ranks_panel(run_id: str) -> None:
+    """A watched run's ranks over the whole run (``stepwise watch -- torchrun …``): each rank's step time and own
+    work per step, its captures shaded."""
+    from profilers.run.rank_timeline import rank_timeline
+    from reports.charts.ranks import ranks_over_time
+
+    store = data.store()
+    try:
+        run_dir = store.path(run_id)
+    except StepwiseError as err:
+        st.error(str(err))
+        return
+    if not (run_dir / "steps.jsonl").is_file():
+        st.error(f"{run_id}: no steps recorded (not a launched or watched run)")
+        return
+    steps, captures = rank_timeline(run_dir)
+    if steps["rank"].nunique() < 2:
+        st.info(f"{run_id} has one rank: its steps are on its own page.")
+    ui.chart(ranks_over_time(steps, captures), key="job.ranks_over_time")
+    behind = [c for c in captures if (c.get("trigger") or {}).get("kind") == "rank_behind"]
+    for c in behind:
+        st.caption(f"Steps {c['steps'][0]:,}–{c['steps'][1]:,}: {c['trigger']['reason']}")

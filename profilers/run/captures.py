@@ -88,15 +88,43 @@ def _window_telemetry(run_dir: Path, capture: dict[str, Any], rows: list[dict[st
     return [r for r in read_jsonl(run_dir / "telemetry.jsonl") if start <= int(r.get("t_unix_ns") or 0) <= end]
 
 
-def store_capture(store: RunStore, run_id: str, folder: Path) -> str | None:
-    """The run a complete capture became (made now if it is new); None for a capture without a trace."""
+def capture_groups(run_dir: Path, final: bool = True) -> list[list[Path]]:
+    """The complete captures in order, those of one request for several ranks (``capture.json``'s ``job``:
+    the rank watch's, :mod:`profilers.run.rank_watch`) together, the rank it names first. A group still waiting
+    for a rank it asked is left out until that rank's capture is complete, or the run ended (``final``)."""
+    groups: dict[str, list[tuple[dict[str, Any], Path]]] = {}
+    for folder in capture_folders(run_dir):
+        capture = read_json(folder / CAPTURE_FILE) or {}
+        raw = capture.get("job")
+        job: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        groups.setdefault(str(job.get("id") or folder.name), []).append((capture, folder))
+    out = []
+    for members in groups.values():
+        first = members[0][0]
+        asked = (first.get("job") or {}).get("ranks") or [first.get("rank")]
+        if not final and len(members) < len(asked):
+            continue
+        named = ((first.get("trigger") or {}).get("numbers") or {}).get("rank")
+        members.sort(key=lambda m: (m[0].get("rank") != named, m[0].get("rank") or 0))
+        out.append([folder for _, folder in members])
+    return out
+
+
+def store_capture(store: RunStore, run_id: str, folder: Path | list[Path]) -> str | None:
+    """The run a complete capture (or the ranks' captures of one request, the named rank first) became (made now
+    if it is new); None for a capture without a trace."""
+    folders = folder if isinstance(folder, list) else [folder]
+    folder = folders[0]
     stored = read_json(folder / STORED_FILE)
     if isinstance(stored, dict) and stored.get("run_id"):
         return str(stored["run_id"])
     capture = read_json(folder / CAPTURE_FILE)
-    traces = sorted(folder.glob("*.pt.trace.json.gz"))
+    traces = sorted(t for f in folders for t in f.glob("*.pt.trace.json.gz"))
     if not isinstance(capture, dict) or not traces:
         return None
+    members = [c for c in (read_json(f / CAPTURE_FILE) for f in folders) if isinstance(c, dict)]
+    if len(folders) > 1:
+        capture = {**capture, "ranks": [int(c.get("rank") or 0) for c in members]}
     run_dir = store.path(run_id)
     parent = store.get(run_id)
     first, last = (int(s) for s in capture["steps"])
@@ -111,7 +139,7 @@ def store_capture(store: RunStore, run_id: str, folder: Path) -> str | None:
     (child / "tb").mkdir(exist_ok=True)
     for trace in traces:
         shutil.copy2(trace, child / "tb" / trace.name)
-    rows = _window_rows(run_dir, capture)
+    rows = [r for c in members for r in _window_rows(run_dir, c)]
     (child / "steps.jsonl").write_text("".join(f"{_json(r)}\n" for r in rows), encoding="utf-8")
     telemetry = _window_telemetry(run_dir, capture, rows)
     (child / "telemetry.jsonl").write_text("".join(f"{_json(r)}\n" for r in telemetry), encoding="utf-8")
@@ -120,7 +148,8 @@ def store_capture(store: RunStore, run_id: str, folder: Path) -> str | None:
                                           finished_unix=capture.get("finished_unix"),
                                           warnings=(f"captured by the watch: {capture['trigger']['reason']}",),
                                           **summary.result_fields()))
-    write_json_atomic(folder / STORED_FILE, {"run_id": record.run_id})
+    for f in folders:
+        write_json_atomic(f / STORED_FILE, {"run_id": record.run_id})
     return record.run_id
 
 
@@ -130,12 +159,13 @@ def _json(row: dict[str, Any]) -> str:
     return json.dumps(row, default=str)
 
 
-def store_captures(store: RunStore, run_id: str) -> list[str]:
-    """Store every complete capture of the watched run ``run_id`` not stored yet; the runs, in order."""
+def store_captures(store: RunStore, run_id: str, final: bool = False) -> list[str]:
+    """Store every complete capture of the watched run ``run_id`` not stored yet; the runs, in order
+    (``final``: the run ended, a request's captures are stored with the ranks that made one)."""
     out = []
-    for folder in capture_folders(store.path(run_id)):
+    for group in capture_groups(store.path(run_id), final):
         try:
-            child = store_capture(store, run_id, folder)
+            child = store_capture(store, run_id, group)
         except (OSError, ValueError, KeyError, TypeError):  # a torn capture: tried again at the next tick
             child = None
         if child is not None:
@@ -145,12 +175,15 @@ def store_captures(store: RunStore, run_id: str) -> list[str]:
 
 def capture_records(run_dir: Path) -> list[dict[str, Any]]:
     """Each capture of a watched run: ``rank``, ``trigger`` (kind, step, reason), ``steps`` [first, last],
-    ``status``, ``run_id`` (the run it became, None until stored) — in order."""
+    ``status``, ``run_id`` (the run it became, None until stored), ``ranks`` (the ranks that captured: several
+    for a request of the rank watch, stored as one run) — in order."""
     out = []
-    for folder in capture_folders(run_dir):
+    for group in capture_groups(run_dir):
+        folder = group[0]
         capture = read_json(folder / CAPTURE_FILE) or {}
         stored = read_json(folder / STORED_FILE)
         out.append({"n": capture.get("n"), "rank": capture.get("rank"), "trigger": capture.get("trigger"),
+                    "ranks": [(read_json(f / CAPTURE_FILE) or {}).get("rank") for f in group],
                     "steps": capture.get("steps"), "status": capture.get("status"),
                     "cost_s": capture.get("cost_s"),
                     "run_id": stored.get("run_id") if isinstance(stored, dict) else None})

@@ -23,6 +23,7 @@ import psutil
 
 from profilers.run.agent_files import LaunchMonitor, finish_launch
 from profilers.run.captures import store_captures
+from profilers.run.rank_watch import RankFollower, rank_follower
 from profilers.run.records import RunResult, RunStatus
 from profilers.store.files import read_json
 from profilers.store.runs import RunStore
@@ -54,6 +55,7 @@ class RunHandle:
         self._tree: dict[int, psutil.Process] = {}
         self._monitor: LaunchMonitor | None = None  # a launched script: telemetry from outside, memory guard
         self.watching = False  # a watched run (stepwise watch): its captures become runs as they appear
+        self.ranks: RankFollower | None = None  # a watched run of several ranks: who falls behind
 
     @property
     def pid(self) -> int | None:
@@ -130,6 +132,8 @@ class RunHandle:
                     self._signal_tree(signal.SIGKILL, by_environment=False)
                 progress = self.progress()
                 if self.watching:
+                    if self.ranks is not None:
+                        self.ranks.tick()
                     store_captures(self.store, self.run_id)
                 if self._monitor is not None and self._monitor.tick(progress):
                     self._signal_tree(signal.SIGKILL, by_environment=False)
@@ -145,7 +149,7 @@ class RunHandle:
                 self._monitor.stop()  # the tree is gone: the last sample holds the peak it reached
             code = self._proc.wait()
             if self.watching:
-                store_captures(self.store, self.run_id)
+                store_captures(self.store, self.run_id, final=True)
             if self._monitor is not None and self.store.read_result(self.run_id) is None:
                 finish_launch(self.run_dir, code, self._monitor, self.store.read_manifest(self.run_id))
             result = self._result_for_exit(code)
@@ -243,6 +247,8 @@ def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[s
         handle._monitor = LaunchMonitor(handle.run_dir, {**os.environ, **(extra_env or {})})
         boot = read_json(handle.run_dir / "boot.json")
         handle.watching = isinstance(boot, dict) and isinstance(boot.get("watch"), dict)
+        if handle.watching:
+            handle.ranks = rank_follower(handle.run_dir, boot)
     handle._launch(command, extra_env, cwd)
     return handle
 

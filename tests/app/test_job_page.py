@@ -103,3 +103,35 @@ def test_an_opened_rank_shows_its_step_time_in_the_runs_list(store: RunStore, mo
     again.button(key="job.open").click().run()
     assert_clean(again)
     assert [r.run_id for r in store.list()] == [record.run_id]
+
+
+def test_a_watched_run_shows_each_ranks_step_time_and_work_over_the_run_with_its_captures(store: RunStore) -> None:
+    """stepwise watch -- torchrun …: every rank's wall is the same, rank 1's own work rises at step 40; the chart
+    draws both ranks in both panels and shades the capture of rank 1 and its neighbour, its trigger said."""
+    import json
+
+    parent = store.create("launch", "ddp_train.py", files={"boot.json": {"watch": {"capture_steps": 3}}})
+    run_dir = Path(parent.run_dir)
+    (run_dir / "steps.jsonl").write_text("".join(
+        json.dumps({"rank": r, "step": s, "wall_ms": 40.0, "backward_ms": 30.0 - (20.0 if r == 1 and s >= 40 else 0),
+                    "profiled": 70 <= s <= 77}) + "\n" for s in range(100) for r in (0, 1)))
+    reason = "rank 1 behind the others by +25% for 10 steps (its work 30.0 ms a step against …)"
+    for rank, n in ((1, 1), (0, 1)):
+        folder = run_dir / "captures" / f"r{rank}c{n:03d}"
+        folder.mkdir(parents=True)
+        (folder / "capture.json").write_text(json.dumps({
+            "n": n, "rank": rank, "steps": [70, 77], "status": "done", "started_unix": 1.0 + rank,
+            "trigger": {"kind": "rank_behind", "step": 52, "reason": reason, "numbers": {"rank": 1.0}},
+            "job": {"id": "rank_behind-52", "ranks": [0, 1]}}))
+    at = open_page("job")
+    at.text_input(key="job.run").set_value(parent.run_id).run()
+    assert_clean(at)
+    [fig] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Ranks over the run" in c.proto.spec]
+    lines = [(t["name"], t.get("yaxis", "y")) for t in fig["data"]]
+    assert sorted(lines) == [("rank 0", "y"), ("rank 0", "y2"), ("rank 1", "y"), ("rank 1", "y2")]
+    work = {t["name"]: t["y"] for t in fig["data"] if t.get("yaxis") == "y2"}
+    assert work["rank 1"][39] == 10.0 and work["rank 1"][40] == 30.0 and set(work["rank 0"]) == {10.0}
+    bands = [(s["x0"], s["x1"]) for s in fig["layout"]["shapes"] if s.get("type") == "rect"]
+    assert bands == [(69.5, 77.5)] * 2  # one capture of both ranks, shaded in both panels
+    assert any(a["text"] == "rank_behind · rank 1, 0" for a in fig["layout"]["annotations"])
+    assert any(c.value.startswith("Steps 70–77: rank 1 behind the others") for c in at.caption)
