@@ -162,8 +162,12 @@ class WatchRecorder:
                 self._requested = self._read_request()
 
     def _on_request(self) -> None:
+        """Act on a request the writer thread read; one that comes while a capture runs waits for its end (a rank
+        watch's request met the rank's own step-time capture on a busy host and was lost)."""
+        if self._capture is not None:
+            return
         request, self._requested = self._requested, None
-        if request is not None and self._capture is None and self.phase != CUT:
+        if request is not None and self.phase != CUT:
             self._asked(request)
 
     def _asked(self, request: dict[str, Any]) -> None:

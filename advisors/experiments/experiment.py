@@ -118,6 +118,7 @@ class Experiment(Generic[SpecT_co]):
     policy: Policy = field(default_factory=Policy)
     not_applied: str | None = None  # why an injected fix did not act (then ``kept`` is False)
     inconclusive: str | None = None  # why the trials could not tell (contention, pairs that disagree)
+    left_out: tuple[int, ...] = ()  # pairs (from 0) other programs competed for, left out of the verdict's medians
 
     @property
     def speedup(self) -> float | None:
@@ -231,7 +232,7 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
             reason = f"inconclusive: {judged.inconclusive}; {interval}" + loss_text
             return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
                               loss_step=loss_step, kept=False, reason=reason, policy=policy,
-                              inconclusive=judged.inconclusive)
+                              inconclusive=judged.inconclusive, left_out=judged.left_out)
         if not gain and headroom is None and loss_ok and leans(ratio.point, edge):
             flips = ratio.pairs and min(ratio.pairs) < 1.0
             why = (f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
@@ -240,7 +241,7 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
                    f"interval's low end does not after {len(b.outcomes)} pairs (more --trials would tell)")
             return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
                               loss_step=loss_step, kept=False, reason=f"inconclusive: {why}; {interval}" + loss_text,
-                              policy=policy, inconclusive=why)
+                              policy=policy, inconclusive=why, left_out=judged.left_out if judged else ())
         if headroom is not None and loss_ok:
             reason = f"kept for memory headroom: {headroom} at {interval} per-sample throughput" + loss_text
         elif not gain:
@@ -251,7 +252,8 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
         else:
             reason = f"kept: {interval} per-sample throughput" + loss_text
     return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
-                      loss_step=loss_step, kept=kept, reason=reason, policy=policy)
+                      loss_step=loss_step, kept=kept, reason=reason, policy=policy,
+                      left_out=judged.left_out if judged is not None else ())
 
 
 def _headroom(a: Arm[Spec], b: Arm[Spec], ratio: RatioEstimate, policy: Policy) -> str | None:

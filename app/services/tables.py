@@ -39,8 +39,8 @@ def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = No
     return pd.DataFrame(rows)
 
 
-TRIAL_FRAME_COLUMNS = ["round", "fix", "part", "pair", "run", "status", "created", "ms/step", "samples/s",
-                       "peak MiB", "others' cores", "error", "id"]
+TRIAL_FRAME_COLUMNS = ["round", "fix", "part", "pair", "run", "status", "in verdict", "created", "ms/step",
+                       "samples/s", "peak MiB", "others' cores", "error", "id"]
 
 
 def trials_frame(trials: list[RunRecord], recorded: Sequence[TrialRecord] = ()) -> pd.DataFrame:
@@ -55,6 +55,8 @@ def trials_frame(trials: list[RunRecord], recorded: Sequence[TrialRecord] = ()) 
         rows.append({"round": t.round if t else None, "fix": t.fix_id if t else None,
                      "part": t.role if t else (r.role or "trial"), "pair": t.pair if t else None, "run": r.label,
                      "status": t.status if t else r.status.value,
+                     # a pair other programs competed for, left out of the verdict's medians (its reason says so)
+                     "in verdict": t.in_verdict if t and t.role != "diagnosis" and t.status == "ok" else None,
                      "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
                      "ms/step": t.step_time_ms if t else r.step_time_ms,
                      "samples/s": t.samples_per_s if t else r.samples_per_s,

@@ -127,10 +127,14 @@ def _trial_table_agrees(store: RunStore, exp: RunRecord, rounds: tuple[Experimen
         t = by_id[row["id"]]  # every run of the experiment is one of its records (a ladder's diagnosis run too)
         assert (row["part"], row["samples/s"], row["ms/step"]) == (t.role, t.samples_per_s, t.step_time_ms)
         assert row.get("round") == t.round or (t.round is None and row.get("round") != row.get("round"))
+        assert row["in verdict"] == t.in_verdict or (t.role == "diagnosis" and row["in verdict"] is None)
     for x in rounds:
         if x.outcome in ("not applied", "failed") or x.inconclusive:
-            continue  # a pair other programs competed for may be left out of the median: the verdict says so
-        arm = {role: [t.samples_per_s for t in x.trials if t.role == role and t.samples_per_s]
+            continue
+        # a pair other programs competed for is left out of the medians: its trials say so, and so does the reason
+        if not all(t.in_verdict for t in x.trials):
+            assert "pairs left out" in x.reason, x.reason
+        arm = {role: [t.samples_per_s for t in x.trials if t.role == role and t.samples_per_s and t.in_verdict]
                for role in ("baseline", "patched")}
         assert statistics.median(arm["baseline"]) == pytest.approx(x.before_samples_per_s, rel=1e-6)
         assert statistics.median(arm["patched"]) == pytest.approx(x.after_samples_per_s, rel=1e-6)

@@ -72,3 +72,40 @@ def test_a_rank_behind_request_starts_at_its_step_with_its_trigger_and_job(agent
     capture = json.loads(next((run_dir / "captures").glob("*/capture.json")).read_text())
     assert capture["job"] == {"id": "rank_behind-18", "ranks": [0, 1]}
     assert [r["step"] for r in _rows(run_dir) if r["profiled"]] == list(range(101, 109))
+
+
+def test_a_request_that_comes_while_a_capture_runs_is_acted_on_after_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A rank watch's request read while the rank profiles its own capture (on a busy host both ranks' step-time
+    rule fires first) waits for that capture's end; it was dropped, and the job's rank capture never came."""
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "boot.json").write_text(json.dumps({"watch": {"capture_steps": 3, "per_hour": 0}}))
+    ask = {"steps": 4, "ranks": [0], "at_step": 0, "trigger": TRIGGER, "job": "rank_behind-18"}
+    source = f'''
+import json, os, time
+import torch
+model = torch.nn.Linear(64, 8)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+asked = False
+for step in range(400):
+    if step == 5:  # an on-demand capture of 80 steps (over a second: the writer thread reads requests twice a second)
+        open({str(run_dir / "capture.request")!r}, "w").write(json.dumps({{"steps": 80}}))
+    if not asked and os.path.isdir({str(run_dir / "captures" / "r0c001")!r}):  # it began: the rank watch asks now
+        open({str(run_dir / "capture.request")!r}, "w").write(json.dumps({ask!r}))
+        asked = True
+    loss = model(torch.randn(16, 64)).square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(0.015)
+'''
+    (tmp_path / "train.py").write_text(source)
+    assert boot.main([str(run_dir), "3", str(tmp_path / "train.py")]) == 0
+    first, second = capture_records(run_dir)
+    assert first["trigger"]["kind"] == "on_demand" and second["trigger"]["kind"] == "rank_behind"
+    assert second["steps"][0] > first["steps"][1] and second["steps"][1] - second["steps"][0] == 3

@@ -65,6 +65,7 @@ class TrialRecord:
     others_cores: float | None = None  # cores other programs took while its steps were timed
     error: str | None = None
     rate_unit: str = "samples/s"  # "steps/s" when the script's batches were not seen (no DataLoader)
+    in_verdict: bool = True  # False: its pair was left out of the verdict's medians (other programs competed)
 
 
 @dataclass(frozen=True)

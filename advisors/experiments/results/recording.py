@@ -7,6 +7,7 @@ pair, round and fix, and — for a user's script — where the change goes and t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,10 @@ def trial_records(e: Experiment[Spec], round_: int | None = None) -> tuple[Trial
     arms = (("baseline", e.baseline), ("reference", e.reference), ("patched", e.patched))
     for role, arm in arms:
         for i, o in enumerate(arm.outcomes if arm is not None else ()):
-            out.append(trial_record(o, role, i + 1, round_, e.fix.id))
+            record = trial_record(o, role, i + 1, round_, e.fix.id)
+            if role != "reference" and i in e.left_out:
+                record = replace(record, in_verdict=False)
+            out.append(record)
     return tuple(sorted(out, key=lambda t: (t.pair, t.role != "baseline")))
 
 

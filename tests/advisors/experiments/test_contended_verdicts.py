@@ -119,6 +119,13 @@ def test_clean_pairs_carry_the_verdict_and_contended_ones_are_left_out() -> None
     assert exp.kept and exp.speedup == pytest.approx(2.0, rel=0.03)
     assert exp.ratio is not None and len(exp.ratio.pairs) == 3  # the contended pair is not among them
     assert "1 of 4 pairs left out" in exp.reason
+    assert exp.left_out == (2,)
+    # its record marks that pair's trials, and the record's before/after are the medians of the trials in it
+    from advisors.experiments.results.recording import trial_records
+    trials = trial_records(exp)
+    assert [(t.role, t.pair) for t in trials if not t.in_verdict] == [("baseline", 3), ("patched", 3)]
+    before = [t.samples_per_s for t in trials if t.role == "baseline" and t.in_verdict]
+    assert exp.ratio is not None and float(np.median(before)) == pytest.approx(exp.ratio.before, rel=1e-3)
 
 
 def test_pairs_that_disagree_get_more_pairs_then_inconclusive() -> None:
