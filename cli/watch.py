@@ -8,14 +8,17 @@ the runner stores it as a run (:mod:`profilers.run.captures`) and this command a
 training process, with the one analysis (:func:`advisors.analysis.analyse`, stored in the capture's run), then
 prints a line beside the job's output::
 
-    stepwise: step 54: batch drawing 0% → 41% of the step for 8 steps (…); captured steps 56–58: data — …
+    stepwise: step 1,141: step time +157% for 60 steps (2.0 s) (…), batch drawing 2% → 69% …; captured steps 1,143–1,145: data — …
 
 ``--json`` prints, at the end, the run's JSON (as ``launch --json``) with ``captures``: each capture's ``trigger``
 (kind, step, reason), profiled ``steps`` [first, last], ``rank``, ``ranks`` (those that captured: a rank falling
 behind and its neighbour, :mod:`profilers.run.rank_watch`), ``bottleneck`` (the analysis's, None when it could
 not judge), ``straggler`` (the rank the straggler rule marks in a capture of several ranks, else None),
 ``verdict`` (the line's words) and ``run_id``; and ``refused``: triggers the rate limit held
-back. With ``--json`` the job's own stdout goes to stderr, so stdout is the JSON alone.
+back; and ``ranks`` (None for one rank): each rank over the whole run (``ranks``: rank, steps, median_step_ms,
+median_work_ms, samples_per_s) and the one straggler rule over it (``straggler``, ``straggler_reason``:
+:func:`profilers.run.rank_timeline.reduce_ranks`), the sentence also printed at the end without ``--json``.
+With ``--json`` the job's own stdout goes to stderr, so stdout is the JSON alone.
 
 ``-- torchrun --nproc_per_node N train.py ARGS…`` runs every rank under the agent (each records its own steps).
 ``capture RUN [--steps K]`` asks a watched job to profile its next K steps now.
@@ -36,6 +39,7 @@ from typing import IO, Any
 from profilers.errors import StepwiseError
 from profilers.run.captures import capture_records, refused, request_capture
 from profilers.run.handle import RunHandle
+from profilers.run.rank_timeline import reduce_ranks
 from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
 from reports.watch_timeline import straggler, verdict  # the capture's line: one function, the report's too
@@ -55,6 +59,8 @@ def add_parsers(sub: Any, common: Any) -> None:
                        "(default 6)")
     watch.add_argument("--max-capture-share", type=float, default=None, help="captures never take more than "
                        "this share of the run's time (default 0.05)")
+    watch.add_argument("--judged-s", type=float, default=None, help="a step-time or batch-drawing shift must "
+                       "hold for this many seconds of steps to fire a capture (default 2)")
     watch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
     watch.add_argument("--python", metavar="PATH", help="the interpreter that runs the script")
     watch.add_argument("--cwd", metavar="DIR", help="the folder the script runs in (default: this one)")
@@ -184,7 +190,8 @@ def run_watch(args: argparse.Namespace) -> int:
     store = RunStore(args.store)
     cwd = str(Path(args.cwd).expanduser().resolve()) if args.cwd else None
     handle = start_watch(command, store, label=args.label, capture_steps=args.capture_steps,
-                         per_hour=args.captures_per_hour, max_share=args.max_capture_share, nproc_per_node=nproc,
+                         per_hour=args.captures_per_hour, max_share=args.max_capture_share, judged_s=args.judged_s,
+                         nproc_per_node=nproc,
                          nnodes=nnodes, rdzv_endpoint=rdzv, cwd=cwd, python=args.python)
     _forward_signals(handle)
     out = sys.stderr.buffer if args.json else sys.stdout.buffer
@@ -199,13 +206,17 @@ def run_watch(args: argparse.Namespace) -> int:
         tail.pump()
     captures = analyst.finish()
     held = refused(handle.run_dir)
+    reduced = reduce_ranks(handle.run_dir)  # a job of several ranks: each rank over the whole run, the straggler
     if args.json:
         print(json.dumps({"run_id": handle.run_id, "run_dir": str(handle.run_dir), **result.to_dict(),
-                          "captures": captures, "refused": held}, indent=2))
+                          "captures": captures, "refused": held,
+                          "ranks": reduced.to_json() if reduced is not None else None}, indent=2))
     else:
         print(f"stepwise: watched {result.steps_done:,} steps, {len(captures)} capture(s)"
               + (f", {len(held)} held back by the rate limit" if held else "") + f"; run folder: {handle.run_dir}",
               file=sys.stderr)
+        if reduced is not None:
+            print(f"stepwise: over the whole run, {reduced.reason[0].lower()}{reduced.reason[1:]}", file=sys.stderr)
     return _pass_through(result.exit_code, result.status)
 
 

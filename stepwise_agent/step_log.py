@@ -77,11 +77,15 @@ class RollUp:
 
     def summary(self, rank: int) -> dict[str, Any]:
         """``steps_rollup.jsonl``'s fields: rank, first/last step, steps, start and end time, the wall's median,
-        p10, p90 and sum (ms), the batch-drawing share and sum, loss last/mean, samples, memory max."""
+        p10, p90 and sum (ms), the batch-drawing share and sum, loss last/mean, samples, memory max, and the median
+        work (wall minus backward; None unless every step measured its backward)."""
         walls = sorted(r[1] for r in self.rows)
         data = [r[4] for r in self.rows if r[4] is not None]
         losses = [r[2] for r in self.rows if r[2] is not None]
         memory = [r[7] for r in self.rows if r[7] is not None]
+        # a step's own work (wall minus its time inside backward, where DDP's all-reduce waits for the slowest
+        # rank): the ranks' reduction judges the straggler on it, over the rolled-up steps too
+        work = sorted(max(r[1] - r[9], 0.0) for r in self.rows if len(r) > 9 and r[9] is not None)
         wall_sum = sum(walls)
         data_ok = len(data) == len(self.rows)
         return {"rank": rank, "first_step": self.rows[0][0], "last_step": self.rows[-1][0], "steps": len(self.rows),
@@ -93,7 +97,8 @@ class RollUp:
                 "loss_last": losses[-1] if losses else None,
                 "loss_mean": statistics.fmean(losses) if losses else None,
                 "samples": sum(r[3] or 0 for r in self.rows) if any(r[3] for r in self.rows) else None,
-                "rss_mb_max": round(max(memory), 1) if memory else None}
+                "rss_mb_max": round(max(memory), 1) if memory else None,
+                "work_ms_median": round(statistics.median(work), 4) if len(work) == len(self.rows) else None}
 
 
 class StepLog:

@@ -72,9 +72,9 @@ class WatchRecorder:
     """Records every step, fires captures on the trigger's rules (see the module docs)."""
 
     def __init__(self, run_dir: Path, capture_steps: int = CAPTURE_STEPS, rank: int = 0, leader: bool = True,
-                 limit_mb: float | None = None, rate: RateLimit | None = None) -> None:
+                 limit_mb: float | None = None, rate: RateLimit | None = None, judged_s: float | None = None) -> None:
         self.run_dir, self.capture_steps, self.rank, self.leader = run_dir, max(int(capture_steps), 1), rank, leader
-        self.trigger = Trigger(limit_mb)
+        self.trigger = Trigger(limit_mb) if judged_s is None else Trigger(limit_mb, judged_s)
         self.rate = rate or RateLimit()
         self.steps_done = 0
         self.last_loss: float | None = None
@@ -323,12 +323,15 @@ class WatchRecorder:
 
 def watch_recorder(run_dir: Path, cfg: dict[str, Any], budget_mb: float | None, rank: int,
                    leader: bool) -> WatchRecorder:
-    """The recorder ``boot.json``'s ``watch`` asks for: ``capture_steps``, ``per_hour``, ``max_share``."""
+    """The recorder ``boot.json``'s ``watch`` asks for: ``capture_steps``, ``per_hour``, ``max_share``,
+    ``judged_s``."""
     from stepwise_agent.trigger import MAX_PER_HOUR, MAX_SHARE
 
     rate = RateLimit(int(cfg.get("per_hour", MAX_PER_HOUR)), float(cfg.get("max_share", MAX_SHARE)))
     limit = memory_limit_mb(budget_mb, os.environ.get("STEPWISE_MEMORY_LIMIT_MB"))
-    return WatchRecorder(run_dir, int(cfg.get("capture_steps", CAPTURE_STEPS)), rank, leader, limit, rate)
+    judged = cfg.get("judged_s")
+    return WatchRecorder(run_dir, int(cfg.get("capture_steps", CAPTURE_STEPS)), rank, leader, limit, rate,
+                         float(judged) if isinstance(judged, (int, float)) else None)
 
 
 def watch_warnings(rec: WatchRecorder) -> list[str]:

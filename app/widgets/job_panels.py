@@ -205,7 +205,7 @@ def open_rank(folder: Path, job: dict[str, Any]) -> None:
 def watched_ranks_panel(run_id: str) -> None:
     """A watched run's ranks over the whole run (``stepwise watch -- torchrun …``): each rank's step time and own
     work per step, its captures shaded."""
-    from profilers.run.rank_timeline import rank_timeline
+    from profilers.run.rank_timeline import rank_timeline, reduce_ranks
     from reports.charts.ranks import ranks_over_time
 
     store = data.store()
@@ -220,6 +220,12 @@ def watched_ranks_panel(run_id: str) -> None:
     steps, captures = rank_timeline(run_dir)
     if steps["rank"].nunique() < 2:
         st.info(f"{run_id} has one rank: its steps are on its own page.")
+    reduced = reduce_ranks(run_dir)
+    if reduced is not None:  # the ranks over the whole run, judged by the one straggler rule (watch --json: ranks)
+        (st.warning if reduced.straggler_rank is not None else st.info)(f"Over the whole run: {reduced.reason}")
+        st.dataframe(pd.DataFrame([r.__dict__ for r in reduced.ranks]).rename(columns={
+            "median_step_ms": "median ms/step", "median_work_ms": "median own work ms", "samples_per_s": "samples/s"}),
+            hide_index=True, key="job.watched_ranks")
     ui.chart(ranks_over_time(steps, captures), key="job.ranks_over_time")
     behind = [c for c in captures if (c.get("trigger") or {}).get("kind") == "rank_behind"]
     for c in behind:

@@ -4,8 +4,8 @@ The agent (:mod:`stepwise_agent.watch`) writes each capture as ``RUN_DIR/capture
 ``capture.json`` (rank, trigger, profiled steps [first, last], status). :func:`store_captures` — called by the
 runner while the job runs and once more when it ends — turns every complete one into a stored run of kind
 ``launch`` with ``role: capture`` and the watched run as its ``parent``: its trace under ``tb/``, in
-``steps.jsonl`` the rows of the steps the trigger judged (:data:`stepwise_agent.trigger.RECENT` up to the step it
-fired at, unprofiled: the capture's step time and telemetry are theirs) and of the profiled steps, the telemetry
+``steps.jsonl`` the rows of the steps the trigger judged (the trigger's ``judged_steps``, at least
+:data:`stepwise_agent.trigger.RECENT`, up to the step it fired at, unprofiled: the capture's step time and telemetry are theirs) and of the profiled steps, the telemetry
 of that time span, the watched run's ``launch.json``, ``agent.json`` and ``injected.json`` (its threads), and
 ``capture.json``. So a capture fired because another program took the cores is judged on the slowed steps'
 telemetry (HOST004 names the other programs), not on the two or three samples of its profiled steps. So a capture is analysed like any other run (``advisors.analysis.analyse``
@@ -73,8 +73,11 @@ def capture_folders(run_dir: Path) -> list[Path]:
 def _window_rows(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]:
     """The rank's rows from the first step its trigger judged to the last profiled step."""
     first, last = (int(s) for s in capture["steps"])
-    fired = int((capture.get("trigger") or {}).get("step", first))
-    judged_from = min(first, fired - RECENT + 1)
+    trigger = capture.get("trigger") or {}
+    fired = int(trigger.get("step", first))
+    raw = trigger.get("numbers")
+    judged = raw.get("judged_steps") if isinstance(raw, dict) else None  # the rules judge RECENT steps or more (stepwise_agent.trigger)
+    judged_from = min(first, fired - (int(judged) if isinstance(judged, (int, float)) else RECENT) + 1)
     rank = int(capture.get("rank") or 0)
     return [r for r in step_rows(run_dir)
             if r.get("rank", 0) == rank and judged_from <= int(r.get("step", -1)) <= last]

@@ -135,3 +135,13 @@ def test_a_watched_run_shows_each_ranks_step_time_and_work_over_the_run_with_its
     assert bands == [(69.5, 77.5)] * 2  # one capture of both ranks, shaded in both panels
     assert any(a["text"] == "rank_behind · rank 1, 0" for a in fig["layout"]["annotations"])
     assert any(c.value.startswith("Steps 70–77: rank 1 behind the others") for c in at.caption)
+    # the ranks over the whole run, reduced as watch --json's ranks: rank 1's work rose for 60% of the run, so its
+    # own spread is as wide as its lead and the one straggler rule marks no rank (said, as the CLI says it)
+    from profilers.run.rank_timeline import reduce_ranks
+
+    reduced = reduce_ranks(run_dir)
+    assert reduced is not None and [r.median_work_ms for r in reduced.ranks] == [10.0, 30.0]
+    said = [m.value for m in [*at.info, *at.warning] if m.value.startswith("Over the whole run: ")]
+    assert said == [f"Over the whole run: {reduced.reason}"]
+    [table] = [d.value for d in at.dataframe if "median own work ms" in d.value.columns]
+    assert table["rank"].tolist() == [0, 1] and table["median own work ms"].tolist() == [10.0, 30.0]

@@ -28,7 +28,7 @@ RUN_TIMEOUT_MS = 300_000
 def _watched_run(home: Path) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "STEPWISE_HOME": str(home)}
     proc = subprocess.Popen([sys.executable, "-m", "stepwise", "watch", "--json", "--", sys.executable, str(DECODE),
-                             "--steps", "130", "--change-at", "60"], cwd=ROOT, env=env, text=True,
+                             "--steps", "1180", "--change-at", "1100"], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -49,7 +49,7 @@ def test_the_live_page_follows_a_watched_run_to_its_end_with_its_capture(server,
     watch.shot("watch_live_running")
     line = page.get_by_text(re.compile(r"captured steps \d+–\d+: "))
     line.first.wait_for(timeout=RUN_TIMEOUT_MS)
-    page.get_by_text(re.compile(r"^Finished: ok after 130 steps")).wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_text(re.compile(r"^Finished: ok after 1180 steps")).wait_for(timeout=RUN_TIMEOUT_MS)
     out, _ = proc.communicate(timeout=120)
     report = json.loads(out)
     assert report["status"] == "ok" and report["captures"], report

@@ -68,8 +68,8 @@ def test_rows_are_written_by_the_log_thread_not_the_training_thread(tmp_path: Pa
     original = StepLog._write_open
 
     def spy(self: StepLog) -> None:
-        writers.add(threading.get_ident())
         original(self)
+        writers.add(threading.get_ident())  # after the write: the rows are read back below once one is whole
 
     monkeypatch.setattr(StepLog, "_write_open", spy)
     log = StepLog(tmp_path, 0)

@@ -87,16 +87,19 @@ def test_a_script_runs_to_its_end_every_step_recorded_its_exit_code_passed_throu
 def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: Any, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     store = RunStore(tmp_path / "store")
-    parent = store.create("launch", "train.py", files={"boot.json": {"watch": {"capture_steps": 3}}})
-    code, run_dir = watch(90, 60, run_dir=Path(parent.run_dir))
+    # watch --judged-s 0.5: the baseline is learnt by step ~160 (warm-up, 0.5 s of ~16-ms steps judged, MIN_BLOCKS
+    # stretches as long), not ~630 as by default
+    parent = store.create("launch", "train.py", files={"boot.json": {"watch": {"capture_steps": 3, "judged_s": 0.5}}})
+    code, run_dir = watch(260, 200, run_dir=Path(parent.run_dir))
     assert code == 0
     rows = _rows(run_dir)
-    assert [r["step"] for r in rows] == list(range(90))  # the script was never stopped
+    assert [r["step"] for r in rows] == list(range(260))  # the script was never stopped
     records = capture_records(run_dir)
     assert len(records) == 1
     capture = records[0]
     assert capture["trigger"]["kind"] in ("data_share", "step_time") and capture["status"] == "done"
-    assert 60 <= capture["trigger"]["step"] <= 60 + 10
+    # fired within the judged half second of ~40-ms steps (13 steps) and a little slack
+    assert 200 <= capture["trigger"]["step"] <= 200 + 20 and "(0.5 s)" in capture["trigger"]["reason"]
     first, last = capture["steps"]
     assert (first, last) == (capture["trigger"]["step"] + 2, capture["trigger"]["step"] + 4)
     assert [r["step"] for r in rows if r["profiled"]] == list(range(first, last + 1))
@@ -109,7 +112,8 @@ def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(watch: An
     child_dir = store.path(children[0])
     assert list((child_dir / "tb").glob("rank0.*.pt.trace.json.gz"))
     # the steps the trigger judged (unprofiled: the capture's step time and telemetry are theirs), then the profiled
-    judged = capture["trigger"]["step"] - RECENT + 1
+    judged = capture["trigger"]["step"] - int(capture["trigger"]["numbers"]["judged_steps"]) + 1
+    assert judged <= capture["trigger"]["step"] - RECENT + 1
     assert [json.loads(line)["step"] for line in (child_dir / "steps.jsonl").read_text().splitlines()] == \
         list(range(judged, last + 1))
     assert (child_dir / "injected.json").is_file()  # the run's threads, for HOST004
@@ -167,8 +171,8 @@ def test_a_memory_capture_is_judged_by_the_growth_its_trigger_measured(watch: An
     from stepwise_agent.trigger import MEMORY, Fired
 
     store = RunStore(tmp_path / "store")
-    parent = store.create("launch", "train.py", files={"boot.json": {"watch": {"capture_steps": 3}}})
-    watch(90, 60, run_dir=Path(parent.run_dir))
+    parent = store.create("launch", "train.py", files={"boot.json": {"watch": {"capture_steps": 3, "judged_s": 0.5}}})
+    watch(260, 200, run_dir=Path(parent.run_dir))
     (child,) = store_captures(store, parent.run_id)
     child_dir = store.path(child)
     assert analyse(child_dir).diagnosis.bottleneck.value != "memory"  # the data capture: no memory finding
