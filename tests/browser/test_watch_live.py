@@ -47,7 +47,7 @@ def test_the_live_page_follows_a_watched_run_to_its_end_with_its_capture(server,
     page.get_by_role("heading", name="Live").wait_for()
     page.get_by_text(re.compile(r"^Captures")).wait_for()
     watch.shot("watch_live_running")
-    line = page.get_by_text(re.compile(r"captured steps \d+–\d+: "))
+    line = page.get_by_text(re.compile(r"captured steps [\d,]+–[\d,]+: "))  # 1,143–1,145
     line.first.wait_for(timeout=RUN_TIMEOUT_MS)
     page.get_by_text(re.compile(r"^Finished: ok after 1180 steps")).wait_for(timeout=RUN_TIMEOUT_MS)
     out, _ = proc.communicate(timeout=120)
@@ -66,5 +66,5 @@ def test_the_live_page_follows_a_watched_run_to_its_end_with_its_capture(server,
     hover = chart.first.locator(".hoverlayer")
     hover.get_by_text(re.compile("trigger: ")).first.wait_for(timeout=10_000)
     assert f"trigger: {first['trigger']['kind']} at step {first['trigger']['step']}" in (hover.text_content() or "")
-    assert page.get_by_text(re.compile(rf"captured steps {first['steps'][0]}–{first['steps'][1]}: ")).count() >= 1
+    assert page.get_by_text(re.compile(rf"captured steps {first['steps'][0]:,}–{first['steps'][1]:,}: ")).count() >= 1
     assert not watch.page_errors and not watch.dialogs
