@@ -23,6 +23,7 @@ from profilers.jobs.straggler import StragglerCall, find_straggler
 from profilers.run.captures import capture_records
 from profilers.run.rank_watch import work_ms
 from profilers.run.step_records import rollups, step_rows
+from stepwise_agent.steady import samples_per_s  # the one samples/s
 
 COLUMNS = ["rank", "step", "wall_ms", "work_ms", "profiled"]
 MAX_POINTS = 2000  # per rank: a longer run is drawn as the median of each bucket of steps
@@ -63,7 +64,7 @@ class RankRecord:
     steps: int  # steps recorded (whole rows and rolled-up steps)
     median_step_ms: float | None
     median_work_ms: float | None  # None: the agent measured no backward on this rank
-    samples_per_s: float | None  # total samples over total wall of the steps that counted samples
+    samples_per_s: float | None  # stepwise_agent.steady.samples_per_s over the steps that counted samples
 
 
 @dataclass(frozen=True)
@@ -97,23 +98,23 @@ def reduce_ranks(run_dir: Path) -> RanksReduced | None:
     for r in step_rows(run_dir):
         if not isinstance(r.get("step"), int) or r.get("profiled") or not isinstance(r.get("wall_ms"), (int, float)):
             continue
-        p = per.setdefault(int(r.get("rank") or 0), {"points": [], "steps": 0, "wall": 0.0, "samples": 0})
+        p = per.setdefault(int(r.get("rank") or 0), {"points": [], "steps": 0, "walls": [], "samples": []})
         p["points"].append((float(r["wall_ms"]), work_ms(r), 1))
         p["steps"] += 1
         if isinstance(r.get("samples"), (int, float)) and r["samples"]:
-            p["wall"] += float(r["wall_ms"])
-            p["samples"] += int(r["samples"])
+            p["walls"].append(float(r["wall_ms"]))
+            p["samples"].append(float(r["samples"]))
     for r in rollups(run_dir):
         wall, n = r.get("wall_ms_median"), int(r.get("steps") or 0)
         if not isinstance(wall, (int, float)) or n <= 0:
             continue
-        p = per.setdefault(int(r.get("rank") or 0), {"points": [], "steps": 0, "wall": 0.0, "samples": 0})
+        p = per.setdefault(int(r.get("rank") or 0), {"points": [], "steps": 0, "walls": [], "samples": []})
         work = r.get("work_ms_median")
         p["points"].append((float(wall), float(work) if isinstance(work, (int, float)) else None, n))
         p["steps"] += n
         if isinstance(r.get("samples"), (int, float)) and r["samples"] and isinstance(r.get("wall_ms_sum"), (int, float)):
-            p["wall"] += float(r["wall_ms_sum"])
-            p["samples"] += int(r["samples"])
+            p["walls"].append(float(r["wall_ms_sum"]))
+            p["samples"].append(float(r["samples"]))
     if len(per) < 2:
         return None
     records, judged = [], {}
@@ -125,7 +126,7 @@ def reduce_ranks(run_dir: Path) -> RanksReduced | None:
         records.append(RankRecord(
             rank=rank, steps=p["steps"], median_step_ms=round(statistics.median(walls), 4) if walls else None,
             median_work_ms=round(statistics.median(works), 4) if works and len(works) == len(walls) else None,
-            samples_per_s=round(p["samples"] / (p["wall"] / 1000.0), 4) if p["wall"] > 0 else None))
+            samples_per_s=round(rate, 4) if (rate := samples_per_s(p["samples"], p["walls"])) is not None else None))
         if works and len(works) == len(walls):
             judged[rank] = [(w, x) for w, x, n in p["points"] if x is not None for _ in range(n)]
     return RanksReduced(tuple(records), find_straggler(judged) if len(judged) == len(per) else None)
