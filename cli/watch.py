@@ -61,6 +61,9 @@ def add_parsers(sub: Any, common: Any) -> None:
                        "this share of the run's time (default 0.05)")
     watch.add_argument("--judged-s", type=float, default=None, help="a step-time or batch-drawing shift must "
                        "hold for this many seconds of steps to fire a capture (default 2)")
+    watch.add_argument("--min-rise", type=float, default=None, help="a step-time rise smaller than this share "
+                       "of the step time fires no capture (default 0.2 for a step on a GPU, 0.5 on the host's "
+                       "cores, which every other program shares)")
     watch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
     watch.add_argument("--python", metavar="PATH", help="the interpreter that runs the script")
     watch.add_argument("--cwd", metavar="DIR", help="the folder the script runs in (default: this one)")
@@ -191,7 +194,7 @@ def run_watch(args: argparse.Namespace) -> int:
     cwd = str(Path(args.cwd).expanduser().resolve()) if args.cwd else None
     handle = start_watch(command, store, label=args.label, capture_steps=args.capture_steps,
                          per_hour=args.captures_per_hour, max_share=args.max_capture_share, judged_s=args.judged_s,
-                         nproc_per_node=nproc,
+                         min_rise=args.min_rise, nproc_per_node=nproc,
                          nnodes=nnodes, rdzv_endpoint=rdzv, cwd=cwd, python=args.python)
     _forward_signals(handle)
     out = sys.stderr.buffer if args.json else sys.stdout.buffer

@@ -23,8 +23,8 @@ judged count and over √ its own count), and that of the medians of the baselin
 stretches (about 10 s of a fast step, 40 steps of a slow one):
 
 - **step time**: the median of the judged steps is above the baseline's median by more than :data:`NOISE_SIGMAS`
-  times that noise and by at least :data:`MIN_RISE` of it, and all but :data:`ALLOWED_BELOW` of those steps are
-  that much slower — "slower, beyond its own noise, for several steps";
+  times that noise and by at least the **floor** (:data:`MIN_RISE` of it, ``watch --min-rise``), and all but
+  :data:`ALLOWED_BELOW` of those steps are that much slower — "slower, beyond its own noise, for several steps";
 - **batch drawing**: the share of those steps' wall time spent drawing batches (``data_ms``) rose by at least
   :data:`SHARE_JUMP` (an absolute share: 0.10 → 0.35), in all but :data:`ALLOWED_BELOW` of those steps — the
   loader falling behind, even where the step time hides it;
@@ -32,6 +32,12 @@ stretches (about 10 s of a fast step, 40 steps of a slow one):
   fell back by more than :data:`MEMORY_GIVE_BACK` of the growth: an allocator grows in chunks, a leak never gives
   back) by at least :data:`MEMORY_MIN_MB` and :data:`MEMORY_MIN_GROWTH` of the headroom to the limit (the
   device's, the budget's, or the host's) — a loop that keeps what it should free.
+
+The floor is higher (:data:`CPU_MIN_RISE`) when the step runs on the host's cores (no CUDA; the recorder decides
+once the warm-up is over, :mod:`stepwise_agent.watch`): its threads share the cores with every other program, and on
+a quiet 2-core machine a steady 80-ms CPU step ran at +25% for 2.5 s, twice in one run (phases its baseline of
+10 s had not seen; a CI run was captured at "+24% for 20 steps (2.0 s)", beyond a noise of ±18.7 ms learnt from 7
+stretches), while another program taking the cores slowed it by +100% and a loader falling behind by +157%.
 
 After a rule fires, the baseline is learnt afresh (the slower step is the new normal: one shift, one capture).
 :class:`RateLimit` then decides whether the capture may happen: at most :data:`MAX_PER_HOUR` an hour, and never
@@ -57,7 +63,8 @@ MIN_BLOCKS = 4  # … and at least this many stretches as long as the judged ste
 MAX_BASELINE = 2000
 REFRESH = 32  # steps between two computations of the baseline's statistics (or the judged count, if more)
 NOISE_SIGMAS = 4.0
-MIN_RISE = 0.20  # a rise smaller than this share of the step time is not worth a trace
+MIN_RISE = 0.20  # a rise smaller than this share of the step time is not worth a trace (a GPU's step) …
+CPU_MIN_RISE = 0.50  # … nor, on a step that runs on the host's cores, one smaller than this (see the module docs)
 ALLOWED_BELOW = 0.25  # of the judged steps, at most this share may be under the rise (a burst is not a shift)
 SHARE_JUMP = 0.15
 SHARE_SAID = 0.05  # a smaller change of the batch-drawing share is not worth a word beside a step-time rise
@@ -112,11 +119,14 @@ def _line_fit(ys: list[float]) -> tuple[float, float]:
 class Trigger:
     """Feed it every step (:meth:`observe`); it says when a rule fires (see the module docs). ``limit_mb``: the
     memory the run may reach (None: the memory rule is off); ``judged_s``: the wall time the judged steps span
-    (:data:`MIN_JUDGED_S`)."""
+    (:data:`MIN_JUDGED_S`); ``min_rise``: the floor of a step-time rise, a share of the step time
+    (:data:`MIN_RISE`; the watch sets :data:`CPU_MIN_RISE` for a step on the host's cores)."""
 
-    def __init__(self, limit_mb: float | None = None, judged_s: float = MIN_JUDGED_S) -> None:
+    def __init__(self, limit_mb: float | None = None, judged_s: float = MIN_JUDGED_S,
+                 min_rise: float = MIN_RISE) -> None:
         self.limit_mb = limit_mb
         self.judged_ms = max(float(judged_s), 0.0) * 1000.0
+        self.min_rise = max(float(min_rise), 0.0)
         self._reset()
 
     def _reset(self) -> None:
@@ -160,7 +170,7 @@ class Trigger:
         if fired is None and len(self._base) >= max(MIN_BASELINE, MIN_BLOCKS * len(self._recent)) \
                 and self._judged_full():
             base, _, base_share = self._baseline()
-            if wall_ms > base * (1.0 + MIN_RISE) or (
+            if wall_ms > base * (1.0 + self.min_rise) or (
                     share is not None and base_share is not None and share >= base_share + SHARE_JUMP):
                 fired = self._judge(step)
         if fired is not None:
@@ -204,10 +214,10 @@ class Trigger:
         share_text = f", batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step" \
             if shares and abs(shares[1] - shares[0]) >= SHARE_SAID else ""
         needed = n - int(ALLOWED_BELOW * n)
-        above = sum(1 for w, _ in self._recent if w > base * (1.0 + MIN_RISE))
+        above = sum(1 for w, _ in self._recent if w > base * (1.0 + self.min_rise))
         span = f"for {n} steps ({self._recent_ms / 1000.0:.1f} s)"
         numbers = (("judged_steps", float(n)), ("judged_s", round(self._recent_ms / 1000.0, 3)))
-        if base > 0 and now > base + max(noise, MIN_RISE * base) and above >= needed:
+        if base > 0 and now > base + max(noise, self.min_rise * base) and above >= needed:
             rise = (now / base - 1.0) * 100.0
             return Fired(STEP_TIME, step, f"step time +{rise:.0f}% {span} ({base:.1f} → {now:.1f} ms, "
                                           f"beyond its noise of ±{noise:.1f} ms){share_text}", numbers)

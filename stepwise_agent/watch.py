@@ -44,7 +44,8 @@ import torch
 from stepwise_agent.hostinfo import _PAGE, available_memory_bytes, current_rss_mb
 from stepwise_agent.step_log import WAKE_ROWS, StepLog
 from stepwise_agent.recorder import GUARD_SIGNAL, RUNNING, MemoryGuardStop, write_json_atomic
-from stepwise_agent.trigger import MEMORY, ON_DEMAND, Fired, RateLimit, Trigger, near_capture
+from stepwise_agent.trigger import (CPU_MIN_RISE, MEMORY, MIN_RISE, ON_DEMAND, WARMUP_STEPS, Fired, RateLimit, Trigger,
+                                    near_capture)
 
 CAPTURE_STEPS = 3
 REQUEST_FILE = "capture.request"
@@ -72,9 +73,14 @@ class WatchRecorder:
     """Records every step, fires captures on the trigger's rules (see the module docs)."""
 
     def __init__(self, run_dir: Path, capture_steps: int = CAPTURE_STEPS, rank: int = 0, leader: bool = True,
-                 limit_mb: float | None = None, rate: RateLimit | None = None, judged_s: float | None = None) -> None:
+                 limit_mb: float | None = None, rate: RateLimit | None = None, judged_s: float | None = None,
+                 min_rise: float | None = None) -> None:
         self.run_dir, self.capture_steps, self.rank, self.leader = run_dir, max(int(capture_steps), 1), rank, leader
         self.trigger = Trigger(limit_mb) if judged_s is None else Trigger(limit_mb, judged_s)
+        # the floor of a step-time rise: given, or chosen once the warm-up is over (the model is on its device)
+        self._rise_given = min_rise is not None
+        if min_rise is not None:
+            self.trigger.min_rise = max(float(min_rise), 0.0)
         self.rate = rate or RateLimit()
         self.steps_done = 0
         self.last_loss: float | None = None
@@ -124,6 +130,8 @@ class WatchRecorder:
                            capture["n"] if profiled and capture is not None else None, backward_ms))
         self.steps_done += 1
         self.last_loss = loss
+        if step == WARMUP_STEPS and not self._rise_given:
+            self.trigger.min_rise = MIN_RISE if self._cuda and torch.cuda.is_initialized() else CPU_MIN_RISE
         if capture is not None:
             self._advance_capture(step)
         else:
@@ -324,14 +332,15 @@ class WatchRecorder:
 def watch_recorder(run_dir: Path, cfg: dict[str, Any], budget_mb: float | None, rank: int,
                    leader: bool) -> WatchRecorder:
     """The recorder ``boot.json``'s ``watch`` asks for: ``capture_steps``, ``per_hour``, ``max_share``,
-    ``judged_s``."""
+    ``judged_s``, ``min_rise``."""
     from stepwise_agent.trigger import MAX_PER_HOUR, MAX_SHARE
 
     rate = RateLimit(int(cfg.get("per_hour", MAX_PER_HOUR)), float(cfg.get("max_share", MAX_SHARE)))
     limit = memory_limit_mb(budget_mb, os.environ.get("STEPWISE_MEMORY_LIMIT_MB"))
-    judged = cfg.get("judged_s")
+    judged, rise = cfg.get("judged_s"), cfg.get("min_rise")
     return WatchRecorder(run_dir, int(cfg.get("capture_steps", CAPTURE_STEPS)), rank, leader, limit, rate,
-                         float(judged) if isinstance(judged, (int, float)) else None)
+                         float(judged) if isinstance(judged, (int, float)) else None,
+                         float(rise) if isinstance(rise, (int, float)) else None)
 
 
 def watch_warnings(rec: WatchRecorder) -> list[str]:

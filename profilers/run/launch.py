@@ -132,12 +132,13 @@ def start_watch(command: list[str], store: RunStore, label: str | None = None, c
                 per_hour: int | None = None, max_share: float | None = None, nproc_per_node: int = 1,
                 nnodes: int = 1, rdzv_endpoint: str | None = None, cwd: str | None = None,
                 python: str | None = None, memory_budget_mb: float | None = None,
-                judged_s: float | None = None) -> RunHandle:
+                judged_s: float | None = None, min_rise: float | None = None) -> RunHandle:
     """Watch the whole run (``stepwise watch``): the script runs to its own end under the agent with the profiler
     off, every step recorded, and profiles ``capture_steps`` steps whenever its step time, batch-drawing share or
     memory changes (:mod:`stepwise_agent.watch`, :mod:`stepwise_agent.trigger`; at most ``per_hour`` captures an
     hour, taking at most ``max_share`` of the run's time; a shift must hold for ``judged_s`` seconds of steps, 2 by
-    default). Its captures become runs of their own as they are written (:mod:`profilers.run.captures`)."""
+    default, and a step-time rise be at least ``min_rise`` of the step time, by default 0.2 on a GPU, 0.5 on the
+    host's cores). Its captures become runs of their own as they are written (:mod:`profilers.run.captures`)."""
     if not 1 <= capture_steps <= 100:
         raise RunError(f"--capture-steps must be between 1 and 100, got {capture_steps}")
     watch: dict[str, Any] = {"capture_steps": capture_steps}
@@ -149,6 +150,10 @@ def start_watch(command: list[str], store: RunStore, label: str | None = None, c
         if not 0.1 <= judged_s <= 600:
             raise RunError(f"--judged-s must be between 0.1 and 600 seconds, got {judged_s}")
         watch["judged_s"] = judged_s
+    if min_rise is not None:
+        if not 0.0 <= min_rise <= 100.0:
+            raise RunError(f"--min-rise must be between 0 and 100 (a share of the step time), got {min_rise}")
+        watch["min_rise"] = min_rise
     return start_launch(command, store, steps=capture_steps, label=label, nproc_per_node=nproc_per_node,
                         nnodes=nnodes, rdzv_endpoint=rdzv_endpoint, boot={"watch": watch}, cwd=cwd, python=python,
                         memory_budget_mb=memory_budget_mb)

@@ -4,10 +4,16 @@ holds captures back."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
+from typing import Any
 
-from stepwise_agent.trigger import (DATA_SHARE, MEMORY, MIN_BASELINE, MIN_BLOCKS, MIN_JUDGED_S, RECENT,
-                                    STEP_TIME, WARMUP_STEPS, Fired, RateLimit, Trigger, near_capture)
+from stepwise_agent.trigger import (CPU_MIN_RISE, DATA_SHARE, MEMORY, MIN_BASELINE, MIN_BLOCKS, MIN_JUDGED_S,
+                                    MIN_RISE, RECENT, STEP_TIME, WARMUP_STEPS, Fired, RateLimit, Trigger,
+                                    near_capture)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "watch"
 
 
 def _feed(trigger: Trigger, walls: list[float], datas: list[float | None] | None = None,
@@ -171,3 +177,40 @@ def test_a_leak_with_the_allocators_trims_fires_and_memory_used_and_freed_does_n
     assert fired and fired[0].kind == MEMORY and fired[0].step <= 70 + 50 + RECENT
     sawtooth = [400.0 + 4.0 * (i % 25) for i in range(200)]  # grows 96 MiB, then frees it all, again and again
     assert _feed(Trigger(limit_mb=22_000.0), walls, memory=sawtooth) == []
+
+
+def _replay(trigger: Trigger, steps: list[list[Any]]) -> list[Fired]:
+    """Feed a recorded run's steps (step, wall_ms, profiled) as the watch fed them: a profiled step and the steps
+    just after a capture are next to one (:func:`near_capture`)."""
+    windows: list[tuple[int, int]] = []
+    for step, _, profiled in steps:
+        if profiled:
+            if windows and step == windows[-1][1] + 1:
+                windows[-1] = (windows[-1][0], step)
+            else:
+                windows.append((step, step))
+    return [f for step, wall, _ in steps
+            if (f := trigger.observe(step, wall, None, None, near_capture(step, windows))) is not None]
+
+
+def test_a_cpu_step_that_wanders_a_quarter_for_two_seconds_is_not_a_shift_but_a_neighbour_is() -> None:
+    """Recorded in a clean-clone CI run (tests/fixtures/watch): the steady 80-ms CPU script ran at ~100 ms from
+    step ~140 to ~190, before any neighbour; the floor of a GPU's step (MIN_RISE) captures it ("+24% for 20 steps"),
+    the floor of a step on the host's cores (CPU_MIN_RISE) does not, and both catch the neighbour at step 240
+    (+90%) within its judged 2 s."""
+    recorded = json.loads((FIXTURES / "neighbour_steps_2026-11-29.json").read_text())
+    steps, change_at = recorded["steps"], recorded["change_at"]
+    gpu_floor = _replay(Trigger(min_rise=MIN_RISE), steps)
+    assert gpu_floor[0].step < change_at and gpu_floor[0].kind == STEP_TIME
+    cpu_floor = _replay(Trigger(min_rise=CPU_MIN_RISE), steps)
+    assert [f.kind for f in cpu_floor] == [STEP_TIME]
+    judged = int(dict(cpu_floor[0].numbers)["judged_steps"])
+    assert change_at <= cpu_floor[0].step <= change_at + judged + 1, cpu_floor[0]
+
+
+def test_a_rise_between_the_floors_fires_only_under_the_lower_one() -> None:
+    quiet = _noisy(600, 10.0, 0.05, 21)
+    risen = quiet + _noisy(400, 13.5, 0.05, 22)  # +35%, lasting
+    assert [f.kind for f in _feed(Trigger(min_rise=MIN_RISE), risen)] == [STEP_TIME]
+    assert _feed(Trigger(min_rise=CPU_MIN_RISE), risen) == []
+    assert [f.kind for f in _feed(Trigger(min_rise=CPU_MIN_RISE), quiet + _noisy(400, 16.0, 0.05, 22))] == [STEP_TIME]

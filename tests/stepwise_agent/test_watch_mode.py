@@ -186,3 +186,22 @@ def test_a_memory_capture_is_judged_by_the_growth_its_trigger_measured(watch: An
     assert analysis.diagnosis.bottleneck.value == "memory"
     (creep,) = [f for f in analysis.diagnosis.findings if f.rule == "MEM008"]
     assert "3.0 MiB a step" in creep.message and creep.evidence["steps_left"] == 6300.0
+
+
+def test_the_floor_of_a_rise_is_the_host_cores_one_for_a_cpu_step_unless_given(tmp_path: Path) -> None:
+    import torch
+
+    from stepwise_agent.trigger import CPU_MIN_RISE, MIN_RISE, WARMUP_STEPS
+    from stepwise_agent.watch import watch_recorder
+
+    for cfg, expected in (({}, CPU_MIN_RISE), ({"min_rise": 0.1}, 0.1)):
+        run_dir = tmp_path / str(len(cfg))
+        run_dir.mkdir()
+        rec = watch_recorder(run_dir, cfg, None, 0, True)
+        rec.start()
+        assert rec.trigger.min_rise == (MIN_RISE if not cfg else 0.1)  # chosen once the warm-up is over
+        for _ in range(WARMUP_STEPS + 2):
+            torch.nn.Linear(4, 2)(torch.ones(4)).sum().backward()
+            rec.on_step(1.0, 4)
+        assert rec.trigger.min_rise == expected
+        rec.stop()
