@@ -21,7 +21,8 @@ from typing import Any, Callable, Mapping
 
 import psutil
 
-from profilers.run.agent_files import LaunchMonitor, finish_launch
+from profilers.run.agent_files import (TELEMETRY_INTERVAL_S, WATCH_TELEMETRY_INTERVAL_S, LaunchMonitor,
+                                      finish_launch)
 from profilers.run.captures import store_captures
 from profilers.run.rank_watch import RankFollower, rank_follower
 from profilers.run.records import RunResult, RunStatus
@@ -31,6 +32,8 @@ from profilers.store.runs import RunStore
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
 CANCEL_GRACE_S = 3.0  # SIGTERM first; SIGKILL for whatever still lives after this
 TICK_S = 0.25
+SNAPSHOT_TICKS = 8  # the process tree is read every 2 s (reading it scans every process on the host, ~1 ms); a
+# stop reads it again, and finds the run's orphans by their environment (RUN_ID_ENV)
 RUN_ID_ENV = "STEPWISE_RUN_ID"  # set in every process of a run, so its whole tree can be found and stopped
 STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 20, 2000
 _KILL_SIGNALS = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
@@ -119,11 +122,14 @@ class RunHandle:
         pid = self._proc.pid
         last_step, last_change = None, self._hang_clock()
         code: int | None
+        ticks = 0
         try:
             # WNOWAIT: the finished leader stays a zombie, so its process group cannot be reused while we
             # kill what is left in it.
             while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-                self._snapshot_tree()
+                if ticks % SNAPSHOT_TICKS == 0:
+                    self._snapshot_tree()
+                ticks += 1
                 if self._stop_reason is None:  # a stop asked elsewhere (``cancel_run``), even before our pid was
                     asked = self.store.read_cancel(self.run_id)  # stored: honoured here, so it cannot be missed
                     if asked is not None:
@@ -244,9 +250,10 @@ def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[s
     the memory guard watches, and ``result.json`` is made from the agent's files (``agent_files``)."""
     handle = RunHandle(store, run_id, hang_timeout_s, hang_clock)
     if agent:
-        handle._monitor = LaunchMonitor(handle.run_dir, {**os.environ, **(extra_env or {})})
         boot = read_json(handle.run_dir / "boot.json")
         handle.watching = isinstance(boot, dict) and isinstance(boot.get("watch"), dict)
+        handle._monitor = LaunchMonitor(handle.run_dir, {**os.environ, **(extra_env or {})},
+                                        WATCH_TELEMETRY_INTERVAL_S if handle.watching else TELEMETRY_INTERVAL_S)
         if handle.watching:
             handle.ranks = rank_follower(handle.run_dir, boot)
     handle._launch(command, extra_env, cwd)
