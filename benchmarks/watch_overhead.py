@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3_000)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--agent-only", action="store_true", help="measure the agent's cost alone (no runs)")
+    parser.add_argument("--tag", default="", help="added to the results' file names (a second run the same day)")
     args = parser.parse_args()
     cost = agent_cost_us(args.calls)
     medians, means, writer = [c[0] for c in cost], [c[1] for c in cost], [c[2] for c in cost]
@@ -164,7 +165,7 @@ def main() -> None:
            "agent_us_median_call": medians, "agent_us_mean": means,
            "writer_cpu_us_per_step": writer, "runs": rows}
     args.out.mkdir(parents=True, exist_ok=True)
-    stamp += "-agent" if args.agent_only else ""
+    stamp += ("-agent" if args.agent_only else "") + (f"-{args.tag}" if args.tag else "")
     (args.out / f"watch-overhead-{stamp}.json").write_text(json.dumps(doc, indent=2))
     lines = [f"# Watch overhead, {stamp} ({os.cpu_count()} cores, {args.repeats} interleaved repeats, "
              f"{args.steps} steps a run)", "",
