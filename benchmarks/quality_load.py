@@ -1,6 +1,6 @@
 """Batch-size predictions against measurement in two parts, quiet and beside a bursty CPU hog (issue 43).
 
-    .venv/bin/python benchmarks/quality_load.py [--case noise_script] [--seeds 3] [--hog]
+    .venv/bin/python benchmarks/quality_load.py [--case noise_script] [--seeds 3] [--hog] [--budget 300]
 
 For the case (:func:`benchmarks.time_to_quality_noise.case`: the repository's own to-quality benchmark scripts),
 every k in 2, 4, 8 is predicted (steps-to-target ratio from B_simple × step-time ratio from the paired throughput
@@ -12,6 +12,7 @@ CPU hog throughout: one busy-looping process, 2 s on and 2 s off, started before
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import sys
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from advisors.experiments.to_quality import store_curve_runner, to_quality  # noqa: E402
 from advisors.experiments.to_quality_goodput import planner, store_probe  # noqa: E402
 from advisors.experiments.to_quality_report import quality_json  # noqa: E402
+from advisors.quality.target import Budget  # noqa: E402
 from benchmarks.time_to_quality_noise import KS, _every_k, case  # noqa: E402
 from profilers.store.runs import RunStore  # noqa: E402
 
@@ -48,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--case", default="noise_script")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--hog", action="store_true")
+    p.add_argument("--budget", default=None, help="the arms' budget instead of the case's: '300' steps or '6s' "
+                   "(the target is the baseline's value at 80%% of it: in steps, the load cannot move it)")
+    p.add_argument("--json-out", type=Path, default=None, help="also write the ladder's JSON here")
     args = p.parse_args(argv)
     hog = mp.Process(target=_hog, daemon=True) if args.hog else None
     if hog is not None:
@@ -55,12 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         store = RunStore(Path(tempfile.mkdtemp(prefix="quality-load-")))
         spec, budget, apply, resolve, applied, metric = case(args.case, store)
+        if args.budget:
+            budget = Budget.parse(args.budget)
         say = (lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
         t0 = time.time()
         plan = _every_k(planner(store_probe(store), budget.steps, KS, on_progress=say), spec, budget)
         ladder = to_quality(spec, [], store_curve_runner(store, budget, metric), budget, args.seeds, metric=metric,
                             apply=apply, on_progress=say, resolve=resolve, applied=applied, planner=plan)
         out = quality_json(ladder, metric)
+        if args.json_out is not None:
+            args.json_out.write_text(json.dumps(out, indent=1, default=str))
     finally:
         if hog is not None:
             hog.terminate()

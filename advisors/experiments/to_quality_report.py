@@ -135,7 +135,7 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
                        "stated": ladder.budget.describe()},
             "whole_run_budget": ladder.whole_label,
             "noise_scale": ladder.plan.to_json() if ladder.plan else None,
-            "seeds": ladder.seeds, "one_run": ladder.one_run,
+            "seeds": ladder.seeds, "one_run": ladder.one_run, "floor": ladder.floor,
             "start_band": list(ladder.start_band) if ladder.start_band else None,
             "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),
                          "curves": curves_json(ladder.baseline, metric)},
@@ -154,6 +154,8 @@ def quality_table(out: dict[str, Any]) -> str:
     if out.get("one_run"):
         lines.append(f"the {out['seeds']} baseline seeds are one run (the same curve: the script's seed could not be "
                      "varied); verdicts use a stated tolerance")
+    if out.get("floor"):
+        lines.append(out["floor"])
     ns = out.get("noise_scale")
     if ns:
         lines.append(noise_line(ns))

@@ -7,6 +7,13 @@ target reached before an arm's first real optimizer step, and other programs' lo
 - **A target clear of the start.** The baseline's raw values over its first :data:`START_POINTS` points are its
   own noise before it has learnt anything; a target inside that band (``≤`` its highest value for a loss) can be
   "reached" by a lucky first batch. :func:`start_noise` gives the band, :func:`clear_of_start` the verdict.
+- **A target off the floor.** Read at 80% of a budget that outlasts the curve's fall, the target sits on its floor,
+  where which arm reaches it first is decided by the curve's noise more than by the change (a larger batch's
+  smoother curve crosses a level just above its floor later than a noisy one dips under it), and the noise scale's
+  steps part, which assumes a falling curve, cannot hold: measured 0.61/0.41/0.27 against 0.51/0.26/0.14 predicted
+  for batch × 2/4/8 with a target 0.17 above the floor, 0.55/0.33/0.23 against 0.54/0.31/0.19 with one on the fall
+  (``benchmarks/results/quality-load-2026-11-29.md``). :func:`on_floor` says so (the verdicts still stand: they
+  are measured).
 - **A real optimizer step first.** With gradient accumulation over k micro-batches the first k points are one
   optimizer step's worth of micro-batches: the first value that follows a real update is at step k + 1.
   :func:`first_counted_step` is that step for an arm; a time to target before it does not count.
@@ -57,6 +64,43 @@ def clear_of_start(value: float, goal: Goal, band: tuple[float, float] | None) -
         return None
     return (f"the target {value:.4g} lies inside the baseline's own noise at its start ({low:.4g} … {high:.4g} over "
             f"its first {START_POINTS} points): a first batch can reach it by chance")
+
+
+FLOOR_WINDOWS = ((0.4, 0.6), (0.8, 1.0))  # the curve's mean over these shares of its time: has it still fallen?
+FLOOR_NEAR = 2.0  # a target within this many of the last window's spreads of its level is on the floor
+
+
+def on_floor(curves: Sequence[Curve], value: float, goal: Goal) -> str | None:
+    """Why the target ``value`` sits on the baseline's floor (``None``: it does not): over most of its seeds the
+    smoothed curve's mean over the last fifth of its time moved less, toward the goal, than the spread of its values
+    there (MAD-based) since the fifth around its middle, and the target lies within :data:`FLOOR_NEAR` such
+    spreads of that last level."""
+    said = []
+    for c in curves:
+        if len(c) < 20:
+            continue
+        times, values = np.asarray(c.times_s, dtype=float), np.asarray(c.values, dtype=float)
+        span = times[-1] - times[0]
+        if span <= 0:
+            continue
+        windows = [values[(times >= times[0] + a * span) & (times <= times[0] + b * span)] for a, b in FLOOR_WINDOWS]
+        if min(len(w) for w in windows) < 5:
+            continue
+        middle, last = windows
+        level = float(np.median(last))
+        spread = 1.4826 * float(np.median(np.abs(last - level)))
+        fallen = float(np.mean(middle) - np.mean(last)) if goal == "min" else float(np.mean(last) - np.mean(middle))
+        above = value - level if goal == "min" else level - value
+        said.append((fallen < spread and above < FLOOR_NEAR * spread, fallen, spread, level))
+    flat = [x for x in said if x[0]]
+    if not said or len(flat) * 2 <= len(said):
+        return None
+    fallen, spread, level = (float(np.median([x[i] for x in flat])) for i in (1, 2, 3))
+    return (f"the target {value:.4g} sits on the baseline's floor: over the last fifth of its run its curve moved "
+            f"{fallen:+.3g} toward it since the middle, within its own spread of ±{spread:.3g}, and ended near "
+            f"{level:.4g} ({len(flat)} of {len(said)} seeds): which arm reaches it first is decided by the curve's "
+            "noise more than by the change, and the steps part of a batch prediction (which assumes a falling "
+            "curve) does not hold; a --target on the fall or a shorter --budget judges the change itself")
 
 
 def first_counted_step(patch: Mapping[str, Any] | None) -> int:

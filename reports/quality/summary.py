@@ -26,6 +26,8 @@ def markdown(rec: QualityRecord) -> str:
                  "seed could not be varied); verdicts use a stated tolerance, not a spread of seeds.")
     if rec.noise:
         head += "\n\n**Gradient noise scale:** " + _md(rec.noise)
+    if rec.floor:
+        head += "\n\n**A target on the floor:** " + _md(rec.floor)
     tail = "".join(f"\n\n**{_md(r.title)}:** {_md(r.reason)}" for r in rec.rounds
                    if r.tradeoff is not None or r.outcome == "inconclusive")
     tail += f"\n\n{_md(rec.projection)}" if rec.projection else ""

@@ -105,6 +105,7 @@ class QualityRecord:
     budget: str = ""  # as stated: "300 steps", "60 s"
     noise: str | None = None  # the gradient noise scale in a line
     projection: str | None = None  # the whole run's hours (and cost) in a sentence
+    floor: str | None = None  # why the target sits on the baseline's floor (advisors.quality.fair.on_floor)
 
     @property
     def label(self) -> str:
@@ -134,7 +135,7 @@ class QualityRecord:
                 saved_s=r.get("saved_s"), saved_share=r.get("saved_share"), not_applied=r.get("not_applied"),
                 judged_against=tuple(int(i) for i in r.get("judged_against") or ())))
         return cls(str(raw["target"]), int(raw["seeds"]), bool(raw["one_run"]), tuple(rounds),
-                   str(raw.get("budget") or ""), raw.get("noise"), raw.get("projection"))
+                   str(raw.get("budget") or ""), raw.get("noise"), raw.get("projection"), raw.get("floor"))
 
 
 def quality_record(out: Mapping[str, Any]) -> QualityRecord:
@@ -161,5 +162,5 @@ def quality_record(out: Mapping[str, Any]) -> QualityRecord:
     return QualityRecord(f"{t['metric']} {sign} {t['value']:.4g} ({t['source']}{note})", int(out["seeds"]),
                          bool(out.get("one_run")), tuple(rounds), str((out.get("budget") or {}).get("stated") or ""),
                          noise_line(out["noise_scale"]) if out.get("noise_scale") else None,
-                         (out.get("projection") or {}).get("text"))
+                         (out.get("projection") or {}).get("text"), out.get("floor"))
 

@@ -95,6 +95,9 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
     if (noisy := fair.clear_of_start(target.value, goal, band)) is not None:
         raise SpecError(f"{noisy}; give a --target beyond it or a longer --budget (the baseline ran "
                         f"{budget.describe()})")
+    floor = fair.on_floor(curves, target.value, goal)
+    if floor is not None:
+        say(floor)
     base_one_run = fair.one_run([r.curve for r in base_runs])
     if base_one_run:
         say(f"the {seeds} baseline seeds gave the same curve: they are one run (the script's seed could not be "
@@ -153,4 +156,4 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
     return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice), plan,
                          tuple(whole), whole_budget if whole else None,
                          (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None,
-                         base_one_run, band, inter.baseline, inter.seeds)
+                         base_one_run, band, inter.baseline, inter.seeds, floor)

@@ -65,6 +65,7 @@ class QualityLadder:
     start_band: tuple[float, float] | None = None  # the baseline's raw values over its first points
     interleaved: tuple[QualityRun, ...] = ()  # every baseline run of the interleave, shared by all the arms
     interleaved_seeds: tuple[int, ...] = ()  # the seed of each
+    floor: str | None = None  # why the target sits on the baseline's floor (fair.on_floor), None when it does not
 
     @property
     def kept(self) -> tuple[QualityRound, ...]:
