@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--hog", action="store_true")
     p.add_argument("--budget", default=None, help="the arms' budget instead of the case's: '300' steps or '6s' "
-                   "(the target is the baseline's value at 80%% of it: in steps, the load cannot move it)")
+                   "(the target is the baseline's value at 80%% of it: in steps, the load cannot move it; '6s' "
+                   "was noise_script's own until 2026-11-29, which put it on the curve's floor)")
     p.add_argument("--json-out", type=Path, default=None, help="also write the ladder's JSON here")
     args = p.parse_args(argv)
     hog = mp.Process(target=_hog, daemon=True) if args.hog else None

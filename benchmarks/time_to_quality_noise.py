@@ -66,8 +66,11 @@ def case(name: str, store: RunStore) -> tuple[QualitySpec, Budget, Any, Any, Any
         val = name == "noise_script_val"
         spec = ScriptSpec(command=(sys.executable, str(VAL_SCRIPT if val else SCRIPT)), cwd=str(SCRIPT.parents[2]))
 
-        # the validation case's budget in steps: its target (80 % of it) on the falling curve, whatever the load
-        return (spec, Budget(steps=3000) if val else Budget(seconds=6.0), inject, script_resolve, script_applied,
+        # budgets in steps: the target (80 % of it) on the falling curve, whatever the load. The training loss of
+        # noisy_regression_train.py reaches its floor within ~500 steps; 6 s (thousands of steps) put the target on
+        # that floor, where the steps part of a prediction does not hold (advisors.quality.fair.on_floor;
+        # benchmarks/results/quality-load-2026-11-29.md)
+        return (spec, Budget(steps=3000) if val else Budget(steps=300), inject, script_resolve, script_applied,
                 VAL_METRIC if val else None)
     workload = workload_spec(store.root, name.removeprefix("noise_"), measure_steps=MAX_STEPS, seeded=True)
     return workload, Budget(seconds=8.0), inject, script_resolve, script_applied, None
