@@ -89,7 +89,8 @@ def main(args: argparse.Namespace, spec: QualitySpec, workload: str | None = Non
         if not bases:
             base = script_candidates.read_baseline(runs)
             bases.append(base if base is None or own else replace(base, config={}))
-        return in_own_terms(script_candidates.resolve(cand, bases[0]), bases[0], spec)
+        resolved = script_candidates.same_as_fix(script_candidates.resolve(cand, bases[0]), args.fix)
+        return in_own_terms(resolved, bases[0], spec)
 
     def apply(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
         assert cand.patch is not None

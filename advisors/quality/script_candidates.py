@@ -105,6 +105,19 @@ def where(site: Mapping[str, Any] | None) -> str:
     return f"{os.path.basename(str(site['file']))}:{site['line']}" if site else "?"
 
 
+#: a convergence candidate that is the same change as a step-time fix of the registry (advisors.fixes): with
+#: ``--fix`` naming that fix it is judged once, in the fix's round (on llm.c both ran: 1.13× and 1.16×, one change)
+SAME_AS_FIX = {"optimizer_fused": "fused_optimizer"}
+
+
+def same_as_fix(cand: Candidate, forced: Sequence[str]) -> Candidate:
+    """``cand``, or, when it is the same change as a fix ``--fix`` asked for, no run: the fix's round judges it."""
+    fix = SAME_AS_FIX.get(cand.id)
+    if fix is None or fix not in forced:
+        return cand
+    return replace(cand, patch=None, advice=f"the same change as --fix {fix}: judged once, in that fix's round")
+
+
 def _advice(cand: Candidate, why: str) -> Candidate:
     return replace(cand, patch=None, advice=f"change it yourself: {why}")
 

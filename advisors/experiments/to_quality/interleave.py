@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from advisors.experiments.pair_verdict import leans
 from advisors.experiments.to_quality.runs import AppliedFn, CurveRunFn, ProgressFn, QualityRun, QualitySpec, arm_spec
 from advisors.quality import fair
 from advisors.quality.arms import MIN_GAIN, TimeToTarget
@@ -122,6 +123,19 @@ def judged_fairly(ttt: TimeToTarget, pairs: Pairs, one_run: bool) -> tuple[TimeT
     slower = ttt.interval is not None and ttt.interval[1] < 1
     why = fair.contention_verdict(ratio, ttt.kept, slower, before, after, 1 + MIN_GAIN)
     if why is None:
-        return ttt, None
+        return _leaning(ttt)
     rerun = f" ({pairs.reruns} pair(s) already run again)" if pairs.reruns else ""
     return replace(ttt, kept=False, reason=f"inconclusive: {why}{rerun}; run it on a quieter machine"), why
+
+
+def _leaning(ttt: TimeToTarget) -> tuple[TimeToTarget, str | None]:
+    """The A/B trials' lean rule (:func:`~advisors.experiments.pair_verdict.leans`), the same for the seeds: a
+    change whose point estimate clears twice the bar's margin while its interval does not clear the bar leans
+    towards a gain it cannot show — ``inconclusive``, not "no gain" (on llm.c fused AdamW read "rejected: 1.13×
+    sooner [0.89, 1.80]" where its A/B read inconclusive 1.13× [0.97, 1.22])."""
+    ratio, iv = ttt.ratio, ttt.interval
+    if ttt.kept or ratio is None or iv is None or not leans(ratio, 1 + MIN_GAIN) or iv[0] >= 1 + MIN_GAIN:
+        return ttt, None
+    why = (f"the seeds lean towards a gain they cannot show: {ratio:.2f}× sooner clears {1 + 2 * MIN_GAIN:.2f}× but "
+           f"its interval [{iv[0]:.2f}, {iv[1]:.2f}] does not clear {1 + MIN_GAIN:.2f}")
+    return replace(ttt, reason=f"inconclusive: {why}; more seeds (--seeds) may show it"), why
