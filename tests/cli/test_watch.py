@@ -127,14 +127,21 @@ def test_ctrl_c_stops_the_job_as_it_would_without_stepwise(tmp_path: Path) -> No
     script = tmp_path / "train.py"
     script.write_text("import time, torch\nm = torch.nn.Linear(2, 1)\nfor i in range(100000):\n"
                       "    m(torch.ones(2)).sum().backward()\n    time.sleep(0.01)\n    if i == 5: print('going', flush=True)\n")
+    # as from a terminal: Ctrl-C's default action. Started from a shell's background job (``cmd &``), a process
+    # inherits SIGINT ignored, and so does the job watch starts: it would ignore Ctrl-C, with or without Stepwise
     proc = subprocess.Popen([sys.executable, "-m", "stepwise", "watch", "--store", str(tmp_path / "store"), "--",
                              sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT)
+                            text=True, cwd=ROOT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     assert proc.stdout.readline() == "going\n"
     time.sleep(0.5)
     os.kill(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGINT)  # a second Ctrl-C cancels the job: nothing is left behind for later tests
+        proc.communicate(timeout=60)
+        raise
     assert proc.returncode == -signal.SIGINT  # ended by the signal, as python train.py would be
     assert "KeyboardInterrupt" in err
 
