@@ -32,6 +32,7 @@ import numpy as np
 
 from advisors.compare.contention import CONTENDED_CORES, holds_beyond_contention
 from advisors.quality.curve import Curve, Goal
+from stepwise_agent.trigger import MAD_TO_SIGMA
 
 START_POINTS = 5  # the baseline's first points: its noise before it has learnt anything
 ONE_RUN_TOLERANCE = 0.05  # seeds that are one run: a ratio within 5 % of 1 is no difference, said as such
@@ -88,7 +89,7 @@ def on_floor(curves: Sequence[Curve], value: float, goal: Goal) -> str | None:
             continue
         middle, last = windows
         level = float(np.median(last))
-        spread = 1.4826 * float(np.median(np.abs(last - level)))
+        spread = MAD_TO_SIGMA * float(np.median(np.abs(last - level)))
         fallen = float(np.mean(middle) - np.mean(last)) if goal == "min" else float(np.mean(last) - np.mean(middle))
         above = value - level if goal == "min" else level - value
         said.append((fallen < spread and above < FLOOR_NEAR * spread, fallen, spread, level))
