@@ -44,8 +44,8 @@ import torch
 from stepwise_agent.hostinfo import _PAGE, available_memory_bytes, current_rss_mb
 from stepwise_agent.step_log import WAKE_ROWS, StepLog
 from stepwise_agent.recorder import GUARD_SIGNAL, RUNNING, MemoryGuardStop, write_json_atomic
-from stepwise_agent.trigger import (CPU_MIN_RISE, MEMORY, MIN_RISE, ON_DEMAND, WARMUP_STEPS, Fired, RateLimit, Trigger,
-                                    near_capture)
+from stepwise_agent.trigger import (CPU_MIN_RISE, MEMORY, MIN_JUDGED_S, MIN_RISE, ON_DEMAND, WARMUP_STEPS, Fired,
+                                    RateLimit, Trigger, near_capture)
 
 CAPTURE_STEPS = 3
 REQUEST_FILE = "capture.request"
@@ -76,11 +76,10 @@ class WatchRecorder:
                  limit_mb: float | None = None, rate: RateLimit | None = None, judged_s: float | None = None,
                  min_rise: float | None = None) -> None:
         self.run_dir, self.capture_steps, self.rank, self.leader = run_dir, max(int(capture_steps), 1), rank, leader
-        self.trigger = Trigger(limit_mb) if judged_s is None else Trigger(limit_mb, judged_s)
         # the floor of a step-time rise: given, or chosen once the warm-up is over (the model is on its device)
         self._rise_given = min_rise is not None
-        if min_rise is not None:
-            self.trigger.min_rise = max(float(min_rise), 0.0)
+        self.trigger = Trigger(limit_mb, MIN_JUDGED_S if judged_s is None else judged_s,
+                               MIN_RISE if min_rise is None else min_rise)
         self.rate = rate or RateLimit()
         self.steps_done = 0
         self.last_loss: float | None = None
