@@ -70,17 +70,24 @@ class StoredSpec(Protocol):
 
 
 def default_root() -> Path:
-    return Path(os.environ.get(STORE_ENV) or "runs")
+    """``$STEPWISE_HOME``, else ``./runs`` of the folder the command started in, as an absolute path."""
+    return resolve_root(os.environ.get(STORE_ENV) or "runs")
+
+
+def resolve_root(root: Path | str) -> Path:
+    """A store root as an absolute path, resolved once where the store is opened: runs start in folders of their
+    own (a workload in its code folder, a script in its ``cwd``), so every path handed to them must be absolute."""
+    return Path(root).expanduser().resolve()
 
 
 class RunStore:
     """Run folders under ``root`` plus their index. Safe to use from several threads and processes."""
 
     def __init__(self, root: Path | str | None = None, index: Path | str | None = None) -> None:
-        self.root = Path(root) if root is not None else default_root()
+        self.root = resolve_root(root) if root is not None else default_root()
         self.root.mkdir(parents=True, exist_ok=True)
         index = index if index is not None else os.environ.get(INDEX_ENV) or None
-        self._index = RunIndex(Path(index) if index is not None else self.root / INDEX_FILE, self.root)
+        self._index = RunIndex(resolve_root(index) if index is not None else self.root / INDEX_FILE, self.root)
         if self._index.open():
             self.reindex()
 

@@ -34,18 +34,26 @@ def free_port() -> int:
 class Dashboard:
     """A dashboard server of our own; ``url`` once :meth:`start` returned."""
 
-    def __init__(self, home: Path, log: Path, extra_args: tuple[str, ...] = ()) -> None:
-        self.home, self.log, self.extra_args = home, log, extra_args
+    def __init__(self, home: Path, log: Path, extra_args: tuple[str, ...] = (),
+                 readme_in: Path | None = None) -> None:
+        self.home, self.log, self.extra_args, self.readme_in = home, log, extra_args, readme_in
         self.port = free_port()
         self.url = f"http://localhost:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 90.0) -> "Dashboard":
-        env = {**os.environ, "STEPWISE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
-        cmd = [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(self.port),
-               "--server.headless", "true", *self.extra_args]
+        port = ["--server.port", str(self.port), "--server.headless", "true", *self.extra_args]
+        if self.readme_in is not None:  # the README's own command in that checkout, on its default store
+            from tests.fresh_checkout import readme_command, user_environment
+
+            env, cwd = {**user_environment(), "PYTHONUNBUFFERED": "1"}, self.readme_in
+            cmd = [*readme_command("bash scripts/dashboard.sh"), *port]
+        else:
+            env = {**os.environ, "STEPWISE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
+            cwd, cmd = REPO, [sys.executable, "-m", "streamlit", "run", "app/main.py", *port]
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -60,7 +68,7 @@ class Dashboard:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.terminate()  # a README command execs Streamlit in its own process: the same pid
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
@@ -69,10 +77,13 @@ class Dashboard:
 
 
 @contextmanager
-def dashboard(home: Path, log: Path, extra_args: tuple[str, ...] = ()) -> Iterator[Dashboard]:
+def dashboard(home: Path, log: Path, extra_args: tuple[str, ...] = (),
+              readme_in: Path | None = None) -> Iterator[Dashboard]:
+    """A dashboard on the store ``home``; with ``readme_in``, started by the README's command in that checkout,
+    whose default store (``./runs`` there) ``home`` must then be."""
     for attempt in range(3):  # the free port can be taken between choosing it and Streamlit binding it
         try:
-            server = Dashboard(home, log, extra_args).start()
+            server = Dashboard(home, log, extra_args, readme_in).start()
             break
         except RuntimeError:
             if attempt == 2 or "is not available" not in log.read_text(errors="replace"):  # Streamlit's words

@@ -8,9 +8,20 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.harness import wait_for_app
+from profilers.run.records import RunStatus
+from profilers.store.runs import RunStore
+from tests.browser.harness import dashboard, wait_for_app
+from tests.fresh_checkout import fresh_checkout
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The dashboard as the README starts it: ``bash scripts/dashboard.sh`` in a fresh checkout, no store given."""
+    root = fresh_checkout(tmp_path_factory.mktemp("checkout"))
+    with dashboard(root / "runs", tmp_path_factory.mktemp("logs") / "streamlit.log", readme_in=root) as s:
+        yield s
 
 RUN_TIMEOUT_MS = 240_000
 EXPERIMENT_TIMEOUT_MS = 900_000
@@ -27,6 +38,8 @@ def test_launch_apply_before_after(server, watch) -> None:
     # the workload's script, profiled then stopped at the end of its steps as any launched script is
     assert page.get_by_text(re.compile(r"^Profiled \d+ steps of your script, then stopped it after step \d+")
                             ).count() == 1
+    (launched,) = RunStore(server.home).list(kind="launch")  # the default store, ./runs of the checkout
+    assert launched.status is RunStatus.OK, launched
     # Click once the page is idle, as a person would after reading the result: a click while the page's last
     # auto-refresh is still in flight is folded into that rerun by Streamlit (the newer request's page wins).
     wait_for_app(page)
