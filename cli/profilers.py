@@ -87,7 +87,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def result_json(handle: RunHandle, result: RunResult) -> dict[str, Any]:
     """The JSON contract shared by ``run --json`` and ``launch --json``."""
-    return {"run_id": handle.run_id, "run_dir": str(handle.run_dir), **result.to_dict()}
+    from profilers.run.handle import AGENT_SETTINGS_FILE
+    from profilers.store.files import read_json
+
+    settings = read_json(handle.run_dir / AGENT_SETTINGS_FILE)
+    return {"run_id": handle.run_id, "run_dir": str(handle.run_dir), **result.to_dict(),
+            "agent_settings": settings if isinstance(settings, list) else []}
 
 
 def _progress_bar(label: str) -> Any:

@@ -51,7 +51,11 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-import torch
+from stepwise_agent.user_env import restore as _restore_user_env
+
+_restore_user_env()  # before torch and the script: they see the environment the user launched with
+
+import torch  # noqa: E402
 
 from stepwise_agent import rank_summary
 from stepwise_agent.capabilities import TorchCapabilities, detect

@@ -23,10 +23,11 @@ import psutil
 
 from profilers.run.agent_files import (TELEMETRY_INTERVAL_S, WATCH_TELEMETRY_INTERVAL_S, LaunchMonitor,
                                       finish_launch)
+from profilers.run.agent_env import RUN_ID_ENV, agent_settings, child_environment
 from profilers.run.captures import store_captures
 from profilers.run.rank_watch import RankFollower, rank_follower
 from profilers.run.records import RunResult, RunStatus
-from profilers.store.files import read_json
+from profilers.store.files import read_json, write_json_atomic
 from profilers.store.runs import RunStore
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
@@ -34,7 +35,7 @@ CANCEL_GRACE_S = 3.0  # SIGTERM first; SIGKILL for whatever still lives after th
 TICK_S = 0.25
 SNAPSHOT_TICKS = 8  # the process tree is read every 2 s (reading it scans every process on the host, ~1 ms); a
 # stop reads it again, and finds the run's orphans by their environment (RUN_ID_ENV)
-RUN_ID_ENV = "STEPWISE_RUN_ID"  # set in every process of a run, so its whole tree can be found and stopped
+AGENT_SETTINGS_FILE = "agent_settings.json"  # what Stepwise set for the agent itself (agent_env.agent_settings)
 STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 20, 2000
 _KILL_SIGNALS = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
 _TORCHRUN_KILLED = re.compile(r"Signal \d+ \((SIGKILL|SIGTERM|SIGINT|SIGHUP)\) received")
@@ -95,11 +96,9 @@ class RunHandle:
 
     # -- inside ----------------------------------------------------------------------------------------------
     def _launch(self, command: list[str], extra_env: Mapping[str, str] | None, cwd: str | None = None) -> None:
-        # OpenMP threads that spin while waiting make a contended machine pathologically slow (measured: a
-        # small CNN's backward 6 ms passive vs 150 ms spinning with another job on the 2 cores). Passive
-        # waiting is the measurement-safe default; a caller's own OMP_WAIT_POLICY wins.
-        env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, **(extra_env or {}), "PYTHONUNBUFFERED": "1",
-               RUN_ID_ENV: self.run_id}
+        env = child_environment(os.environ, extra_env, self.run_id, agent=self._monitor is not None)
+        if self._monitor is not None:
+            write_json_atomic(self.run_dir / AGENT_SETTINGS_FILE, agent_settings(env))
         try:
             with open(self.run_dir / "stdout.log", "ab") as out, open(self.run_dir / "stderr.log", "ab") as err:
                 self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,

@@ -45,9 +45,9 @@ class OversubscribedThreads(Rule):
     Severity: the operators' time (``Facts.device_work``: forward, backward and the optimizer on a CPU) — all of it
     waits on the threads, and it can shrink many times over, more than a share of the cores suggests. How much
     depends on how waiting threads wait: spinning (libgomp's default) pays it in full (minGPT-sized, one hog:
-    one thread 2–5.8× faster, ``optimize`` kept it at 4.00× [3.65, 7.90]); ``OMP_WAIT_POLICY=PASSIVE``, which
-    Stepwise's launcher sets unless its caller chose one, hides most of it (1.04–1.21×, inconclusive):
-    ``benchmarks/results/threads-2026-11-27-busy.md``. The message says which the run had.
+    one thread 2–5.8× faster); ``OMP_WAIT_POLICY=PASSIVE`` in the user's own environment hides most of it
+    (``benchmarks/results/threads-2026-11-27-busy.md``). Stepwise never sets it: the message says which the
+    run had.
 
     Thresholds: ``min_excess_cores`` (0.5) — demand at least this many threads over the free cores;
     ``min_operator_share`` (0.3) of the step in operators for their threads to matter; ``high_ratio`` (2.0) threads
@@ -100,7 +100,7 @@ class OversubscribedThreads(Rule):
             return None
         procs = f"{t.local_processes} training processes" if t.local_processes > 1 else "1 training process"
         passive = str(t.env.get("OMP_WAIT_POLICY", "")).upper() == "PASSIVE"
-        waited = (" (this run's threads waited passively, OMP_WAIT_POLICY=PASSIVE as Stepwise launches scripts, "
+        waited = (" (this run's threads waited passively, OMP_WAIT_POLICY=PASSIVE in your environment, "
                   "which hides much of the cost here; spinning threads, libgomp's default, pay it in full)") \
             if passive else ""
         return self.finding(

@@ -116,7 +116,7 @@ def _run_dir(tmp_path: Path, threads: int, others: float) -> Path:
     run.mkdir()
     (run / "injected.json").write_text(json.dumps({"knobs": {}, "threads": {
         "intra_op": threads, "inter_op": 2, "cpu_count": 2, "affinity": 2, "local_processes": 1,
-        "env": {"OMP_WAIT_POLICY": "PASSIVE"}}}))  # as Stepwise's launcher runs it
+        "env": {"OMP_WAIT_POLICY": "PASSIVE"}}}))  # a user who set it themselves
     rows = [{"t_unix_ns": int(1e9 * i / 10), "source": "host", "cpu_count": 2, "cpu_pct": 100.0,
              "system_cpu_pct": 100.0 * (1 + others) / 2} for i in range(40)]
     (run / "telemetry.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
