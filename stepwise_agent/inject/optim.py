@@ -38,6 +38,7 @@ class OptimInjection:
         self.scaler: Any = None  # set by the injector when fp16 autocast needs loss scaling
         self.on_skipped_step: Callable[[Any], None] | None = None
         self.acted_on: list[str] = []  # the optimizers built with the injected implementation, in order
+        self._building: set[int] = set()  # optimizers whose (wrapped) constructor is running
 
     def install(self) -> None:
         base_init = torch.optim.Optimizer.__init__
@@ -79,14 +80,21 @@ class OptimInjection:
                 kwargs[impl] = True
                 if impl == "fused":
                     kwargs["foreach"] = None  # fused and foreach are exclusive
-            init(opt, *args, **kwargs)
-            if k is None:
+            # AdamW's constructor calls Adam's, both wrapped: one optimizer is judged once, by the outermost
+            outer = id(opt) not in self._building
+            self._building.add(id(opt))
+            try:
+                init(opt, *args, **kwargs)
+            finally:
+                if outer:
+                    self._building.discard(id(opt))
+            if k is None or not outer:
                 return
             if not has:
                 k.refuse(refusal or f"{cls.__name__} has no {impl} implementation")
             elif opt.defaults.get(impl):
-                k.act(f"{cls.__name__}({impl}=True): multi-tensor parameter updates")
-                self.acted_on.append(cls.__name__)
+                k.act(f"{type(opt).__name__}({impl}=True): multi-tensor parameter updates")
+                self.acted_on.append(type(opt).__name__)
 
         cls.__init__ = wrapped  # type: ignore[misc]
         self._undo.append(lambda: setattr(cls, "__init__", init))

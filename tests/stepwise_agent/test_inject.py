@@ -180,7 +180,11 @@ def test_optimizer_foreach_and_missing_fused_implementation(injected: Any) -> No
     model = nn.Linear(8, 3)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     assert opt.defaults["foreach"] is True
-    assert inj.finish()["knobs"]["optimizer_impl"]["acted"]
+    evidence = inj.finish()["knobs"]["optimizer_impl"]
+    assert evidence["acted"]
+    # AdamW's constructor runs Adam's: one optimizer, counted once, by its own class
+    assert [e for e in evidence["evidence"] if "optimizer(s)" in e] == [
+        "1 optimizer(s) built with foreach=True: AdamW"], evidence["evidence"]
     inj.uninstall()
     inj2 = injected({"optimizer_impl": "fused"})
     torch.optim.RMSprop(nn.Linear(2, 2).parameters())
