@@ -104,8 +104,8 @@ def judge_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, e
     if contended and not enough_clean:
         holds = _holds_beyond_contention(a, b, contended, gain, edge)
         if not holds:
-            why = (f"{_who(a, b, contended)}; only {len(clean)} of the {_need(trials)} uncontended pairs needed "
-                   f"after {len(pairs)} pairs, and the competition could explain the result")
+            why = (f"{_who(a, b, contended)}; {len(clean)} of {len(pairs)} pairs ran uncontended where a "
+                   f"verdict needs {_need(trials)}, and the competition could explain the result")
         else:
             notes.append(f"{_who(a, b, contended)}, which cannot explain this verdict (each pair still "
                          f"{'clears' if gain else 'misses'} {edge:.2f}x when the neighbour's share is taken out)")

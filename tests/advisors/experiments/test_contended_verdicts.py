@@ -88,7 +88,7 @@ def test_a_gain_that_only_contended_pairs_show_is_inconclusive_and_says_who() ->
     assert not exp.kept and exp.inconclusive is not None
     word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
     assert word.startswith("inconclusive: other programs took 0.90 of 2 cores in the baseline's trial"), word
-    assert "only 0 of the 3 uncontended pairs needed after 5 pairs" in word
+    assert "0 of 5 pairs ran uncontended where a verdict needs 3" in word
     assert replay.calls == 10
 
 
