@@ -18,7 +18,7 @@ from app.widgets import links, sidebar
 st.set_page_config(page_title="Stepwise", page_icon=str(Path(__file__).with_name("icon.png")), layout="wide")
 
 PAGES = {
-    "": [st.Page("views/home.py", title="Stepwise", default=True, visibility="hidden")],
+    "": [st.Page("views/home.py", title="Home", icon=":material/home:", default=True)],
     "Runs": [
         st.Page("views/runs.py", title="Runs", icon=":material/list:", url_path="runs"),
         st.Page("views/launch.py", title="Launch", icon=":material/play_arrow:"),

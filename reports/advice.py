@@ -8,6 +8,7 @@ Plain imports of the advisor's own entry points; an experiment is rendered from 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from advisors import diagnosis as advisor
@@ -31,5 +32,19 @@ def cause_text(cause: str) -> str:
 
 
 def rule_docs() -> list[dict[str, Any]]:
-    """Every rule's documentation (``Rule.doc()``), in ``RULES`` order."""
-    return [r.doc() for r in RULES]
+    """Every rule's documentation (``Rule.doc()``), in ``RULES`` order, its docstring as Markdown."""
+    return [{**d, "doc": markdown_doc(d["doc"])} for d in (r.doc() for r in RULES)]
+
+
+_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|obj|exc|const):`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def markdown_doc(text: str) -> str:
+    """A docstring's reStructuredText roles and literals (``:func:`x```, ````x````) as Markdown code spans;
+    a role's ``~`` (show the last name only) is honoured."""
+    def role(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return f"`{name.rsplit('.', 1)[-1]}`" if m.group(0).count("`~") else f"`{name}`"
+
+    return _LITERAL.sub(r"`\1`", _ROLE.sub(role, text or ""))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.app.conftest import assert_clean, open_page, plain
@@ -73,3 +75,12 @@ def test_rules_page_lists_every_rule(store) -> None:
     assert len(at.code) >= 5
     looks = [c.value for c in at.caption if c.value.startswith("Looks at:")]
     assert len(looks) == len(RULES) and any("loader" in c.lower() or "next batch" in c for c in looks)
+    # the docstrings render as Markdown: no reStructuredText role or double-backtick literal is shown raw
+    docs = [m.value for m in at.markdown if not m.value.startswith("**Fix:")]
+    assert docs and not [d for d in docs if re.search(r":(func|class|mod|meth|attr|data):`|``", d)]
+
+
+def test_markdown_doc_turns_roles_and_literals_into_code_spans() -> None:
+    from reports.advice import markdown_doc
+
+    assert markdown_doc("see :func:`a.b` and :class:`~x.Y`, ``n=1``") == "see `a.b` and `Y`, `n=1`"

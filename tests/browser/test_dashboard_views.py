@@ -109,6 +109,8 @@ def test_screenshot_of_every_page(server, watch, shared_traces) -> None:
         wait_for_app(page, settle_ms=1500)
         drawn(page)
         watch.shot(f"page_{name or 'home'}")
+        # every page's sidebar leads home
+        expect(page.get_by_test_id("stSidebarNav").get_by_role("link", name="Home")).to_be_visible()
     page.goto(f"{server.url}/analysis")
     wait_for_analysis(page)
     for tab in ("Breakdown", "Timeline", "Kernels & operators", "Telemetry & memory", "Ranks"):
