@@ -71,6 +71,8 @@ def test_launch_of_your_own_script_from_your_project_folder(checkout: Path, tmp_
     assert launched["status"] == "ok" and launched["steps_done"] > 0, launched.get("error")
     assert Path(launched["run_dir"]).parent == (project / "runs").resolve()
     assert {s["name"] for s in launched["agent_settings"]} >= {"PYTHONPATH", "PYTHONUNBUFFERED"}
+    stored = json.loads((Path(launched["run_dir"]) / "launch.json").read_text())
+    assert stored["command"] == ["python", "train.py", "--epochs", "1"]  # the command, not the separator
 
 
 def test_optimize_a_workload_on_the_default_store(checkout: Path) -> None:

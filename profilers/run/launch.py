@@ -88,6 +88,7 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
     ends ``out_of_memory`` past it. ``step_timeout_s``: the run is stopped when no step ends for that long."""
     if not 1 <= steps <= MAX_STEPS:
         raise RunError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
+    command = command[1:] if command[:1] == ["--"] else list(command)  # the command line's separator
     if not 1 <= nproc_per_node <= 64 or not 1 <= nnodes <= 1024:
         raise RunError(f"--nproc-per-node must be 1..64 and --nnodes 1..1024, got {nproc_per_node}, {nnodes}")
     _, target = split_command(command, cwd)
@@ -107,7 +108,7 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
     if boot is not None:
         content["boot.json"] = dict(boot)
     record = store.create("launch", label or name, files=content, parent=parent,
-                          role="trial" if parent else None)
+                          role="trial" if parent else None, world_size=nproc_per_node * nnodes)
     run_dir = Path(record.run_dir)
     if not facts.get("cuda_available"):  # a CPU run: its cores' matmul peak (MFU) and bf16 rate, in its interpreter
         calibrate.record(run_dir, interpreter)

@@ -94,17 +94,18 @@ class RunStore:
     # -- creating ------------------------------------------------------------------------------------------
     def create(self, kind: str, label: str | None = None, spec: StoredSpec | Mapping[str, Any] | None = None,
                files: Mapping[str, Any] | None = None, parent: str | None = None, role: str | None = None,
-               source_run: str | None = None) -> RunRecord:
+               source_run: str | None = None, world_size: int | None = None) -> RunRecord:
         """A new run folder, status ``running``, listed only once complete: ``spec.json`` when a spec is given
         (a spec, or its dict form) and ``files`` (name → JSON value, e.g. the launcher's ``launch.json``) are
         written before. ``parent`` and ``role``: a trial run of an experiment; ``source_run``: the run an
-        experiment was started from."""
+        experiment was started from; ``world_size``: the ranks started (else the spec's, else 1)."""
         data = _spec_dict(spec)
         workload = data.get("workload")
         content = {**({"spec.json": data} if spec is not None else {}), **(files or {})}
         links = {k: v for k, v in (("parent", parent), ("role", role), ("source_run", source_run)) if v}
         return self._build(kind, label, str(workload) if workload is not None else None, RunStatus.RUNNING,
-                           lambda d: _write_files(d, content), world_size=int(data.get("world_size") or 1),
+                           lambda d: _write_files(d, content),
+                           world_size=world_size or int(data.get("world_size") or 1),
                            **links)
 
     def import_trace(self, src: Path | str, label: str | None = None, content_digest: str | None = None) -> RunRecord:

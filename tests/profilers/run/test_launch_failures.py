@@ -131,6 +131,13 @@ def test_the_first_rank_that_raised_makes_the_run_failed_not_killed(tmp_path: Pa
     assert json.loads((tmp_path / "result.json").read_text())["status"] == "failed"
 
 
+def test_ranks_that_ended_before_writing_a_result_keep_the_world_size_asked_for(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    record = store.create("launch", "t.py", files={"launch.json": {"command": ["python", "t.py"]}}, world_size=2)
+    assert record.world_size == 2
+    assert store.salvage(record.run_id, RunStatus.FAILED, "a rank exited with code 1").world_size == 2
+
+
 def test_a_sigkill_near_the_memory_limit_is_out_of_memory(tmp_path: Path) -> None:
     monitor = LaunchMonitor(tmp_path, {"STEPWISE_MEMORY_LIMIT_MB": "1000"})
     monitor.peak_rss_mb = 950.0
