@@ -182,7 +182,7 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
 
 def _trial(run: RunFn[SpecT], spec: SpecT, arm: str, i: int, policy: Policy,
            on_progress: ProgressFn | None) -> RunOutcome:
-    here = Progress("trial", arm=arm, trial=i + 1, trials=policy.trials)
+    here = Progress("trial", arm=arm, trial=i + 1, trials=policy.trials, max_trials=policy.max_trials)
 
     def relay(progress: dict[str, Any]) -> None:
         if on_progress is not None:

@@ -27,6 +27,7 @@ class Progress:
     trials: int | None = None
     step: int | None = None
     total_steps: int | None = None
+    max_trials: int | None = None  # the most pairs it may run, when pairs disagree or were competed for
 
     def tagged(self, round_: int, fix: str | None) -> "Progress":
         return replace(self, round=round_, fix=fix)
@@ -59,20 +60,26 @@ class Progress:
         """``patched run 2 of 3``; past the pairs planned, ``pair 4 (extra: the pairs disagreed or were competed
         for) · patched run`` — never "run 4 of 3"."""
         if self.trial is not None and self.trials is not None and self.trial > self.trials:
-            return f"pair {self.trial} (extra: the pairs disagreed or other programs competed) · {self.arm} run"
+            most = f" of at most {self.max_trials}" if self.max_trials else ""
+            return (f"pair {self.trial}{most} (extra: the pairs disagreed or other programs competed) · "
+                    f"{self.arm} run")
         return f"{self.arm} run {self.trial} of {self.trials}"
 
     @property
     def fraction(self) -> float:
         """Rough completion of an experiment: finished runs of the 2 × trials it plans, plus the current run's
-        steps (0 outside a trial: a ladder's length is not known in advance)."""
+        steps (0 outside a trial: a ladder's length is not known in advance). Past the planned pairs, of the
+        most it may run: the bar is never full while a run is still going."""
         if self.phase != "trial" or not self.trials:
             return 0.0
         within = (self.step or 0) / max(self.total_steps or 1, 1)
         pair = (self.trial or 1) - 1
         second = "baseline" if pair % 2 else "patched"  # pairs alternate A B, B A (advisors.experiments.experiment)
         index = 2 * pair + (1 if self.arm == second else 0)
-        return min((index + within) / (2 * self.trials), 1.0)
+        planned = self.trials
+        if self.trial is not None and self.trial > self.trials:
+            planned = max(self.max_trials or 0, self.trial)
+        return min((index + within) / (2 * planned), 0.99)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

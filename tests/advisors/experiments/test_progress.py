@@ -58,3 +58,14 @@ def test_an_extra_pair_is_not_run_4_of_3() -> None:
     assert extra.describe == "pair 4 (extra: the pairs disagreed or other programs competed) · patched run"
     assert Progress("trial", arm="baseline", trial=3, trials=3).describe == "baseline run 3 of 3"
 
+
+
+def test_the_bar_is_not_full_while_extra_pairs_run() -> None:
+    """Pairs 4 and 5 of a planned 3 ran under a full bar: past the planned pairs, the bar counts the most the
+    experiment may run, and it is never full while a run is still going."""
+    last_planned = Progress("trial", arm="baseline", trial=3, trials=3, step=8, total_steps=8, max_trials=5)
+    extra = Progress("trial", arm="patched", trial=4, trials=3, step=0, total_steps=8, max_trials=5)
+    assert last_planned.fraction < 1.0 and extra.fraction == 0.6
+    assert extra.describe.startswith("pair 4 of at most 5 (extra: ")
+    fifth = Progress("trial", arm="baseline", trial=5, trials=3, step=8, total_steps=8, max_trials=5)
+    assert extra.fraction < fifth.fraction < 1.0
