@@ -1,4 +1,5 @@
-# Stepwise dashboard image. CPU by default (torch 2.13.0 from the CPU wheel index); see README "Docker" for GPUs.
+# Stepwise dashboard image. CPU by default (torch 2.13.0 from the CPU wheel index); for GPUs see
+# docs/how-to/install-into-your-env.md, "Docker".
 #   docker build -t stepwise .
 #   docker run --rm -p 127.0.0.1:8501:8501 -v stepwise-runs:/data stepwise
 ARG BASE_IMAGE=python:3.11-slim-bookworm
@@ -19,7 +20,7 @@ ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /opt/stepwise
 # Dependencies first (a layer that survives source changes): torch from the chosen index, then pyproject.toml's
-# dependencies with the dashboard extra, all through constraints.txt (README, "Install into your environment").
+# dependencies with the dashboard extra, all through constraints.txt (docs/how-to/install-into-your-env.md).
 COPY pyproject.toml constraints.txt scripts/requirements.py ./
 RUN pip install --upgrade pip \
     && pip install --index-url "${TORCH_INDEX}" -c constraints.txt torch \

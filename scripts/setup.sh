@@ -2,7 +2,7 @@
 # Creates .venv and installs Stepwise with everything it needs; quick when nothing changed.
 # Sourced by dashboard.sh and test.sh so that each README command works on a fresh machine.
 # One source of truth: pyproject.toml's dependencies and extras (dev = dashboard + samples + tests and mypy),
-# installed through constraints.txt, which keeps this machine's torch (README, "Install into your environment").
+# installed through constraints.txt, which keeps this machine's torch (docs/how-to/install-into-your-env.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

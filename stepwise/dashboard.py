@@ -5,9 +5,9 @@ It is ``streamlit run <lib>/app/main.py``, run in this process, in the folder it
 
 - Stepwise's packages first on the path (the ``stepwise`` command put them there), which the pages import: a
   ``python -m streamlit`` child would put the working folder first, where a user's own ``app.py`` would win;
-- the server settings of ``<lib>/.streamlit/config.toml`` (localhost only, XSRF, upload limit: README,
-  "Dashboard security") passed as flags, since Streamlit reads a ``.streamlit`` folder only from the working
-  folder. Options given after ``dashboard`` come later and win, e.g. ``--server.port 8502``.
+- the server settings of ``<lib>/.streamlit/config.toml`` (localhost only, XSRF, upload limit:
+  docs/reference/dashboard.md, "Dashboard security") passed as flags, since Streamlit reads a ``.streamlit``
+  folder only from the working folder. Options given after ``dashboard`` come later and win, e.g. ``--server.port 8502``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Comments that send a reader to a README section name a section the README has."""
+"""Pointers into the documentation lead somewhere: a comment's ``README, "Section"`` names a section
+the README has, a ``docs/….md, "Section"`` names a page that exists and a heading it has, and every
+relative link of the README, CONTRIBUTING.md and docs/ reaches a file (and, with ``#anchor``, a
+heading of it)."""
 
 from __future__ import annotations
 
@@ -9,14 +12,84 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 _POINTER = re.compile(r'README,? "([^"]+)"')
+_DOCS_POINTER = re.compile(r'\b(docs/[\w/.-]+\.md)(?:,\s+"([^"]+)")?')
+_CONFIG = (
+    "constraints.txt",
+    "Dockerfile",
+    "pyproject.toml",
+    ".streamlit/config.toml",
+    "scripts/setup.sh",
+)
+_MARKDOWN = ("README.md", "CONTRIBUTING.md", "docs")
 
 
-@pytest.mark.parametrize("name", ["constraints.txt", "Dockerfile"])
-def test_readme_section_pointers_exist(name: str):
-    sections = {m.group(1).strip() for m in re.finditer(r"^#+ (.+)$", (REPO / "README.md").read_text(), re.M)}
-    pointers = _POINTER.findall((REPO / name).read_text())
-    assert pointers, f"{name} no longer points into the README: drop this case"
-    assert set(pointers) <= sections, f"{name} points to README sections that do not exist"
+def _headings(path: Path) -> list[str]:
+    """A Markdown file's headings as text (code marks dropped)."""
+    return [
+        m.group(1).replace("`", "").strip()
+        for m in re.finditer(r"^#+ (.+)$", path.read_text(), re.M)
+    ]
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def _pointing_files() -> list[Path]:
+    return [REPO / name for name in _CONFIG] + [
+        p for p in _code_files() if p.name != "test_doc_pointers.py"
+    ]
+
+
+def _pointers() -> set[tuple[str, str, str]]:
+    """``(file, page, section)`` for every pointer into the README or docs/ (section "" when none
+    is quoted)."""
+    out = set()
+    for p in _pointing_files():
+        text, src = p.read_text(), p.relative_to(REPO).as_posix()
+        out |= {(src, "README.md", section) for section in _POINTER.findall(text)}
+        out |= {(src, page, section) for page, section in _DOCS_POINTER.findall(text)}
+    return out
+
+
+def test_pointers_name_pages_and_headings_that_exist():
+    pointers = _pointers()
+    assert len({src for src, _, _ in pointers} & set(_CONFIG)) >= 3, (
+        "the config files no longer point into docs/"
+    )
+    missing = sorted(
+        f"{src} -> {page} {section!r}"
+        for src, page, section in pointers
+        if not (REPO / page).is_file()
+        or section
+        and not any(h.startswith(section) for h in _headings(REPO / page))
+    )
+    assert missing == []
+
+
+def _markdown_files() -> list[Path]:
+    return sorted(
+        f
+        for name in _MARKDOWN
+        for f in ([REPO / name] if name.endswith(".md") else (REPO / name).rglob("*.md"))
+    )
+
+
+@pytest.mark.parametrize("page", _markdown_files(), ids=lambda p: p.relative_to(REPO).as_posix())
+def test_relative_links_lead_somewhere(page: Path):
+    links = re.findall(r"\]\(([^)\s]+)\)", page.read_text())
+    broken = []
+    for link in links:
+        if re.match(r"[a-z]+:", link):
+            continue  # http(s), mailto: not ours to check
+        target, _, anchor = link.partition("#")
+        path = (page.parent / target).resolve() if target else page
+        if not path.exists():
+            broken.append(link)
+        elif anchor and path.is_file() and anchor not in {_slug(h) for h in _headings(path)}:
+            broken.append(link)
+    assert broken == []
 
 
 _RESULTS = re.compile(r"benchmarks/results/[\w.-]*\w")

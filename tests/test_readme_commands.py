@@ -10,10 +10,11 @@ import json
 import subprocess
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from profilers.run.records import RunStatus
+from profilers.store.runs import RunStore
 from tests.fresh_checkout import fresh_checkout, readme_command, user_environment
 
 pytestmark = pytest.mark.slow  # real runs of the sample workload and of a user's script
@@ -41,24 +42,41 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return fresh_checkout(tmp_path_factory.mktemp("checkout"))
 
 
+def _argv(line: list[str], checkout: Path) -> list[str]:
+    """A README line as the shell runs it: ``stepwise`` is the checkout's ``.venv/bin/stepwise`` (what
+    ``scripts/setup.sh`` puts on ``PATH``), ``.venv/bin/…`` the checkout's."""
+    head = line[0]
+    if head == "stepwise":
+        head = str(checkout / ".venv" / "bin" / "stepwise")
+    elif head.startswith(".venv/"):
+        head = str(checkout / head)
+    return [head, *line[1:]]
+
+
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=cwd, env=user_environment(), capture_output=True, text=True,
                           timeout=WAIT_S, stdin=subprocess.DEVNULL)
 
 
-def _json(done: subprocess.CompletedProcess[str]) -> Any:
-    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
-    return json.loads(done.stdout)
+def _ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert done.returncode == 0, (done.args, done.returncode, done.stderr[-3000:])
+    return done
+
+
+def _store(folder: Path) -> RunStore:
+    return RunStore(folder / "runs")
 
 
 def test_run_list_and_analyze_on_the_default_store(checkout: Path) -> None:
-    run = _json(_run(readme_command(".venv/bin/python -m profilers run data_bound"), checkout))
+    argv = _argv(readme_command(".venv/bin/python -m profilers run data_bound"), checkout)
+    run = json.loads(_ok(_run(argv, checkout)).stdout)
     assert run["status"] == "ok" and run["steps_done"] > 0, run.get("error")
     assert Path(run["run_dir"]).parent == (checkout / "runs").resolve()  # ./runs of where it started
-    listed = _run(readme_command(".venv/bin/python -m profilers list"), checkout)
-    assert listed.returncode == 0 and run["run_id"] in listed.stdout, listed.stderr
-    analyze = readme_command(".venv/bin/python -m advisors analyze PATH --json")
-    report = _json(_run([run["run_dir"] if a == "PATH" else a for a in analyze], checkout))
+    listed = json.loads(_ok(_run(_argv(readme_command("stepwise list"), checkout), checkout)).stdout)
+    assert run["run_id"] in {r["run_id"] for r in listed}
+    analyze = _argv(readme_command("stepwise analyze trace.json.gz --json"), checkout)
+    report = json.loads(_ok(_run([run["run_dir"] if a == "trace.json.gz" else a for a in analyze],
+                                 checkout)).stdout)
     assert report["steps"] > 0 and report["step_time_ms"] > 0 and report["bottleneck"], report
 
 
@@ -66,19 +84,21 @@ def test_launch_of_your_own_script_from_your_project_folder(checkout: Path, tmp_
     project = tmp_path / "my-project"
     project.mkdir()
     (project / "train.py").write_text(TRAIN)
-    argv = readme_command(".venv/bin/python -m profilers launch --steps 5 --json -- python train.py")
-    launched = _json(_run([str(checkout / argv[0]), *argv[1:]], project))
-    assert launched["status"] == "ok" and launched["steps_done"] > 0, launched.get("error")
-    assert Path(launched["run_dir"]).parent == (project / "runs").resolve()
-    assert {s["name"] for s in launched["agent_settings"]} >= {"PYTHONPATH", "PYTHONUNBUFFERED"}
-    stored = json.loads((Path(launched["run_dir"]) / "launch.json").read_text())
+    argv = _argv(readme_command("stepwise launch --steps 5 -- python train.py --epochs 1"), checkout)
+    _ok(_run(argv, project))
+    (launched,) = _store(project).list(kind="launch")  # ./runs of the project's folder
+    assert launched.status is RunStatus.OK, launched
+    stored = json.loads((Path(launched.run_dir) / "launch.json").read_text())
     assert stored["command"] == ["python", "train.py", "--epochs", "1"]  # the command, not the separator
+    settings = json.loads((Path(launched.run_dir) / "agent_settings.json").read_text())
+    assert {s["name"] for s in settings} >= {"PYTHONPATH", "PYTHONUNBUFFERED"}
 
 
 def test_optimize_a_workload_on_the_default_store(checkout: Path) -> None:
-    argv = readme_command(".venv/bin/python -m advisors optimize data_bound")
+    argv = _argv(readme_command(".venv/bin/python -m advisors optimize data_bound"), checkout)
     rounds = argv.index("--rounds")
     argv[rounds + 1] = "1"  # one round of the README's command: its path end to end, a ladder's worth of time less
-    result = _json(_run(argv, checkout))
-    assert len(result["rounds"]) == 1 and result["rounds"][0]["outcome"], result
-    assert (checkout / "runs" / result["experiment_id"]).is_dir()  # stored in ./runs of where it started
+    done = _ok(_run(argv, checkout))
+    assert "round 1" in done.stdout + done.stderr, done.stdout[-2000:]
+    (ladder,) = _store(checkout).list(kind="experiment")  # stored in ./runs of where it started
+    assert ladder.status.finished, ladder

@@ -1,7 +1,7 @@
 """The parts of the ``analyze --json`` document (``Analysis.to_json()``) that are not the diagnosis'
 (:func:`advisors.diagnosis.diagnosis_json`) or the breakdown's (:func:`profilers.trace.summary.breakdown_summary`):
 a run's facts, the summary of an input with no trace, an empty efficiency, a folder's ``job``. Its fields are a
-contract (README, "analyze --json").
+contract (docs/reference/cli.md, "analyze --json").
 """
 
 from __future__ import annotations

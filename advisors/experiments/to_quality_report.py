@@ -1,4 +1,5 @@
-"""The JSON of ``optimize --to-quality`` (a contract, see the README) and its one-screen table.
+"""The JSON of ``optimize --to-quality`` (a contract: docs/how-to/time-to-quality.md) and its one-screen
+table.
 
 Top level: ``mode`` ("to_quality"), ``target`` {``metric``, ``value``, ``goal``, ``source``, ``note``},
 ``budget``, ``seeds``, ``baseline`` (its arm's time to target and runs), ``rounds``, ``advice``, ``projection``

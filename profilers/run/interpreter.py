@@ -1,6 +1,7 @@
 """Which Python runs a user's script, and what torch it has — the user's, never silently ours.
 
-The rule (README, "Your interpreter"): ``--python PATH`` when given; else the command's first word —
+The rule (docs/how-to/profile-your-script.md, "Your interpreter"): ``--python PATH`` when given; else the
+command's first word —
 ``python``/``python3.11`` is the one a shell would run (``shutil.which`` over the PATH in effect: the activated
 venv or conda env), a path (``/env/bin/python``) is that exact file (not its symlink target: a venv's
 ``python`` is a link to the base interpreter, and following it would lose the venv). A bare ``train.py``

@@ -1,6 +1,6 @@
 """``stepwise watch -- torchrun --nproc_per_node 2`` for real (slow, gloo on CPU): a user-style DDP script where
 rank 1 starts sleeping 100 ms inside its step at step 40 (with 25-50 ms the capture's few traced steps,
-on a busy 2-core host, marked it in about half the runs: see the README) fires a ``rank_behind`` capture on rank 1 and its
+on a busy 2-core host, marked it in about half the runs: see docs/how-to/watch-a-long-run.md) fires a ``rank_behind`` capture on rank 1 and its
 neighbour, whose analysis names rank 1; the same script kept steady fires none (issue 44 item 5)."""
 
 from __future__ import annotations

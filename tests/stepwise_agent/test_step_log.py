@@ -36,7 +36,7 @@ def test_a_million_steps_keep_a_bounded_folder_with_the_capture_window_whole(tmp
             log.wake()
     log.close()
     size = sum(p.stat().st_size for p in tmp_path.iterdir())
-    assert size < 1_000_000, size  # stated in the README: under 1 MB for a million 1-ms steps
+    assert size < 1_000_000, size  # stated in docs/how-to/watch-a-long-run.md: under 1 MB for a million 1-ms steps
     assert not (tmp_path / step_log.OPEN.format(rank=0)).exists()
     whole = sorted(r["step"] for r in step_rows(tmp_path))
     window = list(range(CAPTURE[0] - AROUND, CAPTURE[1] + AROUND + 1))

@@ -1,5 +1,5 @@
 """The regression gate on real tiny runs (slow): runs of one spec read ``same`` (no false alarm in 5 pairs), a run
-slowed through a spec knob reads ``regression``, and the README's CI recipe works end to end.
+slowed through a spec knob reads ``regression``, and the CI recipe of docs/how-to/gate-ci.md works end to end.
 
 The runs use one intra-op thread (``OMP_NUM_THREADS=1``, as ``torch.utils.benchmark`` times by default): on this
 shared 2-core machine a 2-thread matmul slows as soon as another program takes a core, while a 1-thread one mostly
@@ -17,7 +17,7 @@ within itself so that the interval excluded 1 (the series: ``benchmarks/results/
 Later series reached 0.69-1.32 for single pairs (same file), each process steady within itself (an offset
 that belongs to the process, not to the moment), so a pair that reads otherwise is measured again with fresh
 processes, up to :data:`ATTEMPTS` pairs, before the test judges the spec: the gate must not false-alarm
-*persistently*. The gate's tolerance must sit above the usual offsets, as the README tells a CI user on a shared
+*persistently*. The gate's tolerance must sit above the usual offsets, as docs/how-to/gate-ci.md tells a CI user on a shared
 runner: these tests gate at :data:`TOLERANCE` (the default 5 % is for a quiet, dedicated machine). The knob
 quadruples the batch, well clear of the tolerance and the offsets (twice the batch measured 1.53-1.90x, too near a
 35 % tolerance once a process offset of 0.8 falls on it).
