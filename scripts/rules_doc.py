@@ -46,6 +46,7 @@ def _cell(text: object) -> str:
 def render() -> str:
     from advisors.accounting import CAUSES
     from advisors.fixes import FIXES
+    from reports.advice import markdown_doc
 
     out = [HEADER]
     for folder in sorted(
@@ -64,7 +65,7 @@ def render() -> str:
             d = rule.doc()
             out.append(f"### `{d['id']}` {d['name']}\n")
             out.append(f"`advisors/rules/{folder.name}/{Path(inspect.getfile(rule)).name}`\n")
-            out.append(d["doc"] + "\n")
+            out.append(markdown_doc(d["doc"]) + "\n")
             cause = CAUSES.get(d["cause"], (None, d["cause"]))[1]
             out.append(f"- Looks at: {cause} (`{d['cause']}`)")
             fix = FIXES.get(d["fix"]) if d["fix"] else None
