@@ -54,9 +54,9 @@ class BuildSites:
             me._note_moved(module)
             return original_cuda(module, *args, **kwargs)
 
-        nn.Module.__init__ = init  # type: ignore[method-assign]
+        nn.Module.__init__ = init  # type: ignore[method-assign,assignment]
         nn.Module.to = to  # type: ignore[method-assign,assignment]
-        nn.Module.cuda = cuda  # type: ignore[method-assign]
+        nn.Module.cuda = cuda  # type: ignore[method-assign,assignment]
         self._undo.append(lambda: setattr(nn.Module, "__init__", original_init))
         self._undo.append(lambda: setattr(nn.Module, "to", original_to))
         self._undo.append(lambda: setattr(nn.Module, "cuda", original_cuda))
