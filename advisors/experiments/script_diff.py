@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from advisors.experiments.script_terms import (device_expr, dtype_select, is_library_file, literal,
+                                               prefers_double_quotes, read_source, simple_statement)
 from advisors.verdict import Fix
 from stepwise_agent.switches import SWITCHES
 
@@ -30,7 +32,6 @@ KWARGS: dict[str, dict[str, str]] = {
 }
 CALL_NAMES = {"dataloader": ("DataLoader",), "ddp": ("DistributedDataParallel", "DDP"),
               "autocast_ctx": ("autocast",)}
-MAX_FILE_BYTES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,6 @@ SWITCH_KWARGS: dict[str, dict[str, Callable[[Any], dict[str, Any]]]] = {
     switch: {knob: _shown(knob, fields) for knob, fields in table.items()} for switch, table in SWITCHES.items()}
 CALL_NAMES.update({"training_arguments": ("TrainingArguments",), "lightning_trainer": ("Trainer",),
                    "accelerator": ("Accelerator",), "fabric": ("Fabric",)})
-LIBRARY_DIRS = ("site-packages", "dist-packages")
 
 
 def switch_for(knobs: Mapping[str, Any], sites: Mapping[str, Any]) -> str | None:
@@ -70,30 +70,6 @@ def switch_for(knobs: Mapping[str, Any], sites: Mapping[str, Any]) -> str | None
         if switch in sites and knobs and all(k in table for k in knobs):
             return switch
     return None
-
-
-def prefers_double_quotes(source: str) -> bool:
-    """Whether the file writes its string literals with double quotes (most of them): a diff in it does too."""
-    import io
-    import tokenize
-
-    double = single = 0
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.STRING:
-                body = tok.string.lstrip("rbuRBUfF")
-                double += body.startswith('"')
-                single += body.startswith("'")
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return False
-    return double > single
-
-
-def literal(value: Any, double: bool = False) -> str:
-    """``value`` as source text, a string in the file's own quotes."""
-    if isinstance(value, str) and double and '"' not in value and "\\" not in value:
-        return f'"{value}"'
-    return repr(value)
 
 
 def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any], double: bool = False) -> dict[str, str]:
@@ -117,11 +93,6 @@ def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any], d
     return out
 
 
-def is_library_file(file: str) -> bool:
-    """A file inside an installed package: never a place to change (nor to diff)."""
-    return any(part in LIBRARY_DIRS for part in Path(file).parts)
-
-
 def render(fix: Fix, knobs: Mapping[str, Any], target: str | None, site: Mapping[str, Any] | None,
            device: str = "cpu") -> Change:
     """The edit for a fix: one diff covering every site it acted on (``site["all"]``: each model call, each
@@ -132,10 +103,13 @@ def render(fix: Fix, knobs: Mapping[str, Any], target: str | None, site: Mapping
     sites = [s for s in ((site or {}).get("all") or ([site] if site else [])) if s and s.get("file")]
     file, line = (str(site["file"]), int(site["line"])) if site else (None, None)
     labels = tuple(f"{s['file']}:{s['line']}" for s in sites)
+    built = (site or {}).get("build") or {}  # the agent's record of the line that moved/built the model
     texts: list[str] = []
     for f in dict.fromkeys(str(s["file"]) for s in sites):
         group = [s for s in sites if str(s["file"]) == f]
-        text = _file_diff(f, group, knobs, target, device)
+        near = tuple(int(b["line"]) for b in (built, built.get("built") or {})
+                     if b.get("file") == f and b.get("line"))
+        text = _file_diff(f, group, knobs, target, device, near)
         if text is None:
             texts = []
             break
@@ -148,9 +122,10 @@ def render(fix: Fix, knobs: Mapping[str, Any], target: str | None, site: Mapping
 
 
 def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, Any], target: str | None,
-               device: str) -> str | None:
-    """The unified diff of ``file`` with every site in it changed, or ``None`` when one cannot be."""
-    source = _read(file)
+               device: str, near: tuple[int, ...] = ()) -> str | None:
+    """The unified diff of ``file`` with every site in it changed, or ``None`` when one cannot be. ``near``: the
+    lines that moved or built the model in this run, whose device an autocast takes."""
+    source = read_source(file)
     if source is None or target is None or is_library_file(file):
         return None
     new: str | None = source
@@ -165,17 +140,24 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
             return None
         dtype = "torch.bfloat16" if knobs["autocast"] == "bf16" else "torch.float16"
         line0 = min(int(s["line"]) for s in sites)
-        header = f"with torch.autocast(device_type={device_expr(source, device, line0)}, dtype={dtype}):"
+        header = f"with torch.autocast(device_type={device_expr(source, device, line0, near)}, dtype={dtype}):"
         for first in sorted(_statements(source, [int(s["line"]) for s in sites if s.get("grad") is not False]
                                         or [int(s["line"]) for s in sites]), reverse=True):
             ctx = _own_ctx(new, first, dtype) if new is not None else None
             own = _own_autocast(new, first) if new is not None and ctx is None else None
             if ctx is not None and new is not None:  # nanoGPT's `with ctx:`, ctx off on this device: that line
                 lines = new.splitlines(keepends=True)
+                if ctx[3] is not None:  # its dtype chosen by name (llm.c's --dtype): that choice, one line
+                    lines[ctx[3][0] - 1] = ctx[3][1]
                 new = "".join(lines[:ctx[0] - 1] + [ctx[2]] + lines[ctx[1]:])
-            elif own is not None:  # the script's own autocast context: switched on in place, not nested in another
-                new = _with_kwargs(new, own, "autocast_ctx", {}, {"dtype": dtype, "enabled": "True"}) \
-                    if new is not None else None
+            elif own is not None and new is not None:  # the script's own autocast: on in place, not nested
+                select = dtype_select(new, own, dtype)
+                if select is not None:  # its own dtype variable kept, the line that chooses it changed
+                    lines = new.splitlines(keepends=True)
+                    lines[select[0] - 1] = select[1]
+                    new = "".join(lines)
+                new = _with_kwargs(new, own.lineno, "autocast_ctx", {},
+                                   {"enabled": "True"} if select else {"dtype": dtype, "enabled": "True"})
             else:
                 new = _wrapped(new, first, header) if new is not None else None
     elif target == "model_build" and (knobs.get("compile") or knobs.get("compile_mode")) and len(sites) == 1:
@@ -196,11 +178,12 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
                                         f"a/{name}", f"b/{name}", n=2))
 
 
-def _own_ctx(source: str, line: int, dtype: str) -> tuple[int, int, str] | None:
+def _own_ctx(source: str, line: int, dtype: str) -> tuple[int, int, str, tuple[int, str] | None] | None:
     """The script's own autocast context, held in a variable that is off on this device — nanoGPT's
     ``ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)``
     around its training call (``with ctx:``): that assignment is the line to change, to its autocast branch with
-    the fix's dtype. ``(first line, last line, new text)`` or ``None``."""
+    the fix's dtype — or, where the script chooses that dtype by name (:func:`dtype_select`), with its own dtype
+    variable and the choice changed. ``(first line, last line, new text, the choice's line and text)``."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -218,16 +201,21 @@ def _own_ctx(source: str, line: int, dtype: str) -> tuple[int, int, str] | None:
                            if isinstance(b, ast.Call) and _name(b.func) == "autocast"), None)
             if branch is None:
                 continue
-            call = ast.Call(func=branch.func, args=branch.args,
-                            keywords=[k for k in branch.keywords if k.arg != "dtype"]
-                            + [ast.keyword(arg="dtype", value=ast.parse(dtype, mode="eval").body)])
+            last = node.end_lineno or node.lineno
+            select = dtype_select(source, branch, dtype)
+            if select is not None and node.lineno <= select[0] <= last:
+                select = None
+            fixed = ast.keyword(arg="dtype", value=ast.parse(dtype, mode="eval").body)
+            keywords = branch.keywords if select is not None else \
+                [k for k in branch.keywords if k.arg != "dtype"] + [fixed]
+            call = ast.Call(func=branch.func, args=branch.args, keywords=keywords)
             indent = " " * node.col_offset
-            return node.lineno, node.end_lineno or node.lineno, f"{indent}{name} = {ast.unparse(call)}\n"
+            return node.lineno, last, f"{indent}{name} = {ast.unparse(call)}\n", select
     return None
 
 
-def _own_autocast(source: str, line: int) -> int | None:
-    """The line of the script's own ``torch.autocast(...)`` whose ``with`` holds ``line``, if any."""
+def _own_autocast(source: str, line: int) -> ast.Call | None:
+    """The script's own ``torch.autocast(...)`` call whose ``with`` holds ``line``, if any."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -237,78 +225,7 @@ def _own_autocast(source: str, line: int) -> int | None:
         for item in w.items:
             call = item.context_expr
             if isinstance(call, ast.Call) and _name(call.func) == "autocast":
-                return call.lineno
-    return None
-
-
-def device_expr(source: str, device: str, line: int | None = None) -> str:
-    """The script's own device variable as an autocast's ``device_type`` (``device_type``, ``device.type``, or —
-    inside a method, where the class keeps one — ``self.device``, ``.type`` added when it is a ``torch.device``),
-    else the device the runs used, in the file's quotes."""
-    import re
-
-    if re.search(r"^\s*device_type\s*=", source, re.M):
-        return "device_type"
-    if line is not None and _in_method(source, line):
-        kept = re.findall(r"^\s*self\.device\s*=\s*(.+)$", source, re.M)
-        if any("torch.device(" in rhs for rhs in kept):
-            return "self.device.type"
-        if any(re.search(r"""['"](cuda|cpu|mps)['"]""", rhs) for rhs in kept):
-            return "self.device"  # a string ('cuda' if … else 'cpu'): minGPT's trainer
-    if re.search(r"^\s*device\s*=\s*torch\.device\(", source, re.M):
-        return "device.type"
-    return literal(device, prefers_double_quotes(source))
-
-
-def _in_method(source: str, line: int) -> bool:
-    """Whether ``line`` is inside a function whose first argument is ``self``."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args and \
-                node.args.args[0].arg == "self" and node.lineno <= line <= (node.end_lineno or node.lineno):
-            return True
-    return False
-
-
-#: functions that evaluate or are called per step: never where a model is built (nor compiled)
-_NOT_BUILD = ("eval", "estimate", "valid", "test", "_step", "forward", "predict")
-
-
-def construction_site(site: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Where the model called at ``site`` is built: the last assignment of the called name (``model``,
-    ``self.model``; after its ``.to(device)``) outside any loop and any evaluation/step function, before the call
-    when there is one; ``None`` when no such assignment is in the file."""
-    file = str(site.get("file") or "")
-    source = _read(file)
-    if source is None or is_library_file(file):
-        return None
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    stmt = _simple_statement(tree, int(site["line"]))
-    if stmt is None:
-        return None
-    names = [ast.unparse(c.func) for c in ast.walk(stmt) if isinstance(c, ast.Call)
-             and isinstance(c.func, (ast.Name, ast.Attribute)) and ast.unparse(c.func).split(".")[0] != "torch"]
-    loops = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While,
-                                                                                             ast.AsyncFor))]
-    skip = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(w in n.name.lower() for w in _NOT_BUILD)]
-    for name in names:
-        found = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
-            isinstance(t, (ast.Name, ast.Attribute)) and ast.unparse(t) == name
-            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
-            and not any(a <= n.lineno <= b for a, b in loops + skip)]
-        before = [n for n in found if n.lineno < int(site["line"])] or found
-        if before:
-            last = max(before, key=lambda n: n.lineno)
-            lines = source.splitlines()
-            return {"file": file, "line": last.lineno, "code": lines[last.lineno - 1].strip(),
-                    "end": last.end_lineno or last.lineno, "col": last.col_offset, "name": name}
+                return call
     return None
 
 
@@ -321,21 +238,9 @@ def _statements(source: str, lines: list[int]) -> set[int]:
         return set(lines)
     out = set()
     for line in lines:
-        stmt = _simple_statement(tree, line)
+        stmt = simple_statement(tree, line)
         out.add(stmt.lineno if stmt is not None else line)
     return out
-
-
-def _read(file: str | None) -> str | None:
-    if file is None:
-        return None
-    p = Path(file)
-    try:
-        if not p.is_file() or p.stat().st_size > MAX_FILE_BYTES:
-            return None
-        return p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def _name(func: ast.expr) -> str:
@@ -401,7 +306,7 @@ def _wrapped(source: str, line: int, header: str) -> str | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    stmt = _simple_statement(tree, line)
+    stmt = simple_statement(tree, line)
     if stmt is None:
         return None
     lines = source.splitlines(keepends=True)
@@ -409,11 +314,3 @@ def _wrapped(source: str, line: int, header: str) -> str | None:
     indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
     body = ["    " + x if x.strip() else x for x in lines[first:last + 1]]
     return "".join(lines[:first] + [indent + header + "\n"] + body + lines[last + 1:])
-
-
-def _simple_statement(tree: ast.AST, line: int) -> ast.stmt | None:
-    """The innermost statement (not a block) that spans ``line``."""
-    stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
-             and not isinstance(n, (ast.For, ast.While, ast.If, ast.With, ast.Try, ast.FunctionDef,
-                                    ast.AsyncFunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith))]
-    return min(stmts, key=lambda s: (s.end_lineno or s.lineno) - s.lineno) if stmts else None

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from advisors.experiments.script_diff import construction_site, switch_for
+from advisors.experiments.script_diff import switch_for
+from advisors.experiments.script_terms import construction_site, ran_build
 from advisors.fixes.conventions import KnobChange, knob_change
 from advisors.fixes import spec_of
 from advisors.fixes.context import ScriptContext
@@ -71,11 +72,12 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
     if target == "model_call":  # the training calls (grad enabled), not an evaluation under no_grad
         every = [s for s in every if s.get("grad") is not False] or every
         first = every[0]
+    build = ctx.sites.get("model_build")  # the line that ran to move/build the model (absent in older runs)
     if target == "model_call" and inj.proof in ("compile", "compile_mode"):  # compiled once, where it is built
-        built = construction_site(first)
+        built = ran_build(build) or construction_site(first)
         if built is not None:
             return {**built, "target": "model_build", "all": [built]}
-    return {**first, "target": target, "all": every}
+    return {**first, "target": target, "all": every, **({"build": build} if build else {})}
 
 
 def why_not_applied(fix: Fix, applied: Mapping[str, Any] | None) -> str | None:

@@ -6,8 +6,9 @@ knob says why), ``channels_last``; and the process-wide flags ``matmul_precision
 The outermost module is found on the fly: while the first two steps run, ``nn.Module.__call__`` is watched; a
 module with parameters called while no other module call is in progress is a model the script trains (a GAN
 has two). Its ``forward`` is wrapped on the instance only, and the class-wide watch is removed after the first
-step so the rest of the run pays nothing for it. Low-precision outputs leave the wrapped forward as fp32, so
-the script's loss is computed as before.
+step so the rest of the run pays nothing for it. Until then the lines that constructed and moved each module
+are noted (:mod:`stepwise_agent.inject.built`): a model's is its ``model_build`` site. Low-precision outputs
+leave the wrapped forward as fp32, so the script's loss is computed as before.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
 from stepwise_agent.capabilities import TorchCapabilities, autocast_context, detect, grad_scaler
+from stepwise_agent.inject.built import BuildSites
 from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import user_site
 
@@ -59,6 +61,7 @@ class ModuleInjection:
         #: ``L.Trainer(precision=...)``): the model is then watched for evidence, not wrapped a second time
         self.framework_owns: set[str] = set()
         self.observed: set[str] = set()  # knobs the script's own flags set (checked, not injected)
+        self.build_sites = BuildSites()  # where each model was constructed and moved, until the watch ends
 
     # -- install / uninstall ---------------------------------------------------------------------------------
     def install(self) -> None:
@@ -79,6 +82,8 @@ class ModuleInjection:
         nn.Module.__call__ = call  # type: ignore[method-assign]
         self._watching = True
         self._undo.append(lambda: setattr(nn.Module, "__call__", original_call))
+        self.build_sites.install()
+        self._undo.append(self.build_sites.uninstall)
 
     def stop_watching(self) -> None:
         """After the first steps: the models are known; remove the class-wide hook (it costs every call)."""
@@ -133,6 +138,9 @@ class ModuleInjection:
         if any(m is module for m in self.models):
             return
         self.models.append(module)
+        # the line that ran to build (or move) the model the change acts on: the one compiled, DDP's inner
+        self.report.site("model_build", self.build_sites.site_of(inner) or self.build_sites.site_of(module),
+                         type=type(inner).__name__)
         if self.knobs.get("channels_last"):
             self._make_channels_last(module, inner)
         if self.knobs.get("cudnn_benchmark") and (k := self.report.knob("cudnn_benchmark")) is not None:

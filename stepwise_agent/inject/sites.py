@@ -10,6 +10,7 @@ belongs where the user configures that library (``TrainingArguments(...)``, ``L.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import site
@@ -42,6 +43,7 @@ _SKIP_DIRS = tuple({_TORCH, os.path.realpath(_HERE) + os.sep, *_LIBRARIES,
                     *(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib"))})
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(filename: str) -> bool:
     """A file of the user's: not generated (``<string>``), not torch, Stepwise, the standard library or an
     installed package."""
@@ -60,12 +62,13 @@ def _library_of(frame: FrameType) -> str | None:
     return name.split(".")[0] or None
 
 
-def user_site(skip: int = 2, obj: Any = None) -> dict[str, Any] | None:
+def user_site(skip: int = 2, obj: Any = None, frame: FrameType | None = None) -> dict[str, Any] | None:
     """The innermost frame of the user's code on the current stack (``None`` when there is none), with ``via``:
     the installed library between that frame and here, when one built the object. A library frame that already
     holds ``obj`` (the object under construction) only wraps its constructor, as Lightning wraps
-    ``DataLoader.__init__`` to remember its arguments: the user still built it."""
-    frame: FrameType | None = sys._getframe(skip)
+    ``DataLoader.__init__`` to remember its arguments: the user still built it. ``frame``: start there instead
+    of ``skip`` frames up."""
+    frame = frame if frame is not None else sys._getframe(skip)
     via: str | None = None
     while frame is not None:
         name = frame.f_code.co_filename

@@ -60,8 +60,9 @@ def test_nothing_to_inject_still_records_the_users_call_sites(injected: Any) -> 
     report = inj.finish()
     assert report["knobs"] == {}
     sites = report["sites"]
-    assert set(sites) == {"dataloader", "optimizer", "model_call"}
+    assert set(sites) == {"dataloader", "optimizer", "model_call", "model_build"}
     assert all(s["file"] == __file__ for s in sites.values())
+    assert sites["model_build"]["code"] == "model = nn.Linear(8, 3)" and "built" not in sites["model_build"]
     assert "DataLoader(" in sites["dataloader"]["code"] and sites["dataloader"]["num_workers"] == 0
     assert "SGD(" in sites["optimizer"]["code"] and sites["model_call"]["type"] == "Linear"
     assert "model(x)" in sites["model_call"]["code"]

@@ -19,7 +19,8 @@ from advisors.fixes.conventions import knob_change
 from advisors.fixes.conventions.editing import CONFIG_DIR, with_flag, with_override
 from advisors.fixes.conventions.shown import command_evidence, shown_change
 from advisors.script_reach import reaches
-from advisors.experiments.script_diff import construction_site, render
+from advisors.experiments.script_diff import render
+from advisors.experiments.script_terms import construction_site
 from advisors.fixes import FIXES
 from stepwise_agent.inject.config import ConfigRecorder
 
