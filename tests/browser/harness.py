@@ -35,19 +35,18 @@ class Dashboard:
     """A dashboard server of our own; ``url`` once :meth:`start` returned."""
 
     def __init__(self, home: Path, log: Path, extra_args: tuple[str, ...] = (),
-                 readme_in: Path | None = None) -> None:
-        self.home, self.log, self.extra_args, self.readme_in = home, log, extra_args, readme_in
+                 command: tuple[Path, list[str]] | None = None) -> None:
+        self.home, self.log, self.extra_args, self.command = home, log, extra_args, command
         self.port = free_port()
         self.url = f"http://localhost:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 90.0) -> "Dashboard":
         port = ["--server.port", str(self.port), "--server.headless", "true", *self.extra_args]
-        if self.readme_in is not None:  # the README's own command in that checkout, on its default store
-            from tests.fresh_checkout import readme_command, user_environment
-
-            env, cwd = {**user_environment(), "PYTHONUNBUFFERED": "1"}, self.readme_in
-            cmd = [*readme_command("bash scripts/dashboard.sh"), *port]
+        if self.command is not None:  # a command of the user's in that folder, on its default store
+            env = {k: v for k, v in os.environ.items() if k not in ("STEPWISE_HOME", "STEPWISE_INDEX")}
+            env["PYTHONUNBUFFERED"] = "1"
+            cwd, cmd = self.command[0], [*self.command[1], *port]
         else:
             env = {**os.environ, "STEPWISE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
             cwd, cmd = REPO, [sys.executable, "-m", "streamlit", "run", "app/main.py", *port]
@@ -78,12 +77,12 @@ class Dashboard:
 
 @contextmanager
 def dashboard(home: Path, log: Path, extra_args: tuple[str, ...] = (),
-              readme_in: Path | None = None) -> Iterator[Dashboard]:
-    """A dashboard on the store ``home``; with ``readme_in``, started by the README's command in that checkout,
-    whose default store (``./runs`` there) ``home`` must then be."""
+              command: tuple[Path, list[str]] | None = None) -> Iterator[Dashboard]:
+    """A dashboard on the store ``home``; with ``command`` (a folder and a command line, e.g. the README's in a
+    fresh checkout), started by that command there, with no store given: ``home`` is then its default store."""
     for attempt in range(3):  # the free port can be taken between choosing it and Streamlit binding it
         try:
-            server = Dashboard(home, log, extra_args, readme_in).start()
+            server = Dashboard(home, log, extra_args, command).start()
             break
         except RuntimeError:
             if attempt == 2 or "is not available" not in log.read_text(errors="replace"):  # Streamlit's words

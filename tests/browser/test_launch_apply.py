@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
 from tests.browser.harness import dashboard, wait_for_app
-from tests.fresh_checkout import fresh_checkout
+from tests.fresh_checkout import fresh_checkout, readme_command
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow
 def server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The dashboard as the README starts it: ``bash scripts/dashboard.sh`` in a fresh checkout, no store given."""
     root = fresh_checkout(tmp_path_factory.mktemp("checkout"))
-    with dashboard(root / "runs", tmp_path_factory.mktemp("logs") / "streamlit.log", readme_in=root) as s:
+    readme = (root, readme_command("bash scripts/dashboard.sh"))
+    with dashboard(root / "runs", tmp_path_factory.mktemp("logs") / "streamlit.log", command=readme) as s:
         yield s
 
 RUN_TIMEOUT_MS = 240_000

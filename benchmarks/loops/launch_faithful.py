@@ -1,8 +1,8 @@
 """The user's program as they run it: each held-in script bare, and under ``launch`` with the profiler off.
 
-``python benchmarks/launch_faithful.py [--repeats 6] [--steps 120] [--skip 20]`` writes
+``python benchmarks/loops/launch_faithful.py [--repeats 6] [--steps 120] [--skip 20]`` writes
 ``benchmarks/results/launch-faithful-<date>-<tag>.{json,md}``. Both arms run the same script through
-``benchmarks/scripts/step_clock.py``, which stamps every optimizer step and ends the script after ``--steps``;
+``benchmarks/loops/step_clock.py``, which times every optimizer step and ends the script after ``--steps``;
 under ``launch`` the agent's warm-up is longer than the script, so the profiler never starts and every step is
 an ordinary timed step of the agent. A run's time per step is the elapsed time over its steps after ``--skip``
 ÷ their count; a pair is one bare and one launched run of the same repeat, in alternating order; the figure is
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-CLOCK = ROOT / "benchmarks" / "scripts" / "step_clock.py"
+CLOCK = ROOT / "benchmarks" / "loops" / "step_clock.py"
 SCRIPTS = {
     "plain_train": [str(ROOT / "tests" / "scripts" / "plain_train.py")],
     "flags_train": [str(ROOT / "tests" / "scripts" / "flags_train.py")],
@@ -36,15 +36,19 @@ SCRIPTS = {
 }
 
 
+def _clock_env(out: Path, steps: int) -> dict[str, str]:
+    return {"PLAIN_STEPS": str(steps), "PLAIN_OUT": str(out), "PLAIN_EXIT": "raise"}
+
+
 def _per_step_ms(out: Path, skip: int) -> tuple[float, dict]:
     seen = json.loads(out.read_text())
-    stamps = seen["stamps"][skip:]
-    return 1e3 * (stamps[-1] - stamps[0]) / (len(stamps) - 1), seen
+    walls = seen["walls_ms"][skip:]
+    return sum(walls) / len(walls), seen
 
 
 def _bare(argv: list[str], out: Path, steps: int, cwd: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPWISE_")}
-    subprocess.run([sys.executable, str(CLOCK), str(out), str(steps), *argv], env=env, cwd=cwd, check=True,
+    subprocess.run([sys.executable, str(CLOCK), *argv], env={**env, **_clock_env(out, steps)}, cwd=cwd, check=True,
                    stdout=subprocess.DEVNULL, timeout=900)
 
 
@@ -53,8 +57,8 @@ def _launched(argv: list[str], out: Path, steps: int, cwd: Path, store_root: Pat
     from profilers.run.launch import start_launch
     from profilers.store.runs import RunStore
 
-    handle = start_launch([sys.executable, str(CLOCK), str(out), str(steps), *argv], RunStore(store_root), steps=1,
-                          boot={"warmup": 10**6}, cwd=str(cwd))
+    handle = start_launch([sys.executable, str(CLOCK), *argv], RunStore(store_root), steps=1,
+                          boot={"warmup": 10**6}, cwd=str(cwd), extra_env=_clock_env(out, steps))
     return follow(handle, None, 900).status.value
 
 
