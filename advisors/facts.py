@@ -182,6 +182,17 @@ class Facts:
         return float(k.loc[k["mean_us"] <= period, "total_ns"].sum()) / float(k["total_ns"].sum())
 
     @property
+    def launch_path_share(self) -> float | None:
+        """Share of the GPU's host-held idle time (:attr:`launch_idle`) the host spends on the launch path: inside
+        operators (forward, backward, the optimizer) and runtime calls, rather than in Python or work no operator
+        covers (``other``). ``None`` when the GPU does not idle on the host."""
+        idle = self.host_idle
+        if idle <= 0:
+            return None
+        path = sum(self.shares.get(c, 0.0) for c in ("host_runtime", "optimizer", "backward", "forward"))
+        return min(path / idle, 1.0)
+
+    @property
     def idle_per_launch_us(self) -> float | None:
         """The GPU's host-held idle time per kernel launched (µs): ``launch_idle`` × step ÷ kernels per step.
         ``None`` without kernels. A few tens of µs is one launch's own host cost (Python, dispatcher, runtime
