@@ -79,9 +79,11 @@ def spec_says(test: Callable[[RunConfig], bool]) -> Callable[[Facts], bool]:
 
 
 def workers_that_fit(usable: float, other_cores: float | None, processes: int) -> int:
-    """DataLoader workers that fit beside the training processes' intra-op threads (:func:`threads_for` each) on
-    the free cores: the cores left over, at least one (loading stays off the training loop)."""
-    left = free_cores(usable, other_cores) - threads_for(usable, other_cores, processes) * max(processes, 1)
+    """DataLoader workers that fit beside the training processes' intra-op threads
+    (:func:`threads_for` each) on the free cores: the cores left over, at least one (loading stays
+    off the training loop)."""
+    threads = threads_for(usable, other_cores, processes) * max(processes, 1)
+    left = free_cores(usable, other_cores) - threads
     return max(1, math.floor(left + 1e-9))
 
 

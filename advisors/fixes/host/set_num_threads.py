@@ -1,13 +1,14 @@
 """Intra-op threads to the free cores: no more threads than the cores other programs left free.
 
-Its bound counts only the operator time lost to oversubscription. With demand ``D`` (intra-op threads × training
-processes) on ``F`` free cores, each thread keeping a fair ``F/D`` share of a core, the operators run at most
-``D / F`` slower than on threads matched to the free cores; after the fix the demand is ``D' = n × processes``,
-still ``D'/F`` slow where ``D' > F`` (fewer than one free core a process). So the operators keep at least
-``max(D', F) / D`` of their time and the fix gives back at most ``w × (1 − max(D', F) / D)`` of the step,
-``w`` their share of it: the bound ``1 / (1 − w (1 − max(D', F) / D))``. Spinning waits (libgomp's default)
-can lose more than a fair share (a descheduled thread holds every barrier for a scheduler slice): a measured gain
-above the bound says the pool spun.
+Its bound counts only the operator time lost to oversubscription. With demand ``D`` (intra-op
+threads × training processes) on ``F`` free cores, each thread keeping a fair ``F/D`` share of a
+core, the operators run at most ``D / F`` slower than on threads matched to the free cores; after
+the fix the demand is ``D' = n × processes``, still ``D'/F`` slow where ``D' > F`` (less than one
+free core a process). So the operators keep at least ``max(D', F) / D`` of their time and the fix
+gives back at most ``w × (1 − max(D', F) / D)`` of the step, ``w`` their share of it: the bound
+``1 / (1 − w (1 − max(D', F) / D))``. Spinning waits (libgomp's default) can lose more than a fair
+share (a descheduled thread holds every barrier for a scheduler slice): a measured gain above the
+bound says the pool spun.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def _threads(ctx: ScriptContext) -> dict[str, Any] | None:
 
 
 def oversubscribed_time(f: Facts) -> Reach | None:
-    """The operators' time lost to oversubscribed threads on a CPU run (see the module docs); ``None`` when the
-    run's threads, its host telemetry or an oversubscription are missing."""
+    """The operators' time lost to oversubscribed threads on a CPU run (see the module docs);
+    ``None`` when the run's threads, its host telemetry or an oversubscription are missing."""
     t, tel = f.threads, f.telemetry
     if not f.has_steps or f.device != "cpu" or t is None or tel is None or tel.other_cores is None:
         return None
@@ -50,9 +51,11 @@ def oversubscribed_time(f: Facts) -> Reach | None:
         return None
     kept = max(after, free) / t.demand
     w = f.device_work
-    return Reach(w * (1.0 - kept), f"the operators ({100 * w:.1f}% of the step) ran at most {t.demand} threads / "
-                 f"{free:.1f} free cores slower, each thread keeping a fair share of the free cores, and keep "
-                 f"{100 * kept:.0f}% of their time with {n} thread{'s' if n > 1 else ''} a process; spinning waits "
+    threads = f"{n} thread{'s' if n > 1 else ''} a process"
+    return Reach(w * (1.0 - kept),
+                 f"the operators ({100 * w:.1f}% of the step) ran at most {t.demand} threads / "
+                 f"{free:.1f} free cores slower, each thread keeping a fair share of the free "
+                 f"cores, and keep {100 * kept:.0f}% of their time with {threads}; spinning waits "
                  "(libgomp's default) can lose more than a fair share")
 
 
