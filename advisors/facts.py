@@ -165,6 +165,38 @@ class Facts:
         return self.host_idle - self.comm_orchestration
 
     @property
+    def launch_period_us(self) -> float | None:
+        """The step's time per kernel launched (µs): step time ÷ kernels per step. ``None``
+        without kernels."""
+        return self.step_ms * 1e3 / self.kernels_per_step if self.kernels_per_step else None
+
+    @property
+    def short_kernel_share(self) -> float | None:
+        """Share of kernel time in kernels no longer, on average, than :attr:`launch_period_us`:
+        kernels that end before the step's next launch can arrive, so the host cannot get ahead of
+        the GPU while they run. Near 1 the GPU's work is all such launches (a launch-bound step);
+        low, long kernels carry the work and the host runs ahead during them. ``None`` without a
+        kernel table."""
+        period = self.launch_period_us
+        k = self.b.kernels if self.b is not None else None
+        if period is None or k is None or not len(k) or float(k["total_ns"].sum()) <= 0:
+            return None
+        return float(k.loc[k["mean_us"] <= period, "total_ns"].sum()) / float(k["total_ns"].sum())
+
+    @property
+    def launch_path_share(self) -> float | None:
+        """Share of the GPU's host-held idle time (:attr:`host_idle`) the host spends on the launch
+        path: inside operators (forward, backward, the optimizer) and runtime calls, rather than in
+        Python or work no operator covers (``other``). ``None`` when the GPU does not idle on the
+        host."""
+        idle = self.host_idle
+        if idle <= 0:
+            return None
+        path = sum(self.shares.get(c, 0.0)
+                   for c in ("host_runtime", "optimizer", "backward", "forward"))
+        return min(path / idle, 1.0)
+
+    @property
     def idle_per_launch_us(self) -> float | None:
         """The GPU's host-held idle time per kernel launched (µs): ``launch_idle`` × step ÷ kernels per step.
         ``None`` without kernels. A few tens of µs is one launch's own host cost (Python, dispatcher, runtime

@@ -13,6 +13,8 @@ from typing import Callable
 
 from advisors.facts import Facts
 from profilers.run.run_config import RunConfig
+from profilers.telemetry.summary import TelemetrySummary
+from profilers.telemetry.threads import ThreadUse
 
 #: GEMM/matmul time already in reduced precision above which mixed precision counts as on.
 MIXED_PRECISION_ON = 0.1
@@ -76,6 +78,15 @@ def spec_says(test: Callable[[RunConfig], bool]) -> Callable[[Facts], bool]:
     return lambda f: f.spec is not None and test(f.spec)
 
 
+def workers_that_fit(usable: float, other_cores: float | None, processes: int) -> int:
+    """DataLoader workers that fit beside the training processes' intra-op threads
+    (:func:`threads_for` each) on the free cores: the cores left over, at least one (loading stays
+    off the training loop)."""
+    threads = threads_for(usable, other_cores, processes) * max(processes, 1)
+    left = free_cores(usable, other_cores) - threads
+    return max(1, math.floor(left + 1e-9))
+
+
 #: other programs' use of the cores below this is background (the sampler, a shell), not contention
 OTHERS_MIN_CORES = 0.25
 
@@ -85,6 +96,11 @@ def free_cores(usable: float, other_cores: float | None) -> float:
     ``OTHERS_MIN_CORES`` is background, not taken)."""
     others = other_cores if other_cores is not None and other_cores >= OTHERS_MIN_CORES else 0.0
     return max(usable - others, 0.0)
+
+
+def usable_cores(t: ThreadUse, tel: TelemetrySummary | None) -> int | None:
+    """The cores the training processes may run on: their CPU affinity, else the machine's."""
+    return t.affinity or (tel.usable_cores if tel is not None else None) or t.cpu_count
 
 
 def threads_for(usable: float, other_cores: float | None, processes: int) -> int:
