@@ -125,8 +125,8 @@ class Analysis:
 
     @property
     def needs_gpu_model(self) -> bool:
-        """A GPU trace whose device the peak table does not know: MFU needs the user to name the model (never
-        for an accelerator that is not a GPU: no GPU model's peak is its own)."""
+        """A GPU trace whose device the peak table does not know: MFU needs the user to name the
+        model (never for an accelerator that is not a GPU: no GPU model's peak is its own)."""
         b = self.breakdown
         return (b is not None and b.device == "gpu" and device_peak(b.device_name) is None
                 and not is_non_gpu(b.device_name))

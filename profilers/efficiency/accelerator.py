@@ -1,9 +1,10 @@
 """The accelerator a trace ran on when ``deviceProperties`` does not name it.
 
-Kineto records ``deviceProperties`` for CUDA and ROCm GPUs only. A trace of another accelerator (Meta's MTIA,
-Intel Gaudi's HPU, an NPU...) has that list empty, while its device-side processes carry the family's name
-(``process_name`` / ``process_labels`` metadata such as "MTIA 0") and ``distributedInfo.backend`` may name it
-too. Such a device is named by its family, never called a GPU, and no GPU peak applies to it.
+Kineto records ``deviceProperties`` for CUDA and ROCm GPUs only. A trace of another accelerator
+(Meta's MTIA, Intel Gaudi's HPU, an NPU...) has that list empty, while its device-side processes
+carry the family's name (``process_name`` / ``process_labels`` metadata such as "MTIA 0"), and
+``distributedInfo.backend`` may name it too. Such a device is named by its family, never called a
+GPU, and no GPU's peak applies to it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ PEAK_UNKNOWN = "peak unknown"
 
 
 def accelerator_family(processes: Iterable[str], backend: str | None) -> str | None:
-    """The non-GPU accelerator family the trace's process names or labels start with ("MTIA 0" → "MTIA"),
-    else the one its distributed backend's name holds; None when neither names one (a GPU or a CPU trace)."""
+    """The non-GPU accelerator family the trace's process names or labels start with ("MTIA 0":
+    "MTIA"), else the one its distributed backend's name holds; None when neither names one (a GPU
+    or a CPU trace)."""
     for text in processes:
         m = _WORD.match(text.strip())
         if m is not None and m.group(0).upper() in NON_GPU_FAMILIES:

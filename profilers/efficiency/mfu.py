@@ -134,8 +134,9 @@ def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None, gpu_model: st
                                       "no calibration recorded")
         return _ratio(base, cpu_peak_tflops, f"this host's cores, measured {key or 'fp32'} matmul peak", busy)
     if is_non_gpu(b.device_name):
-        return _with(base, reason=f"the {b.device_name} accelerator's {PEAK_UNKNOWN}: it is not a GPU, so no "
-                                  "GPU's peak applies")
+        reason = (f"the {b.device_name} accelerator's {PEAK_UNKNOWN}: it is not a GPU, so no GPU's "
+                  "peak applies")
+        return _with(base, reason=reason)
     peak = device_peak(b.device_name)
     picked = peak is None and gpu_model is not None and (peak := device_peak(gpu_model)) is not None
     if peak is None:

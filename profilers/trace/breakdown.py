@@ -118,8 +118,9 @@ class Breakdown:
     @property
     def device_label(self) -> str:
         """What to call the device on a card: its recorded name ("Tesla V100-SXM2-16GB"), else the architecture
-        its kernel names show ("Volta GPU (inferred)"), else "GPU" / "CPU"; never "CPU / CPU". An accelerator
-        that is not a GPU is named by its family, with no peak known ("MTIA accelerator (peak unknown)")."""
+        its kernel names show ("Volta GPU (inferred)"), else "GPU" / "CPU"; never "CPU / CPU".
+        An accelerator that is not a GPU is named by its family, its peak unknown ("MTIA accelerator
+        (peak unknown)")."""
         if is_non_gpu(self.device_name):
             return shown_name(self.device_name)
         if self.device_name not in ("GPU", "CPU"):

@@ -61,8 +61,8 @@ class Trace:
     steps_inferred: bool
     source: str
     warnings: tuple[str, ...] = field(default=())
-    # A non-GPU accelerator's family ("MTIA") read from the trace when deviceProperties names no device
-    # (profilers.efficiency.accelerator); None for GPU and CPU traces.
+    # A non-GPU accelerator's family ("MTIA") read from the trace when deviceProperties names no
+    # device (profilers.efficiency.accelerator); None for GPU and CPU traces.
     accelerator: str | None = None
 
     @property

@@ -35,10 +35,11 @@ MAX_EVENT_BYTES = 512 * 1024**2  # a single "event" larger than this is not a tr
 _KEY = b'"traceEvents"'
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
-_WALK_BYTES = 64 * 1024  # the end of the document walked first to find where the events array closes
+_WALK_BYTES = 64 * 1024  # the end of the document walked first, to find where the events close
 _FALLBACK_CLOSES = 16  # "]"s tried from the end when what follows the events array is not JSON
-# A string or a bracket in the document read backwards (bytes reversed): there an escaped quote is a quote
-# followed by an odd number of backslashes. Written unrolled ("[^"]*(?:escaped[^"]*)*") so it cannot backtrack.
+# A string or a bracket in the document read backwards (bytes reversed): there an escaped quote is
+# a quote followed by an odd number of backslashes. Written unrolled ("[^"]*(?:escaped[^"]*)*")
+# so that it cannot backtrack.
 _BACK_TOKEN = re.compile(rb'"[^"]*(?:"(?=\\(?:\\\\)*(?!\\))[^"]*)*"|[\[\]{}]')
 
 
@@ -218,11 +219,12 @@ def _cut(buf: bytes, sep: bytes | None, limit: int) -> tuple[list[Any] | None, b
 def finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[str, Any]]:
     """At end of file: the last events, then ``]`` and maybe more top-level fields and ``}``.
 
-    The events array ends at the first ``]`` of the top-level object's own (not inside a string or a nested
-    value) whose events decode. Whatever follows it (traceName, deviceProperties, arrays of log lines of any
-    length and depth...) is walked over from the end of the document, never tried as events."""
+    The events array ends at the first ``]`` of the top-level object's own (not inside a string
+    or a nested value) whose events decode. Whatever follows it (traceName, deviceProperties,
+    arrays of log lines of any length and depth...) is walked over from the end of the document,
+    never tried as events."""
     close, events = _strict_end(buf)
-    if close < 0:  # not strict JSON (NaN, huge integers, bad bytes): the likeliest end, read leniently
+    if close < 0:  # not strict JSON (NaN, huge integers, bad bytes): the likeliest end, leniently
         close = _lenient_close(buf, label)
         events = _loads(b"[" + buf[:close] + b"]", label, notes)  # lenient, or a clear error
     return events, _tail_fields(buf[close + 1 :])
@@ -231,10 +233,10 @@ def finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[st
 def _strict_end(buf: bytes) -> tuple[int, Any]:
     """(where the events array closes, its last events) by the strict decoder, or (-1, None).
 
-    The walk reads a window at the end of ``buf`` first, larger ones only when no end decodes there: what
-    follows the array is usually small. A window may start inside a string, so its far end can yield a "]"
-    that is not one; that costs a failed decode only, since the events decode strictly at their own end
-    alone (before it the array is open, after it other fields follow)."""
+    The walk reads a window at the end of ``buf`` first, larger ones only when no end decodes
+    there: what follows the array is usually small. A window may start inside a string, so its far
+    end can yield a "]" that is not one; that costs a failed decode only, since the events decode
+    strictly at their own end alone (before it the array is open, after it other fields follow)."""
     tried: set[int] = set()
     window = _WALK_BYTES
     while True:
@@ -260,8 +262,9 @@ def _strict_end(buf: bytes) -> tuple[int, Any]:
 
 
 def _lenient_close(buf: bytes, label: str) -> int:
-    """The events array's likeliest end when no end decodes strictly: the earliest ``]`` of the top-level
-    object's own that follows an event (the later ones close arrays after it), else the last ``]``."""
+    """The events array's likeliest end when no end decodes strictly: the earliest ``]`` of the
+    top-level object's own that follows an event (the later ones close arrays after it), else the
+    last ``]``."""
     earliest = -1
     for close in _object_closes(buf, 0):
         if _after_event(buf, close):
@@ -275,11 +278,12 @@ def _lenient_close(buf: bytes, label: str) -> int:
 
 
 def _object_closes(buf: bytes, start: int) -> Iterator[int]:
-    """Where the document's top-level arrays close, from its end backwards: the ``]`` at depth one (inside the
-    top-level object only), or the final ``]`` of a bare array. ``buf`` starts among the events, so the walk
-    passes the events array's ``]`` and then its events, where the depth never returns to one; it stops where
-    the brackets do not balance (a truncated document) or at ``start``. Strings are skipped whole (read
-    backwards, a quote followed by an odd number of backslashes is escaped)."""
+    """Where the document's top-level arrays close, from its end backwards: the ``]`` at depth one
+    (inside the top-level object only), or the final ``]`` of a bare array. ``buf`` starts among
+    the events, so the walk passes the events array's ``]`` and then its events, where the depth
+    never returns to one; it stops where the brackets do not balance (a truncated document) or at
+    ``start``. Strings are skipped whole (read backwards, a quote followed by an odd number of
+    backslashes is escaped)."""
     rev = buf[start:][::-1]
     depth = 0
     for m in _BACK_TOKEN.finditer(rev):
@@ -297,7 +301,8 @@ def _object_closes(buf: bytes, start: int) -> Iterator[int]:
 
 
 def _after_event(buf: bytes, close: int) -> bool:
-    """Whether the ``]`` at ``close`` can end an array of events: an event's ``}`` before it, or nothing."""
+    """Whether the ``]`` at ``close`` can end an array of events: an event's ``}`` before it, or
+    nothing."""
     before = buf[max(0, close - 4096) : close].rstrip(_WS)
     return before.endswith(b"}") or (not before and not buf[:close].strip(_WS))
 
@@ -312,7 +317,8 @@ def _last_closes(buf: bytes, count: int) -> list[int]:
 
 
 def _tail_fields(after: bytes) -> dict[str, Any]:
-    """The top-level fields after the events array (``, "traceName": ..., "INFO": [...] }``), if valid JSON."""
+    """The top-level fields after the events array (``, "traceName": ..., "INFO": [...] }``), if
+    they are valid JSON."""
     tail = after.strip(_WS)
     if not tail.startswith(b","):
         return {}

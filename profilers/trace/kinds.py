@@ -26,7 +26,7 @@ _CAT_TO_KIND = {
     "cuda_driver": "runtime",
     "runtime": "runtime",
     "hip_runtime": "runtime",
-    "mtia_runtime": "runtime",  # Kineto's MTIA categories (newer Kineto writes them as runtime and kernel)
+    "mtia_runtime": "runtime",  # Kineto's MTIA categories (newer Kinetos write runtime, kernel)
     "kernel": "kernel",
     "mtia_ccp_events": "kernel",
     "gpu_memcpy": "memcpy",

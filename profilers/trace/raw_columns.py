@@ -163,9 +163,10 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
         args = [e.args or NO_ARGS for e in xs]
         rest = [e for e in chunk if e.ph != "X"] if len(xs) < len(chunk) else []
         mem = [(e.ts, a.device_type, a.device_id, a.bytes, a.total_allocated, a.total_reserved)
-               for e in rest if e.ph in ("i", "I") and e.name == "[memory]" and (a := e.args) is not None]
-        meta = [a.name if e.name == "process_name" else a.labels
-                for e in rest if e.ph == "M" and e.name in _PROCESS_META and (a := e.args) is not None]
+               for e in rest
+               if e.ph in ("i", "I") and e.name == "[memory]" and (a := e.args) is not None]
+        meta = [a.name if e.name == "process_name" else a.labels for e in rest
+                if e.ph == "M" and e.name in _PROCESS_META and (a := e.args) is not None]
         out = _events(
             ts=[e.ts for e in xs], dur=[e.dur for e in xs], cat=[e.cat for e in xs], name=[e.name for e in xs],
             pid=[e.pid for e in xs], tid=[e.tid for e in xs], corr=[a.correlation for a in args],

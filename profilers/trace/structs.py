@@ -29,7 +29,7 @@ class Args(msgspec.Struct):
     bytes: Any = msgspec.field(default=None, name="Bytes")
     total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
     total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
-    # A metadata event's: process_name's "name", process_labels' "labels" (they say what device a pid is).
+    # A metadata event's: process_name's "name", process_labels' "labels" (what device a pid is).
     name: Any = None
     labels: Any = None
 

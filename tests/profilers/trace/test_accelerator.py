@@ -1,5 +1,5 @@
-"""An accelerator the peak table cannot know (MTIA: no deviceProperties, its processes named "MTIA ...") is named
-from the trace, with its peak unknown, and never called a GPU."""
+"""An accelerator the peak table cannot know (MTIA: no deviceProperties, its processes named
+"MTIA ...") is named from the trace, with its peak unknown, and never called a GPU."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def device_trace(path: Path, label: str | None, backend: str, cat: str = "kernel
             evs.append(x("aten::mm", t0 + i * 200, 20, correlation=corr, **SHAPES))
             k = kernel(f"mtia_fused_mm_{i}", t0 + i * 200 + 30, 150, correlation=corr)
             evs.append({**k, "cat": cat})
-    evs += [meta("process_name", 100, "name", "python3"), meta("process_labels", 100, "labels", "CPU")]
+    evs += [meta("process_name", 100, "name", "python3"),
+            meta("process_labels", 100, "labels", "CPU")]
     if label is not None:
         evs += [meta("process_name", 0, "name", label), meta("process_labels", 0, "labels", label)]
     info = {"backend": backend, "rank": 0, "world_size": 1}
@@ -52,7 +53,8 @@ def device_trace(path: Path, label: str | None, backend: str, cat: str = "kernel
     (["python3", "Spans", "Traces"], "gloo", None),
     (["HPU 3"], "hccl", "HPU"),
 ])
-def test_family_from_processes_or_backend(processes: list[str], backend: str | None, family: str | None):
+def test_family_from_processes_or_backend(processes: list[str], backend: str | None,
+                                          family: str | None):
     assert accelerator_family(processes, backend) == family
 
 
@@ -73,7 +75,7 @@ def test_a_gpu_trace_without_device_properties_stays_a_gpu(tmp_path: Path):
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_named_by_every_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int):
-    """Read in pieces (the process names at the file's end, as Kineto writes them) and on workers."""
+    """Read in pieces (the process names at the file's end, as Kineto writes them), on workers."""
     path = device_trace(tmp_path / "mtia.json", "MTIA 0", "gloo", steps=400, ops=20)
     monkeypatch.setattr(trace_json, "WHOLE_LIMIT", 64 * 1024)
     monkeypatch.setattr(trace_json, "CHUNK_BYTES", 64 * 1024)

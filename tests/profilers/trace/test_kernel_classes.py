@@ -32,8 +32,8 @@ def test_gemm_kernels_are_matmul_and_precision_is_read_from_the_name(name: str) 
 
 @pytest.mark.parametrize("name, kclass", [
     ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication"),
-    # expert parallelism (DeepEP, as DeepSeek's profile-data spells it and as the library does), NVSHMEM,
-    # ROCm's and Ascend's/Gaudi's collective libraries
+    # expert parallelism (DeepEP, as DeepSeek's profile-data spells it and as the library does),
+    # NVSHMEM, ROCm's and Ascend's/Gaudi's collective libraries
     ("void dpsk::ep::internode::dispatch<false, 8, 4, 2>(int4*, float*, int*)", "communication"),
     ("void dpsk::ep::internode::combine<__nv_bfloat16, 8, 4>(int4*, float*)", "communication"),
     ("void dpsk::ep::internode::notify_dispatch<false, 8>(int const*, int*)", "communication"),
@@ -58,8 +58,9 @@ def test_expert_parallel_kernels_are_all_to_all(name: str) -> None:
     assert collective_kind(name) == "all_to_all"
 
 
-@pytest.mark.parametrize("name", ["void at::native::index_select_kernel<float>", "ampere_sgemm_128x64_tn",
-                                  "void at::native::deep_copy_kernel", "step_kernel", "sweep_kernel"])
+@pytest.mark.parametrize("name", ["void at::native::index_select_kernel<float>",
+                                  "ampere_sgemm_128x64_tn", "void at::native::deep_copy_kernel",
+                                  "step_kernel", "sweep_kernel"])
 def test_names_that_only_look_alike_are_not_communication(name: str) -> None:
     assert classify_kernel(name) != "communication"
 

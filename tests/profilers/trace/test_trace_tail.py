@@ -1,8 +1,9 @@
 """The end of ``traceEvents`` is found whatever valid JSON follows it.
 
-Kineto can write its log arrays (``INFO``, ``ERROR``...) after the events array, the way HTA's MTIA test trace
-has them: many ``]`` of nested arrays and log lines that hold brackets, quotes and backslashes. Each reader
-(whole, sequential pieces, worker processes; plain and gzip) must read the same events as without that tail."""
+Kineto can write its log arrays (``INFO``, ``ERROR``...) after the events array, the way HTA's
+MTIA test trace has them: many ``]`` of nested arrays and log lines that hold brackets, quotes and
+backslashes. Each reader (whole, sequential pieces, worker processes; plain and gzip) must read the
+same events as without that tail."""
 
 from __future__ import annotations
 
@@ -36,17 +37,20 @@ def events(steps: int, ops: int) -> list[dict]:
 
 
 def log_tail(lines: int) -> dict:
-    """Log arrays as Kineto's logger writes them after the events: strings full of JSON's own punctuation,
-    nested arrays several deep, and empty ones."""
-    info = [[f'[I {i}] rank 0 "done" \\ ]]] {{', [f"nested] {i}", [f"[deeper\\\\] {i}"], []]] for i in range(lines)]
+    """Log arrays as Kineto's logger writes them after the events: strings full of JSON's own
+    punctuation, nested arrays several deep, and empty ones."""
+    info = [[f'[I {i}] rank 0 "done" \\ ]]] {{', [f"nested] {i}", [f"[deeper\\\\] {i}"], []]]
+            for i in range(lines)]
     return {"traceName": "rank_0]", "INFO": info, "WARNING": [], "ERROR": [["e]\"]"], [[["]"]]]]}
 
 
 def kineto_text(evs: list[dict], tail: dict | None) -> bytes:
-    """The document in Kineto's layout: one event per line, top-level fields before and after the array."""
+    """The document in Kineto's layout: one event per line, top-level fields before and after the
+    array."""
     head = b'{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "traceEvents": [\n  '
     body = b",\n  ".join(orjson.dumps(e) for e in evs)
-    after = b"".join(b',\n  ' + orjson.dumps(k) + b": " + orjson.dumps(v) for k, v in (tail or {}).items())
+    after = b"".join(b',\n  ' + orjson.dumps(k) + b": " + orjson.dumps(v)
+                     for k, v in (tail or {}).items())
     return head + body + b"\n]" + after + b"\n}\n"
 
 
@@ -66,7 +70,8 @@ def assert_same_reading(with_tail: Path, without: Path) -> None:
 @pytest.mark.parametrize("lines", [3, 400, 12_000])  # the longest tail is larger than a piece
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
-def test_events_end_before_a_long_tail_of_nested_arrays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_events_end_before_a_long_tail_of_nested_arrays(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
                                                         lines: int, workers: int, suffix: str):
     evs = events(steps=6, ops=700)
     tail = log_tail(lines)
@@ -101,7 +106,8 @@ def test_finish_cases(body: bytes, names: list[str], fields: dict):
 
 
 def test_lenient_events_before_a_tail_of_arrays():
-    evs, fields = trace_json.finish(b'{"name": "a", "v": NaN}\n], "INFO": [{"x": 1}], "E": [["]"]]}', "t", [])
+    body = b'{"name": "a", "v": NaN}\n], "INFO": [{"x": 1}], "E": [["]"]]}'
+    evs, fields = trace_json.finish(body, "t", [])
     assert [e["name"] for e in evs] == ["a"] and fields == {"INFO": [{"x": 1}], "E": [["]"]]}
 
 
@@ -113,7 +119,7 @@ def test_truncated_events_still_say_so():
 
 
 def test_analyze_json_reads_a_trace_with_a_log_tail(tmp_path: Path):
-    """At the real reader's sizes (a document larger than ``WHOLE_LIMIT``), as a user runs the command."""
+    """At the real reader's sizes (a document larger than ``WHOLE_LIMIT``), as a user runs it."""
     evs = events(steps=8, ops=4500)
     data = kineto_text(evs, log_tail(2000))
     assert len(data) > trace_json.WHOLE_LIMIT
