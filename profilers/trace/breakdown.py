@@ -104,6 +104,7 @@ class Breakdown:
     optimizers: tuple[str, ...] = ()
     flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
     python_idle: pd.DataFrame = field(default_factory=py_idle.empty)  # profilers.trace.python_idle
+    world_size: int | None = None  # distributedInfo's, when the trace records it
 
     @property
     def gpu_arch(self) -> GpuArch | None:
@@ -274,6 +275,7 @@ def breakdown(trace: Trace) -> Breakdown:
         compiled_spans=parts.compiled_spans(ev, in_step),
         optimizers=parts.optimizer_classes(ev, in_step),
         flops=trace_flops(ev),
+        world_size=trace.world_size,
     )
 
 
