@@ -24,6 +24,7 @@ from advisors.analysis import analyse
 from profilers.efficiency.mfu import from_json as efficiency_from_json
 from profilers.errors import StepwiseError
 from profilers.telemetry.summary import describe_telemetry
+from profilers.efficiency.accelerator import shown_name
 from profilers.trace.memory_snapshot import GIB, gib_device
 
 
@@ -96,7 +97,8 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
 
 
 def _print_text(result: dict[str, Any]) -> None:
-    print(f"{result['device_name']} · ranks {result['ranks']} · {result['steps']} steps · "
+    device = shown_name(result["device_name"])
+    print(f"{device} · ranks {result['ranks']} · {result['steps']} steps · "
           f"median step {result['step_time_ms']:.2f} ms{_profiled(result)} · bottleneck: {result['bottleneck']}")
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:

@@ -15,8 +15,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from advisors.compare.environment import EnvironmentDiff, environment_diff, environment_json
 from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, check, check_json
-from advisors.compare.sides import observe_side
+from advisors.compare.sides import observe_side, side_of
 from profilers.store import baselines
 from profilers.errors import RunError, StepwiseError
 from profilers.store.runs import RunStore
@@ -57,21 +58,25 @@ def main(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if len(args.inputs) != 2:
         raise StepwiseError("compare takes two inputs, BASE and NEW (or --save-baseline NAME RUN)")
     try:
-        result = _compare(args)
+        result, env = _compare(args)
     except (StepwiseError, MemoryError):
         raise
     except Exception as err:  # not BaseException: KeyboardInterrupt and SystemExit keep their meaning
         detail = " ".join(f"{type(err).__name__}: {err}".split())
         raise StepwiseError(f"could not compare {' and '.join(args.inputs)}: {detail[:300]}") from err
-    return check_json(result), result.exit_code
+    return {**check_json(result), "environment": environment_json(env)}, result.exit_code
 
 
-def _compare(args: argparse.Namespace) -> RegressionCheck:
+def _compare(args: argparse.Namespace) -> tuple[RegressionCheck, EnvironmentDiff]:
+    """The verdict, and what differs between the two inputs' environments (told first)."""
+    from advisors.analysis import analyse
+
     store = RunStore(args.store) if any(i.startswith(baselines.PREFIX) for i in args.inputs) else None
     (base, base_label), (new, new_label) = (_resolve(i, store) for i in args.inputs)
     if args.report:
         return _compare_with_report(base, base_label, new, new_label, args.max_slowdown, args.report)
-    return check(observe_side(base, base_label), observe_side(new, new_label), args.max_slowdown)
+    a, b = analyse(base, base_label, charts=False), analyse(new, new_label, charts=False)
+    return check(side_of(a), side_of(b), args.max_slowdown), environment_diff(a, b)
 
 
 def _resolve(text: str, store: RunStore | None) -> tuple[Path, str]:
@@ -87,7 +92,7 @@ def _resolve(text: str, store: RunStore | None) -> tuple[Path, str]:
 
 
 def _compare_with_report(base: Path, base_label: str, new: Path, new_label: str, max_slowdown: float,
-                         out: str) -> RegressionCheck:
+                         out: str) -> tuple[RegressionCheck, EnvironmentDiff]:
     """Read each input once for both the verdict and the exported comparison (format from the suffix)."""
     from advisors.analysis import analyse
     from reports.compare import compare, regression_check  # the command line is the outermost layer: it may use reports
@@ -101,7 +106,7 @@ def _compare_with_report(base: Path, base_label: str, new: Path, new_label: str,
         raise StepwiseError(str(err)) from None
     except OSError as err:
         raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
-    return result
+    return result, environment_diff(a, b)
 
 
 def _save_baseline(name: str, run: str, store: RunStore) -> dict[str, Any]:
@@ -142,6 +147,9 @@ def print_text(result: dict[str, Any]) -> None:
         print(f"pinned baseline {result['baseline']} = run {result['run_id']}{prev}: median step "
               f"{result['step_time_ms']:.4g} ms over {result['sampled']}")
         return
+    env = result.get("environment") or {}
+    if env.get("note"):  # first: a verdict between different machines is not about the code
+        print(f"environment: {env['note']}")
     print(f"{result['verdict']}: {result['reason']}")
     for key in ("base", "new"):
         s = result[key]

@@ -25,6 +25,7 @@ from advisors.verdict import Diagnosis, Finding
 from profilers.errors import StepwiseError
 from profilers.efficiency.mfu import Efficiency, efficiency
 from profilers.efficiency.peaks import device_peak
+from profilers.efficiency.accelerator import is_non_gpu
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.breakdown import Breakdown
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
@@ -124,9 +125,11 @@ class Analysis:
 
     @property
     def needs_gpu_model(self) -> bool:
-        """A GPU trace whose device the peak table does not know: MFU needs the user to name the model."""
+        """A GPU trace whose device the peak table does not know: MFU needs the user to name the
+        model (never for an accelerator that is not a GPU: no GPU model's peak is its own)."""
         b = self.breakdown
-        return b is not None and b.device == "gpu" and device_peak(b.device_name) is None
+        return (b is not None and b.device == "gpu" and device_peak(b.device_name) is None
+                and not is_non_gpu(b.device_name))
 
     def efficiency_for(self, gpu_model: str | None) -> Efficiency | None:
         """The efficiency against the peak of ``gpu_model`` (the Analysis page's picker, for a trace that does not

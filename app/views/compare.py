@@ -12,6 +12,7 @@ from app.widgets import compare_panels, url_state
 from app.services import tables
 
 from app.widgets import ui
+from advisors.compare.environment import environment_diff
 from reports.charts import compare as charts_compare
 from reports.compare import compare
 
@@ -31,6 +32,9 @@ if a.run_id == b.run_id:
 ta, tb = ui.load_analysis(a), ui.load_analysis(b)
 if ta is None or tb is None:
     st.stop()
+env = environment_diff(ta, tb)
+if env.note is not None:  # first: a verdict between two machines is not about the code
+    st.warning(env.note, icon=":material/devices:")
 c = compare(ta, tb)
 cols = st.columns(3)
 cols[0].metric("A median step", tables.median_label(c.step_ms_a))

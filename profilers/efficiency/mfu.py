@@ -19,6 +19,7 @@ from typing import Any
 
 from profilers.trace.breakdown import Breakdown
 from profilers.efficiency.peaks import DevicePeak, device_peak, dtype_key
+from profilers.efficiency.accelerator import PEAK_UNKNOWN, is_non_gpu
 
 MFU_PROBLEM = 0.20  # under this, kernels are small, memory-bound or waiting: a problem
 MFU_TYPICAL = (0.30, 0.45)  # what well-run training typically reaches
@@ -132,6 +133,10 @@ def efficiency(b: Breakdown, cpu_peak_tflops: float | None = None, gpu_model: st
             return _with(base, reason="a CPU run's peak is its cores' measured matmul rate, and this run has "
                                       "no calibration recorded")
         return _ratio(base, cpu_peak_tflops, f"this host's cores, measured {key or 'fp32'} matmul peak", busy)
+    if is_non_gpu(b.device_name):
+        reason = (f"the {b.device_name} accelerator's {PEAK_UNKNOWN}: it is not a GPU, so no GPU's "
+                  "peak applies")
+        return _with(base, reason=reason)
     peak = device_peak(b.device_name)
     picked = peak is None and gpu_model is not None and (peak := device_peak(gpu_model)) is not None
     if peak is None:

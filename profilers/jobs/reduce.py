@@ -80,7 +80,9 @@ def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
         for index, name, mem in s["devices"]:
             devices.setdefault(int(index), (str(name), mem))
     any_gpu = any(s["has_gpu"] for s in summaries)
-    device_name = devices[min(devices)][0] if devices else ("GPU" if any_gpu else "CPU")
+    families = [s["accelerator"] for s in summaries if s.get("accelerator")]
+    device_name = devices[min(devices)][0] if devices else (families[0] if families else
+                                                            "GPU" if any_gpu else "CPU")
     capacity = [m for _, m in devices.values() if m]
     warnings = list(dict.fromkeys(w for s in summaries for w in s["warnings"]))
     b = Breakdown(

@@ -46,6 +46,7 @@ import pandas as pd
 
 from profilers.efficiency.arch import GpuArch, infer_arch
 from profilers.efficiency.peaks import device_peak
+from profilers.efficiency.accelerator import is_non_gpu, shown_name
 from profilers.trace import breakdown_parts as parts
 from profilers.trace import python_idle as py_idle
 from profilers.efficiency.flops import TraceFlops, trace_flops
@@ -103,6 +104,7 @@ class Breakdown:
     optimizers: tuple[str, ...] = ()
     flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
     python_idle: pd.DataFrame = field(default_factory=py_idle.empty)  # profilers.trace.python_idle
+    world_size: int | None = None  # distributedInfo's, when the trace records it
 
     @property
     def gpu_arch(self) -> GpuArch | None:
@@ -110,12 +112,18 @@ class Breakdown:
         does not know ("GPU" when ``deviceProperties`` is missing): see :mod:`profilers.efficiency.arch`."""
         if self.device != "gpu" or device_peak(self.device_name) is not None or not len(self.kernels):
             return None
+        if is_non_gpu(self.device_name):  # an MTIA's kernels name no GPU architecture
+            return None
         return infer_arch(self.kernels["name"].astype(str))
 
     @property
     def device_label(self) -> str:
         """What to call the device on a card: its recorded name ("Tesla V100-SXM2-16GB"), else the architecture
-        its kernel names show ("Volta GPU (inferred)"), else "GPU" / "CPU"; never "CPU / CPU"."""
+        its kernel names show ("Volta GPU (inferred)"), else "GPU" / "CPU"; never "CPU / CPU".
+        An accelerator that is not a GPU is named by its family, its peak unknown ("MTIA accelerator
+        (peak unknown)")."""
+        if is_non_gpu(self.device_name):
+            return shown_name(self.device_name)
         if self.device_name not in ("GPU", "CPU"):
             return self.device_name
         arch = self.gpu_arch
@@ -267,6 +275,7 @@ def breakdown(trace: Trace) -> Breakdown:
         compiled_spans=parts.compiled_spans(ev, in_step),
         optimizers=parts.optimizer_classes(ev, in_step),
         flops=trace_flops(ev),
+        world_size=trace.world_size,
     )
 
 

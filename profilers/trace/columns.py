@@ -22,6 +22,7 @@ class RankColumns:
     memory: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
     shortened: int = 0  # distinct event names longer than raw_columns.MAX_NAME_CHARS, kept shortened
+    processes: tuple[str, ...] = ()  # the metadata events' process names and labels
 
 
 def rank_columns(parts: list[RawColumns]) -> RankColumns:
@@ -41,7 +42,7 @@ def rank_columns(parts: list[RawColumns]) -> RankColumns:
         "dtype": _categorical(raw.dtype.codes, raw.dtype.uniques),
         "shapes": _categorical(raw.shapes.codes, raw.shapes.uniques),
     })
-    return RankColumns(events, pd.DataFrame(raw.memory), dict(raw.dropped), len(raw.shortened))
+    return RankColumns(events, pd.DataFrame(raw.memory), dict(raw.dropped), len(raw.shortened), raw.processes)
 
 
 def _categorical(codes: Any, uniques: list[Any]) -> pd.Categorical:

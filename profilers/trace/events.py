@@ -61,6 +61,9 @@ class Trace:
     steps_inferred: bool
     source: str
     warnings: tuple[str, ...] = field(default=())
+    # A non-GPU accelerator's family ("MTIA") read from the trace when deviceProperties names no
+    # device (profilers.efficiency.accelerator); None for GPU and CPU traces.
+    accelerator: str | None = None
 
     @property
     def has_gpu(self) -> bool:
@@ -72,6 +75,8 @@ class Trace:
     def device_name(self) -> str:
         if self.devices:
             return self.devices[0].name
+        if self.accelerator is not None:
+            return self.accelerator
         return "GPU" if self.has_gpu else "CPU"
 
     @property

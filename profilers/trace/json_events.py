@@ -35,7 +35,12 @@ MAX_EVENT_BYTES = 512 * 1024**2  # a single "event" larger than this is not a tr
 _KEY = b'"traceEvents"'
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
-_MAX_TAIL = 1024**2  # top-level fields after the events array (traceName, deviceProperties...) are small
+_WALK_BYTES = 64 * 1024  # the end of the document walked first, to find where the events close
+_FALLBACK_CLOSES = 16  # "]"s tried from the end when what follows the events array is not JSON
+# A string or a bracket in the document read backwards (bytes reversed): there an escaped quote is
+# a quote followed by an odd number of backslashes. Written unrolled ("[^"]*(?:escaped[^"]*)*")
+# so that it cannot backtrack.
+_BACK_TOKEN = re.compile(rb'"[^"]*(?:"(?=\\(?:\\\\)*(?!\\))[^"]*)*"|[\[\]{}]')
 
 
 @dataclass
@@ -212,47 +217,113 @@ def _cut(buf: bytes, sep: bytes | None, limit: int) -> tuple[list[Any] | None, b
 
 
 def finish(buf: bytes, label: str, notes: list[str]) -> tuple[list[Any], dict[str, Any]]:
-    """At end of file: the last events, then ``]`` and maybe more top-level fields and ``}``."""
+    """At end of file: the last events, then ``]`` and maybe more top-level fields and ``}``.
+
+    The events array ends at the first ``]`` of the top-level object's own (not inside a string
+    or a nested value) whose events decode. Whatever follows it (traceName, deviceProperties,
+    arrays of log lines of any length and depth...) is walked over from the end of the document,
+    never tried as events."""
+    close, events = _strict_end(buf)
+    if close < 0:  # not strict JSON (NaN, huge integers, bad bytes): the likeliest end, leniently
+        close = _lenient_close(buf, label)
+        events = _loads(b"[" + buf[:close] + b"]", label, notes)  # lenient, or a clear error
+    return events, _tail_fields(buf[close + 1 :])
+
+
+def _strict_end(buf: bytes) -> tuple[int, Any]:
+    """(where the events array closes, its last events) by the strict decoder, or (-1, None).
+
+    The walk reads a window at the end of ``buf`` first, larger ones only when no end decodes
+    there: what follows the array is usually small. A window may start inside a string, so its far
+    end can yield a "]" that is not one; that costs a failed decode only, since the events decode
+    strictly at their own end alone (before it the array is open, after it other fields follow)."""
+    tried: set[int] = set()
+    window = _WALK_BYTES
+    while True:
+        start = max(0, len(buf) - window)
+        for close in _object_closes(buf, start):
+            if close not in tried and _after_event(buf, close):
+                tried.add(close)
+                try:
+                    return close, decode_piece(b"[" + buf[:close] + b"]")
+                except ValueError:
+                    continue
+        if start == 0:
+            break
+        window *= 8  # each walk at most 8x the last: all of them together ~1.15x the largest
+    # A tail the walk cannot follow (not JSON): the last few "]" whatever follows them.
+    for close in _last_closes(buf, _FALLBACK_CLOSES):
+        if close not in tried:
+            try:
+                return close, decode_piece(b"[" + buf[:close] + b"]")
+            except ValueError:
+                continue
+    return -1, None
+
+
+def _lenient_close(buf: bytes, label: str) -> int:
+    """The events array's likeliest end when no end decodes strictly: the earliest ``]`` of the
+    top-level object's own that follows an event (the later ones close arrays after it), else the
+    last ``]``."""
+    earliest = -1
+    for close in _object_closes(buf, 0):
+        if _after_event(buf, close):
+            earliest = close
+    if earliest >= 0:
+        return earliest
+    last = _last_closes(buf, 1)
+    if not last:
+        raise TraceError(f"{label}: the trace is truncated (the 'traceEvents' array never closes)")
+    return last[0]
+
+
+def _object_closes(buf: bytes, start: int) -> Iterator[int]:
+    """Where the document's top-level arrays close, from its end backwards: the ``]`` at depth one
+    (inside the top-level object only), or the final ``]`` of a bare array. ``buf`` starts among
+    the events, so the walk passes the events array's ``]`` and then its events, where the depth
+    never returns to one; it stops where the brackets do not balance (a truncated document) or at
+    ``start``. Strings are skipped whole (read backwards, a quote followed by an odd number of
+    backslashes is escaped)."""
+    rev = buf[start:][::-1]
+    depth = 0
+    for m in _BACK_TOKEN.finditer(rev):
+        tok = rev[m.start()]
+        if tok == 0x22:  # '"': a string
+            continue
+        if tok in (0x5D, 0x7D):  # "]" or "}": a value closes (read backwards, it opens)
+            if tok == 0x5D and depth <= 1:
+                yield len(buf) - 1 - m.start()
+            depth += 1
+        else:
+            depth -= 1
+            if depth < 0:
+                return
+
+
+def _after_event(buf: bytes, close: int) -> bool:
+    """Whether the ``]`` at ``close`` can end an array of events: an event's ``}`` before it, or
+    nothing."""
+    before = buf[max(0, close - 4096) : close].rstrip(_WS)
+    return before.endswith(b"}") or (not before and not buf[:close].strip(_WS))
+
+
+def _last_closes(buf: bytes, count: int) -> list[int]:
     closes: list[int] = []
     end = len(buf)
-    while len(closes) < 16 and (close := buf.rfind(b"]", 0, end)) >= 0:
+    while len(closes) < count and (close := buf.rfind(b"]", 0, end)) >= 0:
         closes.append(close)
         end = close
-    events: Any = None
-    # Strict and fast first, and only where what follows the "]" can end the document (nothing, "}", or more
-    # top-level fields): each try decodes every event before it. Then any "]", as before.
-    plausible = [c for c in closes if len(buf) - c <= _MAX_TAIL and _ends_document(buf[c + 1 :])]
-    for close in plausible + [c for c in closes if c not in plausible]:
-        try:
-            events = decode_piece(b"[" + buf[:close] + b"]")
-            break
-        except ValueError:
-            continue
-    else:
-        if not closes:
-            raise TraceError(f"{label}: the trace is truncated (the 'traceEvents' array never closes)")
-        close = closes[0]
-        events = _loads(b"[" + buf[:close] + b"]", label, notes)  # lenient, or a clear error
-    tail = buf[close + 1 :].strip(_WS)
-    fields: dict[str, Any] = {}
-    if tail.startswith(b","):
-        try:
-            parsed = orjson.loads(b"{" + tail[1:])
-            fields = parsed if isinstance(parsed, dict) else {}
-        except orjson.JSONDecodeError:
-            fields = {}
-    return events, fields
+    return closes
 
 
-def _ends_document(tail: bytes) -> bool:
-    """Whether ``tail`` (what follows a candidate end of the events array) can end the document: nothing (a
-    bare array), ``}``, or ``, more fields }``."""
-    tail = tail.strip(_WS)
-    if tail in (b"", b"}"):
-        return True
+def _tail_fields(after: bytes) -> dict[str, Any]:
+    """The top-level fields after the events array (``, "traceName": ..., "INFO": [...] }``), if
+    they are valid JSON."""
+    tail = after.strip(_WS)
     if not tail.startswith(b","):
-        return False
+        return {}
     try:
-        return isinstance(orjson.loads(b"{" + tail[1:]), dict)
+        parsed = orjson.loads(b"{" + tail[1:])
     except orjson.JSONDecodeError:
-        return False
+        return {}
+    return parsed if isinstance(parsed, dict) else {}

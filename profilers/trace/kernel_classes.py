@@ -1,6 +1,7 @@
 """Name-based classification of GPU kernels and host ops (NVIDIA, AMD/ROCm and CPU names alike).
 
-Classes of device time: ``communication`` (NCCL/RCCL collectives), ``normalization`` (norms, softmax),
+Classes of device time: ``communication`` (NCCL/RCCL/HCCL collectives, NVSHMEM, DeepEP's
+expert-parallel dispatch and combine), ``normalization`` (norms, softmax),
 ``matmul`` (GEMM, convolution, attention: the Tensor-Core-able work), ``elementwise`` (pointwise, reductions,
 indexing, fused Triton kernels), ``memory`` (memcpy / memset activities), ``other``.
 """
@@ -15,8 +16,13 @@ import pandas as pd
 
 KERNEL_CLASSES = ("matmul", "normalization", "elementwise", "communication", "memory", "other")
 
-COMM_KERNEL = re.compile(r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv",
-                         re.IGNORECASE)
+#: DeepEP's expert-parallel kernels (``deep_ep::internode::dispatch``, ``combine``,
+#: ``notify_dispatch``, ``cached_notify``; DeepSeek's own traces spell the namespace ``dpsk::ep``):
+#: all-to-all exchanges of tokens.
+EXPERT_PARALLEL = r"deep_?ep::|dpsk::ep::"
+COMM_KERNEL = re.compile(r"nccl|rccl|hccl|nvshmem|allreduce|all_reduce|allgather|all_gather|"
+                         r"reducescatter|reduce_scatter|sendrecv|alltoall|all_to_all|"
+                         + EXPERT_PARALLEL, re.IGNORECASE)
 _NORM = re.compile(r"norm|softmax|bn_fw|bn_bw|cudnn::bn|welford", re.IGNORECASE)
 _MATMUL = re.compile(
     r"gemm|gemv|cutlass|cublas|xmma|nvjet|cijk_|mfma|wmma|hmma|conv|wgrad|dgrad|fprop|winograd|implicit|"
@@ -49,7 +55,8 @@ COMPILED_REGION = re.compile(r"Torch-Compiled Region|CompiledFunction|CompiledFx
 #: Kernels Inductor (or a user) wrote in Triton: ``triton_poi_fused_add_0``, ``triton_red_…``, ``triton__0d1d``.
 TRITON_KERNEL = re.compile(r"^triton_", re.IGNORECASE)
 #: Collective families, by kernel or host-op name: what a collective *is* decides which advice can touch it.
-ALL_TO_ALL = re.compile(r"all_?to_?all|sendrecv|send_?recv|(?<![a-z])(send|recv)(?![a-z])", re.IGNORECASE)
+ALL_TO_ALL = re.compile(r"all_?to_?all|sendrecv|send_?recv|(?<![a-z])(send|recv)(?![a-z])|"
+                        + EXPERT_PARALLEL, re.IGNORECASE)
 SHARDED = re.compile(r"all_?gather|reduce_?scatter|_allgather_base|_reduce_scatter_base", re.IGNORECASE)
 ALL_REDUCE = re.compile(r"all_?reduce", re.IGNORECASE)
 COLLECTIVE_KINDS = ("all_reduce", "all_to_all", "sharded", "other")

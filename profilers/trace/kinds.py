@@ -26,7 +26,9 @@ _CAT_TO_KIND = {
     "cuda_driver": "runtime",
     "runtime": "runtime",
     "hip_runtime": "runtime",
+    "mtia_runtime": "runtime",  # Kineto's MTIA categories (newer Kinetos write runtime, kernel)
     "kernel": "kernel",
+    "mtia_ccp_events": "kernel",
     "gpu_memcpy": "memcpy",
     "memcpy": "memcpy",
     "gpu_memset": "memset",

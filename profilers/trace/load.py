@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from profilers.errors import TraceError
+from profilers.efficiency.accelerator import accelerator_family
 from profilers.trace.columns import concat_frames, rank_columns
 from profilers.trace.events import KINDS, DeviceInfo, Trace
 from profilers.trace.parallel import ParallelReader, RawDocument, read_documents, take_primed
@@ -65,6 +66,7 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first
     world_size: int | None = None
     backend: str | None = None
     used_ranks: set[int] = set()
+    processes: list[str] = []
     for order, (f, doc) in enumerate(documents, start=first_order):
         cols = rank_columns(doc.parts)
         warnings.extend(doc.notes)
@@ -83,6 +85,7 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first
         backend = backend or (info.get("backend") if isinstance(info.get("backend"), str) else None)
         for d in _devices(doc.top):
             devices.setdefault(d.index, d)
+        processes.extend(cols.processes)
         frames.append(cols.events.assign(rank=np.int32(rank)))
         memories.append(cols.memory.assign(rank=np.int32(rank)))
     events = _concat(frames)
@@ -99,6 +102,7 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first
         steps_inferred=inferred,
         source=source,
         warnings=tuple(warnings),
+        accelerator=None if devices else accelerator_family(processes, backend),
     )
 
 

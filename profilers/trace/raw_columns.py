@@ -57,6 +57,8 @@ class RawColumns:
     shapes: Interned = field(default_factory=lambda: Interned(np.zeros(0, np.int64), []))  # Input Dims JSON text
     dropped: dict[str, int] = field(default_factory=dict)
     shortened: set[str] = field(default_factory=set)  # names longer than MAX_NAME_CHARS, as kept (shortened)
+    # The distinct process names and labels of the metadata events ("python3", "GPU 0", "MTIA 0"...)
+    processes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return int(self.start_ns.size)
@@ -159,14 +161,19 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
     if chunk and chunk[0].__class__ is Event:
         xs = [e for e in chunk if e.ph == "X"]
         args = [e.args or NO_ARGS for e in xs]
+        rest = [e for e in chunk if e.ph != "X"] if len(xs) < len(chunk) else []
         mem = [(e.ts, a.device_type, a.device_id, a.bytes, a.total_allocated, a.total_reserved)
-               for e in chunk if e.ph in ("i", "I") and e.name == "[memory]" and (a := e.args) is not None]
+               for e in rest
+               if e.ph in ("i", "I") and e.name == "[memory]" and (a := e.args) is not None]
+        meta = [a.name if e.name == "process_name" else a.labels for e in rest
+                if e.ph == "M" and e.name in _PROCESS_META and (a := e.args) is not None]
         out = _events(
             ts=[e.ts for e in xs], dur=[e.dur for e in xs], cat=[e.cat for e in xs], name=[e.name for e in xs],
             pid=[e.pid for e in xs], tid=[e.tid for e in xs], corr=[a.correlation for a in args],
             dev=[a.device for a in args], stream=[a.stream for a in args],
             itype=[bytes(a.input_type) for a in args], dims=[bytes(a.input_dims) for a in args], dropped=dropped)
         out.memory = _memory(mem, dropped)
+        out.processes = _texts(meta)
         return out
     # One list comprehension per field: measurably faster than one loop appending to ten lists.
     objs = [e for e in chunk if e.__class__ is dict]
@@ -185,7 +192,18 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
                            a.get("Total Allocated"), a.get("Total Reserved"))
                           for e in objs if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"
                           and (a := e.get("args")).__class__ is dict], dropped)
+    out.processes = _texts([a.get("name") if e.get("name") == "process_name" else a.get("labels")
+                            for e in objs if e.get("ph") == "M" and e.get("name") in _PROCESS_META
+                            and (a := e.get("args")).__class__ is dict])
     return out
+
+
+_PROCESS_META = ("process_name", "process_labels")
+
+
+def _texts(values: list[Any]) -> tuple[str, ...]:
+    """The distinct strings among ``values``, in order, each at most 200 characters."""
+    return tuple(dict.fromkeys(v[:200] for v in values if isinstance(v, str)))
 
 
 def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid: list[Any], tid: list[Any],
@@ -330,4 +348,5 @@ def merge(parts: list[RawColumns]) -> RawColumns:
         stream=cat("stream"), correlation=cat("correlation"), dtype=_merge_interned([p.dtype for p in parts]),
         shapes=_merge_interned([p.shapes for p in parts]),
         memory={c: np.concatenate([p.memory[c] for p in parts]) for c in MEMORY_COLUMNS}, dropped=dropped,
-        shortened=set().union(*(p.shortened for p in parts)))
+        shortened=set().union(*(p.shortened for p in parts)),
+        processes=tuple(dict.fromkeys(t for p in parts for t in p.processes)))

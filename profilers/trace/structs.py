@@ -29,6 +29,9 @@ class Args(msgspec.Struct):
     bytes: Any = msgspec.field(default=None, name="Bytes")
     total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
     total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    # A metadata event's: process_name's "name", process_labels' "labels" (what device a pid is).
+    name: Any = None
+    labels: Any = None
 
 
 NO_ARGS = Args()

@@ -149,3 +149,19 @@ def test_a_link_to_a_trial_run_opens_it_as_analysis_does(store, pair) -> None:
     gone.query_params["a"], gone.query_params["b"] = pair[0].run_id, "20990101-000000-gone-0000"
     gone.switch_page("views/compare.py").run()
     assert gone.title[-1].value == "No such run"
+
+
+def test_two_devices_are_said_first(store, tmp_path) -> None:
+    from tests.cli.test_compare_environment import trace
+
+    a = store.import_trace(trace(tmp_path / "a.json", "Tesla V100-SXM2-16GB", 8))
+    b = store.import_trace(trace(tmp_path / "b.json", "NVIDIA A100-SXM4-40GB", 8))
+    at = pick(open_page("compare"), a.run_id, b.run_id)
+    assert_clean(at)
+    assert at.warning[0].value == ("B ran on a different device (NVIDIA A100-SXM4-40GB vs "
+                                   "Tesla V100-SXM2-16GB): this compares machines, not code")
+
+
+def test_one_device_says_nothing_of_it(store, pair) -> None:
+    at = pick(open_page("compare"), pair[0].run_id, pair[1].run_id)
+    assert not any("compares machines" in w.value for w in at.warning)

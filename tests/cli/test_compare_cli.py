@@ -85,7 +85,7 @@ def test_an_unforeseen_exception_is_one_error_line(shared_traces: Path, monkeypa
     def boom(*_args, **_kwargs):
         raise OverflowError("Python int\ntoo large")
 
-    monkeypatch.setattr(cli_compare, "observe_side", boom)
+    monkeypatch.setattr(cli_compare, "side_of", boom)
     code, _, err = _run(capsys, str(shared_traces / FAST), str(shared_traces / FAST))
     assert code == 2 and err.startswith("error: could not compare ") and err.endswith(
         "OverflowError: Python int too large\n")
