@@ -219,10 +219,15 @@ def _run_id(outcome: RunOutcome) -> str | None:
 
 
 def _stderr_tail(run_dir: str | None) -> str:
+    """The script's own last output: under torchrun the failed ranks' (the folder's stderr is torchrun's)."""
     if not run_dir:
         return ""
     from profilers.run.handle import stderr_tail
+    from profilers.run.script_output import printed_tail
 
+    tails = {r: lines for r, lines in printed_tail(Path(run_dir)).items() if r is not None}
+    if tails:
+        return "\n".join(f"rank {r}: {line}" for r, lines in tails.items() for line in lines)
     return stderr_tail(Path(run_dir))
 
 

@@ -32,6 +32,8 @@ PRINTED = "the script printed"
 _TORCHRUN_KILLED = re.compile(r"Signal \d+ \((SIGKILL|SIGTERM|SIGINT|SIGHUP)\) received")
 _ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _OURS = ("stepwise:",)  # lines the runner itself adds to a log
+# the profiler's own lines in the script's stderr (libkineto's USDT probes, its glog warnings): not the script's
+_PROFILER_NOISE = re.compile(r"^(USDT:|STAGE:|\[[WIE]\d{4} [^\]]*\] .*(?:[Pp]rofil|Kineto|CPUAllocator))")
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,8 @@ def _rank_folders(run_dir: Path) -> dict[int, Path]:
 
 def _lines(path: Path) -> list[str]:
     lines = [line.rstrip() for line in _read_tail(path).splitlines()]
-    return [line for line in lines if line.strip() and not line.startswith(_OURS)][-TAIL_LINES:]
+    return [line for line in lines if line.strip() and not line.startswith(_OURS)
+            and not _PROFILER_NOISE.match(line)][-TAIL_LINES:]
 
 
 def printed_tail(run_dir: Path, ranks: list[int] | None = None) -> dict[int | None, list[str]]:
@@ -159,8 +162,8 @@ def with_printed(error: str | None, run_dir: Path, ranks: list[int] | None = Non
     if error is not None and PRINTED in error:
         return error
     tails = printed_tail(run_dir, ranks)
-    said = set((error or "").splitlines())
-    tails = {r: [line for line in lines if line not in said] for r, lines in tails.items()}
+    said = error or ""
+    tails = {r: [line for line in lines if line.strip() not in said] for r, lines in tails.items()}
     tails = {r: lines for r, lines in tails.items() if lines}
     if not tails:
         return error
@@ -175,3 +178,13 @@ def with_printed(error: str | None, run_dir: Path, ranks: list[int] | None = Non
         block += [f"  {line}" for line in lines]
     who = f" (rank {next(iter(tails))})" if len(tails) == 1 and next(iter(tails)) is not None else ""
     return "\n".join([f"{first.rstrip(' .;:')}; {PRINTED}{who}: {inline}", *([rest] if rest else []), *block])
+
+
+def error_line(error: str | None, limit: int = 200) -> str:
+    """An error's first line in ``limit`` characters for a table's cell: its start and its end kept (the end
+    holds what the script printed), the middle cut."""
+    first = (error or "").partition("\n")[0].strip()
+    if len(first) <= limit:
+        return first
+    head = max(limit // 3, 1)
+    return f"{first[:head].rstrip()} … {first[-(limit - head - 3):].lstrip()}"
