@@ -161,3 +161,27 @@ def test_ending_this_process_ends_the_runs_whole_tree(tmp_path: Path) -> None:
     assert handle.poll() is RunStatus.KILLED and "SIGTERM" in (handle.wait(0).error or "")
     assert not [p for p in run_processes(handle.run_id) if p.status() != psutil.STATUS_ZOMBIE]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and not stopping.live_runs()
+
+
+def test_analyze_of_a_run_that_measured_no_step_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It read "median step 0.00 ms · bottleneck: none" and "3605 samples in steady steps"."""
+    import json
+
+    from cli.advisors import main as advisors_main
+    from profilers.run.records import RunResult
+
+    store = RunStore(tmp_path / "runs")
+    record = store.create("launch", "late")
+    with open(Path(record.run_dir) / "telemetry.jsonl", "w") as fh:
+        for i in range(30):
+            fh.write(json.dumps({"t_unix_ns": 10**18 + i * 10**8, "t_trace_us": 0.0, "source": "host",
+                                 "cpu_pct": 50.0, "rss_mb": 300.0, "cpu_count": 2}) + "\n")
+    store.finish(record.run_id, RunResult(RunStatus.FAILED, error="no first step within 5 s; the script printed: "
+                                          "evaluating\nmore"))
+    assert advisors_main(["analyze", record.run_dir]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert "no step was measured" in first and first.endswith("(the run ended: no first step within 5 s; the "
+                                                              "script printed: evaluating)")
+    assert "0.00 ms" not in out and "bottleneck: none" not in out and "in steady steps" not in out
+    assert "30 samples over the whole run (no step was measured)" in out
