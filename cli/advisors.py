@@ -101,13 +101,15 @@ def _measured_nothing(result: dict[str, Any]) -> bool:
 
 
 def _print_text(result: dict[str, Any]) -> None:
-    if _measured_nothing(result):  # no step time and no bottleneck to name: the run's own words instead
+    device, steps = result["device_name"], result["steps"]
+    if _measured_nothing(result):  # no step time, no bottleneck: the run's own words instead
         error = str((result.get("run") or {}).get("error") or "").partition("\n")[0]
-        print(f"{result['device_name']} · {result['steps']} steps · no step was measured: no step time, no "
-              f"bottleneck" + (f" (the run ended: {error})" if error else ""))
+        print(f"{device} · {steps} steps · no step was measured: no step time, no bottleneck"
+              + (f" (the run ended: {error})" if error else ""))
     else:
-        print(f"{result['device_name']} · ranks {result['ranks']} · {result['steps']} steps · median step "
-              f"{result['step_time_ms']:.2f} ms{_profiled(result)} · bottleneck: {result['bottleneck']}")
+        print(f"{device} · ranks {result['ranks']} · {steps} steps · median step "
+              f"{result['step_time_ms']:.2f} ms{_profiled(result)} · "
+              f"bottleneck: {result['bottleneck']}")
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")

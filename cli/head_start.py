@@ -64,7 +64,9 @@ def head_start(argv: Sequence[str]) -> bool:
 
 def finish(main: Callable[[], int], argv: Sequence[str]) -> NoReturn:
     """Run ``main`` and exit with its code: for ``analyze``, straight after flushing the output (no interpreter
-    teardown). SIGTERM or SIGHUP stop the runs under way and end it with 128 + the signal's number. A reader that closed the pipe early (``... | head``) ends the command with 1, not a traceback."""
+    teardown). SIGTERM or SIGHUP stop the runs under way and end it with 128 + the signal's number.
+    A reader that closed the pipe early (``... | head``) ends the command with 1, not a
+    traceback."""
     global _gc_paused
     if _gc_paused:  # what was imported stays out of the collector's sight; the analysis's objects do not
         gc.freeze()
@@ -74,7 +76,8 @@ def finish(main: Callable[[], int], argv: Sequence[str]) -> NoReturn:
 
     try:
         try:
-            with stop_runs_on_signals():  # ending this process ends the runs it started, their trees too
+            # ending this process ends the runs it started, their trees too
+            with stop_runs_on_signals():
                 code = main()
         except Stopped as stopped:
             code = stopped.exit_code

@@ -95,10 +95,11 @@ def first_step_timeout(text: str) -> float | None:
 def add_first_step_timeout(p: argparse.ArgumentParser) -> None:
     from profilers.run.script_spec import DEFAULT_FIRST_STEP_TIMEOUT_S
 
-    p.add_argument("--first-step-timeout", type=first_step_timeout, default=DEFAULT_FIRST_STEP_TIMEOUT_S,
-                   metavar="SECONDS", help="fail a run whose first training step has not ended this long after "
-                   f"the start, saying what the script printed last (default {DEFAULT_FIRST_STEP_TIMEOUT_S:g}; "
-                   "0: no limit)")
+    p.add_argument("--first-step-timeout", type=first_step_timeout,
+                   default=DEFAULT_FIRST_STEP_TIMEOUT_S, metavar="SECONDS",
+                   help="fail a run whose first training step has not ended this long after the "
+                   "start, saying what the script printed last "
+                   f"(default {DEFAULT_FIRST_STEP_TIMEOUT_S:g}; 0: no limit)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -113,8 +114,9 @@ def result_json(handle: RunHandle, result: RunResult) -> dict[str, Any]:
 
 def _progress_bar(label: str) -> Any:
     def show(progress: dict[str, Any]) -> None:
-        if progress.get("waiting") and not progress.get("step"):  # no step yet: what the script is doing
-            print(f"\r{label} {progress['waiting']}"[:200].ljust(80), end="", file=sys.stderr, flush=True)
+        if progress.get("waiting") and not progress.get("step"):  # what a script with no step does
+            line = f"\r{label} {progress['waiting']}"[:200].ljust(80)
+            print(line, end="", file=sys.stderr, flush=True)
             return
         step, total = int(progress.get("step") or 0), int(progress.get("total_steps") or 0)
         filled = int(BAR_WIDTH * step / total) if total else 0
@@ -204,7 +206,8 @@ def _launch(args: argparse.Namespace) -> int:
     return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
                                 nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
                                 rdzv_endpoint=args.rdzv_endpoint, python=args.python, boot=boot,
-                                cwd=_cwd(args.cwd), first_step_timeout_s=args.first_step_timeout), args)
+                                cwd=_cwd(args.cwd),
+                                first_step_timeout_s=args.first_step_timeout), args)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -219,7 +219,8 @@ def _run_id(outcome: RunOutcome) -> str | None:
 
 
 def _stderr_tail(run_dir: str | None) -> str:
-    """The script's own last output: under torchrun the failed ranks' (the folder's stderr is torchrun's)."""
+    """The script's own last output: under torchrun the failed ranks' (the folder's stderr is
+    torchrun's)."""
     if not run_dir:
         return ""
     from profilers.run.handle import stderr_tail

@@ -27,7 +27,8 @@ class Progress:
     trials: int | None = None
     step: int | None = None
     total_steps: int | None = None
-    waiting: str | None = None  # its run has no step yet: "waiting for the first step (N s; the script printed: …)"
+    # its run has no step yet: "waiting for the first step (N s; the script printed: …)"
+    waiting: str | None = None
 
     def tagged(self, round_: int, fix: str | None) -> "Progress":
         return replace(self, round=round_, fix=fix)

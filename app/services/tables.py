@@ -36,7 +36,8 @@ def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = No
             "ms/step": head["step_time_ms"] if head else r.step_time_ms,
             "samples/s": head["samples_per_s"] if head else r.samples_per_s, "peak MiB": r.peak_memory_mb,
             "bottleneck": (head or {}).get("bottleneck") or "",
-            "device": r.device or "", "ranks": r.world_size, "error": error_line(r.error), "id": r.run_id})
+            "device": r.device or "", "ranks": r.world_size, "error": error_line(r.error),
+            "id": r.run_id})
     return pd.DataFrame(rows)
 
 

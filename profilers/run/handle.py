@@ -26,8 +26,8 @@ from profilers.run.captures import store_captures
 from profilers.run.rank_watch import RankFollower, rank_follower
 from profilers.run import stopping
 from profilers.run.records import RunResult, RunStatus
-from profilers.run.script_output import PRINTED, classify_code, exit_wording, failed_ranks, printed_tail, \
-    with_printed
+from profilers.run.script_output import (PRINTED, classify_code, exit_wording, failed_ranks,
+                                         printed_tail, with_printed)
 from profilers.store.files import read_json
 from profilers.store.runs import RunStore
 
@@ -38,7 +38,8 @@ SNAPSHOT_TICKS = 8  # the process tree is read every 2 s (reading it scans every
 # stop reads it again, and finds the run's orphans by their environment (RUN_ID_ENV)
 RUN_ID_ENV = "STEPWISE_RUN_ID"  # set in every process of a run, so its whole tree can be found and stopped
 STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 20, 2000
-WAIT_REPORT_S = 10.0  # progress says "waiting for the first step" from this long on, anew each such interval
+# progress says "waiting for the first step" from this long on, anew each such interval
+WAIT_REPORT_S = 10.0
 
 
 class RunHandle:
@@ -52,13 +53,15 @@ class RunHandle:
         self._hang_timeout_s = hang_timeout_s
         self._first_step_timeout_s = first_step_timeout_s  # None: the first step may take any time
         self._started_at = hang_clock()
-        self._waiting: tuple[int, dict[str, Any]] | None = None  # (interval, progress) while no step has ended
+        # (interval, progress) while no step has ended
+        self._waiting: tuple[int, dict[str, Any]] | None = None
         self._hang_clock = hang_clock  # what the hang backstop measures "no step for so long" on (tests: a fake)
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._result: RunResult | None = None
         self._stop_reason: str | None = None
-        self._stop_status = RunStatus.KILLED  # a stop by the runner for the script's sake is ``failed``
+        # a stop by the runner for the script's sake (no first step in time) is ``failed``
+        self._stop_status = RunStatus.KILLED
         self._kill_at: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tree: dict[int, psutil.Process] = {}
@@ -74,9 +77,10 @@ class RunHandle:
         return self._result.status if self._result is not None else RunStatus.RUNNING
 
     def progress(self) -> dict | None:
-        """The run's latest ``progress.json`` (step, total_steps, loss, eta_s, …). Before its first step: None,
-        or, from :data:`WAIT_REPORT_S` on, ``{"step": None, "waiting_s": N, "waiting": "waiting for the first
-        step (N s; the script printed: …)"}`` (N in whole intervals, so a reader sees it change that often)."""
+        """The run's latest ``progress.json`` (step, total_steps, loss, eta_s, …). Before its first
+        step: None, or, from :data:`WAIT_REPORT_S` on, ``{"step": None, "waiting_s": N, "waiting":
+        "waiting for the first step (N s; the script printed: …)"}`` (N in whole intervals, so a
+        reader sees it change that often)."""
         stored = self.store.read_progress(self.run_id)
         if (stored and stored.get("step")) or self._result is not None or self._proc is None:
             return stored
@@ -87,7 +91,8 @@ class RunHandle:
         if self._waiting is None or self._waiting[0] != interval:
             seconds = interval * WAIT_REPORT_S
             said = self.last_printed()
-            text = f"waiting for the first step ({seconds:.0f} s" + (f"; {PRINTED}: {said})" if said else ")")
+            text = f"waiting for the first step ({seconds:.0f} s" \
+                + (f"; {PRINTED}: {said})" if said else ")")
             self._waiting = (interval, {**(stored or {}), "step": None, "status": "running",
                                         "waiting_s": seconds, "waiting": text})
         return self._waiting[1]
@@ -178,7 +183,8 @@ class RunHandle:
                 if self._first_step_late(step):
                     said = self.last_printed()
                     self._stop(f"no first step within {self._first_step_timeout_s:g} s"
-                               + (f"; {PRINTED}: {said}" if said else "; the script printed nothing")
+                               + (f"; {PRINTED}: {said}" if said
+                                  else "; the script printed nothing")
                                + " (--first-step-timeout sets the wait)", RunStatus.FAILED)
                 if step != last_step:
                     last_step, last_change = step, self._hang_clock()
@@ -256,7 +262,8 @@ class RunHandle:
             result = self.store.salvage(self.run_id, self._stop_status, reason, code)
         else:
             status, what = exit_wording(self.run_dir, code)
-            result = self.store.salvage(self.run_id, status, f"{what} without writing a result", code)
+            result = self.store.salvage(self.run_id, status, f"{what} without writing a result",
+                                        code)
         if result.status is RunStatus.OK:
             return result
         ranks = failed_ranks(self.run_dir)

@@ -86,9 +86,9 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
 
     ``memory_budget_mb`` limits the run: on a CPU it is the memory guard's limit (``STEPWISE_MEMORY_LIMIT_MB``), on a
     GPU the agent caps the CUDA allocator at it (``torch.cuda.set_per_process_memory_fraction``); either way the run
-    ends ``out_of_memory`` past it. ``step_timeout_s``: the run is stopped when no step ends for that long;
-    ``first_step_timeout_s``: the run fails when its first step has not ended that long after the start (None:
-    no limit), the error saying what the script printed last."""
+    ends ``out_of_memory`` past it. ``step_timeout_s``: the run is stopped when no step ends for
+    that long; ``first_step_timeout_s``: the run fails when its first step has not ended that long
+    after the start (None: no limit), the error saying what the script printed last."""
     if not 1 <= steps <= MAX_STEPS:
         raise RunError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
     if not 1 <= nproc_per_node <= 64 or not 1 <= nnodes <= 1024:
@@ -118,8 +118,8 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
     child_env = {**(extra_env or {}), "PYTHONPATH": child_pythonpath(agent_folder(store.root), env)}
     if memory_budget_mb is not None and not cuda:
         child_env[MEMORY_LIMIT_ENV] = f"{memory_budget_mb:g}"
-    return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True, hang_timeout_s=step_timeout_s,
-                 first_step_timeout_s=first_step_timeout_s)
+    return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True,
+                 hang_timeout_s=step_timeout_s, first_step_timeout_s=first_step_timeout_s)
 
 
 def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
@@ -129,7 +129,8 @@ def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
                         extra_env={**spec.launch_env(), **(extra_env or {})},
                         nproc_per_node=spec.nproc_per_node, nnodes=spec.nnodes, rdzv_endpoint=spec.rdzv_endpoint,
                         boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd, parent=parent,
-                        python=spec.python, memory_budget_mb=spec.memory_budget_mb, step_timeout_s=spec.step_timeout_s,
+                        python=spec.python, memory_budget_mb=spec.memory_budget_mb,
+                        step_timeout_s=spec.step_timeout_s,
                         first_step_timeout_s=spec.first_step_timeout_s)
 
 

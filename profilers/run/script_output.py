@@ -1,16 +1,17 @@
 """What a launched script printed, and how its processes ended, as the run's error tells them.
 
-A run of one process writes the script's output to ``stdout.log`` / ``stderr.log`` in its folder; under
-``torchrun`` each rank's goes to ``ranks/<id>/attempt_<n>/<local rank>/`` and the folder's ``stderr.log`` is
-torchrun's own, whose failure summary names each failed rank and its exit code, the first one as the root cause.
-From these:
+A run of one process writes the script's output to ``stdout.log`` / ``stderr.log`` in its folder;
+under ``torchrun`` each rank's goes to ``ranks/<id>/attempt_<n>/<local rank>/`` and the folder's
+``stderr.log`` is torchrun's own, whose failure summary names each failed rank and its exit code,
+the first one as the root cause. From these:
 
 - :func:`torchrun_failures`: the ranks torchrun reported failed, the root cause first;
-- :func:`exit_wording`: the status and the words for a process that ended without a result — ``failed`` with
-  the failing rank when a rank exited non-zero (the others torchrun then stopped are said as stopped, not as the
-  cause), ``killed`` only when a kill signal ended the process or the rank at the root;
-- :func:`printed_tail` / :func:`with_printed`: the last lines the script itself printed (stdout, then stderr),
-  from each rank that failed, put at the end of the error's first line and below it.
+- :func:`exit_wording`: the status and the words for a process that ended without a result —
+  ``failed`` with the failing rank when a rank exited non-zero (the others torchrun then stopped are
+  said as stopped, not as the cause), ``killed`` only when a kill signal ended the process or the
+  rank at the root;
+- :func:`printed_tail` / :func:`with_printed`: the last lines the script itself printed (stdout,
+  then stderr), from each rank that failed, put at the end of the error's first line and below it.
 """
 
 from __future__ import annotations
@@ -32,13 +33,16 @@ PRINTED = "the script printed"
 _TORCHRUN_KILLED = re.compile(r"Signal \d+ \((SIGKILL|SIGTERM|SIGINT|SIGHUP)\) received")
 _ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 _OURS = ("stepwise:",)  # lines the runner itself adds to a log
-# the profiler's own lines in the script's stderr (libkineto's USDT probes, its glog warnings): not the script's
-_PROFILER_NOISE = re.compile(r"^(USDT:|STAGE:|\[[WIE]\d{4} [^\]]*\] .*(?:[Pp]rofil|Kineto|CPUAllocator))")
+# the profiler's own lines in the script's stderr (libkineto's USDT probes, its glog warnings): not
+# the script's words
+_PROFILER_NOISE = re.compile(
+    r"^(USDT:|STAGE:|\[[WIE]\d{4} [^\]]*\] .*(?:[Pp]rofil|Kineto|CPUAllocator))")
 
 
 @dataclass(frozen=True)
 class RankExit:
-    """One rank torchrun reported failed: its global and local rank, its exit code (negative: a signal)."""
+    """One rank torchrun reported failed: its global and local rank, its exit code (negative: a
+    signal)."""
 
     rank: int
     local_rank: int
@@ -65,7 +69,8 @@ def _read_tail(path: Path) -> str:
 
 
 def torchrun_failures(run_dir: Path) -> list[RankExit]:
-    """The ranks torchrun's failure summary (in the folder's ``stderr.log``) names, the root cause first."""
+    """The ranks torchrun's failure summary (in the folder's ``stderr.log``) names, the root cause
+    first."""
     text = _read_tail(run_dir / "stderr.log")
     at = text.rfind("Root Cause")
     if at < 0:
@@ -82,13 +87,15 @@ def _stopped_by_torchrun(e: RankExit) -> bool:
 
 
 def failed_ranks(run_dir: Path) -> list[int]:
-    """The ranks whose own end failed the run: the root cause and any other that exited non-zero by itself."""
+    """The ranks whose own end failed the run: the root cause and any other that exited non-zero by
+    itself."""
     failures = torchrun_failures(run_dir)
     return [e.rank for i, e in enumerate(failures) if i == 0 or not _stopped_by_torchrun(e)]
 
 
 def exit_wording(run_dir: Path, code: int) -> tuple[RunStatus, str]:
-    """Status and words for a process that ended with ``code`` and no result (see the module docs)."""
+    """Status and words for a process that ended with ``code`` and no result (see the module
+    docs)."""
     failures = torchrun_failures(run_dir)
     if code >= 0 and failures:
         root = failures[0]
@@ -100,7 +107,8 @@ def exit_wording(run_dir: Path, code: int) -> tuple[RunStatus, str]:
             status = RunStatus.KILLED if name in KILL_SIGNALS else RunStatus.FAILED
             return status, f"rank {root.rank} was killed by {name}{after}"
         if root.exit_code == EXIT_OUT_OF_MEMORY:
-            return RunStatus.OUT_OF_MEMORY, f"rank {root.rank} exited with code 75 (out of memory){after}"
+            return (RunStatus.OUT_OF_MEMORY,
+                    f"rank {root.rank} exited with code 75 (out of memory){after}")
         return RunStatus.FAILED, f"rank {root.rank} exited with code {root.exit_code}{after}"
     return classify_code(code, _read_tail(run_dir / "stderr.log"))
 
@@ -112,18 +120,21 @@ def classify_code(code: int, stderr_text: str = "") -> tuple[RunStatus, str]:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        return (RunStatus.KILLED if name in KILL_SIGNALS else RunStatus.FAILED), f"the process was killed by {name}"
+        status = RunStatus.KILLED if name in KILL_SIGNALS else RunStatus.FAILED
+        return status, f"the process was killed by {name}"
     if code == EXIT_OUT_OF_MEMORY:
         return RunStatus.OUT_OF_MEMORY, "the process exited with code 75 (out of memory)"
     if code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
         return RunStatus.KILLED, f"the process exited with code {code} (killed by a signal)"
     if _TORCHRUN_KILLED.search(stderr_text):
-        return RunStatus.KILLED, f"the process exited with code {code} after a rank was killed by a signal"
+        return (RunStatus.KILLED,
+                f"the process exited with code {code} after a rank was killed by a signal")
     return RunStatus.FAILED, f"the process exited with code {code}"
 
 
 def _rank_folders(run_dir: Path) -> dict[int, Path]:
-    """Each local rank's log folder of the newest torchrun attempt (``ranks/<id>/attempt_<n>/<rank>``)."""
+    """Each local rank's log folder of the newest torchrun attempt
+    (``ranks/<id>/attempt_<n>/<rank>``)."""
     attempts = [p for p in run_dir.glob("ranks/*/attempt_*") if p.is_dir()]
     if not attempts:
         return {}
@@ -138,9 +149,9 @@ def _lines(path: Path) -> list[str]:
 
 
 def printed_tail(run_dir: Path, ranks: list[int] | None = None) -> dict[int | None, list[str]]:
-    """The last lines the script printed (stdout's, then stderr's): ``{None: lines}`` for a run of one process,
-    else ``{rank: lines}`` for ``ranks`` (default: those :func:`failed_ranks` names, else every rank that
-    printed anything). Streams that printed nothing are left out."""
+    """The last lines the script printed (stdout's, then stderr's): ``{None: lines}`` for a run of
+    one process, else ``{rank: lines}`` for ``ranks`` (default: those :func:`failed_ranks` names,
+    else every rank that printed anything). Streams that printed nothing are left out."""
     folders = _rank_folders(run_dir)
     if not folders:
         lines = _lines(run_dir / "stdout.log") + _lines(run_dir / "stderr.log")
@@ -156,9 +167,10 @@ def printed_tail(run_dir: Path, ranks: list[int] | None = None) -> dict[int | No
 
 
 def with_printed(error: str | None, run_dir: Path, ranks: list[int] | None = None) -> str | None:
-    """``error`` with the script's last printed lines: joined at the end of its first line (``…; the script
-    printed: …``) and in full below it. Lines the error already holds (a traceback it quotes) are not repeated;
-    nothing is added when the script printed nothing, or when the error already says what it printed."""
+    """``error`` with the script's last printed lines: joined at the end of its first line (``…; the
+    script printed: …``) and in full below it. Lines the error already holds (a traceback it quotes)
+    are not repeated; nothing is added when the script printed nothing, or when the error already
+    says what it printed."""
     if error is not None and PRINTED in error:
         return error
     tails = printed_tail(run_dir, ranks)
@@ -173,16 +185,19 @@ def with_printed(error: str | None, run_dir: Path, ranks: list[int] | None = Non
     if len(inline) > INLINE_CHARS:
         inline = "…" + inline[-INLINE_CHARS:]
     block = []
-    for rank, lines in ({} if whole else tails).items():  # below: when the first line could not hold them
+    # below the first line: only when it could not hold them all
+    for rank, lines in ({} if whole else tails).items():
         block.append(f"{PRINTED}" + (f" (rank {rank}):" if rank is not None else ":"))
         block += [f"  {line}" for line in lines]
-    who = f" (rank {next(iter(tails))})" if len(tails) == 1 and next(iter(tails)) is not None else ""
-    return "\n".join([f"{first.rstrip(' .;:')}; {PRINTED}{who}: {inline}", *([rest] if rest else []), *block])
+    only = next(iter(tails)) if len(tails) == 1 else None
+    who = f" (rank {only})" if only is not None else ""
+    head = f"{first.rstrip(' .;:')}; {PRINTED}{who}: {inline}"
+    return "\n".join([head, *([rest] if rest else []), *block])
 
 
 def error_line(error: str | None, limit: int = 200) -> str:
-    """An error's first line in ``limit`` characters for a table's cell: its start and its end kept (the end
-    holds what the script printed), the middle cut."""
+    """An error's first line in ``limit`` characters for a table's cell: its start and its end kept
+    (the end holds what the script printed), the middle cut."""
     first = (error or "").partition("\n")[0].strip()
     if len(first) <= limit:
         return first

@@ -44,9 +44,9 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
 CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap", "batch_size", "lr",
                      "accumulation_steps")
 MAX_STEPS = 10_000
-#: a launched script's first step must end within this many seconds (``--first-step-timeout``; None: no limit):
-#: long enough for a big model's loading and an evaluation before the loop, short enough that a script stuck
-#: before its loop is reported rather than waited on for ever
+#: a launched script's first step must end within this many seconds (``--first-step-timeout``;
+#: None: no limit): long enough for a big model's loading and an evaluation before the loop, short
+#: enough that a script stuck before its loop is reported rather than waited on for ever
 DEFAULT_FIRST_STEP_TIMEOUT_S = 600.0
 
 

@@ -1,13 +1,14 @@
-"""Ending Stepwise ends what it started: SIGTERM, SIGHUP (``timeout``, a closed terminal, ``kill``) and SIGINT
-stop every run this process has under way, whole process trees included, before the process ends.
+"""Ending Stepwise ends what it started: SIGTERM, SIGHUP (``timeout``, a closed terminal, ``kill``)
+and SIGINT stop every run this process has under way, whole process trees included, before the
+process ends.
 
 Every :class:`~profilers.run.handle.RunHandle` registers itself here while its run is under way
 (:func:`register`). :func:`stop_runs_on_signals` turns SIGTERM and SIGHUP into :class:`Stopped` (a
-``KeyboardInterrupt``, so the code that already cancels a run on Ctrl-C does so on these too) and, on the way
-out, cancels each run still registered and waits for its watcher to store it: the watcher signals the run's
-process group and every descendant it saw, SIGKILLs what outlives the grace, and sweeps the processes marked
-with the run's id in their environment (orphans whose parent already died). Light on purpose: the command line
-imports it before anything heavy.
+``KeyboardInterrupt``, so the code that already cancels a run on Ctrl-C does so on these too) and,
+on the way out, cancels each run still registered and waits for its watcher to store it: the watcher
+signals the run's process group and every descendant it saw, SIGKILLs what outlives the grace, and
+sweeps the processes marked with the run's id in their environment (orphans whose parent already
+died). Light on purpose: the command line imports it before anything heavy.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import threading
 from types import FrameType
 from typing import Any, Iterator, Protocol
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # turned into Stopped; SIGINT is KeyboardInterrupt already
-STOP_WAIT_S = 15.0  # per run: the cancel's grace (SIGTERM, then SIGKILL) and the watcher storing the result
+# turned into Stopped; SIGINT is KeyboardInterrupt already
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# per run: the cancel's grace (SIGTERM, then SIGKILL) and the watcher storing the result
+STOP_WAIT_S = 15.0
 
 
 class _Run(Protocol):
@@ -29,7 +32,8 @@ class _Run(Protocol):
 
 
 class Stopped(KeyboardInterrupt):
-    """This process received ``signum`` (SIGTERM, SIGHUP): it stops its runs and ends with 128 + signum."""
+    """This process received ``signum`` (SIGTERM, SIGHUP): it stops its runs and ends with 128 +
+    signum."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -61,7 +65,8 @@ def live_runs() -> list[_Run]:
 
 
 def stop_all(reason: str, wait_s: float = STOP_WAIT_S) -> None:
-    """Cancel every registered run (their trees get SIGTERM at once) and wait for each to be stored."""
+    """Cancel every registered run (their trees get SIGTERM at once) and wait for each to be
+    stored."""
     runs = live_runs()
     for run in runs:
         with contextlib.suppress(Exception):
@@ -84,10 +89,11 @@ def stop_reason(err: BaseException) -> str:
 
 @contextlib.contextmanager
 def stop_runs_on_signals() -> Iterator[None]:
-    """Inside: SIGTERM and SIGHUP raise :class:`Stopped` in the main thread (a signal this process was started
-    with ignored, as under ``nohup``, stays ignored); on the way out, by any path, the runs still under way are
-    stopped (:func:`stop_all`). Outside the main thread it only does the latter."""
-    previous: dict[int, Any] = {}
+    """Inside: SIGTERM and SIGHUP raise :class:`Stopped` in the main thread (a signal this process
+    was started with ignored, as under ``nohup``, stays ignored); on the way out, by any path, the
+    runs still under way are stopped (:func:`stop_all`). Outside the main thread it only does the
+    latter."""
+    previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in STOP_SIGNALS:
             if signal.getsignal(sig) is not signal.SIG_IGN:

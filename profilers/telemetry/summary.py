@@ -124,8 +124,8 @@ def describe_telemetry(tel: dict[str, Any]) -> str:
 
 def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = None) -> TelemetrySummary | None:
     """Summary of ``telemetry`` (``store_io.telemetry_frame``) over the steady steps of ``steps``
-    (``store_io.steps_frame``; without any step, over the whole recording: ``in_steps`` says which); ``None``
-    when the run recorded no telemetry."""
+    (``store_io.steps_frame``; without any step, over the whole recording: ``in_steps`` says
+    which); ``None`` when the run recorded no telemetry."""
     if telemetry is None or telemetry.empty:
         return None
     t = pd.to_numeric(telemetry["t_unix_ns"], errors="coerce")

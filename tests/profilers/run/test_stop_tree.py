@@ -1,7 +1,8 @@
-"""Real command lines on real scripts (slow): a two-rank script that cannot find its GPUs reads ``failed`` with its
-own words in ``launch --json`` and ``optimize``; a script that takes too long to its first step fails with the
-cause; and ``launch`` or ``optimize`` ended by SIGTERM mid-run (as ``timeout`` ends them) leave no process of
-the run behind — not its ranks, not its DataLoader workers."""
+"""Real command lines on real scripts (slow): a two-rank script that cannot find its GPUs reads
+``failed`` with its own words in ``launch --json`` and ``optimize``; a script that takes too long to
+its first step fails with the cause; and ``launch`` or ``optimize`` ended by SIGTERM mid-run (as
+``timeout`` ends them) leave no process of the run behind — not its ranks, not its DataLoader
+workers."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import pytest
 
 from profilers.store.runs import RunStore
 
-WAIT_S = 300.0  # an upper bound for a few real steps on a loaded 2-core machine, never a timing assertion
+# an upper bound for a few real steps on a loaded 2-core machine, never a timing assertion
+WAIT_S = 300.0
 NO_GPUS = "Unable to locate sufficient 2 gpus to run this example. Exiting."
 # minGPT-ddp's own check, on a machine without two GPUs: every rank prints and exits 1
 MIN_GPT_LIKE = f'''
@@ -41,8 +43,8 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 model = torch.nn.Linear(8, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-data = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8, num_workers=2,
-                  persistent_workers=True)
+data = DataLoader(TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8,
+                  num_workers=2, persistent_workers=True)
 while True:
     for x, y in data:
         torch.nn.functional.mse_loss(model(x), y).backward()
@@ -55,9 +57,11 @@ def _command(group: str, *args: str) -> list[str]:
     return [sys.executable, "-m", group, *args]
 
 
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}  # this checkout's code
+
+
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=WAIT_S,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=WAIT_S, env=ENV)
 
 
 def _script(tmp_path: Path, source: str) -> Path:
@@ -69,14 +73,15 @@ def _script(tmp_path: Path, source: str) -> Path:
 @pytest.mark.slow
 def test_a_rank_without_its_gpus_reads_failed_with_its_words(tmp_path: Path) -> None:
     script, store = _script(tmp_path, MIN_GPT_LIKE), tmp_path / "runs"
-    done = _run(_command("profilers", "launch", "--nproc-per-node", "2", "--json", "--store", str(store), "--",
-                         "python", str(script)), tmp_path)
+    done = _run(_command("profilers", "launch", "--nproc-per-node", "2", "--json", "--store",
+                         str(store), "--", "python", str(script)), tmp_path)
     out = json.loads(done.stdout)
     assert done.returncode == 1 and out["status"] == "failed", out["error"]
     first = out["error"].splitlines()[0]
     assert first.startswith("rank ") and first.endswith(NO_GPUS), first
-    done = _run(_command("advisors", "optimize", "--rounds", "1", "--steps", "2", "--nproc-per-node", "2",
-                         "--store", str(store), "--", "python", str(script)), tmp_path)
+    done = _run(_command("advisors", "optimize", "--rounds", "1", "--steps", "2",
+                         "--nproc-per-node", "2", "--store", str(store), "--", "python",
+                         str(script)), tmp_path)
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert done.returncode == 2 and len(errors) == 1, done.stderr
     assert errors[0].startswith("error: the baseline run failed: rank ") and NO_GPUS in errors[0]
@@ -84,26 +89,29 @@ def test_a_rank_without_its_gpus_reads_failed_with_its_words(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_no_first_step_in_time_fails_naming_the_cause(tmp_path: Path) -> None:
-    """The wait counts from the start: the interpreter's start and torch's import are in it (seconds on a busy
-    machine), so the tiny timeout leaves them room; the fast tests check the words on a fake clock."""
+    """The wait counts from the start: the interpreter's start and torch's import are in it (seconds
+    on a busy machine), so the tiny timeout leaves them room; the fast tests check the words on a
+    fake clock."""
     script = _script(tmp_path, SLOW_START)
-    done = _run(_command("profilers", "launch", "--first-step-timeout", "20", "--store", str(tmp_path / "runs"),
-                         "--", "python", str(script)), tmp_path)
+    done = _run(_command("profilers", "launch", "--first-step-timeout", "20", "--store",
+                         str(tmp_path / "runs"), "--", "python", str(script)), tmp_path)
     assert done.returncode == 1
-    assert "error: no first step within 20 s; the script printed: evaluating 400 batches before step 0" \
-        in done.stdout, done.stdout
-    assert "waiting for the first step (10 s" in done.stderr  # what it printed by then: the fast tests
+    said = "error: no first step within 20 s; the script printed: evaluating 400 batches before"
+    assert said in done.stdout, done.stdout
+    assert "waiting for the first step (10 s" in done.stderr  # its words by then: the fast tests
 
 
 def _of_the_run(store: Path) -> list[psutil.Process]:
-    """Live processes marked as the store's runs: their environment's run id, or the run folder in the command."""
+    """Live processes marked as the store's runs: their environment's run id, or the run folder in
+    the command."""
     ids = {p.name for p in store.iterdir() if p.is_dir()} if store.is_dir() else set()
     found = []
     for proc in psutil.process_iter():
         try:
             if proc.status() == psutil.STATUS_ZOMBIE:
                 continue
-            marked = proc.environ().get("STEPWISE_RUN_ID") in ids or str(store) in " ".join(proc.cmdline())
+            marked = proc.environ().get("STEPWISE_RUN_ID") in ids \
+                or str(store) in " ".join(proc.cmdline())
         except psutil.Error:
             continue
         if marked and proc.pid != os.getpid():
@@ -121,8 +129,8 @@ def _stepping(store: Path, steps: int) -> bool:
 
 
 def _sigterm_mid_run(tmp_path: Path, cmd: list[str], store: Path) -> tuple[int, Any]:
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=ENV)
     try:
         deadline = time.monotonic() + WAIT_S
         while not _stepping(store, 3):  # a few steps: the DataLoader's workers are running
@@ -156,7 +164,7 @@ def test_launch_ended_by_sigterm_leaves_nothing_of_the_run(tmp_path: Path) -> No
 def test_optimize_ended_by_sigterm_leaves_nothing_of_the_run(tmp_path: Path) -> None:
     store = tmp_path / "runs"
     code, records = _sigterm_mid_run(tmp_path, _command(
-        "advisors", "optimize", "--rounds", "1", "--steps", "10000", "--warmup", "1", "--store", str(store),
-        "--", "python", str(_script(tmp_path, WORKERS))), store)
+        "advisors", "optimize", "--rounds", "1", "--steps", "10000", "--warmup", "1", "--store",
+        str(store), "--", "python", str(_script(tmp_path, WORKERS))), store)
     assert code == 128 + signal.SIGTERM
     assert any(r.status.value == "killed" and "SIGTERM" in (r.error or "") for r in records)
