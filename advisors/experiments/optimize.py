@@ -39,8 +39,8 @@ class BaselineFailed(StepwiseError):
         self.outcome, self.stderr_tail = outcome, stderr_tail
         where = f" (run folder {outcome.run_dir})" if outcome.run_dir else ""
         how = {"out_of_memory": "ran out of memory", "killed": "was killed"}.get(outcome.status, outcome.status)
-        # the error's own lines, not the script's output quoted below them (another rank's error there
-        # is not the one that failed the run)
+        # the error's own lines, not the script's output quoted below them (another rank's
+        # error there is not the one that failed the run)
         own = (outcome.error or "").split(f"\n{PRINTED}")[0]
         line = last_error_line(own or stderr_tail) or "no error text"
         if outcome.status == "out_of_memory" and line.lower().startswith("out of memory: "):

@@ -163,7 +163,8 @@ def start_watch(command: list[str], store: RunStore, label: str | None = None, c
     return start_launch(command, store, steps=capture_steps, label=label, nproc_per_node=nproc_per_node,
                         nnodes=nnodes, rdzv_endpoint=rdzv_endpoint, boot={"watch": watch}, cwd=cwd, python=python,
                         memory_budget_mb=memory_budget_mb,
-                        first_step_timeout_s=None)  # the user's whole job: its setup may take any time
+                        # the user's whole job: its setup may take any time
+                        first_step_timeout_s=None)
 
 
 def launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS, label: str | None = None,

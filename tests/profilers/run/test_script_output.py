@@ -200,3 +200,8 @@ def test_analyze_of_a_run_that_measured_no_step_says_so(tmp_path: Path,
                           "evaluating)")
     assert "0.00 ms" not in out and "bottleneck: none" not in out and "in steady steps" not in out
     assert "30 samples over the whole run (no step was measured)" in out
+    from advisors.analysis import analyse
+
+    assert analyse(record.run_dir, charts=False).headline == (  # the dashboard's Analysis page
+        "No step was measured (the run ended: no first step within 5 s; the script printed: "
+        "evaluating).")
