@@ -96,10 +96,21 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
                    charts=False).to_json()
 
 
+def _measured_nothing(result: dict[str, Any]) -> bool:
+    """No step and no step time: a run that failed or was stopped before its first step."""
+    return not result.get("steps") and not result.get("step_time_ms")
+
+
 def _print_text(result: dict[str, Any]) -> None:
-    device = shown_name(result["device_name"])
-    print(f"{device} · ranks {result['ranks']} · {result['steps']} steps · "
-          f"median step {result['step_time_ms']:.2f} ms{_profiled(result)} · bottleneck: {result['bottleneck']}")
+    device, steps = shown_name(result["device_name"]), result["steps"]
+    if _measured_nothing(result):  # no step time, no bottleneck: the run's own words instead
+        error = str((result.get("run") or {}).get("error") or "").partition("\n")[0]
+        print(f"{device} · {steps} steps · no step was measured: no step time, no bottleneck"
+              + (f" (the run ended: {error})" if error else ""))
+    else:
+        print(f"{device} · ranks {result['ranks']} · {steps} steps · median step "
+              f"{result['step_time_ms']:.2f} ms{_profiled(result)} · "
+              f"bottleneck: {result['bottleneck']}")
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")

@@ -64,14 +64,23 @@ def head_start(argv: Sequence[str]) -> bool:
 
 def finish(main: Callable[[], int], argv: Sequence[str]) -> NoReturn:
     """Run ``main`` and exit with its code: for ``analyze``, straight after flushing the output (no interpreter
-    teardown). A reader that closed the pipe early (``... | head``) ends the command with 1, not a traceback."""
+    teardown). SIGTERM or SIGHUP stop the runs under way and end it with 128 + the signal's number.
+    A reader that closed the pipe early (``... | head``) ends the command with 1, not a
+    traceback."""
     global _gc_paused
     if _gc_paused:  # what was imported stays out of the collector's sight; the analysis's objects do not
         gc.freeze()
         gc.enable()
         _gc_paused = False
+    from profilers.run.stopping import Stopped, stop_runs_on_signals
+
     try:
-        code = main()
+        try:
+            # ending this process ends the runs it started, their trees too
+            with stop_runs_on_signals():
+                code = main()
+        except Stopped as stopped:
+            code = stopped.exit_code
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:

@@ -51,6 +51,9 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
                    help="try this fix on the script as asked (repeatable) instead of the diagnosis' choice")
     o.add_argument("--timeout", type=float, help="cancel any single trial run after this many seconds")
+    from cli.profilers import add_first_step_timeout
+
+    add_first_step_timeout(o)
     from cli import optimize_quality
 
     optimize_quality.add_arguments(o)
@@ -99,13 +102,21 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             raise SpecError(f"give a workload ({args.target}) or a script after --, not both")
         spec = ScriptSpec(command=tuple(command), measure_steps=args.steps or SCRIPT_STEPS, warmup_steps=args.warmup,
                           nproc_per_node=args.nproc_per_node, nnodes=args.nnodes, rdzv_endpoint=args.rdzv_endpoint,
-                          python=getattr(args, "python", None), cwd=script_cwd(args))
+                          python=getattr(args, "python", None), cwd=script_cwd(args),
+                          first_step_timeout_s=_first_step(args))
         return _optimize_script(args, spec, spec.name)  # spec.name: a missing script is refused before any run
     if not args.target:
         raise SpecError("optimize needs a workload name, a SPEC.json, or a script after --: -- python train.py")
     store = RunStore(args.store)
     spec, name = load_spec(args.target, args.size, store, args.steps)
-    return _optimize_script(args, spec, name)
+    return _optimize_script(args, spec.patch(first_step_timeout_s=_first_step(args)), name)
+
+
+def _first_step(args: argparse.Namespace) -> float | None:
+    """``--first-step-timeout`` (its default when a caller's namespace lacks it)."""
+    from profilers.run.script_spec import DEFAULT_FIRST_STEP_TIMEOUT_S
+
+    return getattr(args, "first_step_timeout", DEFAULT_FIRST_STEP_TIMEOUT_S)
 
 
 def _stored(store: RunStore, label: str, args: argparse.Namespace, work: Callable[[str], Ladder]) -> dict[str, Any]:
@@ -149,7 +160,7 @@ def _to_quality(args: argparse.Namespace, command: list[str] | None) -> dict[str
     if command:
         spec = ScriptSpec(command=tuple(command), nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
                           rdzv_endpoint=args.rdzv_endpoint, python=getattr(args, "python", None),
-                          cwd=script_cwd(args))
+                          cwd=script_cwd(args), first_step_timeout_s=_first_step(args))
         spec.name  # a missing script or a bad command is refused here, before any run
         return optimize_quality.main(args, spec)
     if not args.target:
@@ -196,7 +207,9 @@ def _script_device(command: list[str], python: str | None) -> str:
 
 
 def _print_progress(event: Progress) -> None:
-    if event.phase == "trial" and event.step is None:
+    if event.waiting and event.step is None:  # a run with no step yet: what its script is doing
+        print(f"  {event.waiting}", file=sys.stderr, flush=True)
+    elif event.phase == "trial" and event.step is None:
         print(f"  round {event.round} · {event.fix} · {event.trial_text}", file=sys.stderr, flush=True)
     elif event.phase in ("diagnose", "experiment"):
         what = f"trying {event.fix}" if event.phase == "experiment" else "diagnosing"

@@ -67,6 +67,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     for p in (run, launch):
         p.add_argument("--label", help="a name for the run in the run list")
         p.add_argument("--timeout", type=float, help="cancel the run after this many seconds")
+        add_first_step_timeout(p)
     lst = sub.add_parser("list", help="list stored runs, newest first")
     lst.add_argument("--kind", choices=RUN_KINDS)
     lst.add_argument("--limit", type=int, default=50)
@@ -78,6 +79,27 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
 
     add_parsers(sub, _common)
     return parser
+
+
+def first_step_timeout(text: str) -> float | None:
+    """``--first-step-timeout SECONDS``: positive seconds, or 0 for no limit (None)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes seconds, not {text!r}") from None
+    if seconds < 0 or seconds != seconds:
+        raise argparse.ArgumentTypeError(f"takes seconds of 0 or more (0: no limit), not {text!r}")
+    return seconds or None
+
+
+def add_first_step_timeout(p: argparse.ArgumentParser) -> None:
+    from profilers.run.script_spec import DEFAULT_FIRST_STEP_TIMEOUT_S
+
+    p.add_argument("--first-step-timeout", type=first_step_timeout,
+                   default=DEFAULT_FIRST_STEP_TIMEOUT_S, metavar="SECONDS",
+                   help="fail a run whose first training step has not ended this long after the "
+                   "start, saying what the script printed last "
+                   f"(default {DEFAULT_FIRST_STEP_TIMEOUT_S:g}; 0: no limit)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -97,6 +119,10 @@ def result_json(handle: RunHandle, result: RunResult) -> dict[str, Any]:
 
 def _progress_bar(label: str) -> Any:
     def show(progress: dict[str, Any]) -> None:
+        if progress.get("waiting") and not progress.get("step"):  # what a script with no step does
+            line = f"\r{label} {progress['waiting']}"[:200].ljust(80)
+            print(line, end="", file=sys.stderr, flush=True)
+            return
         step, total = int(progress.get("step") or 0), int(progress.get("total_steps") or 0)
         filled = int(BAR_WIDTH * step / total) if total else 0
         loss = progress.get("loss")
@@ -123,11 +149,21 @@ def _follow(handle: RunHandle, args: argparse.Namespace) -> int:
     on_progress = None if args.json else _progress_bar(handle.run_id)
     try:
         result = follow(handle, on_progress, args.timeout)
-    except KeyboardInterrupt:
-        handle.cancel("interrupted from the keyboard")
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM/SIGHUP (profilers.run.stopping.Stopped)
+        from profilers.run.stopping import Stopped, stop_reason
+
+        handle.cancel(stop_reason(err))
         result = handle.wait()
-    if on_progress is not None:
-        print(file=sys.stderr)
+        if isinstance(err, Stopped):
+            _report(handle, result, args)
+            raise
+    _report(handle, result, args)
+    return EXIT_OK if result.status is RunStatus.OK else EXIT_RUN_FAILED
+
+
+def _report(handle: RunHandle, result: RunResult, args: argparse.Namespace) -> None:
+    if not args.json:
+        print(file=sys.stderr)  # ends the progress line
     if args.json:
         print(json.dumps(result_json(handle, result), indent=2))
     else:
@@ -141,7 +177,6 @@ def _follow(handle: RunHandle, args: argparse.Namespace) -> int:
         print(f"{result.status.value}: {', '.join(figures)}\nrun folder: {handle.run_dir}")
         if result.error:
             print(f"error: {result.error}")
-    return EXIT_OK if result.status is RunStatus.OK else EXIT_RUN_FAILED
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -153,6 +188,7 @@ def _run(args: argparse.Namespace) -> int:
     store = RunStore(args.store)
     values, params = parse_sets(args.sets)
     spec = workload_spec(store.root, args.workload, args.size, values, params, steps=args.steps)
+    spec = spec.patch(first_step_timeout_s=args.first_step_timeout)
     return _follow(start_script(spec, store, label=args.label or args.workload), args)
 
 
@@ -175,7 +211,8 @@ def _launch(args: argparse.Namespace) -> int:
     return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
                                 nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
                                 rdzv_endpoint=args.rdzv_endpoint, python=args.python, boot=boot,
-                                cwd=_cwd(args.cwd)), args)
+                                cwd=_cwd(args.cwd),
+                                first_step_timeout_s=args.first_step_timeout), args)
 
 
 def _list(args: argparse.Namespace) -> int:

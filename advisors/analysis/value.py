@@ -119,6 +119,9 @@ class Analysis:
         if self.snapshot is not None:
             return snapshot_headline(self.snapshot, self.device_memory_bytes)
         if self.breakdown is None or not self.breakdown.total_step_ns:
+            run = self.run
+            if run is not None and not run.steps_done and run.error:  # the run's own words on why
+                return f"No step was measured (the run ended: {run.error.partition(chr(10))[0]})."
             return "No step time to attribute."
         cat, share = max(self.breakdown.shares().items(), key=lambda kv: kv[1])
         return f"The largest share of step time is {cat.replace('_', ' ')} ({share:.0%})."

@@ -25,6 +25,7 @@ from advisors.verdict import Diagnosis, Fix
 from advisors.experiments.progress import Progress, ProgressFn
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT
 from profilers.errors import SpecError, StepwiseError
+from profilers.run.script_output import PRINTED
 
 MAX_ATTEMPTS = 3
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*")
@@ -38,7 +39,10 @@ class BaselineFailed(StepwiseError):
         self.outcome, self.stderr_tail = outcome, stderr_tail
         where = f" (run folder {outcome.run_dir})" if outcome.run_dir else ""
         how = {"out_of_memory": "ran out of memory", "killed": "was killed"}.get(outcome.status, outcome.status)
-        line = last_error_line(outcome.error or stderr_tail) or "no error text"
+        # the error's own lines, not the script's output quoted below them (another rank's
+        # error there is not the one that failed the run)
+        own = (outcome.error or "").split(f"\n{PRINTED}")[0]
+        line = last_error_line(own or stderr_tail) or "no error text"
         if outcome.status == "out_of_memory" and line.lower().startswith("out of memory: "):
             line = line[len("out of memory: "):]  # "ran out of memory" says it once
         super().__init__(f"the baseline run {how}: {line}{where}")
@@ -219,10 +223,16 @@ def _run_id(outcome: RunOutcome) -> str | None:
 
 
 def _stderr_tail(run_dir: str | None) -> str:
+    """The script's own last output: under torchrun the failed ranks' (the folder's stderr is
+    torchrun's)."""
     if not run_dir:
         return ""
     from profilers.run.handle import stderr_tail
+    from profilers.run.script_output import printed_tail
 
+    tails = {r: lines for r, lines in printed_tail(Path(run_dir)).items() if r is not None}
+    if tails:
+        return "\n".join(f"rank {r}: {line}" for r, lines in tails.items() for line in lines)
     return stderr_tail(Path(run_dir))
 
 

@@ -28,6 +28,8 @@ class Progress:
     step: int | None = None
     total_steps: int | None = None
     max_trials: int | None = None  # the most pairs it may run, when pairs disagree or were competed for
+    # its run has no step yet: "waiting for the first step (N s; the script printed: …)"
+    waiting: str | None = None
 
     def tagged(self, round_: int, fix: str | None) -> "Progress":
         return replace(self, round=round_, fix=fix)
@@ -35,7 +37,9 @@ class Progress:
     def with_run(self, run_progress: Mapping[str, Any] | None) -> "Progress":
         """This report with the trial run's own ``progress.json`` (step, total_steps) folded in."""
         p = run_progress or {}
-        return replace(self, step=_int(p.get("step")), total_steps=_int(p.get("total_steps")))
+        waiting = p.get("waiting")
+        return replace(self, step=_int(p.get("step")), total_steps=_int(p.get("total_steps")),
+                       waiting=str(waiting) if waiting and not p.get("step") else None)
 
     @property
     def describe(self) -> str:
@@ -53,6 +57,8 @@ class Progress:
             parts.append("starting…")
         if self.step is not None:
             parts.append(f"step {self.step} of {self.total_steps}" if self.total_steps else f"step {self.step}")
+        elif self.waiting:
+            parts.append(self.waiting)
         return " · ".join(parts)
 
     @property
@@ -94,7 +100,7 @@ class Progress:
         for f in fields(cls):
             if f.name in ("round", "trial", "trials", "step", "total_steps"):
                 kw[f.name] = _int(data.get(f.name))
-            elif f.name in ("fix", "arm"):
+            elif f.name in ("fix", "arm", "waiting"):
                 kw[f.name] = None if data.get(f.name) is None else str(data.get(f.name))
         return cls(**kw)
 

@@ -10,6 +10,7 @@ import pandas as pd
 from advisors.experiments.results.record import TrialRecord
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot
 from profilers.run.records import RunRecord
+from profilers.run.script_output import error_line
 
 MAX_TABLE_ROWS = 500
 
@@ -35,7 +36,8 @@ def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = No
             "ms/step": head["step_time_ms"] if head else r.step_time_ms,
             "samples/s": head["samples_per_s"] if head else r.samples_per_s, "peak MiB": r.peak_memory_mb,
             "bottleneck": (head or {}).get("bottleneck") or "",
-            "device": r.device or "", "ranks": r.world_size, "error": (r.error or "")[:200], "id": r.run_id})
+            "device": r.device or "", "ranks": r.world_size, "error": error_line(r.error),
+            "id": r.run_id})
     return pd.DataFrame(rows)
 
 
@@ -62,7 +64,7 @@ def trials_frame(trials: list[RunRecord], recorded: Sequence[TrialRecord] = ()) 
                      "samples/s": t.samples_per_s if t else r.samples_per_s,
                      "peak MiB": t.peak_memory_mb if t else r.peak_memory_mb,
                      "others' cores": t.others_cores if t else None,
-                     "error": ((t.error if t else r.error) or "")[:200], "id": r.run_id})
+                     "error": error_line(t.error if t else r.error), "id": r.run_id})
     return pd.DataFrame(rows, columns=TRIAL_FRAME_COLUMNS)
 
 

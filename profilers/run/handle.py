@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -26,7 +25,10 @@ from profilers.run.agent_files import (TELEMETRY_INTERVAL_S, WATCH_TELEMETRY_INT
 from profilers.run.agent_env import RUN_ID_ENV, agent_settings, child_environment
 from profilers.run.captures import store_captures
 from profilers.run.rank_watch import RankFollower, rank_follower
+from profilers.run import stopping
 from profilers.run.records import RunResult, RunStatus
+from profilers.run.script_output import (PRINTED, classify_code, exit_wording, failed_ranks,
+                                         printed_tail, with_printed)
 from profilers.store.files import read_json, write_json_atomic
 from profilers.store.runs import RunStore
 
@@ -37,23 +39,30 @@ SNAPSHOT_TICKS = 8  # the process tree is read every 2 s (reading it scans every
 # stop reads it again, and finds the run's orphans by their environment (RUN_ID_ENV)
 AGENT_SETTINGS_FILE = "agent_settings.json"  # what Stepwise set for the agent itself (agent_env.agent_settings)
 STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 20, 2000
-_KILL_SIGNALS = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
-_TORCHRUN_KILLED = re.compile(r"Signal \d+ \((SIGKILL|SIGTERM|SIGINT|SIGHUP)\) received")
+# progress says "waiting for the first step" from this long on, anew each such interval
+WAIT_REPORT_S = 10.0
 
 
 class RunHandle:
     """A run in progress. ``poll``/``progress``/``cancel`` never block; ``wait`` returns the stored result."""
 
     def __init__(self, store: RunStore, run_id: str, hang_timeout_s: float | None = None,
-                 hang_clock: Callable[[], float] = time.monotonic) -> None:
+                 hang_clock: Callable[[], float] = time.monotonic,
+                 first_step_timeout_s: float | None = None) -> None:
         self.store, self.run_id = store, run_id
         self.run_dir: Path = store.path(run_id)
         self._hang_timeout_s = hang_timeout_s
+        self._first_step_timeout_s = first_step_timeout_s  # None: the first step may take any time
+        self._started_at = hang_clock()
+        # (interval, progress) while no step has ended
+        self._waiting: tuple[int, dict[str, Any]] | None = None
         self._hang_clock = hang_clock  # what the hang backstop measures "no step for so long" on (tests: a fake)
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._result: RunResult | None = None
         self._stop_reason: str | None = None
+        # a stop by the runner for the script's sake (no first step in time) is ``failed``
+        self._stop_status = RunStatus.KILLED
         self._kill_at: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tree: dict[int, psutil.Process] = {}
@@ -69,15 +78,41 @@ class RunHandle:
         return self._result.status if self._result is not None else RunStatus.RUNNING
 
     def progress(self) -> dict | None:
-        """The run's latest ``progress.json`` (step, total_steps, loss, eta_s, …), or None before the first."""
-        return self.store.read_progress(self.run_id)
+        """The run's latest ``progress.json`` (step, total_steps, loss, eta_s, …). Before its first
+        step: None, or, from :data:`WAIT_REPORT_S` on, ``{"step": None, "waiting_s": N, "waiting":
+        "waiting for the first step (N s; the script printed: …)"}`` (N in whole intervals, so a
+        reader sees it change that often)."""
+        stored = self.store.read_progress(self.run_id)
+        if (stored and stored.get("step")) or self._result is not None or self._proc is None:
+            return stored
+        waited = self._hang_clock() - self._started_at
+        interval = int(waited // WAIT_REPORT_S)
+        if interval < 1:
+            return stored
+        if self._waiting is None or self._waiting[0] != interval:
+            seconds = interval * WAIT_REPORT_S
+            said = self.last_printed()
+            text = f"waiting for the first step ({seconds:.0f} s" \
+                + (f"; {PRINTED}: {said})" if said else ")")
+            self._waiting = (interval, {**(stored or {}), "step": None, "status": "running",
+                                        "waiting_s": seconds, "waiting": text})
+        return self._waiting[1]
+
+    def last_printed(self) -> str:
+        """The last line the script printed (any rank), for a progress line; empty when none."""
+        tails = printed_tail(self.run_dir, ranks=None if failed_ranks(self.run_dir) else [0])
+        lines = [line for lines in tails.values() for line in lines]
+        return lines[-1].strip()[-160:] if lines else ""
 
     def cancel(self, reason: str = "cancelled by the user") -> None:
         """Stop the whole process tree (SIGTERM, then SIGKILL after a grace); the run is stored ``killed``."""
+        self._stop(reason, RunStatus.KILLED)
+
+    def _stop(self, reason: str, status: RunStatus) -> None:
         with self._lock:
             if self._done.is_set() or self._stop_reason is not None:
                 return
-            self._stop_reason = reason
+            self._stop_reason, self._stop_status = reason, status
             self._kill_at = time.monotonic() + CANCEL_GRACE_S
         with contextlib.suppress(Exception):  # the marker is for readers; the stop must happen regardless
             self.store.request_cancel(self.run_id, reason)
@@ -111,6 +146,7 @@ class RunHandle:
             started = psutil.Process(self._proc.pid).create_time()
         except psutil.Error:
             started = None
+        stopping.register(self)  # ending this process stops the run (profilers.run.stopping)
         self.store.update(self.run_id, pid=self._proc.pid, pid_started=started)
         if self._monitor is not None:
             self._monitor.start(self._proc.pid)
@@ -143,6 +179,12 @@ class RunHandle:
                 if self._monitor is not None and self._monitor.tick(progress):
                     self._signal_tree(signal.SIGKILL, by_environment=False)
                 step = (progress or {}).get("step")
+                if self._first_step_late(step):
+                    said = self.last_printed()
+                    self._stop(f"no first step within {self._first_step_timeout_s:g} s"
+                               + (f"; {PRINTED}: {said}" if said
+                                  else "; the script printed nothing")
+                               + " (--first-step-timeout sets the wait)", RunStatus.FAILED)
                 if step != last_step:
                     last_step, last_change = step, self._hang_clock()
                 elif (self._hang_timeout_s is not None and last_step is not None
@@ -166,7 +208,12 @@ class RunHandle:
                 result = RunResult(RunStatus.FAILED, error=error, exit_code=code, finished_unix=time.time())
         self._store_result(result)
 
+    def _first_step_late(self, step: Any) -> bool:
+        return (self._first_step_timeout_s is not None and not step and self._stop_reason is None
+                and self._hang_clock() - self._started_at > self._first_step_timeout_s)
+
     def _store_result(self, result: RunResult) -> None:
+        stopping.unregister(self)
         try:
             self.store.finish(self.run_id, result)
         except Exception as err:  # e.g. the folder was deleted under us: the caller still gets its result
@@ -207,14 +254,21 @@ class RunHandle:
         reason = self._stop_reason or self.store.read_cancel(self.run_id)
         if stored is not None and stored.status.finished:
             if reason is None or (code == EXIT_OK and stored.status is RunStatus.OK):
-                return stored.with_(exit_code=code)
-            return stored.with_(status=RunStatus.KILLED, error=reason, exit_code=code)
-        tail = stderr_tail(self.run_dir)
-        if reason is not None:
-            return self.store.salvage(self.run_id, RunStatus.KILLED, reason, code)
-        status, what = classify_exit(code, tail)
-        error = f"the process {what} without writing a result" + (f"; stderr ends with:\n{tail}" if tail else "")
-        return self.store.salvage(self.run_id, status, error, code)
+                result = stored.with_(exit_code=code)
+            else:
+                result = stored.with_(status=self._stop_status, error=reason, exit_code=code)
+        elif reason is not None:
+            result = self.store.salvage(self.run_id, self._stop_status, reason, code)
+        else:
+            status, what = exit_wording(self.run_dir, code)
+            result = self.store.salvage(self.run_id, status, f"{what} without writing a result",
+                                        code)
+        if result.status is RunStatus.OK:
+            return result
+        ranks = failed_ranks(self.run_dir)
+        if ranks and result.error and not result.error.startswith("rank"):
+            result = result.with_(error=f"rank {ranks[0]}: {result.error}")
+        return result.with_(error=with_printed(result.error, self.run_dir, ranks or None))
 
 
 def follow(handle: RunHandle, on_progress: Callable[[dict[str, Any]], None] | None = None,
@@ -243,11 +297,12 @@ def follow(handle: RunHandle, on_progress: Callable[[dict[str, Any]], None] | No
 
 def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[str, str] | None = None,
           hang_timeout_s: float | None = None, cwd: str | None = None,
-          hang_clock: Callable[[], float] = time.monotonic, agent: bool = False) -> RunHandle:
+          hang_clock: Callable[[], float] = time.monotonic, agent: bool = False,
+          first_step_timeout_s: float | None = None) -> RunHandle:
     """Start ``command`` (in ``cwd``, default ours) for the stored run ``run_id`` and return its handle.
     ``agent``: the command boots :mod:`stepwise_agent.boot` (a launched script): telemetry is sampled from here,
     the memory guard watches, and ``result.json`` is made from the agent's files (``agent_files``)."""
-    handle = RunHandle(store, run_id, hang_timeout_s, hang_clock)
+    handle = RunHandle(store, run_id, hang_timeout_s, hang_clock, first_step_timeout_s)
     if agent:
         boot = read_json(handle.run_dir / "boot.json")
         handle.watching = isinstance(boot, dict) and isinstance(boot.get("watch"), dict)
@@ -338,20 +393,9 @@ def _wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
 
 
 def classify_exit(code: int, stderr_tail_text: str = "") -> tuple[RunStatus, str]:
-    """Status and wording for a process that ended without a result: a kill signal means ``killed``."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return (RunStatus.KILLED if name in _KILL_SIGNALS else RunStatus.FAILED), f"was killed by {name}"
-    if code == EXIT_OUT_OF_MEMORY:
-        return RunStatus.OUT_OF_MEMORY, "exited with code 75 (out of memory)"
-    if code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
-        return RunStatus.KILLED, f"exited with code {code} (killed by a signal)"
-    if _TORCHRUN_KILLED.search(stderr_tail_text):
-        return RunStatus.KILLED, f"exited with code {code} after a rank was killed by a signal"
-    return RunStatus.FAILED, f"exited with code {code}"
+    """Status and wording for a process that ended without a result: a kill signal means ``killed``
+    (:func:`profilers.run.script_output.classify_code`; a run's folder: ``exit_wording``)."""
+    return classify_code(code, stderr_tail_text)
 
 
 def stderr_tail(run_dir: Path) -> str:

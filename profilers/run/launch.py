@@ -31,7 +31,7 @@ from profilers.run.agent_path import agent_folder, child_pythonpath
 from profilers.run.handle import RunHandle, follow, spawn
 from profilers.run.memory_guard import MEMORY_LIMIT_ENV
 from profilers.run.records import RunResult
-from profilers.run.script_spec import ScriptSpec
+from profilers.run.script_spec import DEFAULT_FIRST_STEP_TIMEOUT_S, ScriptSpec
 from profilers.store.runs import RunStore
 
 DEFAULT_STEPS = 5
@@ -79,13 +79,16 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
                  rdzv_endpoint: str | None = None, boot: Mapping[str, Any] | None = None,
                  files: Mapping[str, Any] | None = None, cwd: str | None = None,
                  parent: str | None = None, python: str | None = None, memory_budget_mb: float | None = None,
-                 step_timeout_s: float | None = None) -> RunHandle:
+                 step_timeout_s: float | None = None,
+                 first_step_timeout_s: float | None = DEFAULT_FIRST_STEP_TIMEOUT_S) -> RunHandle:
     """Store a ``launch`` run and start the script in the user's interpreter (``python`` overrides the command's
     own); returns without waiting. RunError for a bad command, a missing interpreter or one without torch.
 
     ``memory_budget_mb`` limits the run: on a CPU it is the memory guard's limit (``STEPWISE_MEMORY_LIMIT_MB``), on a
     GPU the agent caps the CUDA allocator at it (``torch.cuda.set_per_process_memory_fraction``); either way the run
-    ends ``out_of_memory`` past it. ``step_timeout_s``: the run is stopped when no step ends for that long."""
+    ends ``out_of_memory`` past it. ``step_timeout_s``: the run is stopped when no step ends for
+    that long; ``first_step_timeout_s``: the run fails when its first step has not ended that long
+    after the start (None: no limit), the error saying what the script printed last."""
     if not 1 <= steps <= MAX_STEPS:
         raise RunError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
     command = command[1:] if command[:1] == ["--"] else list(command)  # the command line's separator
@@ -116,7 +119,8 @@ def start_launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS
     child_env = {**(extra_env or {}), "PYTHONPATH": child_pythonpath(agent_folder(store.root), env)}
     if memory_budget_mb is not None and not cuda:
         child_env[MEMORY_LIMIT_ENV] = f"{memory_budget_mb:g}"
-    return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True, hang_timeout_s=step_timeout_s)
+    return spawn(store, record.run_id, argv, child_env, cwd=cwd, agent=True,
+                 hang_timeout_s=step_timeout_s, first_step_timeout_s=first_step_timeout_s)
 
 
 def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
@@ -126,7 +130,9 @@ def start_script(spec: ScriptSpec, store: RunStore, label: str | None = None,
                         extra_env={**spec.launch_env(), **(extra_env or {})},
                         nproc_per_node=spec.nproc_per_node, nnodes=spec.nnodes, rdzv_endpoint=spec.rdzv_endpoint,
                         boot=spec.boot_config(), files={"script.json": spec.to_dict()}, cwd=spec.cwd, parent=parent,
-                        python=spec.python, memory_budget_mb=spec.memory_budget_mb, step_timeout_s=spec.step_timeout_s)
+                        python=spec.python, memory_budget_mb=spec.memory_budget_mb,
+                        step_timeout_s=spec.step_timeout_s,
+                        first_step_timeout_s=spec.first_step_timeout_s)
 
 
 def start_watch(command: list[str], store: RunStore, label: str | None = None, capture_steps: int = 3,
@@ -157,7 +163,9 @@ def start_watch(command: list[str], store: RunStore, label: str | None = None, c
         watch["min_rise"] = min_rise
     return start_launch(command, store, steps=capture_steps, label=label, nproc_per_node=nproc_per_node,
                         nnodes=nnodes, rdzv_endpoint=rdzv_endpoint, boot={"watch": watch}, cwd=cwd, python=python,
-                        memory_budget_mb=memory_budget_mb)
+                        memory_budget_mb=memory_budget_mb,
+                        # the user's whole job: its setup may take any time
+                        first_step_timeout_s=None)
 
 
 def launch(command: list[str], store: RunStore, steps: int = DEFAULT_STEPS, label: str | None = None,

@@ -44,6 +44,10 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
 CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap", "batch_size", "lr",
                      "accumulation_steps")
 MAX_STEPS = 10_000
+#: a launched script's first step must end within this many seconds (``--first-step-timeout``;
+#: None: no limit): long enough for a big model's loading and an evaluation before the loop, short
+#: enough that a script stuck before its loop is reported rather than waited on for ever
+DEFAULT_FIRST_STEP_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class ScriptSpec:
     #: run ends ``out_of_memory`` (None: the guard's default rule, the GPU's own memory)
     memory_budget_mb: float | None = None
     step_timeout_s: float | None = None  # stop the run when no step ends for this long (None: never)
+    #: the run fails when its first step has not ended this long after the start (None: no limit)
+    first_step_timeout_s: float | None = DEFAULT_FIRST_STEP_TIMEOUT_S
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "command", tuple(str(c) for c in self.command))
@@ -85,6 +91,9 @@ class ScriptSpec:
             raise SpecError(f"memory_budget_mb must be at least 1 MB, got {self.memory_budget_mb}")
         if self.step_timeout_s is not None and not self.step_timeout_s > 0:
             raise SpecError(f"step_timeout_s must be positive, got {self.step_timeout_s}")
+        if self.first_step_timeout_s is not None and not self.first_step_timeout_s > 0:
+            raise SpecError(f"first_step_timeout_s must be positive (or null: no limit), got "
+                            f"{self.first_step_timeout_s}")
         if self.nnodes > 1 and not self.rdzv_endpoint:
             raise SpecError(f"nnodes={self.nnodes} needs rdzv_endpoint (host:port of the rendezvous)")
         for knob, value in [*self.inject.items(), *self.observe.items()]:

@@ -47,6 +47,7 @@ class TelemetrySummary:
     gpu_mem_total_mb: float | None = None
     power_w: float | None = None
     cpu_affinity: int | None = None  # cores the run's process may run on (its CPU affinity), when recorded
+    in_steps: bool = True  # False: no step was measured, so the samples are the whole recording's
 
     @property
     def run_cores(self) -> float | None:
@@ -103,7 +104,9 @@ class TelemetrySummary:
 def describe_telemetry(tel: dict[str, Any]) -> str:
     """One line of what a run's telemetry saw during its steady steps, from :meth:`TelemetrySummary.as_dict`."""
     parts = [f"{tel['source'] or 'unknown'} at {tel['rate_hz']:.1f} Hz" if tel.get("rate_hz") else
-             f"{tel['source'] or 'unknown'}", f"{tel['samples']} samples in steady steps"]
+             f"{tel['source'] or 'unknown'}",
+             f"{tel['samples']} samples in steady steps" if tel.get("in_steps", True) else
+             f"{tel['samples']} samples over the whole run (no step was measured)"]
     if tel.get("host_cpu_busy") is not None:
         cores = f"{tel['cpu_count']} host cores" if tel.get("cpu_count") else "host cores"
         own = tel.get("run_cpu_busy")
@@ -121,7 +124,8 @@ def describe_telemetry(tel: dict[str, Any]) -> str:
 
 def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = None) -> TelemetrySummary | None:
     """Summary of ``telemetry`` (``store_io.telemetry_frame``) over the steady steps of ``steps``
-    (``store_io.steps_frame``); ``None`` when the run recorded no telemetry."""
+    (``store_io.steps_frame``; without any step, over the whole recording: ``in_steps`` says
+    which); ``None`` when the run recorded no telemetry."""
     if telemetry is None or telemetry.empty:
         return None
     t = pd.to_numeric(telemetry["t_unix_ns"], errors="coerce")
@@ -146,6 +150,7 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
         gpu_mem_total_mb=_max(kept, "mem_total_mb"),
         power_w=_median(kept, "power_w"),
         cpu_affinity=_int(_median(telemetry, "cpu_affinity")),
+        in_steps=steps is not None and not steps.empty,
     )
 
 
