@@ -109,7 +109,7 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
         if f.cpu_bf16_fast is not None:  # bf16 is a fix on this CPU only when its matmuls beat fp32 there
             out["cpu_bf16_fast"] = f.cpu_bf16_fast
         if f.efficiency is not None:  # achieved FLOP/s against the device's peak (or why it is unknown)
-            out.update({"mfu": None if f.mfu is None else round(f.mfu, 4), "efficiency": f.efficiency.phrase()})
+            out.update({"mfu": None if f.mfu is None else round(f.mfu, 6), "efficiency": f.efficiency.phrase()})
     if f.run is not None:
         out.update({"run_status": f.run.status, "peak_memory_mb": f.run.peak_memory_mb})
     if binding is not None:
