@@ -1,5 +1,6 @@
-"""Small, honest statistics for A/B trials: medians, IQR, and a paired two-level bootstrap on a throughput ratio;
-for two single measurements (the regression gate), a block bootstrap on the ratio of their times per step.
+"""Small, honest statistics for A/B trials: medians, IQR, and a paired two-level bootstrap on a
+throughput ratio; for two single measurements (the regression gate), a block bootstrap on the ratio
+of their times per step.
 
 A trial is one run: an array of per-step wall times (ms) and the samples one step processes. Its throughput
 is ``samples_per_step / mean(wall) × 1000`` (samples/s): the mean, not the median, because throughput is
@@ -15,12 +16,12 @@ own ratio is kept (:attr:`RatioEstimate.pairs`) so a verdict can ask whether the
 each other (process start, load from other programs) more than steps within a run do, so the interval comes
 from a two-level bootstrap of the same statistic: pairs with replacement, then steps within each run.
 
-:func:`mean_ratio` serves a comparison of *one* run (or trace) per side: the ratio of the two sides' times
-per step (elapsed ÷ steps, the same statistic as the throughput, inverted), its interval from a block
-bootstrap of each side's steps. (:func:`median_ratio`, of the typical steps, is kept for what asks about a
-typical step, never for a speed.) With one run per side the
-run-to-run noise cannot be seen in it (only the step-to-step noise can): a gate built on it needs a tolerance
-as well (see :mod:`advisors.compare.regression`).
+:func:`mean_ratio` serves a comparison of *one* run (or trace) per side: the ratio of the two sides'
+times per step (elapsed ÷ steps, the same statistic as the throughput, inverted), its interval from
+a block bootstrap of each side's steps. (:func:`median_ratio`, of the typical steps, is kept for
+what asks about a typical step, never for a speed.) With one run per side the run-to-run noise
+cannot be seen in it (only the step-to-step noise can): a gate built on it needs a tolerance as well
+(see :mod:`advisors.compare.regression`).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class Trial:
 
     @property
     def rest_ms(self) -> float | None:
-        """The time per step without its batch drawing (mean of ``wall − data``), or ``None`` when not
-        recorded: read against a time per step, so the same statistic on both sides."""
+        """The time per step without its batch drawing (mean of ``wall − data``), or ``None`` when
+        not recorded: read against a time per step, so the same statistic on both sides."""
         if not self.data_ms or len(self.data_ms) != len(self.walls_ms):
             return None
         return float(np.mean([w - d for w, d in zip(self.walls_ms, self.data_ms)]))
@@ -148,11 +149,11 @@ def median_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, l
 
 def mean_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, level: float = LEVEL,
                seed: int = SEED) -> RatioEstimate:
-    """``mean(b) / mean(a)`` of two runs' per-step times: the ratio of their times per step (elapsed ÷ steps,
-    :func:`stepwise_agent.steady.time_per_step`), which for equal batches is the inverse of their samples/s
-    ratio. Its interval comes from a circular block bootstrap of each side's steps (blocks of
-    :func:`block_length` consecutive steps), so a stall that recurs every few steps stays in the resamples at
-    its own rate instead of being drawn independently of its neighbours."""
+    """``mean(b) / mean(a)`` of two runs' per-step times: the ratio of their times per step (elapsed
+    ÷ steps, :func:`stepwise_agent.steady.time_per_step`), which for equal batches is the inverse of
+    their samples/s ratio. Its interval comes from a circular block bootstrap of each side's steps
+    (blocks of :func:`block_length` consecutive steps), so a stall that recurs every few steps stays
+    in the resamples at its own rate instead of being drawn independently of its neighbours."""
     va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if va.size == 0 or vb.size == 0 or np.any(va <= 0) or np.any(vb <= 0):
         raise ValueError("both samples need at least one positive value, and only positive values")
@@ -165,12 +166,14 @@ def mean_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, lev
 
 
 def block_length(n: int) -> int:
-    """Consecutive steps per resampled block: about ``n^(1/3)`` (the usual rate for a mean), at least one."""
+    """Consecutive steps per resampled block: about ``n^(1/3)`` (the usual rate for a mean), at
+    least one."""
     return max(1, min(n, round(n ** (1 / 3))))
 
 
 def _boot_block_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_boot`` circular block-bootstrap resamples of ``values`` (in chunks of ``BOOT_CELLS``)."""
+    """Means of ``n_boot`` circular block-bootstrap resamples of ``values`` (in chunks of
+    ``BOOT_CELLS``)."""
     n = values.size
     k = block_length(n)
     blocks = -(-n // k)

@@ -98,7 +98,8 @@ def analyze(path: str, device_memory_bytes: int | None = None, engine: str | Non
 
 def _print_text(result: dict[str, Any]) -> None:
     print(f"{result['device_name']} · ranks {result['ranks']} · {result['steps']} steps · "
-          f"time per step {result['step_time_ms']:.2f} ms{_typical(result)}{_profiled(result)} · bottleneck: {result['bottleneck']}")
+          f"time per step {result['step_time_ms']:.2f} ms{_typical(result)}{_profiled(result)} · "
+          f"bottleneck: {result['bottleneck']}")
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:
             print(f"  {cat:<14} {v['ms']:>10.2f} ms  {100 * v['share']:5.1f}%")
@@ -161,9 +162,11 @@ def _print_job(job: dict[str, Any]) -> None:
 
 
 def _typical(result: dict[str, Any]) -> str:
-    """`` (typical step (median) 2.1 ms, 12% of steps stalled)`` when a run's typical step is apart."""
+    """`` (typical step (median) 2.1 ms, 12% of steps stalled)`` when a run's typical step is
+    apart."""
     run = result.get("run") or {}
-    said = steady.typical_note(result["step_time_ms"], run.get("typical_step_ms"), run.get("stalled_share"))
+    said = steady.typical_note(result["step_time_ms"], run.get("typical_step_ms"),
+                               run.get("stalled_share"))
     return f" ({said})" if said else ""
 
 

@@ -146,8 +146,10 @@ def print_text(result: dict[str, Any]) -> None:
     print(f"{result['verdict']}: {result['reason']}")
     for key in ("base", "new"):
         s = result[key]
-        typical = steady.typical_note(s["step_time_ms"], s.get("typical_step_ms"), s.get("stalled_share"))
-        print(f"  {key:<4} {s['step_time_ms']:>10.4g} ms/step  {s['sampled']}{' · ' + typical if typical else ''}"
+        typical = steady.typical_note(s["step_time_ms"], s.get("typical_step_ms"),
+                                      s.get("stalled_share"))
+        beside = f" · {typical}" if typical else ""
+        print(f"  {key:<4} {s['step_time_ms']:>10.4g} ms/step  {s['sampled']}{beside}"
               f" · bottleneck {s['bottleneck']} · {s['label']}")
     for key in ("base", "new"):
         r = (result.get("ranks") or {}).get(key)

@@ -8,11 +8,12 @@
 - ``list [--json] [--kind run|launch|upload] [--limit N] [--store DIR]``
 - ``watch [options] -- python train.py ARGS…`` and ``capture RUN``: :mod:`cli.watch`
 
-``run`` and ``launch`` print the same JSON (``--json``): ``run_id``, ``run_dir``, ``status``, ``steps_done``,
-``step_time_ms`` (the time per step: elapsed ÷ steps, so × ``samples_per_s`` it is the batch),
-``typical_step_ms`` (the median step), ``stalled_share``, ``samples_per_s``, ``peak_memory_mb``, ``error`` and the rest of ``result.json``.
-Exit codes: 0 the run ended ``ok``; 1 it ended ``failed``/``out_of_memory``/``killed`` (the JSON is still
-printed); 2 bad usage, unknown workload or bad ``--set``, as one ``error:`` line on stderr.
+``run`` and ``launch`` print the same JSON (``--json``): ``run_id``, ``run_dir``, ``status``,
+``steps_done``, ``step_time_ms`` (the time per step: elapsed ÷ steps, so × ``samples_per_s`` it is
+the batch), ``typical_step_ms`` (the median step), ``stalled_share``, ``samples_per_s``,
+``peak_memory_mb``, ``error`` and the rest of ``result.json``. Exit codes: 0 the run ended ``ok``; 1
+it ended ``failed``/``out_of_memory``/``killed`` (the JSON is still printed); 2 bad usage, unknown
+workload or bad ``--set``, as one ``error:`` line on stderr.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def _follow(handle: RunHandle, args: argparse.Namespace) -> int:
         figures = [f"{result.steps_done} steps"]
         if result.step_time_ms is not None:
             figures.append(f"{result.step_time_ms:.2f} ms/step")
-            typical = steady.typical_note(result.step_time_ms, result.typical_step_ms, result.stalled_share)
+            typical = steady.typical_note(result.step_time_ms, result.typical_step_ms,
+                                          result.stalled_share)
             figures.extend([typical] if typical else [])
         if result.samples_per_s is not None:
             figures.append(f"{result.samples_per_s:.1f} samples/s")

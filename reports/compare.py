@@ -38,8 +38,9 @@ class Comparison:
 
     @property
     def speedup(self) -> float | None:
-        """A's time per step over B's (> 1: B is faster): the inverse of the gate's ratio, and for equal batches
-        the samples/s ratio an Apply judges (:func:`stepwise_agent.steady.time_per_step`)."""
+        """A's time per step over B's (> 1: B is faster): the inverse of the gate's ratio, and for
+        equal batches the samples/s ratio an Apply judges
+        (:func:`stepwise_agent.steady.time_per_step`)."""
         a, b = steady.time_per_step(self.step_ms_a), steady.time_per_step(self.step_ms_b)
         return a / b if a and b else None
 

@@ -63,7 +63,8 @@ def evidence_value(key: str, value: object) -> str:
         return str(value)
     v = float(value)
     unit = _unit(key)
-    if key == "mfu":  # the words of the efficiency sentence beside it: one MFU per run, never two roundings
+    # the words of the efficiency sentence beside it: one MFU per run, never two roundings
+    if key == "mfu":
         return f"{mfu_percent(v)}%"
     if unit == "pct":
         return f"{100 * v:.1f}%"

@@ -1,12 +1,13 @@
 """The regression gate: is NEW slower than BASE beyond a tolerance *and* beyond noise? And what moved?
 
-**The statistic.** ``ratio = NEW's time per step / BASE's`` (> 1: NEW is slower), each the elapsed time of
-the samples of :mod:`advisors.compare.step_samples` (a run's measured steps, a trace's profiled steps per rank)
-over their count — the one speed of Stepwise (:func:`stepwise_agent.steady.time_per_step`), the inverse of the
-samples/s ratio an Apply judges — with a 95 % interval (:func:`advisors.stats.mean_ratio`: a block bootstrap of
-each side's steps, fixed seed, so the same inputs always get the same verdict). A loader that stalls every few
-steps slows the run by its stalls, whatever the typical (median) step does; the typical step is shown beside
-the time per step, never in its place.
+**The statistic.** ``ratio = NEW's time per step / BASE's`` (> 1: NEW is slower), each the elapsed
+time of the samples of :mod:`advisors.compare.step_samples` (a run's measured steps, a trace's
+profiled steps per rank) over their count — the one speed of Stepwise
+(:func:`stepwise_agent.steady.time_per_step`), the inverse of the samples/s ratio an Apply judges —
+with a 95 % interval (:func:`advisors.stats.mean_ratio`: a block bootstrap of each side's steps,
+fixed seed, so the same inputs always get the same verdict). A loader that stalls every few steps
+slows the run by its stalls, whatever the typical (median) step does; the typical step is shown
+beside the time per step, never in its place.
 
 **The verdict.** ``regression`` when the ratio exceeds ``1 + max_slowdown`` *and* the change is shown beyond
 noise, by either of two kinds of evidence (the verdict names which decided, :attr:`RegressionCheck.decided_by`):
@@ -96,11 +97,12 @@ class Side:
 
 @dataclass(frozen=True)
 class RegressionCheck:
-    """The verdict, the numbers it rests on and the reason in one paragraph. ``estimate`` is ``None`` when a
-    side has fewer than :data:`MIN_STEPS` steps (``ratio`` is then the bare ratio of times per step). ``contended``:
-    other programs' competition for the cores may explain the change, so it was not called. ``decided_by``: the
-    evidence that showed a regression or an improvement beyond noise; ``structure``: the categories that moved
-    in (nearly) every step; ``detectable``: the smallest ratio the interval could have shown."""
+    """The verdict, the numbers it rests on and the reason in one paragraph. ``estimate`` is
+    ``None`` when a side has fewer than :data:`MIN_STEPS` steps (``ratio`` is then the bare ratio of
+    times per step). ``contended``: other programs' competition for the cores may explain the
+    change, so it was not called. ``decided_by``: the evidence that showed a regression or an
+    improvement beyond noise; ``structure``: the categories that moved in (nearly) every step;
+    ``detectable``: the smallest ratio the interval could have shown."""
 
     verdict: Verdict
     ratio: float
@@ -365,7 +367,8 @@ def check_json(c: RegressionCheck) -> dict[str, Any]:
 
 def _side_json(s: Side) -> dict[str, Any]:
     return {"label": s.label, "kind": s.samples.kind, "step_time_ms": round(s.step_time_ms, 4), "steps": s.steps,
-            "typical_step_ms": round(s.typical_step_ms, 4), "stalled_share": round(s.stalled_share, 4),
+            "typical_step_ms": round(s.typical_step_ms, 4),
+            "stalled_share": round(s.stalled_share, 4),
             "sampled": s.samples.what, "device": s.device, "bottleneck": s.bottleneck.value,
             "headline": s.headline}
 

@@ -86,13 +86,15 @@ def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.
 
 
 def per_step_label(values: tuple[float, ...] | list[float]) -> str:
-    """``"12.3 ms"``: the time per step of per-step times (elapsed ÷ steps), or a dash when there are none."""
+    """``"12.3 ms"``: the time per step of per-step times (elapsed ÷ steps), or a dash when there
+    are none."""
     per = steady.time_per_step(values)
     return f"{per:.1f} ms" if per else "—"
 
 
 def typical_label(values: tuple[float, ...] | list[float]) -> str:
-    """``typical step (median) 2.1 ms, 12% of steps stalled`` when apart from the time per step, else ``""``."""
+    """``typical step (median) 2.1 ms, 12% of steps stalled`` when apart from the time per step,
+    else ``""``."""
     return steady.typical_note(steady.time_per_step(values), steady.typical_step(values),
                                steady.stalled_share(values))
 

@@ -35,7 +35,8 @@ c = compare(ta, tb)
 cols = st.columns(3)
 for col, name, ms in ((cols[0], "A", c.step_ms_a), (cols[1], "B", c.step_ms_b)):
     col.metric(f"{name} time per step", tables.per_step_label(ms),
-               help="Elapsed time of the measured steps over their count: the speed every verdict reads.")
+               help="Elapsed time of the measured steps over their count: the speed every verdict "
+                    "reads.")
     if typical := tables.typical_label(ms):
         col.caption(typical.capitalize() + ".")
 check = compare_panels.verdict(ta, tb, c)

@@ -49,7 +49,8 @@ if record is not None:
 if record is not None and record.kind == "experiment":
     source = record.source_run
     if source:
-        said = data.experiment_outcomes([record]).get(record.run_id, record.status.value)  # its outcome word
+        # its outcome word
+        said = data.experiment_outcomes([record]).get(record.run_id, record.status.value)
         st.info(f"{ui.text(record.label)}: an experiment ({ui.text(said)}). Its result is on the Advisor page "
                 "of the run it was started from.", icon=":material/science:")
         st.page_link("views/advisor.py", label="Open its result", icon=":material/lightbulb:",

@@ -74,7 +74,8 @@ class RunResult:
     status: RunStatus
     error: str | None = None
     steps_done: int = 0
-    step_time_ms: float | None = None  # the run's time per step: elapsed ÷ steps over the steady steps (steady)
+    # the run's time per step: elapsed ÷ steps over the steady steps (steady)
+    step_time_ms: float | None = None
     step_time_iqr_ms: float | None = None
     samples_per_s: float | None = None
     peak_memory_mb: float | None = None
@@ -96,7 +97,8 @@ class RunResult:
     peak_memory_profiled_mb: float | None = None  # the profiled window's peak (the profiler's events included)
     profile_cut: str | None = None  # why the memory guard cut the profile (the profiler's events outgrew …)
     typical_step_ms: float | None = None  # the median measured step: a step that did not stall
-    stalled_share: float | None = None  # of the measured steps, those over steady.STALL_FACTOR typical steps
+    # of the measured steps, those over steady.STALL_FACTOR typical steps
+    stalled_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: _clean(v) for k, v in asdict(self).items()}
@@ -160,8 +162,8 @@ class RunRecord:
 class StepSummary:
     """The measured part of a :class:`RunResult`, derived from raw step rows by :func:`summarise_steps`.
 
-    ``step_time_ms`` is the run's time per step: its measured steps' elapsed time over their count (see
-    :func:`summarise_steps`); ``typical_step_ms`` their median, beside it."""
+    ``step_time_ms`` is the run's time per step: its measured steps' elapsed time over their count
+    (see :func:`summarise_steps`); ``typical_step_ms`` their median, beside it."""
 
     steps_done: int = 0
     step_time_ms: float | None = None
@@ -198,7 +200,8 @@ class MeasuredSteps:
 
     @property
     def step_time_ms(self) -> float:
-        """The run's time per step (:func:`stepwise_agent.steady.time_per_step`): elapsed ÷ steps."""
+        """The run's time per step (:func:`stepwise_agent.steady.time_per_step`): elapsed ÷
+        steps."""
         return steady.time_per_step(self.walls_ms) or 0.0
 
     @property
@@ -275,8 +278,9 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: 
     share = sum(m.data_ms) / sum(m.walls_ms) if m.data_ms is not None else None
     return replace(base, step_time_ms=_opt_float(m.step_time_ms), data_wait_share=_opt_float(share),
                    step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
-                   step_time_steps=len(m.walls_ms), step_time_basis=m.basis, samples_per_s=m.samples_per_s,
-                   typical_step_ms=_opt_float(m.typical_step_ms), stalled_share=_opt_float(m.stalled_share))
+                   step_time_steps=len(m.walls_ms), step_time_basis=m.basis,
+                   samples_per_s=m.samples_per_s, typical_step_ms=_opt_float(m.typical_step_ms),
+                   stalled_share=_opt_float(m.stalled_share))
 
 
 def _peak_mb(telemetry: pd.DataFrame) -> float | None:

@@ -257,22 +257,24 @@ def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(store: R
 
 
 @pytest.mark.slow
-def test_compare_on_an_applys_own_trial_pair_reads_as_its_card(walked: dict[str, Any],
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """The walk read "rejected: slower 0.26×" on the Apply card and "Speed-up of B 3.96× ↑" on Compare for the
-    same pair (throughput on one, the median step on the other). Compare and ``compare --json`` on the Apply's
-    first back-to-back pair in its verdict: its direction is the card's, its speed-up that pair's own ratio on the card."""
+def test_compare_on_an_applys_own_trial_pair_reads_as_its_card(
+        walked: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """The walk read "rejected: slower 0.26×" on the Apply card and "Speed-up of B 3.96× ↑" on
+    Compare for the same pair (throughput on one, the median step on the other). Compare and
+    ``compare --json`` on the Apply's first back-to-back pair in its verdict: its direction is the
+    card's, its speed-up that pair's own ratio on the card."""
     store = walked["store"]
     x = _view(store, walked["apply"]).record
     assert x is not None
     if x.outcome in ("not applied", "failed") or not x.pair_ratios:
         pytest.skip(f"the Apply judged no pair ({x.outcome})")
-    first = min(t.pair for t in x.trials if t.in_verdict and t.role == "patched")  # pair_ratios[0]'s pair
+    # pair_ratios[0]'s pair
+    first = min(t.pair for t in x.trials if t.in_verdict and t.role == "patched")
     pair = {t.role: t for t in x.trials if t.pair == first}
     base, new = pair["baseline"], pair["patched"]
     assert base.run_id and new.run_id
-    doc = _json(capsys, advisors_main, "compare", str(store.path(base.run_id)), str(store.path(new.run_id)),
-                "--json")
+    doc = _json(capsys, advisors_main, "compare", str(store.path(base.run_id)),
+                str(store.path(new.run_id)), "--json")
     compared = 1 / doc["ratio"]  # NEW's time per step over BASE's, inverted: B's speed-up
     own = base.step_time_ms / new.step_time_ms if base.step_time_ms and new.step_time_ms else None
     assert own is not None and compared == pytest.approx(own, rel=0.01)  # the trial rows' ms/step

@@ -1,5 +1,6 @@
-"""One step time per run (issue 12.1): the run's time per step after warm-up, equal on the Runs list, the
-Analysis page, ``analyze --json`` and the report; the profiled window's own median is labelled as such.
+"""One step time per run (issue 12.1): the run's time per step after warm-up, equal on the Runs
+list, the Analysis page, ``analyze --json`` and the report; the profiled window's own median is
+labelled as such.
 
 The fake run's ``result.json`` says 51 ms while its trace's profiled steps last 50 ms: the two numbers a page
 could show, so a page that reads the wrong one fails here."""

@@ -30,8 +30,8 @@ def arm_json(arm: Arm[Spec] | None, samples_per_s: float | None) -> dict[str, An
     if arm is None:
         return None
     spread = relative_spread([t.throughput for t in arm.trials])
-    return {"label": arm.label, "status": arm.status, "runs": len(arm.outcomes), "step_time_ms": _r(arm.step_time_ms),
-            "typical_step_ms": _r(arm.median_step_ms),
+    return {"label": arm.label, "status": arm.status, "runs": len(arm.outcomes),
+            "step_time_ms": _r(arm.step_time_ms), "typical_step_ms": _r(arm.median_step_ms),
             "step_iqr_ms": _r(float(np.median([iqr(t.walls_ms) for t in arm.trials])) if arm.trials else None),
             "trial_spread": _r(spread),
             "warning": f"trials {spread:.0%} apart: noisy machine, wide interval" if spread > SPREAD_WARNING else None,
@@ -56,7 +56,8 @@ def experiment_json(e: Experiment[Spec], rec: ExperimentRecord) -> dict[str, Any
         "pair_ratios": list(rec.pair_ratios), "inconclusive": rec.inconclusive, "outcome": rec.outcome_text,
         "interval_level": rec.level, "min_gain": rec.min_gain, "kept": rec.outcome == "kept", "reason": rec.reason,
         "loss_delta": rec.loss_delta, "loss_step": rec.loss_step, "loss_tolerance": rec.loss_tolerance,
-        "trials": rec.runs_per_arm, "trials_asked": rec.trials_per_arm, "snippet": rec.snippet, "not_applied": rec.not_applied,
+        "trials": rec.runs_per_arm, "trials_asked": rec.trials_per_arm, "snippet": rec.snippet,
+        "not_applied": rec.not_applied,
         "applied": applied_json(e),
         "upper_bound_speedup": bound.speedup if bound else None,
         "bound": None if bound is None else {"speedup": bound.speedup, "assumption": bound.assumption,
@@ -123,7 +124,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
             lines.append(_row("  (reference: budget lifted)", first.reference, None, None, ""))
     for r, x in zip(ladder.rungs, rec.rounds):
         e = r.experiment
-        bound = f" (upper bound {x.bound.text})" if x.bound else ""  # its text says why a gain passed it
+        # its text says why a gain passed it
+        bound = f" (upper bound {x.bound.text})" if x.bound else ""
         verdict = f"{x.outcome.upper() if x.outcome in ('kept', 'inconclusive') else x.outcome} — {x.reason}{bound}"
         verdict += f" (at {x.where})" if x.where else ""
         lines.append(_row(f"+ {x.fix_id} ({x.acts_on})", e.patched, x, x.cumulative_speedup, verdict))
@@ -137,7 +139,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
     lines.append("before/s, after/s: samples per second of the round's own baseline and of the patched arm (total "
                  "samples / total time of the timed steps, median over an arm's trials); speed-up = after/s ÷ "
                  "before/s, the number that decided, with its bootstrap interval over the back-to-back pairs; "
-                 "ms/step: the arm's time per step (one step's samples ÷ its samples/s: the same speed)")
+                 "ms/step: the arm's time per step (one step's samples ÷ its samples/s: the same "
+                 "speed)")
     lines.append(f"total speedup (product of kept fixes): {rec.total_speedup:.2f}x")
     lines.append(rec.why_stopped)
     for a in rec.not_retried:

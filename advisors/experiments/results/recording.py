@@ -45,19 +45,22 @@ def bound_record(bound: Bound | None, baseline: str, baseline_run: str | None,
     over = e is not None and e.ratio is not None and exceeds(e.speedup, bound.speedup)
     why = None
     if over and e is not None:
-        why = rest_got_faster(e.fix.id, e.before.rest_ms, e.patched.step_time_ms) or _noise_why(e, bound.speedup)
+        why = rest_got_faster(e.fix.id, e.before.rest_ms, e.patched.step_time_ms) or \
+            _noise_why(e, bound.speedup)
     return BoundRecord(speedup=bound.speedup, assumption=bound.assumption or None, baseline=baseline,
                        baseline_run=baseline_run, exceeded=over, exceeded_why=why,
                        measured=e.speedup if over and e is not None else None)
 
 
 def _noise_why(e: Experiment[Spec], bound: float) -> str | None:
-    """Why a gain past its bound need not mean the bound is wrong: its interval reaches below the bound."""
+    """Why a gain past its bound need not mean the bound is wrong: its interval reaches below the
+    bound."""
     ratio = e.ratio
     if ratio is None or ratio.low > bound:
         return None
-    return (f"its {ratio.level:.0%} interval [{ratio.low:.2f}, {ratio.high:.2f}] reaches below the bound, so the "
-            "excess may be run-to-run noise; the gain shown is not proven to be above the bound")
+    return (f"its {ratio.level:.0%} interval [{ratio.low:.2f}, {ratio.high:.2f}] reaches below the "
+            "bound, so the excess may be run-to-run noise; the gain shown is not proven to be "
+            "above it")
 
 
 def trial_records(e: Experiment[Spec], round_: int | None = None) -> tuple[TrialRecord, ...]:

@@ -1,6 +1,6 @@
-"""An experiment's record says what its runs did: the runs per arm its verdict rests on (not the runs asked
-for), arms' ms/step that multiply with their samples/s to the batch, and a gain past the fix's upper bound
-flagged with why (``beyond_bound``), never a bare bound beside a larger gain."""
+"""An experiment's record says what its runs did: the runs per arm its verdict rests on (not the
+runs asked for), arms' ms/step that multiply with their samples/s to the batch, and a gain past the
+fix's upper bound flagged with why (``beyond_bound``), never a bare bound beside a larger gain."""
 
 from __future__ import annotations
 
@@ -23,19 +23,22 @@ BATCH = 32.0
 BOUND = Bound("cache_decoded", 0.6, 2.5, "if the time drawing batches vanished")
 
 
-def _runner(base_ms: float, patched_ms: float, data_ms: float | None = None, stall_every: int = 0) -> Any:
-    """Trials of 15 steps: ``base_ms`` (``patched_ms`` with the cache), 1% noise; ``stall_every``: every Nth
-    step of the baseline takes 4x (a loader that stalls); ``data_ms``: the baseline's batch drawing per step."""
+def _runner(base_ms: float, patched_ms: float, data_ms: float | None = None,
+            stall_every: int = 0) -> Any:
+    """Trials of 15 steps: ``base_ms`` (``patched_ms`` with the cache), 1% noise; ``stall_every``:
+    every Nth step of the baseline takes 4x (a loader that stalls); ``data_ms``: the baseline's
+    batch drawing per step."""
     calls: list[ScriptSpec] = []
 
     def run(spec: ScriptSpec, on_progress: Any = None) -> RunOutcome:
         calls.append(spec)
         patched = bool(knob(spec, "cache_decoded"))
         rng = np.random.default_rng(len(calls))
-        walls = [(patched_ms if patched else base_ms) * (1 + 0.01 * rng.standard_normal()) for _ in range(15)]
+        ms = patched_ms if patched else base_ms
+        walls = [ms * (1 + 0.01 * rng.standard_normal()) for _ in range(15)]
         if stall_every and not patched:
             walls = [w * (4 if (i + 1) % stall_every == 0 else 1) for i, w in enumerate(walls)]
-        data = tuple(data_ms if not patched else 0.5 for _ in walls) if data_ms is not None else None
+        data = None if data_ms is None else tuple(0.5 if patched else data_ms for _ in walls)
         trial = Trial(tuple(float(w) for w in walls), BATCH, data)
         return RunOutcome("ok", trial, 700.0, (2.3, 1.0), 20, None, f"fake-{len(calls)}")
 
@@ -43,7 +46,8 @@ def _runner(base_ms: float, patched_ms: float, data_ms: float | None = None, sta
 
 
 def _record(trials: int, runner: Any, bound: Bound | None = None) -> ExperimentRecord:
-    e = run_experiment(BASE, FIXES["cache_decoded"], runner, Policy(trials=trials, n_boot=400), apply=apply)
+    policy = Policy(trials=trials, n_boot=400)
+    e = run_experiment(BASE, FIXES["cache_decoded"], runner, policy, apply=apply)
     return experiment_record(e, bound=bound_record(bound, "the diagnosis of the run", "run-1", e))
 
 
@@ -55,27 +59,36 @@ def test_runs_per_arm_are_the_runs_in_the_verdict(trials: int) -> None:
 
 
 def test_an_arms_ms_per_step_times_its_samples_per_s_is_the_batch() -> None:
-    """A baseline that stalls every 5th step: its time per step is the stalls' too, its typical step is not."""
+    """A baseline that stalls every 5th step: its time per step is the stalls' too, its typical step
+    is not."""
     x = _record(3, _runner(100.0, 20.0, stall_every=5))
-    for ms, rate in ((x.before_step_ms, x.before_samples_per_s), (x.after_step_ms, x.after_samples_per_s)):
-        assert ms is not None and rate is not None and ms * rate / 1e3 == pytest.approx(BATCH, rel=1e-3)
+    arms = ((x.before_step_ms, x.before_samples_per_s), (x.after_step_ms, x.after_samples_per_s))
+    for ms, rate in arms:
+        assert ms is not None and rate is not None
+        assert ms * rate / 1e3 == pytest.approx(BATCH, rel=1e-3)
     assert x.before_typical_ms is not None and x.before_step_ms is not None
-    assert x.before_typical_ms == pytest.approx(100.0, rel=0.05) and x.before_step_ms > 1.5 * x.before_typical_ms
-    assert x.speedup == pytest.approx(x.before_step_ms / x.after_step_ms, rel=0.02)  # one speed, two units
+    assert x.before_typical_ms == pytest.approx(100.0, rel=0.05)
+    assert x.before_step_ms > 1.5 * x.before_typical_ms
+    # one speed, two units
+    assert x.speedup == pytest.approx(x.before_step_ms / x.after_step_ms, rel=0.02)
 
 
 def test_a_gain_past_its_bound_says_why() -> None:
-    x = _record(3, _runner(100.0, 20.0), BOUND)  # 5x measured against a 2.5x bound, the interval well above it
+    # 5x measured against a 2.5x bound, the interval well above it
+    x = _record(3, _runner(100.0, 20.0), BOUND)
     beyond = x.beyond_bound
     assert beyond is not None and beyond["bound"] == 2.5 and beyond["measured"] == x.speedup
     assert beyond["why"] == UNEXPLAINED  # the steps show no cause: the bound was wrong for this run
-    assert x.bound is not None and f"measured {x.speedup:.2f}× is above it: {UNEXPLAINED}" in x.bound.text
+    assert x.bound is not None
+    assert f"measured {x.speedup:.2f}× is above it: {UNEXPLAINED}" in x.bound.text
     assert x.to_json()["beyond_bound"] == beyond
-    assert ExperimentRecord.from_json(x.to_json()).beyond_bound == beyond  # stored, read back the same
+    # stored, read back the same
+    assert ExperimentRecord.from_json(x.to_json()).beyond_bound == beyond
 
 
 def test_a_gain_past_its_bound_names_the_rest_of_the_step_when_the_steps_show_it() -> None:
-    """The baseline's step without its drawing (100 − 40 = 60 ms) is longer than the patched step (20 ms)."""
+    """The baseline's step without its drawing (100 − 40 = 60 ms) is longer than the patched step
+    (20 ms)."""
     x = _record(3, _runner(100.0, 20.0, data_ms=40.0), BOUND)
     beyond = x.beyond_bound
     assert beyond is not None and "the rest of the step got faster too" in beyond["why"]
