@@ -273,8 +273,10 @@ def test_compare_on_an_applys_own_trial_pair_reads_as_its_card(
     pair = {t.role: t for t in x.trials if t.pair == first}
     base, new = pair["baseline"], pair["patched"]
     assert base.run_id and new.run_id
-    doc = _json(capsys, advisors_main, "compare", str(store.path(base.run_id)),
-                str(store.path(new.run_id)), "--json")
+    sides = [str(store.path(base.run_id)), str(store.path(new.run_id))]
+    code = advisors_main(["compare", *sides, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == {"regression": 1, "inconclusive": 3}.get(doc["verdict"], 0)  # a slower B exits 1
     compared = 1 / doc["ratio"]  # NEW's time per step over BASE's, inverted: B's speed-up
     own = base.step_time_ms / new.step_time_ms if base.step_time_ms and new.step_time_ms else None
     assert own is not None and compared == pytest.approx(own, rel=0.01)  # the trial rows' ms/step
