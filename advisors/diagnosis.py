@@ -94,7 +94,7 @@ def _notes(rules: Sequence[Rule], facts: Facts, fired: set[Bottleneck], obs: Obs
 
 def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
     """The few numbers a reader checks first, plus the binding finding's own evidence."""
-    # the run's one step time (its median measured step) when it has one; the profiled window's beside it
+    # the run's one step time (its time per step) when it has one; the profiled window's beside it
     run_ms = f.run.step_time_ms if f.run is not None else None
     out: dict[str, EvidenceValue] = {"step_time_ms": round(run_ms if run_ms is not None else f.step_ms, 4),
                                      "profiled_step_time_ms": round(f.step_ms, 4) if f.has_steps else None,
@@ -109,7 +109,8 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
         if f.cpu_bf16_fast is not None:  # bf16 is a fix on this CPU only when its matmuls beat fp32 there
             out["cpu_bf16_fast"] = f.cpu_bf16_fast
         if f.efficiency is not None:  # achieved FLOP/s against the device's peak (or why it is unknown)
-            out.update({"mfu": None if f.mfu is None else round(f.mfu, 4), "efficiency": f.efficiency.phrase()})
+            out.update({"mfu": None if f.mfu is None else round(f.mfu, 6),  # its sentence's MFU
+                        "efficiency": f.efficiency.phrase()})
     if f.run is not None:
         out.update({"run_status": f.run.status, "peak_memory_mb": f.run.peak_memory_mb})
     if binding is not None:

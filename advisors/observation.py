@@ -72,11 +72,16 @@ class RunFacts:
     cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.efficiency.calibrate)
     cpu_bf16_fast: bool | None = None  # bf16 matmuls faster than fp32 on this CPU (measured or its flags)
     cpu_bf16_basis: str = ""  # what said so, in words
-    step_time_steps: int | None = None  # how many steps step_time_ms is the median of (stepwise_agent.steady)
+    # how many steps step_time_ms is measured over (stepwise_agent.steady)
+    step_time_steps: int | None = None
     step_time_basis: str | None = None  # how they were chosen ("steady", or a short run's wider basis)
     data_wait_share: float | None = None  # steady steps' time drawing batches, no profiler on (steps.jsonl data_ms)
     threads: ThreadUse | None = None  # a launched script's threads and cores, from its agent (injected.json)
     trigger: CaptureTrigger | None = None  # a watched run's capture: what made it profile itself (capture.json)
+    # the median measured step, beside the time per step (step_time_ms)
+    typical_step_ms: float | None = None
+    # of the measured steps, those that stalled (stepwise_agent.steady)
+    stalled_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,14 @@ def run_facts(run_dir: Path) -> RunFacts:
         error=result.error if result else None,
         steps_done=result.steps_done if result and result.steps_done else int(measured.steps_done),
         planned_steps=spec.steps if spec else None,
-        step_time_ms=_first(result.step_time_ms if result else None, measured.step_time_ms),
+        # a result.json without typical_step_ms is older than the time per step: its step_time_ms
+        # was a median
+        step_time_ms=_first(
+            result.step_time_ms if result and result.typical_step_ms is not None else None,
+            measured.step_time_ms, result.step_time_ms if result else None),
+        typical_step_ms=_first(result.typical_step_ms if result else None,
+                               measured.typical_step_ms),
+        stalled_share=_first(result.stalled_share if result else None, measured.stalled_share),
         samples_per_s=_first(result.samples_per_s if result else None, measured.samples_per_s),
         peak_memory_mb=peak,
         memory_budget_mb=float(spec.memory_budget_mb) if spec and spec.memory_budget_mb else None,

@@ -1,5 +1,6 @@
-"""Small, honest statistics for A/B trials: medians, IQR, and a paired two-level bootstrap on a throughput ratio;
-for two single measurements (the regression gate), a bootstrap on the ratio of their median step times.
+"""Small, honest statistics for A/B trials: medians, IQR, and a paired two-level bootstrap on a
+throughput ratio; for two single measurements (the regression gate), a block bootstrap on the ratio
+of their times per step.
 
 A trial is one run: an array of per-step wall times (ms) and the samples one step processes. Its throughput
 is ``samples_per_step / mean(wall) × 1000`` (samples/s): the mean, not the median, because throughput is
@@ -15,10 +16,12 @@ own ratio is kept (:attr:`RatioEstimate.pairs`) so a verdict can ask whether the
 each other (process start, load from other programs) more than steps within a run do, so the interval comes
 from a two-level bootstrap of the same statistic: pairs with replacement, then steps within each run.
 
-:func:`median_ratio` serves a comparison of *one* run (or trace) per side: the ratio of the two sides' median
-step times, its interval from resampling each side's steps with replacement. With one run per side the
-run-to-run noise cannot be seen in it (only the step-to-step noise can): a gate built on it needs a tolerance
-as well (see :mod:`advisors.compare.regression`).
+:func:`mean_ratio` serves a comparison of *one* run (or trace) per side: the ratio of the two sides'
+times per step (elapsed ÷ steps, the same statistic as the throughput, inverted), its interval from
+a block bootstrap of each side's steps. (:func:`median_ratio`, of the typical steps, is kept for
+what asks about a typical step, never for a speed.) With one run per side the run-to-run noise
+cannot be seen in it (only the step-to-step noise can): a gate built on it needs a tolerance as well
+(see :mod:`advisors.compare.regression`).
 """
 
 from __future__ import annotations
@@ -54,10 +57,11 @@ class Trial:
 
     @property
     def rest_ms(self) -> float | None:
-        """The median step without its batch drawing (``wall − data``), or ``None`` when not recorded."""
+        """The time per step without its batch drawing (mean of ``wall − data``), or ``None`` when
+        not recorded: read against a time per step, so the same statistic on both sides."""
         if not self.data_ms or len(self.data_ms) != len(self.walls_ms):
             return None
-        return float(np.median([w - d for w, d in zip(self.walls_ms, self.data_ms)]))
+        return float(np.mean([w - d for w, d in zip(self.walls_ms, self.data_ms)]))
 
     @property
     def throughput(self) -> float:
@@ -69,7 +73,7 @@ class Trial:
 @dataclass(frozen=True)
 class RatioEstimate:
     """A ``b / a`` ratio with its bootstrap interval: of throughputs from :func:`throughput_ratio` (> 1: B is
-    faster per sample), of median step times from :func:`median_ratio` (> 1: B is slower)."""
+    faster per sample), of times per step from :func:`mean_ratio` (> 1: B is slower)."""
 
     point: float
     low: float
@@ -141,6 +145,47 @@ def median_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, l
     low, high = np.percentile(med_b / med_a, [tail, 100 - tail])
     point = float(np.median(vb) / np.median(va))
     return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
+
+
+def mean_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, level: float = LEVEL,
+               seed: int = SEED) -> RatioEstimate:
+    """``mean(b) / mean(a)`` of two runs' per-step times: the ratio of their times per step (elapsed
+    ÷ steps, :func:`stepwise_agent.steady.time_per_step`), which for equal batches is the inverse of
+    their samples/s ratio. Its interval comes from a circular block bootstrap of each side's steps
+    (blocks of :func:`block_length` consecutive steps), so a stall that recurs every few steps stays
+    in the resamples at its own rate instead of being drawn independently of its neighbours."""
+    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if va.size == 0 or vb.size == 0 or np.any(va <= 0) or np.any(vb <= 0):
+        raise ValueError("both samples need at least one positive value, and only positive values")
+    rng = np.random.default_rng(seed)
+    mean_a, mean_b = _boot_block_means(va, n_boot, rng), _boot_block_means(vb, n_boot, rng)
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(mean_b / mean_a, [tail, 100 - tail])
+    point = float(vb.mean() / va.mean())
+    return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
+
+
+def block_length(n: int) -> int:
+    """Consecutive steps per resampled block: about ``n^(1/3)`` (the usual rate for a mean), at
+    least one."""
+    return max(1, min(n, round(n ** (1 / 3))))
+
+
+def _boot_block_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_boot`` circular block-bootstrap resamples of ``values`` (in chunks of
+    ``BOOT_CELLS``)."""
+    n = values.size
+    k = block_length(n)
+    blocks = -(-n // k)
+    offsets = np.arange(k)
+    rows = max(1, BOOT_CELLS // (blocks * k))
+    out = []
+    for i in range(0, n_boot, rows):
+        m = min(rows, n_boot - i)
+        starts = rng.integers(0, n, size=(m, blocks, 1))
+        idx = ((starts + offsets) % n).reshape(m, blocks * k)[:, :n]
+        out.append(values[idx].mean(axis=1))
+    return np.concatenate(out)
 
 
 def _boot_medians(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:

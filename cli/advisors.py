@@ -26,6 +26,7 @@ from profilers.errors import StepwiseError
 from profilers.telemetry.summary import describe_telemetry
 from profilers.efficiency.accelerator import shown_name
 from profilers.trace.memory_snapshot import GIB, gib_device
+from stepwise_agent import steady
 
 
 class _Parser(argparse.ArgumentParser):
@@ -108,8 +109,8 @@ def _print_text(result: dict[str, Any]) -> None:
         print(f"{device} · {steps} steps · no step was measured: no step time, no bottleneck"
               + (f" (the run ended: {error})" if error else ""))
     else:
-        print(f"{device} · ranks {result['ranks']} · {steps} steps · median step "
-              f"{result['step_time_ms']:.2f} ms{_profiled(result)} · "
+        print(f"{device} · ranks {result['ranks']} · {steps} steps · time per step "
+              f"{result['step_time_ms']:.2f} ms{_typical(result)}{_profiled(result)} · "
               f"bottleneck: {result['bottleneck']}")
     for cat, v in sorted(result["breakdown"].items(), key=lambda kv: -kv[1]["share"]):
         if v["share"] > 0:
@@ -170,6 +171,15 @@ def _print_job(job: dict[str, Any]) -> None:
         worst = max(c["exposed_ms_by_rank"].items(), key=lambda kv: kv[1], default=None)
         print(f"    {c['name'][:60]}: {c['exposed_ms']:.2f} of {c['total_ms']:.2f} ms exposed"
               + (f", most on rank {worst[0]} ({worst[1]:.2f} ms)" if worst else ""))
+
+
+def _typical(result: dict[str, Any]) -> str:
+    """`` (typical step (median) 2.1 ms, 12% of steps stalled)`` when a run's typical step is
+    apart."""
+    run = result.get("run") or {}
+    said = steady.typical_note(result["step_time_ms"], run.get("typical_step_ms"),
+                               run.get("stalled_share"))
+    return f" ({said})" if said else ""
 
 
 def _profiled(result: dict[str, Any]) -> str:

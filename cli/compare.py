@@ -21,6 +21,7 @@ from advisors.compare.sides import observe_side, side_of
 from profilers.store import baselines
 from profilers.errors import RunError, StepwiseError
 from profilers.store.runs import RunStore
+from stepwise_agent import steady
 
 MAX_PERCENT = 1000.0
 _SINGULAR = {"categories": "category", "kernels": "kernel", "operators": "operator"}
@@ -144,7 +145,7 @@ def print_text(result: dict[str, Any]) -> None:
     """The verdict for a person: one line, both sides, what moved most."""
     if "baseline" in result:
         prev = f" (was {result['previous']})" if result["previous"] else ""
-        print(f"pinned baseline {result['baseline']} = run {result['run_id']}{prev}: median step "
+        print(f"pinned baseline {result['baseline']} = run {result['run_id']}{prev}: time per step "
               f"{result['step_time_ms']:.4g} ms over {result['sampled']}")
         return
     env = result.get("environment") or {}
@@ -153,8 +154,11 @@ def print_text(result: dict[str, Any]) -> None:
     print(f"{result['verdict']}: {result['reason']}")
     for key in ("base", "new"):
         s = result[key]
-        print(f"  {key:<4} {s['step_time_ms']:>10.4g} ms  {s['sampled']} · bottleneck {s['bottleneck']} · "
-              f"{s['label']}")
+        typical = steady.typical_note(s["step_time_ms"], s.get("typical_step_ms"),
+                                      s.get("stalled_share"))
+        beside = f" · {typical}" if typical else ""
+        print(f"  {key:<4} {s['step_time_ms']:>10.4g} ms/step  {s['sampled']}{beside}"
+              f" · bottleneck {s['bottleneck']} · {s['label']}")
     for key in ("base", "new"):
         r = (result.get("ranks") or {}).get(key)
         if r is not None:

@@ -8,10 +8,12 @@
 - ``list [--json] [--kind run|launch|upload] [--limit N] [--store DIR]``
 - ``watch [options] -- python train.py ARGS…`` and ``capture RUN``: :mod:`cli.watch`
 
-``run`` and ``launch`` print the same JSON (``--json``): ``run_id``, ``run_dir``, ``status``, ``steps_done``,
-``step_time_ms`` (median), ``samples_per_s``, ``peak_memory_mb``, ``error`` and the rest of ``result.json``.
-Exit codes: 0 the run ended ``ok``; 1 it ended ``failed``/``out_of_memory``/``killed`` (the JSON is still
-printed); 2 bad usage, unknown workload or bad ``--set``, as one ``error:`` line on stderr.
+``run`` and ``launch`` print the same JSON (``--json``): ``run_id``, ``run_dir``, ``status``,
+``steps_done``, ``step_time_ms`` (the time per step: elapsed ÷ steps, so × ``samples_per_s`` it is
+the batch), ``typical_step_ms`` (the median step), ``stalled_share``, ``samples_per_s``,
+``peak_memory_mb``, ``error`` and the rest of ``result.json``. Exit codes: 0 the run ended ``ok``; 1
+it ended ``failed``/``out_of_memory``/``killed`` (the JSON is still printed); 2 bad usage, unknown
+workload or bad ``--set``, as one ``error:`` line on stderr.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from profilers.errors import StepwiseError
 from profilers.run.handle import RunHandle
 from profilers.run.records import RUN_KINDS, RunRecord, RunResult, RunStatus
 from profilers.store.runs import RunStore
+from stepwise_agent import steady
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE = 0, 1, 2
 BAR_WIDTH = 24
@@ -169,7 +172,10 @@ def _report(handle: RunHandle, result: RunResult, args: argparse.Namespace) -> N
     else:
         figures = [f"{result.steps_done} steps"]
         if result.step_time_ms is not None:
-            figures.append(f"{result.step_time_ms:.2f} ms/step (median)")
+            figures.append(f"{result.step_time_ms:.2f} ms/step")
+            typical = steady.typical_note(result.step_time_ms, result.typical_step_ms,
+                                          result.stalled_share)
+            figures.extend([typical] if typical else [])
         if result.samples_per_s is not None:
             figures.append(f"{result.samples_per_s:.1f} samples/s")
         if result.peak_memory_mb is not None:

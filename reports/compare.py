@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from advisors.compare import movers
@@ -19,6 +18,7 @@ from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, c
 from advisors.compare.sides import side_of
 from advisors.compare.step_samples import run_samples, trace_samples
 from advisors.analysis import Analysis
+from stepwise_agent import steady
 
 TOP_DELTAS = movers.TOP_DELTAS
 
@@ -38,11 +38,11 @@ class Comparison:
 
     @property
     def speedup(self) -> float | None:
-        """Median step time of A over that of B (> 1: B is faster)."""
-        if not self.step_ms_a or not self.step_ms_b:
-            return None
-        b = float(np.median(self.step_ms_b))
-        return float(np.median(self.step_ms_a)) / b if b > 0 else None
+        """A's time per step over B's (> 1: B is faster): the inverse of the gate's ratio, and for
+        equal batches the samples/s ratio an Apply judges
+        (:func:`stepwise_agent.steady.time_per_step`)."""
+        a, b = steady.time_per_step(self.step_ms_a), steady.time_per_step(self.step_ms_b)
+        return a / b if a and b else None
 
 
 def step_samples(a: Analysis) -> tuple[float, ...]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from profilers.efficiency.mfu import mfu_percent
+
 NOT_RECORDED = "not recorded"
 #: Words written in capitals or with their usual spelling in a label.
 WORDS = {"gpu": "GPU", "cpu": "CPU", "comm": "communication", "ms": "ms", "mb": "MiB", "gib": "GiB",
@@ -61,6 +63,9 @@ def evidence_value(key: str, value: object) -> str:
         return str(value)
     v = float(value)
     unit = _unit(key)
+    # the words of the efficiency sentence beside it: one MFU per run, never two roundings
+    if key == "mfu":
+        return f"{mfu_percent(v)}%"
     if unit == "pct":
         return f"{100 * v:.1f}%"
     if unit == "ms":

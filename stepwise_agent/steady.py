@@ -1,5 +1,7 @@
-"""Which steps a run's one step time is the median of — the steady, unprofiled steps — and its samples/s over
-them (standard library only).
+"""Which steps a run's time per step and samples/s are measured over — the steady, unprofiled steps
+— and those two figures (standard library only): the time per step is the steps' elapsed time over
+their count, the samples/s their samples over that time, so the two multiply to the batch. The
+median step is kept beside them as the *typical step*, with the share of steps that stalled.
 
 Every place that states a run's step time (the worker's ``result.json``, a launched script's result, a stored run
 salvaged from its ``steps.jsonl``, an A/B trial) picks its steps here, so one run has one step time.
@@ -96,13 +98,60 @@ def samples_per_s(samples: Sequence[float], walls_ms: Sequence[float]) -> float 
     return total / total_ms * 1e3 if total_ms > 0 and total > 0 else None
 
 
+# a step that took more than this many typical steps stalled (a loader's miss, a sync)
+STALL_FACTOR = 2.0
+# the typical step is shown beside the time per step when they differ by more than this
+TYPICAL_APART = 0.10
+
+
+def time_per_step(walls_ms: Sequence[float]) -> float | None:
+    """**The** time per step of Stepwise: the measured steps' elapsed time over their count (ms), so
+    that time per step × :func:`samples_per_s` is the batch. Every ratio, verdict and bound is read
+    from it."""
+    walls = [float(w) for w in walls_ms]
+    return sum(walls) / len(walls) if walls and sum(walls) > 0 else None
+
+
+def typical_step(walls_ms: Sequence[float]) -> float | None:
+    """The median measured step: what a step that did not stall takes. Shown beside the time per
+    step (as "typical step (median)") when they differ, never as the run's speed."""
+    return statistics.median(float(w) for w in walls_ms) if len(walls_ms) else None
+
+
+def stalled_share(walls_ms: Sequence[float]) -> float | None:
+    """The share of measured steps that stalled: took more than :data:`STALL_FACTOR` typical
+    steps."""
+    typical = typical_step(walls_ms)
+    if typical is None:
+        return None
+    return sum(1 for w in walls_ms if float(w) > STALL_FACTOR * typical) / len(walls_ms)
+
+
+def typical_apart(per_step_ms: float | None, typical_ms: float | None) -> bool:
+    """Whether the typical step differs from the time per step by more than
+    :data:`TYPICAL_APART`."""
+    if not per_step_ms or typical_ms is None:
+        return False
+    return abs(typical_ms / per_step_ms - 1.0) > TYPICAL_APART
+
+
+def typical_note(per_step_ms: float | None, typical_ms: float | None, stalled: float | None) -> str:
+    """``typical step (median) 2.1 ms, 12% of steps stalled`` when the typical step is apart from
+    the time per step (:func:`typical_apart`), else ``""``: the words every surface puts beside a
+    time per step."""
+    if not typical_apart(per_step_ms, typical_ms):
+        return ""
+    share = f", {stalled:.0%} of steps stalled" if stalled else ""
+    return f"typical step (median) {typical_ms:.4g} ms{share}"
+
+
 def median_of(values: Sequence[float], positions: Sequence[int]) -> float | None:
     picked = [values[i] for i in positions if values[i] is not None and values[i] == values[i]]
     return statistics.median(picked) if picked else None
 
 
 def describe(choice: StepChoice) -> str:
-    """``median of 12 steady steps`` / ``median of 4 steps, with profiled steps (too few steady steps)``."""
+    """``over 12 steady steps`` / ``over 4 steps, with profiled steps (too few steady steps)``."""
     if choice.basis == BASIS_STEADY:
-        return f"median of {choice.count} steady step{'s' if choice.count != 1 else ''}"
-    return f"median of {choice.count} step{'s' if choice.count != 1 else ''}, {choice.basis} (too few steady steps)"
+        return f"over {choice.count} steady step{'s' if choice.count != 1 else ''}"
+    return f"over {choice.count} step{'s' if choice.count != 1 else ''}, {choice.basis} (too few steady steps)"

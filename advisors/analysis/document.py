@@ -31,6 +31,7 @@ def run_json(run: RunFacts) -> dict[str, Any]:
     return {"status": run.status, "error": run.error, "steps_done": run.steps_done,
             "step_time_ms": run.step_time_ms, "step_time_steps": run.step_time_steps,
             "step_time_basis": run.step_time_basis, "samples_per_s": run.samples_per_s,
+            "typical_step_ms": run.typical_step_ms, "stalled_share": run.stalled_share,
             "peak_memory_mb": run.peak_memory_mb, "memory_budget_mb": run.memory_budget_mb,
             "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None,
             "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None,

@@ -85,9 +85,10 @@ class Analysis:
 
     @property
     def step_time_ms(self) -> float | None:
-        """The input's one step time, the same on every page, in every report and in ``analyze --json``: a stored
-        run's median measured step after warm-up (its ``result.json``, what the run list shows); a trace's median
-        profiled step. ``None`` when nothing was timed."""
+        """The input's one step time, the same on every page, in every report and in ``analyze
+        --json``: a stored run's time per step over its measured steps after warm-up (elapsed ÷
+        steps, its ``result.json``, what the run list shows); a trace's median profiled step.
+        ``None`` when nothing was timed."""
         if self.run is not None and self.run.step_time_ms is not None:
             return self.run.step_time_ms
         return self.profiled_step_time_ms
@@ -99,7 +100,7 @@ class Analysis:
 
     @property
     def step_time_basis(self) -> str:
-        """What :attr:`step_time_ms` is the median of, in words (a tooltip, a report's footnote)."""
+        """What :attr:`step_time_ms` is measured over, in words (a tooltip, a report's footnote)."""
         if self.run is not None and self.run.step_time_ms is not None:
             return run_step_basis(self.run.step_time_steps, self.run.step_time_basis)
         return "median profiled step of the trace"
@@ -163,7 +164,8 @@ class Analysis:
         b, run = self.breakdown, self.run
         out = self.summary if b is not None else no_trace_summary(run, self.snapshot, self.notes)
         assert out is not None
-        # One step time per input (step_time_ms): a run's own median measured step; the profiled window's beside it.
+        # One step time per input (step_time_ms): a run's own time per step; the profiled window's
+        # beside it.
         out["profiled_step_time_ms"] = out["step_time_ms"] if b is not None and b.n_steps else None
         if run is not None and run.step_time_ms is not None:
             out["step_time_ms"] = round(run.step_time_ms, 4)
@@ -179,15 +181,16 @@ class Analysis:
 
 
 def run_step_basis(steps: int | None, basis: str | None) -> str:
-    """What a stored run's step time is the median of, in words: its count of steps and how they were chosen
-    (:mod:`stepwise_agent.steady`); older runs stored neither."""
+    """What a stored run's time per step is measured over, in words: its count of steps and how they
+    were chosen (:mod:`stepwise_agent.steady`); older runs stored neither."""
     if steps is None:
-        return "median measured step of the run after warm-up (profiled steps excluded)"
+        return "time per step over the run's measured steps after warm-up (profiled steps excluded)"
     plural = "s" if steps != 1 else ""
     if basis in (None, "steady"):
-        return (f"median of the run's {steps} steady step{plural} (past warm-up, not profiled, not next to the "
-                "profiler's window)")
-    return f"median of the run's {steps} measured step{plural}, {basis} (the run had too few steady steps)"
+        return (f"time per step over the run's {steps} steady step{plural} (elapsed ÷ steps; past "
+                "warm-up, not profiled, not next to the profiler's window)")
+    return (f"time per step over the run's {steps} measured step{plural}, {basis} (the run had too "
+            "few steady steps)")
 
 
 def snapshot_headline(s: MemorySnapshot, device_memory_bytes: int | None) -> str:

@@ -1,16 +1,19 @@
 """The regression gate: is NEW slower than BASE beyond a tolerance *and* beyond noise? And what moved?
 
-**The statistic.** ``ratio = median(NEW step times) / median(BASE step times)`` (> 1: NEW is slower), over the
-samples of :mod:`advisors.compare.step_samples` (a run's measured steps, a trace's profiled steps per rank), with a
-95 % bootstrap interval (:func:`advisors.stats.median_ratio`: each side's steps resampled, fixed seed, so the
-same inputs always get the same verdict). Medians, as everywhere in Stepwise: a run's step time is its median
-measured step, and a burst of load from another program stretches a few steps without moving a median.
+**The statistic.** ``ratio = NEW's time per step / BASE's`` (> 1: NEW is slower), each the elapsed
+time of the samples of :mod:`advisors.compare.step_samples` (a run's measured steps, a trace's
+profiled steps per rank) over their count — the one speed of Stepwise
+(:func:`stepwise_agent.steady.time_per_step`), the inverse of the samples/s ratio an Apply judges —
+with a 95 % interval (:func:`advisors.stats.mean_ratio`: a block bootstrap of each side's steps,
+fixed seed, so the same inputs always get the same verdict). A loader that stalls every few steps
+slows the run by its stalls, whatever the typical (median) step does; the typical step is shown
+beside the time per step, never in its place.
 
 **The verdict.** ``regression`` when the ratio exceeds ``1 + max_slowdown`` *and* the change is shown beyond
 noise, by either of two kinds of evidence (the verdict names which decided, :attr:`RegressionCheck.decided_by`):
 the interval's lower bound exceeds 1 (``interval``), or categories of the breakdown moved beyond their own
 step-to-step spread in (nearly) every step and carry the change between them (``categories``,
-:mod:`advisors.compare.structure`: two outlier steps on one side widen the medians' interval, not a category
+:mod:`advisors.compare.structure`: two outlier steps on one side widen the interval, not a category
 that moved in every step). ``improvement`` in mirror image (ratio below ``1 / (1 + max_slowdown)``), so swapping
 the sides swaps the two; ``same`` when the ratio is within the tolerance. Only a regression fails the gate.
 
@@ -43,10 +46,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from stepwise_agent import steady
 from advisors.compare.contention import HostCpu, holds_beyond_contention, slowdown_bound
 from advisors.verdict import Bottleneck, Diagnosis
 from advisors.compare.movers import Mover, Movers, movers
-from advisors.stats import RatioEstimate, median_ratio
+from advisors.stats import RatioEstimate, mean_ratio
 from advisors.compare.step_samples import StepSamples
 from advisors.compare.structure import CategoryMove, StructureEvidence, detectable_ratio, structure_evidence
 from profilers.trace.breakdown import Breakdown
@@ -74,7 +78,17 @@ class Side:
 
     @property
     def step_time_ms(self) -> float:
+        """The side's time per step: its steps' elapsed time over their count."""
+        return float(np.mean(self.samples.ms))
+
+    @property
+    def typical_step_ms(self) -> float:
+        """The side's typical step (the median), beside its time per step."""
         return float(np.median(self.samples.ms))
+
+    @property
+    def stalled_share(self) -> float:
+        return steady.stalled_share(self.samples.ms) or 0.0
 
     @property
     def steps(self) -> int:
@@ -83,11 +97,12 @@ class Side:
 
 @dataclass(frozen=True)
 class RegressionCheck:
-    """The verdict, the numbers it rests on and the reason in one paragraph. ``estimate`` is ``None`` when a
-    side has fewer than :data:`MIN_STEPS` steps (``ratio`` is then the bare ratio of medians). ``contended``:
-    other programs' competition for the cores may explain the change, so it was not called. ``decided_by``: the
-    evidence that showed a regression or an improvement beyond noise; ``structure``: the categories that moved
-    in (nearly) every step; ``detectable``: the smallest ratio the medians' interval could have shown."""
+    """The verdict, the numbers it rests on and the reason in one paragraph. ``estimate`` is
+    ``None`` when a side has fewer than :data:`MIN_STEPS` steps (``ratio`` is then the bare ratio of
+    times per step). ``contended``: other programs' competition for the cores may explain the
+    change, so it was not called. ``decided_by``: the evidence that showed a regression or an
+    improvement beyond noise; ``structure``: the categories that moved in (nearly) every step;
+    ``detectable``: the smallest ratio the interval could have shown."""
 
     verdict: Verdict
     ratio: float
@@ -138,7 +153,7 @@ def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> 
         raise ValueError(f"max_slowdown is a fraction (0.05 for 5%), got {max_slowdown}")
     ratio = new.step_time_ms / base.step_time_ms
     enough = min(base.steps, new.steps) >= MIN_STEPS
-    est = median_ratio(base.samples.ms, new.samples.ms) if enough else None
+    est = mean_ratio(base.samples.ms, new.samples.ms) if enough else None
     beyond = ratio > 1 + max_slowdown or ratio < 1 / (1 + max_slowdown)
     contended = not _stands_beyond_contention(base.cpu, new.cpu, 1 / ratio, max_slowdown)
     structure = structure_evidence(base.breakdown, new.breakdown, base.step_time_ms, new.step_time_ms,
@@ -228,24 +243,24 @@ def _reason(w: _Why) -> str:
         few = (f"BASE has {base.steps} step{_s(base.steps)} and NEW {new.steps}: at least {MIN_STEPS} per side are "
                "needed to tell a change from noise")
         if w.verdict == "same":
-            return f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}). " \
+            return f"NEW's time per step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}). " \
                    f"{few}."
-        return (f"NEW's median step {change} BASE's ({times}), but {few}, so this cannot prove a "
+        return (f"NEW's time per step {change} BASE's ({times}), but {few}, so this cannot prove a "
                 "regression or an improvement. Profile more steps.")
     interval = f"{100 * est.level:.0f}% interval of the ratio {est.low:.3f}-{est.high:.3f}"
     if w.contended:
         return _contended_reason(w, f"{times}; {interval}")
     if w.verdict == "same":
-        within = f"NEW's median step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, " \
+        within = f"NEW's time per step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, " \
                  f"{interval})."
         if min(base.steps, new.steps) < FEW_STEPS and w.detectable is not None:
             within += f" {_detectable(w.detectable, base, new)}"
         return within
     if w.verdict != "inconclusive":
-        return (f"NEW's median step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and "
+        return (f"NEW's time per step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and "
                 f"beyond noise, shown by {_decided(w)}.{_largest(w)}")
     tail = f" {_detectable(w.detectable, base, new)}" if w.detectable is not None else ""
-    return (f"NEW's median step {change} BASE's ({times}), beyond the {tol:.0%} tolerance, but the "
+    return (f"NEW's time per step {change} BASE's ({times}), beyond the {tol:.0%} tolerance, but the "
             f"{interval} includes no change and no category moved beyond its step-to-step spread in nearly every "
             f"step: not shown beyond the noise between their steps.{tail} Profile more steps, or re-run both.")
 
@@ -256,8 +271,8 @@ def _contended_reason(w: _Why, figures: str) -> str:
     assert base is not None and new is not None
     busier, bound = _neighbour(base, new) or ("NEW", 1.0)
     within = 1 / (1 + w.tol) <= w.ratio <= 1 + w.tol
-    said = (f"NEW's median step is within the {w.tol:.0%} tolerance of BASE's ({figures})" if within else
-            f"NEW's median step {_change(w.ratio)} BASE's ({figures})")
+    said = (f"NEW's time per step is within the {w.tol:.0%} tolerance of BASE's ({figures})" if within else
+            f"NEW's time per step {_change(w.ratio)} BASE's ({figures})")
     hides = "could hide a change beyond the tolerance" if within else "could explain this change"
     return (f"{said}, but {_cores_text(base, new)}: a run that keeps that few of the cores slows down by up to "
             f"{bound:.2f}x, which {hides}, so the change cannot be told from the competition. Re-run on a quieter "
@@ -267,7 +282,7 @@ def _contended_reason(w: _Why, figures: str) -> str:
 def _decided(w: _Why) -> str:
     said = []
     if "interval" in w.decided:
-        said.append("the medians' interval")
+        said.append("the interval of the times per step")
     if "categories" in w.decided and w.structure is not None:
         said.append(_moves_text(w.structure.moves))
     return " and by ".join(said)
@@ -281,7 +296,7 @@ def _moves_text(moves: tuple[CategoryMove, ...]) -> str:
 def _detectable(ratio: float, base: Side, new: Side) -> str:
     if ratio == float("inf"):
         return "With these steps no change could be told from their noise."
-    return (f"With {base.steps} and {new.steps} steps, the smallest slowdown the medians' interval could tell "
+    return (f"With {base.steps} and {new.steps} steps, the smallest slowdown the interval could tell "
             f"from their noise is about {ratio - 1:.0%}.")
 
 
@@ -352,6 +367,8 @@ def check_json(c: RegressionCheck) -> dict[str, Any]:
 
 def _side_json(s: Side) -> dict[str, Any]:
     return {"label": s.label, "kind": s.samples.kind, "step_time_ms": round(s.step_time_ms, 4), "steps": s.steps,
+            "typical_step_ms": round(s.typical_step_ms, 4),
+            "stalled_share": round(s.stalled_share, 4),
             "sampled": s.samples.what, "device": s.device, "bottleneck": s.bottleneck.value,
             "headline": s.headline}
 

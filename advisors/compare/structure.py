@@ -1,10 +1,10 @@
 """Evidence from a comparison's structure: categories whose per-step time moved in (nearly) every step.
 
-The medians' interval (:func:`advisors.stats.median_ratio`) reads each side's steps as a bag of numbers: with
-few steps, two outlier steps on one side widen it until a real slowdown hides inside. The breakdown says more:
-when NEW's DataLoader time is ~29 ms above BASE's in every one of its steps, while BASE's DataLoader time
-varies by under a millisecond from step to step, the change is not noise, whatever the outliers of the
-*total* did.
+The interval of the times per step (:func:`advisors.stats.mean_ratio`) reads each side's steps as a
+bag of numbers: with few steps, two outlier steps on one side widen it until a real slowdown hides
+inside. The breakdown says more: when NEW's DataLoader time is ~29 ms above BASE's in every one of
+its steps, while BASE's DataLoader time varies by under a millisecond from step to step, the change
+is not noise, whatever the outliers of the *total* did.
 
 **The rule.** For each category of the breakdown (per (rank, step) rows, ms), the step-to-step spread is the
 larger of the two sides' interquartile ranges (at least :data:`FLOOR_SHARE` of BASE's median step, so a
@@ -15,8 +15,9 @@ their median deltas must add up to more than the tolerance of the faster side's 
 0.1 ms is real but not a regression at 5 %). Each side needs :data:`MIN_STRUCTURE_STEPS` steps: with three,
 every step of one side above every step of the other happens by chance one time in ten.
 
-:func:`detectable_ratio` states, for a ``same`` or ``inconclusive`` answer, the smallest slowdown the medians'
-interval could have shown with these steps: NEW's steps scaled to BASE's median, resampled the same way.
+:func:`detectable_ratio` states, for a ``same`` or ``inconclusive`` answer, the smallest slowdown
+the interval could have shown with these steps: NEW's steps scaled to BASE's time per step,
+resampled the same way.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from advisors.stats import median_ratio
+from advisors.stats import mean_ratio
 from profilers.trace.breakdown import CATEGORIES, Breakdown
 
 NEARLY_ALL = 0.8  # share of the slower side's steps that must lie beyond the spread: 5 of 6, 8 of 10
@@ -106,11 +107,12 @@ def structure_evidence(base: Breakdown | None, new: Breakdown | None, base_step_
 
 
 def detectable_ratio(base_ms: Sequence[float], new_ms: Sequence[float]) -> float | None:
-    """The smallest ratio NEW / BASE the medians' interval would have told from noise with these steps: NEW's
-    steps are scaled to BASE's median (no change), and a change is seen once the ratio times the interval's
-    lower end of that no-change pair clears 1. ``None`` when a side is empty."""
+    """The smallest ratio NEW / BASE the interval of the times per step would have told from noise
+    with these steps: NEW's steps are scaled to BASE's time per step (no change), and a change is
+    seen once the ratio times the interval's lower end of that no-change pair clears 1. ``None``
+    when a side is empty."""
     if not len(base_ms) or not len(new_ms):
         return None
-    scaled = np.asarray(new_ms, dtype=float) * (np.median(base_ms) / np.median(new_ms))
-    low = median_ratio(base_ms, scaled.tolist()).low
+    scaled = np.asarray(new_ms, dtype=float) * (np.mean(base_ms) / np.mean(new_ms))
+    low = mean_ratio(base_ms, scaled.tolist()).low
     return float(1 / low) if low > 0 else math.inf

@@ -75,12 +75,27 @@ class Arm(Generic[SpecT_co]):
         return tuple(o.trial for o in self.outcomes if o.ok and o.trial is not None)
 
     @property
+    def step_time_ms(self) -> float | None:
+        """The arm's time per step: one step's samples over the arm's samples/s, so the two multiply
+        to the batch and read the same speed (each trial's elapsed ÷ steps; the median over trials,
+        as the samples/s)."""
+        rate = self.samples_per_s
+        return self.trials[0].samples_per_step / rate * 1e3 if rate else None
+
+    @property
     def median_step_ms(self) -> float | None:
-        """The median measured step: the median of every timed step of every run (warm-up excluded), the one
-        statistic the before/after box plot draws as its line (a median of per-run medians differed from it:
-        575 ms beside a box at 423 ms in the dashboard walk)."""
+        """The typical step: the median of every timed step of every run (warm-up excluded), the
+        line the before/after box plot draws. Shown beside :attr:`step_time_ms`, never as the arm's
+        speed."""
         walls = [w for t in self.trials for w in t.walls_ms]
         return float(np.median(walls)) if walls else None
+
+    @property
+    def rest_ms(self) -> float | None:
+        """The arm's time per step without its batch drawing (elapsed − drawing, over steps), when
+        recorded."""
+        rests = [r for t in self.trials if (r := t.rest_ms) is not None]
+        return float(np.median(rests)) if rests else None
 
     @property
     def samples_per_s(self) -> float | None:

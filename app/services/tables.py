@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -11,6 +10,7 @@ from advisors.experiments.results.record import TrialRecord
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot
 from profilers.run.records import RunRecord
 from profilers.run.script_output import error_line
+from stepwise_agent import steady
 
 MAX_TABLE_ROWS = 500
 
@@ -87,9 +87,18 @@ def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.
                          "ms/step": o["total_ns"] / 1e6 / max(steps, 1), "calls": o["count"], "mean µs": o["mean_us"]})
 
 
-def median_label(values: tuple[float, ...] | list[float]) -> str:
-    """``"12.3 ms"``: the median of per-step times, or a dash when there are none."""
-    return f"{statistics.median(values):.1f} ms" if values else "—"
+def per_step_label(values: tuple[float, ...] | list[float]) -> str:
+    """``"12.3 ms"``: the time per step of per-step times (elapsed ÷ steps), or a dash when there
+    are none."""
+    per = steady.time_per_step(values)
+    return f"{per:.1f} ms" if per else "—"
+
+
+def typical_label(values: tuple[float, ...] | list[float]) -> str:
+    """``typical step (median) 2.1 ms, 12% of steps stalled`` when apart from the time per step,
+    else ``""``."""
+    return steady.typical_note(steady.time_per_step(values), steady.typical_step(values),
+                               steady.stalled_share(values))
 
 
 def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:

@@ -37,8 +37,12 @@ if env.note is not None:  # first: a verdict between two machines is not about t
     st.warning(env.note, icon=":material/devices:")
 c = compare(ta, tb)
 cols = st.columns(3)
-cols[0].metric("A median step", tables.median_label(c.step_ms_a))
-cols[1].metric("B median step", tables.median_label(c.step_ms_b))
+for col, name, ms in ((cols[0], "A", c.step_ms_a), (cols[1], "B", c.step_ms_b)):
+    col.metric(f"{name} time per step", tables.per_step_label(ms),
+               help="Elapsed time of the measured steps over their count: the speed every verdict "
+                    "reads.")
+    if typical := tables.typical_label(ms):
+        col.caption(typical.capitalize() + ".")
 check = compare_panels.verdict(ta, tb, c)
 if c.speedup:  # coloured only when the verdict below decided: a red "−33%" above "Inconclusive" contradicted it
     decided = check is not None and check.verdict in ("regression", "improvement")

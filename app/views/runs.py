@@ -49,7 +49,9 @@ if record is not None:
 if record is not None and record.kind == "experiment":
     source = record.source_run
     if source:
-        st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}). Its result is on the Advisor page "
+        # its outcome word
+        said = data.experiment_outcomes([record]).get(record.run_id, record.status.value)
+        st.info(f"{ui.text(record.label)}: an experiment ({ui.text(said)}). Its result is on the Advisor page "
                 "of the run it was started from.", icon=":material/science:")
         st.page_link("views/advisor.py", label="Open its result", icon=":material/lightbulb:",
                      query_params={"run": source})

@@ -54,7 +54,10 @@ def headline(a: Analysis) -> None:
     traced = f"{len(b.ranks)} of the {a.n_ranks} ranks kept a full trace: the breakdown is of those; the Ranks " \
         "tab reads every rank's summary" if a.n_ranks > len(b.ranks) else None
     cols[1].metric("Ranks × steps", f"{a.n_ranks} × {b.n_steps}", help=traced)
-    cols[2].metric("Median step", ui.step_time(a.step_time_ms), help=ui.step_time_help(a))
+    # a run's time per step; a trace's median
+    timed = a.run is not None and a.run.step_time_ms is not None
+    cols[2].metric("Time per step" if timed else "Median step", ui.step_time(a.step_time_ms),
+                   help=ui.step_time_help(a))
     cols[3].metric("GPU busy", f"{b.gpu_busy_share:.0%}" if b.device == "gpu" else "—")
     if not a.summarised_ranks:
         cols[4].metric("Events", f"{a.n_events:,}")

@@ -29,7 +29,7 @@ def verdict(a: Analysis, b: Analysis, tables: Comparison) -> RegressionCheck | N
     """Tolerance input, the verdict box, the bottleneck before → after, the movers and the downloads."""
     pct = st.number_input("Tolerated slowdown (%)", min_value=0.0, max_value=100.0, step=1.0,
                           value=100 * DEFAULT_MAX_SLOWDOWN, key="compare.max_slowdown",
-                          help="B is a regression only when its median step is slower than A's by more than this "
+                          help="B is a regression only when its time per step is longer than A's by more than this "
                                "*and* beyond the noise between steps (95% bootstrap interval).")
     try:
         c = regression_check(a, b, pct / 100)

@@ -20,6 +20,7 @@ from profilers.store import experiments
 from profilers.store.runs import RunStore
 from reports.charts import compare as charts_compare
 from reports.export import FORMATS
+from stepwise_agent import steady
 
 POLL_S = 1.0
 
@@ -113,9 +114,19 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
         st.caption(f"Speed-up {x.speedup:.2f}× = {_rate(x.after_samples_per_s)} ÷ {_rate(x.before_samples_per_s)} "
                    f"{unit}, {x.level:.0%} interval [{x.low:.2f}, {x.high:.2f}]"
                    + (f"; each back-to-back pair: {', '.join(f'{p:.2f}×' for p in pairs)}" if pairs else "") + ". "
-                   f"Beside it, not in its place: the median step {_ms(x.before_step_ms)} before, "
-                   f"{_ms(x.after_step_ms)} after (every timed step of every run; the box plot's line).")
+                   f"Time per step {_ms(x.before_step_ms)} before, {_ms(x.after_step_ms)} after "
+                   f"(the same speed: one step's samples over the samples/s){_typical(x)}.")
     _change_and_charts(view, judged=True, key=key)
+
+
+def _typical(x: ExperimentRecord) -> str:
+    """The typical (median) steps beside the times per step, when either arm's differ by more than
+    10%."""
+    arms = ((x.before_step_ms, x.before_typical_ms), (x.after_step_ms, x.after_typical_ms))
+    if not any(steady.typical_apart(per, typ) for per, typ in arms):
+        return ""
+    return (f"; typical step (median) {_ms(x.before_typical_ms)} before, "
+            f"{_ms(x.after_typical_ms)} after (every timed step of every run; the box plot's line)")
 
 
 def _change_and_charts(view: StoredView, judged: bool, key: str = "advisor") -> None:
@@ -183,7 +194,8 @@ def ladder_table(rounds: tuple[ExperimentRecord, ...]) -> pd.DataFrame:
                     "speed-up": _num(x.speedup, 2, "×") if judged else "",
                     "interval": f"[{x.low:.2f}, {x.high:.2f}]" if judged and x.low is not None and x.high is not None
                     else "",
-                    "median step before → after (ms)": _arrow(x.before_step_ms, x.after_step_ms) if judged else "",
+                    "ms/step before → after":
+                        _arrow(x.before_step_ms, x.after_step_ms) if judged else "",
                     "upper bound": _num(x.bound.speedup if x.bound else None, 2, "×"),
                     "cumulative": _num(x.cumulative_speedup, 2, "×")})
     return pd.DataFrame(out).set_index("round")
@@ -195,7 +207,7 @@ def _steps(x: ExperimentRecord) -> str:
 
 
 def _arrow(before: Any, after: Any) -> str:
-    """The median steps, a second statistic beside the speed-up: never in its place."""
+    """Two times per step, before → after (the same speed as the samples/s beside them)."""
     return f"{before:.1f} → {after:.1f}" if isinstance(before, (int, float)) and isinstance(after, (int, float)) else ""
 
 
@@ -246,7 +258,10 @@ def from_command_line(store: RunStore, record: RunRecord) -> None:
     belongs to): where its result is — the Advisor's time-to-quality panel, or its stored reports. The dashboard
     walk found "Its result is on the Advisor page of the run it was started from" and no link at all."""
     about = experiments.about(store, record.run_id)
-    st.info(f"{ui.text(record.label)}: an experiment ({record.status.value}) started on the command line "
+    seen = read_view(experiments.view(store, record.run_id)) if record.status.finished else None
+    # its outcome word, not "ok" beside it
+    said = seen.label if seen is not None else record.status.value
+    st.info(f"{ui.text(record.label)}: an experiment ({ui.text(said)}) started on the command line "
             "(`stepwise optimize`), from a spec or a script rather than from a run of this list.",
             icon=":material/science:")
     if about.get("mode") == QUALITY_MODE:

@@ -13,6 +13,7 @@ from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord, RunStatus
 from advisors.analysis import Analysis, with_device_memory
 from reports.escape import markdown_text
+from stepwise_agent import steady
 
 def describe_run(r: RunRecord) -> str:
     """One line for a selectbox (plain text: Streamlit does not render Markdown there)."""
@@ -27,12 +28,17 @@ def step_time(ms: float | None) -> str:
 
 
 def step_time_help(a: Analysis) -> str:
-    """What the shown step time is, and the profiled window's own median when it differs."""
+    """What the shown step time is, the typical step when apart from it, and the profiled window's
+    own median when it differs."""
     profiled = a.profiled_step_time_ms
+    run = a.run
+    typical = steady.typical_note(a.step_time_ms, run.typical_step_ms, run.stalled_share) \
+        if run else ""
     extra = (f" The profiled window's own median step: {profiled:.1f} ms (profiler overhead included)."
              if profiled is not None and a.step_time_ms is not None and round(profiled, 1) != round(a.step_time_ms, 1)
              else "")
-    return f"The {a.step_time_basis}.{extra}"
+    said = f" {typical[:1].upper()}{typical[1:]}." if typical else ""
+    return f"The {a.step_time_basis}.{extra}{said}"
 
 
 def text(value: object, limit: int | None = None) -> str:

@@ -56,7 +56,7 @@ class Efficiency:
             return f"MFU unknown: {said}{self.reason}"
         flag = " (clamped to the device-busy share: the count or the peak does not fit this trace)" \
             if self.clamped else ""
-        share = f"{100 * self.mfu:.1f}" if self.mfu >= 0.01 else f"{100 * self.mfu:.2g}"
+        share = mfu_percent(self.mfu)
         achieved, peak = self.achieved_tflops or 0.0, self.peak_tflops or 0.0
         scale, unit = _flops_unit(peak)
         if _flops_unit(achieved)[1] == unit:  # "0.21 of 23.4 GFLOP/s"
@@ -64,6 +64,11 @@ class Efficiency:
         else:  # "3.78 GFLOP/s of 15.7 TFLOP/s", never "0.00378 of 15.7 TFLOP/s"
             rates = f"{flops_rate(achieved)} of {flops_rate(peak)}"
         return f"MFU {share}% ({rates}, {self.peak_basis}){flag}"
+
+
+def mfu_percent(mfu: float) -> str:
+    """An MFU (0..1) as every surface writes it, without the % sign: ``1.5`` (``0.42`` under 1%)."""
+    return f"{100 * mfu:.1f}" if mfu >= 0.01 else f"{100 * mfu:.2g}"
 
 
 def _flops_unit(tflops: float) -> tuple[float, str]:

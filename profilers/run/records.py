@@ -74,12 +74,13 @@ class RunResult:
     status: RunStatus
     error: str | None = None
     steps_done: int = 0
-    step_time_ms: float | None = None  # the run's one step time: median of the steady steps (stepwise_agent.steady)
+    # the run's time per step: elapsed ÷ steps over the steady steps (steady)
+    step_time_ms: float | None = None
     step_time_iqr_ms: float | None = None
     samples_per_s: float | None = None
     peak_memory_mb: float | None = None
     final_loss: float | None = None
-    step_time_steps: int | None = None  # how many steps step_time_ms is the median of
+    step_time_steps: int | None = None  # how many steps step_time_ms is measured over
     step_time_basis: str | None = None  # how they were chosen: "steady", or the wider basis of a short run
     profiled_step_time_ms: float | None = None  # the profiled window's own median: beside, never in its place
     device: str | None = None
@@ -95,6 +96,9 @@ class RunResult:
     peak_memory_unprofiled_mb: float | None = None  # the peak of the unprofiled steps (the script's own need)
     peak_memory_profiled_mb: float | None = None  # the profiled window's peak (the profiler's events included)
     profile_cut: str | None = None  # why the memory guard cut the profile (the profiler's events outgrew …)
+    typical_step_ms: float | None = None  # the median measured step: a step that did not stall
+    # of the measured steps, those over steady.STALL_FACTOR typical steps
+    stalled_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: _clean(v) for k, v in asdict(self).items()}
@@ -109,7 +113,8 @@ class RunResult:
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
         kw["status"] = RunStatus.parse(data.get("status"))
         for name in ("step_time_ms", "step_time_iqr_ms", "samples_per_s", "peak_memory_mb", "final_loss",
-                     "started_unix", "finished_unix", "profiled_step_time_ms"):
+                     "started_unix", "finished_unix", "profiled_step_time_ms", "typical_step_ms",
+                     "stalled_share"):
             kw[name] = _opt_float(kw.get(name))
         for name, default in (("steps_done", 0), ("world_size", 1)):
             kw[name] = int(_opt_float(kw.get(name)) or default)
@@ -157,7 +162,8 @@ class RunRecord:
 class StepSummary:
     """The measured part of a :class:`RunResult`, derived from raw step rows by :func:`summarise_steps`.
 
-    ``step_time_ms`` is the run's one step time: the median measured step (see :func:`summarise_steps`)."""
+    ``step_time_ms`` is the run's time per step: its measured steps' elapsed time over their count
+    (see :func:`summarise_steps`); ``typical_step_ms`` their median, beside it."""
 
     steps_done: int = 0
     step_time_ms: float | None = None
@@ -169,6 +175,8 @@ class StepSummary:
     step_time_basis: str | None = None
     profiled_step_time_ms: float | None = None
     data_wait_share: float | None = None  # of the timed steps' time, drawing batches (no profiler): data fixes' reach
+    typical_step_ms: float | None = None
+    stalled_share: float | None = None
 
     def result_fields(self) -> dict[str, Any]:
         """The fields as keyword arguments of :class:`RunResult`."""
@@ -192,8 +200,18 @@ class MeasuredSteps:
 
     @property
     def step_time_ms(self) -> float:
-        """The run's one step time: the median of the measured steps."""
-        return float(pd.Series(self.walls_ms).median())
+        """The run's time per step (:func:`stepwise_agent.steady.time_per_step`): elapsed ÷
+        steps."""
+        return steady.time_per_step(self.walls_ms) or 0.0
+
+    @property
+    def typical_step_ms(self) -> float:
+        """The median measured step (:func:`stepwise_agent.steady.typical_step`)."""
+        return steady.typical_step(self.walls_ms) or 0.0
+
+    @property
+    def stalled_share(self) -> float:
+        return steady.stalled_share(self.walls_ms) or 0.0
 
     @property
     def samples_per_s(self) -> float | None:
@@ -260,7 +278,9 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: 
     share = sum(m.data_ms) / sum(m.walls_ms) if m.data_ms is not None else None
     return replace(base, step_time_ms=_opt_float(m.step_time_ms), data_wait_share=_opt_float(share),
                    step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
-                   step_time_steps=len(m.walls_ms), step_time_basis=m.basis, samples_per_s=m.samples_per_s)
+                   step_time_steps=len(m.walls_ms), step_time_basis=m.basis,
+                   samples_per_s=m.samples_per_s, typical_step_ms=_opt_float(m.typical_step_ms),
+                   stalled_share=_opt_float(m.stalled_share))
 
 
 def _peak_mb(telemetry: pd.DataFrame) -> float | None:

@@ -138,8 +138,8 @@ def experiment_context(x: ExperimentRecord) -> dict[str, Any]:
             "outcome": x.outcome_text, "verdict": x.outcome, "not_applied": x.not_applied, "injected": x.injected,
             "before_ms": _num(x.before_step_ms), "after_ms": _num(x.after_step_ms), "speedup": _num(x.speedup),
             "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
-            "low": _num(x.low), "high": _num(x.high), "level": x.level, "trials": x.trials_per_arm,
-            "rate_unit": x.rate_unit,
+            "low": _num(x.low), "high": _num(x.high), "level": x.level, "trials": x.runs_per_arm,
+            "rate_unit": x.rate_unit, "beyond_bound": x.beyond_bound,
             "upper_bound": _num(x.bound.speedup) if x.bound else None,
             "bound_text": x.bound.text if x.bound else None,
             "spec_change": {k: str(v) for k, v in x.spec_change.items()}, "where": x.where,
@@ -154,11 +154,12 @@ def ladder_context(lad: LadderRecord) -> dict[str, Any]:
               "before_samples_per_s": _num(x.before_samples_per_s), "after_samples_per_s": _num(x.after_samples_per_s),
               "speedup": _num(x.speedup), "low": _num(x.low), "high": _num(x.high),
               "upper_bound": _num(x.bound.speedup) if x.bound else None, "cumulative": _num(x.cumulative_speedup),
+              "beyond_bound": x.beyond_bound,
               "where": x.where, "change": x.change_to_make, "baseline_moved": x.baseline_moved} for x in lad.rounds]
     return {"total_speedup": _num(lad.total_speedup), "rungs": rungs, "why_stopped": lad.why_stopped,
             "advice": [{"round": a.round, "fix": a.fix_title, "fix_id": a.fix_id, "why": a.why, "snippet": a.snippet}
                        for a in lad.advice],
-            "trials": lad.rounds[0].trials_per_arm if lad.rounds else None}
+            "trials": lad.rounds[0].runs_per_arm if lad.rounds else None}
 
 
 def comparison_context(c: Comparison) -> dict[str, Any]:

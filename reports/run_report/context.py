@@ -101,7 +101,7 @@ def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
         x = seen.record
         assert x is not None
         rows.append({"label": exp.label, "outcome": x.outcome_text, "speedup": x.speedup, "low": x.low,
-                     "high": x.high, "trials": x.trials_per_arm, "change": x.change_to_make, "where": x.where,
+                     "high": x.high, "trials": x.runs_per_arm, "change": x.change_to_make, "where": x.where,
                      "spec_change": dict(x.spec_change),
                      "commands": _arm_commands(store, Path(record.run_dir), base, x)})
     return rows

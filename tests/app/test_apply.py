@@ -63,7 +63,12 @@ def test_apply_shows_before_and_after(stored) -> None:
     assert ratio == pytest.approx(after / before, abs=0.006)
     assert any(c.value.startswith("The breakdown covers only the steps the profiler traced") for c in at.caption)
     verdict = next(c.value for c in at.caption if c.value.startswith(f"Speed-up {ratio:.2f}×"))
-    assert "interval" in verdict and "not in its place: the median step" in verdict
+    # the same speed as the samples/s beside it
+    assert "interval" in verdict and "Time per step" in verdict
+    said = re.findall(r"Time per step ([0-9.]+) ms before, ([0-9.]+) ms after", verdict)[0]
+    per = [float(x) for x in said]
+    # the ms/step say the speed-up the card says
+    assert per[0] / per[1] == pytest.approx(ratio, rel=0.01)
     assert float(at.metric[3].value.rstrip("×")) == pytest.approx(2.5, rel=0.02)  # loader 60% of the step at stake
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Report with this fix (HTML)", "Report with this fix (MD)", "Report with this fix (JSON)"]
@@ -129,8 +134,10 @@ def test_report_with_the_applied_fix(stored) -> None:
 
 
 def test_before_after_metrics_are_the_box_plots_median(store, monkeypatch) -> None:
-    """The dashboard walk: "After: median measured step 575.2 ms" above a box plot whose line read "median
-    423.4 ms" (a median of per-run medians beside the median of every step). The metric is the box's line."""
+    """The dashboard walk: "After: median measured step 575.2 ms" above a box plot whose line read
+    "median 423.4 ms" (a median of per-run medians beside the median of every step). The typical
+    step the caption names beside the time per step (the two are apart here: slow steps) is the
+    box's line."""
     record = fake_run(store)
     runs = iter(range(100))
 
@@ -149,8 +156,9 @@ def test_before_after_metrics_are_the_box_plots_median(store, monkeypatch) -> No
     _finish(at, app_state.EXPERIMENT_JOB)
     [fig] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "every timed step" in c.proto.spec]
     medians = [float(t["name"].split("median ")[1].removesuffix(" ms")) for t in fig["data"]]
-    caption = next(c.value for c in at.caption if "not in its place: the median step" in c.value)
-    shown = [float(x) for x in re.findall(r"the median step ([0-9.]+) ms before, ([0-9.]+) ms after", caption)[0]]
+    caption = next(c.value for c in at.caption if "typical step (median)" in c.value)
+    typical = r"typical step \(median\) ([0-9.]+) ms before, ([0-9.]+) ms after"
+    shown = [float(x) for x in re.findall(typical, caption)[0]]
     assert medians == [100.0, 50.0]  # 7 of each arm's 10 steps are steady (the median of run medians: 200, 100)
     assert shown == pytest.approx(medians, abs=0.051)
     assert "the box plot's line" in caption

@@ -70,7 +70,7 @@ def test_the_verdict_speaks_of_a_and_b_and_states_its_numbers_once(store, pair) 
     at = pick(open_page("compare"), pair[0].run_id, pair[1].run_id)
     assert_clean(at)
     said = at.success[0].value
-    assert "NEW" not in said and "BASE" not in said and "B's median step takes" in said
+    assert "NEW" not in said and "BASE" not in said and "B's time per step takes" in said
     assert said.count("95% interval") == 1
     assert said.count("dataloader") == 1 and "dataloader's median -" in said
     assert "moved most" not in said  # the same category, once

@@ -145,7 +145,7 @@ def _trial_table_agrees(store: RunStore, exp: RunRecord, rounds: tuple[Experimen
     page.query_params["run"] = first.run_id
     page.run()
     assert_clean(page)
-    assert _metric(page, "Median step") == ui.step_time(first.step_time_ms)
+    assert _metric(page, "Time per step") == ui.step_time(first.step_time_ms)
     a = analyse(Path(store.get(first.run_id).run_dir))
     assert a.samples_per_s == pytest.approx(first.samples_per_s, rel=1e-6)
     assert a.step_time_ms == pytest.approx(first.step_time_ms, rel=1e-6)
@@ -254,3 +254,40 @@ def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(store: R
     ranks = _json(capsys, advisors_main, "compare", str(folder), str(folder), "--json")["ranks"]["base"]
     assert ranks["straggler_reason"] == doc["straggler_reason"]
     assert re.search(rf"\b{doc['step_time_ms']:.2f} ms\b", md)
+
+
+@pytest.mark.slow
+def test_compare_on_an_applys_own_trial_pair_reads_as_its_card(
+        walked: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """The walk read "rejected: slower 0.26×" on the Apply card and "Speed-up of B 3.96× ↑" on
+    Compare for the same pair (throughput on one, the median step on the other). Compare and
+    ``compare --json`` on the Apply's first back-to-back pair in its verdict: its direction is the
+    card's, its speed-up that pair's own ratio on the card."""
+    store = walked["store"]
+    x = _view(store, walked["apply"]).record
+    assert x is not None
+    if x.outcome in ("not applied", "failed") or not x.pair_ratios:
+        pytest.skip(f"the Apply judged no pair ({x.outcome})")
+    # pair_ratios[0]'s pair
+    first = min(t.pair for t in x.trials if t.in_verdict and t.role == "patched")
+    pair = {t.role: t for t in x.trials if t.pair == first}
+    base, new = pair["baseline"], pair["patched"]
+    assert base.run_id and new.run_id
+    sides = [str(store.path(base.run_id)), str(store.path(new.run_id))]
+    code = advisors_main(["compare", *sides, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == {"regression": 1, "inconclusive": 3}.get(doc["verdict"], 0)  # a slower B exits 1
+    compared = 1 / doc["ratio"]  # NEW's time per step over BASE's, inverted: B's speed-up
+    own = base.step_time_ms / new.step_time_ms if base.step_time_ms and new.step_time_ms else None
+    assert own is not None and compared == pytest.approx(own, rel=0.01)  # the trial rows' ms/step
+    assert compared == pytest.approx(x.pair_ratios[0], rel=0.01)  # the card's ratio of that pair
+    assert (compared > 1) == (x.speedup is not None and x.speedup > 1)  # the card's direction
+    for side, t in (("base", base), ("new", new)):
+        assert doc[side]["step_time_ms"] == pytest.approx(t.step_time_ms, rel=1e-3)
+    page = open_page()
+    page.query_params["a"], page.query_params["b"] = base.run_id, new.run_id
+    page.switch_page("views/compare.py").run()
+    assert_clean(page)
+    assert _metric(page, "Speed-up of B") == f"{compared:.2f}×"
+    assert _metric(page, "A time per step") == ui.step_time(doc["base"]["step_time_ms"])
+    assert _metric(page, "B time per step") == ui.step_time(doc["new"]["step_time_ms"])

@@ -1,5 +1,6 @@
-"""One step time per run (issue 12.1): the run's median measured step after warm-up, equal on the Runs list, the
-Analysis page, ``analyze --json`` and the report; the profiled window's own median is labelled as such.
+"""One step time per run (issue 12.1): the run's time per step after warm-up, equal on the Runs
+list, the Analysis page, ``analyze --json`` and the report; the profiled window's own median is
+labelled as such.
 
 The fake run's ``result.json`` says 51 ms while its trace's profiled steps last 50 ms: the two numbers a page
 could show, so a page that reads the wrong one fails here."""
@@ -16,11 +17,11 @@ from tests.app.conftest import assert_clean, open_page
 from tests.app.fake_runs import fake_run
 
 
-def test_analysis_page_shows_the_runs_own_median(store) -> None:
+def test_analysis_page_shows_the_runs_own_time_per_step(store) -> None:
     record = fake_run(store, label="one number")
     at = open_page("analysis")
     assert_clean(at)
-    metric = next(m for m in at.metric if m.label == "Median step")
+    metric = next(m for m in at.metric if m.label == "Time per step")
     assert metric.value == "51.0 ms"
     assert "profiled window's own median step: 50.0 ms" in metric.help
     runs = open_page()

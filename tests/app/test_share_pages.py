@@ -43,7 +43,7 @@ def test_compare_two_traces(store, pair) -> None:
     assert_clean(at)
     at.selectbox(key="compare.a").set_value(pair[0].run_id).run()
     at.selectbox(key="compare.b").set_value(pair[1].run_id).run()
-    assert [m.label for m in at.metric] == ["A median step", "B median step", "Speed-up of B"]
+    assert [m.label for m in at.metric] == ["A time per step", "B time per step", "Speed-up of B"]
     assert float(at.metric[2].value.rstrip("×")) > 1.2
     at.selectbox(key="compare.b").set_value(pair[0].run_id).run()
     assert_clean(at)

@@ -36,21 +36,22 @@ def test_one_number_everywhere_deep_links_and_row_clicks(server, watch) -> None:
     page.goto(f"{server.url}/analysis?run={old.run_id}")  # a deep link opens its run
     page.get_by_role("heading", name="Analysis").wait_for()
     expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(r"^truth older · run"))
-    expect(_metric(page, "Median step")).to_contain_text("51.0 ms")
+    expect(_metric(page, "Time per step")).to_contain_text("51.0 ms")
     watch.shot("truth_analysis")
     page.goto(f"{server.url}/advisor?run={old.run_id}")
     page.get_by_role("heading", name="Advisor").wait_for()
     expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(r"· 51\.0 ms/step$"))
     page.goto(f"{server.url}/compare?a={old.run_id}&b={new.run_id}")  # Compare starts empty: the link names both
     page.get_by_role("heading", name="Compare").wait_for()
-    expect(_metric(page, "A median step")).to_contain_text("51.0 ms")
-    expect(_metric(page, "B median step")).to_contain_text("81.0 ms")
+    expect(_metric(page, "A time per step")).to_contain_text("51.0 ms")
+    expect(_metric(page, "B time per step")).to_contain_text("81.0 ms")
     watch.shot("truth_compare")
     page.goto(f"{server.url}/report?run={old.run_id}")
     page.get_by_role("heading", name="Report").wait_for()
     page.get_by_text("Preview (Markdown)").click()
-    page.get_by_text("Median step: median measured step of the run after warm-up", exact=False).wait_for()
-    # the summary's median step and the evidence's "Step time" row: the same number; the profiled window's
+    page.get_by_text("Step time: time per step over the run", exact=False).wait_for()
+    # the summary's step time and the evidence's "Step time" row: the same number; the profiled
+    # window's
     # median (50 ms) appears only under its own label
     expect(page.get_by_role("cell", name="51.00 ms")).to_have_count(2)
     expect(page.get_by_role("row", name="Profiled step time 50.00 ms")).to_have_count(1)

@@ -77,7 +77,9 @@ def test_not_applied_script_fix_is_reported_as_such(script_run) -> None:
     record, script, a = script_run
     e, view = _experiment(record, script, acted=False)
     html = _html_body(render(a, "html", experiment=view).decode())
-    assert "Outcome: not applied: the script built no DataLoader · 2 runs per arm" in html  # the page's word
+    # the page's word, and the runs it rests on: the fix never acted in the first patched run, so 1
+    # ran per arm
+    assert "Outcome: not applied: the script built no DataLoader · 1 run per arm" in html
     assert '<pre class="change' not in html  # no change to make: the fix never acted
     md = render(a, "md", experiment=view).decode()
     assert "**Outcome: not applied: the script built no DataLoader**" in md and "not a \"no gain\" verdict" in md

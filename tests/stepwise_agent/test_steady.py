@@ -17,7 +17,7 @@ def test_warmup_profiled_and_the_steps_next_to_the_profiler_are_left_out() -> No
     assert choice.basis == BASIS_STEADY
     assert list(choice.positions) == [3] + list(range(5 + 3 + AFTER_PROFILER, 20))
     assert choice.profiled == (5, 6, 7)
-    assert describe(choice) == f"median of {choice.count} steady steps"
+    assert describe(choice) == f"over {choice.count} steady steps"
 
 
 def test_the_median_ignores_the_slow_steps_after_the_profiler_stops() -> None:

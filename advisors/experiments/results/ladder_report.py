@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from advisors.bounds import exceeded_text
 from advisors.experiments.after_ladder import final_diagnosis_json
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.optimize import Ladder
@@ -31,7 +30,8 @@ def arm_json(arm: Arm[Spec] | None, samples_per_s: float | None) -> dict[str, An
     if arm is None:
         return None
     spread = relative_spread([t.throughput for t in arm.trials])
-    return {"label": arm.label, "status": arm.status, "runs": len(arm.outcomes), "step_time_ms": _r(arm.median_step_ms),
+    return {"label": arm.label, "status": arm.status, "runs": len(arm.outcomes),
+            "step_time_ms": _r(arm.step_time_ms), "typical_step_ms": _r(arm.median_step_ms),
             "step_iqr_ms": _r(float(np.median([iqr(t.walls_ms) for t in arm.trials])) if arm.trials else None),
             "trial_spread": _r(spread),
             "warning": f"trials {spread:.0%} apart: noisy machine, wide interval" if spread > SPREAD_WARNING else None,
@@ -56,12 +56,14 @@ def experiment_json(e: Experiment[Spec], rec: ExperimentRecord) -> dict[str, Any
         "pair_ratios": list(rec.pair_ratios), "inconclusive": rec.inconclusive, "outcome": rec.outcome_text,
         "interval_level": rec.level, "min_gain": rec.min_gain, "kept": rec.outcome == "kept", "reason": rec.reason,
         "loss_delta": rec.loss_delta, "loss_step": rec.loss_step, "loss_tolerance": rec.loss_tolerance,
-        "trials": rec.trials_per_arm, "snippet": rec.snippet, "not_applied": rec.not_applied,
+        "trials": rec.runs_per_arm, "trials_asked": rec.trials_per_arm, "snippet": rec.snippet,
+        "not_applied": rec.not_applied,
         "applied": applied_json(e),
         "upper_bound_speedup": bound.speedup if bound else None,
         "bound": None if bound is None else {"speedup": bound.speedup, "assumption": bound.assumption,
                                              "baseline": bound.baseline, "baseline_run": bound.baseline_run},
         "bound_exceeded": bool(bound and bound.exceeded), "bound_exceeded_why": bound.exceeded_why if bound else None,
+        "beyond_bound": rec.beyond_bound,
         "where": rec.where, "sites": list(rec.sites), "change": rec.change,
         "trial_runs": [t.__dict__ for t in rec.trials],
         "baseline_drift": rec.baseline_drift, "baseline_moved": rec.baseline_moved,
@@ -114,7 +116,7 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
     rejected attempts included."""
     rec = rec if rec is not None else ladder_record(ladder, None)
     lines = [f"{'step':<40}{'status':<15}{'before/s':>10}{'after/s':>10}{'speed-up':>9}{'95% interval':>16}"
-             f"{'median ms':>10}{'peak MB':>9}{'cum.':>7}  verdict"]
+             f"{'ms/step':>10}{'peak MB':>9}{'cum.':>7}  verdict"]
     first = ladder.rungs[0].experiment if ladder.rungs else None
     if first is not None:
         lines.append(_row("baseline", first.baseline, None, 1.0, ""))
@@ -122,9 +124,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
             lines.append(_row("  (reference: budget lifted)", first.reference, None, None, ""))
     for r, x in zip(ladder.rungs, rec.rounds):
         e = r.experiment
+        # its text says why a gain passed it
         bound = f" (upper bound {x.bound.text})" if x.bound else ""
-        if x.bound and x.bound.exceeded:
-            bound += f" — {exceeded_text(x.speedup or 0.0, x.bound.speedup or 0.0, x.bound.exceeded_why)}"
         verdict = f"{x.outcome.upper() if x.outcome in ('kept', 'inconclusive') else x.outcome} — {x.reason}{bound}"
         verdict += f" (at {x.where})" if x.where else ""
         lines.append(_row(f"+ {x.fix_id} ({x.acts_on})", e.patched, x, x.cumulative_speedup, verdict))
@@ -138,7 +139,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
     lines.append("before/s, after/s: samples per second of the round's own baseline and of the patched arm (total "
                  "samples / total time of the timed steps, median over an arm's trials); speed-up = after/s ÷ "
                  "before/s, the number that decided, with its bootstrap interval over the back-to-back pairs; "
-                 "median ms: the patched arm's median step, shown beside it, not the speed-up's basis")
+                 "ms/step: the arm's time per step (one step's samples ÷ its samples/s: the same "
+                 "speed)")
     lines.append(f"total speedup (product of kept fixes): {rec.total_speedup:.2f}x")
     lines.append(rec.why_stopped)
     for a in rec.not_retried:
@@ -157,7 +159,7 @@ def _row(name: str, arm: Arm[Spec], x: ExperimentRecord | None, cumulative: floa
     """A row: for a round, its record's before and after samples/s and the speed-up they give."""
     before = x.before_samples_per_s if x is not None else None
     after = x.after_samples_per_s if x is not None else None
-    ms = f"{arm.median_step_ms:.1f}" if arm.median_step_ms else "-"
+    ms = f"{arm.step_time_ms:.1f}" if arm.step_time_ms else "-"
     peak = f"{arm.peak_memory_mb:.0f}" if arm.peak_memory_mb else "-"
     sp = f"{x.speedup:.2f}x" if x is not None and x.speedup else ""
     if x is not None and x.rate_unit != "samples/s":  # no batch seen: the rates count steps

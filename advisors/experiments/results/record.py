@@ -22,6 +22,8 @@ SCHEMA = 2
 # is this far (relative, either way) from that earlier measurement of the same code, the record says so — the
 # machine changed between them, and samples/s read across rounds would mislead.
 BASELINE_MOVED = 0.25
+UNEXPLAINED = ("the bound was wrong for this run: the time it counts was mis-attributed, or the "
+               "fix also acted elsewhere in the step")
 Outcome = Literal["kept", "rejected", "inconclusive", "not applied", "failed"]
 OUTCOMES: tuple[str, ...] = ("kept", "rejected", "inconclusive", "not applied", "failed")
 Kind = Literal["apply", "ladder round"]
@@ -36,15 +38,30 @@ class BoundRecord:
     baseline: str  # which diagnosis, in words ("the diagnosis of round 2's baseline run")
     baseline_run: str | None = None  # the run id that diagnosis read
     exceeded: bool = False  # the measured speed-up is above the bound: the bound was wrong for this run
+    # why, in words: what the arms' steps show, else what can make it so
     exceeded_why: str | None = None
+    measured: float | None = None  # the measured speed-up it was read against
 
     @property
     def text(self) -> str:
-        """``8.96× (the diagnosis of run 20261127-…; if the time drawing batches vanished)``."""
+        """``8.96× (the diagnosis of run 20261127-…; if the time drawing batches vanished)``, and
+        when a measured gain passed it, ``— measured 9.32× is above it: why`` (never a bare bound
+        beside a larger gain)."""
         if self.speedup is None:
             return "none"
         why = f"; {self.assumption}" if self.assumption else ""
-        return f"{self.speedup:.2f}× ({self.baseline}{why})"
+        beyond = self.beyond
+        over = f" — measured {beyond['measured']:.2f}× is above it: {beyond['why']}" \
+            if beyond else ""
+        return f"{self.speedup:.2f}× ({self.baseline}{why}){over}"
+
+    @property
+    def beyond(self) -> dict[str, Any] | None:
+        """``{bound, measured, why}`` when the measured gain passed the bound, else ``None``."""
+        if not self.exceeded or self.speedup is None or self.measured is None:
+            return None
+        return {"bound": self.speedup, "measured": self.measured,
+                "why": self.exceeded_why or UNEXPLAINED}
 
 
 @dataclass(frozen=True)
@@ -92,15 +109,20 @@ class ExperimentRecord:
     level: float = 0.95
     min_gain: float = 0.03
     pair_ratios: tuple[float, ...] = ()
-    before_step_ms: float | None = None  # the arms' median measured steps: shown beside, never the speed-up
+    before_step_ms: float | None = None  # the arms' times per step (× samples/s = the batch)
     after_step_ms: float | None = None
+    # the arms' typical (median) steps: shown beside, never the speed-up
+    before_typical_ms: float | None = None
+    after_typical_ms: float | None = None
     bound: BoundRecord | None = None
     loss_delta: float | None = None
     loss_step: int | None = None
     loss_tolerance: float = 0.05
     not_applied: str | None = None
     inconclusive: str | None = None
-    trials_per_arm: int = 3
+    trials_per_arm: int = 3  # the runs asked for per arm (a re-run's --trials)
+    # the back-to-back pairs the verdict's medians were taken over
+    runs_in_verdict: int | None = None
     cumulative_speedup: float | None = None  # a kept ladder round: the product of the kept speed-ups so far
     spec_change: Mapping[str, Any] = field(default_factory=dict)  # knob/flag → its value in the patched arm
     injected: bool = False  # injected into a user's script at boot (the file was never written)
@@ -130,8 +152,19 @@ class ExperimentRecord:
             return None
         return f"{self.speedup:.2f}×" + (f" [{self.low:.2f}, {self.high:.2f}]" if self.low is not None else "")
 
+    @property
+    def runs_per_arm(self) -> int:
+        """The runs per arm the verdict rests on (what every surface says); the asked count on old
+        records."""
+        return self.runs_in_verdict or self.trials_per_arm
+
+    @property
+    def beyond_bound(self) -> dict[str, Any] | None:
+        """``{bound, measured, why}`` when the measured gain passed the fix's upper bound."""
+        return self.bound.beyond if self.bound is not None else None
+
     def to_json(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        return {**_plain(asdict(self)), "beyond_bound": self.beyond_bound}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ExperimentRecord:

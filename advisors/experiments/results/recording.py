@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from advisors.bounds import Bound, exceeds
 from advisors.fixes import rest_got_faster
@@ -43,13 +42,25 @@ def bound_record(bound: Bound | None, baseline: str, baseline_run: str | None,
     read against (a measured gain above it is flagged, with why when the arms' own steps show it)."""
     if bound is None or bound.speedup is None:
         return None
-    over = e is not None and e.kept and exceeds(e.speedup, bound.speedup)
+    over = e is not None and e.ratio is not None and exceeds(e.speedup, bound.speedup)
     why = None
     if over and e is not None:
-        rests = [x for t in e.before.trials if (x := t.rest_ms) is not None]
-        why = rest_got_faster(e.fix.id, float(np.median(rests)) if rests else None, e.patched.median_step_ms)
+        why = rest_got_faster(e.fix.id, e.before.rest_ms, e.patched.step_time_ms) or \
+            _noise_why(e, bound.speedup)
     return BoundRecord(speedup=bound.speedup, assumption=bound.assumption or None, baseline=baseline,
-                       baseline_run=baseline_run, exceeded=over, exceeded_why=why)
+                       baseline_run=baseline_run, exceeded=over, exceeded_why=why,
+                       measured=e.speedup if over and e is not None else None)
+
+
+def _noise_why(e: Experiment[Spec], bound: float) -> str | None:
+    """Why a gain past its bound need not mean the bound is wrong: its interval reaches below the
+    bound."""
+    ratio = e.ratio
+    if ratio is None or ratio.low > bound:
+        return None
+    return (f"its {ratio.level:.0%} interval [{ratio.low:.2f}, {ratio.high:.2f}] reaches below the "
+            "bound, so the excess may be run-to-run noise; the gain shown is not proven to be "
+            "above it")
 
 
 def trial_records(e: Experiment[Spec], round_: int | None = None) -> tuple[TrialRecord, ...]:
@@ -71,7 +82,7 @@ def trial_record(o: RunOutcome, role: str, pair: int, round_: int | None, fix_id
     return TrialRecord(
         run_id=Path(o.run_dir).name if o.run_dir else None, role=role, pair=pair, round=round_,
         fix_id=fix_id, status=o.status, samples_per_s=_r(t.throughput) if t else None,
-        step_time_ms=_r(t.median_ms) if t else None, steps=len(t.walls_ms) if t else 0,
+        step_time_ms=_r(t.mean_ms) if t else None, steps=len(t.walls_ms) if t else 0,
         peak_memory_mb=_r(o.peak_memory_mb, 1), others_cores=_r(o.load.others_cores, 2) if o.load else None,
         error=o.error, rate_unit="steps/s" if o.per_step else "samples/s")
 
@@ -138,9 +149,11 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
         # unrounded, so a reader redoes after ÷ before exactly; every surface rounds only when it prints
         before_samples_per_s=ratio.before if ratio else None, after_samples_per_s=ratio.after if ratio else None,
         speedup=e.speedup, low=ratio.low if ratio else None, high=ratio.high if ratio else None,
-        level=e.policy.level, min_gain=e.policy.min_gain, pair_ratios=tuple(ratio.pairs) if ratio else (), before_step_ms=_r(before.median_step_ms), after_step_ms=_r(e.patched.median_step_ms),
+        level=e.policy.level, min_gain=e.policy.min_gain, pair_ratios=tuple(ratio.pairs) if ratio else (), before_step_ms=_r(before.step_time_ms), after_step_ms=_r(e.patched.step_time_ms),
+        before_typical_ms=_r(before.median_step_ms), after_typical_ms=_r(e.patched.median_step_ms),
         bound=bound, loss_delta=_r(e.loss_delta, 6), loss_step=e.loss_step, loss_tolerance=e.policy.loss_tolerance,
         not_applied=e.not_applied, inconclusive=e.inconclusive, trials_per_arm=e.policy.trials,
+        runs_in_verdict=len(ratio.pairs) if ratio and ratio.pairs else None,
         cumulative_speedup=cumulative if cumulative is not None and e.kept else None,
         spec_change={k: v[1] for k, v in spec_changes(e.baseline.spec, e.patched.spec).items()},
         injected=script, where=f"{site.get('file')}:{site.get('line')}" if site else None,

@@ -53,7 +53,8 @@ def test_the_resnet_pair_is_a_regression_that_names_the_dataloader(pair) -> None
     c = check(base, new)
     doc = check_json(c)
     assert c.verdict == "regression" and c.exit_code == 1, c.reason
-    assert doc["ratio"] > 1.3 and doc["interval"][0] > 1.0  # measured: 1.393, interval 1.022-1.467
+    # time per step: 1.25 (the typical steps: 1.39)
+    assert doc["ratio"] > 1.2 and doc["interval"][0] > 1.0
     assert doc["base"]["steps"] == doc["new"]["steps"] == 6
     assert doc["movers"]["categories"][0]["name"] == "dataloader" and doc["movers"]["categories"][0]["delta_ms"] > 50
     assert "DataLoader" in doc["movers"]["operators"][0]["name"] and doc["movers"]["operators"][0]["delta_ms"] > 50
@@ -106,7 +107,7 @@ def test_a_slowdown_beyond_the_tolerance_but_within_the_noise_is_inconclusive() 
     assert c.ratio > 1.05 and c.estimate is not None and c.estimate.low <= 1
     assert c.verdict == "inconclusive" and c.exit_code == 3 and "includes no change" in c.reason
     assert c.detectable is not None and c.detectable > c.ratio  # too noisy to see even this change
-    assert f"smallest slowdown the medians' interval could tell from their noise is about " \
+    assert f"smallest slowdown the interval could tell from their noise is about " \
            f"{c.detectable - 1:.0%}" in c.reason
 
 

@@ -40,4 +40,8 @@ def test_a_kept_gain_above_its_bound_says_the_bound_was_wrong() -> None:
     assert kept and kept[0]["bound_exceeded"] is True and kept[0]["upper_bound_speedup"] == 2.5
     assert not any(r["bound_exceeded"] for r in rounds if not r["kept"] and r["speedup"] and r["speedup"] < 2.5)
     line = next(x for x in ladder_table(ladder) if "cache_decoded" in x)
-    assert "above its upper bound 2.5x: the bound was wrong" in line
+    assert "(upper bound 2.50×" in line and "is above it: the bound was wrong" in line
+    # the same, as a field: never a bare bound beside a larger gain
+    beyond = kept[0]["beyond_bound"]
+    assert beyond["bound"] == 2.5 and beyond["measured"] == kept[0]["speedup"]
+    assert "bound was wrong" in beyond["why"]

@@ -35,11 +35,16 @@ def test_a_run_and_its_trial_show_one_samples_per_s() -> None:
     # the steps: past the warm-up, not profiled, not next to the profiler's window (11 before, 14 and 15 after)
     assert m.steps == tuple(range(3, 11)) and m.basis == "steady"
     assert result.step_time_steps == len(trial.walls_ms) == 8
-    # not the batch over the median step (32 / 50 ms = 640/s here too, so: the medians differ from the means)
+    # the time per step is elapsed ÷ steps: × samples/s it is the batch, even where the median step
+    # is far off
     uneven = steps.assign(wall_ms=[10.0 if i % 4 else 130.0 for i in range(len(steps))])
     r2, t2 = summarise_steps(uneven, pd.DataFrame(), 3), measured_trial(uneven, 3)
     assert t2 is not None and r2.samples_per_s == pytest.approx(t2.throughput)
-    assert r2.samples_per_s != pytest.approx(32 / r2.step_time_ms * 1e3)
+    assert r2.samples_per_s == pytest.approx(32 / r2.step_time_ms * 1e3)
+    # 3 × 10 ms + 130 ms, over 4
+    assert r2.step_time_ms == pytest.approx(t2.mean_ms) == pytest.approx(40.0)
+    # 2 of 8 steps stalled
+    assert r2.typical_step_ms == 10.0 and r2.stalled_share == pytest.approx(0.25)
 
 
 def test_ranks_wait_for_the_slowest_and_their_samples_add_up() -> None:

@@ -41,7 +41,8 @@ def test_step_summary_is_typed_and_skips_warmup() -> None:
     assert s.steps_done == 6 and s.step_time_ms == 11.5 and s.final_loss == pytest.approx(1 / 6)
     assert RunResult(RunStatus.OK, **s.result_fields()).step_time_ms == 11.5
     default = summarise_steps(_rows([500.0, 300.0, 10.0, 11.0, 12.0]), telemetry_frame([]))
-    assert default.step_time_ms == 11.5  # the first step only: [300, 10, 11, 12]
+    assert default.step_time_ms == 83.25  # the first step only: [300, 10, 11, 12], elapsed ÷ steps
+    assert default.typical_step_ms == 11.5 and default.stalled_share == 0.25
 
 
 def test_empty_steps_give_an_empty_summary() -> None:
