@@ -1,20 +1,23 @@
-"""Where in the model the profiled steps' time goes: per module, forward and backward, recorded by the agent.
+"""Where in the model the profiled steps' time goes: per module, forward and backward, recorded
+by the agent.
 
 While the profiler records (the profiled window only), global module hooks
-(``torch.nn.modules.module.register_module_forward_pre_hook`` / ``register_module_forward_hook``) open and close
-one ``record_function`` range per module call, named ``stepwise.module: <qualified name>``; a saved-tensor hook
-(autograd's default pack hook) adds up the bytes each module keeps for backward. Nothing runs on the backward
-pass: when the window's trace is ready, :func:`layer_rows` reads the profiler's own events:
+(``torch.nn.modules.module.register_module_forward_pre_hook`` / ``register_module_forward_hook``)
+open and close one ``record_function`` range per module call, named ``stepwise.module: <qualified
+name>``; a saved-tensor hook (autograd's default pack hook) adds up the bytes each module keeps for
+backward. Nothing runs on the backward pass: when the window's trace is ready, :func:`layer_rows`
+reads the profiler's own events:
 
-- a module's **forward** time is its ranges' time: the GPU time of the kernels launched inside them on a GPU
-  (the profiler links each kernel to the op that launched it), their CPU time otherwise;
-- its **backward** time is that of the autograd nodes (``autograd::engine::evaluate_function: …``) whose
-  sequence number is that of the forward op that made them (the last op to record that number) inside the
-  module, charged to the innermost module and summed up into its parents.
+- a module's **forward** time is its ranges' time: the GPU time of the kernels launched inside them
+  on a GPU (the profiler links each kernel to the op that launched it), their CPU time otherwise;
+- its **backward** time is that of the autograd nodes (``autograd::engine::evaluate_function: …``)
+  whose sequence number is that of the forward op that made them (the last op to record that number)
+  inside the module, charged to the innermost module and summed up into its parents.
 
-``layers.json`` (:func:`write_layers`) holds one row per module of the ``named_modules()`` tree: its name, class,
-where the class and its ``forward`` are defined, its parameters, its calls per step, its forward and backward
-milliseconds per step and the activation bytes it kept for backward per step (all of its submodules included).
+``layers.json`` (:func:`write_layers`) holds one row per module of the ``named_modules()`` tree: its
+name, class, where the class and its ``forward`` are defined, its parameters, its calls per step,
+its forward and backward milliseconds per step and the activation bytes it kept for backward per
+step (all of its submodules included).
 """
 
 from __future__ import annotations
@@ -42,15 +45,18 @@ def _compiling() -> bool:
 
 
 class LayerRecorder:
-    """Module hooks for the profiled window: :meth:`start` when it opens, :meth:`stop` when it ends."""
+    """Module hooks for the profiled window: :meth:`start` when it opens, :meth:`stop` when it
+    ends."""
 
     def __init__(self) -> None:
         self.names: dict[int, str] = {}  # id(module) -> qualified name ("" for a root)
         self.modules: dict[str, torch.nn.Module] = {}
         self.roots: list[str] = []
-        self.saved_bytes: dict[str, int] = {}  # a module's own saved activations (its submodules' apart)
+        # a module's own saved activations (its submodules' apart)
+        self.saved_bytes: dict[str, int] = {}
         self._stack: list[tuple[int, Any]] = []  # (id(module), the open range's handle)
-        self._seen: set[tuple[int, int]] = set()  # (storage pointer, step): a storage counted once a step
+        # (storage pointer, step): a storage counted once a step
+        self._seen: set[tuple[int, int]] = set()
         self._params: set[int] = set()
         self._handles: list[Any] = []
         self._pushed = False
@@ -87,7 +93,8 @@ class LayerRecorder:
         if name is not None:
             return name
         if not self._stack:  # a root: every module below it is named from its tree
-            root = type(module).__name__ if not self.roots else f"{type(module).__name__}#{len(self.roots)}"
+            cls = type(module).__name__
+            root = cls if not self.roots else f"{cls}#{len(self.roots)}"
             self.roots.append(root)
             for sub, m in module.named_modules():
                 full = f"{root}.{sub}" if sub else root
@@ -124,7 +131,7 @@ class LayerRecorder:
             try:
                 ptr = t.untyped_storage().data_ptr()
                 size = t.untyped_storage().nbytes()
-            except (RuntimeError, NotImplementedError):  # a tensor without storage (a subclass, a fake)
+            except (RuntimeError, NotImplementedError):  # no storage (a tensor subclass, a fake)
                 return t
             if ptr not in self._params and (ptr, self.step) not in self._seen:
                 self._seen.add((ptr, self.step))
@@ -156,8 +163,10 @@ def _module_of(e: Any) -> str | None:
 
 
 def layer_times(events: Iterable[Any], on_gpu: bool) -> tuple[dict[str, list[float]], int]:
-    """``{module: [forward_ms, backward_self_ms, calls]}`` over the window, and its count of profiler steps."""
-    # Every op records the sequence number the next autograd node will take: the node is the last op's of a
+    """``{module: [forward_ms, backward_self_ms, calls]}`` over the window, and its count of
+    profiler steps."""
+    # Every op records the sequence number the next autograd node will take: the node is the last
+    # op's of a
     # number (in time order), so the module of the last op with a number is the node's.
     events = sorted(events, key=lambda e: e.time_range.start)
     out: dict[str, list[float]] = {}
@@ -192,8 +201,8 @@ def _where(obj: Any) -> tuple[str | None, int | None]:
 
 def layer_rows(rec: LayerRecorder, events: Iterable[Any], on_gpu: bool,
                step_ms: float | None) -> dict[str, Any]:
-    """``layers.json``'s document: one row per module seen, its figures per profiled step, inclusive of its
-    submodules (backward time and saved bytes summed up the tree)."""
+    """``layers.json``'s document: one row per module seen, its figures per profiled step,
+    inclusive of its submodules (backward time and saved bytes summed up the tree)."""
     times, steps = layer_times(events, on_gpu)
     n = max(steps, 1)
     backward: dict[str, float] = {}
@@ -207,9 +216,10 @@ def layer_rows(rec: LayerRecorder, events: Iterable[Any], on_gpu: bool,
             up = ".".join(parts[:i])
             backward[up] = backward.get(up, 0.0) + own_b
             saved[up] = saved.get(up, 0) + own_s
-        parent = ".".join(parts[:-1])
-        if len(parts) > 1 and not times.get(parent, [0.0, 0.0, 0])[2]:  # a container never called itself
-            forward[parent] = forward.get(parent, 0.0) + forward.get(name, 0.0)  # (a ModuleList): its parts
+        up_one = ".".join(parts[:-1])
+        # a container never called itself (a ModuleList): its forward is its parts'
+        if len(parts) > 1 and not times.get(up_one, [0.0, 0.0, 0])[2]:
+            forward[up_one] = forward.get(up_one, 0.0) + forward.get(name, 0.0)
     classes: dict[type, tuple[Any, ...]] = {}
     rows = []
     for name, m in rec.modules.items():
@@ -217,22 +227,26 @@ def layer_rows(rec: LayerRecorder, events: Iterable[Any], on_gpu: bool,
         cls = type(m)
         if cls not in classes:
             code = getattr(getattr(cls, "forward", None), "__code__", None)
-            classes[cls] = (*_where(cls), getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
+            classes[cls] = (*_where(cls), getattr(code, "co_filename", None),
+                            getattr(code, "co_firstlineno", None))
         class_file, class_line, forward_file, forward_line = classes[cls]
         parent = name.rsplit(".", 1)[0] if "." in name else None
         rows.append({
             "name": name, "parent": parent, "class": cls.__name__, "class_file": class_file,
             "class_line": class_line, "forward_file": forward_file, "forward_line": forward_line,
             "params": sum(p.numel() for p in m.parameters()), "calls": calls / n,
-            "forward_ms": round(forward.get(name, 0.0) / n, 4), "backward_ms": round(backward.get(name, 0.0) / n, 4),
+            "forward_ms": round(forward.get(name, 0.0) / n, 4),
+            "backward_ms": round(backward.get(name, 0.0) / n, 4),
             "saved_bytes": saved.get(name, 0) // n if rec.saved_known else None})
     return {"steps": steps, "device": "gpu" if on_gpu else "cpu", "step_ms": step_ms, "timing": (
-        "GPU time of the kernels each module launched" if on_gpu else "CPU time inside each module"),
+        "GPU time of the kernels each module launched" if on_gpu
+        else "CPU time inside each module"),
         "rows": rows}
 
 
 def write_layers(run_dir: Path, rec: LayerRecorder, events: Iterable[Any], on_gpu: bool,
                  step_ms: float | None, write: Any) -> None:
-    """Write ``layers.json`` (through ``write``, the recorder's atomic JSON writer); nothing if no module ran."""
+    """Write ``layers.json`` (through ``write``, the recorder's atomic JSON writer); nothing if no
+    module ran."""
     if rec.modules:
         write(run_dir / LAYERS_FILE, layer_rows(rec, events, on_gpu, step_ms))

@@ -28,7 +28,7 @@ from profilers.efficiency.mfu import Efficiency, efficiency
 from profilers.efficiency.peaks import device_peak
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.breakdown import Breakdown
-from profilers.trace.layers import Layers
+from profilers.layers import Layers
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 
@@ -65,7 +65,7 @@ class Analysis:
     # a ``--trace-ranks`` run's agent summaries (profilers.jobs.agent_summaries.run_job_views) of all N ranks,
     # where the breakdown holds only the k ranks that kept a trace. The ``job`` of ``analyze --json``.
     job: dict[str, Any] | None = None
-    # Where in the model the step goes: one row per module, repeated blocks grouped (profilers.trace.layers)
+    # Where in the model the step goes: one row per module, repeated blocks grouped (profilers.layers)
     layers: Layers = field(default_factory=Layers)
 
     @property

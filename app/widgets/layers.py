@@ -1,5 +1,6 @@
-"""The Analysis page's Layers tab: where in the model the step goes, one row per module (repeated blocks as one),
-drawn as the module tree and listed largest share first. It renders ``Analysis.layers`` and computes nothing."""
+"""The Analysis page's Layers tab: where in the model the step goes, one row per module (repeated
+blocks as one), drawn as the module tree and listed largest share first. It renders
+``Analysis.layers`` and computes nothing."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from reports.charts.layers import layers_icicle
 
 COLUMNS = {
     "module": st.column_config.TextColumn(width="large"),
-    "share": st.column_config.ProgressColumn("share of step", format="percent", min_value=0.0, max_value=1.0),
+    "share": st.column_config.ProgressColumn("share of step", format="percent", min_value=0.0,
+                                             max_value=1.0),
     "forward ms": st.column_config.NumberColumn(format="%.3f", width="small"),
     "backward ms": st.column_config.NumberColumn(format="%.3f", width="small"),
     "calls/step": st.column_config.NumberColumn(format="%.1f", width="small"),
-    "saved MiB": st.column_config.NumberColumn("activations kept (MiB)", format="%.2f", width="small"),
+    "saved MiB": st.column_config.NumberColumn("activations kept (MiB)", format="%.2f",
+                                               width="small"),
 }
 
 
@@ -39,6 +42,8 @@ def layers_panel(a: Analysis) -> None:
         st.markdown(f"**{ui.text(evidence[0].upper() + evidence[1:])}**")
     st.caption(ui.text(layers.note or ""))
     sizes = ["time"] + (["memory"] if any(r.saved_bytes for r in layers.rows) else [])
-    by = st.radio("Size by", sizes, horizontal=True, key="analysis.layers_by") if len(sizes) > 1 else "time"
+    by = (st.radio("Size by", sizes, horizontal=True, key="analysis.layers_by")
+          if len(sizes) > 1 else "time")
     ui.chart(layers_icicle(layers, by or "time"), key="analysis.layers_tree")
-    st.dataframe(table(a), hide_index=True, width="stretch", column_config=COLUMNS, key="analysis.layers_table")
+    st.dataframe(table(a), hide_index=True, width="stretch", column_config=COLUMNS,
+                 key="analysis.layers_table")

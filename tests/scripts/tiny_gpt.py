@@ -1,5 +1,5 @@
-"""A tiny GPT-like model for the per-module view's tests: two blocks, each a hand-written causal attention and
-an MLP, trained on random tokens (``python tiny_gpt.py STEPS``)."""
+"""A tiny GPT-like model for the per-module view's tests: two blocks, each a hand-written causal
+attention and an MLP, trained on random tokens (``python tiny_gpt.py STEPS``)."""
 
 import sys
 

@@ -1,6 +1,7 @@
-"""The agent's per-module record: hooks during the profiled window only, forward and backward charged to the
-module that ran them, the bytes kept for backward, where each class is defined; and a launched run's analysis
-naming ``blocks.*.attn`` at its source line."""
+"""The agent's per-module record: hooks during the profiled window only, forward and backward
+charged
+to the module that ran them, the bytes kept for backward, where each class is defined; and a
+launched run's analysis naming ``blocks.*.attn`` at its source line."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def tiny_gpt() -> ModuleType:
 
 
 def profiled_rows(steps: int = 2) -> dict[str, Any]:
-    """Train the tiny GPT under a profiler window of ``steps`` with the layer hooks on, as the recorder does."""
+    """Train the tiny GPT under a profiler window of ``steps`` with the layer hooks on, as the
+    recorder does."""
     import torch
 
     from stepwise_agent.layers import LayerRecorder, layer_rows
@@ -36,7 +38,7 @@ def profiled_rows(steps: int = 2) -> dict[str, Any]:
     torch.manual_seed(0)
     model = gpt.TinyGPT()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    rec, out = LayerRecorder(), {}
+    rec, out = LayerRecorder(), dict[str, Any]()
 
     def ready(prof: Any) -> None:
         rec.stop()
@@ -90,7 +92,8 @@ def test_a_launched_tiny_gpt_names_its_attention(tmp_path: Path) -> None:
     from profilers.run.records import RunStatus
     from profilers.store.runs import RunStore
 
-    handle, result = launch([sys.executable, str(SCRIPT), "30"], RunStore(tmp_path / "runs"), steps=2,
+    handle, result = launch([sys.executable, str(SCRIPT), "30"], RunStore(tmp_path / "runs"),
+                            steps=2,
                             timeout_s=600)
     assert result.status == RunStatus.OK, result.error
     doc = json.loads((Path(handle.run_dir) / "layers.json").read_text())
@@ -102,5 +105,6 @@ def test_a_launched_tiny_gpt_names_its_attention(tmp_path: Path) -> None:
     line = inspect.getsourcelines(tiny_gpt().CausalSelfAttention)[1]
     assert attn["instances"] == 2 and attn["class_where"] == f"tiny_gpt.py:{line}"
     assert attn["backward_ms"] > 0 and attn["saved_activation_bytes"] > 0 and 0 < attn["share"] < 1
-    assert [r["share"] for r in out["layers"]] == sorted((r["share"] for r in out["layers"]), reverse=True)
+    shares = [r["share"] for r in out["layers"]]
+    assert shares == sorted(shares, reverse=True)
     assert out["top_layer"].startswith("top layer: blocks.*.")

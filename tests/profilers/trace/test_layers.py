@@ -1,6 +1,7 @@
-"""The per-module view of a trace: ``nn.Module`` events nest into a tree of module classes, repeated blocks are
-one row, times come from the module's own span (CPU) or the kernels it launched (GPU); a trace without module
-events says so and how to record them. And a run's ``layers.json`` read back, grouped as ``blocks.*.attn``."""
+"""The per-module view of a trace: ``nn.Module`` events nest into a tree of module classes, repeated
+blocks are one row, times come from the module's own span (CPU) or the kernels it launched (GPU); a
+trace without module events says so and how to record them. And a run's ``layers.json`` read back,
+grouped as ``blocks.*.attn``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from profilers.trace.layers import NO_MODULES, from_agent, from_trace, grouped
+from profilers.layers import NO_MODULES, from_agent, from_trace, grouped
 from profilers.trace.load import load_trace
 from tests.trace_factory import kernel, step, write, x
 
@@ -22,8 +23,8 @@ def frame(name: str, ts: float, dur: float) -> dict:
 
 
 def gpt_events(gpu: bool) -> list[dict]:
-    """One 1000 µs step: a GPT_0 model whose two Block_k each hold an Attention_k (its kernel 200 µs) and
-    an MLP_k (its kernel 100 µs), each block's forward frame at model.py(40)."""
+    """One 1000 µs step: a GPT_0 model whose two Block_k each hold an Attention_k (its kernel
+    200 µs) and an MLP_k (its kernel 100 µs), each block's forward frame at model.py(40)."""
     ev = [step(1, 0, 1000), module("GPT_0", 10, 900), frame("model.py(60): forward", 11, 880)]
     corr = 1
     for k, t0 in enumerate((100, 500)):
@@ -66,7 +67,8 @@ def test_a_trace_without_module_events_says_how_to_record_them(tmp_path: Path) -
 
 
 def test_a_real_with_stack_trace(shared_traces: Path) -> None:
-    """TraceLens' BERT-small on an H100: four BertLayer blocks, their attention's forward at its source line."""
+    """TraceLens' BERT-small on an H100: four BertLayer blocks, their attention's forward at its
+    source line."""
     trace = load_trace(shared_traces / "host/tracelens_h100_bert-small.json.gz")
     layers = from_trace(trace, 4.426114)
     rows = {r.name.split("BertModel.")[-1]: r for r in layers.rows}
@@ -74,8 +76,10 @@ def test_a_real_with_stack_trace(shared_traces: Path) -> None:
     assert layer.instances == 4 and layer.calls == 4
     assert rows["BertEncoder.BertLayer.BertAttention"].forward_where == "modeling_bert.py:505"
     # the GPU time of its kernels: a host-bound step (GPU busy 7%), so a small share
-    assert 0 < layer.share < 0.1 and layer.forward_ms < rows["BertEncoder"].forward_ms + 1e-9
-    assert (layers.evidence() or "").startswith("top layer: BertLMHeadModel.BertModel.BertEncoder.BertLayer.")
+    assert layer.share is not None and 0 < layer.share < 0.1
+    assert layer.forward_ms < rows["BertEncoder"].forward_ms + 1e-9
+    top = "top layer: BertLMHeadModel.BertModel.BertEncoder.BertLayer."
+    assert (layers.evidence() or "").startswith(top)
 
 
 def test_grouping_names() -> None:
@@ -83,16 +87,19 @@ def test_grouping_names() -> None:
     assert grouped("layer2.conv1") == "layer2.conv1" and grouped("mlp.0") == "mlp.*"
 
 
-def agent_row(name: str, parent: str | None, cls: str, fwd: float, bwd: float, saved: int, params: int) -> dict:
-    return {"name": name, "parent": parent, "class": cls, "class_file": "/x/model.py", "class_line": 10,
+def agent_row(name: str, parent: str | None, cls: str, fwd: float, bwd: float, saved: int,
+              params: int) -> dict:
+    return {"name": name, "parent": parent, "class": cls, "class_file": "/x/model.py",
+            "class_line": 10,
             "forward_file": "/x/model.py", "forward_line": 17, "params": params, "calls": 1.0,
             "forward_ms": fwd, "backward_ms": bwd, "saved_bytes": saved}
 
 
 def test_a_runs_record_is_grouped_by_block() -> None:
-    doc = {"steps": 3, "device": "cpu", "step_ms": 10.0, "timing": "CPU time inside each module", "rows": [
-        agent_row("GPT", None, "GPT", 6.0, 3.0, 300, 30), agent_row("GPT.blocks", "GPT", "ModuleList", 6.0, 3.0,
-                                                                   300, 30),
+    doc = {"steps": 3, "device": "cpu", "step_ms": 10.0, "timing": "CPU time inside each module",
+           "rows": [
+        agent_row("GPT", None, "GPT", 6.0, 3.0, 300, 30),
+        agent_row("GPT.blocks", "GPT", "ModuleList", 6.0, 3.0, 300, 30),
         agent_row("GPT.blocks.0", "GPT.blocks", "Block", 3.0, 1.5, 150, 15),
         agent_row("GPT.blocks.1", "GPT.blocks", "Block", 3.0, 1.5, 150, 15),
         agent_row("GPT.blocks.0.attn", "GPT.blocks.0", "Attn", 2.0, 1.0, 100, 10),
@@ -101,9 +108,10 @@ def test_a_runs_record_is_grouped_by_block() -> None:
     rows = {r.name: r for r in layers.rows}
     assert set(rows) == {"GPT", "blocks", "blocks.*", "blocks.*.attn"}
     attn = rows["blocks.*.attn"]
-    assert (attn.instances, attn.forward_ms, attn.backward_ms, attn.saved_bytes, attn.params) == (2, 3.0, 1.5,
-                                                                                                    150, 20)
-    assert attn.share == pytest.approx(0.45) and attn.parent == "blocks.*" and attn.class_where == "model.py:10"
+    got = (attn.instances, attn.forward_ms, attn.backward_ms, attn.saved_bytes, attn.params)
+    assert got == (2, 3.0, 1.5, 150, 20)
+    assert attn.share == pytest.approx(0.45) and attn.parent == "blocks.*"
+    assert attn.class_where == "model.py:10"
     assert rows["blocks"].parent == "GPT" and rows["GPT"].parent is None
     assert layers.evidence() == "top layer: blocks.*.attn 45% of the step (model.py:10)"
     assert from_agent({"error": "RuntimeError: x"}).rows == ()
