@@ -35,6 +35,13 @@ LAYERS_FILE = "layers.json"
 OFF_ENV = "STEPWISE_LAYERS"  # "0": no module hooks at all
 
 
+def _range(name: str) -> Any:
+    """A ``record_function`` range: torch's C++ one where it has it (a few times cheaper per call
+    than ``torch.autograd.profiler.record_function``), else that."""
+    fast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
+    return fast(name) if fast is not None else torch.autograd.profiler.record_function(name)
+
+
 def enabled() -> bool:
     return os.environ.get(OFF_ENV, "1") != "0"
 
@@ -85,7 +92,7 @@ class LayerRecorder:
             except RuntimeError:
                 pass
         while self._stack:  # a forward that raised: its ranges are closed here
-            torch.ops.profiler._record_function_exit._RecordFunction(self._stack.pop()[1])
+            self._stack.pop()[1].__exit__(None, None, None)
 
     def _name(self, module: torch.nn.Module) -> str:
         key = id(module)
@@ -111,7 +118,8 @@ class LayerRecorder:
         if _compiling():
             return
         name = self._name(module)
-        handle = torch.ops.profiler._record_function_enter_new(PREFIX + name, None)
+        handle = _range(PREFIX + name)
+        handle.__enter__()
         self._stack.append((id(module), handle))
 
     def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -122,7 +130,7 @@ class LayerRecorder:
             return
         while self._stack:
             k, handle = self._stack.pop()
-            torch.ops.profiler._record_function_exit._RecordFunction(handle)
+            handle.__exit__(None, None, None)
             if k == key:
                 break
 
