@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -40,6 +41,16 @@ def _range(name: str) -> Any:
     than ``torch.autograd.profiler.record_function``), else that."""
     fast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
     return fast(name) if fast is not None else torch.autograd.profiler.record_function(name)
+
+
+def compiled_anything() -> bool:
+    """Whether the script has compiled a graph (``torch.compile``): adding or removing global module
+    hooks changes what its compiled code guards on, so it would recompile in the profiled window."""
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    try:
+        return bool(dynamo is not None and dynamo.counters["stats"]["unique_graphs"] > 0)
+    except (AttributeError, KeyError, TypeError):
+        return False
 
 
 def enabled() -> bool:
@@ -69,9 +80,15 @@ class LayerRecorder:
         self._pushed = False
         self.saved_known = False  # the saved-tensor hook was in place
         self.step = 0
+        self.skipped: str | None = None  # why no hook was installed
 
     def start(self) -> None:
         from torch.nn.modules import module as nn_module
+
+        if compiled_anything():
+            self.skipped = ("the script compiled its model (torch.compile): module hooks would "
+                            "make it recompile inside the profiled steps, so none was installed")
+            return
 
         self._handles = [nn_module.register_module_forward_pre_hook(self._pre),
                          nn_module.register_module_forward_hook(self._post)]
@@ -256,5 +273,7 @@ def write_layers(run_dir: Path, rec: LayerRecorder, events: Iterable[Any], on_gp
                  step_ms: float | None, write: Any) -> None:
     """Write ``layers.json`` (through ``write``, the recorder's atomic JSON writer); nothing if no
     module ran."""
-    if rec.modules:
+    if rec.skipped is not None:
+        write(run_dir / LAYERS_FILE, {"rows": [], "note": rec.skipped})
+    elif rec.modules:
         write(run_dir / LAYERS_FILE, layer_rows(rec, events, on_gpu, step_ms))

@@ -2,7 +2,8 @@
 recorder's profiler configuration, its profiled steps timed with the layer hooks on and off, in
 alternating trials (ABAB: a load that comes and goes touches both sides alike).
 
-    python benchmarks/layers/cost.py [--trials 8] [--steps 6] [--out benchmarks/results/layers-cost-DATE.md]
+    python benchmarks/layers/cost.py [--trials 8] [--steps 6] \
+        [--out benchmarks/results/layers-cost-DATE.md]
 
 Two models: the tests' tiny GPT (2 blocks, d=64) and a larger one (4 blocks, d=256, 128 tokens),
 on this machine's CPU (a GPU when there is one). The cost is the median over trials of (median

@@ -118,6 +118,8 @@ def from_agent(doc: Any) -> Layers:
         said = f": {why}" if why else ""
         return Layers(note=f"The run's per-module record could not be read{said}.")
     raw = [r for r in doc["rows"] if isinstance(r, dict) and isinstance(r.get("name"), str)]
+    if not raw and isinstance(doc.get("note"), str):
+        return Layers(note=f"No per-module record: {doc['note']}.")
     if not raw:
         return Layers(note="The run recorded no module: the script ran no torch.nn.Module in its "
                            "profiled steps.")

@@ -108,3 +108,24 @@ def test_a_launched_tiny_gpt_names_its_attention(tmp_path: Path) -> None:
     shares = [r["share"] for r in out["layers"]]
     assert shares == sorted(shares, reverse=True)
     assert out["top_layer"].startswith("top layer: blocks.*.")
+
+
+def test_a_compiled_script_gets_no_hooks_and_is_told_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Global hooks added mid-run would make torch.compile's code recompile inside the window."""
+    import collections
+
+    import torch._dynamo.utils as dynamo_utils
+    from torch.nn.modules import module as nn_module
+
+    from profilers.layers import from_agent
+    from stepwise_agent.layers import LayerRecorder, write_layers
+
+    counters: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    counters["stats"]["unique_graphs"] = 1
+    monkeypatch.setattr(dynamo_utils, "counters", counters)
+    rec = LayerRecorder()
+    rec.start()
+    assert not nn_module._global_forward_pre_hooks and rec.skipped is not None
+    written: dict[str, Any] = {}
+    write_layers(Path("."), rec, [], False, None, lambda path, doc: written.update(doc))
+    assert written["rows"] == [] and "torch.compile" in (from_agent(written).note or "")
