@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import torch
 
-from stepwise_agent import rank_summary
+from stepwise_agent import layers, rank_summary
 from stepwise_agent.hostinfo import current_rss_mb, peak_rss_mb
 from stepwise_agent.step_log import row_dict
 
@@ -99,6 +99,9 @@ class StepRecorder:
         self._t_last = time.perf_counter()
         self._running = False
         self.data_ms: Callable[[], float | None] | None = None  # the detector's time in DataLoader.__next__ this step
+        # Per-module times of the profiled steps (stepwise_agent.layers), rank 0's: its hooks run in the window only
+        self.layers = layers.LayerRecorder() if rank == 0 and layers.enabled() else None
+        self._profiled_ms: list[float] = []
 
     def start(self) -> None:
         """Start the profiler's schedule; from now on the guard's signal is this recorder's to answer."""
@@ -134,6 +137,10 @@ class StepRecorder:
         elif rss is not None:
             self._max_rss_seen = max(self._max_rss_seen, rss)
         self.last_loss = loss
+        if self.phase == PROFILING:
+            self._profiled_ms.append(wall_ms)
+            if self.layers is not None:
+                self.layers.next_step()
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
         self.steps_done += 1
@@ -141,6 +148,8 @@ class StepRecorder:
             self.prof.step()  # ends the active window (and exports) after the last profiled step
             if self.phase == UNPROFILED and self._recording():
                 self.phase, self.peak_unprofiled_mb = PROFILING, self._own_peak_mb()
+                if self.layers is not None:
+                    self.layers.start()
             elif self.phase == PROFILING and not self._recording():
                 self.phase = UNPROFILED  # the window ended (exported): whatever grows now is the script's
                 self._close_window()
@@ -212,6 +221,8 @@ class StepRecorder:
 
     def stop(self) -> None:
         """Stop profiling (exporting a partial window if the script ended early) and close the step log."""
+        if self.layers is not None:
+            self.layers.stop()  # hooks out of the script's way even if the window never closed
         if self._running:
             self._running = False
             if self.phase == PROFILING:
@@ -223,6 +234,15 @@ class StepRecorder:
         self._fh.close()
 
     def _export(self, prof: torch.profiler.profile) -> None:
+        if self.layers is not None:
+            self.layers.stop()
+            ms, on_gpu = self._profiled_ms, torch.cuda.is_available() and torch.cuda.is_initialized()
+            try:
+                layers.write_layers(self.run_dir, self.layers, prof.events(), on_gpu,
+                                    sum(ms) / len(ms) if ms else None, write_json_atomic)
+            except Exception as err:  # noqa: BLE001 - the per-module view must never cost the run its trace
+                write_json_atomic(self.run_dir / layers.LAYERS_FILE, {"error": f"{type(err).__name__}: {err}"})
+            self.layers = None
         if self.summarise:  # every rank's per-step summary; the full trace only where asked (rank_summary)
             world = int(os.environ.get("WORLD_SIZE", "1"))
             rank_summary.write_summary(self.run_dir, rank_summary.summarise_events(

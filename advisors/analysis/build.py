@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from advisors.analysis.document import job_json
+from advisors.analysis.layers import SNAPSHOT, SUMMARIES, run_layers, trace_layers
 from advisors.analysis.value import Analysis
 from advisors.diagnosis import diagnose
 from advisors.verdict import Diagnosis
@@ -138,7 +139,8 @@ def trace_analysis(trace: Trace, label: str, charts: bool = True, buckets: int |
     timeline, spans, memory = _frames(trace, buckets) if charts else (pd.DataFrame(),) * 3
     return Analysis(label=label, kind="trace", breakdown=b, run=None, diagnosis=diagnosis, advisor_note=note,
                     efficiency=_efficiency(b, None), timeline=timeline, step_spans=spans, memory=memory,
-                    steps=steps_frame([]), telemetry=pd.DataFrame(), n_events=trace.n_events)
+                    steps=steps_frame([]), telemetry=pd.DataFrame(), n_events=trace.n_events,
+                    layers=trace_layers(trace, b))
 
 
 def job_analysis(path: str | Path, label: str, files: list[TraceFile], engine: str | None = None,
@@ -160,7 +162,8 @@ def job_analysis(path: str | Path, label: str, files: list[TraceFile], engine: s
     return Analysis(label=label, kind="trace", breakdown=b, run=None, diagnosis=diagnosis, advisor_note=note,
                     efficiency=_efficiency(b, None), timeline=pd.DataFrame(), step_spans=spans,
                     memory=pd.DataFrame(), steps=steps_frame([]), telemetry=pd.DataFrame(), notes=(said,),
-                    summarised_ranks=len(files), job=job_json(job.views, engine, job.summaries, job.cached))
+                    summarised_ranks=len(files), job=job_json(job.views, engine, job.summaries, job.cached),
+                    layers=SUMMARIES)
 
 
 def snapshot_analysis(snapshot: MemorySnapshot, label: str, device_memory_bytes: int | None = None) -> Analysis:
@@ -170,17 +173,20 @@ def snapshot_analysis(snapshot: MemorySnapshot, label: str, device_memory_bytes:
     return Analysis(label=label, kind="trace", breakdown=None, run=None, diagnosis=diagnosis, advisor_note=note,
                     efficiency=None, timeline=pd.DataFrame(), step_spans=pd.DataFrame(), memory=pd.DataFrame(),
                     steps=steps_frame([]), telemetry=pd.DataFrame(), notes=obs.notes, snapshot=obs.snapshot,
-                    device_memory_bytes=device_memory_bytes)
+                    device_memory_bytes=device_memory_bytes, layers=SNAPSHOT)
 
 
 def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:
     """A stored run: its facts, steps and telemetry, plus its trace when the profiler exported one, and the
     cross-rank views of the summaries its ranks wrote at capture time if they did."""
-    parts, notes = with_run_trace(run_dir, lambda t: (
-        breakdown(t), loader_facts(t), _frames(t, buckets), t.n_events, run_job_views(run_dir, t)))
+    def read(t: Trace) -> tuple[Any, ...]:
+        b = breakdown(t)
+        return b, loader_facts(t), _frames(t, buckets), t.n_events, run_job_views(run_dir, t), trace_layers(t, b)
+
+    parts, notes = with_run_trace(run_dir, read)
     empty = (pd.DataFrame(),) * 3
-    b, loader, (timeline, spans, memory), n_events, job = parts if parts is not None else (
-        None, None, empty, 0, run_job_views(run_dir))
+    b, loader, (timeline, spans, memory), n_events, job, traced = parts if parts is not None else (
+        None, None, empty, 0, run_job_views(run_dir), None)
     facts = run_facts(run_dir)
     obs = Observation(source=str(run_dir), breakdown=b, run=facts, notes=notes, loader=loader, job=job)
     diagnosis, note = judged(obs)
@@ -188,7 +194,7 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
                     efficiency=_efficiency(b, facts.cpu_matmul_tflops), timeline=timeline, step_spans=spans,
                     memory=memory, steps=steps_frame(step_rows(run_dir)),
                     telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
-                    n_events=n_events, notes=notes, job=job)
+                    n_events=n_events, notes=notes, job=job, layers=run_layers(run_dir, traced))
 
 
 def with_device_memory(a: Analysis, device_memory_bytes: int | None) -> Analysis:

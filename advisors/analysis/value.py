@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from advisors.analysis.document import NO_EFFICIENCY, no_trace_summary, run_json
+from advisors.analysis.layers import layers_json
 from advisors.bounds import Bound
 from advisors.diagnosis import bound_of, diagnosis_json
 from advisors.observation import RunFacts
@@ -28,6 +29,7 @@ from profilers.efficiency.peaks import device_peak
 from profilers.efficiency.accelerator import is_non_gpu
 from profilers.jobs.agent_summaries import is_run_views
 from profilers.trace.breakdown import Breakdown
+from profilers.layers import Layers
 from profilers.trace.memory_snapshot import GIB, MemorySnapshot, gib_device, snapshot_json
 from profilers.trace.summary import breakdown_summary
 
@@ -64,6 +66,8 @@ class Analysis:
     # a ``--trace-ranks`` run's agent summaries (profilers.jobs.agent_summaries.run_job_views) of all N ranks,
     # where the breakdown holds only the k ranks that kept a trace. The ``job`` of ``analyze --json``.
     job: dict[str, Any] | None = None
+    # Where in the model the step goes: one row per module, repeated blocks grouped (profilers.layers)
+    layers: Layers = field(default_factory=Layers)
 
     @property
     def n_ranks(self) -> int:
@@ -177,6 +181,7 @@ class Analysis:
         out.update(diagnosis_json(self.diagnosis))
         if self.job is not None:  # a folder's map and reduce, or a run's agent summaries: every rank's views
             out["job"] = self.job
+        out.update(layers_json(self.layers))
         return out
 
 

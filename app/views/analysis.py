@@ -1,10 +1,12 @@
-"""Analysis: where the step time of one run or trace goes — by step, by rank, over time, by kernel and op."""
+"""Analysis: where the step time of one run or trace goes — by step, by rank, over time, by kernel and op, by
+module of the model."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from app.widgets import analysis_panels as panels
+from app.widgets.layers import layers_panel
 from app import state
 from app.widgets import ui
 st.title("Analysis")
@@ -25,7 +27,7 @@ if analysis is not None:
         # Lazy tabs: only the open tab runs and sends its charts, so a large trace stays fluid.
         panes = {"Breakdown": panels.breakdown_panel, "Timeline": panels.timeline_panel,
                  "Kernels & operators": panels.tables_panel, "Telemetry & memory": panels.telemetry_panel,
-                 "Ranks": panels.ranks_panel}
+                 "Ranks": panels.ranks_panel, "Layers": layers_panel}
         for tab, render in zip(st.tabs(list(panes), key=state.ANALYSIS_TAB, on_change="rerun"), panes.values()):
             if tab.open is not False:
                 with tab, st.spinner("Drawing…"):  # never a blank tab: a spinner while its charts are built

@@ -83,6 +83,8 @@ def diagnosis(a: Analysis) -> None:
         fix_order(a)
         with st.expander("Evidence", expanded=True):
             _evidence_table(dict(d.evidence))
+            if a.layers.evidence():  # where in the model (the Analysis page's Layers tab has the tree)
+                st.caption(ui.text(a.layers.evidence()))
         _fix(d.binding.fix_id, "binding", a)
         _related(d.binding, "binding", a)
     if d.others:

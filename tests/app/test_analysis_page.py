@@ -14,7 +14,7 @@ def test_upload_analysis_panels(store, shared_traces) -> None:
     at = open_page("analysis")
     assert_clean(at)
     assert at.selectbox(key="analysis.run").value == run.run_id
-    assert len(at.tabs) == 5
+    assert len(at.tabs) == 6
     for tab in ("Timeline", "Telemetry & memory", "Ranks"):
         at.session_state["stepwise.analysis_tab"] = tab
         at.run()
