@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from advisors.analysis.document import job_json
-from advisors.analysis.layers import SNAPSHOT, SUMMARIES, run_layers, trace_layers
+from advisors.analysis.layers import SNAPSHOT, run_layers, summaries_layers, trace_layers
 from advisors.analysis.value import Analysis
 from advisors.diagnosis import diagnose
 from advisors.verdict import Diagnosis
@@ -163,7 +163,7 @@ def job_analysis(path: str | Path, label: str, files: list[TraceFile], engine: s
                     efficiency=_efficiency(b, None), timeline=pd.DataFrame(), step_spans=spans,
                     memory=pd.DataFrame(), steps=steps_frame([]), telemetry=pd.DataFrame(), notes=(said,),
                     summarised_ranks=len(files), job=job_json(job.views, engine, job.summaries, job.cached),
-                    layers=SUMMARIES)
+                    layers=summaries_layers(job.module_events))
 
 
 def snapshot_analysis(snapshot: MemorySnapshot, label: str, device_memory_bytes: int | None = None) -> Analysis:

@@ -14,12 +14,18 @@ from typing import Any
 from profilers.store.files import read_json
 from profilers.trace.breakdown import Breakdown
 from profilers.trace.events import Trace
-from profilers.layers import LAYERS_FILE, Layers, from_agent, from_trace
+from profilers.layers import LAYERS_FILE, NO_MODULES, Layers, from_agent, from_trace
 
 SNAPSHOT = Layers(note="A memory snapshot records allocations, not module times: no per-module "
                        "view.")
-SUMMARIES = Layers(note="Read from the ranks' summaries, which keep no module events: open one "
+SUMMARIES = Layers(note="Read from the ranks' summaries, which keep no module tree: open one "
                         "rank's trace for its per-module view.")
+
+
+def summaries_layers(module_events: int) -> Layers:
+    """A job read from its ranks' summaries: none holds the module tree, but each counts its traces'
+    ``nn.Module`` events, so a job without any says what loading its traces would say."""
+    return SUMMARIES if module_events else Layers(note=NO_MODULES)
 
 
 def trace_layers(trace: Trace, b: Breakdown) -> Layers:

@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-VERSION = 4  # bump when a summary's fields or their meaning change: old cache entries are then ignored
+VERSION = 5  # bump when a summary's fields or their meaning change: old cache entries are then ignored
 CACHE_ENV = "STEPWISE_SUMMARY_CACHE"  # a folder for the cache, or "off"
 SUFFIX = ".rank-summary.gz"  # gzip of JSON, named so that no trace reader takes it for a trace
 
@@ -115,6 +115,7 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
 
     from profilers.trace import breakdown_parts as parts
     from profilers.jobs.collectives import collective_rows, collective_sizes, loader_spans
+    from profilers.layers import MODULE_EVENT
 
     ev = trace.events
     in_step = ev["step"].to_numpy() >= 0
@@ -162,6 +163,8 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
         "collectives": collective_rows(trace, b.device == "gpu"),
         "collective_sizes": collective_sizes(trace),
         "critical_path": _critical_path(trace),
+        "module_events": int(((ev["kind"] == "python_function")
+                               & names.str.startswith(MODULE_EVENT)).sum()),
     }
 
 

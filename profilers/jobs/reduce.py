@@ -41,6 +41,7 @@ class JobAnalysis:
     views: dict[str, Any]
     summaries: int
     cached: int
+    module_events: int = 0  # nn.Module events in the ranks' traces (with_stack / with_modules)
 
 
 def resolve_ranks(summaries: Sequence[dict[str, Any]]) -> tuple[list[int], list[str]]:
@@ -111,7 +112,8 @@ def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
     )
     loader_names = tuple(dict.fromkeys(n for s in summaries for n in s["loader"][1]))
     return JobAnalysis(b, sum(int(s["loader"][0]) for s in summaries), loader_names,
-                       job_views(b, summaries, ranks), len(summaries), sum(bool(s.get("cached")) for s in summaries))
+                       job_views(b, summaries, ranks), len(summaries), sum(bool(s.get("cached")) for s in summaries),
+                       sum(int(s.get("module_events") or 0) for s in summaries))
 
 
 def _max(values: Any) -> int | None:
