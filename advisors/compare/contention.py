@@ -65,16 +65,24 @@ def slowdown_bound(others: float, others_then: float, cores: int | None) -> floa
 
 
 def speedup_range(speedup: float, others_before: float, others_after: float,
-                  cores: int | None) -> tuple[float, float]:
+                  cores: int | None, apart: bool = False) -> tuple[float, float]:
     """The least and the most ``speedup`` (after ÷ before throughput) could be without the neighbour: it may have
-    slowed the before run (the change is then smaller) or the after run (larger)."""
-    return (speedup / slowdown_bound(others_before, others_after, cores),
-            speedup * slowdown_bound(others_after, others_before, cores))
+    slowed the before run (the change is then smaller) or the after run (larger).
+
+    ``apart``: the two runs were measured at different times (``compare``), not interleaved pair by pair. When
+    neighbours took :data:`CONTENDED_CORES` or more during both, what each took from its own run cannot be told
+    from the other's — a neighbour's share wanders within a run, and two runs of one script beside one read
+    "improvement" — so each run is bounded by its own neighbour, as against a machine left free."""
+    both = apart and min(others_before, others_after) >= CONTENDED_CORES
+    then_before, then_after = (0.0, 0.0) if both else (others_after, others_before)
+    return (speedup / slowdown_bound(others_before, then_before, cores),
+            speedup * slowdown_bound(others_after, then_after, cores))
 
 
 def holds_beyond_contention(speedup: float, others_before: float, others_after: float, cores: int | None,
-                            edge: float, faster: bool) -> bool:
+                            edge: float, faster: bool, apart: bool = False) -> bool:
     """Whether a verdict that ``speedup`` is beyond ``edge`` (``faster``) or short of it (not ``faster``) stands
-    once the neighbour's largest possible effect is taken out (see the module docs)."""
-    least, most = speedup_range(speedup, others_before, others_after, cores)
+    once the neighbour's largest possible effect is taken out (see the module docs; ``apart``: see
+    :func:`speedup_range`)."""
+    least, most = speedup_range(speedup, others_before, others_after, cores, apart)
     return least > edge if faster else most < edge

@@ -47,7 +47,7 @@ from typing import Any, Literal
 import numpy as np
 
 from stepwise_agent import steady
-from advisors.compare.contention import HostCpu, holds_beyond_contention, slowdown_bound
+from advisors.compare.contention import CONTENDED_CORES, HostCpu, holds_beyond_contention, slowdown_bound
 from advisors.verdict import Bottleneck, Diagnosis
 from advisors.compare.movers import Mover, Movers, movers
 from advisors.stats import RatioEstimate, mean_ratio
@@ -191,7 +191,8 @@ def _stands_beyond_contention(base: HostCpu | None, new: HostCpu | None, speedup
     up, down = 1 + tol, 1 / (1 + tol)
 
     def holds(edge: float, faster: bool) -> bool:
-        return holds_beyond_contention(speedup, base.others, new.others, base.cores or new.cores, edge, faster)
+        return holds_beyond_contention(speedup, base.others, new.others, base.cores or new.cores, edge, faster,
+                                       apart=True)
 
     if speedup > up:
         return holds(up, True)
@@ -207,6 +208,8 @@ def _neighbour(base: HostCpu | None, new: HostCpu | None) -> tuple[str, float] |
         return None
     busier, o, then = ("NEW", new.others, base.others) if new.others >= base.others else \
         ("BASE", base.others, new.others)
+    if then >= CONTENDED_CORES:  # neighbours during both runs: each bounded on its own (contention.speedup_range)
+        then = 0.0
     bound = slowdown_bound(o, then, base.cores or new.cores)
     return (busier, bound) if bound > 1 else None
 

@@ -77,3 +77,20 @@ def test_runs_of_one_spec_on_a_saturated_machine_are_left_open() -> None:
     new = _side(_walls(36.4, 2), HostCpu(cores=2, busy=2.0, ours=0.663))
     c = check(base, new, 0.35)
     assert c.verdict == "inconclusive" and c.contended, c.reason
+
+
+def test_two_runs_of_one_script_each_beside_a_neighbour_are_never_an_improvement() -> None:
+    """Runs measured apart, a core taken during each: a per-process offset read 0.62 of the time per step, which
+    the equal neighbours' difference (none) could not explain. What each neighbour took from its own run is not
+    known from the other's, so compare leaves it open; interleaved A/B pairs, whose arms share the moments,
+    still decide under the same neighbours."""
+    base = _side(_walls(100.0, 1), _cpu(1.0))
+    new = _side(_walls(62.0, 2), _cpu(1.05))
+    c = check(base, new, 0.35)
+    assert c.verdict == "inconclusive" and c.contended, c.reason
+    same = check(base, _side(_walls(101.0, 2), _cpu(1.0)), 0.35)
+    assert same.verdict in ("same", "inconclusive"), same.reason
+    assert holds_beyond_contention(1.6, 1.0, 1.05, 2, 1.03, faster=True)  # the pairs' rule: unchanged
+    assert not holds_beyond_contention(1.6, 1.0, 1.05, 2, 1.03, faster=True, apart=True)
+    quiet = check(_side(_walls(100.0, 1), _cpu(0.1)), _side(_walls(62.0, 2), _cpu(0.1)), 0.35)
+    assert quiet.verdict == "improvement"  # without neighbours the same figures decide
