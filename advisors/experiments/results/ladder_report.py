@@ -141,6 +141,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
                  "before/s, the number that decided, with its bootstrap interval over the back-to-back pairs; "
                  "ms/step: the arm's time per step (one step's samples ÷ its samples/s: the same "
                  "speed)")
+    if any(x.rate_unit != "samples/s" for x in rec.rounds):
+        lines.append(f"{STEPS_MARK}: no batch was seen in that round: its before/s and after/s count steps")
     lines.append(f"total speedup (product of kept fixes): {rec.total_speedup:.2f}x")
     lines.append(rec.why_stopped)
     for a in rec.not_retried:
@@ -155,6 +157,9 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
     return lines
 
 
+STEPS_MARK = "*"  # a row whose rates count steps, not samples
+
+
 def _row(name: str, arm: Arm[Spec], x: ExperimentRecord | None, cumulative: float | None, verdict: str) -> str:
     """A row: for a round, its record's before and after samples/s and the speed-up they give."""
     before = x.before_samples_per_s if x is not None else None
@@ -162,12 +167,12 @@ def _row(name: str, arm: Arm[Spec], x: ExperimentRecord | None, cumulative: floa
     ms = f"{arm.step_time_ms:.1f}" if arm.step_time_ms else "-"
     peak = f"{arm.peak_memory_mb:.0f}" if arm.peak_memory_mb else "-"
     sp = f"{x.speedup:.2f}x" if x is not None and x.speedup else ""
-    if x is not None and x.rate_unit != "samples/s":  # no batch seen: the rates count steps
-        sp += " (steps/s)"
+    if sp and x is not None and x.rate_unit != "samples/s":
+        sp += STEPS_MARK
     interval = f"[{beside(x.low, 1 + x.min_gain)}, {x.high:.2f}]" if x is not None and x.low is not None \
         and x.high is not None else ""
     cum = f"{cumulative:.2f}x" if cumulative else ""
     b = f"{before:.1f}" if before else ""
     a = f"{after:.1f}" if after else "-"
-    return (f"{name:<40}{arm.status:<15}{b:>10}{a:>10}{sp:>9}{interval:>16}{ms:>10}{peak:>9}{cum:>7}  "
+    return (f"{name:<40}{arm.status:<15}{b:>10} {a:>9} {sp:>8}{interval:>16}{ms:>10}{peak:>9}{cum:>7}  "
             f"{verdict}")

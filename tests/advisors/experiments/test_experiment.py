@@ -277,3 +277,27 @@ def test_a_ladder_says_when_a_baseline_moved_between_attempts() -> None:
     said = rounds[1]["baseline_moved"]
     assert said.startswith("baseline moved: round 1's baseline ran") and "round 1's previous attempt's baseline" in said
     assert f"    ! {said}" in ladder_table(ladder)
+
+
+class NoBatchRunner(FakeRunner):
+    """Trials whose script reports no batch: their rates count steps."""
+
+    def __call__(self, spec, on_progress=None):  # type: ignore[no-untyped-def]
+        out = super().__call__(spec, on_progress)
+        if out.trial is None:
+            return out
+        return RunOutcome(out.status, Trial(out.trial.walls_ms, 1.0), out.peak_memory_mb, out.losses,
+                          out.steps_done, out.error, out.run_dir, per_step=True)
+
+
+def test_ladder_rows_keep_their_columns_apart_and_say_a_rate_in_steps() -> None:
+    """A row read "494.70.98x (steps/s)": the unit ran into the after/s column, beside a legend of samples/s."""
+    from advisors.experiments.results.ladder_report import STEPS_MARK, ladder_table
+
+    fake = NoBatchRunner()
+    ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
+    lines = ladder_table(ladder)
+    row = next(line for line in lines if line.startswith("+ "))
+    after, speedup = row[55:].split()[1:3]  # before/s, after/s, speed-up: fields apart
+    assert float(after) > 0 and speedup.endswith("x" + STEPS_MARK), row
+    assert any(line.startswith(f"{STEPS_MARK}: no batch was seen") for line in lines)
