@@ -49,8 +49,11 @@ def headline(a: Analysis) -> None:
             st.caption(ui.text(a.advisor_note))
     if b is None:
         return
-    cols = st.columns(5)
-    cols[0].metric("Device", b.device_label, help=b.gpu_arch.basis if b.gpu_arch is not None else b.device_name)
+    cols = st.columns([2.4, 1, 1, 1, 1])  # a device's name is long: its column is the widest
+    name, _, basis = b.device_label.partition(" (")
+    cols[0].metric("Device", name, help=b.gpu_arch.basis if b.gpu_arch is not None else b.device_name)
+    if basis:  # "inferred from kernel names", "peak unknown": said in full under the name, never cut off
+        cols[0].caption(f"({basis}")
     traced = f"{len(b.ranks)} of the {a.n_ranks} ranks kept a full trace: the breakdown is of those; the Ranks " \
         "tab reads every rank's summary" if a.n_ranks > len(b.ranks) else None
     cols[1].metric("Ranks × steps", f"{a.n_ranks} × {b.n_steps}", help=traced)
