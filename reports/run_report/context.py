@@ -94,15 +94,23 @@ def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
         if seen is None:
             continue
         if seen.ladder is not None:
-            rows.append({"label": exp.label, "outcome": seen.label, "speedup": seen.ladder.total_speedup,
-                         "low": None, "high": None, "trials": None, "change": None, "spec_change": {},
-                         "commands": base})
+            lad = seen.ladder
+            said = "; ".join(f"round {i}: {r.fix_title} {r.outcome_text}" for i, r in enumerate(lad.rounds, 1))
+            first, last = (lad.rounds[0], lad.rounds[-1]) if lad.rounds else (None, None)
+            rows.append({"label": exp.label, "outcome": f"{lad.label} — {said or lad.why_stopped}",
+                         "speedup": lad.total_speedup, "low": None, "high": None,
+                         "trials": first.runs_per_arm if first is not None else None,
+                         "before": first.before_samples_per_s if first is not None else None,
+                         "after": last.after_samples_per_s if last is not None else None,
+                         "unit": first.rate_unit if first is not None else "samples/s",
+                         "change": None, "spec_change": {}, "commands": base})
             continue
         x = seen.record
         assert x is not None
         rows.append({"label": exp.label, "outcome": x.outcome_text, "speedup": x.speedup, "low": x.low,
-                     "high": x.high, "trials": x.runs_per_arm, "change": x.change_to_make, "where": x.where,
-                     "spec_change": dict(x.spec_change),
+                     "high": x.high, "trials": x.runs_per_arm, "before": x.before_samples_per_s,
+                     "after": x.after_samples_per_s, "unit": x.rate_unit,
+                     "change": x.change_to_make, "where": x.where, "spec_change": dict(x.spec_change),
                      "commands": _arm_commands(store, Path(record.run_dir), base, x)})
     return rows
 

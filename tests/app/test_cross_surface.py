@@ -221,7 +221,7 @@ def test_the_ladder_reads_the_same_in_its_table_list_trials_report_and_json(walk
     # the report's row for it: the same total
     md = plain(next(m.value for m in open_page("report").markdown if "## Experiments on this run" in m.value))
     row = next(line for line in md.splitlines() if line.startswith("| Optimise") or line.startswith("| Ladder"))
-    assert f"| **{view.label}** |" in row and f"{lad.total_speedup:.2f}×" in row
+    assert f"| **{view.label} — round 1: " in row and f"{lad.total_speedup:.2f}×" in row  # each round said
 
 
 def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(store: RunStore, tmp_path: Path,

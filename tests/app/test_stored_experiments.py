@@ -154,7 +154,8 @@ def test_the_runs_report_includes_its_experiments_commands_and_environment(store
     assert_clean(report)
     md = next(m.value for m in report.markdown if "## Experiments on this run" in m.value)
     gain = f"{x.speedup:.2f}× [{x.low:.2f}, {x.high:.2f}]"
-    assert f"| **{x.outcome_text}** | {gain} | 2 |" in md
+    rates = f"{x.before_samples_per_s:.1f} → {x.after_samples_per_s:.1f} samples/s"  # the numbers it rests on
+    assert f"| **{x.outcome_text}** | {rates} | {gain} | 2 |" in md
     assert "persistent_workers=True, prefetch_factor=4)" in md  # the change, as the user makes it
     assert "- before: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16`" in md
     assert "- after: `python -m profilers run data_bound --size tiny --steps 8 --set batch_size=16 --set " in md
