@@ -8,12 +8,12 @@ from app import data, state
 
 from app.services import tables
 
-from app.widgets import experiment_result, links, trial_runs, ui
+from app.widgets import captures, experiment_result, links, trial_runs, ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunStatus
 
 RUNS_COLUMNS = {  # with the row's selection box, the widths fill the page's main column and no more
-    "run": st.column_config.TextColumn(width=185), "kind": st.column_config.TextColumn(width=65),
+    "run": st.column_config.TextColumn(width=150), "kind": st.column_config.TextColumn(width=65),
     **trial_runs.RUN_FIGURES,
     "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm", width=95),
     "bottleneck": st.column_config.TextColumn(width=95, help="the binding bottleneck of the run's analysis "
@@ -66,6 +66,7 @@ elif record is not None:
     cols[3].page_link("views/report.py", label="Report", icon=":material/description:")
     if record.error:
         st.error(ui.text(record.error, 2000))
+    captures.show(record)
     with st.expander("Delete this run"):
         confirm = st.checkbox("Yes, delete it and its files", key="runs.confirm_delete")
         if st.button("Delete", disabled=not confirm or record.status is RunStatus.RUNNING, key="runs.delete"):

@@ -13,7 +13,7 @@ from profilers.store.runs import RunStore
 
 #: a run's status and measured figures, as the Runs list and an experiment's trials both show them
 RUN_FIGURES = {
-    "status": st.column_config.TextColumn(width=85),
+    "status": st.column_config.TextColumn(width=120),  # an experiment's outcome word and speed-up
     "ms/step": st.column_config.NumberColumn(format="%.1f", width=70),
     "samples/s": st.column_config.NumberColumn(format="%.1f", width=80),
     "peak MiB": st.column_config.NumberColumn(format="%.0f", width=75)}
