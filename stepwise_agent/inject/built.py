@@ -31,8 +31,10 @@ class BuildSites:
     """Notes construction and move sites per module while installed (see the module docs)."""
 
     def __init__(self) -> None:
-        self.built: weakref.WeakKeyDictionary[nn.Module, dict[str, Any]] = weakref.WeakKeyDictionary()
-        self.moved: weakref.WeakKeyDictionary[nn.Module, dict[str, Any]] = weakref.WeakKeyDictionary()
+        # by id, with a weak reference to tell a reused id apart: a module is noted while its class's own
+        # __init__ still runs, and a class may hash by state it has not set yet (a torchmetrics Metric)
+        self.built: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]] = {}
+        self.moved: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]] = {}
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
@@ -89,20 +91,23 @@ class BuildSites:
             self._keep(self.moved, module, site)
 
     @staticmethod
-    def _keep(table: weakref.WeakKeyDictionary[nn.Module, dict[str, Any]], module: nn.Module,
+    def _keep(table: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]], module: nn.Module,
               site: dict[str, Any]) -> None:
         try:
-            table[module] = site
-        except TypeError:  # a module class that cannot be weakly referenced or hashed: not noted
+            table[id(module)] = (weakref.ref(module), site)
+        except TypeError:  # a module class that cannot be weakly referenced: not noted
             pass
+
+    @staticmethod
+    def _get(table: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]],
+             module: nn.Module) -> dict[str, Any] | None:
+        kept = table.get(id(module))
+        return kept[1] if kept is not None and kept[0]() is module else None
 
     def site_of(self, module: nn.Module) -> dict[str, Any] | None:
         """The user's line after which ``module`` is complete — its last move, else its construction — with
         ``built``: where it was constructed, when that is another line; ``None`` when neither was seen."""
-        try:
-            built, moved = self.built.get(module), self.moved.get(module)
-        except TypeError:
-            return None
+        built, moved = self._get(self.built, module), self._get(self.moved, module)
         if moved is None:
             return dict(built) if built is not None else None
         out = dict(moved)

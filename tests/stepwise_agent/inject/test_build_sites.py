@@ -97,3 +97,25 @@ def test_no_move_reads_as_the_construction_and_uninstall_restores_torch(tmp_path
     assert built == {"file": str(script), "line": 1, "code": "layer = nn.Linear(2, 2)"}
     assert sites.site_of(scope["bare"])["line"] == 2  # type: ignore[index]
     assert sites.site_of(nn.Linear(2, 2)) is None  # built after uninstall: nothing noted
+
+
+class _HashesByState(nn.Module):
+    """As a torchmetrics ``Metric``: its hash reads state its own ``__init__`` sets after ``nn.Module``'s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._defaults: dict[str, int] = {"n": 0}
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._defaults))
+
+
+def test_a_module_that_hashes_by_its_own_state_builds_and_is_noted() -> None:
+    sites = BuildSites()
+    sites.install()
+    try:
+        metric = _HashesByState()  # noted while its __init__ still ran, before _defaults existed
+    finally:
+        sites.uninstall()
+    assert metric._defaults == {"n": 0}
+    assert sites.site_of(metric) is not None  # this file is the user's: the line above was noted
