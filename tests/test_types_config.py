@@ -73,7 +73,7 @@ def test_the_test_command_runs_mypy_before_pytest() -> None:
     script = (REPO / "scripts" / "test.sh").read_text()
     lines = [ln.strip() for ln in script.splitlines() if not ln.lstrip().startswith("#")]
     mypy = next(i for i, ln in enumerate(lines) if re.search(r"python -m mypy\b", ln))
-    pytest_ = next(i for i, ln in enumerate(lines) if re.search(r"python -m pytest \"\$@\"", ln))
+    pytest_ = next(i for i, ln in enumerate(lines) if re.search(r"python -m pytest .*\"\$@\"", ln))
     assert mypy < pytest_ and "||" not in lines[mypy]  # its failure stops the run (set -e), never swallowed
     assert "set -euo pipefail" in lines
 
