@@ -33,6 +33,11 @@ _MEMO: list[TraceMemo] = []  # the session's memo, while installed
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The suite's own environment, which every script it launches inherits as any user's would (Stepwise adds
+    # nothing to it): OpenMP threads wait passively. On these 2 cores, shared with the test runner and a script's
+    # DataLoader workers, spinning waits made every launched run many times slower (a small CNN's backward 6 ms
+    # passive, 150 ms spinning beside one other job). A test about the setting itself sets its own.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
 
     # Traces are read in this process unless a test is about the parallel reader (tests/profilers/

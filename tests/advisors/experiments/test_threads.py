@@ -58,7 +58,15 @@ def test_the_agent_records_the_threads_the_script_trains_with(injected: Any, thr
     assert rec["cpu_count"] == os.cpu_count() and rec["local_processes"] == 1
     assert read_threads({"threads": rec}) == ThreadUse(intra_op=rec["intra_op"], inter_op=rec["inter_op"],
                                                         cpu_count=rec["cpu_count"], affinity=rec["affinity"],
-                                                        loader_workers=None, env={})
+                                                        loader_workers=None, env=_recorded_env())
+
+
+def _recorded_env() -> dict[str, str]:
+    """The thread variables of this process's environment, as the agent records them (the suite sets
+    OMP_WAIT_POLICY for itself: tests/conftest.py)."""
+    from stepwise_agent.inject.threads import RECORDED_VARIABLES
+
+    return {k: os.environ[k] for k in RECORDED_VARIABLES if k in os.environ}
 
 
 def test_num_threads_is_set_at_boot_and_proven_at_the_first_step(injected: Any, threads_kept: int) -> None:
