@@ -129,3 +129,16 @@ def fake_script_runner(record: RunRecord, script: Path, acted: bool = True,
 
     runner.calls = calls  # type: ignore[attr-defined]
     return runner
+
+
+def fake_capture(store: RunStore, watched: RunRecord) -> RunRecord:
+    """A stored capture of the watched run ``watched``: its ``captures/r0c001`` folder (a step-time trigger at step
+    3, steps 5–7 profiled) naming a run of its own, which is returned."""
+    child = fake_run(store, label=f"{watched.label} · capture 1", kind="launch")
+    folder = store.path(watched.run_id) / "captures" / "r0c001"
+    folder.mkdir(parents=True)
+    (folder / "capture.json").write_text(json.dumps({
+        "n": 1, "rank": 0, "steps": [5, 7], "status": "done", "started_unix": 1.0,
+        "trigger": {"kind": "step_time", "step": 3, "reason": "step time +40% for 8 steps"}}))
+    (folder / "stored.json").write_text(json.dumps({"run_id": child.run_id}))
+    return child

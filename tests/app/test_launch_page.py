@@ -10,7 +10,7 @@ import pytest
 from profilers.run import launch
 from profilers.run.records import RunStatus
 from tests.app.conftest import assert_clean, open_page, plain
-from tests.app.fake_runs import fake_run
+from tests.app.fake_runs import fake_capture, fake_run
 
 
 @dataclass
@@ -153,13 +153,7 @@ def test_a_watched_run_shows_its_captures_with_their_verdicts_and_asks_for_one(s
     record = fake_run(store, label="watched", status=RunStatus.RUNNING, kind="launch",
                       files={"boot.json": {"watch": {"capture_steps": 3}}})
     store.update(record.run_id, status=RunStatus.RUNNING)
-    child = fake_run(store, label="watched · capture 1", kind="launch")
-    folder = store.path(record.run_id) / "captures" / "r0c001"
-    folder.mkdir(parents=True)
-    (folder / "capture.json").write_text(json.dumps({
-        "n": 1, "rank": 0, "steps": [5, 7], "status": "done", "started_unix": 1.0,
-        "trigger": {"kind": "step_time", "step": 3, "reason": "step time +40% for 8 steps"}}))
-    (folder / "stored.json").write_text(json.dumps({"run_id": child.run_id}))
+    child = fake_capture(store, record)
     at = open_page("launch")
     at.session_state["stepwise.followed_run"] = record.run_id
     at.run()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.app.conftest import assert_clean, open_page
-from tests.app.fake_runs import fake_run
+from tests.app.fake_runs import fake_capture, fake_run
 
 
 def test_entry_renders_runs_page_and_states_telemetry(store) -> None:
@@ -98,13 +98,7 @@ def test_an_experiment_lists_its_trial_runs_and_one_opens_in_analysis(store) -> 
 def test_a_watched_run_lists_its_captures_and_one_opens_in_analysis(store) -> None:
     """A watched run's captures were in neither the Runs list nor its pickers (reached by typing ``?run=``)."""
     record = fake_run(store, label="watched", kind="launch", files={"boot.json": {"watch": {"capture_steps": 3}}})
-    child = fake_run(store, label="watched · capture 1", kind="launch")
-    folder = store.path(record.run_id) / "captures" / "r0c001"
-    folder.mkdir(parents=True)
-    (folder / "capture.json").write_text(json.dumps({
-        "n": 1, "rank": 0, "steps": [5, 7], "status": "done", "started_unix": 1.0,
-        "trigger": {"kind": "step_time", "step": 3, "reason": "step time +40% for 8 steps"}}))
-    (folder / "stored.json").write_text(json.dumps({"run_id": child.run_id}))
+    child = fake_capture(store, record)
     at = open_page("runs")
     at.selectbox(key="runs.pick").set_value(record.run_id).run()
     assert_clean(at)
