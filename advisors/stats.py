@@ -27,7 +27,7 @@ cannot be seen in it (only the step-to-step noise can): a gate built on it needs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -136,15 +136,7 @@ def median_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, l
     """``median(b) / median(a)`` of two independent samples (e.g. the per-step times of two runs), with a
     percentile interval from a bootstrap that resamples each side's values with replacement. The median, not
     the mean: a burst of load from another program stretches a few steps, and must not move the verdict."""
-    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if va.size == 0 or vb.size == 0 or np.any(va <= 0) or np.any(vb <= 0):
-        raise ValueError("both samples need at least one positive value, and only positive values")
-    rng = np.random.default_rng(seed)
-    med_a, med_b = _boot_medians(va, n_boot, rng), _boot_medians(vb, n_boot, rng)
-    tail = (1.0 - level) / 2 * 100
-    low, high = np.percentile(med_b / med_a, [tail, 100 - tail])
-    point = float(np.median(vb) / np.median(va))
-    return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
+    return _two_runs_ratio(a, b, _boot_medians, np.median, n_boot, level, seed)
 
 
 def mean_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, level: float = LEVEL,
@@ -154,14 +146,23 @@ def mean_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, lev
     their samples/s ratio. Its interval comes from a circular block bootstrap of each side's steps
     (blocks of :func:`block_length` consecutive steps), so a stall that recurs every few steps stays
     in the resamples at its own rate instead of being drawn independently of its neighbours."""
+    return _two_runs_ratio(a, b, _boot_block_means, np.mean, n_boot, level, seed)
+
+
+def _two_runs_ratio(a: Sequence[float], b: Sequence[float],
+                    resampled: Callable[[np.ndarray, int, np.random.Generator], np.ndarray],
+                    statistic: Callable[[np.ndarray], Any], n_boot: int, level: float,
+                    seed: int) -> RatioEstimate:
+    """``statistic(b) / statistic(a)`` of two independent samples, its percentile interval from
+    ``resampled`` (each side's bootstrapped statistic, ``n_boot`` of them)."""
     va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if va.size == 0 or vb.size == 0 or np.any(va <= 0) or np.any(vb <= 0):
         raise ValueError("both samples need at least one positive value, and only positive values")
     rng = np.random.default_rng(seed)
-    mean_a, mean_b = _boot_block_means(va, n_boot, rng), _boot_block_means(vb, n_boot, rng)
+    boot_a, boot_b = resampled(va, n_boot, rng), resampled(vb, n_boot, rng)
     tail = (1.0 - level) / 2 * 100
-    low, high = np.percentile(mean_b / mean_a, [tail, 100 - tail])
-    point = float(vb.mean() / va.mean())
+    low, high = np.percentile(boot_b / boot_a, [tail, 100 - tail])
+    point = float(statistic(vb) / statistic(va))
     return RatioEstimate(point=point, low=float(low), high=float(high), level=level, n_boot=n_boot)
 
 
