@@ -35,7 +35,7 @@ def run_json(run: RunFacts) -> dict[str, Any]:
             "peak_memory_mb": run.peak_memory_mb, "memory_budget_mb": run.memory_budget_mb,
             "final_loss": run.final_loss, "workload": run.spec.workload if run.spec else None,
             "telemetry": run.telemetry.as_dict() if run.telemetry is not None else None,
-            # the profiler's own cost apart from the script's (issue 29 item 6)
+            # the profiler's own cost apart from the script's
             "peak_memory_unprofiled_mb": run.peak_memory_unprofiled_mb,
             "peak_memory_profiled_mb": run.peak_memory_profiled_mb, "profile_cut": run.profile_cut,
             "observed_to_end": run.stopped_after is None}

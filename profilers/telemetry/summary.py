@@ -139,8 +139,7 @@ def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = No
         samples=int(kept["t_unix_ns"].nunique()),
         rate_hz=_round(rate),
         # the machine's cores are known from any sample: a script whose steps are shorter than the sampling
-        # period has no sample inside them, yet its host has cores (dashboard walk: "CPU count not recorded"
-        # for a script launched on this 2-core machine)
+        # period has no sample inside them, yet its host has cores
         cpu_count=_int(_median(telemetry, "cpu_count")),
         process_cpu_pct=_median(kept, "cpu_pct"),
         system_cpu_pct=_median(kept, "system_cpu_pct"),
