@@ -2,7 +2,7 @@
 
 A trial's host telemetry (``telemetry.jsonl``, 10 Hz) holds, per sample, the whole machine's busy share
 (``system_cpu_pct``, 0–100 over ``cpu_count`` cores) and the trial's own process tree (``cpu_pct``, 100 = one
-core); other programs took the difference. The **mean** over the trial's timed span (its first measured step's
+core); other programs took the difference, less Stepwise's own sampling (``monitor_cpu_pct``). The **mean** over the trial's timed span (its first measured step's
 start to its last one's end) is the figure: a bursty neighbour busy for two of a trial's five seconds shows as
 0.4 of a core, where a median would show nothing.
 
@@ -59,6 +59,8 @@ def trial_load(telemetry: pd.DataFrame, steps: pd.DataFrame, first_step: int,
     cores = pd.to_numeric(span["cpu_count"], errors="coerce")
     busy = pd.to_numeric(span["system_cpu_pct"], errors="coerce") / 100.0 * cores
     ours = pd.to_numeric(span["cpu_pct"], errors="coerce") / 100.0
+    if "monitor_cpu_pct" in span.columns:  # Stepwise's own sampling and launcher: no other program's
+        ours = ours + pd.to_numeric(span["monitor_cpu_pct"], errors="coerce").fillna(0.0) / 100.0
     others = (busy - ours).clip(lower=0.0).dropna()
     if others.empty:
         return None

@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import json
 import signal
-import statistics
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -32,7 +31,7 @@ from profilers.run.memory_guard import (MEMORY_LIMIT_ENV, OOM_ADVICE, GuardTrip,
 from profilers.run.script_errors import describe_rank_error
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
-from stepwise_agent.steady import choose_steps
+from stepwise_agent.steady import choose_steps, time_per_step
 from profilers.run.step_records import rolled_steps, step_rows
 
 OOM_NEAR_SHARE = 0.80  # a SIGKILL with the tree's peak at or above this share of the limit reads as the kernel's OOM
@@ -190,7 +189,8 @@ def finish_launch(run_dir: Path, exit_code: int | None, monitor: LaunchMonitor |
 
 
 def rank_step_times(steps: pd.DataFrame, warmup: int, world_size: int = 1) -> list[float | None]:
-    """Each rank's median over its own steady steps (:func:`stepwise_agent.steady.choose_steps`), in rank order: who
+    """Each rank's time per step over its own steady steps (:func:`stepwise_agent.steady.choose_steps`,
+    :func:`~stepwise_agent.steady.time_per_step`), in rank order: who
     is slow, beside the run's step time (the slowest rank's per step). A rank whose steps are not in this folder
     (another node's, in a run of several nodes) is ``None``."""
     if steps.empty:
@@ -201,7 +201,8 @@ def rank_step_times(steps: pd.DataFrame, warmup: int, world_size: int = 1) -> li
         choice = choose_steps([int(s) for s in rows["step"]], rows["profiled"].fillna(False).astype(bool).tolist(),
                               warmup)
         walls = [float(w) for w in rows["wall_ms"].iloc[list(choice.positions)].dropna()]
-        out.append(round(statistics.median(walls), 4) if walls else None)
+        per_step = time_per_step(walls)
+        out.append(round(per_step, 4) if per_step is not None else None)
     return out
 
 

@@ -13,12 +13,14 @@ trace header, which it computes as wall-clock time floored to a 7,889,238-second
 
 Host metrics cover the training process and its DataLoader children (and, under torchrun, the other local
 ranks): ``cpu_pct`` (100 = one core), ``rss_mb`` (RSS of the roots + USS of their children), ``read_mb_s``,
-``write_mb_s`` (storage I/O of those processes); and for the machine as a whole ``system_cpu_pct`` (0–100, all
+``write_mb_s`` (storage I/O of those processes); ``monitor_cpu_pct``, the sampling process's own CPU (the
+launcher's, when the sampler is not inside the training process); and for the machine as a whole ``system_cpu_pct`` (0–100, all
 cores) and ``cpu_count`` (logical cores), so the advisor can tell a saturated host from an idle one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -34,6 +36,8 @@ from profilers.telemetry.proctree import Descendants
 
 __all__ = ["FakeNvml", "TelemetrySampler", "kineto_base_ns", "probe_nvml", "read_telemetry"]
 
+REAPED = "reaped"  # the rate key of exited children's CPU (see HostReader)
+MONITOR = "monitor"  # the rate key of the sampling process's own CPU
 KINETO_BASE_PERIOD_S = 7_889_238  # libkineto's ChromeTraceBaseTime granularity
 MB = 1024 * 1024
 
@@ -186,11 +190,21 @@ class HostReader:
     the next one follow a few ms after it, so one tick over 0.6 ms read as 1729% on 2 cores (measured, with
     DataLoader workers). Over ≥ 0.25 s a tick is ≤ 4% of a core.
 
+    A child that exits is counted to its last CPU tick: once its parent waits for it, the parent's
+    ``children_user``/``children_system`` hold its whole CPU time, and what its own rate had not counted yet (it
+    exited since the last sample, or between two walks of the table and was never seen) is added then. Without
+    it, the DataLoader workers of a 12-step run, which finish their epoch's batches in a second and exit, read as
+    1.2–1.5 of 2 cores taken by other programs, and the README's own ``optimize`` called every trial with four
+    workers contended (measured).
+
     ``clock`` (default ``time.monotonic``) times those windows and the children refresh; tests pass a fake one.
     """
 
-    CHILDREN_REFRESH_S = 0.5  # the sampler runs in a process of its own (profilers.telemetry.process): a walk
-    # (~1 ms) no longer takes GIL time from the training loop, and a trial of a few hundred ms must see its workers
+    CHILDREN_REFRESH_S = 0.1  # the sampler runs outside the training process (the launcher's, or one of its own):
+    # a walk (1.3 ms with 62 processes, measured) takes no GIL time from the training loop, 1.3% of a core at 10 Hz,
+    # and a tiny run's DataLoader workers live ~0.2 s each (an epoch of a few batches, then new workers)
+    USS_REFRESH_S = 1.0  # a child's USS reads its smaps: 3 ms for a process that imported torch (measured), so four
+    # workers read every sample took 0.2-0.35 of a core from the run they watched; memory moves slower than that
     RATE_WINDOW_S = 0.25
 
     def __init__(self, root_pids: Iterable[int], clock: Callable[[], float] = time.monotonic) -> None:
@@ -200,6 +214,10 @@ class HostReader:
         self._rates = WindowedRates(self.RATE_WINDOW_S)
         self._cpu_count = psutil.cpu_count() or None
         self._affinity = _affinity(self._roots[0]) if self._roots else None
+        self._counted: dict[int, float] = {}  # each live child's CPU seconds so far, as its own rate counted them
+        self._seen_of_reaped = 0.0  # of exited children's CPU, what their own rates counted while they lived
+        self._uss: dict[int, tuple[float, float]] = {}  # a child's USS (bytes) and when it was read
+        self._me = psutil.Process()  # the sampler's own process: its CPU is Stepwise's, not another program's
 
     def _tree(self) -> list[tuple[psutil.Process, bool]]:
         out: list[tuple[psutil.Process, bool]] = []
@@ -210,42 +228,98 @@ class HostReader:
 
     def sample(self) -> list[dict[str, Any]]:
         cpu = rss = read = write = 0.0
-        alive: set[Any] = {"system"}
+        reaped = 0.0  # CPU seconds of exited children, counted into their parent's times when it waited for them
+        alive: set[Any] = {"system", REAPED}
         for proc, is_root in self._tree():
             try:
                 times = proc.cpu_times()
                 at = self._clock()  # each process's counters against its own clock reading
-                rss += proc.memory_info().rss if is_root else proc.memory_full_info().uss
-                io = proc.io_counters()
             except (psutil.Error, AttributeError):
                 continue
             alive.add(proc.pid)
+            own = times.user + times.system
+            reaped += getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
+            if not is_root:
+                self._counted[proc.pid] = own
+            io = _io(proc)
+            with contextlib.suppress(psutil.Error, AttributeError):  # a zombie (exited, not yet waited for)
+                rss += proc.memory_info().rss if is_root else self._child_uss(proc, at)
             if not is_root and not self._rates.knows(proc.pid):
                 self._seed_from_birth(proc, at)
-            rates = self._rates.update(proc.pid, at, (times.user + times.system, io.read_bytes, io.write_bytes))
+            rates = self._rates.update(proc.pid, at, (own, *io))
             if rates is not None:
                 cpu, read, write = cpu + 100.0 * rates[0], read + rates[1], write + rates[2]
+        for pid in set(self._counted) - alive:  # exited and waited for: its parent's times now hold all of it
+            self._seen_of_reaped += self._counted.pop(pid)
+        late = self._rates.update(REAPED, self._clock(), (reaped - self._seen_of_reaped, 0.0, 0.0))
+        if late is not None:
+            cpu += 100.0 * late[0]
+        me = self._own_cpu()
         busy, total = _busy_total(psutil.cpu_times())
         system = self._rates.update("system", self._clock(), (busy, total))
-        self._rates.forget_all_but(alive)  # processes that exited
+        self._rates.forget_all_but(alive | {MONITOR})  # processes that exited
+        self._uss = {pid: v for pid, v in self._uss.items() if pid in alive}
         system_pct = 100.0 * system[0] / system[1] if system is not None and system[1] > 0 else None
-        return [{"cpu_pct": round(cpu, 1),
+        return [{"cpu_pct": round(cpu, 1), "monitor_cpu_pct": None if me is None else round(me, 1),
                  "system_cpu_pct": None if system_pct is None else round(min(max(system_pct, 0.0), 100.0), 1),
                  "cpu_count": self._cpu_count, "cpu_affinity": self._affinity, "rss_mb": round(rss / MB, 1),
                  "read_mb_s": round(read / MB, 3), "write_mb_s": round(write / MB, 3)}]
 
+    def _child_uss(self, proc: psutil.Process, at: float) -> float:
+        """The child's USS, read again at most every ``USS_REFRESH_S``."""
+        known = self._uss.get(proc.pid)
+        if known is None or at - known[1] >= self.USS_REFRESH_S:
+            known = (float(proc.memory_full_info().uss), at)
+            self._uss[proc.pid] = known
+        return known[0]
+
+    def _own_cpu(self) -> float | None:
+        """The CPU (100 = one core) of the process this sampler runs in, unless it is one of the roots (a sampler
+        thread inside the training process): the launcher's sampling, progress and watchdog are Stepwise's cost."""
+        if self._me.pid in {r.pid for r in self._roots}:
+            return None
+        try:
+            t = self._me.cpu_times()
+        except psutil.Error:
+            return None
+        rate = self._rates.update(MONITOR, self._clock(), (t.user + t.system, 0.0, 0.0))
+        return None if rate is None else 100.0 * rate[0]
 
     def _seed_from_birth(self, proc: psutil.Process, at: float) -> None:
         """A child seen for the first time (a DataLoader worker, found at the next walk of the process table)
         started with zero counters when it was born: its first rate is its mean since then, not nothing. Without
         this, workers' CPU in an A/B trial of a few hundred ms read as other programs' (measured on an H100 box:
         0.4–1.8 of 16 cores "others" in every num_workers=8 trial, so real gains were judged contended)."""
-        try:
-            age = time.time() - proc.create_time()
-        except (psutil.Error, OSError):
-            return
-        if age > 0:
+        age = _age_s(proc)
+        if age is not None and age > 0:
             self._rates.seed(proc.pid, at - age, (0.0, 0.0, 0.0))
+
+
+def _age_s(proc: psutil.Process) -> float | None:
+    """Seconds since ``proc`` started. On Linux from its start in clock ticks since boot against ``/proc/uptime``:
+    psutil's ``create_time()`` adds the boot time, which the kernel gives in whole seconds, so a worker 0.15 s old
+    read as up to a second old and its CPU since birth as a seventh of what it was (measured)."""
+    try:
+        with open(f"/proc/{proc.pid}/stat", "rb") as fh:
+            started = int(fh.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime, after "pid (comm)"
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        return uptime - started / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return time.time() - proc.create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def _io(proc: psutil.Process) -> tuple[float, float]:
+    """Bytes ``proc`` read from and wrote to storage; zeros where they cannot be read (a zombie's)."""
+    try:
+        io = proc.io_counters()
+    except (psutil.Error, AttributeError):
+        return 0.0, 0.0
+    return float(io.read_bytes), float(io.write_bytes)
 
 
 def _affinity(proc: psutil.Process) -> int | None:

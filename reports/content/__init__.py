@@ -33,6 +33,11 @@ def _num(v: Any, nd: int = 4) -> Any:
     return v
 
 
+def _ms(v: Any) -> Any:
+    """A run's time per step as the run recorded it, unrounded: the JSON holds the number every page rounds."""
+    return v if not isinstance(v, float) or math.isfinite(v) else None
+
+
 def _rows(table: Any, cols: dict[str, str], n: int = TOP_ROWS) -> list[dict[str, Any]]:
     if table is None or not len(table):
         return []
@@ -74,7 +79,7 @@ def report_context(a: Analysis, comparison: Comparison | None = None, experiment
         "label": a.label, "kind": a.kind, "headline": a.headline, "advisor_note": a.advisor_note,
         "meta": None if b is None else {
             "device": b.device, "device_name": b.device_name, "device_label": b.device_label, "ranks": a.n_ranks, "steps": b.n_steps,
-            "step_time_ms": _num(a.step_time_ms), "profiled_step_time_ms": _num(a.profiled_step_time_ms),
+            "step_time_ms": _ms(a.step_time_ms), "profiled_step_time_ms": _ms(a.profiled_step_time_ms),
             "step_time_basis": a.step_time_basis, "events": a.n_events,
             "gpu_busy": None if b.device != "gpu" else round(b.gpu_busy_share, 4)},
         "verdict": None if d is None or d.binding is None else {
@@ -177,10 +182,10 @@ def report_json(a: Analysis, comparison: Comparison | None = None, experiment: S
     ctx = report_context(a, comparison, experiment, ladder)
     return {
         "stepwise_report": REPORT_SCHEMA, "generated_unix": round(time.time(), 3), "label": a.label, "kind": a.kind,
-        "headline": a.headline, "step_time_ms": _num(a.step_time_ms),
-        "profiled_step_time_ms": _num(a.profiled_step_time_ms), "step_time_basis": a.step_time_basis,
-        "summary": None if a.summary is None else {**a.summary, "step_time_ms": _num(a.step_time_ms),
-                                                   "profiled_step_time_ms": _num(a.profiled_step_time_ms)},
+        "headline": a.headline, "step_time_ms": _ms(a.step_time_ms),
+        "profiled_step_time_ms": _ms(a.profiled_step_time_ms), "step_time_basis": a.step_time_basis,
+        "summary": None if a.summary is None else {**a.summary, "step_time_ms": _ms(a.step_time_ms),
+                                                   "profiled_step_time_ms": _ms(a.profiled_step_time_ms)},
         "diagnosis": None if a.diagnosis is None else diagnosis_json(a.diagnosis),
         "advisor_note": a.advisor_note, "findings": ctx["findings"], "run": ctx["run"],
         "step_ms": list(step_samples(a)), "notes": ctx["notes"], "warnings": ctx["warnings"],

@@ -70,7 +70,7 @@ def test_host_rss_counts_children_such_as_dataloader_workers() -> None:
         own = psutil.Process().memory_info().rss / 2**20
         row = HostReader([os.getpid()]).sample()[0]
         assert row["rss_mb"] > own + 100  # the child's 150 MB of private pages
-        assert set(row) == {"cpu_pct", "system_cpu_pct", "cpu_count", "cpu_affinity", "rss_mb", "read_mb_s",
+        assert set(row) == {"cpu_pct", "monitor_cpu_pct", "system_cpu_pct", "cpu_count", "cpu_affinity", "rss_mb", "read_mb_s",
                             "write_mb_s"}
     finally:
         child.kill()

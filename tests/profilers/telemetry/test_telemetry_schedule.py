@@ -98,10 +98,10 @@ def test_the_host_reader_walks_the_process_table_once_per_refresh_on_its_clock(
     monkeypatch.setattr(psutil.Process, "children", counting_children)
     clock = FakeClock()
     reader = HostReader([os.getpid()], clock=clock.monotonic)
-    per_period = round(HostReader.CHILDREN_REFRESH_S / 0.1)
-    for _ in range(per_period - 1):  # samples 0.1 s apart, all inside one refresh period
+    step = HostReader.CHILDREN_REFRESH_S / 4
+    for _ in range(3):  # samples a quarter of the period apart, all inside one refresh period
         reader.sample()
-        clock.advance(0.1)
+        clock.advance(step)
     reader.sample()
     assert walks["n"] == 1
     clock.advance(HostReader.CHILDREN_REFRESH_S)
@@ -154,3 +154,43 @@ def test_a_child_found_late_counts_its_cpu_since_birth_not_as_other_programs() -
     # the busy child's share of a core since it began, not 0 — read against what it really got: on a machine other
     # programs keep busy a spinning child may get well under a fifth of a core
     assert share > 0 and first_with_child >= 0.5 * share, (first_with_child, share)
+
+
+def test_a_child_that_exits_between_samples_counts_as_ours_once() -> None:
+    """A DataLoader worker of a short epoch can be born, work and exit between two walks of the process table:
+    once waited for, its CPU is in its parent's ``children_*`` times, and the reader counts it there, once."""
+    import subprocess
+    import sys
+    import time
+
+    reader = HostReader([os.getpid()])
+    reader.sample()
+    t0, before = time.monotonic(), psutil.Process().cpu_times()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.4: pass"], check=True)  # waited for: reaped
+    row = reader.sample()[0]
+    t1, after = time.monotonic(), psutil.Process().cpu_times()
+    used = (after.user + after.system + after.children_user + after.children_system) - (
+        before.user + before.system + before.children_user + before.children_system)
+    assert used >= 0.4
+    assert row["cpu_pct"] / 100.0 * (t1 - t0) == pytest.approx(used, rel=0.25), (row, used, t1 - t0)
+    time.sleep(HostReader.RATE_WINDOW_S * 1.5)
+    assert reader.sample()[0]["cpu_pct"] < 30.0  # counted once: the next window holds none of it
+
+
+def test_a_childs_age_comes_from_its_start_in_ticks_not_a_whole_second_boot_time() -> None:
+    import subprocess
+    import sys
+    import time
+
+    from profilers.telemetry.sampler import _age_s
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    started = time.monotonic()
+    try:
+        time.sleep(0.2)
+        age = _age_s(psutil.Process(child.pid))
+        assert age is not None and abs(age - (time.monotonic() - started)) < 0.06, age
+    finally:
+        child.kill()
+        child.wait()
