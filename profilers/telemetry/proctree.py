@@ -7,7 +7,8 @@ millisecond of Python per poll is GIL time taken from the training loop: measure
 threads together, most of the 5% overhead budget. Children change rarely (workers start with an epoch), so
 :class:`Descendants` re-walks the table at most every ``refresh_s``; in between it returns the last walk's
 list (callers already skip a process that has exited: psutil raises ``NoSuchProcess``). A child started
-between walks is seen at the next walk (≤ ``refresh_s`` later).
+between walks is seen at the next walk (≤ ``refresh_s`` later; ``with_children_s`` while the last walk found
+children).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ class Descendants:
     """All descendants of ``root``, re-discovered at most every ``refresh_s`` seconds."""
 
     def __init__(self, root: psutil.Process, refresh_s: float = REFRESH_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, with_children_s: float | None = None) -> None:
         self.root = root
         self.refresh_s = refresh_s
+        # while the last walk found children, walk again this often: workers of short epochs come and go
+        self.with_children_s = refresh_s if with_children_s is None else with_children_s
         self._clock = clock
         self._children: list[psutil.Process] = []
         self._walked_at: float | None = None
@@ -37,7 +40,8 @@ class Descendants:
 
     def get(self) -> list[psutil.Process]:
         now = self._clock()
-        if self._walked_at is None or now - self._walked_at >= self.refresh_s:
+        every = self.with_children_s if self._children else self.refresh_s
+        if self._walked_at is None or now - self._walked_at >= every:
             self._walked_at = now
             self.walks += 1
             try:

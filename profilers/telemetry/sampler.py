@@ -200,9 +200,10 @@ class HostReader:
     ``clock`` (default ``time.monotonic``) times those windows and the children refresh; tests pass a fake one.
     """
 
-    CHILDREN_REFRESH_S = 0.1  # the sampler runs outside the training process (the launcher's, or one of its own):
-    # a walk (1.3 ms with 62 processes, measured) takes no GIL time from the training loop, 1.3% of a core at 10 Hz,
-    # and a tiny run's DataLoader workers live ~0.2 s each (an epoch of a few batches, then new workers)
+    CHILDREN_REFRESH_S = 0.5  # the sampler runs outside the training process (the launcher's, or one of its own):
+    # a walk takes 1.3 ms with 62 processes (measured), 0.26% of a core at this rate
+    WITH_CHILDREN_REFRESH_S = 0.1  # while the tree has children: a tiny run's DataLoader workers live ~0.2 s
+    # each (an epoch of a few batches, then new workers); a worker never seen is counted when it is reaped
     USS_REFRESH_S = 1.0  # a child's USS reads its smaps: 3 ms for a process that imported torch (measured), so four
     # workers read every sample took 0.2-0.35 of a core from the run they watched; memory moves slower than that
     RATE_WINDOW_S = 0.25
@@ -210,7 +211,8 @@ class HostReader:
     def __init__(self, root_pids: Iterable[int], clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._roots = [psutil.Process(pid) for pid in root_pids]
-        self._descendants = [Descendants(root, self.CHILDREN_REFRESH_S, clock) for root in self._roots]
+        self._descendants = [Descendants(root, self.CHILDREN_REFRESH_S, clock, self.WITH_CHILDREN_REFRESH_S)
+                             for root in self._roots]
         self._rates = WindowedRates(self.RATE_WINDOW_S)
         self._cpu_count = psutil.cpu_count() or None
         self._affinity = _affinity(self._roots[0]) if self._roots else None

@@ -4,6 +4,8 @@ walk per refresh period, and its CPU figures still agree with the work done."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 import psutil
@@ -31,11 +33,16 @@ def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_perce
     monkeypatch.setattr(psutil.Process, "cpu_percent", forbidden)
     monkeypatch.setattr(psutil, "cpu_percent", forbidden)
     clock = FakeClock()
-    reader = HostReader([os.getpid()], clock=clock.monotonic)
-    per_period = round(HostReader.CHILDREN_REFRESH_S / 0.1)
-    for _ in range(per_period):  # 10 Hz for one refresh period of the reader's clock, less one tick
-        reader.sample()
-        clock.advance(0.1)
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a root without children
+    try:
+        reader = HostReader([lone.pid], clock=clock.monotonic)
+        per_period = round(HostReader.CHILDREN_REFRESH_S / 0.1)
+        for _ in range(per_period):  # 10 Hz for one refresh period of the reader's clock, less one tick
+            reader.sample()
+            clock.advance(0.1)
+    finally:
+        lone.kill()
+        lone.wait()
     assert calls["children"] == 1
 
 

@@ -96,17 +96,31 @@ def test_the_host_reader_walks_the_process_table_once_per_refresh_on_its_clock(
         return real_children(self, recursive=recursive)
 
     monkeypatch.setattr(psutil.Process, "children", counting_children)
-    clock = FakeClock()
-    reader = HostReader([os.getpid()], clock=clock.monotonic)
-    step = HostReader.CHILDREN_REFRESH_S / 4
-    for _ in range(3):  # samples a quarter of the period apart, all inside one refresh period
-        reader.sample()
-        clock.advance(step)
-    reader.sample()
-    assert walks["n"] == 1
-    clock.advance(HostReader.CHILDREN_REFRESH_S)
-    reader.sample()
-    assert walks["n"] == 2
+    import subprocess
+    import sys
+
+    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a root without children
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                               "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                               "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
+        for root, every in ((lone, HostReader.CHILDREN_REFRESH_S), (parent, HostReader.WITH_CHILDREN_REFRESH_S)):
+            walks["n"] = 0
+            clock = FakeClock()
+            reader = HostReader([root.pid], clock=clock.monotonic)
+            for _ in range(3):  # samples a quarter of the period apart, all inside one refresh period
+                reader.sample()
+                clock.advance(every / 4)
+            reader.sample()
+            assert walks["n"] == 1, root.args
+            clock.advance(every)
+            reader.sample()
+            assert walks["n"] == 2, root.args
+    finally:
+        for p in (lone, parent):
+            p.kill()
+            p.wait()
 
 
 def test_process_cpu_is_real_cpu_time_over_the_injected_clock() -> None:
