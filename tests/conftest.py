@@ -23,6 +23,10 @@ from hypothesis import settings
 
 from tests.trace_memo import TraceMemo
 
+# Fixtures kept in modules of their own, registered for every test here (pytest reads this only from the
+# top-level conftest): a test names the fixture as a parameter and imports nothing.
+pytest_plugins = ["tests.injector_fixture"]
+
 settings.register_profile("gate", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))

@@ -1,6 +1,7 @@
 """The ``injected`` fixture of the in-process injection tests: ``injected(knobs, **kw)`` builds and installs an
 :class:`~stepwise_agent.inject.Injector` (``device="cpu"`` unless given; other keywords go to it) and every one
-made is uninstalled after the test."""
+made is uninstalled after the test. tests/conftest.py registers it for every test
+(``pytest_plugins``)."""
 
 from __future__ import annotations
 

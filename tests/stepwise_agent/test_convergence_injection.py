@@ -14,7 +14,6 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from stepwise_agent.inject import Injector
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 from stepwise_agent.steps import StepDetector
 
 

@@ -12,7 +12,6 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from stepwise_agent.inject import Injector
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 from stepwise_agent.inject.loader import CachedDataset, cache_refusal, same_sample
 from profilers.run.script_spec import ScriptSpec
 from profilers.errors import SpecError

@@ -9,7 +9,6 @@ import torch
 import torch.utils.checkpoint
 
 from stepwise_agent.inject import Injector
-from tests.injector_fixture import injected  # noqa: F401  (the fixture)
 
 
 def _loop(inj: Injector, accum: int, steps: int = 4, ckpt: bool = False) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import torch
 import torch.utils.checkpoint
 from torch.utils.data import DataLoader, TensorDataset
 
-from tests.injector_fixture import injected  # noqa: F401  (the fixture)
 
 
 def _train(inj: Any, accum: int = 1, amp: bool = False, ckpt: bool = False, steps: int = 3) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from advisors.experiments.script_strategy import ScriptStrategy
 from advisors.fixes import FIXES
 from advisors.observation import observe
 from profilers.run.script_spec import ScriptSpec
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 
 BERT = Path(__file__).resolve().parents[4] / "shared" / "traces" / "host" / "tracelens_h100_bert-small.json.gz"
 GRAPHS = {"compile": True, "compile_mode": "reduce-overhead"}

@@ -16,7 +16,6 @@ from advisors.experiments.script_fixes import where_for
 from advisors.experiments.script_terms import device_near, ran_build
 from advisors.fixes import FIXES
 from advisors.fixes.context import ScriptContext
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 
 # makemore's shape: one model per --type, each built in its own branch, then moved with the script's device flag
 MAKEMORE = '''import argparse
@@ -101,7 +100,7 @@ def _after(text: str, added: str) -> str:
 
 
 @pytest.fixture
-def makemore(tmp_path: Path, injected: Any) -> tuple[Path, dict[str, Any]]:  # noqa: F811
+def makemore(tmp_path: Path, injected: Any) -> tuple[Path, dict[str, Any]]:
     """makemore's shape run for real under the agent with ``--type mlp``: the script and its injection report."""
     script = tmp_path / "makemore.py"
     script.write_text(MAKEMORE)

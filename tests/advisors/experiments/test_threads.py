@@ -23,7 +23,6 @@ from advisors.fit import free_cores, threads_for
 from advisors.rules.host.threads import OversubscribedThreads
 from profilers.run.script_spec import ScriptSpec
 from profilers.telemetry.threads import ThreadUse, read_threads
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from typing import Any
 from torch import nn
 
 from stepwise_agent.inject.built import BuildSites
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture, found by pytest here)
 
 SCRIPT = '''import torch
 from torch import nn

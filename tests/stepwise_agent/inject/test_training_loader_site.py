@@ -16,7 +16,6 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from stepwise_agent.inject import sites
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture)
 
 LIBRARY = '''
 from torch.utils.data import DataLoader

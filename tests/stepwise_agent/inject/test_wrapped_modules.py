@@ -9,7 +9,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from tests.injector_fixture import injected  # noqa: F401  (the shared fixture)
 
 
 class PassingWrapper(nn.Module):
