@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         spec, budget, apply, resolve, applied, metric = case(args.case, store)
         if args.budget:
             budget = Budget.parse(args.budget)
-        say = (lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
+        def say(s: str) -> None:
+            print(f"  … {s}", file=sys.stderr, flush=True)
+
         t0 = time.time()
         plan = _every_k(planner(store_probe(store), budget.steps, KS, on_progress=say), spec, budget)
         ladder = to_quality(spec, [], store_curve_runner(store, budget, metric), budget, args.seeds, metric=metric,

@@ -17,7 +17,6 @@ script case (``benchmarks/scripts/digits_quality_train.py``) is judged on the va
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import sys

@@ -79,7 +79,9 @@ def case(name: str, store: RunStore) -> tuple[QualitySpec, Budget, Any, Any, Any
 def run(name: str, store: RunStore, seeds: int) -> None:
     spec, budget, apply, resolve, applied, metric = case(name, store)
     t0 = time.time()
-    say = (lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
+    def say(s: str) -> None:
+        print(f"  … {s}", file=sys.stderr, flush=True)
+
     plan = _every_k(planner(store_probe(store), budget.steps, KS, on_progress=say), spec, budget)
     ladder = to_quality(spec, [], store_curve_runner(store, budget, metric), budget, seeds, metric=metric,
                         apply=apply, on_progress=say, resolve=resolve, applied=applied, planner=plan)

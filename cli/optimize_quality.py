@@ -12,9 +12,9 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from advisors.experiments.to_quality import (AppliedFn, QualityRun, QualitySpec, ResolveFn, store_curve_runner,
+from advisors.experiments.to_quality import (AppliedFn, QualityRun, QualitySpec, store_curve_runner,
                                              to_quality)
 from advisors.experiments.to_quality_report import quality_json, quality_table
 from advisors.fixes import FIXES
@@ -22,7 +22,6 @@ from advisors.quality import candidates as cands
 from advisors.quality.curve import Goal
 from advisors.quality.target import Budget
 from profilers.errors import SpecError
-from profilers.run.script_spec import ScriptSpec
 from profilers.store import experiments as stored
 from profilers.store.runs import RunStore
 

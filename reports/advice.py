@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from advisors import diagnosis as advisor
 from advisors.accounting import CAUSES
 from advisors.fixes import FIXES
 from advisors.rules import RULES
-from advisors.verdict import Diagnosis, Fix
+from advisors.verdict import Fix
 
 
 

@@ -10,7 +10,6 @@ samples are summed over ranks.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path

@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisors.experiments.experiment import Experiment
-from advisors.experiments.optimize import Ladder
-from advisors.experiments.trials import Spec
 from advisors.verdict import Diagnosis, Fix
 from advisors.fixes.context import ScriptContext
 from advisors.experiments.script_strategy import ScriptStrategy, context_of

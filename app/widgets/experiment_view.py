@@ -7,7 +7,7 @@ a closed tab and a restart, and any session opening this run finds them."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Literal
+from typing import Callable, Literal
 
 import streamlit as st
 
@@ -18,7 +18,6 @@ from app.widgets import experiment_result as result
 from app.widgets import ui
 from profilers.errors import StepwiseError
 from profilers.run.records import RunRecord, RunStatus
-from profilers.store import experiments
 from profilers.store.runs import RunStore
 from advisors.analysis import Analysis
 

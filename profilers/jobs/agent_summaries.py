@@ -11,7 +11,6 @@ its extra work.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics

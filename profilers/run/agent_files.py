@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
-import psutil
 
-from profilers.run.memory_guard import (MEMORY_LIMIT_ENV, OOM_ADVICE, GuardTrip, MemoryGuard, memory_limit_mb)
+from profilers.run.memory_guard import (MEMORY_LIMIT_ENV, OOM_ADVICE, GuardTrip, MemoryGuard)
 from profilers.run.script_errors import describe_rank_error
 from profilers.run.records import RunResult, RunStatus, summarise_steps
 from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic

@@ -19,7 +19,6 @@ environment. :func:`start_script` runs a :class:`~profilers.run.script_spec.Scri
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 

@@ -148,12 +148,10 @@ def test_a_link_following_an_unknown_run_says_so(store) -> None:
 def test_a_watched_run_shows_its_captures_with_their_verdicts_and_asks_for_one(store) -> None:
     """The live view of a watched run: each capture's line (trigger, steps, the stored analysis's verdict) and the
     button that asks the job to profile its next steps (``capture.request``)."""
-    import json
-
     record = fake_run(store, label="watched", status=RunStatus.RUNNING, kind="launch",
                       files={"boot.json": {"watch": {"capture_steps": 3}}})
     store.update(record.run_id, status=RunStatus.RUNNING)
-    child = fake_capture(store, record)
+    fake_capture(store, record)
     at = open_page("launch")
     at.session_state["stepwise.followed_run"] = record.run_id
     at.run()

@@ -18,7 +18,7 @@ from cli.profilers import main as profilers_main
 from profilers.run.records import RunResult, RunStatus
 from profilers.store import experiments
 from tests.app.conftest import assert_clean, open_page
-from tests.advisors.fake_script import BASE, apply, knob
+from tests.advisors.fake_script import knob
 from tests.app.fake_runs import fake_run
 
 

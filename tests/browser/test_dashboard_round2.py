@@ -16,7 +16,6 @@ import pytest
 from playwright.sync_api import expect
 
 from advisors.experiments.results.stored_view import read_view
-from tests.browser.flows import drawn
 from tests.browser.harness import REPO, wait_for_app
 from profilers.run.records import RunStatus
 from profilers.store import experiments

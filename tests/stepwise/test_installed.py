@@ -108,7 +108,7 @@ def test_the_users_modules_are_the_users(installed: Installed) -> None:
 
 def test_outside_stepwise_our_packages_are_not_importable(installed: Installed) -> None:
     done = installed.run("python", "-c", "import importlib.util as u, sys; "
-                                         f"print(*[n for n in sys.argv[1:] if u.find_spec(n)])", *OURS,
+                                         "print(*[n for n in sys.argv[1:] if u.find_spec(n)])", *OURS,
                          "stepwise", "stepwise_agent", cwd=installed.empty)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["stepwise", "stepwise_agent"]

@@ -8,7 +8,7 @@ were ~1.03x and ~1.01x; the third pair's baseline alone ran 177 ms against 105 m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest

@@ -13,7 +13,7 @@ from advisors.diagnosis import diagnose
 from advisors.experiments.experiment import Policy, run_experiment
 from advisors.fixes import FIXES
 from advisors.verdict import Diagnosis
-from advisors.experiments.optimize import Strategy, optimize
+from advisors.experiments.optimize import optimize
 from advisors.experiments.script_strategy import ScriptStrategy
 from advisors.stats import Trial, throughput_ratio
 from advisors.synthetic import observation, run_facts

@@ -17,7 +17,7 @@ from advisors.experiments.to_quality_report import quality_json, quality_table
 from advisors.quality import candidates as cands
 from advisors.quality.script_candidates import templates
 from advisors.quality.curve import loss_curve_from_steps
-from advisors.quality.goodput import efficiency, plan, predict, steps_ratio
+from advisors.quality.goodput import efficiency, predict, steps_ratio
 from advisors.quality.noise_scale import estimate
 from advisors.quality.target import Budget, Target
 from tests.advisors.quality.recorded import (OVERHEAD_MS, PER_SAMPLE_MS, applied_injection, recipe_of, record,

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from advisors.experiments.to_quality import QualityRun, QualitySpec, curve_of, to_quality
-from advisors.quality import candidates as cands
 from advisors.quality.script_candidates import templates
 from advisors.quality.curve import compile_metric, printed_curve
 from advisors.quality.target import Budget, Target

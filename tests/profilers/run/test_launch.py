@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 import textwrap
 from pathlib import Path
 

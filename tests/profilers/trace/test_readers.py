@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import random
-import shutil
 import stat
 import zipfile
 from pathlib import Path
