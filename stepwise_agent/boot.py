@@ -49,7 +49,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from stepwise_agent.user_env import restore as _restore_user_env
 
@@ -57,18 +57,19 @@ _restore_user_env()  # before torch and the script: they see the environment the
 
 import torch  # noqa: E402
 
-from stepwise_agent import rank_summary
-from stepwise_agent.capabilities import TorchCapabilities, detect
-from stepwise_agent.hostinfo import cpu_count, peak_rss_mb
-from stepwise_agent.inject import Injector
-from stepwise_agent.noise_scale import install_if_asked as install_noise_meter
-from stepwise_agent.seeding import install_if_asked as offset_seeds
-from stepwise_agent.inject.sites import is_user_file
-from stepwise_agent.printed import tap_stdout, tap_warnings
-from stepwise_agent.recorder import (PROFILE_WAIT, PROFILE_WARMUP, MemoryGuardStop, StepRecorder, StopTraining,
-                                     write_json_atomic)
-from stepwise_agent.steps import StepDetector
-from stepwise_agent.watch import watch_recorder, watch_warnings
+# The agent's own modules (several import torch) likewise load after the restore.
+from stepwise_agent import rank_summary  # noqa: E402
+from stepwise_agent.capabilities import TorchCapabilities, detect  # noqa: E402
+from stepwise_agent.hostinfo import cpu_count, peak_rss_mb  # noqa: E402
+from stepwise_agent.inject import Injector  # noqa: E402
+from stepwise_agent.noise_scale import install_if_asked as install_noise_meter  # noqa: E402
+from stepwise_agent.seeding import install_if_asked as offset_seeds  # noqa: E402
+from stepwise_agent.inject.sites import is_user_file  # noqa: E402
+from stepwise_agent.printed import tap_stdout, tap_warnings  # noqa: E402
+from stepwise_agent.recorder import (PROFILE_WAIT, PROFILE_WARMUP, MemoryGuardStop,  # noqa: E402
+                                     StepRecorder, StopTraining, write_json_atomic)
+from stepwise_agent.steps import StepDetector  # noqa: E402
+from stepwise_agent.watch import watch_recorder, watch_warnings  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
 TRACEBACK_CHARS = 3000
