@@ -52,6 +52,20 @@ class Why(StrEnum):
     RUN_ENDED = "run_ended"  # failed: the patched run did not end ok
     NOT_ACTED = "not_acted"  # not applied: the fix did not act in the patched run
     UNSTATED = "unstated"  # an old stored reason that says none of these
+    # to quality (``optimize --to-quality``): time to the target and early stopping
+    NEITHER_REACHED = "neither_reached"  # rejected: neither arm reached the target
+    CHANGE_MISSED = "change_missed"  # rejected: the change's arm never reached the target
+    BASELINE_MISSED = "baseline_missed"  # rejected: only the change reached it, no ratio to measure
+    AT_TARGET_AT_START = "at_target_at_start"  # rejected: an arm was at the target from its first step
+    ONE_RUN_GAIN = "one_run_gain"  # kept: seeds that are one run, sooner beyond the stated tolerance
+    ONE_RUN_NO_GAIN = "one_run_no_gain"  # rejected: seeds that are one run, not beyond it
+    STOPS_AT_TARGET = "stops_at_target"  # kept: stopping where the target is first reached saves time
+    NEVER_REACHES = "never_reaches"  # rejected: a run never reaches the target, stopping early cannot
+    REACHES_AT_END = "reaches_at_end"  # rejected: the target is reached only at the end
+    STILL_IMPROVING = "still_improving"  # rejected: patience never ran out
+    TRADE_OFF = "trade_off"  # trade-off: the saving against the quality given up, for the user to weigh
+    NO_RUN = "no_run"  # rejected: no run to measure early stopping on
+    ADVICE_ONLY = "advice_only"  # advice: a candidate that is not run
 
 
 #: The word each reason code gives.
@@ -61,6 +75,11 @@ WORD_OF: Mapping[Why, Word] = {
     Why.LOSS_BREAKS: Word.REJECTED, Why.RUNS_LOSS_BREAKS: Word.REJECTED, Why.UNSTATED: Word.REJECTED,
     Why.CONTENDED: Word.INCONCLUSIVE, Why.PAIRS_DISAGREE: Word.INCONCLUSIVE, Why.LEAN: Word.INCONCLUSIVE,
     Why.RUN_ENDED: Word.FAILED, Why.NOT_ACTED: Word.NOT_APPLIED,
+    Why.NEITHER_REACHED: Word.REJECTED, Why.CHANGE_MISSED: Word.REJECTED, Why.BASELINE_MISSED: Word.REJECTED,
+    Why.AT_TARGET_AT_START: Word.REJECTED, Why.ONE_RUN_GAIN: Word.KEPT, Why.ONE_RUN_NO_GAIN: Word.REJECTED,
+    Why.STOPS_AT_TARGET: Word.KEPT, Why.NEVER_REACHES: Word.REJECTED, Why.REACHES_AT_END: Word.REJECTED,
+    Why.STILL_IMPROVING: Word.REJECTED, Why.TRADE_OFF: Word.TRADE_OFF, Why.NO_RUN: Word.REJECTED,
+    Why.ADVICE_ONLY: Word.ADVICE,
 }
 
 
