@@ -216,8 +216,9 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
         if timed.trials and b.trials else None
     judged_pairs: PairJudgement | None = None
     if ref is None and a.status == "ok" and b.status == "ok" and ratio is not None:
-        judged_pairs = judge_pairs(a.outcomes, b.outcomes, policy.trials, 1 + policy.min_gain,
-                                   lambda x, y: throughput_ratio(x, y, policy.n_boot, policy.level, policy.seed))
+        judged_pairs = judge_pairs(
+            a.outcomes, b.outcomes, policy.trials, 1 + policy.min_gain,
+            lambda x, y: throughput_ratio(x, y, policy.n_boot, policy.level, policy.seed))
         ratio = judged_pairs.ratio
     loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
     loss_ok = loss_delta is None or loss_step is None or \
@@ -256,11 +257,13 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
                    f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})" if flips else
                    f"the trials lean towards a gain they cannot show: {ratio.point:.2f}x clears {edge:.2f}x but the "
                    f"interval's low end does not after {len(b.outcomes)} pairs (more --trials would tell)")
-            verdict = _rated(Why.PAIRS_DISAGREE if flips else Why.LEAN, ratio, edge, said=why, **text)
+            verdict = _rated(Why.PAIRS_DISAGREE if flips else Why.LEAN, ratio, edge, said=why,
+                             **text)
         elif headroom is not None and loss_ok:
             verdict = _rated(Why.MEMORY_HEADROOM, ratio, edge, headroom=headroom, **text)
         elif not gain:
-            verdict = _rated(Why.SLOWER if slower(ratio.point, ratio.high) else Why.NO_GAIN, ratio, edge, **text)
+            code = Why.SLOWER if slower(ratio.point, ratio.high) else Why.NO_GAIN
+            verdict = _rated(code, ratio, edge, **text)
         elif not loss_ok:
             verdict = _rated(Why.LOSS_BREAKS, ratio, edge, tolerance=policy.loss_tolerance, **text)
         else:

@@ -44,7 +44,7 @@ class PairJudgement:
     left_out: tuple[int, ...]
     inconclusive: str | None
     notes: tuple[str, ...] = ()
-    inconclusive_why: Why | None = None  # the reason code of ``inconclusive``: contended or pairs_disagree
+    inconclusive_why: Why | None = None  # ``inconclusive``'s code: contended or pairs_disagree
 
     def note_text(self) -> str:
         return "".join(f"; {n}" for n in self.notes)
@@ -117,8 +117,8 @@ def judge_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, e
         why = (f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
                f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})")
         code = Why.PAIRS_DISAGREE
-    return PairJudgement(ratio=ratio, used=tuple(used), left_out=left_out, inconclusive=why, notes=tuple(notes),
-                         inconclusive_why=code)
+    return PairJudgement(ratio=ratio, used=tuple(used), left_out=left_out, inconclusive=why,
+                         notes=tuple(notes), inconclusive_why=code)
 
 
 def _holds_beyond_contention(a: Sequence[RunOutcome], b: Sequence[RunOutcome], contended: Sequence[int],

@@ -99,8 +99,8 @@ def compare(before: ArmTime, after: ArmTime, min_gain: float = MIN_GAIN, n_boot:
         " (fewer than 3 seeds: nothing dropped, the mean of all, and one miss fails the arm)"
     if b is None and a is None:
         return TimeToTarget(before, after, None, None, level, False,
-                            f"neither arm reached the target: before {_miss(before)}, after {_miss(after)}{note}",
-                            Why.NEITHER_REACHED)
+                            f"neither arm reached the target: before {_miss(before)}, after "
+                            f"{_miss(after)}{note}", Why.NEITHER_REACHED)
     if a is None:
         return TimeToTarget(before, after, None, None, level, False,
                             f"the change failed: {_miss(after)} never reached the target, so it is not faster "

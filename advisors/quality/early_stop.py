@@ -146,7 +146,7 @@ class EarlyStopping:
     goal: Goal
     kept: bool
     reason: str
-    why: Why = Why.NO_RUN  # the verdict's reason code; its word: kept, rejected, or trade-off (no target)
+    why: Why = Why.NO_RUN  # the reason code; its word: kept, rejected, or trade-off (no target)
     target: float | None = None
     at_target: tuple[StopPoint | None, ...] = ()
     curves: tuple[tuple[TradeOff, ...], ...] = ()
@@ -225,23 +225,23 @@ def measure(curves: Sequence[Curve], goal: Goal, patience: int | None = None, mi
         if missed:
             bests = [(min(c.values) if goal == "min" else max(c.values)) for c in curves if len(c)]
             return replace(probe, why=Why.NEVER_REACHES,
-                           reason=f"rejected: {missed} of {len(at)} run(s) never reach the target {target:.4g} "
-                                  f"(best {', '.join(f'{b:.4g}' for b in bests)}): stopping earlier cannot reach "
-                                  "it either")
+                           reason=f"rejected: {missed} of {len(at)} run(s) never reach the target "
+                                  f"{target:.4g} (best {', '.join(f'{b:.4g}' for b in bests)}): "
+                                  "stopping earlier cannot reach it either")
         step = int(np.median([p.stop_step or 0 for p in probe.chosen]))
         if probe.saved_share <= 0:
             return replace(probe, why=Why.REACHES_AT_END,
-                           reason=f"rejected: the run first reaches the target {target:.4g} only at its end: "
-                                  "stopping early saves nothing")
+                           reason=f"rejected: the run first reaches the target {target:.4g} only "
+                                  "at its end: stopping early saves nothing")
         return replace(probe, kept=True, why=Why.STOPS_AT_TARGET,
                        reason=f"kept: stopping at the first point that reaches the target {target:.4g} (step {step}, "
                               f"{seeds}) saves {probe.saved_s:.3g} s ({probe.saved_share:.0%} of the run)")
     stopped = [p for p in points if p.stop_s is not None]
     if len(stopped) < len(points):
         return replace(probe, why=Why.STILL_IMPROVING,
-                       reason=f"rejected: patience never ran out in {len(points) - len(stopped)} of "
-                              f"{len(points)} runs ({rule}): the metric was still improving, stopping "
-                              "early saves nothing")
+                       reason=f"rejected: patience never ran out in "
+                              f"{len(points) - len(stopped)} of {len(points)} runs ({rule}): the "
+                              "metric was still improving, stopping early saves nothing")
     step = int(np.median([p.stop_step or 0 for p in points]))
     at_stop = float(np.median([p.value_at_stop for p in points if p.value_at_stop is not None]))
     best = float(np.median([p.best_at_end for p in points]))

@@ -75,11 +75,11 @@ BREAKDOWN_NOTE = ("The breakdown covers only the steps the profiler traced in ea
 
 
 def outcome_box(text: str, word: str) -> None:
-    """The outcome ``text`` (the word with its why), always visible, in the colour of its ``word``."""
+    """The outcome ``text`` (the word with its why), always visible, in its ``word``'s colour."""
     box = st.success if word == Word.KEPT else st.info if word == Word.NOT_APPLIED else \
         st.warning if word == Word.INCONCLUSIVE else st.error
-    icon = ":material/check_circle:" if word == Word.KEPT else ":material/block:" if word == Word.NOT_APPLIED \
-        else ":material/cancel:"
+    icon = ":material/check_circle:" if word == Word.KEPT else \
+        ":material/block:" if word == Word.NOT_APPLIED else ":material/cancel:"
     box(f"**Outcome: {ui.text(text, 600)}**", icon=icon)
 
 

@@ -71,7 +71,7 @@ class QualityRoundRecord:
     saved_share: float | None = None
     not_applied: str | None = None
     judged_against: tuple[int, ...] = ()  # the interleave's baseline runs this round was judged against
-    outcome_why: str | None = None  # the round's reason code (a Why); None in a record stored before codes
+    outcome_why: str | None = None  # the round's reason code (a Why); None in an older record
 
     @property
     def label(self) -> str:

@@ -9,9 +9,10 @@ which diagnosis (of which run) it comes from.
 
 The outcome words: ``kept``, ``rejected``, ``inconclusive`` (the trials could not tell: other programs competed,
 or the pairs disagreed), ``not applied`` (the fix never acted: nothing was judged) and ``failed`` (the patched
-run crashed, ran out of memory or was killed). ``outcome_text`` is the word with its why, as printed, and
-``outcome_why`` the verdict's reason code (:class:`~advisors.experiments.results.outcome.Why`); code reads
-the word and the code, never the text.
+run crashed, ran out of memory or was killed). ``outcome_text`` is the word with its why, as
+printed, and ``outcome_why`` the verdict's reason code
+(:class:`~advisors.experiments.results.outcome.Why`); code reads the word and the code, never the
+text.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ SCHEMA = 2
 BASELINE_MOVED = 0.25
 UNEXPLAINED = ("the bound was wrong for this run: the time it counts was mis-attributed, or the "
                "fix also acted elsewhere in the step")
-# the step-time words of :class:`~advisors.experiments.results.outcome.Word`, as the record stores them
+# the step-time words of :class:`~advisors.experiments.results.outcome.Word`, as records store them
 OutcomeWord = Literal["kept", "rejected", "inconclusive", "not applied", "failed"]
 OUTCOMES: tuple[str, ...] = ("kept", "rejected", "inconclusive", "not applied", "failed")
 Kind = Literal["apply", "ladder round"]

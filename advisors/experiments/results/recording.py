@@ -17,8 +17,9 @@ from advisors.fixes import rest_got_faster
 from advisors.experiments.experiment import Arm, Experiment
 from advisors.experiments.results.outcome import render
 from advisors.experiments.results.evidence import evidence
-from advisors.experiments.results.record import (Attempt, BoundRecord, ExperimentRecord, Kind, LadderRecord, OutcomeWord,
-                                          TrialRecord, baseline_moves, complete, why_stopped)
+from advisors.experiments.results.record import (Attempt, BoundRecord, ExperimentRecord, Kind,
+                                                 LadderRecord, OutcomeWord, TrialRecord,
+                                                 baseline_moves, complete, why_stopped)
 from advisors.experiments.results.stored_view import StoredView
 from advisors.experiments.trials import RunOutcome, Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
@@ -30,7 +31,7 @@ def _r(x: float | None, nd: int = 4) -> float | None:
 
 
 def outcome_of(e: Experiment[Spec]) -> tuple[OutcomeWord, str]:
-    """``(word, word with its why)`` of an experiment, from its Outcome: the same for every surface."""
+    """``(word, word with its why)`` of an experiment, from its Outcome: one for every surface."""
     return e.outcome.word.value, render(e.outcome)  # type: ignore[return-value]  # a step-time word
 
 

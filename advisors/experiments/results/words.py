@@ -1,10 +1,12 @@
-"""Reading the verdict of an OLD record back from its text: the one place that looks at a reason's words.
+"""Reading the verdict of an OLD record back from its text: the one place that looks at a
+reason's words.
 
-Records and stored views written before verdicts were data (:mod:`advisors.experiments.results.outcome`)
-hold only the reason sentence, the kept flag and the not-applied why; :func:`from_text` rebuilds their
-:class:`~advisors.experiments.results.outcome.Outcome` from those, so an old view reads the same word and
-text it read when it was stored. A new experiment never comes through here: its Outcome is made where it is
-judged.
+Records and stored views written before verdicts were data
+(:mod:`advisors.experiments.results.outcome`) hold only the reason sentence, the kept flag and the
+not-applied why; :func:`from_text` rebuilds their
+:class:`~advisors.experiments.results.outcome.Outcome` from those, so an old view reads the same
+word and text it read when it was stored. A new experiment never comes through here: its Outcome
+is made where it is judged.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from advisors.experiments.results.outcome import Outcome, Why, WORD_OF, ended, r
 FAILED_PREFIX = "the patched run ended "
 NO_GAIN_PREFIX = "no real gain: "
 INCONCLUSIVE_PREFIX = "inconclusive: "
-#: An old reason's opening and the code it gives (the kept ones when the record says kept, else rejected).
+#: An old reason's opening and the code it gives (the kept ones when the record says kept).
 _KEPT = (("kept for memory headroom", Why.MEMORY_HEADROOM), ("turns ", Why.TURNS_OK))
 _REJECTED = (("turns ", Why.OVER_BUDGET), ("runs, but the loss", Why.RUNS_LOSS_BREAKS),
              ("faster (", Why.LOSS_BREAKS), (NO_GAIN_PREFIX, Why.NO_GAIN))
@@ -31,7 +33,8 @@ def from_text(kept: bool, reason: str | None, not_applied: str | None = None,
     interval spans 1 ([0.19, 2.07]) is too noisy to call slower, and stays "rejected: no real gain"."""
     reason = (reason or "").strip()
     if kept:
-        return _old(next((w for p, w in _KEPT if reason.startswith(p)), Why.GAIN), "", reason, speedup)
+        why = next((w for p, w in _KEPT if reason.startswith(p)), Why.GAIN)
+        return _old(why, "", reason, speedup)
     if not_applied:
         return _old(Why.NOT_ACTED, times(not_applied), reason, speedup)
     if reason.startswith(INCONCLUSIVE_PREFIX):
@@ -48,8 +51,10 @@ def from_text(kept: bool, reason: str | None, not_applied: str | None = None,
     return _old(why, times(reason or "no reason stored"), reason, speedup)
 
 
-def outcome(kept: bool, reason: str | None, not_applied: str | None = None, speedup: float | None = None) -> str:
-    """An old record's outcome text (``kept``, ``rejected: …``, ``inconclusive: …``), as it read when stored."""
+def outcome(kept: bool, reason: str | None, not_applied: str | None = None,
+            speedup: float | None = None) -> str:
+    """An old record's outcome text (``kept``, ``rejected: …``, ``inconclusive: …``), as it read
+    when it was stored."""
     return render(from_text(kept, reason, not_applied, speedup))
 
 

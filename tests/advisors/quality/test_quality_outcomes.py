@@ -1,5 +1,6 @@
-"""A to-quality round's verdict is data too: each judgement (time to target, the seeds' fairness rules, early
-stopping) sets its reason code where it is made, and the round's word is that code's word."""
+"""A to-quality round's verdict is data too: each judgement (time to target, the seeds' fairness
+rules, early stopping) sets its reason code where it is made, and the round's word is that code's
+word."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from advisors.quality.early_stop import measure
 
 def _pairs(n: int) -> Pairs:
     def run(seed: int) -> QualityRun:
-        return QualityRun("ok", Curve((0.1, 0.2 + seed), (1.0, 0.5), (1, 2), 0.2 + seed), others_cores=0.05,
-                          cores=2)
+        curve = Curve((0.1, 0.2 + seed), (1.0, 0.5), (1, 2), 0.2 + seed)
+        return QualityRun("ok", curve, others_cores=0.05, cores=2)
 
     return Pairs(tuple(run(i) for i in range(n)), tuple(run(i + 10) for i in range(n)), None, None)
 
@@ -37,21 +38,24 @@ def test_time_to_target_sets_its_code_where_it_judges() -> None:
 
 
 def test_the_lean_rule_and_one_run_set_their_codes() -> None:
-    lean, said = judged_fairly(compare(ArmTime((9.9, 8.4, 11.6)), ArmTime((8.8, 10.1, 6.9))), _pairs(3), False)
+    leaning = compare(ArmTime((9.9, 8.4, 11.6)), ArmTime((8.8, 10.1, 6.9)))
+    lean, said = judged_fairly(leaning, _pairs(3), False)
     assert said is not None and lean.why is Why.LEAN and lean.reason.startswith("inconclusive: ")
-    small, said = judged_fairly(compare(ArmTime((10.0, 10.3, 9.8)), ArmTime((9.9, 10.2, 9.9))), _pairs(3), False)
+    flat = compare(ArmTime((10.0, 10.3, 9.8)), ArmTime((9.9, 10.2, 9.9)))
+    small, said = judged_fairly(flat, _pairs(3), False)
     assert said is None and small.why is Why.NO_GAIN
 
 
 def test_early_stopping_sets_its_code() -> None:
     falling = Curve(tuple(float(i) for i in range(1, 41)), tuple(1.0 - 0.02 * i for i in range(40)),
                     tuple(range(1, 41)), 40.0)
-    flat = Curve(tuple(float(i) for i in range(1, 41)), tuple(max(1.0 - 0.1 * i, 0.5) for i in range(40)),
-                 tuple(range(1, 41)), 40.0)
+    flat = Curve(tuple(float(i) for i in range(1, 41)),
+                 tuple(max(1.0 - 0.1 * i, 0.5) for i in range(40)), tuple(range(1, 41)), 40.0)
     assert measure([], "min").why is Why.NO_RUN
     assert measure([falling], "min").why is Why.STILL_IMPROVING
     plateau = measure([flat], "min")
-    assert (plateau.why, plateau.outcome) == (Why.TRADE_OFF, "trade-off") and plateau.reason.startswith("trade-off")
+    assert (plateau.why, plateau.outcome) == (Why.TRADE_OFF, "trade-off")
+    assert plateau.reason.startswith("trade-off")
     assert measure([falling], "min", target=-5.0).why is Why.NEVER_REACHES
     reached = measure([flat], "min", target=0.6)
     assert (reached.why, reached.outcome, reached.kept) == (Why.STOPS_AT_TARGET, "kept", True)
@@ -59,6 +63,7 @@ def test_early_stopping_sets_its_code() -> None:
 
 def test_a_quality_record_stored_before_the_codes_still_reads() -> None:
     old = {"target": "loss ≤ 0.5 (given)", "seeds": 3, "one_run": False,
-           "rounds": [{"round": 1, "fix_id": "f", "title": "F", "outcome": "kept", "reason": "kept: …"}]}
+           "rounds": [{"round": 1, "fix_id": "f", "title": "F", "outcome": "kept",
+                       "reason": "kept: …"}]}
     rec = QualityRecord.from_json(old)
     assert rec.rounds[0].outcome == "kept" and rec.rounds[0].outcome_why is None
