@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from advisors.experiments.experiment import Policy
 from advisors.experiments.results.ladder_report import ladder_json, ladder_table
+from advisors.experiments.results.outcome import Word
 from advisors.experiments.results.recording import ladder_record
 from advisors.experiments.results.stored_view import ladder_view, roles
 from advisors.experiments.optimize import Ladder, optimize
@@ -65,10 +66,11 @@ EXIT_INCONCLUSIVE = 3  # as compare's: the trials could not tell (a busy machine
 
 
 def exit_code(result: dict[str, Any]) -> int:
-    """0, or 3 (``compare``'s inconclusive) when any round's outcome is ``inconclusive: …``: a fix the trials
-    could not judge on this machine, neither kept nor rejected."""
+    """0, or 3 (``compare``'s inconclusive) when any round's outcome word is ``inconclusive``: a fix
+    the trials could not judge on this machine, neither kept nor rejected."""
     rounds = result.get("rounds") or []
-    return EXIT_INCONCLUSIVE if any(str(r.get("outcome", "")).startswith("inconclusive") for r in rounds) else 0
+    unjudged = any(r.get("outcome_word") == Word.INCONCLUSIVE for r in rounds)
+    return EXIT_INCONCLUSIVE if unjudged else 0
 
 
 SCRIPT_STEPS = 20  # a script's timed steps per trial when --steps is not given

@@ -31,6 +31,7 @@ from advisors.verdict import Bottleneck, Fix
 from advisors.stats import LEVEL, N_BOOT, SEED, RatioEstimate, Trial, beside, throughput_ratio
 from advisors.experiments.pair_verdict import PairJudgement, judge_pairs, leans, needs_more_pairs
 from advisors.experiments.progress import Progress, ProgressFn
+from advisors.experiments.results.outcome import Outcome, Why, Word, judged, slower
 from advisors.experiments.trials import RunFn, RunOutcome, Spec, SpecT, spec_changes
 from profilers.errors import SpecError
 
@@ -129,7 +130,8 @@ class Experiment(Generic[SpecT_co]):
     loss_delta: float | None
     loss_step: int | None
     kept: bool
-    reason: str
+    reason: str  # the verdict's whole sentence: ``outcome.reason``
+    outcome: Outcome  # the verdict as data: its word, reason code and texts
     policy: Policy = field(default_factory=Policy)
     not_applied: str | None = None  # why an injected fix did not act (then ``kept`` is False)
     inconclusive: str | None = None  # why the trials could not tell (contention, pairs that disagree)
@@ -191,7 +193,8 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
     exp = _judge(fix, arm_a, arm_b, arm_r, policy)
     why_not = proof(b_runs[-1]) if proof is not None and b_runs and b_runs[-1].ok else None
     if why_not is not None:
-        exp = replace(exp, kept=False, not_applied=why_not, reason=f"not applied: {why_not}")
+        verdict = judged(Why.NOT_ACTED, said=why_not)
+        exp = replace(exp, kept=False, not_applied=why_not, reason=verdict.reason, outcome=verdict)
     return exp
 
 
@@ -211,11 +214,12 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
     timed: Arm[SpecT] = ref if ref is not None else a
     ratio = throughput_ratio(timed.trials, b.trials, policy.n_boot, policy.level, policy.seed) \
         if timed.trials and b.trials else None
-    judged: PairJudgement | None = None
+    judged_pairs: PairJudgement | None = None
     if ref is None and a.status == "ok" and b.status == "ok" and ratio is not None:
-        judged = judge_pairs(a.outcomes, b.outcomes, policy.trials, 1 + policy.min_gain,
-                             lambda x, y: throughput_ratio(x, y, policy.n_boot, policy.level, policy.seed))
-        ratio = judged.ratio
+        judged_pairs = judge_pairs(
+            a.outcomes, b.outcomes, policy.trials, 1 + policy.min_gain,
+            lambda x, y: throughput_ratio(x, y, policy.n_boot, policy.level, policy.seed))
+        ratio = judged_pairs.ratio
     loss_step, loss_delta = loss_parity(timed.outcomes, b.outcomes)
     loss_ok = loss_delta is None or loss_step is None or \
         loss_delta <= policy.loss_tolerance * max(abs(final_loss(timed.outcomes, loss_step)), 1e-8)
@@ -224,51 +228,58 @@ def _judge(fix: Fix, a: Arm[SpecT], b: Arm[SpecT], ref: Arm[SpecT] | None, polic
     loss_text += "".join(f"; {n}" for n in dict.fromkeys(n for o in (*timed.outcomes, *b.outcomes) for n in o.notes))
     baseline_status = a.outcomes[0].status if a.outcomes else "not run"  # later flaky runs are just untimed
     if b.status != "ok":
-        kept, reason = False, f"the patched run ended {b.status}" + (f": {b.error.strip().splitlines()[0]}" if b.error and b.error.strip() else "")
+        error = b.error.strip().splitlines()[0] if b.error and b.error.strip() else ""
+        verdict = judged(Why.RUN_ENDED, status=b.status, error=error)
     elif baseline_status != "ok":
         budget = b.spec.memory_budget_mb
         within = budget is None or (b.peak_memory_mb or 0.0) <= budget
         cost = f"; {1 / ratio.point - 1:+.0%} time per sample vs the unbudgeted reference" if ratio else ""
-        kept = within and loss_ok
-        reason = (f"turns {baseline_status} into ok" + (f" within the {budget} MB budget (peak "
-                                                  f"{b.peak_memory_mb:.0f} MB)" if budget and b.peak_memory_mb
-                                                  else "") + cost + loss_text)
-        if not loss_ok:
-            reason = f"runs, but the loss does not hold ({loss_delta:+.4f} > {policy.loss_tolerance:.0%}){loss_text}"
+        peak = f" within the {budget} MB budget (peak {b.peak_memory_mb:.0f} MB)" \
+            if budget and b.peak_memory_mb else ""
+        verdict = _rated(Why.RUNS_LOSS_BREAKS, ratio, None, loss=loss_text, delta=loss_delta,
+                         tolerance=policy.loss_tolerance) if not loss_ok else \
+            _rated(Why.TURNS_OK if within else Why.OVER_BUDGET, ratio, None, loss=loss_text,
+                   baseline_status=baseline_status, budget=peak, cost=cost)
     else:
         assert ratio is not None
         edge = 1 + policy.min_gain  # the low end is read against the keep threshold: enough digits to see the side
         interval = f"{ratio.point:.2f}x, {policy.level:.0%} interval [{beside(ratio.low, edge)}, {ratio.high:.2f}]"
         headroom = _headroom(a, b, ratio, policy) if fix.bottleneck is Bottleneck.MEMORY else None
         gain = ratio.low > 1 + policy.min_gain or headroom is not None
-        kept = gain and loss_ok
-        loss_text += judged.note_text() if judged is not None else ""
-        if judged is not None and judged.inconclusive and headroom is None:
-            reason = f"inconclusive: {judged.inconclusive}; {interval}" + loss_text
-            return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
-                              loss_step=loss_step, kept=False, reason=reason, policy=policy,
-                              inconclusive=judged.inconclusive, left_out=judged.left_out)
-        if not gain and headroom is None and loss_ok and leans(ratio.point, edge):
+        loss_text += judged_pairs.note_text() if judged_pairs is not None else ""
+        text = {"interval": interval, "loss": loss_text}
+        if judged_pairs is not None and judged_pairs.inconclusive and headroom is None:
+            verdict = _rated(judged_pairs.inconclusive_why or Why.CONTENDED, ratio, edge,
+                             said=judged_pairs.inconclusive, **text)
+        elif not gain and headroom is None and loss_ok and leans(ratio.point, edge):
             flips = ratio.pairs and min(ratio.pairs) < 1.0
             why = (f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
                    f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})" if flips else
                    f"the trials lean towards a gain they cannot show: {ratio.point:.2f}x clears {edge:.2f}x but the "
                    f"interval's low end does not after {len(b.outcomes)} pairs (more --trials would tell)")
-            return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
-                              loss_step=loss_step, kept=False, reason=f"inconclusive: {why}; {interval}" + loss_text,
-                              policy=policy, inconclusive=why, left_out=judged.left_out if judged else ())
-        if headroom is not None and loss_ok:
-            reason = f"kept for memory headroom: {headroom} at {interval} per-sample throughput" + loss_text
+            verdict = _rated(Why.PAIRS_DISAGREE if flips else Why.LEAN, ratio, edge, said=why,
+                             **text)
+        elif headroom is not None and loss_ok:
+            verdict = _rated(Why.MEMORY_HEADROOM, ratio, edge, headroom=headroom, **text)
         elif not gain:
-            reason = f"no real gain: {interval} does not clear {1 + policy.min_gain:.2f}x" + loss_text
+            code = Why.SLOWER if slower(ratio.point, ratio.high) else Why.NO_GAIN
+            verdict = _rated(code, ratio, edge, **text)
         elif not loss_ok:
-            reason = f"faster ({interval}) but the loss does not hold (tolerance {policy.loss_tolerance:.0%})" \
-                + loss_text
+            verdict = _rated(Why.LOSS_BREAKS, ratio, edge, tolerance=policy.loss_tolerance, **text)
         else:
-            reason = f"kept: {interval} per-sample throughput" + loss_text
+            verdict = _rated(Why.GAIN, ratio, edge, **text)
+    inconclusive = verdict.params.get("said") if verdict.word is Word.INCONCLUSIVE else None
     return Experiment(fix=fix, baseline=a, patched=b, reference=ref, ratio=ratio, loss_delta=loss_delta,
-                      loss_step=loss_step, kept=kept, reason=reason, policy=policy,
-                      left_out=judged.left_out if judged is not None else ())
+                      loss_step=loss_step, kept=verdict.kept, reason=verdict.reason, policy=policy,
+                      inconclusive=inconclusive, outcome=verdict,
+                      left_out=judged_pairs.left_out if judged_pairs is not None else ())
+
+
+def _rated(why: Why, ratio: RatioEstimate | None, edge: float | None, **params: Any) -> Outcome:
+    """The Outcome of ``why`` on ``ratio`` (the interval's ends with it)."""
+    if ratio is None:
+        return judged(why, edge=edge, **params)
+    return judged(why, ratio.point, ratio.low, ratio.high, edge, **params)
 
 
 def _headroom(a: Arm[Spec], b: Arm[Spec], ratio: RatioEstimate, policy: Policy) -> str | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from advisors.compare.contention import holds_beyond_contention
+from advisors.experiments.results.outcome import Why
 from advisors.experiments.trials import RunOutcome
 from advisors.stats import RatioEstimate, Trial
 
@@ -43,6 +44,7 @@ class PairJudgement:
     left_out: tuple[int, ...]
     inconclusive: str | None
     notes: tuple[str, ...] = ()
+    inconclusive_why: Why | None = None  # ``inconclusive``'s code: contended or pairs_disagree
 
     def note_text(self) -> str:
         return "".join(f"; {n}" for n in self.notes)
@@ -101,18 +103,22 @@ def judge_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, e
         notes.append(f"{len(left_out)} of {len(pairs)} pairs left out: {_who(a, b, left_out)}")
     gain = ratio.low > edge
     why: str | None = None
+    code: Why | None = None
     if contended and not enough_clean:
         holds = _holds_beyond_contention(a, b, contended, gain, edge)
         if not holds:
             why = (f"{_who(a, b, contended)}; {len(clean)} of {len(pairs)} pairs ran uncontended where a "
                    f"verdict needs {_need(trials)}, and the competition could explain the result")
+            code = Why.CONTENDED
         else:
             notes.append(f"{_who(a, b, contended)}, which cannot explain this verdict (each pair still "
                          f"{'clears' if gain else 'misses'} {edge:.2f}x when the neighbour's share is taken out)")
     if why is None and gain and ratio.pairs and ratio.pairs_faster < len(ratio.pairs):
         why = (f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
                f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})")
-    return PairJudgement(ratio=ratio, used=tuple(used), left_out=left_out, inconclusive=why, notes=tuple(notes))
+        code = Why.PAIRS_DISAGREE
+    return PairJudgement(ratio=ratio, used=tuple(used), left_out=left_out, inconclusive=why,
+                         notes=tuple(notes), inconclusive_why=code)
 
 
 def _holds_beyond_contention(a: Sequence[RunOutcome], b: Sequence[RunOutcome], contended: Sequence[int],

@@ -114,7 +114,7 @@ def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_step
         rounds.append({
             "round": r.round, "bottleneck": "convergence", "fix": r.candidate.id, "title": r.candidate.title,
             "rule": r.candidate.rule, "advice": r.candidate.advice, "kept": r.kept, "outcome": r.outcome,
-            "reason": r.reason,
+            "outcome_word": r.outcome, "outcome_why": r.outcome_why.value, "reason": r.reason,
             "speedup": round_speedup(r), "loss_delta": None,
             "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
             "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,

@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from advisors.experiments.results.outcome import Why
 from advisors.stats import LEVEL, N_BOOT, SEED
 
 MIN_GAIN = 0.03
@@ -80,6 +81,7 @@ class TimeToTarget:
     level: float
     kept: bool
     reason: str
+    why: Why  # the verdict's reason code (gain, no_gain, slower, change_missed, …)
 
     def to_json(self) -> dict[str, object]:
         return {"before_s": self.before.olympic_s, "after_s": self.after.olympic_s, "ratio": self.ratio,
@@ -97,26 +99,29 @@ def compare(before: ArmTime, after: ArmTime, min_gain: float = MIN_GAIN, n_boot:
         " (fewer than 3 seeds: nothing dropped, the mean of all, and one miss fails the arm)"
     if b is None and a is None:
         return TimeToTarget(before, after, None, None, level, False,
-                            f"neither arm reached the target: before {_miss(before)}, after {_miss(after)}{note}")
+                            f"neither arm reached the target: before {_miss(before)}, after "
+                            f"{_miss(after)}{note}", Why.NEITHER_REACHED)
     if a is None:
         return TimeToTarget(before, after, None, None, level, False,
                             f"the change failed: {_miss(after)} never reached the target, so it is not faster "
-                            f"to the same quality{note}")
+                            f"to the same quality{note}", Why.CHANGE_MISSED)
     if b is None:
         return TimeToTarget(before, after, None, None, level, False,
                             f"the baseline failed ({_miss(before)} never reached the target) while the change "
                             f"reached it in {a:.3g} s: no ratio can be measured; raise the budget or lower the "
-                            f"target to time both{note}")
+                            f"target to time both{note}", Why.BASELINE_MISSED)
     if a <= 0 or b <= 0:  # reached at its first point: its loss reads differently (a framework's accumulation
         which = "the change" if a <= 0 else "the baseline"  # divides it), no time to compare
         return TimeToTarget(before, after, None, None, level, False,
                             f"{which} was at the target from its first step: no ratio can be measured (its loss may "
-                            f"be on another scale, e.g. divided by the accumulation steps){note}")
+                            f"be on another scale, e.g. divided by the accumulation steps){note}",
+                            Why.AT_TARGET_AT_START)
     ratio = b / a
     low, high = _interval(before.times_s, after.times_s, n_boot, level, seed)
     kept = low > 1 + min_gain
     how = (f"reaches the target in {a:.3g} s instead of {b:.3g} s: {ratio:.2f}× sooner "
            f"[{_fmt(low)}, {_fmt(high)}]")
+    why = Why.GAIN if kept else Why.SLOWER if high < 1 else Why.NO_GAIN
     if kept:
         reason = f"kept: {how}, interval above {1 + min_gain:.2f}{note}"
     elif high < 1:
@@ -126,7 +131,7 @@ def compare(before: ArmTime, after: ArmTime, min_gain: float = MIN_GAIN, n_boot:
                  f"{how}{note}"
     else:
         reason = f"rejected: {how}, the interval does not clear {1 + min_gain:.2f}{note}"
-    return TimeToTarget(before, after, ratio, (low, high), level, kept, reason)
+    return TimeToTarget(before, after, ratio, (low, high), level, kept, reason, why)
 
 
 def _interval(before: Sequence[float | None], after: Sequence[float | None], n_boot: int, level: float,

@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from advisors.experiments.results.outcome import WORD_OF, Why
 from advisors.quality.curve import Curve, Goal
 
 PATIENCE_SHARE = 0.1  # patience = this share of the run's points (at least MIN_PATIENCE)
@@ -145,13 +146,18 @@ class EarlyStopping:
     goal: Goal
     kept: bool
     reason: str
-    outcome: str = "rejected"  # kept, rejected, or trade-off (no target: the user decides)
+    why: Why = Why.NO_RUN  # the reason code; its word: kept, rejected, or trade-off (no target)
     target: float | None = None
     at_target: tuple[StopPoint | None, ...] = ()
     curves: tuple[tuple[TradeOff, ...], ...] = ()
     noise: float | None = None  # the seeds' spread of their final values (max − min); None for one run
     one_run: bool = False
     target_from: str | None = None  # where the target came from: "--target", "the script's --target_loss", …
+
+    @property
+    def outcome(self) -> str:
+        """The verdict's word: kept, rejected, or trade-off."""
+        return WORD_OF[self.why].value
 
     @property
     def chosen(self) -> tuple[StopPoint, ...]:
@@ -211,32 +217,35 @@ def measure(curves: Sequence[Curve], goal: Goal, patience: int | None = None, mi
                           curves=tuple(tradeoff(c, goal) for c in curves),
                           noise=None if one_run else final_spread(curves), one_run=one_run)
     if not points:
-        return replace(probe, reason="no run to measure early stopping on")
+        return replace(probe, reason="no run to measure early stopping on", why=Why.NO_RUN)
     if target is not None:
         at = tuple(first_reaching(c, target, goal) for c in curves)
         probe = replace(probe, at_target=at)
         missed = sum(p is None for p in at)
         if missed:
             bests = [(min(c.values) if goal == "min" else max(c.values)) for c in curves if len(c)]
-            return replace(probe, reason=f"rejected: {missed} of {len(at)} run(s) never reach the target "
-                                         f"{target:.4g} (best {', '.join(f'{b:.4g}' for b in bests)}): stopping "
-                                         "earlier cannot reach it either")
+            return replace(probe, why=Why.NEVER_REACHES,
+                           reason=f"rejected: {missed} of {len(at)} run(s) never reach the target "
+                                  f"{target:.4g} (best {', '.join(f'{b:.4g}' for b in bests)}): "
+                                  "stopping earlier cannot reach it either")
         step = int(np.median([p.stop_step or 0 for p in probe.chosen]))
         if probe.saved_share <= 0:
-            return replace(probe, reason=f"rejected: the run first reaches the target {target:.4g} only at its "
-                                         "end: stopping early saves nothing")
-        return replace(probe, kept=True, outcome="kept",
+            return replace(probe, why=Why.REACHES_AT_END,
+                           reason=f"rejected: the run first reaches the target {target:.4g} only "
+                                  "at its end: stopping early saves nothing")
+        return replace(probe, kept=True, why=Why.STOPS_AT_TARGET,
                        reason=f"kept: stopping at the first point that reaches the target {target:.4g} (step {step}, "
                               f"{seeds}) saves {probe.saved_s:.3g} s ({probe.saved_share:.0%} of the run)")
     stopped = [p for p in points if p.stop_s is not None]
     if len(stopped) < len(points):
-        return replace(probe, reason=f"rejected: patience never ran out in {len(points) - len(stopped)} of "
-                                     f"{len(points)} runs ({rule}): the metric was still improving, stopping "
-                                     "early saves nothing")
+        return replace(probe, why=Why.STILL_IMPROVING,
+                       reason=f"rejected: patience never ran out in "
+                              f"{len(points) - len(stopped)} of {len(points)} runs ({rule}): the "
+                              "metric was still improving, stopping early saves nothing")
     step = int(np.median([p.stop_step or 0 for p in points]))
     at_stop = float(np.median([p.value_at_stop for p in points if p.value_at_stop is not None]))
     best = float(np.median([p.best_at_end for p in points]))
-    return replace(probe, outcome="trade-off",
+    return replace(probe, why=Why.TRADE_OFF,
                    reason=f"trade-off: stopping at step {step} ({rule}; {seeds}) saves {probe.saved_share:.0%} of "
                           f"the time and ends at {at_stop:.4g} instead of {best:.4g}; whether that is worth it is "
                           "your call (give --target VALUE to decide against your target)")

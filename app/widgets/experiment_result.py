@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from advisors.experiments.progress import Progress
+from advisors.experiments.results.outcome import Word
 from advisors.experiments.results.record import ExperimentRecord
 from advisors.experiments.results.stored_view import StoredView, read_view
 from app.services import stored_jobs
@@ -73,13 +74,13 @@ BREAKDOWN_NOTE = ("The breakdown covers only the steps the profiler traced in ea
                   "every run.")
 
 
-def outcome_box(word: str) -> None:
-    """The outcome word, always visible, in the colour of its kind."""
-    box = st.success if word == "kept" else st.info if word.startswith("not applied") else \
-        st.warning if word.startswith("inconclusive") else st.error
-    icon = ":material/check_circle:" if word == "kept" else ":material/block:" if word.startswith("not applied") \
-        else ":material/cancel:"
-    box(f"**Outcome: {ui.text(word, 600)}**", icon=icon)
+def outcome_box(text: str, word: str) -> None:
+    """The outcome ``text`` (the word with its why), always visible, in its ``word``'s colour."""
+    box = st.success if word == Word.KEPT else st.info if word == Word.NOT_APPLIED else \
+        st.warning if word == Word.INCONCLUSIVE else st.error
+    icon = ":material/check_circle:" if word == Word.KEPT else \
+        ":material/block:" if word == Word.NOT_APPLIED else ":material/cancel:"
+    box(f"**Outcome: {ui.text(text, 600)}**", icon=icon)
 
 
 def before_after(view: StoredView, key: str = "advisor") -> None:
@@ -88,7 +89,7 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
     twice on a page, the newest experiment and the last finished one)."""
     x = view.record
     assert x is not None
-    outcome_box(x.outcome_text)
+    outcome_box(x.outcome_text, x.outcome)
     if x.outcome == "not applied":
         st.caption("The fix never acted in the patched run, so no speed-up was judged: this is not a \"no gain\" "
                    "verdict.")

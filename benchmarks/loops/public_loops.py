@@ -121,7 +121,7 @@ def _row(loop: str, r: dict[str, Any], plain: dict[str, Any] | None) -> str:
         said = "—"
     change = r.get("change") or {}
     where = (r.get("where") or change.get("kind") or "—").replace(str(REPO) + "/", "")
-    outcome = str(r.get("outcome") or "").split(":")[0] or "—"
+    outcome = str(r.get("outcome_word") or "—")
     return f"| {loop} | {r.get('fix')} | {outcome} | {gain} | {said} | `{where}` ({change.get('kind') or 'none'}) |"
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from advisors.experiments.experiment import Experiment, Policy, run_experiment
-from advisors.experiments.results.words import outcome
+from advisors.experiments.results.outcome import render
 from advisors.experiments.script_strategy import ScriptStrategy
 from advisors.experiments.trials import script_runner
 from advisors.fixes import FIXES
@@ -67,7 +67,7 @@ def measure(fix_id: str, hog: bool, seed: int, store: RunStore) -> dict[str, Any
     r = exp.ratio
     loads = [o.load.others_cores for o in (*exp.baseline.outcomes, *exp.patched.outcomes) if o.load is not None]
     return {"fix": fix_id, "condition": "hog" if hog else "quiet", "seed": seed,
-            "outcome": outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup), "kept": exp.kept,
+            "outcome": render(exp.outcome), "kept": exp.kept,
             "speedup": None if r is None else round(r.point, 3),
             "interval": None if r is None else [round(r.low, 3), round(r.high, 3)],
             "before_samples_per_s": None if r is None else round(r.before or 0, 1),

@@ -54,6 +54,7 @@ def experiment_json(e: Experiment[Spec], rec: ExperimentRecord) -> dict[str, Any
         "speedup_basis": SPEEDUP_BASIS, "rate_unit": rec.rate_unit,
         "before_samples_per_s": rec.before_samples_per_s, "after_samples_per_s": rec.after_samples_per_s,
         "pair_ratios": list(rec.pair_ratios), "inconclusive": rec.inconclusive, "outcome": rec.outcome_text,
+        "outcome_word": rec.outcome, "outcome_why": rec.outcome_why,
         "interval_level": rec.level, "min_gain": rec.min_gain, "kept": rec.outcome == "kept", "reason": rec.reason,
         "loss_delta": rec.loss_delta, "loss_step": rec.loss_step, "loss_tolerance": rec.loss_tolerance,
         "trials": rec.runs_per_arm, "trials_asked": rec.trials_per_arm, "snippet": rec.snippet,

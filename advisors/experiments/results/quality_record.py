@@ -71,6 +71,7 @@ class QualityRoundRecord:
     saved_share: float | None = None
     not_applied: str | None = None
     judged_against: tuple[int, ...] = ()  # the interleave's baseline runs this round was judged against
+    outcome_why: str | None = None  # the round's reason code (a Why); None in an older record
 
     @property
     def label(self) -> str:
@@ -133,7 +134,8 @@ class QualityRecord:
                 load_before=tuple(r.get("load_before") or ()), load_after=tuple(r.get("load_after") or ()),
                 rule=str(r.get("rule") or ""), before_s=r.get("before_s"), after_s=r.get("after_s"),
                 saved_s=r.get("saved_s"), saved_share=r.get("saved_share"), not_applied=r.get("not_applied"),
-                judged_against=tuple(int(i) for i in r.get("judged_against") or ())))
+                judged_against=tuple(int(i) for i in r.get("judged_against") or ()),
+                outcome_why=r.get("outcome_why")))
         return cls(str(raw["target"]), int(raw["seeds"]), bool(raw["one_run"]), tuple(rounds),
                    str(raw.get("budget") or ""), raw.get("noise"), raw.get("projection"), raw.get("floor"))
 
@@ -156,7 +158,7 @@ def quality_record(out: Mapping[str, Any]) -> QualityRecord:
             before_s=None if (tt.get("before") or {}).get("failed") else tt.get("before_s"),
             after_s=None if (tt.get("after") or {}).get("failed") else tt.get("after_s"),
             saved_s=es.get("saved_s"), saved_share=es.get("saved_share"), not_applied=r.get("not_applied"),
-            judged_against=tuple(r.get("judged_against") or ())))
+            judged_against=tuple(r.get("judged_against") or ()), outcome_why=r.get("outcome_why")))
     sign = "≤" if t["goal"] == "min" else "≥"
     note = f": {t['note']}" if t.get("note") else ""
     return QualityRecord(f"{t['metric']} {sign} {t['value']:.4g} ({t['source']}{note})", int(out["seeds"]),

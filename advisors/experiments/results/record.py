@@ -9,13 +9,18 @@ which diagnosis (of which run) it comes from.
 
 The outcome words: ``kept``, ``rejected``, ``inconclusive`` (the trials could not tell: other programs competed,
 or the pairs disagreed), ``not applied`` (the fix never acted: nothing was judged) and ``failed`` (the patched
-run crashed, ran out of memory or was killed). ``outcome_text`` is the word with its why, as printed.
+run crashed, ran out of memory or was killed). ``outcome_text`` is the word with its why, as
+printed, and ``outcome_why`` the verdict's reason code
+(:class:`~advisors.experiments.results.outcome.Why`); code reads the word and the code, never the
+text.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping, Sequence
+
+from advisors.experiments.results.words import from_text
 
 SCHEMA = 2
 # A round's baseline is the code its previous round kept (or its previous attempt's baseline): when its samples/s
@@ -24,7 +29,8 @@ SCHEMA = 2
 BASELINE_MOVED = 0.25
 UNEXPLAINED = ("the bound was wrong for this run: the time it counts was mis-attributed, or the "
                "fix also acted elsewhere in the step")
-Outcome = Literal["kept", "rejected", "inconclusive", "not applied", "failed"]
+# the step-time words of :class:`~advisors.experiments.results.outcome.Word`, as records store them
+OutcomeWord = Literal["kept", "rejected", "inconclusive", "not applied", "failed"]
 OUTCOMES: tuple[str, ...] = ("kept", "rejected", "inconclusive", "not applied", "failed")
 Kind = Literal["apply", "ladder round"]
 
@@ -93,9 +99,10 @@ class ExperimentRecord:
     fix_id: str
     fix_title: str
     bottleneck: str  # the diagnosis' bottleneck the fix was tried for
-    outcome: Outcome
+    outcome: OutcomeWord
     outcome_text: str  # the word with its why: "rejected: slower, 0.52×, 95% interval [0.41, 0.63]"
     reason: str  # the verdict's whole sentence (interval, loss, contention notes)
+    outcome_why: str | None = None  # the verdict's reason code (a Why: "no_gain", "contended", …)
     round: int | None = None
     rule: str | None = None
     acts_on: str | None = None  # what the fix itself acts on (a DataLoader fix tried for a compute verdict: data)
@@ -174,6 +181,9 @@ class ExperimentRecord:
         kw["trials"] = tuple(TrialRecord(**_known(TrialRecord, t)) for t in data.get("trials") or ())
         kw["pair_ratios"] = tuple(data.get("pair_ratios") or ())
         kw["sites"] = tuple(data.get("sites") or ())
+        if "outcome_why" not in data:  # stored before verdicts were data: its code from its text
+            kw["outcome_why"] = from_text(data.get("outcome") == "kept", data.get("reason"),
+                                          data.get("not_applied"), data.get("speedup")).why.value
         return cls(**kw)
 
 

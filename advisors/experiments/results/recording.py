@@ -15,10 +15,11 @@ from typing import Any
 from advisors.bounds import Bound, exceeds
 from advisors.fixes import rest_got_faster
 from advisors.experiments.experiment import Arm, Experiment
-from advisors.experiments.results.words import outcome
+from advisors.experiments.results.outcome import render
 from advisors.experiments.results.evidence import evidence
-from advisors.experiments.results.record import (Attempt, BoundRecord, ExperimentRecord, Kind, LadderRecord, Outcome,
-                                          TrialRecord, baseline_moves, complete, why_stopped)
+from advisors.experiments.results.record import (Attempt, BoundRecord, ExperimentRecord, Kind,
+                                                 LadderRecord, OutcomeWord, TrialRecord,
+                                                 baseline_moves, complete, why_stopped)
 from advisors.experiments.results.stored_view import StoredView
 from advisors.experiments.trials import RunOutcome, Spec, spec_changes
 from profilers.run.script_spec import ScriptSpec
@@ -29,11 +30,9 @@ def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
-def outcome_of(e: Experiment[Spec]) -> tuple[Outcome, str]:
-    """``(word, word with its why)`` of an experiment: decided here for every surface."""
-    text = outcome(e.kept, e.reason, e.not_applied, e.speedup)
-    word = text.split(":", 1)[0]
-    return word, text  # type: ignore[return-value]  # outcome() starts every text with one of OUTCOMES
+def outcome_of(e: Experiment[Spec]) -> tuple[OutcomeWord, str]:
+    """``(word, word with its why)`` of an experiment, from its Outcome: one for every surface."""
+    return e.outcome.word.value, render(e.outcome)  # type: ignore[return-value]  # a step-time word
 
 
 def bound_record(bound: Bound | None, baseline: str, baseline_run: str | None,
@@ -144,7 +143,7 @@ def experiment_record(e: Experiment[Spec], kind: Kind = "apply", round_: int | N
     return ExperimentRecord(
         kind=kind, round=round_, fix_id=e.fix.id, fix_title=e.fix.title,
         bottleneck=bottleneck or e.fix.bottleneck.value, rule=rule, acts_on=e.fix.bottleneck.value, outcome=word, outcome_text=text,
-        reason=e.reason, before_label=before.label,
+        reason=e.reason, outcome_why=e.outcome.why.value, before_label=before.label,
         rate_unit="steps/s" if any(o.per_step for a in (before, e.patched) for o in a.outcomes) else "samples/s",
         # unrounded, so a reader redoes after ÷ before exactly; every surface rounds only when it prints
         before_samples_per_s=ratio.before if ratio else None, after_samples_per_s=ratio.after if ratio else None,

@@ -2,7 +2,9 @@
 Apply, the charts' inputs (:mod:`advisors.experiments.results.evidence`). Written once when the experiment ends; every
 page, the Runs list and the reports read it back through :func:`read_view` — never the job in memory — so what a
 user saw once is what every later session sees. A view stored by an older Stepwise (schema 1: the summary
-and ladder rows) is read into a record the same way, its outcome word decided by the same function.
+and ladder rows) is read into a record the same way, its outcome word and code read back from its
+text by :func:`advisors.experiments.results.words.from_text` (the one reader of old records'
+text).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any, Mapping
 import orjson
 
 from advisors.experiments.results.quality_record import QualityRecord
-from advisors.experiments.results.words import outcome
+from advisors.experiments.results.outcome import render
+from advisors.experiments.results.words import from_text
 from advisors.experiments.results.record import (SCHEMA, BoundRecord, ExperimentRecord, LadderRecord, TrialRecord,
                                                  baseline_moves, complete, why_stopped)
 
@@ -97,13 +100,15 @@ def _schema_one(view: Mapping[str, Any]) -> StoredView:
             rounds=rounds, total_speedup=float(view.get("total_speedup") or 1.0), rounds_asked=None,
             why_stopped=why_stopped(rounds, None, last), complete=complete(rounds, None), last_bottleneck=last))
     s = view.get("summary") or {}
-    text = outcome(bool(view.get("kept")), view.get("reason"), s.get("not_applied"), s.get("speedup"))
+    said = from_text(bool(view.get("kept")), view.get("reason"), s.get("not_applied"),
+                     s.get("speedup"))
     change = view.get("script_change") or {}
     bound = view.get("upper_bound")
     return StoredView("apply", record=ExperimentRecord(
         kind="apply", fix_id=str(view.get("fix_id") or ""), fix_title=str(view.get("fix") or ""),
-        bottleneck="", outcome=text.split(":", 1)[0], outcome_text=text,  # type: ignore[arg-type]
-        reason=str(view.get("reason") or ""), before_samples_per_s=s.get("before_samples_per_s"),
+        bottleneck="", outcome=said.word.value, outcome_text=render(said),  # type: ignore[arg-type]
+        reason=str(view.get("reason") or ""), outcome_why=said.why.value,
+        before_samples_per_s=s.get("before_samples_per_s"),
         after_samples_per_s=s.get("after_samples_per_s"), speedup=s.get("speedup"), low=s.get("low"),
         high=s.get("high"), level=s.get("level") or 0.95, pair_ratios=tuple(s.get("pair_ratios") or ()),
         before_step_ms=s.get("before_ms"), after_step_ms=s.get("after_ms"),
@@ -117,15 +122,16 @@ def _schema_one(view: Mapping[str, Any]) -> StoredView:
 
 def _old_row(r: Mapping[str, Any], change: Mapping[str, Any]) -> ExperimentRecord:
     reason = r.get("reason")
-    text = outcome(bool(r.get("kept")), reason, reason if r.get("verdict") == "not applied" else None,
-                   r.get("speed-up"))
+    said = from_text(bool(r.get("kept")), reason,
+                     reason if r.get("verdict") == "not applied" else None, r.get("speed-up"))
     interval = r.get("interval") or ""
     low, high = (float(x) for x in interval.strip("[]").split(", ")) if interval else (None, None)
     bound = r.get("upper bound")
     return ExperimentRecord(
         kind="ladder round", round=r.get("round"), fix_id=str(change.get("fix_id") or r.get("fix") or ""),
         fix_title=str(r.get("fix") or ""), bottleneck=str(r.get("bottleneck") or ""), rule=r.get("rule"),
-        outcome=text.split(":", 1)[0], outcome_text=text, reason=str(reason or ""),  # type: ignore[arg-type]
+        outcome=said.word.value, outcome_text=render(said),  # type: ignore[arg-type]
+        reason=str(reason or ""), outcome_why=said.why.value,
         before_samples_per_s=r.get("before samples/s"), after_samples_per_s=r.get("after samples/s"),
         speedup=r.get("speed-up"), low=low, high=high, before_step_ms=r.get("before ms"),
         after_step_ms=r.get("after ms"), cumulative_speedup=r.get("cumulative") if r.get("kept") else None,

@@ -1,52 +1,65 @@
-"""The one outcome word of an experiment: computed here, in the advisor, so ``optimize --json``, the dashboard and
-the reports say the same (:mod:`reports.outcomes` reads stored views through it).
+"""Reading the verdict of an OLD record back from its text: the one place that looks at a
+reason's words.
 
-The words: ``kept``, ``rejected: <why>``, ``not applied: <why>``, ``failed: <error>``, ``inconclusive: <why>``
-(the trials could not tell: other programs competed for the machine, or the pairs disagreed — neither kept nor
-rejected, as ``compare``'s inconclusive). A fix that made the run slower is "rejected: slower …", never "no real
-gain".
+Records and stored views written before verdicts were data
+(:mod:`advisors.experiments.results.outcome`) hold only the reason sentence, the kept flag and the
+not-applied why; :func:`from_text` rebuilds their
+:class:`~advisors.experiments.results.outcome.Outcome` from those, so an old view reads the same
+word and text it read when it was stored. A new experiment never comes through here: its Outcome
+is made where it is judged.
 """
 
 from __future__ import annotations
 
 import re
 
+from advisors.experiments.results.outcome import Outcome, Why, WORD_OF, ended, render, times
+
 FAILED_PREFIX = "the patched run ended "
 NO_GAIN_PREFIX = "no real gain: "
 INCONCLUSIVE_PREFIX = "inconclusive: "
+#: An old reason's opening and the code it gives (the kept ones when the record says kept).
+_KEPT = (("kept for memory headroom", Why.MEMORY_HEADROOM), ("turns ", Why.TURNS_OK))
+_REJECTED = (("turns ", Why.OVER_BUDGET), ("runs, but the loss", Why.RUNS_LOSS_BREAKS),
+             ("faster (", Why.LOSS_BREAKS), (NO_GAIN_PREFIX, Why.NO_GAIN))
+_INCONCLUSIVE = (("pairs disagree", Why.PAIRS_DISAGREE), ("the trials lean", Why.LEAN))
 
 
-def outcome(kept: bool, reason: str | None, not_applied: str | None = None, speedup: float | None = None) -> str:
-    """The one outcome word of an experiment, with its why (ratios written ``0.52×``, as beside it).
+def from_text(kept: bool, reason: str | None, not_applied: str | None = None,
+              speedup: float | None = None) -> Outcome:
+    """The Outcome of an old record, from its stored text (see the module docs).
 
     "rejected: slower" only when the whole interval of the ratio is below 1: a point estimate under 1 whose
     interval spans 1 ([0.19, 2.07]) is too noisy to call slower, and stays "rejected: no real gain"."""
     reason = (reason or "").strip()
     if kept:
-        return "kept"
+        why = next((w for p, w in _KEPT if reason.startswith(p)), Why.GAIN)
+        return _old(why, "", reason, speedup)
     if not_applied:
-        return times(f"not applied: {not_applied}")
+        return _old(Why.NOT_ACTED, times(not_applied), reason, speedup)
     if reason.startswith(INCONCLUSIVE_PREFIX):
-        return times(reason)
+        said = reason[len(INCONCLUSIVE_PREFIX):]
+        why = next((w for p, w in _INCONCLUSIVE if said.startswith(p)), Why.CONTENDED)
+        return _old(why, times(said), reason, speedup)
     if reason.startswith(FAILED_PREFIX):
-        return f"failed: {_ended(reason[len(FAILED_PREFIX):])}"
+        status, _, error = reason[len(FAILED_PREFIX):].partition(": ")
+        return _old(Why.RUN_ENDED, ended(status, error), reason, speedup)
     if speedup is not None and speedup < 1 and reason.startswith(NO_GAIN_PREFIX) and _clearly_below_one(reason):
-        return times("rejected: slower, " + re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):]))
-    return times(f"rejected: {reason or 'no reason stored'}")
+        said = re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):])
+        return _old(Why.SLOWER, times("slower, " + said), reason, speedup)
+    why = next((w for p, w in _REJECTED if reason.startswith(p)), Why.UNSTATED)
+    return _old(why, times(reason or "no reason stored"), reason, speedup)
 
 
-def _ended(how: str) -> str:
-    """``failed: RecursionError: …`` → ``RecursionError: …``; ``out_of_memory: …`` → ``out of memory: …``: the
-    outcome word says "failed" once."""
-    status, sep, error = how.partition(": ")
-    if status == "failed":
-        return error or "the run failed"
-    return f"{status.replace('_', ' ')}{sep}{error}"
+def outcome(kept: bool, reason: str | None, not_applied: str | None = None,
+            speedup: float | None = None) -> str:
+    """An old record's outcome text (``kept``, ``rejected: …``, ``inconclusive: …``), as it read
+    when it was stored."""
+    return render(from_text(kept, reason, not_applied, speedup))
 
 
-def times(text: str) -> str:
-    """``0.42x`` → ``0.42×``: the ratio sign every table and metric of the dashboard uses."""
-    return re.sub(r"(?<=\d)x\b", "×", text)
+def _old(why: Why, detail: str, reason: str, speedup: float | None) -> Outcome:
+    return Outcome(WORD_OF[why], why, ratio=speedup, detail=detail, reason=reason)
 
 
 def _clearly_below_one(reason: str) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from advisors.experiments.pair_verdict import leans
+from advisors.experiments.results.outcome import Why
 from advisors.experiments.to_quality.runs import AppliedFn, CurveRunFn, ProgressFn, QualityRun, QualitySpec, arm_spec
 from advisors.quality import fair
 from advisors.quality.arms import MIN_GAIN, TimeToTarget
@@ -113,7 +114,8 @@ def judged_fairly(ttt: TimeToTarget, pairs: Pairs, one_run: bool) -> tuple[TimeT
         tol = fair.ONE_RUN_TOLERANCE
         kept = ratio > 1 + max(MIN_GAIN, tol)
         verb = "kept" if kept else "rejected"
-        ttt = replace(ttt, kept=kept, interval=None,
+        code = Why.ONE_RUN_GAIN if kept else Why.ONE_RUN_NO_GAIN
+        ttt = replace(ttt, kept=kept, interval=None, why=code,
                       reason=f"{verb}: the {ttt.before.seeds} seeds of each arm are one run (the same curve: the "
                              f"script's seed could not be varied), so there is no spread to judge by; "
                              f"{ratio:.2f}× sooner against a stated tolerance of {tol:.0%}")
@@ -125,7 +127,8 @@ def judged_fairly(ttt: TimeToTarget, pairs: Pairs, one_run: bool) -> tuple[TimeT
     if why is None:
         return _leaning(ttt)
     rerun = f" ({pairs.reruns} pair(s) already run again)" if pairs.reruns else ""
-    return replace(ttt, kept=False, reason=f"inconclusive: {why}{rerun}; run it on a quieter machine"), why
+    said = f"inconclusive: {why}{rerun}; run it on a quieter machine"
+    return replace(ttt, kept=False, reason=said, why=Why.CONTENDED), why
 
 
 def _leaning(ttt: TimeToTarget) -> tuple[TimeToTarget, str | None]:
@@ -138,4 +141,5 @@ def _leaning(ttt: TimeToTarget) -> tuple[TimeToTarget, str | None]:
         return ttt, None
     why = (f"the seeds lean towards a gain they cannot show: {ratio:.2f}× sooner clears {1 + 2 * MIN_GAIN:.2f}× but "
            f"its interval [{iv[0]:.2f}, {iv[1]:.2f}] does not clear {1 + MIN_GAIN:.2f}")
-    return replace(ttt, reason=f"inconclusive: {why}; more seeds (--seeds) may show it"), why
+    said = f"inconclusive: {why}; more seeds (--seeds) may show it"
+    return replace(ttt, reason=said, why=Why.LEAN), why

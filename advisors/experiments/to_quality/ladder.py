@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from advisors.experiments.results.outcome import WORD_OF, Why
 from advisors.experiments.to_quality.runs import QualityRun, QualitySpec
 from advisors.quality import early_stop
 from advisors.quality.arms import TimeToTarget
@@ -36,16 +37,19 @@ class QualityRound:
 
     @property
     def outcome(self) -> str:
-        """The round's one word: kept, rejected, inconclusive, not applied, or advice."""
+        """The round's one word: kept, rejected, inconclusive, not applied, trade-off, or advice."""
+        return WORD_OF[self.outcome_why].value
+
+    @property
+    def outcome_why(self) -> Why:
+        """The round's reason code: its judgement's (time to target, or early stopping)."""
         if self.not_applied is not None:
-            return "not applied"
-        if self.inconclusive is not None:
-            return "inconclusive"
+            return Why.NOT_ACTED
         if self.early_stopping is not None:
-            return self.early_stopping.outcome
+            return self.early_stopping.why
         if self.time_to_target is None:
-            return "advice"
-        return "kept" if self.kept else "rejected"
+            return Why.ADVICE_ONLY
+        return self.time_to_target.why
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from advisors.experiments.experiment import Policy, run_experiment
-from advisors.experiments.results.words import outcome
+from advisors.experiments.results.outcome import render
 from advisors.experiments.trial_load import TrialLoad
 from advisors.experiments.trials import RunOutcome
 from advisors.fixes import FIXES
@@ -65,7 +65,7 @@ def test_one_outlier_pair_from_a_contended_baseline_is_never_kept() -> None:
                            (98.0, 0.05, 96.5, 0.05), (98.5, 0.04, 96.0, 0.06)))
     exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert not exp.kept
-    word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
+    word = render(exp.outcome)
     assert word.startswith(("rejected", "inconclusive")), word
     assert exp.speedup is not None and exp.speedup < 1.03  # the contended pair does not carry the estimate
     assert replay.calls == 8  # a contended pair: a 4th pair was run, then 3 clean pairs decided
@@ -86,7 +86,7 @@ def test_a_gain_that_only_contended_pairs_show_is_inconclusive_and_says_who() ->
     replay = Replay(_pairs(*[(140.0, 0.9, 100.0, 0.05)] * 5))
     exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert not exp.kept and exp.inconclusive is not None
-    word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
+    word = render(exp.outcome)
     assert word.startswith("inconclusive: other programs took 0.90 of 2 cores in the baseline's trial"), word
     assert "0 of 5 pairs ran uncontended where a verdict needs 3" in word
     assert replay.calls == 10
@@ -134,7 +134,7 @@ def test_pairs_that_disagree_get_more_pairs_then_inconclusive() -> None:
     replay = Replay(_pairs(*rows))
     exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert replay.calls == 10 and not exp.kept
-    word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
+    word = render(exp.outcome)
     assert word.startswith(("inconclusive: pairs disagree", "rejected: no real gain")), word
 
 
@@ -175,11 +175,11 @@ def test_pairs_that_lean_towards_a_gain_they_cannot_show_get_more_pairs_then_inc
     replay = Replay(_pairs(*rows))
     exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert replay.calls == 10 and not exp.kept  # 3 pairs planned, 2 more asked for
-    word = outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup)
+    word = render(exp.outcome)
     assert word.startswith("inconclusive: the trials lean towards a gain they cannot show"), word
     assert "after 5 pairs" in word
     # a clear miss stays a rejection: pairs at 1.01x–1.02x do not lean
     replay = Replay(_pairs(*[(101.0, 0.0, 100.0, 0.0), (102.0, 0.0, 100.0, 0.0), (101.5, 0.0, 100.0, 0.0)]))
     exp = run_experiment(BASE, FIX, replay, POLICY, apply=apply)
     assert replay.calls == 6
-    assert outcome(exp.kept, exp.reason, exp.not_applied, exp.speedup).startswith("rejected: no real gain")
+    assert render(exp.outcome).startswith("rejected: no real gain")

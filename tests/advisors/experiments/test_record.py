@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from advisors.experiments.results.words import outcome
+from advisors.experiments.results.outcome import render
+from advisors.experiments.results.words import from_text, outcome
 from advisors.experiments.results.record import ExperimentRecord, LadderRecord, complete, why_stopped
 from advisors.experiments.results.stored_view import apply_view, ladder_view, read_view
 
 
 def rec(round_: int, title: str, kept: bool, reason: str, speedup: float | None = None,
         not_applied: str | None = None, acts_on: str = "compute") -> ExperimentRecord:
-    text = outcome(kept, reason, not_applied, speedup)
+    said = from_text(kept, reason, not_applied, speedup)
     return ExperimentRecord(kind="ladder round", round=round_, fix_id=title.replace(" ", "_"), fix_title=title,
-                            bottleneck="compute", acts_on=acts_on, outcome=text.split(":")[0],  # type: ignore[arg-type]
-                            outcome_text=text, reason=reason, speedup=speedup, not_applied=not_applied)
+                            bottleneck="compute", acts_on=acts_on,
+                            outcome=said.word.value,  # type: ignore[arg-type]
+                            outcome_text=render(said), reason=reason, speedup=speedup,
+                            not_applied=not_applied, outcome_why=said.why.value)
 
 
 def test_each_outcome_has_its_word() -> None:
@@ -39,9 +42,11 @@ def test_an_inconclusive_apply_is_inconclusive_on_every_surface() -> None:
     record's word; its label is what the Runs list shows."""
     reason = ("inconclusive: other programs took 1.54 of 2 cores in the baseline's trial 3; 0.98x, 95% interval "
               "[0.52, 2.17]")
-    text = outcome(False, reason, None, 0.98)
+    said = from_text(False, reason, None, 0.98)
+    text = render(said)
     x = ExperimentRecord(kind="apply", fix_id="dataloader_workers", fix_title="DataLoader worker processes",
-                         bottleneck="data", outcome=text.split(":")[0], outcome_text=text,  # type: ignore[arg-type]
+                         bottleneck="data", outcome=said.word.value,  # type: ignore[arg-type]
+                         outcome_text=text,
                          reason=reason, speedup=0.98, low=0.52, high=2.17, before_samples_per_s=179.4,
                          after_samples_per_s=175.2, inconclusive="other programs took 1.54 of 2 cores")
     back = read_view(apply_view(x, {"step_samples": {}}))

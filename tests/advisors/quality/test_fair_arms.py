@@ -16,6 +16,7 @@ from advisors.quality.target import Budget, Target
 from profilers.errors import SpecError
 from profilers.run.script_spec import ScriptSpec
 from reports.quality import markdown
+from advisors.experiments.results.outcome import Why
 from advisors.experiments.results.quality_record import quality_record
 
 BASE = ScriptSpec(command=("python", "train.py"), cwd="/")
@@ -72,6 +73,8 @@ def test_a_contended_change_is_rerun_then_inconclusive_with_the_loads() -> None:
     assert rnd.outcome == "inconclusive" and not rnd.kept
     assert rnd.reason.startswith("inconclusive: other programs took 1.60 of 2 cores during the baseline's seeds")
     assert "run again" in rnd.reason and rnd.inconclusive is not None
+    assert rnd.outcome_why is Why.CONTENDED
+    assert quality_json(ladder)["rounds"][0]["outcome_why"] == "contended"
 
 
 def test_a_quiet_rerun_clears_the_contention() -> None:
@@ -79,6 +82,7 @@ def test_a_quiet_rerun_clears_the_contention() -> None:
     load = {("before", 1): [0.0, 1.6, 0.0]}  # first pass quiet, busy in its pair, quiet when run again
     ladder = to_quality(BASE, [FAST], runner(order, load), Budget(steps=60), seeds=3, apply=apply)
     assert order.count(("before", 1)) == 3 and ladder.rounds[0].outcome == "kept"
+    assert ladder.rounds[0].outcome_why is Why.GAIN
 
 
 def test_seeds_that_are_one_run_are_said_so_and_judged_against_a_stated_tolerance() -> None:
@@ -90,6 +94,10 @@ def test_seeds_that_are_one_run_are_said_so_and_judged_against_a_stated_toleranc
     assert rnd.time_to_target is not None and rnd.time_to_target.interval is None
     assert "one run" in rnd.reason and "stated tolerance of 5%" in rnd.reason and "spread" in rnd.reason
     out = quality_json(ladder)
+    assert rnd.outcome_why in (Why.ONE_RUN_GAIN, Why.ONE_RUN_NO_GAIN)
+    said = out["rounds"][0]
+    assert (said["outcome_word"], said["outcome_why"]) == (rnd.outcome, rnd.outcome_why)
+    assert quality_record(out).rounds[0].outcome_why == rnd.outcome_why
     assert out["one_run"] and "**The 3 seeds are one run:**" in markdown(quality_record(out))
     assert "baseline seeds are one run" in quality_table(out)
 
