@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from advisors.experiments.experiment import Policy
 from advisors.experiments.results.ladder_report import ladder_json, ladder_table
-from advisors.experiments.results.outcome import Word
+from advisors.experiments.results.outcome import Why, Word
 from advisors.experiments.results.recording import ladder_record
 from advisors.experiments.results.stored_view import ladder_view, roles
 from advisors.experiments.optimize import Ladder, optimize
@@ -49,6 +49,8 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--nproc-per-node", type=int, default=1, help="ranks of a script (torchrun), default 1")
     o.add_argument("--nnodes", type=int, default=1, help="nodes of a multi-node script run")
     o.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous for --nnodes > 1")
+    o.add_argument("--check", action="store_true", help="run each fix's patched command once to show the change, "
+                   "where it acted and its evidence, without A/B trials or a verdict (exit 0 when every fix ran)")
     o.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
                    help="try this fix on the script as asked (repeatable) instead of the diagnosis' choice")
     o.add_argument("--timeout", type=float, help="cancel any single trial run after this many seconds")
@@ -69,7 +71,8 @@ def exit_code(result: dict[str, Any]) -> int:
     """0, or 3 (``compare``'s inconclusive) when any round's outcome word is ``inconclusive``: a fix
     the trials could not judge on this machine, neither kept nor rejected."""
     rounds = result.get("rounds") or []
-    unjudged = any(r.get("outcome_word") == Word.INCONCLUSIVE for r in rounds)
+    unjudged = any(r.get("outcome_word") == Word.INCONCLUSIVE and r.get("outcome_why") != Why.CHECKED
+                   for r in rounds)  # a check asked for no verdict: it is not one left open
     return EXIT_INCONCLUSIVE if unjudged else 0
 
 
@@ -149,7 +152,7 @@ def _optimize_script(args: argparse.Namespace, spec: ScriptSpec, name: str) -> d
     store = RunStore(args.store)
     return _stored(store, _ladder_label(args.rounds, name), args, lambda exp_id: optimize(
         spec, script_runner(store, args.timeout, experiment=exp_id), rounds=args.rounds,
-        policy=Policy(trials=args.trials), device=device, on_progress=progress, strategy=strategy,
+        policy=Policy(trials=args.trials, check=getattr(args, "check", False)), device=device, on_progress=progress, strategy=strategy,
         max_attempts=max(3, len(args.fix))))
 
 

@@ -57,6 +57,7 @@ class Policy:
     n_boot: int = N_BOOT
     level: float = LEVEL
     seed: int = SEED
+    check: bool = False  # run each patched spec once to show the change acts: no A/B trials, no verdict
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,8 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
     if apply is None:
         raise SpecError(f"fix {fix.id!r}: pass apply= (a ScriptStrategy's), how the fix reaches the script")
     spec_b = apply(base, fix)
+    if policy.check:
+        return _checked(fix, base, spec_b, _trial(run, spec_b, "patched", 0, policy, on_progress), policy, proof)
     base_runs: list[RunOutcome] = []
     ref_runs: list[RunOutcome] = []
     b_runs: list[RunOutcome] = []
@@ -196,6 +199,22 @@ def run_experiment(base: SpecT, fix: Fix, run: RunFn[SpecT], policy: Policy = Po
         verdict = judged(Why.NOT_ACTED, said=why_not)
         exp = replace(exp, kept=False, not_applied=why_not, reason=verdict.reason, outcome=verdict)
     return exp
+
+
+def _checked(fix: Fix, base: SpecT, spec_b: SpecT, b: RunOutcome, policy: Policy,
+             proof: ProofFn | None) -> Experiment[SpecT]:
+    """A check (``optimize --check``): the patched run, whether the fix acted in it, and no verdict."""
+    if not b.ok:
+        error = (b.error or "").strip().splitlines()
+        verdict = judged(Why.RUN_ENDED, status=b.status, error=error[0] if error else "")
+    else:
+        why_not = proof(b) if proof is not None else None
+        verdict = judged(Why.NOT_ACTED, said=why_not) if why_not is not None else judged(Why.CHECKED)
+    return Experiment(fix=fix, baseline=Arm("baseline", base, ()), patched=Arm("patched", spec_b, (b,)),
+                      reference=None, ratio=None, loss_delta=None, loss_step=None, kept=False,
+                      reason=verdict.reason, policy=policy, outcome=verdict,
+                      not_applied=verdict.params.get("said") if verdict.why is Why.NOT_ACTED else None,
+                      inconclusive=verdict.detail if verdict.why is Why.CHECKED else None)
 
 
 def _trial(run: RunFn[SpecT], spec: SpecT, arm: str, i: int, policy: Policy,

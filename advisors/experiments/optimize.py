@@ -13,13 +13,14 @@ attempt with its numbers, kept or rejected.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar
 
 from advisors.bounds import Bound
 from advisors.diagnosis import bound_for
-from advisors.experiments.experiment import ApplyFn, Experiment, Policy, ProofFn, SpecT_co, run_experiment
+from advisors.experiments.experiment import (ApplyFn, Arm, Experiment, Policy, ProofFn, SpecT_co,
+                                             run_experiment)
 from advisors.fixes import ALTERNATIVES
 from advisors.verdict import Diagnosis, Fix
 from advisors.experiments.progress import Progress, ProgressFn
@@ -196,6 +197,8 @@ def optimize(spec: SpecT, run: RunFn[SpecT], rounds: int = 3, policy: Policy = P
             emit(Progress("experiment", round=rnd, fix=fix.title))  # what the user reads: the title, not the id
             exp = run_experiment(current, fix, run, policy, _tagged(emit, rnd, fix.title), apply=how.apply,
                                  proof=how.proof(fix))
+            if policy.check:  # no trials of its own: its baseline is the run this round diagnosed
+                exp = replace(exp, baseline=Arm("baseline", current, (first,)))
             if exp.kept:
                 cumulative *= exp.speedup or 1.0
             rungs.append(Rung(rnd, diagnosis.bottleneck.value, binding.rule if binding else None, exp, cumulative,

@@ -55,6 +55,7 @@ class Why(StrEnum):
     LEAN = "lean"  # inconclusive: the point leans to a gain the interval cannot show
     RUN_ENDED = "run_ended"  # failed: the patched run did not end ok
     NOT_ACTED = "not_acted"  # not applied: the fix did not act in the patched run
+    CHECKED = "checked"  # inconclusive: ``optimize --check`` ran the patched command once, no A/B
     UNSTATED = "unstated"  # an old stored reason that says none of these
     # to quality (``optimize --to-quality``): time to the target and early stopping
     NEITHER_REACHED = "neither_reached"  # rejected: neither arm reached the target
@@ -79,7 +80,7 @@ WORD_OF: Mapping[Why, Word] = {
     Why.LOSS_BREAKS: Word.REJECTED, Why.RUNS_LOSS_BREAKS: Word.REJECTED,
     Why.UNSTATED: Word.REJECTED, Why.CONTENDED: Word.INCONCLUSIVE,
     Why.PAIRS_DISAGREE: Word.INCONCLUSIVE, Why.LEAN: Word.INCONCLUSIVE,
-    Why.RUN_ENDED: Word.FAILED, Why.NOT_ACTED: Word.NOT_APPLIED,
+    Why.RUN_ENDED: Word.FAILED, Why.NOT_ACTED: Word.NOT_APPLIED, Why.CHECKED: Word.INCONCLUSIVE,
     Why.NEITHER_REACHED: Word.REJECTED, Why.CHANGE_MISSED: Word.REJECTED,
     Why.BASELINE_MISSED: Word.REJECTED, Why.AT_TARGET_AT_START: Word.REJECTED,
     Why.ONE_RUN_GAIN: Word.KEPT, Why.ONE_RUN_NO_GAIN: Word.REJECTED,
@@ -158,6 +159,10 @@ def _texts(why: Why, p: Mapping[str, Any], edge: float | None) -> tuple[str, str
         status, error = str(p["status"]), str(p.get("error") or "")
         reason = f"the patched run ended {status}" + (f": {error}" if error else "")
         return reason, ended(status, error.rstrip())
+    if why is Why.CHECKED:
+        said = ("--check ran the patched command once to show the change acts; no A/B trials, "
+                "so no verdict")
+        return f"inconclusive: {said}", said
     if why is Why.NOT_ACTED:
         return f"not applied: {p['said']}", times(str(p["said"]))
     said = str(p.get("said") or "")

@@ -111,7 +111,8 @@ def test_every_code_has_a_word_and_a_case() -> None:
     quality = {Why.NEITHER_REACHED, Why.CHANGE_MISSED, Why.BASELINE_MISSED, Why.AT_TARGET_AT_START,
                Why.ONE_RUN_GAIN, Why.ONE_RUN_NO_GAIN, Why.STOPS_AT_TARGET, Why.NEVER_REACHES,
                Why.REACHES_AT_END, Why.STILL_IMPROVING, Why.TRADE_OFF, Why.NO_RUN, Why.ADVICE_ONLY}
-    assert {c[0].why for c in CASES} == set(Why) - {Why.UNSTATED} - quality
+    checked = {Why.CHECKED}  # never in an old record: test_a_check_runs_the_patched_command_once
+    assert {c[0].why for c in CASES} == set(Why) - {Why.UNSTATED} - quality - checked
     assert {str(w) for w in Word} >= {"kept", "rejected", "inconclusive", "not applied", "failed",
                                       "cancelled"}
 
@@ -208,3 +209,20 @@ def test_the_exit_code_reads_the_word_not_the_text() -> None:
     assert exit_code({"rounds": [{"outcome": "kept", "outcome_word": "kept"}]}) == 0
     quality = {"rounds": [{"outcome": "inconclusive", "outcome_word": "inconclusive"}]}
     assert exit_code(quality) == EXIT_INCONCLUSIVE
+
+
+def test_a_check_runs_the_patched_command_once_and_asks_no_verdict() -> None:
+    arms = Arms([], [70.0])
+    exp = run_experiment(BASE, FIXES["cache_decoded"], arms, Policy(check=True), apply=apply)
+    assert arms.calls == 1 and len(exp.patched.outcomes) == 1 and not exp.baseline.outcomes
+    assert (exp.outcome.word, exp.outcome.why, exp.kept, exp.ratio) == (
+        Word.INCONCLUSIVE, Why.CHECKED, False, None)
+    assert render(exp.outcome) == ("inconclusive: --check ran the patched command once to show the "
+                                   "change acts; no A/B trials, so no verdict")
+    rec = experiment_record(exp)
+    out = experiment_json(exp, rec)
+    assert (out["outcome_word"], out["outcome_why"]) == ("inconclusive", "checked")
+    assert exit_code({"rounds": [out]}) == 0  # a check asked for no verdict: none is left open
+    failed = run_experiment(BASE, FIXES["cache_decoded"], Arms([], [], patched_status="failed"),
+                            Policy(check=True), apply=apply)
+    assert failed.outcome.why is Why.RUN_ENDED and render(failed.outcome) == "failed: Boom: it broke"
