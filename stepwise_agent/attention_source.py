@@ -120,4 +120,6 @@ def forward_block(lines: list[str], first: int) -> str | None:
         if line.strip() and len(line) - len(line.lstrip()) <= indent:
             break
         body.append(line)
+    while body and not body[-1].strip():  # the blank lines before the next definition
+        body.pop()
     return "".join(body)

@@ -2,20 +2,21 @@
 ``torch.nn.functional.scaled_dot_product_attention``, after it is shown to compute the same.
 
 While the first steps run, a global forward pre-hook looks at each module of the user's code the
-first time it is called. Its class's ``forward`` source is read (:mod:`stepwise_agent.attention_source`:
-a softmax between two matmuls, an optional mask and dropout). Only the layout of minGPT and nanoGPT
-is re-implemented: a ``c_attn`` Linear (q, k, v side by side) or ``query``/``key``/``value`` Linears,
-an ``n_head`` count, a ``c_proj``/``proj`` output Linear and optional attention and residual
-dropouts, with ``forward(self, x)`` on a ``(B, T, C)`` tensor. Anything else is refused with its
-reason: its forward stays the user's.
+first time it is called. Its class's ``forward`` source is read
+(:mod:`stepwise_agent.attention_source`: a softmax between two matmuls, an optional mask and
+dropout). Only the layout of minGPT and nanoGPT is re-implemented: a ``c_attn`` Linear (q, k, v
+side by side) or ``query``/``key``/``value`` Linears, an ``n_head`` count, a ``c_proj``/``proj``
+output Linear and optional attention and residual dropouts, with ``forward(self, x)`` on a
+``(B, T, C)`` tensor. Anything else is refused with its reason: its forward stays the user's.
 
-The check runs on the module's own input of that first call, under the same grad and autocast mode:
-the old and the new forward, dropout off, outputs and the gradients of the input (for one fixed
-random output gradient, drawn from a generator of its own so the script's random stream is left as
-it was) compared. Parameter gradients are never touched (``torch.autograd.grad`` on the input only).
-Within :data:`TOLERANCE` of the reference's largest magnitude the new forward replaces the
-instance's; otherwise the module keeps its own and the knob says
-``the replacement changes the outputs (max |Δ| …)``.
+The check runs on the module's own input of that first call, inside the call (the script's
+autocast still on), with grad on and dropout off: the old and the new forward's outputs and input
+gradients (for one random output gradient from a generator of its own, so the script's random
+stream is left as it was) are compared. Parameter gradients are never touched
+(``torch.autograd.grad`` on the input only). Within :data:`TOLERANCE` of the reference's largest
+magnitude the new forward replaces the instance's; otherwise the module keeps its own and the knob
+says ``the replacement changes the outputs (max |Δ| …)``. Dropout in training is SDPA's
+``dropout_p`` (the module's attention dropout's ``p``), which the check cannot compare.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from stepwise_agent.inject.sites import is_user_file
 
 #: allowed max |Δ| of outputs and input gradients, × max(1, the reference's largest magnitude)
 TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-8, torch.bfloat16: 3e-2, torch.float16: 5e-3}
+NONE_FOUND = "no module of the script computes a softmax between two matmuls in its forward"
 _ATTN_DROP = ("attn_dropout", "attn_drop")
 _RESID_DROP = ("resid_dropout", "resid_drop")
 
@@ -169,7 +171,8 @@ class AttentionInjection:
                 self._classes[cls] = (None, "not the user's code", "")
             else:
                 try:
-                    shape, why = recognise(inspect.getsource(cls.forward))  # type: ignore[attr-defined]
+                    source = inspect.getsource(cls.forward)  # type: ignore[attr-defined]
+                    shape, why = recognise(source)
                 except (OSError, TypeError):
                     shape, why = None, "its forward's source cannot be read"
                 line = code.co_firstlineno + (shape.line - 1 if shape else 0)
@@ -188,7 +191,7 @@ class AttentionInjection:
         x = args[0] if len(args) == 1 else None
         if layout is not None and (not isinstance(x, torch.Tensor) or x.dim() != 3):
             layout, why = None, "it was not called with one (batch, time, channels) tensor"
-        if layout is None:
+        if layout is None or not isinstance(x, torch.Tensor):
             self._record(Recorded(name, where, False, None, f"{name} ({where}): {why}"))
             return
         original, new = module.forward, sdpa_forward(module, layout, shape)
@@ -204,9 +207,9 @@ class AttentionInjection:
             set_forward(module, new)
             drop = getattr(module, layout.attn_drop).p if layout.attn_drop else 0.0
             said = (f"{name} ({where}): {shape.describe()} replaced by scaled_dot_product_attention"
-                    f"(is_causal={shape.causal}, dropout_p={drop:g} in training); outputs and input "
-                    f"gradients on its first call agree to max |Δ| {diff:.2e} (tolerance {tol:.0e},"
-                    f" {x.dtype})")
+                    f"(is_causal={shape.causal}, dropout_p={drop:g} in training); outputs and "
+                    f"input gradients on its first call agree to max |Δ| {diff:.2e} "
+                    f"(tolerance {tol:.0e}, {x.dtype})")
         else:
             said = (f"the replacement changes the outputs (max |Δ| {diff:.2e} > tolerance "
                     f"{tol:.0e}) of {name} ({where})")
@@ -227,4 +230,4 @@ class AttentionInjection:
     def finish(self) -> None:
         k = self.report.knob("sdpa_attention")
         if k is not None and not self.records:
-            k.refuse("no module of the script computes a softmax between two matmuls in its forward")
+            k.refuse(NONE_FOUND)

@@ -1,4 +1,5 @@
-"""scaled_dot_product_attention: one fused attention call in place of a hand-written softmax(q·kᵀ)·v."""
+"""scaled_dot_product_attention: one fused attention call in place of a hand-written
+softmax(q·kᵀ)·v."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from advisors.facts import Facts
 from advisors.fixes.base import ON_CPU, FixExample, FixSpec, Injection, const
 from advisors.verdict import Bottleneck
 
-SNIPPET = """# in the attention module's forward, in place of att = softmax(q @ k.T * scale, mask) @ v:
+SNIPPET = """# in the attention module's forward, for att = softmax(q @ k.T * scale, mask) @ v:
 y = torch.nn.functional.scaled_dot_product_attention(
     q, k, v, is_causal=True, dropout_p=self.attn_dropout.p if self.training else 0.0)"""
 
@@ -25,16 +26,18 @@ def hand_attention(f: Facts) -> Reach | None:
     if not f.has_steps or not any(r.hand_attention for r in f.layers.rows):
         return None
     share = attention_share(f)
-    return Reach(share, f"the hand-written attention ({100 * share:.1f}% of the step) takes no time")
+    return Reach(share, f"the hand-written attention ({100 * share:.1f}% of the step) takes no "
+                 "time")
 
 
 FIX = FixSpec(
     id="sdpa_attention", title="scaled_dot_product_attention", bottleneck=Bottleneck.COMPUTE,
     applies_to="any",
-    explanation=("One fused attention kernel (flash / memory-efficient on a GPU, a fused loop on a CPU) "
-                 "instead of materialising the T×T score matrix, its mask and softmax."),
+    explanation=("One fused attention kernel (flash / memory-efficient on a GPU, a fused loop on "
+                 "a CPU) instead of materialising the T×T score matrix, its mask and softmax."),
     snippet=SNIPPET,
-    docs="https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html",
+    docs=("https://pytorch.org/docs/stable/generated/"
+          "torch.nn.functional.scaled_dot_product_attention.html"),
     effort="code change", settings={"sdpa_attention": True},
     alternatives=("torch_compile", "bf16_autocast"),
     injection=Injection(const(sdpa_attention=True), "sdpa_attention", "attention"),

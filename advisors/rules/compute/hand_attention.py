@@ -1,4 +1,5 @@
-"""COMP006 — attention written by hand (softmax between two matmuls) in one module takes a real share of the step."""
+"""COMP006 — attention written by hand (a softmax between two matmuls) in one module takes a real
+share of the step."""
 
 from __future__ import annotations
 
@@ -27,16 +28,17 @@ def _run(share: float, pattern: str | None, compiled: bool = False) -> Observati
                           row("blocks.*.attn", "blocks.*", "CausalSelfAttention", share, pattern)),
                     source="agent")
     ops = {"CompiledFunction": 0.5} if compiled else {}
-    return replace(observation({"forward": 0.4, "backward": 0.5}, device="cpu", ops=ops), layers=layers)
+    obs = observation({"forward": 0.4, "backward": 0.5}, device="cpu", ops=ops)
+    return replace(obs, layers=layers)
 
 
 class HandAttention(Rule):
-    """A module of the model computes attention by hand: its ``forward``'s source (read from the file
-    and line the agent's per-module record names) holds a ``softmax`` between two matmuls, with an
-    optional mask and dropout (minGPT, makemore, ng-video-lecture write it so). The T×T score
-    matrix is materialised, masked, soft-maxed and kept for backward; ``scaled_dot_product_attention``
-    does it in one fused call (flash or memory-efficient kernels on a GPU). A compiled model is left
-    alone (Inductor rewrites the pattern itself).
+    """A module of the model computes attention by hand: its ``forward``'s source (read from the
+    file and line the agent's per-module record names) holds a ``softmax`` between two matmuls,
+    with an optional mask and dropout (minGPT, makemore, ng-video-lecture write it so). The T×T
+    score matrix is materialised, masked, soft-maxed and kept for backward;
+    ``scaled_dot_product_attention`` does it in one fused call (flash or memory-efficient kernels
+    on a GPU). A compiled model is left alone (Inductor rewrites the pattern itself).
 
     Severity: the attention modules' share of the step × ``sdpa_saving`` (0.5). Thresholds:
     ``min_share`` (0.1) of the step, ``high_share`` (0.4).
@@ -76,8 +78,8 @@ class HandAttention(Rule):
         return self.finding(
             f, severity=share * self.t["sdpa_saving"],
             confidence=ramp(share, self.t["min_share"], self.t["high_share"]),
-            message=f"{top.name} ({top.module_class}, forward at {where}) computes attention by hand "
-                    f"({top.hand_attention}) and takes {pct(share)} of the step: call "
+            message=f"{top.name} ({top.module_class}, forward at {where}) computes attention "
+                    f"by hand ({top.hand_attention}) and takes {pct(share)} of the step: call "
                     "torch.nn.functional.scaled_dot_product_attention instead.",
             evidence={"attention_module": top.name, "attention_where": where,
                       "attention_pattern": top.hand_attention, "attention_share_of_step": share,
