@@ -53,13 +53,16 @@ class Layout:
 
 @dataclass(frozen=True)
 class Recorded:
-    """One module looked at: where its softmax is, and what became of it."""
+    """One module looked at: where its softmax is, and what became of it; ``causal`` and
+    ``dropout`` (its attention dropout's attribute) are what the replacement calls SDPA with."""
 
     name: str
     where: str
     applied: bool
     max_diff: float | None
     said: str
+    causal: bool | None = None
+    dropout: str | None = None
 
 
 def layout_of(module: nn.Module) -> tuple[Layout | None, str]:
@@ -213,14 +216,15 @@ class AttentionInjection:
         else:
             said = (f"the replacement changes the outputs (max |Δ| {diff:.2e} > tolerance "
                     f"{tol:.0e}) of {name} ({where})")
-        self._record(Recorded(name, where, diff <= tol, diff, said))
+        self._record(Recorded(name, where, diff <= tol, diff, said, shape.causal, layout.attn_drop))
 
     def _record(self, r: Recorded) -> None:
         self.records.append(r)
         file, _, line = r.where.rpartition(":")
         if file:
             self.report.site("attention", {"file": file, "line": int(line)}, module=r.name,
-                             applied=r.applied, max_abs_diff=r.max_diff)
+                             applied=r.applied, max_abs_diff=r.max_diff, causal=r.causal,
+                             dropout=r.dropout)
         k = self.report.knob("sdpa_attention")
         if k is not None and r.applied:
             k.act(r.said)

@@ -180,3 +180,6 @@ def test_optimize_applies_sdpa_to_the_held_in_script_with_its_proof(tmp_path: Pa
     diff = float(said[0].split("max |Δ| ")[1].split(" ")[0])
     assert diff < 1e-4
     assert r["where"].endswith(f"gpt_hand_attention.py:{softmax}")
+    change = r["change"]  # the edit that was measured, at the user's attention lines
+    assert change["kind"] == "diff" and change["line"] == softmax
+    assert "+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True" in change["text"]
