@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from advisors.bounds import Reach
 from advisors.facts import Facts
+from advisors.fit import spec_says
 from advisors.fixes.base import ON_CPU, FixExample, FixSpec, Injection, const
 from advisors.verdict import Bottleneck
 
@@ -41,5 +42,5 @@ FIX = FixSpec(
     effort="code change", settings={"sdpa_attention": True},
     alternatives=("torch_compile", "bf16_autocast"),
     injection=Injection(const(sdpa_attention=True), "sdpa_attention", "attention"),
-    bound=hand_attention,
+    done=spec_says(lambda s: s.sdpa_attention), bound=hand_attention,
     examples=(FixExample(ON_CPU, knobs={"sdpa_attention": True}),))

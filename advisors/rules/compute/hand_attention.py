@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from advisors.facts import Facts
 from advisors.observation import Observation
+from advisors.fixes import already_done
 from advisors.fixes.compute.sdpa_attention import attention_share
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
@@ -38,7 +39,8 @@ class HandAttention(Rule):
     with an optional mask and dropout (minGPT, makemore, ng-video-lecture write it so). The T×T
     score matrix is materialised, masked, soft-maxed and kept for backward;
     ``scaled_dot_product_attention`` does it in one fused call (flash or memory-efficient kernels
-    on a GPU). A compiled model is left alone (Inductor rewrites the pattern itself).
+    on a GPU). A compiled model is left alone (Inductor rewrites the pattern itself), and so is a
+    run whose attention the agent already replaced (its source still reads as hand-written).
 
     Severity: the attention modules' share of the step × ``sdpa_saving`` (0.5). Thresholds:
     ``min_share`` (0.1) of the step, ``high_share`` (0.4).
@@ -67,7 +69,7 @@ class HandAttention(Rule):
         return None
 
     def check(self, f: Facts) -> Finding | None:
-        if f.compiled:
+        if f.compiled or already_done("sdpa_attention", f):
             return None
         rows = [r for r in f.layers.rows if r.hand_attention and r.share is not None]
         share = attention_share(f)

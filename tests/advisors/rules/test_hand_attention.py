@@ -62,3 +62,13 @@ def test_the_rule_names_the_module_and_bounds_the_fix_by_its_share() -> None:
     small = derive(replace(obs, layers=from_agent(_record(5.0))))
     assert HandAttention().evaluate(small) is None
     assert HandAttention().missing(derive(observation({"forward": 0.9}, device="cpu")))
+
+
+def test_a_run_whose_attention_the_agent_replaced_is_not_told_again() -> None:
+    from profilers.run.run_config import RunConfig
+
+    obs = replace(observation({"forward": 0.4, "backward": 0.5}, device="cpu"),
+                  layers=from_agent(_record(50.0)))
+    f = replace(derive(obs), spec=RunConfig(sdpa_attention=True))
+    assert HandAttention().evaluate(f) is None
+    assert HandAttention().evaluate(replace(f, spec=RunConfig())) is not None
