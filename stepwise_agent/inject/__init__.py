@@ -6,7 +6,8 @@ never read for execution differently nor written.
 fp16 steps through the GradScaler), and at the end returns the report: per knob whether it acted and the
 evidence; the user's call sites of DataLoader, optimizer, DDP and model call, and of a framework's switch
 (``TrainingArguments``, ``L.Trainer``, ``Accelerator``; see ``frameworks``) with what was set there.
-Closures given to ``optimizer.step`` are marked for the trace (``closure``). With no knobs it still records
+Closures given to ``optimizer.step`` are marked for the trace (``closure``). Hand-written attention
+modules get ``scaled_dot_product_attention`` once shown equal on their own input (``attention``). With no knobs it still records
 the call sites, which is what the Advisor needs to point at the line to change. The convergence knobs of
 ``optimize --to-quality`` (batch × k, learning rate scaled, warm-up, gradient accumulation, SGD → AdamW) act
 through the same DataLoader and optimizer hooks (``convergence``, ``accumulate``). Knobs only the script's own loop
