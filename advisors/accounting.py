@@ -42,6 +42,7 @@ CAUSES: Mapping[str, tuple[str | None, str]] = {
     "gemm_time": ("device", "GEMM/convolution kernel time"),
     "pointwise_time": ("device", "elementwise and normalization kernel time"),
     "cpu_matmul": ("device", "host matmul operators on a CPU"),
+    "attention_time": ("device", "attention written by hand inside one module"),
     "h2d_copies": ("device", "host-to-device copies from pageable memory"),
     "collectives": ("collectives", "collectives the step waits for"),
     "loader_wait": ("loader", "the step waiting for the next batch"),
@@ -52,7 +53,8 @@ CAUSES: Mapping[str, tuple[str | None, str]] = {
     "profiler_cost": (None, "the profiler's own memory: the measurement's cost, not the script's"),
 }
 #: A finding of the outer cause takes the findings of the inner causes into its group.
-CONTAINS: Mapping[str, tuple[str, ...]] = {"device_time": ("gemm_time", "pointwise_time", "cpu_matmul")}
+CONTAINS: Mapping[str, tuple[str, ...]] = {"device_time": ("gemm_time", "pointwise_time", "cpu_matmul",
+                                                           "attention_time")}
 
 
 def regions(f: Facts) -> dict[str, float]:

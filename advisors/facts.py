@@ -20,6 +20,7 @@ import pandas as pd
 
 from advisors.observation import Observation, RunFacts
 from profilers.jobs.agent_summaries import is_run_views
+from profilers.layers import Layers
 from profilers.trace import kernel_classes as kc
 from profilers.trace.breakdown import Breakdown
 from profilers.jobs.straggler import Straggler
@@ -104,6 +105,7 @@ class Facts:
     # median rank's step.
     summary_ranks: tuple[RankFigures, ...] = ()
     summary_straggler: Straggler | None = None
+    layers: Layers = field(default_factory=Layers)  # per-module rows (profilers.layers), when recorded
 
     @property
     def telemetry(self) -> TelemetrySummary | None:
@@ -209,7 +211,8 @@ class Facts:
 def derive(obs: Observation) -> Facts:
     """Compute :class:`Facts` for an observation (works with no breakdown: run facts only)."""
     ranks, straggler = _summaries(obs.job)
-    return replace(_derive(obs), summary_ranks=ranks, summary_straggler=straggler)
+    return replace(_derive(obs), summary_ranks=ranks, summary_straggler=straggler,
+                   layers=obs.layers or Layers())
 
 
 def _summaries(job: dict | None) -> tuple[tuple[RankFigures, ...], Straggler | None]:

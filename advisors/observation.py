@@ -18,6 +18,7 @@ import pandas as pd
 
 from advisors.loader_facts import LoaderFacts, loader_facts
 from profilers.errors import TraceError
+from profilers.layers import LAYERS_FILE, Layers, from_agent
 from profilers.inputs import RunFolder, is_run_folder, read_input, upload_root
 from profilers.efficiency import calibrate as calibration
 from profilers.run.captures import CaptureTrigger, capture_trigger
@@ -97,6 +98,12 @@ class Observation:
     device_memory_bytes: int | None = None  # the device's total memory when the user stated it
     # A run whose ranks wrote summaries at capture time: the cross-rank views of all of them (observe_run).
     job: dict[str, Any] | None = None
+    layers: Layers | None = None  # per-module rows (the agent's layers.json), when the run wrote them
+
+
+def run_layers_record(run_dir: Path) -> Layers | None:
+    """The agent's per-module record of a run (``None``: it wrote none)."""
+    return from_agent(read_json(run_dir / LAYERS_FILE)) if (run_dir / LAYERS_FILE).is_file() else None
 
 
 def observe(path: str | Path, device_memory_bytes: int | None = None) -> Observation:
@@ -135,7 +142,7 @@ def observe_run(run_dir: Path) -> Observation:
     parts, notes = with_run_trace(run_dir, lambda t: (breakdown(t), loader_facts(t), run_job_views(run_dir, t)))
     b, loader, job = parts if parts is not None else (None, None, run_job_views(run_dir))
     return Observation(source=str(run_dir), breakdown=b, run=run_facts(run_dir), notes=notes, loader=loader,
-                       job=job)
+                       job=job, layers=run_layers_record(run_dir))
 
 
 def with_run_trace(run_dir: Path, use: Callable[[Trace], T]) -> tuple[T | None, tuple[str, ...]]:

@@ -188,13 +188,15 @@ def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | Non
     b, loader, (timeline, spans, memory), n_events, job, traced = parts if parts is not None else (
         None, None, empty, 0, run_job_views(run_dir), None)
     facts = run_facts(run_dir)
-    obs = Observation(source=str(run_dir), breakdown=b, run=facts, notes=notes, loader=loader, job=job)
+    layers = run_layers(run_dir, traced)
+    obs = Observation(source=str(run_dir), breakdown=b, run=facts, notes=notes, loader=loader, job=job,
+                      layers=layers)
     diagnosis, note = judged(obs)
     return Analysis(label=label, kind=kind, breakdown=b, run=facts, diagnosis=diagnosis, advisor_note=note,
                     efficiency=_efficiency(b, facts.cpu_matmul_tflops), timeline=timeline, step_spans=spans,
                     memory=memory, steps=steps_frame(step_rows(run_dir)),
                     telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
-                    n_events=n_events, notes=notes, job=job, layers=run_layers(run_dir, traced))
+                    n_events=n_events, notes=notes, job=job, layers=layers)
 
 
 def with_device_memory(a: Analysis, device_memory_bytes: int | None) -> Analysis:

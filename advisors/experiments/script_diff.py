@@ -6,8 +6,9 @@ value replaced, located with :mod:`ast` from the call site the launcher recorded
 acted on (a GAN's two optimizers), in one diff. Autocast becomes a ``with`` block around each statement that
 calls a model. A script driven by a framework gets the change at the framework's own switch, in the framework's
 terms: ``TrainingArguments(bf16=True, dataloader_num_workers=4)``, ``L.Trainer(precision="bf16-mixed")``,
-``Accelerator(mixed_precision="bf16")``. Anything else is the fix's snippet placed at the recorded line. The
-user's file is only read; a file inside an installed library is never diffed.
+``Accelerator(mixed_precision="bf16")``. Hand-written attention becomes one ``scaled_dot_product_attention``
+call (:mod:`advisors.experiments.attention_diff`). Anything else is the fix's snippet placed at the recorded
+line. The user's file is only read; a file inside an installed library is never diffed.
 """
 
 from __future__ import annotations
@@ -169,6 +170,10 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
         q = '"' if prefers_double_quotes(source) else "'"
         mode = f", mode={q}{knobs['compile_mode']}{q}" if knobs.get("compile_mode") else ""  # CUDA graphs
         new = "".join(lines[:end] + [f"{indent}{name} = torch.compile({name}{mode})\n"] + lines[end:])
+    elif target == "attention" and len(sites) == 1:
+        from advisors.experiments.attention_diff import sdpa_edit
+
+        new = sdpa_edit(source, sites[0])
     else:
         return None
     if new is None or new == source:

@@ -17,7 +17,8 @@ from advisors.fixes.base import EFFORT_LEVELS, FixSpec, device_skip
 from advisors.fixes.communication import (all_to_all_overlap, ddp_bucket_size, ddp_no_sync, ddp_static_graph,
                                           fsdp_prefetch, grad_compression)
 from advisors.fixes.compute import (bf16_autocast, channels_last, cudnn_benchmark, early_stopping,
-                                    foreach_optimizer, fp16_autocast, fused_optimizer, tf32, torch_compile)
+                                    foreach_optimizer, fp16_autocast, fused_optimizer, sdpa_attention, tf32,
+                                    torch_compile)
 from advisors.fixes.data import cache_decoded, dataloader_workers, pin_memory, prefetch_pinned
 from advisors.fixes.data.workers import LoaderNumbers, WorkerCount, loader_numbers, worker_count
 from advisors.fixes.host import avoid_syncs, cuda_graphs, larger_batch, set_num_threads
@@ -34,7 +35,7 @@ REGISTRY: tuple[FixSpec, ...] = (
     dataloader_workers.FIX, prefetch_pinned.FIX, cache_decoded.FIX, pin_memory.FIX,
     grad_accumulation.FIX, grad_accumulation_x4.FIX, activation_checkpointing.FIX, expandable_segments.FIX,
     bf16_autocast.FIX, fp16_autocast.FIX, tf32.FIX, torch_compile.FIX, channels_last.FIX, fused_optimizer.FIX,
-    foreach_optimizer.FIX, cudnn_benchmark.FIX, early_stopping.FIX,
+    foreach_optimizer.FIX, cudnn_benchmark.FIX, early_stopping.FIX, sdpa_attention.FIX,
     ddp_no_sync.FIX, ddp_bucket_size.FIX, grad_compression.FIX, ddp_static_graph.FIX, all_to_all_overlap.FIX,
     fsdp_prefetch.FIX,
     larger_batch.FIX, cuda_graphs.FIX, set_num_threads.FIX, avoid_syncs.FIX,

@@ -11,6 +11,7 @@ from advisors.rules.compute.cpu_fp32_matmul import CpuFp32Matmul
 from advisors.rules.compute.cudnn_benchmark import CudnnBenchmarkOff
 from advisors.rules.compute.dominant import DeviceDominates
 from advisors.rules.compute.fp32_gemm import Fp32Gemms
+from advisors.rules.compute.hand_attention import HandAttention
 from advisors.rules.compute.not_compiled import NotCompiled
 from advisors.rules.compute.saturated import SaturatedDevice
 from advisors.rules.data.idle_while_loading import DeviceIdleWhileLoading
@@ -37,7 +38,7 @@ RULES: tuple[type[Rule], ...] = (
     LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
     ExposedCommunication, LowOverlap, Straggler,
     OversubscribedThreads,  # why the operators are slow, before what they do: it leads the device time's group on a tie
-    Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff, DeviceDominates,
+    HandAttention, Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff, DeviceDominates,
     LaunchBound, FrequentSyncs, HostBound,
     LossPlateau,
 )

@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from stepwise_agent.attention_source import forward_block, recognise
 
 MODULE_EVENT = "nn.Module: "
 LAYERS_FILE = "layers.json"  # the agent's record in a run folder (stepwise_agent.layers)
@@ -49,6 +51,9 @@ class LayerRow:
     params: int | None
     class_where: str | None  # "model.py:52": where the class is defined
     forward_where: str | None  # where its forward is defined
+    #: the hand-written attention its forward's source computes ("matmul → scale → mask → softmax →
+    #: matmul"), from the file the agent named; ``None``: none, or the source was not read
+    hand_attention: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "parent": self.parent, "class": self.module_class,
@@ -57,7 +62,8 @@ class LayerRow:
                 "backward_ms": None if self.backward_ms is None else round(self.backward_ms, 4),
                 "share": None if self.share is None else round(self.share, 4),
                 "saved_activation_bytes": self.saved_bytes, "params": self.params,
-                "class_where": self.class_where, "forward_where": self.forward_where}
+                "class_where": self.class_where, "forward_where": self.forward_where,
+                "hand_attention": self.hand_attention}
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,26 @@ class Layers:
 
 def where(path: str | None, line: int | None) -> str | None:
     return f"{os.path.basename(path)}:{line}" if path and line else None
+
+
+@lru_cache(maxsize=256)
+def _lines(path: str, mtime: float) -> tuple[str, ...]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return tuple(f.readlines())
+
+
+def hand_attention(path: Any, line: Any) -> str | None:
+    """The hand-written attention of the ``forward`` at ``path:line``, in words (``None``: none,
+    or the file is gone or unreadable)."""
+    if not isinstance(path, str) or not isinstance(line, int):
+        return None
+    try:
+        lines = _lines(path, os.path.getmtime(path))
+    except OSError:
+        return None
+    source = forward_block(list(lines), line)
+    shape = recognise(source)[0] if source else None
+    return shape.describe() if shape is not None else None
 
 
 def grouped(name: str) -> str:
@@ -155,6 +181,7 @@ def from_agent(doc: Any) -> Layers:
             forward_ms=g["fwd"],
             backward_ms=g["bwd"], share=share, saved_bytes=g["saved"] if g["saved_known"] else None,
             params=g["params"], class_where=where(r.get("class_file"), r.get("class_line")),
-            forward_where=where(r.get("forward_file"), r.get("forward_line"))))
+            forward_where=where(r.get("forward_file"), r.get("forward_line")),
+            hand_attention=hand_attention(r.get("forward_file"), r.get("forward_line"))))
     note = f"{doc.get('timing', 'time inside each module')}, per profiled step (agent hooks)"
     return Layers(rows=sorted_rows(rows), source="agent", note=note)

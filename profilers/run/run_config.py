@@ -48,6 +48,7 @@ class RunConfig:
     grad_compression: str = "none"
     tf32: bool = False
     cudnn_benchmark: bool = False
+    sdpa_attention: bool = False  # the agent replaced hand-written attention with SDPA in this run
     memory_budget_mb: float | None = None
     warmup_steps: int = 1
     steps: int | None = None

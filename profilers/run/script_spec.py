@@ -30,7 +30,7 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
     "cache_decoded": (bool,), "autocast": (str,), "compile": (bool,), "compile_mode": (str,), "channels_last": (bool,),
     "matmul_precision": (str,), "cudnn_benchmark": (bool,), "optimizer_impl": (str,),
     "bucket_cap_mb_factor": (int, float), "grad_compression": (str,), "static_graph": (bool,),
-    "alloc_conf": (str,), "num_threads": (int,),
+    "alloc_conf": (str,), "num_threads": (int,), "sdpa_attention": (bool,),
     # convergence changes of ``optimize --to-quality`` (stepwise_agent.inject.convergence)
     "batch_scale": (int,), "lr_scale": (int, float), "warmup_steps": (int,), "grad_accum": (int,),
     "optimizer_swap": (str,),

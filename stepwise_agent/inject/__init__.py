@@ -6,7 +6,8 @@ never read for execution differently nor written.
 fp16 steps through the GradScaler), and at the end returns the report: per knob whether it acted and the
 evidence; the user's call sites of DataLoader, optimizer, DDP and model call, and of a framework's switch
 (``TrainingArguments``, ``L.Trainer``, ``Accelerator``; see ``frameworks``) with what was set there.
-Closures given to ``optimizer.step`` are marked for the trace (``closure``). With no knobs it still records
+Closures given to ``optimizer.step`` are marked for the trace (``closure``). Hand-written attention
+modules get ``scaled_dot_product_attention`` once shown equal on their own input (``attention``). With no knobs it still records
 the call sites, which is what the Advisor needs to point at the line to change. The convergence knobs of
 ``optimize --to-quality`` (batch × k, learning rate scaled, warm-up, gradient accumulation, SGD → AdamW) act
 through the same DataLoader and optimizer hooks (``convergence``, ``accumulate``). Knobs only the script's own loop
@@ -26,6 +27,7 @@ import torch
 from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.inject.config import ConfigRecorder
 from stepwise_agent.hostinfo import available_memory_bytes
+from stepwise_agent.inject.attention import AttentionInjection
 from stepwise_agent.inject.closure import annotate_closures
 from stepwise_agent.inject.convergence import ConvergenceInjection
 from stepwise_agent.inject.frameworks import FrameworkInjection
@@ -72,6 +74,7 @@ class Injector:
         self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
         self.loop = LoopObservation(self.knobs, self.report)  # knobs only the script's own loop turns
         self.threads = ThreadsInjection(self.knobs, self.report)
+        self.attention = AttentionInjection(self.knobs, self.report, self._module_name)
         self.observe = set(observe)
         self.loader.observe = self.frameworks.observe = self.modules.observed = self.convergence.observe = self.observe
         self.modules.framework_owns.update(self.observe & {"autocast", "compile"})  # watched, not wrapped
@@ -98,6 +101,7 @@ class Injector:
         self.loop.install()
         self.loader.install()
         self.modules.install()
+        self.attention.install()
         self.optim.install()
         self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers,
                                  "jsonargparse._core": self.config.patch_jsonargparse,
@@ -113,6 +117,7 @@ class Injector:
             self._undo.pop()()
         self.frameworks.uninstall()
         self.optim.uninstall()
+        self.attention.uninstall()
         self.modules.uninstall()
         self.loader.uninstall()
         self.loop.uninstall()
@@ -127,6 +132,16 @@ class Injector:
             self.threads.first_step(self.report.loader.get("num_workers"))
         if self.steps == WATCH_STEPS:
             self.modules.stop_watching()
+            self.attention.stop_watching()
+
+    def _module_name(self, module: torch.nn.Module) -> str:
+        """``module``'s qualified name in the model the script trains ("" when it is in none)."""
+        for model in self.modules.models:
+            inner = getattr(model, "module", model)  # DistributedDataParallel's inner model
+            name = next((n for n, m in inner.named_modules() if m is module), None)
+            if name is not None:
+                return name
+        return ""
 
     def _scale_backward(self) -> None:
         """fp16: ``loss.backward()`` becomes ``scaler.scale(loss).backward()``; steps go through the scaler."""
@@ -148,6 +163,7 @@ class Injector:
         """The report, once the run is over (evidence that needs the whole run is decided here)."""
         self.loader.finish()
         self.modules.finish()
+        self.attention.finish()
         self.optim.finish()
         self.convergence.finish()
         from stepwise_agent.inject.modules import compiled_graphs

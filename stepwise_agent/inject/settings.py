@@ -5,7 +5,8 @@ depends on who wrote its loop).
 Every value is what was seen, not what was asked: the training DataLoader's effective keywords and its dataset's
 type; the autocast contexts the script's code entered (and a fix's injected one); ``torch.compile`` calls and their
 mode; 4-D weights in channels_last; the optimizer's implementation; backward passes per optimizer step;
-checkpointing calls, ``no_sync()`` contexts and DDP comm hooks; torch's TF32 and cuDNN flags at the first step.
+checkpointing calls, ``no_sync()`` contexts and DDP comm hooks; torch's TF32 and cuDNN flags at the first step;
+hand-written attention the agent replaced with ``scaled_dot_product_attention``.
 A value nothing showed is ``None`` (no DataLoader: no worker count).
 """
 
@@ -58,4 +59,5 @@ def run_settings(report: Mapping[str, Any], config: Mapping[str, Any], loop: Any
         "activation_checkpointing": loop.checkpoints > 0, "ddp_no_sync": loop.no_syncs > 0,
         "grad_compression": "bf16" if "bf16" in hooks else "fp16" if "fp16" in hooks else "none",
         "tf32": loop.flags.get("tf32"), "cudnn_benchmark": loop.flags.get("cudnn_benchmark"),
+        "sdpa_attention": bool(_acted(report, "sdpa_attention")),
     }
