@@ -157,7 +157,8 @@ def test_an_unknown_layout_is_refused_and_a_model_without_attention_says_so() ->
 
 @pytest.mark.slow
 def test_optimize_applies_sdpa_to_the_held_in_script_with_its_proof(tmp_path: Path) -> None:
-    """The A/B's verdict is not asserted: on a loaded machine ``inconclusive`` is as valid."""
+    """One patched run (``--check``): the fix acts, with its equivalence check's difference, and the change is at
+    the user's attention lines. Its A/B is measured by hand (1.47x kept on a quiet 2-core CPU)."""
     import json
     import subprocess
 
@@ -165,10 +166,10 @@ def test_optimize_applies_sdpa_to_the_held_in_script_with_its_proof(tmp_path: Pa
     before = script.read_text()
     cmd = [sys.executable, "-m", "advisors", "optimize", "--json",
            "--store", str(tmp_path / "runs"),
-           "--rounds", "1", "--steps", "6", "--warmup", "1", "--trials", "3",
+           "--rounds", "1", "--steps", "6", "--warmup", "1", "--check",
            "--fix", "sdpa_attention", "--", sys.executable, str(script)]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode in (0, 3), proc.stderr[-3000:]  # 3: inconclusive
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert script.read_text() == before
     (r,) = json.loads(proc.stdout)["rounds"]
     assert r["fix"] == "sdpa_attention" and r["not_applied"] is None
@@ -180,6 +181,6 @@ def test_optimize_applies_sdpa_to_the_held_in_script_with_its_proof(tmp_path: Pa
     diff = float(said[0].split("max |Δ| ")[1].split(" ")[0])
     assert diff < 1e-4
     assert r["where"].endswith(f"gpt_hand_attention.py:{softmax}")
-    change = r["change"]  # the edit that was measured, at the user's attention lines
+    change = r["change"]  # the edit that ran, at the user's attention lines
     assert change["kind"] == "diff" and change["line"] == softmax
     assert "+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True" in change["text"]
