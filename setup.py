@@ -23,11 +23,20 @@ from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-LIB = ("app", "cli", "reports", "advisors", "profilers", "sample_runs")  # shipped under stepwise/_lib/
+LIB = (
+    "app",
+    "cli",
+    "reports",
+    "advisors",
+    "profilers",
+    "sample_runs",
+)  # shipped under stepwise/_lib/
 TOP = ("stepwise", "stepwise_agent")  # the only names the wheel puts in site-packages
 LIB_DIR = "stepwise/_lib"
 DATA = {"reports/templates": ["*.j2"]}  # folders of non-Python files the packages read at run time
-STREAMLIT_CONFIG = ".streamlit/config.toml"  # the dashboard server's settings: `stepwise dashboard` reads them
+STREAMLIT_CONFIG = (
+    ".streamlit/config.toml"  # the dashboard server's settings: `stepwise dashboard` reads them
+)
 
 
 def lib_packages() -> dict[str, str]:

@@ -53,8 +53,9 @@ CAUSES: Mapping[str, tuple[str | None, str]] = {
     "profiler_cost": (None, "the profiler's own memory: the measurement's cost, not the script's"),
 }
 #: A finding of the outer cause takes the findings of the inner causes into its group.
-CONTAINS: Mapping[str, tuple[str, ...]] = {"device_time": ("gemm_time", "pointwise_time", "cpu_matmul",
-                                                           "attention_time")}
+CONTAINS: Mapping[str, tuple[str, ...]] = {
+    "device_time": ("gemm_time", "pointwise_time", "cpu_matmul", "attention_time")
+}
 
 
 def regions(f: Facts) -> dict[str, float]:
@@ -67,11 +68,19 @@ def regions(f: Facts) -> dict[str, float]:
         return {r: 0.0 for r in REGIONS}
     s = f.shares
     if f.device == "gpu":
-        out = {"device": f.device_work, "collectives": s.get("communication", 0.0) + f.comm_orchestration,
-               "loader": s.get("dataloader", 0.0), "host": max(f.launch_idle, 0.0)}
+        out = {
+            "device": f.device_work,
+            "collectives": s.get("communication", 0.0) + f.comm_orchestration,
+            "loader": s.get("dataloader", 0.0),
+            "host": max(f.launch_idle, 0.0),
+        }
     else:
-        out = {"device": f.device_work, "collectives": s.get("communication", 0.0),
-               "loader": s.get("dataloader", 0.0), "host": s.get("other", 0.0)}
+        out = {
+            "device": f.device_work,
+            "collectives": s.get("communication", 0.0),
+            "loader": s.get("dataloader", 0.0),
+            "host": s.get("other", 0.0),
+        }
     if len(f.summary_ranks) > f.n_ranks:
         shares = [r.comm_ms / r.step_ms for r in f.summary_ranks if r.step_ms > 0]
         if shares:
@@ -79,7 +88,9 @@ def regions(f: Facts) -> dict[str, float]:
     return out
 
 
-def group(findings: Sequence[Finding], causes: Mapping[str, str], order: Mapping[str, int]) -> list[Finding]:
+def group(
+    findings: Sequence[Finding], causes: Mapping[str, str], order: Mapping[str, int]
+) -> list[Finding]:
     """One finding per cause: the most severe (ties: the earlier rule) leads and lists the others in
     ``related``; a contained cause joins its container's group when the container fired."""
     fired = {causes[f.rule] for f in findings}
@@ -94,8 +105,9 @@ def group(findings: Sequence[Finding], causes: Mapping[str, str], order: Mapping
     return out
 
 
-def settle(groups: Sequence[Finding], causes: Mapping[str, str], facts: Facts,
-           order: Mapping[str, int]) -> list[Finding]:
+def settle(
+    groups: Sequence[Finding], causes: Mapping[str, str], facts: Facts, order: Mapping[str, int]
+) -> list[Finding]:
     """Most severe first, each group claims its severity from its region, at most what is left there; the
     result is ranked by what each could claim. A group's own estimate is kept in ``estimate`` when capped."""
     left = regions(facts)
@@ -105,7 +117,12 @@ def settle(groups: Sequence[Finding], causes: Mapping[str, str], facts: Facts,
         claimed = g.severity if region == OUTSIDE_STEP else min(g.severity, left[region])
         if region != OUTSIDE_STEP:
             left[region] -= claimed
-        out.append(replace(_capped(g, claimed, region), related=tuple(_capped(m, claimed, region) for m in g.related)))
+        out.append(
+            replace(
+                _capped(g, claimed, region),
+                related=tuple(_capped(m, claimed, region) for m in g.related),
+            )
+        )
     return sorted(out, key=lambda f: (-f.severity, -f.confidence, order[f.rule]))
 
 

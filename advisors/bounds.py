@@ -43,18 +43,29 @@ class Bound:
     share: float
     speedup: float | None
     assumption: str
-    replaces: bool = False  # measured more directly than the finding's share: it stands even when larger
+    replaces: bool = (
+        False  # measured more directly than the finding's share: it stands even when larger
+    )
 
     def to_json(self) -> dict[str, Any]:
-        return {"fix": self.fix_id, "share": round(self.share, 4), "speedup": self.speedup,
-                "assumption": self.assumption}
+        return {
+            "fix": self.fix_id,
+            "share": round(self.share, 4),
+            "speedup": self.speedup,
+            "assumption": self.assumption,
+        }
 
 
 def bound_of(fix_id: str, reach: Reach) -> Bound:
     """``fix_id``'s bound from the time it can touch: ``1 / (1 − share)`` (none when it is the whole step)."""
     share = min(max(reach.share, 0.0), 1.0)
-    return Bound(fix_id, share, None if share >= 1.0 else round(1.0 / (1.0 - share), 3), reach.assumption,
-                 reach.replaces)
+    return Bound(
+        fix_id,
+        share,
+        None if share >= 1.0 else round(1.0 / (1.0 - share), 3),
+        reach.assumption,
+        reach.replaces,
+    )
 
 
 def exceeds(measured: float | None, bound: float | None) -> bool:
@@ -63,5 +74,7 @@ def exceeds(measured: float | None, bound: float | None) -> bool:
 
 
 def exceeded_text(measured: float, bound: float, why: str | None = None) -> str:
-    return (f"measured {measured:.4g}x is above its upper bound {bound:.4g}x: " + (why or "the bound was wrong for "
-            "this run (time mis-attributed, or the fix also acted elsewhere)"))
+    return f"measured {measured:.4g}x is above its upper bound {bound:.4g}x: " + (
+        why
+        or "the bound was wrong for this run (time mis-attributed, or the fix also acted elsewhere)"
+    )

@@ -33,8 +33,11 @@ from advisors.rules.data.saturated_host import contention_note
 MARGIN_FLOOR = 0.6  # confidence factor when a finding of another class is exactly as severe
 
 
-def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
-             overrides: Mapping[str, Mapping[str, float]] | None = None) -> Diagnosis:
+def diagnose(
+    obs: Observation,
+    rules: Sequence[type[Rule]] = RULES,
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+) -> Diagnosis:
     """Diagnose one observation. ``overrides`` maps a rule id to threshold overrides."""
     facts = derive(obs)
     instances = [r((overrides or {}).get(r.id)) for r in rules]
@@ -49,12 +52,22 @@ def diagnose(obs: Observation, rules: Sequence[type[Rule]] = RULES,
     return Diagnosis(
         bottleneck=binding.bottleneck if binding else Bottleneck.NONE,
         confidence=_confidence(binding, others),
-        binding=binding, others=others, evidence=headline(facts, binding), notes=notes, regions=regions(facts),
-        bounds=fix_bounds(facts))
+        binding=binding,
+        others=others,
+        evidence=headline(facts, binding),
+        notes=notes,
+        regions=regions(facts),
+        bounds=fix_bounds(facts),
+    )
 
 
-def _ranked(findings: Sequence[Finding], fallbacks: set[str], causes: Mapping[str, str], facts: Facts,
-            order: Mapping[str, int]) -> list[Finding]:
+def _ranked(
+    findings: Sequence[Finding],
+    fallbacks: set[str],
+    causes: Mapping[str, str],
+    facts: Facts,
+    order: Mapping[str, int],
+) -> list[Finding]:
     """The settled findings, binding first: without the fallback rules' findings, unless no finding holds
     MIN_BINDING_SHARE of the step and a fallback then binds (see the module docs)."""
     main = [f for f in findings if f.rule not in fallbacks]
@@ -73,11 +86,15 @@ def _confidence(binding: Finding | None, others: Sequence[Finding]) -> float:
     return round(binding.confidence * (MARGIN_FLOOR + (1 - MARGIN_FLOOR) * margin), 4)
 
 
-def _notes(rules: Sequence[Rule], facts: Facts, fired: set[Bottleneck], obs: Observation) -> tuple[Note, ...]:
+def _notes(
+    rules: Sequence[Rule], facts: Facts, fired: set[Bottleneck], obs: Observation
+) -> tuple[Note, ...]:
     """Per class that did not fire: each distinct reason a rule of it could not judge; ``whole_class`` when
     none of its rules could."""
     notes = [Note(Bottleneck.NONE, n, whole_class=False) for n in obs.notes]
-    contended = contention_note(facts.telemetry)  # other programs' load is said, never read as the run's
+    contended = contention_note(
+        facts.telemetry
+    )  # other programs' load is said, never read as the run's
     if contended:
         notes.append(Note(Bottleneck.NONE, contended, whole_class=False))
     by_class: dict[Bottleneck, list[str | None]] = {}
@@ -96,21 +113,38 @@ def headline(f: Facts, binding: Finding | None) -> dict[str, EvidenceValue]:
     """The few numbers a reader checks first, plus the binding finding's own evidence."""
     # the run's one step time (its time per step) when it has one; the profiled window's beside it
     run_ms = f.run.step_time_ms if f.run is not None else None
-    out: dict[str, EvidenceValue] = {"step_time_ms": round(run_ms if run_ms is not None else f.step_ms, 4),
-                                     "profiled_step_time_ms": round(f.step_ms, 4) if f.has_steps else None,
-                                     "steps": f.n_steps, "ranks": f.n_ranks}
+    out: dict[str, EvidenceValue] = {
+        "step_time_ms": round(run_ms if run_ms is not None else f.step_ms, 4),
+        "profiled_step_time_ms": round(f.step_ms, 4) if f.has_steps else None,
+        "steps": f.n_steps,
+        "ranks": f.n_ranks,
+    }
     if f.has_steps:
-        out.update({"gpu_busy_share": None if f.gpu_busy is None else round(f.gpu_busy, 4),
-                    "dataloader_exposed_share": round(f.loader_exposed, 4),
-                    "exposed_comm_share": round(f.comm_exposed, 4),
-                    "gemm_share_of_kernel_time": round(f.kernel_mix.get("matmul", 0.0), 4)})
-        if f.device_peak is not None:  # TF32 exists from Ampere on: the ladder never tries it on an older GPU
+        out.update(
+            {
+                "gpu_busy_share": None if f.gpu_busy is None else round(f.gpu_busy, 4),
+                "dataloader_exposed_share": round(f.loader_exposed, 4),
+                "exposed_comm_share": round(f.comm_exposed, 4),
+                "gemm_share_of_kernel_time": round(f.kernel_mix.get("matmul", 0.0), 4),
+            }
+        )
+        if (
+            f.device_peak is not None
+        ):  # TF32 exists from Ampere on: the ladder never tries it on an older GPU
             out["tf32_available"] = f.device_peak.ampere_or_newer
-        if f.cpu_bf16_fast is not None:  # bf16 is a fix on this CPU only when its matmuls beat fp32 there
+        if (
+            f.cpu_bf16_fast is not None
+        ):  # bf16 is a fix on this CPU only when its matmuls beat fp32 there
             out["cpu_bf16_fast"] = f.cpu_bf16_fast
-        if f.efficiency is not None:  # achieved FLOP/s against the device's peak (or why it is unknown)
-            out.update({"mfu": None if f.mfu is None else round(f.mfu, 6),  # its sentence's MFU
-                        "efficiency": f.efficiency.phrase()})
+        if (
+            f.efficiency is not None
+        ):  # achieved FLOP/s against the device's peak (or why it is unknown)
+            out.update(
+                {
+                    "mfu": None if f.mfu is None else round(f.mfu, 6),  # its sentence's MFU
+                    "efficiency": f.efficiency.phrase(),
+                }
+            )
     if f.run is not None:
         out.update({"run_status": f.run.status, "peak_memory_mb": f.run.peak_memory_mb})
     if binding is not None:
@@ -122,16 +156,22 @@ def _claim(f: Finding, lever: str = "") -> Bound | None:
     """A finding's own bound: all of the time it claims vanishing (``None`` when its severity is not step time)."""
     if f.upper_bound_speedup is None:
         return None
-    what = f"if the {f.bottleneck.value} time this finding claims ({f.severity:.0%} of the step) vanished" if not \
-        lever else f"if the {f.bottleneck.value} time this fix is another lever on ({f.severity:.0%} of the step) vanished"
+    what = (
+        f"if the {f.bottleneck.value} time this finding claims ({f.severity:.0%} of the step) vanished"
+        if not lever
+        else f"if the {f.bottleneck.value} time this fix is another lever on ({f.severity:.0%} of the step) vanished"
+    )
     return Bound(f.fix_id or "", f.severity, f.upper_bound_speedup, what)
 
 
 def _pick(own: Bound | None, claimed: Bound | None) -> Bound | None:
     """A fix's own bound (the time it can touch) where it reaches less than the finding's time, or where it is
     measured more directly (``replaces``: the data fixes' unprofiled batch-drawing time), else the finding's."""
-    if own is not None and (own.replaces or claimed is None or (own.speedup is not None and (
-            claimed.speedup is None or own.speedup < claimed.speedup))):
+    if own is not None and (
+        own.replaces
+        or claimed is None
+        or (own.speedup is not None and (claimed.speedup is None or own.speedup < claimed.speedup))
+    ):
         return own
     return claimed
 
@@ -171,10 +211,19 @@ def finding_json(f: Finding) -> dict[str, Any]:
     the severity is not step time), the region it claims, the rule's own ``estimate`` when the region had less
     left, and under ``rules`` the other rules that saw the same time, each with its own evidence and fix."""
     fix = FIXES.get(f.fix_id) if f.fix_id else None
-    out: dict[str, Any] = {"rule": f.rule, "name": f.name, "bottleneck": f.bottleneck.value, "severity": f.severity,
-           "upper_bound_speedup": f.upper_bound_speedup, "claims": f.region, "estimate": f.estimate,
-           "confidence": f.confidence, "message": f.message, "evidence": dict(f.evidence),
-           "fix": fix.to_json() if fix else None}
+    out: dict[str, Any] = {
+        "rule": f.rule,
+        "name": f.name,
+        "bottleneck": f.bottleneck.value,
+        "severity": f.severity,
+        "upper_bound_speedup": f.upper_bound_speedup,
+        "claims": f.region,
+        "estimate": f.estimate,
+        "confidence": f.confidence,
+        "message": f.message,
+        "evidence": dict(f.evidence),
+        "fix": fix.to_json() if fix else None,
+    }
     if f.related:
         out["rules"] = [finding_json(m) for m in f.related]
     return out
@@ -196,9 +245,15 @@ def _bounded(doc: dict[str, Any], d: Diagnosis, f: Finding) -> dict[str, Any]:
 def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     """The advisor half of ``analyze --json``: bottleneck, confidence, findings (binding first; each one cause,
     with the rules that saw it), the step's regions they claimed from (``accounting``), notes."""
-    return {"bottleneck": d.bottleneck.value, "confidence": d.confidence,
-            "findings": [_bounded(finding_json(f), d, f) for f in d.findings], "evidence": dict(d.evidence),
-            "ranking": ranking_json(rank(d)),
-            "accounting": {k: round(v, 4) for k, v in d.regions.items()},
-            "not_enough_data": [{"bottleneck": n.bottleneck.value, "reason": n.reason, "whole_class": n.whole_class}
-                                for n in d.notes]}
+    return {
+        "bottleneck": d.bottleneck.value,
+        "confidence": d.confidence,
+        "findings": [_bounded(finding_json(f), d, f) for f in d.findings],
+        "evidence": dict(d.evidence),
+        "ranking": ranking_json(rank(d)),
+        "accounting": {k: round(v, 4) for k, v in d.regions.items()},
+        "not_enough_data": [
+            {"bottleneck": n.bottleneck.value, "reason": n.reason, "whole_class": n.whole_class}
+            for n in d.notes
+        ],
+    }

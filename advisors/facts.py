@@ -34,7 +34,9 @@ from profilers.telemetry.summary import TelemetrySummary
 
 _SINGLE_LOADER = re.compile(r"_SingleProcessDataLoaderIter")
 _MULTI_LOADER = re.compile(r"_MultiProcessingDataLoaderIter")
-_COMPILED = re.compile(r"CompiledFunction|Torch-Compiled Region|CompiledFxGraph|triton_", re.IGNORECASE)
+_COMPILED = re.compile(
+    r"CompiledFunction|Torch-Compiled Region|CompiledFxGraph|triton_", re.IGNORECASE
+)
 _CONV = re.compile(r"conv|cudnn_convolution|wgrad|dgrad|fprop|implicit_convolve", re.IGNORECASE)
 _FUSED_STEP = re.compile(r"^aten::_fused_(?:adamw?|sgd|adagrad)_?$", re.IGNORECASE)
 _FOREACH_STEP = re.compile(r"^aten::_foreach_", re.IGNORECASE)
@@ -73,9 +75,15 @@ class Facts:
     loader_mode: str | None = None  # "single_process" | "multi_process" | None
     pageable_copy: float = 0.0
     pinned_copy: float = 0.0
-    kernel_step_share: Mapping[str, float] = field(default_factory=dict)  # kernel class -> kernel time / step time
-    kernel_mix: Mapping[str, float] = field(default_factory=dict)  # kernel class -> share of kernel time
-    gemm_low_precision: float | None = None  # fraction of GEMM work in bf16/fp16/tf32 (kernel names or op dtypes)
+    kernel_step_share: Mapping[str, float] = field(
+        default_factory=dict
+    )  # kernel class -> kernel time / step time
+    kernel_mix: Mapping[str, float] = field(
+        default_factory=dict
+    )  # kernel class -> share of kernel time
+    gemm_low_precision: float | None = (
+        None  # fraction of GEMM work in bf16/fp16/tf32 (kernel names or op dtypes)
+    )
     cpu_matmul_fp32: float = 0.0
     cpu_matmul_low: float = 0.0
     cpu_matmul_untyped: float = 0.0
@@ -93,19 +101,31 @@ class Facts:
     memory_peak_share: float | None = None
     compiled_spans: int = 0  # host spans of torch.compile'd code inside steps
     triton_kernel_share: float = 0.0  # share of kernel time in Triton kernels (Inductor's output)
-    comm_kinds: Mapping[str, float] = field(default_factory=dict)  # collective family -> share of collective time
+    comm_kinds: Mapping[str, float] = field(
+        default_factory=dict
+    )  # collective family -> share of collective time
     snapshot: MemorySnapshot | None = None  # an allocator snapshot, when that is what was analysed
-    device_memory_bytes: int | None = None  # the device total the user stated (snapshots do not record it)
-    optimizer_impl: str | None = None  # "fused" | "foreach" | "single_tensor" | None (no optimizer step seen)
-    optimizer_class: str | None = None  # e.g. "AdamW", from the profiler's "Optimizer.step#AdamW.step" span
-    efficiency: Efficiency | None = None  # achieved FLOP/s against the device's peak (profilers.efficiency.mfu)
+    device_memory_bytes: int | None = (
+        None  # the device total the user stated (snapshots do not record it)
+    )
+    optimizer_impl: str | None = (
+        None  # "fused" | "foreach" | "single_tensor" | None (no optimizer step seen)
+    )
+    optimizer_class: str | None = (
+        None  # e.g. "AdamW", from the profiler's "Optimizer.step#AdamW.step" span
+    )
+    efficiency: Efficiency | None = (
+        None  # achieved FLOP/s against the device's peak (profilers.efficiency.mfu)
+    )
     # A run whose ranks wrote summaries at capture time (``launch --trace-ranks``): all N ranks' median step, work
     # (step minus collective time) and collective time, where the breakdown holds only the k traced ranks; and the
     # straggler those summaries name (``job.straggler``, marked by profilers.jobs.straggler), its excess work over the
     # median rank's step.
     summary_ranks: tuple[RankFigures, ...] = ()
     summary_straggler: Straggler | None = None
-    layers: Layers = field(default_factory=Layers)  # per-module rows (profilers.layers), when recorded
+    layers: Layers = field(
+        default_factory=Layers
+    )  # per-module rows (profilers.layers), when recorded
 
     @property
     def telemetry(self) -> TelemetrySummary | None:
@@ -123,8 +143,11 @@ class Facts:
         collectives; on a CPU, operators in forward, backward and the optimizer (0 without steps)."""
         if not self.has_steps:
             return 0.0
-        parts = ("gpu_compute", "gpu_memcpy", "gpu_memset") if self.device == "gpu" else \
-            ("forward", "backward", "optimizer")
+        parts = (
+            ("gpu_compute", "gpu_memcpy", "gpu_memset")
+            if self.device == "gpu"
+            else ("forward", "backward", "optimizer")
+        )
         return sum(self.shares.get(c, 0.0) for c in parts)
 
     @property
@@ -141,7 +164,9 @@ class Facts:
     @property
     def device_peak(self) -> DevicePeak | None:
         """The GPU's peak table entry from its name (``None``: a CPU, or a device not in the table)."""
-        return device_peak(self.b.device_name) if self.b is not None and self.device == "gpu" else None
+        return (
+            device_peak(self.b.device_name) if self.b is not None and self.device == "gpu" else None
+        )
 
     @property
     def gpu_arch(self) -> GpuArch | None:
@@ -194,8 +219,9 @@ class Facts:
         idle = self.host_idle
         if idle <= 0:
             return None
-        path = sum(self.shares.get(c, 0.0)
-                   for c in ("host_runtime", "optimizer", "backward", "forward"))
+        path = sum(
+            self.shares.get(c, 0.0) for c in ("host_runtime", "optimizer", "backward", "forward")
+        )
         return min(path / idle, 1.0)
 
     @property
@@ -211,8 +237,12 @@ class Facts:
 def derive(obs: Observation) -> Facts:
     """Compute :class:`Facts` for an observation (works with no breakdown: run facts only)."""
     ranks, straggler = _summaries(obs.job)
-    return replace(_derive(obs), summary_ranks=ranks, summary_straggler=straggler,
-                   layers=obs.layers or Layers())
+    return replace(
+        _derive(obs),
+        summary_ranks=ranks,
+        summary_straggler=straggler,
+        layers=obs.layers or Layers(),
+    )
 
 
 def _summaries(job: dict | None) -> tuple[tuple[RankFigures, ...], Straggler | None]:
@@ -220,13 +250,19 @@ def _summaries(job: dict | None) -> tuple[tuple[RankFigures, ...], Straggler | N
     straggler the job names, if any."""
     if not is_run_views(job):
         return (), None
-    ranks = tuple(RankFigures(int(r["rank"]), float(r["step_ms"]), float(r["work_ms"]), float(r["comm_ms"]))
-                  for r in job.get("per_rank", ()) if r.get("steps"))
-    s = job.get("straggler")  # marked by profilers.jobs.straggler when the views were made: read, not judged again
+    ranks = tuple(
+        RankFigures(int(r["rank"]), float(r["step_ms"]), float(r["work_ms"]), float(r["comm_ms"]))
+        for r in job.get("per_rank", ())
+        if r.get("steps")
+    )
+    s = job.get(
+        "straggler"
+    )  # marked by profilers.jobs.straggler when the views were made: read, not judged again
     if s is None or not ranks:
         return ranks, None
-    return ranks, Straggler(int(s["culprit"]), float(s["work_ms"]), float(s["median_work_ms"]),
-                            float(s["excess_share"]))
+    return ranks, Straggler(
+        int(s["culprit"]), float(s["work_ms"]), float(s["median_work_ms"]), float(s["excess_share"])
+    )
 
 
 def _derive(obs: Observation) -> Facts:
@@ -234,7 +270,11 @@ def _derive(obs: Observation) -> Facts:
     run = obs.run
     spec = run.spec if run else None
     if b is None or b.total_step_ns <= 0:
-        return replace(_no_trace(b, run, spec), snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes)
+        return replace(
+            _no_trace(b, run, spec),
+            snapshot=obs.snapshot,
+            device_memory_bytes=obs.device_memory_bytes,
+        )
     total = float(b.total_step_ns)
     shares = b.shares()
     on_gpu = b.device == "gpu"
@@ -248,30 +288,51 @@ def _derive(obs: Observation) -> Facts:
     host_idle = max(0.0, 1.0 - (busy or 0.0) - shares["dataloader"]) if on_gpu else 0.0
     cm = b.cpu_matmul
     return Facts(
-        b=b, run=run, spec=spec, has_steps=True, device=b.device, n_steps=b.n_steps, n_ranks=len(b.ranks),
-        steps_inferred=b.steps_inferred, step_ms=b.step_time_ms, shares=shares, gpu_busy=busy,
+        b=b,
+        run=run,
+        spec=spec,
+        has_steps=True,
+        device=b.device,
+        n_steps=b.n_steps,
+        n_ranks=len(b.ranks),
+        steps_inferred=b.steps_inferred,
+        step_ms=b.step_time_ms,
+        shares=shares,
+        gpu_busy=busy,
         loader_exposed=shares["dataloader"],
         loader_total=max(from_ops, from_trace),
-        loader_mode=(obs.loader.mode if obs.loader is not None else None) or _loader_mode(names, spec),
-        pageable_copy=b.syncs.pageable_copy_ns / total, pinned_copy=b.syncs.pinned_copy_ns / total,
+        loader_mode=(obs.loader.mode if obs.loader is not None else None)
+        or _loader_mode(names, spec),
+        pageable_copy=b.syncs.pageable_copy_ns / total,
+        pinned_copy=b.syncs.pinned_copy_ns / total,
         kernel_step_share={k: v / total for k, v in b.kernel_class_ns.items()},
         kernel_mix={k: b.kernel_class_share(k) for k in b.kernel_class_ns},
         gemm_low_precision=_gemm_low_precision(b),
-        cpu_matmul_fp32=cm.fp32_ns / total, cpu_matmul_low=cm.low_precision_ns / total,
+        cpu_matmul_fp32=cm.fp32_ns / total,
+        cpu_matmul_low=cm.low_precision_ns / total,
         cpu_matmul_untyped=cm.unknown_ns / total,
-        compiled=bool(b.compiled_spans or names.str.contains(_COMPILED).any()
-                      or kernel_names.str.contains(_COMPILED).any() or (spec is not None and spec.compile)),
-        compiled_spans=b.compiled_spans, triton_kernel_share=_share_by_name(b.kernels, kc.TRITON_KERNEL),
+        compiled=bool(
+            b.compiled_spans
+            or names.str.contains(_COMPILED).any()
+            or kernel_names.str.contains(_COMPILED).any()
+            or (spec is not None and spec.compile)
+        ),
+        compiled_spans=b.compiled_spans,
+        triton_kernel_share=_share_by_name(b.kernels, kc.TRITON_KERNEL),
         comm_kinds=_comm_kinds(b),
         has_conv=bool(names.str.contains(_CONV).any() or kernel_names.str.contains(_CONV).any()),
-        kernels_per_step=b.host.kernels_per_step, median_kernel_us=b.host.median_kernel_us,
-        syncs_per_step=b.syncs.total_syncs, malloc_free_per_step=b.syncs.malloc_free,
-        comm_exposed=exposed, comm_total=b.comm_total_ns / total,
+        kernels_per_step=b.host.kernels_per_step,
+        median_kernel_us=b.host.median_kernel_us,
+        syncs_per_step=b.syncs.total_syncs,
+        malloc_free_per_step=b.syncs.malloc_free,
+        comm_exposed=exposed,
+        comm_total=b.comm_total_ns / total,
         comm_overlap_fraction=b.comm_overlapped_ns / b.comm_total_ns if b.comm_total_ns else None,
         host_idle=host_idle,
         comm_device_fraction=(exposed / busy) if busy else 0.0,
         memory_peak_share=b.memory.device_peak_share,
-        snapshot=obs.snapshot, device_memory_bytes=obs.device_memory_bytes,
+        snapshot=obs.snapshot,
+        device_memory_bytes=obs.device_memory_bytes,
         optimizer_impl=_optimizer_impl(names, b.optimizers),
         optimizer_class=b.optimizers[0] if b.optimizers else None,
         efficiency=efficiency(b, run.cpu_matmul_tflops if run is not None else None),
@@ -294,7 +355,9 @@ def _share_by_name(table: pd.DataFrame, pattern: re.Pattern[str]) -> float:
     total = float(table["total_ns"].sum()) if len(table) else 0.0
     if total <= 0:
         return 0.0
-    return float(table.loc[table["name"].astype(str).str.contains(pattern), "total_ns"].sum()) / total
+    return (
+        float(table.loc[table["name"].astype(str).str.contains(pattern), "total_ns"].sum()) / total
+    )
 
 
 def _comm_kinds(b: Breakdown) -> dict[str, float]:
@@ -319,8 +382,10 @@ def _gemm_low_precision(b: Breakdown) -> float | None:
     if len(k):
         gemm = k[k["kclass"] == "matmul"]
         if gemm["total_ns"].sum() > 0:
-            readings.append(float(gemm.loc[gemm["low_precision"].astype(bool), "total_ns"].sum())
-                            / float(gemm["total_ns"].sum()))
+            readings.append(
+                float(gemm.loc[gemm["low_precision"].astype(bool), "total_ns"].sum())
+                / float(gemm["total_ns"].sum())
+            )
     typed = b.cpu_matmul.fp32_ns + b.cpu_matmul.low_precision_ns
     if typed > 0:
         readings.append(b.cpu_matmul.low_precision_ns / typed)
@@ -338,5 +403,10 @@ def _loader_mode(op_names: pd.Series, spec: RunConfig | None) -> str | None:
 
 
 def _no_trace(b: Breakdown | None, run: RunFacts | None, spec: RunConfig | None) -> Facts:
-    return Facts(b=b, run=run, spec=spec, loader_mode=_loader_mode(pd.Series(dtype=str), spec),
-                 compiled=bool(spec and spec.compile))
+    return Facts(
+        b=b,
+        run=run,
+        spec=spec,
+        loader_mode=_loader_mode(pd.Series(dtype=str), spec),
+        compiled=bool(spec and spec.compile),
+    )

@@ -36,7 +36,9 @@ def precision_fix(f: Facts) -> str | None:
     if f.cpu_bf16_fast is False:
         return None
     peak, arch = f.device_peak, f.gpu_arch
-    no_bf16 = (peak is not None and not peak.has_fast_bf16) or (arch is not None and not arch.fast_bf16)
+    no_bf16 = (peak is not None and not peak.has_fast_bf16) or (
+        arch is not None and not arch.fast_bf16
+    )
     return "fp16_autocast" if no_bf16 else "bf16_autocast"
 
 
@@ -48,8 +50,10 @@ def precision_phrase(f: Facts) -> str:
     if precision_fix(f) == "fp16_autocast" and peak is not None:
         return f"train under fp16 autocast with a GradScaler (the {peak.name} has no bf16 Tensor Cores)"
     if precision_fix(f) == "fp16_autocast" and (arch := f.gpu_arch) is not None:
-        return (f"train under fp16 autocast with a GradScaler: this is {arch.label}, which has no bf16 Tensor "
-                f"Cores ({arch.basis})")
+        return (
+            f"train under fp16 autocast with a GradScaler: this is {arch.label}, which has no bf16 Tensor "
+            f"Cores ({arch.basis})"
+        )
     if f.device == "cpu" and f.cpu_bf16_fast is None:
         return "train under bf16 autocast if this CPU has AVX512-BF16 or AMX (on AVX2 alone bf16 matmuls are slower)"
     return "train under bf16 autocast"
@@ -70,11 +74,13 @@ def tf32_fits(f: Facts) -> bool:
 
 def workers_on(f: Facts) -> bool:
     """The DataLoader already loads in worker processes (spec, or the trace's multi-process iterator)."""
-    return (f.spec is not None and (f.spec.num_workers or 0) > 0) or f.loader_mode == "multi_process"
+    return (
+        f.spec is not None and (f.spec.num_workers or 0) > 0
+    ) or f.loader_mode == "multi_process"
 
 
 def spec_says(test: Callable[[RunConfig], bool]) -> Callable[[Facts], bool]:
-    """"The run already does it", read from its stored spec (never true without one)."""
+    """ "The run already does it", read from its stored spec (never true without one)."""
     return lambda f: f.spec is not None and test(f.spec)
 
 

@@ -34,8 +34,12 @@ def job_files(path: str | Path) -> list[TraceFile] | None:
     return files if len(files) >= MIN_RANKS and all(f.path is not None for f in files) else None
 
 
-def observe_job(path: str | Path, files: list[TraceFile] | None = None, engine: str = "local",
-                address: str | None = None) -> tuple[Observation, JobAnalysis]:
+def observe_job(
+    path: str | Path,
+    files: list[TraceFile] | None = None,
+    engine: str = "local",
+    address: str | None = None,
+) -> tuple[Observation, JobAnalysis]:
     """The observation of a job's traces from its ranks' summaries, and the job analysis it came from."""
     # Imported here: `analyze FILE` asks job_files() only, and the engines and the reduce are ~3 ms of imports
     # on its critical path.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from profilers.jobs.collectives import HOST_KINDS, loader_spans  # noqa: F401  (HOST_KINDS: re-exported)
 from profilers.trace.events import Trace
+
 SINGLE_PROCESS, MULTI_PROCESS = "_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"
 
 
@@ -29,6 +30,11 @@ def loader_facts(trace: Trace) -> LoaderFacts:
 
 def loader_mode(total_ns: int, found: list[str]) -> LoaderFacts:
     """The facts from the DataLoader time and span names (of one trace, or summed over a job's ranks)."""
-    mode = "single_process" if any(SINGLE_PROCESS in n for n in found) else \
-        "multi_process" if any(MULTI_PROCESS in n for n in found) else None
+    mode = (
+        "single_process"
+        if any(SINGLE_PROCESS in n for n in found)
+        else "multi_process"
+        if any(MULTI_PROCESS in n for n in found)
+        else None
+    )
     return LoaderFacts(total_ns=int(total_ns), mode=mode)

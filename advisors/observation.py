@@ -34,8 +34,18 @@ from profilers.trace.memory_snapshot import MemorySnapshot
 from profilers.trace.sources import find_trace_files
 from profilers.run.step_records import step_rows
 
-__all__ = ["Observation", "RunFacts", "is_run_folder", "observe", "observe_raw", "observe_run",
-           "run_facts", "snapshot_observation", "upload_root", "with_run_trace"]
+__all__ = [
+    "Observation",
+    "RunFacts",
+    "is_run_folder",
+    "observe",
+    "observe_raw",
+    "observe_run",
+    "run_facts",
+    "snapshot_observation",
+    "upload_root",
+    "with_run_trace",
+]
 
 TRACE_SUBFOLDERS = ("tb", "trace")
 T = TypeVar("T")
@@ -65,20 +75,42 @@ class RunFacts:
     spec: RunConfig | None
     telemetry_source: str | None = None
     telemetry: TelemetrySummary | None = None  # steady-step medians of the run's telemetry.jsonl
-    peak_memory_unprofiled_mb: float | None = None  # the unprofiled steps' peak: the script's own need
-    peak_memory_profiled_mb: float | None = None  # the profiled window's peak: the profiler's events included
-    profile_cut: str | None = None  # the memory guard cut the profile: why, in words (the trace holds part of a step)
-    stopped_after: int | None = None  # the run was stopped on purpose after this many steps: not observed to its end
-    measured_window: tuple[int, int] | None = None  # a script run's timed steps [first, end) from its boot.json
-    cpu_matmul_tflops: float | None = None  # the machine's measured matmul peak (profilers.efficiency.calibrate)
-    cpu_bf16_fast: bool | None = None  # bf16 matmuls faster than fp32 on this CPU (measured or its flags)
+    peak_memory_unprofiled_mb: float | None = (
+        None  # the unprofiled steps' peak: the script's own need
+    )
+    peak_memory_profiled_mb: float | None = (
+        None  # the profiled window's peak: the profiler's events included
+    )
+    profile_cut: str | None = (
+        None  # the memory guard cut the profile: why, in words (the trace holds part of a step)
+    )
+    stopped_after: int | None = (
+        None  # the run was stopped on purpose after this many steps: not observed to its end
+    )
+    measured_window: tuple[int, int] | None = (
+        None  # a script run's timed steps [first, end) from its boot.json
+    )
+    cpu_matmul_tflops: float | None = (
+        None  # the machine's measured matmul peak (profilers.efficiency.calibrate)
+    )
+    cpu_bf16_fast: bool | None = (
+        None  # bf16 matmuls faster than fp32 on this CPU (measured or its flags)
+    )
     cpu_bf16_basis: str = ""  # what said so, in words
     # how many steps step_time_ms is measured over (stepwise_agent.steady)
     step_time_steps: int | None = None
-    step_time_basis: str | None = None  # how they were chosen ("steady", or a short run's wider basis)
-    data_wait_share: float | None = None  # steady steps' time drawing batches, no profiler on (steps.jsonl data_ms)
-    threads: ThreadUse | None = None  # a launched script's threads and cores, from its agent (injected.json)
-    trigger: CaptureTrigger | None = None  # a watched run's capture: what made it profile itself (capture.json)
+    step_time_basis: str | None = (
+        None  # how they were chosen ("steady", or a short run's wider basis)
+    )
+    data_wait_share: float | None = (
+        None  # steady steps' time drawing batches, no profiler on (steps.jsonl data_ms)
+    )
+    threads: ThreadUse | None = (
+        None  # a launched script's threads and cores, from its agent (injected.json)
+    )
+    trigger: CaptureTrigger | None = (
+        None  # a watched run's capture: what made it profile itself (capture.json)
+    )
     # the median measured step, beside the time per step (step_time_ms)
     typical_step_ms: float | None = None
     # of the measured steps, those that stalled (stepwise_agent.steady)
@@ -93,17 +125,25 @@ class Observation:
     breakdown: Breakdown | None
     run: RunFacts | None
     notes: tuple[str, ...] = field(default=())
-    loader: LoaderFacts | None = None  # DataLoader spans of any host kind (None: not read from a trace)
-    snapshot: MemorySnapshot | None = None  # an allocator snapshot (no steps, no timing: memory only)
+    loader: LoaderFacts | None = (
+        None  # DataLoader spans of any host kind (None: not read from a trace)
+    )
+    snapshot: MemorySnapshot | None = (
+        None  # an allocator snapshot (no steps, no timing: memory only)
+    )
     device_memory_bytes: int | None = None  # the device's total memory when the user stated it
     # A run whose ranks wrote summaries at capture time: the cross-rank views of all of them (observe_run).
     job: dict[str, Any] | None = None
-    layers: Layers | None = None  # per-module rows (the agent's layers.json), when the run wrote them
+    layers: Layers | None = (
+        None  # per-module rows (the agent's layers.json), when the run wrote them
+    )
 
 
 def run_layers_record(run_dir: Path) -> Layers | None:
     """The agent's per-module record of a run (``None``: it wrote none)."""
-    return from_agent(read_json(run_dir / LAYERS_FILE)) if (run_dir / LAYERS_FILE).is_file() else None
+    return (
+        from_agent(read_json(run_dir / LAYERS_FILE)) if (run_dir / LAYERS_FILE).is_file() else None
+    )
 
 
 def observe(path: str | Path, device_memory_bytes: int | None = None) -> Observation:
@@ -114,23 +154,37 @@ def observe(path: str | Path, device_memory_bytes: int | None = None) -> Observa
     return observe_raw(raw, str(p), device_memory_bytes, kind.name)
 
 
-def observe_raw(raw: object, source: str, device_memory_bytes: int | None = None,
-                kind: str = "input") -> Observation:
+def observe_raw(
+    raw: object, source: str, device_memory_bytes: int | None = None, kind: str = "input"
+) -> Observation:
     """The observation of what an input reader returned: a Trace, a MemorySnapshot or a RunFolder."""
     if isinstance(raw, Trace):
-        return Observation(source=source, breakdown=breakdown(raw), run=None, loader=loader_facts(raw))
+        return Observation(
+            source=source, breakdown=breakdown(raw), run=None, loader=loader_facts(raw)
+        )
     if isinstance(raw, MemorySnapshot):
         return snapshot_observation(raw, source, device_memory_bytes)
     if isinstance(raw, RunFolder):
         return observe_run(raw.path)
-    raise TraceError(f"{source}: the {kind} reader returned a {type(raw).__name__}, which nothing can judge")
+    raise TraceError(
+        f"{source}: the {kind} reader returned a {type(raw).__name__}, which nothing can judge"
+    )
 
 
-def snapshot_observation(snapshot: MemorySnapshot, source: str, device_memory_bytes: int | None = None) -> Observation:
+def snapshot_observation(
+    snapshot: MemorySnapshot, source: str, device_memory_bytes: int | None = None
+) -> Observation:
     """A memory snapshot: no steps, so only the memory rules can judge it (the others say why not)."""
-    return Observation(source=source, breakdown=None, run=None,
-                       notes=("a memory snapshot records allocations, not step timing: only memory can be judged",),
-                       snapshot=snapshot, device_memory_bytes=device_memory_bytes)
+    return Observation(
+        source=source,
+        breakdown=None,
+        run=None,
+        notes=(
+            "a memory snapshot records allocations, not step timing: only memory can be judged",
+        ),
+        snapshot=snapshot,
+        device_memory_bytes=device_memory_bytes,
+    )
 
 
 def observe_run(run_dir: Path) -> Observation:
@@ -139,10 +193,19 @@ def observe_run(run_dir: Path) -> Observation:
     from the trace already loaded here (the slowest rank's critical path reads no file a second time)."""
     from profilers.jobs.agent_summaries import run_job_views
 
-    parts, notes = with_run_trace(run_dir, lambda t: (breakdown(t), loader_facts(t), run_job_views(run_dir, t)))
+    parts, notes = with_run_trace(
+        run_dir, lambda t: (breakdown(t), loader_facts(t), run_job_views(run_dir, t))
+    )
     b, loader, job = parts if parts is not None else (None, None, run_job_views(run_dir))
-    return Observation(source=str(run_dir), breakdown=b, run=run_facts(run_dir), notes=notes, loader=loader,
-                       job=job, layers=run_layers_record(run_dir))
+    return Observation(
+        source=str(run_dir),
+        breakdown=b,
+        run=run_facts(run_dir),
+        notes=notes,
+        loader=loader,
+        job=job,
+        layers=run_layers_record(run_dir),
+    )
 
 
 def with_run_trace(run_dir: Path, use: Callable[[Trace], T]) -> tuple[T | None, tuple[str, ...]]:
@@ -154,7 +217,9 @@ def with_run_trace(run_dir: Path, use: Callable[[Trace], T]) -> tuple[T | None, 
     except TraceError:
         has_files = False
     if trace_dir is None or not has_files:
-        return None, ("the run folder has no trace (the profiler exported nothing before the run ended)",)
+        return None, (
+            "the run folder has no trace (the profiler exported nothing before the run ended)",
+        )
     try:
         return use(load_trace(trace_dir)), ()
     except TraceError as err:
@@ -181,9 +246,12 @@ def run_facts(run_dir: Path) -> RunFacts:
         # was a median
         step_time_ms=_first(
             result.step_time_ms if result and result.typical_step_ms is not None else None,
-            measured.step_time_ms, result.step_time_ms if result else None),
-        typical_step_ms=_first(result.typical_step_ms if result else None,
-                               measured.typical_step_ms),
+            measured.step_time_ms,
+            result.step_time_ms if result else None,
+        ),
+        typical_step_ms=_first(
+            result.typical_step_ms if result else None, measured.typical_step_ms
+        ),
         stalled_share=_first(result.stalled_share if result else None, measured.stalled_share),
         samples_per_s=_first(result.samples_per_s if result else None, measured.samples_per_s),
         peak_memory_mb=peak,
@@ -201,8 +269,10 @@ def run_facts(run_dir: Path) -> RunFacts:
         stopped_after=_stopped_after(result, steps),
         measured_window=_measured_window(read_json(run_dir / "boot.json")),
         cpu_matmul_tflops=calibration.read(run_dir),
-        cpu_bf16_fast=bf16[0], cpu_bf16_basis=bf16[1],
-        **_step_basis(result, measured), data_wait_share=measured.data_wait_share,
+        cpu_bf16_fast=bf16[0],
+        cpu_bf16_basis=bf16[1],
+        **_step_basis(result, measured),
+        data_wait_share=measured.data_wait_share,
         threads=read_threads(read_json(run_dir / "injected.json")),
         trigger=capture_trigger(run_dir),
     )
@@ -211,8 +281,11 @@ def run_facts(run_dir: Path) -> RunFacts:
 def _stopped_after(result: RunResult | None, steps: pd.DataFrame) -> int | None:
     """The steps a run did when it was stopped before its own end (a launched script profiled then stopped, a
     trial stopped at its step limit or from outside), else ``None``: a run observed to its end."""
-    done = result.steps_done if result is not None and result.steps_done else (
-        int(steps["step"].nunique()) if not steps.empty and "step" in steps else 0)
+    done = (
+        result.steps_done
+        if result is not None and result.steps_done
+        else (int(steps["step"].nunique()) if not steps.empty and "step" in steps else 0)
+    )
     if result is None or result.status.value != "ok" or result.profiled_then_stopped is not None:
         return done
     return None
@@ -244,5 +317,11 @@ def _first(*values: float | None) -> float | None:
 def _step_basis(result: RunResult | None, measured: StepSummary) -> dict[str, Any]:
     """The count and basis of the step time shown: the result's when it stated the step time, else the steps'."""
     if result is not None and result.step_time_ms is not None:
-        return {"step_time_steps": result.step_time_steps, "step_time_basis": result.step_time_basis}
-    return {"step_time_steps": measured.step_time_steps, "step_time_basis": measured.step_time_basis}
+        return {
+            "step_time_steps": result.step_time_steps,
+            "step_time_basis": result.step_time_basis,
+        }
+    return {
+        "step_time_steps": measured.step_time_steps,
+        "step_time_basis": measured.step_time_basis,
+    }

@@ -33,21 +33,38 @@ class Ranking:
 def rank(d: Diagnosis) -> Ranking:
     """Order ``d``'s fixes by gain for effort, naming a close second of another class (see the module docs)."""
     with_fix = [f for f in d.findings if f.fix_id and f.severity > 0]
-    order = tuple(sorted(with_fix, key=lambda f: -f.severity / (1 + EFFORT_WEIGHT * effort(f.fix_id))))
+    order = tuple(
+        sorted(with_fix, key=lambda f: -f.severity / (1 + EFFORT_WEIGHT * effort(f.fix_id)))
+    )
     b = d.binding
     if b is None:
         return Ranking(order, None, None)
-    rival = next((f for f in d.others if f.bottleneck != b.bottleneck and f.severity > 0
-                  and f.severity >= (1 - CLOSE_MARGIN) * b.severity), None)
+    rival = next(
+        (
+            f
+            for f in d.others
+            if f.bottleneck != b.bottleneck
+            and f.severity > 0
+            and f.severity >= (1 - CLOSE_MARGIN) * b.severity
+        ),
+        None,
+    )
     if rival is None:
         return Ranking(order, None, None)
-    first, second = (rival, b) if rival.fix_id and effort(rival.fix_id) < effort(b.fix_id) else (b, rival)
-    why = (f"{b.bottleneck.value} holds {100 * b.severity:.0f}% of the step and {rival.bottleneck.value} "
-           f"{100 * rival.severity:.0f}%, within {100 * CLOSE_MARGIN:.0f}% of each other; "
-           + (f"{first.fix_id} ({effort_level(first)}) goes first: cheaper than {second.fix_id or 'the other'} "
-              f"({effort_level(second)}) for a gain of the same order" if first is rival else
-              f"{first.fix_id or 'the binding cause'} ({effort_level(first)}) goes first: the larger share, at no more "
-              "effort"))
+    first, second = (
+        (rival, b) if rival.fix_id and effort(rival.fix_id) < effort(b.fix_id) else (b, rival)
+    )
+    why = (
+        f"{b.bottleneck.value} holds {100 * b.severity:.0f}% of the step and {rival.bottleneck.value} "
+        f"{100 * rival.severity:.0f}%, within {100 * CLOSE_MARGIN:.0f}% of each other; "
+        + (
+            f"{first.fix_id} ({effort_level(first)}) goes first: cheaper than {second.fix_id or 'the other'} "
+            f"({effort_level(second)}) for a gain of the same order"
+            if first is rival
+            else f"{first.fix_id or 'the binding cause'} ({effort_level(first)}) goes first: the larger share, at no more "
+            "effort"
+        )
+    )
     rest = tuple(f for f in order if f is not first and f is not second)
     head = tuple(f for f in (first, second) if f.fix_id)
     return Ranking(head + rest, rival, why)
@@ -55,12 +72,21 @@ def rank(d: Diagnosis) -> Ranking:
 
 def ranking_json(r: Ranking) -> dict[str, Any]:
     """``fix_order`` (fix id, effort, severity), ``close_second`` (rule, bottleneck, severity) and ``why_first``."""
-    return {"fix_order": [{"fix": f.fix_id, "effort": effort_level(f), "severity": f.severity, "rule": f.rule}
-                          for f in r.order],
-            "close_second": None if r.close_second is None else
-            {"rule": r.close_second.rule, "bottleneck": r.close_second.bottleneck.value,
-             "severity": r.close_second.severity, "fix": r.close_second.fix_id},
-            "why_first": r.why_first}
+    return {
+        "fix_order": [
+            {"fix": f.fix_id, "effort": effort_level(f), "severity": f.severity, "rule": f.rule}
+            for f in r.order
+        ],
+        "close_second": None
+        if r.close_second is None
+        else {
+            "rule": r.close_second.rule,
+            "bottleneck": r.close_second.bottleneck.value,
+            "severity": r.close_second.severity,
+            "fix": r.close_second.fix_id,
+        },
+        "why_first": r.why_first,
+    }
 
 
 def effort_level(f: Finding) -> str:

@@ -15,8 +15,19 @@ import ast
 from pathlib import Path
 
 #: the calls whose arguments are followed (see :func:`reaches`)
-WHERE = ("dataloader", "autocast", "compile", "optimizer", "precision", "trainer", "batch", "lr", "accumulate",
-         "checkpoint", "no_sync")
+WHERE = (
+    "dataloader",
+    "autocast",
+    "compile",
+    "optimizer",
+    "precision",
+    "trainer",
+    "batch",
+    "lr",
+    "accumulate",
+    "checkpoint",
+    "no_sync",
+)
 
 
 def reaches(file: str) -> dict[str, set[str]]:
@@ -35,7 +46,9 @@ def reaches(file: str) -> dict[str, set[str]]:
     held = _assigned(tree)
     for where, exprs in sinks(tree).items():
         for x in exprs:
-            out[where] |= {_path(x)} if where in ("precision", "trainer") else _through(_attrs(x), held)
+            out[where] |= (
+                {_path(x)} if where in ("precision", "trainer") else _through(_attrs(x), held)
+            )
     return out
 
 
@@ -56,7 +69,11 @@ def _assigned(tree: ast.AST) -> dict[str, set[str]]:
     ``ptdtype = {...}[args.dtype]`` makes ``dtype`` reach the autocast that takes ``dtype=ptdtype``."""
     out: dict[str, set[str]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             out.setdefault(node.targets[0].id, set()).update(_attrs(node.value))
     return out
 
@@ -84,19 +101,29 @@ def sinks(tree: ast.AST) -> dict[str, list[ast.expr]]:
                 out["batch"] += _argument(node, "batch_size", 1)
             elif name in ("autocast", "amp_autocast"):
                 out["autocast"] += everything
-            elif name == "Trainer":  # Lightning's: precision=cfg.trainer.precision, or **cfg.trainer
+            elif (
+                name == "Trainer"
+            ):  # Lightning's: precision=cfg.trainer.precision, or **cfg.trainer
                 out["precision"] += [k.value for k in node.keywords if k.arg == "precision"]
                 out["trainer"] += [k.value for k in node.keywords if k.arg is None]
             elif name == "compile":
                 out["compile"] += everything
-            elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(("torch.optim.", "optim.")):
+            elif isinstance(node.func, ast.Attribute) and _dotted(node.func).startswith(
+                ("torch.optim.", "optim.")
+            ):
                 out["optimizer"] += everything
                 out["lr"] += _argument(node, "lr", 1)
         elif isinstance(node, (ast.If, ast.IfExp)):
             body = node.body if isinstance(node.body, list) else [node.body]
-            calls = {_call_name(c.func) for b in body for c in ast.walk(b) if isinstance(c, ast.Call)}
-            for where, called in (("compile", "compile"), ("autocast", "autocast"), ("accumulate", "step"),
-                                  ("no_sync", "no_sync")):
+            calls = {
+                _call_name(c.func) for b in body for c in ast.walk(b) if isinstance(c, ast.Call)
+            }
+            for where, called in (
+                ("compile", "compile"),
+                ("autocast", "autocast"),
+                ("accumulate", "step"),
+                ("no_sync", "no_sync"),
+            ):
                 if called in calls:
                     out[where].append(node.test)
             if any("checkpoint" in c.lower() for c in calls):
@@ -114,8 +141,15 @@ def lightning_reaches(file: str) -> dict[str, dict[str, set[str]]]:
         return {}
     classes = {c.name: c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)}
     out: dict[str, dict[str, set[str]]] = {}
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _call_name(n.func) == "LightningCLI"):
-        for section, keyword, index in (("model", "model_class", 0), ("data", "datamodule_class", 1)):
+    for call in (
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and _call_name(n.func) == "LightningCLI"
+    ):
+        for section, keyword, index in (
+            ("model", "model_class", 0),
+            ("data", "datamodule_class", 1),
+        ):
             given = _argument(call, keyword, index)
             if given and isinstance(given[0], ast.Name) and given[0].id in classes:
                 out[section] = _class_reaches(classes[given[0].id])
@@ -124,18 +158,37 @@ def lightning_reaches(file: str) -> dict[str, dict[str, set[str]]]:
 
 def _class_reaches(cls: ast.ClassDef) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {where: set() for where in WHERE}
-    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    init = next(
+        (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
+    )
     if init is None:
         return out
     params = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]}
     stored: dict[str, str] = {}  # self.<attribute> -> the parameter it holds
     hparams: set[str] = set()  # the parameters self.save_hyperparameters() keeps in self.hparams
     for node in ast.walk(init):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
-            stored.update({t.attr: node.value.id for t in node.targets
-                           if isinstance(t, ast.Attribute) and _on_self(t)})
-        elif isinstance(node, ast.Call) and _call_name(node.func) == "save_hyperparameters" and _on_self(node.func):
-            named = {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in params
+        ):
+            stored.update(
+                {
+                    t.attr: node.value.id
+                    for t in node.targets
+                    if isinstance(t, ast.Attribute) and _on_self(t)
+                }
+            )
+        elif (
+            isinstance(node, ast.Call)
+            and _call_name(node.func) == "save_hyperparameters"
+            and _on_self(node.func)
+        ):
+            named = {
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            }
             hparams |= (named & params) if named else params
     for method in (f for f in cls.body if isinstance(f, ast.FunctionDef)):
         local = params if method is init else set()
@@ -154,17 +207,30 @@ def _held(expr: ast.expr, local: set[str], stored: dict[str, str], hparams: set[
             out.add(n.id)
         elif isinstance(n, ast.Attribute) and _on_self(n) and n.attr in stored:
             out.add(stored[n.attr])
-        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.value, ast.Attribute) and \
-                n.value.attr == "hparams" and _on_self(n.value):
-            key = n.attr if isinstance(n, ast.Attribute) else \
-                n.slice.value if isinstance(n.slice, ast.Constant) else None
+        elif (
+            isinstance(n, (ast.Attribute, ast.Subscript))
+            and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "hparams"
+            and _on_self(n.value)
+        ):
+            key = (
+                n.attr
+                if isinstance(n, ast.Attribute)
+                else n.slice.value
+                if isinstance(n.slice, ast.Constant)
+                else None
+            )
             if key in hparams:
                 out.add(str(key))
     return out
 
 
 def _on_self(node: ast.expr) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
 
 
 def _parse(file: str) -> ast.Module | None:
@@ -181,7 +247,13 @@ def _argument(call: ast.Call, name: str, index: int) -> list[ast.expr]:
 
 
 def _call_name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
 
 
 def _path(node: ast.expr) -> str:
@@ -205,5 +277,6 @@ def _dotted(node: ast.expr) -> str:
 
 
 def _attrs(node: ast.AST) -> set[str]:
-    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | \
-        {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} | {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+    }

@@ -45,7 +45,9 @@ class Trial:
 
     walls_ms: tuple[float, ...]
     samples_per_step: float
-    data_ms: tuple[float, ...] | None = None  # each timed step's time drawing batches, when the run recorded it
+    data_ms: tuple[float, ...] | None = (
+        None  # each timed step's time drawing batches, when the run recorded it
+    )
 
     @property
     def median_ms(self) -> float:
@@ -67,7 +69,9 @@ class Trial:
     def throughput(self) -> float:
         """The trial's samples/s: :func:`stepwise_agent.steady.samples_per_s` of its measured steps (total samples
         / total time), the number its run shows everywhere."""
-        return steady.samples_per_s([self.samples_per_step] * len(self.walls_ms), self.walls_ms) or 0.0
+        return (
+            steady.samples_per_s([self.samples_per_step] * len(self.walls_ms), self.walls_ms) or 0.0
+        )
 
 
 @dataclass(frozen=True)
@@ -80,9 +84,13 @@ class RatioEstimate:
     high: float
     level: float
     n_boot: int
-    before: float | None = None  # throughput_ratio: A's samples/s (median over its trials); point = after / before
+    before: float | None = (
+        None  # throughput_ratio: A's samples/s (median over its trials); point = after / before
+    )
     after: float | None = None  # B's samples/s, likewise
-    pairs: tuple[float, ...] = ()  # throughput_ratio: each back-to-back pair's own B/A ratio, in trial order
+    pairs: tuple[
+        float, ...
+    ] = ()  # throughput_ratio: each back-to-back pair's own B/A ratio, in trial order
 
     @property
     def pairs_faster(self) -> int:
@@ -104,8 +112,13 @@ def relative_spread(values: Sequence[float]) -> float:
     return float((max(values) - min(values)) / np.median(values))
 
 
-def throughput_ratio(a: Sequence[Trial], b: Sequence[Trial], n_boot: int = N_BOOT, level: float = LEVEL,
-                     seed: int = SEED) -> RatioEstimate:
+def throughput_ratio(
+    a: Sequence[Trial],
+    b: Sequence[Trial],
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = SEED,
+) -> RatioEstimate:
     """Paired B/A throughput ratio over pairs ``(a[i], b[i])`` (trials run back to back): ``median(B) / median(A)``
     of the trials' throughputs, with a percentile interval from a bootstrap of that statistic that resamples
     pairs, then the steps within each run of a pair."""
@@ -127,20 +140,38 @@ def throughput_ratio(a: Sequence[Trial], b: Sequence[Trial], n_boot: int = N_BOO
     boot = np.median(boot_b, axis=1) / np.median(boot_a, axis=1)
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
-    return RatioEstimate(point=after / before, low=float(low), high=float(high), level=level, n_boot=n_boot,
-                         before=before, after=after, pairs=tuple(float(x) for x in thr_b / thr_a))
+    return RatioEstimate(
+        point=after / before,
+        low=float(low),
+        high=float(high),
+        level=level,
+        n_boot=n_boot,
+        before=before,
+        after=after,
+        pairs=tuple(float(x) for x in thr_b / thr_a),
+    )
 
 
-def median_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, level: float = LEVEL,
-                 seed: int = SEED) -> RatioEstimate:
+def median_ratio(
+    a: Sequence[float],
+    b: Sequence[float],
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = SEED,
+) -> RatioEstimate:
     """``median(b) / median(a)`` of two independent samples (e.g. the per-step times of two runs), with a
     percentile interval from a bootstrap that resamples each side's values with replacement. The median, not
     the mean: a burst of load from another program stretches a few steps, and must not move the verdict."""
     return _two_runs_ratio(a, b, _boot_medians, np.median, n_boot, level, seed)
 
 
-def mean_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, level: float = LEVEL,
-               seed: int = SEED) -> RatioEstimate:
+def mean_ratio(
+    a: Sequence[float],
+    b: Sequence[float],
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = SEED,
+) -> RatioEstimate:
     """``mean(b) / mean(a)`` of two runs' per-step times: the ratio of their times per step (elapsed
     ÷ steps, :func:`stepwise_agent.steady.time_per_step`), which for equal batches is the inverse of
     their samples/s ratio. Its interval comes from a circular block bootstrap of each side's steps
@@ -149,10 +180,15 @@ def mean_ratio(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, lev
     return _two_runs_ratio(a, b, _boot_block_means, np.mean, n_boot, level, seed)
 
 
-def _two_runs_ratio(a: Sequence[float], b: Sequence[float],
-                    resampled: Callable[[np.ndarray, int, np.random.Generator], np.ndarray],
-                    statistic: Callable[[np.ndarray], Any], n_boot: int, level: float,
-                    seed: int) -> RatioEstimate:
+def _two_runs_ratio(
+    a: Sequence[float],
+    b: Sequence[float],
+    resampled: Callable[[np.ndarray, int, np.random.Generator], np.ndarray],
+    statistic: Callable[[np.ndarray], Any],
+    n_boot: int,
+    level: float,
+    seed: int,
+) -> RatioEstimate:
     """``statistic(b) / statistic(a)`` of two independent samples, its percentile interval from
     ``resampled`` (each side's bootstrapped statistic, ``n_boot`` of them)."""
     va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -193,8 +229,15 @@ def _boot_medians(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> 
     """Medians of ``n_boot`` resamples of ``values``, drawn in chunks of at most ``BOOT_CELLS`` values (a
     trace of many ranks × steps must not need gigabytes)."""
     rows = max(1, BOOT_CELLS // values.size)
-    return np.concatenate([np.median(values[rng.integers(0, values.size, size=(min(rows, n_boot - i), values.size))],
-                                     axis=1) for i in range(0, n_boot, rows)])
+    return np.concatenate(
+        [
+            np.median(
+                values[rng.integers(0, values.size, size=(min(rows, n_boot - i), values.size))],
+                axis=1,
+            )
+            for i in range(0, n_boot, rows)
+        ]
+    )
 
 
 def _resampled(t: Trial, k: int, rng: np.random.Generator) -> np.ndarray:

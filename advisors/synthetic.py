@@ -30,19 +30,38 @@ KERNEL_NAMES = {
     "other": "synthetic_kernel",
 }
 #: ``kernels`` keys that name a kind of kernel rather than a class: the class they count as.
-KERNEL_ALIASES = {"all_to_all": "communication", "all_gather": "communication", "triton": "elementwise"}
+KERNEL_ALIASES = {
+    "all_to_all": "communication",
+    "all_gather": "communication",
+    "triton": "elementwise",
+}
 
 
-def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: float = 100.0, n_steps: int = 4,
-                 ranks: Sequence[int] = (0,), busy: float | None = None,
-                 kernels: Mapping[str, float] | None = None, low_precision: float = 0.0,
-                 kernels_per_step: float = 200.0, median_kernel_us: float = 100.0,
-                 ops: Mapping[str, float] | None = None, comm_total: float | None = None,
-                 comm_overlapped: float = 0.0, syncs: Mapping[str, float] | None = None,
-                 pageable_copy: float = 0.0, pinned_copy: float = 0.0, memory_peak: float | None = None,
-                 cpu_matmul: Mapping[str, float] | None = None, rank_step_ms: Sequence[float] | None = None,
-                 rank_exposed_ms: Sequence[float] | None = None, steps_inferred: bool = False,
-                 optimizers: Sequence[str] = ()) -> Breakdown:
+def breakdown_of(
+    shares: Mapping[str, float],
+    *,
+    device: str = "gpu",
+    step_ms: float = 100.0,
+    n_steps: int = 4,
+    ranks: Sequence[int] = (0,),
+    busy: float | None = None,
+    kernels: Mapping[str, float] | None = None,
+    low_precision: float = 0.0,
+    kernels_per_step: float = 200.0,
+    median_kernel_us: float = 100.0,
+    ops: Mapping[str, float] | None = None,
+    comm_total: float | None = None,
+    comm_overlapped: float = 0.0,
+    syncs: Mapping[str, float] | None = None,
+    pageable_copy: float = 0.0,
+    pinned_copy: float = 0.0,
+    memory_peak: float | None = None,
+    cpu_matmul: Mapping[str, float] | None = None,
+    rank_step_ms: Sequence[float] | None = None,
+    rank_exposed_ms: Sequence[float] | None = None,
+    steps_inferred: bool = False,
+    optimizers: Sequence[str] = (),
+) -> Breakdown:
     """A breakdown whose categories take ``shares`` of every step (``other`` takes the rest).
 
     ``kernels`` maps a kernel class (or a :data:`KERNEL_ALIASES` kind: ``all_to_all``, ``all_gather``,
@@ -59,68 +78,134 @@ def breakdown_of(shares: Mapping[str, float], *, device: str = "gpu", step_ms: f
     per_step = _per_step(shares, step_ns, n_steps, ranks, rank_step_ms, rank_exposed_ms)
     total = int(per_step["step_ns"].sum())
     if busy is None:
-        busy = sum(shares.get(c, 0.0) for c in ("gpu_compute", "gpu_memcpy", "gpu_memset", "communication"))
+        busy = sum(
+            shares.get(c, 0.0) for c in ("gpu_compute", "gpu_memcpy", "gpu_memset", "communication")
+        )
     k_table = _kernel_table(kernels or {}, low_precision, total, kernels_per_step * len(per_step))
-    class_ns = {c: 0 for c in ("matmul", "normalization", "elementwise", "communication", "memory", "other")}
+    class_ns = {
+        c: 0 for c in ("matmul", "normalization", "elementwise", "communication", "memory", "other")
+    }
     for kclass, total_ns in zip(k_table["kclass"].tolist(), k_table["total_ns"].tolist()):
         class_ns[kclass] += int(total_ns)
     class_ns["memory"] = int((pageable_copy + pinned_copy) * total)
-    comm_ns = int((comm_total if comm_total is not None else shares.get("communication", 0.0)) * total)
+    comm_ns = int(
+        (comm_total if comm_total is not None else shares.get("communication", 0.0)) * total
+    )
     cm = cpu_matmul or {}
     return Breakdown(
-        device=device, device_name="Synthetic GPU" if device == "gpu" else "CPU", ranks=tuple(ranks),
-        n_steps=n_steps, steps_inferred=steps_inferred, per_step=per_step, per_rank=parts.rank_table(per_step),
-        kernels=k_table, ops=_op_table(ops or {}, total), kernel_class_ns=class_ns,
-        gpu_busy_ns=int(busy * total) if device == "gpu" else 0, comm_total_ns=comm_ns,
+        device=device,
+        device_name="Synthetic GPU" if device == "gpu" else "CPU",
+        ranks=tuple(ranks),
+        n_steps=n_steps,
+        steps_inferred=steps_inferred,
+        per_step=per_step,
+        per_rank=parts.rank_table(per_step),
+        kernels=k_table,
+        ops=_op_table(ops or {}, total),
+        kernel_class_ns=class_ns,
+        gpu_busy_ns=int(busy * total) if device == "gpu" else 0,
+        comm_total_ns=comm_ns,
         comm_overlapped_ns=int(comm_overlapped * total),
-        syncs=parts.SyncCounts(**{"stream_sync": 0.0, "device_sync": 0.0, "event_sync": 0.0, "item": 0.0,
-                                  "malloc_free": 0.0, **(syncs or {})},
-                               pageable_copy_ns=int(pageable_copy * total), pinned_copy_ns=int(pinned_copy * total)),
+        syncs=parts.SyncCounts(
+            **{
+                "stream_sync": 0.0,
+                "device_sync": 0.0,
+                "event_sync": 0.0,
+                "item": 0.0,
+                "malloc_free": 0.0,
+                **(syncs or {}),
+            },
+            pageable_copy_ns=int(pageable_copy * total),
+            pinned_copy_ns=int(pinned_copy * total),
+        ),
         memory=_memory(memory_peak),
-        host=parts.HostStats(kernels_per_step=kernels_per_step if device == "gpu" else 0.0,
-                             median_kernel_us=median_kernel_us if device == "gpu" else 0.0,
-                             launch_ns_per_step=0.0),
-        cpu_matmul=parts.CpuMatmul(total_ns=int(sum(cm.values()) * total), fp32_ns=int(cm.get("fp32", 0) * total),
-                                   low_precision_ns=int(cm.get("low", 0) * total),
-                                   unknown_ns=int(cm.get("unknown", 0) * total)),
-        warnings=(), optimizers=tuple(optimizers),
+        host=parts.HostStats(
+            kernels_per_step=kernels_per_step if device == "gpu" else 0.0,
+            median_kernel_us=median_kernel_us if device == "gpu" else 0.0,
+            launch_ns_per_step=0.0,
+        ),
+        cpu_matmul=parts.CpuMatmul(
+            total_ns=int(sum(cm.values()) * total),
+            fp32_ns=int(cm.get("fp32", 0) * total),
+            low_precision_ns=int(cm.get("low", 0) * total),
+            unknown_ns=int(cm.get("unknown", 0) * total),
+        ),
+        warnings=(),
+        optimizers=tuple(optimizers),
     )
 
 
-def observation(shares: Mapping[str, float] | None = None, *, run: RunFacts | None = None,
-                no_trace: bool = False, snapshot: MemorySnapshot | None = None,
-                device_memory_gib: float | None = None, **kw: Any) -> Observation:
+def observation(
+    shares: Mapping[str, float] | None = None,
+    *,
+    run: RunFacts | None = None,
+    no_trace: bool = False,
+    snapshot: MemorySnapshot | None = None,
+    device_memory_gib: float | None = None,
+    **kw: Any,
+) -> Observation:
     """An observation of a synthetic breakdown (or of a run alone, with ``no_trace``; or of a memory
     ``snapshot`` alone, optionally with the device total the user stated)."""
     b = None if no_trace or snapshot is not None else breakdown_of(shares or {}, **kw)
     total = None if device_memory_gib is None else int(device_memory_gib * GIB)
-    return Observation(source="synthetic", breakdown=b, run=run, snapshot=snapshot, device_memory_bytes=total)
+    return Observation(
+        source="synthetic", breakdown=b, run=run, snapshot=snapshot, device_memory_bytes=total
+    )
 
 
 def snapshot_of(peak_gib: float, reserved_gib: float, oom_events: int = 0) -> MemorySnapshot:
     """A memory snapshot summary whose peak live allocation and reservation are the given sizes."""
-    return MemorySnapshot(source="synthetic.pickle", segments=8, reserved_bytes=int(reserved_gib * GIB),
-                          allocated_bytes=int(0.1 * peak_gib * GIB), peak_allocated_bytes=int(peak_gib * GIB),
-                          history_events=1000, oom_events=oom_events, expandable_segments=False,
-                          top_sites=(AllocationSite("model.py:39 forward", int(0.4 * peak_gib * GIB), 12),))
+    return MemorySnapshot(
+        source="synthetic.pickle",
+        segments=8,
+        reserved_bytes=int(reserved_gib * GIB),
+        allocated_bytes=int(0.1 * peak_gib * GIB),
+        peak_allocated_bytes=int(peak_gib * GIB),
+        history_events=1000,
+        oom_events=oom_events,
+        expandable_segments=False,
+        top_sites=(AllocationSite("model.py:39 forward", int(0.4 * peak_gib * GIB), 12),),
+    )
 
 
 def run_facts(status: str = "ok", **kw: Any) -> RunFacts:
     """A :class:`RunFacts` with plain defaults; ``kw`` overrides any field."""
-    base: dict[str, Any] = dict(error=None, steps_done=20, planned_steps=20, step_time_ms=100.0,
-                                samples_per_s=320.0, peak_memory_mb=500.0, memory_budget_mb=None, final_loss=1.0,
-                                losses=(), world_size=1, device="cpu", spec=None)
+    base: dict[str, Any] = dict(
+        error=None,
+        steps_done=20,
+        planned_steps=20,
+        step_time_ms=100.0,
+        samples_per_s=320.0,
+        peak_memory_mb=500.0,
+        memory_budget_mb=None,
+        final_loss=1.0,
+        losses=(),
+        world_size=1,
+        device="cpu",
+        spec=None,
+    )
     return RunFacts(status=status, **{**base, **kw})
 
 
-def _per_step(shares: Mapping[str, float], step_ns: int, n_steps: int, ranks: Sequence[int],
-              rank_step_ms: Sequence[float] | None, rank_exposed_ms: Sequence[float] | None) -> pd.DataFrame:
+def _per_step(
+    shares: Mapping[str, float],
+    step_ns: int,
+    n_steps: int,
+    ranks: Sequence[int],
+    rank_step_ms: Sequence[float] | None,
+    rank_exposed_ms: Sequence[float] | None,
+) -> pd.DataFrame:
     rows = []
     for i, rank in enumerate(ranks):
         ns = int(rank_step_ms[i] * 1e6) if rank_step_ms else step_ns
         for step in range(n_steps):
-            row: dict[str, Any] = {"rank": rank, "step": step, "start_ns": step * ns, "end_ns": (step + 1) * ns,
-                                   "step_ns": ns}
+            row: dict[str, Any] = {
+                "rank": rank,
+                "step": step,
+                "start_ns": step * ns,
+                "end_ns": (step + 1) * ns,
+                "step_ns": ns,
+            }
             for c in CATEGORIES[:-1]:
                 row[c] = int(shares.get(c, 0.0) * ns)
             if rank_exposed_ms:
@@ -129,19 +214,33 @@ def _per_step(shares: Mapping[str, float], step_ns: int, n_steps: int, ranks: Se
             if row["other"] < 0:
                 raise ValueError("shares add up to more than 1")
             rows.append(row)
-    return pd.DataFrame(rows).astype({c: np.int64 for c in ("start_ns", "end_ns", "step_ns", *CATEGORIES)})
+    return pd.DataFrame(rows).astype(
+        {c: np.int64 for c in ("start_ns", "end_ns", "step_ns", *CATEGORIES)}
+    )
 
 
-def _kernel_table(kernels: Mapping[str, float], low_precision: float, total: int, count: float) -> pd.DataFrame:
+def _kernel_table(
+    kernels: Mapping[str, float], low_precision: float, total: int, count: float
+) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     for key, share in kernels.items():
         kclass = KERNEL_ALIASES.get(key, key)
         pieces = [(key, share, False)]
         if kclass == "matmul":
-            pieces = [("matmul", share * (1 - low_precision), False), ("matmul_low", share * low_precision, True)]
+            pieces = [
+                ("matmul", share * (1 - low_precision), False),
+                ("matmul_low", share * low_precision, True),
+            ]
         for key, s, low in pieces:
             if s > 0:
-                rows.append({"name": KERNEL_NAMES[key], "kclass": kclass, "total_ns": int(s * total), "low_precision": low})
+                rows.append(
+                    {
+                        "name": KERNEL_NAMES[key],
+                        "kclass": kclass,
+                        "total_ns": int(s * total),
+                        "low_precision": low,
+                    }
+                )
     n = max(len(rows), 1)
     for r in rows:
         r["count"] = max(int(count / n), 1)
@@ -151,7 +250,10 @@ def _kernel_table(kernels: Mapping[str, float], low_precision: float, total: int
 
 
 def _op_table(ops: Mapping[str, float], total: int) -> pd.DataFrame:
-    rows = [{"name": n, "count": 1, "total_ns": int(s * total), "mean_us": s * total / 1e3} for n, s in ops.items()]
+    rows = [
+        {"name": n, "count": 1, "total_ns": int(s * total), "mean_us": s * total / 1e3}
+        for n, s in ops.items()
+    ]
     return pd.DataFrame(rows, columns=["name", "count", "total_ns", "mean_us"])
 
 

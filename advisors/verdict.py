@@ -45,9 +45,15 @@ class Fix:
     explanation: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "bottleneck": self.bottleneck.value,
-                "spec_patch": {k: _plain(v) for k, v in self.spec_patch.items()},
-                "snippet": self.snippet, "applies_to": self.applies_to, "explanation": self.explanation}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "bottleneck": self.bottleneck.value,
+            "spec_patch": {k: _plain(v) for k, v in self.spec_patch.items()},
+            "snippet": self.snippet,
+            "applies_to": self.applies_to,
+            "explanation": self.explanation,
+        }
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,9 @@ class Diagnosis:
     evidence: Mapping[str, EvidenceValue]
     notes: tuple[Note, ...] = field(default=())
     regions: Mapping[str, float] = field(default_factory=dict)
-    bounds: Mapping[str, Any] = field(default_factory=dict)  # fix id -> advisors.bounds.Bound (its narrower reach)
+    bounds: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # fix id -> advisors.bounds.Bound (its narrower reach)
 
     @property
     def findings(self) -> tuple[Finding, ...]:

@@ -35,7 +35,9 @@ from reports.events.window import EventIndex, event_index
 
 ANALYSIS_ENTRIES = 12
 ANALYSIS_TTL_S = 3600
-TRACE_ENTRIES = 2  # loaded traces kept for the Events page (a 100 MB trace holds a few hundred MB in memory)
+TRACE_ENTRIES = (
+    2  # loaded traces kept for the Events page (a 100 MB trace holds a few hundred MB in memory)
+)
 
 
 def store() -> RunStore:
@@ -81,7 +83,11 @@ def _digest(path: str, fingerprint: tuple) -> str:
     return content_digest(path)
 
 
-@st.cache_data(max_entries=ANALYSIS_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner="Reading and analysing the trace…")
+@st.cache_data(
+    max_entries=ANALYSIS_ENTRIES,
+    ttl=ANALYSIS_TTL_S,
+    show_spinner="Reading and analysing the trace…",
+)
 def _trace_analysis(digest: str, label: str, _path: str) -> Analysis:
     path = Path(_path)
     files = job_files(path)
@@ -101,7 +107,9 @@ def _upload_analysis(path: str, label: str, digest: str | None, fingerprint: tup
     # The analysis stored in the upload's folder; the first time, the one made while validating the upload (the
     # content-keyed cache above), stored there: the trace is parsed once.
     run_dir = Path(path)
-    return stored_or_computed(run_dir, lambda: trace_analysis(upload_root(run_dir / "trace"), label, digest))
+    return stored_or_computed(
+        run_dir, lambda: trace_analysis(upload_root(run_dir / "trace"), label, digest)
+    )
 
 
 @st.cache_data(max_entries=1024, ttl=ANALYSIS_TTL_S, show_spinner=False)
@@ -158,7 +166,6 @@ def run_analysis(record: RunRecord, digest: str | None = None) -> Analysis:
     return _run_analysis(str(run_dir), record.label, _fingerprint(run_dir))
 
 
-
 @st.cache_resource(max_entries=TRACE_ENTRIES, ttl=ANALYSIS_TTL_S, show_spinner=False)
 def _loaded_trace(key: str, _path: str) -> Trace:
     # A resource, not data: the loaded trace is shared read-only, never pickled per session. ``key``: an
@@ -200,8 +207,11 @@ def event_trace(record: RunRecord, digest: str | None = None) -> tuple[Trace, Ev
     """The run's loaded trace and its window index (cached; an upload's trace is the one its analysis loaded).
     ``digest``: an upload's content digest when the caller knows it. Raises TraceError."""
     path = trace_source(record)
-    key = (digest or trace_digest(path)) if record.kind == "upload" else \
-        f"{path}|{stat_fingerprint(path, exclude=(ANALYSIS_FILE,))}"  # its stored analysis is no part of its trace
+    key = (
+        (digest or trace_digest(path))
+        if record.kind == "upload"
+        else f"{path}|{stat_fingerprint(path, exclude=(ANALYSIS_FILE,))}"
+    )  # its stored analysis is no part of its trace
     return _loaded_trace(key, str(path)), _window_index(key, str(path))
 
 

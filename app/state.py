@@ -26,11 +26,20 @@ EXPERIMENT_JOB = "stepwise.experiment_job"
 LADDER_JOB = "stepwise.ladder_job"
 LIVE_RUNNING = "stepwise.live_running"
 FOLLOWED_RUN = "stepwise.followed_run"
-ANALYSIS_TAB = "stepwise.analysis_tab"  # the open tab of the Analysis page (a widget key: Streamlit sets it)
+ANALYSIS_TAB = (
+    "stepwise.analysis_tab"  # the open tab of the Analysis page (a widget key: Streamlit sets it)
+)
 UPLOAD_DIGESTS = "stepwise.upload_digests"
-DEVICE_MEMORY = "stepwise.device_memory"  # run id -> the device total (bytes) a user stated for a snapshot
-FOLLOWED_LINK = "stepwise.followed_link"  # the last ``?run=`` this session followed (a link is followed once)
-EVENTS_START, EVENTS_END = "stepwise.events.start_ms", "stepwise.events.end_ms"  # the Events page's window inputs
+DEVICE_MEMORY = (
+    "stepwise.device_memory"  # run id -> the device total (bytes) a user stated for a snapshot
+)
+FOLLOWED_LINK = (
+    "stepwise.followed_link"  # the last ``?run=`` this session followed (a link is followed once)
+)
+EVENTS_START, EVENTS_END = (
+    "stepwise.events.start_ms",
+    "stepwise.events.end_ms",
+)  # the Events page's window inputs
 EVENTS_RUN = "stepwise.events.run"  # the run whose window those inputs hold
 
 

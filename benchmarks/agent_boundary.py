@@ -41,13 +41,23 @@ def main() -> None:
         pythons.append(str(Path(os.environ["STEPWISE_USER_ENV"]) / "bin" / "python"))
     with tempfile.TemporaryDirectory() as store:
         env = {"PYTHONPATH": str(agent_folder(Path(store))), "PATH": os.defpath}
-        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; median of {args.repeats}")
-        print(f"{'interpreter':<48} {'import torch':>13} {'+ agent':>9} {'agent share':>12} {'probe':>8}")
+        print(
+            f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; median of {args.repeats}"
+        )
+        print(
+            f"{'interpreter':<48} {'import torch':>13} {'+ agent':>9} {'agent share':>12} {'probe':>8}"
+        )
         for python in pythons:
-            rows = {name: [timed(python, code, env) for _ in range(args.repeats)]
-                    for name, code in (("torch", "import torch"), ("agent", AGENT), ("probe", _PROBE))}
-            torch_s, agent_s, probe_s = (statistics.median(rows[k]) for k in ("torch", "agent", "probe"))
-            print(f"{python:<48} {torch_s:>12.2f}s {agent_s:>8.2f}s {agent_s - torch_s:>+11.2f}s {probe_s:>7.2f}s")
+            rows = {
+                name: [timed(python, code, env) for _ in range(args.repeats)]
+                for name, code in (("torch", "import torch"), ("agent", AGENT), ("probe", _PROBE))
+            }
+            torch_s, agent_s, probe_s = (
+                statistics.median(rows[k]) for k in ("torch", "agent", "probe")
+            )
+            print(
+                f"{python:<48} {torch_s:>12.2f}s {agent_s:>8.2f}s {agent_s - torch_s:>+11.2f}s {probe_s:>7.2f}s"
+            )
 
 
 if __name__ == "__main__":

@@ -37,16 +37,26 @@ TARGETS: dict[str, tuple[str, float]] = {  # workload -> (what, threshold)
     "communication_bound": ("speedup", 1.5),
     "memory_bound": ("oom_to_ok_cost", 0.15),
 }
-DEFAULT_STEPS = {"memory_bound": 12}  # its bench steps take seconds each; 12 in all leaves 5 timed steps per trial
+DEFAULT_STEPS = {
+    "memory_bound": 12
+}  # its bench steps take seconds each; 12 in all leaves 5 timed steps per trial
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--workloads", default=",".join(TARGETS), help="comma-separated (default: the four targets)")
+    p.add_argument(
+        "--workloads", default=",".join(TARGETS), help="comma-separated (default: the four targets)"
+    )
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--size", default="bench")
-    p.add_argument("--steps", action="append", default=[], metavar="WORKLOAD=N", help="override a workload's steps")
+    p.add_argument(
+        "--steps",
+        action="append",
+        default=[],
+        metavar="WORKLOAD=N",
+        help="override a workload's steps",
+    )
     p.add_argument("--store", type=Path, help="run store (default: a new temporary folder)")
     p.add_argument("--json", type=Path, help="also write every ladder as JSON here")
     return p.parse_args(argv)
@@ -59,7 +69,10 @@ def verdict(name: str, ladder: Ladder) -> tuple[str, str]:
         first = ladder.rungs[0].experiment if ladder.rungs else None
         if first is None or first.baseline.outcomes[0].status != "out_of_memory":
             return "baseline did not run out of memory", "n/a"
-        fix = next((r.experiment for r in ladder.rungs if r.experiment.kept and r.experiment.reference), None)
+        fix = next(
+            (r.experiment for r in ladder.rungs if r.experiment.kept and r.experiment.reference),
+            None,
+        )
         if fix is None or fix.speedup is None:
             return "still out_of_memory", "NO"
         cost = 1 / fix.speedup - 1
@@ -72,15 +85,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     steps = {**DEFAULT_STEPS, **{k: int(v) for k, v in (s.split("=", 1) for s in args.steps)}}
     store = RunStore(args.store or Path(tempfile.mkdtemp(prefix="stepwise-fixes-")))
-    print(f"# benchmarks/fixes.py · {platform.processor() or platform.machine()} · {os.cpu_count()} cores · "
-          f"trials {args.trials} per arm · rounds {args.rounds} · store {store.root}")
+    print(
+        f"# benchmarks/fixes.py · {platform.processor() or platform.machine()} · {os.cpu_count()} cores · "
+        f"trials {args.trials} per arm · rounds {args.rounds} · store {store.root}"
+    )
     results: dict[str, Any] = {}
     summary: list[tuple[str, str, str, str, float]] = []
     for name in args.workloads.split(","):
-        spec = workload_spec(store.root, name, args.size, steps=steps.get(name))  # the workload's script
+        spec = workload_spec(
+            store.root, name, args.size, steps=steps.get(name)
+        )  # the workload's script
         t0 = time.monotonic()
-        ladder = optimize(spec, script_runner(store), rounds=args.rounds, policy=Policy(trials=args.trials),
-                          device="cpu", on_progress=_progress(name), strategy=ScriptStrategy(spec, "cpu"))
+        ladder = optimize(
+            spec,
+            script_runner(store),
+            rounds=args.rounds,
+            policy=Policy(trials=args.trials),
+            device="cpu",
+            on_progress=_progress(name),
+            strategy=ScriptStrategy(spec, "cpu"),
+        )
         minutes = (time.monotonic() - t0) / 60
         print(f"\n## {name} ({args.size}, {spec.total_steps} steps, {minutes:.1f} min)")
         rec = ladder_record(ladder, args.rounds)
@@ -102,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
 def _progress(name: str):  # type: ignore[no-untyped-def]
     def show(event: dict[str, Any]) -> None:
         if event.get("phase") == "experiment":
-            print(f"  [{name}] round {event['round']}: trying {event['fix']}", file=sys.stderr, flush=True)
+            print(
+                f"  [{name}] round {event['round']}: trying {event['fix']}",
+                file=sys.stderr,
+                flush=True,
+            )
+
     return show
 
 

@@ -28,9 +28,22 @@ from tests.browser.harness import chromium, dashboard  # noqa: E402
 from profilers.store.runs import RunStore  # noqa: E402
 
 TRACES = REPO.parent / "shared" / "traces"
-PAIR = (TRACES / "data" / "kineto_resnet50_num_workers_0.pt.trace.json.gz",
-        TRACES / "compute" / "kineto_resnet50_num_workers_4.pt.trace.json.gz")
-PAGES = ("", "runs", "launch", "upload", "analysis", "events", "advisor", "compare", "report", "rules")
+PAIR = (
+    TRACES / "data" / "kineto_resnet50_num_workers_0.pt.trace.json.gz",
+    TRACES / "compute" / "kineto_resnet50_num_workers_4.pt.trace.json.gz",
+)
+PAGES = (
+    "",
+    "runs",
+    "launch",
+    "upload",
+    "analysis",
+    "events",
+    "advisor",
+    "compare",
+    "report",
+    "rules",
+)
 GOAL_S = 3.0
 
 
@@ -42,8 +55,11 @@ def _open(browser: object, url: str) -> float:
     page.goto(url)
     page.locator("h1").first.wait_for()
     drawn(page, 120_000)
-    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                           ".every(p => p.querySelector('.main-svg'))", timeout=120_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.js-plotly-plot')]"
+        ".every(p => p.querySelector('.main-svg'))",
+        timeout=120_000,
+    )
     took = time.perf_counter() - t0
     context.close()
     return took
@@ -58,20 +74,27 @@ def main() -> None:
         store = RunStore(home)
         a, b = (store.import_trace(p) for p in PAIR)
         with dashboard(home, Path(tmp) / "streamlit.log") as server, chromium() as browser:
+
             def url(page: str) -> str:
                 query = f"?a={a.run_id}&b={b.run_id}" if page == "compare" else f"?run={b.run_id}"
                 return f"{server.url}/{page}{query}"
 
             cold = {p or "home": _open(browser, url(p)) for p in PAGES}
-            rounds = [{p or "home": _open(browser, url(p)) for p in PAGES} for _ in range(args.repeat)]
-    print(f"first view of each page, new session, s (median of {args.repeat}; goal < {GOAL_S:g} s); "
-          "cold = the first round after the dashboard started")
+            rounds = [
+                {p or "home": _open(browser, url(p)) for p in PAGES} for _ in range(args.repeat)
+            ]
+    print(
+        f"first view of each page, new session, s (median of {args.repeat}; goal < {GOAL_S:g} s); "
+        "cold = the first round after the dashboard started"
+    )
     print(f"{'page':<10} {'cold':>6} {'median':>7} {'max':>6}  goal")
     for p in PAGES:
         k = p or "home"
         values = [r[k] for r in rounds]
         med = statistics.median(values)
-        print(f"{k:<10} {cold[k]:>6.2f} {med:>7.2f} {max(values):>6.2f}  {'ok' if med < GOAL_S else 'over'}")
+        print(
+            f"{k:<10} {cold[k]:>6.2f} {med:>7.2f} {max(values):>6.2f}  {'ok' if med < GOAL_S else 'over'}"
+        )
 
 
 if __name__ == "__main__":

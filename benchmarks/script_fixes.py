@@ -38,10 +38,27 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS: dict[str, tuple[str, str, float | None]] = {
     "photos": ("photos_train.py", "data-bound: storage latency + JPEG decode + random crop", 2.0),
     "mlp": ("mlp_train.py", "compute-bound: wide fp32 MLP, CPU saturated", 1.5),
-    "trainer": ("hf_trainer_train.py", "Hugging Face Trainer: GPT-2 (2 layers, 128 wide) from a config", None),
-    "lightning": ("lightning_train.py", "Lightning: MLP, train_dataloader() with 2 ms storage latency", None),
-    "flags": ("flags_train.py", "configured by flags: --amp (its bf16 autocast), --workers (its DataLoader's)", None),
-    "flags-injected": ("flags_train.py", "the same script, every fix injected (optimize --inject)", None)}
+    "trainer": (
+        "hf_trainer_train.py",
+        "Hugging Face Trainer: GPT-2 (2 layers, 128 wide) from a config",
+        None,
+    ),
+    "lightning": (
+        "lightning_train.py",
+        "Lightning: MLP, train_dataloader() with 2 ms storage latency",
+        None,
+    ),
+    "flags": (
+        "flags_train.py",
+        "configured by flags: --amp (its bf16 autocast), --workers (its DataLoader's)",
+        None,
+    ),
+    "flags-injected": (
+        "flags_train.py",
+        "the same script, every fix injected (optimize --inject)",
+        None,
+    ),
+}
 FRAMEWORKS = ("trainer", "lightning")
 #: the flag-configured script, by its flags and injected: the same fixes asked for in both, their ladders side by side
 BY_FLAG = ("flags", "flags-injected")
@@ -57,18 +74,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--store", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--python", default=sys.executable, help="interpreter for the framework scripts")
-    p.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
-                   help="fixes to try on the framework scripts (optimize --fix), instead of the diagnosis' choice")
+    p.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        metavar="FIX_ID",
+        help="fixes to try on the framework scripts (optimize --fix), instead of the diagnosis' choice",
+    )
     return p.parse_args(argv)
 
 
 def run_one(name: str, args: argparse.Namespace, store: Path) -> dict[str, Any]:
     script = HERE / "scripts" / SCRIPTS[name][0]
     fixes = args.fix if name in FRAMEWORKS else FLAG_FIXES if name in BY_FLAG else []
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(store), "--rounds",
-           str(args.rounds), "--trials", str(args.trials), "--steps", str(args.steps),
-           *(["--inject"] if name == "flags-injected" else []), *(a for f in fixes for a in ("--fix", f)), "--",
-           args.python if name in FRAMEWORKS else "python", str(script)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--json",
+        "--store",
+        str(store),
+        "--rounds",
+        str(args.rounds),
+        "--trials",
+        str(args.trials),
+        "--steps",
+        str(args.steps),
+        *(["--inject"] if name == "flags-injected" else []),
+        *(a for f in fixes for a in ("--fix", f)),
+        "--",
+        args.python if name in FRAMEWORKS else "python",
+        str(script),
+    ]
     started = time.monotonic()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRAINER_OUT": str(store / "trainer-out")}
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent, env=env)
@@ -85,7 +123,10 @@ def framework_ladders(results: dict[str, dict[str, Any]]) -> list[str]:
     names = list(results)
     fixes = list(dict.fromkeys(r["fix"] for res in results.values() for r in res["rounds"]))
     width = 40
-    lines = ["## framework ladders side by side", f"{'fix':<22}" + "".join(f"{n:<{width}}" for n in names)]
+    lines = [
+        "## framework ladders side by side",
+        f"{'fix':<22}" + "".join(f"{n:<{width}}" for n in names),
+    ]
     for fix in fixes:
         cells = []
         for n in names:
@@ -100,15 +141,23 @@ def framework_ladders(results: dict[str, dict[str, Any]]) -> list[str]:
                 band = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
                 cells.append(f"{ratio}{band} {'kept' if r['kept'] else 'rejected'}")
         lines.append(f"{fix:<22}" + "".join(f"{c:<{width}}" for c in cells))
-    lines.append(f"{'total':<22}" + "".join(f"{results[n]['total_speedup']:.2f}x".ljust(width) for n in names))
+    lines.append(
+        f"{'total':<22}"
+        + "".join(f"{results[n]['total_speedup']:.2f}x".ljust(width) for n in names)
+    )
     for fix in fixes:
         for n in names:
             r = next((x for x in results[n]["rounds"] if x["fix"] == fix), None)
             if r is not None and r.get("change") and r["change"]["kind"] == "diff":
-                changed = [ln[1:].strip() for ln in r["change"]["text"].splitlines()
-                           if ln.startswith("+") and not ln.startswith("+++")]
-                lines.append(f"{fix} in {n}: {Path(r['where'].rsplit(':', 1)[0]).name}:{r['where'].rsplit(':', 1)[1]}"
-                             f" -> {' | '.join(changed)}")
+                changed = [
+                    ln[1:].strip()
+                    for ln in r["change"]["text"].splitlines()
+                    if ln.startswith("+") and not ln.startswith("+++")
+                ]
+                lines.append(
+                    f"{fix} in {n}: {Path(r['where'].rsplit(':', 1)[0]).name}:{r['where'].rsplit(':', 1)[1]}"
+                    f" -> {' | '.join(changed)}"
+                )
     return lines
 
 
@@ -116,8 +165,10 @@ def flag_vs_injected(flag: dict[str, Any], injected: dict[str, Any]) -> list[str
     """Each fix measured through the script's own flag beside the same fix injected: ratio [interval] of each,
     and whether they agree (their 95% intervals overlap). A workers flag sets ``num_workers`` only; the injected
     fix also keeps its workers alive and prefetches 4 batches each."""
-    lines = ["## by its flag vs injected (the same fix, the same script)",
-             f"{'fix':<22}{'by flag':<44}{'injected':<40}agree"]
+    lines = [
+        "## by its flag vs injected (the same fix, the same script)",
+        f"{'fix':<22}{'by flag':<44}{'injected':<40}agree",
+    ]
 
     def cell(r: dict[str, Any] | None) -> tuple[str, tuple[float, float] | None]:
         if r is None:
@@ -133,11 +184,21 @@ def flag_vs_injected(flag: dict[str, Any], injected: dict[str, Any]) -> list[str
         a = next((r for r in flag["rounds"] if r["fix"] == fix), None)
         b = next((r for r in injected["rounds"] if r["fix"] == fix), None)
         (ta, ia), (tb, ib) = cell(a), cell(b)
-        agree = "-" if ia is None or ib is None else "yes" if ia[0] <= ib[1] and ib[0] <= ia[1] else "NO"
+        agree = (
+            "-"
+            if ia is None or ib is None
+            else "yes"
+            if ia[0] <= ib[1] and ib[0] <= ia[1]
+            else "NO"
+        )
         lines.append(f"{fix:<22}{ta:<44}{tb:<40}{agree}")
         for label, r in (("by flag", a), ("injected", b)):
             if r is not None and r.get("change"):
-                shown = [x for x in r["change"]["text"].splitlines() if x.startswith("+") and not x.startswith("+++")]
+                shown = [
+                    x
+                    for x in r["change"]["text"].splitlines()
+                    if x.startswith("+") and not x.startswith("+++")
+                ]
                 lines.append(f"    {label}: {' | '.join(x[1:].strip() for x in shown)[:150]}")
     return lines
 
@@ -145,11 +206,17 @@ def flag_vs_injected(flag: dict[str, Any], injected: dict[str, Any]) -> list[str
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     store = args.store or Path(tempfile.mkdtemp(prefix="stepwise-script-bench-"))
-    print(f"# script_fixes on {platform.node()} · {os.cpu_count()} cores · {platform.processor() or platform.machine()}"
-          f" · python {platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"# rounds {args.rounds}, trials {args.trials}, {args.steps} timed steps per trial; store {store}")
+    print(
+        f"# script_fixes on {platform.node()} · {os.cpu_count()} cores · {platform.processor() or platform.machine()}"
+        f" · python {platform.python_version()} · {time.strftime('%Y-%m-%d %H:%M')}"
+    )
+    print(
+        f"# rounds {args.rounds}, trials {args.trials}, {args.steps} timed steps per trial; store {store}"
+    )
     if args.fix:
-        print(f"# framework scripts: fixes asked for ({', '.join(args.fix)}); interpreter {args.python}")
+        print(
+            f"# framework scripts: fixes asked for ({', '.join(args.fix)}); interpreter {args.python}"
+        )
     results: dict[str, Any] = {}
     for name in args.scripts.split(","):
         results[name] = res = run_one(name, args, store)
@@ -161,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in res["rounds"]:
             if r.get("change") and (r["kept"] or name in FRAMEWORKS):
                 verdict = "kept" if r["kept"] else "measured, not kept"
-                print(f"\n{r['fix']} ({verdict}) at {r['where'] or 'start-up'}:\n{r['change']['text']}")
+                print(
+                    f"\n{r['fix']} ({verdict}) at {r['where'] or 'start-up'}:\n{r['change']['text']}"
+                )
         for a in res.get("advice", []):
             print(f"advice: {a['fix']}: {a['why']}")
     print("\n## side by side")
@@ -172,7 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in res:
             print(f"{name:<10}{'error':<48}{'-':>8}{shown}  no")
             continue
-        kept = " + ".join(f"{r['fix']} {r['speedup']:.2f}x" for r in res["rounds"] if r["kept"]) or "none"
+        kept = (
+            " + ".join(f"{r['fix']} {r['speedup']:.2f}x" for r in res["rounds"] if r["kept"])
+            or "none"
+        )
         total = res["total_speedup"]
         met = "-" if target is None else "yes" if total >= target else "NO"
         print(f"{name:<10}{kept:<48}{total:>7.2f}x{shown}  {met}")

@@ -45,7 +45,16 @@ METRIC = r"val_acc=([0-9.]+)"
 
 
 def script_args(batch: int, lr: float) -> tuple[str, ...]:
-    return (sys.executable, str(SCRIPT), "--batch-size", str(batch), "--lr", str(lr), "--steps", "100000")
+    return (
+        sys.executable,
+        str(SCRIPT),
+        "--batch-size",
+        str(batch),
+        "--lr",
+        str(lr),
+        "--steps",
+        "100000",
+    )
 
 
 def apply_script(spec: QualitySpec, cand: cands.Candidate) -> QualitySpec:
@@ -59,19 +68,31 @@ def inject(spec: QualitySpec, cand: cands.Candidate) -> QualitySpec:
     return spec.patch(inject=dict(cand.patch))
 
 
-def cases(store: RunStore) -> dict[str, tuple[QualitySpec, list[cands.Candidate], Budget, Callable[..., Any],
-                                              str | None, str]]:
+def cases(
+    store: RunStore,
+) -> dict[
+    str, tuple[QualitySpec, list[cands.Candidate], Budget, Callable[..., Any], str | None, str]
+]:
     # the workloads' own scripts: digits batch 32, SGD lr 0.1, 512 samples; compute_bound batch 128, SGD lr 0.01,
     # a 3×1024 MLP (compute fills the CPU); their candidates made concrete from the baseline as a script's are
     digits = workload_spec(store.root, "digits", measure_steps=MAX_STEPS, seeded=True)
     cb = workload_spec(store.root, "compute_bound", measure_steps=MAX_STEPS, seeded=True)
     script = ScriptSpec(command=script_args(32, 0.05), cwd=str(HERE.parent))
-    script_cands = [cands.Candidate("batch_x4_sqrt_lr", "batch × 4, sqrt lr (edited flags)",
-                                    "--batch-size 128 --lr 0.1 (square-root rule: 0.05 × √4)",
-                                    {"batch": 128, "lr": 0.1}),
-                    cands.Candidate("batch_x4_linear_lr", "batch × 4, linear lr (edited flags)",
-                                    "--batch-size 128 --lr 0.2 (linear rule: 0.05 × 4)", {"batch": 128, "lr": 0.2}),
-                    cands.early_stopping()]
+    script_cands = [
+        cands.Candidate(
+            "batch_x4_sqrt_lr",
+            "batch × 4, sqrt lr (edited flags)",
+            "--batch-size 128 --lr 0.1 (square-root rule: 0.05 × √4)",
+            {"batch": 128, "lr": 0.1},
+        ),
+        cands.Candidate(
+            "batch_x4_linear_lr",
+            "batch × 4, linear lr (edited flags)",
+            "--batch-size 128 --lr 0.2 (linear rule: 0.05 × 4)",
+            {"batch": 128, "lr": 0.2},
+        ),
+        cands.early_stopping(),
+    ]
     return {
         "digits": (digits, templates(), Budget(steps=200), inject, None, "min"),
         "compute_bound": (cb, templates(), Budget(steps=120), inject, None, "min"),
@@ -101,24 +122,51 @@ def injected(store: RunStore, seeds: int, target: float | None) -> None:
     import json
     import subprocess
 
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--to-quality", "--budget", "300", "--seeds", str(seeds),
-           "--metric", METRIC, "--goal", "max", "--json", "--store", str(store.root),
-           *(["--target", str(target)] if target is not None else []), "--", *script_args(32, 0.05)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--to-quality",
+        "--budget",
+        "300",
+        "--seeds",
+        str(seeds),
+        "--metric",
+        METRIC,
+        "--goal",
+        "max",
+        "--json",
+        "--store",
+        str(store.root),
+        *(["--target", str(target)] if target is not None else []),
+        "--",
+        *script_args(32, 0.05),
+    ]
     t0 = time.time()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)
     if done.returncode != 0:
-        print(f"## script_injected — FAILED (exit {done.returncode}): {done.stderr.strip()[-800:]}\n")
+        print(
+            f"## script_injected — FAILED (exit {done.returncode}): {done.stderr.strip()[-800:]}\n"
+        )
         return
     out = json.loads(done.stdout)
     t = out["target"]
-    print(f"## script_injected — target {t['metric']} ≥ {t['value']:.4f} ({t['source']}); budget 300 steps; "
-          f"{time.time() - t0:.0f} s of runs; the changes injected at boot into the unmodified script")
+    print(
+        f"## script_injected — target {t['metric']} ≥ {t['value']:.4f} ({t['source']}); budget 300 steps; "
+        f"{time.time() - t0:.0f} s of runs; the changes injected at boot into the unmodified script"
+    )
     print("\n".join(out["table"]))
     for r in out["rounds"]:
-        where = ", ".join(f"{k} at {Path(str(v.get('file'))).name}:{v.get('line')}"
-                          for k, v in ((r.get("applied") or {}).get("sites") or {}).items())
-        print(f"  - {r['fix']}: {r['rule']} → {r['reason']}" + (f" [injected: {where}]" if where else "")
-              + (f" [not applied: {r['not_applied']}]" if r.get("not_applied") else ""))
+        where = ", ".join(
+            f"{k} at {Path(str(v.get('file'))).name}:{v.get('line')}"
+            for k, v in ((r.get("applied") or {}).get("sites") or {}).items()
+        )
+        print(
+            f"  - {r['fix']}: {r['rule']} → {r['reason']}"
+            + (f" [injected: {where}]" if where else "")
+            + (f" [not applied: {r['not_applied']}]" if r.get("not_applied") else "")
+        )
     print()
     sys.stdout.flush()
 
@@ -128,14 +176,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--only", default="digits,compute_bound,script,script_injected")
     p.add_argument("--store", type=Path)
-    p.add_argument("--script-target", type=float, help="the script's val_acc target (default: from its baseline)")
+    p.add_argument(
+        "--script-target",
+        type=float,
+        help="the script's val_acc target (default: from its baseline)",
+    )
     args = p.parse_args(argv)
     store = RunStore(args.store or Path(tempfile.mkdtemp(prefix="ttq-bench-")))
-    print(f"# time to quality · {time.strftime('%Y-%m-%d %H:%M')} · {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} · OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')} · {args.seeds} seeds per arm · store {store.root}")
-    print("time to target = MLPerf mean (fastest and slowest seed dropped) [fastest–slowest seed that reached] "
-          "reached/seeds; ratio = before / after (> 1: sooner) [95 % bootstrap over seeds]\n")
+    print(
+        f"# time to quality · {time.strftime('%Y-%m-%d %H:%M')} · {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} · OMP_NUM_THREADS="
+        f"{os.environ.get('OMP_NUM_THREADS', 'unset')} · {args.seeds} seeds per arm · store {store.root}"
+    )
+    print(
+        "time to target = MLPerf mean (fastest and slowest seed dropped) [fastest–slowest seed that reached] "
+        "reached/seeds; ratio = before / after (> 1: sooner) [95 % bootstrap over seeds]\n"
+    )
     for name in args.only.split(","):
         if name == "script_injected":
             injected(store, args.seeds, args.script_target)
@@ -149,26 +205,42 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.time()
         given = args.script_target if name == "script" else None
         workload = name != "script"
-        ladder = to_quality(spec, cand_list, store_curve_runner(store, budget, metric), budget, args.seeds,
-                            goal, given, metric, apply=apply,  # type: ignore[arg-type]
-                            resolve=script_resolve if workload else None, applied=script_applied if workload else None,
-                            on_progress=lambda s: print(f"  … {s}", file=sys.stderr, flush=True))
+        ladder = to_quality(
+            spec,
+            cand_list,
+            store_curve_runner(store, budget, metric),
+            budget,
+            args.seeds,
+            goal,
+            given,
+            metric,
+            apply=apply,  # type: ignore[arg-type]
+            resolve=script_resolve if workload else None,
+            applied=script_applied if workload else None,
+            on_progress=lambda s: print(f"  … {s}", file=sys.stderr, flush=True),
+        )
         out = quality_json(ladder, metric)
         t = out["target"]
-        print(f"## {name} — target {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4f} "
-              f"({t['source']}{', ' + t['note'] if t['note'] else ''}); budget {budget.describe()}; {time.time() - t0:.0f} s of runs")
+        print(
+            f"## {name} — target {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4f} "
+            f"({t['source']}{', ' + t['note'] if t['note'] else ''}); budget {budget.describe()}; {time.time() - t0:.0f} s of runs"
+        )
         print(f"baseline: {fmt_arm(out['baseline']['time_to_target'])}")
         print(f"{'change':44} {'after: time to target':30} {'ratio [interval]':24} verdict")
         for r in out["rounds"]:
             if r["time_to_target"]:
                 tt = r["time_to_target"]
-                print(f"{r['title']:44} {fmt_arm(tt['after']):30} {fmt_ratio(tt):24} "
-                      f"{'KEPT' if r['kept'] else 'rejected'}")
+                print(
+                    f"{r['title']:44} {fmt_arm(tt['after']):30} {fmt_ratio(tt):24} "
+                    f"{'KEPT' if r['kept'] else 'rejected'}"
+                )
             elif r["early_stopping"]:
                 es = r["early_stopping"]
-                print(f"{r['title']:44} saves {es['saved_s']:.2f} s ({es['saved_share']:.0%}), gives up "
-                      f"{es['metric_given_up']:.4f} ({es['metric_given_up_share']:.1%} of the gain)"
-                      f"{'':4} {'KEPT' if r['kept'] else 'rejected'}")
+                print(
+                    f"{r['title']:44} saves {es['saved_s']:.2f} s ({es['saved_share']:.0%}), gives up "
+                    f"{es['metric_given_up']:.4f} ({es['metric_given_up_share']:.1%} of the gain)"
+                    f"{'':4} {'KEPT' if r['kept'] else 'rejected'}"
+                )
         for r in out["rounds"]:
             print(f"  - {r['fix']}: {r['rule']} → {r['reason']}")
         print()

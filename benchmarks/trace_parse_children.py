@@ -26,8 +26,13 @@ def _cpu_with_children() -> float:
     """User+system CPU of this process and of its children that have exited (Stepwise's parse workers)."""
     import resource
 
-    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
-                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
 
 
 def _child_stepwise(path: str) -> dict[str, Any]:
@@ -35,6 +40,7 @@ def _child_stepwise(path: str) -> dict[str, Any]:
     from profilers.trace.breakdown import breakdown
     from profilers.trace.load import load_trace
     from profilers.trace.parallel import worker_count
+
     t1 = time.perf_counter()
     base = _self_rss()
     c1 = _cpu_with_children()
@@ -42,12 +48,24 @@ def _child_stepwise(path: str) -> dict[str, Any]:
     t2 = time.perf_counter()
     b = breakdown(trace)
     t3 = time.perf_counter()
-    c3 = _cpu_with_children()  # the parse workers have exited (and been waited for) by the time the load returns
-    return {"import_s": t1 - t0, "rss_after_import": base, "seconds": t3 - t1, "cpu_s": c3 - c1, "load_s": t2 - t1,
-            "parse_workers": worker_count(),
-            "breakdown_s": t3 - t2, "events": int(len(trace.events)), "steps": int(b.n_steps),
-            "memory_events": int(len(trace.memory)), "ranks": list(trace.ranks),
-            "gpu_busy_share": b.gpu_busy_share, "shares": b.shares()}
+    c3 = (
+        _cpu_with_children()
+    )  # the parse workers have exited (and been waited for) by the time the load returns
+    return {
+        "import_s": t1 - t0,
+        "rss_after_import": base,
+        "seconds": t3 - t1,
+        "cpu_s": c3 - c1,
+        "load_s": t2 - t1,
+        "parse_workers": worker_count(),
+        "breakdown_s": t3 - t2,
+        "events": int(len(trace.events)),
+        "steps": int(b.n_steps),
+        "memory_events": int(len(trace.memory)),
+        "ranks": list(trace.ranks),
+        "gpu_busy_share": b.gpu_busy_share,
+        "shares": b.shares(),
+    }
 
 
 def _read_decompressed(path: str) -> bytes:
@@ -61,6 +79,7 @@ def _child_orjson(path: str, gc_off: bool = False) -> dict[str, Any]:
     import gc
 
     import orjson
+
     t1 = time.perf_counter()
     base = _self_rss()
     data = _read_decompressed(path)
@@ -72,13 +91,22 @@ def _child_orjson(path: str, gc_off: bool = False) -> dict[str, Any]:
     t3 = time.perf_counter()
     c3 = time.process_time()
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    return {"import_s": t1 - t0, "rss_after_import": base, "seconds": t3 - t2, "cpu_s": c3 - c2, "read_s": t2 - t1,
-            "bytes": len(data), "events": len(events), "gc": not gc_off}
+    return {
+        "import_s": t1 - t0,
+        "rss_after_import": base,
+        "seconds": t3 - t2,
+        "cpu_s": c3 - c2,
+        "read_s": t2 - t1,
+        "bytes": len(data),
+        "events": len(events),
+        "gc": not gc_off,
+    }
 
 
 def _child_hta(trace_dir: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     from hta.trace_analysis import TraceAnalysis
+
     t1 = time.perf_counter()
     base = _self_rss()
     c1 = time.process_time()
@@ -86,11 +114,25 @@ def _child_hta(trace_dir: str) -> dict[str, Any]:
     t2 = time.perf_counter()
     bd = analysis.get_temporal_breakdown(visualize=False)
     t3 = time.perf_counter()
-    c3 = time.process_time()  # one rank file: HTA parses it in this process (a pool only for several ranks)
+    c3 = (
+        time.process_time()
+    )  # one rank file: HTA parses it in this process (a pool only for several ranks)
     rows = bd.to_dict(orient="records") if hasattr(bd, "to_dict") else []
-    events = sum(len(analysis.t.get_trace(r)) for r in analysis.t.get_ranks()) if hasattr(analysis, "t") else None
-    return {"import_s": t1 - t0, "rss_after_import": base, "seconds": t3 - t1, "cpu_s": c3 - c1,
-            "load_s": t2 - t1, "breakdown_s": t3 - t2, "events": events, "temporal_breakdown": rows}
+    events = (
+        sum(len(analysis.t.get_trace(r)) for r in analysis.t.get_ranks())
+        if hasattr(analysis, "t")
+        else None
+    )
+    return {
+        "import_s": t1 - t0,
+        "rss_after_import": base,
+        "seconds": t3 - t1,
+        "cpu_s": c3 - c1,
+        "load_s": t2 - t1,
+        "breakdown_s": t3 - t2,
+        "events": events,
+        "temporal_breakdown": rows,
+    }
 
 
 CHILDREN: dict[str, Callable[[str], dict[str, Any]]] = {
@@ -101,8 +143,10 @@ CHILDREN: dict[str, Callable[[str], dict[str, Any]]] = {
 }
 # Whole processes, as a user times them (interpreter start, imports, the work, exit): the command line a
 # Stepwise user runs, and the smallest script that does HTA's load + temporal breakdown.
-HTA_SCRIPT = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
-              "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n")
+HTA_SCRIPT = (
+    "import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
+    "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n"
+)
 PROCESS_KINDS = ("stepwise_process", "hta_process")
 
 
@@ -120,8 +164,12 @@ def check_analyze_output(stdout: bytes) -> dict[str, Any]:
     doc = json.loads(stdout)
     if not isinstance(doc, dict) or "steps" not in doc or "bottleneck" not in doc:
         raise ValueError("no analyze --json document on stdout")
-    return {"steps": doc["steps"], "ranks": doc.get("ranks"), "bottleneck": doc["bottleneck"],
-            "step_time_ms": doc.get("step_time_ms")}
+    return {
+        "steps": doc["steps"],
+        "ranks": doc.get("ranks"),
+        "bottleneck": doc["bottleneck"],
+        "step_time_ms": doc.get("step_time_ms"),
+    }
 
 
 KINDS = ("stepwise", "stepwise_process", "orjson", "orjson_gc", "hta", "hta_process")  # table order

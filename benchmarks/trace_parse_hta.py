@@ -18,14 +18,25 @@ HTA_ENV_SCRIPT = REPO / "benchmarks" / "_hta_env.sh"
 def ensure_hta_venv(venv: Path) -> str | None:
     """The python of the HTA venv, creating it (with a message) when missing. None when it cannot be made."""
     py = venv / "bin" / "python"
-    ok = py.exists() and subprocess.run([str(py), "-c", "import hta.trace_analysis, psutil"],
-                                        capture_output=True).returncode == 0
+    ok = (
+        py.exists()
+        and subprocess.run(
+            [str(py), "-c", "import hta.trace_analysis, psutil"], capture_output=True
+        ).returncode
+        == 0
+    )
     if not ok:
-        print(f"[setup] HTA venv {venv} missing or incomplete: creating it with {HTA_ENV_SCRIPT.name} "
-              "(holistictraceanalysis from PyPI, about a minute)...", flush=True)
+        print(
+            f"[setup] HTA venv {venv} missing or incomplete: creating it with {HTA_ENV_SCRIPT.name} "
+            "(holistictraceanalysis from PyPI, about a minute)...",
+            flush=True,
+        )
         r = subprocess.run(["bash", str(HTA_ENV_SCRIPT), str(venv)], capture_output=True, text=True)
         if r.returncode != 0:
-            print(f"[setup] could not create the HTA venv: {(r.stderr or r.stdout).strip()[-400:]}", flush=True)
+            print(
+                f"[setup] could not create the HTA venv: {(r.stderr or r.stdout).strip()[-400:]}",
+                flush=True,
+            )
             return None
     return str(py)
 

@@ -11,8 +11,20 @@ import random
 from typing import Any, Callable, TextIO
 
 from trace_parse_kineto_format import (
-    COMPUTE_STREAM, GPU_PID, HOST_PID, KERNELS, NCCL_STREAM, T_ANN, T_COPY, T_CPU, T_FLOW_F, T_FLOW_S, T_KERNEL, T_MEM,
-    T_RT, kernel_static,
+    COMPUTE_STREAM,
+    GPU_PID,
+    HOST_PID,
+    KERNELS,
+    NCCL_STREAM,
+    T_ANN,
+    T_COPY,
+    T_CPU,
+    T_FLOW_F,
+    T_FLOW_S,
+    T_KERNEL,
+    T_MEM,
+    T_RT,
+    kernel_static,
 )
 
 
@@ -37,8 +49,21 @@ class KinetoWriter:
         self.hbuf: list[Any] = []
         self.dbuf: list[str] = []
         self.bytes = 0
-        self.c = {k: 0 for k in ("cpu_ops", "user_annotations", "runtime", "kernels", "nccl_kernels", "memcpy",
-                                 "memset", "gpu_annotations", "memory_events", "flow_events")}
+        self.c = {
+            k: 0
+            for k in (
+                "cpu_ops",
+                "user_annotations",
+                "runtime",
+                "kernels",
+                "nccl_kernels",
+                "memcpy",
+                "memset",
+                "gpu_annotations",
+                "memory_events",
+                "flow_events",
+            )
+        }
         self.kernels = {k: (v[0], v[1], kernel_static(*v[2:])) for k, v in KERNELS.items()}
         self.jitter = [0.85 + 0.3 * self.rng.random() for _ in range(997)]
         self.j = 0
@@ -53,8 +78,15 @@ class KinetoWriter:
         self.ev_idx += 1
         return self.ext_id, self.ev_idx
 
-    def op(self, name: str, tid: int, shapes: str | None, body: Callable[[], None] | None = None,
-           self_us: float = 6.0, annotation: bool = False) -> None:
+    def op(
+        self,
+        name: str,
+        tid: int,
+        shapes: str | None,
+        body: Callable[[], None] | None = None,
+        self_us: float = 6.0,
+        annotation: bool = False,
+    ) -> None:
         """A host range: reserves its slot (parents precede children, as Kineto writes them), runs ``body``."""
         slot = len(self.hbuf)
         self.hbuf.append(None)
@@ -76,28 +108,45 @@ class KinetoWriter:
     def memory(self, tid: int, nbytes: int) -> None:
         self.allocated += nbytes
         _, idx = self._ids()
-        self.hbuf.append(T_MEM % (HOST_PID, tid, self.t / 1000, 40 * 1024**3, self.allocated, nbytes,
-                                  139_926_520_725_504 + (self.ev_idx % 65536) * 4096, idx))
+        self.hbuf.append(
+            T_MEM
+            % (
+                HOST_PID,
+                tid,
+                self.t / 1000,
+                40 * 1024**3,
+                self.allocated,
+                nbytes,
+                139_926_520_725_504 + (self.ev_idx % 65536) * 4096,
+                idx,
+            )
+        )
         self.c["memory_events"] += 1
 
     def _runtime(self, name: str, cbid: int, tid: int, dur_ns: int) -> tuple[int, int]:
         self.corr += 1
         start = self.t
-        self.dbuf.append(T_RT % (name, HOST_PID, tid, start / 1000, dur_ns / 1000, self.corr, cbid, self.corr))
+        self.dbuf.append(
+            T_RT % (name, HOST_PID, tid, start / 1000, dur_ns / 1000, self.corr, cbid, self.corr)
+        )
         self.dbuf.append(T_FLOW_S % (self.corr, HOST_PID, tid, start / 1000))
         self.c["runtime"] += 1
         self.c["flow_events"] += 1
         self.t += dur_ns
         return start, self.corr
 
-    def launch(self, key: str, tid: int, stream: int = COMPUTE_STREAM, after: int | None = None) -> None:
+    def launch(
+        self, key: str, tid: int, stream: int = COMPUTE_STREAM, after: int | None = None
+    ) -> None:
         name, base_us, static = self.kernels[key]
         start_cpu, corr = self._runtime("cudaLaunchKernel", 211, tid, int(4200 * self._jit()))
         begin = max(self.gpu[stream], start_cpu + 3_000, after or 0)
         dur = int(base_us * 1000 * self._jit())
         self.gpu[stream] = begin + dur
-        self.dbuf.append(T_KERNEL % (name, GPU_PID, stream, begin / 1000, dur / 1000, corr, GPU_PID, stream,
-                                     corr, static))
+        self.dbuf.append(
+            T_KERNEL
+            % (name, GPU_PID, stream, begin / 1000, dur / 1000, corr, GPU_PID, stream, corr, static)
+        )
         self.dbuf.append(T_FLOW_F % (corr, GPU_PID, stream, begin / 1000))
         self.c["kernels"] += 1
         self.c["flow_events"] += 1
@@ -106,17 +155,36 @@ class KinetoWriter:
 
     def copy(self, kind: str, tid: int, nbytes: int, sync: bool = False) -> None:
         rt = "cudaMemsetAsync" if kind == "memset" else "cudaMemcpyAsync"
-        start_cpu, corr = self._runtime(rt, 51 if kind == "memset" else 41, tid, int(6000 * self._jit()))
+        start_cpu, corr = self._runtime(
+            rt, 51 if kind == "memset" else 41, tid, int(6000 * self._jit())
+        )
         stream = COMPUTE_STREAM
         begin = max(self.gpu[stream], start_cpu + 4_000)
         gbps = 1800.0 if kind == "memset" else 22.0
         dur = max(1000, int(nbytes / gbps))
         self.gpu[stream] = begin + dur
-        cat, label = {"h2d": ("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"),
-                      "d2h": ("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)"),
-                      "memset": ("gpu_memset", "Memset (Device)")}[kind]
-        self.dbuf.append(T_COPY % (cat, label, GPU_PID, stream, begin / 1000, dur / 1000, corr, GPU_PID, stream,
-                                   corr, nbytes, nbytes / dur))
+        cat, label = {
+            "h2d": ("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"),
+            "d2h": ("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)"),
+            "memset": ("gpu_memset", "Memset (Device)"),
+        }[kind]
+        self.dbuf.append(
+            T_COPY
+            % (
+                cat,
+                label,
+                GPU_PID,
+                stream,
+                begin / 1000,
+                dur / 1000,
+                corr,
+                GPU_PID,
+                stream,
+                corr,
+                nbytes,
+                nbytes / dur,
+            )
+        )
         self.dbuf.append(T_FLOW_F % (corr, GPU_PID, stream, begin / 1000))
         self.c["flow_events"] += 1
         self.c["memset" if kind == "memset" else "memcpy"] += 1

@@ -18,8 +18,12 @@ from typing import Any
 
 from trace_parse_common import GB, REPO
 
-ENTRY = Path(__file__).resolve().with_name("trace_parse.py")  # what a child runs: ``ENTRY --child KIND ...``
-MIN_AVAILABLE = GB  # a child is stopped when the machine's available memory falls below this (others work here)
+ENTRY = (
+    Path(__file__).resolve().with_name("trace_parse.py")
+)  # what a child runs: ``ENTRY --child KIND ...``
+MIN_AVAILABLE = (
+    GB  # a child is stopped when the machine's available memory falls below this (others work here)
+)
 
 
 @dataclass
@@ -39,6 +43,7 @@ def _tree_rss(proc: Any) -> int:
     parent's pages (pandas, numpy), which this counts once per process: an upper bound. (Their PSS would not, but
     reading it costs ~4 ms per process, too much to poll every 20 ms on two cores.)"""
     import psutil
+
     total = 0
     try:
         procs = [proc, *proc.children(recursive=True)]
@@ -52,13 +57,23 @@ def _tree_rss(proc: Any) -> int:
     return total
 
 
-def measure(python: str, kind: str, target: str, *, timeout: float, rss_cap: int, env: dict[str, str] | None = None,
-            workdir: Path) -> Run:
+def measure(
+    python: str,
+    kind: str,
+    target: str,
+    *,
+    timeout: float,
+    rss_cap: int,
+    env: dict[str, str] | None = None,
+    workdir: Path,
+) -> Run:
     """Run one contender in a fresh process; kill it (its whole process group) past ``timeout`` or ``rss_cap``.
     ``seconds`` is the work as the child timed it (imports excluded)."""
     out = workdir / f"result-{kind}-{os.getpid()}-{time.monotonic_ns()}.json"
     cmd = [python, str(ENTRY), "--child", kind, "--child-target", target, "--child-out", str(out)]
-    wall, peak, reason, code, _, log = _limited(cmd, kind, timeout=timeout, rss_cap=rss_cap, env=env, workdir=workdir)
+    wall, peak, reason, code, _, log = _limited(
+        cmd, kind, timeout=timeout, rss_cap=rss_cap, env=env, workdir=workdir
+    )
     if reason:
         return Run(False, None, wall, peak, reason)
     if code != 0 or not out.exists():
@@ -68,13 +83,22 @@ def measure(python: str, kind: str, target: str, *, timeout: float, rss_cap: int
     return Run(True, float(detail["seconds"]), wall, peak, "", detail)
 
 
-def measure_process(cmd: list[str], kind: str, *, timeout: float, rss_cap: int, env: dict[str, str] | None = None,
-                    workdir: Path, check: Any = None) -> Run:
+def measure_process(
+    cmd: list[str],
+    kind: str,
+    *,
+    timeout: float,
+    rss_cap: int,
+    env: dict[str, str] | None = None,
+    workdir: Path,
+    check: Any = None,
+) -> Run:
     """Run a whole command as a user would (interpreter start and imports included): ``seconds`` is its wall
     time from start to exit as the parent saw it; ``detail`` has its CPU time (user+sys, from ``wait4``) and
     what ``check(stdout)`` makes of its output (a ValueError there means the run failed)."""
-    wall, peak, reason, code, cpu, log = _limited(cmd, kind, timeout=timeout, rss_cap=rss_cap, env=env,
-                                                  workdir=workdir, keep_stdout=True)
+    wall, peak, reason, code, cpu, log = _limited(
+        cmd, kind, timeout=timeout, rss_cap=rss_cap, env=env, workdir=workdir, keep_stdout=True
+    )
     stdout = log.with_suffix(".out")
     if reason:
         return Run(False, None, wall, peak, reason)
@@ -94,14 +118,28 @@ def _last_line(log: Path) -> str:
     return next((ln for ln in reversed(tail) if ln.strip()), "no message")[:200]
 
 
-def _limited(cmd: list[str], kind: str, *, timeout: float, rss_cap: int, env: dict[str, str] | None, workdir: Path,
-             keep_stdout: bool = False) -> tuple[float, int, str, int, float, Path]:
+def _limited(
+    cmd: list[str],
+    kind: str,
+    *,
+    timeout: float,
+    rss_cap: int,
+    env: dict[str, str] | None,
+    workdir: Path,
+    keep_stdout: bool = False,
+) -> tuple[float, int, str, int, float, Path]:
     """Run ``cmd`` under the limits: ``(wall s, peak RSS, why it was stopped or "", exit code, cpu s, stderr log)``."""
     import psutil
+
     log = workdir / f"stderr-{kind}.log"
     t0 = time.perf_counter()
-    with open(log, "wb") as err, open(log.with_suffix(".out") if keep_stdout else os.devnull, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=str(REPO), env=env, start_new_session=True)
+    with (
+        open(log, "wb") as err,
+        open(log.with_suffix(".out") if keep_stdout else os.devnull, "wb") as out,
+    ):
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=err, cwd=str(REPO), env=env, start_new_session=True
+        )
     ps = psutil.Process(proc.pid)
     peak = 0
     reason = ""
@@ -118,8 +156,10 @@ def _limited(cmd: list[str], kind: str, *, timeout: float, rss_cap: int, env: di
         elif not reason and peak > rss_cap:
             reason = f"memory cap reached (RSS {peak / GB:.1f} GB > {rss_cap / GB:.1f} GB)"
         elif not reason and psutil.virtual_memory().available < MIN_AVAILABLE:
-            reason = (f"the machine ran low on memory (under {MIN_AVAILABLE / GB:.0f} GB available) at RSS "
-                      f"{peak / GB:.1f} GB")
+            reason = (
+                f"the machine ran low on memory (under {MIN_AVAILABLE / GB:.0f} GB available) at RSS "
+                f"{peak / GB:.1f} GB"
+            )
         if reason:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)

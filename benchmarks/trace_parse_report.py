@@ -18,9 +18,13 @@ from trace_parse_measure import Run
 TARGET_HTA_SPEEDUP = 5.0
 TARGET_ORJSON_RATIO = 3.0
 TARGET_PEAK_RATIO = 4.0
-PEAK_TARGET_MIN_BYTES = GB // 2  # the peak-memory target is stated for the 1 GB trace; small files are all imports
+PEAK_TARGET_MIN_BYTES = (
+    GB // 2
+)  # the peak-memory target is stated for the 1 GB trace; small files are all imports
 TARGET_PROCESS_SPEEDUP = 5.0  # whole process, the shared 216k-event trace
-TARGET_PROCESS_SPEEDUP_BIG = 20.0  # whole process, the 1 GB trace (inputs from PEAK_TARGET_MIN_BYTES up)
+TARGET_PROCESS_SPEEDUP_BIG = (
+    20.0  # whole process, the 1 GB trace (inputs from PEAK_TARGET_MIN_BYTES up)
+)
 
 
 @dataclass
@@ -57,7 +61,6 @@ class InputResult:
         return bad[0].reason if bad else None
 
 
-
 def _time_cell(res: InputResult, kind: str) -> str:
     fail = res.failure(kind)
     if fail == "not run":
@@ -84,7 +87,11 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 
 def _process_target(r: InputResult) -> float:
-    return TARGET_PROCESS_SPEEDUP_BIG if r.uncompressed_bytes >= PEAK_TARGET_MIN_BYTES else TARGET_PROCESS_SPEEDUP
+    return (
+        TARGET_PROCESS_SPEEDUP_BIG
+        if r.uncompressed_bytes >= PEAK_TARGET_MIN_BYTES
+        else TARGET_PROCESS_SPEEDUP
+    )
 
 
 def render(results: list[InputResult], context: str = "") -> str:
@@ -101,17 +108,23 @@ def render(results: list[InputResult], context: str = "") -> str:
         return runs[0].detail.get(key, "-") if runs else "-"
 
     row("", [r.label for r in results])
-    row("file (on disk / uncompressed JSON)", [f"{fmt_size(r.file_bytes)} / {fmt_size(r.uncompressed_bytes)}"
-                                                 for r in results])
-    row("events (Stepwise X / all in JSON)", [f"{first(r, 'stepwise', 'events')} / {first(r, 'orjson', 'events')}"
-                                               for r in results])
+    row(
+        "file (on disk / uncompressed JSON)",
+        [f"{fmt_size(r.file_bytes)} / {fmt_size(r.uncompressed_bytes)}" for r in results],
+    )
+    row(
+        "events (Stepwise X / all in JSON)",
+        [f"{first(r, 'stepwise', 'events')} / {first(r, 'orjson', 'events')}" for r in results],
+    )
     lines.append(rule)
     for kind in KINDS:
         if not any(kind in r.runs for r in results):
             continue
         row(f"{KIND_TITLES[kind]}: time", [_time_cell(r, kind) for r in results])
-        row("    cpu time (user+sys, median)", [f"{c:.3f} s" if (c := r.median_cpu(kind)) is not None else "-"
-                                                 for r in results])
+        row(
+            "    cpu time (user+sys, median)",
+            [f"{c:.3f} s" if (c := r.median_cpu(kind)) is not None else "-" for r in results],
+        )
         row("    peak RSS (whole process)", [_peak_cell(r, kind) for r in results])
     lines.append(rule)
 
@@ -128,38 +141,91 @@ def render(results: list[InputResult], context: str = "") -> str:
         for r in results:
             cell = verdict(_ratio(r.median(num), r.median(den)), target, higher_is_better)
             cpu = _ratio(r.median_cpu(num), r.median_cpu(den))
-            out.append(cell + (f"   (cpu time: {verdict(cpu, target, higher_is_better)})" if cpu else ""))
+            out.append(
+                cell + (f"   (cpu time: {verdict(cpu, target, higher_is_better)})" if cpu else "")
+            )
         return out
 
-    row(f"HTA / Stepwise time (target >= {TARGET_HTA_SPEEDUP:.0f}x)",
-        both("hta", "stepwise", TARGET_HTA_SPEEDUP, True))
+    row(
+        f"HTA / Stepwise time (target >= {TARGET_HTA_SPEEDUP:.0f}x)",
+        both("hta", "stepwise", TARGET_HTA_SPEEDUP, True),
+    )
     if any("stepwise_process" in r.runs and "hta_process" in r.runs for r in results):
-        row(f"HTA / Stepwise, whole process (>= {TARGET_PROCESS_SPEEDUP:.0f}x;", [
-            verdict(_ratio(r.median("hta_process"), r.median("stepwise_process")), _process_target(r), True)
-            for r in results])
-        row(f"  >= {TARGET_PROCESS_SPEEDUP_BIG:.0f}x on 1 GB), cpu time", [
-            verdict(_ratio(r.median_cpu("hta_process"), r.median_cpu("stepwise_process")), _process_target(r), True)
-            for r in results])
-    row(f"Stepwise / orjson gc off (<= {TARGET_ORJSON_RATIO:.0f}x)", both("stepwise", "orjson", TARGET_ORJSON_RATIO))
-    row(f"Stepwise / orjson gc on  (<= {TARGET_ORJSON_RATIO:.0f}x)", both("stepwise", "orjson_gc", TARGET_ORJSON_RATIO))
-    row(f"Stepwise peak / JSON size (< {TARGET_PEAK_RATIO:.0f}x)",
-        [verdict(_ratio(r.peak("stepwise"), r.uncompressed_bytes),
-                 TARGET_PEAK_RATIO - 1e-9 if r.uncompressed_bytes >= PEAK_TARGET_MIN_BYTES else None)
-         + ("" if r.uncompressed_bytes >= PEAK_TARGET_MIN_BYTES else "  (target is for the 1 GB trace)")
-         for r in results])
-    row("  same, less RSS after imports", [verdict(_ratio(
-        (r.peak("stepwise") or 0) - first(r, "stepwise", "rss_after_import") if r.peak("stepwise") else None,
-        r.uncompressed_bytes), None) for r in results])
-    row("HTA peak / Stepwise peak", [verdict(_ratio(r.peak("hta"), r.peak("stepwise")), None) for r in results])
+        row(
+            f"HTA / Stepwise, whole process (>= {TARGET_PROCESS_SPEEDUP:.0f}x;",
+            [
+                verdict(
+                    _ratio(r.median("hta_process"), r.median("stepwise_process")),
+                    _process_target(r),
+                    True,
+                )
+                for r in results
+            ],
+        )
+        row(
+            f"  >= {TARGET_PROCESS_SPEEDUP_BIG:.0f}x on 1 GB), cpu time",
+            [
+                verdict(
+                    _ratio(r.median_cpu("hta_process"), r.median_cpu("stepwise_process")),
+                    _process_target(r),
+                    True,
+                )
+                for r in results
+            ],
+        )
+    row(
+        f"Stepwise / orjson gc off (<= {TARGET_ORJSON_RATIO:.0f}x)",
+        both("stepwise", "orjson", TARGET_ORJSON_RATIO),
+    )
+    row(
+        f"Stepwise / orjson gc on  (<= {TARGET_ORJSON_RATIO:.0f}x)",
+        both("stepwise", "orjson_gc", TARGET_ORJSON_RATIO),
+    )
+    row(
+        f"Stepwise peak / JSON size (< {TARGET_PEAK_RATIO:.0f}x)",
+        [
+            verdict(
+                _ratio(r.peak("stepwise"), r.uncompressed_bytes),
+                TARGET_PEAK_RATIO - 1e-9 if r.uncompressed_bytes >= PEAK_TARGET_MIN_BYTES else None,
+            )
+            + (
+                ""
+                if r.uncompressed_bytes >= PEAK_TARGET_MIN_BYTES
+                else "  (target is for the 1 GB trace)"
+            )
+            for r in results
+        ],
+    )
+    row(
+        "  same, less RSS after imports",
+        [
+            verdict(
+                _ratio(
+                    (r.peak("stepwise") or 0) - first(r, "stepwise", "rss_after_import")
+                    if r.peak("stepwise")
+                    else None,
+                    r.uncompressed_bytes,
+                ),
+                None,
+            )
+            for r in results
+        ],
+    )
+    row(
+        "HTA peak / Stepwise peak",
+        [verdict(_ratio(r.peak("hta"), r.peak("stepwise")), None) for r in results],
+    )
     lines.append("")
-    lines.append("time = wall time of the work inside a fresh child process (imports excluded); [min-max] over n "
-                 "runs, run round-robin; cpu time = the same work's user+sys CPU, which other load on the machine "
-                 "moves far less (Stepwise's includes its parse worker processes', so it can exceed its time); peak RSS = the child's maximum resident set (interpreter and imports included; with Stepwise's "
-                 "parse workers, the sum of their RSS and the parent's, which counts the pages a fork shares once per "
-                 "process: an upper bound). "
-                 "'process' rows: the whole command, interpreter start to exit, timed by the parent (polled every "
-                 "20 ms), cpu time from wait4; Stepwise's is `python -m advisors analyze --json` (its diagnosis "
-                 "and JSON included), HTA's the smallest script doing its load + temporal breakdown.")
+    lines.append(
+        "time = wall time of the work inside a fresh child process (imports excluded); [min-max] over n "
+        "runs, run round-robin; cpu time = the same work's user+sys CPU, which other load on the machine "
+        "moves far less (Stepwise's includes its parse worker processes', so it can exceed its time); peak RSS = the child's maximum resident set (interpreter and imports included; with Stepwise's "
+        "parse workers, the sum of their RSS and the parent's, which counts the pages a fork shares once per "
+        "process: an upper bound). "
+        "'process' rows: the whole command, interpreter start to exit, timed by the parent (polled every "
+        "20 ms), cpu time from wait4; Stepwise's is `python -m advisors analyze --json` (its diagnosis "
+        "and JSON included), HTA's the smallest script doing its load + temporal breakdown."
+    )
     if context:
         lines.append(context)
     for r in results:
@@ -170,18 +236,26 @@ def render(results: list[InputResult], context: str = "") -> str:
                 continue
             d = runs[0].detail
             if kind == "stepwise":
-                lines.append(f"  Stepwise: load {d['load_s']:.3f} s + breakdown {d['breakdown_s']:.3f} s (first run); "
-                             f"{d['steps']} steps, ranks {d['ranks']}; GPU busy {d['gpu_busy_share']:.1%}; "
-                             f"RSS after imports {fmt_size(d['rss_after_import'])}; imports {d['import_s']:.2f} s; "
-                             f"parse workers {d.get('parse_workers', 0)} (0: read in process)")
+                lines.append(
+                    f"  Stepwise: load {d['load_s']:.3f} s + breakdown {d['breakdown_s']:.3f} s (first run); "
+                    f"{d['steps']} steps, ranks {d['ranks']}; GPU busy {d['gpu_busy_share']:.1%}; "
+                    f"RSS after imports {fmt_size(d['rss_after_import'])}; imports {d['import_s']:.2f} s; "
+                    f"parse workers {d.get('parse_workers', 0)} (0: read in process)"
+                )
             elif kind == "stepwise_process" and "steps" in d:
-                lines.append(f"  Stepwise analyze --json: {d['steps']} steps, ranks {d['ranks']}, bottleneck "
-                             f"{d['bottleneck']}, step {d['step_time_ms']:.1f} ms (first run)")
+                lines.append(
+                    f"  Stepwise analyze --json: {d['steps']} steps, ranks {d['ranks']}, bottleneck "
+                    f"{d['bottleneck']}, step {d['step_time_ms']:.1f} ms (first run)"
+                )
             elif kind.startswith("orjson"):
-                lines.append(f"  {KIND_TITLES[kind]}: reading (+gunzip) the file first took {d['read_s']:.3f} s "
-                             f"(not counted); RSS after imports {fmt_size(d['rss_after_import'])}")
+                lines.append(
+                    f"  {KIND_TITLES[kind]}: reading (+gunzip) the file first took {d['read_s']:.3f} s "
+                    f"(not counted); RSS after imports {fmt_size(d['rss_after_import'])}"
+                )
             elif kind == "hta":
-                lines.append(f"  HTA: load {d['load_s']:.3f} s + temporal breakdown {d['breakdown_s']:.3f} s (first "
-                             f"run); RSS after imports {fmt_size(d['rss_after_import'])}; "
-                             f"imports {d['import_s']:.2f} s")
+                lines.append(
+                    f"  HTA: load {d['load_s']:.3f} s + temporal breakdown {d['breakdown_s']:.3f} s (first "
+                    f"run); RSS after imports {fmt_size(d['rss_after_import'])}; "
+                    f"imports {d['import_s']:.2f} s"
+                )
     return "\n".join(lines)

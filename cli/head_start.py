@@ -24,7 +24,12 @@ import os
 import sys
 from typing import Callable, NoReturn, Sequence
 
-_VALUED = ("--report", "--device-memory-gib", "--engine", "--address")  # analyze's options that take a value
+_VALUED = (
+    "--report",
+    "--device-memory-gib",
+    "--engine",
+    "--address",
+)  # analyze's options that take a value
 _gc_paused = False  # head_start paused the cyclic GC for the imports; finish() resumes it
 
 
@@ -57,7 +62,9 @@ def head_start(argv: Sequence[str]) -> bool:
     try:
         from profilers.trace.parallel import prime
 
-        return prime(path, detach=True)  # the command exits after its analysis: no need to wait for the workers
+        return prime(
+            path, detach=True
+        )  # the command exits after its analysis: no need to wait for the workers
     except Exception:  # the analysis reads the input itself and says what is wrong with it
         return False
 
@@ -68,7 +75,9 @@ def finish(main: Callable[[], int], argv: Sequence[str]) -> NoReturn:
     A reader that closed the pipe early (``... | head``) ends the command with 1, not a
     traceback."""
     global _gc_paused
-    if _gc_paused:  # what was imported stays out of the collector's sight; the analysis's objects do not
+    if (
+        _gc_paused
+    ):  # what was imported stays out of the collector's sight; the analysis's objects do not
         gc.freeze()
         gc.enable()
         _gc_paused = False
@@ -84,7 +93,9 @@ def finish(main: Callable[[], int], argv: Sequence[str]) -> NoReturn:
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left to flush goes nowhere
+        os.dup2(
+            os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+        )  # what is left to flush goes nowhere
         code = 1
     if analyze_path(argv) is None:
         sys.exit(code)

@@ -49,23 +49,49 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run a registered workload under the profiler")
     run.add_argument("workload")
-    run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                     help="change a setting, e.g. --set batch_size=64 --set num_workers=2 --set params.images=128 "
-                          "(python -m sample_runs.train --help lists them)")
-    run.add_argument("--steps", type=int, help="optimizer steps to run in all (the profiler's window last)")
+    run.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a setting, e.g. --set batch_size=64 --set num_workers=2 --set params.images=128 "
+        "(python -m sample_runs.train --help lists them)",
+    )
+    run.add_argument(
+        "--steps", type=int, help="optimizer steps to run in all (the profiler's window last)"
+    )
     run.add_argument("--size", default="tiny", help="the workload's size preset (tiny, bench, …)")
-    launch = sub.add_parser("launch", help="profile an unmodified script: launch [options] -- python train.py …")
-    launch.add_argument("--steps", type=int, default=5, help="steps to profile (after 1 wait + 1 warm-up step)")
-    launch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
+    launch = sub.add_parser(
+        "launch", help="profile an unmodified script: launch [options] -- python train.py …"
+    )
+    launch.add_argument(
+        "--steps", type=int, default=5, help="steps to profile (after 1 wait + 1 warm-up step)"
+    )
+    launch.add_argument(
+        "--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun"
+    )
     launch.add_argument("--nnodes", type=int, default=1, help="nodes (each runs the same command)")
     launch.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous, for --nnodes > 1")
-    launch.add_argument("--trace-ranks", type=_trace_ranks, metavar="R,R…|slowest",
-                        help="keep full traces only for these ranks (or the slowest, picked from the per-step "
-                             "summaries every rank writes); default: every rank")
-    launch.add_argument("--python", metavar="PATH", help="the interpreter that runs the script (default: the "
-                        "command's python as your shell finds it, or the path given)")
-    launch.add_argument("--cwd", metavar="DIR", help="the folder the script runs in (default: this one); relative "
-                        "paths resolve from it, as after cd DIR in your shell")
+    launch.add_argument(
+        "--trace-ranks",
+        type=_trace_ranks,
+        metavar="R,R…|slowest",
+        help="keep full traces only for these ranks (or the slowest, picked from the per-step "
+        "summaries every rank writes); default: every rank",
+    )
+    launch.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter that runs the script (default: the "
+        "command's python as your shell finds it, or the path given)",
+    )
+    launch.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the folder the script runs in (default: this one); relative "
+        "paths resolve from it, as after cd DIR in your shell",
+    )
     launch.add_argument("target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS…")
     for p in (run, launch):
         p.add_argument("--label", help="a name for the run in the run list")
@@ -74,8 +100,11 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list stored runs, newest first")
     lst.add_argument("--kind", choices=RUN_KINDS)
     lst.add_argument("--limit", type=int, default=50)
-    lst.add_argument("--all", action="store_true",
-                     help="also list the trial runs of experiments (by default an experiment is one entry)")
+    lst.add_argument(
+        "--all",
+        action="store_true",
+        help="also list the trial runs of experiments (by default an experiment is one entry)",
+    )
     for p in (run, launch, lst):
         _common(p)
     from cli.watch import add_parsers
@@ -98,16 +127,22 @@ def first_step_timeout(text: str) -> float | None:
 def add_first_step_timeout(p: argparse.ArgumentParser) -> None:
     from profilers.run.script_spec import DEFAULT_FIRST_STEP_TIMEOUT_S
 
-    p.add_argument("--first-step-timeout", type=first_step_timeout,
-                   default=DEFAULT_FIRST_STEP_TIMEOUT_S, metavar="SECONDS",
-                   help="fail a run whose first training step has not ended this long after the "
-                   "start, saying what the script printed last "
-                   f"(default {DEFAULT_FIRST_STEP_TIMEOUT_S:g}; 0: no limit)")
+    p.add_argument(
+        "--first-step-timeout",
+        type=first_step_timeout,
+        default=DEFAULT_FIRST_STEP_TIMEOUT_S,
+        metavar="SECONDS",
+        help="fail a run whose first training step has not ended this long after the "
+        "start, saying what the script printed last "
+        f"(default {DEFAULT_FIRST_STEP_TIMEOUT_S:g}; 0: no limit)",
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
-    p.add_argument("--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)")
+    p.add_argument(
+        "--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)"
+    )
 
 
 def result_json(handle: RunHandle, result: RunResult) -> dict[str, Any]:
@@ -116,8 +151,12 @@ def result_json(handle: RunHandle, result: RunResult) -> dict[str, Any]:
     from profilers.store.files import read_json
 
     settings = read_json(handle.run_dir / AGENT_SETTINGS_FILE)
-    return {"run_id": handle.run_id, "run_dir": str(handle.run_dir), **result.to_dict(),
-            "agent_settings": settings if isinstance(settings, list) else []}
+    return {
+        "run_id": handle.run_id,
+        "run_dir": str(handle.run_dir),
+        **result.to_dict(),
+        "agent_settings": settings if isinstance(settings, list) else [],
+    }
 
 
 def _progress_bar(label: str) -> Any:
@@ -134,6 +173,7 @@ def _progress_bar(label: str) -> Any:
         text += f"  loss {loss:.4g}" if isinstance(loss, (int, float)) else ""
         text += f"  eta {eta:.0f}s" if isinstance(eta, (int, float)) else ""
         print(text, end="", file=sys.stderr, flush=True)
+
     return show
 
 
@@ -173,8 +213,9 @@ def _report(handle: RunHandle, result: RunResult, args: argparse.Namespace) -> N
         figures = [f"{result.steps_done} steps"]
         if result.step_time_ms is not None:
             figures.append(f"{result.step_time_ms:.2f} ms/step")
-            typical = steady.typical_note(result.step_time_ms, result.typical_step_ms,
-                                          result.stalled_share)
+            typical = steady.typical_note(
+                result.step_time_ms, result.typical_step_ms, result.stalled_share
+            )
             figures.extend([typical] if typical else [])
         if result.samples_per_s is not None:
             figures.append(f"{result.samples_per_s:.1f} samples/s")
@@ -204,7 +245,9 @@ def _trace_ranks(text: str) -> str | list[int]:
     try:
         ranks = sorted({int(r) for r in text.split(",") if r.strip()})
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--trace-ranks takes ranks (0,7) or 'slowest', not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--trace-ranks takes ranks (0,7) or 'slowest', not {text!r}"
+        ) from None
     if not ranks or ranks[0] < 0:
         raise argparse.ArgumentTypeError(f"--trace-ranks takes ranks of 0 or more, not {text!r}")
     return ranks
@@ -214,32 +257,60 @@ def _launch(args: argparse.Namespace) -> int:
     from profilers.run.launch import start_launch
 
     boot = None if args.trace_ranks is None else {"trace_ranks": args.trace_ranks}
-    return _follow(start_launch(args.target, RunStore(args.store), args.steps, args.label,
-                                nproc_per_node=args.nproc_per_node, nnodes=args.nnodes,
-                                rdzv_endpoint=args.rdzv_endpoint, python=args.python, boot=boot,
-                                cwd=_cwd(args.cwd),
-                                first_step_timeout_s=args.first_step_timeout), args)
+    return _follow(
+        start_launch(
+            args.target,
+            RunStore(args.store),
+            args.steps,
+            args.label,
+            nproc_per_node=args.nproc_per_node,
+            nnodes=args.nnodes,
+            rdzv_endpoint=args.rdzv_endpoint,
+            python=args.python,
+            boot=boot,
+            cwd=_cwd(args.cwd),
+            first_step_timeout_s=args.first_step_timeout,
+        ),
+        args,
+    )
 
 
 def _list(args: argparse.Namespace) -> int:
     store = RunStore(args.store)
     store.recover()
     records = store.list(kind=args.kind, limit=args.limit, trials=args.all)
-    trial_runs = {r.run_id: [t.run_id for t in store.list(parent=r.run_id, limit=None)]
-                  for r in records if r.kind == "experiment"}
+    trial_runs = {
+        r.run_id: [t.run_id for t in store.list(parent=r.run_id, limit=None)]
+        for r in records
+        if r.kind == "experiment"
+    }
     if args.json:
         from profilers.run.captures import capture_records
 
-        captured = {r.run_id: capture_records(store.path(r.run_id)) for r in records if _captured(store, r)}
-        print(json.dumps([{**asdict(r), "status": r.status.value,
-                           **({"trial_runs": trial_runs[r.run_id]} if r.run_id in trial_runs else {}),
-                           **({"captures": captured[r.run_id]} if r.run_id in captured else {})}
-                          for r in records], indent=2))
+        captured = {
+            r.run_id: capture_records(store.path(r.run_id)) for r in records if _captured(store, r)
+        }
+        print(
+            json.dumps(
+                [
+                    {
+                        **asdict(r),
+                        "status": r.status.value,
+                        **({"trial_runs": trial_runs[r.run_id]} if r.run_id in trial_runs else {}),
+                        **({"captures": captured[r.run_id]} if r.run_id in captured else {}),
+                    }
+                    for r in records
+                ],
+                indent=2,
+            )
+        )
         return EXIT_OK
     for r in records:
         step = f"{r.step_time_ms:9.2f} ms" if r.step_time_ms is not None else " " * 12
-        print(f"{r.run_id:<44} {r.kind:<10} {r.status.value:<14} {step}  {r.label}{_belongs(r, trial_runs)}"
-              f"{_captured(store, r)}")
+        print(
+            f"{r.run_id:<44} {r.kind:<10} {r.status.value:<14} {step}  {r.label}{_belongs(r, trial_runs)}"
+            f"{_captured(store, r)}"
+        )
     return EXIT_OK
 
 
@@ -265,8 +336,13 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     try:
         from cli.watch import run_capture, run_watch
 
-        return {"run": _run, "launch": _launch, "list": _list, "watch": run_watch,
-                "capture": run_capture}[args.command](args)
+        return {
+            "run": _run,
+            "launch": _launch,
+            "list": _list,
+            "watch": run_watch,
+            "capture": run_capture,
+        }[args.command](args)
     except StepwiseError as err:
         print("error: " + " ".join(str(err).split()), file=sys.stderr)
         return EXIT_USAGE

@@ -42,34 +42,87 @@ from profilers.run.handle import RunHandle
 from profilers.run.rank_timeline import reduce_ranks
 from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
-from reports.watch_timeline import straggler, verdict  # the capture's line: one function, the report's too
+from reports.watch_timeline import (
+    straggler,
+    verdict,
+)  # the capture's line: one function, the report's too
 
 POLL_S = 0.1
-_TORCHRUN_VALUE = {"--nproc_per_node", "--nproc-per-node", "--nnodes", "--rdzv_endpoint", "--rdzv-endpoint",
-                   "--rdzv_backend", "--rdzv-backend", "--rdzv_id", "--rdzv-id", "--node_rank", "--node-rank",
-                   "--master_addr", "--master-addr", "--master_port", "--master-port", "--max_restarts",
-                   "--max-restarts", "--log_dir", "--log-dir", "--tee", "-r", "-t"}
+_TORCHRUN_VALUE = {
+    "--nproc_per_node",
+    "--nproc-per-node",
+    "--nnodes",
+    "--rdzv_endpoint",
+    "--rdzv-endpoint",
+    "--rdzv_backend",
+    "--rdzv-backend",
+    "--rdzv_id",
+    "--rdzv-id",
+    "--node_rank",
+    "--node-rank",
+    "--master_addr",
+    "--master-addr",
+    "--master_port",
+    "--master-port",
+    "--max_restarts",
+    "--max-restarts",
+    "--log_dir",
+    "--log-dir",
+    "--tee",
+    "-r",
+    "-t",
+}
 
 
 def add_parsers(sub: Any, common: Any) -> None:
     """``watch`` and ``capture`` under the ``python -m profilers`` parser (``common``: the shared options)."""
-    watch = sub.add_parser("watch", help="watch the whole run: watch [options] -- python train.py …")
-    watch.add_argument("--capture-steps", type=int, default=3, help="steps each capture profiles (default 3)")
-    watch.add_argument("--captures-per-hour", type=int, default=None, help="at most this many captures an hour "
-                       "(default 6)")
-    watch.add_argument("--max-capture-share", type=float, default=None, help="captures never take more than "
-                       "this share of the run's time (default 0.05)")
-    watch.add_argument("--judged-s", type=float, default=None, help="a step-time or batch-drawing shift must "
-                       "hold for this many seconds of steps to fire a capture (default 2)")
-    watch.add_argument("--min-rise", type=float, default=None, help="a step-time rise smaller than this share "
-                       "of the step time fires no capture (default 0.2 for a step on a GPU, 0.5 on the host's "
-                       "cores, which every other program shares)")
-    watch.add_argument("--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun")
+    watch = sub.add_parser(
+        "watch", help="watch the whole run: watch [options] -- python train.py …"
+    )
+    watch.add_argument(
+        "--capture-steps", type=int, default=3, help="steps each capture profiles (default 3)"
+    )
+    watch.add_argument(
+        "--captures-per-hour",
+        type=int,
+        default=None,
+        help="at most this many captures an hour (default 6)",
+    )
+    watch.add_argument(
+        "--max-capture-share",
+        type=float,
+        default=None,
+        help="captures never take more than this share of the run's time (default 0.05)",
+    )
+    watch.add_argument(
+        "--judged-s",
+        type=float,
+        default=None,
+        help="a step-time or batch-drawing shift must "
+        "hold for this many seconds of steps to fire a capture (default 2)",
+    )
+    watch.add_argument(
+        "--min-rise",
+        type=float,
+        default=None,
+        help="a step-time rise smaller than this share "
+        "of the step time fires no capture (default 0.2 for a step on a GPU, 0.5 on the host's "
+        "cores, which every other program shares)",
+    )
+    watch.add_argument(
+        "--nproc-per-node", type=int, default=1, help="ranks on this node, under torchrun"
+    )
     watch.add_argument("--python", metavar="PATH", help="the interpreter that runs the script")
-    watch.add_argument("--cwd", metavar="DIR", help="the folder the script runs in (default: this one)")
+    watch.add_argument(
+        "--cwd", metavar="DIR", help="the folder the script runs in (default: this one)"
+    )
     watch.add_argument("--label", help="a name for the run in the run list")
-    watch.add_argument("target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS… | -- torchrun … SCRIPT …")
-    capture = sub.add_parser("capture", help="profile the next steps of a watched run now: capture RUN")
+    watch.add_argument(
+        "target", nargs=argparse.REMAINDER, help="-- python SCRIPT ARGS… | -- torchrun … SCRIPT …"
+    )
+    capture = sub.add_parser(
+        "capture", help="profile the next steps of a watched run now: capture RUN"
+    )
     capture.add_argument("run_id")
     capture.add_argument("--steps", type=int, default=3)
     for p in (watch, capture):
@@ -131,7 +184,11 @@ class Analyst:
     def tick(self) -> None:
         if self._busy is not None and self._busy.is_alive():
             return
-        todo = [c for c in capture_records(self.store.path(self.run_id)) if c["run_id"] and c["run_id"] not in self.done]
+        todo = [
+            c
+            for c in capture_records(self.store.path(self.run_id))
+            if c["run_id"] and c["run_id"] not in self.done
+        ]
         if todo:
             self._busy = threading.Thread(target=self._analyse, args=(todo[0],), daemon=True)
             self._busy.start()
@@ -147,8 +204,14 @@ class Analyst:
         out = []
         for c in capture_records(self.store.path(self.run_id)):
             seen = self.done.get(c["run_id"] or "", {})
-            out.append({**c, "bottleneck": seen.get("bottleneck"), "verdict": seen.get("verdict"),
-                        "straggler": seen.get("straggler")})
+            out.append(
+                {
+                    **c,
+                    "bottleneck": seen.get("bottleneck"),
+                    "verdict": seen.get("verdict"),
+                    "straggler": seen.get("straggler"),
+                }
+            )
         return out
 
     def _analyse(self, capture: dict[str, Any]) -> None:
@@ -162,7 +225,11 @@ class Analyst:
         bottleneck, line = verdict(capture, analysis)
         if analysis is None:
             line += f" ({note})"
-        self.done[capture["run_id"]] = {"bottleneck": bottleneck, "verdict": line, "straggler": straggler(analysis)[0]}
+        self.done[capture["run_id"]] = {
+            "bottleneck": bottleneck,
+            "verdict": line,
+            "straggler": straggler(analysis)[0],
+        }
         print(f"stepwise: {line}", file=self.say, flush=True)
 
 
@@ -192,13 +259,27 @@ def run_watch(args: argparse.Namespace) -> int:
     nproc = max(nproc, args.nproc_per_node)
     store = RunStore(args.store)
     cwd = str(Path(args.cwd).expanduser().resolve()) if args.cwd else None
-    handle = start_watch(command, store, label=args.label, capture_steps=args.capture_steps,
-                         per_hour=args.captures_per_hour, max_share=args.max_capture_share, judged_s=args.judged_s,
-                         min_rise=args.min_rise, nproc_per_node=nproc,
-                         nnodes=nnodes, rdzv_endpoint=rdzv, cwd=cwd, python=args.python)
+    handle = start_watch(
+        command,
+        store,
+        label=args.label,
+        capture_steps=args.capture_steps,
+        per_hour=args.captures_per_hour,
+        max_share=args.max_capture_share,
+        judged_s=args.judged_s,
+        min_rise=args.min_rise,
+        nproc_per_node=nproc,
+        nnodes=nnodes,
+        rdzv_endpoint=rdzv,
+        cwd=cwd,
+        python=args.python,
+    )
     _forward_signals(handle)
     out = sys.stderr.buffer if args.json else sys.stdout.buffer
-    tails = [_Tail(handle.run_dir / "stdout.log", out), _Tail(handle.run_dir / "stderr.log", sys.stderr.buffer)]
+    tails = [
+        _Tail(handle.run_dir / "stdout.log", out),
+        _Tail(handle.run_dir / "stderr.log", sys.stderr.buffer),
+    ]
     analyst = Analyst(store, handle.run_id, sys.stderr)
     while not handle.join(POLL_S):
         for tail in tails:
@@ -209,17 +290,35 @@ def run_watch(args: argparse.Namespace) -> int:
         tail.pump()
     captures = analyst.finish()
     held = refused(handle.run_dir)
-    reduced = reduce_ranks(handle.run_dir)  # a job of several ranks: each rank over the whole run, the straggler
+    reduced = reduce_ranks(
+        handle.run_dir
+    )  # a job of several ranks: each rank over the whole run, the straggler
     if args.json:
-        print(json.dumps({"run_id": handle.run_id, "run_dir": str(handle.run_dir), **result.to_dict(),
-                          "captures": captures, "refused": held,
-                          "ranks": reduced.to_json() if reduced is not None else None}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "run_id": handle.run_id,
+                    "run_dir": str(handle.run_dir),
+                    **result.to_dict(),
+                    "captures": captures,
+                    "refused": held,
+                    "ranks": reduced.to_json() if reduced is not None else None,
+                },
+                indent=2,
+            )
+        )
     else:
-        print(f"stepwise: watched {result.steps_done:,} steps, {len(captures)} capture(s)"
-              + (f", {len(held)} held back by the rate limit" if held else "") + f"; run folder: {handle.run_dir}",
-              file=sys.stderr)
+        print(
+            f"stepwise: watched {result.steps_done:,} steps, {len(captures)} capture(s)"
+            + (f", {len(held)} held back by the rate limit" if held else "")
+            + f"; run folder: {handle.run_dir}",
+            file=sys.stderr,
+        )
         if reduced is not None:
-            print(f"stepwise: over the whole run, {reduced.reason[0].lower()}{reduced.reason[1:]}", file=sys.stderr)
+            print(
+                f"stepwise: over the whole run, {reduced.reason[0].lower()}{reduced.reason[1:]}",
+                file=sys.stderr,
+            )
     return _pass_through(result.exit_code, result.status)
 
 

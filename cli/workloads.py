@@ -55,10 +55,17 @@ def default_steps(warmup: int = 3, profile: int = 3) -> int:
     return warmup + MIN_STEADY + PROFILER_WARMUP + profile
 
 
-def workload_spec(store_root: Path, workload: str, size: str = "tiny", values: Mapping[str, Any] | None = None,
-                  params: Mapping[str, Any] | None = None, steps: int | None = None,
-                  measure_steps: int | None = None, seeded: bool = False,
-                  allow_external: bool = False) -> ScriptSpec:
+def workload_spec(
+    store_root: Path,
+    workload: str,
+    size: str = "tiny",
+    values: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    steps: int | None = None,
+    measure_steps: int | None = None,
+    seeded: bool = False,
+    allow_external: bool = False,
+) -> ScriptSpec:
     """The run of ``workload`` at ``size`` with ``values`` (flags' and launcher's settings) and ``params``.
 
     ``steps``: the run's optimizer steps in all (default: the size's, at least :func:`default_steps`); the profiler's
@@ -71,7 +78,9 @@ def workload_spec(store_root: Path, workload: str, size: str = "tiny", values: M
     from sample_runs import WORKLOADS, WorkloadError, get_workload
 
     if workload not in WORKLOADS and not (allow_external and ":" in workload):
-        raise SpecError(f"unknown workload {workload!r}; known workloads: {', '.join(sorted(WORKLOADS))}")
+        raise SpecError(
+            f"unknown workload {workload!r}; known workloads: {', '.join(sorted(WORKLOADS))}"
+        )
 
     options = _options()
     given = dict(values or {})
@@ -82,29 +91,50 @@ def workload_spec(store_root: Path, workload: str, size: str = "tiny", values: M
         if measure_steps is not None:
             timed = measure_steps
         else:
-            total = steps if steps is not None else _length(get_workload(workload), size, {**sized, **given},
-                                                             params, warmup, profile)
+            total = (
+                steps
+                if steps is not None
+                else _length(
+                    get_workload(workload), size, {**sized, **given}, params, warmup, profile
+                )
+            )
             warmup, timed, profile = shape(total, warmup, profile)
         total = warmup + timed + PROFILER_WARMUP + profile
         script = {k: v for k, v in given.items() if k in options.BY_NAME}
         if script.get("epochs", sized["epochs"]) is None:
-            script["steps"] = max(total, int(script.get("steps", sized["steps"])))  # the script outlasts the window
+            script["steps"] = max(
+                total, int(script.get("steps", sized["steps"]))
+            )  # the script outlasts the window
         argv = options.command(workload, size, script, params, always=("seed",) if seeded else ())
     except WorkloadError as err:
         raise SpecError(str(err)) from None
     world, nnodes = int(launch["world_size"]), int(launch["nnodes"])
     import sample_runs
 
-    return ScriptSpec(command=("python", "-m", options.SCRIPT, *argv), python=sys.executable,
-                      cwd=str(package_folder(store_root, Path(sample_runs.__file__).resolve().parent)),
-                      warmup_steps=warmup, measure_steps=timed, profile_steps=profile,
-                      seed=int(given.get("seed", sized["seed"])), nproc_per_node=world // nnodes, nnodes=nnodes,
-                      rdzv_endpoint=launch["rdzv_endpoint"], memory_budget_mb=launch["memory_budget_mb"],
-                      step_timeout_s=launch["step_timeout_s"])
+    return ScriptSpec(
+        command=("python", "-m", options.SCRIPT, *argv),
+        python=sys.executable,
+        cwd=str(package_folder(store_root, Path(sample_runs.__file__).resolve().parent)),
+        warmup_steps=warmup,
+        measure_steps=timed,
+        profile_steps=profile,
+        seed=int(given.get("seed", sized["seed"])),
+        nproc_per_node=world // nnodes,
+        nnodes=nnodes,
+        rdzv_endpoint=launch["rdzv_endpoint"],
+        memory_budget_mb=launch["memory_budget_mb"],
+        step_timeout_s=launch["step_timeout_s"],
+    )
 
 
-def _length(w: Any, size: str, settings: Mapping[str, Any], params: Mapping[str, Any] | None, warmup: int,
-            profile: int) -> int:
+def _length(
+    w: Any,
+    size: str,
+    settings: Mapping[str, Any],
+    params: Mapping[str, Any] | None,
+    warmup: int,
+    profile: int,
+) -> int:
     """A run's steps in all: its ``epochs`` over the data (the dataset is built to count them), else its ``steps``,
     at least :func:`default_steps`."""
     if settings.get("epochs") is None:

@@ -45,7 +45,9 @@ class InputKind:
 
     name: str
     title: str
-    suffixes: tuple[str, ...]  # lower-case file-name endings an upload of this kind may have ("" never)
+    suffixes: tuple[
+        str, ...
+    ]  # lower-case file-name endings an upload of this kind may have ("" never)
     recognises: Callable[[Path], bool]
     read: Callable[[Path], Any] | None = None
     unwrap: Callable[[Path], Path] | None = None
@@ -54,7 +56,9 @@ class InputKind:
         if (self.read is None) == (self.unwrap is None):
             raise ValueError(f"input kind {self.name!r}: give exactly one of read and unwrap")
         if any(not s.startswith(".") or s != s.lower() for s in self.suffixes):
-            raise ValueError(f"input kind {self.name!r}: suffixes are lower case and start with a dot")
+            raise ValueError(
+                f"input kind {self.name!r}: suffixes are lower case and start with a dot"
+            )
 
 
 def _manifest_kind(path: Path) -> str | None:
@@ -82,7 +86,9 @@ def upload_root(trace_dir: Path) -> Path:
 
 
 def _read_kineto(path: Path) -> Any:
-    from profilers.trace.load import load_trace  # pandas and the JSON decoder, only when a trace is read
+    from profilers.trace.load import (
+        load_trace,
+    )  # pandas and the JSON decoder, only when a trace is read
 
     return load_trace(path)
 
@@ -93,14 +99,29 @@ def _read_snapshot(path: Path) -> Any:
     return load_memory_snapshot(path)
 
 
-KINETO = InputKind("kineto", "PyTorch Profiler / Kineto trace (a file, a folder or zip of ranks, a TensorBoard log dir)",
-                   TRACE_SUFFIXES + ZIP_SUFFIXES, lambda p: True, read=_read_kineto)
+KINETO = InputKind(
+    "kineto",
+    "PyTorch Profiler / Kineto trace (a file, a folder or zip of ranks, a TensorBoard log dir)",
+    TRACE_SUFFIXES + ZIP_SUFFIXES,
+    lambda p: True,
+    read=_read_kineto,
+)
 KINDS: list[InputKind] = [
-    InputKind("upload", "an upload stored in the run store", (), is_upload_folder,
-              unwrap=lambda p: upload_root(p / "trace")),
+    InputKind(
+        "upload",
+        "an upload stored in the run store",
+        (),
+        is_upload_folder,
+        unwrap=lambda p: upload_root(p / "trace"),
+    ),
     InputKind("run", "a stored run folder", (), is_run_folder, read=RunFolder),
-    InputKind("memory_snapshot", "torch.cuda.memory._dump_snapshot pickle (read by an unpickler that refuses "
-              "every class)", SNAPSHOT_SUFFIXES, is_snapshot_file, read=_read_snapshot),
+    InputKind(
+        "memory_snapshot",
+        "torch.cuda.memory._dump_snapshot pickle (read by an unpickler that refuses every class)",
+        SNAPSHOT_SUFFIXES,
+        is_snapshot_file,
+        read=_read_snapshot,
+    ),
     KINETO,
 ]
 
@@ -162,5 +183,7 @@ def upload_kind(name: str) -> InputKind | None:
 
 def describe_uploads() -> str:
     """One sentence per uploadable kind, with its suffixes: what the Upload page tells people."""
-    shown = sorted((k for k in KINDS if k.suffixes), key=lambda k: k is not KINETO)  # the common kind first
+    shown = sorted(
+        (k for k in KINDS if k.suffixes), key=lambda k: k is not KINETO
+    )  # the common kind first
     return "; ".join(f"{k.title}: {', '.join(f'`{s}`' for s in k.suffixes)}" for k in shown)

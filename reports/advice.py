@@ -17,12 +17,9 @@ from advisors.rules import RULES
 from advisors.verdict import Fix
 
 
-
 def fix_for(fix_id: str | None) -> Fix | None:
     """The :class:`~advisors.verdict.Fix` a finding proposes, from ``advisors.fixes.FIXES``."""
     return FIXES.get(fix_id) if fix_id else None
-
-
 
 
 def cause_text(cause: str) -> str:
@@ -42,6 +39,7 @@ _LITERAL = re.compile(r"``([^`]+)``")
 def markdown_doc(text: str) -> str:
     """A docstring's reStructuredText roles and literals (``:func:`x```, ````x````) as Markdown code spans;
     a role's ``~`` (show the last name only) is honoured."""
+
     def role(m: re.Match[str]) -> str:
         name = m.group(1)
         return f"`{name.rsplit('.', 1)[-1]}`" if m.group(0).count("`~") else f"`{name}`"

@@ -57,13 +57,19 @@ def compare(a: Analysis, b: Analysis) -> Comparison:
     """A vs B (see :class:`Comparison`)."""
     ba, bb = a.breakdown, b.breakdown
     return Comparison(
-        label_a=a.label, label_b=b.label, step_ms_a=step_samples(a), step_ms_b=step_samples(b),
-        categories=movers.category_deltas(ba, bb), kernels=movers.kernel_deltas(ba, bb),
+        label_a=a.label,
+        label_b=b.label,
+        step_ms_a=step_samples(a),
+        step_ms_b=step_samples(b),
+        categories=movers.category_deltas(ba, bb),
+        kernels=movers.kernel_deltas(ba, bb),
         ops=movers.op_deltas(ba, bb),
     )
 
 
-def regression_check(base: Analysis, new: Analysis, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> RegressionCheck:
+def regression_check(
+    base: Analysis, new: Analysis, max_slowdown: float = DEFAULT_MAX_SLOWDOWN
+) -> RegressionCheck:
     """The gate's verdict on two analyses (StepwiseError when a side cannot be compared: a run that did not end
     ``ok``, a memory snapshot, no steps)."""
     return check(side_of(base), side_of(new), max_slowdown)

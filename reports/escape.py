@@ -40,7 +40,7 @@ def markdown_text(text: object, limit: int | None = None) -> str:
     if s[len(lead)].isdigit():  # ``1. `` or ``1) ``: escape the delimiter after the number
         end = m.end()
         return s[:end] + "\\" + s[end:]
-    return lead + "\\" + s[len(lead):]
+    return lead + "\\" + s[len(lead) :]
 
 
 def markdown_code(text: object, language: str = "") -> str:
@@ -61,5 +61,10 @@ def script_json(obj: Any) -> str:
 
 def script_json_text(text: str) -> str:
     """Already-serialised JSON made safe inside a ``<script>`` element, as :func:`script_json` does."""
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )

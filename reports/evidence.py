@@ -16,15 +16,41 @@ from profilers.efficiency.mfu import mfu_percent
 
 NOT_RECORDED = "not recorded"
 #: Words written in capitals or with their usual spelling in a label.
-WORDS = {"gpu": "GPU", "cpu": "CPU", "comm": "communication", "ms": "ms", "mb": "MiB", "gib": "GiB",
-         "fp32": "FP32", "cudnn": "cuDNN", "gemm": "GEMM", "io": "I/O", "oom": "OOM", "ddp": "DDP",
-         "mfu": "MFU (model FLOPs utilisation)"}
+WORDS = {
+    "gpu": "GPU",
+    "cpu": "CPU",
+    "comm": "communication",
+    "ms": "ms",
+    "mb": "MiB",
+    "gib": "GiB",
+    "fp32": "FP32",
+    "cudnn": "cuDNN",
+    "gemm": "GEMM",
+    "io": "I/O",
+    "oom": "OOM",
+    "ddp": "DDP",
+    "mfu": "MFU (model FLOPs utilisation)",
+}
 #: Key suffix → how the value is written. Checked longest first, so ``_per_step`` wins over ``_step``.
 _UNITS: tuple[tuple[str, str], ...] = (
-    ("_share_of_kernel_time", "pct"), ("_share_of_step", "pct"), ("_share_of_capacity", "pct"),
-    ("_share", "pct"), ("_fraction", "pct"), ("_fraction_of_loader_time", "pct"), ("_busy", "pct"),
-    ("_ms", "ms"), ("_mb", "mib"), ("_gib", "gib"), ("_bytes", "bytes"), ("_per_step", "per_step"),
-    ("_per_s", "per_s"), ("mfu", "pct"), ("_rank", "int"), ("_step", "int"), ("_steps", "int"), ("_logged", "int"),
+    ("_share_of_kernel_time", "pct"),
+    ("_share_of_step", "pct"),
+    ("_share_of_capacity", "pct"),
+    ("_share", "pct"),
+    ("_fraction", "pct"),
+    ("_fraction_of_loader_time", "pct"),
+    ("_busy", "pct"),
+    ("_ms", "ms"),
+    ("_mb", "mib"),
+    ("_gib", "gib"),
+    ("_bytes", "bytes"),
+    ("_per_step", "per_step"),
+    ("_per_s", "per_s"),
+    ("mfu", "pct"),
+    ("_rank", "int"),
+    ("_step", "int"),
+    ("_steps", "int"),
+    ("_logged", "int"),
 )
 
 
@@ -44,11 +70,13 @@ def evidence_label(key: str) -> str:
         words = words[:-1]
     kept = [WORDS.get(w, w) for w in words if w not in drop] or [key]
     text = " ".join(kept)
-    return text if kept[0] != kept[0].lower() else text[:1].upper() + text[1:]  # "cuDNN" keeps its spelling
+    return (
+        text if kept[0] != kept[0].lower() else text[:1].upper() + text[1:]
+    )  # "cuDNN" keeps its spelling
 
 
 def _number(v: float, digits: int = 2) -> str:
-    if v != 0 and abs(v) < 10 ** -digits:
+    if v != 0 and abs(v) < 10**-digits:
         return f"{v:.{digits}g}"
     return f"{v:,.{digits}f}"
 

@@ -35,7 +35,9 @@ def analysis_figures(a: Analysis) -> list[Figure]:
         if len(b.ranks) > 1:
             out.append(Figure("per_rank", charts.rank_breakdown(b.per_step)))
             s = b.straggler
-            out.append(Figure("straggler", charts.straggler(b.per_rank, None if s is None else s.rank)))
+            out.append(
+                Figure("straggler", charts.straggler(b.per_rank, None if s is None else s.rank))
+            )
     if not a.timeline.empty:
         first = int(a.timeline["rank"].min())
         out.append(Figure("timeline", charts_time.timeline(a.timeline, a.step_spans, first)))
@@ -50,7 +52,9 @@ def analysis_figures(a: Analysis) -> list[Figure]:
     if a.snapshot is not None:
         out.append(Figure("snapshot", charts.snapshot_memory(a.snapshot, a.device_memory_bytes)))
     if b is not None and len(b.kernels):
-        out.append(Figure("kernels", charts.top_items(b.kernels, "Top GPU kernels", color_by="kclass")))
+        out.append(
+            Figure("kernels", charts.top_items(b.kernels, "Top GPU kernels", color_by="kclass"))
+        )
     if b is not None and len(b.ops):
         out.append(Figure("ops", charts.top_items(b.ops, "Top host operators (inclusive)")))
     return out
@@ -59,15 +63,23 @@ def analysis_figures(a: Analysis) -> list[Figure]:
 def comparison_figures(c: Comparison) -> list[Figure]:
     """Step time A vs B, breakdown side by side and deltas, kernels and ops that moved most."""
     samples = {f"A: {c.label_a}": c.step_ms_a, f"B: {c.label_b}": c.step_ms_b}
-    side = {f"A: {c.label_a}": dict(zip(c.categories["category"], c.categories["a_ms"])),
-            f"B: {c.label_b}": dict(zip(c.categories["category"], c.categories["b_ms"]))}
-    out = [Figure("cmp_steps", charts_compare.step_time_distributions(samples, "Step time, A vs B")),
-           Figure("cmp_breakdown", charts_compare.breakdown_side_by_side(side)),
-           Figure("cmp_deltas", charts_compare.category_deltas(c.categories))]
+    side = {
+        f"A: {c.label_a}": dict(zip(c.categories["category"], c.categories["a_ms"])),
+        f"B: {c.label_b}": dict(zip(c.categories["category"], c.categories["b_ms"])),
+    }
+    out = [
+        Figure("cmp_steps", charts_compare.step_time_distributions(samples, "Step time, A vs B")),
+        Figure("cmp_breakdown", charts_compare.breakdown_side_by_side(side)),
+        Figure("cmp_deltas", charts_compare.category_deltas(c.categories)),
+    ]
     if len(c.kernels):
-        out.append(Figure("cmp_kernels", charts_compare.name_deltas(c.kernels, "Kernels that moved most")))
+        out.append(
+            Figure("cmp_kernels", charts_compare.name_deltas(c.kernels, "Kernels that moved most"))
+        )
     if len(c.ops):
-        out.append(Figure("cmp_ops", charts_compare.name_deltas(c.ops, "Operators that moved most")))
+        out.append(
+            Figure("cmp_ops", charts_compare.name_deltas(c.ops, "Operators that moved most"))
+        )
     return out
 
 
@@ -75,14 +87,31 @@ def experiment_figures(view: StoredView) -> list[Figure]:
     """Before/after of an applied fix, from its stored charts' inputs: step time distributions, breakdown before
     vs after, loss curves."""
     ev = view.evidence or {}
-    out = [Figure("exp_steps", charts_compare.step_time_distributions(ev.get("step_samples") or {},
-                                                                      "Step time before and after"))]
+    out = [
+        Figure(
+            "exp_steps",
+            charts_compare.step_time_distributions(
+                ev.get("step_samples") or {}, "Step time before and after"
+            ),
+        )
+    ]
     if ev.get("breakdowns"):
-        out.append(Figure("exp_breakdown", charts_compare.breakdown_side_by_side(ev["breakdowns"],
-                                                                                 "Breakdown before vs after")))
+        out.append(
+            Figure(
+                "exp_breakdown",
+                charts_compare.breakdown_side_by_side(
+                    ev["breakdowns"], "Breakdown before vs after"
+                ),
+            )
+        )
     if ev.get("loss_curves"):
         same = bool(ev.get("loss_identical"))
-        out.append(Figure("exp_loss", charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid", same)))
+        out.append(
+            Figure(
+                "exp_loss",
+                charts_compare.loss_curves(ev["loss_curves"], "Loss curves overlaid", same),
+            )
+        )
     return out
 
 
@@ -98,4 +127,9 @@ def watch_figures(watch: dict[str, Any] | None) -> list[Figure]:
         return []
     from reports.charts.watch import watch_timeline
 
-    return [Figure("watch_timeline", watch_timeline(pd.DataFrame(watch["timeline"]), watch.get("captures") or []))]
+    return [
+        Figure(
+            "watch_timeline",
+            watch_timeline(pd.DataFrame(watch["timeline"]), watch.get("captures") or []),
+        )
+    ]

@@ -32,17 +32,28 @@ def verdict(capture: dict[str, Any], analysis: Any) -> tuple[str | None, str]:
     d = getattr(analysis, "diagnosis", None)
     bottleneck = d.bottleneck.value if d is not None else None
     first, last = capture["steps"]
-    said = (f"{bottleneck} — {d.binding.message}" if d is not None and d.binding is not None else
-            bottleneck or (getattr(analysis, "advisor_note", None) or "not judged"))
+    said = (
+        f"{bottleneck} — {d.binding.message}"
+        if d is not None and d.binding is not None
+        else bottleneck or (getattr(analysis, "advisor_note", None) or "not judged")
+    )
     trigger = capture.get("trigger") or {}
     sentence = straggler(analysis)[1]
     if trigger.get("kind") == "rank_behind" and sentence:
         said += f" {sentence}"
     ranks = capture.get("ranks") or []
-    return bottleneck, (f"step {int(trigger.get('step', first)):,}: {trigger.get('reason', '')}; captured steps "
-                        f"{first:,}–{last:,}" + (f" on ranks {', '.join(map(str, ranks))}" if len(ranks) > 1 else
-                                                 f" on rank {capture['rank']}" if capture.get("rank") else "")
-                        + f": {said}")
+    return bottleneck, (
+        f"step {int(trigger.get('step', first)):,}: {trigger.get('reason', '')}; captured steps "
+        f"{first:,}–{last:,}"
+        + (
+            f" on ranks {', '.join(map(str, ranks))}"
+            if len(ranks) > 1
+            else f" on rank {capture['rank']}"
+            if capture.get("rank")
+            else ""
+        )
+        + f": {said}"
+    )
 
 
 def is_watched(run_dir: Path) -> bool:

@@ -31,11 +31,27 @@ from __future__ import annotations
 
 import importlib
 
-from sample_runs import communication_bound, compute_bound, data_bound, digits, gpt_small, memory_bound, resnet_small
+from sample_runs import (
+    communication_bound,
+    compute_bound,
+    data_bound,
+    digits,
+    gpt_small,
+    memory_bound,
+    resnet_small,
+)
 from sample_runs.base import BuildContext, Parts, Size, Workload
 from sample_runs.errors import WorkloadError
 
-__all__ = ["WORKLOADS", "BuildContext", "Parts", "Size", "Workload", "WorkloadError", "get_workload"]
+__all__ = [
+    "WORKLOADS",
+    "BuildContext",
+    "Parts",
+    "Size",
+    "Workload",
+    "WorkloadError",
+    "get_workload",
+]
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -64,4 +80,6 @@ def get_workload(name: str) -> Workload:
         if not isinstance(found, Workload):
             raise WorkloadError(f"{name!r} is a {type(found).__name__}, not a sample_runs.Workload")
         return found
-    raise WorkloadError(f"unknown workload {name!r}; known workloads: {', '.join(sorted(WORKLOADS))}")
+    raise WorkloadError(
+        f"unknown workload {name!r}; known workloads: {', '.join(sorted(WORKLOADS))}"
+    )

@@ -28,8 +28,12 @@ class Parts:
     model: nn.Module
     dataset: Dataset[Any]
     loss_fn: LossFn
-    checkpoint_blocks: tuple[str, ...] = ()  # submodule names the script wraps in torch.utils.checkpoint
-    channels_last: bool = False  # the model has 4-D (N, C, H, W) activations, so channels_last can act
+    checkpoint_blocks: tuple[
+        str, ...
+    ] = ()  # submodule names the script wraps in torch.utils.checkpoint
+    channels_last: bool = (
+        False  # the model has 4-D (N, C, H, W) activations, so channels_last can act
+    )
     decodes_samples: bool = False  # __getitem__ does real decode work, so cache_decoded can save it
 
 
@@ -68,24 +72,36 @@ class Workload:
         """The recommended training settings at ``size`` (what its flags default to)."""
         return {**self.base_settings, **self._size(size).settings}
 
-    def resolve_params(self, size: str = "tiny", explicit: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def resolve_params(
+        self, size: str = "tiny", explicit: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """defaults < the size's params < ``explicit`` ones (an unknown name is a WorkloadError)."""
         explicit = dict(explicit or {})
         unknown = sorted(set(explicit) - set(self.default_params))
         if unknown:
-            raise WorkloadError(f"workload {self.name!r} has no parameter(s) {unknown}; its parameters are "
-                                f"{sorted(self.default_params)}")
+            raise WorkloadError(
+                f"workload {self.name!r} has no parameter(s) {unknown}; its parameters are "
+                f"{sorted(self.default_params)}"
+            )
         return {**self.default_params, **self._size(size).params, **explicit}
 
-    def build(self, size: str = "tiny", explicit: Mapping[str, Any] | None = None, seed: int = 0,
-              device: str = "cpu", rank: int = 0) -> Parts:
+    def build(
+        self,
+        size: str = "tiny",
+        explicit: Mapping[str, Any] | None = None,
+        seed: int = 0,
+        device: str = "cpu",
+        rank: int = 0,
+    ) -> Parts:
         """Model, data and loss; deterministic from ``seed`` (the same on every rank)."""
         params = self.resolve_params(size, explicit)
         return self.builder(params, BuildContext(seed, device, frozenset(explicit or {})), rank)
 
     def _size(self, size: str) -> Size:
         if size not in self.sizes:
-            raise WorkloadError(f"workload {self.name!r} has no size {size!r}; sizes: {sorted(self.sizes)}")
+            raise WorkloadError(
+                f"workload {self.name!r} has no size {size!r}; sizes: {sorted(self.sizes)}"
+            )
         return self.sizes[size]
 
 

@@ -13,7 +13,14 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from sample_runs.base import BuildContext, Parts, Size, Workload, cross_entropy, teacher_classification
+from sample_runs.base import (
+    BuildContext,
+    Parts,
+    Size,
+    Workload,
+    cross_entropy,
+    teacher_classification,
+)
 
 
 class WideProjection(nn.Module):
@@ -32,7 +39,9 @@ class WideProjection(nn.Module):
 def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
     data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=ctx.seed)
     model = nn.Sequential(  # blocks "0" and "1" are checkpointable units
-        nn.Sequential(WideProjection(p["dim"], p["width"], p["chunks"]), nn.ReLU()),  # dim × width parameters
+        nn.Sequential(
+            WideProjection(p["dim"], p["width"], p["chunks"]), nn.ReLU()
+        ),  # dim × width parameters
         nn.Sequential(nn.Linear(p["width"], p["hidden"]), nn.ReLU()),
         nn.Linear(p["hidden"], p["classes"]),
     )
@@ -42,16 +51,25 @@ def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
 WORKLOAD = Workload(
     name="communication_bound",
     description="DDP over 2 ranks: a wide, parameter-heavy projection and a small per-rank batch; "
-                "the all-reduce dominates.",
+    "the all-reduce dominates.",
     intended_bottleneck="communication",
     # bench: 3072 × 4096 ≈ 12.6 M parameters = 50 MB of fp32 gradients per step for 4 samples per rank.
-    default_params={"samples": 2048, "dim": 3072, "width": 4096, "chunks": 4, "hidden": 256, "classes": 10},
+    default_params={
+        "samples": 2048,
+        "dim": 3072,
+        "width": 4096,
+        "chunks": 4,
+        "hidden": 256,
+        "classes": 10,
+    },
     sizes={
         # tiny: 1 MB gradient blocks (chunks 8): communication leads forward+backward more steadily than with
         # 4 MB blocks (chunks 2). Shares measured: benchmarks/results/workload-shares-2026-11.md;
         # tests/advisors/experiments/test_real_runs.py judges it over 8 profiled steps.
-        "tiny": Size(params={"samples": 512, "dim": 1024, "width": 2048, "chunks": 8, "hidden": 64},
-                     settings={"steps": 10}),
+        "tiny": Size(
+            params={"samples": 512, "dim": 1024, "width": 2048, "chunks": 8, "hidden": 64},
+            settings={"steps": 10},
+        ),
         "bench": Size(params={}, settings={"steps": 40}),
     },
     builder=build,

@@ -10,7 +10,14 @@ from typing import Any, Mapping
 
 from torch import nn
 
-from sample_runs.base import BuildContext, Parts, Size, Workload, cross_entropy, teacher_classification
+from sample_runs.base import (
+    BuildContext,
+    Parts,
+    Size,
+    Workload,
+    cross_entropy,
+    teacher_classification,
+)
 
 
 def mlp(dim: int, width: int, depth: int, classes: int) -> nn.Sequential:
@@ -34,13 +41,17 @@ WORKLOAD = Workload(
     intended_bottleneck="compute",
     default_params={"samples": 4096, "dim": 512, "width": 2048, "depth": 6, "classes": 10},
     sizes={
-        "tiny": Size(params={"samples": 1024, "dim": 256, "width": 1024, "depth": 3}, settings={"batch_size": 128,
-                                                                                             "steps": 10}),
+        "tiny": Size(
+            params={"samples": 1024, "dim": 256, "width": 1024, "depth": 3},
+            settings={"batch_size": 128, "steps": 10},
+        ),
         "bench": Size(params={}, settings={"batch_size": 256, "steps": 40}),
         # gpu: one H100-class GPU's worth. At bench size a step is ~0.1 ms of matmuls and the launches bind;
         # here each Linear is 4096³ (≈ 3.5 TFLOP a step), so fp32 math binds and AMP/TF32 have room to show.
-        "gpu": Size(params={"samples": 16384, "dim": 1024, "width": 4096, "depth": 8},
-                    settings={"batch_size": 4096, "steps": 30}),
+        "gpu": Size(
+            params={"samples": 16384, "dim": 1024, "width": 4096, "depth": 8},
+            settings={"batch_size": 4096, "steps": 30},
+        ),
     },
     builder=build,
 )

@@ -22,14 +22,24 @@ class EpochSampler(Sampler[int]):
     """The indices of one epoch for ``rank`` of ``world_size``, a whole number of ``batch_size`` batches; call
     :meth:`set_epoch` before each epoch."""
 
-    def __init__(self, n: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1) -> None:
-        self.n, self.batch_size, self.seed, self.rank, self.world_size = n, batch_size, seed, rank, world_size
+    def __init__(
+        self, n: int, batch_size: int, seed: int, rank: int = 0, world_size: int = 1
+    ) -> None:
+        self.n, self.batch_size, self.seed, self.rank, self.world_size = (
+            n,
+            batch_size,
+            seed,
+            rank,
+            world_size,
+        )
         self.epoch = 0
         per_rank = n // world_size
         self.steps_per_epoch = per_rank // batch_size
         if self.steps_per_epoch < 1:
-            raise ValueError(f"the dataset has {n} samples ({per_rank} per rank), fewer than one batch of "
-                             f"{batch_size}")
+            raise ValueError(
+                f"the dataset has {n} samples ({per_rank} per rank), fewer than one batch of "
+                f"{batch_size}"
+            )
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -39,7 +49,7 @@ class EpochSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         g = torch.Generator().manual_seed(self.seed * 7919 + self.epoch)
-        order = torch.randperm(self.n, generator=g)[self.rank::self.world_size]
+        order = torch.randperm(self.n, generator=g)[self.rank :: self.world_size]
         return iter(order[: len(self)].tolist())
 
 

@@ -7,7 +7,15 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from sample_runs.base import BuildContext, Parts, Size, TensorPairs, Workload, cross_entropy, generator
+from sample_runs.base import (
+    BuildContext,
+    Parts,
+    Size,
+    TensorPairs,
+    Workload,
+    cross_entropy,
+    generator,
+)
 
 
 def digits_dataset(seed: int, limit: int | None) -> TensorPairs:
@@ -28,10 +36,18 @@ def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
     model = nn.Sequential(
         nn.Sequential(nn.Conv2d(1, w, 3, padding=1), nn.ReLU()),
         nn.Sequential(nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)),
-        nn.Flatten(), nn.Linear(2 * w * 16, 64), nn.ReLU(), nn.Linear(64, 10),
+        nn.Flatten(),
+        nn.Linear(2 * w * 16, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
     )
-    return Parts(model=model, dataset=digits_dataset(ctx.seed, p["limit"]), loss_fn=cross_entropy,
-                 checkpoint_blocks=("0", "1"), channels_last=True)
+    return Parts(
+        model=model,
+        dataset=digits_dataset(ctx.seed, p["limit"]),
+        loss_fn=cross_entropy,
+        checkpoint_blocks=("0", "1"),
+        channels_last=True,
+    )
 
 
 WORKLOAD = Workload(

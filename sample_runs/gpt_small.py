@@ -11,7 +11,15 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from sample_runs.base import BuildContext, Parts, Size, TensorPairs, Workload, cross_entropy, generator
+from sample_runs.base import (
+    BuildContext,
+    Parts,
+    Size,
+    TensorPairs,
+    Workload,
+    cross_entropy,
+    generator,
+)
 
 
 class Block(nn.Module):
@@ -26,7 +34,9 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = (
+            self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        )
         att = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
         return x + self.mlp(self.ln2(x))
@@ -67,11 +77,29 @@ WORKLOAD = Workload(
     name="gpt_small",
     description="Small GPT-style transformer (causal attention) on synthetic Markov-chain tokens.",
     intended_bottleneck=None,
-    default_params={"samples": 2048, "vocab": 256, "block_size": 128, "dim": 256, "heads": 4, "layers": 4},
+    default_params={
+        "samples": 2048,
+        "vocab": 256,
+        "block_size": 128,
+        "dim": 256,
+        "heads": 4,
+        "layers": 4,
+    },
     sizes={
-        "tiny": Size(params={"samples": 256, "vocab": 64, "block_size": 32, "dim": 64, "heads": 2, "layers": 2},
-                     settings={"batch_size": 16, "steps": 10, "optimizer": "adamw", "lr": 0.003}),
-        "bench": Size(params={}, settings={"batch_size": 32, "steps": 30, "optimizer": "adamw", "lr": 0.001}),
+        "tiny": Size(
+            params={
+                "samples": 256,
+                "vocab": 64,
+                "block_size": 32,
+                "dim": 64,
+                "heads": 2,
+                "layers": 2,
+            },
+            settings={"batch_size": 16, "steps": 10, "optimizer": "adamw", "lr": 0.003},
+        ),
+        "bench": Size(
+            params={}, settings={"batch_size": 32, "steps": 30, "optimizer": "adamw", "lr": 0.001}
+        ),
     },
     builder=build,
 )

@@ -26,7 +26,9 @@ def _make_image(label: int, classes: int, size: int, rng: np.random.Generator) -
     return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8), "RGB")
 
 
-def encode_images(n: int, classes: int, size: int, seed: int, quality: int = 90) -> tuple[list[bytes], list[int]]:
+def encode_images(
+    n: int, classes: int, size: int, seed: int, quality: int = 90
+) -> tuple[list[bytes], list[int]]:
     """``n`` JPEG byte strings and their labels, deterministic from ``seed``."""
     rng = np.random.default_rng(seed)
     blobs: list[bytes] = []
@@ -43,7 +45,9 @@ class JpegDataset(Dataset[tuple[torch.Tensor, int]]):
 
     MEAN, STD = 128.0, 64.0
 
-    def __init__(self, blobs: list[bytes], labels: list[int], out_size: int, seed: int, blur: float) -> None:
+    def __init__(
+        self, blobs: list[bytes], labels: list[int], out_size: int, seed: int, blur: float
+    ) -> None:
         self.blobs, self.labels = blobs, labels
         self.out_size, self.seed, self.blur = out_size, seed, blur
 
@@ -51,14 +55,17 @@ class JpegDataset(Dataset[tuple[torch.Tensor, int]]):
         return len(self.blobs)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        rnd = random.Random(self.seed * 1_000_003 + i)  # per-sample: identical wherever it is computed
+        rnd = random.Random(
+            self.seed * 1_000_003 + i
+        )  # per-sample: identical wherever it is computed
         img = Image.open(io.BytesIO(self.blobs[i])).convert("RGB")
         w, h = img.size
         scale = rnd.uniform(0.6, 1.0)
         cw, ch = int(w * scale), int(h * scale)
         left, top = rnd.randint(0, w - cw), rnd.randint(0, h - ch)
-        img = img.crop((left, top, left + cw, top + ch)).resize((self.out_size, self.out_size),
-                                                                Image.Resampling.BICUBIC)
+        img = img.crop((left, top, left + cw, top + ch)).resize(
+            (self.out_size, self.out_size), Image.Resampling.BICUBIC
+        )
         if rnd.random() < 0.5:
             img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
         img = ImageEnhance.Color(img).enhance(rnd.uniform(0.7, 1.3))

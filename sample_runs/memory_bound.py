@@ -26,7 +26,14 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from sample_runs.base import BuildContext, Parts, Size, Workload, cross_entropy, teacher_classification
+from sample_runs.base import (
+    BuildContext,
+    Parts,
+    Size,
+    Workload,
+    cross_entropy,
+    teacher_classification,
+)
 from sample_runs.memory_sizing import cuda_depth
 
 
@@ -46,7 +53,9 @@ def build(p: Mapping[str, Any], ctx: BuildContext, rank: int) -> Parts:
     data = teacher_classification(p["samples"], p["dim"], p["classes"], seed=ctx.seed)
     depth = p["cuda_depth"] if ctx.device == "cuda" and "depth" not in ctx.explicit else p["depth"]
     blocks = [GatedBlock(p["width"], depth) for _ in range(depth)]
-    model = nn.Sequential(nn.Linear(p["dim"], p["width"]), *blocks, nn.Linear(p["width"], p["classes"]))
+    model = nn.Sequential(
+        nn.Linear(p["dim"], p["width"]), *blocks, nn.Linear(p["width"], p["classes"])
+    )
     names = tuple(str(i) for i in range(1, depth + 1))
     return Parts(model=model, dataset=data, loss_fn=cross_entropy, checkpoint_blocks=names)
 
@@ -57,8 +66,13 @@ BENCH = {"batch_size": 32768, "memory_budget_mb": 1850}
 
 
 def _cuda_depth(size: Mapping[str, Any]) -> int:
-    return cuda_depth(size["memory_budget_mb"], size["batch_size"], DEFAULTS["dim"], DEFAULTS["width"],
-                      DEFAULTS["classes"])
+    return cuda_depth(
+        size["memory_budget_mb"],
+        size["batch_size"],
+        DEFAULTS["dim"],
+        DEFAULTS["width"],
+        DEFAULTS["classes"],
+    )
 
 
 WORKLOAD = Workload(
@@ -72,7 +86,9 @@ WORKLOAD = Workload(
     sizes={
         # The measured RSS peaks of each size: benchmarks/results/workload-shares-2026-11.md. The bench budget
         # sits near the middle of the gap between full and half batch, so neither side is marginal.
-        "tiny": Size(params={"depth": 12, "cuda_depth": _cuda_depth(TINY)}, settings={**TINY, "steps": 10}),
+        "tiny": Size(
+            params={"depth": 12, "cuda_depth": _cuda_depth(TINY)}, settings={**TINY, "steps": 10}
+        ),
         "bench": Size(params={}, settings={**BENCH, "steps": 20}),
     },
     builder=build,

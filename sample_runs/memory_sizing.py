@@ -15,8 +15,12 @@ import math
 
 MB = 2**20
 FP32 = 4
-SAVED_PER_BLOCK = 4  # tensors of batch × width each block keeps for backward: its input, h, gelu(h), sigmoid(h)
-BACKWARD_TRANSIENT = 2  # batch × width gradient buffers alive beside the saved tensors during backward
+SAVED_PER_BLOCK = (
+    4  # tensors of batch × width each block keeps for backward: its input, h, gelu(h), sigmoid(h)
+)
+BACKWARD_TRANSIENT = (
+    2  # batch × width gradient buffers alive beside the saved tensors during backward
+)
 OVERSHOOT = 1.4  # full batch / budget on CUDA: half the batch then needs ~0.7 × the budget
 
 
@@ -35,13 +39,17 @@ def peak_bytes(batch: int, dim: int, width: int, depth: int, classes: int) -> in
     """Live tensors at the peak of a step: the saved activations, the backward's gradient buffers, and the
     parameters with their gradients and SGD momentum."""
     transient = batch * BACKWARD_TRANSIENT * width * FP32
-    return saved_bytes(batch, dim, width, depth, classes) + transient + 3 * FP32 * param_count(dim, width, depth,
-                                                                                              classes)
+    return (
+        saved_bytes(batch, dim, width, depth, classes)
+        + transient
+        + 3 * FP32 * param_count(dim, width, depth, classes)
+    )
 
 
 def cuda_depth(budget_mb: float, batch: int, dim: int, width: int, classes: int) -> int:
     """The smallest depth whose full-batch peak is at least :data:`OVERSHOOT` × ``budget_mb``."""
-    per_block = peak_bytes(batch, dim, width, 1, classes) - peak_bytes(batch, dim, width, 0, classes)
+    per_block = peak_bytes(batch, dim, width, 1, classes) - peak_bytes(
+        batch, dim, width, 0, classes
+    )
     rest = peak_bytes(batch, dim, width, 0, classes)
     return max(1, math.ceil((OVERSHOOT * budget_mb * MB - rest) / per_block))
-

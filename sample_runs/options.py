@@ -45,39 +45,123 @@ class Flag:
 
 T, D, N, X = "Training", "Data loading", "Numerics and memory", "Distributed"
 FLAGS: tuple[Flag, ...] = (
-    Flag("batch_size", "int", 32, T, "samples per optimizer step on each rank (cut into --grad-accum-steps "
-                                     "micro-batches)"),
+    Flag(
+        "batch_size",
+        "int",
+        32,
+        T,
+        "samples per optimizer step on each rank (cut into --grad-accum-steps micro-batches)",
+    ),
     Flag("steps", "int", 20, T, "optimizer steps to train (ignored with --epochs)"),
-    Flag("epochs", "int", None, T, "train this many passes over the data instead of --steps", optional=True),
+    Flag(
+        "epochs",
+        "int",
+        None,
+        T,
+        "train this many passes over the data instead of --steps",
+        optional=True,
+    ),
     Flag("lr", "float", 0.01, T, "learning rate"),
-    Flag("lr_warmup_steps", "int", 0, T, "linear warm-up of the rate over this many optimizer steps (0: none)"),
+    Flag(
+        "lr_warmup_steps",
+        "int",
+        0,
+        T,
+        "linear warm-up of the rate over this many optimizer steps (0: none)",
+    ),
     Flag("lr_warmup_from", "float", None, T, "the warm-up's first rate (default 0)", optional=True),
-    Flag("optimizer", "choice", "sgd", T, "the optimizer (SGD with momentum 0.9)", ("sgd", "adam", "adamw")),
-    Flag("optimizer_impl", "choice", "default", T, "the optimizer's implementation (default: torch's choice)",
-         ("default", "foreach", "fused")),
+    Flag(
+        "optimizer",
+        "choice",
+        "sgd",
+        T,
+        "the optimizer (SGD with momentum 0.9)",
+        ("sgd", "adam", "adamw"),
+    ),
+    Flag(
+        "optimizer_impl",
+        "choice",
+        "default",
+        T,
+        "the optimizer's implementation (default: torch's choice)",
+        ("default", "foreach", "fused"),
+    ),
     Flag("seed", "int", 0, T, "seed of the data, the weights and the data order"),
-    Flag("device", "choice", "auto", T, "where to train (auto: CUDA when present)", ("auto", "cpu", "cuda")),
-    Flag("num_workers", "int", 0, D, "DataLoader worker processes (0: load in the training process)"),
+    Flag(
+        "device",
+        "choice",
+        "auto",
+        T,
+        "where to train (auto: CUDA when present)",
+        ("auto", "cpu", "cuda"),
+    ),
+    Flag(
+        "num_workers", "int", 0, D, "DataLoader worker processes (0: load in the training process)"
+    ),
     Flag("pin_memory", "bool", False, D, "copy batches through pinned host memory (CUDA)"),
     Flag("persistent_workers", "bool", False, D, "keep the workers alive across epochs"),
     Flag("prefetch_factor", "int", None, D, "batches each worker prepares ahead", optional=True),
-    Flag("cache_decoded", "bool", False, D, "keep decoded samples in shared memory after their first use"),
-    Flag("precision", "choice", "fp32", N, "autocast precision (fp16 adds a GradScaler)", PRECISIONS),
+    Flag(
+        "cache_decoded",
+        "bool",
+        False,
+        D,
+        "keep decoded samples in shared memory after their first use",
+    ),
+    Flag(
+        "precision", "choice", "fp32", N, "autocast precision (fp16 adds a GradScaler)", PRECISIONS
+    ),
     Flag("compile", "bool", False, N, "torch.compile the model"),
     Flag("compile_mode", "choice", "default", N, "torch.compile's mode", COMPILE_MODES),
-    Flag("grad_accum_steps", "int", 1, N, "micro-batches per optimizer step: the batch is split, the same "
-                                          "samples per step with fewer activations alive at once"),
-    Flag("activation_checkpointing", "bool", False, N, "recompute each block's activations in backward"),
+    Flag(
+        "grad_accum_steps",
+        "int",
+        1,
+        N,
+        "micro-batches per optimizer step: the batch is split, the same "
+        "samples per step with fewer activations alive at once",
+    ),
+    Flag(
+        "activation_checkpointing",
+        "bool",
+        False,
+        N,
+        "recompute each block's activations in backward",
+    ),
     Flag("channels_last", "bool", False, N, "NHWC memory format for the model and its 4-D inputs"),
     Flag("tf32", "bool", False, N, "TF32 matmuls and convolutions (CUDA)"),
     Flag("cudnn_benchmark", "bool", False, N, "let cuDNN time its convolution algorithms (CUDA)"),
-    Flag("cuda_graphs", "bool", False, N, "capture the step in CUDA graphs (torch.compile mode reduce-overhead)"),
-    Flag("backend", "choice", "auto", X, "process group backend (auto: nccl on CUDA, else gloo)",
-         ("auto", "gloo", "nccl")),
+    Flag(
+        "cuda_graphs",
+        "bool",
+        False,
+        N,
+        "capture the step in CUDA graphs (torch.compile mode reduce-overhead)",
+    ),
+    Flag(
+        "backend",
+        "choice",
+        "auto",
+        X,
+        "process group backend (auto: nccl on CUDA, else gloo)",
+        ("auto", "gloo", "nccl"),
+    ),
     Flag("bucket_cap_mb", "float", 25.0, X, "DistributedDataParallel's gradient bucket size"),
-    Flag("ddp_no_sync", "bool", False, X, "all-reduce only on the last micro-batch of a step (no_sync)"),
-    Flag("grad_compression", "choice", "none", X, "all-reduce gradients in a narrower type (a DDP comm hook)",
-         ("none", "fp16", "bf16")),
+    Flag(
+        "ddp_no_sync",
+        "bool",
+        False,
+        X,
+        "all-reduce only on the last micro-batch of a step (no_sync)",
+    ),
+    Flag(
+        "grad_compression",
+        "choice",
+        "none",
+        X,
+        "all-reduce gradients in a narrower type (a DDP comm hook)",
+        ("none", "fp16", "bf16"),
+    ),
 )
 BY_NAME = {f.name: f for f in FLAGS}
 
@@ -85,21 +169,47 @@ BY_NAME = {f.name: f for f in FLAGS}
 #: ``world_size // nnodes`` here), ``memory_budget_mb`` (the run's memory limit: the host memory guard's on a CPU,
 #: the CUDA allocator's cap on a GPU), the steps before the profiler's window and in it, a step timeout.
 LAUNCH: tuple[Flag, ...] = (
-    Flag("world_size", "int", 1, X, "ranks in all (torchrun starts world_size / nnodes on this node)"),
+    Flag(
+        "world_size", "int", 1, X, "ranks in all (torchrun starts world_size / nnodes on this node)"
+    ),
     Flag("nnodes", "int", 1, X, "nodes; every node runs the same command"),
-    Flag("rdzv_endpoint", "str", None, X, "HOST:PORT of the rendezvous, for nnodes > 1", optional=True),
-    Flag("memory_budget_mb", "int", None, N, "stop the run (out_of_memory) above this many MiB", optional=True),
+    Flag(
+        "rdzv_endpoint",
+        "str",
+        None,
+        X,
+        "HOST:PORT of the rendezvous, for nnodes > 1",
+        optional=True,
+    ),
+    Flag(
+        "memory_budget_mb",
+        "int",
+        None,
+        N,
+        "stop the run (out_of_memory) above this many MiB",
+        optional=True,
+    ),
     Flag("warmup_steps", "int", 3, "Profiling", "steps before the timed ones (never timed)"),
-    Flag("profile_active", "int", 3, "Profiling", "steps the profiler records, after the timed ones"),
-    Flag("step_timeout_s", "float", None, "Profiling", "stop a run whose step takes longer than this",
-         optional=True),
+    Flag(
+        "profile_active", "int", 3, "Profiling", "steps the profiler records, after the timed ones"
+    ),
+    Flag(
+        "step_timeout_s",
+        "float",
+        None,
+        "Profiling",
+        "stop a run whose step takes longer than this",
+        optional=True,
+    ),
 )
 LAUNCH_BY_NAME = {f.name: f for f in LAUNCH}
 
 
 def workload_of(name: str) -> Any:
     """The registered workload ``name`` (WorkloadError naming the known ones)."""
-    from sample_runs import get_workload  # the registry imports torch: only when a workload is asked for
+    from sample_runs import (
+        get_workload,
+    )  # the registry imports torch: only when a workload is asked for
 
     return get_workload(name)
 
@@ -172,8 +282,10 @@ def parse_sets(sets: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
             continue
         flag = BY_NAME.get(key) or LAUNCH_BY_NAME.get(key)
         if flag is None:
-            raise WorkloadError(f"unknown setting {key!r} in --set; known: "
-                                f"{', '.join(sorted([*BY_NAME, *LAUNCH_BY_NAME]))}, params.NAME")
+            raise WorkloadError(
+                f"unknown setting {key!r} in --set; known: "
+                f"{', '.join(sorted([*BY_NAME, *LAUNCH_BY_NAME]))}, params.NAME"
+            )
         try:
             values[key] = coerce(flag, raw)
         except ValueError:
@@ -182,27 +294,45 @@ def parse_sets(sets: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _describe(flag: Flag) -> str:
-    what = "one of " + ", ".join(repr(c) for c in flag.choices) if flag.choices else \
-        {"bool": "true or false", "int": "an integer", "float": "a number", "str": "text"}[flag.kind]
+    what = (
+        "one of " + ", ".join(repr(c) for c in flag.choices)
+        if flag.choices
+        else {"bool": "true or false", "int": "an integer", "float": "a number", "str": "text"}[
+            flag.kind
+        ]
+    )
     return what + (" (or null)" if flag.optional else "")
 
 
 # -- the script's parser ------------------------------------------------------------------------------------
 def parser(prog: str = f"python -m {SCRIPT}") -> argparse.ArgumentParser:
     """The script's parser (defaults: :data:`FLAGS`'; the script sets its size's with ``set_defaults``)."""
-    p = argparse.ArgumentParser(prog=prog, description="Train a sample workload (sample_runs.WORKLOADS).")
+    p = argparse.ArgumentParser(
+        prog=prog, description="Train a sample workload (sample_runs.WORKLOADS)."
+    )
     p.add_argument("workload", help="the workload's name (data_bound, compute_bound, …)")
     p.add_argument("--size", default="tiny", help="the workload's size preset (tiny, bench, …)")
-    p.add_argument("--set-param", dest="set_param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a workload parameter, e.g. --set-param images=128")
+    p.add_argument(
+        "--set-param",
+        dest="set_param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a workload parameter, e.g. --set-param images=128",
+    )
     for f in FLAGS:
         if f.kind == "bool":
             p.add_argument(f.flag, dest=f.name, action="store_true", default=f.default, help=f.help)
         elif f.kind == "choice":
             p.add_argument(f.flag, dest=f.name, choices=f.choices, default=f.default, help=f.help)
         else:
-            p.add_argument(f.flag, dest=f.name, type={"int": int, "float": float}.get(f.kind, str),
-                           default=f.default, help=f.help)
+            p.add_argument(
+                f.flag,
+                dest=f.name,
+                type={"int": int, "float": float}.get(f.kind, str),
+                default=f.default,
+                help=f.help,
+            )
     return p
 
 
@@ -249,10 +379,18 @@ def params_of(items: Sequence[str]) -> dict[str, Any]:
 
 def check(s: Mapping[str, Any]) -> str | None:
     """Why the settings ``s`` (flags and, when present, launcher settings) do not make a run; None when they do."""
+
     def get(name: str) -> Any:
         return s.get(name, (BY_NAME.get(name) or LAUNCH_BY_NAME[name]).default)
 
-    for name in ("batch_size", "steps", "grad_accum_steps", "world_size", "nnodes", "profile_active"):
+    for name in (
+        "batch_size",
+        "steps",
+        "grad_accum_steps",
+        "world_size",
+        "nnodes",
+        "profile_active",
+    ):
         if get(name) < 1:
             return f"{name} must be at least 1, got {get(name)}"
     for name in ("num_workers", "seed", "lr_warmup_steps", "warmup_steps"):
@@ -261,11 +399,15 @@ def check(s: Mapping[str, Any]) -> str | None:
     if get("epochs") is not None and get("epochs") < 1:
         return f"epochs must be at least 1 (or unset, to train --steps), got {get('epochs')}"
     if get("batch_size") % get("grad_accum_steps"):
-        return (f"batch_size={get('batch_size')} is not divisible by grad_accum_steps={get('grad_accum_steps')}; "
-                "the micro-batch would not be whole")
+        return (
+            f"batch_size={get('batch_size')} is not divisible by grad_accum_steps={get('grad_accum_steps')}; "
+            "the micro-batch would not be whole"
+        )
     if get("num_workers") == 0 and get("persistent_workers"):
         return "persistent_workers needs num_workers > 0"
-    if get("prefetch_factor") is not None and (get("num_workers") == 0 or get("prefetch_factor") < 1):
+    if get("prefetch_factor") is not None and (
+        get("num_workers") == 0 or get("prefetch_factor") < 1
+    ):
         return "prefetch_factor needs num_workers > 0 (the main process does not prefetch) and must be at least 1"
     for name in ("lr", "bucket_cap_mb"):
         if get(name) <= 0:
@@ -277,16 +419,23 @@ def check(s: Mapping[str, Any]) -> str | None:
     if get("step_timeout_s") is not None and get("step_timeout_s") <= 0:
         return f"step_timeout_s must be positive, got {get('step_timeout_s')}"
     if get("world_size") % get("nnodes"):
-        return (f"world_size={get('world_size')} is not a multiple of nnodes={get('nnodes')}: world_size counts the "
-                "ranks of all nodes together and every node runs the same number of them")
+        return (
+            f"world_size={get('world_size')} is not a multiple of nnodes={get('nnodes')}: world_size counts the "
+            "ranks of all nodes together and every node runs the same number of them"
+        )
     if get("nnodes") > 1 and not get("rdzv_endpoint"):
         return "nnodes > 1 needs rdzv_endpoint (host:port of the rendezvous)"
     return None
 
 
 # -- a run's command line, from settings --------------------------------------------------------------------
-def command(workload: str, size: str = "tiny", values: Mapping[str, Any] | None = None,
-            params: Mapping[str, Any] | None = None, always: Sequence[str] = ()) -> list[str]:
+def command(
+    workload: str,
+    size: str = "tiny",
+    values: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    always: Sequence[str] = (),
+) -> list[str]:
     """The script's arguments (after ``python -m sample_runs.train``) for ``workload`` at ``size`` with the flag
     ``values`` (launcher settings among them are left out: see :data:`LAUNCH`) and workload ``params``: only what
     differs from the size's defaults is written, and the flags named in ``always``. WorkloadError for an unknown
@@ -295,7 +444,9 @@ def command(workload: str, size: str = "tiny", values: Mapping[str, Any] | None 
     given = dict(values or {})
     unknown = sorted(set(given) - set(BY_NAME) - set(LAUNCH_BY_NAME))
     if unknown:
-        raise WorkloadError(f"unknown setting(s) {unknown}; known: {', '.join(sorted([*BY_NAME, *LAUNCH_BY_NAME]))}")
+        raise WorkloadError(
+            f"unknown setting(s) {unknown}; known: {', '.join(sorted([*BY_NAME, *LAUNCH_BY_NAME]))}"
+        )
     for name, value in given.items():
         flag = BY_NAME.get(name) or LAUNCH_BY_NAME[name]
         try:
@@ -323,7 +474,9 @@ def command(workload: str, size: str = "tiny", values: Mapping[str, Any] | None 
     return argv
 
 
-def launch_settings(workload: str, size: str = "tiny", values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def launch_settings(
+    workload: str, size: str = "tiny", values: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The launcher's settings (:data:`LAUNCH`) of a run: the size's, with ``values`` over them."""
     merged = {**defaults(workload, size), **(values or {})}
     return {f.name: merged[f.name] for f in LAUNCH}

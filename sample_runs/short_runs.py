@@ -51,9 +51,17 @@ def split() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def model(width: int = 16) -> nn.Module:
-    return nn.Sequential(nn.Conv2d(1, width, 3, padding=1), nn.ReLU(), nn.Conv2d(width, 2 * width, 3, padding=1),
-                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(2 * width * 16, 64), nn.ReLU(),
-                         nn.Linear(64, 10))
+    return nn.Sequential(
+        nn.Conv2d(1, width, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(width, 2 * width, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(2 * width * 16, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
+    )
 
 
 def train_member(args: tuple[int, int, int, int | None, float | None]) -> Member:
@@ -69,7 +77,9 @@ def train_member(args: tuple[int, int, int, int | None, float | None]) -> Member
     opt = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
     g = torch.Generator().manual_seed(seed * 1000 + part)
     done, start = 0, time.perf_counter()
-    while (steps is None or done < steps) and (seconds is None or time.perf_counter() - start < seconds):
+    while (steps is None or done < steps) and (
+        seconds is None or time.perf_counter() - start < seconds
+    ):
         pick = torch.randint(0, len(y), (BATCH,), generator=g)
         loss = nn.functional.cross_entropy(net(x[pick]), y[pick])
         opt.zero_grad()

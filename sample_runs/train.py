@@ -30,8 +30,14 @@ from torch.utils.data import DataLoader
 from sample_runs import get_workload, options
 from sample_runs.base import LossFn
 from sample_runs.data import EpochSampler, SharedSampleCache, already_collated, returns_batch
-from sample_runs.train_parts import (cannot_act, checkpointed, compression_hook, pick_device, same_command,
-                                     warm_up)
+from sample_runs.train_parts import (
+    cannot_act,
+    checkpointed,
+    compression_hook,
+    pick_device,
+    same_command,
+    warm_up,
+)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 LOG_EVERY = 10
@@ -68,8 +74,12 @@ def setup(args: argparse.Namespace, argv: list[str] | None = None) -> Training:
         backend = ("nccl" if cuda else "gloo") if args.backend == "auto" else args.backend
         dist.init_process_group(backend=backend, device_id=device if cuda else None)
         same_command(sys.argv[1:] if argv is None else list(argv), rank, world_size)
-    torch.manual_seed(args.seed)  # identical initial weights on every rank and in every run of one seed
-    parts = get_workload(args.workload).build(args.size, args.params, seed=args.seed, device=device.type, rank=rank)
+    torch.manual_seed(
+        args.seed
+    )  # identical initial weights on every rank and in every run of one seed
+    parts = get_workload(args.workload).build(
+        args.size, args.params, seed=args.seed, device=device.type, rank=rank
+    )
     for note in cannot_act(args, parts, device, world_size, backend):
         warnings.warn(note, stacklevel=1)
 
@@ -81,20 +91,24 @@ def setup(args: argparse.Namespace, argv: list[str] | None = None) -> Training:
             checkpointed(model.get_submodule(name))
     ddp = None
     if world_size > 1:
-        ddp = model = DistributedDataParallel(model, device_ids=[device.index] if cuda else None,
-                                              bucket_cap_mb=args.bucket_cap_mb)
+        ddp = model = DistributedDataParallel(
+            model, device_ids=[device.index] if cuda else None, bucket_cap_mb=args.bucket_cap_mb
+        )
         if args.grad_compression != "none":
             ddp.register_comm_hook(None, compression_hook(args.grad_compression, backend or "gloo"))
 
     foreach = args.optimizer_impl == "foreach" or None  # None: torch's own choice
     fused = args.optimizer_impl == "fused" or None
     if args.optimizer == "adam":
-        optimizer: torch.optim.Optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, foreach=foreach,
-                                                            fused=fused)
+        optimizer: torch.optim.Optimizer = torch.optim.Adam(
+            model.parameters(), lr=args.lr, foreach=foreach, fused=fused
+        )
     elif args.optimizer == "adamw":
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, foreach=foreach, fused=fused)
     else:
-        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, foreach=foreach, fused=fused)
+        optimizer = torch.optim.SGD(
+            model.parameters(), lr=args.lr, momentum=0.9, foreach=foreach, fused=fused
+        )
     if args.compile or (args.cuda_graphs and cuda):
         mode = "reduce-overhead" if args.cuda_graphs and cuda else args.compile_mode
         model = torch.compile(model, mode=None if mode == "default" else mode)  # type: ignore[assignment]
@@ -103,13 +117,23 @@ def setup(args: argparse.Namespace, argv: list[str] | None = None) -> Training:
     if args.cache_decoded:
         dataset = SharedSampleCache(dataset, len(dataset))  # type: ignore[arg-type]
     sampler = EpochSampler(len(dataset), args.batch_size, args.seed, rank, world_size)  # type: ignore[arg-type]
-    loader = DataLoader(dataset, batch_size=args.batch_size // args.grad_accum_steps, sampler=sampler,
-                        num_workers=args.num_workers, pin_memory=args.pin_memory and cuda,
-                        persistent_workers=args.persistent_workers, prefetch_factor=args.prefetch_factor,
-                        collate_fn=already_collated if returns_batch(dataset) else None)
-    scaler = torch.amp.GradScaler(device.type) if args.precision == "fp16" else None  # fp16 underflows unscaled
+    loader = DataLoader(
+        dataset,
+        batch_size=args.batch_size // args.grad_accum_steps,
+        sampler=sampler,
+        num_workers=args.num_workers,
+        pin_memory=args.pin_memory and cuda,
+        persistent_workers=args.persistent_workers,
+        prefetch_factor=args.prefetch_factor,
+        collate_fn=already_collated if returns_batch(dataset) else None,
+    )
+    scaler = (
+        torch.amp.GradScaler(device.type) if args.precision == "fp16" else None
+    )  # fp16 underflows unscaled
     total = args.steps if args.epochs is None else args.epochs * sampler.steps_per_epoch
-    return Training(args, device, model, ddp, optimizer, loader, sampler, parts.loss_fn, scaler, total, rank)
+    return Training(
+        args, device, model, ddp, optimizer, loader, sampler, parts.loss_fn, scaler, total, rank
+    )
 
 
 def train(t: Training) -> list[float]:
@@ -128,9 +152,15 @@ def train(t: Training) -> list[float]:
                 x = x.contiguous(memory_format=torch.channels_last)
             last = (i + 1) % args.grad_accum_steps == 0
             # all but the last micro-batch of a step skip the all-reduce: gradients accumulate locally
-            sync = t.ddp.no_sync() if t.ddp is not None and args.ddp_no_sync and not last else contextlib.nullcontext()
+            sync = (
+                t.ddp.no_sync()
+                if t.ddp is not None and args.ddp_no_sync and not last
+                else contextlib.nullcontext()
+            )
             with sync:
-                with torch.autocast(t.device.type, dtype=DTYPES[args.precision], enabled=args.precision != "fp32"):
+                with torch.autocast(
+                    t.device.type, dtype=DTYPES[args.precision], enabled=args.precision != "fp32"
+                ):
                     loss = t.loss_fn(model(x), y) / args.grad_accum_steps
                 (scaler.scale(loss) if scaler is not None else loss).backward()
             step_loss += loss.detach().float()

@@ -26,7 +26,9 @@ def pick_device(asked: str, local_rank: int) -> torch.device:
     want = ("cuda" if torch.cuda.is_available() else "cpu") if asked == "auto" else asked
     if want == "cuda":
         if not torch.cuda.is_available():
-            raise SystemExit("error: --device cuda, but this machine has no usable CUDA device (use auto or cpu)")
+            raise SystemExit(
+                "error: --device cuda, but this machine has no usable CUDA device (use auto or cpu)"
+            )
         device = torch.device("cuda", local_rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
         return device
@@ -39,35 +41,69 @@ def device_name(device: torch.device) -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def cannot_act(args: argparse.Namespace, parts: Parts, device: torch.device, world_size: int,
-               backend: str | None) -> list[str]:
+def cannot_act(
+    args: argparse.Namespace,
+    parts: Parts,
+    device: torch.device,
+    world_size: int,
+    backend: str | None,
+) -> list[str]:
     """What the flags of ``args`` cannot do on this workload, device and world: said, never pretended."""
     out: list[str] = []
     cuda = device.type == "cuda"
     if not cuda:
-        out += [f"{knob}=True has no effect on {device.type} (CUDA only); ignored" for knob in CUDA_ONLY
-                if getattr(args, knob)]
+        out += [
+            f"{knob}=True has no effect on {device.type} (CUDA only); ignored"
+            for knob in CUDA_ONLY
+            if getattr(args, knob)
+        ]
         if args.precision == "fp16":
-            out.append("precision='fp16' on CPU runs fp16 autocast with a CPU GradScaler; bf16 is usually faster")
-    elif args.cudnn_benchmark and not any(isinstance(m, nn.modules.conv._ConvNd) for m in parts.model.modules()):
-        out.append(f"cudnn_benchmark=True has no effect on {args.workload} (no convolutions to tune); ignored")
+            out.append(
+                "precision='fp16' on CPU runs fp16 autocast with a CPU GradScaler; bf16 is usually faster"
+            )
+    elif args.cudnn_benchmark and not any(
+        isinstance(m, nn.modules.conv._ConvNd) for m in parts.model.modules()
+    ):
+        out.append(
+            f"cudnn_benchmark=True has no effect on {args.workload} (no convolutions to tune); ignored"
+        )
     if world_size == 1:
-        out += [f"{knob}={getattr(args, knob)!r} acts on DDP only; ignored with world_size=1"
-                for knob in ("ddp_no_sync", "grad_compression") if getattr(args, knob) not in (False, "none")]
+        out += [
+            f"{knob}={getattr(args, knob)!r} acts on DDP only; ignored with world_size=1"
+            for knob in ("ddp_no_sync", "grad_compression")
+            if getattr(args, knob) not in (False, "none")
+        ]
     if backend == "gloo" and args.grad_compression == "fp16":
-        out.append("grad_compression='fp16' on gloo: gloo sums fp16 in software, usually slower than fp32 on CPU; "
-                   "'bf16' halves the bytes and is fast there")
+        out.append(
+            "grad_compression='fp16' on gloo: gloo sums fp16 in software, usually slower than fp32 on CPU; "
+            "'bf16' halves the bytes and is fast there"
+        )
     if args.ddp_no_sync and args.grad_accum_steps == 1:
-        out.append("ddp_no_sync=True has no effect with grad_accum_steps=1 (every micro-batch syncs)")
+        out.append(
+            "ddp_no_sync=True has no effect with grad_accum_steps=1 (every micro-batch syncs)"
+        )
     if args.cache_decoded and not parts.decodes_samples:
-        out.append(f"cache_decoded=True: {args.workload} keeps its samples in memory already; the cache saves no "
-                   "decode work")
+        out.append(
+            f"cache_decoded=True: {args.workload} keeps its samples in memory already; the cache saves no "
+            "decode work"
+        )
     if args.channels_last and not parts.channels_last:
-        out.append(f"channels_last=True has no effect on {args.workload} (no 4-D activations); ignored")
+        out.append(
+            f"channels_last=True has no effect on {args.workload} (no 4-D activations); ignored"
+        )
     if args.activation_checkpointing and not parts.checkpoint_blocks:
-        out.append(f"activation_checkpointing=True: {args.workload} declares no checkpoint blocks; ignored")
-    if args.cuda_graphs and cuda and args.compile and args.compile_mode not in ("reduce-overhead", "max-autotune"):
-        out.append(f"cuda_graphs=True overrides compile_mode={args.compile_mode!r} with 'reduce-overhead'")
+        out.append(
+            f"activation_checkpointing=True: {args.workload} declares no checkpoint blocks; ignored"
+        )
+    if (
+        args.cuda_graphs
+        and cuda
+        and args.compile
+        and args.compile_mode not in ("reduce-overhead", "max-autotune")
+    ):
+        out.append(
+            f"cuda_graphs=True overrides compile_mode={args.compile_mode!r} with 'reduce-overhead'"
+        )
     return out
 
 
@@ -85,7 +121,9 @@ def checkpointed(module: nn.Module) -> nn.Module:
     return module
 
 
-def warm_up(optimizer: torch.optim.Optimizer, lr: float, steps: int, start: float | None, step: int) -> None:
+def warm_up(
+    optimizer: torch.optim.Optimizer, lr: float, steps: int, start: float | None, step: int
+) -> None:
     """Linear warm-up over the first ``steps`` optimizer steps, then ``lr``: from ``start`` (Goyal et al. 2017's
     gradual warm-up starts at the small batch's rate and reaches k × it) or, without one, from 0."""
     if steps <= 0 or step > steps:
@@ -114,5 +152,7 @@ def same_command(argv: list[str], rank: int, world_size: int) -> None:
     dist.all_gather_object(got, list(argv))
     for other, theirs in enumerate(got):
         if theirs != got[0]:
-            raise SystemExit(f"error: rank {other} runs another command than rank 0 ({' '.join(theirs)} vs "
-                             f"{' '.join(got[0])}); start every node with the same command")
+            raise SystemExit(
+                f"error: rank {other} runs another command than rank 0 ({' '.join(theirs)} vs "
+                f"{' '.join(got[0])}); start every node with the same command"
+            )

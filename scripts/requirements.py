@@ -34,5 +34,7 @@ def requirements(pyproject: Path, extras: list[str]) -> list[str]:
 
 if __name__ == "__main__":
     here = Path(__file__).resolve().parent
-    pyproject = next(p for p in (here / "pyproject.toml", here.parent / "pyproject.toml") if p.is_file())
+    pyproject = next(
+        p for p in (here / "pyproject.toml", here.parent / "pyproject.toml") if p.is_file()
+    )
     print("\n".join(requirements(pyproject, sys.argv[1:])))

@@ -31,33 +31,71 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("analyze", "advisors", "break down a trace, a folder of ranks, a .zip or a stored run (--json, --report)"),
-    Command("optimize", "advisors", "diagnose, apply each fix, measure it A/B, keep what helps: optimize -- python train.py"),
-    Command("compare", "advisors", "is NEW slower than BASE? a noise-aware verdict for CI (exit 1: slower)"),
-    Command("launch", "profilers", "profile an unmodified script: launch [options] -- python train.py ARGS…"),
-    Command("run", "profilers", "run a sample workload under the profiler (needs stepwise[samples])"),
-    Command("watch", "profilers", "watch the whole run, profiling itself when it slows: watch -- python train.py …"),
+    Command(
+        "analyze",
+        "advisors",
+        "break down a trace, a folder of ranks, a .zip or a stored run (--json, --report)",
+    ),
+    Command(
+        "optimize",
+        "advisors",
+        "diagnose, apply each fix, measure it A/B, keep what helps: optimize -- python train.py",
+    ),
+    Command(
+        "compare",
+        "advisors",
+        "is NEW slower than BASE? a noise-aware verdict for CI (exit 1: slower)",
+    ),
+    Command(
+        "launch",
+        "profilers",
+        "profile an unmodified script: launch [options] -- python train.py ARGS…",
+    ),
+    Command(
+        "run", "profilers", "run a sample workload under the profiler (needs stepwise[samples])"
+    ),
+    Command(
+        "watch",
+        "profilers",
+        "watch the whole run, profiling itself when it slows: watch -- python train.py …",
+    ),
     Command("capture", "profilers", "profile the next steps of a watched run now: capture RUN"),
     Command("list", "profilers", "list stored runs, newest first"),
-    Command("dashboard", "dashboard", "serve the dashboard at http://localhost:8501 (needs stepwise[dashboard])"),
+    Command(
+        "dashboard",
+        "dashboard",
+        "serve the dashboard at http://localhost:8501 (needs stepwise[dashboard])",
+    ),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
 
 # What each extra adds, as the module names a command imports and the distribution names pip installs.
 EXTRAS: dict[str, dict[str, str]] = {
     "samples": {"sklearn": "scikit-learn", "PIL": "pillow", "tensorboard": "tensorboard"},
-    "dashboard": {"streamlit": "streamlit", "sklearn": "scikit-learn", "PIL": "pillow", "tensorboard": "tensorboard"},
+    "dashboard": {
+        "streamlit": "streamlit",
+        "sklearn": "scikit-learn",
+        "PIL": "pillow",
+        "tensorboard": "tensorboard",
+    },
 }
 
 
 def usage() -> str:
     width = max(len(c.name) for c in COMMANDS) + 2
-    lines = [f"usage: {PROG} COMMAND [ARGS…]", "",
-             "Why is this PyTorch training slow? Names the bottleneck, applies the fix and measures it.", "",
-             "commands:"]
+    lines = [
+        f"usage: {PROG} COMMAND [ARGS…]",
+        "",
+        "Why is this PyTorch training slow? Names the bottleneck, applies the fix and measures it.",
+        "",
+        "commands:",
+    ]
     lines += [f"  {c.name:<{width}}{c.summary}" for c in COMMANDS]
-    lines += ["", f"'{PROG} COMMAND --help' shows a command's options. Exit codes: 0 done; 1 a regression (compare)",
-              "or a run that did not end ok; 2 bad input or usage (one 'error:' line on stderr)."]
+    lines += [
+        "",
+        f"'{PROG} COMMAND --help' shows a command's options. Exit codes: 0 done; 1 a regression (compare)",
+        "or a run that did not end ok; 2 bad input or usage (one 'error:' line on stderr).",
+    ]
     return "\n".join(lines)
 
 
@@ -75,7 +113,9 @@ def extra_needed(command: str, args: Sequence[str]) -> str | None:
 
 def missing(extra: str) -> list[str]:
     """The distributions of ``extra`` this environment lacks (by whether their modules can be found)."""
-    return sorted({dist for module, dist in EXTRAS[extra].items() if importlib.util.find_spec(module) is None})
+    return sorted(
+        {dist for module, dist in EXTRAS[extra].items() if importlib.util.find_spec(module) is None}
+    )
 
 
 def fail(message: str) -> NoReturn:
@@ -99,12 +139,14 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         sys.exit(0)
     command = BY_NAME.get(argv[0])
     if command is None:
-        fail(f"unknown command {argv[0]!r}; the commands are {', '.join(c.name for c in COMMANDS)} "
-             f"(see {PROG} --help)")
+        fail(
+            f"unknown command {argv[0]!r}; the commands are {', '.join(c.name for c in COMMANDS)} "
+            f"(see {PROG} --help)"
+        )
     extra = extra_needed(command.name, argv[1:])
     lacking = missing(extra) if extra else []
     if extra and lacking:
-        fail(f"{PROG} {command.name} needs {', '.join(lacking)}: pip install \"stepwise[{extra}]\"")
+        fail(f'{PROG} {command.name} needs {", ".join(lacking)}: pip install "stepwise[{extra}]"')
     use_lib()
     if command.group == "dashboard":
         from stepwise.dashboard import serve

@@ -65,6 +65,9 @@ def serve(args: Sequence[str]) -> NoReturn:
         sys.exit(0)
     from streamlit.web import cli as streamlit_cli
 
-    sys.argv = ["streamlit", *streamlit_args(args)]  # Streamlit reads its command line from sys.argv too
+    sys.argv = [
+        "streamlit",
+        *streamlit_args(args),
+    ]  # Streamlit reads its command line from sys.argv too
     streamlit_cli.main(args=sys.argv[1:], prog_name="stepwise dashboard")
     sys.exit(0)  # main exits itself (standalone mode); this is never reached

@@ -21,7 +21,9 @@ def lib_dir() -> Path:
     for candidate in (_HERE / "_lib", _HERE.parent):
         if (candidate / "profilers" / "__init__.py").is_file():
             return candidate
-    raise RuntimeError(f"Stepwise's packages are neither in {_HERE / '_lib'} nor in {_HERE.parent}: reinstall it")
+    raise RuntimeError(
+        f"Stepwise's packages are neither in {_HERE / '_lib'} nor in {_HERE.parent}: reinstall it"
+    )
 
 
 def use_lib() -> Path:

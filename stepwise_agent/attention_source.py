@@ -66,8 +66,10 @@ def _ops(tree: ast.AST) -> list[tuple[tuple[int, int], str, int]]:
     for node in ast.walk(tree):
         kind = _kind(node)
         if kind is not None:
-            end = (getattr(node, "end_lineno", None) or node.lineno,  # type: ignore[attr-defined]
-                   getattr(node, "end_col_offset", None) or 0)
+            end = (
+                getattr(node, "end_lineno", None) or node.lineno,  # type: ignore[attr-defined]
+                getattr(node, "end_col_offset", None) or 0,
+            )
             out.append((end, kind, node.lineno))  # type: ignore[attr-defined]
     return sorted(out)
 
@@ -91,13 +93,14 @@ def recognise(source: str) -> tuple[HandAttention | None, str]:
     for i, (_, kind, line) in enumerate(ops):
         if kind != "softmax":
             continue
-        before, after = kinds[:i], kinds[i + 1:]
+        before, after = kinds[:i], kinds[i + 1 :]
         if "matmul" not in before or "matmul" not in after:
             continue
         last = len(before) - 1 - before[::-1].index("matmul")
         until = after.index("matmul")
-        return HandAttention(line=line, causal="mask" in before[last:],
-                             dropout="dropout" in after[:until]), "softmax between two matmuls"
+        return HandAttention(
+            line=line, causal="mask" in before[last:], dropout="dropout" in after[:until]
+        ), "softmax between two matmuls"
     if "softmax" not in kinds:
         return None, "its forward has no softmax"
     return None, "its forward's softmax is not between two matmuls"

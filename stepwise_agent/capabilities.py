@@ -14,7 +14,10 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-OLDEST_SUPPORTED = (2, 1)  # torch.compile, register_optimizer_step_post_hook, torch.autocast(device_type) all exist
+OLDEST_SUPPORTED = (
+    2,
+    1,
+)  # torch.compile, register_optimizer_step_post_hook, torch.autocast(device_type) all exist
 
 
 @dataclass(frozen=True)
@@ -25,10 +28,16 @@ class TorchCapabilities:
     profiler_schedule: bool  # torch.profiler.schedule
     chrome_trace: bool  # torch.profiler.profile.export_chrome_trace
     trace_handler: bool  # torch.profiler.tensorboard_trace_handler
-    autocast: str | None  # "torch.amp.autocast" | "torch.autocast" | "torch.cuda.amp.autocast" | None
-    grad_scaler: str | None  # "torch.amp.GradScaler" (device-generic) | "torch.cuda.amp.GradScaler" | None
+    autocast: (
+        str | None
+    )  # "torch.amp.autocast" | "torch.autocast" | "torch.cuda.amp.autocast" | None
+    grad_scaler: (
+        str | None
+    )  # "torch.amp.GradScaler" (device-generic) | "torch.cuda.amp.GradScaler" | None
     compile: bool  # torch.compile
-    module_compile: bool  # nn.Module.compile (in place; torch >= 2.2), else forward is compiled instead
+    module_compile: (
+        bool  # nn.Module.compile (in place; torch >= 2.2), else forward is compiled instead
+    )
     step_post_hook: bool  # torch.optim.optimizer.register_optimizer_step_post_hook
 
     @property
@@ -44,7 +53,9 @@ class TorchCapabilities:
         """Why ``knob=value`` cannot be injected with this torch on ``device``; None when it can."""
         missing: str | None = None
         if knob == "autocast" and value:
-            if self.autocast is None or (device != "cuda" and self.autocast == "torch.cuda.amp.autocast"):
+            if self.autocast is None or (
+                device != "cuda" and self.autocast == "torch.cuda.amp.autocast"
+            ):
                 missing = f"autocast on {device}"
             elif value == "fp16" and device == "cuda" and self.grad_scaler is None:
                 missing = "GradScaler (fp16 needs loss scaling)"
@@ -111,10 +122,16 @@ def detect(torch: Any) -> TorchCapabilities:
         profiler_schedule=_has(torch, "profiler.schedule"),
         chrome_trace=_has(torch, "profiler.profile.export_chrome_trace"),
         trace_handler=_has(torch, "profiler.tensorboard_trace_handler"),
-        autocast=autocast, grad_scaler=scaler,
-        compile=_has(torch, "compile"), module_compile=_has(torch, "nn.Module.compile"),
+        autocast=autocast,
+        grad_scaler=scaler,
+        compile=_has(torch, "compile"),
+        module_compile=_has(torch, "nn.Module.compile"),
         step_post_hook=_has(torch, "optim.optimizer.register_optimizer_step_post_hook")
-        or hasattr(sys.modules.get(f"{getattr(torch, '__name__', '')}.optim.optimizer"), "register_optimizer_step_post_hook"))
+        or hasattr(
+            sys.modules.get(f"{getattr(torch, '__name__', '')}.optim.optimizer"),
+            "register_optimizer_step_post_hook",
+        ),
+    )
 
 
 def autocast_context(torch: Any, caps: TorchCapabilities, device: str, dtype: Any) -> Any:

@@ -86,12 +86,16 @@ class LayerRecorder:
         from torch.nn.modules import module as nn_module
 
         if compiled_anything():
-            self.skipped = ("the script compiled its model (torch.compile): module hooks would "
-                            "make it recompile inside the profiled steps, so none was installed")
+            self.skipped = (
+                "the script compiled its model (torch.compile): module hooks would "
+                "make it recompile inside the profiled steps, so none was installed"
+            )
             return
 
-        self._handles = [nn_module.register_module_forward_pre_hook(self._pre),
-                         nn_module.register_module_forward_hook(self._post)]
+        self._handles = [
+            nn_module.register_module_forward_pre_hook(self._pre),
+            nn_module.register_module_forward_hook(self._post),
+        ]
         try:
             torch._C._autograd._push_saved_tensors_default_hooks(self._pack, _unpack)
             self._pushed = self.saved_known = True
@@ -182,7 +186,7 @@ def _module_of(e: Any) -> str | None:
     """The innermost module range around event ``e`` (its own, if it is one)."""
     while e is not None:
         if e.name.startswith(PREFIX):
-            return str(e.name[len(PREFIX):])
+            return str(e.name[len(PREFIX) :])
         e = e.cpu_parent
     return None
 
@@ -202,7 +206,7 @@ def layer_times(events: Iterable[Any], on_gpu: bool) -> tuple[dict[str, list[flo
         if name.startswith("ProfilerStep"):  # "ProfilerStep*" in the event list
             steps += 1
         elif name.startswith(PREFIX):
-            row = out.setdefault(name[len(PREFIX):], [0.0, 0.0, 0])
+            row = out.setdefault(name[len(PREFIX) :], [0.0, 0.0, 0])
             row[0] += _event_ms(e, on_gpu)
             row[2] += 1
         elif e.sequence_nr >= 0 and not name.startswith(BACKWARD) and not e.fwd_thread:
@@ -224,8 +228,9 @@ def _where(obj: Any) -> tuple[str | None, int | None]:
         return None, None
 
 
-def layer_rows(rec: LayerRecorder, events: Iterable[Any], on_gpu: bool,
-               step_ms: float | None) -> dict[str, Any]:
+def layer_rows(
+    rec: LayerRecorder, events: Iterable[Any], on_gpu: bool, step_ms: float | None
+) -> dict[str, Any]:
     """``layers.json``'s document: one row per module seen, its figures per profiled step,
     inclusive of its submodules (backward time and saved bytes summed up the tree)."""
     times, steps = layer_times(events, on_gpu)
@@ -252,25 +257,50 @@ def layer_rows(rec: LayerRecorder, events: Iterable[Any], on_gpu: bool,
         cls = type(m)
         if cls not in classes:
             code = getattr(getattr(cls, "forward", None), "__code__", None)
-            classes[cls] = (*_where(cls), getattr(code, "co_filename", None),
-                            getattr(code, "co_firstlineno", None))
+            classes[cls] = (
+                *_where(cls),
+                getattr(code, "co_filename", None),
+                getattr(code, "co_firstlineno", None),
+            )
         class_file, class_line, forward_file, forward_line = classes[cls]
         parent = name.rsplit(".", 1)[0] if "." in name else None
-        rows.append({
-            "name": name, "parent": parent, "class": cls.__name__, "class_file": class_file,
-            "class_line": class_line, "forward_file": forward_file, "forward_line": forward_line,
-            "params": sum(p.numel() for p in m.parameters()), "calls": calls / n,
-            "forward_ms": round(forward.get(name, 0.0) / n, 4),
-            "backward_ms": round(backward.get(name, 0.0) / n, 4),
-            "saved_bytes": saved.get(name, 0) // n if rec.saved_known else None})
-    return {"steps": steps, "device": "gpu" if on_gpu else "cpu", "step_ms": step_ms, "timing": (
-        "GPU time of the kernels each module launched" if on_gpu
-        else "CPU time inside each module"),
-        "rows": rows}
+        rows.append(
+            {
+                "name": name,
+                "parent": parent,
+                "class": cls.__name__,
+                "class_file": class_file,
+                "class_line": class_line,
+                "forward_file": forward_file,
+                "forward_line": forward_line,
+                "params": sum(p.numel() for p in m.parameters()),
+                "calls": calls / n,
+                "forward_ms": round(forward.get(name, 0.0) / n, 4),
+                "backward_ms": round(backward.get(name, 0.0) / n, 4),
+                "saved_bytes": saved.get(name, 0) // n if rec.saved_known else None,
+            }
+        )
+    return {
+        "steps": steps,
+        "device": "gpu" if on_gpu else "cpu",
+        "step_ms": step_ms,
+        "timing": (
+            "GPU time of the kernels each module launched"
+            if on_gpu
+            else "CPU time inside each module"
+        ),
+        "rows": rows,
+    }
 
 
-def write_layers(run_dir: Path, rec: LayerRecorder, events: Iterable[Any], on_gpu: bool,
-                 step_ms: float | None, write: Any) -> None:
+def write_layers(
+    run_dir: Path,
+    rec: LayerRecorder,
+    events: Iterable[Any],
+    on_gpu: bool,
+    step_ms: float | None,
+    write: Any,
+) -> None:
     """Write ``layers.json`` (through ``write``, the recorder's atomic JSON writer); nothing if no
     module ran."""
     if rec.skipped is not None:

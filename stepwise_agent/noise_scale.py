@@ -75,8 +75,11 @@ def squared_norm(grads: Sequence[torch.Tensor]) -> torch.Tensor:
     """Σ over tensors of their squared L2 norms, as a 0-d float tensor on the gradients' device."""
     if not grads:
         return torch.zeros(())
-    norms = torch._foreach_norm([g.detach().float() for g in grads]) if hasattr(torch, "_foreach_norm") else \
-        [torch.linalg.vector_norm(g.detach().float()) for g in grads]
+    norms = (
+        torch._foreach_norm([g.detach().float() for g in grads])
+        if hasattr(torch, "_foreach_norm")
+        else [torch.linalg.vector_norm(g.detach().float()) for g in grads]
+    )
     return torch.stack([n.to(grads[0].device) for n in norms]).pow(2).sum()
 
 
@@ -110,7 +113,9 @@ class NoiseScaleMeter:
         if window < 2 or gap < 0:
             raise ValueError("a window needs at least 2 steps, and the gap cannot be negative")
         self.path, self.window, self.gap, self.skip = path, window, gap, 0
-        self.sum: list[torch.Tensor] | None = None  # the window's running sum (kept between windows: no new memory)
+        self.sum: list[torch.Tensor] | None = (
+            None  # the window's running sum (kept between windows: no new memory)
+        )
         self.open = False
         self.shapes: list[tuple[int, ...]] = []
         self.small = torch.zeros(())
@@ -138,11 +143,15 @@ class NoiseScaleMeter:
             self.skip -= 1
             return
         t0 = time.perf_counter()
-        grads = [p.grad for group in opt.param_groups for p in group["params"] if p.grad is not None]
+        grads = [
+            p.grad for group in opt.param_groups for p in group["params"] if p.grad is not None
+        ]
         if not grads or any(g.is_sparse for g in grads):
             return
         shapes = [tuple(g.shape) for g in grads]
-        if self.sum is None or shapes != self.shapes:  # the first window (or the gradients changed: start again)
+        if (
+            self.sum is None or shapes != self.shapes
+        ):  # the first window (or the gradients changed: start again)
             self.sum = [g.detach().float().clone() for g in grads]
             self.shapes, self.n, self.hook_s, self.t_start, self.open = shapes, 1, 0.0, t0, True
             self.small = squared_norm(grads)
@@ -170,8 +179,16 @@ class NoiseScaleMeter:
         self.ema.update(g2, trace)
         # the window's wall time: from its first hook to its last (n − 1 steps) scaled to n steps
         wall = (now - self.t_start) * n / (n - 1)
-        row = {"step": self.steps, "window": n, "gap": self.gap, "sq_small": sq_small, "sq_big": sq_big, "hook_s": self.hook_s,
-               "wall_s": wall, "b_simple_steps_ema": self.ema.value}
+        row = {
+            "step": self.steps,
+            "window": n,
+            "gap": self.gap,
+            "sq_small": sq_small,
+            "sq_big": sq_big,
+            "hook_s": self.hook_s,
+            "wall_s": wall,
+            "b_simple_steps_ema": self.ema.value,
+        }
         self.rows.append(row)
         self.open, self.skip = False, self.gap
         if self.path is not None:

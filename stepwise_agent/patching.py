@@ -16,7 +16,9 @@ class Patches:
         while self._undo:
             self._undo.pop()()
 
-    def _patch(self, owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    def _patch(
+        self, owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]
+    ) -> None:
         original = getattr(owner, name)
         setattr(owner, name, functools.wraps(original)(wrapper(original)))
         self._undo.append(lambda: setattr(owner, name, original))

@@ -48,7 +48,9 @@ class _Tee:
             return
         self._lines += 1
         try:
-            self._log.write(json.dumps({"t_unix_ns": self._clock_ns(), "line": line[:MAX_CHARS]}) + "\n")
+            self._log.write(
+                json.dumps({"t_unix_ns": self._clock_ns(), "line": line[:MAX_CHARS]}) + "\n"
+            )
             self._log.flush()
         except (OSError, ValueError):  # the record is a bonus: never the reason a script fails
             self._lines = MAX_LINES
@@ -65,7 +67,9 @@ class _Tee:
         except OSError:
             pass
 
-    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno, buffer … of the real stream
+    def __getattr__(
+        self, name: str
+    ) -> Any:  # encoding, isatty, fileno, buffer … of the real stream
         return getattr(self._inner, name)
 
 
@@ -93,8 +97,14 @@ def tap_warnings(is_users: Callable[[str], bool]) -> tuple[list[str], Callable[[
     said: list[str] = []
     original = warnings.showwarning
 
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
-             line: str | None = None) -> None:
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         if len(said) < MAX_WARNINGS and is_users(filename):
             said.append(f"{category.__name__}: {message}"[:MAX_CHARS])
         original(message, category, filename, lineno, file, line)

@@ -29,8 +29,11 @@ SUMMARY_VERSION = 1
 SLOWEST_WAIT_S = 60.0
 # The analyst's own patterns (profilers.trace.kernel_classes COMM_OP / COMM_KERNEL), copied: the agent imports
 # nothing of Stepwise's analysis. tests/stepwise_agent/test_rank_summary.py holds them equal.
-COMM = re.compile(r"gloo|nccl|rccl|c10d::|record_param_comms|all_reduce|allreduce|all_gather|allgather|"
-                  r"reduce_scatter|reducescatter|sendrecv|barrier|alltoall|send|recv", re.IGNORECASE)
+COMM = re.compile(
+    r"gloo|nccl|rccl|c10d::|record_param_comms|all_reduce|allreduce|all_gather|allgather|"
+    r"reduce_scatter|reducescatter|sendrecv|barrier|alltoall|send|recv",
+    re.IGNORECASE,
+)
 _STEP = re.compile(r"ProfilerStep(?:#(\d+)|\*)$")  # prof.events() names every step "ProfilerStep*"
 
 
@@ -59,7 +62,9 @@ def _covered(union: list[tuple[float, float]], lo: float, hi: float) -> float:
     return sum(max(0.0, min(e, hi) - max(s, lo)) for s, e in union)
 
 
-def summarise_events(events: Iterable[Any], rank: int, world_size: int, first_step: int = 0) -> dict[str, Any]:
+def summarise_events(
+    events: Iterable[Any], rank: int, world_size: int, first_step: int = 0
+) -> dict[str, Any]:
     """The summary from the profiler's events (``prof.events()``: name and ``time_range`` in µs). Steps named
     ``ProfilerStep*`` are numbered in time order from ``first_step`` (the first profiled step)."""
     steps: list[tuple[int, float, float]] = []
@@ -85,11 +90,20 @@ def summarise_events(events: Iterable[Any], rank: int, world_size: int, first_st
     rows = []
     for step, lo, hi in steps:
         c = _covered(union, lo, hi)
-        rows.append({"step": step, "start_us": lo, "step_us": hi - lo, "comm_us": c, "work_us": hi - lo - c})
-    return {"version": SUMMARY_VERSION, "rank": rank, "world_size": world_size, "steps": rows,
-            "collectives": [{"name": n, "count": int(v[0]), "total_us": v[1]}
-                            for n, v in sorted(by_name.items(), key=lambda kv: -kv[1][1])][:50],
-            "written_unix": time.time()}
+        rows.append(
+            {"step": step, "start_us": lo, "step_us": hi - lo, "comm_us": c, "work_us": hi - lo - c}
+        )
+    return {
+        "version": SUMMARY_VERSION,
+        "rank": rank,
+        "world_size": world_size,
+        "steps": rows,
+        "collectives": [
+            {"name": n, "count": int(v[0]), "total_us": v[1]}
+            for n, v in sorted(by_name.items(), key=lambda kv: -kv[1][1])
+        ][:50],
+        "written_unix": time.time(),
+    }
 
 
 def median_work_us(summary: dict[str, Any]) -> float:
@@ -119,8 +133,13 @@ def read_summaries(run_dir: Path) -> dict[int, dict[str, Any]]:
     return out
 
 
-def keeps_trace(run_dir: Path, rank: int, world_size: int, wanted: list[int] | str | None,
-                wait_s: float = SLOWEST_WAIT_S) -> bool:
+def keeps_trace(
+    run_dir: Path,
+    rank: int,
+    world_size: int,
+    wanted: list[int] | str | None,
+    wait_s: float = SLOWEST_WAIT_S,
+) -> bool:
     """Whether this rank keeps its full trace (see the module docs); its own summary is already written."""
     if wanted is None:
         return True

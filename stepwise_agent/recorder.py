@@ -39,7 +39,12 @@ from stepwise_agent.step_log import row_dict
 PROFILE_WAIT, PROFILE_WARMUP = 1, 1
 GUARD_SIGNAL = signal.SIGUSR1
 RUNNING = "running"
-UNPROFILED, PROFILING, EXPORTING, CUT = "unprofiled", "profiling", "exporting", "cut"  # progress.json "phase"
+UNPROFILED, PROFILING, EXPORTING, CUT = (
+    "unprofiled",
+    "profiling",
+    "exporting",
+    "cut",
+)  # progress.json "phase"
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -67,9 +72,22 @@ class StepRecorder:
     """Times steps, drives the profiler schedule, writes steps/progress/trace into ``run_dir``. ``wait`` steps
     run before the profiler's warm-up step and ``active`` profiled steps; ``rank`` names this process's rows."""
 
-    def __init__(self, run_dir: Path, active: int, wait: int = PROFILE_WAIT, rank: int = 0,
-                 leader: bool = True, trace_ranks: list[int] | str | None = None) -> None:
-        self.run_dir, self.active, self.wait, self.rank, self.leader = run_dir, active, wait, rank, leader
+    def __init__(
+        self,
+        run_dir: Path,
+        active: int,
+        wait: int = PROFILE_WAIT,
+        rank: int = 0,
+        leader: bool = True,
+        trace_ranks: list[int] | str | None = None,
+    ) -> None:
+        self.run_dir, self.active, self.wait, self.rank, self.leader = (
+            run_dir,
+            active,
+            wait,
+            rank,
+            leader,
+        )
         # Summaries at capture time: under torchrun (more than one rank), or whenever only some ranks keep traces.
         self.trace_ranks = trace_ranks
         self.summarise = trace_ranks is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -78,14 +96,21 @@ class StepRecorder:
         if torch.cuda.is_available():
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         self.prof = torch.profiler.profile(
-            activities=activities, profile_memory=True, record_shapes=True,  # dtypes: is bf16 already on?
-            schedule=torch.profiler.schedule(wait=wait, warmup=PROFILE_WARMUP, active=active, repeat=1),
-            on_trace_ready=self._export)
+            activities=activities,
+            profile_memory=True,
+            record_shapes=True,  # dtypes: is bf16 already on?
+            schedule=torch.profiler.schedule(
+                wait=wait, warmup=PROFILE_WARMUP, active=active, repeat=1
+            ),
+            on_trace_ready=self._export,
+        )
         self.traces: list[Path] = []
         self.steps_done = 0
         self.last_loss: float | None = None
         self.phase = UNPROFILED
-        self.cut_during_step: int | None = None  # the step whose profile was cut (the trace holds part of it)
+        self.cut_during_step: int | None = (
+            None  # the step whose profile was cut (the trace holds part of it)
+        )
         self.peak_unprofiled_mb: float | None = None
         self._peak_profiled_mb: float | None = None
         # ru_maxrss survives fork + exec: a child of a 1.1 GiB launcher (a test process, a dashboard) starts with its
@@ -98,7 +123,9 @@ class StepRecorder:
         self._started = time.time()
         self._t_last = time.perf_counter()
         self._running = False
-        self.data_ms: Callable[[], float | None] | None = None  # the detector's time in DataLoader.__next__ this step
+        self.data_ms: Callable[[], float | None] | None = (
+            None  # the detector's time in DataLoader.__next__ this step
+        )
         # Per-module times of the profiled steps (stepwise_agent.layers), rank 0's: its hooks run in the window only
         self.layers = layers.LayerRecorder() if rank == 0 and layers.enabled() else None
         self._profiled_ms: list[float] = []
@@ -128,8 +155,20 @@ class StepRecorder:
         rss = current_rss_mb()
         data_ms = self.data_ms() if self.data_ms is not None else None
         # the one row layout of steps.jsonl, the watch's writer's too; its time is the step's start
-        row = row_dict(self.rank, (step, wall_ms, loss, samples, data_ms,
-                                   self.wait + PROFILE_WARMUP <= step < self.total, time.time_ns(), rss, None))
+        row = row_dict(
+            self.rank,
+            (
+                step,
+                wall_ms,
+                loss,
+                samples,
+                data_ms,
+                self.wait + PROFILE_WARMUP <= step < self.total,
+                time.time_ns(),
+                rss,
+                None,
+            ),
+        )
         if self.cut_during_step == step:
             row["profile_cut"] = True  # the trace holds only part of this step
         if self.phase == PROFILING and rss is not None:
@@ -151,7 +190,9 @@ class StepRecorder:
                 if self.layers is not None:
                     self.layers.start()
             elif self.phase == PROFILING and not self._recording():
-                self.phase = UNPROFILED  # the window ended (exported): whatever grows now is the script's
+                self.phase = (
+                    UNPROFILED  # the window ended (exported): whatever grows now is the script's
+                )
                 self._close_window()
         if self.leader:
             self.write_progress(loss, RUNNING)
@@ -172,8 +213,10 @@ class StepRecorder:
             else:
                 self.cut_profile()
             return
-        raise MemoryGuardStop("Stepwise's memory guard ended the run: memory passed its limit outside the "
-                              "profiled window")
+        raise MemoryGuardStop(
+            "Stepwise's memory guard ended the run: memory passed its limit outside the "
+            "profiled window"
+        )
 
     def cut_profile(self) -> None:
         """Stop the profiler now, mid-step: the trace so far is exported and the rest of the step runs unprofiled."""
@@ -202,22 +245,39 @@ class StepRecorder:
         """This process's peak RSS: ``ru_maxrss`` once it grew past what the process inherited, else the largest
         RSS sampled at the end of a step."""
         peak = peak_rss_mb()
-        return max(peak, self._max_rss_seen) if peak > self._inherited_maxrss else self._max_rss_seen
+        return (
+            max(peak, self._max_rss_seen) if peak > self._inherited_maxrss else self._max_rss_seen
+        )
 
     def memory_facts(self) -> dict[str, Any]:
         """``agent_result.json``'s memory fields: the unprofiled and the profiled peaks, apart (MiB, this process)."""
-        unprofiled = self.peak_unprofiled_mb if self.peak_unprofiled_mb is not None else self._own_peak_mb()
-        return {"peak_rss_unprofiled_mb": _round(unprofiled), "peak_rss_profiled_mb": _round(self._peak_profiled_mb),
-                "profile_cut_during_step": self.cut_during_step}
+        unprofiled = (
+            self.peak_unprofiled_mb if self.peak_unprofiled_mb is not None else self._own_peak_mb()
+        )
+        return {
+            "peak_rss_unprofiled_mb": _round(unprofiled),
+            "peak_rss_profiled_mb": _round(self._peak_profiled_mb),
+            "profile_cut_during_step": self.cut_during_step,
+        }
 
     def write_progress(self, loss: float | None, status: str) -> None:
         elapsed = time.time() - self._started
         left = max(self.total - self.steps_done, 0)
         eta = elapsed / self.steps_done * left if self.steps_done else None
-        write_json_atomic(self.run_dir / "progress.json", {
-            "step": self.steps_done, "total_steps": self.total, "loss": loss, "eta_s": eta,
-            "elapsed_s": elapsed, "status": status, "phase": self.phase, "updated_unix": time.time(),
-            "peak_unprofiled_mb": _round(self.peak_unprofiled_mb)})  # exact (ru_maxrss): the guard's floor
+        write_json_atomic(
+            self.run_dir / "progress.json",
+            {
+                "step": self.steps_done,
+                "total_steps": self.total,
+                "loss": loss,
+                "eta_s": eta,
+                "elapsed_s": elapsed,
+                "status": status,
+                "phase": self.phase,
+                "updated_unix": time.time(),
+                "peak_unprofiled_mb": _round(self.peak_unprofiled_mb),
+            },
+        )  # exact (ru_maxrss): the guard's floor
 
     def stop(self) -> None:
         """Stop profiling (exporting a partial window if the script ended early) and close the step log."""
@@ -236,23 +296,42 @@ class StepRecorder:
     def _export(self, prof: torch.profiler.profile) -> None:
         if self.layers is not None:
             self.layers.stop()
-            ms, on_gpu = self._profiled_ms, torch.cuda.is_available() and torch.cuda.is_initialized()
+            ms, on_gpu = (
+                self._profiled_ms,
+                torch.cuda.is_available() and torch.cuda.is_initialized(),
+            )
             try:
-                layers.write_layers(self.run_dir, self.layers, prof.events(), on_gpu,
-                                    sum(ms) / len(ms) if ms else None, write_json_atomic)
+                layers.write_layers(
+                    self.run_dir,
+                    self.layers,
+                    prof.events(),
+                    on_gpu,
+                    sum(ms) / len(ms) if ms else None,
+                    write_json_atomic,
+                )
             except Exception as err:  # noqa: BLE001 - the per-module view must never cost the run its trace
-                write_json_atomic(self.run_dir / layers.LAYERS_FILE, {"error": f"{type(err).__name__}: {err}"})
+                write_json_atomic(
+                    self.run_dir / layers.LAYERS_FILE, {"error": f"{type(err).__name__}: {err}"}
+                )
             self.layers = None
-        if self.summarise:  # every rank's per-step summary; the full trace only where asked (rank_summary)
+        if (
+            self.summarise
+        ):  # every rank's per-step summary; the full trace only where asked (rank_summary)
             world = int(os.environ.get("WORLD_SIZE", "1"))
-            rank_summary.write_summary(self.run_dir, rank_summary.summarise_events(
-                prof.events(), self.rank, world, first_step=self.wait + PROFILE_WARMUP))
+            rank_summary.write_summary(
+                self.run_dir,
+                rank_summary.summarise_events(
+                    prof.events(), self.rank, world, first_step=self.wait + PROFILE_WARMUP
+                ),
+            )
             if not rank_summary.keeps_trace(self.run_dir, self.rank, world, self.trace_ranks):
                 return
         tb = self.run_dir / "tb"
         tb.mkdir(exist_ok=True)
         name = f"rank{self.rank}.{time.time_ns()}.pt.trace.json"
-        partial = tb / f"{name}.partial.gz"  # not a trace name until complete; .gz makes torch gzip it
+        partial = (
+            tb / f"{name}.partial.gz"
+        )  # not a trace name until complete; .gz makes torch gzip it
         prof.export_chrome_trace(str(partial))
         os.replace(partial, tb / f"{name}.gz")
         self.traces.append(tb / f"{name}.gz")

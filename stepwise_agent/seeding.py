@@ -72,8 +72,12 @@ class SeedOffsets:
         self._patch(torch.random, "manual_seed", "torch.manual_seed")
         self._patch(random, "seed", "random.seed")
         patches: dict[str, Callable[[ModuleType], None]] = {
-            name: functools.partial(self._patch_module, attrs=attrs) for name, attrs in LATER.items()}
-        for name in [n for n in patches if n in sys.modules]:  # already imported (numpy, by torch or a site hook)
+            name: functools.partial(self._patch_module, attrs=attrs)
+            for name, attrs in LATER.items()
+        }
+        for name in [
+            n for n in patches if n in sys.modules
+        ]:  # already imported (numpy, by torch or a site hook)
             patches.pop(name)(sys.modules[name])
         finder = _PatchAfterImport(patches)
         sys.meta_path.insert(0, finder)
@@ -101,7 +105,9 @@ class SeedOffsets:
         @functools.wraps(original)
         def seeded(*args: Any, **kwargs: Any) -> Any:
             if getattr(me._inside, "on", False):
-                return original(*args, **kwargs)  # inside another seeding call: the outer one has the offset
+                return original(
+                    *args, **kwargs
+                )  # inside another seeding call: the outer one has the offset
             args, kwargs, asked, used = me._offset(args, kwargs)
             me._inside.on = True
             try:
@@ -115,8 +121,9 @@ class SeedOffsets:
         setattr(owner, attr, seeded)
         self._undo.append(lambda: setattr(owner, attr, original))
 
-    def _offset(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any],
-                                                                             int | None, int | None]:
+    def _offset(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any], int | None, int | None]:
         """The call's arguments with the seed offset (the first argument or ``seed=``); an absent or non-integer
         seed (``random.seed()`` from the clock, ``seed_everything()`` from the environment) is left alone."""
         if args:
@@ -140,8 +147,14 @@ class SeedOffsets:
         self.calls += 1
         if len(self.changed) < MAX_RECORDED:
             site = user_site(3)
-            self.changed.append({"call": name, "asked": asked, "used": used,
-                                 "site": f"{os.path.basename(site['file'])}:{site['line']}" if site else None})
+            self.changed.append(
+                {
+                    "call": name,
+                    "asked": asked,
+                    "used": used,
+                    "site": f"{os.path.basename(site['file'])}:{site['line']}" if site else None,
+                }
+            )
         self._write()
 
     def _write(self) -> None:

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 MIN_STEADY = 5
-MIN_USABLE = 3  # a short run's median needs at least this many steps before the basis widens further
+MIN_USABLE = (
+    3  # a short run's median needs at least this many steps before the basis widens further
+)
 BEFORE_PROFILER = 1
 AFTER_PROFILER = 2
 
@@ -49,8 +51,13 @@ class StepChoice:
         return len(self.positions)
 
 
-def choose_steps(steps: Sequence[int], profiled: Sequence[bool], warmup_steps: int = 1,
-                 min_steady: int = MIN_STEADY, first_step: int | None = None) -> StepChoice:
+def choose_steps(
+    steps: Sequence[int],
+    profiled: Sequence[bool],
+    warmup_steps: int = 1,
+    min_steady: int = MIN_STEADY,
+    first_step: int | None = None,
+) -> StepChoice:
     """The steps to time among ``steps`` (step indices, in order) with their ``profiled`` flags.
 
     ``warmup_steps`` (at least one) count from ``first_step``, by default the first step given; a caller that
@@ -69,12 +76,19 @@ def choose_steps(steps: Sequence[int], profiled: Sequence[bool], warmup_steps: i
         (BASIS_NEAR, [i for i in past_warmup if not prof[i]]),
         (BASIS_PROFILED, past_warmup),
     )
-    unprofiled = stages[:2]  # profiled steps join only when fewer than MIN_USABLE unprofiled steps exist
-    for basis, chosen in (*((b, c) for b, c in unprofiled if len(c) >= min_steady),
-                          *((b, c) for b, c in stages if len(c) >= MIN_USABLE)):
+    unprofiled = stages[
+        :2
+    ]  # profiled steps join only when fewer than MIN_USABLE unprofiled steps exist
+    for basis, chosen in (
+        *((b, c) for b, c in unprofiled if len(c) >= min_steady),
+        *((b, c) for b, c in stages if len(c) >= MIN_USABLE),
+    ):
         return StepChoice(tuple(chosen), basis, profiled_pos)
-    return StepChoice(tuple(past_warmup) or tuple(range(n)), BASIS_PROFILED if past_warmup else BASIS_ALL,
-                      profiled_pos)
+    return StepChoice(
+        tuple(past_warmup) or tuple(range(n)),
+        BASIS_PROFILED if past_warmup else BASIS_ALL,
+        profiled_pos,
+    )
 
 
 def _near_profiler(prof: Sequence[bool]) -> set[int]:

@@ -36,7 +36,11 @@ from typing import Any, Callable
 #: (step, wall_ms, loss, samples, data_ms, profiled, ended_ns, memory, capture[, backward_ms]): a watched step
 #: carries the time inside its backward calls last (the rank watch's signal), a plain launch's row does not
 Row = tuple[Any, ...]
-STEPS, ROLLUPS, OPEN = "steps.jsonl", "steps_rollup.jsonl", "steps_open.rank{rank}.jsonl"  # OPEN: one per rank
+STEPS, ROLLUPS, OPEN = (
+    "steps.jsonl",
+    "steps_rollup.jsonl",
+    "steps_open.rank{rank}.jsonl",
+)  # OPEN: one per rank
 KEEP_FIRST = 2000
 AROUND = 64  # more than the trigger's judged steps and the steps after a profiler the steady choice skips
 ROLLUP_STEPS = 1000
@@ -49,9 +53,17 @@ MAX_PENDING = 200_000  # rows the training thread may get ahead of the writer be
 def row_dict(rank: int, row: Row) -> dict[str, Any]:
     """A whole ``steps.jsonl`` row; its time is its step's start."""
     step, wall_ms, loss, samples, data_ms, profiled, ended_ns, memory, capture = row[:9]
-    out = {"rank": rank, "step": step, "wall_ms": round(wall_ms, 4), "loss": loss, "samples": samples,
-           "data_ms": None if data_ms is None else round(data_ms, 4), "profiled": profiled,
-           "t_unix_ns": ended_ns - int(wall_ms * 1e6), "rss_mb": None if memory is None else round(memory, 1)}
+    out = {
+        "rank": rank,
+        "step": step,
+        "wall_ms": round(wall_ms, 4),
+        "loss": loss,
+        "samples": samples,
+        "data_ms": None if data_ms is None else round(data_ms, 4),
+        "profiled": profiled,
+        "t_unix_ns": ended_ns - int(wall_ms * 1e6),
+        "rss_mb": None if memory is None else round(memory, 1),
+    }
     if len(row) > 9:
         out["backward_ms"] = None if row[9] is None else round(row[9], 4)
     return {**out, **({"capture": capture} if capture is not None else {})}
@@ -69,8 +81,10 @@ class RollUp:
 
     def full(self, row: Row) -> bool:
         """Whether ``row`` belongs to the next roll-up (this one has its steps, or its minute is over)."""
-        return bool(self.rows) and (len(self.rows) >= ROLLUP_STEPS or
-                                    row[6] - int(row[1] * 1e6) - self._start_ns() >= ROLLUP_NS)
+        return bool(self.rows) and (
+            len(self.rows) >= ROLLUP_STEPS
+            or row[6] - int(row[1] * 1e6) - self._start_ns() >= ROLLUP_NS
+        )
 
     def _start_ns(self) -> int:
         return self.rows[0][6] - int(self.rows[0][1] * 1e6)
@@ -88,28 +102,44 @@ class RollUp:
         work = sorted(max(r[1] - r[9], 0.0) for r in self.rows if len(r) > 9 and r[9] is not None)
         wall_sum = sum(walls)
         data_ok = len(data) == len(self.rows)
-        return {"rank": rank, "first_step": self.rows[0][0], "last_step": self.rows[-1][0], "steps": len(self.rows),
-                "t_unix_ns": self._start_ns(), "t_end_unix_ns": self.rows[-1][6],
-                "wall_ms_median": round(statistics.median(walls), 4), "wall_ms_p10": round(_quantile(walls, 0.1), 4),
-                "wall_ms_p90": round(_quantile(walls, 0.9), 4), "wall_ms_sum": round(wall_sum, 3),
-                "data_ms_sum": round(sum(data), 3) if data_ok else None,
-                "data_share": round(sum(data) / wall_sum, 4) if data_ok and wall_sum > 0 else None,
-                "loss_last": losses[-1] if losses else None,
-                "loss_mean": statistics.fmean(losses) if losses else None,
-                "samples": sum(r[3] or 0 for r in self.rows) if any(r[3] for r in self.rows) else None,
-                "rss_mb_max": round(max(memory), 1) if memory else None,
-                "work_ms_median": round(statistics.median(work), 4) if len(work) == len(self.rows) else None}
+        return {
+            "rank": rank,
+            "first_step": self.rows[0][0],
+            "last_step": self.rows[-1][0],
+            "steps": len(self.rows),
+            "t_unix_ns": self._start_ns(),
+            "t_end_unix_ns": self.rows[-1][6],
+            "wall_ms_median": round(statistics.median(walls), 4),
+            "wall_ms_p10": round(_quantile(walls, 0.1), 4),
+            "wall_ms_p90": round(_quantile(walls, 0.9), 4),
+            "wall_ms_sum": round(wall_sum, 3),
+            "data_ms_sum": round(sum(data), 3) if data_ok else None,
+            "data_share": round(sum(data) / wall_sum, 4) if data_ok and wall_sum > 0 else None,
+            "loss_last": losses[-1] if losses else None,
+            "loss_mean": statistics.fmean(losses) if losses else None,
+            "samples": sum(r[3] or 0 for r in self.rows) if any(r[3] for r in self.rows) else None,
+            "rss_mb_max": round(max(memory), 1) if memory else None,
+            "work_ms_median": round(statistics.median(work), 4)
+            if len(work) == len(self.rows)
+            else None,
+        }
 
 
 class StepLog:
     """The writer of a watched rank's step records (see the module docs)."""
 
     def __init__(self, run_dir: Path, rank: int, tick: Callable[[], None] | None = None) -> None:
-        self.run_dir, self.rank, self.tick = run_dir, rank, tick  # tick: the owner's work once a flush, here
+        self.run_dir, self.rank, self.tick = (
+            run_dir,
+            rank,
+            tick,
+        )  # tick: the owner's work once a flush, here
         self.rows: deque[Row] = deque()
         self._tail: deque[Row] = deque()  # the last AROUND rows, not decided yet
         self._rollup = RollUp()
-        self._keep: list[list[int]] = []  # [first, last] whole-step ranges (captures with AROUND each side)
+        self._keep: list[
+            list[int]
+        ] = []  # [first, last] whole-step ranges (captures with AROUND each side)
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = self._closed = False
@@ -144,7 +174,9 @@ class StepLog:
             rolled: list[str] = []
             while self.rows:
                 row = self.rows.popleft()
-                if row[8] is not None:  # a capture's step: it and the AROUND steps on each side stay whole
+                if (
+                    row[8] is not None
+                ):  # a capture's step: it and the AROUND steps on each side stay whole
                     if self._keep and self._keep[-1][1] >= row[0] - AROUND:
                         self._keep[-1][1] = row[0] + AROUND
                     else:
@@ -194,7 +226,9 @@ class StepLog:
             self.thread.join(timeout=30)
         self.flush(write_open=False)
         with self._lock:
-            rolled = [json.dumps(self._rollup.summary(self.rank)) + "\n"] if self._rollup.rows else []
+            rolled = (
+                [json.dumps(self._rollup.summary(self.rank)) + "\n"] if self._rollup.rows else []
+            )
             self._rollup = RollUp()
             decided = [json.dumps(row_dict(self.rank, r)) + "\n" for r in self._tail]
             self._tail.clear()

@@ -84,17 +84,33 @@ class StepDetector(Patches):
         self._lead: int | None = None
         self._depth = 0
         self._backwards_since_step = 0
-        self._last_loss: float | None = None  # the sum of the losses backpropagated since the last step
+        self._last_loss: float | None = (
+            None  # the sum of the losses backpropagated since the last step
+        )
         self._samples: int | None = None
-        self._data_ns: int | None = None  # time inside DataLoader.__next__ since the last step (fetch, decode, collate)
-        self.last_data_ms: float | None = None  # that time for the step just emitted; None: no batch was drawn
-        self._backward_ns: int | None = None  # time inside outermost backward calls since the last step
-        self.last_backward_ms: float | None = None  # that time for the step just emitted; None: no backward
+        self._data_ns: int | None = (
+            None  # time inside DataLoader.__next__ since the last step (fetch, decode, collate)
+        )
+        self.last_data_ms: float | None = (
+            None  # that time for the step just emitted; None: no batch was drawn
+        )
+        self._backward_ns: int | None = (
+            None  # time inside outermost backward calls since the last step
+        )
+        self.last_backward_ms: float | None = (
+            None  # that time for the step just emitted; None: no backward
+        )
         super().__init__()
-        self._scaled: tuple[weakref.ref[torch.Tensor], torch.Tensor] | None = None  # GradScaler.scale's last output
-        self.before_step: Callable[[], None] | None = None  # called first at each detected step (the injector)
+        self._scaled: tuple[weakref.ref[torch.Tensor], torch.Tensor] | None = (
+            None  # GradScaler.scale's last output
+        )
+        self.before_step: Callable[[], None] | None = (
+            None  # called first at each detected step (the injector)
+        )
         self._stepped = 0  # optimizer steps of the lead optimizer seen by the post-hook
-        self._skip_counted: Any = None  # the optimizer whose skipped step the GradScaler wrapper has just counted
+        self._skip_counted: Any = (
+            None  # the optimizer whose skipped step the GradScaler wrapper has just counted
+        )
 
     def count_step(self, optimizer: Any) -> None:
         """A step that the optimizer skipped on purpose (a GradScaler seeing inf gradients) still ends a step."""
@@ -114,15 +130,19 @@ class StepDetector(Patches):
         scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
         if scaler is not None and hasattr(scaler, "scale"):
             self._patch(scaler, "scale", self._wrap_scale)
-        if scaler is not None and hasattr(scaler, "step") and register_optimizer_step_post_hook is not None:
+        if (
+            scaler is not None
+            and hasattr(scaler, "step")
+            and register_optimizer_step_post_hook is not None
+        ):
             self._patch(scaler, "step", self._wrap_scaler_step)
-
 
     # -- the hooks ---------------------------------------------------------------------------------------------
     def _wrap_optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def init(opt: Any, *args: Any, **kwargs: Any) -> None:
             self._optimizer_created = True
             original(opt, *args, **kwargs)
+
         return init
 
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -137,6 +157,7 @@ class StepDetector(Patches):
                 self._backward_ns = (self._backward_ns or 0) + time.perf_counter_ns() - started
                 self._after_backward(args[0] if args else kwargs.get("tensors"))
             return out
+
         return backward
 
     def _wrap_next(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -148,15 +169,24 @@ class StepDetector(Patches):
             if size is not None:
                 self._samples = (self._samples or 0) + size
             return batch
+
         return next_batch
 
     def _wrap_scale(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def scale(scaler: Any, outputs: Any) -> Any:
             out = original(scaler, outputs)
             factor = getattr(scaler, "_scale", None)
-            if isinstance(out, torch.Tensor) and isinstance(factor, torch.Tensor) and out is not outputs:
-                self._scaled = (weakref.ref(out), factor)  # read at the backward, before update() changes it
+            if (
+                isinstance(out, torch.Tensor)
+                and isinstance(factor, torch.Tensor)
+                and out is not outputs
+            ):
+                self._scaled = (
+                    weakref.ref(out),
+                    factor,
+                )  # read at the backward, before update() changes it
             return out
+
         return scale
 
     def _wrap_scaler_step(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -165,15 +195,21 @@ class StepDetector(Patches):
             out = original(scaler, optimizer, *args, **kwargs)
             lead = self._lead is None or self._lead == id(optimizer)
             if self._stepped == before and lead and self.mode != "backward":
-                self._after_optimizer_step(optimizer, (), {})  # skipped for inf gradients: still one step
+                self._after_optimizer_step(
+                    optimizer, (), {}
+                )  # skipped for inf gradients: still one step
                 self._skip_counted = optimizer
             return out
+
         return step
 
     def _after_backward(self, tensors: Any) -> None:
         self._skip_counted = None
-        tensor = tensors if isinstance(tensors, torch.Tensor) else \
-            (tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else None)
+        tensor = (
+            tensors
+            if isinstance(tensors, torch.Tensor)
+            else (tensors[0] if isinstance(tensors, (list, tuple)) and len(tensors) == 1 else None)
+        )
         loss = _scalar(tensor)
         if loss is not None and self._scaled is not None and self._scaled[0]() is tensor:
             factor = _scalar(self._scaled[1])
@@ -182,7 +218,9 @@ class StepDetector(Patches):
         if loss is not None:
             self._last_loss = loss if self._last_loss is None else self._last_loss + loss
         self._backwards_since_step += 1
-        if self.mode is None and (not self._optimizer_created or self._backwards_since_step > BACKWARD_FALLBACK):
+        if self.mode is None and (
+            not self._optimizer_created or self._backwards_since_step > BACKWARD_FALLBACK
+        ):
             self.mode = "backward"
         if self.mode == "backward":
             self._emit()
@@ -204,7 +242,12 @@ class StepDetector(Patches):
         loss, samples = self._last_loss, self._samples
         self.last_data_ms = None if self._data_ns is None else self._data_ns / 1e6
         self.last_backward_ms = None if self._backward_ns is None else self._backward_ns / 1e6
-        self._last_loss, self._samples, self._backwards_since_step, self._data_ns = None, None, 0, None
+        self._last_loss, self._samples, self._backwards_since_step, self._data_ns = (
+            None,
+            None,
+            0,
+            None,
+        )
         self._backward_ns = None
         if self.before_step is not None:
             self.before_step()

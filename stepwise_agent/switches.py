@@ -12,7 +12,9 @@ from typing import Any, Callable
 
 #: knob -> its ``transformers.TrainingArguments`` fields (a callable maps the knob's value)
 HF_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "autocast": lambda v: {"bf16": True, "fp16": False} if v == "bf16" else {"fp16": True, "bf16": False},
+    "autocast": lambda v: (
+        {"bf16": True, "fp16": False} if v == "bf16" else {"fp16": True, "bf16": False}
+    ),
     "num_workers": lambda v: {"dataloader_num_workers": int(v)},
     "pin_memory": lambda v: {"dataloader_pin_memory": bool(v)},
     "persistent_workers": lambda v: {"dataloader_persistent_workers": bool(v)},
@@ -21,7 +23,10 @@ HF_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "compile_mode": lambda v: {"torch_compile_mode": str(v)},
     "matmul_precision": lambda v: {"tf32": True},
 }
-LIGHTNING_PRECISION = {"bf16": "bf16-mixed", "fp16": "16-mixed"}  # ``L.Trainer/L.Fabric(precision=...)``
+LIGHTNING_PRECISION = {
+    "bf16": "bf16-mixed",
+    "fp16": "16-mixed",
+}  # ``L.Trainer/L.Fabric(precision=...)``
 ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16"}  # ``Accelerator(mixed_precision=...)``
 
 #: the switch's call (as the agent records its site) -> knob -> its keyword arguments there

@@ -56,23 +56,39 @@ from stepwise_agent.steady import AFTER_PROFILER
 
 WARMUP_STEPS = 5  # lazy initialisation, allocator growth, autotuning: never part of the baseline
 RECENT = 8  # the fewest steps judged at once ("for several steps")
-MIN_JUDGED_S = 2.0  # … and at least this much wall time of them (see the module docs; ``watch --judged-s``)
+MIN_JUDGED_S = (
+    2.0  # … and at least this much wall time of them (see the module docs; ``watch --judged-s``)
+)
 MAX_RECENT = 256  # … but never more steps than this (1 s of 4-ms steps)
 MIN_BASELINE = 40
-MIN_BLOCKS = 4  # … and at least this many stretches as long as the judged steps (see the module docs)
+MIN_BLOCKS = (
+    4  # … and at least this many stretches as long as the judged steps (see the module docs)
+)
 MAX_BASELINE = 2000
-REFRESH = 32  # steps between two computations of the baseline's statistics (or the judged count, if more)
+REFRESH = (
+    32  # steps between two computations of the baseline's statistics (or the judged count, if more)
+)
 NOISE_SIGMAS = 4.0
-MIN_RISE = 0.20  # a rise smaller than this share of the step time is not worth a trace (a GPU's step) …
+MIN_RISE = (
+    0.20  # a rise smaller than this share of the step time is not worth a trace (a GPU's step) …
+)
 CPU_MIN_RISE = 0.50  # … nor, on a step that runs on the host's cores, one smaller than this (see the module docs)
-ALLOWED_BELOW = 0.25  # of the judged steps, at most this share may be under the rise (a burst is not a shift)
+ALLOWED_BELOW = (
+    0.25  # of the judged steps, at most this share may be under the rise (a burst is not a shift)
+)
 SHARE_JUMP = 0.15
-SHARE_SAID = 0.05  # a smaller change of the batch-drawing share is not worth a word beside a step-time rise
+SHARE_SAID = (
+    0.05  # a smaller change of the batch-drawing share is not worth a word beside a step-time rise
+)
 MEMORY_WINDOW = 50
-MEMORY_MIN_GROWTH = 0.002  # of the headroom the window started with: 0.5% (110 MiB on a host with 22 GiB free)
+MEMORY_MIN_GROWTH = (
+    0.002  # of the headroom the window started with: 0.5% (110 MiB on a host with 22 GiB free)
+)
 # missed a 2–3 MiB-a-step leak in 1 of 6 runs, the floor moving with the free memory; 64 MiB binds below 32 GiB
 MEMORY_MIN_MB = 64.0
-MEMORY_GIVE_BACK = 0.25  # of the growth: a larger fall on the way means memory is used and freed, not kept (which
+MEMORY_GIVE_BACK = (
+    0.25  # of the growth: a larger fall on the way means memory is used and freed, not kept (which
+)
 # gives back all of it); at 0.1 the allocator's trims (16 MiB falls in a 2-3 MiB-a-step leak, 9-12% of a window's
 # growth) held a capture back by 30 steps in CI
 MEMORY_MIN_R2 = 0.8
@@ -122,8 +138,12 @@ class Trigger:
     (:data:`MIN_JUDGED_S`); ``min_rise``: the floor of a step-time rise, a share of the step time
     (:data:`MIN_RISE`; the watch sets :data:`CPU_MIN_RISE` for a step on the host's cores)."""
 
-    def __init__(self, limit_mb: float | None = None, judged_s: float = MIN_JUDGED_S,
-                 min_rise: float = MIN_RISE) -> None:
+    def __init__(
+        self,
+        limit_mb: float | None = None,
+        judged_s: float = MIN_JUDGED_S,
+        min_rise: float = MIN_RISE,
+    ) -> None:
         self.limit_mb = limit_mb
         self.judged_ms = max(float(judged_s), 0.0) * 1000.0
         self.min_rise = max(float(min_rise), 0.0)
@@ -131,7 +151,9 @@ class Trigger:
 
     def _reset(self) -> None:
         self._base: deque[tuple[float, float | None]] = deque(maxlen=MAX_BASELINE)  # (wall, share)
-        self._recent: deque[tuple[float, float | None]] = deque()  # the judged steps (see the module docs)
+        self._recent: deque[tuple[float, float | None]] = (
+            deque()
+        )  # the judged steps (see the module docs)
         self._recent_ms = 0.0
         self._memory: deque[float] = deque(maxlen=MEMORY_WINDOW)
         self._seen = 0
@@ -147,8 +169,14 @@ class Trigger:
         if keep_memory:
             self._memory = memory
 
-    def observe(self, step: int, wall_ms: float, data_ms: float | None, memory_mb: float | None,
-                near_capture: bool = False) -> Fired | None:
+    def observe(
+        self,
+        step: int,
+        wall_ms: float,
+        data_ms: float | None,
+        memory_mb: float | None,
+        near_capture: bool = False,
+    ) -> Fired | None:
         """Judge one finished step; ``near_capture``: it was profiled or next to a capture (not part of any
         baseline). Costs a few microseconds: the rules are judged only when this step is itself out of line."""
         self._seen += 1
@@ -157,8 +185,9 @@ class Trigger:
         share = data_ms / wall_ms if data_ms is not None and wall_ms > 0 else None
         self._recent.append((wall_ms, share))
         self._recent_ms += wall_ms
-        while len(self._recent) > MAX_RECENT or (len(self._recent) > RECENT and
-                                                  self._recent_ms - self._recent[0][0] >= self.judged_ms):
+        while len(self._recent) > MAX_RECENT or (
+            len(self._recent) > RECENT and self._recent_ms - self._recent[0][0] >= self.judged_ms
+        ):
             oldest = self._recent.popleft()  # the oldest judged step joins the baseline
             self._recent_ms -= oldest[0]
             self._base.append(oldest)
@@ -167,11 +196,15 @@ class Trigger:
             self._memory.append(memory_mb)
             if self._seen % RECENT == 0:
                 fired = self._memory_rule(step)
-        if fired is None and len(self._base) >= max(MIN_BASELINE, MIN_BLOCKS * len(self._recent)) \
-                and self._judged_full():
+        if (
+            fired is None
+            and len(self._base) >= max(MIN_BASELINE, MIN_BLOCKS * len(self._recent))
+            and self._judged_full()
+        ):
             base, _, base_share = self._baseline()
             if wall_ms > base * (1.0 + self.min_rise) or (
-                    share is not None and base_share is not None and share >= base_share + SHARE_JUMP):
+                share is not None and base_share is not None and share >= base_share + SHARE_JUMP
+            ):
                 fired = self._judge(step)
         if fired is not None:
             self.relearn(keep_memory=fired.kind != MEMORY)
@@ -187,19 +220,35 @@ class Trigger:
         share (None: unknown), recomputed every :data:`REFRESH` steps (or judged count, if more): the baseline
         drifts slowly, and a step must cost microseconds (see the module docs for the noise)."""
         n = len(self._recent)
-        if self._stats is None or self._seen - self._stats_at >= max(REFRESH, n) or self._blocks < MIN_BLOCKS:
+        if (
+            self._stats is None
+            or self._seen - self._stats_at >= max(REFRESH, n)
+            or self._blocks < MIN_BLOCKS
+        ):
             walls = [w for w, _ in self._base]
             base = statistics.median(walls)
             # steps as if independent: the spread of one step over √n, and the baseline's own median's
-            noise = NOISE_SIGMAS * 1.25 * _robust_sigma(walls, base) * (1.0 / n + 1.0 / len(walls)) ** 0.5
+            noise = (
+                NOISE_SIGMAS
+                * 1.25
+                * _robust_sigma(walls, base)
+                * (1.0 / n + 1.0 / len(walls)) ** 0.5
+            )
             # the step time wanders: the spread of the medians of the baseline's own stretches of n steps
-            blocks = [statistics.median(walls[i:i + n]) for i in range(len(walls) % n, len(walls) - n + 1, n)]
+            blocks = [
+                statistics.median(walls[i : i + n])
+                for i in range(len(walls) % n, len(walls) - n + 1, n)
+            ]
             self._blocks = len(blocks)
             if len(blocks) >= MIN_BLOCKS:
                 spread = _robust_sigma(blocks, statistics.median(blocks))
                 noise = max(noise, NOISE_SIGMAS * spread * (1.0 + 1.0 / len(blocks)) ** 0.5)
             shares = [s for _, s in self._base if s is not None]
-            self._stats = (base, noise, statistics.median(shares) if len(shares) >= MIN_BASELINE // 2 else None)
+            self._stats = (
+                base,
+                noise,
+                statistics.median(shares) if len(shares) >= MIN_BASELINE // 2 else None,
+            )
             self._stats_at = self._seen
         return self._stats
 
@@ -209,22 +258,41 @@ class Trigger:
         n = len(self._recent)
         now = statistics.median(w for w, _ in self._recent)
         recent_shares = [s for _, s in self._recent if s is not None]
-        shares = (base_share, statistics.median(recent_shares)) \
-            if base_share is not None and len(recent_shares) >= n // 2 else None
-        share_text = f", batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step" \
-            if shares and abs(shares[1] - shares[0]) >= SHARE_SAID else ""
+        shares = (
+            (base_share, statistics.median(recent_shares))
+            if base_share is not None and len(recent_shares) >= n // 2
+            else None
+        )
+        share_text = (
+            f", batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step"
+            if shares and abs(shares[1] - shares[0]) >= SHARE_SAID
+            else ""
+        )
         needed = n - int(ALLOWED_BELOW * n)
         above = sum(1 for w, _ in self._recent if w > base * (1.0 + self.min_rise))
         span = f"for {n} steps ({self._recent_ms / 1000.0:.1f} s)"
         numbers = (("judged_steps", float(n)), ("judged_s", round(self._recent_ms / 1000.0, 3)))
         if base > 0 and now > base + max(noise, self.min_rise * base) and above >= needed:
             rise = (now / base - 1.0) * 100.0
-            return Fired(STEP_TIME, step, f"step time +{rise:.0f}% {span} ({base:.1f} → {now:.1f} ms, "
-                                          f"beyond its noise of ±{noise:.1f} ms){share_text}", numbers)
-        if shares is not None and shares[1] - shares[0] >= SHARE_JUMP and \
-                sum(1 for s in recent_shares if s >= shares[0] + SHARE_JUMP) >= needed:
-            return Fired(DATA_SHARE, step, f"batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step {span} "
-                                           f"(step time {base:.1f} → {now:.1f} ms)", numbers)
+            return Fired(
+                STEP_TIME,
+                step,
+                f"step time +{rise:.0f}% {span} ({base:.1f} → {now:.1f} ms, "
+                f"beyond its noise of ±{noise:.1f} ms){share_text}",
+                numbers,
+            )
+        if (
+            shares is not None
+            and shares[1] - shares[0] >= SHARE_JUMP
+            and sum(1 for s in recent_shares if s >= shares[0] + SHARE_JUMP) >= needed
+        ):
+            return Fired(
+                DATA_SHARE,
+                step,
+                f"batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step {span} "
+                f"(step time {base:.1f} → {now:.1f} ms)",
+                numbers,
+            )
         return None
 
     def _memory_rule(self, step: int) -> Fired | None:
@@ -237,25 +305,44 @@ class Trigger:
         for y in ys:  # a leak never gives back: the largest fall from the running peak
             peak = max(peak, y)
             given_back = max(given_back, peak - y)
-        if grown < max(MEMORY_MIN_MB, MEMORY_MIN_GROWTH * max(headroom, 0.0)) or given_back > MEMORY_GIVE_BACK * grown:
+        if (
+            grown < max(MEMORY_MIN_MB, MEMORY_MIN_GROWTH * max(headroom, 0.0))
+            or given_back > MEMORY_GIVE_BACK * grown
+        ):
             return None
         slope, r2 = _line_fit(ys)
         if r2 < MEMORY_MIN_R2 or slope <= 0:
             return None
         left = max((self.limit_mb - ys[-1]) / slope, 0.0)
-        numbers = (("grown_mb", round(grown, 1)), ("window_steps", float(len(ys))), ("mb_per_step", round(slope, 2)),
-                   ("r2", round(r2, 3)), ("start_mb", round(ys[0], 1)), ("end_mb", round(ys[-1], 1)),
-                   ("limit_mb", round(self.limit_mb, 1)), ("steps_left", round(left)))
-        return Fired(MEMORY, step, f"memory +{grown:.0f} MiB over {len(ys)} steps, steadily ({slope:.1f} MiB a step, "
-                                   f"R² {r2:.2f}): at this rate the limit of {self.limit_mb:.0f} MiB is reached in "
-                                   f"about {left:,.0f} steps", numbers)
+        numbers = (
+            ("grown_mb", round(grown, 1)),
+            ("window_steps", float(len(ys))),
+            ("mb_per_step", round(slope, 2)),
+            ("r2", round(r2, 3)),
+            ("start_mb", round(ys[0], 1)),
+            ("end_mb", round(ys[-1], 1)),
+            ("limit_mb", round(self.limit_mb, 1)),
+            ("steps_left", round(left)),
+        )
+        return Fired(
+            MEMORY,
+            step,
+            f"memory +{grown:.0f} MiB over {len(ys)} steps, steadily ({slope:.1f} MiB a step, "
+            f"R² {r2:.2f}): at this rate the limit of {self.limit_mb:.0f} MiB is reached in "
+            f"about {left:,.0f} steps",
+            numbers,
+        )
 
 
 class RateLimit:
     """At most ``per_hour`` captures in any hour, and none once captures took ``max_share`` of the run's time."""
 
-    def __init__(self, per_hour: int = MAX_PER_HOUR, max_share: float = MAX_SHARE,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        per_hour: int = MAX_PER_HOUR,
+        max_share: float = MAX_SHARE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.per_hour, self.max_share, self._clock = per_hour, max_share, clock
         self._started = clock()
         self._times: list[float] = []
@@ -269,8 +356,10 @@ class RateLimit:
             return f"rate limit: {self.per_hour} captures in the last hour"
         elapsed = max(now - self._started, 1e-9)
         if self._times and self.spent_s / elapsed >= self.max_share:
-            return (f"rate limit: captures already took {self.spent_s / elapsed:.0%} of the run's time "
-                    f"(at most {self.max_share:.0%})")
+            return (
+                f"rate limit: captures already took {self.spent_s / elapsed:.0%} of the run's time "
+                f"(at most {self.max_share:.0%})"
+            )
         return None
 
     def started(self) -> None:

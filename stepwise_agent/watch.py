@@ -44,13 +44,27 @@ import torch
 from stepwise_agent.hostinfo import _PAGE, available_memory_bytes, current_rss_mb
 from stepwise_agent.step_log import WAKE_ROWS, StepLog
 from stepwise_agent.recorder import GUARD_SIGNAL, RUNNING, MemoryGuardStop, write_json_atomic
-from stepwise_agent.trigger import (CPU_MIN_RISE, MEMORY, MIN_JUDGED_S, MIN_RISE, ON_DEMAND, WARMUP_STEPS, Fired,
-                                    RateLimit, Trigger, near_capture)
+from stepwise_agent.trigger import (
+    CPU_MIN_RISE,
+    MEMORY,
+    MIN_JUDGED_S,
+    MIN_RISE,
+    ON_DEMAND,
+    WARMUP_STEPS,
+    Fired,
+    RateLimit,
+    Trigger,
+    near_capture,
+)
 
 CAPTURE_STEPS = 3
 REQUEST_FILE = "capture.request"
 CAPTURES = "captures"
-UNPROFILED, PROFILING, CUT = "unprofiled", "profiling", "cut"  # progress.json "phase", as the recorder's
+UNPROFILED, PROFILING, CUT = (
+    "unprofiled",
+    "profiling",
+    "cut",
+)  # progress.json "phase", as the recorder's
 
 
 def memory_limit_mb(budget_mb: float | None, env_limit: str | None) -> float | None:
@@ -72,14 +86,30 @@ def memory_limit_mb(budget_mb: float | None, env_limit: str | None) -> float | N
 class WatchRecorder:
     """Records every step, fires captures on the trigger's rules (see the module docs)."""
 
-    def __init__(self, run_dir: Path, capture_steps: int = CAPTURE_STEPS, rank: int = 0, leader: bool = True,
-                 limit_mb: float | None = None, rate: RateLimit | None = None, judged_s: float | None = None,
-                 min_rise: float | None = None) -> None:
-        self.run_dir, self.capture_steps, self.rank, self.leader = run_dir, max(int(capture_steps), 1), rank, leader
+    def __init__(
+        self,
+        run_dir: Path,
+        capture_steps: int = CAPTURE_STEPS,
+        rank: int = 0,
+        leader: bool = True,
+        limit_mb: float | None = None,
+        rate: RateLimit | None = None,
+        judged_s: float | None = None,
+        min_rise: float | None = None,
+    ) -> None:
+        self.run_dir, self.capture_steps, self.rank, self.leader = (
+            run_dir,
+            max(int(capture_steps), 1),
+            rank,
+            leader,
+        )
         # the floor of a step-time rise: given, or chosen once the warm-up is over (the model is on its device)
         self._rise_given = min_rise is not None
-        self.trigger = Trigger(limit_mb, MIN_JUDGED_S if judged_s is None else judged_s,
-                               MIN_RISE if min_rise is None else min_rise)
+        self.trigger = Trigger(
+            limit_mb,
+            MIN_JUDGED_S if judged_s is None else judged_s,
+            MIN_RISE if min_rise is None else min_rise,
+        )
         self.rate = rate or RateLimit()
         self.steps_done = 0
         self.last_loss: float | None = None
@@ -89,10 +119,16 @@ class WatchRecorder:
         self.cut_during_step: int | None = None
         self.captures: list[dict[str, Any]] = []
         self.data_ms: Callable[[], float | None] | None = None
-        self._progress_lock = threading.Lock()  # progress.json: the writer thread's, and the training thread's
-        self._requested: dict[str, Any] | None = None  # a capture request the writer thread saw (capture.request)
+        self._progress_lock = (
+            threading.Lock()
+        )  # progress.json: the writer thread's, and the training thread's
+        self._requested: dict[str, Any] | None = (
+            None  # a capture request the writer thread saw (capture.request)
+        )
         self.backward_ms: Callable[[], float | None] | None = None
-        self._armed: tuple[int, Fired, int, dict[str, Any] | None] | None = None  # (at step, trigger, steps, job)
+        self._armed: tuple[int, Fired, int, dict[str, Any] | None] | None = (
+            None  # (at step, trigger, steps, job)
+        )
         self._events = run_dir / "watch_events.jsonl"
         self._windows: list[tuple[int, int]] = []
         self._prof: Any = None
@@ -125,22 +161,40 @@ class WatchRecorder:
         memory = self._memory_mb()
         capture = self._capture
         profiled = capture is not None and capture["steps"][0] <= step <= capture["steps"][1]
-        self._rows.append((step, wall_ms, loss, samples, data_ms, profiled, time.time_ns(), memory,
-                           capture["n"] if profiled and capture is not None else None, backward_ms))
+        self._rows.append(
+            (
+                step,
+                wall_ms,
+                loss,
+                samples,
+                data_ms,
+                profiled,
+                time.time_ns(),
+                memory,
+                capture["n"] if profiled and capture is not None else None,
+                backward_ms,
+            )
+        )
         self.steps_done += 1
         self.last_loss = loss
         if step == WARMUP_STEPS and not self._rise_given:
-            self.trigger.min_rise = MIN_RISE if self._cuda and torch.cuda.is_initialized() else CPU_MIN_RISE
+            self.trigger.min_rise = (
+                MIN_RISE if self._cuda and torch.cuda.is_initialized() else CPU_MIN_RISE
+            )
         if capture is not None:
             self._advance_capture(step)
         else:
-            fired = self.trigger.observe(step, wall_ms, data_ms, memory, near_capture(step, self._windows))
+            fired = self.trigger.observe(
+                step, wall_ms, data_ms, memory, near_capture(step, self._windows)
+            )
             if fired is not None:
                 self._fire(fired)
             elif self._armed is not None and self.steps_done >= self._armed[0]:
                 _, asked, steps, job = self._armed
                 self._armed = None
-                if self.phase != CUT:  # the runner limits its own requests: every rank asked must capture
+                if (
+                    self.phase != CUT
+                ):  # the runner limits its own requests: every rank asked must capture
                     self._start_capture(asked, steps, job)
         if len(self._rows) >= WAKE_ROWS:
             self._steplog.wake()
@@ -184,14 +238,23 @@ class WatchRecorder:
         if isinstance(ranks, list) and self.rank not in ranks:
             return
         if not isinstance(trigger, dict):
-            self._start_capture(Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"), steps)
+            self._start_capture(
+                Fired(ON_DEMAND, self.steps_done - 1, "asked for (stepwise capture)"), steps
+            )
             return
         raw = trigger.get("numbers")
         numbers: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        fired = Fired(str(trigger.get("kind")), int(trigger.get("step") or 0), str(trigger.get("reason") or ""),
-                      tuple((str(k), float(v)) for k, v in numbers.items() if isinstance(v, (int, float))))
-        job = {"id": str(request["job"]), "ranks": [int(r) for r in ranks]} \
-            if request.get("job") and isinstance(ranks, list) else None
+        fired = Fired(
+            str(trigger.get("kind")),
+            int(trigger.get("step") or 0),
+            str(trigger.get("reason") or ""),
+            tuple((str(k), float(v)) for k, v in numbers.items() if isinstance(v, (int, float))),
+        )
+        job = (
+            {"id": str(request["job"]), "ranks": [int(r) for r in ranks]}
+            if request.get("job") and isinstance(ranks, list)
+            else None
+        )
         self._armed = (int(request.get("at_step") or 0), fired, steps, job)
 
     def flush(self) -> None:
@@ -202,29 +265,53 @@ class WatchRecorder:
 
     # -- captures ----------------------------------------------------------------------------------------------
     def _fire(self, fired: Fired) -> None:
-        refusal = "the memory guard cut a capture: no more captures in this run" if self.phase == CUT else \
-            self.rate.refusal()
+        refusal = (
+            "the memory guard cut a capture: no more captures in this run"
+            if self.phase == CUT
+            else self.rate.refusal()
+        )
         if refusal is not None:
-            self._log({"event": "refused", "rank": self.rank, "trigger": fired.to_json(), "why": refusal})
+            self._log(
+                {"event": "refused", "rank": self.rank, "trigger": fired.to_json(), "why": refusal}
+            )
             return
         self._start_capture(fired, self.capture_steps)
 
     def _start_capture(self, fired: Fired, steps: int, job: dict[str, Any] | None = None) -> None:
         n = len(self.captures) + 1
         first = self.steps_done + 1  # the next step is the profiler's warm-up
-        self._capture = {"n": n, "rank": self.rank, "trigger": fired.to_json(), "steps": [first, first + steps - 1],
-                         "started_unix": time.time(), "t0": time.perf_counter(), "status": "running",
-                         "folder": f"r{self.rank}c{n:03d}", **({"job": job} if job else {})}
+        self._capture = {
+            "n": n,
+            "rank": self.rank,
+            "trigger": fired.to_json(),
+            "steps": [first, first + steps - 1],
+            "started_unix": time.time(),
+            "t0": time.perf_counter(),
+            "status": "running",
+            "folder": f"r{self.rank}c{n:03d}",
+            **({"job": job} if job else {}),
+        }
         (self.run_dir / CAPTURES / self._capture["folder"]).mkdir(parents=True, exist_ok=True)
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self._cuda:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         self._prof = torch.profiler.profile(
-            activities=activities, profile_memory=True, record_shapes=True,
-            schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1), on_trace_ready=self._export)
+            activities=activities,
+            profile_memory=True,
+            record_shapes=True,
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1),
+            on_trace_ready=self._export,
+        )
         self.rate.started()
-        self._log({"event": "capture", "rank": self.rank, "n": n, "trigger": fired.to_json(),
-                   "steps": self._capture["steps"]})
+        self._log(
+            {
+                "event": "capture",
+                "rank": self.rank,
+                "n": n,
+                "trigger": fired.to_json(),
+                "steps": self._capture["steps"],
+            }
+        )
         self.phase = PROFILING
         self.flush()  # the rows before it, and the phase, are on disk before the profiler's cost begins
         self._prof.start()
@@ -268,7 +355,9 @@ class WatchRecorder:
         assert self._capture is not None
         folder = self.run_dir / CAPTURES / self._capture["folder"]
         name = f"rank{self.rank}.{time.time_ns()}.pt.trace.json"
-        partial = folder / f"{name}.partial.gz"  # not a trace name until complete; .gz makes torch gzip it
+        partial = (
+            folder / f"{name}.partial.gz"
+        )  # not a trace name until complete; .gz makes torch gzip it
         prof.export_chrome_trace(str(partial))
         os.replace(partial, folder / f"{name}.gz")
         self._capture["trace"] = f"{name}.gz"
@@ -307,14 +396,28 @@ class WatchRecorder:
 
     def write_progress(self, loss: float | None, status: str) -> None:
         with self._progress_lock:
-            write_json_atomic(self.run_dir / "progress.json", {
-                "step": self.steps_done, "total_steps": None, "loss": loss, "eta_s": None,
-                "elapsed_s": time.time() - self._started, "status": status, "phase": self.phase,
-                "updated_unix": time.time(), "captures": len(self.captures), "watch": True})
+            write_json_atomic(
+                self.run_dir / "progress.json",
+                {
+                    "step": self.steps_done,
+                    "total_steps": None,
+                    "loss": loss,
+                    "eta_s": None,
+                    "elapsed_s": time.time() - self._started,
+                    "status": status,
+                    "phase": self.phase,
+                    "updated_unix": time.time(),
+                    "captures": len(self.captures),
+                    "watch": True,
+                },
+            )
 
     def memory_facts(self) -> dict[str, Any]:
-        return {"peak_rss_unprofiled_mb": None, "peak_rss_profiled_mb": None,
-                "profile_cut_during_step": self.cut_during_step}
+        return {
+            "peak_rss_unprofiled_mb": None,
+            "peak_rss_profiled_mb": None,
+            "profile_cut_during_step": self.cut_during_step,
+        }
 
     def stop(self) -> None:
         """The script ended: a capture in progress is closed with what it holds; the last rows are written."""
@@ -328,8 +431,9 @@ class WatchRecorder:
             self._statm = None
 
 
-def watch_recorder(run_dir: Path, cfg: dict[str, Any], budget_mb: float | None, rank: int,
-                   leader: bool) -> WatchRecorder:
+def watch_recorder(
+    run_dir: Path, cfg: dict[str, Any], budget_mb: float | None, rank: int, leader: bool
+) -> WatchRecorder:
     """The recorder ``boot.json``'s ``watch`` asks for: ``capture_steps``, ``per_hour``, ``max_share``,
     ``judged_s``, ``min_rise``."""
     from stepwise_agent.trigger import MAX_PER_HOUR, MAX_SHARE
@@ -337,12 +441,22 @@ def watch_recorder(run_dir: Path, cfg: dict[str, Any], budget_mb: float | None, 
     rate = RateLimit(int(cfg.get("per_hour", MAX_PER_HOUR)), float(cfg.get("max_share", MAX_SHARE)))
     limit = memory_limit_mb(budget_mb, os.environ.get("STEPWISE_MEMORY_LIMIT_MB"))
     judged, rise = cfg.get("judged_s"), cfg.get("min_rise")
-    return WatchRecorder(run_dir, int(cfg.get("capture_steps", CAPTURE_STEPS)), rank, leader, limit, rate,
-                         float(judged) if isinstance(judged, (int, float)) else None,
-                         float(rise) if isinstance(rise, (int, float)) else None)
+    return WatchRecorder(
+        run_dir,
+        int(cfg.get("capture_steps", CAPTURE_STEPS)),
+        rank,
+        leader,
+        limit,
+        rate,
+        float(judged) if isinstance(judged, (int, float)) else None,
+        float(rise) if isinstance(rise, (int, float)) else None,
+    )
 
 
 def watch_warnings(rec: WatchRecorder) -> list[str]:
     """What the run's result says of the watch: its captures, in a line each."""
-    return [f"captured steps {c['steps'][0]}–{c['steps'][1]} on rank {c['rank']} ({c['status']}): "
-            f"{c['trigger']['reason']}" for c in rec.captures]
+    return [
+        f"captured steps {c['steps'][0]}–{c['steps'][1]} on rank {c['rank']} ({c['status']}): "
+        f"{c['trigger']['reason']}"
+        for c in rec.captures
+    ]

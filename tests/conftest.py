@@ -59,7 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
         import tempfile
 
         os.environ["STEPWISE_SUMMARY_CACHE"] = tempfile.mkdtemp(prefix="stepwise-summaries-")
-    os.environ.setdefault("STEPWISE_MAP_WORKERS", "1")  # a job's rank summaries too (profilers.jobs.engines)
+    os.environ.setdefault(
+        "STEPWISE_MAP_WORKERS", "1"
+    )  # a job's rank summaries too (profilers.jobs.engines)
     # `-- python train.py` runs the python a shell would (PATH): as if this environment were activated
     bin_dir = os.path.dirname(sys.executable)
     if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
@@ -120,8 +122,12 @@ def shared_traces() -> Path:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-references", action="store_true", default=False,
-                     help="rewrite tests/references/analyze/*.json from today's code (on purpose only)")
+    parser.addoption(
+        "--update-references",
+        action="store_true",
+        default=False,
+        help="rewrite tests/references/analyze/*.json from today's code (on purpose only)",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,12 @@ README = REPO / "README.md"
 
 
 def fresh_checkout(dest: Path) -> Path:
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                         check=True, capture_output=True).stdout.decode()
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
     for name in filter(None, out.split("\0")):
         src = REPO / name
         if src.is_file():  # a tracked file deleted in the working tree is not part of this work

@@ -18,8 +18,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def analyze_in_a_process(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "advisors", "analyze", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "advisors", "analyze", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def analyze(*args: str) -> subprocess.CompletedProcess[str]:
@@ -28,46 +33,75 @@ def analyze(*args: str) -> subprocess.CompletedProcess[str]:
     import io
 
     out, err = io.StringIO(), io.StringIO()
-    with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         warnings.simplefilter("error")
         try:
             code = main(["analyze", *args])
         except SystemExit as exit_:  # argparse's usage errors
             code = exit_.code if isinstance(exit_.code, int) else 2
-    return subprocess.CompletedProcess(["advisors", "analyze", *args], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(
+        ["advisors", "analyze", *args], code, out.getvalue(), err.getvalue()
+    )
 
 
 def test_json_fields_and_report(shared_traces: Path, tmp_path: Path):
     out = tmp_path / "report.html"
-    done = analyze_in_a_process(str(shared_traces / "communication/param_dlrm_8_ranks"), "--json", "--report",
-                                str(out))
+    done = analyze_in_a_process(
+        str(shared_traces / "communication/param_dlrm_8_ranks"), "--json", "--report", str(out)
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    for key in ("device", "ranks", "steps", "step_time_ms", "breakdown", "bottleneck", "confidence", "findings"):
+    for key in (
+        "device",
+        "ranks",
+        "steps",
+        "step_time_ms",
+        "breakdown",
+        "bottleneck",
+        "confidence",
+        "findings",
+    ):
         assert key in result
     assert result["ranks"] == list(range(8)) and result["steps"] == 1
     assert abs(sum(v["share"] for v in result["breakdown"].values()) - 1) < 0.01
     assert result["bottleneck"] == "communication"
     for f in result["findings"]:  # every finding says the most its fix could gain
-        assert "upper_bound_speedup" in f and f["upper_bound_speedup"] == round(1 / (1 - f["severity"]), 3)
+        assert "upper_bound_speedup" in f and f["upper_bound_speedup"] == round(
+            1 / (1 - f["severity"]), 3
+        )
     html = out.read_text()
     assert html.startswith("<!DOCTYPE html>") or html.lstrip().lower().startswith("<!doctype html>")
     assert "communication" in html
 
 
-@pytest.mark.parametrize("content, args", [
-    (None, ()),
-    (b"not json at all", ()),
-    (b'{"traceEvents": []}', ()),
-    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}', ("--report", "x.pdf")),
-    # Numbers no real trace holds: a 20-digit step id (was an OverflowError traceback, exit 1), a trace whose
-    # only times are beyond int64 nanoseconds (nothing usable is left).
-    (b'{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#99999999999999999999", '
-     b'"ts": 0, "dur": 100}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}]}', ()),
-    (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1e300, "dur": 1}, {"ph": "X", "name": "b", "ts": 1, '
-     b'"dur": 1e300}]}', ("--json",)),
-])
-def test_bad_input_is_one_error_line_and_exit_2(tmp_path: Path, content: bytes | None, args: tuple[str, ...]):
+@pytest.mark.parametrize(
+    "content, args",
+    [
+        (None, ()),
+        (b"not json at all", ()),
+        (b'{"traceEvents": []}', ()),
+        (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}', ("--report", "x.pdf")),
+        # Numbers no real trace holds: a 20-digit step id (was an OverflowError traceback, exit 1), a trace whose
+        # only times are beyond int64 nanoseconds (nothing usable is left).
+        (
+            b'{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#99999999999999999999", '
+            b'"ts": 0, "dur": 100}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}]}',
+            (),
+        ),
+        (
+            b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1e300, "dur": 1}, {"ph": "X", "name": "b", "ts": 1, '
+            b'"dur": 1e300}]}',
+            ("--json",),
+        ),
+    ],
+)
+def test_bad_input_is_one_error_line_and_exit_2(
+    tmp_path: Path, content: bytes | None, args: tuple[str, ...]
+):
     path = tmp_path / "input.json"
     if content is not None:
         path.write_bytes(content)
@@ -86,14 +120,22 @@ def test_memory_snapshot_with_and_without_device_total(shared_traces: Path, tmp_
     result = json.loads(done.stdout)
     # no device size: the peak is stated and the device asked for, never a binding memory verdict (issue 33)
     assert result["bottleneck"] == "none" and not result["findings"]
-    assert any("--device-memory-gib" in n["reason"] and "12.97 GiB" in n["reason"] for n in result["not_enough_data"])
-    assert result["memory_snapshot"]["segments"] == 216 and result["memory_snapshot"]["device_total_gib"] is None
+    assert any(
+        "--device-memory-gib" in n["reason"] and "12.97 GiB" in n["reason"]
+        for n in result["not_enough_data"]
+    )
+    assert (
+        result["memory_snapshot"]["segments"] == 216
+        and result["memory_snapshot"]["device_total_gib"] is None
+    )
     assert abs(result["memory_snapshot"]["peak_allocated_gib"] - 12.97) < 0.01
     assert "model.py:39 forward" in out.read_text()
     tight = json.loads(analyze(snap, "--json", "--device-memory-gib", "14").stdout)
     assert tight["bottleneck"] == "memory" and tight["findings"][0]["rule"] == "MEM005"
     roomy = json.loads(analyze(snap, "--json", "--device-memory-gib", "80").stdout)
-    assert roomy["bottleneck"] == "none" and roomy["memory_snapshot"]["reserved_share_of_device"] < 0.2
+    assert (
+        roomy["bottleneck"] == "none" and roomy["memory_snapshot"]["reserved_share_of_device"] < 0.2
+    )
     bad = analyze(snap, "--device-memory-gib", "-3")
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "positive" in bad.stderr
 
@@ -101,8 +143,10 @@ def test_memory_snapshot_with_and_without_device_total(shared_traces: Path, tmp_
 def test_times_beyond_int64_ns_are_dropped_not_analysed(tmp_path: Path):
     """``"ts": 1e300`` on the step marker gave exit 0, numpy overflow warnings and a -9.2e12 ms step."""
     path = tmp_path / "input.json"
-    path.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 1e300, '
-                     b'"dur": 100}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}]}')
+    path.write_bytes(
+        b'{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 1e300, '
+        b'"dur": 100}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 10}]}'
+    )
     done = analyze(str(path), "--json")
     assert done.returncode == 0 and done.stderr == ""
     result = json.loads(done.stdout)

@@ -9,9 +9,21 @@ from pathlib import Path
 
 from tests.test_analyze_contract import analyze
 
-ROW_KEYS = {"name", "parent", "class", "instances", "calls_per_step", "forward_ms", "backward_ms",
-            "share", "saved_activation_bytes", "params", "class_where", "forward_where",
-            "hand_attention"}
+ROW_KEYS = {
+    "name",
+    "parent",
+    "class",
+    "instances",
+    "calls_per_step",
+    "forward_ms",
+    "backward_ms",
+    "share",
+    "saved_activation_bytes",
+    "params",
+    "class_where",
+    "forward_where",
+    "hand_attention",
+}
 
 
 def test_a_with_stack_trace_has_layers(shared_traces: Path) -> None:

@@ -98,19 +98,30 @@ _CODE = ("advisors", "app", "cli", "profilers", "reports", "sample_runs", "tests
 
 
 def _code_files() -> list[Path]:
-    return sorted(p for top in _CODE for p in (REPO / top).rglob("*.py") if "__pycache__" not in p.parts)
+    return sorted(
+        p for top in _CODE for p in (REPO / top).rglob("*.py") if "__pycache__" not in p.parts
+    )
 
 
 def test_results_pointers_name_files_that_exist():
-    pointers = {(p.relative_to(REPO).as_posix(), m) for p in _code_files() for m in _RESULTS.findall(p.read_text())}
+    pointers = {
+        (p.relative_to(REPO).as_posix(), m)
+        for p in _code_files()
+        for m in _RESULTS.findall(p.read_text())
+    }
     assert pointers, "no code points to benchmarks/results any more: drop this test"
-    missing = sorted(f"{src} -> {target}" for src, target in pointers if not (REPO / target).is_file())
+    missing = sorted(
+        f"{src} -> {target}" for src, target in pointers if not (REPO / target).is_file()
+    )
     assert missing == []
 
 
 def test_dated_measurements_live_in_benchmarks_results():
     """A date in code is a measurement that belongs in ``benchmarks/results/`` (the code keeps a pointer to it)."""
-    dated = [f"{p.relative_to(REPO)}:{n}" for p in _code_files()
-             for n, line in enumerate(p.read_text().splitlines(), 1)
-             if _DATE.search(_RESULTS.sub("", line)) and p.name != "test_doc_pointers.py"]
+    dated = [
+        f"{p.relative_to(REPO)}:{n}"
+        for p in _code_files()
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if _DATE.search(_RESULTS.sub("", line)) and p.name != "test_doc_pointers.py"
+    ]
     assert dated == []

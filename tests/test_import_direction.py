@@ -24,8 +24,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # Higher numbers sit above lower ones; packages on one level may import each other.
-LEVEL = {"stepwise": 5, "app": 4, "cli": 3, "reports": 2, "advisors": 1, "profilers": 0, "sample_runs": 0,
-         "stepwise_agent": -1}  # the in-process agent, below everything: it may import no project package
+LEVEL = {
+    "stepwise": 5,
+    "app": 4,
+    "cli": 3,
+    "reports": 2,
+    "advisors": 1,
+    "profilers": 0,
+    "sample_runs": 0,
+    "stepwise_agent": -1,
+}  # the in-process agent, below everything: it may import no project package
 ENTRY_POINTS = {"advisors/__main__.py", "profilers/__main__.py"}
 MAX_MODULES_PER_FOLDER = 20
 #: Import circles being removed right now on other helpers' branches (issue 41 item 6). Each entry goes when its
@@ -46,8 +54,13 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[tuple[i
                 out.append((node.lineno, ".".join(base + ([node.module] if node.module else []))))
             else:
                 out.append((node.lineno, node.module or ""))
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             out.append((node.lineno, node.args[0].value))
     return out
 
@@ -90,7 +103,14 @@ def import_graph(tops: tuple[str, ...] = tuple(LEVEL)) -> dict[str, dict[str, in
 
     def target(dotted: str) -> str | None:
         parts = dotted.split(".")
-        return next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in modules), None)
+        return next(
+            (
+                ".".join(parts[:i])
+                for i in range(len(parts), 0, -1)
+                if ".".join(parts[:i]) in modules
+            ),
+            None,
+        )
 
     graph: dict[str, dict[str, int]] = {}
     for (module, is_package), path in files.items():
@@ -101,11 +121,19 @@ def import_graph(tops: tuple[str, ...] = tuple(LEVEL)) -> dict[str, dict[str, in
         for node in ast.walk(tree):
             found: list[tuple[int, str]] = []
             if isinstance(node, ast.ImportFrom):
-                [(line, base)] = imported_names(ast.Module(body=[node], type_ignores=[]), module, is_package)
+                [(line, base)] = imported_names(
+                    ast.Module(body=[node], type_ignores=[]), module, is_package
+                )
                 found = [(line, f"{base}.{alias.name}") for alias in node.names]
             elif isinstance(node, (ast.Import, ast.Call)):
-                found = imported_names(ast.Module(body=[ast.Expr(node)] if isinstance(node, ast.Call) else [node],
-                                                  type_ignores=[]), module, is_package)
+                found = imported_names(
+                    ast.Module(
+                        body=[ast.Expr(node)] if isinstance(node, ast.Call) else [node],
+                        type_ignores=[],
+                    ),
+                    module,
+                    is_package,
+                )
             for line, dotted in found:
                 t = target(dotted)
                 if t is not None and t != module:
@@ -157,8 +185,12 @@ def circles(graph: dict[str, dict[str, int]]) -> list[frozenset[str]]:
 
 
 def _described(circle: frozenset[str], graph: dict[str, dict[str, int]]) -> str:
-    edges = [f"{a.replace('.', '/')}.py:{line} imports {b}" for a in sorted(circle)
-             for b, line in sorted(graph[a].items()) if b in circle]
+    edges = [
+        f"{a.replace('.', '/')}.py:{line} imports {b}"
+        for a in sorted(circle)
+        for b, line in sorted(graph[a].items())
+        if b in circle
+    ]
     return "; ".join(edges)
 
 
@@ -166,13 +198,24 @@ def test_no_import_circles() -> None:
     graph = import_graph()
     found = set(circles(graph))
     assert [_described(c, graph) for c in sorted(found - ALLOWED_CIRCLES, key=sorted)] == []
-    assert sorted(sorted(c) for c in ALLOWED_CIRCLES - found) == []  # gone: take it off the allow-list
+    assert (
+        sorted(sorted(c) for c in ALLOWED_CIRCLES - found) == []
+    )  # gone: take it off the allow-list
 
 
 def test_the_checker_sees_a_circle_through_an_import_inside_a_function() -> None:
-    graph = {"cli.advisors": {"cli.compare": 60}, "cli.compare": {"cli.advisors": 96, "cli.job_views": 3},
-             "cli.job_views": {}, "a.x": {"a.y": 1}, "a.y": {"a.z": 1}, "a.z": {"a.x": 1}}
-    assert sorted(sorted(c) for c in circles(graph)) == [["a.x", "a.y", "a.z"], ["cli.advisors", "cli.compare"]]
+    graph = {
+        "cli.advisors": {"cli.compare": 60},
+        "cli.compare": {"cli.advisors": 96, "cli.job_views": 3},
+        "cli.job_views": {},
+        "a.x": {"a.y": 1},
+        "a.y": {"a.z": 1},
+        "a.z": {"a.x": 1},
+    }
+    assert sorted(sorted(c) for c in circles(graph)) == [
+        ["a.x", "a.y", "a.z"],
+        ["cli.advisors", "cli.compare"],
+    ]
     source = "def f():\n    from cli.advisors import with_job_views\n"
     names = imported_names(ast.parse(source), "cli.compare", False)
     assert names == [(2, "cli.advisors")]
@@ -201,8 +244,14 @@ def test_packages_kept_apart_import_neither_way(a: str, b: str) -> None:
 
 
 def test_the_tie_checker_sees_a_tie(tmp_path: Path) -> None:
-    names = [n for _, n in imported_names(ast.parse("def f():\n    from profilers.errors import SpecError\n"),
-                                          "sample_runs.base", False)]
+    names = [
+        n
+        for _, n in imported_names(
+            ast.parse("def f():\n    from profilers.errors import SpecError\n"),
+            "sample_runs.base",
+            False,
+        )
+    ]
     assert names == ["profilers.errors"]
 
 
@@ -212,28 +261,43 @@ SHARED_WITH_BENCHMARKS = ("tests.browser.harness", "tests.browser.flows")
 
 
 def test_benchmarks_do_not_import_tests() -> None:
-    bad = [f"{p.relative_to(REPO)}:{line} imports {name}"
-           for p in python_files("benchmarks")
-           for line, name in imported_names(ast.parse(p.read_text()), module_name(p)[0], False)
-           if name.split(".")[0] == "tests" and not name.startswith(SHARED_WITH_BENCHMARKS)]
+    bad = [
+        f"{p.relative_to(REPO)}:{line} imports {name}"
+        for p in python_files("benchmarks")
+        for line, name in imported_names(ast.parse(p.read_text()), module_name(p)[0], False)
+        if name.split(".")[0] == "tests" and not name.startswith(SHARED_WITH_BENCHMARKS)
+    ]
     assert bad == []
     for shared in SHARED_WITH_BENCHMARKS:  # never a test dependency in the shared driver
-        names = [n for _, n in imported_names(ast.parse((REPO / (shared.replace(".", "/") + ".py")).read_text()),
-                                             shared, False)]
+        names = [
+            n
+            for _, n in imported_names(
+                ast.parse((REPO / (shared.replace(".", "/") + ".py")).read_text()), shared, False
+            )
+        ]
         assert not any(n.split(".")[0] in ("pytest", "tests") for n in names), shared
 
 
 def test_the_checker_sees_an_upward_edge(tmp_path: Path) -> None:
     source = "import os\nfrom reports.export import render\n\ndef f():\n    import importlib\n    importlib.import_module('cli.advisors')\n"
     names = [name for _, name in imported_names(ast.parse(source), "advisors.x", False)]
-    assert [n for n in names if LEVEL.get(n.split(".")[0], -1) > LEVEL["advisors"]] == ["reports.export", "cli.advisors"]
-    assert imported_names(ast.parse("from .events import Trace"), "profilers.trace.load", False) == [(1, "profilers.trace.events")]
+    assert [n for n in names if LEVEL.get(n.split(".")[0], -1) > LEVEL["advisors"]] == [
+        "reports.export",
+        "cli.advisors",
+    ]
+    assert imported_names(
+        ast.parse("from .events import Trace"), "profilers.trace.load", False
+    ) == [(1, "profilers.trace.events")]
 
 
-@pytest.mark.parametrize("top", ["app", "cli", "reports", "advisors", "profilers", "sample_runs", "benchmarks"])
+@pytest.mark.parametrize(
+    "top", ["app", "cli", "reports", "advisors", "profilers", "sample_runs", "benchmarks"]
+)
 def test_no_folder_holds_more_than_twenty_modules(top: str) -> None:
     folders: dict[Path, int] = {}
     for path in python_files(top):
         folders[path.parent] = folders.get(path.parent, 0) + 1
-    crowded = {str(f.relative_to(REPO)): n for f, n in folders.items() if n > MAX_MODULES_PER_FOLDER}
+    crowded = {
+        str(f.relative_to(REPO)): n for f, n in folders.items() if n > MAX_MODULES_PER_FOLDER
+    }
     assert crowded == {}

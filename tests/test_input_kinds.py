@@ -29,16 +29,27 @@ from tests.trace_factory import kernel, step, write, x
 
 def _read_tar(path: Path):
     with tarfile.open(path) as tf:
-        members = {m.name: tf.extractfile(m).read() for m in tf.getmembers()
-                   if m.isfile() and m.name.lower().endswith(TRACE_SUFFIXES)}
+        members = {
+            m.name: tf.extractfile(m).read()
+            for m in tf.getmembers()
+            if m.isfile() and m.name.lower().endswith(TRACE_SUFFIXES)
+        }
     if not members:
         raise TraceError(f"{path.name}: a tar with no trace files")
-    files = [TraceFile(f"{path.name}:{n}", rank_from_name(n), lambda b=b: io.BytesIO(b)) for n, b in members.items()]
+    files = [
+        TraceFile(f"{path.name}:{n}", rank_from_name(n), lambda b=b: io.BytesIO(b))
+        for n, b in members.items()
+    ]
     return load_trace_files(files, str(path))
 
 
-TAR = inputs.InputKind("kineto_tar", "a tar of Kineto rank files", (".tar",),
-                       lambda p: p.is_file() and tarfile.is_tarfile(p), read=_read_tar)
+TAR = inputs.InputKind(
+    "kineto_tar",
+    "a tar of Kineto rank files",
+    (".tar",),
+    lambda p: p.is_file() and tarfile.is_tarfile(p),
+    read=_read_tar,
+)
 
 
 @pytest.fixture
@@ -55,8 +66,13 @@ def tar_trace(tmp_path: Path) -> Path:
     src = tmp_path / "ranks"
     src.mkdir()
     for rank in (0, 1):
-        events = [step(1, 0, 1000), x("aten::mm", 10, 400), kernel("sm80_gemm", 30, 300 + 100 * rank),
-                  step(2, 1000, 1000), x("aten::mm", 1010, 400)]
+        events = [
+            step(1, 0, 1000),
+            x("aten::mm", 10, 400),
+            kernel("sm80_gemm", 30, 300 + 100 * rank),
+            step(2, 1000, 1000),
+            x("aten::mm", 1010, 400),
+        ]
         write(src / f"rank{rank}.json", events, distributedInfo={"rank": rank, "world_size": 2})
     out = tmp_path / "job.tar"
     with tarfile.open(out, "w") as tf:
@@ -75,7 +91,9 @@ class _Upload:
 
 def test_the_table_is_consistent() -> None:
     names = [k.name for k in inputs.KINDS]
-    assert len(names) == len(set(names)) and names[-1] == "kineto"  # the Kineto reader takes what is left
+    assert (
+        len(names) == len(set(names)) and names[-1] == "kineto"
+    )  # the Kineto reader takes what is left
     assert set(inputs.upload_types()) >= {"json", "gz", "zip", "pickle", "pkl"}
     assert all(s.startswith(".") for s in inputs.upload_suffixes())
     with pytest.raises(ValueError):
@@ -87,7 +105,10 @@ def test_the_table_is_consistent() -> None:
 def test_kinds_of_the_usual_inputs(tmp_path: Path, shared_traces: Path) -> None:
     trace = write(tmp_path / "t.json", [step(1, 0, 10)])
     assert inputs.kind_of(trace).name == "kineto"
-    assert inputs.kind_of(shared_traces / "memory/cs336_memory_snapshot.pickle").name == "memory_snapshot"
+    assert (
+        inputs.kind_of(shared_traces / "memory/cs336_memory_snapshot.pickle").name
+        == "memory_snapshot"
+    )
     run = tmp_path / "run"
     run.mkdir()
     (run / "manifest.json").write_text(json.dumps({"kind": "run"}))
@@ -96,12 +117,17 @@ def test_kinds_of_the_usual_inputs(tmp_path: Path, shared_traces: Path) -> None:
     (run / "trace").mkdir()
     write(run / "trace" / "t.json", [step(1, 0, 10)])
     kind, inner, containers = inputs.resolve(run)
-    assert (kind.name, inner, [c.name for c in containers]) == ("kineto", run / "trace" / "t.json", ["upload"])
+    assert (kind.name, inner, [c.name for c in containers]) == (
+        "kineto",
+        run / "trace" / "t.json",
+        ["upload"],
+    )
 
 
 def test_containers_nested_without_end_are_refused(tmp_path: Path) -> None:
-    loop = inputs.InputKind("loop", "a container holding itself", (), lambda p: p.suffix == ".loop",
-                            unwrap=lambda p: p)
+    loop = inputs.InputKind(
+        "loop", "a container holding itself", (), lambda p: p.suffix == ".loop", unwrap=lambda p: p
+    )
     inputs.register(loop)
     try:
         with pytest.raises(TraceError, match="nested"):
@@ -110,15 +136,20 @@ def test_containers_nested_without_end_are_refused(tmp_path: Path) -> None:
         inputs.unregister("loop")
 
 
-def test_a_new_kind_before_it_is_registered_is_refused(tar_trace: Path, tmp_path: Path, capsys) -> None:
+def test_a_new_kind_before_it_is_registered_is_refused(
+    tar_trace: Path, tmp_path: Path, capsys
+) -> None:
     assert "tar" not in inputs.upload_types()
     assert uploads.refused_name("job.tar") is not None
-    assert main(["analyze", str(tar_trace), "--json"]) == 2  # the Kineto reader says why it is no trace
+    assert (
+        main(["analyze", str(tar_trace), "--json"]) == 2
+    )  # the Kineto reader says why it is no trace
     assert capsys.readouterr().err.startswith("error: ")
 
 
-def test_a_registered_kind_reaches_the_cli_uploads_and_reports(tar_kind, tar_trace: Path, tmp_path: Path,
-                                                               capsys) -> None:
+def test_a_registered_kind_reaches_the_cli_uploads_and_reports(
+    tar_kind, tar_trace: Path, tmp_path: Path, capsys
+) -> None:
     # the command line
     assert main(["analyze", str(tar_trace), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -126,7 +157,9 @@ def test_a_registered_kind_reaches_the_cli_uploads_and_reports(tar_kind, tar_tra
     # the Upload page's list and the upload path into the run store
     assert "tar" in inputs.upload_types() and uploads.refused_name("job.tar") is None
     store = RunStore(tmp_path / "store")
-    outcome = uploads.store_upload(store, [_Upload(tar_trace)], lambda p, label: (analyse(p, label), "d"))
+    outcome = uploads.store_upload(
+        store, [_Upload(tar_trace)], lambda p, label: (analyse(p, label), "d")
+    )
     assert outcome.ok, outcome.message
     # the reports, through the stored upload (a container holding the tar)
     analysis = analyse(store.path(outcome.run_id))

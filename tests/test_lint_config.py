@@ -27,9 +27,9 @@ def test_the_test_command_lints_after_mypy_and_before_pytest() -> None:
     lines = [ln.strip() for ln in script.splitlines() if not ln.lstrip().startswith("#")]
     mypy = next(i for i, ln in enumerate(lines) if re.search(r"python -m mypy\b", ln))
     ruff = lines.index(".venv/bin/ruff check .")  # the whole tree, as the config's excludes expect
-    pytest_ = next(i for i, ln in enumerate(lines)
-                   if re.search(r"python -m pytest .*\"\$@\"", ln))
-    assert mypy < ruff < pytest_
+    pytest_ = next(i for i, ln in enumerate(lines) if re.search(r"python -m pytest .*\"\$@\"", ln))
+    formatted = lines.index(".venv/bin/ruff format --check .")
+    assert mypy < ruff < formatted < pytest_
     assert "set -euo pipefail" in lines  # a lint error stops the run
 
 

@@ -20,7 +20,7 @@ from tests.fresh_checkout import fresh_checkout, readme_command, user_environmen
 pytestmark = pytest.mark.slow  # real runs of the sample workload and of a user's script
 WAIT_S = 900  # an upper bound for a stuck command, not a timing assertion
 
-TRAIN = textwrap.dedent('''
+TRAIN = textwrap.dedent("""
     import argparse, torch
     p = argparse.ArgumentParser()
     p.add_argument("--epochs", type=int, default=1)
@@ -34,7 +34,7 @@ TRAIN = textwrap.dedent('''
             opt.zero_grad()
             loss.backward()
             opt.step()
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +54,15 @@ def _argv(line: list[str], checkout: Path) -> list[str]:
 
 
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, env=user_environment(), capture_output=True, text=True,
-                          timeout=WAIT_S, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=user_environment(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -71,12 +78,17 @@ def test_run_list_and_analyze_on_the_default_store(checkout: Path) -> None:
     argv = _argv(readme_command(".venv/bin/python -m profilers run data_bound"), checkout)
     run = json.loads(_ok(_run(argv, checkout)).stdout)
     assert run["status"] == "ok" and run["steps_done"] > 0, run.get("error")
-    assert Path(run["run_dir"]).parent == (checkout / "runs").resolve()  # ./runs of where it started
-    listed = json.loads(_ok(_run(_argv(readme_command("stepwise list"), checkout), checkout)).stdout)
+    assert (
+        Path(run["run_dir"]).parent == (checkout / "runs").resolve()
+    )  # ./runs of where it started
+    listed = json.loads(
+        _ok(_run(_argv(readme_command("stepwise list"), checkout), checkout)).stdout
+    )
     assert run["run_id"] in {r["run_id"] for r in listed}
     analyze = _argv(readme_command("stepwise analyze trace.json.gz --json"), checkout)
-    report = json.loads(_ok(_run([run["run_dir"] if a == "trace.json.gz" else a for a in analyze],
-                                 checkout)).stdout)
+    report = json.loads(
+        _ok(_run([run["run_dir"] if a == "trace.json.gz" else a for a in analyze], checkout)).stdout
+    )
     assert report["steps"] > 0 and report["step_time_ms"] > 0 and report["bottleneck"], report
 
 
@@ -84,12 +96,19 @@ def test_launch_of_your_own_script_from_your_project_folder(checkout: Path, tmp_
     project = tmp_path / "my-project"
     project.mkdir()
     (project / "train.py").write_text(TRAIN)
-    argv = _argv(readme_command("stepwise launch --steps 5 -- python train.py --epochs 1"), checkout)
+    argv = _argv(
+        readme_command("stepwise launch --steps 5 -- python train.py --epochs 1"), checkout
+    )
     _ok(_run(argv, project))
     (launched,) = _store(project).list(kind="launch")  # ./runs of the project's folder
     assert launched.status is RunStatus.OK, launched
     stored = json.loads((Path(launched.run_dir) / "launch.json").read_text())
-    assert stored["command"] == ["python", "train.py", "--epochs", "1"]  # the command, not the separator
+    assert stored["command"] == [
+        "python",
+        "train.py",
+        "--epochs",
+        "1",
+    ]  # the command, not the separator
     settings = json.loads((Path(launched.run_dir) / "agent_settings.json").read_text())
     assert {s["name"] for s in settings} >= {"PYTHONPATH", "PYTHONUNBUFFERED"}
 
@@ -97,7 +116,9 @@ def test_launch_of_your_own_script_from_your_project_folder(checkout: Path, tmp_
 def test_optimize_a_workload_on_the_default_store(checkout: Path) -> None:
     argv = _argv(readme_command(".venv/bin/python -m advisors optimize data_bound"), checkout)
     rounds = argv.index("--rounds")
-    argv[rounds + 1] = "1"  # one round of the README's command: its path end to end, a ladder's worth of time less
+    argv[rounds + 1] = (
+        "1"  # one round of the README's command: its path end to end, a ladder's worth of time less
+    )
     done = _ok(_run(argv, checkout))
     assert "round 1" in done.stdout + done.stderr, done.stdout[-2000:]
     (ladder,) = _store(checkout).list(kind="experiment")  # stored in ./runs of where it started

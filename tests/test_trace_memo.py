@@ -18,7 +18,10 @@ from profilers.trace.sources import find_trace_files
 from tests.trace_factory import step, write, x
 from tests.trace_memo import TraceMemo
 
-SHARED = ["host/tracelens_h100_bert-small.json.gz", "communication/param_dlrm_8_ranks"]  # small: parsed afresh here
+SHARED = [
+    "host/tracelens_h100_bert-small.json.gz",
+    "communication/param_dlrm_8_ranks",
+]  # small: parsed afresh here
 
 
 def fresh(memo: TraceMemo, path: Path) -> Trace:
@@ -81,7 +84,9 @@ def test_real_parse_tests_bypass_the_memo(shared_traces: Path, trace_memo: Trace
 
 
 @pytest.mark.parametrize("rel", SHARED)
-def test_a_memoised_breakdown_equals_a_fresh_one(rel: str, shared_traces: Path, trace_memo: TraceMemo):
+def test_a_memoised_breakdown_equals_a_fresh_one(
+    rel: str, shared_traces: Path, trace_memo: TraceMemo
+):
     path = shared_traces / rel
     first, second = breakdown(load_trace(path)), breakdown(load_trace(path))
     assert trace_memo.key(find_trace_files(path), str(path)) in trace_memo.breakdowns
@@ -116,12 +121,15 @@ def test_a_change_to_ones_breakdown_reaches_no_other(shared_traces: Path, trace_
     assert_same(breakdown(load_trace(path)), trace_memo.compute(fresh(trace_memo, path)))
 
 
-def test_a_byte_for_byte_copy_is_the_shared_trace_an_edited_one_is_parsed(shared_traces: Path, tmp_path: Path,
-                                                                           trace_memo: TraceMemo):
+def test_a_byte_for_byte_copy_is_the_shared_trace_an_edited_one_is_parsed(
+    shared_traces: Path, tmp_path: Path, trace_memo: TraceMemo
+):
     src = shared_traces / "edge/kineto_old_schema_gpu_metrics.json"
     copy = tmp_path / src.name
     copy.write_bytes(src.read_bytes())
-    assert trace_memo.key(find_trace_files(copy), str(copy)) == trace_memo.key(find_trace_files(src), str(src))
+    assert trace_memo.key(find_trace_files(copy), str(copy)) == trace_memo.key(
+        find_trace_files(src), str(src)
+    )
     hits = trace_memo.hits
     load_trace(src)
     mine = load_trace(copy)

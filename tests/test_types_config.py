@@ -31,7 +31,9 @@ def top_level_packages(root: Path) -> set[str]:
 
 def test_mypy_checks_every_top_level_package() -> None:
     packages = set(_mypy()["packages"])
-    assert packages == top_level_packages(REPO), "add the new package to [tool.mypy] packages in pyproject.toml"
+    assert packages == top_level_packages(REPO), (
+        "add the new package to [tool.mypy] packages in pyproject.toml"
+    )
 
 
 def _setup() -> ModuleType:
@@ -48,7 +50,9 @@ def test_every_installed_package_is_checked() -> None:
     installed = set(setup.LIB) | set(setup.TOP)
     assert installed == top_level_packages(REPO), "add the new package to LIB in setup.py"
     assert installed == set(_mypy()["packages"])
-    assert set(LEVEL) == set(_mypy()["packages"])  # the import-direction test knows the same packages
+    assert set(LEVEL) == set(
+        _mypy()["packages"]
+    )  # the import-direction test knows the same packages
 
 
 def test_the_package_finder_sees_a_new_package(tmp_path: Path) -> None:
@@ -62,9 +66,17 @@ def test_the_package_finder_sees_a_new_package(tmp_path: Path) -> None:
 
 def test_untyped_imports_are_ignored_one_module_at_a_time() -> None:
     mypy = _mypy()
-    assert "ignore_missing_imports" not in mypy, "a global ignore_missing_imports would hide a missing stub"
-    assert mypy.get("check_untyped_defs") and mypy.get("warn_unused_ignores") and mypy.get("no_implicit_optional")
-    ignored = [m for o in mypy.get("overrides", []) if o.get("ignore_missing_imports") for m in o["module"]]
+    assert "ignore_missing_imports" not in mypy, (
+        "a global ignore_missing_imports would hide a missing stub"
+    )
+    assert (
+        mypy.get("check_untyped_defs")
+        and mypy.get("warn_unused_ignores")
+        and mypy.get("no_implicit_optional")
+    )
+    ignored = [
+        m for o in mypy.get("overrides", []) if o.get("ignore_missing_imports") for m in o["module"]
+    ]
     assert ignored and not any(m.split(".")[0] in mypy["packages"] for m in ignored)
     assert "*" not in {m.split(".")[0] for m in ignored}
 
@@ -74,7 +86,9 @@ def test_the_test_command_runs_mypy_before_pytest() -> None:
     lines = [ln.strip() for ln in script.splitlines() if not ln.lstrip().startswith("#")]
     mypy = next(i for i, ln in enumerate(lines) if re.search(r"python -m mypy\b", ln))
     pytest_ = next(i for i, ln in enumerate(lines) if re.search(r"python -m pytest .*\"\$@\"", ln))
-    assert mypy < pytest_ and "||" not in lines[mypy]  # its failure stops the run (set -e), never swallowed
+    assert (
+        mypy < pytest_ and "||" not in lines[mypy]
+    )  # its failure stops the run (set -e), never swallowed
     assert "set -euo pipefail" in lines
 
 
@@ -84,4 +98,6 @@ def test_the_type_checker_is_installed_by_setup() -> None:
     dev = _pyproject()["project"]["optional-dependencies"]["dev"]
     pins = dict(r.split("==") for r in dev if "==" in r)
     assert "mypy" in pins and all(re.fullmatch(r"[\d.]+", v) for v in pins.values())
-    assert {n for n in pins if n.startswith("types-") or n.endswith("-stubs")}  # the stubs pinned with it
+    assert {
+        n for n in pins if n.startswith("types-") or n.endswith("-stubs")
+    }  # the stubs pinned with it

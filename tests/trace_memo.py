@@ -43,10 +43,14 @@ class TraceMemo:
     def __init__(self, root: Path, parse: Parse, compute: Compute) -> None:
         self.root = root.resolve()
         self.parse, self.compute = parse, compute
-        self.bypass = False  # True: parse every load, compute every breakdown (the loader's own tests)
+        self.bypass = (
+            False  # True: parse every load, compute every breakdown (the loader's own tests)
+        )
         self.traces: dict[Key, Trace] = {}
         self.breakdowns: dict[Key, Breakdown] = {}
-        self.handed: dict[int, tuple[Trace, Key, Arrays]] = {}  # id(copy): the copy (kept alive), its key, arrays
+        self.handed: dict[
+            int, tuple[Trace, Key, Arrays]
+        ] = {}  # id(copy): the copy (kept alive), its key, arrays
         self.sizes: dict[int, list[Path]] = {}  # the shared files by size
         self.digests: dict[Path, bytes] = {}
         self.hits = 0
@@ -73,11 +77,20 @@ class TraceMemo:
         if not same_size:
             return None
         digest = _digest(path)
-        return next((p for p in same_size if self.digests.setdefault(p, _digest(p)) == digest), None)
+        return next(
+            (p for p in same_size if self.digests.setdefault(p, _digest(p)) == digest), None
+        )
 
-    def load(self, files: list[TraceFile], source: str, reader: ParallelReader | None = None,
-             first_order: int = 0) -> Trace:
-        key = None if self.bypass or first_order else self.key(files, source)  # a job's rank file alone: parsed
+    def load(
+        self,
+        files: list[TraceFile],
+        source: str,
+        reader: ParallelReader | None = None,
+        first_order: int = 0,
+    ) -> Trace:
+        key = (
+            None if self.bypass or first_order else self.key(files, source)
+        )  # a job's rank file alone: parsed
         if key is None:
             return self.parse(files, source, reader, first_order)
         kept = self.traces.get(key)
@@ -85,7 +98,9 @@ class TraceMemo:
             kept = self.traces[key] = self.parse(files, source, reader)
         else:
             self.hits += 1
-            if reader is not None:  # a reader already started for this load (parallel.prime): not needed
+            if (
+                reader is not None
+            ):  # a reader already started for this load (parallel.prime): not needed
                 reader.close()
         mine = own_copy(kept, source)
         self.handed[id(mine)] = (mine, key, arrays_of(mine))
@@ -99,7 +114,9 @@ class TraceMemo:
         kept = self.breakdowns.get(key)
         if kept is None:
             kept = self.breakdowns[key] = self.compute(trace)
-        return replace(kept, **{f.name: own_value(getattr(kept, f.name)) for f in fields(Breakdown)})
+        return replace(
+            kept, **{f.name: own_value(getattr(kept, f.name)) for f in fields(Breakdown)}
+        )
 
 
 def _digest(path: Path) -> bytes:
@@ -125,10 +142,16 @@ def arrays_of(trace: Trace) -> Arrays:
     out: list[tuple[Any, ...]] = []
     for df in (trace.events, trace.steps, trace.memory):
         rows = df.index
-        cols: list[Any] = [(rows.start, rows.stop, rows.step) if isinstance(rows, pd.RangeIndex) else object()]
+        cols: list[Any] = [
+            (rows.start, rows.stop, rows.step) if isinstance(rows, pd.RangeIndex) else object()
+        ]
         for name in df.columns:
             col = df[name]
-            values = col.cat.codes.to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy()
+            values = (
+                col.cat.codes.to_numpy()
+                if isinstance(col.dtype, pd.CategoricalDtype)
+                else col.to_numpy()
+            )
             # Object arrays are built anew by to_numpy: such a column never matches, so nothing is kept.
             address = object() if values.dtype == object else values.__array_interface__["data"][0]
             cols.append((name, col.dtype, address))
@@ -139,5 +162,10 @@ def arrays_of(trace: Trace) -> Arrays:
 def own_copy(trace: Trace, source: str) -> Trace:
     """A Trace, read from ``source``, whose tables are new DataFrames: changing them leaves ``trace`` as it is."""
     deep = not SHALLOW
-    return replace(trace, events=trace.events.copy(deep=deep), steps=trace.steps.copy(deep=deep),
-                   memory=trace.memory.copy(deep=deep), source=source)
+    return replace(
+        trace,
+        events=trace.events.copy(deep=deep),
+        steps=trace.steps.copy(deep=deep),
+        memory=trace.memory.copy(deep=deep),
+        source=source,
+    )

@@ -54,20 +54,38 @@ def experiment_folder(p: Path, manifest: dict[str, Any]) -> str:
     from profilers.store.runs import RunStore
 
     seen = read_view(read_json(p / experiments.VIEW_FILE))
-    said = f"its outcome: {seen.label}" if seen is not None else "it has no stored result (running, or it failed)"
+    said = (
+        f"its outcome: {seen.label}"
+        if seen is not None
+        else "it has no stored result (running, or it failed)"
+    )
     try:
         trials = [str(Path(t.run_dir)) for t in experiments.trials(RunStore(p.parent), p.name)]
     except (StepwiseError, OSError):
         trials = []
-    where = (f"; analyze one of its {len(trials)} trial runs, e.g. {trials[-1]}" if trials else
-             "; it holds no trial run of its own")
-    return (f"{p.name} is an experiment ({manifest.get('label') or 'Apply or ladder'}), not a run or a trace: "
-            f"{said}{where}")
+    where = (
+        f"; analyze one of its {len(trials)} trial runs, e.g. {trials[-1]}"
+        if trials
+        else "; it holds no trial run of its own"
+    )
+    return (
+        f"{p.name} is an experiment ({manifest.get('label') or 'Apply or ladder'}), not a run or a trace: "
+        f"{said}{where}"
+    )
 
 
-def analyse(path: str | Path, label: str | None = None, *, device_memory_bytes: int | None = None,
-            engine: str | None = None, address: str | None = None, charts: bool = True, buckets: int | None = None,
-            trace: Trace | None = None, store: bool = True) -> Analysis:
+def analyse(
+    path: str | Path,
+    label: str | None = None,
+    *,
+    device_memory_bytes: int | None = None,
+    engine: str | None = None,
+    address: str | None = None,
+    charts: bool = True,
+    buckets: int | None = None,
+    trace: Trace | None = None,
+    store: bool = True,
+) -> Analysis:
     """Analyse whatever ``path`` is (see the module docs). Raises TraceError/RunError/StepwiseError for an input
     that cannot be read.
 
@@ -84,13 +102,18 @@ def analyse(path: str | Path, label: str | None = None, *, device_memory_bytes: 
     name = label or str(manifest.get("label") or p.name)
     if manifest.get("kind") == "experiment":
         raise StepwiseError(experiment_folder(p, manifest))
-    owned = kind.name == "run" or bool(containers)  # a folder Stepwise wrote: its analysis may be stored in it
+    owned = kind.name == "run" or bool(
+        containers
+    )  # a folder Stepwise wrote: its analysis may be stored in it
     if kind.name == "run":
+
         def compute() -> Analysis:
             return analyse_run(inner, name, str(manifest.get("kind", "run")), buckets)
     else:
+
         def compute() -> Analysis:
             return _input(kind, inner, name, engine, address, charts or owned, buckets, trace)
+
     if owned and store and engine in (None, "local"):
         from advisors.analysis.stored import stored_or_computed
 
@@ -101,8 +124,16 @@ def analyse(path: str | Path, label: str | None = None, *, device_memory_bytes: 
     return with_device_memory(a, device_memory_bytes)
 
 
-def _input(kind: InputKind, path: Path, label: str, engine: str | None, address: str | None, charts: bool,
-           buckets: int | None, trace: Trace | None) -> Analysis:
+def _input(
+    kind: InputKind,
+    path: Path,
+    label: str,
+    engine: str | None,
+    address: str | None,
+    charts: bool,
+    buckets: int | None,
+    trace: Trace | None,
+) -> Analysis:
     """A trace, a folder of ranks or a memory snapshot (no run around it)."""
     from advisors.job_observation import job_files
 
@@ -117,8 +148,10 @@ def _input(kind: InputKind, path: Path, label: str, engine: str | None, address:
         if isinstance(raw, MemorySnapshot):
             return snapshot_analysis(raw, label)
         if not isinstance(raw, Trace):
-            raise TraceError(f"{label}: the {kind.name} reader returned a {type(raw).__name__}, which nothing can "
-                             "analyse")
+            raise TraceError(
+                f"{label}: the {kind.name} reader returned a {type(raw).__name__}, which nothing can "
+                "analyse"
+            )
         trace = raw
     a = trace_analysis(trace, label, charts, buckets)
     if files is None:
@@ -131,20 +164,39 @@ def _input(kind: InputKind, path: Path, label: str, engine: str | None, address:
     return replace(a, job=job_json(job.views, engine, job.summaries, job.cached))
 
 
-def trace_analysis(trace: Trace, label: str, charts: bool = True, buckets: int | None = None) -> Analysis:
+def trace_analysis(
+    trace: Trace, label: str, charts: bool = True, buckets: int | None = None
+) -> Analysis:
     """A loaded trace with no run around it (every rank's events at once)."""
     b = breakdown(trace)
     obs = Observation(source=label, breakdown=b, run=None, loader=loader_facts(trace))
     diagnosis, note = judged(obs)
     timeline, spans, memory = _frames(trace, buckets) if charts else (pd.DataFrame(),) * 3
-    return Analysis(label=label, kind="trace", breakdown=b, run=None, diagnosis=diagnosis, advisor_note=note,
-                    efficiency=_efficiency(b, None), timeline=timeline, step_spans=spans, memory=memory,
-                    steps=steps_frame([]), telemetry=pd.DataFrame(), n_events=trace.n_events,
-                    layers=trace_layers(trace, b))
+    return Analysis(
+        label=label,
+        kind="trace",
+        breakdown=b,
+        run=None,
+        diagnosis=diagnosis,
+        advisor_note=note,
+        efficiency=_efficiency(b, None),
+        timeline=timeline,
+        step_spans=spans,
+        memory=memory,
+        steps=steps_frame([]),
+        telemetry=pd.DataFrame(),
+        n_events=trace.n_events,
+        layers=trace_layers(trace, b),
+    )
 
 
-def job_analysis(path: str | Path, label: str, files: list[TraceFile], engine: str | None = None,
-                 address: str | None = None) -> Analysis:
+def job_analysis(
+    path: str | Path,
+    label: str,
+    files: list[TraceFile],
+    engine: str | None = None,
+    address: str | None = None,
+) -> Analysis:
     """A folder of rank files from its ranks' summaries (cached in Stepwise's own cache, never beside the traces):
     the breakdown, per-rank table, straggler and diagnosis of loading them all, without a timeline (it is per
     rank: open one rank from the Job page). The map runs on ``engine``."""
@@ -155,48 +207,116 @@ def job_analysis(path: str | Path, label: str, files: list[TraceFile], engine: s
     diagnosis, note = judged(obs)
     ps = b.per_step
     origin = int(ps["start_ns"].min()) if len(ps) else 0
-    spans = pd.DataFrame({"rank": ps["rank"].astype(int), "step": ps["step"].astype(int),
-                          "start_ms": (ps["start_ns"] - origin) / 1e6, "end_ms": (ps["end_ns"] - origin) / 1e6})
-    said = (f"read as {len(files)} rank summaries ({job.cached} from the cache), never all ranks' events at once: "
-            "the timeline and the events are per rank; open one rank's trace from the Job page")
-    return Analysis(label=label, kind="trace", breakdown=b, run=None, diagnosis=diagnosis, advisor_note=note,
-                    efficiency=_efficiency(b, None), timeline=pd.DataFrame(), step_spans=spans,
-                    memory=pd.DataFrame(), steps=steps_frame([]), telemetry=pd.DataFrame(), notes=(said,),
-                    summarised_ranks=len(files), job=job_json(job.views, engine, job.summaries, job.cached),
-                    layers=summaries_layers(job.module_events))
+    spans = pd.DataFrame(
+        {
+            "rank": ps["rank"].astype(int),
+            "step": ps["step"].astype(int),
+            "start_ms": (ps["start_ns"] - origin) / 1e6,
+            "end_ms": (ps["end_ns"] - origin) / 1e6,
+        }
+    )
+    said = (
+        f"read as {len(files)} rank summaries ({job.cached} from the cache), never all ranks' events at once: "
+        "the timeline and the events are per rank; open one rank's trace from the Job page"
+    )
+    return Analysis(
+        label=label,
+        kind="trace",
+        breakdown=b,
+        run=None,
+        diagnosis=diagnosis,
+        advisor_note=note,
+        efficiency=_efficiency(b, None),
+        timeline=pd.DataFrame(),
+        step_spans=spans,
+        memory=pd.DataFrame(),
+        steps=steps_frame([]),
+        telemetry=pd.DataFrame(),
+        notes=(said,),
+        summarised_ranks=len(files),
+        job=job_json(job.views, engine, job.summaries, job.cached),
+        layers=summaries_layers(job.module_events),
+    )
 
 
-def snapshot_analysis(snapshot: MemorySnapshot, label: str, device_memory_bytes: int | None = None) -> Analysis:
+def snapshot_analysis(
+    snapshot: MemorySnapshot, label: str, device_memory_bytes: int | None = None
+) -> Analysis:
     """A ``torch.cuda.memory._dump_snapshot`` pickle (read by a class-refusing unpickler): memory facts only."""
     obs = snapshot_observation(snapshot, label, device_memory_bytes)
     diagnosis, note = judged(obs)
-    return Analysis(label=label, kind="trace", breakdown=None, run=None, diagnosis=diagnosis, advisor_note=note,
-                    efficiency=None, timeline=pd.DataFrame(), step_spans=pd.DataFrame(), memory=pd.DataFrame(),
-                    steps=steps_frame([]), telemetry=pd.DataFrame(), notes=obs.notes, snapshot=obs.snapshot,
-                    device_memory_bytes=device_memory_bytes, layers=SNAPSHOT)
+    return Analysis(
+        label=label,
+        kind="trace",
+        breakdown=None,
+        run=None,
+        diagnosis=diagnosis,
+        advisor_note=note,
+        efficiency=None,
+        timeline=pd.DataFrame(),
+        step_spans=pd.DataFrame(),
+        memory=pd.DataFrame(),
+        steps=steps_frame([]),
+        telemetry=pd.DataFrame(),
+        notes=obs.notes,
+        snapshot=obs.snapshot,
+        device_memory_bytes=device_memory_bytes,
+        layers=SNAPSHOT,
+    )
 
 
-def analyse_run(run_dir: Path, label: str, kind: str = "run", buckets: int | None = None) -> Analysis:
+def analyse_run(
+    run_dir: Path, label: str, kind: str = "run", buckets: int | None = None
+) -> Analysis:
     """A stored run: its facts, steps and telemetry, plus its trace when the profiler exported one, and the
     cross-rank views of the summaries its ranks wrote at capture time if they did."""
+
     def read(t: Trace) -> tuple[Any, ...]:
         b = breakdown(t)
-        return b, loader_facts(t), _frames(t, buckets), t.n_events, run_job_views(run_dir, t), trace_layers(t, b)
+        return (
+            b,
+            loader_facts(t),
+            _frames(t, buckets),
+            t.n_events,
+            run_job_views(run_dir, t),
+            trace_layers(t, b),
+        )
 
     parts, notes = with_run_trace(run_dir, read)
     empty = (pd.DataFrame(),) * 3
-    b, loader, (timeline, spans, memory), n_events, job, traced = parts if parts is not None else (
-        None, None, empty, 0, run_job_views(run_dir), None)
+    b, loader, (timeline, spans, memory), n_events, job, traced = (
+        parts if parts is not None else (None, None, empty, 0, run_job_views(run_dir), None)
+    )
     facts = run_facts(run_dir)
     layers = run_layers(run_dir, traced)
-    obs = Observation(source=str(run_dir), breakdown=b, run=facts, notes=notes, loader=loader, job=job,
-                      layers=layers)
+    obs = Observation(
+        source=str(run_dir),
+        breakdown=b,
+        run=facts,
+        notes=notes,
+        loader=loader,
+        job=job,
+        layers=layers,
+    )
     diagnosis, note = judged(obs)
-    return Analysis(label=label, kind=kind, breakdown=b, run=facts, diagnosis=diagnosis, advisor_note=note,
-                    efficiency=_efficiency(b, facts.cpu_matmul_tflops), timeline=timeline, step_spans=spans,
-                    memory=memory, steps=steps_frame(step_rows(run_dir)),
-                    telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
-                    n_events=n_events, notes=notes, job=job, layers=layers)
+    return Analysis(
+        label=label,
+        kind=kind,
+        breakdown=b,
+        run=facts,
+        diagnosis=diagnosis,
+        advisor_note=note,
+        efficiency=_efficiency(b, facts.cpu_matmul_tflops),
+        timeline=timeline,
+        step_spans=spans,
+        memory=memory,
+        steps=steps_frame(step_rows(run_dir)),
+        telemetry=downsample_telemetry(telemetry_frame(read_jsonl(run_dir / "telemetry.jsonl"))),
+        n_events=n_events,
+        notes=notes,
+        job=job,
+        layers=layers,
+    )
 
 
 def with_device_memory(a: Analysis, device_memory_bytes: int | None) -> Analysis:
@@ -204,10 +324,18 @@ def with_device_memory(a: Analysis, device_memory_bytes: int | None) -> Analysis
     other analysis as it is."""
     if a.snapshot is None or device_memory_bytes == a.device_memory_bytes:
         return a
-    obs = Observation(source=a.label, breakdown=None, run=None, notes=a.notes, snapshot=a.snapshot,
-                      device_memory_bytes=device_memory_bytes)
+    obs = Observation(
+        source=a.label,
+        breakdown=None,
+        run=None,
+        notes=a.notes,
+        snapshot=a.snapshot,
+        device_memory_bytes=device_memory_bytes,
+    )
     diagnosis, note = judged(obs)
-    return replace(a, diagnosis=diagnosis, advisor_note=note, device_memory_bytes=device_memory_bytes)
+    return replace(
+        a, diagnosis=diagnosis, advisor_note=note, device_memory_bytes=device_memory_bytes
+    )
 
 
 def judged(obs: Observation) -> tuple[Diagnosis | None, str | None]:

@@ -113,7 +113,9 @@ def decode(data: Any, hint: Any) -> Any:
         if issubclass(hint, pd.DataFrame):
             return _unframe(data)
         if dataclasses.is_dataclass(hint):
-            return hint(**{name: decode(data[name], t) for name, t in _fields(hint).items() if name in data})
+            return hint(
+                **{name: decode(data[name], t) for name, t in _fields(hint).items() if name in data}
+            )
         if hasattr(hint, "from_dict"):
             return hint.from_dict(unplain(data))
         if hint in (int, float, str, bool):
@@ -157,21 +159,33 @@ def _cell(v: Any) -> Any:
 
 
 def _frame(df: pd.DataFrame) -> dict[str, Any]:
-    out: dict[str, Any] = {"columns": [plain(c) for c in df.columns], "dtypes": [str(t) for t in df.dtypes],
-                           "data": [[_cell(v) for v in df.iloc[:, i].tolist()] for i in range(df.shape[1])],
-                           "rows": len(df)}
+    out: dict[str, Any] = {
+        "columns": [plain(c) for c in df.columns],
+        "dtypes": [str(t) for t in df.dtypes],
+        "data": [[_cell(v) for v in df.iloc[:, i].tolist()] for i in range(df.shape[1])],
+        "rows": len(df),
+    }
     index = df.index
     if not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1):
-        out["index"] = {"name": plain(index.name), "dtype": str(index.dtype),
-                        "values": [_cell(v) for v in index.tolist()]}
+        out["index"] = {
+            "name": plain(index.name),
+            "dtype": str(index.dtype),
+            "values": [_cell(v) for v in index.tolist()],
+        }
     return out
 
 
 def _unframe(data: dict[str, Any]) -> pd.DataFrame:
     idx = data.get("index")
-    index = pd.RangeIndex(data["rows"]) if idx is None else pd.Index(idx["values"], dtype=idx["dtype"],
-                                                                     name=idx["name"])
-    columns = [pd.Series(values, dtype=dtype, index=index) for values, dtype in zip(data["data"], data["dtypes"])]
+    index = (
+        pd.RangeIndex(data["rows"])
+        if idx is None
+        else pd.Index(idx["values"], dtype=idx["dtype"], name=idx["name"])
+    )
+    columns = [
+        pd.Series(values, dtype=dtype, index=index)
+        for values, dtype in zip(data["data"], data["dtypes"])
+    ]
     if not columns:
         return pd.DataFrame(index=index)
     frame = pd.concat(columns, axis=1, ignore_index=True)

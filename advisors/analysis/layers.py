@@ -16,10 +16,13 @@ from profilers.trace.breakdown import Breakdown
 from profilers.trace.events import Trace
 from profilers.layers import LAYERS_FILE, NO_MODULES, Layers, from_agent, from_trace
 
-SNAPSHOT = Layers(note="A memory snapshot records allocations, not module times: no per-module "
-                       "view.")
-SUMMARIES = Layers(note="Read from the ranks' summaries, which keep no module tree: open one "
-                        "rank's trace for its per-module view.")
+SNAPSHOT = Layers(
+    note="A memory snapshot records allocations, not module times: no per-module view."
+)
+SUMMARIES = Layers(
+    note="Read from the ranks' summaries, which keep no module tree: open one "
+    "rank's trace for its per-module view."
+)
 
 
 def summaries_layers(module_events: int) -> Layers:
@@ -45,5 +48,9 @@ def run_layers(run_dir: Path, from_its_trace: Layers | None) -> Layers:
 def layers_json(layers: Layers) -> dict[str, Any]:
     """``analyze --json``'s ``layers`` (rows, largest share first), ``layers_source``,
     ``layers_note`` and ``top_layer``."""
-    return {"layers": [r.to_json() for r in layers.rows], "layers_source": layers.source,
-            "layers_note": layers.note, "top_layer": layers.evidence()}
+    return {
+        "layers": [r.to_json() for r in layers.rows],
+        "layers_source": layers.source,
+        "layers_note": layers.note,
+        "top_layer": layers.evidence(),
+    }

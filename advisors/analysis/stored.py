@@ -52,7 +52,12 @@ def code_digest() -> str:
     for package in (advisors, profilers):
         root = Path(str(package.__file__)).resolve().parent
         for path in sorted(root.rglob("*.py")):
-            h.update(path.relative_to(root.parent).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            h.update(
+                path.relative_to(root.parent).as_posix().encode()
+                + b"\0"
+                + path.read_bytes()
+                + b"\0"
+            )
     return h.hexdigest()
 
 
@@ -64,9 +69,12 @@ def inputs(folder: Path) -> list[list[Any]]:
 def headline(a: Analysis) -> dict[str, Any]:
     """What the Runs list shows of an analysis: its step time, samples/s and verdict, as the value says them."""
     d = a.diagnosis
-    return {"step_time_ms": a.step_time_ms, "samples_per_s": a.samples_per_s,
-            "bottleneck": d.bottleneck.value if d is not None else None,
-            "confidence": d.confidence if d is not None else None}
+    return {
+        "step_time_ms": a.step_time_ms,
+        "samples_per_s": a.samples_per_s,
+        "bottleneck": d.bottleneck.value if d is not None else None,
+        "confidence": d.confidence if d is not None else None,
+    }
 
 
 def _document(folder: Path) -> dict[str, Any] | None:
@@ -75,7 +83,11 @@ def _document(folder: Path) -> dict[str, Any] | None:
         data = orjson.loads((folder / ANALYSIS_FILE).read_bytes())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or data.get("code") != code_digest():
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != SCHEMA
+        or data.get("code") != code_digest()
+    ):
         return None
     return data if data.get("inputs") == inputs(folder) else None
 
@@ -87,7 +99,11 @@ def read_stored(folder: Path) -> Analysis | None:
         return None
     try:
         return decode(data["analysis"], Analysis)
-    except (KeyError, TypeError, ValueError):  # a file edited by hand: computed again, never a crash
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+    ):  # a file edited by hand: computed again, never a crash
         return None
 
 
@@ -118,8 +134,13 @@ def write_stored(folder: Path, a: Analysis, seen: list[list[Any]] | None = None)
     written."""
     # Encoded before anything is written: a value the codec cannot store (a test holds that none exists) must
     # not cost the reader its analysis.
-    doc = {"schema": SCHEMA, "code": code_digest(), "inputs": seen if seen is not None else inputs(folder),
-           "headline": headline(a), "analysis": encode(a, Analysis)}
+    doc = {
+        "schema": SCHEMA,
+        "code": code_digest(),
+        "inputs": seen if seen is not None else inputs(folder),
+        "headline": headline(a),
+        "analysis": encode(a, Analysis),
+    }
     tmp = folder / f".{ANALYSIS_FILE}.{os.getpid()}.tmp"
     try:
         tmp.write_bytes(orjson.dumps(doc))

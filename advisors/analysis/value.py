@@ -59,9 +59,13 @@ class Analysis:
     telemetry: pd.DataFrame
     n_events: int = 0
     notes: tuple[str, ...] = field(default=())
-    snapshot: MemorySnapshot | None = None  # a memory snapshot's summary (then there is no breakdown)
+    snapshot: MemorySnapshot | None = (
+        None  # a memory snapshot's summary (then there is no breakdown)
+    )
     device_memory_bytes: int | None = None  # the device total the user stated, for a snapshot
-    summarised_ranks: int = 0  # read from this many ranks' summaries (a folder of many ranks): no event loaded
+    summarised_ranks: int = (
+        0  # read from this many ranks' summaries (a folder of many ranks): no event loaded
+    )
     # The cross-rank views (stragglers, the slowest rank's critical path): a folder of ranks' map and reduce, or
     # a ``--trace-ranks`` run's agent summaries (profilers.jobs.agent_summaries.run_job_views) of all N ranks,
     # where the breakdown holds only the k ranks that kept a trace. The ``job`` of ``analyze --json``.
@@ -100,7 +104,11 @@ class Analysis:
     @property
     def profiled_step_time_ms(self) -> float | None:
         """The profiled window's own median step (the trace's steps, profiler overhead included)."""
-        return self.breakdown.step_time_ms if self.breakdown is not None and self.breakdown.n_steps else None
+        return (
+            self.breakdown.step_time_ms
+            if self.breakdown is not None and self.breakdown.n_steps
+            else None
+        )
 
     @property
     def step_time_basis(self) -> str:
@@ -136,8 +144,12 @@ class Analysis:
         """A GPU trace whose device the peak table does not know: MFU needs the user to name the
         model (never for an accelerator that is not a GPU: no GPU model's peak is its own)."""
         b = self.breakdown
-        return (b is not None and b.device == "gpu" and device_peak(b.device_name) is None
-                and not is_non_gpu(b.device_name))
+        return (
+            b is not None
+            and b.device == "gpu"
+            and device_peak(b.device_name) is None
+            and not is_non_gpu(b.device_name)
+        )
 
     def efficiency_for(self, gpu_model: str | None) -> Efficiency | None:
         """The efficiency against the peak of ``gpu_model`` (the Analysis page's picker, for a trace that does not
@@ -145,7 +157,9 @@ class Analysis:
         b = self.breakdown
         if gpu_model is None or b is None or not b.n_steps:
             return self.efficiency
-        return efficiency(b, self.run.cpu_matmul_tflops if self.run is not None else None, gpu_model)
+        return efficiency(
+            b, self.run.cpu_matmul_tflops if self.run is not None else None, gpu_model
+        )
 
     @property
     def ranking(self) -> Ranking | None:
@@ -177,9 +191,13 @@ class Analysis:
             out["run"] = run_json(run)
         if self.snapshot is not None:
             out["memory_snapshot"] = snapshot_json(self.snapshot, self.device_memory_bytes)
-        out["efficiency"] = self.efficiency.to_json() if self.efficiency is not None else dict(NO_EFFICIENCY)
+        out["efficiency"] = (
+            self.efficiency.to_json() if self.efficiency is not None else dict(NO_EFFICIENCY)
+        )
         out.update(diagnosis_json(self.diagnosis))
-        if self.job is not None:  # a folder's map and reduce, or a run's agent summaries: every rank's views
+        if (
+            self.job is not None
+        ):  # a folder's map and reduce, or a run's agent summaries: every rank's views
             out["job"] = self.job
         out.update(layers_json(self.layers))
         return out
@@ -192,19 +210,29 @@ def run_step_basis(steps: int | None, basis: str | None) -> str:
         return "time per step over the run's measured steps after warm-up (profiled steps excluded)"
     plural = "s" if steps != 1 else ""
     if basis in (None, "steady"):
-        return (f"time per step over the run's {steps} steady step{plural} (elapsed ÷ steps; past "
-                "warm-up, not profiled, not next to the profiler's window)")
-    return (f"time per step over the run's {steps} measured step{plural}, {basis} (the run had too "
-            "few steady steps)")
+        return (
+            f"time per step over the run's {steps} steady step{plural} (elapsed ÷ steps; past "
+            "warm-up, not profiled, not next to the profiler's window)"
+        )
+    return (
+        f"time per step over the run's {steps} measured step{plural}, {basis} (the run had too "
+        "few steady steps)"
+    )
 
 
 def snapshot_headline(s: MemorySnapshot, device_memory_bytes: int | None) -> str:
     """One sentence for a snapshot that no rule flagged."""
     gib = GIB
-    peak = "an unknown peak" if s.peak_allocated_bytes is None else f"{s.peak_allocated_bytes / gib:.2f} GiB"
+    peak = (
+        "an unknown peak"
+        if s.peak_allocated_bytes is None
+        else f"{s.peak_allocated_bytes / gib:.2f} GiB"
+    )
     if not device_memory_bytes:
-        return (f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved. A snapshot does not "
-                "record its device's size: state it (--device-memory-gib, or the device memory field) to judge "
-                "whether memory binds.")
+        return (
+            f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved. A snapshot does not "
+            "record its device's size: state it (--device-memory-gib, or the device memory field) to judge "
+            "whether memory binds."
+        )
     where = f" on {gib_device(device_memory_bytes)} ({s.reserved_bytes / device_memory_bytes:.0%} of it)"
     return f"Memory snapshot: peak live {peak}, {s.reserved_bytes / gib:.2f} GiB reserved{where}: no memory pressure."

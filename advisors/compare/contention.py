@@ -52,7 +52,9 @@ def host_cpu(t: TelemetrySummary | None) -> HostCpu | None:
     """The figures from a run's telemetry summary, or ``None`` when it did not record them."""
     if t is None or not t.cpu_count or t.system_cpu_pct is None or t.process_cpu_pct is None:
         return None
-    return HostCpu(cores=t.cpu_count, busy=t.system_cpu_pct / 100 * t.cpu_count, ours=t.process_cpu_pct / 100)
+    return HostCpu(
+        cores=t.cpu_count, busy=t.system_cpu_pct / 100 * t.cpu_count, ours=t.process_cpu_pct / 100
+    )
 
 
 def slowdown_bound(others: float, others_then: float, cores: int | None) -> float:
@@ -64,8 +66,13 @@ def slowdown_bound(others: float, others_then: float, cores: int | None) -> floa
     return 1.0 if kept >= KEPT_SHARE * had else (had / kept) ** POWER
 
 
-def speedup_range(speedup: float, others_before: float, others_after: float,
-                  cores: int | None, apart: bool = False) -> tuple[float, float]:
+def speedup_range(
+    speedup: float,
+    others_before: float,
+    others_after: float,
+    cores: int | None,
+    apart: bool = False,
+) -> tuple[float, float]:
     """The least and the most ``speedup`` (after ÷ before throughput) could be without the neighbour: it may have
     slowed the before run (the change is then smaller) or the after run (larger).
 
@@ -75,12 +82,21 @@ def speedup_range(speedup: float, others_before: float, others_after: float,
     "improvement" — so each run is bounded by its own neighbour, as against a machine left free."""
     both = apart and min(others_before, others_after) >= CONTENDED_CORES
     then_before, then_after = (0.0, 0.0) if both else (others_after, others_before)
-    return (speedup / slowdown_bound(others_before, then_before, cores),
-            speedup * slowdown_bound(others_after, then_after, cores))
+    return (
+        speedup / slowdown_bound(others_before, then_before, cores),
+        speedup * slowdown_bound(others_after, then_after, cores),
+    )
 
 
-def holds_beyond_contention(speedup: float, others_before: float, others_after: float, cores: int | None,
-                            edge: float, faster: bool, apart: bool = False) -> bool:
+def holds_beyond_contention(
+    speedup: float,
+    others_before: float,
+    others_after: float,
+    cores: int | None,
+    edge: float,
+    faster: bool,
+    apart: bool = False,
+) -> bool:
     """Whether a verdict that ``speedup`` is beyond ``edge`` (``faster``) or short of it (not ``faster``) stands
     once the neighbour's largest possible effect is taken out (see the module docs; ``apart``: see
     :func:`speedup_range`)."""

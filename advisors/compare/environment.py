@@ -47,8 +47,10 @@ class EnvironmentDiff:
         parts = [f"{_WORDS[f]} ({self.new.get(f)} vs {self.base.get(f)})" for f in self.differs]
         device = "device" in self.differs
         what = "machines" if device else "setups"
-        return (f"B ran {'on' if device else 'with'} a different {' and '.join(parts)}: "
-                f"this compares {what}, not code")
+        return (
+            f"B ran {'on' if device else 'with'} a different {' and '.join(parts)}: "
+            f"this compares {what}, not code"
+        )
 
 
 def environment_of(a: Analysis) -> Environment:
@@ -65,12 +67,18 @@ def environment_of(a: Analysis) -> Environment:
 def environment_diff(base: Analysis, new: Analysis) -> EnvironmentDiff:
     """What differs between ``base`` (A) and ``new`` (B): only fields both record."""
     a, b = environment_of(base), environment_of(new)
-    differs = tuple(f for f in FIELDS
-                    if a.get(f) is not None and b.get(f) is not None and a.get(f) != b.get(f))
+    differs = tuple(
+        f for f in FIELDS if a.get(f) is not None and b.get(f) is not None and a.get(f) != b.get(f)
+    )
     return EnvironmentDiff(a, b, differs)
 
 
 def environment_json(d: EnvironmentDiff) -> dict[str, Any]:
     """The ``environment`` field of ``compare --json``."""
-    return {"same": not d.differs, "differs": list(d.differs), "note": d.note,
-            "base": {f: d.base.get(f) for f in FIELDS}, "new": {f: d.new.get(f) for f in FIELDS}}
+    return {
+        "same": not d.differs,
+        "differs": list(d.differs),
+        "note": d.note,
+        "base": {f: d.base.get(f) for f in FIELDS},
+        "new": {f: d.new.get(f) for f in FIELDS},
+    }

@@ -59,13 +59,16 @@ def category_ms(b: Breakdown | None) -> pd.Series:
 def category_deltas(a: Breakdown | None, b: Breakdown | None) -> pd.DataFrame:
     """``category, a_ms, b_ms, delta_ms`` for every category, in :data:`CATEGORIES` order."""
     ca, cb = category_ms(a), category_ms(b)
-    cats = pd.DataFrame({"category": list(CATEGORIES), "a_ms": ca.to_numpy(), "b_ms": cb.to_numpy()})
+    cats = pd.DataFrame(
+        {"category": list(CATEGORIES), "a_ms": ca.to_numpy(), "b_ms": cb.to_numpy()}
+    )
     cats["delta_ms"] = cats["b_ms"] - cats["a_ms"]
     return cats
 
 
-def name_deltas(ta: pd.DataFrame | None, tb: pd.DataFrame | None, na: int, nb: int,
-                top: int = TOP_DELTAS) -> pd.DataFrame:
+def name_deltas(
+    ta: pd.DataFrame | None, tb: pd.DataFrame | None, na: int, nb: int, top: int = TOP_DELTAS
+) -> pd.DataFrame:
     """``name, a_ms, b_ms, delta_ms`` of a kernel or operator table (``name``, ``total_ns``) on each side,
     ``na``/``nb`` the (rank, step) rows each total is spread over; the ``top`` largest moves first."""
     parts = []
@@ -98,14 +101,21 @@ def movers(base: Breakdown | None, new: Breakdown | None, top: int = TOP_MOVERS)
         return NO_MOVERS
     cats = category_deltas(base, new).rename(columns={"category": "name"})
     cats = cats.loc[cats["delta_ms"].abs().sort_values(ascending=False, kind="stable").index]
-    return Movers(categories=_top(cats, top), kernels=_top(kernel_deltas(base, new, top), top),
-                  operators=_top(op_deltas(base, new, top), top))
+    return Movers(
+        categories=_top(cats, top),
+        kernels=_top(kernel_deltas(base, new, top), top),
+        operators=_top(op_deltas(base, new, top), top),
+    )
 
 
 def _top(table: pd.DataFrame, top: int) -> tuple[Mover, ...]:
     rows = table[table["delta_ms"] != 0].head(top)
-    return tuple(Mover(name=str(name), base_ms=float(a_ms), new_ms=float(b_ms))
-                 for name, a_ms, b_ms in zip(rows["name"].tolist(), rows["a_ms"].tolist(), rows["b_ms"].tolist()))
+    return tuple(
+        Mover(name=str(name), base_ms=float(a_ms), new_ms=float(b_ms))
+        for name, a_ms, b_ms in zip(
+            rows["name"].tolist(), rows["a_ms"].tolist(), rows["b_ms"].tolist()
+        )
+    )
 
 
 def _rows(b: Breakdown | None) -> int:

@@ -47,20 +47,35 @@ from typing import Any, Literal
 import numpy as np
 
 from stepwise_agent import steady
-from advisors.compare.contention import CONTENDED_CORES, HostCpu, holds_beyond_contention, slowdown_bound
+from advisors.compare.contention import (
+    CONTENDED_CORES,
+    HostCpu,
+    holds_beyond_contention,
+    slowdown_bound,
+)
 from advisors.verdict import Bottleneck, Diagnosis
 from advisors.compare.movers import Mover, Movers, movers
 from advisors.stats import RatioEstimate, mean_ratio
 from advisors.compare.step_samples import StepSamples
-from advisors.compare.structure import CategoryMove, StructureEvidence, detectable_ratio, structure_evidence
+from advisors.compare.structure import (
+    CategoryMove,
+    StructureEvidence,
+    detectable_ratio,
+    structure_evidence,
+)
 from profilers.trace.breakdown import Breakdown
 
 Verdict = Literal["regression", "improvement", "same", "inconclusive"]
 Evidence = Literal["interval", "categories"]
 DEFAULT_MAX_SLOWDOWN = 0.05
 MIN_STEPS = 3
-FEW_STEPS = 10  # with fewer steps on a side, a ``same`` also states the smallest change it could have seen
-EXIT_REGRESSION, EXIT_INCONCLUSIVE = 1, 3  # 0: same or improvement; 2: bad input (the command line's)
+FEW_STEPS = (
+    10  # with fewer steps on a side, a ``same`` also states the smallest change it could have seen
+)
+EXIT_REGRESSION, EXIT_INCONCLUSIVE = (
+    1,
+    3,
+)  # 0: same or improvement; 2: bad input (the command line's)
 
 
 @dataclass(frozen=True)
@@ -73,8 +88,12 @@ class Side:
     headline: str | None  # the binding finding's sentence
     breakdown: Breakdown | None
     device: str | None
-    cpu: HostCpu | None = None  # a run's host CPU during its steady steps (None: a trace, or not recorded)
-    ranks: dict[str, Any] | None = None  # several ranks: their count, straggler and its critical path (rank_views)
+    cpu: HostCpu | None = (
+        None  # a run's host CPU during its steady steps (None: a trace, or not recorded)
+    )
+    ranks: dict[str, Any] | None = (
+        None  # several ranks: their count, straggler and its critical path (rank_views)
+    )
 
     @property
     def step_time_ms(self) -> float:
@@ -121,15 +140,31 @@ class RegressionCheck:
     @property
     def exit_code(self) -> int:
         """0 same or improvement, 1 a regression, 3 inconclusive (2, bad input, is the command line's)."""
-        return {"regression": EXIT_REGRESSION, "inconclusive": EXIT_INCONCLUSIVE}.get(self.verdict, 0)
+        return {"regression": EXIT_REGRESSION, "inconclusive": EXIT_INCONCLUSIVE}.get(
+            self.verdict, 0
+        )
 
 
-def side(label: str, samples: StepSamples, diagnosis: Diagnosis | None, breakdown: Breakdown | None,
-         device: str | None = None, cpu: HostCpu | None = None, ranks: dict[str, Any] | None = None) -> Side:
+def side(
+    label: str,
+    samples: StepSamples,
+    diagnosis: Diagnosis | None,
+    breakdown: Breakdown | None,
+    device: str | None = None,
+    cpu: HostCpu | None = None,
+    ranks: dict[str, Any] | None = None,
+) -> Side:
     binding = diagnosis.binding if diagnosis is not None else None
-    return Side(label=label, samples=samples, bottleneck=diagnosis.bottleneck if diagnosis else Bottleneck.NONE,
-                headline=binding.message if binding is not None else None, breakdown=breakdown,
-                device=device or (breakdown.device if breakdown is not None else None), cpu=cpu, ranks=ranks)
+    return Side(
+        label=label,
+        samples=samples,
+        bottleneck=diagnosis.bottleneck if diagnosis else Bottleneck.NONE,
+        headline=binding.message if binding is not None else None,
+        breakdown=breakdown,
+        device=device or (breakdown.device if breakdown is not None else None),
+        cpu=cpu,
+        ranks=ranks,
+    )
 
 
 def rank_views(job: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -139,12 +174,22 @@ def rank_views(job: dict[str, Any] | None) -> dict[str, Any] | None:
     if not job or len(job.get("ranks", ())) < 2:
         return None
     s, cp = job.get("straggler"), job.get("critical_path")
-    return {"ranks": len(job["ranks"]), "traced_ranks": job.get("traced_ranks"),
-            "straggler": None if s is None else {k: s[k] for k in ("culprit", "work_ms", "median_work_ms")},
-            "straggler_reason": job.get("straggler_reason"),
-            "critical_path": None if not cp or not cp.get("available") else {
-                "rank": cp["rank"], "step": cp["step"], "total_ms": cp["total_ms"],
-                "by_kind": {k["kind"]: k["ms"] for k in cp["by_kind"]}}}
+    return {
+        "ranks": len(job["ranks"]),
+        "traced_ranks": job.get("traced_ranks"),
+        "straggler": None
+        if s is None
+        else {k: s[k] for k in ("culprit", "work_ms", "median_work_ms")},
+        "straggler_reason": job.get("straggler_reason"),
+        "critical_path": None
+        if not cp or not cp.get("available")
+        else {
+            "rank": cp["rank"],
+            "step": cp["step"],
+            "total_ms": cp["total_ms"],
+            "by_kind": {k["kind"]: k["ms"] for k in cp["by_kind"]},
+        },
+    }
 
 
 def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> RegressionCheck:
@@ -156,8 +201,13 @@ def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> 
     est = mean_ratio(base.samples.ms, new.samples.ms) if enough else None
     beyond = ratio > 1 + max_slowdown or ratio < 1 / (1 + max_slowdown)
     contended = not _stands_beyond_contention(base.cpu, new.cpu, 1 / ratio, max_slowdown)
-    structure = structure_evidence(base.breakdown, new.breakdown, base.step_time_ms, new.step_time_ms,
-                                   max_slowdown) if enough else None
+    structure = (
+        structure_evidence(
+            base.breakdown, new.breakdown, base.step_time_ms, new.step_time_ms, max_slowdown
+        )
+        if enough
+        else None
+    )
     detectable = detectable_ratio(base.samples.ms, new.samples.ms) if enough else None
     decided: tuple[Evidence, ...] = ()
     if contended:
@@ -174,14 +224,39 @@ def check(base: Side, new: Side, max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> 
         decided = tuple(by)
         verdict = ("regression" if ratio > 1 else "improvement") if decided else "inconclusive"
     moved = movers(base.breakdown, new.breakdown)
-    why = _Why(verdict, ratio, est, max_slowdown, base, new, moved, contended, decided, structure, detectable)
-    return RegressionCheck(verdict=verdict, ratio=ratio, estimate=est, max_slowdown=max_slowdown,
-                           reason=_reason(why), base=base, new=new, movers=moved,
-                           notes=_notes(base, new, contended),
-                           contended=contended, decided_by=decided, structure=structure, detectable=detectable)
+    why = _Why(
+        verdict,
+        ratio,
+        est,
+        max_slowdown,
+        base,
+        new,
+        moved,
+        contended,
+        decided,
+        structure,
+        detectable,
+    )
+    return RegressionCheck(
+        verdict=verdict,
+        ratio=ratio,
+        estimate=est,
+        max_slowdown=max_slowdown,
+        reason=_reason(why),
+        base=base,
+        new=new,
+        movers=moved,
+        notes=_notes(base, new, contended),
+        contended=contended,
+        decided_by=decided,
+        structure=structure,
+        detectable=detectable,
+    )
 
 
-def _stands_beyond_contention(base: HostCpu | None, new: HostCpu | None, speedup: float, tol: float) -> bool:
+def _stands_beyond_contention(
+    base: HostCpu | None, new: HostCpu | None, speedup: float, tol: float
+) -> bool:
     """Whether the verdict the ``speedup`` (NEW over BASE, > 1 faster) reads — an improvement beyond ``1 + tol``,
     a regression beyond ``1 / (1 + tol)``, "the same" between — stands once other programs' largest possible
     effect on either run is taken out (:func:`advisors.compare.contention.holds_beyond_contention`, the rule of the
@@ -191,8 +266,9 @@ def _stands_beyond_contention(base: HostCpu | None, new: HostCpu | None, speedup
     up, down = 1 + tol, 1 / (1 + tol)
 
     def holds(edge: float, faster: bool) -> bool:
-        return holds_beyond_contention(speedup, base.others, new.others, base.cores or new.cores, edge, faster,
-                                       apart=True)
+        return holds_beyond_contention(
+            speedup, base.others, new.others, base.cores or new.cores, edge, faster, apart=True
+        )
 
     if speedup > up:
         return holds(up, True)
@@ -206,17 +282,24 @@ def _neighbour(base: HostCpu | None, new: HostCpu | None) -> tuple[str, float] |
     than the telemetry's wander."""
     if base is None or new is None:
         return None
-    busier, o, then = ("NEW", new.others, base.others) if new.others >= base.others else \
-        ("BASE", base.others, new.others)
-    if then >= CONTENDED_CORES:  # neighbours during both runs: each bounded on its own (contention.speedup_range)
+    busier, o, then = (
+        ("NEW", new.others, base.others)
+        if new.others >= base.others
+        else ("BASE", base.others, new.others)
+    )
+    if (
+        then >= CONTENDED_CORES
+    ):  # neighbours during both runs: each bounded on its own (contention.speedup_range)
         then = 0.0
     bound = slowdown_bound(o, then, base.cores or new.cores)
     return (busier, bound) if bound > 1 else None
 
 
 def _cores_text(base: HostCpu, new: HostCpu) -> str:
-    return (f"other programs used {new.others:.2f} of the machine's {new.cores} cores during NEW and "
-            f"{base.others:.2f} during BASE")
+    return (
+        f"other programs used {new.others:.2f} of the machine's {new.cores} cores during NEW and "
+        f"{base.others:.2f} during BASE"
+    )
 
 
 @dataclass(frozen=True)
@@ -243,29 +326,41 @@ def _reason(w: _Why) -> str:
     if est is None and w.contended:
         return _contended_reason(w, times)
     if est is None:
-        few = (f"BASE has {base.steps} step{_s(base.steps)} and NEW {new.steps}: at least {MIN_STEPS} per side are "
-               "needed to tell a change from noise")
+        few = (
+            f"BASE has {base.steps} step{_s(base.steps)} and NEW {new.steps}: at least {MIN_STEPS} per side are "
+            "needed to tell a change from noise"
+        )
         if w.verdict == "same":
-            return f"NEW's time per step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}). " \
-                   f"{few}."
-        return (f"NEW's time per step {change} BASE's ({times}), but {few}, so this cannot prove a "
-                "regression or an improvement. Profile more steps.")
+            return (
+                f"NEW's time per step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}). "
+                f"{few}."
+            )
+        return (
+            f"NEW's time per step {change} BASE's ({times}), but {few}, so this cannot prove a "
+            "regression or an improvement. Profile more steps."
+        )
     interval = f"{100 * est.level:.0f}% interval of the ratio {est.low:.3f}-{est.high:.3f}"
     if w.contended:
         return _contended_reason(w, f"{times}; {interval}")
     if w.verdict == "same":
-        within = f"NEW's time per step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, " \
-                 f"{interval})."
+        within = (
+            f"NEW's time per step is within the {tol:.0%} tolerance of BASE's ({times}; ratio {ratio:.3f}, "
+            f"{interval})."
+        )
         if min(base.steps, new.steps) < FEW_STEPS and w.detectable is not None:
             within += f" {_detectable(w.detectable, base, new)}"
         return within
     if w.verdict != "inconclusive":
-        return (f"NEW's time per step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and "
-                f"beyond noise, shown by {_decided(w)}.{_largest(w)}")
+        return (
+            f"NEW's time per step {change} BASE's ({times}; {interval}): beyond the {tol:.0%} tolerance and "
+            f"beyond noise, shown by {_decided(w)}.{_largest(w)}"
+        )
     tail = f" {_detectable(w.detectable, base, new)}" if w.detectable is not None else ""
-    return (f"NEW's time per step {change} BASE's ({times}), beyond the {tol:.0%} tolerance, but the "
-            f"{interval} includes no change and no category moved beyond its step-to-step spread in nearly every "
-            f"step: not shown beyond the noise between their steps.{tail} Profile more steps, or re-run both.")
+    return (
+        f"NEW's time per step {change} BASE's ({times}), beyond the {tol:.0%} tolerance, but the "
+        f"{interval} includes no change and no category moved beyond its step-to-step spread in nearly every "
+        f"step: not shown beyond the noise between their steps.{tail} Profile more steps, or re-run both."
+    )
 
 
 def _contended_reason(w: _Why, figures: str) -> str:
@@ -274,12 +369,17 @@ def _contended_reason(w: _Why, figures: str) -> str:
     assert base is not None and new is not None
     busier, bound = _neighbour(base, new) or ("NEW", 1.0)
     within = 1 / (1 + w.tol) <= w.ratio <= 1 + w.tol
-    said = (f"NEW's time per step is within the {w.tol:.0%} tolerance of BASE's ({figures})" if within else
-            f"NEW's time per step {_change(w.ratio)} BASE's ({figures})")
+    said = (
+        f"NEW's time per step is within the {w.tol:.0%} tolerance of BASE's ({figures})"
+        if within
+        else f"NEW's time per step {_change(w.ratio)} BASE's ({figures})"
+    )
     hides = "could hide a change beyond the tolerance" if within else "could explain this change"
-    return (f"{said}, but {_cores_text(base, new)}: a run that keeps that few of the cores slows down by up to "
-            f"{bound:.2f}x, which {hides}, so the change cannot be told from the competition. Re-run on a quieter "
-            "machine to settle it.")
+    return (
+        f"{said}, but {_cores_text(base, new)}: a run that keeps that few of the cores slows down by up to "
+        f"{bound:.2f}x, which {hides}, so the change cannot be told from the competition. Re-run on a quieter "
+        "machine to settle it."
+    )
 
 
 def _decided(w: _Why) -> str:
@@ -292,15 +392,20 @@ def _decided(w: _Why) -> str:
 
 
 def _moves_text(moves: tuple[CategoryMove, ...]) -> str:
-    return "; ".join(f"{m.name.replace('_', ' ')}'s median {m.delta_ms:+.4g} ms per step in {m.steps_moved} of "
-                     f"{m.steps} steps, beyond its step-to-step spread of {m.spread_ms:.3g} ms" for m in moves)
+    return "; ".join(
+        f"{m.name.replace('_', ' ')}'s median {m.delta_ms:+.4g} ms per step in {m.steps_moved} of "
+        f"{m.steps} steps, beyond its step-to-step spread of {m.spread_ms:.3g} ms"
+        for m in moves
+    )
 
 
 def _detectable(ratio: float, base: Side, new: Side) -> str:
     if ratio == float("inf"):
         return "With these steps no change could be told from their noise."
-    return (f"With {base.steps} and {new.steps} steps, the smallest slowdown the interval could tell "
-            f"from their noise is about {ratio - 1:.0%}.")
+    return (
+        f"With {base.steps} and {new.steps} steps, the smallest slowdown the interval could tell "
+        f"from their noise is about {ratio - 1:.0%}."
+    )
 
 
 def _change(ratio: float) -> str:
@@ -315,8 +420,11 @@ def _largest(w: _Why) -> str:
     m = w.moved.largest
     if m is None:
         return ""
-    if "categories" in w.decided and w.structure is not None and \
-            any(c.name == m.name for c in w.structure.moves):
+    if (
+        "categories" in w.decided
+        and w.structure is not None
+        and any(c.name == m.name for c in w.structure.moves)
+    ):
         return ""
     return f" The category that moved most: {m.name.replace('_', ' ')} ({m.delta_ms:+.4g} ms per step on average)."
 
@@ -324,18 +432,24 @@ def _largest(w: _Why) -> str:
 def _notes(base: Side, new: Side, contended: bool = False) -> tuple[str, ...]:
     out = []
     if base.samples.kind != new.samples.kind:
-        out.append(f"BASE is a {base.samples.kind} and NEW a {new.samples.kind}: their steps are measured "
-                   "differently (a run's wall-clock steps, a trace's profiled steps)")
+        out.append(
+            f"BASE is a {base.samples.kind} and NEW a {new.samples.kind}: their steps are measured "
+            "differently (a run's wall-clock steps, a trace's profiled steps)"
+        )
     if base.device and new.device and base.device != new.device:
         out.append(f"BASE ran on {base.device} and NEW on {new.device}")
     neighbour = _neighbour(base.cpu, new.cpu)
     if neighbour is not None and not contended and base.cpu is not None and new.cpu is not None:
-        out.append(f"{_cores_text(base.cpu, new.cpu)}, which cannot explain this verdict: the cores they left "
-                   f"slow {neighbour[0]} by at most {neighbour[1]:.2f}x")
+        out.append(
+            f"{_cores_text(base.cpu, new.cpu)}, which cannot explain this verdict: the cores they left "
+            f"slow {neighbour[0]} by at most {neighbour[1]:.2f}x"
+        )
     missing = [n for n, s in (("BASE", base), ("NEW", new)) if s.breakdown is None]
     if missing:
-        out.append(f"{' and '.join(missing)} left no trace: the categories, kernels and operators that moved "
-                   "need a trace on both sides")
+        out.append(
+            f"{' and '.join(missing)} left no trace: the categories, kernels and operators that moved "
+            "need a trace on both sides"
+        )
     return tuple(out)
 
 
@@ -347,48 +461,83 @@ def check_json(c: RegressionCheck) -> dict[str, Any]:
     """The ``compare --json`` document (plain types, stable field names: a contract like ``analyze --json``)."""
     est = c.estimate
     return {
-        "verdict": c.verdict, "ratio": round(c.ratio, 4),
+        "verdict": c.verdict,
+        "ratio": round(c.ratio, 4),
         "interval": None if est is None else [round(est.low, 4), round(est.high, 4)],
-        "level": None if est is None else est.level, "max_slowdown": c.max_slowdown,
+        "level": None if est is None else est.level,
+        "max_slowdown": c.max_slowdown,
         "reason": c.reason,
-        "base": _side_json(c.base), "new": _side_json(c.new),
-        "bottleneck": {"base": c.base.bottleneck.value, "new": c.new.bottleneck.value,
-                       "changed": c.base.bottleneck != c.new.bottleneck},
-        "contention": {"suspected": c.contended, "base": _cpu_json(c.base.cpu),
-                       "new": _cpu_json(c.new.cpu)},
-        "evidence": {"decided_by": list(c.decided_by),
-                     "categories": [] if c.structure is None else [_move_json(m) for m in c.structure.moves],
-                     "detectable_ratio": None if c.detectable is None or c.detectable == float("inf")
-                     else round(c.detectable, 4)},
-        "movers": {"categories": [_mover_json(m) for m in c.movers.categories],
-                   "kernels": [_mover_json(m) for m in c.movers.kernels],
-                   "operators": [_mover_json(m) for m in c.movers.operators]},
+        "base": _side_json(c.base),
+        "new": _side_json(c.new),
+        "bottleneck": {
+            "base": c.base.bottleneck.value,
+            "new": c.new.bottleneck.value,
+            "changed": c.base.bottleneck != c.new.bottleneck,
+        },
+        "contention": {
+            "suspected": c.contended,
+            "base": _cpu_json(c.base.cpu),
+            "new": _cpu_json(c.new.cpu),
+        },
+        "evidence": {
+            "decided_by": list(c.decided_by),
+            "categories": [] if c.structure is None else [_move_json(m) for m in c.structure.moves],
+            "detectable_ratio": None
+            if c.detectable is None or c.detectable == float("inf")
+            else round(c.detectable, 4),
+        },
+        "movers": {
+            "categories": [_mover_json(m) for m in c.movers.categories],
+            "kernels": [_mover_json(m) for m in c.movers.kernels],
+            "operators": [_mover_json(m) for m in c.movers.operators],
+        },
         "notes": list(c.notes),
         "ranks": {"base": c.base.ranks, "new": c.new.ranks},
     }
 
 
 def _side_json(s: Side) -> dict[str, Any]:
-    return {"label": s.label, "kind": s.samples.kind, "step_time_ms": round(s.step_time_ms, 4), "steps": s.steps,
-            "typical_step_ms": round(s.typical_step_ms, 4),
-            "stalled_share": round(s.stalled_share, 4),
-            "sampled": s.samples.what, "device": s.device, "bottleneck": s.bottleneck.value,
-            "headline": s.headline}
+    return {
+        "label": s.label,
+        "kind": s.samples.kind,
+        "step_time_ms": round(s.step_time_ms, 4),
+        "steps": s.steps,
+        "typical_step_ms": round(s.typical_step_ms, 4),
+        "stalled_share": round(s.stalled_share, 4),
+        "sampled": s.samples.what,
+        "device": s.device,
+        "bottleneck": s.bottleneck.value,
+        "headline": s.headline,
+    }
 
 
 def _cpu_json(cpu: HostCpu | None) -> dict[str, Any] | None:
     if cpu is None:
         return None
-    return {"cores": cpu.cores, "busy_cores": round(cpu.busy, 3), "process_cores": round(cpu.ours, 3),
-            "other_cores": round(cpu.others, 3)}
+    return {
+        "cores": cpu.cores,
+        "busy_cores": round(cpu.busy, 3),
+        "process_cores": round(cpu.ours, 3),
+        "other_cores": round(cpu.others, 3),
+    }
 
 
 def _move_json(m: CategoryMove) -> dict[str, Any]:
-    return {"name": m.name, "base_ms": round(m.base_ms, 4), "new_ms": round(m.new_ms, 4),
-            "delta_ms": round(m.delta_ms, 4), "spread_ms": round(m.spread_ms, 4), "steps_moved": m.steps_moved,
-            "steps": m.steps}
+    return {
+        "name": m.name,
+        "base_ms": round(m.base_ms, 4),
+        "new_ms": round(m.new_ms, 4),
+        "delta_ms": round(m.delta_ms, 4),
+        "spread_ms": round(m.spread_ms, 4),
+        "steps_moved": m.steps_moved,
+        "steps": m.steps,
+    }
 
 
 def _mover_json(m: Mover) -> dict[str, Any]:
-    return {"name": m.name, "base_ms": round(m.base_ms, 4), "new_ms": round(m.new_ms, 4),
-            "delta_ms": round(m.delta_ms, 4)}
+    return {
+        "name": m.name,
+        "base_ms": round(m.base_ms, 4),
+        "new_ms": round(m.new_ms, 4),
+        "delta_ms": round(m.delta_ms, 4),
+    }

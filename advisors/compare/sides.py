@@ -33,33 +33,59 @@ def observe_side(path: str | Path, label: str | None = None) -> Side:
 
 def side_of(a: Analysis) -> Side:
     """The side of an analysis (the dashboard's, or :func:`observe_side`'s)."""
-    return side_from_parts(a.label, a.run, a.steps, a.breakdown, a.diagnosis, is_snapshot=a.snapshot is not None,
-                           ranks=rank_views(a.job))
+    return side_from_parts(
+        a.label,
+        a.run,
+        a.steps,
+        a.breakdown,
+        a.diagnosis,
+        is_snapshot=a.snapshot is not None,
+        ranks=rank_views(a.job),
+    )
 
 
-def side_from_parts(label: str, run: RunFacts | None, steps: pd.DataFrame, breakdown: Breakdown | None,
-                    diagnosis: Diagnosis | None, is_snapshot: bool = False,
-                    ranks: dict[str, Any] | None = None) -> Side:
+def side_from_parts(
+    label: str,
+    run: RunFacts | None,
+    steps: pd.DataFrame,
+    breakdown: Breakdown | None,
+    diagnosis: Diagnosis | None,
+    is_snapshot: bool = False,
+    ranks: dict[str, Any] | None = None,
+) -> Side:
     """A side from what was read already (the dashboard's cached analysis, or :func:`observe_side`); ``ranks``:
     :func:`~advisors.compare.regression.rank_views` of its ``job``."""
     if is_snapshot:
-        raise StepwiseError(f"{label}: a memory snapshot records no step time, so there is nothing to compare")
+        raise StepwiseError(
+            f"{label}: a memory snapshot records no step time, so there is nothing to compare"
+        )
     samples = None
     if run is not None:
         if run.status != "ok":
             why = f" ({_one_line(run.error)})" if run.error else ""
-            raise RunError(f"{label}: the run ended {run.status}{why}; its steps do not stand for its spec, "
-                           "so its speed cannot be compared")
+            raise RunError(
+                f"{label}: the run ended {run.status}{why}; its steps do not stand for its spec, "
+                "so its speed cannot be compared"
+            )
         samples = run_samples(steps, run.spec, run.measured_window)
         if samples is None and (fallback := trace_samples(breakdown)) is not None:
-            samples = replace(fallback, what=f"{fallback.what} of its trace (it recorded no measured steps)")
+            samples = replace(
+                fallback, what=f"{fallback.what} of its trace (it recorded no measured steps)"
+            )
     else:
         samples = trace_samples(breakdown)
     if samples is None:
         raise StepwiseError(f"{label}: no step with a time in it, so there is nothing to compare")
     device = breakdown.device if breakdown is not None else _device(run.device if run else None)
-    return side(label, samples, diagnosis, breakdown, device, host_cpu(run.telemetry) if run is not None else None,
-                ranks)
+    return side(
+        label,
+        samples,
+        diagnosis,
+        breakdown,
+        device,
+        host_cpu(run.telemetry) if run is not None else None,
+        ranks,
+    )
 
 
 def _device(run_device: str | None) -> str | None:

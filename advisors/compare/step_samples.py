@@ -36,22 +36,29 @@ class StepSamples:
     what: str
 
 
-def run_samples(steps: pd.DataFrame, spec: RunConfig | None,
-                window: tuple[int, int] | None = None) -> StepSamples | None:
+def run_samples(
+    steps: pd.DataFrame, spec: RunConfig | None, window: tuple[int, int] | None = None
+) -> StepSamples | None:
     """A run's measured steps, or ``None`` when it measured none. ``window``: a script run's timed steps."""
     if window is not None and not steps.empty:
         first, end = window
         timed = steps[(steps["step"] >= first) & (steps["step"] < end)].assign(profiled=False)
         trial = measured_trial(timed, first)
         if trial is not None:
-            return StepSamples(ms=trial.walls_ms, kind="run", what=f"{len(trial.walls_ms)} timed steps after "
-                               f"{first} warm-up step{_s(first)}")
+            return StepSamples(
+                ms=trial.walls_ms,
+                kind="run",
+                what=f"{len(trial.walls_ms)} timed steps after {first} warm-up step{_s(first)}",
+            )
     warmup = spec.warmup_steps if spec is not None else WARMUP_WITHOUT_SPEC
     trial = measured_trial(steps, warmup)
     if trial is None:
         return None
-    return StepSamples(ms=trial.walls_ms, kind="run",
-                       what=f"{len(trial.walls_ms)} measured steps after {warmup} warm-up step{_s(warmup)}")
+    return StepSamples(
+        ms=trial.walls_ms,
+        kind="run",
+        what=f"{len(trial.walls_ms)} measured steps after {warmup} warm-up step{_s(warmup)}",
+    )
 
 
 def trace_samples(b: Breakdown | None) -> StepSamples | None:

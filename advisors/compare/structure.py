@@ -31,8 +31,12 @@ import numpy as np
 from advisors.stats import mean_ratio
 from profilers.trace.breakdown import CATEGORIES, Breakdown
 
-NEARLY_ALL = 0.8  # share of the slower side's steps that must lie beyond the spread: 5 of 6, 8 of 10
-MIN_STRUCTURE_STEPS = 5  # per side; complete separation of 5 against 5 happens by chance 1 time in 126
+NEARLY_ALL = (
+    0.8  # share of the slower side's steps that must lie beyond the spread: 5 of 6, 8 of 10
+)
+MIN_STRUCTURE_STEPS = (
+    5  # per side; complete separation of 5 against 5 happens by chance 1 time in 126
+)
 FLOOR_SHARE = 0.005  # the least spread counted, as a share of BASE's median step
 
 
@@ -44,7 +48,9 @@ class CategoryMove:
     base_ms: float  # median per step
     new_ms: float
     spread_ms: float
-    steps_moved: int  # of the slower side's steps, those beyond the faster side's median ± the spread
+    steps_moved: (
+        int  # of the slower side's steps, those beyond the faster side's median ± the spread
+    )
     steps: int
 
     @property
@@ -74,8 +80,9 @@ def _iqr(v: np.ndarray) -> float:
     return float(q3 - q1)
 
 
-def category_moves(base: Breakdown | None, new: Breakdown | None, direction: int,
-                   base_step_ms: float) -> tuple[CategoryMove, ...]:
+def category_moves(
+    base: Breakdown | None, new: Breakdown | None, direction: int, base_step_ms: float
+) -> tuple[CategoryMove, ...]:
     """The categories that moved toward ``direction`` in (nearly) every step of the slower side (module docs)."""
     a, b = _per_step_ms(base), _per_step_ms(new)
     if a is None or b is None:
@@ -95,15 +102,22 @@ def category_moves(base: Breakdown | None, new: Breakdown | None, direction: int
     return tuple(sorted(out, key=lambda m: -abs(m.delta_ms)))
 
 
-def structure_evidence(base: Breakdown | None, new: Breakdown | None, base_step_ms: float, new_step_ms: float,
-                       max_slowdown: float) -> StructureEvidence:
+def structure_evidence(
+    base: Breakdown | None,
+    new: Breakdown | None,
+    base_step_ms: float,
+    new_step_ms: float,
+    max_slowdown: float,
+) -> StructureEvidence:
     """Evidence toward whichever side's median step is slower: decisive when the categories that moved in
     (nearly) every step carry more than ``max_slowdown`` of the faster side's median step between them."""
     direction = 1 if new_step_ms >= base_step_ms else -1
     moves = category_moves(base, new, direction, base_step_ms)
     total = sum(m.delta_ms for m in moves)
     fast_ms = base_step_ms if direction > 0 else new_step_ms
-    return StructureEvidence(direction, moves, total, bool(moves) and abs(total) > max_slowdown * fast_ms)
+    return StructureEvidence(
+        direction, moves, total, bool(moves) and abs(total) > max_slowdown * fast_ms
+    )
 
 
 def detectable_ratio(base_ms: Sequence[float], new_ms: Sequence[float]) -> float | None:

@@ -28,9 +28,14 @@ def measured_no_gain(ladder: Ladder[Any]) -> dict[str, Rung[Any]]:
 
 def measurement_json(r: Rung[Any]) -> dict[str, Any]:
     e = r.experiment
-    return {"fix": e.fix.id, "round": r.round, "speedup": None if e.speedup is None else round(e.speedup, 4),
-            "interval": [round(e.ratio.low, 4), round(e.ratio.high, 4)] if e.ratio else None,
-            "verdict": "no gain", "reason": e.reason}
+    return {
+        "fix": e.fix.id,
+        "round": r.round,
+        "speedup": None if e.speedup is None else round(e.speedup, 4),
+        "interval": [round(e.ratio.low, 4), round(e.ratio.high, 4)] if e.ratio else None,
+        "verdict": "no gain",
+        "reason": e.reason,
+    }
 
 
 def final_diagnosis_json(ladder: Ladder[Any]) -> dict[str, Any] | None:
@@ -42,14 +47,17 @@ def final_diagnosis_json(ladder: Ladder[Any]) -> dict[str, Any] | None:
 
 def without_measured(doc: dict[str, Any], measured: Mapping[str, Rung[Any]]) -> dict[str, Any]:
     """``doc`` (a :func:`diagnosis_json`) with measured-no-gain fixes taken out of findings and fix order."""
+
     def strip(f: dict[str, Any]) -> dict[str, Any]:
         fix = f.get("fix")
         out = dict(f)
         if fix and fix.get("id") in measured:
             out["fix"] = None
             out["measured"] = measurement_json(measured[fix["id"]])
-            out["message"] = f"{f['message']} (measured in round {measured[fix['id']].round}: " \
-                             f"{fix['id']} gave no gain — {measured[fix['id']].experiment.reason})"
+            out["message"] = (
+                f"{f['message']} (measured in round {measured[fix['id']].round}: "
+                f"{fix['id']} gave no gain — {measured[fix['id']].experiment.reason})"
+            )
         if "rules" in f:
             out["rules"] = [strip(m) for m in f["rules"]]
         return out
@@ -57,5 +65,7 @@ def without_measured(doc: dict[str, Any], measured: Mapping[str, Rung[Any]]) -> 
     doc = dict(doc, findings=[strip(f) for f in doc["findings"]])
     ranking = doc.get("ranking")
     if ranking:
-        doc["ranking"] = dict(ranking, fix_order=[x for x in ranking["fix_order"] if x["fix"] not in measured])
+        doc["ranking"] = dict(
+            ranking, fix_order=[x for x in ranking["fix_order"] if x["fix"] not in measured]
+        )
     return doc

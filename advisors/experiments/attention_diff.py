@@ -40,8 +40,11 @@ def _untransposed(node: ast.expr) -> ast.expr | None:
     """``k`` of ``k.transpose(-2, -1)``, ``k.transpose(2, 3)``, ``k.mT`` or ``k.T``."""
     if isinstance(node, ast.Attribute) and node.attr in ("mT", "T"):
         return node.value
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "transpose"):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "transpose"
+    ):
         return node.func.value
     return None
 
@@ -80,16 +83,18 @@ def sdpa_edit(source: str, site: Mapping[str, Any]) -> str | None:
     removed = body[first:last]
     names = set()
     for s in removed:
-        if not (isinstance(s, ast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], ast.Name)):
+        if not (
+            isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+        ):
             return None
         names.add(s.targets[0].id)
     scores = [n for n in _matmuls(body[first]) if _untransposed(n.right) is not None]
-    second = [n for n in _matmuls(body[last])
-              if isinstance(n.left, ast.Name) and n.left.id in names]
+    second = [
+        n for n in _matmuls(body[last]) if isinstance(n.left, ast.Name) and n.left.id in names
+    ]
     if len(scores) != 1 or len(second) != 1:
         return None
-    later = [n.id for s in body[last + 1:] for n in ast.walk(s) if isinstance(n, ast.Name)]
+    later = [n.id for s in body[last + 1 :] for n in ast.walk(s) if isinstance(n, ast.Name)]
     if names & set(later):  # the scores or weights are used after (returned, logged): keep them
         return None
     k = _untransposed(scores[0].right)
@@ -106,7 +111,7 @@ def sdpa_edit(source: str, site: Mapping[str, Any]) -> str | None:
     if m.lineno != m.end_lineno:
         return None
     row = lines[m.lineno - 1].encode()  # ast's columns count UTF-8 bytes
-    edited = row[:m.col_offset] + call.encode() + row[m.end_col_offset or 0:]
+    edited = row[: m.col_offset] + call.encode() + row[m.end_col_offset or 0 :]
     lines[m.lineno - 1] = edited.decode()
     start, end = removed[0].lineno, removed[-1].end_lineno or removed[-1].lineno
-    return "".join(lines[:start - 1] + lines[end:])
+    return "".join(lines[: start - 1] + lines[end:])

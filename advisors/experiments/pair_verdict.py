@@ -30,7 +30,9 @@ from advisors.experiments.results.outcome import Why
 from advisors.experiments.trials import RunOutcome
 from advisors.stats import RatioEstimate, Trial
 
-MIN_CLEAN_PAIRS = 3  # at most this many clean pairs are asked for (fewer when the policy runs fewer trials)
+MIN_CLEAN_PAIRS = (
+    3  # at most this many clean pairs are asked for (fewer when the policy runs fewer trials)
+)
 
 RatioFn = Callable[[Sequence[Trial], Sequence[Trial]], RatioEstimate]
 
@@ -55,14 +57,18 @@ def _others(o: RunOutcome) -> float:
 
 
 def _pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome]) -> list[int]:
-    return [i for i in range(min(len(a), len(b))) if a[i].ok and b[i].ok and a[i].trial and b[i].trial]
+    return [
+        i for i in range(min(len(a), len(b))) if a[i].ok and b[i].ok and a[i].trial and b[i].trial
+    ]
 
 
 def _need(trials: int) -> int:
     return max(1, min(trials, MIN_CLEAN_PAIRS))
 
 
-def needs_more_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, edge: float) -> bool:
+def needs_more_pairs(
+    a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, edge: float
+) -> bool:
     """True when the pairs so far cannot carry a verdict and another pair may: fewer than the clean pairs
     needed because other programs competed, or clean pairs that disagree about a gain above ``edge``."""
     pairs = _pairs(a, b)
@@ -73,7 +79,9 @@ def needs_more_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: i
         return True
     ratios = [_ratio(a[i], b[i]) for i in clean]
     disagree = any(r > edge for r in ratios) and any(r < 1.0 for r in ratios)
-    leaning = len(ratios) >= 2 and leans(sorted(ratios)[len(ratios) // 2], edge) and min(ratios) <= edge
+    leaning = (
+        len(ratios) >= 2 and leans(sorted(ratios)[len(ratios) // 2], edge) and min(ratios) <= edge
+    )
     return disagree or leaning
 
 
@@ -87,16 +95,19 @@ def _ratio(a: RunOutcome, b: RunOutcome) -> float:
     return b.trial.throughput / a.trial.throughput
 
 
-def judge_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, edge: float,
-                ratio_fn: RatioFn) -> PairJudgement:
+def judge_pairs(
+    a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, edge: float, ratio_fn: RatioFn
+) -> PairJudgement:
     """The ratio over the pairs a verdict may use, and whether it may decide (see the module's rules)."""
     pairs = _pairs(a, b)
     contended = [i for i in pairs if a[i].contended or b[i].contended]
     clean = [i for i in pairs if i not in contended]
     enough_clean = len(clean) >= _need(trials)
     used = clean if contended and enough_clean else pairs
-    ratio = ratio_fn([t for i in used if (t := a[i].trial) is not None],
-                     [t for i in used if (t := b[i].trial) is not None])
+    ratio = ratio_fn(
+        [t for i in used if (t := a[i].trial) is not None],
+        [t for i in used if (t := b[i].trial) is not None],
+    )
     notes: list[str] = []
     left_out = tuple(contended) if contended and enough_clean else ()
     if left_out:
@@ -107,36 +118,63 @@ def judge_pairs(a: Sequence[RunOutcome], b: Sequence[RunOutcome], trials: int, e
     if contended and not enough_clean:
         holds = _holds_beyond_contention(a, b, contended, gain, edge)
         if not holds:
-            why = (f"{_who(a, b, contended)}; {len(clean)} of {len(pairs)} pairs ran uncontended where a "
-                   f"verdict needs {_need(trials)}, and the competition could explain the result")
+            why = (
+                f"{_who(a, b, contended)}; {len(clean)} of {len(pairs)} pairs ran uncontended where a "
+                f"verdict needs {_need(trials)}, and the competition could explain the result"
+            )
             code = Why.CONTENDED
         else:
-            notes.append(f"{_who(a, b, contended)}, which cannot explain this verdict (each pair still "
-                         f"{'clears' if gain else 'misses'} {edge:.2f}x when the neighbour's share is taken out)")
+            notes.append(
+                f"{_who(a, b, contended)}, which cannot explain this verdict (each pair still "
+                f"{'clears' if gain else 'misses'} {edge:.2f}x when the neighbour's share is taken out)"
+            )
     if why is None and gain and ratio.pairs and ratio.pairs_faster < len(ratio.pairs):
-        why = (f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
-               f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})")
+        why = (
+            f"pairs disagree: {ratio.pairs_faster} of {len(ratio.pairs)} saw the patched run faster "
+            f"({', '.join(f'{r:.2f}x' for r in ratio.pairs)})"
+        )
         code = Why.PAIRS_DISAGREE
-    return PairJudgement(ratio=ratio, used=tuple(used), left_out=left_out, inconclusive=why,
-                         notes=tuple(notes), inconclusive_why=code)
+    return PairJudgement(
+        ratio=ratio,
+        used=tuple(used),
+        left_out=left_out,
+        inconclusive=why,
+        notes=tuple(notes),
+        inconclusive_why=code,
+    )
 
 
-def _holds_beyond_contention(a: Sequence[RunOutcome], b: Sequence[RunOutcome], contended: Sequence[int],
-                             gain: bool, edge: float) -> bool:
+def _holds_beyond_contention(
+    a: Sequence[RunOutcome],
+    b: Sequence[RunOutcome],
+    contended: Sequence[int],
+    gain: bool,
+    edge: float,
+) -> bool:
     """Whether every contended pair keeps its side of ``edge`` once the neighbour's largest possible effect on
     it is taken out: a gain divided by what it could have cost the baseline, no gain multiplied by what it could
     have cost the patched run."""
     for i in contended:
-        cores = next((o.load.cores for o in (a[i], b[i]) if o.load is not None and o.load.cores), None)
-        if not holds_beyond_contention(_ratio(a[i], b[i]), _others(a[i]), _others(b[i]), cores, edge, gain):
+        cores = next(
+            (o.load.cores for o in (a[i], b[i]) if o.load is not None and o.load.cores), None
+        )
+        if not holds_beyond_contention(
+            _ratio(a[i], b[i]), _others(a[i]), _others(b[i]), cores, edge, gain
+        ):
             return False
     return True
 
 
 def _who(a: Sequence[RunOutcome], b: Sequence[RunOutcome], pairs: Sequence[int]) -> str:
     """``other programs took 1.02 of 2 cores in the baseline's trial 3`` — the most competed trial of ``pairs``."""
-    worst = max(((_others(o), arm, i) for i in pairs for arm, o in (("baseline's", a[i]), ("patched", b[i]))),
-                key=lambda x: x[0])
+    worst = max(
+        (
+            (_others(o), arm, i)
+            for i in pairs
+            for arm, o in (("baseline's", a[i]), ("patched", b[i]))
+        ),
+        key=lambda x: x[0],
+    )
     o = a[worst[2]] if worst[1] == "baseline's" else b[worst[2]]
     taken = o.load.text() if o.load is not None else f"{worst[0]:.2f} cores"
     arm = "the baseline's" if worst[1] == "baseline's" else "the patched arm's"

@@ -27,7 +27,9 @@ class Progress:
     trials: int | None = None
     step: int | None = None
     total_steps: int | None = None
-    max_trials: int | None = None  # the most pairs it may run, when pairs disagree or were competed for
+    max_trials: int | None = (
+        None  # the most pairs it may run, when pairs disagree or were competed for
+    )
     # its run has no step yet: "waiting for the first step (N s; the script printed: …)"
     waiting: str | None = None
 
@@ -38,8 +40,12 @@ class Progress:
         """This report with the trial run's own ``progress.json`` (step, total_steps) folded in."""
         p = run_progress or {}
         waiting = p.get("waiting")
-        return replace(self, step=_int(p.get("step")), total_steps=_int(p.get("total_steps")),
-                       waiting=str(waiting) if waiting and not p.get("step") else None)
+        return replace(
+            self,
+            step=_int(p.get("step")),
+            total_steps=_int(p.get("total_steps")),
+            waiting=str(waiting) if waiting and not p.get("step") else None,
+        )
 
     @property
     def describe(self) -> str:
@@ -56,7 +62,11 @@ class Progress:
         elif self.phase == "starting":
             parts.append("starting…")
         if self.step is not None:
-            parts.append(f"step {self.step} of {self.total_steps}" if self.total_steps else f"step {self.step}")
+            parts.append(
+                f"step {self.step} of {self.total_steps}"
+                if self.total_steps
+                else f"step {self.step}"
+            )
         elif self.waiting:
             parts.append(self.waiting)
         return " · ".join(parts)
@@ -67,8 +77,10 @@ class Progress:
         for) · patched run`` — never "run 4 of 3"."""
         if self.trial is not None and self.trials is not None and self.trial > self.trials:
             most = f" of at most {self.max_trials}" if self.max_trials else ""
-            return (f"pair {self.trial}{most} (extra: the pairs disagreed or other programs competed) · "
-                    f"{self.arm} run")
+            return (
+                f"pair {self.trial}{most} (extra: the pairs disagreed or other programs competed) · "
+                f"{self.arm} run"
+            )
         return f"{self.arm} run {self.trial} of {self.trials}"
 
     @property
@@ -80,7 +92,9 @@ class Progress:
             return 0.0
         within = (self.step or 0) / max(self.total_steps or 1, 1)
         pair = (self.trial or 1) - 1
-        second = "baseline" if pair % 2 else "patched"  # pairs alternate A B, B A (advisors.experiments.experiment)
+        second = (
+            "baseline" if pair % 2 else "patched"
+        )  # pairs alternate A B, B A (advisors.experiments.experiment)
         index = 2 * pair + (1 if self.arm == second else 0)
         planned = self.trials
         if self.trial is not None and self.trial > self.trials:

@@ -46,10 +46,16 @@ from profilers.run.script_spec import ScriptSpec
 
 BATCH_NAMES = ("batch_size", "batch", "bs", "train_batch_size", "batch_size_per_device", "b")
 LR_NAMES = ("lr", "learning_rate", "base_lr")
-HF_BATCH, HF_LR, HF_ACCUM = "per_device_train_batch_size", "learning_rate", "gradient_accumulation_steps"
+HF_BATCH, HF_LR, HF_ACCUM = (
+    "per_device_train_batch_size",
+    "learning_rate",
+    "gradient_accumulation_steps",
+)
 #: why a candidate stays injected although the script has flags (said in its rule)
-NO_WARMUP_FLAG = ("the warm-up cannot be given through the script's own flags (none is known to reach its "
-                  "scheduler): the whole arm is injected")
+NO_WARMUP_FLAG = (
+    "the warm-up cannot be given through the script's own flags (none is known to reach its "
+    "scheduler): the whole arm is injected"
+)
 
 
 def number(value: float) -> str:
@@ -58,8 +64,13 @@ def number(value: float) -> str:
     return text if float(text) == value else repr(value)
 
 
-def quality_change(patch: Mapping[str, Any], config: Mapping[str, Any] | None, command: tuple[str, ...],
-                   cwd: str, batch: int | None) -> KnobChange | None:
+def quality_change(
+    patch: Mapping[str, Any],
+    config: Mapping[str, Any] | None,
+    command: tuple[str, ...],
+    cwd: str,
+    batch: int | None,
+) -> KnobChange | None:
     """The candidate ``patch`` (``batch_scale``/``grad_accum`` k, ``lr_scale`` s, ``warmup_steps``) as the
     script's own flags or config lines, or ``None``: injected. ``batch``: the batch the baseline trained on."""
     if not config or "lr_scale" not in patch or not ({"batch_scale", "grad_accum"} & set(patch)):
@@ -73,14 +84,20 @@ def quality_change(patch: Mapping[str, Any], config: Mapping[str, Any] | None, c
 
 def why_injected(patch: Mapping[str, Any], config: Mapping[str, Any] | None) -> str | None:
     """Why a candidate with a warm-up stays injected on a script that has batch/rate flags of its own."""
-    if patch.get("warmup_steps") and any(p.get("class") != "HfArgumentParser" for p in (config or {}).get("parsers")
-                                         or []):
+    if patch.get("warmup_steps") and any(
+        p.get("class") != "HfArgumentParser" for p in (config or {}).get("parsers") or []
+    ):
         return NO_WARMUP_FLAG
     return None
 
 
-def _observe(patch: Mapping[str, Any], batch: int | None, rate: float, new_batch: int | None,
-             accum: int | None) -> dict[str, Any]:
+def _observe(
+    patch: Mapping[str, Any],
+    batch: int | None,
+    rate: float,
+    new_batch: int | None,
+    accum: int | None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {"lr": rate}
     if "batch_scale" in patch:
         out["batch_size"] = batch * int(patch["batch_scale"]) if batch else new_batch
@@ -99,26 +116,39 @@ def _hf_fields(patch: Mapping[str, Any], held: Mapping[str, Any]) -> dict[str, A
     value = held.get(field)
     if not isinstance(value, int) or isinstance(value, bool):
         return None
-    fields: dict[str, Any] = {field: value * int(patch[knob]),
-                              HF_LR: float(number(float(rate) * float(patch["lr_scale"])))}
+    fields: dict[str, Any] = {
+        field: value * int(patch[knob]),
+        HF_LR: float(number(float(rate) * float(patch["lr_scale"]))),
+    }
     if patch.get("warmup_steps") and not (held.get("warmup_steps") or held.get("warmup_ratio")):
-        fields["warmup_steps"] = int(patch["warmup_steps"])  # none of its own: Goyal et al.'s, as a flag
+        fields["warmup_steps"] = int(
+            patch["warmup_steps"]
+        )  # none of its own: Goyal et al.'s, as a flag
     return fields
 
 
-def _hf_observe(patch: Mapping[str, Any], fields: Mapping[str, Any], batch: int | None) -> dict[str, Any]:
+def _hf_observe(
+    patch: Mapping[str, Any], fields: Mapping[str, Any], batch: int | None
+) -> dict[str, Any]:
     out = _observe(patch, batch, fields[HF_LR], fields.get(HF_BATCH), fields.get(HF_ACCUM))
     if "warmup_steps" in fields:
         out["warmup_steps"] = fields["warmup_steps"]
     return out
 
 
-def _hf(patch: Mapping[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
-        batch: int | None) -> KnobChange | None:
+def _hf(
+    patch: Mapping[str, Any],
+    config: Mapping[str, Any],
+    command: tuple[str, ...],
+    cwd: str,
+    batch: int | None,
+) -> KnobChange | None:
     files = [f for f in config.get("files") or [] if f.get("class") == "HfArgumentParser"]
     if files:
         return _hf_file(patch, files[0], command, cwd, batch)
-    parser = next((p for p in config.get("parsers") or [] if p.get("class") == "HfArgumentParser"), None)
+    parser = next(
+        (p for p in config.get("parsers") or [] if p.get("class") == "HfArgumentParser"), None
+    )
     if parser is None:
         return None
     options = {o["dest"]: o for o in parser.get("options") or [] if o.get("flags")}
@@ -134,8 +164,13 @@ def _hf(patch: Mapping[str, Any], config: Mapping[str, Any], command: tuple[str,
     return KnobChange(new, _hf_observe(patch, fields, batch), "hf", tuple(typed), file, line)
 
 
-def _hf_file(patch: Mapping[str, Any], entry: Mapping[str, Any], command: tuple[str, ...], cwd: str,
-             batch: int | None) -> KnobChange | None:
+def _hf_file(
+    patch: Mapping[str, Any],
+    entry: Mapping[str, Any],
+    command: tuple[str, ...],
+    cwd: str,
+    batch: int | None,
+) -> KnobChange | None:
     path = str(entry.get("file") or "")
     data: Any = None
     if path.endswith(".json"):
@@ -154,14 +189,20 @@ def _hf_file(patch: Mapping[str, Any], entry: Mapping[str, Any], command: tuple[
 
 
 # -- LightningCLI and plain argparse: a flag named for the number, whose value reaches where it acts ----------
-def _reaching(parser: Mapping[str, Any], names: tuple[str, ...], reach: set[str], kind: str) -> dict[str, Any] | None:
+def _reaching(
+    parser: Mapping[str, Any], names: tuple[str, ...], reach: set[str], kind: str
+) -> dict[str, Any] | None:
     """The parser's option for a number (``kind``: ``int``/``float``) named one of ``names`` (its dest's last
     part, or a flag's) whose value reaches ``reach`` in the script."""
     for opt in parser.get("options") or []:
         dest = str(opt.get("dest") or "").rsplit(".", 1)[-1]
         flags = {f.lstrip("-").rsplit(".", 1)[-1].replace("-", "_") for f in opt.get("flags") or []}
         value = opt.get("value")
-        typed = opt.get("type") in (kind, None) and isinstance(value, (int, float)) and not isinstance(value, bool)
+        typed = (
+            opt.get("type") in (kind, None)
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+        )
         if kind == "int":
             typed = typed and isinstance(value, int)
         if typed and dest in reach and (dest in names or flags & set(names)):
@@ -169,8 +210,14 @@ def _reaching(parser: Mapping[str, Any], names: tuple[str, ...], reach: set[str]
     return None
 
 
-def _flags_change(patch: Mapping[str, Any], parser: Mapping[str, Any], command: tuple[str, ...], batch: int | None,
-                  convention: str, accum: dict[str, Any] | None) -> KnobChange | None:
+def _flags_change(
+    patch: Mapping[str, Any],
+    parser: Mapping[str, Any],
+    command: tuple[str, ...],
+    batch: int | None,
+    convention: str,
+    accum: dict[str, Any] | None,
+) -> KnobChange | None:
     file, line = _site(parser)
     if not file:
         return None
@@ -196,26 +243,51 @@ def _flags_change(patch: Mapping[str, Any], parser: Mapping[str, Any], command: 
     for opt, text in changes:
         new = with_flag(new, list(opt["flags"]), text)
         typed.append(f"{max(opt['flags'], key=len)} {text}")
-    return KnobChange(new, _observe(patch, batch, rate, new_batch, new_accum), convention, tuple(typed), file, line)
+    return KnobChange(
+        new,
+        _observe(patch, batch, rate, new_batch, new_accum),
+        convention,
+        tuple(typed),
+        file,
+        line,
+    )
 
 
-def _lightning_cli(patch: Mapping[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
-                   batch: int | None) -> KnobChange | None:
+def _lightning_cli(
+    patch: Mapping[str, Any],
+    config: Mapping[str, Any],
+    command: tuple[str, ...],
+    cwd: str,
+    batch: int | None,
+) -> KnobChange | None:
     if patch.get("warmup_steps"):
         return None  # NO_WARMUP_FLAG
     for parser in config.get("parsers") or []:
         if parser.get("library") != "jsonargparse":
             continue
-        accum = next((o for o in parser.get("options") or [] if o.get("dest") == "trainer.accumulate_grad_batches"
-                      and isinstance(o.get("value"), (int, type(None))) and o.get("flags")), None)
+        accum = next(
+            (
+                o
+                for o in parser.get("options") or []
+                if o.get("dest") == "trainer.accumulate_grad_batches"
+                and isinstance(o.get("value"), (int, type(None)))
+                and o.get("flags")
+            ),
+            None,
+        )
         out = _flags_change(patch, parser, command, batch, "lightning_cli", accum)
         if out is not None:
             return out
     return None
 
 
-def _argparse(patch: Mapping[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
-              batch: int | None) -> KnobChange | None:
+def _argparse(
+    patch: Mapping[str, Any],
+    config: Mapping[str, Any],
+    command: tuple[str, ...],
+    cwd: str,
+    batch: int | None,
+) -> KnobChange | None:
     if patch.get("warmup_steps") or "batch_scale" not in patch:
         return None  # NO_WARMUP_FLAG; accumulation is the script's loop, not a flag
     for parser in config.get("parsers") or []:
@@ -235,8 +307,11 @@ def in_own_terms(cand: Candidate, base: Baseline | None, spec: ScriptSpec) -> Ca
         return cand
     change = quality_change(cand.patch, base.config, spec.command, spec.cwd, base.batch)
     if change is not None:
-        return replace(cand, rule=f"{cand.rule}; through your own command: {', '.join(change.flags)} "
-                                  "(nothing injected)")
+        return replace(
+            cand,
+            rule=f"{cand.rule}; through your own command: {', '.join(change.flags)} "
+            "(nothing injected)",
+        )
     why = why_injected(cand.patch, base.config)
     return replace(cand, rule=f"{cand.rule}; {why}") if why else cand
 
@@ -245,7 +320,11 @@ def quality_patched(spec: ScriptSpec, cand: Candidate, base: Baseline | None) ->
     """The arm of ``cand``: the user's command with its own flags or config lines changed (the values it now asks
     for observed), else the candidate's knobs injected."""
     patch = dict(cand.patch or {})
-    change = quality_change(patch, base.config, spec.command, spec.cwd, base.batch) if base is not None else None
+    change = (
+        quality_change(patch, base.config, spec.command, spec.cwd, base.batch)
+        if base is not None
+        else None
+    )
     if change is None:
         return spec.patch(inject=patch)
     return spec.patch(command=change.command, observe=change.observe)

@@ -19,20 +19,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from advisors.experiments.script_terms import (device_expr, dtype_select, is_library_file, literal,
-                                               prefers_double_quotes, read_source, simple_statement)
+from advisors.experiments.script_terms import (
+    device_expr,
+    dtype_select,
+    is_library_file,
+    literal,
+    prefers_double_quotes,
+    read_source,
+    simple_statement,
+)
 from advisors.verdict import Fix
 from stepwise_agent.switches import SWITCHES
 
 #: Injection knob -> (keyword argument, how its value reads in code) for the calls that take them.
 KWARGS: dict[str, dict[str, str]] = {
-    "dataloader": {"num_workers": "num_workers", "pin_memory": "pin_memory",
-                   "persistent_workers": "persistent_workers", "prefetch_factor": "prefetch_factor"},
+    "dataloader": {
+        "num_workers": "num_workers",
+        "pin_memory": "pin_memory",
+        "persistent_workers": "persistent_workers",
+        "prefetch_factor": "prefetch_factor",
+    },
     "optimizer": {"optimizer_impl": ""},  # foreach=True / fused=True
     "ddp": {"bucket_cap_mb_factor": "bucket_cap_mb", "static_graph": "static_graph"},
 }
-CALL_NAMES = {"dataloader": ("DataLoader",), "ddp": ("DistributedDataParallel", "DDP"),
-              "autocast_ctx": ("autocast",)}
+CALL_NAMES = {
+    "dataloader": ("DataLoader",),
+    "ddp": ("DistributedDataParallel", "DDP"),
+    "autocast_ctx": ("autocast",),
+}
 
 
 @dataclass(frozen=True)
@@ -46,8 +60,13 @@ class Change:
     sites: tuple[str, ...] = ()  # every file:line the change covers
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "file": self.file, "line": self.line, "text": self.text,
-                "sites": list(self.sites)}
+        return {
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "text": self.text,
+            "sites": list(self.sites),
+        }
 
 
 def _shown(knob: str, fields: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
@@ -60,9 +79,17 @@ def _shown(knob: str, fields: Callable[[Any], dict[str, Any]]) -> Callable[[Any]
 #: agent's own table (what it sets at boot is what the diff shows), less an autocast's "the other precision off"
 #: (``fp16=False`` beside ``bf16=True``), which is the default a reader need not see.
 SWITCH_KWARGS: dict[str, dict[str, Callable[[Any], dict[str, Any]]]] = {
-    switch: {knob: _shown(knob, fields) for knob, fields in table.items()} for switch, table in SWITCHES.items()}
-CALL_NAMES.update({"training_arguments": ("TrainingArguments",), "lightning_trainer": ("Trainer",),
-                   "accelerator": ("Accelerator",), "fabric": ("Fabric",)})
+    switch: {knob: _shown(knob, fields) for knob, fields in table.items()}
+    for switch, table in SWITCHES.items()
+}
+CALL_NAMES.update(
+    {
+        "training_arguments": ("TrainingArguments",),
+        "lightning_trainer": ("Trainer",),
+        "accelerator": ("Accelerator",),
+        "fabric": ("Fabric",),
+    }
+)
 
 
 def switch_for(knobs: Mapping[str, Any], sites: Mapping[str, Any]) -> str | None:
@@ -73,14 +100,18 @@ def switch_for(knobs: Mapping[str, Any], sites: Mapping[str, Any]) -> str | None
     return None
 
 
-def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any], double: bool = False) -> dict[str, str]:
+def kwargs_for(
+    target: str, knobs: Mapping[str, Any], site: Mapping[str, Any], double: bool = False
+) -> dict[str, str]:
     """The keyword arguments (as source text, strings in the file's quotes: ``double``) that express ``knobs`` at a
     ``target`` call."""
     out: dict[str, str] = {}
     if target in SWITCH_KWARGS:
         for knob, value in knobs.items():
             if knob in SWITCH_KWARGS[target]:
-                out.update({k: literal(v, double) for k, v in SWITCH_KWARGS[target][knob](value).items()})
+                out.update(
+                    {k: literal(v, double) for k, v in SWITCH_KWARGS[target][knob](value).items()}
+                )
         return out
     for knob, value in knobs.items():
         if knob not in KWARGS.get(target, {}):
@@ -94,22 +125,34 @@ def kwargs_for(target: str, knobs: Mapping[str, Any], site: Mapping[str, Any], d
     return out
 
 
-def render(fix: Fix, knobs: Mapping[str, Any], target: str | None, site: Mapping[str, Any] | None,
-           device: str = "cpu") -> Change:
+def render(
+    fix: Fix,
+    knobs: Mapping[str, Any],
+    target: str | None,
+    site: Mapping[str, Any] | None,
+    device: str = "cpu",
+) -> Change:
     """The edit for a fix: one diff covering every site it acted on (``site["all"]``: each model call, each
     optimizer, each DataLoader; a framework's switch when ``site["target"]`` names one), else the snippet at the
     first site's line. A site inside an installed library, or one where a library built the object
     (``via``) and no switch of it is known, gets the snippet: no diff ever touches a library."""
     target = str(site.get("target")) if site and site.get("target") else target
-    sites = [s for s in ((site or {}).get("all") or ([site] if site else [])) if s and s.get("file")]
+    sites = [
+        s for s in ((site or {}).get("all") or ([site] if site else [])) if s and s.get("file")
+    ]
     file, line = (str(site["file"]), int(site["line"])) if site else (None, None)
     labels = tuple(f"{s['file']}:{s['line']}" for s in sites)
-    built = (site or {}).get("build") or {}  # the agent's record of the line that moved/built the model
+    built = (site or {}).get(
+        "build"
+    ) or {}  # the agent's record of the line that moved/built the model
     texts: list[str] = []
     for f in dict.fromkeys(str(s["file"]) for s in sites):
         group = [s for s in sites if str(s["file"]) == f]
-        near = tuple(int(b["line"]) for b in (built, built.get("built") or {})
-                     if b.get("file") == f and b.get("line"))
+        near = tuple(
+            int(b["line"])
+            for b in (built, built.get("built") or {})
+            if b.get("file") == f and b.get("line")
+        )
         text = _file_diff(f, group, knobs, target, device, near)
         if text is None:
             texts = []
@@ -118,12 +161,22 @@ def render(fix: Fix, knobs: Mapping[str, Any], target: str | None, site: Mapping
     if texts and target is not None:
         return Change("diff", file, line, "".join(texts), labels)
     via = f"# {site['via']} builds this inside your call here\n" if site and site.get("via") else ""
-    where = f"# at {Path(file).name}:{line}\n" if file else "# no single place in your code: once, at start-up\n"
+    where = (
+        f"# at {Path(file).name}:{line}\n"
+        if file
+        else "# no single place in your code: once, at start-up\n"
+    )
     return Change("snippet", file, line, where + via + fix.snippet, labels)
 
 
-def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, Any], target: str | None,
-               device: str, near: tuple[int, ...] = ()) -> str | None:
+def _file_diff(
+    file: str,
+    sites: list[Mapping[str, Any]],
+    knobs: Mapping[str, Any],
+    target: str | None,
+    device: str,
+    near: tuple[int, ...] = (),
+) -> str | None:
     """The unified diff of ``file`` with every site in it changed, or ``None`` when one cannot be. ``near``: the
     lines that moved or built the model in this run, whose device an autocast takes."""
     source = read_source(file)
@@ -131,45 +184,79 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
         return None
     new: str | None = source
     if target in KWARGS or target in SWITCH_KWARGS:
-        for s in sorted(sites, key=lambda s: int(s["line"]), reverse=True):  # bottom-up: lines above stay put
+        for s in sorted(
+            sites, key=lambda s: int(s["line"]), reverse=True
+        ):  # bottom-up: lines above stay put
             if new is None or (s.get("via") and target not in SWITCH_KWARGS):
                 return None
-            new = _with_kwargs(new, int(s["line"]), target, s,
-                               kwargs_for(target, knobs, s, prefers_double_quotes(source)))
+            new = _with_kwargs(
+                new,
+                int(s["line"]),
+                target,
+                s,
+                kwargs_for(target, knobs, s, prefers_double_quotes(source)),
+            )
     elif target == "model_call" and knobs.get("autocast") in ("bf16", "fp16"):
         if any(s.get("via") for s in sites):
             return None
         dtype = "torch.bfloat16" if knobs["autocast"] == "bf16" else "torch.float16"
         line0 = min(int(s["line"]) for s in sites)
         header = f"with torch.autocast(device_type={device_expr(source, device, line0, near)}, dtype={dtype}):"
-        for first in sorted(_statements(source, [int(s["line"]) for s in sites if s.get("grad") is not False]
-                                        or [int(s["line"]) for s in sites]), reverse=True):
+        for first in sorted(
+            _statements(
+                source,
+                [int(s["line"]) for s in sites if s.get("grad") is not False]
+                or [int(s["line"]) for s in sites],
+            ),
+            reverse=True,
+        ):
             ctx = _own_ctx(new, first, dtype) if new is not None else None
             own = _own_autocast(new, first) if new is not None and ctx is None else None
-            if ctx is not None and new is not None:  # nanoGPT's `with ctx:`, ctx off on this device: that line
+            if (
+                ctx is not None and new is not None
+            ):  # nanoGPT's `with ctx:`, ctx off on this device: that line
                 lines = new.splitlines(keepends=True)
-                if ctx[3] is not None:  # its dtype chosen by name (llm.c's --dtype): that choice, one line
+                if (
+                    ctx[3] is not None
+                ):  # its dtype chosen by name (llm.c's --dtype): that choice, one line
                     lines[ctx[3][0] - 1] = ctx[3][1]
-                new = "".join(lines[:ctx[0] - 1] + [ctx[2]] + lines[ctx[1]:])
-            elif own is not None and new is not None:  # the script's own autocast: on in place, not nested
+                new = "".join(lines[: ctx[0] - 1] + [ctx[2]] + lines[ctx[1] :])
+            elif (
+                own is not None and new is not None
+            ):  # the script's own autocast: on in place, not nested
                 select = dtype_select(new, own, dtype)
-                if select is not None:  # its own dtype variable kept, the line that chooses it changed
+                if (
+                    select is not None
+                ):  # its own dtype variable kept, the line that chooses it changed
                     lines = new.splitlines(keepends=True)
                     lines[select[0] - 1] = select[1]
                     new = "".join(lines)
-                new = _with_kwargs(new, own.lineno, "autocast_ctx", {},
-                                   {"enabled": "True"} if select else {"dtype": dtype, "enabled": "True"})
+                new = _with_kwargs(
+                    new,
+                    own.lineno,
+                    "autocast_ctx",
+                    {},
+                    {"enabled": "True"} if select else {"dtype": dtype, "enabled": "True"},
+                )
             else:
                 new = _wrapped(new, first, header) if new is not None else None
-    elif target == "model_build" and (knobs.get("compile") or knobs.get("compile_mode")) and len(sites) == 1:
+    elif (
+        target == "model_build"
+        and (knobs.get("compile") or knobs.get("compile_mode"))
+        and len(sites) == 1
+    ):
         s0 = sites[0]
         lines = source.splitlines(keepends=True)
         end = int(s0.get("end") or s0["line"])
         indent = " " * int(s0.get("col") or 0)
         name = str(s0["name"])
         q = '"' if prefers_double_quotes(source) else "'"
-        mode = f", mode={q}{knobs['compile_mode']}{q}" if knobs.get("compile_mode") else ""  # CUDA graphs
-        new = "".join(lines[:end] + [f"{indent}{name} = torch.compile({name}{mode})\n"] + lines[end:])
+        mode = (
+            f", mode={q}{knobs['compile_mode']}{q}" if knobs.get("compile_mode") else ""
+        )  # CUDA graphs
+        new = "".join(
+            lines[:end] + [f"{indent}{name} = torch.compile({name}{mode})\n"] + lines[end:]
+        )
     elif target == "attention" and len(sites) == 1:
         from advisors.experiments.attention_diff import sdpa_edit
 
@@ -179,11 +266,20 @@ def _file_diff(file: str, sites: list[Mapping[str, Any]], knobs: Mapping[str, An
     if new is None or new == source:
         return None
     name = Path(file).name
-    return "".join(difflib.unified_diff(source.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}", n=2))
+    return "".join(
+        difflib.unified_diff(
+            source.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            f"a/{name}",
+            f"b/{name}",
+            n=2,
+        )
+    )
 
 
-def _own_ctx(source: str, line: int, dtype: str) -> tuple[int, int, str, tuple[int, str] | None] | None:
+def _own_ctx(
+    source: str, line: int, dtype: str
+) -> tuple[int, int, str, tuple[int, str] | None] | None:
     """The script's own autocast context, held in a variable that is off on this device — nanoGPT's
     ``ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=ptdtype)``
     around its training call (``with ctx:``): that assignment is the line to change, to its autocast branch with
@@ -193,17 +289,36 @@ def _own_ctx(source: str, line: int, dtype: str) -> tuple[int, int, str, tuple[i
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    withs = [n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno < line <= (n.end_lineno or n.lineno)]
-    names = [i.context_expr.id for w in sorted(withs, key=lambda n: -n.lineno) for i in w.items
-             if isinstance(i.context_expr, ast.Name)]
+    withs = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.With) and n.lineno < line <= (n.end_lineno or n.lineno)
+    ]
+    names = [
+        i.context_expr.id
+        for w in sorted(withs, key=lambda n: -n.lineno)
+        for i in w.items
+        if isinstance(i.context_expr, ast.Name)
+    ]
     for name in names[:1]:
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Assign) and node.lineno < line and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name
-                    and isinstance(node.value, ast.IfExp)):
+            if not (
+                isinstance(node, ast.Assign)
+                and node.lineno < line
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name
+                and isinstance(node.value, ast.IfExp)
+            ):
                 continue
-            branch = next((b for b in (node.value.body, node.value.orelse)
-                           if isinstance(b, ast.Call) and _name(b.func) == "autocast"), None)
+            branch = next(
+                (
+                    b
+                    for b in (node.value.body, node.value.orelse)
+                    if isinstance(b, ast.Call) and _name(b.func) == "autocast"
+                ),
+                None,
+            )
             if branch is None:
                 continue
             last = node.end_lineno or node.lineno
@@ -211,8 +326,11 @@ def _own_ctx(source: str, line: int, dtype: str) -> tuple[int, int, str, tuple[i
             if select is not None and node.lineno <= select[0] <= last:
                 select = None
             fixed = ast.keyword(arg="dtype", value=ast.parse(dtype, mode="eval").body)
-            keywords = branch.keywords if select is not None else \
-                [k for k in branch.keywords if k.arg != "dtype"] + [fixed]
+            keywords = (
+                branch.keywords
+                if select is not None
+                else [k for k in branch.keywords if k.arg != "dtype"] + [fixed]
+            )
             call = ast.Call(func=branch.func, args=branch.args, keywords=keywords)
             indent = " " * node.col_offset
             return node.lineno, last, f"{indent}{name} = {ast.unparse(call)}\n", select
@@ -225,7 +343,11 @@ def _own_autocast(source: str, line: int) -> ast.Call | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    withs = [n for n in ast.walk(tree) if isinstance(n, ast.With) and n.lineno < line <= (n.end_lineno or n.lineno)]
+    withs = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.With) and n.lineno < line <= (n.end_lineno or n.lineno)
+    ]
     for w in sorted(withs, key=lambda n: -n.lineno):
         for item in w.items:
             call = item.context_expr
@@ -249,25 +371,39 @@ def _statements(source: str, lines: list[int]) -> set[int]:
 
 
 def _name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
 
 
 def _call_at(tree: ast.AST, line: int, target: str, site: Mapping[str, Any]) -> ast.Call | None:
     """The call at ``line`` that builds the target: named like it, else the widest call that starts there."""
     names = CALL_NAMES.get(target, (str(site.get("type") or ""),))
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
     named = [c for c in calls if _name(c.func) in names]
     pool = named or [c for c in calls if c.lineno == line]
-    return max(pool, key=lambda c: ((c.end_lineno or c.lineno) - c.lineno, -c.col_offset), default=None)
+    return max(
+        pool, key=lambda c: ((c.end_lineno or c.lineno) - c.lineno, -c.col_offset), default=None
+    )
 
 
 def _offset(lines: list[str], lineno: int, col: int) -> int:
     """Character offset in the whole text of (1-based line, UTF-8 byte column)."""
-    before = sum(len(x) for x in lines[:lineno - 1])
+    before = sum(len(x) for x in lines[: lineno - 1])
     return before + len(lines[lineno - 1].encode("utf-8")[:col].decode("utf-8", errors="ignore"))
 
 
-def _with_kwargs(source: str, line: int, target: str, site: Mapping[str, Any], kwargs: dict[str, str]) -> str | None:
+def _with_kwargs(
+    source: str, line: int, target: str, site: Mapping[str, Any], kwargs: dict[str, str]
+) -> str | None:
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -285,15 +421,22 @@ def _with_kwargs(source: str, line: int, target: str, site: Mapping[str, Any], k
             end = _offset(lines, v.end_lineno or v.lineno, v.end_col_offset or v.col_offset)
             edits.append((start, end, missing.pop(kw.arg)))
     if missing:
-        close = _offset(lines, call.end_lineno or call.lineno, (call.end_col_offset or 1) - 1)  # the ')'
+        close = _offset(
+            lines, call.end_lineno or call.lineno, (call.end_col_offset or 1) - 1
+        )  # the ')'
         inside = source[:close].rstrip()
         args = [*call.args, *(k.value for k in call.keywords)]
-        last = max(args, key=lambda a: (a.end_lineno or a.lineno, a.end_col_offset or 0), default=None)
-        one_per_line = last is not None and inside.endswith(",") and (last.end_lineno or last.lineno) < \
-            (call.end_lineno or call.lineno)
+        last = max(
+            args, key=lambda a: (a.end_lineno or a.lineno, a.end_col_offset or 0), default=None
+        )
+        one_per_line = (
+            last is not None
+            and inside.endswith(",")
+            and (last.end_lineno or last.lineno) < (call.end_lineno or call.lineno)
+        )
         if one_per_line:  # the user's style: one argument per line, each with a trailing comma
             arg_line = lines[(last.lineno if last is not None else call.lineno) - 1]
-            indent = arg_line[:len(arg_line) - len(arg_line.lstrip())]
+            indent = arg_line[: len(arg_line) - len(arg_line.lstrip())]
             text = "".join(f"\n{indent}{k}={v}," for k, v in missing.items())
         else:
             sep = "" if not args else (" " if inside.endswith(",") else ", ")
@@ -316,6 +459,6 @@ def _wrapped(source: str, line: int, header: str) -> str | None:
         return None
     lines = source.splitlines(keepends=True)
     first, last = stmt.lineno - 1, (stmt.end_lineno or stmt.lineno) - 1
-    indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
-    body = ["    " + x if x.strip() else x for x in lines[first:last + 1]]
-    return "".join(lines[:first] + [indent + header + "\n"] + body + lines[last + 1:])
+    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+    body = ["    " + x if x.strip() else x for x in lines[first : last + 1]]
+    return "".join(lines[:first] + [indent + header + "\n"] + body + lines[last + 1 :])

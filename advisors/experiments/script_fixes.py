@@ -28,7 +28,11 @@ def script_knob(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> KnobChange | 
     reg = spec_of(fix.id)
     for inj in (reg.own_flag, reg.injection):
         knobs = inj.knobs(ctx) if inj is not None else None
-        change = knob_change(knobs, ctx.config, spec.command, spec.cwd, inj.proof) if inj and knobs else None
+        change = (
+            knob_change(knobs, ctx.config, spec.command, spec.cwd, inj.proof)
+            if inj and knobs
+            else None
+        )
         if change is not None:
             return change
     return None
@@ -41,7 +45,9 @@ def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec
     reg = spec_of(fix.id)
     if reg.conv_skip(ctx) is not None:
         return None
-    if reg.own_flag is not None and reg.injection is None:  # no injection: the script's own flag, or nothing
+    if (
+        reg.own_flag is not None and reg.injection is None
+    ):  # no injection: the script's own flag, or nothing
         own = script_knob(spec, fix, ctx)
         out = spec.patch(command=own.command, observe=own.observe) if own is not None else spec
         return out if out != spec else None
@@ -50,11 +56,17 @@ def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec
     if not knobs:
         return None
     change = script_knob(spec, fix, ctx)
-    out = spec.patch(command=change.command, observe=change.observe) if change else spec.patch(inject=knobs)
+    out = (
+        spec.patch(command=change.command, observe=change.observe)
+        if change
+        else spec.patch(inject=knobs)
+    )
     return out if out != spec else None
 
 
-def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+def where_for(
+    fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
     """Where ``fix``'s change belongs in the user's code: the first site (``file``, ``line``, ``code``) plus
     ``target`` (the kind of call it changes) and ``all`` (every site the knobs act on, for one diff). A script
     driven by a framework whose switch takes every knob of the fix gets that switch
@@ -63,7 +75,11 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
     if inj is None:
         return None
     knobs = knobs if knobs is not None else (inj.knobs(ctx) or {})
-    switch = switch_for(knobs, ctx.sites) if inj.target in (None, "dataloader", "model_call", "optimizer") else None
+    switch = (
+        switch_for(knobs, ctx.sites)
+        if inj.target in (None, "dataloader", "model_call", "optimizer")
+        else None
+    )
     target = switch or inj.target
     if target is None or target not in ctx.sites:
         return None
@@ -72,8 +88,13 @@ def where_for(fix: Fix, ctx: ScriptContext, knobs: Mapping[str, Any] | None = No
     if target == "model_call":  # the training calls (grad enabled), not an evaluation under no_grad
         every = [s for s in every if s.get("grad") is not False] or every
         first = every[0]
-    build = ctx.sites.get("model_build")  # the line that ran to move/build the model (absent in older runs)
-    if target == "model_call" and inj.proof in ("compile", "compile_mode"):  # compiled once, where it is built
+    build = ctx.sites.get(
+        "model_build"
+    )  # the line that ran to move/build the model (absent in older runs)
+    if target == "model_call" and inj.proof in (
+        "compile",
+        "compile_mode",
+    ):  # compiled once, where it is built
         built = ran_build(build) or construction_site(first)
         if built is not None:
             return {**built, "target": "model_build", "all": [built]}

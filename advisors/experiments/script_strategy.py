@@ -19,7 +19,13 @@ from advisors.fixes.context import ScriptContext
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import run_facts
 from advisors.experiments.optimize import proposed
-from advisors.experiments.script_fixes import not_injectable, script_knob, script_patched, where_for, why_not_applied
+from advisors.experiments.script_fixes import (
+    not_injectable,
+    script_knob,
+    script_patched,
+    where_for,
+    why_not_applied,
+)
 from advisors.fixes.conventions import KnobChange
 from advisors.experiments.trials import RunOutcome
 from profilers.errors import SpecError
@@ -31,8 +37,13 @@ class ScriptStrategy:
     """``forced``: fix ids to try as asked (``optimize --fix``), even where the diagnosis did not propose them or
     they are not expected to act here — the experiment then shows whether they applied."""
 
-    def __init__(self, spec: ScriptSpec, device: str = "cpu", forced: tuple[str, ...] = (),
-                 own_knobs: bool = True) -> None:
+    def __init__(
+        self,
+        spec: ScriptSpec,
+        device: str = "cpu",
+        forced: tuple[str, ...] = (),
+        own_knobs: bool = True,
+    ) -> None:
         """``own_knobs``: a fix the script has its own flag or config line for is measured through it (the
         default); ``False`` injects every fix (``optimize --inject``, to compare the two)."""
         self.own_knobs = own_knobs
@@ -45,7 +56,9 @@ class ScriptStrategy:
         if blocked:
             raise SpecError(f"{blocked[0]} is not injectable: {not_injectable(FIXES[blocked[0]])}")
         self.forced = tuple(forced)
-        self.knob_changes: dict[str, KnobChange] = {}  # fix id -> the script's own flag that did it (last apply)
+        self.knob_changes: dict[
+            str, KnobChange
+        ] = {}  # fix id -> the script's own flag that did it (last apply)
 
     def learn(self, outcome: RunOutcome) -> None:
         if outcome.run_dir is None:
@@ -56,14 +69,19 @@ class ScriptStrategy:
 
     def candidates(self, d: Diagnosis, spec: ScriptSpec, rejected: set[str]) -> Iterator[Fix]:
         if self.forced:
-            yield from (FIXES[f] for f in self.forced
-                        if f not in rejected and script_patched(spec, FIXES[f], self.ctx) is not None)
+            yield from (
+                FIXES[f]
+                for f in self.forced
+                if f not in rejected and script_patched(spec, FIXES[f], self.ctx) is not None
+            )
             return
         for fix_id in proposed(d):
             fix = FIXES[fix_id]
             if fix_id in rejected or applies(fix, self.ctx.device, spec.world_size):
                 continue
-            if script_patched(spec, fix, self.ctx) is not None:  # injected, or the script's own flag
+            if (
+                script_patched(spec, fix, self.ctx) is not None
+            ):  # injected, or the script's own flag
                 yield fix
 
     def apply(self, spec: ScriptSpec, fix: Fix) -> ScriptSpec:
@@ -85,8 +103,11 @@ class ScriptStrategy:
         for fix_id in proposed(d):
             fix = FIXES[fix_id]
             why = not_injectable(fix)
-            if why is not None and applies(fix, self.ctx.device, self.ctx.world_size) is None and \
-                    script_knob(self.spec, fix, self.ctx) is None:  # no flag of the script's own makes it either
+            if (
+                why is not None
+                and applies(fix, self.ctx.device, self.ctx.world_size) is None
+                and script_knob(self.spec, fix, self.ctx) is None
+            ):  # no flag of the script's own makes it either
                 out.append((fix, f"not injectable: change it yourself ({why})"))
         return out
 
@@ -104,11 +125,15 @@ def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
     # the run's own demand on the cores it could use: a host busy with other programs is no reason for fewer workers
     busy = tel.run_cpu_busy if tel is not None and tel.run_cpu_busy is not None else None
     device = "cuda" if (facts.device or "").startswith("cuda") else before.device
-    return ScriptContext(device=device, world_size=facts.world_size or before.world_size,
-                         cores=(tel.cpu_count if tel is not None and tel.cpu_count else before.cores),
-                         host_busy=busy, loader=injected.get("loader") or before.loader,
-                         sites=injected.get("sites") or before.sites,
-                         all_sites=injected.get("all_sites") or before.all_sites,
-                         config=injected.get("config") or before.config,
-                         threads=facts.threads or before.threads,
-                         other_cores=tel.other_cores if tel is not None else before.other_cores)
+    return ScriptContext(
+        device=device,
+        world_size=facts.world_size or before.world_size,
+        cores=(tel.cpu_count if tel is not None and tel.cpu_count else before.cores),
+        host_busy=busy,
+        loader=injected.get("loader") or before.loader,
+        sites=injected.get("sites") or before.sites,
+        all_sites=injected.get("all_sites") or before.all_sites,
+        config=injected.get("config") or before.config,
+        threads=facts.threads or before.threads,
+        other_cores=tel.other_cores if tel is not None else before.other_cores,
+    )

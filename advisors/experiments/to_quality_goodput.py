@@ -38,7 +38,9 @@ from profilers.store.runs import RunStore
 from stepwise_agent.noise_scale import ENV as NOISE_ENV
 
 PROBE_WARMUP, PROBE_STEPS, MAX_PROBE_STEPS = 3, 12, 4000
-PROBE_SECONDS = 2.0  # a probe's timed steps span about this long: 20 telemetry samples, many scheduler slices
+PROBE_SECONDS = (
+    2.0  # a probe's timed steps span about this long: 20 telemetry samples, many scheduler slices
+)
 
 
 @dataclass(frozen=True)
@@ -81,15 +83,27 @@ def store_probe(store: RunStore, experiment: str | None = None) -> ProbeFn:
         from profilers.run.launch import start_script
 
         inject = {"batch_scale": k} if k > 1 else {}
-        s2 = replace(spec, seed=0, warmup_steps=PROBE_WARMUP, measure_steps=steps, profile_steps=1,
-                     inject=inject)
+        s2 = replace(
+            spec,
+            seed=0,
+            warmup_steps=PROBE_WARMUP,
+            measure_steps=steps,
+            profile_steps=1,
+            inject=inject,
+        )
         from advisors.experiments.trial_load import trial_load
 
-        handle = start_script(s2, store, label=f"ttq-probe-x{k}", parent=experiment, extra_env={NOISE_ENV: "1"})
+        handle = start_script(
+            s2, store, label=f"ttq-probe-x{k}", parent=experiment, extra_env={NOISE_ENV: "1"}
+        )
         result = follow(handle, None, None)
         ok = result.status.value == "ok" and result.step_time_ms
-        load = trial_load(store.read_telemetry(handle.run_id), store.read_steps(handle.run_id), PROBE_WARMUP + 1)
-        return ProbeTime(result.step_time_ms if ok else None, load.others_cores if load is not None else None)
+        load = trial_load(
+            store.read_telemetry(handle.run_id), store.read_steps(handle.run_id), PROBE_WARMUP + 1
+        )
+        return ProbeTime(
+            result.step_time_ms if ok else None, load.others_cores if load is not None else None
+        )
 
     return probe
 
@@ -101,8 +115,12 @@ def batch_of(spec: QualitySpec, runs: Sequence[QualityRun]) -> int | None:
     return base.batch if base is not None else None
 
 
-def planner(probe: ProbeFn, budget_steps: int | None = None, ks: Sequence[int] = KS,
-            on_progress: Callable[[str], None] | None = None) -> PlanFn:
+def planner(
+    probe: ProbeFn,
+    budget_steps: int | None = None,
+    ks: Sequence[int] = KS,
+    on_progress: Callable[[str], None] | None = None,
+) -> PlanFn:
     """The :data:`PlanFn` of ``optimize --to-quality`` (see the module docs)."""
     say = on_progress or (lambda _: None)
 
@@ -110,15 +128,21 @@ def planner(probe: ProbeFn, budget_steps: int | None = None, ks: Sequence[int] =
         batch = batch_of(spec, base_runs)
         rows = read_rows(r.run_dir for r in base_runs)
         if batch is None or not rows:
-            why = "the baseline's runs left no noise-scale rows" if not rows else \
-                "the script's batch size was not seen (no DataLoader(batch_size=…))"
-            return GoodputPlan(None, {}, None, (), f"no noise scale: {why}; batch scaling stays as given")
+            why = (
+                "the baseline's runs left no noise-scale rows"
+                if not rows
+                else "the script's batch size was not seen (no DataLoader(batch_size=…))"
+            )
+            return GoodputPlan(
+                None, {}, None, (), f"no noise scale: {why}; batch scaling stays as given"
+            )
         noise = estimate(rows, batch)
         below = noise is not None and noise.b_simple is not None and batch < noise.b_simple
         # above the critical batch nothing is probed: no k can pay
         base_ms = [r.median_step_ms for r in base_runs if r.median_step_ms]
-        step_ms, pairs = paired_step_times(spec, probe, ks if below else (), say,
-                                           float(np.median(base_ms)) if base_ms else None)
+        step_ms, pairs = paired_step_times(
+            spec, probe, ks if below else (), say, float(np.median(base_ms)) if base_ms else None
+        )
         p = plan(batch, noise.b_simple if noise else None, step_ms, ks)
         chosen = tuple(_candidate(spec, k, budget_steps) for k in p.chosen)
         return GoodputPlan(noise, step_ms, p, chosen, probe_pairs=pairs)
@@ -126,17 +150,26 @@ def planner(probe: ProbeFn, budget_steps: int | None = None, ks: Sequence[int] =
     return make
 
 
-def paired_step_times(spec: QualitySpec, probe: ProbeFn, ks: Sequence[int], say: Callable[[str], None],
-                      base_step_ms: float | None = None
-                      ) -> tuple[dict[int, float | None], dict[int, dict[str, float | None | int]]]:
+def paired_step_times(
+    spec: QualitySpec,
+    probe: ProbeFn,
+    ks: Sequence[int],
+    say: Callable[[str], None],
+    base_step_ms: float | None = None,
+) -> tuple[dict[int, float | None], dict[int, dict[str, float | None | int]]]:
     """Each k's step time read within a pair (× 1, then × k; see the module docs), with each pair's record; each
     probe long enough to span :data:`PROBE_SECONDS` at ``base_step_ms`` (the baseline's)."""
     pairs: dict[int, tuple[ProbeTime, ProbeTime, int]] = {}
     for k in ks:
         for attempt in (0, 1):
-            say(f"throughput probe: batch × 1 then × {k}" + (" (again: other programs were busy)" if attempt else ""))
-            one, at_k = _timed(probe(spec, 1, probe_steps(base_step_ms, 1))), \
-                _timed(probe(spec, k, probe_steps(base_step_ms, k)))
+            say(
+                f"throughput probe: batch × 1 then × {k}"
+                + (" (again: other programs were busy)" if attempt else "")
+            )
+            one, at_k = (
+                _timed(probe(spec, 1, probe_steps(base_step_ms, 1))),
+                _timed(probe(spec, k, probe_steps(base_step_ms, k))),
+            )
             if attempt == 0 and one.contended != at_k.contended:
                 continue
             break
@@ -149,8 +182,13 @@ def paired_step_times(spec: QualitySpec, probe: ProbeFn, ks: Sequence[int], say:
     record: dict[int, dict[str, float | None | int]] = {}
     for k, (one, at_k, again) in pairs.items():
         step_ms[k] = t1 * at_k.step_ms / one.step_ms if at_k.step_ms and one.step_ms else None
-        record[k] = {"step_ms_x1": one.step_ms, "step_ms": at_k.step_ms, "others_cores_x1": one.others_cores,
-                     "others_cores": at_k.others_cores, "probed_again": again}
+        record[k] = {
+            "step_ms_x1": one.step_ms,
+            "step_ms": at_k.step_ms,
+            "others_cores_x1": one.others_cores,
+            "others_cores": at_k.others_cores,
+            "probed_again": again,
+        }
     return step_ms, record
 
 

@@ -23,8 +23,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from advisors.fixes.conventions.shown import command_evidence, shown_change
-from advisors.experiments.to_quality import (QualityLadder, QualityRound, QualityRun, reached_at, seen,
-                                             steps_to_target)
+from advisors.experiments.to_quality import (
+    QualityLadder,
+    QualityRound,
+    QualityRun,
+    reached_at,
+    seen,
+    steps_to_target,
+)
 from advisors.experiments.results.quality_record import Parts, prediction_text
 from advisors.experiments.results.quality_words import noise_line
 from advisors.quality.arms import ArmTime
@@ -38,11 +44,24 @@ def curves_json(runs: Sequence[QualityRun], metric: str | None) -> list[dict[str
     out = []
     for seed, r in enumerate(runs):
         c = seen(r.curve, metric)
-        idx: list[int] = sorted({int(i) for i in np.linspace(0, len(c) - 1, min(len(c), MAX_POINTS))}) \
-            if len(c) else []
-        out.append({"seed": seed, "status": r.status, "stopped": r.stopped, "end_s": c.end_s,
-                    "t_s": [c.times_s[i] for i in idx], "value": [c.values[i] for i in idx],
-                    "step": [c.steps[i] for i in idx], "run_dir": r.run_dir, "error": r.error})
+        idx: list[int] = (
+            sorted({int(i) for i in np.linspace(0, len(c) - 1, min(len(c), MAX_POINTS))})
+            if len(c)
+            else []
+        )
+        out.append(
+            {
+                "seed": seed,
+                "status": r.status,
+                "stopped": r.stopped,
+                "end_s": c.end_s,
+                "t_s": [c.times_s[i] for i in idx],
+                "value": [c.values[i] for i in idx],
+                "step": [c.steps[i] for i in idx],
+                "run_dir": r.run_dir,
+                "error": r.error,
+            }
+        )
     return out
 
 
@@ -72,23 +91,41 @@ def measured(ladder: QualityLadder, r: QualityRound, metric: str | None) -> dict
     before = [s for s in (steps_to_target(x, ladder.target, metric) for x in base) if s is not None]
     # a script's injected accumulation counts every call of step() as one of the script's steps: k per update
     per = int((r.candidate.patch or {}).get("grad_accum") or 1)
-    after = [s / per for s in (steps_to_target(x, ladder.target, metric) for x in r.runs) if s is not None]
-    steps = float(np.median(after) / np.median(before)) if before and after and np.median(before) > 0 else None
+    after = [
+        s / per
+        for s in (steps_to_target(x, ladder.target, metric) for x in r.runs)
+        if s is not None
+    ]
+    steps = (
+        float(np.median(after) / np.median(before))
+        if before and after and np.median(before) > 0
+        else None
+    )
     ms_before = [x.median_step_ms for x in base if x.median_step_ms]
     ms_after = [x.median_step_ms * per for x in r.runs if x.median_step_ms]
-    step_time = float(np.median(ms_after) / np.median(ms_before)) if ms_before and ms_after else None
-    return {"steps_ratio": steps, "step_time_ratio": step_time, "steps_before": before, "steps_after": after,
-            "step_ms_before": float(np.median(ms_before)) if ms_before else None,
-            "step_ms_after": float(np.median(ms_after)) if ms_after else None,
-            "time_ratio": 1 / tt.ratio if tt.ratio else None}
+    step_time = (
+        float(np.median(ms_after) / np.median(ms_before)) if ms_before and ms_after else None
+    )
+    return {
+        "steps_ratio": steps,
+        "step_time_ratio": step_time,
+        "steps_before": before,
+        "steps_after": after,
+        "step_ms_before": float(np.median(ms_before)) if ms_before else None,
+        "step_ms_after": float(np.median(ms_after)) if ms_after else None,
+        "time_ratio": 1 / tt.ratio if tt.ratio else None,
+    }
 
 
 def _loads(r: QualityRound) -> dict[str, Any] | None:
     """Other programs' cores during each seed of both arms (the contention record), when the runs recorded it."""
     if not r.runs:
         return None
-    return {"before": [x.others_cores for x in r.baseline_runs], "after": [x.others_cores for x in r.runs],
-            "cores": next((x.cores for x in (*r.baseline_runs, *r.runs) if x.cores), None)}
+    return {
+        "before": [x.others_cores for x in r.baseline_runs],
+        "after": [x.others_cores for x in r.runs],
+        "cores": next((x.cores for x in (*r.baseline_runs, *r.runs) if x.cores), None),
+    }
 
 
 def own_command(ladder: QualityLadder, r: QualityRound) -> dict[str, Any]:
@@ -97,64 +134,121 @@ def own_command(ladder: QualityLadder, r: QualityRound) -> dict[str, Any]:
     that command line or config file's diff (as a step-time fix's: ``shown_change``); else ``change`` is null."""
     applied = dict(r.applied) if r.applied is not None else None
     start, spec = ladder.start, r.spec
-    if not isinstance(start, ScriptSpec) or not isinstance(spec, ScriptSpec) or spec.command == start.command:
+    if (
+        not isinstance(start, ScriptSpec)
+        or not isinstance(spec, ScriptSpec)
+        or spec.command == start.command
+    ):
         return {"applied": applied, "change": None}
     said = command_evidence(start.command, spec.command)
     if applied is not None:
         applied["command"] = said
-        applied["knobs"] = {k: {**v, "evidence": [said, *(x for x in v.get("evidence") or [] if "not injected" not in x)]}
-                            for k, v in (applied.get("knobs") or {}).items()}
+        applied["knobs"] = {
+            k: {
+                **v,
+                "evidence": [
+                    said,
+                    *(x for x in v.get("evidence") or [] if "not injected" not in x),
+                ],
+            }
+            for k, v in (applied.get("knobs") or {}).items()
+        }
     return {"applied": applied, "change": shown_change(start.command, spec.command)}
 
 
-def quality_json(ladder: QualityLadder, metric: str | None = None, full_run_steps: int | None = None,
-                 price_per_hour: float | None = None) -> dict[str, Any]:
+def quality_json(
+    ladder: QualityLadder,
+    metric: str | None = None,
+    full_run_steps: int | None = None,
+    price_per_hour: float | None = None,
+) -> dict[str, Any]:
     rounds = []
     for r in ladder.rounds:
-        rounds.append({
-            "round": r.round, "bottleneck": "convergence", "fix": r.candidate.id, "title": r.candidate.title,
-            "rule": r.candidate.rule, "advice": r.candidate.advice, "kept": r.kept, "outcome": r.outcome,
-            "outcome_word": r.outcome, "outcome_why": r.outcome_why.value, "reason": r.reason,
-            "speedup": round_speedup(r), "loss_delta": None,
-            "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
-            "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
-            "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
-            **own_command(ladder, r), "not_applied": r.not_applied,
-            "predicted": r.predicted.to_json() if r.predicted else None,
-            "measured": measured(ladder, r, metric), "curves": curves_json(r.runs, metric),
-            "baseline_curves": curves_json(r.baseline_runs, metric), "judged_against": list(r.judged_against),
-            "inconclusive": r.inconclusive,
-            "load": _loads(r)})
+        rounds.append(
+            {
+                "round": r.round,
+                "bottleneck": "convergence",
+                "fix": r.candidate.id,
+                "title": r.candidate.title,
+                "rule": r.candidate.rule,
+                "advice": r.candidate.advice,
+                "kept": r.kept,
+                "outcome": r.outcome,
+                "outcome_word": r.outcome,
+                "outcome_why": r.outcome_why.value,
+                "reason": r.reason,
+                "speedup": round_speedup(r),
+                "loss_delta": None,
+                "time_to_target": r.time_to_target.to_json() if r.time_to_target else None,
+                "early_stopping": r.early_stopping.to_json() if r.early_stopping else None,
+                "changes": dict(r.candidate.patch) if r.candidate.patch is not None else None,
+                **own_command(ladder, r),
+                "not_applied": r.not_applied,
+                "predicted": r.predicted.to_json() if r.predicted else None,
+                "measured": measured(ladder, r, metric),
+                "curves": curves_json(r.runs, metric),
+                "baseline_curves": curves_json(r.baseline_runs, metric),
+                "judged_against": list(r.judged_against),
+                "inconclusive": r.inconclusive,
+                "load": _loads(r),
+            }
+        )
     kept = [s for s in (round_speedup(r) for r in ladder.kept) if s]
     best = max(kept, default=1.0)
     steps = [r.median_step_ms for r in ladder.baseline if r.median_step_ms]
-    proj = Projection(full_run_steps or ladder.budget.steps or 0, float(np.median(steps)),
-                      best if kept else None, price_per_hour) if steps and (full_run_steps or ladder.budget.steps) \
+    proj = (
+        Projection(
+            full_run_steps or ladder.budget.steps or 0,
+            float(np.median(steps)),
+            best if kept else None,
+            price_per_hour,
+        )
+        if steps and (full_run_steps or ladder.budget.steps)
         else None
-    return {"mode": "to_quality", "target": ladder.target.to_json(),
-            "budget": {"steps": ladder.budget.steps, "seconds": ladder.budget.seconds,
-                       "stated": ladder.budget.describe()},
-            "whole_run_budget": ladder.whole_label,
-            "noise_scale": ladder.plan.to_json() if ladder.plan else None,
-            "seeds": ladder.seeds, "one_run": ladder.one_run, "floor": ladder.floor,
-            "start_band": list(ladder.start_band) if ladder.start_band else None,
-            "baseline": {"time_to_target": baseline_arm(ladder, metric).to_json(),
-                         "curves": curves_json(ladder.baseline, metric)},
-            "interleaved_baseline": [{"run": i, "seed": s, "run_dir": r.run_dir, "others_cores": r.others_cores}
-                                     for i, (r, s) in enumerate(zip(ladder.interleaved, ladder.interleaved_seeds))],
-            "rounds": rounds, "advice": [c.to_json() for c in ladder.advice],
-            "projection": proj.to_json() if proj else None, "total_speedup": best}
+    )
+    return {
+        "mode": "to_quality",
+        "target": ladder.target.to_json(),
+        "budget": {
+            "steps": ladder.budget.steps,
+            "seconds": ladder.budget.seconds,
+            "stated": ladder.budget.describe(),
+        },
+        "whole_run_budget": ladder.whole_label,
+        "noise_scale": ladder.plan.to_json() if ladder.plan else None,
+        "seeds": ladder.seeds,
+        "one_run": ladder.one_run,
+        "floor": ladder.floor,
+        "start_band": list(ladder.start_band) if ladder.start_band else None,
+        "baseline": {
+            "time_to_target": baseline_arm(ladder, metric).to_json(),
+            "curves": curves_json(ladder.baseline, metric),
+        },
+        "interleaved_baseline": [
+            {"run": i, "seed": s, "run_dir": r.run_dir, "others_cores": r.others_cores}
+            for i, (r, s) in enumerate(zip(ladder.interleaved, ladder.interleaved_seeds))
+        ],
+        "rounds": rounds,
+        "advice": [c.to_json() for c in ladder.advice],
+        "projection": proj.to_json() if proj else None,
+        "total_speedup": best,
+    }
 
 
 def quality_table(out: dict[str, Any]) -> str:
     """One line per round, for the terminal."""
     t = out["target"]
-    lines = [f"target: {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} ({t['source']}"
-             f"{': ' + t['note'] if t['note'] else ''}); {out['seeds']} seed(s) per arm; budget "
-             f"{out['budget']['stated']} per arm", f"baseline: {_arm(out['baseline']['time_to_target'])}"]
+    lines = [
+        f"target: {t['metric']} {'≤' if t['goal'] == 'min' else '≥'} {t['value']:.4g} ({t['source']}"
+        f"{': ' + t['note'] if t['note'] else ''}); {out['seeds']} seed(s) per arm; budget "
+        f"{out['budget']['stated']} per arm",
+        f"baseline: {_arm(out['baseline']['time_to_target'])}",
+    ]
     if out.get("one_run"):
-        lines.append(f"the {out['seeds']} baseline seeds are one run (the same curve: the script's seed could not be "
-                     "varied); verdicts use a stated tolerance")
+        lines.append(
+            f"the {out['seeds']} baseline seeds are one run (the same curve: the script's seed could not be "
+            "varied); verdicts use a stated tolerance"
+        )
     if out.get("floor"):
         lines.append(out["floor"])
     ns = out.get("noise_scale")
@@ -165,9 +259,13 @@ def quality_table(out: dict[str, Any]) -> str:
         if r.get("applied") or r.get("not_applied"):
             lines.append(f"     rule: {r['rule']}")
         for knob, rec in ((r.get("applied") or {}).get("knobs") or {}).items():
-            if rec.get("acted"):  # an arm run as the user's own command: its values checked, nothing injected
-                lines.append(f"     {'checked' if r.get('change') else 'injected'} {knob}: "
-                             f"{'; '.join(rec.get('evidence') or [])}")
+            if rec.get(
+                "acted"
+            ):  # an arm run as the user's own command: its values checked, nothing injected
+                lines.append(
+                    f"     {'checked' if r.get('change') else 'injected'} {knob}: "
+                    f"{'; '.join(rec.get('evidence') or [])}"
+                )
         if r["time_to_target"]:
             lines.append(f"     after: {_arm(r['time_to_target']['after'])}")
         if r.get("predicted"):
@@ -183,8 +281,10 @@ def _arm(a: dict[str, Any]) -> str:
     if a["failed"]:
         return f"FAILED: {a['seeds'] - a['reached']} of {a['seeds']} seeds never reached the target"
     spread = a["spread_s"]
-    return (f"{a['seconds']:.3g} s to target (MLPerf mean; seeds {', '.join('never' if s is None else f'{s:.3g}' for s in a['per_seed_s'])}"
-            f"; spread {spread[0]:.3g}–{spread[1]:.3g} s)")
+    return (
+        f"{a['seconds']:.3g} s to target (MLPerf mean; seeds {', '.join('never' if s is None else f'{s:.3g}' for s in a['per_seed_s'])}"
+        f"; spread {spread[0]:.3g}–{spread[1]:.3g} s)"
+    )
 
 
 def predicted_line(pred: dict[str, Any], meas: dict[str, Any] | None) -> str:

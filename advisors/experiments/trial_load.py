@@ -40,8 +40,9 @@ class TrialLoad:
         return f"{self.others_cores:.2f}{of} cores"
 
 
-def trial_load(telemetry: pd.DataFrame, steps: pd.DataFrame, first_step: int,
-               last_step: int | None = None) -> TrialLoad | None:
+def trial_load(
+    telemetry: pd.DataFrame, steps: pd.DataFrame, first_step: int, last_step: int | None = None
+) -> TrialLoad | None:
     """Other programs' mean cores over steps ``first_step ..= last_step`` (all later steps when ``None``) of the
     lowest rank; ``None`` when the trial recorded no host CPU figures (or no sample fell in its span)."""
     need = {"system_cpu_pct", "cpu_pct", "cpu_count", "t_unix_ns"}
@@ -49,7 +50,10 @@ def trial_load(telemetry: pd.DataFrame, steps: pd.DataFrame, first_step: int,
         return None
     host = telemetry[telemetry["source"].eq("host")] if "source" in telemetry.columns else telemetry
     rows = steps[steps["rank"] == steps["rank"].min()]
-    rows = rows[(rows["step"] >= first_step) & ((rows["step"] <= last_step) if last_step is not None else True)]
+    rows = rows[
+        (rows["step"] >= first_step)
+        & ((rows["step"] <= last_step) if last_step is not None else True)
+    ]
     start = pd.to_numeric(rows["t_unix_ns"], errors="coerce")
     end = start + pd.to_numeric(rows["wall_ms"], errors="coerce") * 1e6
     if start.dropna().empty or end.dropna().empty:
@@ -59,11 +63,16 @@ def trial_load(telemetry: pd.DataFrame, steps: pd.DataFrame, first_step: int,
     cores = pd.to_numeric(span["cpu_count"], errors="coerce")
     busy = pd.to_numeric(span["system_cpu_pct"], errors="coerce") / 100.0 * cores
     ours = pd.to_numeric(span["cpu_pct"], errors="coerce") / 100.0
-    if "monitor_cpu_pct" in span.columns:  # Stepwise's own sampling and launcher: no other program's
+    if (
+        "monitor_cpu_pct" in span.columns
+    ):  # Stepwise's own sampling and launcher: no other program's
         ours = ours + pd.to_numeric(span["monitor_cpu_pct"], errors="coerce").fillna(0.0) / 100.0
     others = (busy - ours).clip(lower=0.0).dropna()
     if others.empty:
         return None
     n_cores = pd.to_numeric(host["cpu_count"], errors="coerce").dropna()
-    return TrialLoad(others_cores=round(float(np.mean(others)), 3),
-                     cores=int(n_cores.median()) if len(n_cores) else None, samples=int(len(others)))
+    return TrialLoad(
+        others_cores=round(float(np.mean(others)), 3),
+        cores=int(n_cores.median()) if len(n_cores) else None,
+        samples=int(len(others)),
+    )

@@ -14,37 +14,97 @@ from typing import Any, Mapping
 from advisors.bounds import Bound, bound_of
 from advisors.facts import Facts
 from advisors.fixes.base import EFFORT_LEVELS, FixSpec, device_skip
-from advisors.fixes.communication import (all_to_all_overlap, ddp_bucket_size, ddp_no_sync, ddp_static_graph,
-                                          fsdp_prefetch, grad_compression)
-from advisors.fixes.compute import (bf16_autocast, channels_last, cudnn_benchmark, early_stopping,
-                                    foreach_optimizer, fp16_autocast, fused_optimizer, sdpa_attention, tf32,
-                                    torch_compile)
+from advisors.fixes.communication import (
+    all_to_all_overlap,
+    ddp_bucket_size,
+    ddp_no_sync,
+    ddp_static_graph,
+    fsdp_prefetch,
+    grad_compression,
+)
+from advisors.fixes.compute import (
+    bf16_autocast,
+    channels_last,
+    cudnn_benchmark,
+    early_stopping,
+    foreach_optimizer,
+    fp16_autocast,
+    fused_optimizer,
+    sdpa_attention,
+    tf32,
+    torch_compile,
+)
 from advisors.fixes.data import cache_decoded, dataloader_workers, pin_memory, prefetch_pinned
 from advisors.fixes.data.workers import LoaderNumbers, WorkerCount, loader_numbers, worker_count
 from advisors.fixes.host import avoid_syncs, cuda_graphs, larger_batch, set_num_threads
-from advisors.fixes.memory import (activation_checkpointing, expandable_segments, grad_accumulation,
-                                   grad_accumulation_x4)
+from advisors.fixes.memory import (
+    activation_checkpointing,
+    expandable_segments,
+    grad_accumulation,
+    grad_accumulation_x4,
+)
 from advisors.verdict import Fix
 
-__all__ = ["ALTERNATIVES", "CUDA_ONLY_SETTINGS", "EFFORT_LEVELS", "FIXES", "REGISTRY", "FixSpec", "LoaderNumbers",
-           "WorkerCount", "already_done", "applies", "effort", "first_fitting", "fix_bounds", "get_fix", "loader_numbers",
-           "rest_got_faster", "settings_for", "spec_of", "worker_count"]
+__all__ = [
+    "ALTERNATIVES",
+    "CUDA_ONLY_SETTINGS",
+    "EFFORT_LEVELS",
+    "FIXES",
+    "REGISTRY",
+    "FixSpec",
+    "LoaderNumbers",
+    "WorkerCount",
+    "already_done",
+    "applies",
+    "effort",
+    "first_fitting",
+    "fix_bounds",
+    "get_fix",
+    "loader_numbers",
+    "rest_got_faster",
+    "settings_for",
+    "spec_of",
+    "worker_count",
+]
 
 #: Every fix, in the order the catalog lists them.
 REGISTRY: tuple[FixSpec, ...] = (
-    dataloader_workers.FIX, prefetch_pinned.FIX, cache_decoded.FIX, pin_memory.FIX,
-    grad_accumulation.FIX, grad_accumulation_x4.FIX, activation_checkpointing.FIX, expandable_segments.FIX,
-    bf16_autocast.FIX, fp16_autocast.FIX, tf32.FIX, torch_compile.FIX, channels_last.FIX, fused_optimizer.FIX,
-    foreach_optimizer.FIX, cudnn_benchmark.FIX, early_stopping.FIX, sdpa_attention.FIX,
-    ddp_no_sync.FIX, ddp_bucket_size.FIX, grad_compression.FIX, ddp_static_graph.FIX, all_to_all_overlap.FIX,
+    dataloader_workers.FIX,
+    prefetch_pinned.FIX,
+    cache_decoded.FIX,
+    pin_memory.FIX,
+    grad_accumulation.FIX,
+    grad_accumulation_x4.FIX,
+    activation_checkpointing.FIX,
+    expandable_segments.FIX,
+    bf16_autocast.FIX,
+    fp16_autocast.FIX,
+    tf32.FIX,
+    torch_compile.FIX,
+    channels_last.FIX,
+    fused_optimizer.FIX,
+    foreach_optimizer.FIX,
+    cudnn_benchmark.FIX,
+    early_stopping.FIX,
+    sdpa_attention.FIX,
+    ddp_no_sync.FIX,
+    ddp_bucket_size.FIX,
+    grad_compression.FIX,
+    ddp_static_graph.FIX,
+    all_to_all_overlap.FIX,
     fsdp_prefetch.FIX,
-    larger_batch.FIX, cuda_graphs.FIX, set_num_threads.FIX, avoid_syncs.FIX,
+    larger_batch.FIX,
+    cuda_graphs.FIX,
+    set_num_threads.FIX,
+    avoid_syncs.FIX,
 )
 _BY_ID: dict[str, FixSpec] = {s.id: s for s in REGISTRY}
 #: fix id -> the advisor's :class:`~advisors.verdict.Fix` value (what findings propose, what ``--json`` holds)
 FIXES: dict[str, Fix] = {s.id: s.fix for s in REGISTRY}
 #: What to try next, in order, when a fix is rejected: the same bottleneck, another lever.
-ALTERNATIVES: Mapping[str, tuple[str, ...]] = {s.id: s.alternatives for s in REGISTRY if s.alternatives}
+ALTERNATIVES: Mapping[str, tuple[str, ...]] = {
+    s.id: s.alternatives for s in REGISTRY if s.alternatives
+}
 
 
 def spec_of(fix_id: str) -> FixSpec:
@@ -82,13 +142,23 @@ def first_fitting(f: Facts, *fix_ids: str) -> str | None:
 
 def fix_bounds(f: Facts) -> dict[str, Bound]:
     """The bounds of the fixes whose reach is narrower than a finding's time (each fix's ``bound``)."""
-    return {s.id: bound_of(s.id, reach) for s in REGISTRY if s.bound is not None and (reach := s.bound(f)) is not None}
+    return {
+        s.id: bound_of(s.id, reach)
+        for s in REGISTRY
+        if s.bound is not None and (reach := s.bound(f)) is not None
+    }
 
 
-def rest_got_faster(fix_id: str, base_rest_ms: float | None, patched_step_ms: float | None) -> str | None:
+def rest_got_faster(
+    fix_id: str, base_rest_ms: float | None, patched_step_ms: float | None
+) -> str | None:
     """Why ``fix_id``'s measured gain beat its bound, when the arms' own steps show it (its ``exceeded_why``)."""
     spec = _BY_ID.get(fix_id)
-    return spec.exceeded_why(base_rest_ms, patched_step_ms) if spec is not None and spec.exceeded_why else None
+    return (
+        spec.exceeded_why(base_rest_ms, patched_step_ms)
+        if spec is not None and spec.exceeded_why
+        else None
+    )
 
 
 #: Settings that act on CUDA only: a fix's settings leave them out on a device known not to be CUDA (pinned pages

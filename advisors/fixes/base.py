@@ -99,8 +99,15 @@ class FixSpec:
     @cached_property
     def fix(self) -> Fix:
         """The fix as the advisor's value (what a finding proposes, what ``--json`` holds)."""
-        return Fix(id=self.id, title=self.title, bottleneck=self.bottleneck, spec_patch=self.settings,
-                   snippet=self.snippet.strip("\n"), applies_to=self.applies_to, explanation=self.explanation)
+        return Fix(
+            id=self.id,
+            title=self.title,
+            bottleneck=self.bottleneck,
+            spec_patch=self.settings,
+            snippet=self.snippet.strip("\n"),
+            applies_to=self.applies_to,
+            explanation=self.explanation,
+        )
 
     @property
     def level(self) -> int:

@@ -17,12 +17,24 @@ class ScriptContext:
     world_size: int = 1
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     host_busy: float | None = None  # share of all host cores busy during steady steps (0..1)
-    loader: Mapping[str, Any] = field(default_factory=dict)  # the training DataLoader's effective settings
-    sites: Mapping[str, Any] = field(default_factory=dict)  # call sites in the user's code (the first of each)
-    all_sites: Mapping[str, Any] = field(default_factory=dict)  # every site of each kind (a GAN's two models)
-    config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (agent: inject.config)
-    threads: ThreadUse | None = None  # torch's threads in the last run (agent: injected.json threads)
-    other_cores: float | None = None  # cores other programs used during its steady steps (telemetry)
+    loader: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # the training DataLoader's effective settings
+    sites: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # call sites in the user's code (the first of each)
+    all_sites: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # every site of each kind (a GAN's two models)
+    config: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # how the script is configured (agent: inject.config)
+    threads: ThreadUse | None = (
+        None  # torch's threads in the last run (agent: injected.json threads)
+    )
+    other_cores: float | None = (
+        None  # cores other programs used during its steady steps (telemetry)
+    )
 
     @property
     def workers(self) -> int:

@@ -57,13 +57,23 @@ class ArmTime:
         return (min(got), max(got)) if got else None
 
     def to_json(self) -> dict[str, object]:
-        return {"seconds": self.olympic_s, "per_seed_s": list(self.times_s), "reached": self.reached,
-                "seeds": self.seeds, "failed": self.failed, "spread_s": list(self.spread) if self.spread else None}
+        return {
+            "seconds": self.olympic_s,
+            "per_seed_s": list(self.times_s),
+            "reached": self.reached,
+            "seeds": self.seeds,
+            "failed": self.failed,
+            "spread_s": list(self.spread) if self.spread else None,
+        }
 
 
 def olympic(times: Sequence[float | None]) -> float | None:
     arr = [math.inf if t is None else float(t) for t in times]
-    if not arr or sum(math.isinf(t) for t in arr) >= FAILED_MISSES or (len(arr) < 3 and any(map(math.isinf, arr))):
+    if (
+        not arr
+        or sum(math.isinf(t) for t in arr) >= FAILED_MISSES
+        or (len(arr) < 3 and any(map(math.isinf, arr)))
+    ):
         return None
     arr.sort()
     kept = arr[1:-1] if len(arr) >= 3 else arr
@@ -84,58 +94,117 @@ class TimeToTarget:
     why: Why  # the verdict's reason code (gain, no_gain, slower, change_missed, …)
 
     def to_json(self) -> dict[str, object]:
-        return {"before_s": self.before.olympic_s, "after_s": self.after.olympic_s, "ratio": self.ratio,
-                "interval": [_finite(x) for x in self.interval] if self.interval else None, "level": self.level,
-                "seeds": self.before.seeds, "reached_before": self.before.reached,
-                "reached_after": self.after.reached, "before": self.before.to_json(),
-                "after": self.after.to_json(), "kept": self.kept, "reason": self.reason}
+        return {
+            "before_s": self.before.olympic_s,
+            "after_s": self.after.olympic_s,
+            "ratio": self.ratio,
+            "interval": [_finite(x) for x in self.interval] if self.interval else None,
+            "level": self.level,
+            "seeds": self.before.seeds,
+            "reached_before": self.before.reached,
+            "reached_after": self.after.reached,
+            "before": self.before.to_json(),
+            "after": self.after.to_json(),
+            "kept": self.kept,
+            "reason": self.reason,
+        }
 
 
-def compare(before: ArmTime, after: ArmTime, min_gain: float = MIN_GAIN, n_boot: int = N_BOOT,
-            level: float = LEVEL, seed: int = SEED) -> TimeToTarget:
+def compare(
+    before: ArmTime,
+    after: ArmTime,
+    min_gain: float = MIN_GAIN,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = SEED,
+) -> TimeToTarget:
     """Judge ``after`` against ``before`` at the same target (see the module docs)."""
     b, a = before.olympic_s, after.olympic_s
-    note = "" if min(before.seeds, after.seeds) >= 3 else \
-        " (fewer than 3 seeds: nothing dropped, the mean of all, and one miss fails the arm)"
+    note = (
+        ""
+        if min(before.seeds, after.seeds) >= 3
+        else " (fewer than 3 seeds: nothing dropped, the mean of all, and one miss fails the arm)"
+    )
     if b is None and a is None:
-        return TimeToTarget(before, after, None, None, level, False,
-                            f"neither arm reached the target: before {_miss(before)}, after "
-                            f"{_miss(after)}{note}", Why.NEITHER_REACHED)
+        return TimeToTarget(
+            before,
+            after,
+            None,
+            None,
+            level,
+            False,
+            f"neither arm reached the target: before {_miss(before)}, after {_miss(after)}{note}",
+            Why.NEITHER_REACHED,
+        )
     if a is None:
-        return TimeToTarget(before, after, None, None, level, False,
-                            f"the change failed: {_miss(after)} never reached the target, so it is not faster "
-                            f"to the same quality{note}", Why.CHANGE_MISSED)
+        return TimeToTarget(
+            before,
+            after,
+            None,
+            None,
+            level,
+            False,
+            f"the change failed: {_miss(after)} never reached the target, so it is not faster "
+            f"to the same quality{note}",
+            Why.CHANGE_MISSED,
+        )
     if b is None:
-        return TimeToTarget(before, after, None, None, level, False,
-                            f"the baseline failed ({_miss(before)} never reached the target) while the change "
-                            f"reached it in {a:.3g} s: no ratio can be measured; raise the budget or lower the "
-                            f"target to time both{note}", Why.BASELINE_MISSED)
-    if a <= 0 or b <= 0:  # reached at its first point: its loss reads differently (a framework's accumulation
+        return TimeToTarget(
+            before,
+            after,
+            None,
+            None,
+            level,
+            False,
+            f"the baseline failed ({_miss(before)} never reached the target) while the change "
+            f"reached it in {a:.3g} s: no ratio can be measured; raise the budget or lower the "
+            f"target to time both{note}",
+            Why.BASELINE_MISSED,
+        )
+    if (
+        a <= 0 or b <= 0
+    ):  # reached at its first point: its loss reads differently (a framework's accumulation
         which = "the change" if a <= 0 else "the baseline"  # divides it), no time to compare
-        return TimeToTarget(before, after, None, None, level, False,
-                            f"{which} was at the target from its first step: no ratio can be measured (its loss may "
-                            f"be on another scale, e.g. divided by the accumulation steps){note}",
-                            Why.AT_TARGET_AT_START)
+        return TimeToTarget(
+            before,
+            after,
+            None,
+            None,
+            level,
+            False,
+            f"{which} was at the target from its first step: no ratio can be measured (its loss may "
+            f"be on another scale, e.g. divided by the accumulation steps){note}",
+            Why.AT_TARGET_AT_START,
+        )
     ratio = b / a
     low, high = _interval(before.times_s, after.times_s, n_boot, level, seed)
     kept = low > 1 + min_gain
-    how = (f"reaches the target in {a:.3g} s instead of {b:.3g} s: {ratio:.2f}× sooner "
-           f"[{_fmt(low)}, {_fmt(high)}]")
+    how = (
+        f"reaches the target in {a:.3g} s instead of {b:.3g} s: {ratio:.2f}× sooner "
+        f"[{_fmt(low)}, {_fmt(high)}]"
+    )
     why = Why.GAIN if kept else Why.SLOWER if high < 1 else Why.NO_GAIN
     if kept:
         reason = f"kept: {how}, interval above {1 + min_gain:.2f}{note}"
     elif high < 1:
         reason = f"rejected: slower to the same quality, {how}{note}"
     elif ratio < 1:
-        reason = f"rejected: not faster to the same quality (slower by the point estimate, the interval spans 1), " \
-                 f"{how}{note}"
+        reason = (
+            f"rejected: not faster to the same quality (slower by the point estimate, the interval spans 1), "
+            f"{how}{note}"
+        )
     else:
         reason = f"rejected: {how}, the interval does not clear {1 + min_gain:.2f}{note}"
     return TimeToTarget(before, after, ratio, (low, high), level, kept, reason, why)
 
 
-def _interval(before: Sequence[float | None], after: Sequence[float | None], n_boot: int, level: float,
-              seed: int) -> tuple[float, float]:
+def _interval(
+    before: Sequence[float | None],
+    after: Sequence[float | None],
+    n_boot: int,
+    level: float,
+    seed: int,
+) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     bs, as_ = list(before), list(after)
     ratios = np.empty(n_boot)

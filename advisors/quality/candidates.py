@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 Scaling = Literal["linear", "sqrt"]
-WARMUP_FACTOR = 4.0  # a rate scaled beyond 4× its original wants a warm-up (Goyal et al.: k = 32 needed one)
+WARMUP_FACTOR = (
+    4.0  # a rate scaled beyond 4× its original wants a warm-up (Goyal et al.: k = 32 needed one)
+)
 ADAMW_LR = 1e-3
 EARLY_STOPPING = "early_stopping"
 
@@ -46,8 +48,13 @@ class Candidate:
     advice: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "title": self.title, "rule": self.rule,
-                "patch": dict(self.patch) if self.patch is not None else None, "advice": self.advice}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "rule": self.rule,
+            "patch": dict(self.patch) if self.patch is not None else None,
+            "advice": self.advice,
+        }
 
 
 def scaled_lr(lr: float, k: float, rule: Scaling) -> float:
@@ -55,16 +62,23 @@ def scaled_lr(lr: float, k: float, rule: Scaling) -> float:
 
 
 def lamb_lars_advice() -> Candidate:
-    return Candidate("optimizer_lamb_lars", "LAMB / LARS for a large batch",
-                     "layer-wise trust ratios keep a very large batch (k ≥ 8) stable (You et al. 2017, 2019)", None,
-                     "not in PyTorch: change it yourself (e.g. torch_optimizer.Lamb, or timm.optim.Lamb/Lars)")
+    return Candidate(
+        "optimizer_lamb_lars",
+        "LAMB / LARS for a large batch",
+        "layer-wise trust ratios keep a very large batch (k ≥ 8) stable (You et al. 2017, 2019)",
+        None,
+        "not in PyTorch: change it yourself (e.g. torch_optimizer.Lamb, or timm.optim.Lamb/Lars)",
+    )
 
 
 def early_stopping() -> Candidate:
-    return Candidate(EARLY_STOPPING, "early stopping with patience",
-                     "stop when the smoothed metric has not improved by 1 % for the patience (10 % of the run's "
-                     "points, at least 5)", None,
-                     "measured on the baseline's own curve; in your loop: keep the best value and stop after "
-                     "`patience` evaluations without an improvement (Lightning: EarlyStopping(monitor=..., "
-                     "patience=...); HF Trainer: EarlyStoppingCallback)")
-
+    return Candidate(
+        EARLY_STOPPING,
+        "early stopping with patience",
+        "stop when the smoothed metric has not improved by 1 % for the patience (10 % of the run's "
+        "points, at least 5)",
+        None,
+        "measured on the baseline's own curve; in your loop: keep the best value and stop after "
+        "`patience` evaluations without an improvement (Lightning: EarlyStopping(monitor=..., "
+        "patience=...); HF Trainer: EarlyStoppingCallback)",
+    )

@@ -52,8 +52,13 @@ class Curve:
     def cut(self, t_s: float) -> Curve:
         """The curve as it was at ``t_s``: points after it dropped, the end moved there."""
         keep = [i for i, t in enumerate(self.times_s) if t <= t_s]
-        return Curve(tuple(self.times_s[i] for i in keep), tuple(self.values[i] for i in keep),
-                     tuple(self.steps[i] for i in keep), min(self.end_s, t_s), self.smoothed)
+        return Curve(
+            tuple(self.times_s[i] for i in keep),
+            tuple(self.values[i] for i in keep),
+            tuple(self.steps[i] for i in keep),
+            min(self.end_s, t_s),
+            self.smoothed,
+        )
 
 
 def ema(values: Sequence[float], alpha: float = EMA_ALPHA) -> tuple[float, ...]:
@@ -80,10 +85,17 @@ def loss_curve_from_steps(steps: pd.DataFrame) -> Curve:
         return Curve((), (), (), 0.0)
     ends = step_ends(steps)
     loss = steps.groupby("step")["loss"].mean().sort_index()
-    keep = [(int(s), float(v)) for s, v in zip(loss.index.tolist(), loss.tolist())
-            if isinstance(v, float) and math.isfinite(v) and int(s) in ends]
-    return Curve(tuple(ends[s] for s, _ in keep), tuple(v for _, v in keep),
-                 tuple(s + 1 for s, _ in keep), max(ends.values(), default=0.0))
+    keep = [
+        (int(s), float(v))
+        for s, v in zip(loss.index.tolist(), loss.tolist())
+        if isinstance(v, float) and math.isfinite(v) and int(s) in ends
+    ]
+    return Curve(
+        tuple(ends[s] for s, _ in keep),
+        tuple(v for _, v in keep),
+        tuple(s + 1 for s, _ in keep),
+        max(ends.values(), default=0.0),
+    )
 
 
 def clock_start_ns(steps: pd.DataFrame) -> int | None:
@@ -93,7 +105,12 @@ def clock_start_ns(steps: pd.DataFrame) -> int | None:
     if steps.empty or "t_unix_ns" not in steps or steps["t_unix_ns"].isna().all():
         return None
     first = steps[steps["step"] == steps["step"].min()]
-    return int((first["t_unix_ns"].astype("float64") + first["wall_ms"].astype("float64").fillna(0.0) * 1e6).max())
+    return int(
+        (
+            first["t_unix_ns"].astype("float64")
+            + first["wall_ms"].astype("float64").fillna(0.0) * 1e6
+        ).max()
+    )
 
 
 def step_ends(steps: pd.DataFrame) -> dict[int, float]:
@@ -102,10 +119,13 @@ def step_ends(steps: pd.DataFrame) -> dict[int, float]:
     included; without them, the running sum of the later steps' wall times."""
     t0 = clock_start_ns(steps)
     if t0 is not None:
-        ends_ns = (steps["t_unix_ns"].astype("float64") + steps["wall_ms"].astype("float64") * 1e6)
+        ends_ns = steps["t_unix_ns"].astype("float64") + steps["wall_ms"].astype("float64") * 1e6
         ends = ends_ns.groupby(steps["step"]).max().sort_index()
-        return {int(s): max((float(e) - t0) / 1e9, 0.0) for s, e in zip(ends.index.tolist(), ends.tolist())
-                if math.isfinite(e)}
+        return {
+            int(s): max((float(e) - t0) / 1e9, 0.0)
+            for s, e in zip(ends.index.tolist(), ends.tolist())
+            if math.isfinite(e)
+        }
     walls = steps.groupby("step")["wall_ms"].max().sort_index().fillna(0.0).to_numpy(dtype=float)
     walls[:1] = 0.0
     index = sorted(int(s) for s in steps["step"].unique())
@@ -119,13 +139,19 @@ def compile_metric(pattern: str) -> re.Pattern[str]:
     except re.error as err:
         raise ValueError(f"--metric {pattern!r} is not a regular expression: {err}") from None
     if rx.groups != 1:
-        raise ValueError(f"--metric {pattern!r} must have exactly one (group) around the number, it has "
-                         f"{rx.groups}")
+        raise ValueError(
+            f"--metric {pattern!r} must have exactly one (group) around the number, it has "
+            f"{rx.groups}"
+        )
     return rx
 
 
-def printed_curve(lines: Iterable[tuple[float, str]], pattern: str, end_s: float,
-                  steps_at: Sequence[tuple[float, int]] = ()) -> Curve:
+def printed_curve(
+    lines: Iterable[tuple[float, str]],
+    pattern: str,
+    end_s: float,
+    steps_at: Sequence[tuple[float, int]] = (),
+) -> Curve:
     """A metric the script prints: every ``(time_s, line)`` whose line matches ``pattern`` gives one point (the
     first match in the line; a group that is not a number is skipped). ``steps_at``: ``(time_s, steps done)``
     pairs to say how many steps each point came after (0 when not given)."""
@@ -146,8 +172,13 @@ def printed_curve(lines: Iterable[tuple[float, str]], pattern: str, end_s: float
         values.append(v)
         steps.append(max((n for ts, n in marks if ts <= t), default=0))
     order = np.argsort(times, kind="stable")
-    return Curve(tuple(times[i] for i in order), tuple(values[i] for i in order), tuple(steps[i] for i in order),
-                 max(end_s, max(times, default=0.0)), smoothed=True)
+    return Curve(
+        tuple(times[i] for i in order),
+        tuple(values[i] for i in order),
+        tuple(steps[i] for i in order),
+        max(end_s, max(times, default=0.0)),
+        smoothed=True,
+    )
 
 
 def reached(value: float, target: float, goal: Goal) -> bool:

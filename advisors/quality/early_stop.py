@@ -51,7 +51,10 @@ class StopPoint:
         """Metric lost by stopping against where the run ended (≥ 0): what the user's run would have had."""
         if self.value_at_stop is None or self.at_end != self.at_end:
             return 0.0
-        return max(self.value_at_stop - self.at_end if goal == "min" else self.at_end - self.value_at_stop, 0.0)
+        return max(
+            self.value_at_stop - self.at_end if goal == "min" else self.at_end - self.value_at_stop,
+            0.0,
+        )
 
     @property
     def saved_s(self) -> float:
@@ -65,7 +68,11 @@ class StopPoint:
         """Metric lost by stopping (≥ 0), in the metric's own unit."""
         if self.value_at_stop is None:
             return 0.0
-        diff = self.value_at_stop - self.best_at_end if goal == "min" else self.best_at_end - self.value_at_stop
+        diff = (
+            self.value_at_stop - self.best_at_end
+            if goal == "min"
+            else self.best_at_end - self.value_at_stop
+        )
         return max(diff, 0.0)
 
     def given_up(self, goal: Goal) -> float:
@@ -78,7 +85,9 @@ def patience_for(points: int) -> int:
     return max(MIN_PATIENCE, int(points * PATIENCE_SHARE))
 
 
-def stop_point(curve: Curve, goal: Goal, patience: int | None = None, min_delta: float = MIN_DELTA) -> StopPoint:
+def stop_point(
+    curve: Curve, goal: Goal, patience: int | None = None, min_delta: float = MIN_DELTA
+) -> StopPoint:
     """Where early stopping with ``patience`` would have ended ``curve`` (smoothed already)."""
     vals = list(curve.values)
     if not vals:
@@ -87,13 +96,17 @@ def stop_point(curve: Curve, goal: Goal, patience: int | None = None, min_delta:
     best_end = min(vals) if goal == "min" else max(vals)
     best, since = vals[0], 0
     for i, v in enumerate(vals[1:], start=1):
-        better = v < best - min_delta * abs(best) if goal == "min" else v > best + min_delta * abs(best)
+        better = (
+            v < best - min_delta * abs(best) if goal == "min" else v > best + min_delta * abs(best)
+        )
         if better:
             best, since = v, 0
         else:
             since += 1
         if since >= wait:
-            return StopPoint(curve.times_s[i], curve.steps[i], curve.end_s, v, best_end, vals[0], vals[-1])
+            return StopPoint(
+                curve.times_s[i], curve.steps[i], curve.end_s, v, best_end, vals[0], vals[-1]
+            )
     return StopPoint(None, None, curve.end_s, None, best_end, vals[0], vals[-1])
 
 
@@ -109,8 +122,13 @@ class TradeOff:
     given_up: float
 
     def to_json(self) -> dict[str, float | int]:
-        return {"step": self.step, "t_s": self.t_s, "saved_share": self.saved_share, "value": self.value,
-                "given_up": self.given_up}
+        return {
+            "step": self.step,
+            "t_s": self.t_s,
+            "saved_share": self.saved_share,
+            "value": self.value,
+            "given_up": self.given_up,
+        }
 
 
 def tradeoff(curve: Curve, goal: Goal, points: int = TRADEOFF_POINTS) -> tuple[TradeOff, ...]:
@@ -120,9 +138,16 @@ def tradeoff(curve: Curve, goal: Goal, points: int = TRADEOFF_POINTS) -> tuple[T
         return ()
     best = min(curve.values) if goal == "min" else max(curve.values)
     idx = sorted({int(i) for i in np.linspace(0, n - 1, min(n, points))})
-    return tuple(TradeOff(curve.steps[i], curve.times_s[i], max(curve.end_s - curve.times_s[i], 0.0) / curve.end_s,
-                          curve.values[i], max(curve.values[i] - best if goal == "min" else best - curve.values[i],
-                                               0.0)) for i in idx)
+    return tuple(
+        TradeOff(
+            curve.steps[i],
+            curve.times_s[i],
+            max(curve.end_s - curve.times_s[i], 0.0) / curve.end_s,
+            curve.values[i],
+            max(curve.values[i] - best if goal == "min" else best - curve.values[i], 0.0),
+        )
+        for i in idx
+    )
 
 
 def first_reaching(curve: Curve, target: float, goal: Goal) -> StopPoint | None:
@@ -131,7 +156,9 @@ def first_reaching(curve: Curve, target: float, goal: Goal) -> StopPoint | None:
     best_end = (min(vals) if goal == "min" else max(vals)) if vals else float("nan")
     for i, v in enumerate(vals):
         if (v <= target) if goal == "min" else (v >= target):
-            return StopPoint(curve.times_s[i], curve.steps[i], curve.end_s, v, best_end, vals[0], vals[-1])
+            return StopPoint(
+                curve.times_s[i], curve.steps[i], curve.end_s, v, best_end, vals[0], vals[-1]
+            )
     return None
 
 
@@ -150,9 +177,13 @@ class EarlyStopping:
     target: float | None = None
     at_target: tuple[StopPoint | None, ...] = ()
     curves: tuple[tuple[TradeOff, ...], ...] = ()
-    noise: float | None = None  # the seeds' spread of their final values (max − min); None for one run
+    noise: float | None = (
+        None  # the seeds' spread of their final values (max − min); None for one run
+    )
     one_run: bool = False
-    target_from: str | None = None  # where the target came from: "--target", "the script's --target_loss", …
+    target_from: str | None = (
+        None  # where the target came from: "--target", "the script's --target_loss", …
+    )
 
     @property
     def outcome(self) -> str:
@@ -185,18 +216,37 @@ class EarlyStopping:
         return max((p.given_up_abs(self.goal) for p in self.chosen), default=0.0)
 
     def to_json(self) -> dict[str, object]:
-        return {"patience_points": self.patience, "min_delta": self.min_delta, "outcome": self.outcome,
-                "target": self.target, "target_from": self.target_from, "saved_s": self.saved_s, "saved_share": self.saved_share,
-                "metric_given_up": self.given_up_abs, "metric_given_up_share": self.given_up,
-                "goal": self.goal, "per_seed": [_stop_json(p, self.goal) for p in self.points],
-                "at_target": [None if p is None else _stop_json(p, self.goal) for p in self.at_target],
-                "tradeoff": [[t.to_json() for t in c] for c in self.curves], "seed_noise": self.noise,
-                "one_run": self.one_run, "kept": self.kept, "reason": self.reason}
+        return {
+            "patience_points": self.patience,
+            "min_delta": self.min_delta,
+            "outcome": self.outcome,
+            "target": self.target,
+            "target_from": self.target_from,
+            "saved_s": self.saved_s,
+            "saved_share": self.saved_share,
+            "metric_given_up": self.given_up_abs,
+            "metric_given_up_share": self.given_up,
+            "goal": self.goal,
+            "per_seed": [_stop_json(p, self.goal) for p in self.points],
+            "at_target": [None if p is None else _stop_json(p, self.goal) for p in self.at_target],
+            "tradeoff": [[t.to_json() for t in c] for c in self.curves],
+            "seed_noise": self.noise,
+            "one_run": self.one_run,
+            "kept": self.kept,
+            "reason": self.reason,
+        }
 
 
 def _stop_json(p: StopPoint, goal: Goal) -> dict[str, object]:
-    return {"stop_s": p.stop_s, "stop_step": p.stop_step, "end_s": p.end_s, "value_at_stop": p.value_at_stop,
-            "best_at_end": p.best_at_end, "saved_share": p.saved_share, "given_up": p.given_up_abs(goal)}
+    return {
+        "stop_s": p.stop_s,
+        "stop_step": p.stop_step,
+        "end_s": p.end_s,
+        "value_at_stop": p.value_at_stop,
+        "best_at_end": p.best_at_end,
+        "saved_share": p.saved_share,
+        "given_up": p.given_up_abs(goal),
+    }
 
 
 def final_spread(curves: Sequence[Curve]) -> float | None:
@@ -205,17 +255,36 @@ def final_spread(curves: Sequence[Curve]) -> float | None:
     return float(max(ends) - min(ends)) if len(ends) >= 2 else None
 
 
-def measure(curves: Sequence[Curve], goal: Goal, patience: int | None = None, min_delta: float = MIN_DELTA,
-            target: float | None = None, one_run: bool = False) -> EarlyStopping:
+def measure(
+    curves: Sequence[Curve],
+    goal: Goal,
+    patience: int | None = None,
+    min_delta: float = MIN_DELTA,
+    target: float | None = None,
+    one_run: bool = False,
+) -> EarlyStopping:
     """Early stopping on every seed's (smoothed) curve: judged against ``target`` when there is one, else the
     trade-off said and left to the user (see the module docs)."""
-    wait = patience if patience is not None else patience_for(min((len(c) for c in curves), default=0))
+    wait = (
+        patience if patience is not None else patience_for(min((len(c) for c in curves), default=0))
+    )
     points = tuple(stop_point(c, goal, wait, min_delta) for c in curves)
     rule = f"patience {wait} points, min_delta {min_delta:.0%}"
-    seeds = f"the {len(points)} seeds are one run" if one_run else f"median over {len(points)} seed(s)"
-    probe = EarlyStopping(points, wait, min_delta, goal, False, "", target=target,
-                          curves=tuple(tradeoff(c, goal) for c in curves),
-                          noise=None if one_run else final_spread(curves), one_run=one_run)
+    seeds = (
+        f"the {len(points)} seeds are one run" if one_run else f"median over {len(points)} seed(s)"
+    )
+    probe = EarlyStopping(
+        points,
+        wait,
+        min_delta,
+        goal,
+        False,
+        "",
+        target=target,
+        curves=tuple(tradeoff(c, goal) for c in curves),
+        noise=None if one_run else final_spread(curves),
+        one_run=one_run,
+    )
     if not points:
         return replace(probe, reason="no run to measure early stopping on", why=Why.NO_RUN)
     if target is not None:
@@ -224,28 +293,44 @@ def measure(curves: Sequence[Curve], goal: Goal, patience: int | None = None, mi
         missed = sum(p is None for p in at)
         if missed:
             bests = [(min(c.values) if goal == "min" else max(c.values)) for c in curves if len(c)]
-            return replace(probe, why=Why.NEVER_REACHES,
-                           reason=f"rejected: {missed} of {len(at)} run(s) never reach the target "
-                                  f"{target:.4g} (best {', '.join(f'{b:.4g}' for b in bests)}): "
-                                  "stopping earlier cannot reach it either")
+            return replace(
+                probe,
+                why=Why.NEVER_REACHES,
+                reason=f"rejected: {missed} of {len(at)} run(s) never reach the target "
+                f"{target:.4g} (best {', '.join(f'{b:.4g}' for b in bests)}): "
+                "stopping earlier cannot reach it either",
+            )
         step = int(np.median([p.stop_step or 0 for p in probe.chosen]))
         if probe.saved_share <= 0:
-            return replace(probe, why=Why.REACHES_AT_END,
-                           reason=f"rejected: the run first reaches the target {target:.4g} only "
-                                  "at its end: stopping early saves nothing")
-        return replace(probe, kept=True, why=Why.STOPS_AT_TARGET,
-                       reason=f"kept: stopping at the first point that reaches the target {target:.4g} (step {step}, "
-                              f"{seeds}) saves {probe.saved_s:.3g} s ({probe.saved_share:.0%} of the run)")
+            return replace(
+                probe,
+                why=Why.REACHES_AT_END,
+                reason=f"rejected: the run first reaches the target {target:.4g} only "
+                "at its end: stopping early saves nothing",
+            )
+        return replace(
+            probe,
+            kept=True,
+            why=Why.STOPS_AT_TARGET,
+            reason=f"kept: stopping at the first point that reaches the target {target:.4g} (step {step}, "
+            f"{seeds}) saves {probe.saved_s:.3g} s ({probe.saved_share:.0%} of the run)",
+        )
     stopped = [p for p in points if p.stop_s is not None]
     if len(stopped) < len(points):
-        return replace(probe, why=Why.STILL_IMPROVING,
-                       reason=f"rejected: patience never ran out in "
-                              f"{len(points) - len(stopped)} of {len(points)} runs ({rule}): the "
-                              "metric was still improving, stopping early saves nothing")
+        return replace(
+            probe,
+            why=Why.STILL_IMPROVING,
+            reason=f"rejected: patience never ran out in "
+            f"{len(points) - len(stopped)} of {len(points)} runs ({rule}): the "
+            "metric was still improving, stopping early saves nothing",
+        )
     step = int(np.median([p.stop_step or 0 for p in points]))
     at_stop = float(np.median([p.value_at_stop for p in points if p.value_at_stop is not None]))
     best = float(np.median([p.best_at_end for p in points]))
-    return replace(probe, why=Why.TRADE_OFF,
-                   reason=f"trade-off: stopping at step {step} ({rule}; {seeds}) saves {probe.saved_share:.0%} of "
-                          f"the time and ends at {at_stop:.4g} instead of {best:.4g}; whether that is worth it is "
-                          "your call (give --target VALUE to decide against your target)")
+    return replace(
+        probe,
+        why=Why.TRADE_OFF,
+        reason=f"trade-off: stopping at step {step} ({rule}; {seeds}) saves {probe.saved_share:.0%} of "
+        f"the time and ends at {at_stop:.4g} instead of {best:.4g}; whether that is worth it is "
+        "your call (give --target VALUE to decide against your target)",
+    )

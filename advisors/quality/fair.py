@@ -35,7 +35,9 @@ from advisors.quality.curve import Curve, Goal
 from stepwise_agent.trigger import MAD_TO_SIGMA
 
 START_POINTS = 5  # the baseline's first points: its noise before it has learnt anything
-ONE_RUN_TOLERANCE = 0.05  # seeds that are one run: a ratio within 5 % of 1 is no difference, said as such
+ONE_RUN_TOLERANCE = (
+    0.05  # seeds that are one run: a ratio within 5 % of 1 is no difference, said as such
+)
 
 
 def one_run(curves: Sequence[Curve]) -> bool:
@@ -44,8 +46,10 @@ def one_run(curves: Sequence[Curve]) -> bool:
     if len(shown) < 2:
         return False
     first = shown[0]
-    return all(c.steps == first.steps and np.allclose(c.values, first.values, rtol=0, atol=1e-12)
-               for c in shown[1:])
+    return all(
+        c.steps == first.steps and np.allclose(c.values, first.values, rtol=0, atol=1e-12)
+        for c in shown[1:]
+    )
 
 
 def start_noise(raw: Sequence[Curve], points: int = START_POINTS) -> tuple[float, float] | None:
@@ -63,12 +67,19 @@ def clear_of_start(value: float, goal: Goal, band: tuple[float, float] | None) -
     inside = value >= low if goal == "min" else value <= high
     if not inside:
         return None
-    return (f"the target {value:.4g} lies inside the baseline's own noise at its start ({low:.4g} … {high:.4g} over "
-            f"its first {START_POINTS} points): a first batch can reach it by chance")
+    return (
+        f"the target {value:.4g} lies inside the baseline's own noise at its start ({low:.4g} … {high:.4g} over "
+        f"its first {START_POINTS} points): a first batch can reach it by chance"
+    )
 
 
-FLOOR_WINDOWS = ((0.4, 0.6), (0.8, 1.0))  # the curve's mean over these shares of its time: has it still fallen?
-FLOOR_NEAR = 2.0  # a target within this many of the last window's spreads of its level is on the floor
+FLOOR_WINDOWS = (
+    (0.4, 0.6),
+    (0.8, 1.0),
+)  # the curve's mean over these shares of its time: has it still fallen?
+FLOOR_NEAR = (
+    2.0  # a target within this many of the last window's spreads of its level is on the floor
+)
 
 
 def on_floor(curves: Sequence[Curve], value: float, goal: Goal) -> str | None:
@@ -84,24 +95,33 @@ def on_floor(curves: Sequence[Curve], value: float, goal: Goal) -> str | None:
         span = times[-1] - times[0]
         if span <= 0:
             continue
-        windows = [values[(times >= times[0] + a * span) & (times <= times[0] + b * span)] for a, b in FLOOR_WINDOWS]
+        windows = [
+            values[(times >= times[0] + a * span) & (times <= times[0] + b * span)]
+            for a, b in FLOOR_WINDOWS
+        ]
         if min(len(w) for w in windows) < 5:
             continue
         middle, last = windows
         level = float(np.median(last))
         spread = MAD_TO_SIGMA * float(np.median(np.abs(last - level)))
-        fallen = float(np.mean(middle) - np.mean(last)) if goal == "min" else float(np.mean(last) - np.mean(middle))
+        fallen = (
+            float(np.mean(middle) - np.mean(last))
+            if goal == "min"
+            else float(np.mean(last) - np.mean(middle))
+        )
         above = value - level if goal == "min" else level - value
         said.append((fallen < spread and above < FLOOR_NEAR * spread, fallen, spread, level))
     flat = [x for x in said if x[0]]
     if not said or len(flat) * 2 <= len(said):
         return None
     fallen, spread, level = (float(np.median([x[i] for x in flat])) for i in (1, 2, 3))
-    return (f"the target {value:.4g} sits on the baseline's floor: over the last fifth of its run its curve moved "
-            f"{fallen:+.3g} toward it since the middle, within its own spread of ±{spread:.3g}, and ended near "
-            f"{level:.4g} ({len(flat)} of {len(said)} seeds): which arm reaches it first is decided by the curve's "
-            "noise more than by the change, and the steps part of a batch prediction (which assumes a falling "
-            "curve) does not hold; a --target on the fall or a shorter --budget judges the change itself")
+    return (
+        f"the target {value:.4g} sits on the baseline's floor: over the last fifth of its run its curve moved "
+        f"{fallen:+.3g} toward it since the middle, within its own spread of ±{spread:.3g}, and ended near "
+        f"{level:.4g} ({len(flat)} of {len(said)} seeds): which arm reaches it first is decided by the curve's "
+        "noise more than by the change, and the steps part of a batch prediction (which assumes a falling "
+        "curve) does not hold; a --target on the fall or a shorter --budget judges the change itself"
+    )
 
 
 def first_counted_step(patch: Mapping[str, Any] | None) -> int:
@@ -123,8 +143,13 @@ def after_first_update(curve: Curve, first_step: int, printed: bool = False) -> 
         return curve
     least = first_step - 1 if printed else first_step
     keep = [i for i, s in enumerate(curve.steps) if s >= least]
-    return Curve(tuple(curve.times_s[i] for i in keep), tuple(curve.values[i] for i in keep),
-                 tuple(curve.steps[i] for i in keep), curve.end_s, curve.smoothed)
+    return Curve(
+        tuple(curve.times_s[i] for i in keep),
+        tuple(curve.values[i] for i in keep),
+        tuple(curve.steps[i] for i in keep),
+        curve.end_s,
+        curve.smoothed,
+    )
 
 
 def contended(others_cores: float | None) -> bool:
@@ -154,12 +179,17 @@ class ArmLoad:
         return f"{shown} of {self.cores or '?'} cores"
 
     def to_json(self) -> dict[str, object]:
-        return {"others_cores": list(self.per_seed), "cores": self.cores, "mean": self.mean,
-                "contended_seeds": list(self.contended)}
+        return {
+            "others_cores": list(self.per_seed),
+            "cores": self.cores,
+            "mean": self.mean,
+            "contended_seeds": list(self.contended),
+        }
 
 
-def contention_verdict(ratio: float, kept: bool, slower: bool, before: ArmLoad, after: ArmLoad,
-                       edge: float) -> str | None:
+def contention_verdict(
+    ratio: float, kept: bool, slower: bool, before: ArmLoad, after: ArmLoad, edge: float
+) -> str | None:
     """Why the verdict cannot stand against other programs' load (``None``: it stands). A kept change (``ratio``
     beyond ``edge``) must hold with the most the neighbour could have slowed the baseline taken out; a rejection
     as slower (ratio short of 1) with the most it could have slowed the change taken out. Neither claim: the
@@ -171,6 +201,8 @@ def contention_verdict(ratio: float, kept: bool, slower: bool, before: ArmLoad, 
     holds = holds_beyond_contention(ratio, b, a, cores, edge if kept else 1.0, faster=kept)
     if holds:
         return None
-    return (f"other programs took {b:.2f} of {cores or '?'} cores during the baseline's seeds and {a:.2f} during "
-            f"the change's ({before.text()} / {after.text()}): that difference alone could explain "
-            f"{ratio:.2f}×")
+    return (
+        f"other programs took {b:.2f} of {cores or '?'} cores during the baseline's seeds and {a:.2f} during "
+        f"the change's ({before.text()} / {after.text()}): that difference alone could explain "
+        f"{ratio:.2f}×"
+    )

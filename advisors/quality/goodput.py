@@ -65,13 +65,26 @@ class Prediction:
         return self.time_ratio / self.steps_ratio if self.time_ratio and self.steps_ratio else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"k": self.k, "batch": self.batch, "steps_ratio": self.steps_ratio,
-                "step_time_ratio": self.step_time_ratio, "step_ms": self.step_ms, "time_ratio": self.time_ratio,
-                "speedup": self.speedup, "efficiency": self.efficiency, "goodput": self.goodput}
+        return {
+            "k": self.k,
+            "batch": self.batch,
+            "steps_ratio": self.steps_ratio,
+            "step_time_ratio": self.step_time_ratio,
+            "step_ms": self.step_ms,
+            "time_ratio": self.time_ratio,
+            "speedup": self.speedup,
+            "efficiency": self.efficiency,
+            "goodput": self.goodput,
+        }
 
 
-def predict(batch0: int, b_noise: float, step_ms: Mapping[int, float | None], ks: Sequence[int] = KS,
-            accumulate: bool = False) -> list[Prediction]:
+def predict(
+    batch0: int,
+    b_noise: float,
+    step_ms: Mapping[int, float | None],
+    ks: Sequence[int] = KS,
+    accumulate: bool = False,
+) -> list[Prediction]:
     """One :class:`Prediction` per k (``step_ms[1]`` is now's step time; ``accumulate``: the same batch made of k
     micro-batches, its step time k × now's unless probed)."""
     base = step_ms.get(1)
@@ -112,38 +125,76 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         best = self.best
-        return {"b_simple": self.b_simple, "batch": self.batch0, "critical_batch": self.b_simple,
-                "above_critical": self.b_simple is not None and self.batch0 >= self.b_simple,
-                "statistical_efficiency": self.efficiency_now,
-                "goodput_best_batch": best.batch if best and (best.time_ratio or 1) < 1 else self.batch0,
-                "predictions": [p.to_json() for p in self.predictions], "chosen": list(self.chosen),
-                "reason": self.reason}
+        return {
+            "b_simple": self.b_simple,
+            "batch": self.batch0,
+            "critical_batch": self.b_simple,
+            "above_critical": self.b_simple is not None and self.batch0 >= self.b_simple,
+            "statistical_efficiency": self.efficiency_now,
+            "goodput_best_batch": best.batch
+            if best and (best.time_ratio or 1) < 1
+            else self.batch0,
+            "predictions": [p.to_json() for p in self.predictions],
+            "chosen": list(self.chosen),
+            "reason": self.reason,
+        }
 
 
-def plan(batch0: int, b_noise: float | None, step_ms: Mapping[int, float | None], ks: Sequence[int] = KS,
-         min_gain: float = MIN_PREDICTED_GAIN) -> Plan:
+def plan(
+    batch0: int,
+    b_noise: float | None,
+    step_ms: Mapping[int, float | None],
+    ks: Sequence[int] = KS,
+    min_gain: float = MIN_PREDICTED_GAIN,
+) -> Plan:
     """Which ks to run (see the module docs), with the reason in words."""
     if b_noise is None:
-        return Plan(None, batch0, (), (), "no noise scale: the mean |G|² over the baseline was not positive "
-                    "(its gradient is all noise at this batch), so no prediction; batch scaling not chosen")
+        return Plan(
+            None,
+            batch0,
+            (),
+            (),
+            "no noise scale: the mean |G|² over the baseline was not positive "
+            "(its gradient is all noise at this batch), so no prediction; batch scaling not chosen",
+        )
     preds = tuple(predict(batch0, b_noise, step_ms, ks))
     if batch0 >= b_noise:
         s2 = preds[0].steps_ratio if preds else 1.0
-        return Plan(b_noise, batch0, preds, (), f"none: batch {batch0} is already at or above the critical batch "
-                    f"(B_noise ≈ {b_noise:.3g}): doubling it would still take {s2:.0%} of the steps, so a larger "
-                    "batch cannot reach the target much sooner")
+        return Plan(
+            b_noise,
+            batch0,
+            preds,
+            (),
+            f"none: batch {batch0} is already at or above the critical batch "
+            f"(B_noise ≈ {b_noise:.3g}): doubling it would still take {s2:.0%} of the steps, so a larger "
+            "batch cannot reach the target much sooner",
+        )
     timed = [p for p in preds if p.time_ratio is not None]
     if not timed:
-        return Plan(b_noise, batch0, preds, (), "no step time was measured at a larger batch: no prediction")
+        return Plan(
+            b_noise, batch0, preds, (), "no step time was measured at a larger batch: no prediction"
+        )
     best = min(timed, key=lambda p: p.time_ratio or 0.0)
     chosen = tuple(p.k for p in timed if p.k <= best.k and (p.time_ratio or 1.0) < 1 - min_gain)
     if not chosen:
-        return Plan(b_noise, batch0, preds, (), f"none: below the critical batch (B_noise ≈ {b_noise:.3g} > "
-                    f"{batch0}) but the step time grows about as fast as the steps fall (best: × {best.k} at "
-                    f"{best.time_ratio:.2f} of the time), so no k is predicted {min_gain:.0%} sooner")
-    return Plan(b_noise, batch0, preds, chosen, f"batch {batch0} is below the critical batch (B_noise ≈ "
-                f"{b_noise:.3g}): predicted time to target × {best.time_ratio:.2f} at × {best.k} (the goodput-best "
-                f"batch {best.batch}); running k = {', '.join(map(str, chosen))}")
+        return Plan(
+            b_noise,
+            batch0,
+            preds,
+            (),
+            f"none: below the critical batch (B_noise ≈ {b_noise:.3g} > "
+            f"{batch0}) but the step time grows about as fast as the steps fall (best: × {best.k} at "
+            f"{best.time_ratio:.2f} of the time), so no k is predicted {min_gain:.0%} sooner",
+        )
+    return Plan(
+        b_noise,
+        batch0,
+        preds,
+        chosen,
+        f"batch {batch0} is below the critical batch (B_noise ≈ "
+        f"{b_noise:.3g}): predicted time to target × {best.time_ratio:.2f} at × {best.k} (the goodput-best "
+        f"batch {best.batch}); running k = {', '.join(map(str, chosen))}",
+    )
 
 
 _KIND_K = re.compile(r"^(batch|grad_accum)_x(\d+)")
@@ -160,7 +211,9 @@ class GoodputPlan:
     plan: Plan | None
     candidates: tuple[Candidate, ...]
     reason: str = ""
-    probe_pairs: Mapping[int, Mapping[str, Any]] | None = None  # each k's paired probe: × 1 and × k, their loads
+    probe_pairs: Mapping[int, Mapping[str, Any]] | None = (
+        None  # each k's paired probe: × 1 and × k, their loads
+    )
 
     def predicted(self, cand_id: str) -> Prediction | None:
         """The prediction for a batch or accumulation candidate (by its id: ``batch_x4_…``, ``grad_accum_x4_…``)."""
@@ -168,14 +221,26 @@ class GoodputPlan:
         if m is None or self.plan is None or self.plan.b_simple is None:
             return None
         k = int(m.group(2))
-        got = predict(self.plan.batch0, self.plan.b_simple, self.step_ms, (k,), accumulate=m.group(1) != "batch")
+        got = predict(
+            self.plan.batch0,
+            self.plan.b_simple,
+            self.step_ms,
+            (k,),
+            accumulate=m.group(1) != "batch",
+        )
         return got[0] if got else None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.noise.to_json() if self.noise else {"b_simple": None, "interval": None,
-                                                                        "steps": 0, "overhead": None}
-        out.update(plan=self.plan.to_json() if self.plan else None,
-                   probe_step_ms={str(k): v for k, v in self.step_ms.items()},
-                   probe_pairs={str(k): dict(v) for k, v in (self.probe_pairs or {}).items()},
-                   chosen=[c.id for c in self.candidates], reason=self.plan.reason if self.plan else self.reason)
+        out: dict[str, Any] = (
+            self.noise.to_json()
+            if self.noise
+            else {"b_simple": None, "interval": None, "steps": 0, "overhead": None}
+        )
+        out.update(
+            plan=self.plan.to_json() if self.plan else None,
+            probe_step_ms={str(k): v for k, v in self.step_ms.items()},
+            probe_pairs={str(k): dict(v) for k, v in (self.probe_pairs or {}).items()},
+            chosen=[c.id for c in self.candidates],
+            reason=self.plan.reason if self.plan else self.reason,
+        )
         return out

@@ -45,11 +45,20 @@ class NoiseScale:
 
     def to_json(self) -> dict[str, Any]:
         # JSON has no infinity: an unbounded end (|G|² ≤ 0 in some resamples) is null
-        return {"b_simple": self.b_simple,
-                "interval": [x if math.isfinite(x) else None for x in self.interval] if self.interval else None,
-                "level": self.level, "steps": self.steps, "windows": self.windows, "batch": self.batch,
-                "overhead": self.overhead, "g2": self.g2, "trace": self.trace,
-                "critical_batch": self.critical_batch}
+        return {
+            "b_simple": self.b_simple,
+            "interval": [x if math.isfinite(x) else None for x in self.interval]
+            if self.interval
+            else None,
+            "level": self.level,
+            "steps": self.steps,
+            "windows": self.windows,
+            "batch": self.batch,
+            "overhead": self.overhead,
+            "g2": self.g2,
+            "trace": self.trace,
+            "critical_batch": self.critical_batch,
+        }
 
 
 def read_rows(run_dirs: Iterable[str | Path | None]) -> list[dict[str, Any]]:
@@ -58,12 +67,21 @@ def read_rows(run_dirs: Iterable[str | Path | None]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for d in run_dirs:
         if d is not None:
-            rows += [r for r in read_jsonl(Path(d) / FILE) if isinstance(r, dict) and r.get("window", 0) >= 2]
+            rows += [
+                r
+                for r in read_jsonl(Path(d) / FILE)
+                if isinstance(r, dict) and r.get("window", 0) >= 2
+            ]
     return rows
 
 
-def estimate(rows: Sequence[dict[str, Any]], batch: int, n_boot: int = N_BOOT, level: float = LEVEL,
-             seed: int = SEED) -> NoiseScale | None:
+def estimate(
+    rows: Sequence[dict[str, Any]],
+    batch: int,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = SEED,
+) -> NoiseScale | None:
     """B_simple from the meter's rows at ``batch`` samples per step (see the module docs); ``None`` without rows."""
     if not rows or batch < 1:
         return None
@@ -80,10 +98,22 @@ def estimate(rows: Sequence[dict[str, Any]], batch: int, n_boot: int = N_BOOT, l
         low, high = np.percentile(ratios, [tail, 100 - tail], method="inverted_cdf")
         interval = (float(low), float(high))
     # the hook's time over the wall time of the steps it covers: each window and the gap after it
-    wall = sum(float(r.get("wall_s", 0.0)) * (r["window"] + int(r.get("gap", 0))) / r["window"] for r in rows)
+    wall = sum(
+        float(r.get("wall_s", 0.0)) * (r["window"] + int(r.get("gap", 0))) / r["window"]
+        for r in rows
+    )
     hook = sum(float(r.get("hook_s", 0.0)) for r in rows)
-    return NoiseScale(point, interval, int(sum(r["window"] for r in rows)), len(rows), batch,
-                      hook / wall if wall > 0 else 0.0, float(g2), float(trace * batch), level)
+    return NoiseScale(
+        point,
+        interval,
+        int(sum(r["window"] for r in rows)),
+        len(rows),
+        batch,
+        hook / wall if wall > 0 else 0.0,
+        float(g2),
+        float(trace * batch),
+        level,
+    )
 
 
 def batch_of_run(run_dir: Path) -> int | None:
@@ -95,7 +125,11 @@ def batch_of_run(run_dir: Path) -> int | None:
     if isinstance(spec, dict) and isinstance(spec.get("batch_size"), int):
         return int(spec["batch_size"])
     injected = read_json(run_dir / "injected.json")
-    size = ((injected or {}).get("loader") or {}).get("batch_size") if isinstance(injected, dict) else None
+    size = (
+        ((injected or {}).get("loader") or {}).get("batch_size")
+        if isinstance(injected, dict)
+        else None
+    )
     return size if isinstance(size, int) else None
 
 

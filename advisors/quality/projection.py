@@ -29,12 +29,20 @@ class Projection:
 
     @property
     def cost(self) -> float | None:
-        return self.hours * self.price_per_hour * self.devices if self.price_per_hour is not None else None
+        return (
+            self.hours * self.price_per_hour * self.devices
+            if self.price_per_hour is not None
+            else None
+        )
 
     @property
     def cost_after(self) -> float | None:
         h = self.hours_after
-        return h * self.price_per_hour * self.devices if h is not None and self.price_per_hour is not None else None
+        return (
+            h * self.price_per_hour * self.devices
+            if h is not None and self.price_per_hour is not None
+            else None
+        )
 
     def sentence(self) -> str:
         out = f"{self.steps} steps at {self.step_ms:.1f} ms per step: {_h(self.hours)}"
@@ -47,9 +55,18 @@ class Projection:
         return out
 
     def to_json(self) -> dict[str, object]:
-        return {"steps": self.steps, "step_ms": self.step_ms, "hours": self.hours, "ratio": self.ratio,
-                "hours_after": self.hours_after, "price_per_hour": self.price_per_hour, "devices": self.devices,
-                "cost": self.cost, "cost_after": self.cost_after, "text": self.sentence()}
+        return {
+            "steps": self.steps,
+            "step_ms": self.step_ms,
+            "hours": self.hours,
+            "ratio": self.ratio,
+            "hours_after": self.hours_after,
+            "price_per_hour": self.price_per_hour,
+            "devices": self.devices,
+            "cost": self.cost,
+            "cost_after": self.cost_after,
+            "text": self.sentence(),
+        }
 
 
 def _h(hours: float) -> str:

@@ -32,8 +32,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from advisors.quality.candidates import (ADAMW_LR, WARMUP_FACTOR, Candidate, Scaling, early_stopping,
-                                         lamb_lars_advice, scaled_lr)
+from advisors.quality.candidates import (
+    ADAMW_LR,
+    WARMUP_FACTOR,
+    Candidate,
+    Scaling,
+    early_stopping,
+    lamb_lars_advice,
+    scaled_lr,
+)
 from profilers.run.script_spec import CONVERGENCE_KNOBS
 
 K = 4
@@ -47,13 +54,27 @@ FUSABLE = ("Adam", "AdamW")
 def templates(k: int = K) -> list[Candidate]:
     """The script candidates before the baseline has run (``patch`` names the kind; :func:`resolve` fills it)."""
     return [
-        Candidate(f"batch_x{k}_lr", f"batch × {k}, lr scaled", f"linear rule for SGD-like optimizers (lr × {k}), "
-                  f"square-root for the Adam family (lr × {math.sqrt(k):g}); a warm-up when the rate grows more "
-                  f"than {WARMUP_FACTOR:g}×", {"kind": BATCH, "k": k}),
-        Candidate(f"grad_accum_x{k}", f"gradient accumulation × {k}", f"the optimizer steps every {k} backward "
-                  "passes, gradients divided by k, lr scaled as for the batch", {"kind": ACCUM, "k": k}),
-        Candidate("optimizer_swap", "the optimizer swap the run points at", "SGD → AdamW (lr 1e-3); Adam/AdamW → "
-                  "fused", {"kind": SWAP}),
+        Candidate(
+            f"batch_x{k}_lr",
+            f"batch × {k}, lr scaled",
+            f"linear rule for SGD-like optimizers (lr × {k}), "
+            f"square-root for the Adam family (lr × {math.sqrt(k):g}); a warm-up when the rate grows more "
+            f"than {WARMUP_FACTOR:g}×",
+            {"kind": BATCH, "k": k},
+        ),
+        Candidate(
+            f"grad_accum_x{k}",
+            f"gradient accumulation × {k}",
+            f"the optimizer steps every {k} backward "
+            "passes, gradients divided by k, lr scaled as for the batch",
+            {"kind": ACCUM, "k": k},
+        ),
+        Candidate(
+            "optimizer_swap",
+            "the optimizer swap the run points at",
+            "SGD → AdamW (lr 1e-3); Adam/AdamW → fused",
+            {"kind": SWAP},
+        ),
         lamb_lars_advice(),
         early_stopping(),
     ]
@@ -65,10 +86,14 @@ class Baseline:
 
     optimizer: Mapping[str, Any] | None
     loader: Mapping[str, Any] | None  # the training DataLoader's site, with its batch_size
-    switch: Mapping[str, Any] | None  # the framework's switch the user called (TrainingArguments, L.Trainer)
+    switch: (
+        Mapping[str, Any] | None
+    )  # the framework's switch the user called (TrainingArguments, L.Trainer)
     framework: str | None
     steps: int  # the baseline's steps (median over its seeds)
-    config: Mapping[str, Any] = field(default_factory=dict)  # how the script is configured (its own knobs)
+    config: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # how the script is configured (its own knobs)
 
     @property
     def batch(self) -> int | None:
@@ -89,10 +114,18 @@ def read_baseline(runs: Sequence[Any]) -> Baseline | None:
         switch = sites.get("training_arguments") or sites.get("lightning_trainer")
         loader = dict(sites["dataloader"]) if sites.get("dataloader") else None
         if loader is not None and isinstance((data.get("loader") or {}).get("batch_size"), int):
-            loader["batch_size"] = data["loader"]["batch_size"]  # the training loader's, as it trained
+            loader["batch_size"] = data["loader"][
+                "batch_size"
+            ]  # the training loader's, as it trained
         steps = sorted(r.curve.steps[-1] + 1 for r in runs if len(r.curve))
-        return Baseline(sites.get("optimizer"), loader, switch, framework, steps[len(steps) // 2] if steps else 0,
-                        data.get("config") or {})
+        return Baseline(
+            sites.get("optimizer"),
+            loader,
+            switch,
+            framework,
+            steps[len(steps) // 2] if steps else 0,
+            data.get("config") or {},
+        )
     return None
 
 
@@ -115,7 +148,9 @@ def same_as_fix(cand: Candidate, forced: Sequence[str]) -> Candidate:
     fix = SAME_AS_FIX.get(cand.id)
     if fix is None or fix not in forced:
         return cand
-    return replace(cand, patch=None, advice=f"the same change as --fix {fix}: judged once, in that fix's round")
+    return replace(
+        cand, patch=None, advice=f"the same change as --fix {fix}: judged once, in that fix's round"
+    )
 
 
 def _advice(cand: Candidate, why: str) -> Candidate:
@@ -128,57 +163,102 @@ def resolve(cand: Candidate, base: Baseline | None) -> Candidate:
     if kind is None:
         return cand
     if base is None:
-        return _advice(cand, "the baseline run left no record of the script's DataLoader and optimizer")
+        return _advice(
+            cand, "the baseline run left no record of the script's DataLoader and optimizer"
+        )
     opt = base.optimizer
     if opt is None:
-        return _advice(cand, "no torch.optim optimizer was seen in the baseline run (the script updates its "
-                             "weights itself)")
+        return _advice(
+            cand,
+            "no torch.optim optimizer was seen in the baseline run (the script updates its "
+            "weights itself)",
+        )
     name, lr = str(opt.get("type")), opt.get("lr")
     if kind == SWAP:
         return _swap(cand, opt, name, lr)
     k = int(cand.patch["k"])  # type: ignore[index]
     if kind == ACCUM and name in CLOSURE_OPTIMIZERS:
-        return _advice(cand, f"{name} at {where(opt)} steps with a closure (its own forward and backward): there "
-                             "are no micro-batches to add up")
+        return _advice(
+            cand,
+            f"{name} at {where(opt)} steps with a closure (its own forward and backward): there "
+            "are no micro-batches to add up",
+        )
     rule = rule_for(name)
     scale = scaled_lr(1.0, k, rule)
     how = f"{rule} rule for {name}: lr × {'k' if rule == 'linear' else '√k'}, k = {k}"
-    rate = f"{name} lr {lr:g} → {lr * scale:g} at {where(opt)}" if isinstance(lr, (int, float)) else \
-        f"{name} lr × {scale:g} at {where(opt)}"
-    at = where(base.switch) if base.framework == "transformers" and base.switch else where(base.loader)
+    rate = (
+        f"{name} lr {lr:g} → {lr * scale:g} at {where(opt)}"
+        if isinstance(lr, (int, float))
+        else f"{name} lr × {scale:g} at {where(opt)}"
+    )
+    at = (
+        where(base.switch)
+        if base.framework == "transformers" and base.switch
+        else where(base.loader)
+    )
     batch = base.batch
     if kind == BATCH:
         if batch is None and base.framework != "transformers":
-            return _advice(cand, "no DataLoader(batch_size=…) was seen in the baseline run: set the batch size "
-                                 "where the script makes its batches, and the rate by the rule")
+            return _advice(
+                cand,
+                "no DataLoader(batch_size=…) was seen in the baseline run: set the batch size "
+                "where the script makes its batches, and the rate by the rule",
+            )
         knobs: dict[str, Any] = {"batch_scale": k, "lr_scale": scale}
         text = f"batch {batch} → {batch * k if batch else '× ' + str(k)} at {at}; {rate} ({how})"
         if scale > WARMUP_FACTOR:
             knobs["warmup_steps"] = max(1, round(WARMUP_SHARE * base.steps / k))
-            text += (f"; the rate grows {scale:g}× (> {WARMUP_FACTOR:g}×): linear warm-up from the script's rate "
-                     f"over the first {knobs['warmup_steps']} steps (Goyal et al.)")
-        return replace(cand, id=f"batch_x{k}_{rule}_lr", title=f"batch × {k}, {rule} lr scaling", rule=text,
-                       patch=knobs)
+            text += (
+                f"; the rate grows {scale:g}× (> {WARMUP_FACTOR:g}×): linear warm-up from the script's rate "
+                f"over the first {knobs['warmup_steps']} steps (Goyal et al.)"
+            )
+        return replace(
+            cand,
+            id=f"batch_x{k}_{rule}_lr",
+            title=f"batch × {k}, {rule} lr scaling",
+            rule=text,
+            patch=knobs,
+        )
     knobs = {"grad_accum": k, "lr_scale": scale}
     size = f"{batch}" if batch else "the script's batch"
-    text = (f"{k} micro-batches of {size} per optimizer step ({name} at {where(opt)} steps every {k}th call, "
-            f"gradients / {k}); {rate} ({how}): the large batch's convergence at the small batch's memory")
-    return replace(cand, id=f"grad_accum_x{k}_{rule}_lr", title=f"gradient accumulation × {k}", rule=text,
-                   patch=knobs)
+    text = (
+        f"{k} micro-batches of {size} per optimizer step ({name} at {where(opt)} steps every {k}th call, "
+        f"gradients / {k}); {rate} ({how}): the large batch's convergence at the small batch's memory"
+    )
+    return replace(
+        cand,
+        id=f"grad_accum_x{k}_{rule}_lr",
+        title=f"gradient accumulation × {k}",
+        rule=text,
+        patch=knobs,
+    )
 
 
 def _swap(cand: Candidate, opt: Mapping[str, Any], name: str, lr: Any) -> Candidate:
     if name == "SGD":
         rate = f" (lr {lr:g})" if isinstance(lr, (int, float)) else ""
-        return replace(cand, id="optimizer_adamw", title="SGD → AdamW", rule=f"SGD{rate} at {where(opt)} → AdamW "
-                       f"at lr {ADAMW_LR:g} (PyTorch's default): adaptive per-parameter steps",
-                       patch={"optimizer_swap": "adamw"})
+        return replace(
+            cand,
+            id="optimizer_adamw",
+            title="SGD → AdamW",
+            rule=f"SGD{rate} at {where(opt)} → AdamW "
+            f"at lr {ADAMW_LR:g} (PyTorch's default): adaptive per-parameter steps",
+            patch={"optimizer_swap": "adamw"},
+        )
     if name in FUSABLE and not opt.get("fused"):
-        return replace(cand, id="optimizer_fused", title=f"fused {name}", rule=f"{name} at {where(opt)} with "
-                       "fused=True: one kernel for all parameters instead of a loop per tensor (the same update)",
-                       patch={"optimizer_impl": "fused"})
-    why = f"{name} at {where(opt)} is already fused" if opt.get("fused") else \
-        f"no swap is known to help {name} (at {where(opt)})"
+        return replace(
+            cand,
+            id="optimizer_fused",
+            title=f"fused {name}",
+            rule=f"{name} at {where(opt)} with "
+            "fused=True: one kernel for all parameters instead of a loop per tensor (the same update)",
+            patch={"optimizer_impl": "fused"},
+        )
+    why = (
+        f"{name} at {where(opt)} is already fused"
+        if opt.get("fused")
+        else f"no swap is known to help {name} (at {where(opt)})"
+    )
     return _advice(cand, why)
 
 
@@ -214,9 +294,14 @@ def applied_record(cand: Candidate, injected: Mapping[str, Any] | None) -> dict[
         return None
     names = [k for k in asked(cand, injected) if k in (injected.get("knobs") or {})]
     sites = injected.get("sites") or {}
-    return {"knobs": {k: injected["knobs"][k] for k in names},
-            "sites": {s: {f: sites[s].get(f) for f in ("file", "line", "code", "via")}
-                      for s in ("dataloader", "optimizer", "training_arguments", "lightning_trainer") if s in sites}}
+    return {
+        "knobs": {k: injected["knobs"][k] for k in names},
+        "sites": {
+            s: {f: sites[s].get(f) for f in ("file", "line", "code", "via")}
+            for s in ("dataloader", "optimizer", "training_arguments", "lightning_trainer")
+            if s in sites
+        },
+    }
 
 
 def refused(injected: Mapping[str, Any] | None, inject: Mapping[str, Any]) -> str | None:

@@ -21,9 +21,13 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from advisors.quality.curve import Goal
 
-_NAME = re.compile(r"^(target(_\w+)?|\w+_target|early_stop(ping)?_\w+|stop_(at_)?\w+|stopping_threshold)$")
-_NOT = re.compile(r"patience|delta|step|epoch|every|interval|after|seed|dir|path|file|name|mode|size|ratio|frac|count|"
-                  r"iters?$|steps?$|threshold$")
+_NAME = re.compile(
+    r"^(target(_\w+)?|\w+_target|early_stop(ping)?_\w+|stop_(at_)?\w+|stopping_threshold)$"
+)
+_NOT = re.compile(
+    r"patience|delta|step|epoch|every|interval|after|seed|dir|path|file|name|mode|size|ratio|frac|count|"
+    r"iters?$|steps?$|threshold$"
+)
 _MAX = re.compile(r"acc|f1|bleu|rouge|score|auc|map\b|iou|reward|precision|recall")
 _MIN = re.compile(r"loss|ppl|perplexity|err|wer|cer|mse|mae|rmse")
 
@@ -64,7 +68,9 @@ def _config_values(config: Mapping[str, Any]) -> Iterator[tuple[str, Any, str]]:
     """(name, value, where) of every option, global and config key the agent recorded."""
     for parser in config.get("parsers") or []:
         for opt in parser.get("options") or []:
-            flag = next((f for f in opt.get("flags") or [] if f.startswith("--")), None) or str(opt.get("dest"))
+            flag = next((f for f in opt.get("flags") or [] if f.startswith("--")), None) or str(
+                opt.get("dest")
+            )
             yield str(opt.get("dest") or flag), opt.get("value"), f"the script's {flag}"
     for key, value in (config.get("globals") or {}).items():
         yield str(key), value, f"the script's {key} = …"
@@ -100,7 +106,9 @@ def from_source(path: Path) -> ScriptTarget | None:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        func = (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        )
         if not str(func).endswith("EarlyStopping"):
             continue
         kw = {k.arg: k.value for k in node.keywords if k.arg}
@@ -115,8 +123,11 @@ def from_source(path: Path) -> ScriptTarget | None:
             goal = "max" if mode.value == "max" else "min"
         elif isinstance(monitor, ast.Constant) and isinstance(monitor.value, str):
             goal = goal_of(monitor.value)
-        return ScriptTarget(number, goal, f"the script's EarlyStopping(stopping_threshold=…) at {path.name}:"
-                                          f"{node.lineno}")
+        return ScriptTarget(
+            number,
+            goal,
+            f"the script's EarlyStopping(stopping_threshold=…) at {path.name}:{node.lineno}",
+        )
     return None
 
 

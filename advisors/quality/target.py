@@ -32,8 +32,13 @@ class Target:
     note: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"metric": self.metric, "value": self.value, "goal": self.goal, "source": self.source,
-                "note": self.note}
+        return {
+            "metric": self.metric,
+            "value": self.value,
+            "goal": self.goal,
+            "source": self.source,
+            "note": self.note,
+        }
 
     def describe(self) -> str:
         sign = "≤" if self.goal == "min" else "≥"
@@ -50,7 +55,9 @@ class Budget:
     def __post_init__(self) -> None:
         if (self.steps is None) == (self.seconds is None):
             raise ValueError("a budget is steps or seconds, exactly one")
-        if (self.steps is not None and self.steps < 1) or (self.seconds is not None and self.seconds <= 0):
+        if (self.steps is not None and self.steps < 1) or (
+            self.seconds is not None and self.seconds <= 0
+        ):
             raise ValueError("a budget must be positive")
 
     @classmethod
@@ -61,19 +68,27 @@ class Budget:
             if raw.endswith(suffix):
                 number = raw[: -len(suffix)]
                 try:
-                    return cls(steps=int(number)) if scale is None else cls(seconds=float(number) * scale)
+                    return (
+                        cls(steps=int(number))
+                        if scale is None
+                        else cls(seconds=float(number) * scale)
+                    )
                 except ValueError:
                     break
         try:
             return cls(steps=int(raw))
         except ValueError:
-            raise ValueError(f"--budget {text!r}: give steps (300) or seconds (90s, 2m, 1h)") from None
+            raise ValueError(
+                f"--budget {text!r}: give steps (300) or seconds (90s, 2m, 1h)"
+            ) from None
 
     def describe(self) -> str:
         return f"{self.steps} steps" if self.steps is not None else f"{self.seconds:g} s"
 
 
-def baseline_value(curves: Sequence[Curve], budget: Budget, fraction: float = BASELINE_FRACTION) -> float:
+def baseline_value(
+    curves: Sequence[Curve], budget: Budget, fraction: float = BASELINE_FRACTION
+) -> float:
     """Median over the baseline's (smoothed) curves of the value each shows at ``fraction`` of the budget."""
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
@@ -91,13 +106,25 @@ def baseline_value(curves: Sequence[Curve], budget: Budget, fraction: float = BA
             if v is not None:
                 seen.append(v)
     if not seen:
-        raise ValueError("no baseline run has a point at that fraction of its budget: no target can be read")
+        raise ValueError(
+            "no baseline run has a point at that fraction of its budget: no target can be read"
+        )
     return float(np.median(seen))
 
 
-def from_baseline(curves: Sequence[Curve], budget: Budget, goal: Goal, metric: str,
-                  fraction: float = BASELINE_FRACTION) -> Target:
+def from_baseline(
+    curves: Sequence[Curve],
+    budget: Budget,
+    goal: Goal,
+    metric: str,
+    fraction: float = BASELINE_FRACTION,
+) -> Target:
     value = baseline_value(curves, budget, fraction)
-    return Target(metric, value, goal, "baseline curve",
-                  f"median over {len(curves)} baseline seed(s) of the value at {fraction:.0%} of "
-                  f"{budget.describe()}")
+    return Target(
+        metric,
+        value,
+        goal,
+        "baseline curve",
+        f"median over {len(curves)} baseline seed(s) of the value at {fraction:.0%} of "
+        f"{budget.describe()}",
+    )

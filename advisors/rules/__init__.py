@@ -34,12 +34,33 @@ from advisors.rules.memory.snapshot_peak import SnapshotPeak
 from advisors.rules.compute.loss_plateau import LossPlateau
 
 RULES: tuple[type[Rule], ...] = (
-    OutOfMemory, MemoryCreep, ProfilerOutgrew, NearCapacity, SnapshotPeak, SnapshotFragmentation, AllocatorChurn, BandwidthBound,
-    LoaderOnSaturatedHost, SingleProcessLoading, LoaderStarvesStep, DeviceIdleWhileLoading, PageableCopies,
-    ExposedCommunication, LowOverlap, Straggler,
+    OutOfMemory,
+    MemoryCreep,
+    ProfilerOutgrew,
+    NearCapacity,
+    SnapshotPeak,
+    SnapshotFragmentation,
+    AllocatorChurn,
+    BandwidthBound,
+    LoaderOnSaturatedHost,
+    SingleProcessLoading,
+    LoaderStarvesStep,
+    DeviceIdleWhileLoading,
+    PageableCopies,
+    ExposedCommunication,
+    LowOverlap,
+    Straggler,
     OversubscribedThreads,  # why the operators are slow, before what they do: it leads the device time's group on a tie
-    HandAttention, Fp32Gemms, SaturatedDevice, CpuFp32Matmul, NotCompiled, CudnnBenchmarkOff, DeviceDominates,
-    LaunchBound, FrequentSyncs, HostBound,
+    HandAttention,
+    Fp32Gemms,
+    SaturatedDevice,
+    CpuFp32Matmul,
+    NotCompiled,
+    CudnnBenchmarkOff,
+    DeviceDominates,
+    LaunchBound,
+    FrequentSyncs,
+    HostBound,
     LossPlateau,
 )
 

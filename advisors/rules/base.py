@@ -27,7 +27,9 @@ CONFIDENCE_AT_HIGH = 0.95
 #: Discounts when the trace itself is thin.
 INFERRED_STEPS_FACTOR = 0.85  # no ProfilerStep markers: the whole window was taken as one step
 SINGLE_STEP_FACTOR = 0.9  # one step only: nothing to say how typical it is
-RULE_FIX: Any = object()  # ``finding(fix_id=...)`` default: the rule's own ``fix_id`` (``None`` means no fix)
+RULE_FIX: Any = (
+    object()
+)  # ``finding(fix_id=...)`` default: the rule's own ``fix_id`` (``None`` means no fix)
 #: A finding holding less of the step than this is a minor one, not what binds, when a *fallback* rule (``fallback``)
 #: names the time the step is made of instead (COMP007: the device's own work): see advisors.diagnosis.
 MIN_BINDING_SHARE = 0.2
@@ -67,7 +69,9 @@ class Rule:
     def __init__(self, overrides: Mapping[str, float] | None = None) -> None:
         unknown = sorted(set(overrides or {}) - set(self.thresholds))
         if unknown:
-            raise ValueError(f"{self.id}: unknown threshold(s) {unknown}; known: {sorted(self.thresholds)}")
+            raise ValueError(
+                f"{self.id}: unknown threshold(s) {unknown}; known: {sorted(self.thresholds)}"
+            )
         self.t: Mapping[str, float] = {**self.thresholds, **(overrides or {})}
 
     def evaluate(self, f: Facts) -> Finding | None:
@@ -85,19 +89,40 @@ class Rule:
         return None if f.has_steps else "no profiled steps to measure"
 
     # -- helpers for subclasses ---------------------------------------------------------------------------
-    def finding(self, f: Facts, severity: float, confidence: float, message: str,
-                evidence: Mapping[str, EvidenceValue], fix_id: str | None = RULE_FIX) -> Finding:
-        return Finding(rule=self.id, name=self.name, bottleneck=self.bottleneck, severity=severity,
-                       confidence=confidence * data_quality(f), message=message,
-                       evidence={k: _round(v) for k, v in evidence.items()},
-                       fix_id=self.fix_id if fix_id is RULE_FIX else fix_id)
+    def finding(
+        self,
+        f: Facts,
+        severity: float,
+        confidence: float,
+        message: str,
+        evidence: Mapping[str, EvidenceValue],
+        fix_id: str | None = RULE_FIX,
+    ) -> Finding:
+        return Finding(
+            rule=self.id,
+            name=self.name,
+            bottleneck=self.bottleneck,
+            severity=severity,
+            confidence=confidence * data_quality(f),
+            message=message,
+            evidence={k: _round(v) for k, v in evidence.items()},
+            fix_id=self.fix_id if fix_id is RULE_FIX else fix_id,
+        )
 
     @classmethod
     def doc(cls) -> dict[str, Any]:
         """The rule as documentation (the dashboard's Rules page is built from this)."""
-        return {"id": cls.id, "name": cls.name, "bottleneck": cls.bottleneck.value, "cause": cls.cause,
-                "doc": inspect.cleandoc(cls.__doc__ or ""), "thresholds": dict(cls.thresholds),
-                "fix": cls.fix_id, "fires": [e.label for e in cls.fires], "passes": [e.label for e in cls.passes]}
+        return {
+            "id": cls.id,
+            "name": cls.name,
+            "bottleneck": cls.bottleneck.value,
+            "cause": cls.cause,
+            "doc": inspect.cleandoc(cls.__doc__ or ""),
+            "thresholds": dict(cls.thresholds),
+            "fix": cls.fix_id,
+            "fires": [e.label for e in cls.fires],
+            "passes": [e.label for e in cls.passes],
+        }
 
 
 def ramp(value: float, threshold: float, high: float) -> float:

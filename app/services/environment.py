@@ -32,10 +32,16 @@ def detect() -> Environment:
     mem = psutil.virtual_memory().total / 1024**3
     if ok:
         device = f"GPU — {reason}; host: {cpus} CPU cores, {mem:.0f} GiB RAM"
-        telemetry = ("NVML telemetry is live: GPU utilisation, memory, power and clocks at 10 Hz, with the host's "
-                     "CPU and memory (psutil) beside them.")
+        telemetry = (
+            "NVML telemetry is live: GPU utilisation, memory, power and clocks at 10 Hz, with the host's "
+            "CPU and memory (psutil) beside them."
+        )
     else:
         device = f"CPU only — {cpus} cores, {mem:.0f} GiB RAM; no NVIDIA GPU visible"
-        telemetry = ("NVML telemetry is unavailable, so runs record host telemetry (psutil: CPU %, RSS, I/O) "
-                     f"instead. NVML said: {reason}")
-    return Environment(device=device, telemetry=telemetry, nvml_live=ok, cpu_count=cpus, memory_gib=mem)
+        telemetry = (
+            "NVML telemetry is unavailable, so runs record host telemetry (psutil: CPU %, RSS, I/O) "
+            f"instead. NVML said: {reason}"
+        )
+    return Environment(
+        device=device, telemetry=telemetry, nvml_live=ok, cpu_count=cpus, memory_gib=mem
+    )

@@ -36,15 +36,26 @@ def candidate_fixes(a: Analysis) -> list[Fix]:
     if a.diagnosis is None or a.run is None or a.run.spec is None:
         return []
     workers = getattr(a.run.spec, "num_workers", None)
-    ctx = ScriptContext(device=device_of(a), world_size=a.run.world_size,
-                        loader={"num_workers": workers} if workers is not None else {})
+    ctx = ScriptContext(
+        device=device_of(a),
+        world_size=a.run.world_size,
+        loader={"num_workers": workers} if workers is not None else {},
+    )
     out = []
     for fix_id in proposed(a.diagnosis):
         spec = spec_of(fix_id)
         injection = spec.injection
-        if injection is None or applies(spec.fix, ctx.device, ctx.world_size) or not injection.knobs(ctx):
+        if (
+            injection is None
+            or applies(spec.fix, ctx.device, ctx.world_size)
+            or not injection.knobs(ctx)
+        ):
             continue
-        if spec.conv_only and a.breakdown is not None and not getattr(a.breakdown, "has_conv", True):
+        if (
+            spec.conv_only
+            and a.breakdown is not None
+            and not getattr(a.breakdown, "has_conv", True)
+        ):
             continue
         out.append(spec.fix)
     return out
@@ -87,16 +98,31 @@ def measured_before(store: RunStore, source_run: str) -> dict[str, str]:
         if x is None or not x.fix_id or x.fix_id in out:
             continue
         if x.outcome == "rejected":
-            when = time.strftime("%H:%M", time.localtime(rec.created_unix)) if rec.created_unix else "earlier"
-            out[x.fix_id] = (f"the Apply at {when} ({rec.run_id}) measured it on this run: {x.outcome_text}; "
-                             "Apply it again to re-measure")
+            when = (
+                time.strftime("%H:%M", time.localtime(rec.created_unix))
+                if rec.created_unix
+                else "earlier"
+            )
+            out[x.fix_id] = (
+                f"the Apply at {when} ({rec.run_id}) measured it on this run: {x.outcome_text}; "
+                "Apply it again to re-measure"
+            )
         else:
-            out[x.fix_id] = ""  # the newest Apply did not reject it: an older rejection no longer speaks
+            out[x.fix_id] = (
+                ""  # the newest Apply did not reject it: an older rejection no longer speaks
+            )
     return {k: v for k, v in out.items() if v}
 
 
 def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, trials: int) -> Any:
     """Diagnose → apply → measure, ``rounds`` times, as a stored experiment of ``source``. Fixes an Apply on
     ``source`` already measured and rejected are not re-tried (:func:`measured_before`)."""
-    return script_apply.start_ladder(store, source, a, target(store, source, a), rounds, trials,
-                                     measured_before=measured_before(store, source.run_id))
+    return script_apply.start_ladder(
+        store,
+        source,
+        a,
+        target(store, source, a),
+        rounds,
+        trials,
+        measured_before=measured_before(store, source.run_id),
+    )

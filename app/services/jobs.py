@@ -13,7 +13,9 @@ import traceback
 from typing import Any, Callable, Generic, TypeVar
 
 T = TypeVar("T")
-Progress = Callable[[Any], None]  # receives the job's progress values (``advisors.experiments.progress.Progress``)
+Progress = Callable[
+    [Any], None
+]  # receives the job's progress values (``advisors.experiments.progress.Progress``)
 
 
 class BackgroundJob(Generic[T]):
@@ -33,7 +35,9 @@ class BackgroundJob(Generic[T]):
         self._thread.start()
 
     def _report(self, event: Any) -> None:
-        self.last = event  # one assignment of an immutable value: a reader sees the old or the new one
+        self.last = (
+            event  # one assignment of an immutable value: a reader sees the old or the new one
+        )
         self.events += 1
 
     def _run(self) -> None:

@@ -31,10 +31,30 @@ from profilers.frames.telemetry import downsample_telemetry
 #: The settings the form shows, in order, grouped (every other keeps the workload's value and can be changed with
 #: ``KEY=VALUE`` lines): the script's flags (``sample_runs.options.FLAGS``) and the launcher's (``LAUNCH``).
 KNOB_GROUPS: dict[str, tuple[str, ...]] = {
-    "Training": ("batch_size", "steps", "lr", "lr_warmup_steps", "optimizer", "optimizer_impl", "seed"),
-    "Data loading": ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "cache_decoded"),
-    "Numerics and memory": ("precision", "channels_last", "compile", "grad_accum_steps", "activation_checkpointing",
-                            "memory_budget_mb"),
+    "Training": (
+        "batch_size",
+        "steps",
+        "lr",
+        "lr_warmup_steps",
+        "optimizer",
+        "optimizer_impl",
+        "seed",
+    ),
+    "Data loading": (
+        "num_workers",
+        "pin_memory",
+        "persistent_workers",
+        "prefetch_factor",
+        "cache_decoded",
+    ),
+    "Numerics and memory": (
+        "precision",
+        "channels_last",
+        "compile",
+        "grad_accum_steps",
+        "activation_checkpointing",
+        "memory_budget_mb",
+    ),
     "Distributed": ("world_size", "backend", "bucket_cap_mb", "ddp_no_sync", "grad_compression"),
     "Profiling": ("warmup_steps", "step_timeout_s"),
 }
@@ -72,8 +92,10 @@ def workloads() -> list[WorkloadInfo]:
     """The registered sample workloads."""
     import sample_runs
 
-    return [WorkloadInfo(w.name, w.description, w.intended_bottleneck, tuple(w.sizes))
-            for w in sample_runs.WORKLOADS.values()]
+    return [
+        WorkloadInfo(w.name, w.description, w.intended_bottleneck, tuple(w.sizes))
+        for w in sample_runs.WORKLOADS.values()
+    ]
 
 
 def base_settings(workload: str, size: str) -> dict[str, Any]:
@@ -82,12 +104,16 @@ def base_settings(workload: str, size: str) -> dict[str, Any]:
     from sample_runs import options
 
     out = options.defaults(workload, size)
-    out["steps"] = max(int(out["steps"]), workload_runs.default_steps(int(out["warmup_steps"]),
-                                                                         int(out["profile_active"])))
+    out["steps"] = max(
+        int(out["steps"]),
+        workload_runs.default_steps(int(out["warmup_steps"]), int(out["profile_active"])),
+    )
     return out
 
 
-def build_run(store: RunStore, workload: str, size: str, values: Mapping[str, Any], sets: str = "") -> ScriptSpec:
+def build_run(
+    store: RunStore, workload: str, size: str, values: Mapping[str, Any], sets: str = ""
+) -> ScriptSpec:
     """The run the form describes: the base settings with the form's values (0 → None for optional knobs) and
     ``KEY=VALUE`` lines. SpecError with one sentence for a setting that does not fit."""
     changes: dict[str, Any] = {}
@@ -98,12 +124,17 @@ def build_run(store: RunStore, workload: str, size: str, values: Mapping[str, An
         elif k.kind == "int" and value is not None:
             value = int(value)
         changes[name] = value
-    lines = [line.strip() for line in sets.splitlines() if line.strip() and not line.strip().startswith("#")]
+    lines = [
+        line.strip()
+        for line in sets.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
     more, params = workload_runs.parse_sets(lines)
     changes.update(more)
     steps = changes.pop("steps", None)  # the run's length: the launcher's window closes it
-    return workload_runs.workload_spec(store.root, workload, size, changes, params,
-                                       steps=int(steps) if steps else None)
+    return workload_runs.workload_spec(
+        store.root, workload, size, changes, params, steps=int(steps) if steps else None
+    )
 
 
 def shown_command(spec: ScriptSpec) -> str:
@@ -114,14 +145,18 @@ def shown_command(spec: ScriptSpec) -> str:
     text = command_text(spec.command)
     extra = []
     if spec.world_size > 1:
-        extra.append(f"under torchrun, {spec.nproc_per_node} rank(s) per node" +
-                     (f" on {spec.nnodes} nodes" if spec.nnodes > 1 else ""))
+        extra.append(
+            f"under torchrun, {spec.nproc_per_node} rank(s) per node"
+            + (f" on {spec.nnodes} nodes" if spec.nnodes > 1 else "")
+        )
     if spec.memory_budget_mb is not None:
         extra.append(f"memory limit {spec.memory_budget_mb:g} MiB")
     return text + (f"   # {'; '.join(extra)}" if extra else "")
 
 
-def start_workload(spec: ScriptSpec, store: RunStore, workload: str, label: str | None = None) -> RunHandle:
+def start_workload(
+    spec: ScriptSpec, store: RunStore, workload: str, label: str | None = None
+) -> RunHandle:
     """Start the workload's run as any script's: the launcher, the agent, its steps and profile."""
     return launch.start_script(spec, store, label=label or workload)
 
@@ -147,7 +182,7 @@ def script_cwd(argv: list[str], cwd: str | None) -> tuple[list[str], str]:
         return argv, os.getcwd()
     script = Path(target[0]).resolve()
     index = len(argv) - len(target)
-    return [*argv[:index], str(script), *argv[index + 1:]], str(script.parent)
+    return [*argv[:index], str(script), *argv[index + 1 :]], str(script.parent)
 
 
 def shown_cwd(command: str, cwd: str | None) -> str | None:
@@ -158,8 +193,15 @@ def shown_cwd(command: str, cwd: str | None) -> str | None:
         return None
 
 
-def start_script(command: str, steps: int, store: RunStore, label: str | None = None,
-                 python: str | None = None, cwd: str | None = None, watch: bool = False) -> RunHandle:
+def start_script(
+    command: str,
+    steps: int,
+    store: RunStore,
+    label: str | None = None,
+    python: str | None = None,
+    cwd: str | None = None,
+    watch: bool = False,
+) -> RunHandle:
     """Launch the script in ``command`` (e.g. ``python train.py --lr 0.1``) unmodified, profiling ``steps`` (``watch``:
     to its own end, each capture profiling ``steps``: :func:`profilers.run.launch.start_watch`), in
     ``python`` (blank: the command's own interpreter, as a shell would find it), in ``cwd`` (blank: the script's
@@ -169,11 +211,25 @@ def start_script(command: str, steps: int, store: RunStore, label: str | None = 
     except ValueError as err:
         raise RunError(f"cannot split the command: {err}") from None
     argv, folder = script_cwd(argv, cwd)
-    if watch:  # the whole run, to the script's own end; ``steps`` is then what each capture profiles
-        return launch.start_watch(argv, store, label=label or None, capture_steps=min(max(steps, 1), 100),
-                                  python=(python or "").strip() or None, cwd=folder)
-    return launch.start_launch(argv, store, steps=steps, label=label or None, python=(python or "").strip() or None,
-                               cwd=folder)
+    if (
+        watch
+    ):  # the whole run, to the script's own end; ``steps`` is then what each capture profiles
+        return launch.start_watch(
+            argv,
+            store,
+            label=label or None,
+            capture_steps=min(max(steps, 1), 100),
+            python=(python or "").strip() or None,
+            cwd=folder,
+        )
+    return launch.start_launch(
+        argv,
+        store,
+        steps=steps,
+        label=label or None,
+        python=(python or "").strip() or None,
+        cwd=folder,
+    )
 
 
 def followable(store: RunStore, run_id: str | None) -> str | None:
@@ -188,17 +244,22 @@ def followable(store: RunStore, run_id: str | None) -> str | None:
 
 
 def cancel_reason(progress: Mapping[str, Any] | None) -> str:
-    """"cancelled by you at step N": the last step the run reported when the user pressed Cancel."""
+    """ "cancelled by you at step N": the last step the run reported when the user pressed Cancel."""
     step = (progress or {}).get("step")
-    return f"cancelled by you at step {int(step)}" if isinstance(step, (int, float)) and step > 0 else \
-        "cancelled by you before its first step"
+    return (
+        f"cancelled by you at step {int(step)}"
+        if isinstance(step, (int, float)) and step > 0
+        else "cancelled by you before its first step"
+    )
 
 
 def cancel(store: RunStore, run_id: str, handle: RunHandle | None) -> str:
     """Stop a run: through this session's handle when it has one, else from the stored pid (any session).
     Returns the reason stored with it."""
     reason = cancel_reason(store.read_progress(run_id))
-    store.request_cancel(run_id, reason)  # first: the live view stops its countdown on the next draw
+    store.request_cancel(
+        run_id, reason
+    )  # first: the live view stops its countdown on the next draw
     if handle is not None and handle.run_id == run_id:
         handle.cancel(reason)
     else:
@@ -223,13 +284,20 @@ def live(store: RunStore, run_id: str) -> Live:
     record = store.get(run_id)
     progress = store.read_progress(run_id)
     cancelled = store.read_cancel(run_id)
-    return Live(status=record.status, progress=progress, steps=store.read_steps(run_id),
-                telemetry=downsample_telemetry(store.read_telemetry(run_id), max_points=600), error=record.error,
-                cancelled=cancelled, outcome=outcome_text(record.status, store.read_result(run_id), cancelled,
-                                                          record.error))
+    return Live(
+        status=record.status,
+        progress=progress,
+        steps=store.read_steps(run_id),
+        telemetry=downsample_telemetry(store.read_telemetry(run_id), max_points=600),
+        error=record.error,
+        cancelled=cancelled,
+        outcome=outcome_text(record.status, store.read_result(run_id), cancelled, record.error),
+    )
 
 
-def outcome_text(status: RunStatus, result: RunResult | None, cancelled: str | None, error: str | None) -> str:
+def outcome_text(
+    status: RunStatus, result: RunResult | None, cancelled: str | None, error: str | None
+) -> str:
     """How a run ended, in words that tell the truth: a cancel is the user's, not a crash; a script the launcher
     stopped after its profiled steps was stopped on purpose."""
     if status is RunStatus.RUNNING:
@@ -238,11 +306,15 @@ def outcome_text(status: RunStatus, result: RunResult | None, cancelled: str | N
     if cancelled and status is RunStatus.KILLED:
         return cancelled[:1].upper() + cancelled[1:] + "."
     if status is RunStatus.OK and result is not None and result.profile_cut:
-        return (f"Profiled part of a step, then stopped your script after step {steps}: "
-                f"{result.profile_cut[:1].upper()}{result.profile_cut[1:]}.")
+        return (
+            f"Profiled part of a step, then stopped your script after step {steps}: "
+            f"{result.profile_cut[:1].upper()}{result.profile_cut[1:]}."
+        )
     if status is RunStatus.OK and result is not None and result.profiled_then_stopped:
-        return (f"Profiled {result.profiled_then_stopped} steps of your script, then stopped it "
-                f"after step {steps}: a profile needs only those steps, so the script is not run to its end.")
+        return (
+            f"Profiled {result.profiled_then_stopped} steps of your script, then stopped it "
+            f"after step {steps}: a profile needs only those steps, so the script is not run to its end."
+        )
     if status is RunStatus.OK:
         return f"Finished: ok after {steps} steps."
     return f"Ended {status.value} after {steps} steps" + (f": {error}" if error else ".")

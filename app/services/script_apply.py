@@ -33,15 +33,20 @@ def script_spec(run_dir: Path) -> ScriptSpec:
     ``launch.json``, the script is gone, a multi-node run whose rendezvous was not recorded)."""
     saved = read_json(run_dir / "script.json")
     launch = read_json(run_dir / "launch.json")
-    ran_with = launch.get("interpreter") if isinstance(launch, dict) else None  # the same interpreter again
+    ran_with = (
+        launch.get("interpreter") if isinstance(launch, dict) else None
+    )  # the same interpreter again
     if isinstance(saved, dict):
         spec = ScriptSpec.from_dict(saved)
     else:
         if not isinstance(launch, dict) or not launch.get("command"):
             raise RunError("this run has no launch.json with the command that started it")
-        spec = ScriptSpec(command=tuple(str(c) for c in launch["command"]), cwd=str(launch.get("cwd") or "."),
-                          nproc_per_node=int(launch.get("nproc_per_node") or 1),
-                          nnodes=int(launch.get("nnodes") or 1))
+        spec = ScriptSpec(
+            command=tuple(str(c) for c in launch["command"]),
+            cwd=str(launch.get("cwd") or "."),
+            nproc_per_node=int(launch.get("nproc_per_node") or 1),
+            nnodes=int(launch.get("nnodes") or 1),
+        )
     if spec.python is None and isinstance(ran_with, str) and ran_with:
         spec = spec.patch(python=ran_with)
     spec.name  # the command is read again here: a script that is gone is refused before any run
@@ -68,7 +73,9 @@ class ScriptTarget:
         so that flag grows to outlast the warm-up, the timed steps and the profiler's window (else its trials
         time the steps it has and never profile: no trace for a ladder's next diagnosis)."""
         spec = self.spec.patch(measure_steps=measure_steps)
-        return ScriptTarget(spec.patch(command=_outlasting(spec)), self.run_dir, self.device, self.ctx)
+        return ScriptTarget(
+            spec.patch(command=_outlasting(spec)), self.run_dir, self.device, self.ctx
+        )
 
 
 def _outlasting(spec: ScriptSpec) -> tuple[str, ...]:
@@ -79,9 +86,15 @@ def _outlasting(spec: ScriptSpec) -> tuple[str, ...]:
     command = tuple(spec.command)
     if workload_of_command(command) is None or "--epochs" in command or "--steps" not in command:
         return command
-    given = command[command.index("--steps") + 1] if command.index("--steps") + 1 < len(command) else ""
+    given = (
+        command[command.index("--steps") + 1] if command.index("--steps") + 1 < len(command) else ""
+    )
     steps = int(given) if given.isdigit() else 0
-    return with_flag(command, ["--steps"], str(max(steps, spec.total_steps))) if spec.total_steps > steps else command
+    return (
+        with_flag(command, ["--steps"], str(max(steps, spec.total_steps)))
+        if spec.total_steps > steps
+        else command
+    )
 
 
 def target_of(run_dir: Path | str, device: str) -> ScriptTarget:
@@ -118,27 +131,49 @@ def offer(target: ScriptTarget, d: Diagnosis | None) -> Offer:
         why = applies(fix, target.ctx.device, target.spec.world_size)
         if why is not None and not_injectable(fix) is None:
             not_here.append((fix, why))
-    return Offer(fixes=list(s.candidates(d, target.spec, set())), yours=s.advice(d), not_here=not_here)
+    return Offer(
+        fixes=list(s.candidates(d, target.spec, set())), yours=s.advice(d), not_here=not_here
+    )
 
 
-def start_experiment(store: RunStore, source: RunRecord, a: Analysis, target: ScriptTarget, fix: Fix,
-                     trials: int) -> BackgroundJob[Any]:
+def start_experiment(
+    store: RunStore, source: RunRecord, a: Analysis, target: ScriptTarget, fix: Fix, trials: int
+) -> BackgroundJob[Any]:
     """The script without and with ``fix`` injected, interleaved, ``trials`` runs each, as a stored experiment of
     ``source``; the result is an ``Experiment`` (``not_applied`` says why when the fix did not act)."""
     from advisors.experiments import trials as trial_runs
     from advisors.experiments.experiment import Policy, run_experiment
 
     strategy = target.strategy()
-    return stored_jobs.start(store, source, "apply", {"fix": fix.id, "fix_title": fix.title, "trials": trials}, a,
-                             lambda exp_id, report: run_experiment(
-                                 target.spec, fix, stored_jobs.stoppable(
-                                     store, exp_id, trial_runs.script_runner(store, experiment=exp_id)),
-                                 Policy(trials=trials), on_progress=report, apply=strategy.apply,
-                                 proof=strategy.proof(fix)))
+    return stored_jobs.start(
+        store,
+        source,
+        "apply",
+        {"fix": fix.id, "fix_title": fix.title, "trials": trials},
+        a,
+        lambda exp_id, report: run_experiment(
+            target.spec,
+            fix,
+            stored_jobs.stoppable(
+                store, exp_id, trial_runs.script_runner(store, experiment=exp_id)
+            ),
+            Policy(trials=trials),
+            on_progress=report,
+            apply=strategy.apply,
+            proof=strategy.proof(fix),
+        ),
+    )
 
 
-def start_ladder(store: RunStore, source: RunRecord, a: Analysis, target: ScriptTarget, rounds: int,
-                 trials: int, measured_before: dict[str, str] | None = None) -> BackgroundJob[Any]:
+def start_ladder(
+    store: RunStore,
+    source: RunRecord,
+    a: Analysis,
+    target: ScriptTarget,
+    rounds: int,
+    trials: int,
+    measured_before: dict[str, str] | None = None,
+) -> BackgroundJob[Any]:
     """Diagnose a fresh run → inject → measure, ``rounds`` times, as a stored experiment of ``source``; the
     result is a ``Ladder`` (with ``advice``: the fixes left to the user). ``measured_before``: fixes an earlier
     Apply on ``source`` measured and rejected, not re-tried in round 1."""
@@ -147,23 +182,46 @@ def start_ladder(store: RunStore, source: RunRecord, a: Analysis, target: Script
     from advisors.experiments.optimize import optimize
 
     spec, device = target.spec, target.device
-    return stored_jobs.start(store, source, "ladder", {"rounds": rounds, "trials": trials}, a,
-                             lambda exp_id, report: optimize(
-                                 spec, stored_jobs.stoppable(
-                                     store, exp_id, trial_runs.script_runner(store, experiment=exp_id)),
-                                 rounds=rounds, policy=Policy(trials=trials), device=device, on_progress=report,
-                                 strategy=target.strategy(), measured_before=measured_before))
+    return stored_jobs.start(
+        store,
+        source,
+        "ladder",
+        {"rounds": rounds, "trials": trials},
+        a,
+        lambda exp_id, report: optimize(
+            spec,
+            stored_jobs.stoppable(
+                store, exp_id, trial_runs.script_runner(store, experiment=exp_id)
+            ),
+            rounds=rounds,
+            policy=Policy(trials=trials),
+            device=device,
+            on_progress=report,
+            strategy=target.strategy(),
+            measured_before=measured_before,
+        ),
+    )
 
 
 def describe(spec: ScriptSpec) -> str:
     """One line: what each trial runs (plain text; the page escapes it)."""
     ranks = f" on {spec.world_size} ranks" if spec.world_size > 1 else ""
-    return (f"{' '.join(spec.command)} in {spec.cwd}{ranks}: {spec.warmup_steps} warm-up steps, "
-            f"{spec.measure_steps} timed steps, then {spec.profile_steps} profiled; seed {spec.seed} in every run")
+    return (
+        f"{' '.join(spec.command)} in {spec.cwd}{ranks}: {spec.warmup_steps} warm-up steps, "
+        f"{spec.measure_steps} timed steps, then {spec.profile_steps} profiled; seed {spec.seed} in every run"
+    )
 
 
-__all__ = ["Offer", "ScriptTarget", "describe", "offer", "script_spec", "start_experiment", "start_ladder",
-           "target_of"]
+__all__ = [
+    "Offer",
+    "ScriptTarget",
+    "describe",
+    "offer",
+    "script_spec",
+    "start_experiment",
+    "start_ladder",
+    "target_of",
+]
 
 
 def injected_knobs(target: ScriptTarget, fix: Fix) -> tuple[dict[str, object], str | None]:
@@ -178,8 +236,15 @@ def injected_knobs(target: ScriptTarget, fix: Fix) -> tuple[dict[str, object], s
     knobs = (injection.knobs(target.ctx) or {}) if injection is not None else {}
     n, ctx = knobs.get("num_workers"), target.ctx
     why = None
-    if isinstance(n, int) and ctx.host_busy is not None and ctx.host_busy < IDLE_HOST and n > ctx.cores:
-        why = (f"num_workers={n}, more than this run's {ctx.cores} cores: they sat {ctx.host_busy:.0%} busy while the "
-               "loader waited (storage or latency, not CPU), so Apply measures twice as many workers as cores; the "
-               "verdict's count is one per core, the safe default")
+    if (
+        isinstance(n, int)
+        and ctx.host_busy is not None
+        and ctx.host_busy < IDLE_HOST
+        and n > ctx.cores
+    ):
+        why = (
+            f"num_workers={n}, more than this run's {ctx.cores} cores: they sat {ctx.host_busy:.0%} busy while the "
+            "loader waited (storage or latency, not CPU), so Apply measures twice as many workers as cores; the "
+            "verdict's count is one per core, the safe default"
+        )
     return dict(knobs), why

@@ -53,6 +53,7 @@ def stop_trials(store: RunStore, experiment_id: str) -> int:
 def stoppable(store: RunStore, experiment_id: str, run_one: Any) -> Any:
     """A trial runner that refuses to start a trial once the experiment is cancelled, and raises
     :class:`Cancelled` when one returns after the cancel (its run was stopped, its numbers are not a result)."""
+
     def run(spec: Any, on_progress: Any = None) -> Any:
         if cancel_requested(store, experiment_id):
             raise Cancelled(CANCELLED_BY_YOU)
@@ -67,7 +68,9 @@ def stoppable(store: RunStore, experiment_id: str, run_one: Any) -> Any:
 def _finish_cancelled(store: RunStore, experiment_id: str) -> None:
     n = len(experiments.trials(store, experiment_id))
     why = f"{CANCELLED_BY_YOU} after {n} trial run{'' if n == 1 else 's'} started (the running one was stopped)"
-    store.finish(experiment_id, RunResult(status=RunStatus.KILLED, error=why, finished_unix=time.time()))
+    store.finish(
+        experiment_id, RunResult(status=RunStatus.KILLED, error=why, finished_unix=time.time())
+    )
 
 
 def label_of(mode: str, about: Mapping[str, Any]) -> str:
@@ -79,8 +82,14 @@ def label_of(mode: str, about: Mapping[str, Any]) -> str:
     return f"Ladder of {rounds} round{'' if rounds == 1 else 's'}"
 
 
-def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Mapping[str, Any],
-          analysis: Analysis, work: Work[Any]) -> BackgroundJob[Any]:
+def start(
+    store: RunStore,
+    source: RunRecord,
+    mode: experiments.Mode,
+    about: Mapping[str, Any],
+    analysis: Analysis,
+    work: Work[Any],
+) -> BackgroundJob[Any]:
     """Create the stored experiment for ``source`` and run ``work`` for it in the background."""
     what = label_of(mode, about)
     record = experiments.start(store, source.run_id, mode, f"{what} on {source.label}", about)
@@ -99,11 +108,15 @@ def start(store: RunStore, source: RunRecord, mode: experiments.Mode, about: Map
                 return None
             experiments.finish(store, record.run_id, None, error=f"{type(err).__name__}: {err}")
             raise
-        if cancel_requested(store, record.run_id):  # a stopped trial the advisor took as a failed one
+        if cancel_requested(
+            store, record.run_id
+        ):  # a stopped trial the advisor took as a failed one
             _finish_cancelled(store, record.run_id)
             return None
         if mode == "apply":  # every number and word of it, decided once
-            shown: Any = applied(result, analysis.diagnosis, f"the diagnosis of {source.label}", source.run_id)
+            shown: Any = applied(
+                result, analysis.diagnosis, f"the diagnosis of {source.label}", source.run_id
+            )
             view, trials = apply_view(shown.record, shown.evidence), shown.record.trials
         else:
             shown = ladder_record(result, about.get("rounds"))
@@ -127,7 +140,9 @@ def latest(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecor
 
 def last_finished(store: RunStore, source_run: str, mode: experiments.Mode) -> RunRecord | None:
     """The newest experiment of ``mode`` from ``source_run`` that finished with a result (status ok)."""
-    return next((r for r in experiments.of_run(store, source_run, mode) if r.status is RunStatus.OK), None)
+    return next(
+        (r for r in experiments.of_run(store, source_run, mode) if r.status is RunStatus.OK), None
+    )
 
 
 def busy(store: RunStore, source_run: str) -> bool:

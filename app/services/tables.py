@@ -15,8 +15,11 @@ from stepwise_agent import steady
 MAX_TABLE_ROWS = 500
 
 
-def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = None,
-               analyses: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+def runs_frame(
+    records: list[RunRecord],
+    outcomes: Mapping[str, str] | None = None,
+    analyses: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
     """One row per run, newest first (what the Runs page lists). ``outcomes``: an experiment's outcome word
     ("kept 1.42×", "rejected", "not applied") by run id, shown as its status, and its row names the run it was
     started from ("apply … ← resnet.json"), so an experiment is never a bare "ok" nobody can place.
@@ -29,20 +32,44 @@ def runs_frame(records: list[RunRecord], outcomes: Mapping[str, str] | None = No
     rows = []
     for r in records:
         head = stored.get(r.run_id)
-        rows.append({
-            "run": r.label + (f" ← {labels[r.source_run]}" if r.source_run in labels else ""),
-            "kind": r.kind, "status": said.get(r.run_id, r.status.value),
-            "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
-            "ms/step": head["step_time_ms"] if head else r.step_time_ms,
-            "samples/s": head["samples_per_s"] if head else r.samples_per_s, "peak MiB": r.peak_memory_mb,
-            "bottleneck": (head or {}).get("bottleneck") or "",
-            "device": r.device or "", "ranks": r.world_size, "error": error_line(r.error),
-            "id": r.run_id})
+        rows.append(
+            {
+                "run": r.label + (f" ← {labels[r.source_run]}" if r.source_run in labels else ""),
+                "kind": r.kind,
+                "status": said.get(r.run_id, r.status.value),
+                "created": pd.Timestamp(r.created_unix, unit="s")
+                .tz_localize("UTC")
+                .tz_convert(None)
+                .floor("s"),
+                "ms/step": head["step_time_ms"] if head else r.step_time_ms,
+                "samples/s": head["samples_per_s"] if head else r.samples_per_s,
+                "peak MiB": r.peak_memory_mb,
+                "bottleneck": (head or {}).get("bottleneck") or "",
+                "device": r.device or "",
+                "ranks": r.world_size,
+                "error": error_line(r.error),
+                "id": r.run_id,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-TRIAL_FRAME_COLUMNS = ["round", "fix", "part", "pair", "run", "status", "in verdict", "created", "ms/step",
-                       "samples/s", "peak MiB", "others' cores", "error", "id"]
+TRIAL_FRAME_COLUMNS = [
+    "round",
+    "fix",
+    "part",
+    "pair",
+    "run",
+    "status",
+    "in verdict",
+    "created",
+    "ms/step",
+    "samples/s",
+    "peak MiB",
+    "others' cores",
+    "error",
+    "id",
+]
 
 
 def trials_frame(trials: list[RunRecord], recorded: Sequence[TrialRecord] = ()) -> pd.DataFrame:
@@ -54,28 +81,51 @@ def trials_frame(trials: list[RunRecord], recorded: Sequence[TrialRecord] = ()) 
     rows = []
     for r in sorted(trials, key=lambda r: r.created_unix):
         t = by_id.get(r.run_id)
-        rows.append({"round": t.round if t else None, "fix": t.fix_id if t else None,
-                     "part": t.role if t else (r.role or "trial"), "pair": t.pair if t else None, "run": r.label,
-                     "status": t.status if t else r.status.value,
-                     # a pair other programs competed for, left out of the verdict's medians (its reason says so)
-                     "in verdict": t.in_verdict if t and t.role != "diagnosis" and t.status == "ok" else None,
-                     "created": pd.Timestamp(r.created_unix, unit="s").tz_localize("UTC").tz_convert(None).floor("s"),
-                     "ms/step": t.step_time_ms if t else r.step_time_ms,
-                     "samples/s": t.samples_per_s if t else r.samples_per_s,
-                     "peak MiB": t.peak_memory_mb if t else r.peak_memory_mb,
-                     "others' cores": t.others_cores if t else None,
-                     "error": error_line(t.error if t else r.error), "id": r.run_id})
+        rows.append(
+            {
+                "round": t.round if t else None,
+                "fix": t.fix_id if t else None,
+                "part": t.role if t else (r.role or "trial"),
+                "pair": t.pair if t else None,
+                "run": r.label,
+                "status": t.status if t else r.status.value,
+                # a pair other programs competed for, left out of the verdict's medians (its reason says so)
+                "in verdict": t.in_verdict
+                if t and t.role != "diagnosis" and t.status == "ok"
+                else None,
+                "created": pd.Timestamp(r.created_unix, unit="s")
+                .tz_localize("UTC")
+                .tz_convert(None)
+                .floor("s"),
+                "ms/step": t.step_time_ms if t else r.step_time_ms,
+                "samples/s": t.samples_per_s if t else r.samples_per_s,
+                "peak MiB": t.peak_memory_mb if t else r.peak_memory_mb,
+                "others' cores": t.others_cores if t else None,
+                "error": error_line(t.error if t else r.error),
+                "id": r.run_id,
+            }
+        )
     return pd.DataFrame(rows, columns=TRIAL_FRAME_COLUMNS)
 
 
 def kernels_frame(kernels: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:
     """Kernels in steps: total and per-step ms, calls, mean µs, class, low precision."""
     if kernels.empty:
-        return pd.DataFrame(columns=["kernel", "class", "total ms", "ms/step", "calls", "mean µs", "low precision"])
+        return pd.DataFrame(
+            columns=["kernel", "class", "total ms", "ms/step", "calls", "mean µs", "low precision"]
+        )
     k = kernels.head(limit)
-    return pd.DataFrame({"kernel": k["name"], "class": k["kclass"], "total ms": k["total_ns"] / 1e6,
-                         "ms/step": k["total_ns"] / 1e6 / max(steps, 1), "calls": k["count"],
-                         "mean µs": k["mean_us"], "low precision": k["low_precision"]})
+    return pd.DataFrame(
+        {
+            "kernel": k["name"],
+            "class": k["kclass"],
+            "total ms": k["total_ns"] / 1e6,
+            "ms/step": k["total_ns"] / 1e6 / max(steps, 1),
+            "calls": k["count"],
+            "mean µs": k["mean_us"],
+            "low precision": k["low_precision"],
+        }
+    )
 
 
 def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.DataFrame:
@@ -83,8 +133,15 @@ def ops_frame(ops: pd.DataFrame, steps: int, limit: int = MAX_TABLE_ROWS) -> pd.
     if ops.empty:
         return pd.DataFrame(columns=["operator", "total ms", "ms/step", "calls", "mean µs"])
     o = ops.head(limit)
-    return pd.DataFrame({"operator": o["name"], "total ms": o["total_ns"] / 1e6,
-                         "ms/step": o["total_ns"] / 1e6 / max(steps, 1), "calls": o["count"], "mean µs": o["mean_us"]})
+    return pd.DataFrame(
+        {
+            "operator": o["name"],
+            "total ms": o["total_ns"] / 1e6,
+            "ms/step": o["total_ns"] / 1e6 / max(steps, 1),
+            "calls": o["count"],
+            "mean µs": o["mean_us"],
+        }
+    )
 
 
 def per_step_label(values: tuple[float, ...] | list[float]) -> str:
@@ -97,11 +154,17 @@ def per_step_label(values: tuple[float, ...] | list[float]) -> str:
 def typical_label(values: tuple[float, ...] | list[float]) -> str:
     """``typical step (median) 2.1 ms, 12% of steps stalled`` when apart from the time per step,
     else ``""``."""
-    return steady.typical_note(steady.time_per_step(values), steady.typical_step(values),
-                               steady.stalled_share(values))
+    return steady.typical_note(
+        steady.time_per_step(values), steady.typical_step(values), steady.stalled_share(values)
+    )
 
 
 def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
     """Where the largest allocations alive at a snapshot's peak were made (first frame outside torch)."""
-    return pd.DataFrame([{"allocated at": t.where, "GiB": round(t.bytes / GIB, 2), "allocations": t.count}
-                         for t in snapshot.top_sites], columns=["allocated at", "GiB", "allocations"])
+    return pd.DataFrame(
+        [
+            {"allocated at": t.where, "GiB": round(t.bytes / GIB, 2), "allocations": t.count}
+            for t in snapshot.top_sites
+        ],
+        columns=["allocated at", "GiB", "allocations"],
+    )

@@ -62,15 +62,21 @@ def refused_name(name: str) -> str | None:
     return f"not a kind of file Stepwise reads (expected {', '.join(inputs.upload_suffixes())})"
 
 
-def store_upload(store: RunStore, items: Sequence[Uploaded],
-                 validate: Callable[[Path, str], tuple[Analysis, str]], job_name: str | None = None) -> UploadOutcome:
+def store_upload(
+    store: RunStore,
+    items: Sequence[Uploaded],
+    validate: Callable[[Path, str], tuple[Analysis, str]],
+    job_name: str | None = None,
+) -> UploadOutcome:
     """Validate and store one upload: a single file, or (``job_name`` given) several files as the ranks of one
     job. ``validate(path, label)`` analyses the staged copy (raising for a bad trace) and returns the analysis
     and the content digest."""
     label = job_name or (items[0].name if items else "upload")
     refused = next(((item.name, why) for item in items if (why := refused_name(item.name))), None)
     if refused is not None:
-        return UploadOutcome(label, False, refused[1] if not job_name else f"{refused[0]}: {refused[1]}")
+        return UploadOutcome(
+            label, False, refused[1] if not job_name else f"{refused[0]}: {refused[1]}"
+        )
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=store.root))
     try:
         if job_name:
@@ -92,31 +98,45 @@ def store_upload(store: RunStore, items: Sequence[Uploaded],
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _import_checked(store: RunStore, root: Path, label: str,
-                    validate: Callable[[Path, str], tuple[Analysis, str]]) -> UploadOutcome:
+def _import_checked(
+    store: RunStore, root: Path, label: str, validate: Callable[[Path, str], tuple[Analysis, str]]
+) -> UploadOutcome:
     """Analyse ``root`` (raising for a bad trace), then store it as an ``upload`` run — or open the stored one of
     the same content — finished with the analysis' step time, ranks and device: the one way a trace becomes a
     run (dropped in the browser, or one rank opened from the Job page)."""
     analysis, digest = validate(root, label)
     known = store.find_upload(digest) if digest else None
     if known is not None:  # the same content again: open the stored one, never a second copy
-        return UploadOutcome(label, True, f"the same content as the stored upload {known.label!r}, which is "
-                             f"opened (nothing stored twice). {analysis.headline}", known.run_id, digest)
+        return UploadOutcome(
+            label,
+            True,
+            f"the same content as the stored upload {known.label!r}, which is "
+            f"opened (nothing stored twice). {analysis.headline}",
+            known.run_id,
+            digest,
+        )
     record = store.import_trace(root, label=label, content_digest=digest)
     b = analysis.breakdown
     if analysis.step_time_ms is not None or b is not None:
         # the run list shows what Analysis shows: the trace's median step, its ranks (an 8-rank zip is 8,
         # not 1) and its device
-        store.finish(record.run_id, RunResult(
-            status=RunStatus.OK, step_time_ms=analysis.step_time_ms, finished_unix=record.created_unix,
-            world_size=len(b.ranks) if b is not None and b.ranks else 1,
-            device=None if b is None else ("cuda" if b.device == "gpu" else "cpu"),
-            device_name=None if b is None else b.device_label))
+        store.finish(
+            record.run_id,
+            RunResult(
+                status=RunStatus.OK,
+                step_time_ms=analysis.step_time_ms,
+                finished_unix=record.created_unix,
+                world_size=len(b.ranks) if b is not None and b.ranks else 1,
+                device=None if b is None else ("cuda" if b.device == "gpu" else "cpu"),
+                device_name=None if b is None else b.device_label,
+            ),
+        )
     return UploadOutcome(label, True, analysis.headline, record.run_id, digest)
 
 
-def store_file(store: RunStore, path: Path, label: str,
-               validate: Callable[[Path, str], tuple[Analysis, str]]) -> UploadOutcome:
+def store_file(
+    store: RunStore, path: Path, label: str, validate: Callable[[Path, str], tuple[Analysis, str]]
+) -> UploadOutcome:
     """Store one trace file of this machine (a rank of a job folder) as an upload, as :func:`store_upload` does
     with a dropped file: analysed first, stored with its figures, the same content never twice."""
     try:
@@ -140,6 +160,8 @@ def describe(outcome: UploadOutcome) -> str:
     if outcome.ok:
         return f"**{name}** — stored. {markdown_text(outcome.message, 300)}"
     message = outcome.message
-    if message.startswith(f"{outcome.name}: "):  # the reader names the file too: "x.json — not stored: x.json: …"
-        message = message[len(outcome.name) + 2:]
+    if message.startswith(
+        f"{outcome.name}: "
+    ):  # the reader names the file too: "x.json — not stored: x.json: …"
+        message = message[len(outcome.name) + 2 :]
     return f"**{name}** — not stored: {markdown_text(message, 600)}"

@@ -11,8 +11,11 @@ from app.widgets import experiment_view
 from app.widgets import quality_panels
 
 from app.widgets import ui
+
 st.title("Advisor")
-if quality_panels.linked():  # a link to a time-to-quality result (from the Runs page): that result first
+if (
+    quality_panels.linked()
+):  # a link to a time-to-quality result (from the Runs page): that result first
     quality_panels.render()
 record, analysis = ui.selected_analysis("advisor.run")
 if analysis is not None and record is not None:

@@ -17,12 +17,19 @@ limit_mb = int(st.get_option("server.maxUploadSize"))
 st.markdown(
     f"Drop any of these — {inputs.describe_uploads()}. "
     f"**Size limit: {limit_mb} MB per file** (the server's `server.maxUploadSize`). "
-    "A file that is not a readable trace is refused with the reason and nothing is stored.")
-as_job = st.toggle("The files I drop are the ranks of one job", key="upload.as_job",
-                   help="Off: each file becomes its own run. On: all files together become one multi-rank run.")
-job_name = st.text_input("Job name", value="multi-rank job", key="upload.job_name") if as_job else None
-files = st.file_uploader("Trace files", type=inputs.upload_types(), accept_multiple_files=True,
-                         key="upload.files")
+    "A file that is not a readable trace is refused with the reason and nothing is stored."
+)
+as_job = st.toggle(
+    "The files I drop are the ranks of one job",
+    key="upload.as_job",
+    help="Off: each file becomes its own run. On: all files together become one multi-rank run.",
+)
+job_name = (
+    st.text_input("Job name", value="multi-rank job", key="upload.job_name") if as_job else None
+)
+files = st.file_uploader(
+    "Trace files", type=inputs.upload_types(), accept_multiple_files=True, key="upload.files"
+)
 
 seen = state.upload_seen()
 new = [f for f in files or [] if f.file_id not in seen]
@@ -31,7 +38,9 @@ if new:
     groups = [new] if as_job else [[f] for f in new]
     outcomes = []
     for group in groups:
-        outcome = uploads.store_upload(store, group, data.checked_upload, job_name=job_name if as_job else None)
+        outcome = uploads.store_upload(
+            store, group, data.checked_upload, job_name=job_name if as_job else None
+        )
         if outcome.run_id and outcome.digest:
             state.remember_upload_digest(outcome.run_id, outcome.digest)
         outcomes.append(outcome)

@@ -14,7 +14,13 @@ from advisors.analysis import Analysis
 from reports.evidence import format_evidence
 
 #: Streamlit's named text colours closest to :data:`reports.charts.BOTTLENECK_COLORS`.
-COLOR_NAMES = {"data": "orange", "memory": "blue", "compute": "blue", "communication": "red", "host": "violet"}
+COLOR_NAMES = {
+    "data": "orange",
+    "memory": "blue",
+    "compute": "blue",
+    "communication": "red",
+    "host": "violet",
+}
 
 
 def _evidence_table(evidence: dict) -> None:
@@ -34,18 +40,26 @@ def _fix(fix_id: str | None, key: str, a: Analysis) -> None:
         return
     st.markdown(f"**Fix — {ui.text(fix.title)}.** {ui.text(fix.explanation)}")
     st.code(fix.snippet, language="python")
-    run = a.run  # a sample workload's run: the fix's settings are its flags' names (stepwise run W --set …)
+    run = (
+        a.run
+    )  # a sample workload's run: the fix's settings are its flags' names (stepwise run W --set …)
     workload_run = run is not None and run.spec is not None and run.spec.workload is not None
     patch = settings_for(fix, run.device) if workload_run and run is not None else {}
     if patch:
-        st.caption("As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in patch.items())))
+        st.caption(
+            "As a spec change: " + ui.text(", ".join(f"{k} = {v}" for k, v in patch.items()))
+        )
 
 
 def bound_text(a: Analysis, f: Finding) -> str:
-    """" · its fix gains at most 1.52×" — the bound an Apply of that fix shows too (``Analysis.bound_of``); empty
+    """ " · its fix gains at most 1.52×" — the bound an Apply of that fix shows too (``Analysis.bound_of``); empty
     when the finding's severity is not step time."""
     bound = a.bound_of(f)
-    return f" · its fix gains at most {bound.speedup:.2f}×" if bound is not None and bound.speedup else ""
+    return (
+        f" · its fix gains at most {bound.speedup:.2f}×"
+        if bound is not None and bound.speedup
+        else ""
+    )
 
 
 def _related(f: object, key: str, a: Analysis) -> None:
@@ -74,16 +88,23 @@ def diagnosis(a: Analysis) -> None:
         caveats(a)
     else:
         with st.container(border=True):
-            st.markdown(f"### :{COLOR_NAMES.get(d.bottleneck.value, 'gray')}[Binding bottleneck: "
-                        f"**{d.bottleneck.value}**]")
+            st.markdown(
+                f"### :{COLOR_NAMES.get(d.bottleneck.value, 'gray')}[Binding bottleneck: "
+                f"**{d.bottleneck.value}**]"
+            )
             st.markdown(f"{ui.text(d.binding.message)}")
-            st.progress(d.confidence, text=f"confidence {d.confidence:.0%} · {d.binding.severity:.0%} of step "
-                                           f"time at stake{bound_text(a, d.binding)} · rule {d.binding.rule}")
+            st.progress(
+                d.confidence,
+                text=f"confidence {d.confidence:.0%} · {d.binding.severity:.0%} of step "
+                f"time at stake{bound_text(a, d.binding)} · rule {d.binding.rule}",
+            )
         caveats(a)
         fix_order(a)
         with st.expander("Evidence", expanded=True):
             _evidence_table(dict(d.evidence))
-            if a.layers.evidence():  # where in the model (the Analysis page's Layers tab has the tree)
+            if (
+                a.layers.evidence()
+            ):  # where in the model (the Analysis page's Layers tab has the tree)
                 st.caption(ui.text(a.layers.evidence()))
         _fix(d.binding.fix_id, "binding", a)
         _related(d.binding, "binding", a)
@@ -110,16 +131,20 @@ def fix_order(a: Analysis) -> None:
     if r is None or not r.order:
         return
     if r.close_second is not None and r.why_first:
-        st.info(f"**Close second: {r.close_second.bottleneck.value}.** {ui.text(r.why_first)}.",
-                icon=":material/compare_arrows:")
+        st.info(
+            f"**Close second: {r.close_second.bottleneck.value}.** {ui.text(r.why_first)}.",
+            icon=":material/compare_arrows:",
+        )
     lines = []
     for i, f in enumerate(r.order, 1):
         fix = advice.fix_for(f.fix_id)
         bound = a.bound_of(f)
         gain = f", up to {bound.speedup:.2f}×" if bound is not None and bound.speedup else ""
         title = fix.title if fix is not None else str(f.fix_id)
-        lines.append(f"{i}. **{ui.text(title)}** — {f.bottleneck.value}, {f.severity:.0%} of the step at stake"
-                     f"{gain}; effort: {ui.text(effort_level(f))}")
+        lines.append(
+            f"{i}. **{ui.text(title)}** — {f.bottleneck.value}, {f.severity:.0%} of the step at stake"
+            f"{gain}; effort: {ui.text(effort_level(f))}"
+        )
     st.markdown("**Fix order** (most gain for the least effort first)\n\n" + "\n".join(lines))
 
 
@@ -127,6 +152,6 @@ def caveats(a: Analysis) -> None:
     """Notes about the measurement itself (other programs' load on the machine, …): shown beside the verdict,
     not as "none: …" inside "Not enough data to judge" (dashboard walk)."""
     d = a.diagnosis
-    for n in (d.notes if d is not None else ()):
+    for n in d.notes if d is not None else ():
         if n.bottleneck is Bottleneck.NONE:
             st.warning(ui.text(n.reason, 1000), icon=":material/warning:")

@@ -18,17 +18,40 @@ def show(record: RunRecord) -> None:
     if not captures:
         return
     st.subheader(f"Its captures ({len(captures)})")
-    st.caption("The watched run profiled itself when its step time, batch drawing or memory changed: each "
-               "capture is a run of its own, analysed like any other.")
-    rows = [{"capture": c.get("n"), "rank": c.get("rank"),
-             "trigger": ui.text(str((c.get("trigger") or {}).get("reason") or "")),
-             "steps": "–".join(str(s) for s in c.get("steps") or []), "status": c.get("status"),
-             "run": c.get("run_id") or "not stored yet"} for c in captures]
+    st.caption(
+        "The watched run profiled itself when its step time, batch drawing or memory changed: each "
+        "capture is a run of its own, analysed like any other."
+    )
+    rows = [
+        {
+            "capture": c.get("n"),
+            "rank": c.get("rank"),
+            "trigger": ui.text(str((c.get("trigger") or {}).get("reason") or "")),
+            "steps": "–".join(str(s) for s in c.get("steps") or []),
+            "status": c.get("status"),
+            "run": c.get("run_id") or "not stored yet",
+        }
+        for c in captures
+    ]
     st.dataframe(rows, hide_index=True, width="stretch", key="runs.captures", placeholder="—")
-    stored = {c["run_id"]: f"capture {c.get('n')} (rank {c.get('rank')}): "
-              f"{(c.get('trigger') or {}).get('kind') or 'capture'}" for c in captures if c.get("run_id")}
-    picked = st.selectbox("Open a capture", list(stored), format_func=lambda i: stored[i], index=None,
-                          key="runs.capture_pick", placeholder="Pick a capture to analyse")
+    stored = {
+        c["run_id"]: f"capture {c.get('n')} (rank {c.get('rank')}): "
+        f"{(c.get('trigger') or {}).get('kind') or 'capture'}"
+        for c in captures
+        if c.get("run_id")
+    }
+    picked = st.selectbox(
+        "Open a capture",
+        list(stored),
+        format_func=lambda i: stored[i],
+        index=None,
+        key="runs.capture_pick",
+        placeholder="Pick a capture to analyse",
+    )
     if picked:
-        st.page_link("views/analysis.py", label="Open it in Analysis", icon=":material/bar_chart:",
-                     query_params={"run": picked})
+        st.page_link(
+            "views/analysis.py",
+            label="Open it in Analysis",
+            icon=":material/bar_chart:",
+            query_params={"run": picked},
+        )

@@ -21,8 +21,10 @@ from profilers.run.records import RunRecord, RunStatus
 from profilers.store.runs import RunStore
 from advisors.analysis import Analysis
 
-AB_CAPTION = ("Baseline and patched runs alternate (A B A B …) with the same seed and data; the fix is kept when "
-              "the 95% interval of the throughput ratio clears +3% and the loss holds.")
+AB_CAPTION = (
+    "Baseline and patched runs alternate (A B A B …) with the same seed and data; the fix is kept when "
+    "the 95% interval of the throughput ratio clears +3% and the loss holds."
+)
 
 
 def render(record: RunRecord, analysis: Analysis) -> None:
@@ -31,24 +33,36 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         _render_script(record, analysis)
         return
     if record.kind != "run" or analysis.run is None or analysis.run.spec is None:
-        st.caption("Apply needs a run launched from a sample workload (its spec can be patched); for an uploaded "
-                   "trace or your own script, the fix's code snippet above is the change to make.")
+        st.caption(
+            "Apply needs a run launched from a sample workload (its spec can be patched); for an uploaded "
+            "trace or your own script, the fix's code snippet above is the change to make."
+        )
         return
     fixes = experimenting.candidate_fixes(analysis)
     if not fixes:
-        st.info("No fix can be tried on this run: the findings propose advice-only changes, or changes that "
-                "cannot act on this device.")
+        st.info(
+            "No fix can be tried on this run: the findings propose advice-only changes, or changes that "
+            "cannot act on this device."
+        )
         return
     store = data.store()
     by_id = {f.id: f for f in fixes}
     left, right = st.columns([3, 1])
-    fix_id = left.selectbox("Fix to apply", list(by_id), format_func=lambda i: by_id[i].title,
-                            key=f"advisor.fix.{record.run_id}")
-    trials = right.number_input("Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials")
+    fix_id = left.selectbox(
+        "Fix to apply",
+        list(by_id),
+        format_func=lambda i: by_id[i].title,
+        key=f"advisor.fix.{record.run_id}",
+    )
+    trials = right.number_input(
+        "Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials"
+    )
     st.caption(AB_CAPTION)
     busy = stored_jobs.busy(store, record.run_id)
     if st.button("Apply", type="primary", key="advisor.apply", disabled=busy):
-        state.set_experiment_job(experimenting.start_experiment(store, record, analysis, by_id[fix_id], int(trials)))
+        state.set_experiment_job(
+            experimenting.start_experiment(store, record, analysis, by_id[fix_id], int(trials))
+        )
         st.rerun()  # draws the buttons disabled and the stored experiment live
     _stored(store, record, "apply")
     st.divider()
@@ -56,7 +70,9 @@ def render(record: RunRecord, analysis: Analysis) -> None:
     cols = st.columns([1, 1, 2])
     rounds = cols[0].number_input("Rounds", min_value=1, max_value=5, value=3, key="advisor.rounds")
     if cols[2].button("Optimise", key="advisor.optimise", disabled=busy):
-        state.set_ladder_job(experimenting.start_ladder(store, record, analysis, int(rounds), int(trials)))
+        state.set_ladder_job(
+            experimenting.start_ladder(store, record, analysis, int(rounds), int(trials))
+        )
         st.rerun()
     _stored(store, record, "ladder")
 
@@ -75,14 +91,18 @@ def _stored(store: RunStore, record: RunRecord, mode: Literal["apply", "ladder"]
     earlier = stored_jobs.last_finished(store, record.run_id, mode)
     if earlier is not None:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(earlier.created_unix))
-        with st.expander(f"The last finished {'ladder' if mode == 'ladder' else 'Apply'} (started {when})"):
+        with st.expander(
+            f"The last finished {'ladder' if mode == 'ladder' else 'Apply'} (started {when})"
+        ):
             result.follow(store, earlier, _shows(store, record, earlier, mode, "advisor.earlier"))
 
 
-def _shows(store: RunStore, record: RunRecord, exp: RunRecord, mode: Literal["apply", "ladder"],
-           key: str) -> Callable[[StoredView], None]:
+def _shows(
+    store: RunStore, record: RunRecord, exp: RunRecord, mode: Literal["apply", "ladder"], key: str
+) -> Callable[[StoredView], None]:
     """How to draw a finished experiment's view (``key``: the prefix of its widgets' keys)."""
     if mode == "apply":
+
         def show_apply(view: StoredView) -> None:
             result.before_after(view, key)
             result.downloads(store, record, exp, "fix", f"{key}.export")
@@ -101,49 +121,77 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
     try:
         target = script_apply.target_of(record.run_dir, experimenting.device_of(analysis))
     except StepwiseError as err:
-        st.info(f"Apply cannot run this script again: {ui.text(err)}. The fix's code snippet above is the change "
-                "to make.")
+        st.info(
+            f"Apply cannot run this script again: {ui.text(err)}. The fix's code snippet above is the change "
+            "to make."
+        )
         return
     offer = script_apply.offer(target, analysis.diagnosis)
     for fix, why in offer.yours:
         st.warning(f"**{ui.text(fix.title)}** — {ui.text(why)}", icon=":material/edit:")
         st.code(fix.snippet, language="python")
     if offer.not_here:
-        st.caption("Not tried on this run: " + "; ".join(ui.text(why) for _, why in offer.not_here) + ".")
+        st.caption(
+            "Not tried on this run: " + "; ".join(ui.text(why) for _, why in offer.not_here) + "."
+        )
     if not offer.fixes:
-        st.info("No fix can be injected into this script for what the advisor found"
-                + (" (the changes above are yours to make)." if offer.yours else "."))
+        st.info(
+            "No fix can be injected into this script for what the advisor found"
+            + (" (the changes above are yours to make)." if offer.yours else ".")
+        )
         return
     by_id = {f.id: f for f in offer.fixes}
     left, mid, right = st.columns([3, 1, 1])
-    fix_id = left.selectbox("Fix to apply", list(by_id), format_func=lambda i: by_id[i].title,
-                            key=f"advisor.fix.{record.run_id}")
-    trials = mid.number_input("Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials")
-    steps = right.number_input("Timed steps per run", min_value=1, max_value=1000, value=target.spec.measure_steps,
-                               key="advisor.script_steps")
+    fix_id = left.selectbox(
+        "Fix to apply",
+        list(by_id),
+        format_func=lambda i: by_id[i].title,
+        key=f"advisor.fix.{record.run_id}",
+    )
+    trials = mid.number_input(
+        "Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials"
+    )
+    steps = right.number_input(
+        "Timed steps per run",
+        min_value=1,
+        max_value=1000,
+        value=target.spec.measure_steps,
+        key="advisor.script_steps",
+    )
     target = target.with_steps(int(steps))
     knobs, reason = script_apply.injected_knobs(target, by_id[fix_id])
     if knobs:  # what the patched arm gets, said before it runs (the verdict said 2, Apply injected 4: issue 33)
-        st.caption("Apply injects " + ui.text(", ".join(f"{k}={v}" for k, v in knobs.items()))
-                   + (f" — {ui.text(reason)}." if reason else "."))
-    st.caption(AB_CAPTION + " Your script runs unmodified with the fix injected at boot (your file is never "
-               "written): " + ui.text(script_apply.describe(target.spec)) + ".")
+        st.caption(
+            "Apply injects "
+            + ui.text(", ".join(f"{k}={v}" for k, v in knobs.items()))
+            + (f" — {ui.text(reason)}." if reason else ".")
+        )
+    st.caption(
+        AB_CAPTION
+        + " Your script runs unmodified with the fix injected at boot (your file is never "
+        "written): " + ui.text(script_apply.describe(target.spec)) + "."
+    )
     store = data.store()
     busy = stored_jobs.busy(store, record.run_id)
     if st.button("Apply", type="primary", key="advisor.apply", disabled=busy):
-        state.set_experiment_job(script_apply.start_experiment(store, record, analysis, target, by_id[fix_id],
-                                                               int(trials)))
+        state.set_experiment_job(
+            script_apply.start_experiment(
+                store, record, analysis, target, by_id[fix_id], int(trials)
+            )
+        )
         st.rerun()
     _stored(store, record, "apply")
     st.divider()
     st.markdown("#### Several rounds: the optimisation ladder")
-    st.caption("Each round diagnoses a fresh run of your script, injects the fix the diagnosis points to and "
-               "measures it; a kept fix shows the line to change in your file.")
+    st.caption(
+        "Each round diagnoses a fresh run of your script, injects the fix the diagnosis points to and "
+        "measures it; a kept fix shows the line to change in your file."
+    )
     cols = st.columns([1, 1, 2])
     rounds = cols[0].number_input("Rounds", min_value=1, max_value=5, value=3, key="advisor.rounds")
     if cols[2].button("Optimise", key="advisor.optimise", disabled=busy):
-        state.set_ladder_job(script_apply.start_ladder(store, record, analysis, target, int(rounds), int(trials)))
+        state.set_ladder_job(
+            script_apply.start_ladder(store, record, analysis, target, int(rounds), int(trials))
+        )
         st.rerun()
     _stored(store, record, "ladder")
-
-

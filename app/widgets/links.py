@@ -14,7 +14,9 @@ from app.widgets import missing_run
 from profilers.errors import RunError
 
 RUN_PARAM = "run"
-FOLLOW_PARAM = "follow"  # the run the Launch page follows live (a reload of that page re-attaches to it)
+FOLLOW_PARAM = (
+    "follow"  # the run the Launch page follows live (a reload of that page re-attaches to it)
+)
 
 
 def linked_run() -> str | None:

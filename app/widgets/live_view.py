@@ -34,15 +34,27 @@ def _body(run_id: str) -> None:
     p = live.progress or {}
     total, done = int(p.get("total_steps") or 0), int(p.get("step") or 0)
     # before the run reports its first step it has no step count to show: say it is starting, not "of ?"
-    where = f"step {done} of {total}" if total else f"step {done}" if done else "starting (Python and torch load)"
+    where = (
+        f"step {done} of {total}"
+        if total
+        else f"step {done}"
+        if done
+        else "starting (Python and torch load)"
+    )
     if live.status is RunStatus.RUNNING and live.cancelled:
         st.progress(min(done / total, 1.0) if total else 0.0, text=f"{where} · stopping")
-        st.info(ui.text(live.cancelled[:1].upper() + live.cancelled[1:]) + ". The run is stopping; it is stored "
-                "as killed, with every step it did.", icon=":material/stop_circle:")
+        st.info(
+            ui.text(live.cancelled[:1].upper() + live.cancelled[1:])
+            + ". The run is stopping; it is stored "
+            "as killed, with every step it did.",
+            icon=":material/stop_circle:",
+        )
     elif live.status is RunStatus.RUNNING:
         eta = p.get("eta_s")
-        st.progress(min(done / total, 1.0) if total else 0.0,
-                    text=where + (f" · about {eta:.0f} s left" if eta else ""))
+        st.progress(
+            min(done / total, 1.0) if total else 0.0,
+            text=where + (f" · about {eta:.0f} s left" if eta else ""),
+        )
         if st.button("Cancel run", key="launch.cancel", type="secondary"):
             try:
                 launching.cancel(store, run_id, state.launch_handle())
@@ -50,11 +62,17 @@ def _body(run_id: str) -> None:
             except StepwiseError as err:
                 st.error(ui.text(err))
     else:
-        show = st.success if live.status is RunStatus.OK else (st.info if live.cancelled else st.warning)
+        show = (
+            st.success
+            if live.status is RunStatus.OK
+            else (st.info if live.cancelled else st.warning)
+        )
         show(ui.text(live.outcome, 1500))
         state.select_run(run_id)
         cols = st.columns(3)
-        cols[0].page_link("views/analysis.py", label="Open its analysis", icon=":material/bar_chart:")
+        cols[0].page_link(
+            "views/analysis.py", label="Open its analysis", icon=":material/bar_chart:"
+        )
         cols[1].page_link("views/advisor.py", label="Ask the advisor", icon=":material/lightbulb:")
     run_dir = store.path(run_id)
     found = judged_captures(run_dir) if is_watched(run_dir) else None
@@ -68,7 +86,9 @@ def _body(run_id: str) -> None:
         captures(store, run_id, found, live.status is RunStatus.RUNNING)
     if not live.telemetry.empty:
         source = str(live.telemetry["source"].iloc[0]) if "source" in live.telemetry else None
-        ui.chart(charts_time.telemetry(live.telemetry, live.steps, source), key="launch.live_telemetry")
+        ui.chart(
+            charts_time.telemetry(live.telemetry, live.steps, source), key="launch.live_telemetry"
+        )
 
 
 def captures(store: Any, run_id: str, found: list[dict[str, Any]], running: bool) -> None:
@@ -81,7 +101,9 @@ def captures(store: Any, run_id: str, found: list[dict[str, Any]], running: bool
         if capture["verdict"] is not None:
             st.markdown(ui.text(capture["verdict"], 1500))
     if not found:
-        st.caption("No capture yet: the step time, batch drawing and memory have kept to their baseline.")
+        st.caption(
+            "No capture yet: the step time, batch drawing and memory have kept to their baseline."
+        )
     if running and st.button("Capture the next steps now", key="launch.capture"):
         try:
             request_capture(store, run_id)

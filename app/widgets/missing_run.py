@@ -14,9 +14,11 @@ from reports.escape import markdown_text
 def render(run_id: str, what: str = "run") -> None:
     """The "no such run" page for ``run_id`` (``what``: which of the link's runs it is, e.g. "run A")."""
     st.title("No such run")
-    st.error(f"The link names {what} `{markdown_text(run_id, 80)}`, which is not in this run store: it was deleted, "
-             "or the link comes from another machine's store. Nothing else is shown in its place.",
-             icon=":material/link_off:")
+    st.error(
+        f"The link names {what} `{markdown_text(run_id, 80)}`, which is not in this run store: it was deleted, "
+        "or the link comes from another machine's store. Nothing else is shown in its place.",
+        icon=":material/link_off:",
+    )
     cols = st.columns(3)
     cols[0].page_link("views/runs.py", label="Back to the run list", icon=":material/list:")
     cols[1].page_link("views/upload.py", label="Upload a trace", icon=":material/upload:")

@@ -48,9 +48,11 @@ document.getElementById("open").onclick = () => {
 
 def snippet(gz: bytes, title: str) -> str:
     """The button's HTML: the gzip'd trace inline, the Perfetto origin only in the click handler."""
-    return (_SCRIPT.replace("__DATA__", base64.b64encode(gz).decode())
-            .replace("__TITLE__", json.dumps(html.escape(title)))
-            .replace("__ORIGIN__", PERFETTO_UI))
+    return (
+        _SCRIPT.replace("__DATA__", base64.b64encode(gz).decode())
+        .replace("__TITLE__", json.dumps(html.escape(title)))
+        .replace("__ORIGIN__", PERFETTO_UI)
+    )
 
 
 def open_button(gz: bytes, title: str) -> None:

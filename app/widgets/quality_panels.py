@@ -34,7 +34,9 @@ def render() -> None:
         return
     ids = [exp_id for exp_id, _ in found]
     wanted = linked()
-    if wanted in ids and st.session_state.get("quality.linked") != wanted:  # once per link: a pick must stick
+    if (
+        wanted in ids and st.session_state.get("quality.linked") != wanted
+    ):  # once per link: a pick must stick
         st.session_state["quality.linked"] = wanted
         st.session_state["quality.experiment"] = wanted
     with st.expander("Time to quality (optimize --to-quality)", expanded=wanted in ids):
@@ -46,7 +48,9 @@ def render() -> None:
             st.warning(f"Its result could not be read back: {ui.text(err)}")
             return
         if seen is None or seen.quality is None:
-            st.warning("Its stored record could not be read back (an experiment stored before the record was kept).")
+            st.warning(
+                "Its stored record could not be read back (an experiment stored before the record was kept)."
+            )
             return
         st.markdown(markdown(seen.quality))  # the one stored record, as the reports render it
         curves = {r["round"]: r for r in out["rounds"]}
@@ -73,17 +77,30 @@ def run_noise_panel(run_dir: str | None) -> None:
     if ns is None:
         return
     cols = st.columns(4)
-    iv = f" [{ns.interval[0]:.3g}, {ns.interval[1]:.3g}]" if ns.interval else ""  # inf prints as inf
-    cols[0].metric("Gradient noise scale B_simple", "—" if ns.b_simple is None else f"{ns.b_simple:.3g}",
-                   help=f"{ns.level:.0%} interval{iv}; {ns.steps} steps at batch {ns.batch}; meter overhead "
-                        f"{ns.overhead:.1%}")
-    cols[1].metric("Critical batch (≈ B_noise)", "—" if ns.b_simple is None else f"{ns.b_simple:.3g}")
+    iv = (
+        f" [{ns.interval[0]:.3g}, {ns.interval[1]:.3g}]" if ns.interval else ""
+    )  # inf prints as inf
+    cols[0].metric(
+        "Gradient noise scale B_simple",
+        "—" if ns.b_simple is None else f"{ns.b_simple:.3g}",
+        help=f"{ns.level:.0%} interval{iv}; {ns.steps} steps at batch {ns.batch}; meter overhead "
+        f"{ns.overhead:.1%}",
+    )
+    cols[1].metric(
+        "Critical batch (≈ B_noise)", "—" if ns.b_simple is None else f"{ns.b_simple:.3g}"
+    )
     eff = ns.b_simple / (ns.b_simple + ns.batch) if ns.b_simple else None
-    cols[2].metric("Statistical efficiency now", "—" if eff is None else f"{eff:.0%}",
-                   help="progress per sample at this batch relative to a very small one: B_noise / (B_noise + B)")
+    cols[2].metric(
+        "Statistical efficiency now",
+        "—" if eff is None else f"{eff:.0%}",
+        help="progress per sample at this batch relative to a very small one: B_noise / (B_noise + B)",
+    )
     best = goodput_best_for(run_dir)
-    cols[3].metric("Goodput-best batch", "—" if best is None else str(best),
-                   help="from optimize --to-quality's throughput probe (step time per batch); — when none probed")
+    cols[3].metric(
+        "Goodput-best batch",
+        "—" if best is None else str(best),
+        help="from optimize --to-quality's throughput probe (step time per batch); — when none probed",
+    )
 
 
 def goodput_best_for(run_dir: str) -> int | None:
@@ -107,13 +124,24 @@ def projection(out: dict[str, Any], stored: str | None) -> None:
     if not proj:
         return
     cols = st.columns(3)
-    steps = cols[0].number_input("Whole run (steps)", min_value=1, value=int(proj["steps"]),
-                                 key="quality.steps")
-    price = cols[1].number_input("Price per device-hour", min_value=0.0, value=float(proj["price_per_hour"] or 0.0),
-                                 key="quality.price")
-    devices = cols[2].number_input("Devices", min_value=1, value=int(proj.get("devices") or 1), key="quality.devices")
+    steps = cols[0].number_input(
+        "Whole run (steps)", min_value=1, value=int(proj["steps"]), key="quality.steps"
+    )
+    price = cols[1].number_input(
+        "Price per device-hour",
+        min_value=0.0,
+        value=float(proj["price_per_hour"] or 0.0),
+        key="quality.price",
+    )
+    devices = cols[2].number_input(
+        "Devices", min_value=1, value=int(proj.get("devices") or 1), key="quality.devices"
+    )
     asked = (int(steps), float(price) if price else None, int(devices))
-    if stored is not None and asked == (int(proj["steps"]), proj["price_per_hour"] or None, int(proj.get("devices") or 1)):
+    if stored is not None and asked == (
+        int(proj["steps"]),
+        proj["price_per_hour"] or None,
+        int(proj.get("devices") or 1),
+    ):
         st.info(ui.text(stored, 600))
         return
     p = Projection(asked[0], float(proj["step_ms"]), proj["ratio"], asked[1], asked[2])

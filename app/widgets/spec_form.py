@@ -24,13 +24,21 @@ def _widget(k: Knob, value: Any, key: str) -> Any:
         return st.checkbox(label, value=bool(value), key=key, help=help_text)
     if k.kind == "choice":
         options = list(k.options)
-        return st.selectbox(label, options, index=options.index(value) if value in options else 0, key=key,
-                            help=help_text)
+        return st.selectbox(
+            label,
+            options,
+            index=options.index(value) if value in options else 0,
+            key=key,
+            help=help_text,
+        )
     if k.kind == "int":
-        return st.number_input(label, min_value=0, value=int(value or 0), step=1, key=key, help=help_text)
+        return st.number_input(
+            label, min_value=0, value=int(value or 0), step=1, key=key, help=help_text
+        )
     if k.kind == "float":
-        return st.number_input(label, min_value=0.0, value=float(value or 0.0), key=key, help=help_text,
-                               format="%g")
+        return st.number_input(
+            label, min_value=0.0, value=float(value or 0.0), key=key, help=help_text, format="%g"
+        )
     return st.text_input(label, value="" if value is None else str(value), key=key, help=help_text)
 
 

@@ -15,6 +15,7 @@ from advisors.analysis import Analysis, with_device_memory
 from reports.escape import markdown_text
 from stepwise_agent import steady
 
+
 def describe_run(r: RunRecord) -> str:
     """One line for a selectbox (plain text: Streamlit does not render Markdown there)."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_unix))
@@ -32,11 +33,16 @@ def step_time_help(a: Analysis) -> str:
     own median when it differs."""
     profiled = a.profiled_step_time_ms
     run = a.run
-    typical = steady.typical_note(a.step_time_ms, run.typical_step_ms, run.stalled_share) \
-        if run else ""
-    extra = (f" The profiled window's own median step: {profiled:.1f} ms (profiler overhead included)."
-             if profiled is not None and a.step_time_ms is not None and round(profiled, 1) != round(a.step_time_ms, 1)
-             else "")
+    typical = (
+        steady.typical_note(a.step_time_ms, run.typical_step_ms, run.stalled_share) if run else ""
+    )
+    extra = (
+        f" The profiled window's own median step: {profiled:.1f} ms (profiler overhead included)."
+        if profiled is not None
+        and a.step_time_ms is not None
+        and round(profiled, 1) != round(a.step_time_ms, 1)
+        else ""
+    )
     said = f" {typical[:1].upper()}{typical[1:]}." if typical else ""
     return f"The {a.step_time_basis}.{extra}{said}"
 
@@ -50,8 +56,13 @@ def chart(fig: go.Figure, key: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", key=key, theme=None, config={"displaylogo": False})
 
 
-def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: str | None = None,
-               remember: bool = True) -> RunRecord | None:
+def run_picker(
+    records: list[RunRecord],
+    key: str,
+    label: str = "Run",
+    default: str | None = None,
+    remember: bool = True,
+) -> RunRecord | None:
     """A selectbox of runs; with ``remember`` the choice becomes the session's selected run (shared by the
     Analysis, Advisor and Report pages)."""
     if not records:
@@ -63,16 +74,26 @@ def run_picker(records: list[RunRecord], key: str, label: str = "Run", default: 
     ids = list(by_id)
     wanted = default or state.selected_run()
     if not remember:
-        choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in by_id else 0,
-                              format_func=lambda i: describe_run(by_id[i]), key=key)
+        choice = st.selectbox(
+            label,
+            ids,
+            index=ids.index(wanted) if wanted in by_id else 0,
+            format_func=lambda i: describe_run(by_id[i]),
+            key=key,
+        )
         return by_id[choice]
     # The session's selected run drives the widget (a deep link, a clicked row or a finished launch may have
     # changed it since the widget last drew); a pick in the widget changes it first, through on_change.
     wanted = wanted if wanted in by_id else ids[0]
     if st.session_state.get(key) != wanted:
         st.session_state[key] = wanted
-    choice = st.selectbox(label, ids, format_func=lambda i: describe_run(by_id[i]), key=key,
-                          on_change=lambda: state.select_run(st.session_state[key]))
+    choice = st.selectbox(
+        label,
+        ids,
+        format_func=lambda i: describe_run(by_id[i]),
+        key=key,
+        on_change=lambda: state.select_run(st.session_state[key]),
+    )
     state.select_run(choice)
     links.show(choice)
     return by_id[choice]
@@ -106,5 +127,7 @@ def selected_analysis(key: str) -> tuple[RunRecord | None, Analysis | None]:
     if record is None:
         return None, None
     if record.status is RunStatus.RUNNING:
-        st.info("This run is still training: its figures fill in as it goes and are final when it ends.")
+        st.info(
+            "This run is still training: its figures fill in as it goes and are final when it ends."
+        )
     return record, load_analysis(record)

@@ -16,7 +16,9 @@ from profilers.run.records import RunRecord
 A_PARAM, B_PARAM = "a", "b"
 FROM_PARAM, TO_PARAM = "from", "to"
 GPU_PARAM = "gpu"
-_WRITTEN = "stepwise.url_state.written"  # per page: the query values this session last wrote or applied
+_WRITTEN = (
+    "stepwise.url_state.written"  # per page: the query values this session last wrote or applied
+)
 
 
 def _last(page: str) -> tuple[str | None, ...] | None:
@@ -57,15 +59,26 @@ def compare_pickers(records: list[RunRecord]) -> tuple[RunRecord | None, RunReco
     left, right = st.columns(2)
     picked: list[str | None] = []
     for col, key, label in ((left, keys[0], "A (before)"), (right, keys[1], "B (after)")):
+
         def describe(i: str) -> str:
             return ui.describe_run(by_id[i])
 
-        if st.session_state.get(key) in by_id:  # the widget's own state says which (no index beside it)
+        if (
+            st.session_state.get(key) in by_id
+        ):  # the widget's own state says which (no index beside it)
             picked.append(col.selectbox(label, ids, key=key, format_func=describe))
         else:
             st.session_state.pop(key, None)
-            picked.append(col.selectbox(label, ids, key=key, index=None, placeholder="Pick a run or trace",
-                                        format_func=describe))
+            picked.append(
+                col.selectbox(
+                    label,
+                    ids,
+                    key=key,
+                    index=None,
+                    placeholder="Pick a run or trace",
+                    format_func=describe,
+                )
+            )
     a, b = picked
     _put(A_PARAM, a)
     _put(B_PARAM, b)
@@ -103,8 +116,12 @@ def gpu_model_picker(models: tuple[str, ...], arch: str | None) -> str | None:
     if linked in models and (linked,) != _last("gpu"):
         st.session_state[key] = linked
     hint = f" (its kernel names show a {arch} GPU)" if arch else ""
-    picked = st.selectbox(f"GPU model for MFU — the trace does not name it{hint}", [None, *models],
-                          format_func=lambda m: "not named" if m is None else m, key=key)
+    picked = st.selectbox(
+        f"GPU model for MFU — the trace does not name it{hint}",
+        [None, *models],
+        format_func=lambda m: "not named" if m is None else m,
+        key=key,
+    )
     _put(GPU_PARAM, picked)
     _remember("gpu", (picked,))
     return picked

@@ -28,9 +28,18 @@ class Tokens(Dataset):
 
 def main() -> None:
     (args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
-    config = GPT2Config(n_layer=12, n_embd=768, n_head=12, vocab_size=32000, n_positions=512, bos_token_id=0,
-                        eos_token_id=0)
-    trainer = Trainer(model=GPT2LMHeadModel(config), args=args, train_dataset=Tokens(4096, 512, 32000))
+    config = GPT2Config(
+        n_layer=12,
+        n_embd=768,
+        n_head=12,
+        vocab_size=32000,
+        n_positions=512,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    trainer = Trainer(
+        model=GPT2LMHeadModel(config), args=args, train_dataset=Tokens(4096, 512, 32000)
+    )
     trainer.train()
 
 

@@ -30,7 +30,9 @@ def main() -> None:
     torch.cuda.synchronize()
     torch.cuda.memory._dump_snapshot(a.out)
     torch.cuda.memory._record_memory_history(enabled=None)
-    print(f"peak allocated {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB; snapshot at {a.out}")
+    print(
+        f"peak allocated {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB; snapshot at {a.out}"
+    )
 
 
 if __name__ == "__main__":

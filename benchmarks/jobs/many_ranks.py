@@ -74,7 +74,9 @@ if engine == "ray":
 def run_one(engine: str, folder: Path) -> dict:
     code = CHILD.format(repo=str(REPO), engine=engine, folder=str(folder))
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=1800
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{engine} on {folder}: {proc.stderr[-2000:]}")
@@ -86,7 +88,9 @@ def run_one(engine: str, folder: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, nargs="+", default=[8, 64, 256, 1024])
-    ap.add_argument("--kernels", type=int, default=400, help="compute kernels per step per rank (3 events each)")
+    ap.add_argument(
+        "--kernels", type=int, default=400, help="compute kernels per step per rank (3 events each)"
+    )
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--engines", nargs="+", default=["local", "ray"])
     ap.add_argument("--out", type=Path, default=None)
@@ -95,7 +99,9 @@ def main() -> None:
     from profilers.jobs.rank_summary import summarise_file, summary_bytes
     from profilers.trace.sources import find_trace_files
 
-    lines = [f"# many_ranks: {os.cpu_count()} CPUs, {a.kernels} compute kernels x {a.steps} steps per rank"]
+    lines = [
+        f"# many_ranks: {os.cpu_count()} CPUs, {a.kernels} compute kernels x {a.steps} steps per rank"
+    ]
     rows = []
     with tempfile.TemporaryDirectory(prefix="many_ranks_") as tmp:
         for n in a.ranks:
@@ -106,8 +112,10 @@ def main() -> None:
             gz = sum(p.stat().st_size for p in paths) / n
             raw = len(__import__("gzip").decompress(paths[0].read_bytes()))
             kb = summary_bytes(summarise_file(find_trace_files(paths[0])[0], 0)) / 1024
-            lines.append(f"N={n}: {n} files, {raw / 1e6:.2f} MB JSON ({gz / 1e6:.3f} MB gzip) per rank, "
-                         f"summary {kb:.1f} kB per rank, generated in {gen_s:.1f} s")
+            lines.append(
+                f"N={n}: {n} files, {raw / 1e6:.2f} MB JSON ({gz / 1e6:.3f} MB gzip) per rank, "
+                f"summary {kb:.1f} kB per rank, generated in {gen_s:.1f} s"
+            )
             for engine in a.engines:
                 r = run_one(engine, folder)
                 r.update(n=n, planted=n // 3, rank_mb=raw / 1e6)
@@ -116,16 +124,20 @@ def main() -> None:
             for p in paths:
                 p.unlink()
     lines.append("")
-    lines.append("| engine | ranks | MB per rank | wall s | start s | map+reduce s | s per rank | parent peak RSS MB | "
-                 "workers | worker peak RSS MB (min-max) | their parse processes' peak MB | straggler planted / found "
-                 "| victims |")
+    lines.append(
+        "| engine | ranks | MB per rank | wall s | start s | map+reduce s | s per rank | parent peak RSS MB | "
+        "workers | worker peak RSS MB (min-max) | their parse processes' peak MB | straggler planted / found "
+        "| victims |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         w = r["worker_max_rss_mb"]
-        lines.append(f"| {r['engine']} | {r['n']} | {r['rank_mb']:.1f} | {r['wall_s']:.1f} | {r['start_s']:.1f} | "
-                     f"{r['map_reduce_s']:.1f} | {r['map_reduce_s'] / r['n']:.3f} | {r['parent_max_rss_mb']:.0f} | "
-                     f"{len(w)} | {min(w):.0f}-{max(w):.0f} | {r['parse_process_max_rss_mb']:.0f} | "
-                     f"{r['planted']} / {r['culprit']} | {r['victims']} |")
+        lines.append(
+            f"| {r['engine']} | {r['n']} | {r['rank_mb']:.1f} | {r['wall_s']:.1f} | {r['start_s']:.1f} | "
+            f"{r['map_reduce_s']:.1f} | {r['map_reduce_s'] / r['n']:.3f} | {r['parent_max_rss_mb']:.0f} | "
+            f"{len(w)} | {min(w):.0f}-{max(w):.0f} | {r['parse_process_max_rss_mb']:.0f} | "
+            f"{r['planted']} / {r['culprit']} | {r['victims']} |"
+        )
     text = "\n".join(lines)
     print(text)
     if a.out:

@@ -23,8 +23,17 @@ GEMM = "ampere_sgemm_128x64_nn"
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
 
 
-def rank_trace(rank: int, world: int, straggler: int, steps: int, kernels: int, slow: float = 1.3,
-               kernel_us: float = 150.0, comm_us: float = 4000.0, seed: int = 0) -> dict:
+def rank_trace(
+    rank: int,
+    world: int,
+    straggler: int,
+    steps: int,
+    kernels: int,
+    slow: float = 1.3,
+    kernel_us: float = 150.0,
+    comm_us: float = 4000.0,
+    seed: int = 0,
+) -> dict:
     rng = random.Random(seed * 100_003 + rank)
     ev: list[dict] = []
     corr = 1
@@ -34,35 +43,108 @@ def rank_trace(rank: int, world: int, straggler: int, steps: int, kernels: int, 
         factor = slow if rank == straggler else 1.0 + rng.uniform(0.0, 0.03)
         k_us = kernel_us * factor
         step_us = compute_max + comm_us + 200.0
-        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
-                   "ts": t, "dur": step_us})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": step_us,
+            }
+        )
         cpu, gpu = t + 10.0, t + 30.0
         for _ in range(kernels):
-            ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": cpu, "dur": 8.0,
-                       "args": {"External id": corr}})
-            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                       "ts": cpu + 1.0, "dur": 5.0, "args": {"correlation": corr}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": "aten::mm",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": cpu,
+                    "dur": 8.0,
+                    "args": {"External id": corr},
+                }
+            )
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": cpu + 1.0,
+                    "dur": 5.0,
+                    "args": {"correlation": corr},
+                }
+            )
             gpu = max(gpu, cpu + 6.0)
-            ev.append({"ph": "X", "cat": "kernel", "name": GEMM, "pid": 0, "tid": 7, "ts": gpu, "dur": k_us,
-                       "args": {"correlation": corr, "device": 0, "stream": 7}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": GEMM,
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": gpu,
+                    "dur": k_us,
+                    "args": {"correlation": corr, "device": 0, "stream": 7},
+                }
+            )
             gpu += k_us
             cpu += 10.0
             corr += 1
         end = t + 30.0 + compute_max + comm_us  # every rank's all-reduce ends together
-        ev.append({"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": cpu,
-                   "dur": 6.0})
-        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": cpu + 1,
-                   "dur": 5.0, "args": {"correlation": corr}})
-        ev.append({"ph": "X", "cat": "kernel", "name": NCCL, "pid": 0, "tid": 20, "ts": gpu, "dur": end - gpu,
-                   "args": {"correlation": corr, "device": 0, "stream": 20}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "nccl:all_reduce",
+                "pid": 1,
+                "tid": 1,
+                "ts": cpu,
+                "dur": 6.0,
+            }
+        )
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": cpu + 1,
+                "dur": 5.0,
+                "args": {"correlation": corr},
+            }
+        )
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": NCCL,
+                "pid": 0,
+                "tid": 20,
+                "ts": gpu,
+                "dur": end - gpu,
+                "args": {"correlation": corr, "device": 0, "stream": 20},
+            }
+        )
         corr += 1
         t += step_us + 50.0
-    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
-            "deviceProperties": [{"id": 0, "name": "Synthetic GPU", "totalGlobalMem": 80 * 1024**3}],
-            "traceEvents": ev}
+    return {
+        "schemaVersion": 1,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
+        "deviceProperties": [{"id": 0, "name": "Synthetic GPU", "totalGlobalMem": 80 * 1024**3}],
+        "traceEvents": ev,
+    }
 
 
-def write_job(out: Path, ranks: int, straggler: int, steps: int = 5, kernels: int = 400, seed: int = 0) -> list[Path]:
+def write_job(
+    out: Path, ranks: int, straggler: int, steps: int = 5, kernels: int = 400, seed: int = 0
+) -> list[Path]:
     """Write ``ranks`` gzipped rank files into ``out`` (one event per line, as Kineto writes them)."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -80,11 +162,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--ranks", type=int, default=8)
-    ap.add_argument("--kernels", type=int, default=400, help="compute kernels per step (3 events each)")
+    ap.add_argument(
+        "--kernels", type=int, default=400, help="compute kernels per step (3 events each)"
+    )
     ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--straggler", type=int, default=None, help="the slow rank (default: ranks // 3)")
+    ap.add_argument(
+        "--straggler", type=int, default=None, help="the slow rank (default: ranks // 3)"
+    )
     a = ap.parse_args()
-    write_job(a.out, a.ranks, a.ranks // 3 if a.straggler is None else a.straggler, a.steps, a.kernels)
+    write_job(
+        a.out, a.ranks, a.ranks // 3 if a.straggler is None else a.straggler, a.steps, a.kernels
+    )
 
 
 if __name__ == "__main__":

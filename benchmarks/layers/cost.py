@@ -33,8 +33,10 @@ sys.path.insert(0, str(REPO))
 from stepwise_agent.layers import LayerRecorder, layer_rows  # noqa: E402
 
 SCRIPT = REPO / "tests" / "scripts" / "tiny_gpt.py"
-MODELS = {"tiny GPT (2 blocks, d=64, 8x64 tokens)": dict(d=64, heads=4, n_blocks=2, batch=(8, 64)),
-          "GPT (4 blocks, d=256, 8x128 tokens)": dict(d=256, heads=8, n_blocks=4, batch=(8, 128))}
+MODELS = {
+    "tiny GPT (2 blocks, d=64, 8x64 tokens)": dict(d=64, heads=4, n_blocks=2, batch=(8, 64)),
+    "GPT (4 blocks, d=256, 8x128 tokens)": dict(d=256, heads=8, n_blocks=4, batch=(8, 128)),
+}
 
 
 def _gpt() -> Any:
@@ -46,8 +48,9 @@ def _gpt() -> Any:
     return mod
 
 
-def one_window(model: Any, opt: Any, batch: tuple[int, int], steps: int, layers: bool,
-               device: str) -> tuple[float, float, float]:
+def one_window(
+    model: Any, opt: Any, batch: tuple[int, int], steps: int, layers: bool, device: str
+) -> tuple[float, float, float]:
     """Median profiled step of one profiler window (main thread CPU ms, wall ms), and the ms to
     build the layer rows."""
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -65,8 +68,13 @@ def one_window(model: Any, opt: Any, batch: tuple[int, int], steps: int, layers:
 
     walls, cpus = [], []
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
-    with torch.profiler.profile(activities=activities, profile_memory=True, record_shapes=True,
-                                schedule=schedule, on_trace_ready=ready) as prof:
+    with torch.profiler.profile(
+        activities=activities,
+        profile_memory=True,
+        record_shapes=True,
+        schedule=schedule,
+        on_trace_ready=ready,
+    ) as prof:
         for i in range(steps + 1):
             if i == 1 and layers:
                 rec.start()
@@ -101,10 +109,15 @@ def measure(name: str, cfg: dict[str, Any], trials: int, steps: int, device: str
         build.append(got[True][2])
         ratios.append(got[True][0] / got[False][0])
         wall_ratios.append(got[True][1] / got[False][1])
-    return {"model": name, "plain_ms": statistics.median(plain),
-            "layers_ms": statistics.median(with_layers), "cost": statistics.median(ratios) - 1,
-            "ratios": ratios, "build_ms": statistics.median(build),
-            "wall_cost": statistics.median(wall_ratios) - 1}
+    return {
+        "model": name,
+        "plain_ms": statistics.median(plain),
+        "layers_ms": statistics.median(with_layers),
+        "cost": statistics.median(ratios) - 1,
+        "ratios": ratios,
+        "build_ms": statistics.median(build),
+        "wall_cost": statistics.median(wall_ratios) - 1,
+    }
 
 
 def main() -> None:
@@ -118,19 +131,25 @@ def main() -> None:
     load_before = os.getloadavg()
     rows = [measure(n, c, args.trials, args.steps, device) for n, c in MODELS.items()]
     load_after = os.getloadavg()
-    lines = [f"# Layer recording cost, {dt.date.today().isoformat()}", "",
-             f"`python benchmarks/layers/cost.py --trials {args.trials} --steps {args.steps}` on "
-             f"{device} ({os.cpu_count()} cores, torch {torch.__version__}, "
-             f"{torch.get_num_threads()} threads); load average before {load_before[0]:.1f}, "
-             f"after {load_after[0]:.1f}.", "",
-             "| model | profiled step CPU, plain (ms) | with layers (ms) | cost, CPU (median of "
-             "pairs) | CPU pair ratios | cost, wall | layer rows built after the window (ms) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Layer recording cost, {dt.date.today().isoformat()}",
+        "",
+        f"`python benchmarks/layers/cost.py --trials {args.trials} --steps {args.steps}` on "
+        f"{device} ({os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads); load average before {load_before[0]:.1f}, "
+        f"after {load_after[0]:.1f}.",
+        "",
+        "| model | profiled step CPU, plain (ms) | with layers (ms) | cost, CPU (median of "
+        "pairs) | CPU pair ratios | cost, wall | layer rows built after the window (ms) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ratios = ", ".join(f"{x:.3f}" for x in r["ratios"])
-        lines.append(f"| {r['model']} | {r['plain_ms']:.2f} | {r['layers_ms']:.2f} | "
-                     f"{r['cost']:+.1%} | {ratios} | {r['wall_cost']:+.1%} | "
-                     f"{r['build_ms']:.1f} |")
+        lines.append(
+            f"| {r['model']} | {r['plain_ms']:.2f} | {r['layers_ms']:.2f} | "
+            f"{r['cost']:+.1%} | {ratios} | {r['wall_cost']:+.1%} | "
+            f"{r['build_ms']:.1f} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out is not None:

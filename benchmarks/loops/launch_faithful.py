@@ -31,7 +31,11 @@ CLOCK = ROOT / "benchmarks" / "loops" / "step_clock.py"
 SCRIPTS = {
     "plain_train": [str(ROOT / "tests" / "scripts" / "plain_train.py")],
     "flags_train": [str(ROOT / "tests" / "scripts" / "flags_train.py")],
-    "gpt2_reference": [str(ROOT / "tests" / "scripts" / "gpt2_reference_train.py"), "--input_bin", "TOKENS"],
+    "gpt2_reference": [
+        str(ROOT / "tests" / "scripts" / "gpt2_reference_train.py"),
+        "--input_bin",
+        "TOKENS",
+    ],
     "tiny_gpt": [str(ROOT / "benchmarks" / "scripts" / "tiny_gpt_train.py"), "--iters", "100000"],
 }
 
@@ -48,8 +52,14 @@ def _per_step_ms(out: Path, skip: int) -> tuple[float, dict]:
 
 def _bare(argv: list[str], out: Path, steps: int, cwd: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPWISE_")}
-    subprocess.run([sys.executable, str(CLOCK), *argv], env={**env, **_clock_env(out, steps)}, cwd=cwd, check=True,
-                   stdout=subprocess.DEVNULL, timeout=900)
+    subprocess.run(
+        [sys.executable, str(CLOCK), *argv],
+        env={**env, **_clock_env(out, steps)},
+        cwd=cwd,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=900,
+    )
 
 
 def _launched(argv: list[str], out: Path, steps: int, cwd: Path, store_root: Path) -> str:
@@ -57,8 +67,14 @@ def _launched(argv: list[str], out: Path, steps: int, cwd: Path, store_root: Pat
     from profilers.run.launch import start_launch
     from profilers.store.runs import RunStore
 
-    handle = start_launch([sys.executable, str(CLOCK), *argv], RunStore(store_root), steps=1,
-                          boot={"warmup": 10**6}, cwd=str(cwd), extra_env=_clock_env(out, steps))
+    handle = start_launch(
+        [sys.executable, str(CLOCK), *argv],
+        RunStore(store_root),
+        steps=1,
+        boot={"warmup": 10**6},
+        cwd=str(cwd),
+        extra_env=_clock_env(out, steps),
+    )
     return follow(handle, None, 900).status.value
 
 
@@ -80,7 +96,7 @@ def main() -> None:
             pairs, others = [], []
             for r in range(args.repeats):
                 arms = {}
-                for arm in (("bare", "launch") if r % 2 == 0 else ("launch", "bare")):
+                for arm in ("bare", "launch") if r % 2 == 0 else ("launch", "bare"):
                     out = work / f"{name}-{r}-{arm}.json"
                     psutil.cpu_percent(None)
                     if arm == "bare":
@@ -92,28 +108,53 @@ def main() -> None:
                     arms[arm] = _per_step_ms(out, args.skip)
                 pairs.append(arms["launch"][0] / arms["bare"][0])
                 env_same[name] = env_same.get(name, True) and all(
-                    arms["launch"][1][k] == arms["bare"][1][k] for k in ("threads", "interop", "env"))
-                print(f"{name} repeat {r + 1}: bare {arms['bare'][0]:.2f} ms/step, launch "
-                      f"{arms['launch'][0]:.2f} ms/step, {100 * (pairs[-1] - 1):+.1f}%", flush=True)
-            rows[name] = {"overhead_median": statistics.median(pairs) - 1, "overhead_min": min(pairs) - 1,
-                          "overhead_max": max(pairs) - 1, "pairs": pairs, "busy_cores_median": statistics.median(others)}
+                    arms["launch"][1][k] == arms["bare"][1][k]
+                    for k in ("threads", "interop", "env")
+                )
+                print(
+                    f"{name} repeat {r + 1}: bare {arms['bare'][0]:.2f} ms/step, launch "
+                    f"{arms['launch'][0]:.2f} ms/step, {100 * (pairs[-1] - 1):+.1f}%",
+                    flush=True,
+                )
+            rows[name] = {
+                "overhead_median": statistics.median(pairs) - 1,
+                "overhead_min": min(pairs) - 1,
+                "overhead_max": max(pairs) - 1,
+                "pairs": pairs,
+                "busy_cores_median": statistics.median(others),
+            }
     load_after = os.getloadavg()[0]
     date = dt.date.today().isoformat()
-    result = {"date": date, "repeats": args.repeats, "steps": args.steps, "skip": args.skip,
-              "load_1min_before": load_before, "load_1min_after": load_after, "cores": psutil.cpu_count(),
-              "same_environment": env_same, "scripts": rows, "target": "≤ 2% on a quiet machine"}
+    result = {
+        "date": date,
+        "repeats": args.repeats,
+        "steps": args.steps,
+        "skip": args.skip,
+        "load_1min_before": load_before,
+        "load_1min_after": load_after,
+        "cores": psutil.cpu_count(),
+        "same_environment": env_same,
+        "scripts": rows,
+        "target": "≤ 2% on a quiet machine",
+    }
     dest = ROOT / "benchmarks" / "results" / f"launch-faithful-{date}-{args.tag}"
     dest.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"# Bare vs under launch (profiler off), {date}", "",
-             f"{args.repeats} interleaved pairs a script, {args.steps} steps a run, the first {args.skip} "
-             f"left out; load average {load_before:.2f} before, {load_after:.2f} after, on {psutil.cpu_count()} "
-             "cores (busy cores: all programs, this one's arms included, during each arm).", "",
-             "| script | launch ÷ bare − 1 (median) | smallest | largest | busy cores | same env and threads |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# Bare vs under launch (profiler off), {date}",
+        "",
+        f"{args.repeats} interleaved pairs a script, {args.steps} steps a run, the first {args.skip} "
+        f"left out; load average {load_before:.2f} before, {load_after:.2f} after, on {psutil.cpu_count()} "
+        "cores (busy cores: all programs, this one's arms included, during each arm).",
+        "",
+        "| script | launch ÷ bare − 1 (median) | smallest | largest | busy cores | same env and threads |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, row in rows.items():
-        lines.append(f"| {name} | {100 * row['overhead_median']:+.1f}% | {100 * row['overhead_min']:+.1f}% | "
-                     f"{100 * row['overhead_max']:+.1f}% | {row['busy_cores_median']:.2f} | "
-                     f"{'yes' if env_same[name] else 'no'} |")
+        lines.append(
+            f"| {name} | {100 * row['overhead_median']:+.1f}% | {100 * row['overhead_min']:+.1f}% | "
+            f"{100 * row['overhead_max']:+.1f}% | {row['busy_cores_median']:.2f} | "
+            f"{'yes' if env_same[name] else 'no'} |"
+        )
     dest.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -49,11 +49,36 @@ LOOPS: dict[str, tuple[Path, tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def _optimize(python: str, script: Path, args: tuple[str, ...], fixes: tuple[str, ...], work: Path,
-              opts: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(work / "runs"),
-           "--rounds", str(opts.rounds), "--trials", str(opts.trials), "--steps", str(opts.steps),
-           "--warmup", str(opts.warmup), *(a for f in fixes for a in ("--fix", f)), "--", python, str(script), *args]
+def _optimize(
+    python: str,
+    script: Path,
+    args: tuple[str, ...],
+    fixes: tuple[str, ...],
+    work: Path,
+    opts: argparse.Namespace,
+) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--json",
+        "--store",
+        str(work / "runs"),
+        "--rounds",
+        str(opts.rounds),
+        "--trials",
+        str(opts.trials),
+        "--steps",
+        str(opts.steps),
+        "--warmup",
+        str(opts.warmup),
+        *(a for f in fixes for a in ("--fix", f)),
+        "--",
+        python,
+        str(script),
+        *args,
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRAINER_OUT": str(work / "trainer-out")}
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=3600, env=env)
     if proc.returncode not in (0, 3):
@@ -61,8 +86,9 @@ def _optimize(python: str, script: Path, args: tuple[str, ...], fixes: tuple[str
     return json.loads(proc.stdout)
 
 
-def _patched(script: Path, args: tuple[str, ...], python: str, change: dict[str, Any], work: Path,
-             tag: str) -> list[str] | None:
+def _patched(
+    script: Path, args: tuple[str, ...], python: str, change: dict[str, Any], work: Path, tag: str
+) -> list[str] | None:
     """The command that runs the script with ``change`` made, as the user would make it; None when it cannot
     be made without Stepwise (a snippet with no single place)."""
     kind = change.get("kind")
@@ -76,8 +102,12 @@ def _patched(script: Path, args: tuple[str, ...], python: str, change: dict[str,
         copy = work / f"patched-{script.parent.name}-{tag}"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(script.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
-        done = subprocess.run(["patch", "-p1", "-d", str(copy), "--forward", "--batch"], input=str(change["text"]),
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            ["patch", "-p1", "-d", str(copy), "--forward", "--batch"],
+            input=str(change["text"]),
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             return None
         return [python, str(copy / script.name), *args]
@@ -97,7 +127,9 @@ def _plain(command: list[str], work: Path, steps: int, tag: str) -> float | None
     return statistics.median(walls) if walls else None
 
 
-def _plain_ab(before: list[str], after: list[str], work: Path, pairs: int, steps: int) -> dict[str, Any]:
+def _plain_ab(
+    before: list[str], after: list[str], work: Path, pairs: int, steps: int
+) -> dict[str, Any]:
     ratios, load = [], []
     for i in range(pairs):
         a = _plain(before, work, steps, f"a{i}")
@@ -112,8 +144,13 @@ def _plain_ab(before: list[str], after: list[str], work: Path, pairs: int, steps
 
 def _row(loop: str, r: dict[str, Any], plain: dict[str, Any] | None) -> str:
     interval = r.get("interval")
-    gain = (f"{r['speedup']:.2f}× [{interval[0]:.2f}, {interval[1]:.2f}]" if r.get("speedup") and interval
-            else f"{r['speedup']:.2f}×" if r.get("speedup") else "—")
+    gain = (
+        f"{r['speedup']:.2f}× [{interval[0]:.2f}, {interval[1]:.2f}]"
+        if r.get("speedup") and interval
+        else f"{r['speedup']:.2f}×"
+        if r.get("speedup")
+        else "—"
+    )
     if plain and plain.get("speedup"):
         p = plain["pairs"]
         said = f"{plain['speedup']:.2f}× ({min(p):.2f}–{max(p):.2f}, {len(p)} pairs)"
@@ -128,19 +165,27 @@ def _row(loop: str, r: dict[str, Any], plain: dict[str, Any] | None) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--loops", default=",".join(LOOPS))
-    p.add_argument("--python", default=str(Path(os.environ.get("STEPWISE_USER_ENV", REPO / ".venv-user")) / "bin/python"))
+    p.add_argument(
+        "--python",
+        default=str(Path(os.environ.get("STEPWISE_USER_ENV", REPO / ".venv-user")) / "bin/python"),
+    )
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--steps", type=int, default=6)
-    p.add_argument("--warmup", type=int, default=3, help="optimize's untimed warm-up steps (its default: 3)")
+    p.add_argument(
+        "--warmup", type=int, default=3, help="optimize's untimed warm-up steps (its default: 3)"
+    )
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--plain-steps", type=int, default=30)
     p.add_argument("--out", type=Path, default=None)
     opts = p.parse_args()
-    lines = [f"# Public training loops, {time.strftime('%Y-%m-%d %H:%M')} UTC ({platform.node()}, "
-             f"{os.cpu_count()} cores, load at start {os.getloadavg()[0]:.1f})", "",
-             "| loop | fix | verdict | speed-up [95% interval] | plain timing, after ÷ before (pairs) | where |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# Public training loops, {time.strftime('%Y-%m-%d %H:%M')} UTC ({platform.node()}, "
+        f"{os.cpu_count()} cores, load at start {os.getloadavg()[0]:.1f})",
+        "",
+        "| loop | fix | verdict | speed-up [95% interval] | plain timing, after ÷ before (pairs) | where |",
+        "|---|---|---|---|---|---|",
+    ]
     said: list[str] = []  # each verdict's why, in full, below the table
     for loop in opts.loops.split(","):
         script, args, fixes = LOOPS[loop]
@@ -154,14 +199,24 @@ def main() -> None:
         before = [opts.python, str(script), *args]
         for r in out.get("rounds", []):
             change = r.get("change")
-            after = _patched(script, args, opts.python, change, work, str(r.get("fix"))) if change else None
+            after = (
+                _patched(script, args, opts.python, change, work, str(r.get("fix")))
+                if change
+                else None
+            )
             plain = _plain_ab(before, after, work, opts.pairs, opts.plain_steps) if after else None
             lines.append(_row(loop, r, plain))
             said.append(f"- {loop} {r.get('fix')}: {r.get('outcome')}")
             print(lines[-1], file=sys.stderr, flush=True)
-    lines += ["", f"optimize: --rounds {opts.rounds} --trials {opts.trials} --steps {opts.steps} --warmup {opts.warmup}; plain: "
-              f"{opts.pairs} interleaved pairs of {opts.plain_steps} optimizer steps, the first {WARMUP} left out, "
-              f"load at the end {os.getloadavg()[0]:.1f}.", "", "The verdicts in full:", *said]
+    lines += [
+        "",
+        f"optimize: --rounds {opts.rounds} --trials {opts.trials} --steps {opts.steps} --warmup {opts.warmup}; plain: "
+        f"{opts.pairs} interleaved pairs of {opts.plain_steps} optimizer steps, the first {WARMUP} left out, "
+        f"load at the end {os.getloadavg()[0]:.1f}.",
+        "",
+        "The verdicts in full:",
+        *said,
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     if opts.out:

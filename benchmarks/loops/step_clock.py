@@ -24,8 +24,16 @@ OUT = os.environ.get("PLAIN_OUT", "plain_times.json")
 marks: list[float] = []
 
 
-RAISE = os.environ.get("PLAIN_EXIT") == "raise"  # end by SystemExit, so a launcher's agent sees a clean end
-SEEN = ("OMP_", "MKL_", "KMP_", "PYTORCH_", "PYTHON")  # the variables that set the script's threads and runtime
+RAISE = (
+    os.environ.get("PLAIN_EXIT") == "raise"
+)  # end by SystemExit, so a launcher's agent sees a clean end
+SEEN = (
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "PYTORCH_",
+    "PYTHON",
+)  # the variables that set the script's threads and runtime
 
 
 def _after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -33,9 +41,15 @@ def _after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> Non
     if len(marks) > STEPS:
         walls = [(b - a) * 1000.0 for a, b in zip(marks, marks[1:])]
         with open(OUT, "w") as f:
-            json.dump({"walls_ms": walls, "threads": torch.get_num_threads(),
-                       "interop": torch.get_num_interop_threads(),
-                       "env": {k: v for k, v in os.environ.items() if k.startswith(SEEN)}}, f)
+            json.dump(
+                {
+                    "walls_ms": walls,
+                    "threads": torch.get_num_threads(),
+                    "interop": torch.get_num_interop_threads(),
+                    "env": {k: v for k, v in os.environ.items() if k.startswith(SEEN)},
+                },
+                f,
+            )
         sys.stdout.flush()
         if RAISE:
             raise SystemExit(0)

@@ -48,7 +48,9 @@ print(time.perf_counter() - t)
 def once(what: str, path: Path, chunk: int) -> float:
     env = {**os.environ, "STEPWISE_PARSE_WORKERS": "2"}
     code = CHILD.format(repo=str(REPO), chunk=chunk, what=what, path=str(path))
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -56,7 +58,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes-kib", default="8192,1024,512,256")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--synthetic-mb", type=int, default=400, help="uncompressed synthetic trace, MB (0: none)")
+    ap.add_argument(
+        "--synthetic-mb", type=int, default=400, help="uncompressed synthetic trace, MB (0: none)"
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     sizes = [int(s) * 1024 for s in args.sizes_kib.split(",")]
@@ -87,8 +91,10 @@ def main() -> None:
         say(f"{what}: {path.name} ({path.stat().st_size / 2**20:.0f} MiB on disk)")
         for chunk in sizes:
             xs = times[(what, chunk)]
-            say(f"  pieces of {chunk // 1024:>5} KiB: median {statistics.median(xs):.3f} s "
-                f"[min {min(xs):.3f}, max {max(xs):.3f}] n={len(xs)}")
+            say(
+                f"  pieces of {chunk // 1024:>5} KiB: median {statistics.median(xs):.3f} s "
+                f"[min {min(xs):.3f}, max {max(xs):.3f}] n={len(xs)}"
+            )
     say(f"load at end {os.getloadavg()[0]:.2f}")
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")

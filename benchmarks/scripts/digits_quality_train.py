@@ -25,13 +25,28 @@ def main() -> None:
     d = load_digits()
     x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0
     y = torch.tensor(d.target)
-    g = torch.Generator().manual_seed(1234)  # the split is fixed; the training seed comes from outside
+    g = torch.Generator().manual_seed(
+        1234
+    )  # the split is fixed; the training seed comes from outside
     order = torch.randperm(len(y), generator=g)
     val, train = order[:400], order[400:]
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x[train], y[train]),
-                                         batch_size=args.batch_size, shuffle=True, drop_last=True)
-    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
-                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 16, 64), nn.ReLU(), nn.Linear(64, 10))
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x[train], y[train]),
+        batch_size=args.batch_size,
+        shuffle=True,
+        drop_last=True,
+    )
+    model = nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 16, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
+    )
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     step = 0
     while step < args.steps:

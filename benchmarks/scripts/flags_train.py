@@ -23,10 +23,14 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 torch.manual_seed(0)
 features = torch.randn(16384, 1024)
 labels = (features[:, :8].sum(dim=1) > 0).long() + 2 * (features[:, 8:16].sum(dim=1) > 0).long()
-loader = DataLoader(TensorDataset(features, labels), batch_size=args.batch, shuffle=True, num_workers=args.workers)
+loader = DataLoader(
+    TensorDataset(features, labels), batch_size=args.batch, shuffle=True, num_workers=args.workers
+)
 model = nn.Sequential(
-    nn.Linear(1024, args.width), nn.GELU(),
-    nn.Linear(args.width, args.width), nn.GELU(),
+    nn.Linear(1024, args.width),
+    nn.GELU(),
+    nn.Linear(args.width, args.width),
+    nn.GELU(),
     nn.Linear(args.width, 4),
 ).to(device)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)

@@ -26,8 +26,9 @@ class Tokens(Dataset):
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
-config = GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1024, n_positions=64, bos_token_id=0,
-                    eos_token_id=0)
+config = GPT2Config(
+    n_layer=2, n_embd=128, n_head=4, vocab_size=1024, n_positions=64, bos_token_id=0, eos_token_id=0
+)
 model = GPT2LMHeadModel(config)
 args = TrainingArguments(
     output_dir=os.environ.get("TRAINER_OUT", "trainer-out"),

@@ -33,8 +33,9 @@ class Records(Dataset):
 class Classifier(L.LightningModule):
     def __init__(self) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(),
-                                 nn.Linear(1024, 2))
+        self.net = nn.Sequential(
+            nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 2)
+        )
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -49,7 +50,13 @@ class Classifier(L.LightningModule):
         return torch.optim.AdamW(self.parameters(), lr=1e-3)
 
 
-trainer = L.Trainer(max_epochs=1000, accelerator="cpu" if not torch.cuda.is_available() else "auto", devices=1,
-                    logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                    enable_model_summary=False)
+trainer = L.Trainer(
+    max_epochs=1000,
+    accelerator="cpu" if not torch.cuda.is_available() else "auto",
+    devices=1,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
 trainer.fit(Classifier())

@@ -21,8 +21,10 @@ features = torch.randn(16384, 1024)
 labels = (features[:, :8].sum(dim=1) > 0).long() + 2 * (features[:, 8:16].sum(dim=1) > 0).long()
 loader = DataLoader(TensorDataset(features, labels), batch_size=args.batch, shuffle=True)
 model = nn.Sequential(
-    nn.Linear(1024, args.width), nn.GELU(),
-    nn.Linear(args.width, args.width), nn.GELU(),
+    nn.Linear(1024, args.width),
+    nn.GELU(),
+    nn.Linear(args.width, args.width),
+    nn.GELU(),
     nn.Linear(args.width, 4),
 )
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)

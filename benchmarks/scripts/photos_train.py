@@ -28,7 +28,9 @@ args = parser.parse_args()
 def encode(seed: int) -> bytes:
     rng = np.random.default_rng(seed)
     base = rng.integers(0, 255, (16, 16, 3), dtype=np.uint8)
-    img = Image.fromarray(base).resize((144, 144), Image.BILINEAR)  # smooth: compresses like a photo
+    img = Image.fromarray(base).resize(
+        (144, 144), Image.BILINEAR
+    )  # smooth: compresses like a photo
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=90)
     return buf.getvalue()
@@ -44,19 +46,28 @@ class Photos(Dataset):
 
     def __getitem__(self, i: int):
         time.sleep(self.latency_s)  # the read from storage
-        img = np.asarray(Image.open(io.BytesIO(self.blobs[i])).convert("RGB"), dtype=np.float32) / 255.0
+        img = (
+            np.asarray(Image.open(io.BytesIO(self.blobs[i])).convert("RGB"), dtype=np.float32)
+            / 255.0
+        )
         top, left = random.randint(0, 16), random.randint(0, 16)
-        x = torch.from_numpy(img[top:top + 128, left:left + 128]).permute(2, 0, 1).contiguous()
+        x = torch.from_numpy(img[top : top + 128, left : left + 128]).permute(2, 0, 1).contiguous()
         if random.random() < 0.5:
             x = x.flip(2)
         return x, i % 10
 
 
-loader = DataLoader(Photos(args.images, args.latency_ms / 1000.0), batch_size=args.batch, shuffle=True)
+loader = DataLoader(
+    Photos(args.images, args.latency_ms / 1000.0), batch_size=args.batch, shuffle=True
+)
 model = nn.Sequential(
-    nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.ReLU(),
-    nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
-    nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(512, 10),
+    nn.Conv2d(3, 16, 3, stride=2, padding=1),
+    nn.ReLU(),
+    nn.Conv2d(16, 32, 3, stride=2, padding=1),
+    nn.ReLU(),
+    nn.AdaptiveAvgPool2d(4),
+    nn.Flatten(),
+    nn.Linear(512, 10),
 )
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 for epoch in range(args.epochs):

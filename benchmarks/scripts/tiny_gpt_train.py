@@ -28,7 +28,9 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.attn = nn.MultiheadAttention(width, 4, batch_first=True)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)
+        )
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         h = self.ln1(x)
@@ -42,7 +44,9 @@ class GPT(nn.Module):
         self.tok, self.pos = nn.Embedding(VOCAB, args.width), nn.Embedding(args.block, args.width)
         self.blocks = nn.ModuleList(Block(args.width) for _ in range(args.layers))
         self.ln, self.head = nn.LayerNorm(args.width), nn.Linear(args.width, VOCAB, bias=False)
-        self.register_buffer("mask", torch.triu(torch.ones(args.block, args.block, dtype=torch.bool), 1))
+        self.register_buffer(
+            "mask", torch.triu(torch.ones(args.block, args.block, dtype=torch.bool), 1)
+        )
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
@@ -58,11 +62,14 @@ opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
 for it in range(args.iters):
     t0 = time.perf_counter()
     starts = torch.randint(0, len(text) - args.block - 1, (args.batch,))
-    x = torch.stack([text[s:s + args.block] for s in starts])
-    y = torch.stack([text[s + 1:s + args.block + 1] for s in starts])
+    x = torch.stack([text[s : s + args.block] for s in starts])
+    y = torch.stack([text[s + 1 : s + args.block + 1] for s in starts])
     logits = model(x)
     loss = nn.functional.cross_entropy(logits.view(-1, VOCAB), y.view(-1))
     opt.zero_grad()
     loss.backward()
     opt.step()
-    print(f"iter {it}: loss {loss.item():.4f}, iter_dt {1e3 * (time.perf_counter() - t0):.1f}ms", flush=True)
+    print(
+        f"iter {it}: loss {loss.item():.4f}, iter_dt {1e3 * (time.perf_counter() - t0):.1f}ms",
+        flush=True,
+    )

@@ -19,8 +19,13 @@ args = parser.parse_args()
 torch.manual_seed(0)
 x = torch.randn(64 * 16, args.width)
 loader = DataLoader(TensorDataset(x, torch.randint(0, 10, (64 * 16,))), batch_size=64, shuffle=True)
-model = torch.nn.Sequential(torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),
-                            torch.nn.Linear(args.width, args.width), torch.nn.ReLU(), torch.nn.Linear(args.width, 10))
+model = torch.nn.Sequential(
+    torch.nn.Linear(args.width, args.width),
+    torch.nn.ReLU(),
+    torch.nn.Linear(args.width, args.width),
+    torch.nn.ReLU(),
+    torch.nn.Linear(args.width, 10),
+)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 SETTLE = 10
 walls = []
@@ -43,5 +48,11 @@ while done < args.steps:
             break
 cpu_end = time.process_time()
 with open(args.out, "w") as fh:
-    json.dump({"walls": walls, "cpu_ms_per_step": (cpu_end - cpu_from) * 1000.0 / max(len(walls) - SETTLE, 1),
-               "cpu_s": cpu_end}, fh)
+    json.dump(
+        {
+            "walls": walls,
+            "cpu_ms_per_step": (cpu_end - cpu_from) * 1000.0 / max(len(walls) - SETTLE, 1),
+            "cpu_s": cpu_end,
+        },
+        fh,
+    )

@@ -50,7 +50,9 @@ def _hog(seed: int, stop: Any) -> None:
 
 
 def measure(fix_id: str, hog: bool, seed: int, store: RunStore) -> dict[str, Any]:
-    spec = workload_spec(store.root, "data_bound", measure_steps=5)  # the workload's script, as optimize runs it
+    spec = workload_spec(
+        store.root, "data_bound", measure_steps=5
+    )  # the workload's script, as optimize runs it
     stop = mp.Event()
     proc = mp.Process(target=_hog, args=(seed, stop), daemon=True) if hog else None
     if proc is not None:
@@ -58,34 +60,54 @@ def measure(fix_id: str, hog: bool, seed: int, store: RunStore) -> dict[str, Any
     started = time.time()
     try:
         how = ScriptStrategy(spec, "cpu")
-        exp: Experiment[Any] = run_experiment(spec, FIXES[fix_id], script_runner(store, experiment=f"bench-{seed}"),
-                                              Policy(trials=3), apply=how.apply, proof=how.proof(FIXES[fix_id]))
+        exp: Experiment[Any] = run_experiment(
+            spec,
+            FIXES[fix_id],
+            script_runner(store, experiment=f"bench-{seed}"),
+            Policy(trials=3),
+            apply=how.apply,
+            proof=how.proof(FIXES[fix_id]),
+        )
     finally:
         if proc is not None:
             stop.set()
             proc.join(10)
     r = exp.ratio
-    loads = [o.load.others_cores for o in (*exp.baseline.outcomes, *exp.patched.outcomes) if o.load is not None]
-    return {"fix": fix_id, "condition": "hog" if hog else "quiet", "seed": seed,
-            "outcome": render(exp.outcome), "kept": exp.kept,
-            "speedup": None if r is None else round(r.point, 3),
-            "interval": None if r is None else [round(r.low, 3), round(r.high, 3)],
-            "before_samples_per_s": None if r is None else round(r.before or 0, 1),
-            "after_samples_per_s": None if r is None else round(r.after or 0, 1),
-            "pairs": [] if r is None else [round(p, 3) for p in r.pairs],
-            "runs": len(exp.baseline.outcomes) + len(exp.patched.outcomes),
-            "others_cores": [round(x, 2) for x in loads], "seconds": round(time.time() - started, 1),
-            "load_avg": round(os.getloadavg()[0], 2)}
+    loads = [
+        o.load.others_cores
+        for o in (*exp.baseline.outcomes, *exp.patched.outcomes)
+        if o.load is not None
+    ]
+    return {
+        "fix": fix_id,
+        "condition": "hog" if hog else "quiet",
+        "seed": seed,
+        "outcome": render(exp.outcome),
+        "kept": exp.kept,
+        "speedup": None if r is None else round(r.point, 3),
+        "interval": None if r is None else [round(r.low, 3), round(r.high, 3)],
+        "before_samples_per_s": None if r is None else round(r.before or 0, 1),
+        "after_samples_per_s": None if r is None else round(r.after or 0, 1),
+        "pairs": [] if r is None else [round(p, 3) for p in r.pairs],
+        "runs": len(exp.baseline.outcomes) + len(exp.patched.outcomes),
+        "others_cores": [round(x, 2) for x in loads],
+        "seconds": round(time.time() - started, 1),
+        "load_avg": round(os.getloadavg()[0], 2),
+    }
 
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| fix | condition | # | outcome | speed-up | interval | pairs | runs | others' cores per run (mean) |",
-           "|---|---|---:|---|---:|---|---|---:|---|"]
+    out = [
+        "| fix | condition | # | outcome | speed-up | interval | pairs | runs | others' cores per run (mean) |",
+        "|---|---|---:|---|---:|---|---|---:|---|",
+    ]
     for i, r in enumerate(rows):
         word = r["outcome"] if len(r["outcome"]) < 90 else r["outcome"][:87] + "…"
         others = ", ".join(f"{x:.2f}" for x in r["others_cores"])
-        out.append(f"| {r['fix']} | {r['condition']} | {r['seed']} | {word} | {r['speedup']} | {r['interval']} | "
-                   f"{', '.join(str(p) for p in r['pairs'])} | {r['runs']} | {others} |")
+        out.append(
+            f"| {r['fix']} | {r['condition']} | {r['seed']} | {word} | {r['speedup']} | {r['interval']} | "
+            f"{', '.join(str(p) for p in r['pairs'])} | {r['runs']} | {others} |"
+        )
     return out
 
 
@@ -104,12 +126,22 @@ def main(argv: list[str] | None = None) -> int:
                     row = measure(fix_id, hog, rep, store)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    lines = [f"# Verdicts on a quiet machine and beside a bursty CPU hog — {time.strftime('%Y-%m-%d %H:%M')}",
-             "", f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}; data_bound tiny, 3 pairs per experiment (up to 5).", "", *table(rows), ""]
-    never = [r for r in rows if r["fix"] == "foreach_optimizer" and r["condition"] == "hog" and r["kept"]]
-    lines.append(f"no-gain fix kept under the hog: {len(never)} of "
-                 f"{sum(1 for r in rows if r['fix'] == 'foreach_optimizer' and r['condition'] == 'hog')}")
+    lines = [
+        f"# Verdicts on a quiet machine and beside a bursty CPU hog — {time.strftime('%Y-%m-%d %H:%M')}",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; data_bound tiny, 3 pairs per experiment (up to 5).",
+        "",
+        *table(rows),
+        "",
+    ]
+    never = [
+        r for r in rows if r["fix"] == "foreach_optimizer" and r["condition"] == "hog" and r["kept"]
+    ]
+    lines.append(
+        f"no-gain fix kept under the hog: {len(never)} of "
+        f"{sum(1 for r in rows if r['fix'] == 'foreach_optimizer' and r['condition'] == 'hog')}"
+    )
     print("\n".join(lines))
     if args.out is not None:
         args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))

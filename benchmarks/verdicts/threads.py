@@ -44,13 +44,17 @@ SCRIPT = HERE.parent / "scripts" / "tiny_gpt_train.py"
 ITER = re.compile(r"iter_dt ([0-9.]+)ms")
 #: the wait policy Stepwise's launcher gives every run unless the caller sets one (profilers/run/handle.py)
 PASSIVE = "default threads, OMP_WAIT_POLICY=PASSIVE"
-WRAPPER = ("import runpy, sys, torch; torch.set_num_threads(1); sys.argv = sys.argv[1:]; "
-           "runpy.run_path(sys.argv[0], run_name='__main__')")
+WRAPPER = (
+    "import runpy, sys, torch; torch.set_num_threads(1); sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--hogs", type=int, default=1, help="processes spinning one core each beside the script")
+    p.add_argument(
+        "--hogs", type=int, default=1, help="processes spinning one core each beside the script"
+    )
     p.add_argument("--iters", type=int, default=40)
     p.add_argument("--skip", type=int, default=5, help="first iterations left out (warm-up)")
     p.add_argument("--repeats", type=int, default=3)
@@ -58,11 +62,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=10, help="timed steps per optimize trial")
     p.add_argument("--skip-optimize", action="store_true")
     p.add_argument("--skip-direct", action="store_true")
-    p.add_argument("--fix", action="append", default=[], metavar="FIX_ID",
-                   help="optimize --fix: the fixes to measure (default: the diagnosis' choice, in its order)")
-    p.add_argument("--store", type=Path, help="keep optimize's runs here (default: a temporary folder)")
-    p.add_argument("--wait-policy", choices=("ACTIVE", "PASSIVE"),
-                   help="OMP_WAIT_POLICY for optimize's runs (default: the launcher's own, PASSIVE)")
+    p.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        metavar="FIX_ID",
+        help="optimize --fix: the fixes to measure (default: the diagnosis' choice, in its order)",
+    )
+    p.add_argument(
+        "--store", type=Path, help="keep optimize's runs here (default: a temporary folder)"
+    )
+    p.add_argument(
+        "--wait-policy",
+        choices=("ACTIVE", "PASSIVE"),
+        help="OMP_WAIT_POLICY for optimize's runs (default: the launcher's own, PASSIVE)",
+    )
     p.add_argument("--json", type=Path)
     return p.parse_args(argv)
 
@@ -79,7 +93,11 @@ def stop_hogs(hogs: list[subprocess.Popen[bytes]]) -> None:
 
 def direct(setup: str, iters: int, skip: int) -> list[float]:
     """The script's own per-iteration times (ms) in one set-up, warm-up left out."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
+    }
     cmd = [sys.executable, str(SCRIPT), "--iters", str(iters)]
     if setup == PASSIVE:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -93,7 +111,12 @@ def direct(setup: str, iters: int, skip: int) -> list[float]:
 
 def part1(args: argparse.Namespace) -> dict[str, list[float]]:
     """Each set-up's median iteration time per repeat (ms), the hog on except for the quiet reference."""
-    setups = ("default threads", "OMP_NUM_THREADS=1", "torch.set_num_threads(1) after import", PASSIVE)
+    setups = (
+        "default threads",
+        "OMP_NUM_THREADS=1",
+        "torch.set_num_threads(1) after import",
+        PASSIVE,
+    )
     medians: dict[str, list[float]] = {s: [] for s in (*setups, "default threads, no hog")}
     for _ in range(args.repeats):
         hogs = start_hogs(args.hogs)
@@ -104,21 +127,47 @@ def part1(args: argparse.Namespace) -> dict[str, list[float]]:
         finally:
             stop_hogs(hogs)
         time.sleep(1.0)
-        medians["default threads, no hog"].append(statistics.median(direct("default threads", args.iters,
-                                                                              args.skip)))
+        medians["default threads, no hog"].append(
+            statistics.median(direct("default threads", args.iters, args.skip))
+        )
     return medians
 
 
 def part2(args: argparse.Namespace, store: Path) -> dict[str, Any]:
     """``optimize`` of the script while the hog runs."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
+    }
     if args.wait_policy:
-        env["OMP_WAIT_POLICY"] = args.wait_policy  # a caller's own policy wins over the launcher's PASSIVE
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this one
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(store), "--rounds", "1",
-           "--trials", str(args.trials), "--steps", str(args.steps), *(a for f in args.fix for a in ("--fix", f)),
-           "--", "python", str(SCRIPT),
-           "--iters", "100000"]
+        env["OMP_WAIT_POLICY"] = (
+            args.wait_policy
+        )  # a caller's own policy wins over the launcher's PASSIVE
+    env["PATH"] = (
+        f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this one
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--json",
+        "--store",
+        str(store),
+        "--rounds",
+        "1",
+        "--trials",
+        str(args.trials),
+        "--steps",
+        str(args.steps),
+        *(a for f in args.fix for a in ("--fix", f)),
+        "--",
+        "python",
+        str(SCRIPT),
+        "--iters",
+        "100000",
+    ]
     hogs = start_hogs(args.hogs)
     started = time.monotonic()
     try:
@@ -133,36 +182,56 @@ def part2(args: argparse.Namespace, store: Path) -> dict[str, Any]:
     return out
 
 
-def report(p1: dict[str, list[float]] | None, p2: dict[str, Any] | None, args: argparse.Namespace,
-           load: tuple[float, float]) -> list[str]:
-    lines = [f"# threads on a busy machine ({os.cpu_count()} cores, {args.hogs} hog process(es) beside the script)",
-             f"load average 1 min: {load[0]:.2f} at start, {load[1]:.2f} at end", ""]
+def report(
+    p1: dict[str, list[float]] | None,
+    p2: dict[str, Any] | None,
+    args: argparse.Namespace,
+    load: tuple[float, float],
+) -> list[str]:
+    lines = [
+        f"# threads on a busy machine ({os.cpu_count()} cores, {args.hogs} hog process(es) beside the script)",
+        f"load average 1 min: {load[0]:.2f} at start, {load[1]:.2f} at end",
+        "",
+    ]
     if p1:
         base = statistics.median(p1["default threads"])
-        lines += [f"## direct: {SCRIPT.name}, median iter_dt (ms) of iterations {args.skip}..{args.iters - 1}, "
-                  f"{args.repeats} repeats interleaved", f"{'set-up':<42}{'median':>9}{'min':>9}{'max':>9}  speed-up"]
+        lines += [
+            f"## direct: {SCRIPT.name}, median iter_dt (ms) of iterations {args.skip}..{args.iters - 1}, "
+            f"{args.repeats} repeats interleaved",
+            f"{'set-up':<42}{'median':>9}{'min':>9}{'max':>9}  speed-up",
+        ]
         for s, values in p1.items():
             med = statistics.median(values)
-            lines.append(f"{s:<42}{med:>9.1f}{min(values):>9.1f}{max(values):>9.1f}  {base / med:.2f}x")
+            lines.append(
+                f"{s:<42}{med:>9.1f}{min(values):>9.1f}{max(values):>9.1f}  {base / med:.2f}x"
+            )
         lines.append("")
     if p2 and "error" in p2:
         lines += ["## optimize: failed", p2["error"]]
     elif p2:
         policy = args.wait_policy or "PASSIVE (the launcher's default)"
-        lines.append(f"## optimize --rounds 1 --trials {args.trials} --steps {args.steps}"
-                     f"{''.join(f' --fix {f}' for f in args.fix)}, OMP_WAIT_POLICY {policy} ({p2['seconds']} s)")
+        lines.append(
+            f"## optimize --rounds 1 --trials {args.trials} --steps {args.steps}"
+            f"{''.join(f' --fix {f}' for f in args.fix)}, OMP_WAIT_POLICY {policy} ({p2['seconds']} s)"
+        )
         for r in p2["rounds"]:
             low, high = r.get("interval") or (None, None)
             band = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
-            lines.append(f"round: bottleneck {r.get('bottleneck')}, fix {r['fix']}: "
-                         f"{(r.get('speedup') or 0):.2f}x{band}, {'kept' if r['kept'] else 'not kept'} — {r['reason']}")
+            lines.append(
+                f"round: bottleneck {r.get('bottleneck')}, fix {r['fix']}: "
+                f"{(r.get('speedup') or 0):.2f}x{band}, {'kept' if r['kept'] else 'not kept'} — {r['reason']}"
+            )
             knob = ((r.get("applied") or {}).get("knobs") or {}).get("num_threads")
             if knob:
-                lines.append(f"  num_threads: acted={knob['acted']} {'; '.join(knob['evidence']) or knob['why']}")
+                lines.append(
+                    f"  num_threads: acted={knob['acted']} {'; '.join(knob['evidence']) or knob['why']}"
+                )
             if r.get("before") and r.get("after"):
-                lines.append(f"  before {r['before'].get('samples_per_s')} samples/s "
-                             f"({r['before'].get('runs')} runs), after {r['after'].get('samples_per_s')} "
-                             f"({r['after'].get('runs')} runs)")
+                lines.append(
+                    f"  before {r['before'].get('samples_per_s')} samples/s "
+                    f"({r['before'].get('runs')} runs), after {r['after'].get('samples_per_s')} "
+                    f"({r['after'].get('runs')} runs)"
+                )
         lines.append(f"total speed-up {p2.get('total_speedup')}")
     return lines
 

@@ -31,8 +31,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO.parent / "shared" / "traces" / "communication" / "hta_v100_2rank_216k_events.json.gz"
-HTA_SCRIPT = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
-              "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n")
+HTA_SCRIPT = (
+    "import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
+    "TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)\n"
+)
 TARGET = 8.0
 FLOOR_TRACE = REPO.parent / "shared" / "traces" / "edge" / "hta_amd_mi250_rocm_minitoy.json.gz"
 FLOOR = "stepwise, a tiny trace (fixed cost)"
@@ -63,25 +65,37 @@ def check_analyze(stdout: bytes) -> str:
 
 def spread(xs: list[float]) -> str:
     q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
-    return (f"{statistics.median(xs):.3f} s  [min {min(xs):.3f}, IQR {q[0]:.3f}-{q[2]:.3f}, max {max(xs):.3f}] "
-            f"n={len(xs)}")
+    return (
+        f"{statistics.median(xs):.3f} s  [min {min(xs):.3f}, IQR {q[0]:.3f}-{q[2]:.3f}, max {max(xs):.3f}] "
+        f"n={len(xs)}"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", type=Path, default=TRACE)
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--before", type=Path, help="another checkout whose `stepwise analyze` runs as 'before'")
+    ap.add_argument(
+        "--before", type=Path, help="another checkout whose `stepwise analyze` runs as 'before'"
+    )
     ap.add_argument("--python", default=sys.executable, help="the python that runs Stepwise")
     ap.add_argument("--hta-python", default=str(REPO / ".venv-bench" / "bin" / "python"))
     ap.add_argument("--out", type=Path, help="also write the report here")
-    ap.add_argument("--skip-hta", action="store_true", help="Stepwise only (a quick before/after with --before)")
-    ap.add_argument("--floor", action="store_true",
-                    help="also time the same command on a trace of a few hundred events (FLOOR_TRACE): its fixed cost "
-                         "(interpreter, imports, rules, output), which no faster parse can remove")
-    ap.add_argument("--no-bytecode-cache", action="store_true",
-                    help="Stepwise compiles its sources on every run (PYTHONDONTWRITEBYTECODE=1), as in a checkout "
-                         "where bytecode is never written")
+    ap.add_argument(
+        "--skip-hta", action="store_true", help="Stepwise only (a quick before/after with --before)"
+    )
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time the same command on a trace of a few hundred events (FLOOR_TRACE): its fixed cost "
+        "(interpreter, imports, rules, output), which no faster parse can remove",
+    )
+    ap.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="Stepwise compiles its sources on every run (PYTHONDONTWRITEBYTECODE=1), as in a checkout "
+        "where bytecode is never written",
+    )
     args = ap.parse_args()
 
     env = {**os.environ, "STEPWISE_SUMMARY_CACHE": "off"}
@@ -103,9 +117,15 @@ def main() -> None:
     if args.before is not None:
         contenders["stepwise (before)"] = (analyze, args.before.resolve())
     if args.floor:
-        contenders[FLOOR] = ([args.python, "-m", "stepwise", "analyze", str(FLOOR_TRACE), "--json"], REPO)
+        contenders[FLOOR] = (
+            [args.python, "-m", "stepwise", "analyze", str(FLOOR_TRACE), "--json"],
+            REPO,
+        )
     if not args.skip_hta:
-        contenders["HTA load + temporal breakdown"] = ([args.hta_python, "-c", HTA_SCRIPT, str(hta_dir)], REPO)
+        contenders["HTA load + temporal breakdown"] = (
+            [args.hta_python, "-c", HTA_SCRIPT, str(hta_dir)],
+            REPO,
+        )
     envs = {name: hta_env if name.startswith("HTA") else env for name in contenders}
 
     lines: list[str] = []
@@ -116,10 +136,18 @@ def main() -> None:
 
     load0 = os.getloadavg()
     say(f"trace: {args.trace} ({args.trace.stat().st_size / 2**20:.1f} MiB on disk)")
-    say("Stepwise's bytecode: " + ("not cached (compiled on every run)" if args.no_bytecode_cache else
-                                   f"cached in {env['PYTHONPYCACHEPREFIX']} (written by the warm-up run)"))
-    say(f"machine: {os.cpu_count()} cores; load average at start {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} "
-        "(1/5/15 min)")
+    say(
+        "Stepwise's bytecode: "
+        + (
+            "not cached (compiled on every run)"
+            if args.no_bytecode_cache
+            else f"cached in {env['PYTHONPYCACHEPREFIX']} (written by the warm-up run)"
+        )
+    )
+    say(
+        f"machine: {os.cpu_count()} cores; load average at start {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} "
+        "(1/5/15 min)"
+    )
     for name, (cmd, cwd) in contenders.items():
         say(f"{name}: {' '.join(cmd[:2] + ['...'] if name.startswith('HTA') else cmd)}  (in {cwd})")
     for name, (cmd, cwd) in contenders.items():  # warm-up, not counted; checks the output once
@@ -138,33 +166,49 @@ def main() -> None:
                 check_analyze(stdout)
             walls[name].append(wall)
             cpus[name].append(cpu)
-            row.append(f"{name.split(' ')[0] if 'HTA' in name else name} {wall:.3f} s (cpu {cpu:.3f})")
+            row.append(
+                f"{name.split(' ')[0] if 'HTA' in name else name} {wall:.3f} s (cpu {cpu:.3f})"
+            )
         say(f"round {r + 1}/{args.repeats} (load {os.getloadavg()[0]:.2f}): " + "; ".join(row))
     load1 = os.getloadavg()
     say("")
-    say("whole process, wall time (median [min, IQR, max]) and CPU time (median, user+sys incl. parse workers):")
+    say(
+        "whole process, wall time (median [min, IQR, max]) and CPU time (median, user+sys incl. parse workers):"
+    )
     for name in names:
         say(f"  {name:<32} {spread(walls[name])}; cpu {statistics.median(cpus[name]):.3f} s")
     if args.floor:
         fixed, whole = statistics.median(walls[FLOOR]), statistics.median(walls[names[0]])
-        say(f"fixed cost: {fixed:.3f} s of this checkout's {whole:.3f} s is the command on a tiny trace; reading and "
-            f"analysing the events takes the other {whole - fixed:.3f} s" + (
-                "" if args.skip_hta else f"; even a parse that took no time would leave HTA / stepwise at "
-                f"{statistics.median(walls[names[-1]]) / fixed:.2f}x"))
+        say(
+            f"fixed cost: {fixed:.3f} s of this checkout's {whole:.3f} s is the command on a tiny trace; reading and "
+            f"analysing the events takes the other {whole - fixed:.3f} s"
+            + (
+                ""
+                if args.skip_hta
+                else f"; even a parse that took no time would leave HTA / stepwise at "
+                f"{statistics.median(walls[names[-1]]) / fixed:.2f}x"
+            )
+        )
     if len(names) == 2 and args.skip_hta:
         after, before = names
-        say(f"before / after: {statistics.median(walls[before]) / statistics.median(walls[after]):.3f}x by median "
-            f"wall time, {statistics.median(cpus[before]) / statistics.median(cpus[after]):.3f}x by CPU time")
+        say(
+            f"before / after: {statistics.median(walls[before]) / statistics.median(walls[after]):.3f}x by median "
+            f"wall time, {statistics.median(cpus[before]) / statistics.median(cpus[after]):.3f}x by CPU time"
+        )
     hta = names[-1]
-    for name in ([] if args.skip_hta else [n for n in names[:-1] if n != FLOOR]):
+    for name in [] if args.skip_hta else [n for n in names[:-1] if n != FLOOR]:
         ratio = statistics.median(walls[hta]) / statistics.median(walls[name])
         cpu_ratio = statistics.median(cpus[hta]) / statistics.median(cpus[name])
         per_round = sorted(h / s for h, s in zip(walls[hta], walls[name]))
-        say(f"HTA / {name}: {ratio:.2f}x by median wall time (per-round ratios {per_round[0]:.2f}-"
+        say(
+            f"HTA / {name}: {ratio:.2f}x by median wall time (per-round ratios {per_round[0]:.2f}-"
             f"{per_round[-1]:.2f}, median {statistics.median(per_round):.2f}), {cpu_ratio:.2f}x by CPU time; "
-            f"target >= {TARGET:.0f}x: {'MET' if ratio >= TARGET else 'MISSED'}")
-    say(f"load average at end {load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f}; summary cache off "
-        "(it applies to folders of ranks only)")
+            f"target >= {TARGET:.0f}x: {'MET' if ratio >= TARGET else 'MISSED'}"
+        )
+    say(
+        f"load average at end {load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f}; summary cache off "
+        "(it applies to folders of ranks only)"
+    )
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")
 

@@ -16,12 +16,24 @@ from dataclasses import dataclass
 from typing import Iterable
 
 #: Compute capability (major*10+minor) -> architecture name.
-_NAMES = {70: "Volta", 72: "Volta", 75: "Turing", 80: "Ampere", 86: "Ampere", 87: "Ampere", 89: "Ada Lovelace",
-          90: "Hopper", 100: "Blackwell", 120: "Blackwell"}
+_NAMES = {
+    70: "Volta",
+    72: "Volta",
+    75: "Turing",
+    80: "Ampere",
+    86: "Ampere",
+    87: "Ampere",
+    89: "Ada Lovelace",
+    90: "Hopper",
+    100: "Blackwell",
+    120: "Blackwell",
+}
 #: Name prefixes the NVIDIA libraries use -> compute capability.
 _WORDS = {"volta": 70, "turing": 75, "ampere": 80, "ada": 89, "hopper": 90, "blackwell": 100}
 _BY_WORD = re.compile(r"^(volta|turing|ampere|hopper|blackwell)_", re.IGNORECASE)
-_BY_SM = re.compile(r"(?:^|[^a-z0-9])(?:sm|cutlass)_?(70|72|75|80|86|87|89|90|100|120)a?_", re.IGNORECASE)
+_BY_SM = re.compile(
+    r"(?:^|[^a-z0-9])(?:sm|cutlass)_?(70|72|75|80|86|87|89|90|100|120)a?_", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,7 @@ class GpuArch:
 
     @property
     def label(self) -> str:
-        """"a Volta GPU (sm_70)"."""
+        """ "a Volta GPU (sm_70)"."""
         return f"a {self.name} GPU (sm_{self.sm})"
 
     @property

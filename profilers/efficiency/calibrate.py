@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 CALIBRATION_FILE = "calibration.json"
-ROUNDS = 9  # interleaved fp32/bf16 repeats: a burst of load from another program cannot hit every one
+ROUNDS = (
+    9  # interleaved fp32/bf16 repeats: a burst of load from another program cannot hit every one
+)
 _PROBE = r"""
 import json, sys, time, torch
 def rate(x, y, n, seconds):
@@ -62,7 +64,9 @@ BF16_SLOW_BELOW = 0.9
 #: bf16 is a fix on a CPU only when its best rate is this many times fp32's best (and the pairs agree): within
 #: it the two are too close to call, and the advice must not flip with the machine's load
 CLEARLY_APART = 1.15
-CONTENDED_BELOW_BEST = 0.7  # a type whose median sample is under this share of its best: the machine was busy
+CONTENDED_BELOW_BEST = (
+    0.7  # a type whose median sample is under this share of its best: the machine was busy
+)
 STALE_AFTER_S = 7 * 24 * 3600
 
 
@@ -76,7 +80,11 @@ def summarise(fp32_rates: list[float], bf16_rates: list[float]) -> dict[str, Any
     if not pairs:
         return {"bf16_vs_fp32": None, "bf16_decision": "unclear"}
     median = statistics.median(pairs)
-    q1, q3 = (statistics.quantiles(pairs, n=4, method="inclusive")[::2] if len(pairs) > 1 else (pairs[0], pairs[0]))
+    q1, q3 = (
+        statistics.quantiles(pairs, n=4, method="inclusive")[::2]
+        if len(pairs) > 1
+        else (pairs[0], pairs[0])
+    )
     best = max(bf16_rates) / max(fp32_rates)
     if median >= CLEARLY_APART and q1 > 1.0 and best > 1.0:
         decision = "faster"
@@ -85,27 +93,46 @@ def summarise(fp32_rates: list[float], bf16_rates: list[float]) -> dict[str, Any
     else:
         decision = "unclear"
     busy = min(statistics.median(r) / max(r) for r in (fp32_rates, bf16_rates))
-    return {"bf16_vs_fp32": median, "bf16_best_ratio": best, "bf16_pair_spread": [q1, q3],
-            "bf16_samples": len(pairs), "bf16_decision": decision, "contended": busy < CONTENDED_BELOW_BEST}
+    return {
+        "bf16_vs_fp32": median,
+        "bf16_best_ratio": best,
+        "bf16_pair_spread": [q1, q3],
+        "bf16_samples": len(pairs),
+        "bf16_decision": decision,
+        "contended": busy < CONTENDED_BELOW_BEST,
+    }
 
 
 def cache_dir() -> Path:
     """Where calibrations are kept per machine and torch build (``STEPWISE_CALIBRATION_DIR`` overrides)."""
-    return Path(os.environ.get("STEPWISE_CALIBRATION_DIR") or Path.home() / ".cache" / "stepwise" / "calibration")
+    return Path(
+        os.environ.get("STEPWISE_CALIBRATION_DIR")
+        or Path.home() / ".cache" / "stepwise" / "calibration"
+    )
 
 
 def _cache_key(python: str) -> str | None:
     """This machine, CPU, interpreter and torch build, without importing torch (its installed version)."""
     try:
-        done = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
-                              capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            [python, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:
         return None
     from stepwise_agent.hostinfo import cpu_model
 
-    parts = (platform.node(), cpu_model() or "", os.path.realpath(python), done.stdout.strip(), str(os.cpu_count()))
+    parts = (
+        platform.node(),
+        cpu_model() or "",
+        os.path.realpath(python),
+        done.stdout.strip(),
+        str(os.cpu_count()),
+    )
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -114,8 +141,11 @@ def _cached(key: str) -> dict[str, Any] | None:
         data = json.loads((cache_dir() / f"{key}.json").read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("contended") or time.time() - float(data.get("measured_unix", 0)) > \
-            STALE_AFTER_S:
+    if (
+        not isinstance(data, dict)
+        or data.get("contended")
+        or time.time() - float(data.get("measured_unix", 0)) > STALE_AFTER_S
+    ):
         return None  # re-measured: stale, or taken on a busy machine
     return data
 
@@ -134,14 +164,19 @@ def probe(python: str = sys.executable, timeout_s: float = 60.0) -> dict[str, An
     """One measurement in a child process of ``python``: the fp32 peak and the interleaved bf16/fp32 samples,
     summarised (:func:`summarise`); ``None`` when the interpreter has no torch or the probe fails."""
     try:
-        done = subprocess.run([python, "-c", _PROBE, str(ROUNDS)], capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(
+            [python, "-c", _PROBE, str(ROUNDS)], capture_output=True, text=True, timeout=timeout_s
+        )
         found = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
     if not isinstance(found, dict) or not found.get("matmul_tflops", 0) > 0:
         return None
-    return {**found, **summarise(found.get("fp32_rates") or [], found.get("bf16_rates") or []),
-            "measured_unix": time.time()}
+    return {
+        **found,
+        **summarise(found.get("fp32_rates") or [], found.get("bf16_rates") or []),
+        "measured_unix": time.time(),
+    }
 
 
 @functools.lru_cache(maxsize=4)
@@ -189,16 +224,28 @@ def read_bf16(run_dir: Path) -> tuple[bool | None, str]:
     if not isinstance(data, dict):
         return None, ""
     ratio, flags = data.get("bf16_vs_fp32"), data.get("cpu_bf16_flags")
-    has = f"CPU flags: {flags}" if flags not in (None, "none") else \
-        "the CPU has neither avx512_bf16 nor amx_bf16" if flags == "none" else "CPU flags unknown"
+    has = (
+        f"CPU flags: {flags}"
+        if flags not in (None, "none")
+        else "the CPU has neither avx512_bf16 nor amx_bf16"
+        if flags == "none"
+        else "CPU flags unknown"
+    )
     if isinstance(ratio, (int, float)) and ratio > 0:
         size = data.get("bf16_size", 512)
         decision = data.get("bf16_decision")
         spread = data.get("bf16_pair_spread")
-        pairs = f", pairs {spread[0]:.2f}–{spread[1]:.2f}×" if isinstance(spread, list) and len(spread) == 2 else ""
+        pairs = (
+            f", pairs {spread[0]:.2f}–{spread[1]:.2f}×"
+            if isinstance(spread, list) and len(spread) == 2
+            else ""
+        )
         said = f"bf16 matmuls ({size}×{size}) ran at {ratio:.2f}× fp32's rate on this machine{pairs} ({has})"
         if decision == "unclear":
-            return False, f"{said}: too close to fp32 to be a fix (needs {CLEARLY_APART}× and pairs that agree)"
+            return (
+                False,
+                f"{said}: too close to fp32 to be a fix (needs {CLEARLY_APART}× and pairs that agree)",
+            )
         if decision in ("faster", "slower"):
             return decision == "faster", said
         return ratio > BF16_SLOW_BELOW, said  # a calibration stored before the decision was

@@ -37,11 +37,21 @@ CONV = frozenset({"aten::convolution"})
 CONV_BACKWARD = frozenset({"aten::convolution_backward", "aten::cudnn_convolution_backward"})
 #: Backward ops whose first two inputs are (input, grad_output), not (grad_output, input): older cuDNN's.
 INPUT_FIRST = frozenset({"aten::cudnn_convolution_backward"})
-SDPA = frozenset({"aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
-                  "aten::_scaled_dot_product_cudnn_attention", "aten::scaled_dot_product_attention"})
-SDPA_BACKWARD = frozenset({"aten::_scaled_dot_product_flash_attention_backward",
-                           "aten::_scaled_dot_product_efficient_attention_backward",
-                           "aten::_scaled_dot_product_cudnn_attention_backward"})
+SDPA = frozenset(
+    {
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::_scaled_dot_product_efficient_attention",
+        "aten::_scaled_dot_product_cudnn_attention",
+        "aten::scaled_dot_product_attention",
+    }
+)
+SDPA_BACKWARD = frozenset(
+    {
+        "aten::_scaled_dot_product_flash_attention_backward",
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        "aten::_scaled_dot_product_cudnn_attention_backward",
+    }
+)
 COUNTED = MM | ADDMM | BMM | BADDBMM | LINEAR | MATMUL | CONV | CONV_BACKWARD | SDPA | SDPA_BACKWARD
 
 
@@ -87,8 +97,13 @@ def conv_flop_count(x: Shape, w: Shape, out: Shape, transposed: bool = False) ->
     return math.prod(conv_shape) * math.prod(filt) * x[0] * c_out * c_in * 2
 
 
-def conv_backward_flop(grad_out: Shape, x: Shape, w: Shape, transposed: bool = False,
-                       mask: tuple[bool, bool] = (True, True)) -> int:
+def conv_backward_flop(
+    grad_out: Shape,
+    x: Shape,
+    w: Shape,
+    transposed: bool = False,
+    mask: tuple[bool, bool] = (True, True),
+) -> int:
     """Gradient of the input (a transposed convolution) plus gradient of the weight (a convolution of the
     input with the output gradient), as ``torch.utils.flop_counter.conv_backward_flop`` counts them."""
 
@@ -99,26 +114,43 @@ def conv_backward_flop(grad_out: Shape, x: Shape, w: Shape, transposed: bool = F
     if mask[0]:
         total += conv_flop_count(grad_out, w, x, not transposed)
     if mask[1]:
-        total += conv_flop_count(t(grad_out), t(x), t(w)) if transposed else conv_flop_count(t(x), t(grad_out), t(w))
+        total += (
+            conv_flop_count(t(grad_out), t(x), t(w))
+            if transposed
+            else conv_flop_count(t(x), t(grad_out), t(w))
+        )
     return total
 
 
 def sdpa_flop_count(q: Shape, k: Shape, v: Shape) -> int:
     b, h, s_q, d_q = q
     s_k, d_v = k[2], v[3]
-    return bmm_flop((b * h, s_q, d_q), (b * h, d_q, s_k)) + bmm_flop((b * h, s_q, s_k), (b * h, s_k, d_v))
+    return bmm_flop((b * h, s_q, d_q), (b * h, d_q, s_k)) + bmm_flop(
+        (b * h, s_q, s_k), (b * h, s_k, d_v)
+    )
 
 
 def sdpa_backward_flop_count(grad_out: Shape, q: Shape, k: Shape, v: Shape) -> int:
     b, h, s_q, d_q = q
     s_k, d_v = k[2], v[3]
-    return (bmm_flop((b * h, s_q, d_q), (b * h, d_q, s_k)) + bmm_flop((b * h, s_q, d_v), (b * h, d_v, s_k))
-            + bmm_flop((b * h, s_k, s_q), (b * h, s_q, d_v)) + bmm_flop((b * h, s_q, s_k), (b * h, s_k, d_q))
-            + bmm_flop((b * h, d_q, s_q), (b * h, s_q, s_k)))
+    return (
+        bmm_flop((b * h, s_q, d_q), (b * h, d_q, s_k))
+        + bmm_flop((b * h, s_q, d_v), (b * h, d_v, s_k))
+        + bmm_flop((b * h, s_k, s_q), (b * h, s_q, d_v))
+        + bmm_flop((b * h, s_q, s_k), (b * h, s_k, d_q))
+        + bmm_flop((b * h, d_q, s_q), (b * h, s_q, s_k))
+    )
 
 
-def conv_out_shape(x: Shape, w: Shape, stride: Shape, padding: Shape, dilation: Shape,
-                   transposed: bool = False, output_padding: Shape = ()) -> list[int]:
+def conv_out_shape(
+    x: Shape,
+    w: Shape,
+    stride: Shape,
+    padding: Shape,
+    dilation: Shape,
+    transposed: bool = False,
+    output_padding: Shape = (),
+) -> list[int]:
     """A convolution's output shape from its arguments (the formula of ``torch.nn.Conv*d``)."""
     spatial = []
     for i, size in enumerate(x[2:]):
@@ -151,12 +183,16 @@ def count_ops(ops: pd.DataFrame) -> OpFlops:
     if not len(counted):
         return OpFlops(pd.Series(dtype=float), 0, 0, 0)
     counted = counted[_innermost(counted)]
-    shapes = counted["shapes"].astype(str) if "shapes" in counted else pd.Series("", index=counted.index)
+    shapes = (
+        counted["shapes"].astype(str) if "shapes" in counted else pd.Series("", index=counted.index)
+    )
     dims = {text: _parse(text) for text in shapes.unique()}
     out_of = _conv_outputs(counted, shapes, dims)
     # Plain lists: iterating pandas' arrays element by element cost ~0.5 us an element.
-    values = [_flops(name, dims[text], out_of)
-              for name, text in zip(counted["name"].astype(str).tolist(), shapes.tolist())]
+    values = [
+        _flops(name, dims[text], out_of)
+        for name, text in zip(counted["name"].astype(str).tolist(), shapes.tolist())
+    ]
     flops = pd.Series(values, index=counted.index, dtype=float)
     without = int((shapes == "").sum())
     return OpFlops(flops, int(len(counted)) - without, without, int(flops.isna().sum()) - without)
@@ -272,7 +308,11 @@ def trace_flops(events: pd.DataFrame) -> TraceFlops:
     rows = host.loc[known.index]
     per_step: dict[tuple[int, int], float] = {}
     by_dtype: dict[str, float] = {}
-    for (rank, step, dtype), value in zip(zip(rows["rank"], rows["step"], rows["dtype"].astype(str)), known):
+    for (rank, step, dtype), value in zip(
+        zip(rows["rank"], rows["step"], rows["dtype"].astype(str)), known
+    ):
         per_step[(int(rank), int(step))] = per_step.get((int(rank), int(step)), 0.0) + float(value)
         by_dtype[dtype] = by_dtype.get(dtype, 0.0) + float(value)
-    return TraceFlops(per_step, by_dtype, counted.with_shapes, counted.without_shapes, counted.unsized)
+    return TraceFlops(
+        per_step, by_dtype, counted.with_shapes, counted.without_shapes, counted.unsized
+    )

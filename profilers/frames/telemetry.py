@@ -12,13 +12,22 @@ import numpy as np
 import pandas as pd
 
 MAX_POINTS = 1500
-_META = ("t_unix_ns", "t_trace_us", "source", "gpu", "cpu_count")  # cpu_count: the machine, not a metric
+_META = (
+    "t_unix_ns",
+    "t_trace_us",
+    "source",
+    "gpu",
+    "cpu_count",
+)  # cpu_count: the machine, not a metric
 
 
 def metric_columns(telemetry: pd.DataFrame) -> list[str]:
     """Numeric metric columns (everything but the time, source and gpu columns)."""
-    return [c for c in telemetry.columns
-            if c not in _META and pd.api.types.is_numeric_dtype(telemetry[c])]
+    return [
+        c
+        for c in telemetry.columns
+        if c not in _META and pd.api.types.is_numeric_dtype(telemetry[c])
+    ]
 
 
 def downsample_telemetry(telemetry: pd.DataFrame, max_points: int = MAX_POINTS) -> pd.DataFrame:
@@ -34,5 +43,7 @@ def downsample_telemetry(telemetry: pd.DataFrame, max_points: int = MAX_POINTS) 
     df["_b"] = np.minimum((df["t_s"] / span * max_points).astype(int), max_points - 1)
     agg = {m: (m, "mean") for m in metrics}
     agg.update(t_s=("t_s", "first"), t_unix_ns=("t_unix_ns", "first"), source=("source", "first"))
-    out = df.groupby([*keys, "_b"], sort=True, dropna=False).agg(**agg).reset_index()  # host rows: no gpu
+    out = (
+        df.groupby([*keys, "_b"], sort=True, dropna=False).agg(**agg).reset_index()
+    )  # host rows: no gpu
     return out.drop(columns="_b").sort_values([*keys, "t_s"], ignore_index=True)

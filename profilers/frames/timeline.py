@@ -31,12 +31,14 @@ def step_spans(trace: Trace) -> pd.DataFrame:
     """Step boundaries per rank in ms from the earliest step start."""
     s = trace.steps
     origin = _origin_ns(trace)
-    return pd.DataFrame({
-        "rank": s["rank"].astype(int).to_numpy(),
-        "step": s["step"].astype(int).to_numpy(),
-        "start_ms": (s["start_ns"].to_numpy() - origin) / 1e6,
-        "end_ms": (s["end_ns"].to_numpy() - origin) / 1e6,
-    })
+    return pd.DataFrame(
+        {
+            "rank": s["rank"].astype(int).to_numpy(),
+            "step": s["step"].astype(int).to_numpy(),
+            "start_ms": (s["start_ns"].to_numpy() - origin) / 1e6,
+            "end_ms": (s["end_ns"].to_numpy() - origin) / 1e6,
+        }
+    )
 
 
 def category_timeline(trace: Trace, buckets: int = DEFAULT_BUCKETS) -> pd.DataFrame:
@@ -53,7 +55,13 @@ def category_timeline(trace: Trace, buckets: int = DEFAULT_BUCKETS) -> pd.DataFr
     frames = []
     for rank in sorted(trace.steps["rank"].unique().tolist()):
         sets = claimed_by_category(trace, int(rank))
-        frame = pd.DataFrame({"rank": np.full(n, int(rank)), "t_ms": (lo - origin) / 1e6, "width_ms": (hi - lo) / 1e6})
+        frame = pd.DataFrame(
+            {
+                "rank": np.full(n, int(rank)),
+                "t_ms": (lo - origin) / 1e6,
+                "width_ms": (hi - lo) / 1e6,
+            }
+        )
         for cat in CATEGORIES:
             frame[cat] = sets[cat].covered_in(lo, hi) / 1e6 if cat in sets else np.zeros(n)
         frames.append(frame)
@@ -77,11 +85,25 @@ def memory_series(trace: Trace, max_points: int = 1500) -> pd.DataFrame:
         alloc = g["total_allocated"].to_numpy(dtype=float) / 1024**2
         reserved = g["total_reserved"].to_numpy(dtype=float) / 1024**2
         if len(t) > max_points:
-            bucket = np.minimum(((t - t.min()) / max(np.ptp(t), 1e-9) * max_points).astype(int), max_points - 1)
-            df = pd.DataFrame({"b": bucket, "t": t, "a": alloc, "r": reserved}).groupby("b").agg(
-                t=("t", "first"), a=("a", "max"), r=("r", "max"))
+            bucket = np.minimum(
+                ((t - t.min()) / max(np.ptp(t), 1e-9) * max_points).astype(int), max_points - 1
+            )
+            df = (
+                pd.DataFrame({"b": bucket, "t": t, "a": alloc, "r": reserved})
+                .groupby("b")
+                .agg(t=("t", "first"), a=("a", "max"), r=("r", "max"))
+            )
             t, alloc, reserved = df["t"].to_numpy(), df["a"].to_numpy(), df["r"].to_numpy()
         rank = int(g["rank"].iloc[0])  # the group's key
-        frames.append(pd.DataFrame({"rank": rank, "device": "host" if is_host else "device", "t_ms": t,
-                                    "allocated_mb": alloc, "reserved_mb": reserved}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "rank": rank,
+                    "device": "host" if is_host else "device",
+                    "t_ms": t,
+                    "allocated_mb": alloc,
+                    "reserved_mb": reserved,
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)[cols]

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from profilers.trace.events import Trace
 
 _TRACE_RANK = re.compile(r"^rank(\d+)\.")
-SOURCE = "agent summaries"  # ``job["source"]`` of a run's views (a folder's map and reduce has none)
+SOURCE = (
+    "agent summaries"  # ``job["source"]`` of a run's views (a folder's map and reduce has none)
+)
 
 
 def is_run_views(job: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
@@ -36,23 +38,35 @@ def is_run_views(job: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
 def read_agent_summaries(run_dir: Path) -> dict[int, dict[str, Any]]:
     """The per-rank summaries the agent wrote in ``run_dir/summaries`` (its own reader), those whose steps are
     all well formed: a summary edited by hand or cut short by a full disk is left out, never a crash."""
-    return {rank: data for rank, data in read_summaries(run_dir).items()
-            if isinstance(data.get("steps"), list) and all(_step_ok(r) for r in data["steps"])}
+    return {
+        rank: data
+        for rank, data in read_summaries(run_dir).items()
+        if isinstance(data.get("steps"), list) and all(_step_ok(r) for r in data["steps"])
+    }
 
 
 def _step_ok(row: Any) -> bool:
     """A summary's step row: an integer step and finite, non-negative µs for its span, work and collectives."""
-    if not isinstance(row, dict) or not isinstance(row.get("step"), int) or isinstance(row.get("step"), bool):
+    if (
+        not isinstance(row, dict)
+        or not isinstance(row.get("step"), int)
+        or isinstance(row.get("step"), bool)
+    ):
         return False
     values = [row.get(k) for k in ("step_us", "work_us", "comm_us")]
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-               for v in values)
+    return all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+        for v in values
+    )
 
 
 def traced_ranks(run_dir: Path) -> list[int]:
     tb = run_dir / "tb"
-    found = {int(m.group(1)) for p in (tb.iterdir() if tb.is_dir() else [])
-             if p.name.endswith((".json", ".json.gz")) and (m := _TRACE_RANK.match(p.name))}
+    found = {
+        int(m.group(1))
+        for p in (tb.iterdir() if tb.is_dir() else [])
+        if p.name.endswith((".json", ".json.gz")) and (m := _TRACE_RANK.match(p.name))
+    }
     return sorted(found)
 
 
@@ -76,32 +90,69 @@ def run_job_views(run_dir: Path, trace: Trace | None = None) -> dict[str, Any] |
         values = [float(r[field]) / 1e3 for r in summaries[rank]["steps"]]
         return statistics.median(values) if values else 0.0
 
-    per_rank = [{"rank": r, "steps": len(summaries[r]["steps"]), "step_ms": round(median(r, "step_us"), 4),
-                 "work_ms": round(median(r, "work_us"), 4), "comm_ms": round(median(r, "comm_us"), 4)}
-                for r in ranks]
-    call = find_straggler({r: [(float(x["step_us"]) / 1e3, float(x["work_us"]) / 1e3) for x in summaries[r]["steps"]]
-                           for r in ranks})
+    per_rank = [
+        {
+            "rank": r,
+            "steps": len(summaries[r]["steps"]),
+            "step_ms": round(median(r, "step_us"), 4),
+            "work_ms": round(median(r, "work_us"), 4),
+            "comm_ms": round(median(r, "comm_us"), 4),
+        }
+        for r in ranks
+    ]
+    call = find_straggler(
+        {
+            r: [
+                (float(x["step_us"]) / 1e3, float(x["work_us"]) / 1e3)
+                for x in summaries[r]["steps"]
+            ]
+            for r in ranks
+        }
+    )
     s = call.straggler
-    straggler = None if s is None else {
-        **straggler_json(s), "victims": victims(s, {int(r["rank"]): float(r["comm_ms"]) for r in per_rank})}
+    straggler = (
+        None
+        if s is None
+        else {
+            **straggler_json(s),
+            "victims": victims(s, {int(r["rank"]): float(r["comm_ms"]) for r in per_rank}),
+        }
+    )
     traced = traced_ranks(run_dir)
     slowest = call.rank if call.rank is not None else ranks[0]
-    return {"source": SOURCE, "ranks": ranks, "traced_ranks": traced, "steps": steps,
-            "step_ms": matrix("step_us"), "comm_ms": matrix("comm_us"), "per_rank": per_rank,
-            "straggler": straggler, "straggler_reason": call.to_json(),
-            "critical_path": run_critical_path(run_dir, slowest, traced, trace)}
+    return {
+        "source": SOURCE,
+        "ranks": ranks,
+        "traced_ranks": traced,
+        "steps": steps,
+        "step_ms": matrix("step_us"),
+        "comm_ms": matrix("comm_us"),
+        "per_rank": per_rank,
+        "straggler": straggler,
+        "straggler_reason": call.to_json(),
+        "critical_path": run_critical_path(run_dir, slowest, traced, trace),
+    }
 
 
-def run_critical_path(run_dir: Path, rank: int, traced: list[int], trace: Trace | None = None) -> dict[str, Any]:
+def run_critical_path(
+    run_dir: Path, rank: int, traced: list[int], trace: Trace | None = None
+) -> dict[str, Any]:
     """The critical path of ``rank``'s median step (:mod:`profilers.jobs.critical_path`) when the run kept that
     rank's trace, else why not: read from ``trace`` (the run's kept traces, loaded by the caller) when it holds
     that rank, else from the rank's one file."""
     from profilers.jobs.critical_path import critical_path, path_json, unavailable
 
     if rank not in traced:
-        return unavailable(rank, None, f"needs rank {rank}'s trace: launch with --trace-ranks {rank} (or slowest)")
-    path = next(p for p in sorted((run_dir / "tb").iterdir()) if (m := _TRACE_RANK.match(p.name))
-                and int(m.group(1)) == rank and p.name.endswith((".json", ".json.gz")))
+        return unavailable(
+            rank, None, f"needs rank {rank}'s trace: launch with --trace-ranks {rank} (or slowest)"
+        )
+    path = next(
+        p
+        for p in sorted((run_dir / "tb").iterdir())
+        if (m := _TRACE_RANK.match(p.name))
+        and int(m.group(1)) == rank
+        and p.name.endswith((".json", ".json.gz"))
+    )
     if trace is not None and rank in trace.ranks:
         cp = critical_path(trace, rank=rank)
     else:

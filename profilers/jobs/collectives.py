@@ -31,11 +31,16 @@ def loader_spans(trace: Trace) -> tuple[int, list[str]]:
     # 0.2 s of a 216k-event trace's analysis.
     names = ev["name"].cat.categories
     codes = ev["name"].cat.codes.to_numpy()
-    sel = ev["kind"].isin(HOST_KINDS).to_numpy() & kc.name_mask(names, kc.DATALOADER)[codes] \
+    sel = (
+        ev["kind"].isin(HOST_KINDS).to_numpy()
+        & kc.name_mask(names, kc.DATALOADER)[codes]
         & (ev["step"].to_numpy() >= 0)
+    )
     spans = ev.loc[sel, ["rank", "start_ns", "end_ns"]]
-    total = sum(Intervals.of(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)).total
-                for _, g in spans.groupby("rank"))
+    total = sum(
+        Intervals.of(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)).total
+        for _, g in spans.groupby("rank")
+    )
     return int(total), [str(n) for n in names[np.unique(codes[sel])]]
 
 
@@ -54,21 +59,38 @@ def collective_rows(trace: Trace, on_gpu: bool) -> list[list[Any]]:
     if not comm.any():
         return []
     sets = event_sets(trace, rank, masks)
-    work = sets["gpu_compute"] | sets["gpu_memcpy"] | sets["gpu_memset"] if on_gpu else \
-        sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
+    work = (
+        sets["gpu_compute"] | sets["gpu_memcpy"] | sets["gpu_memset"]
+        if on_gpu
+        else sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
+    )
     steps = Intervals.of(trace.steps["start_ns"].to_numpy(), trace.steps["end_ns"].to_numpy())
     sub = ev.loc[comm, ["name", "start_ns", "end_ns"]]
     rows = []
     for name, g in sub.groupby(sub["name"].astype(str), sort=True):
-        spans = Intervals.of(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)) & steps
+        spans = (
+            Intervals.of(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)) & steps
+        )
         rows.append([str(name), int(len(g)), int(spans.total), int((spans - work).total)])
     return sorted(rows, key=lambda r: -r[2])
 
 
 #: Bytes per element of record_shapes' ``Input type`` names.
-DTYPE_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "int": 4, "long int": 8,
-               "short int": 2, "unsigned char": 1, "signed char": 1, "bool": 1, "c10::Float8_e4m3fn": 1,
-               "c10::Float8_e5m2": 1, "c10::complex<float>": 8}
+DTYPE_BYTES = {
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "int": 4,
+    "long int": 8,
+    "short int": 2,
+    "unsigned char": 1,
+    "signed char": 1,
+    "bool": 1,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::complex<float>": 8,
+}
 _HOST_COLLECTIVE = re.compile(r"^(?:nccl|gloo|mpi|ucc|xccl):(\w+)$|^c10d::(\w+?)_?$")
 _KERNEL_KIND = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
 
@@ -113,8 +135,11 @@ def collective_sizes(trace: Trace) -> list[list[Any]]:
     is_coll = np.fromiter((kinds.get(int(c)) is not None for c in codes), bool, len(codes)) & host
     out: dict[str, list[int]] = {}
     cols = [c for c in ("shapes", "dtype") if c in ev.columns]
-    for code, shapes, dtype in zip(codes[is_coll], *(ev.loc[is_coll, c].astype(str) for c in cols)) \
-            if len(cols) == 2 else ((c, "", "") for c in codes[is_coll]):
+    for code, shapes, dtype in (
+        zip(codes[is_coll], *(ev.loc[is_coll, c].astype(str) for c in cols))
+        if len(cols) == 2
+        else ((c, "", "") for c in codes[is_coll])
+    ):
         kind = kinds[int(code)]
         assert kind is not None
         row = out.setdefault(kind, [0, 0, 0])

@@ -38,7 +38,15 @@ import pandas as pd
 from profilers.trace.kernel_classes import classify_kernel
 
 #: Edge kinds, in the order of :data:`KIND_CODES`. ``cpu_op`` and the device kinds are work; the rest are waits.
-KINDS = ("cpu_op", "gpu_compute", "gpu_memory", "gpu_communication", "launch_wait", "sync_wait", "idle")
+KINDS = (
+    "cpu_op",
+    "gpu_compute",
+    "gpu_memory",
+    "gpu_communication",
+    "launch_wait",
+    "sync_wait",
+    "idle",
+)
 CPU_OP, GPU_COMPUTE, GPU_MEMORY, GPU_COMM, LAUNCH, SYNC, IDLE = range(len(KINDS))
 WORK = np.array([True, True, True, True, False, False, False])
 #: Each kind in words, for every page and report that shows a critical path (never the identifiers above).
@@ -53,8 +61,10 @@ KIND_WORDS = {
 }
 HOST_KINDS = ("cpu_op", "user_annotation", "runtime")
 DEVICE_KINDS = ("kernel", "memcpy", "memset")
-BLOCKING = re.compile(r"^(cuda|hip)(Device|Stream|Event)Synchronize$|^(cuda|hip)Memcpy(Async)?$|^cuMemcpyDtoH",
-                      re.IGNORECASE)
+BLOCKING = re.compile(
+    r"^(cuda|hip)(Device|Stream|Event)Synchronize$|^(cuda|hip)Memcpy(Async)?$|^cuMemcpyDtoH",
+    re.IGNORECASE,
+)
 IDLE_HOST = "host: no operator (Python, untraced)"
 IDLE_THREAD = "host: thread between operators"
 IDLE_STREAM = "device: stream gap"
@@ -93,18 +103,37 @@ class _Builder:
     def label(self, name: str) -> int:
         return self.labels.setdefault(name, len(self.labels))
 
-    def edge(self, src: np.ndarray, dst: np.ndarray, kind: np.ndarray | int, label: np.ndarray | int) -> None:
+    def edge(
+        self, src: np.ndarray, dst: np.ndarray, kind: np.ndarray | int, label: np.ndarray | int
+    ) -> None:
         src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-        self.edges.append((src, dst, np.broadcast_to(np.asarray(kind, np.int8), src.shape),
-                           np.broadcast_to(np.asarray(label, np.int64), src.shape)))
+        self.edges.append(
+            (
+                src,
+                dst,
+                np.broadcast_to(np.asarray(kind, np.int8), src.shape),
+                np.broadcast_to(np.asarray(label, np.int64), src.shape),
+            )
+        )
 
     def graph(self, source: int, sink: int) -> StepGraph:
         time = np.concatenate(self.times) if self.times else np.zeros(0, np.int64)
-        src, dst, kind, label = (np.concatenate([e[i] for e in self.edges]) if self.edges else
-                                 np.zeros(0, np.int64) for i in range(4))
+        src, dst, kind, label = (
+            np.concatenate([e[i] for e in self.edges]) if self.edges else np.zeros(0, np.int64)
+            for i in range(4)
+        )
         forward = time[dst] >= time[src]
-        return StepGraph(time, src[forward], dst[forward], kind[forward].astype(np.int8), label[forward],
-                         tuple(self.labels), source, sink, int((~forward).sum()))
+        return StepGraph(
+            time,
+            src[forward],
+            dst[forward],
+            kind[forward].astype(np.int8),
+            label[forward],
+            tuple(self.labels),
+            source,
+            sink,
+            int((~forward).sum()),
+        )
 
 
 def step_graph(ev: pd.DataFrame, start_ns: int, end_ns: int, marker: str | None) -> StepGraph:
@@ -121,33 +150,56 @@ def step_graph(ev: pd.DataFrame, start_ns: int, end_ns: int, marker: str | None)
     b = _Builder()
 
     # Host: one nested chain per thread; the step's own thread first.
-    thread = pd.factorize(pd.MultiIndex.from_arrays([ev["pid"].to_numpy()[host],
-                                                     ev["tid"].cat.codes.to_numpy()[host]]))[0]
+    thread = pd.factorize(
+        pd.MultiIndex.from_arrays(
+            [ev["pid"].to_numpy()[host], ev["tid"].cat.codes.to_numpy()[host]]
+        )
+    )[0]
     is_marker = np.zeros(len(host), bool)
     if marker is not None and marker in names:
         is_marker = (codes[host] == names.index(marker)) & (st[host] == start_ns)
-    main = int(thread[np.argmax(is_marker)]) if is_marker.any() else \
-        int(np.bincount(thread).argmax()) if len(host) else -1
+    main = (
+        int(thread[np.argmax(is_marker)])
+        if is_marker.any()
+        else int(np.bincount(thread).argmax())
+        if len(host)
+        else -1
+    )
     start_node = np.full(len(ev), -1, np.int64)
     end_node = np.full(len(ev), -1, np.int64)
-    chains: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # thread → (its nodes in order, their times)
+    chains: dict[
+        int, tuple[np.ndarray, np.ndarray]
+    ] = {}  # thread → (its nodes in order, their times)
     tops: dict[int, list[int]] = {}  # thread → its top-level events
     root = int(host[np.argmax(is_marker)]) if is_marker.any() else -1
     is_op = np.isin(kind, ("cpu_op", "runtime"))
     for t in [main] + [t for t in range(int(thread.max()) + 1 if len(host) else 0) if t != main]:
         rows = host[thread == t]
         rows = rows[np.lexsort((-en[rows], st[rows]))]
-        chains[t], tops[t] = _chain(b, rows, st, en, codes, names, blocking_cat, is_op, root, start_node, end_node)
+        chains[t], tops[t] = _chain(
+            b, rows, st, en, codes, names, blocking_cat, is_op, root, start_node, end_node
+        )
 
     # Device: each activity's span, its stream's order, its launch.
     d_start = b.nodes(st[dev])
     d_end = b.nodes(en[dev])
     start_node[dev], end_node[dev] = d_start, d_end
     used, inverse = np.unique(codes[dev], return_inverse=True)
-    comm = np.array([classify_kernel(names[c]) == "communication" for c in used.tolist()], bool)[inverse]
-    d_kind = np.where(kind[dev] != "kernel", GPU_MEMORY, np.where(comm, GPU_COMM, GPU_COMPUTE)).astype(np.int8)
-    b.edge(d_start, d_end, d_kind, np.array([b.label(names[c]) for c in used.tolist()], np.int64)[inverse])
-    stream_key = ev["device"].to_numpy().astype(np.int64)[dev] * (1 << 32) + ev["stream"].to_numpy()[dev]
+    comm = np.array([classify_kernel(names[c]) == "communication" for c in used.tolist()], bool)[
+        inverse
+    ]
+    d_kind = np.where(
+        kind[dev] != "kernel", GPU_MEMORY, np.where(comm, GPU_COMM, GPU_COMPUTE)
+    ).astype(np.int8)
+    b.edge(
+        d_start,
+        d_end,
+        d_kind,
+        np.array([b.label(names[c]) for c in used.tolist()], np.int64)[inverse],
+    )
+    stream_key = (
+        ev["device"].to_numpy().astype(np.int64)[dev] * (1 << 32) + ev["stream"].to_numpy()[dev]
+    )
     order = np.lexsort((st[dev], stream_key))
     same = stream_key[order][1:] == stream_key[order][:-1]
     prev = np.full(len(dev), -1, np.int64)
@@ -165,17 +217,42 @@ def step_graph(ev: pd.DataFrame, start_ns: int, end_ns: int, marker: str | None)
         launcher = first[pos[linked]]
         b.edge(start_node[launcher], d_start[linked], LAUNCH, b.label("launch"))
         launch_t[linked] = st[launcher]
-    _waits(b, ev, host, dev, st, en, codes, names, blocking_cat, end_node, d_start, d_end, prev, launch_t,
-           stream_key)
+    _waits(
+        b,
+        ev,
+        host,
+        dev,
+        st,
+        en,
+        codes,
+        names,
+        blocking_cat,
+        end_node,
+        d_start,
+        d_end,
+        prev,
+        launch_t,
+        stream_key,
+    )
     _hand_offs(b, chains, tops, main, st, en, start_node, end_node)
     if root >= 0:
         return b.graph(int(start_node[root]), int(end_node[root]))
     return _open_window(b, chains, d_start, d_end, stream_key, start_ns, end_ns)
 
 
-def _chain(b: _Builder, rows: np.ndarray, st: np.ndarray, en: np.ndarray, codes: np.ndarray, names: list[str],
-           blocking_cat: np.ndarray, is_op: np.ndarray, root: int, start_node: np.ndarray,
-           end_node: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], list[int]]:
+def _chain(
+    b: _Builder,
+    rows: np.ndarray,
+    st: np.ndarray,
+    en: np.ndarray,
+    codes: np.ndarray,
+    names: list[str],
+    blocking_cat: np.ndarray,
+    is_op: np.ndarray,
+    root: int,
+    start_node: np.ndarray,
+    end_node: np.ndarray,
+) -> tuple[tuple[np.ndarray, np.ndarray], list[int]]:
     """One thread's events (sorted by start, longest first) as a nested chain of start and end points. Time inside
     an operator or runtime call counts under its outermost operator; time inside an annotation (``## forward ##``,
     a ``record_function``) with no operator open is not work: ``idle``, named after the annotation."""
@@ -183,7 +260,9 @@ def _chain(b: _Builder, rows: np.ndarray, st: np.ndarray, en: np.ndarray, codes:
     events: list[int] = []  # the event each point belongs to
     starts: list[bool] = []
     open_after: list[int] = []  # the innermost event open after each point (-1: none)
-    top_of: dict[int, int] = {}  # event → its top-level operator (the step's child on the step's thread)
+    top_of: dict[
+        int, int
+    ] = {}  # event → its top-level operator (the step's child on the step's thread)
     stack: list[tuple[int, int]] = []  # (event, its end, clamped inside its parent)
 
     def _point(t: int, event: int, start: bool, open_event: int) -> None:
@@ -233,9 +312,23 @@ def _chain(b: _Builder, rows: np.ndarray, st: np.ndarray, en: np.ndarray, codes:
     return (ids, np.array(times, np.int64)), tops
 
 
-def _waits(b: _Builder, ev: pd.DataFrame, host: np.ndarray, dev: np.ndarray, st: np.ndarray, en: np.ndarray,
-           codes: np.ndarray, names: list[str], blocking_cat: np.ndarray, end_node: np.ndarray, d_start: np.ndarray,
-           d_end: np.ndarray, prev: np.ndarray, launch_t: np.ndarray, stream_key: np.ndarray) -> None:
+def _waits(
+    b: _Builder,
+    ev: pd.DataFrame,
+    host: np.ndarray,
+    dev: np.ndarray,
+    st: np.ndarray,
+    en: np.ndarray,
+    codes: np.ndarray,
+    names: list[str],
+    blocking_cat: np.ndarray,
+    end_node: np.ndarray,
+    d_start: np.ndarray,
+    d_end: np.ndarray,
+    prev: np.ndarray,
+    launch_t: np.ndarray,
+    stream_key: np.ndarray,
+) -> None:
     """Synchronisation edges: device → blocking host call, and device → device across streams (inferred)."""
     if not len(dev):
         return
@@ -247,20 +340,38 @@ def _waits(b: _Builder, ev: pd.DataFrame, host: np.ndarray, dev: np.ndarray, st:
         ok = k >= 0
         ok[ok] = ends[k[ok]] >= st[blocking[ok]]
         waited = by_end[k[ok]]
-        b.edge(d_end[waited], end_node[blocking[ok]], SYNC,
-               np.array([b.label(names[c]) for c in codes[blocking[ok]].tolist()], np.int64))
+        b.edge(
+            d_end[waited],
+            end_node[blocking[ok]],
+            SYNC,
+            np.array([b.label(names[c]) for c in codes[blocking[ok]].tolist()], np.int64),
+        )
     # A kernel that started after its launch and its stream predecessor ended waited for something else: the
     # latest activity on another stream to end before it started, when that ended after both.
-    bound = np.maximum(launch_t, np.where(prev >= 0, en[dev][np.clip(prev, 0, None)], np.iinfo(np.int64).min))
+    bound = np.maximum(
+        launch_t, np.where(prev >= 0, en[dev][np.clip(prev, 0, None)], np.iinfo(np.int64).min)
+    )
     k = np.searchsorted(ends, st[dev], side="right") - 1
     other = by_end[np.clip(k, 0, None)]
-    ok = (k >= 0) & (stream_key[other] != stream_key) & (ends[np.clip(k, 0, None)] > bound) & (
-        bound > np.iinfo(np.int64).min)
+    ok = (
+        (k >= 0)
+        & (stream_key[other] != stream_key)
+        & (ends[np.clip(k, 0, None)] > bound)
+        & (bound > np.iinfo(np.int64).min)
+    )
     b.edge(d_end[other[ok]], d_start[ok], SYNC, b.label("device: wait on another stream"))
 
 
-def _hand_offs(b: _Builder, chains: dict[int, tuple[np.ndarray, np.ndarray]], tops: dict[int, list[int]],
-               main: int, st: np.ndarray, en: np.ndarray, start_node: np.ndarray, end_node: np.ndarray) -> None:
+def _hand_offs(
+    b: _Builder,
+    chains: dict[int, tuple[np.ndarray, np.ndarray]],
+    tops: dict[int, list[int]],
+    main: int,
+    st: np.ndarray,
+    en: np.ndarray,
+    start_node: np.ndarray,
+    end_node: np.ndarray,
+) -> None:
     """Each other thread's top-level event forks from the step's thread where it starts and joins it back where it
     ends (the first point of the step's thread at or after its end, later than the fork)."""
     if main not in chains or not len(chains[main][0]):
@@ -279,8 +390,15 @@ def _hand_offs(b: _Builder, chains: dict[int, tuple[np.ndarray, np.ndarray]], to
         b.edge(end_node[ev[ok]], ids[join[ok]], IDLE, label)
 
 
-def _open_window(b: _Builder, chains: dict[int, tuple[np.ndarray, np.ndarray]], d_start: np.ndarray,
-                 d_end: np.ndarray, stream_key: np.ndarray, start_ns: int, end_ns: int) -> StepGraph:
+def _open_window(
+    b: _Builder,
+    chains: dict[int, tuple[np.ndarray, np.ndarray]],
+    d_start: np.ndarray,
+    d_end: np.ndarray,
+    stream_key: np.ndarray,
+    start_ns: int,
+    end_ns: int,
+) -> StepGraph:
     """A window with no step marker (its ends are its first and last device activity): a source and a sink of
     its own, tied to each thread's and each stream's first and last point."""
     source, sink = b.nodes(np.array([start_ns, end_ns], np.int64)).tolist()

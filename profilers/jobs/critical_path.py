@@ -38,7 +38,9 @@ class CriticalPath:
     total_ms: float  # the path's time, from the step's start to its end
     work_ms: float  # of which operators' and kernels' own time (the path's weight)
     by_kind: tuple[tuple[str, float], ...]  # (kind, ms), largest first
-    cpu_ops: tuple[tuple[str, float], ...]  # host time on the path by top-level operator, largest first
+    cpu_ops: tuple[
+        tuple[str, float], ...
+    ]  # host time on the path by top-level operator, largest first
     top: tuple[tuple[str, str, float], ...]  # (kind, name, ms): the longest items on the path
     nodes: int
     edges: int
@@ -46,12 +48,23 @@ class CriticalPath:
 
     def to_json(self) -> dict[str, Any]:
         total = self.total_ms or 1.0
-        return {"rank": self.rank, "step": self.step, "step_ms": self.step_ms, "total_ms": self.total_ms,
-                "work_ms": self.work_ms,
-                "by_kind": [{"kind": k, "ms": ms, "share": round(ms / total, 4)} for k, ms in self.by_kind],
-                "cpu_ops": [{"name": n, "ms": ms} for n, ms in self.cpu_ops],
-                "top": [{"kind": k, "name": n, "ms": ms} for k, n, ms in self.top],
-                "graph": {"nodes": self.nodes, "edges": self.edges, "dropped_edges": self.dropped_edges}}
+        return {
+            "rank": self.rank,
+            "step": self.step,
+            "step_ms": self.step_ms,
+            "total_ms": self.total_ms,
+            "work_ms": self.work_ms,
+            "by_kind": [
+                {"kind": k, "ms": ms, "share": round(ms / total, 4)} for k, ms in self.by_kind
+            ],
+            "cpu_ops": [{"name": n, "ms": ms} for n, ms in self.cpu_ops],
+            "top": [{"kind": k, "name": n, "ms": ms} for k, n, ms in self.top],
+            "graph": {
+                "nodes": self.nodes,
+                "edges": self.edges,
+                "dropped_edges": self.dropped_edges,
+            },
+        }
 
 
 def longest_path(g: StepGraph) -> np.ndarray | None:
@@ -66,7 +79,9 @@ def longest_path(g: StepGraph) -> np.ndarray | None:
     dst_l = g.dst[order].tolist()
     dt = g.time[g.dst] - g.time[g.src]
     weight = np.where(WORK[g.kind], dt, 0)
-    if HAND_OFF in g.labels:  # a thread hand-off costs 1 ns: between paths of equal work, the step's own thread
+    if (
+        HAND_OFF in g.labels
+    ):  # a thread hand-off costs 1 ns: between paths of equal work, the step's own thread
         weight[g.label == g.labels.index(HAND_OFF)] -= 1
     w_l = weight[order].tolist()
     ptr_l = ptr.tolist()
@@ -99,7 +114,9 @@ def longest_path(g: StepGraph) -> np.ndarray | None:
     return np.array(path[::-1], np.int64)
 
 
-def critical_path(trace: Trace, step: int | None = None, rank: int | None = None) -> CriticalPath | None:
+def critical_path(
+    trace: Trace, step: int | None = None, rank: int | None = None
+) -> CriticalPath | None:
     """The critical path of one step (``step``, else the step of median time) of a one-rank ``trace``, or of
     ``rank``'s steps in a trace of several; None when it has no step or its step's end cannot be reached from its
     start."""
@@ -107,8 +124,9 @@ def critical_path(trace: Trace, step: int | None = None, rank: int | None = None
     if steps.empty:
         return None
     if step is None:
-        by_time = steps.assign(span=steps["end_ns"] - steps["start_ns"]).sort_values(["span", "start_ns"],
-                                                                                     kind="stable")
+        by_time = steps.assign(span=steps["end_ns"] - steps["start_ns"]).sort_values(
+            ["span", "start_ns"], kind="stable"
+        )
         row = by_time.iloc[(len(by_time) - 1) // 2]
     else:
         match = steps[steps["step"] == step]
@@ -144,13 +162,25 @@ def summarise(g: StepGraph, path: np.ndarray, rank: int, step: int, span_ns: int
     ops = [(g.labels[lab], ms(d)) for (k, lab), d in ranked if KINDS[k] == "cpu_op"][:TOP_OPS]
     top = [(KINDS[k], g.labels[lab], ms(d)) for (k, lab), d in ranked if d > 0][:TOP_ITEMS]
     return CriticalPath(
-        rank=rank, step=step, step_ms=ms(span_ns), total_ms=ms(int(dt.sum())),
+        rank=rank,
+        step=step,
+        step_ms=ms(span_ns),
+        total_ms=ms(int(dt.sum())),
         work_ms=ms(int(dt[WORK[kinds]].sum())),
-        by_kind=tuple((k, ms(v)) for k, v in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
-        cpu_ops=tuple(ops), top=tuple(top), nodes=len(g.time), edges=len(g.src), dropped_edges=g.dropped)
+        by_kind=tuple(
+            (k, ms(v)) for k, v in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))
+        ),
+        cpu_ops=tuple(ops),
+        top=tuple(top),
+        nodes=len(g.time),
+        edges=len(g.src),
+        dropped_edges=g.dropped,
+    )
 
 
-def job_critical_path(summaries: Sequence[dict[str, Any]], ranks: Sequence[int], rank: int) -> dict[str, Any]:
+def job_critical_path(
+    summaries: Sequence[dict[str, Any]], ranks: Sequence[int], rank: int
+) -> dict[str, Any]:
     """``job.critical_path``: the critical path the map found in ``rank``'s trace (its summary's
     ``critical_path``), under the job's rank and file; or, where that rank's summary holds none, why not (the
     straggler's ``extra_work``, read from the summaries alone, is then the view of its longer step)."""
@@ -163,8 +193,11 @@ def job_critical_path(summaries: Sequence[dict[str, Any]], ranks: Sequence[int],
 def path_json(found: dict[str, Any] | None, rank: int, file: str) -> dict[str, Any]:
     """A rank's path as the job reports it (:meth:`CriticalPath.to_json` under the job's rank and file)."""
     if not found:
-        return unavailable(rank, file, f"rank {rank}'s trace has no step whose end its start reaches in the "
-                                       "dependency graph")
+        return unavailable(
+            rank,
+            file,
+            f"rank {rank}'s trace has no step whose end its start reaches in the dependency graph",
+        )
     return {**found, "rank": rank, "file": file, "available": True}
 
 

@@ -29,21 +29,30 @@ def _task(path: str, order: int, use_cache: bool) -> dict[str, Any]:
     from profilers.jobs.rank_summary import summarise_path
 
     out = summarise_path(path, order, use_cache)
-    out["worker"] = {"pid": os.getpid(), "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                     # the parse processes this worker forked for a large file, waited for (the largest one's peak)
-                     "children_max_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}
+    out["worker"] = {
+        "pid": os.getpid(),
+        "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        # the parse processes this worker forked for a large file, waited for (the largest one's peak)
+        "children_max_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    }
     return out
 
 
 def local_workers(n_files: int) -> int:
     env = os.environ.get(WORKERS_ENV)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     wanted = int(env) if env and env.isdigit() else cores
     return max(1, min(wanted, n_files))
 
 
-def map_summaries(files: Sequence[TraceFile], engine: str = "local", address: str | None = None,
-                  use_cache: bool = True) -> list[dict[str, Any]]:
+def map_summaries(
+    files: Sequence[TraceFile],
+    engine: str = "local",
+    address: str | None = None,
+    use_cache: bool = True,
+) -> list[dict[str, Any]]:
     """Every rank file's summary, in file order, on ``engine``. Files that are not on disk (zip members) are
     summarised in this process."""
     if engine not in ENGINES:
@@ -52,7 +61,9 @@ def map_summaries(files: Sequence[TraceFile], engine: str = "local", address: st
     out: dict[int, dict[str, Any]] = {}
     if on_disk:
         run = _map_ray if engine == "ray" else _map_local
-        for (i, _), summary in zip(on_disk, run([(str(f.path), i) for i, f in on_disk], address, use_cache)):
+        for (i, _), summary in zip(
+            on_disk, run([(str(f.path), i) for i, f in on_disk], address, use_cache)
+        ):
             out[i] = summary
     for i, f in enumerate(files):
         if i not in out:
@@ -62,11 +73,15 @@ def map_summaries(files: Sequence[TraceFile], engine: str = "local", address: st
     return [out[i] for i in range(len(files))]
 
 
-def _map_local(tasks: list[tuple[str, int]], address: str | None, use_cache: bool) -> list[dict[str, Any]]:
+def _map_local(
+    tasks: list[tuple[str, int]], address: str | None, use_cache: bool
+) -> list[dict[str, Any]]:
     import threading
 
     workers = local_workers(len(tasks))
-    if workers < 2 or threading.active_count() > 1:  # forking a threaded process (the dashboard) can deadlock
+    if (
+        workers < 2 or threading.active_count() > 1
+    ):  # forking a threaded process (the dashboard) can deadlock
         return [_task(p, i, use_cache) for p, i in tasks]
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -79,7 +94,9 @@ def _map_local(tasks: list[tuple[str, int]], address: str | None, use_cache: boo
         return [f.result() for f in futures]
 
 
-def _map_ray(tasks: list[tuple[str, int]], address: str | None, use_cache: bool) -> list[dict[str, Any]]:
+def _map_ray(
+    tasks: list[tuple[str, int]], address: str | None, use_cache: bool
+) -> list[dict[str, Any]]:
     try:
         import ray
     except ImportError:
@@ -89,12 +106,21 @@ def _map_ray(tasks: list[tuple[str, int]], address: str | None, use_cache: bool)
 
         import profilers
 
-        lib = str(Path(profilers.__file__).resolve().parent.parent)  # the folder holding Stepwise's packages
+        lib = str(
+            Path(profilers.__file__).resolve().parent.parent
+        )  # the folder holding Stepwise's packages
         env = {"PYTHONPATH": os.pathsep.join(p for p in (lib, os.environ.get("PYTHONPATH")) if p)}
         try:
-            ray.init(address=address, include_dashboard=False, runtime_env={"env_vars": env},
-                     logging_level=logging.ERROR, log_to_driver=False)
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                runtime_env={"env_vars": env},
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+            )
         except (ConnectionError, RuntimeError, ValueError) as err:
-            raise StepwiseError(f"could not reach a Ray cluster at {address or 'a new local one'}: {err}") from None
+            raise StepwiseError(
+                f"could not reach a Ray cluster at {address or 'a new local one'}: {err}"
+            ) from None
     remote = ray.remote(num_cpus=1, max_retries=1)(_task)
     return list(ray.get([remote.remote(p, i, use_cache) for p, i in tasks]))

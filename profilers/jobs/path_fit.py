@@ -17,7 +17,9 @@ from typing import Any
 
 from profilers.jobs.critical_graph import KIND_WORDS
 
-COMMUNICATION = "communication"  # the advisor's bottleneck value (advisors.verdict.Bottleneck.COMMUNICATION)
+COMMUNICATION = (
+    "communication"  # the advisor's bottleneck value (advisors.verdict.Bottleneck.COMMUNICATION)
+)
 SHOWN_SHARE = 0.1  # kinds under a tenth of the path are left out of the sentence
 
 
@@ -32,17 +34,27 @@ def path_fit(job: dict[str, Any], bottleneck: str | None) -> str | None:
         return None  # the path itself is mostly collectives: one story
     rank = cp["rank"]
     comm = next((float(k["share"]) for k in kinds if k["kind"] == "gpu_communication"), 0.0)
-    parts = [f"{KIND_WORDS.get(k['kind'], k['kind'])} ({float(k['share']):.0%})" for k in kinds
-             if k["kind"] != "gpu_communication" and float(k["share"]) >= SHOWN_SHARE][:2]
+    parts = [
+        f"{KIND_WORDS.get(k['kind'], k['kind'])} ({float(k['share']):.0%})"
+        for k in kinds
+        if k["kind"] != "gpu_communication" and float(k["share"]) >= SHOWN_SHARE
+    ][:2]
     straggler = job.get("straggler")
-    who = "the other ranks wait for it" if straggler and straggler.get("culprit") == rank else \
-        "the ranks wait for each other"
+    who = (
+        "the other ranks wait for it"
+        if straggler and straggler.get("culprit") == rank
+        else "the ranks wait for each other"
+    )
     exposed = _exposed_share(job)
-    waiting = f" (exposed for {exposed:.0%} of the median rank's step)" if exposed is not None else ""
-    return (f"Communication is the bottleneck because {who} in their collectives{waiting}, while rank {rank}'s own "
-            f"critical path, the chain of work that sets its step, is {' and '.join(parts) or 'its own work'} with "
-            f"{comm:.0%} in collectives: that work is what the waiting ranks wait for, so shortening it (or "
-            "balancing it across the ranks) is what shrinks the communication.")
+    waiting = (
+        f" (exposed for {exposed:.0%} of the median rank's step)" if exposed is not None else ""
+    )
+    return (
+        f"Communication is the bottleneck because {who} in their collectives{waiting}, while rank {rank}'s own "
+        f"critical path, the chain of work that sets its step, is {' and '.join(parts) or 'its own work'} with "
+        f"{comm:.0%} in collectives: that work is what the waiting ranks wait for, so shortening it (or "
+        "balancing it across the ranks) is what shrinks the communication."
+    )
 
 
 def _exposed_share(job: dict[str, Any]) -> float | None:
@@ -56,5 +68,7 @@ def _exposed_share(job: dict[str, Any]) -> float | None:
     for c_row, s_row in zip(comm, steps):
         pairs = [(c, s) for c, s in zip(c_row, s_row) if c is not None and s]
         if pairs:
-            shares.append(statistics.median(c for c, _ in pairs) / statistics.median(s for _, s in pairs))
+            shares.append(
+                statistics.median(c for c, _ in pairs) / statistics.median(s for _, s in pairs)
+            )
     return statistics.median(shares) if shares else None

@@ -29,7 +29,9 @@ from typing import Any
 
 import orjson
 
-VERSION = 5  # bump when a summary's fields or their meaning change: old cache entries are then ignored
+VERSION = (
+    5  # bump when a summary's fields or their meaning change: old cache entries are then ignored
+)
 CACHE_ENV = "STEPWISE_SUMMARY_CACHE"  # a folder for the cache, or "off"
 SUFFIX = ".rank-summary.gz"  # gzip of JSON, named so that no trace reader takes it for a trace
 
@@ -131,7 +133,9 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
     loader_ns, loader_names = loader_spans(trace)
     return {
         "version": VERSION,
-        "file": name, "rank_hint": hint, "order": order,
+        "file": name,
+        "rank_hint": hint,
+        "order": order,
         "rank": int(trace.ranks[0]),
         "device": b.device,
         "devices": [[d.index, d.name, d.total_memory_bytes] for d in trace.devices],
@@ -139,32 +143,54 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
         "accelerator": trace.accelerator,
         "steps_inferred": bool(b.steps_inferred),
         "warnings": list(trace.warnings),
-        "per_step": {c: b.per_step[c].astype(np.int64).tolist() for c in b.per_step.columns if c != "rank"},
-        "gpu_busy_ns": int(b.gpu_busy_ns), "comm_total_ns": int(b.comm_total_ns),
+        "per_step": {
+            c: b.per_step[c].astype(np.int64).tolist() for c in b.per_step.columns if c != "rank"
+        },
+        "gpu_busy_ns": int(b.gpu_busy_ns),
+        "comm_total_ns": int(b.comm_total_ns),
         "comm_overlapped_ns": int(b.comm_overlapped_ns),
-        "kernels": [[str(r.name), str(r.kclass), int(r.count), int(r.total_ns), bool(r.low_precision)]
-                    for r in b.kernels.itertuples(index=False)],
-        "ops": [[str(r.name), int(r.count), int(r.total_ns)] for r in b.ops.itertuples(index=False)],
+        "kernels": [
+            [str(r.name), str(r.kclass), int(r.count), int(r.total_ns), bool(r.low_precision)]
+            for r in b.kernels.itertuples(index=False)
+        ],
+        "ops": [
+            [str(r.name), int(r.count), int(r.total_ns)] for r in b.ops.itertuples(index=False)
+        ],
         "kernel_class_ns": {k: int(v) for k, v in b.kernel_class_ns.items()},
-        "syncs": {k: float(getattr(b.syncs, k)) * n_rows for k in
-                  ("stream_sync", "device_sync", "event_sync", "item", "malloc_free")}
+        "syncs": {
+            k: float(getattr(b.syncs, k)) * n_rows
+            for k in ("stream_sync", "device_sync", "event_sync", "item", "malloc_free")
+        }
         | {"pageable_copy_ns": b.syncs.pageable_copy_ns, "pinned_copy_ns": b.syncs.pinned_copy_ns},
-        "memory": [b.memory.device_allocated_bytes, b.memory.device_reserved_bytes, b.memory.host_allocated_bytes],
+        "memory": [
+            b.memory.device_allocated_bytes,
+            b.memory.device_reserved_bytes,
+            b.memory.host_allocated_bytes,
+        ],
         "kernel_durations": [values.tolist(), counts.tolist()],
         "launch_ns": int(ev.loc[launch, "dur_ns"].sum()),
-        "cpu_matmul": [b.cpu_matmul.total_ns, b.cpu_matmul.fp32_ns, b.cpu_matmul.low_precision_ns,
-                       b.cpu_matmul.unknown_ns],
+        "cpu_matmul": [
+            b.cpu_matmul.total_ns,
+            b.cpu_matmul.fp32_ns,
+            b.cpu_matmul.low_precision_ns,
+            b.cpu_matmul.unknown_ns,
+        ],
         "compiled_spans": int(b.compiled_spans),
         "optimizers": optim,
-        "flops": None if flops is None else {
-            "per_step": [[s, v] for (_, s), v in flops.per_step.items()], "by_dtype": flops.by_dtype,
-            "counts": [flops.with_shapes, flops.without_shapes, flops.unsized]},
+        "flops": None
+        if flops is None
+        else {
+            "per_step": [[s, v] for (_, s), v in flops.per_step.items()],
+            "by_dtype": flops.by_dtype,
+            "counts": [flops.with_shapes, flops.without_shapes, flops.unsized],
+        },
         "loader": [loader_ns, loader_names],
         "collectives": collective_rows(trace, b.device == "gpu"),
         "collective_sizes": collective_sizes(trace),
         "critical_path": _critical_path(trace),
-        "module_events": int(((ev["kind"] == "python_function")
-                               & names.str.startswith(MODULE_EVENT)).sum()),
+        "module_events": int(
+            ((ev["kind"] == "python_function") & names.str.startswith(MODULE_EVENT)).sum()
+        ),
     }
 
 

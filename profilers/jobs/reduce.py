@@ -50,13 +50,18 @@ def resolve_ranks(summaries: Sequence[dict[str, Any]]) -> tuple[list[int], list[
     out, warnings = [], []
     for s in summaries:
         own, hint, order = int(s["rank"]), s.get("rank_hint"), int(s["order"])
-        rank = next((c for c in (own, hint) if c is not None and 0 <= c <= _MAX_RANK and c not in used), None)
+        rank = next(
+            (c for c in (own, hint) if c is not None and 0 <= c <= _MAX_RANK and c not in used),
+            None,
+        )
         if rank is None:
             rank = order
             while rank in used:
                 rank += 1
-            warnings.append(f"{s['file']}: its rank is negative, beyond int32 or taken by another file; read as "
-                            f"rank {rank}")
+            warnings.append(
+                f"{s['file']}: its rank is negative, beyond int32 or taken by another file; read as "
+                f"rank {rank}"
+            )
         used.add(rank)
         out.append(rank)
     return out, warnings
@@ -72,8 +77,11 @@ def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
         df.insert(0, "rank", np.int32(rank))
         frames.append(df)
     cols = ["rank", "step", "start_ns", "end_ns", "step_ns", *CATEGORIES]
-    per_step = pd.concat(frames, ignore_index=True)[cols] if frames else \
-        pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in cols})
+    per_step = (
+        pd.concat(frames, ignore_index=True)[cols]
+        if frames
+        else pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in cols})
+    )
     per_step = per_step.sort_values("rank", kind="stable", ignore_index=True)
     n_rows = max(len(per_step), 1)
     devices: dict[int, tuple[str, int | None]] = {}
@@ -82,8 +90,11 @@ def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
             devices.setdefault(int(index), (str(name), mem))
     any_gpu = any(s["has_gpu"] for s in summaries)
     families = [s["accelerator"] for s in summaries if s.get("accelerator")]
-    device_name = devices[min(devices)][0] if devices else (families[0] if families else
-                                                            "GPU" if any_gpu else "CPU")
+    device_name = (
+        devices[min(devices)][0]
+        if devices
+        else (families[0] if families else "GPU" if any_gpu else "CPU")
+    )
     capacity = [m for _, m in devices.values() if m]
     warnings = list(dict.fromkeys(w for s in summaries for w in s["warnings"]))
     b = Breakdown(
@@ -101,19 +112,31 @@ def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
         comm_total_ns=sum(int(s["comm_total_ns"]) for s in summaries),
         comm_overlapped_ns=sum(int(s["comm_overlapped_ns"]) for s in summaries),
         syncs=_syncs(summaries, n_rows),
-        memory=parts.MemoryPeak(_max(s["memory"][0] for s in summaries), _max(s["memory"][1] for s in summaries),
-                                min(capacity) if capacity else None, _max(s["memory"][2] for s in summaries)),
+        memory=parts.MemoryPeak(
+            _max(s["memory"][0] for s in summaries),
+            _max(s["memory"][1] for s in summaries),
+            min(capacity) if capacity else None,
+            _max(s["memory"][2] for s in summaries),
+        ),
         host=_host(summaries, n_rows),
-        cpu_matmul=parts.CpuMatmul(*[sum(int(s["cpu_matmul"][i]) for s in summaries) for i in range(4)]),
+        cpu_matmul=parts.CpuMatmul(
+            *[sum(int(s["cpu_matmul"][i]) for s in summaries) for i in range(4)]
+        ),
         warnings=tuple(warnings + rank_warnings),
         compiled_spans=sum(int(s["compiled_spans"]) for s in summaries),
         optimizers=_optimizers(summaries),
         flops=_flops(summaries, ranks),
     )
     loader_names = tuple(dict.fromkeys(n for s in summaries for n in s["loader"][1]))
-    return JobAnalysis(b, sum(int(s["loader"][0]) for s in summaries), loader_names,
-                       job_views(b, summaries, ranks), len(summaries), sum(bool(s.get("cached")) for s in summaries),
-                       sum(int(s.get("module_events") or 0) for s in summaries))
+    return JobAnalysis(
+        b,
+        sum(int(s["loader"][0]) for s in summaries),
+        loader_names,
+        job_views(b, summaries, ranks),
+        len(summaries),
+        sum(bool(s.get("cached")) for s in summaries),
+        sum(int(s.get("module_events") or 0) for s in summaries),
+    )
 
 
 def _max(values: Any) -> int | None:
@@ -132,33 +155,53 @@ def _sum_dicts(dicts: Any) -> dict[str, int]:
 def _kernels(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     rows = [r for s in summaries for r in s["kernels"]]
     if not rows:
-        return pd.DataFrame(columns=["name", "kclass", "count", "total_ns", "mean_us", "low_precision"])
+        return pd.DataFrame(
+            columns=["name", "kclass", "count", "total_ns", "mean_us", "low_precision"]
+        )
     df = pd.DataFrame(rows, columns=["name", "kclass", "count", "total_ns", "low_precision"])
-    g = df.groupby("name", sort=True).agg(kclass=("kclass", "first"), count=("count", "sum"),
-                                          total_ns=("total_ns", "sum"), low_precision=("low_precision", "first"))
+    g = df.groupby("name", sort=True).agg(
+        kclass=("kclass", "first"),
+        count=("count", "sum"),
+        total_ns=("total_ns", "sum"),
+        low_precision=("low_precision", "first"),
+    )
     g = g.reset_index()
     g["mean_us"] = g["total_ns"] / g["count"] / 1e3
     return g.sort_values("total_ns", ascending=False, ignore_index=True)[
-        ["name", "kclass", "count", "total_ns", "mean_us", "low_precision"]]
+        ["name", "kclass", "count", "total_ns", "mean_us", "low_precision"]
+    ]
 
 
 def _ops(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     rows = [r for s in summaries for r in s["ops"]]
     if not rows:
         return pd.DataFrame(columns=["name", "count", "total_ns", "mean_us"])
-    g = pd.DataFrame(rows, columns=["name", "count", "total_ns"]).groupby("name", sort=True).sum().reset_index()
+    g = (
+        pd.DataFrame(rows, columns=["name", "count", "total_ns"])
+        .groupby("name", sort=True)
+        .sum()
+        .reset_index()
+    )
     g["mean_us"] = g["total_ns"] / g["count"] / 1e3
     return g.sort_values("total_ns", ascending=False, ignore_index=True)
 
 
 def _syncs(summaries: Sequence[dict[str, Any]], n_rows: int) -> parts.SyncCounts:
-    total = {k: sum(float(s["syncs"][k]) for s in summaries) for k in summaries[0]["syncs"]} if summaries else {}
+    total = (
+        {k: sum(float(s["syncs"][k]) for s in summaries) for k in summaries[0]["syncs"]}
+        if summaries
+        else {}
+    )
     get = total.get
     return parts.SyncCounts(
-        stream_sync=get("stream_sync", 0.0) / n_rows, device_sync=get("device_sync", 0.0) / n_rows,
-        event_sync=get("event_sync", 0.0) / n_rows, item=get("item", 0.0) / n_rows,
-        malloc_free=get("malloc_free", 0.0) / n_rows, pageable_copy_ns=int(get("pageable_copy_ns", 0)),
-        pinned_copy_ns=int(get("pinned_copy_ns", 0)))
+        stream_sync=get("stream_sync", 0.0) / n_rows,
+        device_sync=get("device_sync", 0.0) / n_rows,
+        event_sync=get("event_sync", 0.0) / n_rows,
+        item=get("item", 0.0) / n_rows,
+        malloc_free=get("malloc_free", 0.0) / n_rows,
+        pageable_copy_ns=int(get("pageable_copy_ns", 0)),
+        pinned_copy_ns=int(get("pinned_copy_ns", 0)),
+    )
 
 
 def _host(summaries: Sequence[dict[str, Any]], n_rows: int) -> parts.HostStats:
@@ -167,9 +210,11 @@ def _host(summaries: Sequence[dict[str, Any]], n_rows: int) -> parts.HostStats:
         for v, c in zip(*s["kernel_durations"]):
             values[int(v)] = values.get(int(v), 0) + int(c)
     n = sum(values.values())
-    return parts.HostStats(kernels_per_step=float(n) / n_rows,
-                           median_kernel_us=_median_of_counts(values) / 1e3 if n else 0.0,
-                           launch_ns_per_step=float(sum(int(s["launch_ns"]) for s in summaries)) / n_rows)
+    return parts.HostStats(
+        kernels_per_step=float(n) / n_rows,
+        median_kernel_us=_median_of_counts(values) / 1e3 if n else 0.0,
+        launch_ns_per_step=float(sum(int(s["launch_ns"]) for s in summaries)) / n_rows,
+    )
 
 
 def _median_of_counts(values: dict[int, int]) -> float:
@@ -206,7 +251,9 @@ def _flops(summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -> TraceFl
     return TraceFlops(per_step, by_dtype, *counts)
 
 
-def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -> dict[str, Any]:
+def job_views(
+    b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence[int]
+) -> dict[str, Any]:
     """The cross-rank views: step time and exposed communication per rank and step (ms), the straggler with its
     victims, and the collectives' exposed time per rank."""
     ps = b.per_step
@@ -228,11 +275,20 @@ def job_views(b: Breakdown, summaries: Sequence[dict[str, Any]], ranks: Sequence
     straggler = straggler_view(b)
     if straggler is not None:
         straggler["extra_work"] = culprit_extra(summaries, ranks, int(straggler["culprit"]))
-    return {"ranks": order, "files": [files.get(r) for r in order], "steps": steps, "step_ms": matrix("step_ns"),
-            "exposed_comm_ms": matrix("communication"), "straggler": straggler,
-            "straggler_reason": call.to_json(), "collectives": collective_view(summaries, ranks),
-            "collective_sizes": collective_size_view(summaries),
-            "critical_path": None if call.rank is None else job_critical_path(summaries, ranks, call.rank)}
+    return {
+        "ranks": order,
+        "files": [files.get(r) for r in order],
+        "steps": steps,
+        "step_ms": matrix("step_ns"),
+        "exposed_comm_ms": matrix("communication"),
+        "straggler": straggler,
+        "straggler_reason": call.to_json(),
+        "collectives": collective_view(summaries, ranks),
+        "collective_sizes": collective_size_view(summaries),
+        "critical_path": None
+        if call.rank is None
+        else job_critical_path(summaries, ranks, call.rank),
+    }
 
 
 def straggler_view(b: Breakdown) -> dict[str, Any] | None:
@@ -241,24 +297,41 @@ def straggler_view(b: Breakdown) -> dict[str, Any] | None:
     s = b.straggler
     if s is None:
         return None
-    wait = dict(zip(b.per_rank["rank"].astype(int).tolist(), b.per_rank["exposed_comm_ms"].astype(float).tolist()))
+    wait = dict(
+        zip(
+            b.per_rank["rank"].astype(int).tolist(),
+            b.per_rank["exposed_comm_ms"].astype(float).tolist(),
+        )
+    )
     return {**straggler_json(s), "victims": victims(s, wait)}
 
 
-def collective_view(summaries: Sequence[dict[str, Any]], ranks: Sequence[int]) -> list[dict[str, Any]]:
+def collective_view(
+    summaries: Sequence[dict[str, Any]], ranks: Sequence[int]
+) -> list[dict[str, Any]]:
     """Per collective name (largest exposed first): count, total and exposed ms over the job, and the exposed ms of
     each rank (rank → ms)."""
     by_name: dict[str, dict[str, Any]] = {}
     for s, rank in zip(summaries, ranks):
         for name, count, total, exposed in s["collectives"]:
-            row = by_name.setdefault(name, {"name": name, "count": 0, "total_ns": 0, "exposed_ns": 0, "ranks": {}})
+            row = by_name.setdefault(
+                name, {"name": name, "count": 0, "total_ns": 0, "exposed_ns": 0, "ranks": {}}
+            )
             row["count"] += int(count)
             row["total_ns"] += int(total)
             row["exposed_ns"] += int(exposed)
             row["ranks"][str(rank)] = round(int(exposed) / 1e6, 4)
     rows = sorted(by_name.values(), key=lambda r: -r["exposed_ns"])[:TOP_COLLECTIVES]
-    return [{"name": r["name"], "count": r["count"], "total_ms": round(r["total_ns"] / 1e6, 4),
-             "exposed_ms": round(r["exposed_ns"] / 1e6, 4), "exposed_ms_by_rank": r["ranks"]} for r in rows]
+    return [
+        {
+            "name": r["name"],
+            "count": r["count"],
+            "total_ms": round(r["total_ns"] / 1e6, 4),
+            "exposed_ms": round(r["exposed_ns"] / 1e6, 4),
+            "exposed_ms_by_rank": r["ranks"],
+        }
+        for r in rows
+    ]
 
 
 def collective_size_view(summaries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -277,29 +350,53 @@ def collective_size_view(summaries: Sequence[dict[str, Any]]) -> list[dict[str, 
         for name, _count, total, _exposed in s.get("collectives") or []:
             if (kind := collective_kind(str(name))) is not None:
                 time_ns[kind] = time_ns.get(kind, 0) + int(total)
-    if "sendrecv" in time_ns and "sendrecv" not in by_kind and "alltoall" in by_kind and "alltoall" not in time_ns:
+    if (
+        "sendrecv" in time_ns
+        and "sendrecv" not in by_kind
+        and "alltoall" in by_kind
+        and "alltoall" not in time_ns
+    ):
         # NCCL runs all_to_all as grouped sends and receives: its kernels are ncclKernel_SendRecv_…
         time_ns["alltoall"] = time_ns.pop("sendrecv")
     out = []
     for kind, (calls, sized, nbytes) in sorted(by_kind.items(), key=lambda kv: -kv[1][2]):
         t = time_ns.get(kind, 0)
-        out.append({"kind": kind, "calls": calls, "sized_calls": sized, "bytes": nbytes,
-                    "mean_message_mb": round(nbytes / sized / 1e6, 4) if sized else None,
-                    "time_ms": round(t / 1e6, 4) if t else None,
-                    "algbw_gb_s": round(nbytes / t, 3) if t and sized and sized == calls else None})
+        out.append(
+            {
+                "kind": kind,
+                "calls": calls,
+                "sized_calls": sized,
+                "bytes": nbytes,
+                "mean_message_mb": round(nbytes / sized / 1e6, 4) if sized else None,
+                "time_ms": round(t / 1e6, 4) if t else None,
+                "algbw_gb_s": round(nbytes / t, 3) if t and sized and sized == calls else None,
+            }
+        )
     return out
 
 
-WORK_CATEGORIES = ("gpu_compute", "gpu_memcpy", "gpu_memset", "dataloader", "host_runtime", "optimizer", "backward",
-                   "forward", "other")  # what a rank does itself: not communication, which is others' waiting
+WORK_CATEGORIES = (
+    "gpu_compute",
+    "gpu_memcpy",
+    "gpu_memset",
+    "dataloader",
+    "host_runtime",
+    "optimizer",
+    "backward",
+    "forward",
+    "other",
+)  # what a rank does itself: not communication, which is others' waiting
 TOP_EXTRA = 5
 
 
-def culprit_extra(summaries: Sequence[dict[str, Any]], ranks: Sequence[int], culprit: int) -> dict[str, Any]:
+def culprit_extra(
+    summaries: Sequence[dict[str, Any]], ranks: Sequence[int], culprit: int
+) -> dict[str, Any]:
     """Where the straggler's extra time goes, per step: each work category, kernel and host operator on the
     culprit against the median of the other ranks (ms per step), largest excess first. It reads the summaries
     alone (no rank's events), so it is the same on every engine. Not a dependency graph's critical path: the
     rank's longer path broken down by what it is made of."""
+
     def per_step(s: dict[str, Any]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         n = max(len(s["per_step"].get("step", [])), 1)
         cats = {c: sum(s["per_step"].get(c, [])) / n / 1e6 for c in WORK_CATEGORIES}
@@ -322,10 +419,21 @@ def culprit_extra(summaries: Sequence[dict[str, Any]], ranks: Sequence[int], cul
             own = mine[0][i].get(name, 0.0)
             median = float(np.median([o[i].get(name, 0.0) for o in others]))
             if own - median > 1e-6:
-                rows.append({key: name, "culprit_ms": round(own, 4), "others_median_ms": round(median, 4),
-                             "extra_ms": round(own - median, 4)})
-        rows.sort(key=lambda r: (-float(r["extra_ms"]), str(r[key])))  # ties by name: the same order every run
+                rows.append(
+                    {
+                        key: name,
+                        "culprit_ms": round(own, 4),
+                        "others_median_ms": round(median, 4),
+                        "extra_ms": round(own - median, 4),
+                    }
+                )
+        rows.sort(
+            key=lambda r: (-float(r["extra_ms"]), str(r[key]))
+        )  # ties by name: the same order every run
         return rows[:top] if top else rows
 
-    return {"categories": excess(0, "category", None), "kernels": excess(1, "name", TOP_EXTRA),
-            "ops": excess(2, "name", TOP_EXTRA)}
+    return {
+        "categories": excess(0, "category", None),
+        "kernels": excess(1, "name", TOP_EXTRA),
+        "ops": excess(2, "name", TOP_EXTRA),
+    }

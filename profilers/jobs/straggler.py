@@ -39,7 +39,9 @@ MIN_STEPS = 3  # steps per rank before a rank's step-to-step spread is measured
 MIN_PEERS = 3  # other ranks before the spread among them is measured
 NOISE_MULTIPLE = 2.0  # a lead beyond twice the noise counts
 NOISE_FLOOR = 0.025  # the least noise assumed: this share of the median rank's step
-VICTIM_SHARE = 0.5  # a rank waits on the straggler when it waits at least this share of its extra work longer
+VICTIM_SHARE = (
+    0.5  # a rank waits on the straggler when it waits at least this share of its extra work longer
+)
 
 
 @dataclass(frozen=True)
@@ -102,18 +104,28 @@ class StragglerCall:
         """One sentence: the straggler, or why no rank is marked."""
         if self.rank is None:
             return "One rank: there is no straggler to find."
-        lead = (f"rank {self.rank} does the most work, {self.lead_ms:.2f} ms per step above the median rank "
-                f"({self.excess_share:.1%} of the step)")
+        lead = (
+            f"rank {self.rank} does the most work, {self.lead_ms:.2f} ms per step above the median rank "
+            f"({self.excess_share:.1%} of the step)"
+        )
         noise = self.noise_ms
         if self.marked:
-            return (f"Straggler: rank {self.rank} works {self.lead_ms:.2f} ms per step more than the median rank "
-                    f"({self.excess_share:.1%} of the step), beyond twice the noise ({noise:.2f} ms: "
-                    f"{self._noise_words()}).")
+            return (
+                f"Straggler: rank {self.rank} works {self.lead_ms:.2f} ms per step more than the median rank "
+                f"({self.excess_share:.1%} of the step), beyond twice the noise ({noise:.2f} ms: "
+                f"{self._noise_words()})."
+            )
         if noise is not None or self.lead_ms <= NOISE_MULTIPLE * self.floor_ms:
-            said = f"{(noise if noise is not None else self.floor_ms):.2f} ms: {self._noise_words()}"
-            return f"{lead[0].upper()}{lead[1:]}, within twice the noise ({said}): no rank is marked."
-        return (f"{lead[0].upper()}{lead[1:]}, but {self._unmeasured()}: no rank is marked (at least {MIN_STEPS} "
-                f"steps per rank, or {MIN_PEERS + 1} ranks, are needed).")
+            said = (
+                f"{(noise if noise is not None else self.floor_ms):.2f} ms: {self._noise_words()}"
+            )
+            return (
+                f"{lead[0].upper()}{lead[1:]}, within twice the noise ({said}): no rank is marked."
+            )
+        return (
+            f"{lead[0].upper()}{lead[1:]}, but {self._unmeasured()}: no rank is marked (at least {MIN_STEPS} "
+            f"steps per rank, or {MIN_PEERS + 1} ranks, are needed)."
+        )
 
     def _noise_words(self) -> str:
         """What set the noise, and what could not be measured."""
@@ -131,8 +143,10 @@ class StragglerCall:
         return said
 
     def _unmeasured(self) -> str:
-        return (f"with {self.steps} step{_s(self.steps)} per rank and {self.peers} other rank{_s(self.peers)} "
-                "neither the step-to-step noise nor the spread among the ranks can be measured")
+        return (
+            f"with {self.steps} step{_s(self.steps)} per rank and {self.peers} other rank{_s(self.peers)} "
+            "neither the step-to-step noise nor the spread among the ranks can be measured"
+        )
 
     def to_json(self) -> str | None:
         """``straggler_reason`` of ``analyze --json``: the sentence, ``None`` for one rank."""
@@ -141,19 +155,33 @@ class StragglerCall:
 
 def find_straggler(ranks: Mapping[int, Sequence[tuple[float, float]]]) -> StragglerCall:
     """Judge a job: ``ranks`` maps each rank to its steps' ``(step ms, work ms)`` (see the module docs)."""
-    rows = {int(r): [(float(s), float(w)) for s, w in steps] for r, steps in ranks.items() if len(steps)}
+    rows = {
+        int(r): [(float(s), float(w)) for s, w in steps] for r, steps in ranks.items() if len(steps)
+    }
     if len(rows) < 2:
         return StragglerCall(None)
     work = {r: float(np.median([w for _, w in steps])) for r, steps in rows.items()}
     step = {r: float(np.median([s for s, _ in steps])) for r, steps in rows.items()}
-    rank = max(work, key=lambda r: (work[r], -r))  # ties: the lowest rank, as an argmax over ranks in order
+    rank = max(
+        work, key=lambda r: (work[r], -r)
+    )  # ties: the lowest rank, as an argmax over ranks in order
     fewest = min(len(steps) for steps in rows.values())
-    step_noise = float(np.median([_iqr([w for _, w in steps]) for steps in rows.values()])) \
-        if fewest >= MIN_STEPS else None
+    step_noise = (
+        float(np.median([_iqr([w for _, w in steps]) for steps in rows.values()]))
+        if fewest >= MIN_STEPS
+        else None
+    )
     peers = [w for r, w in work.items() if r != rank]
-    return StragglerCall(rank=rank, work_ms=work[rank], median_work_ms=statistics.median(work.values()),
-                         median_step_ms=statistics.median(step.values()), steps=fewest, peers=len(peers),
-                         step_noise_ms=step_noise, peer_spread_ms=_iqr(peers) if len(peers) >= MIN_PEERS else None)
+    return StragglerCall(
+        rank=rank,
+        work_ms=work[rank],
+        median_work_ms=statistics.median(work.values()),
+        median_step_ms=statistics.median(step.values()),
+        steps=fewest,
+        peers=len(peers),
+        step_noise_ms=step_noise,
+        peer_spread_ms=_iqr(peers) if len(peers) >= MIN_PEERS else None,
+    )
 
 
 def find_in_steps(per_step: pd.DataFrame) -> StragglerCall:
@@ -175,15 +203,25 @@ def victims(s: Straggler, wait_ms: Mapping[int, float]) -> list[dict[str, Any]]:
     longest wait first, each ``{"rank", "wait_ms"}`` (ms beyond the straggler's own)."""
     own = wait_ms.get(s.rank, 0.0)
     extra = s.work_ms - s.median_work_ms
-    found = sorted(((w - own, r) for r, w in wait_ms.items()
-                    if r != s.rank and extra > 0 and w - own >= VICTIM_SHARE * extra), reverse=True)
+    found = sorted(
+        (
+            (w - own, r)
+            for r, w in wait_ms.items()
+            if r != s.rank and extra > 0 and w - own >= VICTIM_SHARE * extra
+        ),
+        reverse=True,
+    )
     return [{"rank": int(r), "wait_ms": round(float(w), 4)} for w, r in found]
 
 
 def straggler_json(s: Straggler) -> dict[str, Any]:
     """The straggler as a job's views hold it (``job.straggler``; victims and extra work are added there)."""
-    return {"culprit": s.rank, "work_ms": round(s.work_ms, 4), "median_work_ms": round(s.median_work_ms, 4),
-            "excess_share": round(s.excess_share, 4)}
+    return {
+        "culprit": s.rank,
+        "work_ms": round(s.work_ms, 4),
+        "median_work_ms": round(s.median_work_ms, 4),
+        "excess_share": round(s.excess_share, 4),
+    }
 
 
 def _iqr(values: Sequence[float]) -> float:

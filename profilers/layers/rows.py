@@ -27,8 +27,10 @@ MODULE_EVENT = "nn.Module: "
 LAYERS_FILE = "layers.json"  # the agent's record in a run folder (stepwise_agent.layers)
 #: a whole dotted segment of digits: the index of a ModuleList or a Sequential
 _INDEX = re.compile(r"(?<![^.])\d+(?![^.])")
-HOW_TO_RECORD = ("record it with torch.profiler.profile(with_stack=True) (or with_modules=True), "
-                 "or launch the script with Stepwise, whose agent records each module")
+HOW_TO_RECORD = (
+    "record it with torch.profiler.profile(with_stack=True) (or with_modules=True), "
+    "or launch the script with Stepwise, whose agent records each module"
+)
 #: a module whose heaviest child holds this much of its time is a wrapper: the top layer is below
 WRAPPER = 0.75
 NO_MODULES = f"This trace has no module information (no nn.Module events): {HOW_TO_RECORD}."
@@ -56,14 +58,21 @@ class LayerRow:
     hand_attention: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "parent": self.parent, "class": self.module_class,
-                "instances": self.instances, "calls_per_step": round(self.calls, 3),
-                "forward_ms": round(self.forward_ms, 4),
-                "backward_ms": None if self.backward_ms is None else round(self.backward_ms, 4),
-                "share": None if self.share is None else round(self.share, 4),
-                "saved_activation_bytes": self.saved_bytes, "params": self.params,
-                "class_where": self.class_where, "forward_where": self.forward_where,
-                "hand_attention": self.hand_attention}
+        return {
+            "name": self.name,
+            "parent": self.parent,
+            "class": self.module_class,
+            "instances": self.instances,
+            "calls_per_step": round(self.calls, 3),
+            "forward_ms": round(self.forward_ms, 4),
+            "backward_ms": None if self.backward_ms is None else round(self.backward_ms, 4),
+            "share": None if self.share is None else round(self.share, 4),
+            "saved_activation_bytes": self.saved_bytes,
+            "params": self.params,
+            "class_where": self.class_where,
+            "forward_where": self.forward_where,
+            "hand_attention": self.hand_attention,
+        }
 
 
 @dataclass(frozen=True)
@@ -147,22 +156,34 @@ def from_agent(doc: Any) -> Layers:
     if not raw and isinstance(doc.get("note"), str):
         return Layers(note=f"No per-module record: {doc['note']}.")
     if not raw:
-        return Layers(note="The run recorded no module: the script ran no torch.nn.Module in its "
-                           "profiled steps.")
+        return Layers(
+            note="The run recorded no module: the script ran no torch.nn.Module in its "
+            "profiled steps."
+        )
     roots = [r["name"] for r in raw if r.get("parent") is None]
     main = roots[0] if len(roots) == 1 else None
 
     def shown(name: str) -> str:  # one model: its submodules by their own names ("blocks.*.attn")
         below = main is not None and name.startswith(main + ".")
-        return grouped(name[len(main) + 1:] if below and main is not None else name)
+        return grouped(name[len(main) + 1 :] if below and main is not None else name)
 
     step_ms = doc.get("step_ms")
     groups: dict[str, dict[str, Any]] = {}
     for r in raw:
         key = shown(r["name"])
-        g = groups.setdefault(key, {"row": r, "n": 0, "calls": 0.0, "fwd": 0.0, "bwd": 0.0,
-                                    "saved": 0,
-                                    "params": 0, "saved_known": r.get("saved_bytes") is not None})
+        g = groups.setdefault(
+            key,
+            {
+                "row": r,
+                "n": 0,
+                "calls": 0.0,
+                "fwd": 0.0,
+                "bwd": 0.0,
+                "saved": 0,
+                "params": 0,
+                "saved_known": r.get("saved_bytes") is not None,
+            },
+        )
         g["n"] += 1
         g["calls"] += float(r.get("calls") or 0.0)
         g["fwd"] += float(r.get("forward_ms") or 0.0)
@@ -175,13 +196,22 @@ def from_agent(doc: Any) -> Layers:
         parent = r.get("parent")
         timed = isinstance(step_ms, (int, float)) and step_ms > 0
         share = (g["fwd"] + g["bwd"]) / step_ms if timed else None
-        rows.append(LayerRow(
-            name=key, parent=shown(parent) if isinstance(parent, str) else None,
-            module_class=str(r.get("class", "")), instances=g["n"], calls=g["calls"],
-            forward_ms=g["fwd"],
-            backward_ms=g["bwd"], share=share, saved_bytes=g["saved"] if g["saved_known"] else None,
-            params=g["params"], class_where=where(r.get("class_file"), r.get("class_line")),
-            forward_where=where(r.get("forward_file"), r.get("forward_line")),
-            hand_attention=hand_attention(r.get("forward_file"), r.get("forward_line"))))
+        rows.append(
+            LayerRow(
+                name=key,
+                parent=shown(parent) if isinstance(parent, str) else None,
+                module_class=str(r.get("class", "")),
+                instances=g["n"],
+                calls=g["calls"],
+                forward_ms=g["fwd"],
+                backward_ms=g["bwd"],
+                share=share,
+                saved_bytes=g["saved"] if g["saved_known"] else None,
+                params=g["params"],
+                class_where=where(r.get("class_file"), r.get("class_line")),
+                forward_where=where(r.get("forward_file"), r.get("forward_line")),
+                hand_attention=hand_attention(r.get("forward_file"), r.get("forward_line")),
+            )
+        )
     note = f"{doc.get('timing', 'time inside each module')}, per profiled step (agent hooks)"
     return Layers(rows=sorted_rows(rows), source="agent", note=note)

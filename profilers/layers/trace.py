@@ -27,7 +27,7 @@ def _module_paths(ev: pd.DataFrame) -> tuple[list[str], list[str]]:
             stack, last_tid = [], tid
         while stack and stack[-1][0] <= start:
             stack.pop()
-        own = str(name)[len(MODULE_EVENT):]
+        own = str(name)[len(MODULE_EVENT) :]
         cls = _INSTANCE.sub("", own)
         path = f"{stack[-1][1]}.{cls}" if stack else cls
         paths.append(path)
@@ -44,7 +44,8 @@ def _launched_gpu_ns(events: pd.DataFrame, mods: pd.DataFrame) -> np.ndarray:
     joined = launches[["tid", "start_ns", "correlation"]].merge(
         gpu.groupby("correlation", observed=True)["dur_ns"].sum().rename("gpu_ns"),
         left_on="correlation",
-        right_index=True)
+        right_index=True,
+    )
     out = np.zeros(len(mods), dtype=np.int64)
     for tid, part in joined.groupby("tid", observed=True):
         part = part.sort_values("start_ns")
@@ -93,9 +94,16 @@ def from_trace(trace: Trace, step_ms: float | None) -> Layers:
     n = max(int(steps["step"].nunique()) if len(steps) else 1, 1)
     on_gpu = trace.has_gpu
     paths, instances = _module_paths(mods)
-    frame = pd.DataFrame({"path": paths, "instance": instances,
-                          "ns": _launched_gpu_ns(ev[ev["rank"] == rank], mods) if on_gpu
-                          else mods["dur_ns"].to_numpy(), "forward": _forward_frames(py, mods)})
+    frame = pd.DataFrame(
+        {
+            "path": paths,
+            "instance": instances,
+            "ns": _launched_gpu_ns(ev[ev["rank"] == rank], mods)
+            if on_gpu
+            else mods["dur_ns"].to_numpy(),
+            "forward": _forward_frames(py, mods),
+        }
+    )
     rows = []
     for key, g in frame.groupby("path", sort=False):
         path = str(key)
@@ -103,14 +111,29 @@ def from_trace(trace: Trace, step_ms: float | None) -> Layers:
         share = fwd / step_ms if step_ms else None
         known = g["forward"].dropna()
         parent = path.rsplit(".", 1)[0] if "." in path else None
-        rows.append(LayerRow(name=path, parent=parent, module_class=path.rsplit(".", 1)[-1],
-                             instances=int(g["instance"].nunique()), calls=len(g) / n,
-                             forward_ms=fwd, backward_ms=None, share=share, saved_bytes=None,
-                             params=None, class_where=None,
-                             forward_where=str(known.iloc[0]) if len(known) else None))
-    basis = ("GPU time of the kernels each module launched" if on_gpu
-             else "CPU time inside each module")
-    return Layers(rows=sorted_rows(rows), source="trace",
-                  note=f"{basis}, forward only, from the trace's nn.Module events (a trace "
-                       "does not tie backward ops to modules; launch the script with Stepwise "
-                       "for backward and memory)")
+        rows.append(
+            LayerRow(
+                name=path,
+                parent=parent,
+                module_class=path.rsplit(".", 1)[-1],
+                instances=int(g["instance"].nunique()),
+                calls=len(g) / n,
+                forward_ms=fwd,
+                backward_ms=None,
+                share=share,
+                saved_bytes=None,
+                params=None,
+                class_where=None,
+                forward_where=str(known.iloc[0]) if len(known) else None,
+            )
+        )
+    basis = (
+        "GPU time of the kernels each module launched" if on_gpu else "CPU time inside each module"
+    )
+    return Layers(
+        rows=sorted_rows(rows),
+        source="trace",
+        note=f"{basis}, forward only, from the trace's nn.Module events (a trace "
+        "does not tie backward ops to modules; launch the script with Stepwise "
+        "for backward and memory)",
+    )

@@ -14,19 +14,22 @@ from typing import Mapping
 
 from stepwise_agent.user_env import ENV as USER_ENV
 
-RUN_ID_ENV = "STEPWISE_RUN_ID"  # set in every process of a run, so its whole tree can be found and stopped
+RUN_ID_ENV = (
+    "STEPWISE_RUN_ID"  # set in every process of a run, so its whole tree can be found and stopped
+)
 RESTORED = ("PYTHONPATH", "PYTHONUNBUFFERED")
 _WHY = {
     "PYTHONPATH": "the agent's folder in front of yours, so the interpreter can start the agent's boot module",
     "PYTHONUNBUFFERED": "the script's output reaches its log as it is printed (live progress, the lines a "
-                        "failure quotes)",
+    "failure quotes)",
     RUN_ID_ENV: "marks every process of the run, so that stopping the run stops its whole tree",
     USER_ENV: "the values of the variables above before Stepwise set them, for the agent to restore",
 }
 
 
-def child_environment(base: Mapping[str, str], extra: Mapping[str, str] | None, run_id: str,
-                      agent: bool) -> dict[str, str]:
+def child_environment(
+    base: Mapping[str, str], extra: Mapping[str, str] | None, run_id: str, agent: bool
+) -> dict[str, str]:
     """``base`` (the caller's environment) with ``extra`` (a fix's variables, the agent's ``PYTHONPATH``) and
     the run's own marks. For an agent run, the user's values of :data:`RESTORED` travel in ``STEPWISE_USER_ENV``."""
     env = {**base, **(extra or {}), "PYTHONUNBUFFERED": "1", RUN_ID_ENV: run_id}
@@ -44,9 +47,19 @@ def agent_settings(env: Mapping[str, str]) -> list[dict[str, object]]:
         if name not in env:
             continue
         restored = name in saved
-        rows.append({"name": name, "value": env[name], "why": _WHY[name],
-                     "script_sees": ("yours, restored before the script starts" if restored else
-                                     "unset: the agent removes it before the script starts" if name == USER_ENV
-                                     else "this value"),
-                     "changes_speed": False})
+        rows.append(
+            {
+                "name": name,
+                "value": env[name],
+                "why": _WHY[name],
+                "script_sees": (
+                    "yours, restored before the script starts"
+                    if restored
+                    else "unset: the agent removes it before the script starts"
+                    if name == USER_ENV
+                    else "this value"
+                ),
+                "changes_speed": False,
+            }
+        )
     return rows

@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from profilers.run.records import RunResult, RunStatus, summarise_steps
-from profilers.store.files import read_json, read_jsonl, steps_frame, telemetry_frame, write_json_atomic
+from profilers.store.files import (
+    read_json,
+    read_jsonl,
+    steps_frame,
+    telemetry_frame,
+    write_json_atomic,
+)
 from profilers.store.runs import RunStore
 from profilers.run.step_records import step_rows
 from stepwise_agent.trigger import RECENT
@@ -56,9 +62,12 @@ def capture_trigger(run_dir: Path) -> CaptureTrigger | None:
         return None
     raw = trigger.get("numbers")
     numbers: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    return CaptureTrigger(kind=str(trigger["kind"]), step=int(trigger.get("step") or 0),
-                          reason=str(trigger.get("reason") or ""),
-                          numbers={str(k): float(v) for k, v in numbers.items() if isinstance(v, (int, float))})
+    return CaptureTrigger(
+        kind=str(trigger["kind"]),
+        step=int(trigger.get("step") or 0),
+        reason=str(trigger.get("reason") or ""),
+        numbers={str(k): float(v) for k, v in numbers.items() if isinstance(v, (int, float))},
+    )
 
 
 def capture_folders(run_dir: Path) -> list[Path]:
@@ -67,7 +76,9 @@ def capture_folders(run_dir: Path) -> list[Path]:
     if not root.is_dir():
         return []
     found = [p for p in root.iterdir() if p.is_dir() and (p / CAPTURE_FILE).is_file()]
-    return sorted(found, key=lambda p: float((read_json(p / CAPTURE_FILE) or {}).get("started_unix") or 0.0))
+    return sorted(
+        found, key=lambda p: float((read_json(p / CAPTURE_FILE) or {}).get("started_unix") or 0.0)
+    )
 
 
 def _window_rows(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,19 +87,32 @@ def _window_rows(run_dir: Path, capture: dict[str, Any]) -> list[dict[str, Any]]
     trigger = capture.get("trigger") or {}
     fired = int(trigger.get("step", first))
     raw = trigger.get("numbers")
-    judged = raw.get("judged_steps") if isinstance(raw, dict) else None  # the rules judge RECENT steps or more (stepwise_agent.trigger)
-    judged_from = min(first, fired - (int(judged) if isinstance(judged, (int, float)) else RECENT) + 1)
+    judged = (
+        raw.get("judged_steps") if isinstance(raw, dict) else None
+    )  # the rules judge RECENT steps or more (stepwise_agent.trigger)
+    judged_from = min(
+        first, fired - (int(judged) if isinstance(judged, (int, float)) else RECENT) + 1
+    )
     rank = int(capture.get("rank") or 0)
-    return [r for r in step_rows(run_dir)
-            if r.get("rank", 0) == rank and judged_from <= int(r.get("step", -1)) <= last]
+    return [
+        r
+        for r in step_rows(run_dir)
+        if r.get("rank", 0) == rank and judged_from <= int(r.get("step", -1)) <= last
+    ]
 
 
-def _window_telemetry(run_dir: Path, capture: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _window_telemetry(
+    run_dir: Path, capture: dict[str, Any], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The watched run's telemetry from the first of ``rows`` to the capture's end."""
     starts = [int(r["t_unix_ns"]) for r in rows if r.get("t_unix_ns")]
     start = min([*starts, int(float(capture.get("started_unix") or 0) * 1e9)])
     end = int(float(capture.get("finished_unix") or time.time()) * 1e9)
-    return [r for r in read_jsonl(run_dir / "telemetry.jsonl") if start <= int(r.get("t_unix_ns") or 0) <= end]
+    return [
+        r
+        for r in read_jsonl(run_dir / "telemetry.jsonl")
+        if start <= int(r.get("t_unix_ns") or 0) <= end
+    ]
 
 
 def capture_groups(run_dir: Path, final: bool = True) -> list[list[Path]]:
@@ -136,8 +160,13 @@ def store_capture(store: RunStore, run_id: str, folder: Path | list[Path]) -> st
         value = read_json(run_dir / name)
         if isinstance(value, dict):
             files[name] = value
-    record = store.create("launch", f"{parent.label} · capture {capture.get('n')}: steps {first:,}–{last:,}",
-                          files=files, parent=run_id, role=ROLE)
+    record = store.create(
+        "launch",
+        f"{parent.label} · capture {capture.get('n')}: steps {first:,}–{last:,}",
+        files=files,
+        parent=run_id,
+        role=ROLE,
+    )
     child = Path(record.run_dir)
     (child / "tb").mkdir(exist_ok=True)
     for trace in traces:
@@ -145,12 +174,20 @@ def store_capture(store: RunStore, run_id: str, folder: Path | list[Path]) -> st
     rows = [r for c in members for r in _window_rows(run_dir, c)]
     (child / "steps.jsonl").write_text("".join(f"{_json(r)}\n" for r in rows), encoding="utf-8")
     telemetry = _window_telemetry(run_dir, capture, rows)
-    (child / "telemetry.jsonl").write_text("".join(f"{_json(r)}\n" for r in telemetry), encoding="utf-8")
+    (child / "telemetry.jsonl").write_text(
+        "".join(f"{_json(r)}\n" for r in telemetry), encoding="utf-8"
+    )
     summary = summarise_steps(steps_frame(rows), telemetry_frame(telemetry), 0)
-    store.finish(record.run_id, RunResult(status=RunStatus.OK, started_unix=capture.get("started_unix"),
-                                          finished_unix=capture.get("finished_unix"),
-                                          warnings=(f"captured by the watch: {capture['trigger']['reason']}",),
-                                          **summary.result_fields()))
+    store.finish(
+        record.run_id,
+        RunResult(
+            status=RunStatus.OK,
+            started_unix=capture.get("started_unix"),
+            finished_unix=capture.get("finished_unix"),
+            warnings=(f"captured by the watch: {capture['trigger']['reason']}",),
+            **summary.result_fields(),
+        ),
+    )
     for f in folders:
         write_json_atomic(f / STORED_FILE, {"run_id": record.run_id})
     return record.run_id
@@ -169,7 +206,12 @@ def store_captures(store: RunStore, run_id: str, final: bool = False) -> list[st
     for group in capture_groups(store.path(run_id), final):
         try:
             child = store_capture(store, run_id, group)
-        except (OSError, ValueError, KeyError, TypeError):  # a torn capture: tried again at the next tick
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+        ):  # a torn capture: tried again at the next tick
             child = None
         if child is not None:
             out.append(child)
@@ -185,11 +227,18 @@ def capture_records(run_dir: Path) -> list[dict[str, Any]]:
         folder = group[0]
         capture = read_json(folder / CAPTURE_FILE) or {}
         stored = read_json(folder / STORED_FILE)
-        out.append({"n": capture.get("n"), "rank": capture.get("rank"), "trigger": capture.get("trigger"),
-                    "ranks": [(read_json(f / CAPTURE_FILE) or {}).get("rank") for f in group],
-                    "steps": capture.get("steps"), "status": capture.get("status"),
-                    "cost_s": capture.get("cost_s"),
-                    "run_id": stored.get("run_id") if isinstance(stored, dict) else None})
+        out.append(
+            {
+                "n": capture.get("n"),
+                "rank": capture.get("rank"),
+                "trigger": capture.get("trigger"),
+                "ranks": [(read_json(f / CAPTURE_FILE) or {}).get("rank") for f in group],
+                "steps": capture.get("steps"),
+                "status": capture.get("status"),
+                "cost_s": capture.get("cost_s"),
+                "run_id": stored.get("run_id") if isinstance(stored, dict) else None,
+            }
+        )
     return out
 
 
@@ -207,8 +256,12 @@ def request_capture(store: RunStore, run_id: str, steps: int = 3) -> Path:
     run_dir = store.path(run_id)
     boot = read_json(run_dir / "boot.json")
     if not isinstance(boot, dict) or not isinstance(boot.get("watch"), dict):
-        raise RunError(f"{run_id} is not a watched run: start it with stepwise watch -- python train.py …")
+        raise RunError(
+            f"{run_id} is not a watched run: start it with stepwise watch -- python train.py …"
+        )
     if record.status.finished:
-        raise RunError(f"{run_id} has ended ({record.status.value}): there is nothing left to capture")
+        raise RunError(
+            f"{run_id} has ended ({record.status.value}): there is nothing left to capture"
+        )
     write_json_atomic(run_dir / REQUEST_FILE, {"steps": int(steps), "t_unix": time.time()})
     return run_dir / REQUEST_FILE

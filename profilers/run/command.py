@@ -28,7 +28,9 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
     flags: list[str] = []
     if launcher is not None:
         target = launcher[1]
-    elif interp.is_python_word(first) or os.path.realpath(first) == os.path.realpath(sys.executable):
+    elif interp.is_python_word(first) or os.path.realpath(first) == os.path.realpath(
+        sys.executable
+    ):
         i = 1
         while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
             flags.append(argv[i])
@@ -40,9 +42,13 @@ def split_command(command: list[str], cwd: str | None = None) -> tuple[list[str]
     elif first.endswith(".py"):
         flags, target = [], argv
     else:
-        raise RunError(f"launch profiles Python training scripts: start the command with python, not {first!r}")
+        raise RunError(
+            f"launch profiles Python training scripts: start the command with python, not {first!r}"
+        )
     if not target or target[0] in ("-c", "-"):
-        raise RunError("launch needs a script path or -m MODULE after python (not -c code or stdin)")
+        raise RunError(
+            "launch needs a script path or -m MODULE after python (not -c code or stdin)"
+        )
     if target[0] == "-m":
         if len(target) < 2:
             raise RunError("-m needs a module name")
@@ -59,8 +65,12 @@ def accelerate_launch(command: list[str]) -> tuple[list[str], list[str]] | None:
         return None
     options = argv[2:]
     if any(o in ("-m", "--module", "--no_python") for o in options):
-        raise RunError("accelerate launch: Stepwise runs a script path (not --module or --no_python)")
-    at = next((i for i, a in enumerate(options) if a.endswith(".py") and not a.startswith("-")), None)
+        raise RunError(
+            "accelerate launch: Stepwise runs a script path (not --module or --no_python)"
+        )
+    at = next(
+        (i for i, a in enumerate(options) if a.endswith(".py") and not a.startswith("-")), None
+    )
     if at is None:
         raise RunError("accelerate launch needs a script path ending in .py")
     return options[:at], options[at:]
@@ -75,5 +85,11 @@ def workload_of_command(command: list[str] | tuple[str, ...] | object) -> str | 
     if not isinstance(command, (list, tuple)):
         return None
     words = [str(c) for c in command]
-    return next((words[i + 2] for i in range(len(words) - 2)
-                 if words[i] == "-m" and words[i + 1] == WORKLOAD_SCRIPT), None)
+    return next(
+        (
+            words[i + 2]
+            for i in range(len(words) - 2)
+            if words[i] == "-m" and words[i + 1] == WORKLOAD_SCRIPT
+        ),
+        None,
+    )

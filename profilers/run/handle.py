@@ -20,24 +20,38 @@ from typing import Any, Callable, Mapping
 
 import psutil
 
-from profilers.run.agent_files import (TELEMETRY_INTERVAL_S, WATCH_TELEMETRY_INTERVAL_S, LaunchMonitor,
-                                      finish_launch)
+from profilers.run.agent_files import (
+    TELEMETRY_INTERVAL_S,
+    WATCH_TELEMETRY_INTERVAL_S,
+    LaunchMonitor,
+    finish_launch,
+)
 from profilers.run.agent_env import RUN_ID_ENV, agent_settings, child_environment
 from profilers.run.captures import store_captures
 from profilers.run.rank_watch import RankFollower, rank_follower
 from profilers.run import stopping
 from profilers.run.records import RunResult, RunStatus
-from profilers.run.script_output import (PRINTED, classify_code, exit_wording, failed_ranks,
-                                         printed_tail, with_printed)
+from profilers.run.script_output import (
+    PRINTED,
+    classify_code,
+    exit_wording,
+    failed_ranks,
+    printed_tail,
+    with_printed,
+)
 from profilers.store.files import read_json, write_json_atomic
 from profilers.store.runs import RunStore
 
 EXIT_OK, EXIT_FAILED, EXIT_OUT_OF_MEMORY = 0, 1, 75
 CANCEL_GRACE_S = 3.0  # SIGTERM first; SIGKILL for whatever still lives after this
 TICK_S = 0.25
-SNAPSHOT_TICKS = 8  # the process tree is read every 2 s (reading it scans every process on the host, ~1 ms); a
+SNAPSHOT_TICKS = (
+    8  # the process tree is read every 2 s (reading it scans every process on the host, ~1 ms); a
+)
 # stop reads it again, and finds the run's orphans by their environment (RUN_ID_ENV)
-AGENT_SETTINGS_FILE = "agent_settings.json"  # what Stepwise set for the agent itself (agent_env.agent_settings)
+AGENT_SETTINGS_FILE = (
+    "agent_settings.json"  # what Stepwise set for the agent itself (agent_env.agent_settings)
+)
 STDERR_TAIL_LINES, STDERR_TAIL_CHARS = 20, 2000
 # progress says "waiting for the first step" from this long on, anew each such interval
 WAIT_REPORT_S = 10.0
@@ -46,9 +60,14 @@ WAIT_REPORT_S = 10.0
 class RunHandle:
     """A run in progress. ``poll``/``progress``/``cancel`` never block; ``wait`` returns the stored result."""
 
-    def __init__(self, store: RunStore, run_id: str, hang_timeout_s: float | None = None,
-                 hang_clock: Callable[[], float] = time.monotonic,
-                 first_step_timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        run_id: str,
+        hang_timeout_s: float | None = None,
+        hang_clock: Callable[[], float] = time.monotonic,
+        first_step_timeout_s: float | None = None,
+    ) -> None:
         self.store, self.run_id = store, run_id
         self.run_dir: Path = store.path(run_id)
         self._hang_timeout_s = hang_timeout_s
@@ -56,7 +75,9 @@ class RunHandle:
         self._started_at = hang_clock()
         # (interval, progress) while no step has ended
         self._waiting: tuple[int, dict[str, Any]] | None = None
-        self._hang_clock = hang_clock  # what the hang backstop measures "no step for so long" on (tests: a fake)
+        self._hang_clock = (
+            hang_clock  # what the hang backstop measures "no step for so long" on (tests: a fake)
+        )
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._result: RunResult | None = None
@@ -66,8 +87,12 @@ class RunHandle:
         self._kill_at: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tree: dict[int, psutil.Process] = {}
-        self._monitor: LaunchMonitor | None = None  # a launched script: telemetry from outside, memory guard
-        self.watching = False  # a watched run (stepwise watch): its captures become runs as they appear
+        self._monitor: LaunchMonitor | None = (
+            None  # a launched script: telemetry from outside, memory guard
+        )
+        self.watching = (
+            False  # a watched run (stepwise watch): its captures become runs as they appear
+        )
         self.ranks: RankFollower | None = None  # a watched run of several ranks: who falls behind
 
     @property
@@ -92,10 +117,19 @@ class RunHandle:
         if self._waiting is None or self._waiting[0] != interval:
             seconds = interval * WAIT_REPORT_S
             said = self.last_printed()
-            text = f"waiting for the first step ({seconds:.0f} s" \
-                + (f"; {PRINTED}: {said})" if said else ")")
-            self._waiting = (interval, {**(stored or {}), "step": None, "status": "running",
-                                        "waiting_s": seconds, "waiting": text})
+            text = f"waiting for the first step ({seconds:.0f} s" + (
+                f"; {PRINTED}: {said})" if said else ")"
+            )
+            self._waiting = (
+                interval,
+                {
+                    **(stored or {}),
+                    "step": None,
+                    "status": "running",
+                    "waiting_s": seconds,
+                    "waiting": text,
+                },
+            )
         return self._waiting[1]
 
     def last_printed(self) -> str:
@@ -114,7 +148,9 @@ class RunHandle:
                 return
             self._stop_reason, self._stop_status = reason, status
             self._kill_at = time.monotonic() + CANCEL_GRACE_S
-        with contextlib.suppress(Exception):  # the marker is for readers; the stop must happen regardless
+        with contextlib.suppress(
+            Exception
+        ):  # the marker is for readers; the stop must happen regardless
             self.store.request_cancel(self.run_id, reason)
         self._signal_tree(signal.SIGTERM)
 
@@ -130,17 +166,33 @@ class RunHandle:
         return self._result
 
     # -- inside ----------------------------------------------------------------------------------------------
-    def _launch(self, command: list[str], extra_env: Mapping[str, str] | None, cwd: str | None = None) -> None:
+    def _launch(
+        self, command: list[str], extra_env: Mapping[str, str] | None, cwd: str | None = None
+    ) -> None:
         env = child_environment(os.environ, extra_env, self.run_id, agent=self._monitor is not None)
         if self._monitor is not None:
             write_json_atomic(self.run_dir / AGENT_SETTINGS_FILE, agent_settings(env))
         try:
-            with open(self.run_dir / "stdout.log", "ab") as out, open(self.run_dir / "stderr.log", "ab") as err:
-                self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                              start_new_session=True, close_fds=True, cwd=cwd)
+            with (
+                open(self.run_dir / "stdout.log", "ab") as out,
+                open(self.run_dir / "stderr.log", "ab") as err,
+            ):
+                self._proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                    cwd=cwd,
+                )
         except OSError as err:
-            self._store_result(self.store.salvage(self.run_id, RunStatus.FAILED,
-                                                  f"could not start {command[0]}: {err}"))
+            self._store_result(
+                self.store.salvage(
+                    self.run_id, RunStatus.FAILED, f"could not start {command[0]}: {err}"
+                )
+            )
             return
         try:
             started = psutil.Process(self._proc.pid).create_time()
@@ -165,8 +217,12 @@ class RunHandle:
                 if ticks % SNAPSHOT_TICKS == 0:
                     self._snapshot_tree()
                 ticks += 1
-                if self._stop_reason is None:  # a stop asked elsewhere (``cancel_run``), even before our pid was
-                    asked = self.store.read_cancel(self.run_id)  # stored: honoured here, so it cannot be missed
+                if (
+                    self._stop_reason is None
+                ):  # a stop asked elsewhere (``cancel_run``), even before our pid was
+                    asked = self.store.read_cancel(
+                        self.run_id
+                    )  # stored: honoured here, so it cannot be missed
                     if asked is not None:
                         self.cancel(asked)
                 if self._kill_at is not None and time.monotonic() > self._kill_at:
@@ -181,15 +237,22 @@ class RunHandle:
                 step = (progress or {}).get("step")
                 if self._first_step_late(step):
                     said = self.last_printed()
-                    self._stop(f"no first step within {self._first_step_timeout_s:g} s"
-                               + (f"; {PRINTED}: {said}" if said
-                                  else "; the script printed nothing")
-                               + " (--first-step-timeout sets the wait)", RunStatus.FAILED)
+                    self._stop(
+                        f"no first step within {self._first_step_timeout_s:g} s"
+                        + (f"; {PRINTED}: {said}" if said else "; the script printed nothing")
+                        + " (--first-step-timeout sets the wait)",
+                        RunStatus.FAILED,
+                    )
                 if step != last_step:
                     last_step, last_change = step, self._hang_clock()
-                elif (self._hang_timeout_s is not None and last_step is not None
-                      and self._hang_clock() - last_change > self._hang_timeout_s):
-                    self.cancel(f"stopped by the runner: no step finished for {self._hang_timeout_s:g} s")
+                elif (
+                    self._hang_timeout_s is not None
+                    and last_step is not None
+                    and self._hang_clock() - last_change > self._hang_timeout_s
+                ):
+                    self.cancel(
+                        f"stopped by the runner: no step finished for {self._hang_timeout_s:g} s"
+                    )
                 time.sleep(TICK_S)
             self._signal_tree(signal.SIGKILL)
             if self._monitor is not None:
@@ -198,26 +261,38 @@ class RunHandle:
             if self.watching:
                 store_captures(self.store, self.run_id, final=True)
             if self._monitor is not None and self.store.read_result(self.run_id) is None:
-                finish_launch(self.run_dir, code, self._monitor, self.store.read_manifest(self.run_id))
+                finish_launch(
+                    self.run_dir, code, self._monitor, self.store.read_manifest(self.run_id)
+                )
             result = self._result_for_exit(code)
         except BaseException as err:  # the watcher must always leave a stored result behind
             code, error = self._proc.poll(), f"the runner lost the run: {err!r}"
             try:
                 result = self.store.salvage(self.run_id, RunStatus.FAILED, error, code)
             except Exception:
-                result = RunResult(RunStatus.FAILED, error=error, exit_code=code, finished_unix=time.time())
+                result = RunResult(
+                    RunStatus.FAILED, error=error, exit_code=code, finished_unix=time.time()
+                )
         self._store_result(result)
 
     def _first_step_late(self, step: Any) -> bool:
-        return (self._first_step_timeout_s is not None and not step and self._stop_reason is None
-                and self._hang_clock() - self._started_at > self._first_step_timeout_s)
+        return (
+            self._first_step_timeout_s is not None
+            and not step
+            and self._stop_reason is None
+            and self._hang_clock() - self._started_at > self._first_step_timeout_s
+        )
 
     def _store_result(self, result: RunResult) -> None:
         stopping.unregister(self)
         try:
             self.store.finish(self.run_id, result)
-        except Exception as err:  # e.g. the folder was deleted under us: the caller still gets its result
-            result = result.with_(warnings=(*result.warnings, f"the result could not be stored: {err!r}"))
+        except (
+            Exception
+        ) as err:  # e.g. the folder was deleted under us: the caller still gets its result
+            result = result.with_(
+                warnings=(*result.warnings, f"the result could not be stored: {err!r}")
+            )
         finally:
             self._result = result
             self._done.set()
@@ -235,7 +310,9 @@ class RunHandle:
         if self._proc is None:
             return
         self._snapshot_tree()
-        if by_environment:  # also orphans spawned after the last snapshot, whose parent is already gone
+        if (
+            by_environment
+        ):  # also orphans spawned after the last snapshot, whose parent is already gone
             for proc in run_processes(self.run_id):
                 self._tree.setdefault(proc.pid, proc)
         try:
@@ -261,8 +338,9 @@ class RunHandle:
             result = self.store.salvage(self.run_id, self._stop_status, reason, code)
         else:
             status, what = exit_wording(self.run_dir, code)
-            result = self.store.salvage(self.run_id, status, f"{what} without writing a result",
-                                        code)
+            result = self.store.salvage(
+                self.run_id, status, f"{what} without writing a result", code
+            )
         if result.status is RunStatus.OK:
             return result
         ranks = failed_ranks(self.run_dir)
@@ -271,8 +349,12 @@ class RunHandle:
         return result.with_(error=with_printed(result.error, self.run_dir, ranks or None))
 
 
-def follow(handle: RunHandle, on_progress: Callable[[dict[str, Any]], None] | None = None,
-           timeout_s: float | None = None, poll_s: float = 0.25) -> RunResult:
+def follow(
+    handle: RunHandle,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    timeout_s: float | None = None,
+    poll_s: float = 0.25,
+) -> RunResult:
     """Wait for ``handle``, reporting each new ``progress.json`` to ``on_progress`` and cancelling after
     ``timeout_s`` (the run is then stored ``killed``); a crash or kill is a result with a status, never an
     exception."""
@@ -295,10 +377,17 @@ def follow(handle: RunHandle, on_progress: Callable[[dict[str, Any]], None] | No
     return handle.wait()
 
 
-def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[str, str] | None = None,
-          hang_timeout_s: float | None = None, cwd: str | None = None,
-          hang_clock: Callable[[], float] = time.monotonic, agent: bool = False,
-          first_step_timeout_s: float | None = None) -> RunHandle:
+def spawn(
+    store: RunStore,
+    run_id: str,
+    command: list[str],
+    extra_env: Mapping[str, str] | None = None,
+    hang_timeout_s: float | None = None,
+    cwd: str | None = None,
+    hang_clock: Callable[[], float] = time.monotonic,
+    agent: bool = False,
+    first_step_timeout_s: float | None = None,
+) -> RunHandle:
     """Start ``command`` (in ``cwd``, default ours) for the stored run ``run_id`` and return its handle.
     ``agent``: the command boots :mod:`stepwise_agent.boot` (a launched script): telemetry is sampled from here,
     the memory guard watches, and ``result.json`` is made from the agent's files (``agent_files``)."""
@@ -306,16 +395,23 @@ def spawn(store: RunStore, run_id: str, command: list[str], extra_env: Mapping[s
     if agent:
         boot = read_json(handle.run_dir / "boot.json")
         handle.watching = isinstance(boot, dict) and isinstance(boot.get("watch"), dict)
-        handle._monitor = LaunchMonitor(handle.run_dir, {**os.environ, **(extra_env or {})},
-                                        WATCH_TELEMETRY_INTERVAL_S if handle.watching else TELEMETRY_INTERVAL_S)
+        handle._monitor = LaunchMonitor(
+            handle.run_dir,
+            {**os.environ, **(extra_env or {})},
+            WATCH_TELEMETRY_INTERVAL_S if handle.watching else TELEMETRY_INTERVAL_S,
+        )
         if handle.watching:
             handle.ranks = rank_follower(handle.run_dir, boot)
     handle._launch(command, extra_env, cwd)
     return handle
 
 
-def cancel_run(store: RunStore, run_id: str, reason: str = "cancelled by the user",
-               grace_s: float = CANCEL_GRACE_S) -> RunStatus:
+def cancel_run(
+    store: RunStore,
+    run_id: str,
+    reason: str = "cancelled by the user",
+    grace_s: float = CANCEL_GRACE_S,
+) -> RunStatus:
     """Cancel a run from any process, e.g. a dashboard restarted after starting it (no handle at hand).
 
     Signals the run's process group and descendants (SIGTERM, SIGKILL after ``grace_s``) when the stored

@@ -27,16 +27,18 @@ from profilers.errors import RunError
 
 PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)*)?$")
 PROBE_TIMEOUT_S = 120.0  # importing torch on a cold, busy machine can take tens of seconds
-_PROBE = ("import json, platform, sys\n"
-          "out = {'interpreter': sys.executable, 'python_version': platform.python_version()}\n"
-          "try:\n"
-          "    import torch\n"
-          "except Exception as err:\n"
-          "    out['torch_error'] = f'{type(err).__name__}: {err}'\n"
-          "else:\n"
-          "    out.update(torch_version=torch.__version__, torch_cuda=getattr(torch.version, 'cuda', None),\n"
-          "               cuda_available=bool(torch.cuda.is_available()))\n"
-          "print(json.dumps(out))\n")
+_PROBE = (
+    "import json, platform, sys\n"
+    "out = {'interpreter': sys.executable, 'python_version': platform.python_version()}\n"
+    "try:\n"
+    "    import torch\n"
+    "except Exception as err:\n"
+    "    out['torch_error'] = f'{type(err).__name__}: {err}'\n"
+    "else:\n"
+    "    out.update(torch_version=torch.__version__, torch_cuda=getattr(torch.version, 'cuda', None),\n"
+    "               cuda_available=bool(torch.cuda.is_available()))\n"
+    "print(json.dumps(out))\n"
+)
 
 
 def is_python_word(word: str) -> bool:
@@ -55,8 +57,10 @@ def resolve(word: str, env: Mapping[str, str] | None = None) -> str:
     search = (env if env is not None else os.environ).get("PATH", os.defpath)
     found = shutil.which(word, path=search)
     if found is None:
-        raise RunError(f"{word}: not found on PATH; give the interpreter's path (-- /path/to/env/bin/python "
-                       "train.py, or --python PATH)")
+        raise RunError(
+            f"{word}: not found on PATH; give the interpreter's path (-- /path/to/env/bin/python "
+            "train.py, or --python PATH)"
+        )
     return os.path.abspath(found)
 
 
@@ -78,8 +82,13 @@ def probe(interpreter: str) -> dict[str, Any]:
 @functools.lru_cache(maxsize=16)
 def _probe(interpreter: str, mtime_ns: int) -> tuple[tuple[str, Any], ...]:
     try:
-        done = subprocess.run([interpreter, "-c", _PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [interpreter, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         raise RunError(f"{interpreter}: cannot run it as Python ({err})") from None
     lines = done.stdout.strip().splitlines()
@@ -91,6 +100,8 @@ def _probe(interpreter: str, mtime_ns: int) -> tuple[tuple[str, Any], ...]:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RunError(f"{interpreter}: not a working Python interpreter ({last})")
     if "torch_error" in facts:
-        raise RunError(f"{interpreter} has no torch ({facts['torch_error']}): install PyTorch in that environment, "
-                       "or pick another interpreter with --python")
+        raise RunError(
+            f"{interpreter} has no torch ({facts['torch_error']}): install PyTorch in that environment, "
+            "or pick another interpreter with --python"
+        )
     return tuple(sorted(facts.items()))

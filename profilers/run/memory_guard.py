@@ -44,15 +44,28 @@ from profilers.store.files import write_json_atomic
 MEMORY_LIMIT_ENV = "STEPWISE_MEMORY_LIMIT_MB"
 PROFILE_BUDGET_ENV = "STEPWISE_PROFILE_BUDGET_MB"
 GUARD_SHARE = 0.75  # default limit: this share of the memory available when the run started …
-RESERVE_MIN_MB, RESERVE_SHARE = 2048.0, 0.10  # … leaving the machine at least max(2 GiB, 10% of its total)
-FINALISE_FACTOR = 10.0  # the profiler's stop and export end at about this multiple of what its recording grew
-AFTER_CUT_MARGIN = 0.05  # after a cut, growth past max(limit, memory at the cut) + this share of it: the script's
-GUARD_GRACE_S = 10.0  # after asking the agent to end the run, kill the tree if it still lives this long after
+RESERVE_MIN_MB, RESERVE_SHARE = (
+    2048.0,
+    0.10,
+)  # … leaving the machine at least max(2 GiB, 10% of its total)
+FINALISE_FACTOR = (
+    10.0  # the profiler's stop and export end at about this multiple of what its recording grew
+)
+AFTER_CUT_MARGIN = (
+    0.05  # after a cut, growth past max(limit, memory at the cut) + this share of it: the script's
+)
+GUARD_GRACE_S = (
+    10.0  # after asking the agent to end the run, kill the tree if it still lives this long after
+)
 EXPORT_GRACE_S = 120.0  # after asking for a cut: the time the agent has to export the trace so far
 OOM_ADVICE = "profile fewer steps (--steps), or use a smaller batch"
 GUARD_ADVICE = "the profiler was not recording, so use a smaller batch (or accumulate gradients over micro-batches)"
 MB = 1024 * 1024
-PROFILING, EXPORTING, CUT = "profiling", "exporting", "cut"  # progress.json "phase" (stepwise_agent.recorder)
+PROFILING, EXPORTING, CUT = (
+    "profiling",
+    "exporting",
+    "cut",
+)  # progress.json "phase" (stepwise_agent.recorder)
 
 
 @dataclass(frozen=True)
@@ -67,9 +80,15 @@ class GuardTrip:
 
     def message(self) -> str:
         where = f" during step {self.step}" if self.step is not None else ""
-        what = "after the profile was cut, the script's own" if self.after_cut else "the process tree's host"
-        return (f"out of memory: the memory guard ended the run{where}: {what} memory reached "
-                f"{self.rss_mb:.0f} MiB, over the limit of {self.limit_mb:.0f} MiB; {GUARD_ADVICE}")
+        what = (
+            "after the profile was cut, the script's own"
+            if self.after_cut
+            else "the process tree's host"
+        )
+        return (
+            f"out of memory: the memory guard ended the run{where}: {what} memory reached "
+            f"{self.rss_mb:.0f} MiB, over the limit of {self.limit_mb:.0f} MiB; {GUARD_ADVICE}"
+        )
 
 
 @dataclass(frozen=True)
@@ -84,11 +103,13 @@ class ProfileCut:
 
     def message(self) -> str:
         where = f" during step {self.step}" if self.step is not None else ""
-        return (f"the profiler's events outgrew the profile's memory budget{where}: the process tree reached "
-                f"{self.rss_mb:.0f} MiB with the profiler recording, over the {self.limit_mb:.0f} MiB allowed, while "
-                f"the script's own unprofiled steps peaked at {self.unprofiled_mb:.0f} MiB. The profile was cut "
-                "there (the trace keeps what it recorded, a lighter profile of part of a step); the script itself "
-                "needs no change for this")
+        return (
+            f"the profiler's events outgrew the profile's memory budget{where}: the process tree reached "
+            f"{self.rss_mb:.0f} MiB with the profiler recording, over the {self.limit_mb:.0f} MiB allowed, while "
+            f"the script's own unprofiled steps peaked at {self.unprofiled_mb:.0f} MiB. The profile was cut "
+            "there (the trace keeps what it recorded, a lighter profile of part of a step); the script itself "
+            "needs no change for this"
+        )
 
 
 def memory_limit_mb(env: Mapping[str, str] | None = None) -> tuple[float, str]:
@@ -101,12 +122,18 @@ def memory_limit_mb(env: Mapping[str, str] | None = None) -> tuple[float, str]:
             pass
     vm = psutil.virtual_memory()
     reserve = max(RESERVE_MIN_MB, RESERVE_SHARE * vm.total / MB)
-    limit = max(min(GUARD_SHARE * vm.available / MB, vm.available / MB - reserve), 0.25 * vm.available / MB)
-    return limit, (f"{GUARD_SHARE:.0%} of the memory available at start, leaving the machine at least "
-                   f"{reserve:.0f} MiB")
+    limit = max(
+        min(GUARD_SHARE * vm.available / MB, vm.available / MB - reserve), 0.25 * vm.available / MB
+    )
+    return limit, (
+        f"{GUARD_SHARE:.0%} of the memory available at start, leaving the machine at least "
+        f"{reserve:.0f} MiB"
+    )
 
 
-def profile_budget_mb(env: Mapping[str, str] | None, unprofiled_mb: float, limit_mb: float) -> float:
+def profile_budget_mb(
+    env: Mapping[str, str] | None, unprofiled_mb: float, limit_mb: float
+) -> float:
     """How much the profiled window may add over the unprofiled peak: what is free under the run's limit
     (``limit_mb`` − ``unprofiled_mb``); ``STEPWISE_PROFILE_BUDGET_MB`` sets less, never more."""
     free = max(limit_mb - unprofiled_mb, 0.0)
@@ -133,7 +160,9 @@ class MemoryGuard:
     def profile_limit_mb(self) -> float:
         """The tree's memory past which the recording profile is cut (see the module docs)."""
         unprofiled = self.peak_unprofiled_mb or 0.0
-        return unprofiled + profile_budget_mb(self._env, unprofiled, self.limit_mb) / FINALISE_FACTOR
+        return (
+            unprofiled + profile_budget_mb(self._env, unprofiled, self.limit_mb) / FINALISE_FACTOR
+        )
 
     def observe(self, rss: float | None, progress: Mapping[str, Any] | None) -> bool:
         """One sample; True when the tree must be killed now (a grace is over)."""
@@ -145,11 +174,22 @@ class MemoryGuard:
             self.peak_profiled_mb = max(self.peak_profiled_mb or 0.0, rss)
         elif self.cut is None and phase != CUT:
             self.peak_unprofiled_mb = max(self.peak_unprofiled_mb or 0.0, rss)
-        exact = (progress or {}).get("peak_unprofiled_mb")  # the agent's ru_maxrss: a short step's peak that
-        if isinstance(exact, (int, float)) and self.cut is None:  # sampling at 10 Hz may have missed
+        exact = (progress or {}).get(
+            "peak_unprofiled_mb"
+        )  # the agent's ru_maxrss: a short step's peak that
+        if (
+            isinstance(exact, (int, float)) and self.cut is None
+        ):  # sampling at 10 Hz may have missed
             self.peak_unprofiled_mb = max(self.peak_unprofiled_mb or 0.0, float(exact))
-        if phase == PROFILING and self.cut is None and self.trip is None and rss > self.profile_limit_mb():
-            self.cut = ProfileCut(rss, self.profile_limit_mb(), self.peak_unprofiled_mb or 0.0, step)
+        if (
+            phase == PROFILING
+            and self.cut is None
+            and self.trip is None
+            and rss > self.profile_limit_mb()
+        ):
+            self.cut = ProfileCut(
+                rss, self.profile_limit_mb(), self.peak_unprofiled_mb or 0.0, step
+            )
             self._record("profile_cut", rss, self.cut.limit_mb, step)
             self._signal_agents()
             self._kill_at = time.monotonic() + EXPORT_GRACE_S
@@ -157,7 +197,12 @@ class MemoryGuard:
             self._kill_at = None  # the agent cut its profile: the export is done
             self._limit_after_cut = max(self.limit_mb, rss) + AFTER_CUT_MARGIN * self.limit_mb
         limit = self._limit_after_cut or self.limit_mb
-        if self.trip is None and phase != EXPORTING and rss > limit and not (phase == PROFILING and self.cut):
+        if (
+            self.trip is None
+            and phase != EXPORTING
+            and rss > limit
+            and not (phase == PROFILING and self.cut)
+        ):
             self.trip = GuardTrip(rss, limit, step, after_cut=self.cut is not None)
             self._record("end_run", rss, limit, step)
             self._signal_agents()
@@ -165,10 +210,19 @@ class MemoryGuard:
         return self._kill_at is not None and time.monotonic() > self._kill_at
 
     def _record(self, action: str, rss: float, limit: float, step: int | None) -> None:
-        write_json_atomic(self.run_dir / "memory_guard.json", {
-            "action": action, "rss_mb": rss, "limit_mb": limit, "run_limit_mb": self.limit_mb,
-            "limit_source": self.limit_source, "peak_unprofiled_mb": self.peak_unprofiled_mb, "step": step,
-            "t_unix": time.time()})
+        write_json_atomic(
+            self.run_dir / "memory_guard.json",
+            {
+                "action": action,
+                "rss_mb": rss,
+                "limit_mb": limit,
+                "run_limit_mb": self.limit_mb,
+                "limit_source": self.limit_source,
+                "peak_unprofiled_mb": self.peak_unprofiled_mb,
+                "step": step,
+                "t_unix": time.time(),
+            },
+        )
 
     def _signal_agents(self) -> None:
         try:

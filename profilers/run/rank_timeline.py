@@ -33,11 +33,27 @@ def rank_steps(run_dir: Path) -> pd.DataFrame:
     """One row per rank and step (``rank``, ``step``, ``wall_ms``, ``work_ms``: None where the agent measured no
     backward, ``profiled``), in step order; a long run's steps are bucketed to :data:`MAX_POINTS` per rank (each
     bucket's median, at its first step; profiled when any of its steps was)."""
-    rows = [{"rank": int(r.get("rank") or 0), "step": int(r["step"]), "wall_ms": r.get("wall_ms"),
-             "work_ms": work_ms(r), "profiled": bool(r.get("profiled"))}
-            for r in step_rows(run_dir) if isinstance(r.get("step"), int)]
-    rows += [{"rank": int(r.get("rank") or 0), "step": int(r["first_step"]), "wall_ms": r.get("wall_ms_median"),
-              "work_ms": r.get("work_ms_median"), "profiled": False} for r in rollups(run_dir)]
+    rows = [
+        {
+            "rank": int(r.get("rank") or 0),
+            "step": int(r["step"]),
+            "wall_ms": r.get("wall_ms"),
+            "work_ms": work_ms(r),
+            "profiled": bool(r.get("profiled")),
+        }
+        for r in step_rows(run_dir)
+        if isinstance(r.get("step"), int)
+    ]
+    rows += [
+        {
+            "rank": int(r.get("rank") or 0),
+            "step": int(r["first_step"]),
+            "wall_ms": r.get("wall_ms_median"),
+            "work_ms": r.get("work_ms_median"),
+            "profiled": False,
+        }
+        for r in rollups(run_dir)
+    ]
     frame = pd.DataFrame(rows, columns=COLUMNS).sort_values(["rank", "step"], kind="stable")
     frame[["wall_ms", "work_ms"]] = frame[["wall_ms", "work_ms"]].astype(float)
     steps = int(frame["step"].max()) + 1 if len(frame) else 0
@@ -46,8 +62,11 @@ def rank_steps(run_dir: Path) -> pd.DataFrame:
     size = -(-steps // MAX_POINTS)
     frame["bucket"] = frame["step"] // size
     out = frame.groupby(["rank", "bucket"], as_index=False).agg(
-        step=("step", "min"), wall_ms=("wall_ms", "median"), work_ms=("work_ms", "median"),
-        profiled=("profiled", "any"))
+        step=("step", "min"),
+        wall_ms=("wall_ms", "median"),
+        work_ms=("work_ms", "median"),
+        profiled=("profiled", "any"),
+    )
     return out[COLUMNS]
 
 
@@ -64,7 +83,9 @@ class RankRecord:
     steps: int  # steps recorded (whole rows and rolled-up steps)
     median_step_ms: float | None
     median_work_ms: float | None  # None: the agent measured no backward on this rank
-    samples_per_s: float | None  # stepwise_agent.steady.samples_per_s over the steps that counted samples
+    samples_per_s: (
+        float | None
+    )  # stepwise_agent.steady.samples_per_s over the steps that counted samples
 
 
 @dataclass(frozen=True)
@@ -84,21 +105,32 @@ class RanksReduced:
         if self.straggler is not None:
             return self.straggler.reason
         unmeasured = ", ".join(str(r.rank) for r in self.ranks if r.median_work_ms is None)
-        return (f"No rank is judged: rank(s) {unmeasured} recorded no time inside backward, so their own work "
-                "cannot be told from their waiting for the others.")
+        return (
+            f"No rank is judged: rank(s) {unmeasured} recorded no time inside backward, so their own work "
+            "cannot be told from their waiting for the others."
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"ranks": [r.__dict__ for r in self.ranks], "straggler": self.straggler_rank,
-                "straggler_reason": self.reason}
+        return {
+            "ranks": [r.__dict__ for r in self.ranks],
+            "straggler": self.straggler_rank,
+            "straggler_reason": self.reason,
+        }
 
 
 def reduce_ranks(run_dir: Path) -> RanksReduced | None:
     """The ranks of a watched job of two or more ranks, reduced (see the module docs); None for one rank."""
     per: dict[int, dict[str, Any]] = {}
     for r in step_rows(run_dir):
-        if not isinstance(r.get("step"), int) or r.get("profiled") or not isinstance(r.get("wall_ms"), (int, float)):
+        if (
+            not isinstance(r.get("step"), int)
+            or r.get("profiled")
+            or not isinstance(r.get("wall_ms"), (int, float))
+        ):
             continue
-        p = per.setdefault(int(r.get("rank") or 0), {"points": [], "steps": 0, "walls": [], "samples": []})
+        p = per.setdefault(
+            int(r.get("rank") or 0), {"points": [], "steps": 0, "walls": [], "samples": []}
+        )
         p["points"].append((float(r["wall_ms"]), work_ms(r), 1))
         p["steps"] += 1
         if isinstance(r.get("samples"), (int, float)) and r["samples"]:
@@ -108,11 +140,19 @@ def reduce_ranks(run_dir: Path) -> RanksReduced | None:
         wall, n = r.get("wall_ms_median"), int(r.get("steps") or 0)
         if not isinstance(wall, (int, float)) or n <= 0:
             continue
-        p = per.setdefault(int(r.get("rank") or 0), {"points": [], "steps": 0, "walls": [], "samples": []})
+        p = per.setdefault(
+            int(r.get("rank") or 0), {"points": [], "steps": 0, "walls": [], "samples": []}
+        )
         work = r.get("work_ms_median")
-        p["points"].append((float(wall), float(work) if isinstance(work, (int, float)) else None, n))
+        p["points"].append(
+            (float(wall), float(work) if isinstance(work, (int, float)) else None, n)
+        )
         p["steps"] += n
-        if isinstance(r.get("samples"), (int, float)) and r["samples"] and isinstance(r.get("wall_ms_sum"), (int, float)):
+        if (
+            isinstance(r.get("samples"), (int, float))
+            and r["samples"]
+            and isinstance(r.get("wall_ms_sum"), (int, float))
+        ):
             p["walls"].append(float(r["wall_ms_sum"]))
             p["samples"].append(float(r["samples"]))
     if len(per) < 2:
@@ -123,10 +163,19 @@ def reduce_ranks(run_dir: Path) -> RanksReduced | None:
         # a roll-up stands for its steps: its median counted once per step it summarises
         walls = [w for w, _, n in p["points"] for _ in range(n)]
         works = [x for _, x, n in p["points"] if x is not None for _ in range(n)]
-        records.append(RankRecord(
-            rank=rank, steps=p["steps"], median_step_ms=round(statistics.median(walls), 4) if walls else None,
-            median_work_ms=round(statistics.median(works), 4) if works and len(works) == len(walls) else None,
-            samples_per_s=round(rate, 4) if (rate := samples_per_s(p["samples"], p["walls"])) is not None else None))
+        records.append(
+            RankRecord(
+                rank=rank,
+                steps=p["steps"],
+                median_step_ms=round(statistics.median(walls), 4) if walls else None,
+                median_work_ms=round(statistics.median(works), 4)
+                if works and len(works) == len(walls)
+                else None,
+                samples_per_s=round(rate, 4)
+                if (rate := samples_per_s(p["samples"], p["walls"])) is not None
+                else None,
+            )
+        )
         if works and len(works) == len(walls):
             judged[rank] = [(w, x) for w, x, n in p["points"] if x is not None for _ in range(n)]
     return RanksReduced(tuple(records), find_straggler(judged) if len(judged) == len(per) else None)

@@ -34,12 +34,16 @@ from stepwise_agent.step_log import OPEN, STEPS
 
 RANK_BEHIND = "rank_behind"  # the trigger's kind in capture.json
 WINDOW = 10  # steps every rank finished, judged at once
-CONFIRM = 3  # judgements in a row (windows ending at consecutive steps) that must mark the same rank
+CONFIRM = (
+    3  # judgements in a row (windows ending at consecutive steps) that must mark the same rank
+)
 WARMUP_STEPS = 5  # as stepwise_agent.trigger.WARMUP_STEPS: never judged
 AFTER_CAPTURE = 3  # steps after a profiled one left out (the profiler's cost settles)
 LEAD_S = 1.5  # the capture starts this far (in time) ahead of the slowest rank: every rank reads the request first
 REQUEST_FILE = "capture.request"  # stepwise_agent.watch.REQUEST_FILE
-CAPTURE_STEPS = 12  # the least steps such a capture profiles: the straggler rule measures a rank's step-to-step
+CAPTURE_STEPS = (
+    12  # the least steps such a capture profiles: the straggler rule measures a rank's step-to-step
+)
 # noise in them (an interquartile range). Over 3 steps it hid a rank working 26% of the step more than the other;
 # over 8, two steps slowed by a busy host (150-190 ms in a 60 ms run) set the 75th percentile and hid one working
 # 33% more; over 12 two such steps stay above it
@@ -61,15 +65,19 @@ def judge(window: dict[int, list[tuple[float, float]]]) -> StragglerCall:
 
 def behind_reason(call: StragglerCall, steps: int) -> str:
     """The trigger's words for a marked rank."""
-    return (f"rank {call.rank} behind the others by +{call.excess_share:.0%} for {steps} steps (its work "
-            f"{call.work_ms:.1f} ms a step against the median rank's {call.median_work_ms:.1f} ms, beyond twice "
-            f"the noise)")
+    return (
+        f"rank {call.rank} behind the others by +{call.excess_share:.0%} for {steps} steps (its work "
+        f"{call.work_ms:.1f} ms a step against the median rank's {call.median_work_ms:.1f} ms, beyond twice "
+        f"the noise)"
+    )
 
 
 class RankWatch:
     """Feed it rows (:meth:`feed`); :meth:`judge_now` says when a rank fell behind (see the module docs)."""
 
-    def __init__(self, world_size: int, window: int = WINDOW, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, world_size: int, window: int = WINDOW, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.world_size, self.window = world_size, window
         self._steps: dict[int, dict[int, tuple[float, float]]] = {}  # step -> rank -> (wall, work)
         self._judged = 0  # the last step judged
@@ -95,29 +103,48 @@ class RankWatch:
             self._marks.clear()
             return
         work = work_ms(row)
-        if step < self._skip_until or work is None or not isinstance(row.get("wall_ms"), (int, float)):
+        if (
+            step < self._skip_until
+            or work is None
+            or not isinstance(row.get("wall_ms"), (int, float))
+        ):
             return
         self._steps.setdefault(step, {})[rank] = (float(row["wall_ms"]), work)
 
     def judge_now(self) -> StragglerCall | None:
         """Judge every step all ranks finished since the last call; the marked call when a rank is newly behind."""
         fired: StragglerCall | None = None
-        for step in sorted(s for s, by in self._steps.items() if s > self._judged and len(by) >= self.world_size):
+        for step in sorted(
+            s for s, by in self._steps.items() if s > self._judged and len(by) >= self.world_size
+        ):
             self._judged = step
             if step < self._skip_until:
                 continue
-            full = sorted(s for s in self._steps if s <= step and len(self._steps[s]) >= self.world_size
-                          and s >= self._skip_until)[-self.window:]
+            full = sorted(
+                s
+                for s in self._steps
+                if s <= step and len(self._steps[s]) >= self.world_size and s >= self._skip_until
+            )[-self.window :]
             if len(full) < self.window:
                 continue
             call = judge({r: [self._steps[s][r] for s in full] for r in range(self.world_size)})
             self._marks.append(call.rank if call.marked else None)
-            if self._fired_for is not None:  # its episode ends after a window of judgements without it
-                self._unmarked = 0 if call.marked and call.rank == self._fired_for else self._unmarked + 1
+            if (
+                self._fired_for is not None
+            ):  # its episode ends after a window of judgements without it
+                self._unmarked = (
+                    0 if call.marked and call.rank == self._fired_for else self._unmarked + 1
+                )
                 if self._unmarked >= self.window:
                     self._fired_for = None
-            if (call.marked and len(self._marks) == CONFIRM and len(set(self._marks)) == 1
-                    and call.rank != self._fired_for and fired is None and self._allowed()):
+            if (
+                call.marked
+                and len(self._marks) == CONFIRM
+                and len(set(self._marks)) == 1
+                and call.rank != self._fired_for
+                and fired is None
+                and self._allowed()
+            ):
                 self._fired_for, fired, self.fired_step, self._unmarked = call.rank, call, step, 0
                 self._fired_at.append(self._clock())
         for step in [s for s in self._steps if s < self._judged - 2 * self.window]:
@@ -128,13 +155,30 @@ class RankWatch:
         """The ``capture.request`` for a marked rank and its neighbour, at a step ahead of the slowest rank."""
         assert call.rank is not None
         walls = [w for by in self._steps.values() for w, _ in by.values()][-50:]
-        ahead = max(2, min(200, math.ceil(LEAD_S * 1000.0 / max(statistics.median(walls), 1e-3)))) if walls else 2
-        trigger = {"kind": RANK_BEHIND, "step": self.fired_step, "reason": behind_reason(call, self.window),
-                   "numbers": {"rank": float(call.rank), "excess_share": round(call.excess_share, 4),
-                               "work_ms": round(call.work_ms, 3), "median_work_ms": round(call.median_work_ms, 3)}}
-        return {"steps": max(capture_steps, CAPTURE_STEPS), "ranks": sorted({call.rank, (call.rank + 1) % self.world_size}),
-                "at_step": self.last_step + ahead, "trigger": trigger, "job": f"{RANK_BEHIND}-{self.fired_step}",
-                "t_unix": time.time()}
+        ahead = (
+            max(2, min(200, math.ceil(LEAD_S * 1000.0 / max(statistics.median(walls), 1e-3))))
+            if walls
+            else 2
+        )
+        trigger = {
+            "kind": RANK_BEHIND,
+            "step": self.fired_step,
+            "reason": behind_reason(call, self.window),
+            "numbers": {
+                "rank": float(call.rank),
+                "excess_share": round(call.excess_share, 4),
+                "work_ms": round(call.work_ms, 3),
+                "median_work_ms": round(call.median_work_ms, 3),
+            },
+        }
+        return {
+            "steps": max(capture_steps, CAPTURE_STEPS),
+            "ranks": sorted({call.rank, (call.rank + 1) % self.world_size}),
+            "at_step": self.last_step + ahead,
+            "trigger": trigger,
+            "job": f"{RANK_BEHIND}-{self.fired_step}",
+            "t_unix": time.time(),
+        }
 
 
 class RankFollower:
@@ -159,7 +203,9 @@ class RankFollower:
                 data = fh.read()
         except OSError:
             return []
-        complete = data[:data.rfind(b"\n") + 1]  # a line still being written is read at the next tick
+        complete = data[
+            : data.rfind(b"\n") + 1
+        ]  # a line still being written is read at the next tick
         self._offset += len(complete)
         lines = complete.splitlines()
         for path in sorted(self.run_dir.glob(OPEN.format(rank="*"))):

@@ -25,7 +25,12 @@ TRIAL_ROLES: tuple[str, ...] = ("trial", "baseline", "patched", "reference", "di
 
 # Telemetry metric names (any source) that hold a memory amount in MiB; the largest value seen is the peak.
 MEMORY_METRICS_MB: tuple[str, ...] = (
-    "rss_mb", "host_rss_mb", "process_rss_mb", "gpu_memory_used_mb", "memory_used_mb", "cuda_allocated_mb",
+    "rss_mb",
+    "host_rss_mb",
+    "process_rss_mb",
+    "gpu_memory_used_mb",
+    "memory_used_mb",
+    "cuda_allocated_mb",
     "mem_used_mb",  # NVML (profilers.telemetry.sampler.NvmlReader): device memory used, per GPU
 )
 
@@ -81,8 +86,12 @@ class RunResult:
     peak_memory_mb: float | None = None
     final_loss: float | None = None
     step_time_steps: int | None = None  # how many steps step_time_ms is measured over
-    step_time_basis: str | None = None  # how they were chosen: "steady", or the wider basis of a short run
-    profiled_step_time_ms: float | None = None  # the profiled window's own median: beside, never in its place
+    step_time_basis: str | None = (
+        None  # how they were chosen: "steady", or the wider basis of a short run
+    )
+    profiled_step_time_ms: float | None = (
+        None  # the profiled window's own median: beside, never in its place
+    )
     device: str | None = None
     device_name: str | None = None
     world_size: int = 1
@@ -91,11 +100,21 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     started_unix: float | None = None
     finished_unix: float | None = None
-    exit_code: int | None = None  # of the process the runner started; None when it did not watch one
-    profiled_then_stopped: int | None = None  # a launched script stopped on purpose after this many profiled steps
-    peak_memory_unprofiled_mb: float | None = None  # the peak of the unprofiled steps (the script's own need)
-    peak_memory_profiled_mb: float | None = None  # the profiled window's peak (the profiler's events included)
-    profile_cut: str | None = None  # why the memory guard cut the profile (the profiler's events outgrew …)
+    exit_code: int | None = (
+        None  # of the process the runner started; None when it did not watch one
+    )
+    profiled_then_stopped: int | None = (
+        None  # a launched script stopped on purpose after this many profiled steps
+    )
+    peak_memory_unprofiled_mb: float | None = (
+        None  # the peak of the unprofiled steps (the script's own need)
+    )
+    peak_memory_profiled_mb: float | None = (
+        None  # the profiled window's peak (the profiler's events included)
+    )
+    profile_cut: str | None = (
+        None  # why the memory guard cut the profile (the profiler's events outgrew …)
+    )
     typical_step_ms: float | None = None  # the median measured step: a step that did not stall
     # of the measured steps, those over steady.STALL_FACTOR typical steps
     stalled_share: float | None = None
@@ -112,22 +131,45 @@ class RunResult:
         known = {f.name for f in fields(cls)}
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
         kw["status"] = RunStatus.parse(data.get("status"))
-        for name in ("step_time_ms", "step_time_iqr_ms", "samples_per_s", "peak_memory_mb", "final_loss",
-                     "started_unix", "finished_unix", "profiled_step_time_ms", "typical_step_ms",
-                     "stalled_share"):
+        for name in (
+            "step_time_ms",
+            "step_time_iqr_ms",
+            "samples_per_s",
+            "peak_memory_mb",
+            "final_loss",
+            "started_unix",
+            "finished_unix",
+            "profiled_step_time_ms",
+            "typical_step_ms",
+            "stalled_share",
+        ):
             kw[name] = _opt_float(kw.get(name))
         for name, default in (("steps_done", 0), ("world_size", 1)):
             kw[name] = int(_opt_float(kw.get(name)) or default)
         for name in ("exit_code", "profiled_then_stopped", "step_time_steps"):
             value = _opt_float(kw.get(name))
             kw[name] = None if value is None else int(value)
-        for name in ("error", "device", "device_name", "telemetry_source", "telemetry_note", "step_time_basis"):
+        for name in (
+            "error",
+            "device",
+            "device_name",
+            "telemetry_source",
+            "telemetry_note",
+            "step_time_basis",
+        ):
             kw[name] = None if kw.get(name) is None else str(kw[name])
-        for name in ("peak_memory_unprofiled_mb", "peak_memory_profiled_mb"):  # the profiler's cost apart
+        for name in (
+            "peak_memory_unprofiled_mb",
+            "peak_memory_profiled_mb",
+        ):  # the profiler's cost apart
             kw[name] = _opt_float(kw.get(name))
         kw["profile_cut"] = None if kw.get("profile_cut") is None else str(kw["profile_cut"])
         warnings = kw.get("warnings") or ()
-        kw["warnings"] = tuple(str(w) for w in warnings) if isinstance(warnings, (list, tuple)) else (str(warnings),)
+        kw["warnings"] = (
+            tuple(str(w) for w in warnings)
+            if isinstance(warnings, (list, tuple))
+            else (str(warnings),)
+        )
         return cls(**kw)
 
     def with_(self, **changes: Any) -> "RunResult":
@@ -153,7 +195,9 @@ class RunRecord:
     device: str | None = None
     error: str | None = None
     pid: int | None = None
-    parent: str | None = None  # a trial run: the experiment (run id) it belongs to; hidden from lists by default
+    parent: str | None = (
+        None  # a trial run: the experiment (run id) it belongs to; hidden from lists by default
+    )
     role: str | None = None  # a trial run's part in it (``TRIAL_ROLES``)
     source_run: str | None = None  # an experiment: the run it was started from
 
@@ -174,7 +218,9 @@ class StepSummary:
     step_time_steps: int | None = None
     step_time_basis: str | None = None
     profiled_step_time_ms: float | None = None
-    data_wait_share: float | None = None  # of the timed steps' time, drawing batches (no profiler): data fixes' reach
+    data_wait_share: float | None = (
+        None  # of the timed steps' time, drawing batches (no profiler): data fixes' reach
+    )
     typical_step_ms: float | None = None
     stalled_share: float | None = None
 
@@ -225,11 +271,22 @@ def done_steps(steps: pd.DataFrame) -> pd.DataFrame:
     if steps.empty:
         return pd.DataFrame(columns=["n", "wall_ms", "samples", "profiled", "loss", "data_ms"])
     ranks = steps["rank"].nunique()
-    per_step = steps.groupby("step").agg(
-        n=("rank", "nunique"), wall_ms=("wall_ms", "max"), samples=("samples", "sum"), profiled=("profiled", "max"),
-        **({"loss": ("loss", "mean")} if "loss" in steps.columns else {}),
-        **({"data_ms": ("data_ms", lambda v: v.max(skipna=False))} if "data_ms" in steps.columns else {}),
-    ).sort_index()
+    per_step = (
+        steps.groupby("step")
+        .agg(
+            n=("rank", "nunique"),
+            wall_ms=("wall_ms", "max"),
+            samples=("samples", "sum"),
+            profiled=("profiled", "max"),
+            **({"loss": ("loss", "mean")} if "loss" in steps.columns else {}),
+            **(
+                {"data_ms": ("data_ms", lambda v: v.max(skipna=False))}
+                if "data_ms" in steps.columns
+                else {}
+            ),
+        )
+        .sort_index()
+    )
     return per_step[per_step["n"] >= ranks]
 
 
@@ -241,21 +298,31 @@ def measured_steps(steps: pd.DataFrame, warmup_steps: int = 1) -> MeasuredSteps 
     done = done_steps(steps)
     if done.empty:
         return None
-    choice = choose_steps([int(i) for i in done.index], done["profiled"].fillna(False).astype(bool).tolist(),
-                          warmup_steps, first_step=0)
+    choice = choose_steps(
+        [int(i) for i in done.index],
+        done["profiled"].fillna(False).astype(bool).tolist(),
+        warmup_steps,
+        first_step=0,
+    )
     chosen = done.iloc[list(choice.positions)]
-    chosen = chosen[chosen["wall_ms"].map(lambda w: isinstance(w, (int, float)) and math.isfinite(w) and w > 0)]
+    chosen = chosen[
+        chosen["wall_ms"].map(lambda w: isinstance(w, (int, float)) and math.isfinite(w) and w > 0)
+    ]
     if chosen.empty:
         return None
     data = chosen["data_ms"] if "data_ms" in chosen.columns else None
-    return MeasuredSteps(steps=tuple(int(i) for i in chosen.index),
-                         walls_ms=tuple(float(w) for w in chosen["wall_ms"]),
-                         samples=tuple(float(x) for x in chosen["samples"].fillna(0)),
-                         data_ms=tuple(float(d) for d in data) if data is not None and data.notna().all() else None,
-                         basis=choice.basis)
+    return MeasuredSteps(
+        steps=tuple(int(i) for i in chosen.index),
+        walls_ms=tuple(float(w) for w in chosen["wall_ms"]),
+        samples=tuple(float(x) for x in chosen["samples"].fillna(0)),
+        data_ms=tuple(float(d) for d in data) if data is not None and data.notna().all() else None,
+        basis=choice.basis,
+    )
 
 
-def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: int = 1) -> StepSummary:
+def summarise_steps(
+    steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: int = 1
+) -> StepSummary:
     """Measured fields of a :class:`RunResult` from raw step rows (columns of ``RunStore.read_steps``).
 
     A step counts as done when every rank that reported anything reported it. The step time, its IQR, the
@@ -269,18 +336,28 @@ def summarise_steps(steps: pd.DataFrame, telemetry: pd.DataFrame, warmup_steps: 
     losses = done["loss"].dropna() if "loss" in done.columns else pd.Series(dtype="float64")
     final_loss = _opt_float(losses.iloc[-1]) if len(losses) else None
     profiled = done.loc[done["profiled"].fillna(False).astype(bool), "wall_ms"].dropna()
-    base = StepSummary(steps_done=int(len(done)), final_loss=final_loss, peak_memory_mb=peak,
-                       profiled_step_time_ms=_opt_float(profiled.median()) if len(profiled) else None)
+    base = StepSummary(
+        steps_done=int(len(done)),
+        final_loss=final_loss,
+        peak_memory_mb=peak,
+        profiled_step_time_ms=_opt_float(profiled.median()) if len(profiled) else None,
+    )
     m = measured_steps(steps, warmup_steps)
     if m is None:
         return base
     walls = pd.Series(m.walls_ms)
     share = sum(m.data_ms) / sum(m.walls_ms) if m.data_ms is not None else None
-    return replace(base, step_time_ms=_opt_float(m.step_time_ms), data_wait_share=_opt_float(share),
-                   step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
-                   step_time_steps=len(m.walls_ms), step_time_basis=m.basis,
-                   samples_per_s=m.samples_per_s, typical_step_ms=_opt_float(m.typical_step_ms),
-                   stalled_share=_opt_float(m.stalled_share))
+    return replace(
+        base,
+        step_time_ms=_opt_float(m.step_time_ms),
+        data_wait_share=_opt_float(share),
+        step_time_iqr_ms=_opt_float(walls.quantile(0.75) - walls.quantile(0.25)),
+        step_time_steps=len(m.walls_ms),
+        step_time_basis=m.basis,
+        samples_per_s=m.samples_per_s,
+        typical_step_ms=_opt_float(m.typical_step_ms),
+        stalled_share=_opt_float(m.stalled_share),
+    )
 
 
 def _peak_mb(telemetry: pd.DataFrame) -> float | None:

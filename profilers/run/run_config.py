@@ -22,7 +22,13 @@ from profilers.run.command import workload_of_command
 
 PROFILER_WARMUP = 1  # the agent's one step between the unprofiled steps and the profiled ones
 #: the defaults of the ``TrainingSpec`` an older run's ``spec.json`` was written from, for a field it left out
-SPEC_DEFAULTS = {"warmup_steps": 3, "steps": 20, "batch_size": 32, "num_workers": 0, "world_size": 1}
+SPEC_DEFAULTS = {
+    "warmup_steps": 3,
+    "steps": 20,
+    "batch_size": 32,
+    "num_workers": 0,
+    "world_size": 1,
+}
 
 
 @dataclass(frozen=True)
@@ -68,15 +74,31 @@ class RunConfig:
             want = f.default
             if isinstance(want, bool) and isinstance(value, bool):
                 kw[f.name] = value
-            elif isinstance(want, int) and not isinstance(want, bool) and isinstance(value, int) \
-                    and not isinstance(value, bool):
+            elif (
+                isinstance(want, int)
+                and not isinstance(want, bool)
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            ):
                 kw[f.name] = value
-            elif f.name in ("num_workers", "prefetch_factor", "batch_size", "steps") and isinstance(value, int) \
-                    and not isinstance(value, bool):
+            elif (
+                f.name in ("num_workers", "prefetch_factor", "batch_size", "steps")
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            ):
                 kw[f.name] = value
-            elif f.name == "memory_budget_mb" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            elif (
+                f.name == "memory_budget_mb"
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+            ):
                 kw[f.name] = float(value)
-            elif isinstance(value, str) and f.name in ("workload", "precision", "optimizer_impl", "grad_compression"):
+            elif isinstance(value, str) and f.name in (
+                "workload",
+                "precision",
+                "optimizer_impl",
+                "grad_compression",
+            ):
                 kw[f.name] = value
         return cls(**kw)
 
@@ -96,7 +118,9 @@ def run_config(run_dir: Path) -> RunConfig | None:
         spec = {**SPEC_DEFAULTS, **spec}  # what a TrainingSpec held when a field was left out
         planned = spec.get("steps") if spec.get("epochs") is None else None
         return RunConfig.of({**spec, "steps": planned})
-    injected, boot, launch = (_json(run_dir / name) for name in ("injected.json", "boot.json", "launch.json"))
+    injected, boot, launch = (
+        _json(run_dir / name) for name in ("injected.json", "boot.json", "launch.json")
+    )
     if not isinstance(launch, dict):
         return None
     settings = (injected or {}).get("settings") if isinstance(injected, dict) else None
@@ -114,4 +138,3 @@ def run_config(run_dir: Path) -> RunConfig | None:
     if isinstance(nodes, int) and isinstance(per_node, int):
         values["world_size"] = nodes * per_node
     return RunConfig.of(values)
-

@@ -9,7 +9,9 @@ from typing import Any, Mapping
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+')
-_LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+\.\d+[/\\](?!site-packages)")
+_LIBRARY = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+\.\d+[/\\](?!site-packages)"
+)
 
 
 def strip_ansi(text: str) -> str:
@@ -47,17 +49,23 @@ def own_frames(traceback_text: str) -> str:
         out.append(lines[i])
         i += 1
     if drop:
-        out.append(f"({len(drop)} library frame(s) left out: site-packages and the standard library)")
+        out.append(
+            f"({len(drop)} library frame(s) left out: site-packages and the standard library)"
+        )
     return "\n".join(out)
 
 
-def describe_rank_error(first: Mapping[str, Any], others: int, world_size: int,
-                        interpreter: str | None = None) -> str:
+def describe_rank_error(
+    first: Mapping[str, Any], others: int, world_size: int, interpreter: str | None = None
+) -> str:
     """The run's error from the first rank's ``rank{R}.error.json``: "ValueError: …" for one process, "rank 3
     raised ValueError: …" for several; a ``ModuleNotFoundError`` names ``interpreter``."""
     kind, message = str(first.get("type")), strip_ansi(str(first.get("message")))
     who = f"rank {first.get('rank')} raised " if world_size > 1 else ""
     more = f" ({others} other rank(s) raised too)" if others else ""
-    where = f" (the script ran under {interpreter}: install it there, or run with that environment's python)" \
-        if kind in ("ModuleNotFoundError", "ImportError") and interpreter else ""
+    where = (
+        f" (the script ran under {interpreter}: install it there, or run with that environment's python)"
+        if kind in ("ModuleNotFoundError", "ImportError") and interpreter
+        else ""
+    )
     return f"{who}{kind}: {message}{where}{more}\n{own_frames(str(first.get('traceback') or ''))}".strip()

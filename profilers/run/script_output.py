@@ -36,7 +36,8 @@ _OURS = ("stepwise:",)  # lines the runner itself adds to a log
 # the profiler's own lines in the script's stderr (libkineto's USDT probes, its glog warnings): not
 # the script's words
 _PROFILER_NOISE = re.compile(
-    r"^(USDT:|STAGE:|\[[WIE]\d{4} [^\]]*\] .*(?:[Pp]rofil|Kineto|CPUAllocator))")
+    r"^(USDT:|STAGE:|\[[WIE]\d{4} [^\]]*\] .*(?:[Pp]rofil|Kineto|CPUAllocator))"
+)
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,11 @@ def torchrun_failures(run_dir: Path) -> list[RankExit]:
         return []
     entries = [RankExit(int(m[1]), int(m[2]), int(m[3])) for m in _ENTRY.finditer(text[at:])]
     start = text.rfind("Failures:", 0, at)
-    others = [RankExit(int(m[1]), int(m[2]), int(m[3])) for m in _ENTRY.finditer(text[start:at])] \
-        if start >= 0 else []
+    others = (
+        [RankExit(int(m[1]), int(m[2]), int(m[3])) for m in _ENTRY.finditer(text[start:at])]
+        if start >= 0
+        else []
+    )
     return entries[:1] + [e for e in others if e not in entries[:1]]
 
 
@@ -100,15 +104,21 @@ def exit_wording(run_dir: Path, code: int) -> tuple[RunStatus, str]:
     if code >= 0 and failures:
         root = failures[0]
         stopped = [e.rank for e in failures[1:] if _stopped_by_torchrun(e)]
-        after = f" (torchrun then stopped rank{'s' if len(stopped) > 1 else ''} " \
-                f"{', '.join(map(str, stopped))})" if stopped else ""
+        after = (
+            f" (torchrun then stopped rank{'s' if len(stopped) > 1 else ''} "
+            f"{', '.join(map(str, stopped))})"
+            if stopped
+            else ""
+        )
         name = root.signal_name
         if name is not None:
             status = RunStatus.KILLED if name in KILL_SIGNALS else RunStatus.FAILED
             return status, f"rank {root.rank} was killed by {name}{after}"
         if root.exit_code == EXIT_OUT_OF_MEMORY:
-            return (RunStatus.OUT_OF_MEMORY,
-                    f"rank {root.rank} exited with code 75 (out of memory){after}")
+            return (
+                RunStatus.OUT_OF_MEMORY,
+                f"rank {root.rank} exited with code 75 (out of memory){after}",
+            )
         return RunStatus.FAILED, f"rank {root.rank} exited with code {root.exit_code}{after}"
     return classify_code(code, _read_tail(run_dir / "stderr.log"))
 
@@ -127,8 +137,10 @@ def classify_code(code: int, stderr_text: str = "") -> tuple[RunStatus, str]:
     if code in (128 + signal.SIGKILL, 128 + signal.SIGTERM):
         return RunStatus.KILLED, f"the process exited with code {code} (killed by a signal)"
     if _TORCHRUN_KILLED.search(stderr_text):
-        return (RunStatus.KILLED,
-                f"the process exited with code {code} after a rank was killed by a signal")
+        return (
+            RunStatus.KILLED,
+            f"the process exited with code {code} after a rank was killed by a signal",
+        )
     return RunStatus.FAILED, f"the process exited with code {code}"
 
 
@@ -144,8 +156,11 @@ def _rank_folders(run_dir: Path) -> dict[int, Path]:
 
 def _lines(path: Path) -> list[str]:
     lines = [line.rstrip() for line in _read_tail(path).splitlines()]
-    return [line for line in lines if line.strip() and not line.startswith(_OURS)
-            and not _PROFILER_NOISE.match(line)][-TAIL_LINES:]
+    return [
+        line
+        for line in lines
+        if line.strip() and not line.startswith(_OURS) and not _PROFILER_NOISE.match(line)
+    ][-TAIL_LINES:]
 
 
 def printed_tail(run_dir: Path, ranks: list[int] | None = None) -> dict[int | None, list[str]]:
@@ -158,7 +173,7 @@ def printed_tail(run_dir: Path, ranks: list[int] | None = None) -> dict[int | No
         return {None: lines} if lines else {}
     wanted = ranks if ranks is not None else failed_ranks(run_dir)
     out: dict[int | None, list[str]] = {}
-    for rank in (wanted or sorted(folders)):
+    for rank in wanted or sorted(folders):
         folder = folders.get(rank)
         lines = (_lines(folder / "stdout.log") + _lines(folder / "stderr.log")) if folder else []
         if lines:
@@ -202,4 +217,4 @@ def error_line(error: str | None, limit: int = 200) -> str:
     if len(first) <= limit:
         return first
     head = max(limit // 3, 1)
-    return f"{first[:head].rstrip()} … {first[-(limit - head - 3):].lstrip()}"
+    return f"{first[:head].rstrip()} … {first[-(limit - head - 3) :].lstrip()}"

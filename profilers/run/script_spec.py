@@ -26,23 +26,52 @@ from profilers.run.command import split_command, workload_of_command
 
 #: Knobs the boot module understands, with the type of their value. ``None`` removes a knob.
 KNOBS: Mapping[str, tuple[type, ...]] = {
-    "num_workers": (int,), "pin_memory": (bool,), "persistent_workers": (bool,), "prefetch_factor": (int,),
-    "cache_decoded": (bool,), "autocast": (str,), "compile": (bool,), "compile_mode": (str,), "channels_last": (bool,),
-    "matmul_precision": (str,), "cudnn_benchmark": (bool,), "optimizer_impl": (str,),
-    "bucket_cap_mb_factor": (int, float), "grad_compression": (str,), "static_graph": (bool,),
-    "alloc_conf": (str,), "num_threads": (int,), "sdpa_attention": (bool,),
+    "num_workers": (int,),
+    "pin_memory": (bool,),
+    "persistent_workers": (bool,),
+    "prefetch_factor": (int,),
+    "cache_decoded": (bool,),
+    "autocast": (str,),
+    "compile": (bool,),
+    "compile_mode": (str,),
+    "channels_last": (bool,),
+    "matmul_precision": (str,),
+    "cudnn_benchmark": (bool,),
+    "optimizer_impl": (str,),
+    "bucket_cap_mb_factor": (int, float),
+    "grad_compression": (str,),
+    "static_graph": (bool,),
+    "alloc_conf": (str,),
+    "num_threads": (int,),
+    "sdpa_attention": (bool,),
     # convergence changes of ``optimize --to-quality`` (stepwise_agent.inject.convergence)
-    "batch_scale": (int,), "lr_scale": (int, float), "warmup_steps": (int,), "grad_accum": (int,),
+    "batch_scale": (int,),
+    "lr_scale": (int, float),
+    "warmup_steps": (int,),
+    "grad_accum": (int,),
     "optimizer_swap": (str,),
     # observe-only: what a to-quality arm's changed command asks for (its own --batch-size, --learning_rate …)
-    "batch_size": (int,), "lr": (int, float), "accumulation_steps": (int,),
+    "batch_size": (int,),
+    "lr": (int, float),
+    "accumulation_steps": (int,),
     # observe-only: what the script's own loop does when its flag asks (stepwise_agent.inject.loop)
-    "grad_accum_steps": (int,), "activation_checkpointing": (bool,), "ddp_no_sync": (bool,), "cuda_graphs": (bool,),
+    "grad_accum_steps": (int,),
+    "activation_checkpointing": (bool,),
+    "ddp_no_sync": (bool,),
+    "cuda_graphs": (bool,),
 }
 #: the knobs of ``optimize --to-quality`` that change convergence, not the step (a run with one is never a
 #: step-time measurement)
-CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap", "batch_size", "lr",
-                     "accumulation_steps")
+CONVERGENCE_KNOBS = (
+    "batch_scale",
+    "lr_scale",
+    "warmup_steps",
+    "grad_accum",
+    "optimizer_swap",
+    "batch_size",
+    "lr",
+    "accumulation_steps",
+)
 MAX_STEPS = 10_000
 #: a launched script's first step must end within this many seconds (``--first-step-timeout``;
 #: None: no limit): long enough for a big model's loading and an evaluation before the loop, short
@@ -68,11 +97,15 @@ class ScriptSpec:
     #: their effect and injects nothing for them
     observe: Mapping[str, Any] = field(default_factory=dict)
     cwd: str = field(default_factory=os.getcwd)
-    python: str | None = None  # the interpreter (--python); None: the command's own (profilers.run.interpreter)
+    python: str | None = (
+        None  # the interpreter (--python); None: the command's own (profilers.run.interpreter)
+    )
     #: the run's memory limit (MiB): the memory guard's on a CPU, the CUDA allocator's cap on a GPU; past it the
     #: run ends ``out_of_memory`` (None: the guard's default rule, the GPU's own memory)
     memory_budget_mb: float | None = None
-    step_timeout_s: float | None = None  # stop the run when no step ends for this long (None: never)
+    step_timeout_s: float | None = (
+        None  # stop the run when no step ends for this long (None: never)
+    )
     #: the run fails when its first step has not ended this long after the start (None: no limit)
     first_step_timeout_s: float | None = DEFAULT_FIRST_STEP_TIMEOUT_S
 
@@ -82,9 +115,13 @@ class ScriptSpec:
         object.__setattr__(self, "observe", dict(sorted((self.observe or {}).items())))
         for name in ("measure_steps", "profile_steps"):
             if not 1 <= getattr(self, name) <= MAX_STEPS:
-                raise SpecError(f"{name} must be between 1 and {MAX_STEPS}, got {getattr(self, name)}")
+                raise SpecError(
+                    f"{name} must be between 1 and {MAX_STEPS}, got {getattr(self, name)}"
+                )
         if not 0 <= self.warmup_steps <= MAX_STEPS:
-            raise SpecError(f"warmup_steps must be between 0 and {MAX_STEPS}, got {self.warmup_steps}")
+            raise SpecError(
+                f"warmup_steps must be between 0 and {MAX_STEPS}, got {self.warmup_steps}"
+            )
         if self.nproc_per_node < 1 or self.nnodes < 1:
             raise SpecError("nproc_per_node and nnodes must be at least 1")
         if self.memory_budget_mb is not None and not self.memory_budget_mb >= 1:
@@ -92,15 +129,23 @@ class ScriptSpec:
         if self.step_timeout_s is not None and not self.step_timeout_s > 0:
             raise SpecError(f"step_timeout_s must be positive, got {self.step_timeout_s}")
         if self.first_step_timeout_s is not None and not self.first_step_timeout_s > 0:
-            raise SpecError(f"first_step_timeout_s must be positive (or null: no limit), got "
-                            f"{self.first_step_timeout_s}")
+            raise SpecError(
+                f"first_step_timeout_s must be positive (or null: no limit), got "
+                f"{self.first_step_timeout_s}"
+            )
         if self.nnodes > 1 and not self.rdzv_endpoint:
-            raise SpecError(f"nnodes={self.nnodes} needs rdzv_endpoint (host:port of the rendezvous)")
+            raise SpecError(
+                f"nnodes={self.nnodes} needs rdzv_endpoint (host:port of the rendezvous)"
+            )
         for knob, value in [*self.inject.items(), *self.observe.items()]:
             if knob not in KNOBS:
                 raise SpecError(f"unknown injection knob {knob!r}; known: {', '.join(KNOBS)}")
-            if not isinstance(value, KNOBS[knob]) or (isinstance(value, bool) and bool not in KNOBS[knob]):
-                raise SpecError(f"injection knob {knob} takes {KNOBS[knob][0].__name__}, got {value!r}")
+            if not isinstance(value, KNOBS[knob]) or (
+                isinstance(value, bool) and bool not in KNOBS[knob]
+            ):
+                raise SpecError(
+                    f"injection knob {knob} takes {KNOBS[knob][0].__name__}, got {value!r}"
+                )
 
     # -- what the experiment machinery reads of any spec --------------------------------------------------
     @property
@@ -138,15 +183,26 @@ class ScriptSpec:
                 out[knob] = (mine.get(knob), theirs.get(knob))
         if self.command != other.command:
             out["command"] = (list(self.command), list(other.command))
-        for name in ("measure_steps", "warmup_steps", "profile_steps", "seed", "nproc_per_node", "nnodes",
-                     "memory_budget_mb"):
+        for name in (
+            "measure_steps",
+            "warmup_steps",
+            "profile_steps",
+            "seed",
+            "nproc_per_node",
+            "nnodes",
+            "memory_budget_mb",
+        ):
             if getattr(self, name) != getattr(other, name):
                 out[name] = (getattr(self, name), getattr(other, name))
         return out
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["command"], d["inject"], d["observe"] = list(self.command), dict(self.inject), dict(self.observe)
+        d["command"], d["inject"], d["observe"] = (
+            list(self.command),
+            dict(self.inject),
+            dict(self.observe),
+        )
         return d
 
     @classmethod
@@ -160,8 +216,14 @@ class ScriptSpec:
 
     def boot_config(self) -> dict[str, Any]:
         """What the boot module reads from ``boot.json``."""
-        return {"warmup": self.warmup_steps, "measure": self.measure_steps, "profile": self.profile_steps,
-                "seed": self.seed, "inject": dict(self.inject), "observe": dict(self.observe)}
+        return {
+            "warmup": self.warmup_steps,
+            "measure": self.measure_steps,
+            "profile": self.profile_steps,
+            "seed": self.seed,
+            "inject": dict(self.inject),
+            "observe": dict(self.observe),
+        }
 
     def launch_env(self) -> dict[str, str]:
         """Environment the launcher gives the script for its knobs: ``num_threads`` as ``OMP_NUM_THREADS`` and

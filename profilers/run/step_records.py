@@ -20,14 +20,28 @@ import pandas as pd
 from profilers.store.files import read_jsonl
 from stepwise_agent.step_log import OPEN, ROLLUPS, STEPS
 
-TIMELINE_COLUMNS = ("rank", "first_step", "last_step", "steps", "t_unix_ns", "wall_ms", "wall_ms_p10", "wall_ms_p90",
-                    "data_share", "loss", "rolled")
+TIMELINE_COLUMNS = (
+    "rank",
+    "first_step",
+    "last_step",
+    "steps",
+    "t_unix_ns",
+    "wall_ms",
+    "wall_ms_p10",
+    "wall_ms_p90",
+    "data_share",
+    "loss",
+    "rolled",
+)
 
 
 def rollups(run_dir: Path) -> list[dict[str, Any]]:
     """The roll-ups of a watched run (none for any other run), in the order they were written."""
-    return [r for r in read_jsonl(run_dir / ROLLUPS)
-            if isinstance(r.get("first_step"), int) and isinstance(r.get("last_step"), int)]
+    return [
+        r
+        for r in read_jsonl(run_dir / ROLLUPS)
+        if isinstance(r.get("first_step"), int) and isinstance(r.get("last_step"), int)
+    ]
 
 
 def step_rows(run_dir: Path) -> list[dict[str, Any]]:
@@ -39,11 +53,18 @@ def step_rows(run_dir: Path) -> list[dict[str, Any]]:
     covered: dict[int, int] = {}
     for r in rows:
         if isinstance(r.get("step"), int):
-            covered[int(r.get("rank") or 0)] = max(covered.get(int(r.get("rank") or 0), -1), r["step"])
+            covered[int(r.get("rank") or 0)] = max(
+                covered.get(int(r.get("rank") or 0), -1), r["step"]
+            )
     for r in rollups(run_dir):
-        covered[int(r.get("rank") or 0)] = max(covered.get(int(r.get("rank") or 0), -1), r["last_step"])
-    return rows + [r for r in opened if isinstance(r.get("step"), int)
-                   and r["step"] > covered.get(int(r.get("rank") or 0), -1)]
+        covered[int(r.get("rank") or 0)] = max(
+            covered.get(int(r.get("rank") or 0), -1), r["last_step"]
+        )
+    return rows + [
+        r
+        for r in opened
+        if isinstance(r.get("step"), int) and r["step"] > covered.get(int(r.get("rank") or 0), -1)
+    ]
 
 
 def rolled_steps(run_dir: Path) -> int:
@@ -51,7 +72,9 @@ def rolled_steps(run_dir: Path) -> int:
     every rank did it)."""
     per_rank: dict[int, int] = {}
     for r in rollups(run_dir):
-        per_rank[int(r.get("rank") or 0)] = per_rank.get(int(r.get("rank") or 0), 0) + int(r.get("steps") or 0)
+        per_rank[int(r.get("rank") or 0)] = per_rank.get(int(r.get("rank") or 0), 0) + int(
+            r.get("steps") or 0
+        )
     return min(per_rank.values()) if per_rank else 0
 
 
@@ -61,15 +84,42 @@ def timeline(run_dir: Path, rank: int | None = None) -> pd.DataFrame:
     points: list[dict[str, Any]] = []
     for r in step_rows(run_dir):
         wall, data = r.get("wall_ms"), r.get("data_ms")
-        share = data / wall if isinstance(data, (int, float)) and isinstance(wall, (int, float)) and wall > 0 else None
-        points.append({"rank": r.get("rank", 0), "first_step": r.get("step"), "last_step": r.get("step"), "steps": 1,
-                       "t_unix_ns": r.get("t_unix_ns"), "wall_ms": wall, "wall_ms_p10": wall, "wall_ms_p90": wall,
-                       "data_share": share, "loss": r.get("loss"), "rolled": False})
+        share = (
+            data / wall
+            if isinstance(data, (int, float)) and isinstance(wall, (int, float)) and wall > 0
+            else None
+        )
+        points.append(
+            {
+                "rank": r.get("rank", 0),
+                "first_step": r.get("step"),
+                "last_step": r.get("step"),
+                "steps": 1,
+                "t_unix_ns": r.get("t_unix_ns"),
+                "wall_ms": wall,
+                "wall_ms_p10": wall,
+                "wall_ms_p90": wall,
+                "data_share": share,
+                "loss": r.get("loss"),
+                "rolled": False,
+            }
+        )
     for r in rollups(run_dir):
-        points.append({"rank": r.get("rank", 0), "first_step": r["first_step"], "last_step": r["last_step"],
-                       "steps": r.get("steps"), "t_unix_ns": r.get("t_unix_ns"), "wall_ms": r.get("wall_ms_median"),
-                       "wall_ms_p10": r.get("wall_ms_p10"), "wall_ms_p90": r.get("wall_ms_p90"),
-                       "data_share": r.get("data_share"), "loss": r.get("loss_last"), "rolled": True})
+        points.append(
+            {
+                "rank": r.get("rank", 0),
+                "first_step": r["first_step"],
+                "last_step": r["last_step"],
+                "steps": r.get("steps"),
+                "t_unix_ns": r.get("t_unix_ns"),
+                "wall_ms": r.get("wall_ms_median"),
+                "wall_ms_p10": r.get("wall_ms_p10"),
+                "wall_ms_p90": r.get("wall_ms_p90"),
+                "data_share": r.get("data_share"),
+                "loss": r.get("loss_last"),
+                "rolled": True,
+            }
+        )
     df = pd.DataFrame.from_records(points, columns=list(TIMELINE_COLUMNS))
     if df.empty:
         return df
@@ -80,5 +130,8 @@ def timeline(run_dir: Path, rank: int | None = None) -> pd.DataFrame:
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     df = df[df["rank"] == (int(df["rank"].min()) if rank is None else rank)]
     df = df.drop_duplicates(subset=["first_step"], keep="first")
-    return df.astype({"rank": "int64", "first_step": "int64", "last_step": "int64"}).sort_values(
-        "first_step").reset_index(drop=True)
+    return (
+        df.astype({"rank": "int64", "first_step": "int64", "last_step": "int64"})
+        .sort_values("first_step")
+        .reset_index(drop=True)
+    )

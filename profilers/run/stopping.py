@@ -108,8 +108,10 @@ def stop_runs_on_signals() -> Iterator[None]:
     finally:
         # a second signal while the runs are being stopped must not cut the stop short
         held = dict(previous)
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+        ):
             held[signal.SIGINT] = signal.getsignal(signal.SIGINT)
         for sig in held:
             signal.signal(sig, signal.SIG_IGN)

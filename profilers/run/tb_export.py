@@ -17,7 +17,9 @@ WALL_MS, LOSS, SAMPLES_PER_S = "step/wall_ms", "step/loss", "step/samples_per_s"
 STEP_SCALARS = (WALL_MS, LOSS, SAMPLES_PER_S)
 
 
-def add_step_scalars(writer: Any, step: int, wall_ms: float, loss: float | None, samples: int | None) -> None:
+def add_step_scalars(
+    writer: Any, step: int, wall_ms: float, loss: float | None, samples: int | None
+) -> None:
     """One step's scalars into a ``SummaryWriter``; an unknown loss or sample count is left out, not zero."""
     writer.add_scalar(WALL_MS, float(wall_ms), int(step))
     if loss is not None:
@@ -36,8 +38,12 @@ def write_scalars(run_dir: Path) -> int:
     for rank, rows in steps.groupby("rank"):
         writer = SummaryWriter(log_dir=str(run_dir / "tb"), filename_suffix=f".rank{rank}")
         try:
-            for step, wall_ms, loss, samples in zip(rows["step"].tolist(), rows["wall_ms"].tolist(),
-                                                    rows["loss"].tolist(), rows["samples"].tolist()):
+            for step, wall_ms, loss, samples in zip(
+                rows["step"].tolist(),
+                rows["wall_ms"].tolist(),
+                rows["loss"].tolist(),
+                rows["samples"].tolist(),
+            ):
                 add_step_scalars(writer, int(step), float(wall_ms), _known(loss), _known(samples))
         finally:
             writer.close()

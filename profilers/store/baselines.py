@@ -33,8 +33,10 @@ class Baseline:
 
 def check_name(name: str) -> str:
     if not _NAME.match(name or ""):
-        raise RunError(f"{name!r} is not a baseline name: use letters, digits, '_', '-' or '.', "
-                       "starting with a letter or digit, at most 64 characters")
+        raise RunError(
+            f"{name!r} is not a baseline name: use letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit, at most 64 characters"
+        )
     return name
 
 
@@ -45,9 +47,18 @@ def pin(store: RunStore, name: str, run_id: str) -> Baseline:
     folder = store.root / FOLDER
     folder.mkdir(exist_ok=True)
     old = _read(store, name)
-    baseline = Baseline(name=name, run_id=run_id, pinned_unix=time.time(), previous=old.run_id if old else None)
-    write_json_atomic(folder / f"{name}.json", {"name": name, "run_id": run_id, "pinned_unix": baseline.pinned_unix,
-                                                "previous": baseline.previous})
+    baseline = Baseline(
+        name=name, run_id=run_id, pinned_unix=time.time(), previous=old.run_id if old else None
+    )
+    write_json_atomic(
+        folder / f"{name}.json",
+        {
+            "name": name,
+            "run_id": run_id,
+            "pinned_unix": baseline.pinned_unix,
+            "previous": baseline.previous,
+        },
+    )
     return baseline
 
 
@@ -57,11 +68,15 @@ def get(store: RunStore, name: str) -> Baseline:
     found = _read(store, name)
     if found is None:
         known = ", ".join(b.name for b in list_baselines(store)) or "none yet"
-        raise RunError(f"no baseline {name!r} in {store.root} (pinned: {known}); "
-                       f"pin one with: stepwise compare --save-baseline {name} RUN")
+        raise RunError(
+            f"no baseline {name!r} in {store.root} (pinned: {known}); "
+            f"pin one with: stepwise compare --save-baseline {name} RUN"
+        )
     if not store.path(found.run_id).is_dir():
-        raise RunError(f"baseline {name!r} points at run {found.run_id}, which is no longer in {store.root}; "
-                       "pin it again")
+        raise RunError(
+            f"baseline {name!r} points at run {found.run_id}, which is no longer in {store.root}; "
+            "pin it again"
+        )
     return found
 
 
@@ -80,5 +95,9 @@ def _read(store: RunStore, name: str) -> Baseline | None:
     data = read_json(store.root / FOLDER / f"{name}.json")
     if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
         return None
-    return Baseline(name=name, run_id=data["run_id"], pinned_unix=float(data.get("pinned_unix") or 0.0),
-                    previous=data.get("previous") if isinstance(data.get("previous"), str) else None)
+    return Baseline(
+        name=name,
+        run_id=data["run_id"],
+        pinned_unix=float(data.get("pinned_unix") or 0.0),
+        previous=data.get("previous") if isinstance(data.get("previous"), str) else None,
+    )

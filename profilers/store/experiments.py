@@ -35,10 +35,14 @@ VIEW_FILE = "view.json"
 REPORT_FORMATS = ("html", "md", "json")
 
 
-def start(store: RunStore, source_run: str | None, mode: Mode, label: str, about: Mapping[str, Any]) -> RunRecord:
+def start(
+    store: RunStore, source_run: str | None, mode: Mode, label: str, about: Mapping[str, Any]
+) -> RunRecord:
     """A new experiment record (status ``running``) for ``source_run`` (``None``: started from a spec or a
     script on the command line), owned by this process."""
-    record = store.create("experiment", label, files={ABOUT_FILE: {"mode": mode, **about}}, source_run=source_run)
+    record = store.create(
+        "experiment", label, files={ABOUT_FILE: {"mode": mode, **about}}, source_run=source_run
+    )
     try:
         started: float | None = psutil.Process(os.getpid()).create_time()
     except psutil.Error:
@@ -47,10 +51,14 @@ def start(store: RunStore, source_run: str | None, mode: Mode, label: str, about
 
 
 def write_progress(store: RunStore, experiment_id: str, progress: Mapping[str, Any]) -> None:
-    write_json_atomic(store.path(experiment_id) / PROGRESS_FILE, {**progress, "t_unix": time.time()})
+    write_json_atomic(
+        store.path(experiment_id) / PROGRESS_FILE, {**progress, "t_unix": time.time()}
+    )
 
 
-def tag_roles(store: RunStore, experiment_id: str, arms: Mapping[str, Iterable[str | None]]) -> None:
+def tag_roles(
+    store: RunStore, experiment_id: str, arms: Mapping[str, Iterable[str | None]]
+) -> None:
     """Name each trial's part once it is known: ``{"baseline": [run id or folder, …], "patched": […]}``. Only
     this experiment's own trial runs are touched (a run folder it merely read stays as it is)."""
     mine = {r.run_id for r in trials(store, experiment_id)}
@@ -60,8 +68,13 @@ def tag_roles(store: RunStore, experiment_id: str, arms: Mapping[str, Iterable[s
                 store.update(Path(run_dir).name, role=role)
 
 
-def finish(store: RunStore, experiment_id: str, view: Mapping[str, Any] | None, error: str | None = None,
-           reports: Mapping[str, bytes] | None = None) -> RunRecord:
+def finish(
+    store: RunStore,
+    experiment_id: str,
+    view: Mapping[str, Any] | None,
+    error: str | None = None,
+    reports: Mapping[str, bytes] | None = None,
+) -> RunRecord:
     """Store the outcome: the page's ``view`` and the rendered ``reports`` (format → bytes), or the error."""
     folder = store.path(experiment_id)
     if view is not None:
@@ -72,7 +85,9 @@ def finish(store: RunStore, experiment_id: str, view: Mapping[str, Any] | None, 
             tmp.write_bytes(body)
             os.replace(tmp, folder / safe_name(f"report.{fmt}"))
     status = RunStatus.FAILED if error else RunStatus.OK
-    return store.finish(experiment_id, RunResult(status=status, error=error, finished_unix=time.time()))
+    return store.finish(
+        experiment_id, RunResult(status=status, error=error, finished_unix=time.time())
+    )
 
 
 def about(store: RunStore, experiment_id: str) -> dict[str, Any]:

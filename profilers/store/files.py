@@ -107,7 +107,11 @@ def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     df["profiled"] = df["profiled"].map(lambda v: bool(v) if v is not None else False).astype(bool)
     df["t_unix_ns"] = _int_array(df["t_unix_ns"])
     df = df.drop_duplicates(subset=["rank", "step"], keep="last")
-    return df.astype({"rank": "int64", "step": "int64"}).sort_values(["step", "rank"]).reset_index(drop=True)
+    return (
+        df.astype({"rank": "int64", "step": "int64"})
+        .sort_values(["step", "rank"])
+        .reset_index(drop=True)
+    )
 
 
 def telemetry_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -134,7 +138,11 @@ def telemetry_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         numeric = pd.to_numeric(df[col], errors="coerce")
         if numeric.notna().sum() == df[col].notna().sum():
             df[col] = numeric.astype("float64")
-    return df[[*TELEMETRY_COLUMNS, *metric_cols]].sort_values("t_unix_ns", kind="stable").reset_index(drop=True)
+    return (
+        df[[*TELEMETRY_COLUMNS, *metric_cols]]
+        .sort_values("t_unix_ns", kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def pid_alive(pid: Any, started_unix: Any = None) -> bool:
@@ -164,13 +172,17 @@ class _Budget:
     def add_file(self, label: str) -> None:
         self.files += 1
         if self.files > MAX_IMPORT_FILES:
-            raise RunError(f"{label}: more than {MAX_IMPORT_FILES} files in the upload; refusing it")
+            raise RunError(
+                f"{label}: more than {MAX_IMPORT_FILES} files in the upload; refusing it"
+            )
 
     def add_bytes(self, n: int, label: str) -> None:
         self.bytes += n
         if self.bytes > MAX_IMPORT_BYTES:
-            raise RunError(f"{label}: the upload exceeds {MAX_IMPORT_BYTES // 1024**2} MiB, the stated limit "
-                           "(STEPWISE_MAX_IMPORT_BYTES)")
+            raise RunError(
+                f"{label}: the upload exceeds {MAX_IMPORT_BYTES // 1024**2} MiB, the stated limit "
+                "(STEPWISE_MAX_IMPORT_BYTES)"
+            )
 
 
 def copy_upload(src: Path, dest_dir: Path) -> None:
@@ -194,7 +206,9 @@ def copy_upload(src: Path, dest_dir: Path) -> None:
 
 def _copy_tree(src: Path, dst: Path, budget: _Budget, depth: int) -> None:
     if depth > MAX_IMPORT_DEPTH:
-        raise RunError(f"{src.name}: folders nested deeper than {MAX_IMPORT_DEPTH}; refusing the upload")
+        raise RunError(
+            f"{src.name}: folders nested deeper than {MAX_IMPORT_DEPTH}; refusing the upload"
+        )
     dst.mkdir()
     with os.scandir(src) as it:
         entries = sorted(it, key=lambda e: e.name)
@@ -225,7 +239,9 @@ def _copy_file(src: Path, dst: Path, budget: _Budget) -> None:
         try:
             fout = open(dst, "xb")
         except FileExistsError:
-            raise RunError(f"{src.name}: two files in the upload share the name {dst.name!r}") from None
+            raise RunError(
+                f"{src.name}: two files in the upload share the name {dst.name!r}"
+            ) from None
         with fout:
             while chunk := fin.read(_COPY_CHUNK):
                 budget.add_bytes(len(chunk), src.name)

@@ -36,7 +36,9 @@ def _files(root: Path, exclude: tuple[str, ...] = ()) -> list[tuple[str, Path]]:
     return out
 
 
-def stat_fingerprint(root: Path | str, exclude: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
+def stat_fingerprint(
+    root: Path | str, exclude: tuple[str, ...] = ()
+) -> tuple[tuple[str, int, int], ...]:
     """``(relative name, size, mtime_ns)`` of every file under ``root`` but those named in ``exclude``: changes
     when any of them changes."""
     out = []

@@ -18,9 +18,25 @@ from profilers.run.records import RunRecord, RunStatus
 
 INDEX_FILE = "index.sqlite"
 SCHEMA_VERSION = 2  # 2: experiments as stored objects (parent, role, source_run)
-COLUMNS = ("run_id", "kind", "label", "workload", "status", "created_unix", "finished_unix", "step_time_ms",
-           "samples_per_s", "peak_memory_mb", "world_size", "device", "error", "pid", "parent", "role",
-           "source_run")
+COLUMNS = (
+    "run_id",
+    "kind",
+    "label",
+    "workload",
+    "status",
+    "created_unix",
+    "finished_unix",
+    "step_time_ms",
+    "samples_per_s",
+    "peak_memory_mb",
+    "world_size",
+    "device",
+    "error",
+    "pid",
+    "parent",
+    "role",
+    "source_run",
+)
 
 
 class RunIndex:
@@ -43,12 +59,15 @@ class RunIndex:
             row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else self._record(row)
 
-    def select(self, where: Iterable[str] = (), args: Iterable[str | int] = (),
-               limit: int | None = None) -> list[RunRecord]:
+    def select(
+        self, where: Iterable[str] = (), args: Iterable[str | int] = (), limit: int | None = None
+    ) -> list[RunRecord]:
         """Rows matching every ``where`` clause (``?`` placeholders filled from ``args``), newest first."""
         clauses = list(where)
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        sql += " ORDER BY created_unix DESC, run_id DESC" + (" LIMIT ?" if limit is not None else "")
+        sql += " ORDER BY created_unix DESC, run_id DESC" + (
+            " LIMIT ?" if limit is not None else ""
+        )
         with closing(self._db()) as db:
             rows = db.execute(sql, (*args, *([limit] if limit is not None else []))).fetchall()
         return [self._record(r) for r in rows]
@@ -61,8 +80,11 @@ class RunIndex:
         values = [getattr(record, c) for c in COLUMNS]
         values[COLUMNS.index("status")] = record.status.value
         with closing(self._db()) as db:
-            db.execute(f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) VALUES "
-                       f"({', '.join('?' * len(COLUMNS))})", values)
+            db.execute(
+                f"INSERT OR REPLACE INTO runs ({', '.join(COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(COLUMNS))})",
+                values,
+            )
 
     def delete(self, run_id: str) -> None:
         with closing(self._db()) as db:
@@ -94,7 +116,8 @@ class RunIndex:
                 "CREATE TABLE runs (run_id TEXT PRIMARY KEY, kind TEXT, label TEXT, workload TEXT, status TEXT,"
                 " created_unix REAL, finished_unix REAL, step_time_ms REAL, samples_per_s REAL,"
                 " peak_memory_mb REAL, world_size INTEGER, device TEXT, error TEXT, pid INTEGER, parent TEXT,"
-                " role TEXT, source_run TEXT)")
+                " role TEXT, source_run TEXT)"
+            )
             db.execute("CREATE INDEX IF NOT EXISTS runs_created ON runs (created_unix)")
             db.execute("CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent)")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -87,14 +87,24 @@ class RunStore:
         self.root = resolve_root(root) if root is not None else default_root()
         self.root.mkdir(parents=True, exist_ok=True)
         index = index if index is not None else os.environ.get(INDEX_ENV) or None
-        self._index = RunIndex(resolve_root(index) if index is not None else self.root / INDEX_FILE, self.root)
+        self._index = RunIndex(
+            resolve_root(index) if index is not None else self.root / INDEX_FILE, self.root
+        )
         if self._index.open():
             self.reindex()
 
     # -- creating ------------------------------------------------------------------------------------------
-    def create(self, kind: str, label: str | None = None, spec: StoredSpec | Mapping[str, Any] | None = None,
-               files: Mapping[str, Any] | None = None, parent: str | None = None, role: str | None = None,
-               source_run: str | None = None, world_size: int | None = None) -> RunRecord:
+    def create(
+        self,
+        kind: str,
+        label: str | None = None,
+        spec: StoredSpec | Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+        parent: str | None = None,
+        role: str | None = None,
+        source_run: str | None = None,
+        world_size: int | None = None,
+    ) -> RunRecord:
         """A new run folder, status ``running``, listed only once complete: ``spec.json`` when a spec is given
         (a spec, or its dict form) and ``files`` (name → JSON value, e.g. the launcher's ``launch.json``) are
         written before. ``parent`` and ``role``: a trial run of an experiment; ``source_run``: the run an
@@ -102,13 +112,22 @@ class RunStore:
         data = _spec_dict(spec)
         workload = data.get("workload")
         content = {**({"spec.json": data} if spec is not None else {}), **(files or {})}
-        links = {k: v for k, v in (("parent", parent), ("role", role), ("source_run", source_run)) if v}
-        return self._build(kind, label, str(workload) if workload is not None else None, RunStatus.RUNNING,
-                           lambda d: _write_files(d, content),
-                           world_size=world_size or int(data.get("world_size") or 1),
-                           **links)
+        links = {
+            k: v for k, v in (("parent", parent), ("role", role), ("source_run", source_run)) if v
+        }
+        return self._build(
+            kind,
+            label,
+            str(workload) if workload is not None else None,
+            RunStatus.RUNNING,
+            lambda d: _write_files(d, content),
+            world_size=world_size or int(data.get("world_size") or 1),
+            **links,
+        )
 
-    def import_trace(self, src: Path | str, label: str | None = None, content_digest: str | None = None) -> RunRecord:
+    def import_trace(
+        self, src: Path | str, label: str | None = None, content_digest: str | None = None
+    ) -> RunRecord:
         """Copy an uploaded trace (file, zip or folder) into a new ``upload`` run under ``trace/``; its
         ``content_digest`` (when given) lets the same content be recognised later (:meth:`find_upload`).
 
@@ -117,8 +136,15 @@ class RunStore:
         """
         src = Path(src)
         extra = {"content_digest": content_digest} if content_digest else {}
-        return self._build("upload", label or src.name, None, RunStatus.OK,
-                           lambda d: copy_upload(src, d / "trace"), source_name=src.name, **extra)
+        return self._build(
+            "upload",
+            label or src.name,
+            None,
+            RunStatus.OK,
+            lambda d: copy_upload(src, d / "trace"),
+            source_name=src.name,
+            **extra,
+        )
 
     def find_upload(self, content_digest: str) -> RunRecord | None:
         """The stored upload of this very content (the newest), or ``None``."""
@@ -127,15 +153,31 @@ class RunStore:
                 return record
         return None
 
-    def _build(self, kind: str, label: str | None, workload: str | None, status: RunStatus,
-               populate: Callable[[Path], None], **extra: Any) -> RunRecord:
+    def _build(
+        self,
+        kind: str,
+        label: str | None,
+        workload: str | None,
+        status: RunStatus,
+        populate: Callable[[Path], None],
+        **extra: Any,
+    ) -> RunRecord:
         if kind not in RUN_KINDS:
             raise RunError(f"unknown run kind {kind!r}; expected one of {', '.join(RUN_KINDS)}")
         run_id, tmp = self._claim_id(workload or label or kind)
         now = time.time()
-        manifest = {"run_id": run_id, "kind": kind, "label": label or run_id, "workload": workload,
-                    "status": status.value, "created_unix": now, "finished_unix": None if not status.finished
-                    else now, "world_size": 1, "pid": None, **extra}
+        manifest = {
+            "run_id": run_id,
+            "kind": kind,
+            "label": label or run_id,
+            "workload": workload,
+            "status": status.value,
+            "created_unix": now,
+            "finished_unix": None if not status.finished else now,
+            "world_size": 1,
+            "pid": None,
+            **extra,
+        }
         try:
             populate(tmp)
             write_json_atomic(tmp / MANIFEST, manifest)
@@ -186,11 +228,19 @@ class RunStore:
         """Record a final result: ``result.json`` (merged with what the worker wrote), manifest, index."""
         run_dir = self.path(run_id)
         previous = read_json(run_dir / "result.json")
-        merged = {**(previous if isinstance(previous, dict) else {}), **result.to_dict(), "run_id": run_id}
+        merged = {
+            **(previous if isinstance(previous, dict) else {}),
+            **result.to_dict(),
+            "run_id": run_id,
+        }
         write_json_atomic(run_dir / "result.json", merged)
         self._finish_progress(run_dir, result)
-        return self.update(run_id, status=result.status, finished_unix=result.finished_unix or time.time(),
-                           error=result.error)
+        return self.update(
+            run_id,
+            status=result.status,
+            finished_unix=result.finished_unix or time.time(),
+            error=result.error,
+        )
 
     @staticmethod
     def _finish_progress(run_dir: Path, result: RunResult) -> None:
@@ -198,8 +248,10 @@ class RunStore:
         write one (a reader polling it must never see ``running`` for a run that has ended)."""
         progress = read_json(run_dir / "progress.json")
         if isinstance(progress, dict) and progress.get("status") != result.status.value:
-            write_json_atomic(run_dir / "progress.json", {**progress, "status": result.status.value,
-                                                          "updated_unix": time.time()})
+            write_json_atomic(
+                run_dir / "progress.json",
+                {**progress, "status": result.status.value, "updated_unix": time.time()},
+            )
 
     def delete(self, run_id: str) -> None:
         """Remove a finished run (folder first renamed out of sight, so a half-deleted run is never listed)."""
@@ -227,9 +279,15 @@ class RunStore:
         self._index.upsert(record)
         return record
 
-    def list(self, kind: str | None = None, limit: int | None = 200,
-             status: RunStatus | None = None, trials: bool = True, parent: str | None = None,
-             source_run: str | None = None) -> list[RunRecord]:
+    def list(
+        self,
+        kind: str | None = None,
+        limit: int | None = 200,
+        status: RunStatus | None = None,
+        trials: bool = True,
+        parent: str | None = None,
+        source_run: str | None = None,
+    ) -> list[RunRecord]:
         """Runs, newest first, optionally of one kind and/or status. ``trials=False`` leaves out the trial runs
         of experiments (each experiment is one entry); ``parent``: only that experiment's trials;
         ``source_run``: only the experiments started from that run."""
@@ -266,7 +324,9 @@ class RunStore:
     def request_cancel(self, run_id: str, reason: str) -> None:
         """Record that someone asked this run to stop (``cancel.json``), before any signal is sent: whoever
         stores the result then says why it ended, and the live view stops counting down at once."""
-        write_json_atomic(self.path(run_id) / CANCEL_FILE, {"reason": reason, "t_unix": time.time()})
+        write_json_atomic(
+            self.path(run_id) / CANCEL_FILE, {"reason": reason, "t_unix": time.time()}
+        )
 
     def read_cancel(self, run_id: str) -> str | None:
         """Why a stop was asked for this run, or None when nobody asked."""
@@ -281,20 +341,30 @@ class RunStore:
         data = read_json(self.path(run_id) / "spec.json")
         return data if isinstance(data, dict) else None
 
-    def salvage(self, run_id: str, status: RunStatus, error: str, exit_code: int | None = None) -> RunResult:
+    def salvage(
+        self, run_id: str, status: RunStatus, error: str, exit_code: int | None = None
+    ) -> RunResult:
         """A result for a run whose process died without a word, from the steps and telemetry gathered."""
         manifest = self._manifest(run_id)
         telemetry = self.read_telemetry(run_id)
         sources = telemetry["source"].dropna().unique().tolist() if "source" in telemetry else []
         return RunResult(
-            status=status, error=error, world_size=int(manifest.get("world_size") or 1),
-            started_unix=manifest.get("created_unix"), finished_unix=time.time(), exit_code=exit_code,
+            status=status,
+            error=error,
+            world_size=int(manifest.get("world_size") or 1),
+            started_unix=manifest.get("created_unix"),
+            finished_unix=time.time(),
+            exit_code=exit_code,
             telemetry_source=sources[0] if sources else None,
-            warnings=("the process ended without writing result.json: the figures come from the steps and "
-                      "telemetry written so far",),
-            **summarise_steps(self.read_steps(run_id), telemetry,
-                               _warmup(self.read_spec(run_id), read_json(self.path(run_id) / "boot.json"))
-                               ).result_fields(),
+            warnings=(
+                "the process ended without writing result.json: the figures come from the steps and "
+                "telemetry written so far",
+            ),
+            **summarise_steps(
+                self.read_steps(run_id),
+                telemetry,
+                _warmup(self.read_spec(run_id), read_json(self.path(run_id) / "boot.json")),
+            ).result_fields(),
         )
 
     # -- recovery ------------------------------------------------------------------------------------------
@@ -313,10 +383,20 @@ class RunStore:
             elif record.pid is None and time.time() - record.created_unix < STALE_START_S:
                 continue
             else:
-                why = "no process was ever recorded" if record.pid is None else f"process {record.pid} is gone"
-                self.finish(record.run_id, self.salvage(
-                    record.run_id, RunStatus.KILLED, f"the run stopped without a result ({why}); "
-                    "it was probably killed or its host restarted"))
+                why = (
+                    "no process was ever recorded"
+                    if record.pid is None
+                    else f"process {record.pid} is gone"
+                )
+                self.finish(
+                    record.run_id,
+                    self.salvage(
+                        record.run_id,
+                        RunStatus.KILLED,
+                        f"the run stopped without a result ({why}); "
+                        "it was probably killed or its host restarted",
+                    ),
+                )
             changed.append(record.run_id)
         return changed
 
@@ -329,7 +409,9 @@ class RunStore:
         indexed = self._index.run_ids()
         present = set()
         for entry in os.scandir(self.root):
-            if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and _older_than(entry, STALE_TMP_S):
+            if entry.name.startswith((TMP_PREFIX, TRASH_PREFIX)) and _older_than(
+                entry, STALE_TMP_S
+            ):
                 shutil.rmtree(entry.path, ignore_errors=True)
             if not entry.is_dir(follow_symlinks=False) or not _RUN_ID.match(entry.name):
                 continue
@@ -371,17 +453,25 @@ class RunStore:
             status = result.status if status is RunStatus.RUNNING else status
         try:
             return RunRecord(
-                run_id=run_dir.name, kind=str(manifest.get("kind", "run")),
-                label=str(manifest.get("label") or run_dir.name), workload=manifest.get("workload"),
-                status=status, created_unix=float(manifest.get("created_unix") or 0.0),
-                finished_unix=(result.finished_unix if result else None) or manifest.get("finished_unix"),
-                run_dir=str(run_dir), step_time_ms=result.step_time_ms if result else None,
+                run_id=run_dir.name,
+                kind=str(manifest.get("kind", "run")),
+                label=str(manifest.get("label") or run_dir.name),
+                workload=manifest.get("workload"),
+                status=status,
+                created_unix=float(manifest.get("created_unix") or 0.0),
+                finished_unix=(result.finished_unix if result else None)
+                or manifest.get("finished_unix"),
+                run_dir=str(run_dir),
+                step_time_ms=result.step_time_ms if result else None,
                 samples_per_s=result.samples_per_s if result else None,
                 peak_memory_mb=result.peak_memory_mb if result else None,
-                world_size=(result.world_size if result else None) or int(manifest.get("world_size") or 1),
+                world_size=(result.world_size if result else None)
+                or int(manifest.get("world_size") or 1),
                 device=result.device if result else None,
                 error=(result.error if result else None) or manifest.get("error"),
-                pid=manifest.get("pid"), parent=_opt_str(manifest.get("parent")), role=_opt_str(manifest.get("role")),
+                pid=manifest.get("pid"),
+                parent=_opt_str(manifest.get("parent")),
+                role=_opt_str(manifest.get("role")),
                 source_run=_opt_str(manifest.get("source_run")),
             )
         except (TypeError, ValueError):
@@ -395,7 +485,9 @@ def _opt_str(value: Any) -> str | None:
 def _warmup(spec: Mapping[str, Any] | None, boot: Any = None) -> int:
     """The warm-up steps a stored spec (or a launched script's ``boot.json``) asked for (1 when neither names
     any: the first step is always lazy)."""
-    asked = (spec or {}).get("warmup_steps") or (boot.get("warmup") if isinstance(boot, dict) else None)
+    asked = (spec or {}).get("warmup_steps") or (
+        boot.get("warmup") if isinstance(boot, dict) else None
+    )
     try:
         return max(int(asked or 1), 1)
     except (TypeError, ValueError):
@@ -407,7 +499,9 @@ def _spec_dict(spec: StoredSpec | Mapping[str, Any] | None) -> dict[str, Any]:
     if spec is None:
         return {}
     if isinstance(spec, Mapping):
-        return json.loads(json.dumps(dict(spec)))  # what a reader will see: JSON types only, never a live object
+        return json.loads(
+            json.dumps(dict(spec))
+        )  # what a reader will see: JSON types only, never a live object
     data = json.loads(spec.to_json())
     if not isinstance(data, dict):
         raise RunError(f"a spec's JSON must be an object, got {type(data).__name__}")

@@ -33,8 +33,12 @@ START_TIMEOUT_S = 30.0  # the child imports psutil, pandas and NVML before it re
 class TelemetryProcess:
     """Runs :class:`TelemetrySampler` in a child process; ``source``/``note`` as the sampler chose them."""
 
-    def __init__(self, out_path: os.PathLike[str] | str, interval_s: float = 0.1,
-                 root_pids: Iterable[int] | None = None) -> None:
+    def __init__(
+        self,
+        out_path: os.PathLike[str] | str,
+        interval_s: float = 0.1,
+        root_pids: Iterable[int] | None = None,
+    ) -> None:
         self.out_path = Path(out_path)
         self.interval_s = interval_s
         self.root_pids = list(root_pids) if root_pids is not None else [os.getpid()]
@@ -44,11 +48,27 @@ class TelemetryProcess:
 
     def start(self) -> None:
         """Starts the child and returns at once: training need not wait for its imports."""
-        argv = [sys.executable, "-m", "profilers.telemetry.process", str(self.out_path), "--interval",
-                str(self.interval_s), "--parent", str(os.getpid()), *(f"--pid={p}" for p in self.root_pids)]
-        self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                      start_new_session=True)
-        OWN_PIDS.add(self._proc.pid)  # its memory and CPU are Stepwise's, not the run's (watchdog, peaks)
+        argv = [
+            sys.executable,
+            "-m",
+            "profilers.telemetry.process",
+            str(self.out_path),
+            "--interval",
+            str(self.interval_s),
+            "--parent",
+            str(os.getpid()),
+            *(f"--pid={p}" for p in self.root_pids),
+        ]
+        self._proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        OWN_PIDS.add(
+            self._proc.pid
+        )  # its memory and CPU are Stepwise's, not the run's (watchdog, peaks)
         self._reader = threading.Thread(target=self._read_first_line, daemon=True)
         self._reader.start()
 
@@ -69,7 +89,7 @@ class TelemetryProcess:
 
     @property
     def source(self) -> str:
-        """"nvml" or "host", as the child chose (host when it never said)."""
+        """ "nvml" or "host", as the child chose (host when it never said)."""
         return self._chosen().get("source", "host")
 
     @property
@@ -101,9 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out")
     ap.add_argument("--interval", type=float, default=0.1)
     ap.add_argument("--parent", type=int, required=True, help="stop when this process is gone")
-    ap.add_argument("--pid", type=int, action="append", default=[], help="a root process for host metrics")
+    ap.add_argument(
+        "--pid", type=int, action="append", default=[], help="a root process for host metrics"
+    )
     a = ap.parse_args(argv)
-    OWN_PIDS.add(os.getpid())  # this process is the watched process's child: its own rows must leave it out
+    OWN_PIDS.add(
+        os.getpid()
+    )  # this process is the watched process's child: its own rows must leave it out
     sampler = TelemetrySampler(a.out, interval_s=a.interval, root_pids=a.pid or [a.parent])
     print(json.dumps({"source": sampler.source, "note": sampler.note}), flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sampler.request_stop())

@@ -27,8 +27,13 @@ OWN_PIDS: set[int] = set()
 class Descendants:
     """All descendants of ``root``, re-discovered at most every ``refresh_s`` seconds."""
 
-    def __init__(self, root: psutil.Process, refresh_s: float = REFRESH_S,
-                 clock: Callable[[], float] = time.monotonic, with_children_s: float | None = None) -> None:
+    def __init__(
+        self,
+        root: psutil.Process,
+        refresh_s: float = REFRESH_S,
+        clock: Callable[[], float] = time.monotonic,
+        with_children_s: float | None = None,
+    ) -> None:
         self.root = root
         self.refresh_s = refresh_s
         # while the last walk found children, walk again this often: workers of short epochs come and go
@@ -45,7 +50,9 @@ class Descendants:
             self._walked_at = now
             self.walks += 1
             try:
-                self._children = [p for p in self.root.children(recursive=True) if p.pid not in OWN_PIDS]
+                self._children = [
+                    p for p in self.root.children(recursive=True) if p.pid not in OWN_PIDS
+                ]
             except psutil.Error:
                 self._children = []
         return list(self._children)

@@ -77,7 +77,9 @@ class NvmlReader:
             nvml = pynvml
         self._nvml = nvml
         nvml.nvmlInit()
-        self._handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(int(nvml.nvmlDeviceGetCount()))]
+        self._handles = [
+            nvml.nvmlDeviceGetHandleByIndex(i) for i in range(int(nvml.nvmlDeviceGetCount()))
+        ]
 
     def _try(self, fn: Any, *args: Any) -> Any:
         try:
@@ -92,17 +94,23 @@ class NvmlReader:
             util = self._try(n.nvmlDeviceGetUtilizationRates, h)
             mem = self._try(n.nvmlDeviceGetMemoryInfo, h)
             power = self._try(n.nvmlDeviceGetPowerUsage, h)  # milliwatts
-            rows.append({
-                "gpu": index,
-                "gpu_util_pct": None if util is None else float(util.gpu),
-                "mem_used_mb": None if mem is None else round(mem.used / MB, 1),
-                "mem_total_mb": None if mem is None else round(mem.total / MB, 1),
-                "power_w": None if power is None else power / 1000.0,
-                "sm_clock_mhz": self._try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
-                "temp_c": self._try(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
-                "pcie_tx_kbps": self._try(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES),
-                "pcie_rx_kbps": self._try(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES),
-            })
+            rows.append(
+                {
+                    "gpu": index,
+                    "gpu_util_pct": None if util is None else float(util.gpu),
+                    "mem_used_mb": None if mem is None else round(mem.used / MB, 1),
+                    "mem_total_mb": None if mem is None else round(mem.total / MB, 1),
+                    "power_w": None if power is None else power / 1000.0,
+                    "sm_clock_mhz": self._try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
+                    "temp_c": self._try(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
+                    "pcie_tx_kbps": self._try(
+                        n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES
+                    ),
+                    "pcie_rx_kbps": self._try(
+                        n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES
+                    ),
+                }
+            )
         return rows
 
     def close(self) -> None:
@@ -124,7 +132,9 @@ class FakeNvml:
     class NVMLError(Exception):
         pass
 
-    def __init__(self, gpus: int = 2, fail_init: bool = False, unsupported: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, gpus: int = 2, fail_init: bool = False, unsupported: tuple[str, ...] = ()
+    ) -> None:
         self.gpus, self.fail_init, self.unsupported = gpus, fail_init, set(unsupported)
         self.calls: dict[str, int] = {}
 
@@ -156,7 +166,9 @@ class FakeNvml:
 
     def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
         n = self._call("nvmlDeviceGetMemoryInfo")
-        return type("Mem", (), {"used": (1000 + n) * MB, "total": 16000 * MB, "free": (15000 - n) * MB})()
+        return type(
+            "Mem", (), {"used": (1000 + n) * MB, "total": 16000 * MB, "free": (15000 - n) * MB}
+        )()
 
     def nvmlDeviceGetPowerUsage(self, h: int) -> int:
         return 100_000 + self._call("nvmlDeviceGetPowerUsage")  # milliwatts
@@ -200,26 +212,40 @@ class HostReader:
     ``clock`` (default ``time.monotonic``) times those windows and the children refresh; tests pass a fake one.
     """
 
-    CHILDREN_REFRESH_S = 0.5  # the sampler runs outside the training process (the launcher's, or one of its own):
+    CHILDREN_REFRESH_S = (
+        0.5  # the sampler runs outside the training process (the launcher's, or one of its own):
+    )
     # a walk takes 1.3 ms with 62 processes (measured), 0.26% of a core at this rate
-    WITH_CHILDREN_REFRESH_S = 0.1  # while the tree has children: a tiny run's DataLoader workers live ~0.2 s
+    WITH_CHILDREN_REFRESH_S = (
+        0.1  # while the tree has children: a tiny run's DataLoader workers live ~0.2 s
+    )
     # each (an epoch of a few batches, then new workers); a worker never seen is counted when it is reaped
     USS_REFRESH_S = 1.0  # a child's USS reads its smaps: 3 ms for a process that imported torch (measured), so four
     # workers read every sample took 0.2-0.35 of a core from the run they watched; memory moves slower than that
     RATE_WINDOW_S = 0.25
 
-    def __init__(self, root_pids: Iterable[int], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, root_pids: Iterable[int], clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._clock = clock
         self._roots = [psutil.Process(pid) for pid in root_pids]
-        self._descendants = [Descendants(root, self.CHILDREN_REFRESH_S, clock, self.WITH_CHILDREN_REFRESH_S)
-                             for root in self._roots]
+        self._descendants = [
+            Descendants(root, self.CHILDREN_REFRESH_S, clock, self.WITH_CHILDREN_REFRESH_S)
+            for root in self._roots
+        ]
         self._rates = WindowedRates(self.RATE_WINDOW_S)
         self._cpu_count = psutil.cpu_count() or None
         self._affinity = _affinity(self._roots[0]) if self._roots else None
-        self._counted: dict[int, float] = {}  # each live child's CPU seconds so far, as its own rate counted them
-        self._seen_of_reaped = 0.0  # of exited children's CPU, what their own rates counted while they lived
+        self._counted: dict[
+            int, float
+        ] = {}  # each live child's CPU seconds so far, as its own rate counted them
+        self._seen_of_reaped = (
+            0.0  # of exited children's CPU, what their own rates counted while they lived
+        )
         self._uss: dict[int, tuple[float, float]] = {}  # a child's USS (bytes) and when it was read
-        self._me = psutil.Process()  # the sampler's own process: its CPU is Stepwise's, not another program's
+        self._me = (
+            psutil.Process()
+        )  # the sampler's own process: its CPU is Stepwise's, not another program's
 
     def _tree(self) -> list[tuple[psutil.Process, bool]]:
         out: list[tuple[psutil.Process, bool]] = []
@@ -244,14 +270,18 @@ class HostReader:
             if not is_root:
                 self._counted[proc.pid] = own
             io = _io(proc)
-            with contextlib.suppress(psutil.Error, AttributeError):  # a zombie (exited, not yet waited for)
+            with contextlib.suppress(
+                psutil.Error, AttributeError
+            ):  # a zombie (exited, not yet waited for)
                 rss += proc.memory_info().rss if is_root else self._child_uss(proc, at)
             if not is_root and not self._rates.knows(proc.pid):
                 self._seed_from_birth(proc, at)
             rates = self._rates.update(proc.pid, at, (own, *io))
             if rates is not None:
                 cpu, read, write = cpu + 100.0 * rates[0], read + rates[1], write + rates[2]
-        for pid in set(self._counted) - alive:  # exited and waited for: its parent's times now hold all of it
+        for pid in (
+            set(self._counted) - alive
+        ):  # exited and waited for: its parent's times now hold all of it
             self._seen_of_reaped += self._counted.pop(pid)
         late = self._rates.update(REAPED, self._clock(), (reaped - self._seen_of_reaped, 0.0, 0.0))
         if late is not None:
@@ -262,10 +292,20 @@ class HostReader:
         self._rates.forget_all_but(alive | {MONITOR})  # processes that exited
         self._uss = {pid: v for pid, v in self._uss.items() if pid in alive}
         system_pct = 100.0 * system[0] / system[1] if system is not None and system[1] > 0 else None
-        return [{"cpu_pct": round(cpu, 1), "monitor_cpu_pct": None if me is None else round(me, 1),
-                 "system_cpu_pct": None if system_pct is None else round(min(max(system_pct, 0.0), 100.0), 1),
-                 "cpu_count": self._cpu_count, "cpu_affinity": self._affinity, "rss_mb": round(rss / MB, 1),
-                 "read_mb_s": round(read / MB, 3), "write_mb_s": round(write / MB, 3)}]
+        return [
+            {
+                "cpu_pct": round(cpu, 1),
+                "monitor_cpu_pct": None if me is None else round(me, 1),
+                "system_cpu_pct": None
+                if system_pct is None
+                else round(min(max(system_pct, 0.0), 100.0), 1),
+                "cpu_count": self._cpu_count,
+                "cpu_affinity": self._affinity,
+                "rss_mb": round(rss / MB, 1),
+                "read_mb_s": round(read / MB, 3),
+                "write_mb_s": round(write / MB, 3),
+            }
+        ]
 
     def _child_uss(self, proc: psutil.Process, at: float) -> float:
         """The child's USS, read again at most every ``USS_REFRESH_S``."""
@@ -303,7 +343,9 @@ def _age_s(proc: psutil.Process) -> float | None:
     read as up to a second old and its CPU since birth as a seventh of what it was (measured)."""
     try:
         with open(f"/proc/{proc.pid}/stat", "rb") as fh:
-            started = int(fh.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime, after "pid (comm)"
+            started = int(
+                fh.read().rsplit(b")", 1)[1].split()[19]
+            )  # field 22, starttime, after "pid (comm)"
         with open("/proc/uptime", "rb") as fh:
             uptime = float(fh.read().split()[0])
         return uptime - started / os.sysconf("SC_CLK_TCK")
@@ -347,10 +389,14 @@ class WindowedRates:
     def update(self, key: Any, at: float, counters: tuple[float, ...]) -> tuple[float, ...] | None:
         history = self._history.setdefault(key, [])
         old = [h for h in history if at - h[0] >= self.window_s]
-        base = old[-1] if old else (history[0] if history and at - history[0][0] >= self.window_s / 5 else None)
+        base = (
+            old[-1]
+            if old
+            else (history[0] if history and at - history[0][0] >= self.window_s / 5 else None)
+        )
         history.append((at, counters))
         if old:  # readings older than the base are no longer needed
-            del history[:len(old) - 1]
+            del history[: len(old) - 1]
         if base is None:
             return None
         dt = at - base[0]
@@ -390,10 +436,16 @@ class TelemetrySampler(threading.Thread):
     :meth:`stop`; :meth:`run` can then be called in the test's own thread.
     """
 
-    def __init__(self, out_path: os.PathLike[str] | str, interval_s: float = 0.1, source: Any = None,
-                 root_pids: Iterable[int] | None = None, clock: Callable[[], float] = time.monotonic,
-                 wall_ns: Callable[[], int] = time.time_ns,
-                 sleep: Callable[[float], Any] | None = None) -> None:
+    def __init__(
+        self,
+        out_path: os.PathLike[str] | str,
+        interval_s: float = 0.1,
+        source: Any = None,
+        root_pids: Iterable[int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_ns: Callable[[], int] = time.time_ns,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> None:
         super().__init__(name="stepwise-telemetry", daemon=True)
         self.out_path = Path(out_path)
         self.interval_s = interval_s
@@ -402,7 +454,9 @@ class TelemetrySampler(threading.Thread):
         self._sleep: Callable[[float], Any] = self._stop_event.wait if sleep is None else sleep
         self._roots = list(root_pids) if root_pids is not None else [os.getpid()]
         self.reader: NvmlReader | HostReader
-        self.host: HostReader | None = None  # beside NVML: the host's side of a GPU run (its CPUs feed the GPU)
+        self.host: HostReader | None = (
+            None  # beside NVML: the host's side of a GPU run (its CPUs feed the GPU)
+        )
         if source is None or source == "nvml":
             ok, reason = probe_nvml()  # probes the real pynvml
             if ok:
@@ -413,12 +467,20 @@ class TelemetrySampler(threading.Thread):
                 self.source, self.reader = "host", HostReader(self._roots, clock)
                 self.note = f"NVML unavailable: {reason}; host telemetry via psutil"
         elif source == "host":
-            self.source, self.reader, self.note = "host", HostReader(self._roots, clock), "host telemetry via psutil"
+            self.source, self.reader, self.note = (
+                "host",
+                HostReader(self._roots, clock),
+                "host telemetry via psutil",
+            )
         else:
             ok, reason = probe_nvml(source)
             if not ok:
                 raise RuntimeError(f"NVML telemetry requested but unavailable: {reason}")
-            self.source, self.reader, self.note = "nvml", NvmlReader(source), f"{reason} (injected NVML module)"
+            self.source, self.reader, self.note = (
+                "nvml",
+                NvmlReader(source),
+                f"{reason} (injected NVML module)",
+            )
         if self.source == "nvml":
             self.host = HostReader(self._roots, clock)
             self.note += "; host CPU and memory via psutil alongside"
@@ -431,9 +493,16 @@ class TelemetrySampler(threading.Thread):
         rows = [(self.source, m) for m in self.reader.sample()]
         if self.host is not None:
             rows += [("host", m) for m in self.host.sample()]
-        self.last_rows = rows  # the newest sample, for a reader that acts on it (the runner's memory guard)
+        self.last_rows = (
+            rows  # the newest sample, for a reader that acts on it (the runner's memory guard)
+        )
         for source, metrics in rows:
-            line = {"t_unix_ns": t_ns, "t_trace_us": (t_ns - base) / 1000, "source": source, **metrics}
+            line = {
+                "t_unix_ns": t_ns,
+                "t_trace_us": (t_ns - base) / 1000,
+                "source": source,
+                **metrics,
+            }
             fh.write(orjson.dumps(line).decode() + "\n")
             self.samples_written += 1
         fh.flush()

@@ -46,7 +46,9 @@ class TelemetrySummary:
     gpu_mem_used_mb: float | None = None  # NVML, largest value of any GPU
     gpu_mem_total_mb: float | None = None
     power_w: float | None = None
-    cpu_affinity: int | None = None  # cores the run's process may run on (its CPU affinity), when recorded
+    cpu_affinity: int | None = (
+        None  # cores the run's process may run on (its CPU affinity), when recorded
+    )
     in_steps: bool = True  # False: no step was measured, so the samples are the whole recording's
 
     @property
@@ -103,17 +105,24 @@ class TelemetrySummary:
 
 def describe_telemetry(tel: dict[str, Any]) -> str:
     """One line of what a run's telemetry saw during its steady steps, from :meth:`TelemetrySummary.as_dict`."""
-    parts = [f"{tel['source'] or 'unknown'} at {tel['rate_hz']:.1f} Hz" if tel.get("rate_hz") else
-             f"{tel['source'] or 'unknown'}",
-             f"{tel['samples']} samples in steady steps" if tel.get("in_steps", True) else
-             f"{tel['samples']} samples over the whole run (no step was measured)"]
+    parts = [
+        f"{tel['source'] or 'unknown'} at {tel['rate_hz']:.1f} Hz"
+        if tel.get("rate_hz")
+        else f"{tel['source'] or 'unknown'}",
+        f"{tel['samples']} samples in steady steps"
+        if tel.get("in_steps", True)
+        else f"{tel['samples']} samples over the whole run (no step was measured)",
+    ]
     if tel.get("host_cpu_busy") is not None:
         cores = f"{tel['cpu_count']} host cores" if tel.get("cpu_count") else "host cores"
         own = tel.get("run_cpu_busy")
         # the whole host's busy share and the run's own share of its cores are two numbers: both named, so a
         # verdict quoting the run's own share never reads as a contradiction of this line
-        mine = f" (this run's processes {100 * own:.0f}% of its cores)" \
-            if own is not None and abs(own - tel["host_cpu_busy"]) >= 0.05 else ""
+        mine = (
+            f" (this run's processes {100 * own:.0f}% of its cores)"
+            if own is not None and abs(own - tel["host_cpu_busy"]) >= 0.05
+            else ""
+        )
         parts.append(f"{cores} {100 * tel['host_cpu_busy']:.0f}% busy{mine}")
     if tel.get("gpu_util_pct") is not None:
         parts.append(f"GPU utilisation {tel['gpu_util_pct']:.0f}%")
@@ -122,18 +131,28 @@ def describe_telemetry(tel: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def summarise_telemetry(telemetry: pd.DataFrame, steps: pd.DataFrame | None = None) -> TelemetrySummary | None:
+def summarise_telemetry(
+    telemetry: pd.DataFrame, steps: pd.DataFrame | None = None
+) -> TelemetrySummary | None:
     """Summary of ``telemetry`` (``store_io.telemetry_frame``) over the steady steps of ``steps``
     (``store_io.steps_frame``; without any step, over the whole recording: ``in_steps`` says
     which); ``None`` when the run recorded no telemetry."""
     if telemetry is None or telemetry.empty:
         return None
     t = pd.to_numeric(telemetry["t_unix_ns"], errors="coerce")
-    times = t.dropna().unique()  # NVML writes one row per GPU per sample, all with the sample's time
+    times = (
+        t.dropna().unique()
+    )  # NVML writes one row per GPU per sample, all with the sample's time
     span_s = (times.max() - times.min()) / 1e9 if len(times) >= 2 else 0.0
     rate = (len(times) - 1) / span_s if span_s > 0 else None
-    kept = telemetry[_in_steady_steps(t, steps)] if steps is not None and not steps.empty else telemetry
-    sources: list[str] = telemetry["source"].dropna().astype(str).unique().tolist() if "source" in telemetry else []
+    kept = (
+        telemetry[_in_steady_steps(t, steps)]
+        if steps is not None and not steps.empty
+        else telemetry
+    )
+    sources: list[str] = (
+        telemetry["source"].dropna().astype(str).unique().tolist() if "source" in telemetry else []
+    )
     return TelemetrySummary(
         source="+".join(sources) if len(sources) else None,  # "nvml+host" on a GPU run
         samples=int(kept["t_unix_ns"].nunique()),
@@ -159,7 +178,9 @@ def _in_steady_steps(t: pd.Series, steps: pd.DataFrame) -> np.ndarray:
     rows = steps[steps["rank"] == rank].sort_values("step")
     rows = rows.iloc[1:] if len(rows) > 1 else rows  # the first step carries lazy initialisation
     plain = rows[~rows["profiled"].astype(bool)]
-    rows = plain if len(plain) >= MIN_PLAIN_STEPS else rows  # a launched script profiles nearly every step
+    rows = (
+        plain if len(plain) >= MIN_PLAIN_STEPS else rows
+    )  # a launched script profiles nearly every step
     start = pd.to_numeric(rows["t_unix_ns"], errors="coerce")
     end = start + pd.to_numeric(rows["wall_ms"], errors="coerce") * 1e6
     ok = start.notna() & end.notna()
@@ -169,7 +190,9 @@ def _in_steady_steps(t: pd.Series, steps: pd.DataFrame) -> np.ndarray:
     order = np.argsort(starts)
     starts, ends = starts[order], ends[order]
     values = t.to_numpy(dtype="float64")
-    i = np.searchsorted(starts, values, side="right") - 1  # the last step that started before the sample
+    i = (
+        np.searchsorted(starts, values, side="right") - 1
+    )  # the last step that started before the sample
     inside = (i >= 0) & (values <= ends[np.clip(i, 0, None)])
     return inside & ~np.isnan(values)
 

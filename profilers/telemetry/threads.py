@@ -19,7 +19,9 @@ class ThreadUse:
     cpu_count: int | None = None
     affinity: int | None = None  # cores the process may run on
     loader_workers: int | None = None
-    env: Mapping[str, str] = field(default_factory=dict)  # OMP_NUM_THREADS / MKL_NUM_THREADS as the script had them
+    env: Mapping[str, str] = field(
+        default_factory=dict
+    )  # OMP_NUM_THREADS / MKL_NUM_THREADS as the script had them
 
     @property
     def demand(self) -> int:
@@ -33,10 +35,15 @@ def read_threads(injected: Any) -> ThreadUse | None:
     if not isinstance(rec, dict):
         return None
     try:
-        return ThreadUse(intra_op=int(rec["intra_op"]), local_processes=max(int(rec.get("local_processes") or 1), 1),
-                         inter_op=_int(rec.get("inter_op")), cpu_count=_int(rec.get("cpu_count")),
-                         affinity=_int(rec.get("affinity")), loader_workers=_int(rec.get("loader_workers")),
-                         env={str(k): str(v) for k, v in (rec.get("env") or {}).items()})
+        return ThreadUse(
+            intra_op=int(rec["intra_op"]),
+            local_processes=max(int(rec.get("local_processes") or 1), 1),
+            inter_op=_int(rec.get("inter_op")),
+            cpu_count=_int(rec.get("cpu_count")),
+            affinity=_int(rec.get("affinity")),
+            loader_workers=_int(rec.get("loader_workers")),
+            env={str(k): str(v) for k, v in (rec.get("env") or {}).items()},
+        )
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -54,15 +54,41 @@ from profilers.jobs.straggler import Straggler, StragglerCall, find_in_steps
 from profilers.trace.intervals import Intervals
 from profilers.trace.events import Trace
 
-CATEGORIES = ("gpu_compute", "gpu_memcpy", "gpu_memset", "communication", "dataloader", "host_runtime",
-              "optimizer", "backward", "forward", "other")  # column order of Breakdown.per_step
+CATEGORIES = (
+    "gpu_compute",
+    "gpu_memcpy",
+    "gpu_memset",
+    "communication",
+    "dataloader",
+    "host_runtime",
+    "optimizer",
+    "backward",
+    "forward",
+    "other",
+)  # column order of Breakdown.per_step
 #: (category it counts as, event set) in claiming order; ``other`` takes the rest.
-GPU_PRIORITY = (("gpu_compute", "gpu_compute"), ("gpu_memcpy", "gpu_memcpy"), ("gpu_memset", "gpu_memset"),
-                ("communication", "comm_kernel"), ("dataloader", "dataloader"), ("host_runtime", "host_runtime"),
-                ("optimizer", "optimizer"), ("backward", "backward"), ("forward", "forward"))
-CPU_PRIORITY = (("dataloader", "dataloader"), ("optimizer", "optimizer"), ("backward", "backward"),
-                ("forward", "forward"), ("communication", "comm_op"), ("dataloader", "phase_data"),
-                ("optimizer", "phase_optimizer"), ("backward", "phase_backward"), ("forward", "phase_forward"))
+GPU_PRIORITY = (
+    ("gpu_compute", "gpu_compute"),
+    ("gpu_memcpy", "gpu_memcpy"),
+    ("gpu_memset", "gpu_memset"),
+    ("communication", "comm_kernel"),
+    ("dataloader", "dataloader"),
+    ("host_runtime", "host_runtime"),
+    ("optimizer", "optimizer"),
+    ("backward", "backward"),
+    ("forward", "forward"),
+)
+CPU_PRIORITY = (
+    ("dataloader", "dataloader"),
+    ("optimizer", "optimizer"),
+    ("backward", "backward"),
+    ("forward", "forward"),
+    ("communication", "comm_op"),
+    ("dataloader", "phase_data"),
+    ("optimizer", "phase_optimizer"),
+    ("backward", "phase_backward"),
+    ("forward", "phase_forward"),
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +128,9 @@ class Breakdown:
     warnings: tuple[str, ...]
     compiled_spans: int = 0
     optimizers: tuple[str, ...] = ()
-    flops: TraceFlops | None = None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
+    flops: TraceFlops | None = (
+        None  # matmul/conv/attention FLOPs from record_shapes (profilers.efficiency.flops)
+    )
     python_idle: pd.DataFrame = field(default_factory=py_idle.empty)  # profilers.trace.python_idle
     world_size: int | None = None  # distributedInfo's, when the trace records it
 
@@ -110,7 +138,11 @@ class Breakdown:
     def gpu_arch(self) -> GpuArch | None:
         """The GPU's architecture read from its kernel names, for a GPU trace whose device name the peak table
         does not know ("GPU" when ``deviceProperties`` is missing): see :mod:`profilers.efficiency.arch`."""
-        if self.device != "gpu" or device_peak(self.device_name) is not None or not len(self.kernels):
+        if (
+            self.device != "gpu"
+            or device_peak(self.device_name) is not None
+            or not len(self.kernels)
+        ):
             return None
         if is_non_gpu(self.device_name):  # an MTIA's kernels name no GPU architecture
             return None
@@ -127,7 +159,11 @@ class Breakdown:
         if self.device_name not in ("GPU", "CPU"):
             return self.device_name
         arch = self.gpu_arch
-        return f"{arch.name} GPU (inferred from kernel names)" if arch is not None else self.device.upper()
+        return (
+            f"{arch.name} GPU (inferred from kernel names)"
+            if arch is not None
+            else self.device.upper()
+        )
 
     @property
     def total_step_ns(self) -> int:
@@ -173,14 +209,20 @@ class Breakdown:
         return self.straggler_call.straggler
 
 
-def event_sets(trace: Trace, rank: int, masks: dict[str, np.ndarray] | None = None) -> dict[str, Intervals]:
+def event_sets(
+    trace: Trace, rank: int, masks: dict[str, np.ndarray] | None = None
+) -> dict[str, Intervals]:
     """The time covered by each event set of :func:`breakdown_parts.category_masks` on one rank; the host work
     sets without their threads' time inside communication ops (:func:`breakdown_parts.host_work_sets`)."""
     ev = trace.events
     masks = parts.category_masks(ev) if masks is None else masks
     sel = ev["rank"].to_numpy() == rank
     starts, ends = ev["start_ns"].to_numpy(), ev["end_ns"].to_numpy()
-    sets = {key: Intervals.of(starts[sel & m], ends[sel & m]) for key, m in masks.items() if key not in parts.HOST_WORK}
+    sets = {
+        key: Intervals.of(starts[sel & m], ends[sel & m])
+        for key, m in masks.items()
+        if key not in parts.HOST_WORK
+    }
     out = {**sets, **parts.host_work_sets(ev, sel, masks)}
     if "closure" in out and len(out["closure"]):
         # forward and backward run inside optimizer.step(closure): the optimizer keeps only its own update; the
@@ -207,7 +249,9 @@ def claimed_by_category(trace: Trace, rank: int) -> dict[str, Intervals]:
     steps = trace.steps[trace.steps["rank"] == rank]
     in_steps = Intervals.of(steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
     claims = claim(event_sets(trace, rank), rank in parts.gpu_ranks(trace.events))
-    out = {cat: (claims[cat] & in_steps) if cat in claims else Intervals.empty() for cat in CATEGORIES}
+    out = {
+        cat: (claims[cat] & in_steps) if cat in claims else Intervals.empty() for cat in CATEGORIES
+    }
     taken = Intervals.empty()
     for piece in claims.values():
         taken = taken | piece
@@ -234,12 +278,20 @@ def breakdown(trace: Trace) -> Breakdown:
         out = steps[["rank", "step", "start_ns", "end_ns"]].reset_index(drop=True)
         out["step_ns"] = hi - lo
         for cat in CATEGORIES:
-            out[cat] = claims[cat].covered_in(lo, hi) if cat in claims else np.zeros(len(out), dtype=np.int64)
+            out[cat] = (
+                claims[cat].covered_in(lo, hi)
+                if cat in claims
+                else np.zeros(len(out), dtype=np.int64)
+            )
         out["other"] = out["step_ns"] - out[list(CATEGORIES[:-1])].sum(axis=1)
         device_busy = sets["gpu_compute"] | sets["gpu_memcpy"] | sets["gpu_memset"]
         comm = sets["comm_kernel"] if on_gpu else sets["comm_op"]
         # On a CPU the work a collective can hide under is the host work sets, which never hold a collective.
-        work = device_busy if on_gpu else sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
+        work = (
+            device_busy
+            if on_gpu
+            else sets["dataloader"] | sets["optimizer"] | sets["backward"] | sets["forward"]
+        )
         busy_ns += int((device_busy | sets["comm_kernel"]).covered_in(lo, hi).sum())
         if on_gpu and python_rows.any():
             idle = Intervals.of(lo, hi) - (device_busy | sets["comm_kernel"])
@@ -284,5 +336,13 @@ def _empty_steps() -> pd.DataFrame:
     return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in cols})
 
 
-__all__ = ["Breakdown", "breakdown", "claim", "claimed_by_category", "event_sets", "CATEGORIES", "GPU_PRIORITY",
-           "CPU_PRIORITY"]
+__all__ = [
+    "Breakdown",
+    "breakdown",
+    "claim",
+    "claimed_by_category",
+    "event_sets",
+    "CATEGORIES",
+    "GPU_PRIORITY",
+    "CPU_PRIORITY",
+]

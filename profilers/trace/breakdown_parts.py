@@ -88,7 +88,9 @@ def category_masks(ev: pd.DataFrame) -> dict[str, np.ndarray]:
     }
 
 
-def host_work_sets(ev: pd.DataFrame, sel: np.ndarray, masks: dict[str, np.ndarray]) -> dict[str, Intervals]:
+def host_work_sets(
+    ev: pd.DataFrame, sel: np.ndarray, masks: dict[str, np.ndarray]
+) -> dict[str, Intervals]:
     """The ``HOST_WORK`` sets of the rows ``sel``, without the time their own thread (pid, tid) spends inside a
     communication op: a ``c10d::barrier`` or an all-reduce waited on inside ``Optimizer.step`` or a backward op
     is communication, not work; a collective on another thread stays hidden under this thread's work."""
@@ -96,7 +98,9 @@ def host_work_sets(ev: pd.DataFrame, sel: np.ndarray, masks: dict[str, np.ndarra
     starts, ends = ev["start_ns"].to_numpy()[rows], ev["end_ns"].to_numpy()[rows]
     comm = masks["comm_op"][rows]
     if not comm.any():
-        return {key: Intervals.of(starts[masks[key][rows]], ends[masks[key][rows]]) for key in HOST_WORK}
+        return {
+            key: Intervals.of(starts[masks[key][rows]], ends[masks[key][rows]]) for key in HOST_WORK
+        }
     thread = _thread_ids(ev["pid"].to_numpy()[rows], ev["tid"].cat.codes.to_numpy()[rows])
     comm_threads = np.unique(thread[comm])
     on_thread = {int(t): thread == t for t in comm_threads}
@@ -121,7 +125,9 @@ def _thread_ids(pid: np.ndarray, tid_code: np.ndarray) -> np.ndarray:
     """A dense id per distinct (pid, tid) pair, from integer arrays (a pandas MultiIndex factorize of the same
     pairs took 0.27 s of a 0.52 s breakdown on 0.4 M host events)."""
     pid_code, _ = pd.factorize(pid)
-    key = pid_code.astype(np.int64) * (int(tid_code.max(initial=0)) + 2) + (tid_code.astype(np.int64) + 1)
+    key = pid_code.astype(np.int64) * (int(tid_code.max(initial=0)) + 2) + (
+        tid_code.astype(np.int64) + 1
+    )
     return pd.factorize(key)[0]
 
 
@@ -139,7 +145,9 @@ def optimizer_classes(ev: pd.DataFrame, in_step: np.ndarray) -> tuple[str, ...]:
 
 def optimizer_counts(ev: pd.DataFrame, in_step: np.ndarray) -> list[tuple[str, int]]:
     """``(class, spans)`` of :func:`optimizer_classes`, most frequent first (what a many-rank reduce adds up)."""
-    spans = ev.loc[_kind(ev, "user_annotation", "cpu_op") & in_step & _by_name(ev, kc.OPTIMIZER_STEP), "name"]
+    spans = ev.loc[
+        _kind(ev, "user_annotation", "cpu_op") & in_step & _by_name(ev, kc.OPTIMIZER_STEP), "name"
+    ]
     if spans.empty:
         return []
     names = spans.astype(str).str.extract(kc.OPTIMIZER_STEP, expand=False).dropna()
@@ -149,14 +157,17 @@ def optimizer_counts(ev: pd.DataFrame, in_step: np.ndarray) -> list[tuple[str, i
 def kernel_table(ev: pd.DataFrame, in_step: np.ndarray) -> pd.DataFrame:
     sel = _kind(ev, "kernel") & in_step
     if not sel.any():
-        return pd.DataFrame(columns=["name", "kclass", "count", "total_ns", "mean_us", "low_precision"])
+        return pd.DataFrame(
+            columns=["name", "kclass", "count", "total_ns", "mean_us", "low_precision"]
+        )
     g = _name_totals(ev, sel)
     names = g["name"]
     g["kclass"] = [kc.classify_kernel(n) for n in names]
     g["low_precision"] = [bool(kc.LOW_PRECISION_KERNEL.search(n)) for n in names]
     g["mean_us"] = g["total_ns"] / g["count"] / 1e3
     return g.sort_values("total_ns", ascending=False, ignore_index=True)[
-        ["name", "kclass", "count", "total_ns", "mean_us", "low_precision"]]
+        ["name", "kclass", "count", "total_ns", "mean_us", "low_precision"]
+    ]
 
 
 def _name_totals(ev: pd.DataFrame, sel: np.ndarray) -> pd.DataFrame:
@@ -169,11 +180,13 @@ def _name_totals(ev: pd.DataFrame, sel: np.ndarray) -> pd.DataFrame:
     codes, durs = codes[order], durs[order]
     starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
     categories = ev["name"].cat.categories
-    return pd.DataFrame({
-        "name": [str(categories[c]) for c in codes[starts]],
-        "count": np.diff(np.append(starts, codes.size)).astype(np.int64),
-        "total_ns": np.add.reduceat(durs.astype(np.int64, copy=False), starts),
-    })
+    return pd.DataFrame(
+        {
+            "name": [str(categories[c]) for c in codes[starts]],
+            "count": np.diff(np.append(starts, codes.size)).astype(np.int64),
+            "total_ns": np.add.reduceat(durs.astype(np.int64, copy=False), starts),
+        }
+    )
 
 
 def kernel_class_ns(ev: pd.DataFrame, kernels: pd.DataFrame, in_step: np.ndarray) -> dict[str, int]:
@@ -235,9 +248,14 @@ def sync_counts(ev: pd.DataFrame, in_step: np.ndarray, n_rows: int) -> SyncCount
     # .item() shows up as both aten::item and its child _local_scalar_dense: count the child only when present.
     n_item = float((item & _by_name(ev, _SCALAR_DENSE)).sum()) or float(item.sum())
     return SyncCounts(
-        stream_sync=counts["stream_sync"], device_sync=counts["device_sync"], event_sync=counts["event_sync"],
-        item=n_item / n_rows, malloc_free=counts["malloc_free"],
-        pageable_copy_ns=int(ev.loc[pageable, "dur_ns"].sum()), pinned_copy_ns=int(ev.loc[pinned, "dur_ns"].sum()))
+        stream_sync=counts["stream_sync"],
+        device_sync=counts["device_sync"],
+        event_sync=counts["event_sync"],
+        item=n_item / n_rows,
+        malloc_free=counts["malloc_free"],
+        pageable_copy_ns=int(ev.loc[pageable, "dur_ns"].sum()),
+        pinned_copy_ns=int(ev.loc[pinned, "dur_ns"].sum()),
+    )
 
 
 @dataclass(frozen=True)
@@ -310,14 +328,20 @@ def cpu_matmul(ev: pd.DataFrame, in_step: np.ndarray) -> CpuMatmul:
     # The precision of each distinct input type once, then per row by its code.
     types = [str(t).lower() for t in ev["dtype"].cat.categories]
     codes = ev["dtype"].cat.codes.to_numpy()[rows]
-    low = np.array([bool(_LOW_PRECISION_TYPE.search(t)) for t in types] + [False], dtype=bool)[codes]
+    low = np.array([bool(_LOW_PRECISION_TYPE.search(t)) for t in types] + [False], dtype=bool)[
+        codes
+    ]
     fp32 = np.array([t in ("float", "c10::float") for t in types] + [False], dtype=bool)[codes]
-    return CpuMatmul(int(durs.sum()), int(durs[fp32].sum()), int(durs[low].sum()), int(durs[~low & ~fp32].sum()))
+    return CpuMatmul(
+        int(durs.sum()), int(durs[fp32].sum()), int(durs[low].sum()), int(durs[~low & ~fp32].sum())
+    )
 
 
 # The leaf matmul/conv ops (what linear, matmul and conv call), and the input types that are reduced precision.
-_MATMUL_LEAF = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|mkldnn_convolution|convolution_overrideable|_convolution|"
-                          r"addmv|mv)\Z")
+_MATMUL_LEAF = re.compile(
+    r"^aten::(mm|addmm|bmm|baddbmm|mkldnn_convolution|convolution_overrideable|_convolution|"
+    r"addmv|mv)\Z"
+)
 _LOW_PRECISION_TYPE = re.compile(r"bfloat16|half|float16")
 
 
@@ -330,9 +354,11 @@ def rank_table(per_step: pd.DataFrame) -> pd.DataFrame:
     if per_step.empty:
         return pd.DataFrame(columns=RANK_COLUMNS)
     g = per_step.assign(work=per_step["step_ns"] - per_step["communication"]).groupby("rank")
-    return pd.DataFrame({
-        "steps": g.size(),
-        "step_ms": g["step_ns"].median() / 1e6,
-        "work_ms": g["work"].median() / 1e6,
-        "exposed_comm_ms": g["communication"].median() / 1e6,
-    }).reset_index()
+    return pd.DataFrame(
+        {
+            "steps": g.size(),
+            "step_ms": g["step_ns"].median() / 1e6,
+            "work_ms": g["work"].median() / 1e6,
+            "exposed_comm_ms": g["communication"].median() / 1e6,
+        }
+    ).reset_index()

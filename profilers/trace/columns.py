@@ -21,28 +21,34 @@ class RankColumns:
     events: pd.DataFrame
     memory: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
-    shortened: int = 0  # distinct event names longer than raw_columns.MAX_NAME_CHARS, kept shortened
+    shortened: int = (
+        0  # distinct event names longer than raw_columns.MAX_NAME_CHARS, kept shortened
+    )
     processes: tuple[str, ...] = ()  # the metadata events' process names and labels
 
 
 def rank_columns(parts: list[RawColumns]) -> RankColumns:
     """One rank's frames from its chunks' raw columns (in file order), wherever they were read."""
     raw = merge(parts)
-    events = pd.DataFrame({
-        "kind": pd.Categorical.from_codes(raw.kind, categories=pd.Index(KINDS)),
-        "name": _categorical(raw.name.codes, raw.name.uniques),
-        "start_ns": raw.start_ns,
-        "dur_ns": raw.dur_ns,
-        "end_ns": raw.start_ns + raw.dur_ns,
-        "pid": raw.pid,
-        "tid": _categorical(raw.tid.codes, raw.tid.uniques),
-        "device": raw.device,
-        "stream": raw.stream,
-        "correlation": raw.correlation,
-        "dtype": _categorical(raw.dtype.codes, raw.dtype.uniques),
-        "shapes": _categorical(raw.shapes.codes, raw.shapes.uniques),
-    })
-    return RankColumns(events, pd.DataFrame(raw.memory), dict(raw.dropped), len(raw.shortened), raw.processes)
+    events = pd.DataFrame(
+        {
+            "kind": pd.Categorical.from_codes(raw.kind, categories=pd.Index(KINDS)),
+            "name": _categorical(raw.name.codes, raw.name.uniques),
+            "start_ns": raw.start_ns,
+            "dur_ns": raw.dur_ns,
+            "end_ns": raw.start_ns + raw.dur_ns,
+            "pid": raw.pid,
+            "tid": _categorical(raw.tid.codes, raw.tid.uniques),
+            "device": raw.device,
+            "stream": raw.stream,
+            "correlation": raw.correlation,
+            "dtype": _categorical(raw.dtype.codes, raw.dtype.uniques),
+            "shapes": _categorical(raw.shapes.codes, raw.shapes.uniques),
+        }
+    )
+    return RankColumns(
+        events, pd.DataFrame(raw.memory), dict(raw.dropped), len(raw.shortened), raw.processes
+    )
 
 
 def _categorical(codes: Any, uniques: list[Any]) -> pd.Categorical:

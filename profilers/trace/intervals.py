@@ -37,7 +37,9 @@ class Intervals:
         return int((self.ends - self.starts).sum())
 
     def __or__(self, other: "Intervals") -> "Intervals":
-        return union(np.concatenate([self.starts, other.starts]), np.concatenate([self.ends, other.ends]))
+        return union(
+            np.concatenate([self.starts, other.starts]), np.concatenate([self.ends, other.ends])
+        )
 
     def __and__(self, other: "Intervals") -> "Intervals":
         return _combine(self, other, keep="both")
@@ -60,7 +62,9 @@ class Intervals:
             return np.zeros(x.shape, dtype=np.int64)
         lengths = self.ends - self.starts
         before = np.concatenate([[0], np.cumsum(lengths)])  # before[i]: length of pieces 0..i-1
-        idx = np.searchsorted(self.starts, x, side="right") - 1  # last piece starting at or before x
+        idx = (
+            np.searchsorted(self.starts, x, side="right") - 1
+        )  # last piece starting at or before x
         safe = np.clip(idx, 0, None)
         partial = np.minimum(x, self.ends[safe]) - self.starts[safe]
         return np.where(idx >= 0, before[safe] + partial, 0)
@@ -102,7 +106,9 @@ def _gaps(b: Intervals) -> Intervals:
     """Everything on the axis that ``b`` does not cover (its normal form: the pieces between b's pieces)."""
     starts = np.concatenate(([_LOWEST], b.ends))
     ends = np.concatenate((b.starts, [_HIGHEST]))
-    keep = ends > starts  # only the outer ones can be empty (b starting at the axis' lowest point, say)
+    keep = (
+        ends > starts
+    )  # only the outer ones can be empty (b starting at the axis' lowest point, say)
     return Intervals(starts[keep], ends[keep])
 
 

@@ -105,7 +105,9 @@ def whole(data: bytes, label: str, notes: list[str]) -> ParsedDocument:
     if isinstance(doc, list):
         return ParsedDocument({}, iter([doc]), notes)
     if not isinstance(doc, dict):
-        raise TraceError(f"{label}: valid JSON but not a trace (a {type(doc).__name__}, not an object)")
+        raise TraceError(
+            f"{label}: valid JSON but not a trace (a {type(doc).__name__}, not an object)"
+        )
     if "traceEvents" not in doc:
         raise TraceError(f"{label}: valid JSON but not a trace (no 'traceEvents' key)")
     events = doc.pop("traceEvents")
@@ -154,7 +156,9 @@ def separator(buf: bytes) -> bytes | None:
     return b"},\n" + buf[line_start + 1 : first] + b"{"
 
 
-def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any], notes: list[str]) -> Iterator[list[Any]]:
+def _chunks(
+    buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any], notes: list[str]
+) -> Iterator[list[Any]]:
     """Yield lists of events; fills ``top`` with the fields that follow the array (e.g. traceName).
 
     Pieces are whole events of at most ``CHUNK_BYTES`` (one event longer than that is a piece of its own), and
@@ -170,7 +174,9 @@ def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any], notes
         if eof and len(buf) <= CHUNK_BYTES:
             break
         cut_events, rest = _cut(buf, sep, CHUNK_BYTES)
-        if cut_events is None:  # an event longer than a chunk: the longest prefix of whole events there is
+        if (
+            cut_events is None
+        ):  # an event longer than a chunk: the longest prefix of whole events there is
             cut_events, rest = _cut(buf, sep, len(buf))
         if cut_events is not None:
             yield cut_events
@@ -178,7 +184,9 @@ def _chunks(buf: bytes, stream: BinaryIO, label: str, top: dict[str, Any], notes
         elif eof:
             break
         elif len(buf) > MAX_EVENT_BYTES:
-            raise TraceError(f"{label}: no event boundary in {MAX_EVENT_BYTES // 1024**2} MiB; not a Kineto trace")
+            raise TraceError(
+                f"{label}: no event boundary in {MAX_EVENT_BYTES // 1024**2} MiB; not a Kineto trace"
+            )
         else:
             need_more = True
     events, tail = finish(buf, label, notes)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 #: Normalised event kinds. Host side first, then device side.
 KINDS = (
-    "cpu_op",           # aten / framework operators (Kineto "cpu_op", old "Operator")
+    "cpu_op",  # aten / framework operators (Kineto "cpu_op", old "Operator")
     "user_annotation",  # record_function ranges (incl. ProfilerStep#N)
     "python_function",  # Python stack events (with_stack=True)
-    "runtime",          # CUDA/HIP runtime and driver API calls ("cuda_runtime", "cuda_driver", "Runtime")
-    "kernel",           # GPU kernels
-    "memcpy",           # GPU memory copies
-    "memset",           # GPU memory sets
-    "gpu_annotation",   # record_function ranges mirrored on the GPU timeline
-    "other",            # anything else with a duration
+    "runtime",  # CUDA/HIP runtime and driver API calls ("cuda_runtime", "cuda_driver", "Runtime")
+    "kernel",  # GPU kernels
+    "memcpy",  # GPU memory copies
+    "memset",  # GPU memory sets
+    "gpu_annotation",  # record_function ranges mirrored on the GPU timeline
+    "other",  # anything else with a duration
 )
 GPU_KINDS = frozenset({"kernel", "memcpy", "memset", "gpu_annotation"})
 

@@ -37,8 +37,9 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     return load_trace_files(files, str(path), take_primed(path, files))
 
 
-def load_trace_files(files: list[TraceFile], source: str, reader: ParallelReader | None = None,
-                     first_order: int = 0) -> Trace:
+def load_trace_files(
+    files: list[TraceFile], source: str, reader: ParallelReader | None = None, first_order: int = 0
+) -> Trace:
     """Load the given rank files (each one openable Kineto JSON document, gzipped or not) as one trace.
 
     The entry point for a container :func:`~profilers.trace.sources.find_trace_files` does not know: a reader
@@ -52,13 +53,17 @@ def load_trace_files(files: list[TraceFile], source: str, reader: ParallelReader
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(read_documents(files) if reader is None else reader.documents(), source, first_order)
+        return _load(
+            read_documents(files) if reader is None else reader.documents(), source, first_order
+        )
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first_order: int = 0) -> Trace:
+def _load(
+    documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first_order: int = 0
+) -> Trace:
     frames: list[pd.DataFrame] = []
     memories: list[pd.DataFrame] = []
     warnings: list[str] = []
@@ -74,10 +79,14 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first
             detail = ", ".join(f"{n} {why}" for why, n in cols.dropped.items())
             warnings.append(f"{f.name}: dropped broken events ({detail})")
         if cols.shortened:
-            warnings.append(f"{f.name}: {cols.shortened} event name(s) longer than {MAX_NAME_CHARS // 1024} kB "
-                            "kept shortened to their start")
+            warnings.append(
+                f"{f.name}: {cols.shortened} event name(s) longer than {MAX_NAME_CHARS // 1024} kB "
+                "kept shortened to their start"
+            )
         if cols.events.empty:
-            raise TraceError(f"{f.name}: no usable trace events (complete 'X' events with ts and dur)")
+            raise TraceError(
+                f"{f.name}: no usable trace events (complete 'X' events with ts and dur)"
+            )
         info = raw if isinstance(raw := doc.top.get("distributedInfo"), dict) else {}
         rank = _rank(info, f.rank_hint, order, used_ranks, f.name, warnings)
         used_ranks.add(rank)
@@ -94,7 +103,9 @@ def _load(documents: Iterator[tuple[TraceFile, RawDocument]], source: str, first
     return Trace(
         events=events,
         steps=steps,
-        memory=_totals_from_changes(pd.concat(memories, ignore_index=True), warnings) if memories else pd.DataFrame(),
+        memory=_totals_from_changes(pd.concat(memories, ignore_index=True), warnings)
+        if memories
+        else pd.DataFrame(),
         ranks=tuple(sorted(used_ranks)),
         devices=tuple(devices[k] for k in sorted(devices)),
         world_size=world_size,
@@ -113,7 +124,9 @@ def _totals_from_changes(memory: pd.DataFrame, warnings: list[str]) -> pd.DataFr
     if memory.empty or "bytes" not in memory:
         return memory
     keys = ["rank", "device_type", "device_id"]
-    has_totals = (memory["total_allocated"] != 0).groupby([memory[k] for k in keys]).transform("any")
+    has_totals = (
+        (memory["total_allocated"] != 0).groupby([memory[k] for k in keys]).transform("any")
+    )
     changes = (memory["bytes"] != 0).groupby([memory[k] for k in keys]).transform("any")
     rebuild = (~has_totals & changes).to_numpy()
     if not rebuild.any():
@@ -124,19 +137,25 @@ def _totals_from_changes(memory: pd.DataFrame, warnings: list[str]) -> pd.DataFr
     for _, idx in sub[rebuild[order]].groupby(keys, sort=False).groups.items():
         level = memory.loc[idx, "bytes"].cumsum().to_numpy()
         total[memory.index.get_indexer(idx)] = level - min(int(level.min()), 0)
-    warnings.append("the trace's [memory] events record byte changes, not totals: memory over time adds the "
-                    "changes up from the trace's start (a lower bound: what was allocated before is not known)")
+    warnings.append(
+        "the trace's [memory] events record byte changes, not totals: memory over time adds the "
+        "changes up from the trace's start (a lower bound: what was allocated before is not known)"
+    )
     return memory.assign(total_allocated=total.astype(np.int64))
 
 
 def _int_or_none(v: Any) -> int | None:
     """An integer field of the trace's header, or None when it is not a number an int64 holds."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not -(2**63) <= v <= _INT64_MAX:  # NaN fails too
+    if (
+        not isinstance(v, (int, float)) or isinstance(v, bool) or not -(2**63) <= v <= _INT64_MAX
+    ):  # NaN fails too
         return None
     return int(v)
 
 
-def _rank(info: dict, hint: int | None, order: int, used: set[int], name: str, warnings: list[str]) -> int:
+def _rank(
+    info: dict, hint: int | None, order: int, used: set[int], name: str, warnings: list[str]
+) -> int:
     for candidate in (_int_or_none(info.get("rank")), hint):
         if candidate is not None and 0 <= candidate <= _MAX_RANK and candidate not in used:
             return candidate
@@ -144,7 +163,9 @@ def _rank(info: dict, hint: int | None, order: int, used: set[int], name: str, w
     while fallback in used:
         fallback += 1
     if _int_or_none(info.get("rank")) is not None or hint is not None:
-        warnings.append(f"{name}: its rank is negative, beyond int32 or taken by another file; read as rank {fallback}")
+        warnings.append(
+            f"{name}: its rank is negative, beyond int32 or taken by another file; read as rank {fallback}"
+        )
     return fallback
 
 
@@ -154,7 +175,9 @@ def _devices(top: dict[str, Any]) -> list[DeviceInfo]:
     for i, p in enumerate(props if isinstance(props, list) else []):
         if isinstance(p, dict):
             mem = _int_or_none(p.get("totalGlobalMem"))
-            out.append(DeviceInfo(_int_or_none(p.get("id")) or i, str(p.get("name", f"GPU {i}")), mem))
+            out.append(
+                DeviceInfo(_int_or_none(p.get("id")) or i, str(p.get("name", f"GPU {i}")), mem)
+            )
     return out
 
 
@@ -165,7 +188,9 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def _steps(events: pd.DataFrame, warnings: list[str]) -> tuple[pd.DataFrame, bool]:
     names = events["name"].cat.categories
-    step_ids = {code: _step_id(m.group(1)) for code, n in enumerate(names) if (m := _STEP.fullmatch(str(n)))}
+    step_ids = {
+        code: _step_id(m.group(1)) for code, n in enumerate(names) if (m := _STEP.fullmatch(str(n)))
+    }
     host = events["kind"].isin(_HOST_STEP_KINDS).to_numpy()
     codes = events["name"].cat.codes.to_numpy()
     is_step = host & np.isin(codes, list(step_ids)) if step_ids else np.zeros(len(events), bool)
@@ -174,9 +199,13 @@ def _steps(events: pd.DataFrame, warnings: list[str]) -> tuple[pd.DataFrame, boo
     if marked.empty:
         return _step_frame(_unmarked_window(events, warnings)), True
     before = len(marked)
-    marked = marked.sort_values(["rank", "start_ns"]).drop_duplicates(["rank", "step"], keep="first")
+    marked = marked.sort_values(["rank", "start_ns"]).drop_duplicates(
+        ["rank", "step"], keep="first"
+    )
     if len(marked) < before:
-        warnings.append(f"{before - len(marked)} duplicate ProfilerStep ids on a rank: the first of each is kept")
+        warnings.append(
+            f"{before - len(marked)} duplicate ProfilerStep ids on a rank: the first of each is kept"
+        )
     return _step_frame(marked), False
 
 
@@ -184,22 +213,35 @@ def _unmarked_window(events: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
     """One step per rank for a trace without markers: on a rank with device activity, from its first kernel,
     copy or set to its last (the host start-up before the first kernel is not a step: read as one it made
     the step look host-bound); on a host-only rank, the whole window."""
-    win = events.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max")).reset_index()
+    win = (
+        events.groupby("rank")
+        .agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
+        .reset_index()
+    )
     device = events[events["kind"].isin(["kernel", "memcpy", "memset"])]
     lead = 0
     if len(device):
         active = device.groupby("rank").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
         on = win["rank"].isin(active.index)
-        lead = int((active.loc[win.loc[on, "rank"], "start_ns"].to_numpy() - win.loc[on, "start_ns"].to_numpy()).max())
+        lead = int(
+            (
+                active.loc[win.loc[on, "rank"], "start_ns"].to_numpy()
+                - win.loc[on, "start_ns"].to_numpy()
+            ).max()
+        )
         win.loc[on, "start_ns"] = active.loc[win.loc[on, "rank"], "start_ns"].to_numpy()
         win.loc[on, "end_ns"] = active.loc[win.loc[on, "rank"], "end_ns"].to_numpy()
     win["step"] = 0
     if len(device):
-        warnings.append("no ProfilerStep#N markers: each rank's device-active window (its first to its last GPU "
-                        "activity) is analysed as one step; the host time before the first kernel "
-                        f"(up to {lead / 1e6:.1f} ms, start-up) is left out")
+        warnings.append(
+            "no ProfilerStep#N markers: each rank's device-active window (its first to its last GPU "
+            "activity) is analysed as one step; the host time before the first kernel "
+            f"(up to {lead / 1e6:.1f} ms, start-up) is left out"
+        )
     else:
-        warnings.append("no ProfilerStep#N markers: each rank's whole trace window is treated as one step")
+        warnings.append(
+            "no ProfilerStep#N markers: each rank's whole trace window is treated as one step"
+        )
     return win
 
 
@@ -207,13 +249,16 @@ def _step_id(digits: str) -> int:
     """The exact N of ``ProfilerStep#N``; an N no int64 holds is not a step counter but a corrupt trace."""
     if len(digits) > 19 or int(digits) > _INT64_MAX:
         shown = digits if len(digits) <= 24 else digits[:24] + "..."
-        raise TraceError(f"ProfilerStep#{shown}: the step id does not fit in 64 bits; not a real step marker")
+        raise TraceError(
+            f"ProfilerStep#{shown}: the step id does not fit in 64 bits; not a real step marker"
+        )
     return int(digits)
 
 
 def _step_frame(df: pd.DataFrame) -> pd.DataFrame:
     out = df[["rank", "step", "start_ns", "end_ns"]].astype(
-        {"rank": np.int32, "step": np.int64, "start_ns": np.int64, "end_ns": np.int64})
+        {"rank": np.int32, "step": np.int64, "start_ns": np.int64, "end_ns": np.int64}
+    )
     return out.sort_values(["rank", "start_ns"], ignore_index=True)
 
 
@@ -231,7 +276,9 @@ def _assign_steps(events: pd.DataFrame, steps: pd.DataFrame) -> np.ndarray:
     kinds = events["kind"].cat.codes.to_numpy()
     corr = events["correlation"].to_numpy()
     runtime = (kinds == KINDS.index("runtime")) & (corr >= 0)
-    device_side = np.isin(kinds, [KINDS.index(k) for k in ("kernel", "memcpy", "memset")]) & (corr >= 0)
+    device_side = np.isin(kinds, [KINDS.index(k) for k in ("kernel", "memcpy", "memset")]) & (
+        corr >= 0
+    )
     if runtime.any() and device_side.any():
         # Per rank, each device event takes the step of the first launch with its correlation id: integer keys
         # throughout (sorted unique ids and a search), so ids beyond 2**53 stay distinct.
@@ -239,7 +286,9 @@ def _assign_steps(events: pd.DataFrame, steps: pd.DataFrame) -> np.ndarray:
             launch_rows = np.flatnonzero(runtime & (rank == r))
             if not launch_rows.size:
                 continue
-            ids, first = np.unique(corr[launch_rows], return_index=True)  # first: each id's first launch
+            ids, first = np.unique(
+                corr[launch_rows], return_index=True
+            )  # first: each id's first launch
             rows = np.flatnonzero(device_side & (rank == r))
             pos = np.minimum(np.searchsorted(ids, corr[rows]), ids.size - 1)
             has = ids[pos] == corr[rows]

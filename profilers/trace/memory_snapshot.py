@@ -21,12 +21,18 @@ from profilers.errors import TraceError
 MAX_SNAPSHOT_BYTES = 512 * 1024**2
 GIB = 1024**3  # snapshots are reported in GiB everywhere (CLI, rules, dashboard, reports)
 PICKLE_MAGIC = b"\x80"
-SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".pt")  # what torch.cuda.memory._dump_snapshot files are called (or no suffix)
+SNAPSHOT_SUFFIXES = (
+    ".pickle",
+    ".pkl",
+    ".pt",
+)  # what torch.cuda.memory._dump_snapshot files are called (or no suffix)
 
 
 class _NoClassesUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"refused to load {module}.{name}: snapshots never need classes")
+        raise pickle.UnpicklingError(
+            f"refused to load {module}.{name}: snapshots never need classes"
+        )
 
 
 @dataclass(frozen=True)
@@ -78,16 +84,28 @@ def read_snapshot_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
     size = p.stat().st_size
     if size > MAX_SNAPSHOT_BYTES:
-        raise TraceError(f"{p.name}: {size // 1024**2} MiB; memory snapshots over "
-                         f"{MAX_SNAPSHOT_BYTES // 1024**2} MiB are not read")
+        raise TraceError(
+            f"{p.name}: {size // 1024**2} MiB; memory snapshots over "
+            f"{MAX_SNAPSHOT_BYTES // 1024**2} MiB are not read"
+        )
     try:
         doc = _NoClassesUnpickler(io.BytesIO(p.read_bytes())).load()
     except pickle.UnpicklingError as err:
         raise TraceError(f"{p.name}: not a plain memory snapshot ({err})") from None
-    except (EOFError, ValueError, TypeError, IndexError, KeyError, RecursionError, MemoryError) as err:
+    except (
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        RecursionError,
+        MemoryError,
+    ) as err:
         raise TraceError(f"{p.name}: not a readable pickle ({type(err).__name__})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):
-        raise TraceError(f"{p.name}: a pickle, but not a torch.cuda.memory snapshot (no 'segments')")
+        raise TraceError(
+            f"{p.name}: a pickle, but not a torch.cuda.memory snapshot (no 'segments')"
+        )
     return doc
 
 
@@ -154,8 +172,17 @@ def site_of(frames: Any) -> str:
 
 
 _BACKWARD_NODE = re.compile(r"torch::autograd::generated::(\w+)::apply")
-_PLUMBING = ("torch::unwind::", "torch::CapturedTraceback::", "torch::cuda::", "c10::cuda::CUDACachingAllocator",
-             "at::detail::empty", "at::empty", "c10::impl::", "at::_ops::", "at::TensorIterator")
+_PLUMBING = (
+    "torch::unwind::",
+    "torch::CapturedTraceback::",
+    "torch::cuda::",
+    "c10::cuda::CUDACachingAllocator",
+    "at::detail::empty",
+    "at::empty",
+    "c10::impl::",
+    "at::_ops::",
+    "at::TensorIterator",
+)
 
 
 def _cpp_site(stack: list[dict[str, Any]]) -> str:
@@ -182,7 +209,7 @@ def _sites(allocs: list[dict[str, Any]], top: int = 5) -> tuple[AllocationSite, 
 
 
 def gib_device(n: int) -> str:
-    """"an 80 GiB device", "a 16 GiB device" (the article follows the number's sound)."""
+    """ "an 80 GiB device", "a 16 GiB device" (the article follows the number's sound)."""
     size = f"{n / GIB:.0f}" if abs(n / GIB - round(n / GIB)) < 0.05 else f"{n / GIB:.1f}"
     whole = size.split(".")[0]
     article = "an" if whole.startswith("8") or whole in ("11", "18") else "a"
@@ -194,13 +221,25 @@ def snapshot_json(s: MemorySnapshot, device_memory_bytes: int | None = None) -> 
     gib = GIB
     peak = s.peak_allocated_bytes
     return {
-        "source": s.source, "segments": s.segments, "reserved_gib": round(s.reserved_bytes / gib, 4),
+        "source": s.source,
+        "segments": s.segments,
+        "reserved_gib": round(s.reserved_bytes / gib, 4),
         "allocated_at_dump_gib": round(s.allocated_bytes / gib, 4),
         "peak_allocated_gib": None if peak is None else round(peak / gib, 4),
-        "peak_share_of_reserved": None if s.peak_share_of_reserved is None else round(s.peak_share_of_reserved, 4),
-        "device_total_gib": None if not device_memory_bytes else round(device_memory_bytes / gib, 4),
-        "reserved_share_of_device": (round(s.reserved_bytes / device_memory_bytes, 4) if device_memory_bytes
-                                     else None),
-        "history_events": s.history_events, "oom_events": s.oom_events, "expandable_segments": s.expandable_segments,
-        "top_sites": [{"where": t.where, "gib": round(t.bytes / gib, 4), "count": t.count} for t in s.top_sites],
+        "peak_share_of_reserved": None
+        if s.peak_share_of_reserved is None
+        else round(s.peak_share_of_reserved, 4),
+        "device_total_gib": None
+        if not device_memory_bytes
+        else round(device_memory_bytes / gib, 4),
+        "reserved_share_of_device": (
+            round(s.reserved_bytes / device_memory_bytes, 4) if device_memory_bytes else None
+        ),
+        "history_events": s.history_events,
+        "oom_events": s.oom_events,
+        "expandable_segments": s.expandable_segments,
+        "top_sites": [
+            {"where": t.where, "gib": round(t.bytes / gib, 4), "count": t.count}
+            for t in s.top_sites
+        ],
     }

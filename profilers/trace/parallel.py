@@ -49,7 +49,15 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Generator, Iterator
 
 from profilers.trace import json_events
 from profilers.trace.json_events import parse_document, read_start
-from profilers.trace.pieces import PARENT, Claims, CutFallback, DirectFile, byte_ranges, direct_file, stream_pieces
+from profilers.trace.pieces import (
+    PARENT,
+    Claims,
+    CutFallback,
+    DirectFile,
+    byte_ranges,
+    direct_file,
+    stream_pieces,
+)
 from profilers.trace.sources import GZIP_MAGIC, TraceFile, find_trace_files
 
 if TYPE_CHECKING:
@@ -57,10 +65,18 @@ if TYPE_CHECKING:
 
 WORKERS_ENV = "STEPWISE_PARSE_WORKERS"
 MAX_WORKERS = 8
-WORKER_DOCUMENT_BYTES = 1024**2  # a whole document this large goes to a worker when there are several files
-SHARE_MIN_BYTES = 1024**2  # a gzip this large on disk is inflated by the workers themselves (see share)
-MAX_SHARES = 4  # each share inflates the whole file: beyond a few, the repeated inflating outweighs the gain
-IN_FLIGHT_BYTES = 64 * 1024**2  # pieces sent and not yet back: 64 MiB (the 216k-event trace's 51 MiB at once)
+WORKER_DOCUMENT_BYTES = (
+    1024**2
+)  # a whole document this large goes to a worker when there are several files
+SHARE_MIN_BYTES = (
+    1024**2
+)  # a gzip this large on disk is inflated by the workers themselves (see share)
+MAX_SHARES = (
+    4  # each share inflates the whole file: beyond a few, the repeated inflating outweighs the gain
+)
+IN_FLIGHT_BYTES = (
+    64 * 1024**2
+)  # pieces sent and not yet back: 64 MiB (the 216k-event trace's 51 MiB at once)
 
 
 @dataclass
@@ -81,8 +97,12 @@ def worker_count() -> int:
         except ValueError:
             wanted = 0
     else:
-        wanted = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-                     MAX_WORKERS)
+        wanted = min(
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1,
+            MAX_WORKERS,
+        )
     if wanted < 2 or threading.active_count() > 1:
         return 0
     return wanted
@@ -96,7 +116,9 @@ def read_sequential(f: TraceFile) -> RawDocument:
     try:
         doc = parse_document(stream, f.name)
         parts = [raw_chunk(chunk) for chunk in doc.chunks]
-        return RawDocument(doc.top, parts, doc.notes)  # top and notes are complete once the chunks are read
+        return RawDocument(
+            doc.top, parts, doc.notes
+        )  # top and notes are complete once the chunks are read
     finally:
         stream.close()
 
@@ -173,8 +195,12 @@ def _memory_files(n: int) -> list[int]:
     return fds
 
 
-_CLAIMS: Claims | None = None  # the claim table of the one file the current pool's workers share (fork-inherited)
-_RESULT_FDS: list[int] = []  # a memory file per share of that file, its columns handed back there (fork-inherited)
+_CLAIMS: Claims | None = (
+    None  # the claim table of the one file the current pool's workers share (fork-inherited)
+)
+_RESULT_FDS: list[
+    int
+] = []  # a memory file per share of that file, its columns handed back there (fork-inherited)
 
 
 class ParallelReader:
@@ -188,12 +214,20 @@ class ParallelReader:
         self.files = files
         self.workers = workers
         self.parent_joins = parent_joins
-        self.detach = False  # a command line's one read (prime(detach=True)): its workers are not waited for
-        self._claims: Claims | None = None  # one file, shared: its pieces go to whoever reaches them first
-        self._result_fds: list[int] = []  # where each share's worker leaves its columns (parse_worker.ship)
+        self.detach = (
+            False  # a command line's one read (prime(detach=True)): its workers are not waited for
+        )
+        self._claims: Claims | None = (
+            None  # one file, shared: its pieces go to whoever reaches them first
+        )
+        self._result_fds: list[
+            int
+        ] = []  # where each share's worker leaves its columns (parse_worker.ship)
         self._window = max(2 * workers + 1, IN_FLIGHT_BYTES // json_events.CHUNK_BYTES)
         self._pool: ProcessPoolExecutor | None = None
-        self._queue: deque[tuple[str, int, Any]] = deque()  # (what, file index, its data): see _documents
+        self._queue: deque[tuple[str, int, Any]] = (
+            deque()
+        )  # (what, file index, its data): see _documents
         self._in_flight = 0
         self._items = self._produce()
         self._produced_all = False
@@ -214,7 +248,9 @@ class ParallelReader:
             except CutFallback as why:
                 yield "inline", i, str(why)
                 continue
-            except Exception as err:  # the same error the sequential reader raises for this file, in its turn
+            except (
+                Exception
+            ) as err:  # the same error the sequential reader raises for this file, in its turn
                 yield "error", i, err
                 return
             yield "end", i, None
@@ -225,7 +261,9 @@ class ParallelReader:
             self.shared.append(f.name)
             yield "share_start", i, None
             for k in range(shares):
-                if len(self.files) == 1:  # one file: its pieces are claimed as reached, by workers and parent
+                if (
+                    len(self.files) == 1
+                ):  # one file: its pieces are claimed as reached, by workers and parent
                     yield "claimed", i, (str(f.path), f.name, k)
                 else:
                     yield "share", i, (str(f.path), f.name, k, shares)
@@ -238,7 +276,11 @@ class ParallelReader:
                 if len(self.files) > 1 and len(first) >= WORKER_DOCUMENT_BYTES:
                     yield "document", i, first
                 else:
-                    yield "whole", i, first  # small: read whole, in process, as the sequential reader does
+                    yield (
+                        "whole",
+                        i,
+                        first,
+                    )  # small: read whole, in process, as the sequential reader does
                 return
             direct = direct_file(f, first + more)
             if direct is None:
@@ -264,13 +306,19 @@ class ParallelReader:
                 size = os.fstat(fh.fileno()).st_size
         except OSError:
             return 0
-        return min(self.workers, MAX_SHARES) if head == GZIP_MAGIC and size >= SHARE_MIN_BYTES else 0
+        return (
+            min(self.workers, MAX_SHARES) if head == GZIP_MAGIC and size >= SHARE_MIN_BYTES else 0
+        )
 
-    def _pieces(self, i: int, label: str, buf: bytes, stream: BinaryIO) -> Iterator[tuple[str, int, Any]]:
+    def _pieces(
+        self, i: int, label: str, buf: bytes, stream: BinaryIO
+    ) -> Iterator[tuple[str, int, Any]]:
         for kind, data in stream_pieces(buf, stream, label):
             yield kind, i, data
 
-    def _spans(self, i: int, label: str, buf: bytes, direct: DirectFile) -> Iterator[tuple[str, int, Any]]:
+    def _spans(
+        self, i: int, label: str, buf: bytes, direct: DirectFile
+    ) -> Iterator[tuple[str, int, Any]]:
         for kind, data in byte_ranges(buf, direct, label):
             yield kind, i, data
 
@@ -293,9 +341,14 @@ class ParallelReader:
             if len(self.files) == 1:
                 self._claims = _CLAIMS = Claims()  # before the fork, so that the workers share it
                 self._result_fds = _RESULT_FDS = _memory_files(min(self.workers, MAX_SHARES))
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"),
-                                             initializer=parse_worker.keep_freed_memory)
-            self._pool.submit(int).result()  # a fork-context pool forks all its workers at its first task
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=get_context("fork"),
+                initializer=parse_worker.keep_freed_memory,
+            )
+            self._pool.submit(
+                int
+            ).result()  # a fork-context pool forks all its workers at its first task
         return self._pool
 
     def _submit(self, kind: str, data: Any, label: str) -> Future[Any]:
@@ -336,9 +389,13 @@ class ParallelReader:
             self._pool.shutdown(wait=wait, cancel_futures=True)
             self._pool = None
         for fd in self._result_fds:
-            os.close(fd)  # the columns mapped from it stay readable: a mapping outlives its descriptor
+            os.close(
+                fd
+            )  # the columns mapped from it stay readable: a mapping outlives its descriptor
         global _CLAIMS, _RESULT_FDS
-        if _RESULT_FDS is self._result_fds:  # ours: no later pool's workers inherit closed descriptors
+        if (
+            _RESULT_FDS is self._result_fds
+        ):  # ours: no later pool's workers inherit closed descriptors
             _CLAIMS, _RESULT_FDS = None, []
         self._result_fds = []
 
@@ -348,7 +405,9 @@ class ParallelReader:
             for item in self._results():
                 done += 1
                 yield item
-        except BrokenProcessPool:  # a worker died (killed, out of memory): the rest is read in process
+        except (
+            BrokenProcessPool
+        ):  # a worker died (killed, out of memory): the rest is read in process
             self.sequential.extend(f"{f.name}: a worker died" for f in self.files[done:])
             yield from self._sequential_from(done)
 
@@ -359,7 +418,9 @@ class ParallelReader:
         doc = RawDocument({}, [])
         failed = False
         shares: list[tuple[Any, ...]] | None = None  # a shared file's results, in share order
-        joined: tuple[Any, ...] | None = None  # the parent's own share of the current file (parent_joins)
+        joined: tuple[Any, ...] | None = (
+            None  # the parent's own share of the current file (parent_joins)
+        )
         while True:
             self._fill()
             if not self._queue:
@@ -376,11 +437,21 @@ class ParallelReader:
                 try:
                     if kind == "claimed" and self.parent_joins and joined is None and not failed:
                         joined = self._join(i)  # while the workers read theirs
-                    result: Any = self._received(fut.result()) if kind in ("share", "claimed") else fut.result()
-                except (ValueError, CutFallback) as err:  # a cut that was not between events, say: in process
+                    result: Any = (
+                        self._received(fut.result())
+                        if kind in ("share", "claimed")
+                        else fut.result()
+                    )
+                except (
+                    ValueError,
+                    CutFallback,
+                ) as err:  # a cut that was not between events, say: in process
                     if not failed:
-                        why = str(err) if isinstance(err, CutFallback) or _unreadable(err) else \
-                            "a piece did not decode at its cut"
+                        why = (
+                            str(err)
+                            if isinstance(err, CutFallback) or _unreadable(err)
+                            else "a piece did not decode at its cut"
+                        )
                         self.sequential.append(f"{self.files[i].name}: {why}")
                     failed = True
                     continue
@@ -399,9 +470,15 @@ class ParallelReader:
                 else:
                     doc = RawDocument(*result)
             elif what == "whole":
-                from profilers.trace import parse_worker  # a small file: read whole, here, as a worker would
+                from profilers.trace import (
+                    parse_worker,
+                )  # a small file: read whole, here, as a worker would
 
-                doc, failed, shares = RawDocument(*parse_worker.document(x, self.files[i].name)), False, None
+                doc, failed, shares = (
+                    RawDocument(*parse_worker.document(x, self.files[i].name)),
+                    False,
+                    None,
+                )
             elif what == "inline":
                 self.sequential.append(f"{self.files[i].name}: {x}")
                 yield self.files[i], read_sequential(self.files[i])
@@ -430,7 +507,9 @@ class ParallelReader:
         if self._claims.finished():  # the workers have every piece already: nothing to inflate
             return "parts", {}, [], {}, []
         mine = parse_worker.claimed_share(str(f.path), f.name, PARENT, self._claims)
-        self.parent_pieces += self._claims.taken_by(PARENT)  # (its result holds runs of pieces, merged)
+        self.parent_pieces += self._claims.taken_by(
+            PARENT
+        )  # (its result holds runs of pieces, merged)
         return mine
 
     def _sequential_from(self, start: int) -> Iterator[tuple[TraceFile, RawDocument]]:
@@ -457,7 +536,11 @@ def prime(path: str | os.PathLike[str], detach: bool = False) -> bool:
     line), so the read does not wait for its workers to exit once it has their results."""
     p = Path(path)
     try:
-        if not p.is_file() or p.stat().st_size < PRIME_MIN_BYTES or not p.name.endswith((".json", ".json.gz")):
+        if (
+            not p.is_file()
+            or p.stat().st_size < PRIME_MIN_BYTES
+            or not p.name.endswith((".json", ".json.gz"))
+        ):
             return False
     except OSError:
         return False
@@ -474,7 +557,9 @@ def prime(path: str | os.PathLike[str], detach: bool = False) -> bool:
     return True
 
 
-SMALL_DOCUMENT_BYTES = 128 * 1024**2  # a document this small parses in about the time the analysis imports
+SMALL_DOCUMENT_BYTES = (
+    128 * 1024**2
+)  # a document this small parses in about the time the analysis imports
 
 
 def head_start_workers(p: Path, workers: int) -> int:

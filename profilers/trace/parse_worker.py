@@ -64,8 +64,9 @@ def piece_at(path: str, offset: int, length: int, ident: tuple[int, ...]) -> Raw
     return raw_chunk(decode_piece(buf))
 
 
-def last_piece_at(path: str, offset: int, length: int, ident: tuple[int, ...],
-                  label: str) -> tuple[list[RawColumns], dict[str, Any], list[str]]:
+def last_piece_at(
+    path: str, offset: int, length: int, ident: tuple[int, ...], label: str
+) -> tuple[list[RawColumns], dict[str, Any], list[str]]:
     """:func:`last_piece` of the file's last ``length`` bytes from ``offset``."""
     buf = bytearray(length)
     _read_into(path, offset, memoryview(buf), ident)
@@ -132,9 +133,14 @@ def claimed_share(path: str, label: str, who: int, claims: Claims) -> tuple[Any,
         claims.finish()  # also when reading failed: the parent stops too (the file is then read in process)
 
 
-def read_share(path: str, label: str, k: int, take: Callable[[int], bool],
-               stop: Callable[[], bool] | None = None,
-               at_end: Callable[[], None] | None = None) -> tuple[Any, ...]:
+def read_share(
+    path: str,
+    label: str,
+    k: int,
+    take: Callable[[int], bool],
+    stop: Callable[[], bool] | None = None,
+    at_end: Callable[[], None] | None = None,
+) -> tuple[Any, ...]:
     """The pieces ``take`` accepts (by index from 0; called once per piece, in order), as :func:`share` returns
     them; share ``k`` 0 reads a whole small document. ``stop``: asked before each piece; True ends the read there
     (the pieces not yet reached are someone else's). ``at_end``: called once the last piece is claimed or not,
@@ -155,7 +161,9 @@ def read_share(path: str, label: str, k: int, take: Callable[[int], bool],
             if kind == "top":
                 top = data
             elif kind == "piece":
-                if data is not None:  # ours, bracketed; the other shares' pieces are not even copied
+                if (
+                    data is not None
+                ):  # ours, bracketed; the other shares' pieces are not even copied
                     parts.append((n, piece(data, bracketed=True)))
             else:
                 mine = take(n)
@@ -237,6 +245,6 @@ def unship(shipped: tuple[Any, ...], fds: list[int]) -> Any:
         raise Unreadable(f"a worker's columns could not be mapped ({err})") from None
     buffers, at = [], 0
     for n in sizes:
-        buffers.append(view[at: at + n])
+        buffers.append(view[at : at + n])
         at += n
     return pickle.loads(head, buffers=buffers)

@@ -30,8 +30,13 @@ def file_ident(st: os.stat_result) -> tuple[int, ...]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def stream_pieces(buf: bytes, stream: BinaryIO, label: str, take: Callable[[int], bool] | None = None,
-                  stop: Callable[[], bool] | None = None) -> Iterator[tuple[str, Any]]:
+def stream_pieces(
+    buf: bytes,
+    stream: BinaryIO,
+    label: str,
+    take: Callable[[int], bool] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[tuple[str, Any]]:
     """``("top", header fields)``, then ``("piece", bytes)`` ... and ``("last", bytes)``: the document's events
     array cut where the sequential reader cuts it. ``buf``: the document's first bytes, ``stream`` the rest.
 
@@ -45,7 +50,9 @@ def stream_pieces(buf: bytes, stream: BinaryIO, label: str, take: Callable[[int]
     if sep is None:
         raise CutFallback("events are not one per line")
     yield "top", top
-    data = bytearray(buf)  # deleting a bytearray's head is O(1), and appending amortised: no copies but the pieces
+    data = bytearray(
+        buf
+    )  # deleting a bytearray's head is O(1), and appending amortised: no copies but the pieces
     eof = False
     n = 0  # the next piece's index
     while True:
@@ -59,7 +66,9 @@ def stream_pieces(buf: bytes, stream: BinaryIO, label: str, take: Callable[[int]
             yield "last", bytes(data)
             return
         at = data.rfind(sep, 0, json_events.CHUNK_BYTES)
-        if at <= 0:  # an event longer than a chunk, or another layout: the sequential reader's cases
+        if (
+            at <= 0
+        ):  # an event longer than a chunk, or another layout: the sequential reader's cases
             raise CutFallback("an event longer than a piece, or a change of layout")
         if take is None:
             yield "piece", bytes(memoryview(data)[: at + 1])
@@ -101,7 +110,9 @@ def byte_ranges(buf: bytes, direct: DirectFile, label: str) -> Iterator[tuple[st
 class DirectFile:
     """An uncompressed trace file on disk, open for reads at any offset (see :func:`_direct_file`)."""
 
-    SEARCH_BYTES = 64 * 1024  # a piece's end is searched for its last separator in this much, then more
+    SEARCH_BYTES = (
+        64 * 1024
+    )  # a piece's end is searched for its last separator in this much, then more
 
     def __init__(self, path: Path, fd: int, st: os.stat_result) -> None:
         self.name, self.fd, self.size, self.ident = str(path), fd, st.st_size, file_ident(st)
@@ -139,7 +150,9 @@ def direct_file(f: TraceFile, head: bytes) -> DirectFile | None:
         return None
     try:
         st = os.fstat(fd)
-        prefix = head[: DirectFile.SEARCH_BYTES]  # a compressed file's stream differs from its bytes at once
+        prefix = head[
+            : DirectFile.SEARCH_BYTES
+        ]  # a compressed file's stream differs from its bytes at once
         if st.st_size <= MAX_TRACE_BYTES and os.pread(fd, len(prefix), 0) == prefix:
             return DirectFile(f.path, fd, st)
     except OSError:

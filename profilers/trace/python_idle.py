@@ -21,8 +21,10 @@ from profilers.trace.intervals import Intervals
 
 COLUMNS = ["name", "idle_ns"]
 _FRAME = re.compile(r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
-_LIBRARY = re.compile(r"site-packages|dist-packages|[/\\]lib[/\\]python\d|^torch[/\\]|[/\\]torch[/\\]|^<frozen|"
-                      r"^<built-in|^nn\.Module:|^(?:threading|contextlib|functools|runpy|asyncio[/\\].*)\.py\(")
+_LIBRARY = re.compile(
+    r"site-packages|dist-packages|[/\\]lib[/\\]python\d|^torch[/\\]|[/\\]torch[/\\]|^<frozen|"
+    r"^<built-in|^nn\.Module:|^(?:threading|contextlib|functools|runpy|asyncio[/\\].*)\.py\("
+)
 
 
 def empty() -> pd.DataFrame:
@@ -82,5 +84,7 @@ def python_idle(ev: pd.DataFrame, python: np.ndarray, idle: Intervals) -> dict[s
 def table(charged: dict[str, int]) -> pd.DataFrame:
     if not charged:
         return empty()
-    df = pd.DataFrame({"name": list(charged), "idle_ns": np.array(list(charged.values()), dtype=np.int64)})
+    df = pd.DataFrame(
+        {"name": list(charged), "idle_ns": np.array(list(charged.values()), dtype=np.int64)}
+    )
     return df.sort_values("idle_ns", ascending=False, ignore_index=True)

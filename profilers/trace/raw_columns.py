@@ -54,9 +54,13 @@ class RawColumns:
     correlation: np.ndarray
     dtype: Interned
     memory: dict[str, np.ndarray]
-    shapes: Interned = field(default_factory=lambda: Interned(np.zeros(0, np.int64), []))  # Input Dims JSON text
+    shapes: Interned = field(
+        default_factory=lambda: Interned(np.zeros(0, np.int64), [])
+    )  # Input Dims JSON text
     dropped: dict[str, int] = field(default_factory=dict)
-    shortened: set[str] = field(default_factory=set)  # names longer than MAX_NAME_CHARS, as kept (shortened)
+    shortened: set[str] = field(
+        default_factory=set
+    )  # names longer than MAX_NAME_CHARS, as kept (shortened)
     # The distinct process names and labels of the metadata events ("python3", "GPU 0", "MTIA 0"...)
     processes: tuple[str, ...] = ()
 
@@ -68,9 +72,13 @@ def intern(values: list[Any]) -> Interned:
     """Codes by first appearance, like ``pandas.factorize(..., use_na_sentinel=False)`` for hashable values; an
     unhashable value (a list where a name should be) is its own entry."""
     try:
-        uniques = list(dict.fromkeys(values))  # both loops run in C: 5x faster than a setdefault comprehension
+        uniques = list(
+            dict.fromkeys(values)
+        )  # both loops run in C: 5x faster than a setdefault comprehension
         index = {u: i for i, u in enumerate(uniques)}
-        return Interned(np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), uniques)
+        return Interned(
+            np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), uniques
+        )
     except TypeError:
         pass
     table: dict[Any, int] = {}
@@ -162,16 +170,30 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
         xs = [e for e in chunk if e.ph == "X"]
         args = [e.args or NO_ARGS for e in xs]
         rest = [e for e in chunk if e.ph != "X"] if len(xs) < len(chunk) else []
-        mem = [(e.ts, a.device_type, a.device_id, a.bytes, a.total_allocated, a.total_reserved)
-               for e in rest
-               if e.ph in ("i", "I") and e.name == "[memory]" and (a := e.args) is not None]
-        meta = [a.name if e.name == "process_name" else a.labels for e in rest
-                if e.ph == "M" and e.name in _PROCESS_META and (a := e.args) is not None]
+        mem = [
+            (e.ts, a.device_type, a.device_id, a.bytes, a.total_allocated, a.total_reserved)
+            for e in rest
+            if e.ph in ("i", "I") and e.name == "[memory]" and (a := e.args) is not None
+        ]
+        meta = [
+            a.name if e.name == "process_name" else a.labels
+            for e in rest
+            if e.ph == "M" and e.name in _PROCESS_META and (a := e.args) is not None
+        ]
         out = _events(
-            ts=[e.ts for e in xs], dur=[e.dur for e in xs], cat=[e.cat for e in xs], name=[e.name for e in xs],
-            pid=[e.pid for e in xs], tid=[e.tid for e in xs], corr=[a.correlation for a in args],
-            dev=[a.device for a in args], stream=[a.stream for a in args],
-            itype=[bytes(a.input_type) for a in args], dims=[bytes(a.input_dims) for a in args], dropped=dropped)
+            ts=[e.ts for e in xs],
+            dur=[e.dur for e in xs],
+            cat=[e.cat for e in xs],
+            name=[e.name for e in xs],
+            pid=[e.pid for e in xs],
+            tid=[e.tid for e in xs],
+            corr=[a.correlation for a in args],
+            dev=[a.device for a in args],
+            stream=[a.stream for a in args],
+            itype=[bytes(a.input_type) for a in args],
+            dims=[bytes(a.input_dims) for a in args],
+            dropped=dropped,
+        )
         out.memory = _memory(mem, dropped)
         out.processes = _texts(meta)
         return out
@@ -183,18 +205,45 @@ def raw_chunk(chunk: list[Any]) -> RawColumns:
     dargs = [a if a.__class__ is dict else _NO_ARGS for a in [e.get("args") for e in dxs]]
     # Numeric defaults keep these lists all-number, so they convert on numpy's fast path.
     out = _events(
-        ts=[e.get("ts") for e in dxs], dur=[e.get("dur") for e in dxs], cat=[e.get("cat") for e in dxs],
-        name=[e.get("name") for e in dxs], pid=[e.get("pid", -1) for e in dxs], tid=[e.get("tid") for e in dxs],
-        corr=[a.get("correlation", -1) for a in dargs], dev=[a.get("device", -1) for a in dargs],
-        stream=[a.get("stream", -1) for a in dargs], itype=[a.get("Input type") for a in dargs],
-        dims=[a.get("Input Dims") for a in dargs], dropped=dropped)
-    out.memory = _memory([(e.get("ts"), a.get("Device Type"), a.get("Device Id"), a.get("Bytes"),
-                           a.get("Total Allocated"), a.get("Total Reserved"))
-                          for e in objs if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"
-                          and (a := e.get("args")).__class__ is dict], dropped)
-    out.processes = _texts([a.get("name") if e.get("name") == "process_name" else a.get("labels")
-                            for e in objs if e.get("ph") == "M" and e.get("name") in _PROCESS_META
-                            and (a := e.get("args")).__class__ is dict])
+        ts=[e.get("ts") for e in dxs],
+        dur=[e.get("dur") for e in dxs],
+        cat=[e.get("cat") for e in dxs],
+        name=[e.get("name") for e in dxs],
+        pid=[e.get("pid", -1) for e in dxs],
+        tid=[e.get("tid") for e in dxs],
+        corr=[a.get("correlation", -1) for a in dargs],
+        dev=[a.get("device", -1) for a in dargs],
+        stream=[a.get("stream", -1) for a in dargs],
+        itype=[a.get("Input type") for a in dargs],
+        dims=[a.get("Input Dims") for a in dargs],
+        dropped=dropped,
+    )
+    out.memory = _memory(
+        [
+            (
+                e.get("ts"),
+                a.get("Device Type"),
+                a.get("Device Id"),
+                a.get("Bytes"),
+                a.get("Total Allocated"),
+                a.get("Total Reserved"),
+            )
+            for e in objs
+            if e.get("ph") in ("i", "I")
+            and e.get("name") == "[memory]"
+            and (a := e.get("args")).__class__ is dict
+        ],
+        dropped,
+    )
+    out.processes = _texts(
+        [
+            a.get("name") if e.get("name") == "process_name" else a.get("labels")
+            for e in objs
+            if e.get("ph") == "M"
+            and e.get("name") in _PROCESS_META
+            and (a := e.get("args")).__class__ is dict
+        ]
+    )
     return out
 
 
@@ -206,21 +255,39 @@ def _texts(values: list[Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v[:200] for v in values if isinstance(v, str)))
 
 
-def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid: list[Any], tid: list[Any],
-            corr: list[Any], dev: list[Any], stream: list[Any], itype: list[Any],
-            dropped: dict[str, int], dims: list[Any] | None = None) -> RawColumns:
+def _events(
+    ts: list[Any],
+    dur: list[Any],
+    cat: list[Any],
+    name: list[Any],
+    pid: list[Any],
+    tid: list[Any],
+    corr: list[Any],
+    dev: list[Any],
+    stream: list[Any],
+    itype: list[Any],
+    dropped: dict[str, int],
+    dims: list[Any] | None = None,
+) -> RawColumns:
     ts_f, dur_f = _floats(ts), _floats(dur)
     bad_time = ~np.isfinite(ts_f) | ~np.isfinite(dur_f)
     negative = ~bad_time & (dur_f < 0)
     with np.errstate(over="ignore", invalid="ignore"):
         beyond = ~bad_time & ((np.abs(ts_f) >= MAX_TIME_US) | (np.abs(ts_f + dur_f) >= MAX_TIME_US))
     names_all = intern(name)
-    bad_unique = np.fromiter((v.__class__ is not str for v in names_all.uniques), dtype=bool,
-                             count=len(names_all.uniques))
+    bad_unique = np.fromiter(
+        (v.__class__ is not str for v in names_all.uniques),
+        dtype=bool,
+        count=len(names_all.uniques),
+    )
     bad_name = bad_unique[names_all.codes] if len(name) else np.zeros(0, dtype=bool)
     taken = np.zeros(len(ts), dtype=bool)
-    for reason, mask in (("missing or non-numeric ts/dur", bad_time), ("negative duration", negative),
-                         (OUT_OF_RANGE, beyond), ("missing or non-string name", bad_name)):
+    for reason, mask in (
+        ("missing or non-numeric ts/dur", bad_time),
+        ("negative duration", negative),
+        (OUT_OF_RANGE, beyond),
+        ("missing or non-string name", bad_name),
+    ):
         n = int((mask & ~taken).sum())  # each event counted once, under its first reason
         if n:
             dropped[reason] = dropped.get(reason, 0) + n
@@ -234,13 +301,18 @@ def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid:
     start_ns = to_ns(ts_f[idx])
     dur_ns = np.rint(dur_f[idx] * 1000).astype(np.int64)
     cats = intern(pick(cat))
-    kind_map = np.array([KINDS.index(kind_of(c if isinstance(c, str) else None)) for c in cats.uniques], dtype=np.int8)
+    kind_map = np.array(
+        [KINDS.index(kind_of(c if isinstance(c, str) else None)) for c in cats.uniques],
+        dtype=np.int8,
+    )
     kinds = kind_map[cats.codes] if idx.size else np.zeros(0, np.int8)
     names = names_all if all_kept else intern(pick(name))
     shortened = _shorten_long_names(names)
     tids = intern(pick(tid))
     # 7 and "7" in one file are the same thread: intern on the string form.
-    tid_labels, tid_inverse = np.unique(np.array([str(t) for t in tids.uniques], dtype=object), return_inverse=True)
+    tid_labels, tid_inverse = np.unique(
+        np.array([str(t) for t in tids.uniques], dtype=object), return_inverse=True
+    )
     tid_codes = tid_inverse[tids.codes] if idx.size else tids.codes
     pid_arr = _ints(pick(pid), -1)
     is_gpu = np.isin(kinds, [KINDS.index(k) for k in GPU_KINDS])
@@ -248,11 +320,21 @@ def _events(ts: list[Any], dur: list[Any], cat: list[Any], name: list[Any], pid:
     device = np.where(is_gpu & (device < 0), pid_arr, device).astype(np.int16)
     stream_arr = np.where(is_gpu, _ints(pick(stream), -1), -1).astype(np.int32)
     return RawColumns(
-        kind=kinds, name=names, start_ns=start_ns, dur_ns=dur_ns, pid=pid_arr,
-        tid=Interned(np.asarray(tid_codes, dtype=np.int64), list(tid_labels)), device=device, stream=stream_arr,
+        kind=kinds,
+        name=names,
+        start_ns=start_ns,
+        dur_ns=dur_ns,
+        pid=pid_arr,
+        tid=Interned(np.asarray(tid_codes, dtype=np.int64), list(tid_labels)),
+        device=device,
+        stream=stream_arr,
         correlation=_ints(pick(corr), -1),
-        dtype=_dtypes(pick(itype)), shapes=_shapes(pick(dims) if dims is not None else [None] * idx.size),
-        memory=_memory([], dropped), dropped=dropped, shortened=shortened)
+        dtype=_dtypes(pick(itype)),
+        shapes=_shapes(pick(dims) if dims is not None else [None] * idx.size),
+        memory=_memory([], dropped),
+        dropped=dropped,
+        shortened=shortened,
+    )
 
 
 def _shapes(dims: list[Any]) -> Interned:
@@ -276,7 +358,10 @@ def _dtypes(itypes: list[Any]) -> Interned:
     """The first type name of each event's ``Input type``: a list (an orjson dict's value), or its raw JSON
     bytes (a typed event's), read once per distinct value."""
     raw = intern(itypes)
-    firsts = [_first_dtype(_json_or_none(u)) if u.__class__ is bytes else _first_dtype(u) for u in raw.uniques]
+    firsts = [
+        _first_dtype(_json_or_none(u)) if u.__class__ is bytes else _first_dtype(u)
+        for u in raw.uniques
+    ]
     out = intern(firsts)
     return Interned(out.codes[raw.codes] if raw.codes.size else raw.codes, out.uniques)
 
@@ -284,7 +369,9 @@ def _dtypes(itypes: list[Any]) -> Interned:
 def _json_or_none(data: bytes) -> Any:
     try:
         return orjson.loads(data) if data else None
-    except orjson.JSONDecodeError:  # what the typed decoder passes and orjson does not (an integer beyond 64 bits)
+    except (
+        orjson.JSONDecodeError
+    ):  # what the typed decoder passes and orjson does not (an integer beyond 64 bits)
         return None
 
 
@@ -305,7 +392,10 @@ def _memory(rows: list[tuple[Any, ...]], dropped: dict[str, int]) -> dict[str, n
     ts = _floats(list(raw[0]))
     ok = np.isfinite(ts)
     beyond = ok & (np.abs(ts) >= MAX_TIME_US)
-    for key, mask in (("[memory] event without numeric ts", ~ok), ("[memory] event with ts beyond ±2**62 ns", beyond)):
+    for key, mask in (
+        ("[memory] event without numeric ts", ~ok),
+        ("[memory] event with ts beyond ±2**62 ns", beyond),
+    ):
         if mask.any():
             dropped[key] = dropped.get(key, 0) + int(mask.sum())
     ok &= ~beyond
@@ -343,10 +433,19 @@ def merge(parts: list[RawColumns]) -> RawColumns:
         return np.concatenate([getattr(p, name) for p in parts])
 
     return RawColumns(
-        kind=cat("kind"), name=_merge_interned([p.name for p in parts]), start_ns=cat("start_ns"),
-        dur_ns=cat("dur_ns"), pid=cat("pid"), tid=_merge_interned([p.tid for p in parts]), device=cat("device"),
-        stream=cat("stream"), correlation=cat("correlation"), dtype=_merge_interned([p.dtype for p in parts]),
+        kind=cat("kind"),
+        name=_merge_interned([p.name for p in parts]),
+        start_ns=cat("start_ns"),
+        dur_ns=cat("dur_ns"),
+        pid=cat("pid"),
+        tid=_merge_interned([p.tid for p in parts]),
+        device=cat("device"),
+        stream=cat("stream"),
+        correlation=cat("correlation"),
+        dtype=_merge_interned([p.dtype for p in parts]),
         shapes=_merge_interned([p.shapes for p in parts]),
-        memory={c: np.concatenate([p.memory[c] for p in parts]) for c in MEMORY_COLUMNS}, dropped=dropped,
+        memory={c: np.concatenate([p.memory[c] for p in parts]) for c in MEMORY_COLUMNS},
+        dropped=dropped,
         shortened=set().union(*(p.shortened for p in parts)),
-        processes=tuple(dict.fromkeys(t for p in parts for t in p.processes)))
+        processes=tuple(dict.fromkeys(t for p in parts for t in p.processes)),
+    )

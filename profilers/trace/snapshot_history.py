@@ -53,7 +53,10 @@ def _frame(f: dict[str, Any]) -> tuple[str, bool]:
     filename = str(f.get("filename", "?"))
     library = any(part in filename for part in LIBRARY_PARTS)
     short = "/".join(filename.replace("\\", "/").split("/")[-2:])
-    return f"{short}:{f.get('line', '?')} in {f.get('name', '?')}{' (library)' if library else ''}", library
+    return (
+        f"{short}:{f.get('line', '?')} in {f.get('name', '?')}{' (library)' if library else ''}",
+        library,
+    )
 
 
 def _stack(frames: Any, depth: int) -> tuple[tuple[str, ...], str]:
@@ -70,7 +73,9 @@ def _stack(frames: Any, depth: int) -> tuple[tuple[str, ...], str]:
     return tuple(out), where or (out[0] if out else "unknown (no stack recorded)")
 
 
-def snapshot_history(doc: dict[str, Any], max_points: int = 2000, top: int = 5, depth: int = 12) -> SnapshotHistory:
+def snapshot_history(
+    doc: dict[str, Any], max_points: int = 2000, top: int = 5, depth: int = 12
+) -> SnapshotHistory:
     """Memory over time and the top stacks at the peak, from a document of
     :func:`profilers.trace.memory_snapshot.read_snapshot_document`."""
     segments = [s for s in doc.get("segments", []) if isinstance(s, dict)]
@@ -82,11 +87,21 @@ def snapshot_history(doc: dict[str, Any], max_points: int = 2000, top: int = 5, 
     stacks: tuple[SiteStack, ...] = ()
     timed = True
     for device, events in enumerate(traces):
-        events = [e for e in events if isinstance(e, dict) and e.get("action") in ("alloc", "free_completed")] \
-            if isinstance(events, list) else []
+        events = (
+            [
+                e
+                for e in events
+                if isinstance(e, dict) and e.get("action") in ("alloc", "free_completed")
+            ]
+            if isinstance(events, list)
+            else []
+        )
         if not events:
             continue
-        delta = np.array([_int(e.get("size")) * (1 if e["action"] == "alloc" else -1) for e in events], dtype=np.int64)
+        delta = np.array(
+            [_int(e.get("size")) * (1 if e["action"] == "alloc" else -1) for e in events],
+            dtype=np.int64,
+        )
         level = np.cumsum(delta)
         level += max(allocated_now - int(level[-1]), 0) if len(traces) == 1 else 0
         times = [e.get("time_us") for e in events]
@@ -99,7 +114,11 @@ def snapshot_history(doc: dict[str, Any], max_points: int = 2000, top: int = 5, 
             peak_total = int(level[i_peak])
             stacks = _top_stacks(events[: i_peak + 1], top, depth)
         frames.append(_downsample(device, t, level, max_points))
-    curve = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["device", "t_ms", "allocated_mib"])
+    curve = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["device", "t_ms", "allocated_mib"])
+    )
     return SnapshotHistory(curve=curve, timed=timed, peak_bytes=peak_total, top_stacks=stacks)
 
 
@@ -108,10 +127,16 @@ def _downsample(device: int, t: np.ndarray, level: np.ndarray, max_points: int) 
     if len(df) > max_points:
         span = max(float(t[-1] - t[0]), 1e-9)
         df["b"] = np.minimum(((t - t[0]) / span * max_points).astype(int), max_points - 1)
-        last = df.iloc[[-1]][["t", "a"]]  # the curve ends at the level the dump holds, not a bucket's maximum
-        df = pd.concat([df.groupby("b").agg(t=("t", "first"), a=("a", "max")).reset_index(drop=True), last],
-                       ignore_index=True)
-    return pd.DataFrame({"device": device, "t_ms": df["t"].to_numpy(), "allocated_mib": df["a"].to_numpy()})
+        last = df.iloc[[-1]][
+            ["t", "a"]
+        ]  # the curve ends at the level the dump holds, not a bucket's maximum
+        df = pd.concat(
+            [df.groupby("b").agg(t=("t", "first"), a=("a", "max")).reset_index(drop=True), last],
+            ignore_index=True,
+        )
+    return pd.DataFrame(
+        {"device": device, "t_ms": df["t"].to_numpy(), "allocated_mib": df["a"].to_numpy()}
+    )
 
 
 def _top_stacks(events: list[dict[str, Any]], top: int, depth: int) -> tuple[SiteStack, ...]:

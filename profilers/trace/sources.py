@@ -30,6 +30,7 @@ class _Source(Protocol):
 
     def close(self) -> None: ...
 
+
 MAX_TRACE_BYTES = int(os.environ.get("STEPWISE_MAX_TRACE_BYTES", str(3 * 1024**3)))
 MAX_ZIP_ENTRIES = 1024
 MAX_RANK_FILES = 4096  # a job's ranks are read one summary at a time (profilers.jobs.reduce); a zip's all at once
@@ -38,7 +39,14 @@ SUMMARY_CACHE_DIR = ".stepwise-summaries"
 
 TRACE_SUFFIXES = (".json", ".json.gz")  # a Kineto file, alone or inside a folder or zip
 ZIP_SUFFIXES = (".zip",)  # a zip of rank files (also recognised by its magic bytes)
-_NOT_TRACES = {"spec.json", "result.json", "progress.json", "summary.json", "manifest.json", "telemetry.json"}
+_NOT_TRACES = {
+    "spec.json",
+    "result.json",
+    "progress.json",
+    "summary.json",
+    "manifest.json",
+    "telemetry.json",
+}
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -85,7 +93,9 @@ class LimitedReader(io.RawIOBase):
         try:
             data = self._inner.read(len(b))
         except (OSError, EOFError, zipfile.BadZipFile, gzip.BadGzipFile, _InflateError) as err:
-            raise TraceError(f"{self._label}: the compressed data is corrupt or truncated ({err})") from None
+            raise TraceError(
+                f"{self._label}: the compressed data is corrupt or truncated ({err})"
+            ) from None
         n = len(data)
         if n > self._left:
             raise TraceError(
@@ -103,9 +113,15 @@ class LimitedReader(io.RawIOBase):
 
 def _maybe_gunzip(raw: IO[bytes], label: str) -> BinaryIO:
     head = raw.read(2)
-    if label.lower().endswith(".gz") and head != GZIP_MAGIC and head.lstrip()[:1] not in (b"{", b"["):
-        raise TraceError(f"{label}: named .gz but not gzip-compressed (it does not start with the gzip signature "
-                         "1f 8b), and not JSON either: was it truncated, renamed, or saved as something else?")
+    if (
+        label.lower().endswith(".gz")
+        and head != GZIP_MAGIC
+        and head.lstrip()[:1] not in (b"{", b"[")
+    ):
+        raise TraceError(
+            f"{label}: named .gz but not gzip-compressed (it does not start with the gzip signature "
+            "1f 8b), and not JSON either: was it truncated, renamed, or saved as something else?"
+        )
     rest = io.BufferedReader(_Prefixed(head, raw))
     inner: _Source = _GzipFile(fileobj=rest, mode="rb") if head == GZIP_MAGIC else rest
     return io.BufferedReader(LimitedReader(inner, MAX_TRACE_BYTES, label), buffer_size=1 << 20)
@@ -160,7 +176,9 @@ def find_trace_files(path: str | os.PathLike[str]) -> list[TraceFile]:
     if not files:
         raise TraceError(f"{p}: no trace files (*.json, *.json.gz) found")
     if len(files) > MAX_RANK_FILES:
-        raise TraceError(f"{p}: {len(files)} trace files; at most {MAX_RANK_FILES} ranks are read at once")
+        raise TraceError(
+            f"{p}: {len(files)} trace files; at most {MAX_RANK_FILES} ranks are read at once"
+        )
     return sorted(files, key=lambda f: (f.rank_hint is None, f.rank_hint or 0, f.name))
 
 
@@ -202,8 +220,14 @@ def choose_traces(candidates: list[T], path: Callable[[T], PurePath]) -> list[T]
 
 
 def _folder_files(p: Path) -> list[TraceFile]:
-    candidates = [f for f in p.rglob("*") if f.is_file() and not f.is_symlink() and _is_trace_name(f.name)
-                  and SUMMARY_CACHE_DIR not in f.relative_to(p).parts]
+    candidates = [
+        f
+        for f in p.rglob("*")
+        if f.is_file()
+        and not f.is_symlink()
+        and _is_trace_name(f.name)
+        and SUMMARY_CACHE_DIR not in f.relative_to(p).parts
+    ]
     return [plain_file(f) for f in choose_traces(candidates, Path)]
 
 
@@ -214,13 +238,19 @@ def _zip_files(p: Path) -> list[TraceFile]:
         raise TraceError(f"{p.name}: not a readable zip archive ({err})") from None
     infos = zf.infolist()
     if len(infos) > MAX_ZIP_ENTRIES:
-        raise TraceError(f"{p.name}: {len(infos)} entries; a trace zip may hold at most {MAX_ZIP_ENTRIES}")
+        raise TraceError(
+            f"{p.name}: {len(infos)} entries; a trace zip may hold at most {MAX_ZIP_ENTRIES}"
+        )
     members: list[str] = []
     for info in infos:
         name = info.filename
         if info.is_dir():
             continue
-        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in Path(name).parts:
+        if (
+            name.startswith(("/", "\\"))
+            or re.match(r"^[A-Za-z]:", name)
+            or ".." in Path(name).parts
+        ):
             raise TraceError(f"{p.name}: unsafe path in zip: {name!r} (absolute or with '..')")
         if stat.S_ISLNK(info.external_attr >> 16):
             raise TraceError(f"{p.name}: zip member {name!r} is a symbolic link; refusing it")

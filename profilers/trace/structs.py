@@ -80,6 +80,9 @@ def decode_document(data: bytes) -> tuple[dict[str, Any], list[Event]] | None:
         doc = _DOCUMENT.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         return None  # the orjson / standard-library path handles it, with a precise message
-    top = {k: getattr(doc, k) for k in ("distributedInfo", "deviceProperties", "computeProperties")
-           if getattr(doc, k) is not None}
+    top = {
+        k: getattr(doc, k)
+        for k in ("distributedInfo", "deviceProperties", "computeProperties")
+        if getattr(doc, k) is not None
+    }
     return top, doc.traceEvents

@@ -28,17 +28,32 @@ def layers_icicle(layers: Layers, by: str = "time") -> go.Figure:
             children[r.parent] = children.get(r.parent, 0.0) + total[r.name]
     own = [max(total[r.name] - children.get(r.name, 0.0), 0.0) for r in rows]
     unit = "MiB" if by == "memory" else "ms"
-    hover = [f"{label(r.name, 200)} ({label(r.module_class)} ×{r.instances})"
-             f"<br>{total[r.name]:.3f} {unit} per step"
-             + (f", {r.share:.0%} of the step" if r.share is not None and by == "time" else "")
-             + (f"<br>{label(r.class_where or r.forward_where)}"
-                if (r.class_where or r.forward_where) else "")
-             for r in rows]
-    fig = go.Figure(go.Icicle(
-        ids=[r.name for r in rows], labels=[label(r.name.rsplit(".", 1)[-1]) for r in rows],
-        parents=[r.parent if r.parent in total else "" for r in rows], values=own,
-        branchvalues="remainder",
-        hovertext=hover, hoverinfo="text", root={"color": "lightgrey"}))
-    what = "activation memory kept for backward (MiB per step)" if by == "memory" else \
-        "time per step (ms, forward + backward)"
+    hover = [
+        f"{label(r.name, 200)} ({label(r.module_class)} ×{r.instances})"
+        f"<br>{total[r.name]:.3f} {unit} per step"
+        + (f", {r.share:.0%} of the step" if r.share is not None and by == "time" else "")
+        + (
+            f"<br>{label(r.class_where or r.forward_where)}"
+            if (r.class_where or r.forward_where)
+            else ""
+        )
+        for r in rows
+    ]
+    fig = go.Figure(
+        go.Icicle(
+            ids=[r.name for r in rows],
+            labels=[label(r.name.rsplit(".", 1)[-1]) for r in rows],
+            parents=[r.parent if r.parent in total else "" for r in rows],
+            values=own,
+            branchvalues="remainder",
+            hovertext=hover,
+            hoverinfo="text",
+            root={"color": "lightgrey"},
+        )
+    )
+    what = (
+        "activation memory kept for backward (MiB per step)"
+        if by == "memory"
+        else "time per step (ms, forward + backward)"
+    )
     return style(fig, f"Modules by {what}", height=480)

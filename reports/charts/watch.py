@@ -23,9 +23,13 @@ def capture_hover(capture: dict[str, Any]) -> str:
     """A capture's words on the chart: its number, profiled steps, trigger and (once judged) bottleneck."""
     trigger = capture.get("trigger") or {}
     first, last = capture.get("steps") or (None, None)
-    said = f"capture {capture.get('n')}: steps {first:,}–{last:,}" if first is not None else "capture"
-    said += (f"<br>trigger: {trigger.get('kind', '?')} at step {trigger.get('step', '?')} — "
-             f"{trigger.get('reason', '')}")
+    said = (
+        f"capture {capture.get('n')}: steps {first:,}–{last:,}" if first is not None else "capture"
+    )
+    said += (
+        f"<br>trigger: {trigger.get('kind', '?')} at step {trigger.get('step', '?')} — "
+        f"{trigger.get('reason', '')}"
+    )
     if capture.get("bottleneck"):
         said += f"<br>bottleneck: {capture['bottleneck']}"
     return said
@@ -34,29 +38,76 @@ def capture_hover(capture: dict[str, Any]) -> str:
 def watch_timeline(points: pd.DataFrame, captures: Sequence[dict[str, Any]]) -> go.Figure:
     """Three stacked plots over the step axis; ``captures``: :func:`profilers.run.captures.capture_records`'s (a
     ``bottleneck`` key, when there is one, is shown in the hover)."""
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
-                        subplot_titles=("Step time (ms)", "Batch drawing (share of the step)", "Loss"))
+    fig = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.07,
+        subplot_titles=("Step time (ms)", "Batch drawing (share of the step)", "Loss"),
+    )
     if not points.empty:
         x = ((points["first_step"] + points["last_step"]) / 2).tolist()
         rolled = points["rolled"].astype(bool)
         if rolled.any():
             r = points[rolled]
             xr = ((r["first_step"] + r["last_step"]) / 2).tolist()
-            fig.add_trace(go.Scatter(x=xr + xr[::-1], y=r["wall_ms_p90"].tolist() + r["wall_ms_p10"].tolist()[::-1],
-                                     fill="toself", fillcolor="rgba(31, 119, 180, 0.15)", line={"width": 0},
-                                     name="p10–p90 (rolled up)", hoverinfo="skip"), row=1, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=xr + xr[::-1],
+                    y=r["wall_ms_p90"].tolist() + r["wall_ms_p10"].tolist()[::-1],
+                    fill="toself",
+                    fillcolor="rgba(31, 119, 180, 0.15)",
+                    line={"width": 0},
+                    name="p10–p90 (rolled up)",
+                    hoverinfo="skip",
+                ),
+                row=1,
+                col=1,
+            )
         counts = points["steps"].fillna(1).astype(int)
-        hover = [f"steps {a:,}–{b:,} ({n:,} rolled up): median" if up else f"step {a:,}"
-                 for a, b, n, up in zip(points["first_step"], points["last_step"], counts, rolled)]
-        fig.add_trace(go.Scatter(x=x, y=points["wall_ms"].round(3).tolist(), mode="lines", name="step time",
-                                 text=hover, hovertemplate="%{text}: %{y:.2f} ms<extra></extra>",
-                                 line={"color": SERIES_COLORS[0]}), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=points["data_share"].round(4).tolist(), mode="lines", name="batch drawing",
-                                 text=hover, hovertemplate="%{text}: %{y:.0%}<extra></extra>",
-                                 line={"color": SERIES_COLORS[2]}), row=2, col=1)
-        fig.add_trace(go.Scatter(x=x, y=points["loss"].round(5).tolist(), mode="lines", name="loss",
-                                 text=hover, hovertemplate="%{text}: %{y:.4f}<extra></extra>",
-                                 line={"color": SERIES_COLORS[1]}), row=3, col=1)
+        hover = [
+            f"steps {a:,}–{b:,} ({n:,} rolled up): median" if up else f"step {a:,}"
+            for a, b, n, up in zip(points["first_step"], points["last_step"], counts, rolled)
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=points["wall_ms"].round(3).tolist(),
+                mode="lines",
+                name="step time",
+                text=hover,
+                hovertemplate="%{text}: %{y:.2f} ms<extra></extra>",
+                line={"color": SERIES_COLORS[0]},
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=points["data_share"].round(4).tolist(),
+                mode="lines",
+                name="batch drawing",
+                text=hover,
+                hovertemplate="%{text}: %{y:.0%}<extra></extra>",
+                line={"color": SERIES_COLORS[2]},
+            ),
+            row=2,
+            col=1,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=points["loss"].round(5).tolist(),
+                mode="lines",
+                name="loss",
+                text=hover,
+                hovertemplate="%{text}: %{y:.4f}<extra></extra>",
+                line={"color": SERIES_COLORS[1]},
+            ),
+            row=3,
+            col=1,
+        )
     _mark_captures(fig, points, captures)
     walls = [float(w) for w in points["wall_ms"].dropna()] if not points.empty else []
     if len(walls) >= 3 and walls[0] > FIRST_STEP_OUTLIER * float(pd.Series(walls[1:]).median()) > 0:
@@ -68,7 +119,9 @@ def watch_timeline(points: pd.DataFrame, captures: Sequence[dict[str, Any]]) -> 
     return style(fig, f"The whole run ({n} capture{'s' if n != 1 else ''} marked)", height=560)
 
 
-def _mark_captures(fig: go.Figure, points: pd.DataFrame, captures: Sequence[dict[str, Any]]) -> None:
+def _mark_captures(
+    fig: go.Figure, points: pd.DataFrame, captures: Sequence[dict[str, Any]]
+) -> None:
     marks: list[tuple[float, str]] = []
     for capture in captures:
         steps = capture.get("steps")
@@ -76,12 +129,33 @@ def _mark_captures(fig: go.Figure, points: pd.DataFrame, captures: Sequence[dict
             continue
         first, last = float(steps[0]), float(steps[1])
         for row in (1, 2, 3):  # a shape per plot: a band from the first profiled step to the last
-            fig.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=CAPTURE_COLOR, line_width=1,
-                          line_color="rgba(214, 39, 40, 0.6)", layer="below", row=row, col=1)
+            fig.add_vrect(
+                x0=first - 0.5,
+                x1=last + 0.5,
+                fillcolor=CAPTURE_COLOR,
+                line_width=1,
+                line_color="rgba(214, 39, 40, 0.6)",
+                layer="below",
+                row=row,
+                col=1,
+            )
         marks.append(((first + last) / 2, capture_hover(capture)))
     if marks:
-        top = float(points["wall_ms"].iloc[1:].max()) if len(points) > 1 and points["wall_ms"].notna().any() else 1.0
-        fig.add_trace(go.Scatter(x=[m[0] for m in marks], y=[top * 1.05] * len(marks), mode="markers",
-                                 name="capture", text=[m[1] for m in marks], hovertemplate="%{text}<extra></extra>",
-                                 marker={"symbol": "triangle-down", "size": 12, "color": "rgb(214, 39, 40)"}),
-                      row=1, col=1)
+        top = (
+            float(points["wall_ms"].iloc[1:].max())
+            if len(points) > 1 and points["wall_ms"].notna().any()
+            else 1.0
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[m[0] for m in marks],
+                y=[top * 1.05] * len(marks),
+                mode="markers",
+                name="capture",
+                text=[m[1] for m in marks],
+                hovertemplate="%{text}<extra></extra>",
+                marker={"symbol": "triangle-down", "size": 12, "color": "rgb(214, 39, 40)"},
+            ),
+            row=1,
+            col=1,
+        )

@@ -35,18 +35,26 @@ import numpy as np
 import orjson
 
 from profilers.errors import TraceError
-from profilers.trace.load import _rank as rank_of  # the loader's own rule: the same file gets the same rank
+from profilers.trace.load import (
+    _rank as rank_of,
+)  # the loader's own rule: the same file gets the same rank
 from profilers.trace.sources import find_trace_files, iter_opened
 
-INSTRUCTIONS = ("1. Download the file below (a gzip'd Chrome trace JSON).",
-                "2. Open https://ui.perfetto.dev and choose **Open trace file** (or drag the file onto the page).",
-                "3. Each rank is a process; host threads and GPU streams are its tracks; arrows are CPU launch → "
-                "GPU kernel flows. Press W/S to zoom, A/D to pan; click an event for its args.")
+INSTRUCTIONS = (
+    "1. Download the file below (a gzip'd Chrome trace JSON).",
+    "2. Open https://ui.perfetto.dev and choose **Open trace file** (or drag the file onto the page).",
+    "3. Each rank is a process; host threads and GPU streams are its tracks; arrows are CPU launch → "
+    "GPU kernel flows. Press W/S to zoom, A/D to pan; click an event for its args.",
+)
 
 FLOW_PHASES = frozenset("stf")
 INSTANT_PHASES = frozenset("iIn")
-RANK_PID_STRIDE = 10_000_000  # several ranks: pid = (rank + 1) * stride + pid (Linux pids stay below 2**22)
-RANK_FLOW_SHIFT = 40  # several ranks: flow id += rank << 40 (stays below 2**53, exact in JavaScript)
+RANK_PID_STRIDE = (
+    10_000_000  # several ranks: pid = (rank + 1) * stride + pid (Linux pids stay below 2**22)
+)
+RANK_FLOW_SHIFT = (
+    40  # several ranks: flow id += rank << 40 (stays below 2**53, exact in JavaScript)
+)
 
 
 def kind_of_event(e: dict[str, Any]) -> str:
@@ -74,7 +82,11 @@ class ExportCounts:
 
     def lost(self) -> dict[str, int]:
         """Per class, how many fewer came out than went in (a whole-trace export loses none)."""
-        return {k: n - self.written.get(k, 0) for k, n in self.given.items() if n > self.written.get(k, 0)}
+        return {
+            k: n - self.written.get(k, 0)
+            for k, n in self.given.items()
+            if n > self.written.get(k, 0)
+        }
 
 
 def count_events(events: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -104,7 +116,11 @@ def _document(stream: Any, name: str) -> dict[str, Any]:
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    return (
+        float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        else None
+    )
 
 
 class _Tracks:
@@ -114,7 +130,9 @@ class _Tracks:
     def __init__(self, slices: list[tuple[Any, Any, float, float]]) -> None:
         by: dict[tuple[Any, Any], list[tuple[float, float]]] = {}
         for pid, tid, ts, end in slices:
-            by.setdefault((str(pid), str(tid)), []).append((ts, end))  # old Kineto: tid "25738" here, 25738 there
+            by.setdefault((str(pid), str(tid)), []).append(
+                (ts, end)
+            )  # old Kineto: tid "25738" here, 25738 there
         self._tracks = {}
         for key, spans in by.items():
             arr = np.array(sorted(spans), dtype=np.float64)
@@ -129,7 +147,9 @@ class _Tracks:
         return i >= 0 and bool(ends[i] >= ts)
 
 
-def _window_events(events: list[dict[str, Any]], lo_us: float | None, hi_us: float | None) -> list[dict[str, Any]]:
+def _window_events(
+    events: list[dict[str, Any]], lo_us: float | None, hi_us: float | None
+) -> list[dict[str, Any]]:
     """The events of one file kept by the window rules (module docs); times still the file's own."""
     lo = -np.inf if lo_us is None else lo_us
     hi = np.inf if hi_us is None else hi_us
@@ -157,8 +177,14 @@ def _window_events(events: list[dict[str, Any]], lo_us: float | None, hi_us: flo
     for points in flows.values():
         times = [_num(p.get("ts")) for p in points]
         phases = {p.get("ph") for p in points}
-        if "s" in phases and "f" in phases and \
-                all(t is not None and tracks.bound(p.get("pid"), p.get("tid"), t) for p, t in zip(points, times)):
+        if (
+            "s" in phases
+            and "f" in phases
+            and all(
+                t is not None and tracks.bound(p.get("pid"), p.get("tid"), t)
+                for p, t in zip(points, times)
+            )
+        ):
             kept.extend(points)
     return kept
 
@@ -168,7 +194,9 @@ class _Ids:
     ``"tid": "stream 7"``): digits become their number, other strings a number of their own, named by an added
     ``process_name``/``thread_name`` unless the file names it."""
 
-    STRING_BASE = 9_000_000  # numbers given to non-numeric pids and tids start here (above any Linux pid)
+    STRING_BASE = (
+        9_000_000  # numbers given to non-numeric pids and tids start here (above any Linux pid)
+    )
 
     def __init__(self, pid_base: int) -> None:
         self.pid_base = pid_base
@@ -185,8 +213,15 @@ class _Ids:
             self.given[key] = self.STRING_BASE + len(self.given)
             name = "process_name" if kind == "pid" else "thread_name"
             out_pid = self.given[key] + self.pid_base if pid is None else pid
-            self.names.append({"name": name, "ph": "M", "pid": out_pid, "tid": 0 if pid is None else self.given[key],
-                               "args": {"name": str(value)}})
+            self.names.append(
+                {
+                    "name": name,
+                    "ph": "M",
+                    "pid": out_pid,
+                    "tid": 0 if pid is None else self.given[key],
+                    "args": {"name": str(value)},
+                }
+            )
         return self.given[key]
 
     def pid(self, value: Any) -> Any:
@@ -209,8 +244,9 @@ def _retimed(e: dict[str, Any], origin_us: float, ids: _Ids, flow_offset: int) -
     return out
 
 
-def chrome_trace_with_counts(source: Path | str, origin_ns: int, start_ns: int | None = None,
-                             end_ns: int | None = None) -> tuple[bytes, ExportCounts]:
+def chrome_trace_with_counts(
+    source: Path | str, origin_ns: int, start_ns: int | None = None, end_ns: int | None = None
+) -> tuple[bytes, ExportCounts]:
     """The trace at ``source`` (a file, a folder of ranks, a zip, a run folder) as Chrome trace JSON bytes, all
     of it or the window ``[start_ns, end_ns)`` (ns on the trace clock), and what went in and came out."""
     files = find_trace_files(source)
@@ -235,26 +271,46 @@ def chrome_trace_with_counts(source: Path | str, origin_ns: int, start_ns: int |
         order_ranks.append(rank)
         events = doc["traceEvents"]
         given.update(count_events(e for e in events if isinstance(e, dict)))
-        kept = _window_events(events, lo_us, hi_us) if (lo_us is not None or hi_us is not None) else \
-            [e for e in events if isinstance(e, dict)]
+        kept = (
+            _window_events(events, lo_us, hi_us)
+            if (lo_us is not None or hi_us is not None)
+            else [e for e in events if isinstance(e, dict)]
+        )
         written.update(count_events(kept))
         ids = _Ids((rank + 1) * RANK_PID_STRIDE if several else 0)
         flow_offset = rank << RANK_FLOW_SHIFT if several else 0
         mine = [_retimed(e, origin_us, ids, flow_offset) for e in kept]
         named = {(e.get("name"), e.get("pid"), e.get("tid")) for e in mine if e.get("ph") == "M"}
         extra = [m for m in ids.names if (m["name"], m["pid"], m["tid"]) not in named]
-        extra += [{"name": "process_labels", "ph": "M", "pid": pid, "tid": 0, "args": {"labels": f"rank {rank}"}}
-                  for pid in sorted({e["pid"] for e in mine if isinstance(e.get("pid"), int)})]
+        extra += [
+            {
+                "name": "process_labels",
+                "ph": "M",
+                "pid": pid,
+                "tid": 0,
+                "args": {"labels": f"rank {rank}"},
+            }
+            for pid in sorted({e["pid"] for e in mine if isinstance(e.get("pid"), int)})
+        ]
         out.extend(mine)
         out.extend(extra)
         added += len(extra)
-    doc_out = {**_top_metadata([(rank, doc) for rank, (_, doc) in zip(order_ranks, docs)]),
-               "traceEvents": out, "displayTimeUnit": "ms",
-               "otherData": {"exported_by": "stepwise", "origin_unix_ns": str(origin_ns), "events": len(out),
-                             "window_ns": None if start_ns is None and end_ns is None else [start_ns, end_ns]}}
+    doc_out = {
+        **_top_metadata([(rank, doc) for rank, (_, doc) in zip(order_ranks, docs)]),
+        "traceEvents": out,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "exported_by": "stepwise",
+            "origin_unix_ns": str(origin_ns),
+            "events": len(out),
+            "window_ns": None if start_ns is None and end_ns is None else [start_ns, end_ns],
+        },
+    }
     try:
         body = orjson.dumps(doc_out, option=orjson.OPT_SERIALIZE_NUMPY)
-    except TypeError:  # an integer beyond 64 bits (some writers emit them): the standard library writes it
+    except (
+        TypeError
+    ):  # an integer beyond 64 bits (some writers emit them): the standard library writes it
         body = json.dumps(doc_out, allow_nan=False, default=str).encode()
     return body, ExportCounts(given=dict(given), written=dict(written), added=added)
 
@@ -273,18 +329,28 @@ def _top_metadata(docs: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
     first = {k: v for k, v in docs[0][1].items() if k not in _OWN_KEYS}
     if len(docs) == 1:
         return first
-    infos = {str(rank): info for rank, doc in docs if isinstance(info := doc.get("distributedInfo"), dict)}
+    infos = {
+        str(rank): info
+        for rank, doc in docs
+        if isinstance(info := doc.get("distributedInfo"), dict)
+    }
     if infos:
-        shared = {k: v for k, v in next(iter(infos.values())).items() if k in ("world_size", "backend")}
+        shared = {
+            k: v for k, v in next(iter(infos.values())).items() if k in ("world_size", "backend")
+        }
         first["distributedInfo"] = {**shared, "ranks": infos}
     return first
 
 
-def chrome_trace(source: Path | str, origin_ns: int, start_ns: int | None = None, end_ns: int | None = None) -> bytes:
+def chrome_trace(
+    source: Path | str, origin_ns: int, start_ns: int | None = None, end_ns: int | None = None
+) -> bytes:
     """:func:`chrome_trace_with_counts` without the counts."""
     return chrome_trace_with_counts(source, origin_ns, start_ns, end_ns)[0]
 
 
-def perfetto_gzip(source: Path | str, origin_ns: int, start_ns: int | None = None, end_ns: int | None = None) -> bytes:
+def perfetto_gzip(
+    source: Path | str, origin_ns: int, start_ns: int | None = None, end_ns: int | None = None
+) -> bytes:
     """:func:`chrome_trace`, gzip'd (level 6: a 100 MB trace exports in seconds and shrinks ~10×)."""
     return gzip.compress(chrome_trace(source, origin_ns, start_ns, end_ns), compresslevel=6)

@@ -48,9 +48,14 @@ def event_index(trace: Trace) -> EventIndex:
     if trace.steps.empty:
         return EventIndex(0, 0, (), {}, step_spans(trace), trace.n_events)
     ranks = tuple(int(r) for r in sorted(trace.steps["rank"].unique().tolist()))
-    return EventIndex(origin_ns=int(trace.steps["start_ns"].min()), end_ns=int(trace.steps["end_ns"].max()),
-                      ranks=ranks, claims={r: claimed_by_category(trace, r) for r in ranks},
-                      spans=step_spans(trace), n_events=trace.n_events)
+    return EventIndex(
+        origin_ns=int(trace.steps["start_ns"].min()),
+        end_ns=int(trace.steps["end_ns"].max()),
+        ranks=ranks,
+        claims={r: claimed_by_category(trace, r) for r in ranks},
+        spans=step_spans(trace),
+        n_events=trace.n_events,
+    )
 
 
 def clamp_window(index: EventIndex, start_ms: float, end_ms: float) -> tuple[float, float]:
@@ -63,26 +68,42 @@ def clamp_window(index: EventIndex, start_ms: float, end_ms: float) -> tuple[flo
     return lo, hi
 
 
-def window_timeline(index: EventIndex, rank: int, start_ms: float, end_ms: float,
-                    buckets: int = DEFAULT_BUCKETS) -> pd.DataFrame:
+def window_timeline(
+    index: EventIndex, rank: int, start_ms: float, end_ms: float, buckets: int = DEFAULT_BUCKETS
+) -> pd.DataFrame:
     """``rank, t_ms, width_ms`` then one column per category (ms claimed in the bucket), for one window."""
     cols = ["rank", "t_ms", "width_ms", *CATEGORIES]
     if rank not in index.claims:
         return pd.DataFrame(columns=cols)
     lo_ms, hi_ms = clamp_window(index, start_ms, end_ms)
-    lo_ns, hi_ns = index.origin_ns + int(round(lo_ms * 1e6)), index.origin_ns + int(round(hi_ms * 1e6))
+    lo_ns, hi_ns = (
+        index.origin_ns + int(round(lo_ms * 1e6)),
+        index.origin_ns + int(round(hi_ms * 1e6)),
+    )
     n = max(1, min(int(buckets), (hi_ns - lo_ns) // 1000 or 1))  # never finer than 1 µs
     edges = lo_ns + np.linspace(0, hi_ns - lo_ns, n + 1).round().astype(np.int64)
     lo, hi = edges[:-1], edges[1:]
-    frame = pd.DataFrame({"rank": np.full(n, rank), "t_ms": (lo - index.origin_ns) / 1e6, "width_ms": (hi - lo) / 1e6})
+    frame = pd.DataFrame(
+        {
+            "rank": np.full(n, rank),
+            "t_ms": (lo - index.origin_ns) / 1e6,
+            "width_ms": (hi - lo) / 1e6,
+        }
+    )
     sets = index.claims[rank]
     for cat in CATEGORIES:
         frame[cat] = sets[cat].covered_in(lo, hi) / 1e6 if cat in sets else np.zeros(n)
     return frame[cols]
 
 
-def window_events(trace: Trace, index: EventIndex, rank: int, start_ms: float, end_ms: float,
-                  limit: int = MAX_EVENTS) -> tuple[pd.DataFrame | None, int]:
+def window_events(
+    trace: Trace,
+    index: EventIndex,
+    rank: int,
+    start_ms: float,
+    end_ms: float,
+    limit: int = MAX_EVENTS,
+) -> tuple[pd.DataFrame | None, int]:
     """The events of ``rank`` overlapping the window (``EVENT_COLUMNS``; ``lane`` is the host thread or GPU
     stream), and how many there are. ``None`` instead of the frame when there are more than ``limit``."""
     lo_ms, hi_ms = clamp_window(index, start_ms, end_ms)
@@ -97,14 +118,25 @@ def window_events(trace: Trace, index: EventIndex, rank: int, start_ms: float, e
     if len(part) > limit:
         return None, len(part)
     gpu = part["device"].to_numpy() >= 0
-    lane = np.where(gpu, "GPU stream " + part["stream"].astype(str), "host thread " + part["tid"].astype(str))
+    lane = np.where(
+        gpu, "GPU stream " + part["stream"].astype(str), "host thread " + part["tid"].astype(str)
+    )
     depth = nesting_depth(lane, part["start_ns"].to_numpy(), part["end_ns"].to_numpy(), ~gpu)
-    return pd.DataFrame({"kind": part["kind"].astype(str).to_numpy(), "name": part["name"].astype(str).to_numpy(),
-                         "lane": lane, "depth": depth, "start_ms": (part["start_ns"].to_numpy() - index.origin_ns) / 1e6,
-                         "dur_ms": part["dur_ns"].to_numpy() / 1e6}), len(part)
+    return pd.DataFrame(
+        {
+            "kind": part["kind"].astype(str).to_numpy(),
+            "name": part["name"].astype(str).to_numpy(),
+            "lane": lane,
+            "depth": depth,
+            "start_ms": (part["start_ns"].to_numpy() - index.origin_ns) / 1e6,
+            "dur_ms": part["dur_ns"].to_numpy() / 1e6,
+        }
+    ), len(part)
 
 
-def nesting_depth(lane: np.ndarray, start: np.ndarray, end: np.ndarray, nested: np.ndarray) -> np.ndarray:
+def nesting_depth(
+    lane: np.ndarray, start: np.ndarray, end: np.ndarray, nested: np.ndarray
+) -> np.ndarray:
     """Per event, how many events of its lane enclose it (0: outermost), where ``nested`` (host threads: an op
     inside an op, as Perfetto draws them); 0 elsewhere. Ties on start: the longer event is the outer one."""
     depth = np.zeros(len(lane), dtype=np.int64)

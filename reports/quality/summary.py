@@ -15,21 +15,31 @@ TIMED = ("kept", "rejected", "inconclusive")
 
 def markdown(rec: QualityRecord) -> str:
     """The experiment in Markdown (every name escaped by the table's plain text)."""
-    rows = ["| round | change | rule | time to target (before → after) | ratio [interval] | predicted / measured "
-            "(steps × step time = time, after ÷ before) | verdict |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| round | change | rule | time to target (before → after) | ratio [interval] | predicted / measured "
+        "(steps × step time = time, after ÷ before) | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rec.rounds:
-        rows.append(f"| {r.round} | {_md(r.title)} | {_md(r.rule)} | {_md(cell(r))} | {r.ratio_text} | "
-                    f"{_md(r.prediction_text or '—')} | {r.outcome} |")
+        rows.append(
+            f"| {r.round} | {_md(r.title)} | {_md(r.rule)} | {_md(cell(r))} | {r.ratio_text} | "
+            f"{_md(r.prediction_text or '—')} | {r.outcome} |"
+        )
     head = f"**Target:** {_md(rec.target)}; {rec.seeds} seed(s) per arm; budget {_md(rec.budget or '?')} per arm."
     if rec.one_run:
-        head += (f"\n\n**The {rec.seeds} seeds are one run:** the baseline's seeds gave the same curve (the script's "
-                 "seed could not be varied); verdicts use a stated tolerance, not a spread of seeds.")
+        head += (
+            f"\n\n**The {rec.seeds} seeds are one run:** the baseline's seeds gave the same curve (the script's "
+            "seed could not be varied); verdicts use a stated tolerance, not a spread of seeds."
+        )
     if rec.noise:
         head += "\n\n**Gradient noise scale:** " + _md(rec.noise)
     if rec.floor:
         head += "\n\n**A target on the floor:** " + _md(rec.floor)
-    tail = "".join(f"\n\n**{_md(r.title)}:** {_md(r.reason)}" for r in rec.rounds
-                   if r.tradeoff is not None or r.outcome == "inconclusive")
+    tail = "".join(
+        f"\n\n**{_md(r.title)}:** {_md(r.reason)}"
+        for r in rec.rounds
+        if r.tradeoff is not None or r.outcome == "inconclusive"
+    )
     tail += f"\n\n{_md(rec.projection)}" if rec.projection else ""
     return "## Time to quality\n\n" + head + "\n\n" + "\n".join(rows) + tail + "\n"
 
@@ -41,6 +51,7 @@ def cell(r: QualityRoundRecord) -> str:
     if r.not_applied is not None:
         return f"not applied: {r.not_applied}"
     if r.outcome in TIMED:
+
         def arm(s: float | None) -> str:
             return "failed" if s is None else f"{s:.2f} s"
 
@@ -51,13 +62,20 @@ def cell(r: QualityRoundRecord) -> str:
 def html_page(rec: QualityRecord, out: Mapping[str, Any]) -> bytes:
     """A self-contained page (plotly inlined, opens offline): the record's summary, then one figure per round
     (from the runs' curves in ``out``, the JSON report)."""
-    figs = [round_figure(out, r["round"]) for r in out["rounds"] if r["curves"] or r["early_stopping"]]
+    figs = [
+        round_figure(out, r["round"]) for r in out["rounds"] if r["curves"] or r["early_stopping"]
+    ]
     figs += [f for f in (tradeoff_figure(r) for r in out["rounds"]) if f is not None]
-    parts = [f.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False) for i, f in enumerate(figs)]
+    parts = [
+        f.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False)
+        for i, f in enumerate(figs)
+    ]
     # the Markdown escapes its names for a Markdown renderer: unescaped once first, or the page shows "&#x27;"
     body = "<pre>" + html.escape(html.unescape(markdown(rec))) + "</pre>" + "".join(parts)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Time to quality</title></head>"
-            f"<body>{body}</body></html>").encode()
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>Time to quality</title></head>"
+        f"<body>{body}</body></html>"
+    ).encode()
 
 
 def _md(text: object) -> str:

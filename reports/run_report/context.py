@@ -47,17 +47,40 @@ def reproduce(run_dir: Path) -> dict[str, str] | None:
         cwd = launch.get("cwd")
         own = (f"cd {shlex.quote(str(cwd))} && " if cwd else "") + _shell(command)
         steps = launch.get("steps")
-        return {"command": own,
-                "stepwise": _shell(["python", "-m", "profilers", "launch", *(["--steps", steps] if steps else []),
-                                    "--", *command])}
+        return {
+            "command": own,
+            "stepwise": _shell(
+                [
+                    "python",
+                    "-m",
+                    "profilers",
+                    "launch",
+                    *(["--steps", steps] if steps else []),
+                    "--",
+                    *command,
+                ]
+            ),
+        }
     spec = _dict(run_dir / "spec.json")
     if isinstance(spec.get("workload"), str):
-        sets = [f"{k}={v}" for k, v in sorted(spec.items())
-                if k not in ("workload", "params", "steps") and v not in (None, False, 0, "", [], {})]
-        size = (spec.get("params") or {}).get("size") if isinstance(spec.get("params"), dict) else None
-        line = ["python", "-m", "profilers", "run", spec["workload"], *(["--size", size] if size else []),
-                *(["--steps", spec["steps"]] if spec.get("steps") else []),
-                *[x for s in sets for x in ("--set", s)]]
+        sets = [
+            f"{k}={v}"
+            for k, v in sorted(spec.items())
+            if k not in ("workload", "params", "steps") and v not in (None, False, 0, "", [], {})
+        ]
+        size = (
+            (spec.get("params") or {}).get("size") if isinstance(spec.get("params"), dict) else None
+        )
+        line = [
+            "python",
+            "-m",
+            "profilers",
+            "run",
+            spec["workload"],
+            *(["--size", size] if size else []),
+            *(["--steps", spec["steps"]] if spec.get("steps") else []),
+            *[x for s in sets for x in ("--set", s)],
+        ]
         return {"stepwise": _shell(line)}
     return None
 
@@ -65,7 +88,11 @@ def reproduce(run_dir: Path) -> dict[str, str] | None:
 def environment(run_dir: Path) -> dict[str, str]:
     """What the run recorded of where it ran: device, torch (version and CUDA build), Python, interpreter,
     host cores. Empty for an upload (a trace records its device only: the report's device card)."""
-    agent, launch, result = _dict(run_dir / "agent.json"), _dict(run_dir / "launch.json"), _dict(run_dir / "result.json")
+    agent, launch, result = (
+        _dict(run_dir / "agent.json"),
+        _dict(run_dir / "launch.json"),
+        _dict(run_dir / "result.json"),
+    )
     got = {**launch, **agent}
     out: dict[str, str] = {}
     device = result.get("device_name") or got.get("device_name") or result.get("device")
@@ -95,31 +122,59 @@ def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
             continue
         if seen.ladder is not None:
             lad = seen.ladder
-            said = "; ".join(f"round {i}: {r.fix_title} {r.outcome_text}" for i, r in enumerate(lad.rounds, 1))
+            said = "; ".join(
+                f"round {i}: {r.fix_title} {r.outcome_text}" for i, r in enumerate(lad.rounds, 1)
+            )
             first, last = (lad.rounds[0], lad.rounds[-1]) if lad.rounds else (None, None)
-            rows.append({"label": exp.label, "outcome": f"{lad.label} — {said or lad.why_stopped}",
-                         "speedup": lad.total_speedup, "low": None, "high": None,
-                         "trials": first.runs_per_arm if first is not None else None,
-                         "before": first.before_samples_per_s if first is not None else None,
-                         "after": last.after_samples_per_s if last is not None else None,
-                         "unit": first.rate_unit if first is not None else "samples/s",
-                         "change": None, "spec_change": {}, "commands": base})
+            rows.append(
+                {
+                    "label": exp.label,
+                    "outcome": f"{lad.label} — {said or lad.why_stopped}",
+                    "speedup": lad.total_speedup,
+                    "low": None,
+                    "high": None,
+                    "trials": first.runs_per_arm if first is not None else None,
+                    "before": first.before_samples_per_s if first is not None else None,
+                    "after": last.after_samples_per_s if last is not None else None,
+                    "unit": first.rate_unit if first is not None else "samples/s",
+                    "change": None,
+                    "spec_change": {},
+                    "commands": base,
+                }
+            )
             continue
         x = seen.record
         assert x is not None
-        rows.append({"label": exp.label, "outcome": x.outcome_text, "speedup": x.speedup, "low": x.low,
-                     "high": x.high, "trials": x.runs_per_arm, "before": x.before_samples_per_s,
-                     "after": x.after_samples_per_s, "unit": x.rate_unit,
-                     "change": x.change_to_make, "where": x.where, "spec_change": dict(x.spec_change),
-                     "commands": _arm_commands(store, Path(record.run_dir), base, x)})
+        rows.append(
+            {
+                "label": exp.label,
+                "outcome": x.outcome_text,
+                "speedup": x.speedup,
+                "low": x.low,
+                "high": x.high,
+                "trials": x.runs_per_arm,
+                "before": x.before_samples_per_s,
+                "after": x.after_samples_per_s,
+                "unit": x.rate_unit,
+                "change": x.change_to_make,
+                "where": x.where,
+                "spec_change": dict(x.spec_change),
+                "commands": _arm_commands(store, Path(record.run_dir), base, x),
+            }
+        )
     return rows
 
 
-def _arm_commands(store: RunStore, run_dir: Path, base: dict[str, str] | None, x: ExperimentRecord) -> dict[str, str]:
+def _arm_commands(
+    store: RunStore, run_dir: Path, base: dict[str, str] | None, x: ExperimentRecord
+) -> dict[str, str]:
     """Each arm's command, as its trials ran it (their own ``launch.json`` and ``script.json``: their steps, not the
     source run's): ``before`` (the run as it was), ``after`` (with the change), ``measure`` (the A/B again, from
     the command line, with the trials' warm-up and timed steps). A record without trials reads the source run."""
-    before_dir, after_dir = _trial_dir(store, x, ("baseline", "reference")), _trial_dir(store, x, ("patched",))
+    before_dir, after_dir = (
+        _trial_dir(store, x, ("baseline", "reference")),
+        _trial_dir(store, x, ("patched",)),
+    )
     before = reproduce(before_dir) if before_dir is not None else None
     after = reproduce(after_dir) if after_dir is not None else None
     base = before or base
@@ -131,18 +186,39 @@ def _arm_commands(store: RunStore, run_dir: Path, base: dict[str, str] | None, x
     out = {"before": base.get("command") or base["stepwise"]}
     if command:
         said = (after or {}).get("command")
-        out["after"] = said if said and said != out["before"] else f"{out['before']}  # after making the change above"
+        out["after"] = (
+            said
+            if said and said != out["before"]
+            else f"{out['before']}  # after making the change above"
+        )
         script = _dict(ran / "script.json")
         own = _dict(before_dir / "launch.json").get("command") if before_dir is not None else None
-        timing = [*(["--steps", script["measure_steps"]] if script.get("measure_steps") else []),
-                  *(["--warmup", script["warmup_steps"]] if script.get("warmup_steps") is not None else []),
-                  *(["--cwd", launch["cwd"]] if launch.get("cwd") else [])]
-        out["measure"] = _shell(["python", "-m", "advisors", "optimize", *(["--fix", x.fix_id] if x.fix_id else []),
-                                 *(["--trials", x.trials_per_arm] if x.trials_per_arm else []), *timing, "--",
-                                 *(own if isinstance(own, list) and own else command)])
+        timing = [
+            *(["--steps", script["measure_steps"]] if script.get("measure_steps") else []),
+            *(
+                ["--warmup", script["warmup_steps"]]
+                if script.get("warmup_steps") is not None
+                else []
+            ),
+            *(["--cwd", launch["cwd"]] if launch.get("cwd") else []),
+        ]
+        out["measure"] = _shell(
+            [
+                "python",
+                "-m",
+                "advisors",
+                "optimize",
+                *(["--fix", x.fix_id] if x.fix_id else []),
+                *(["--trials", x.trials_per_arm] if x.trials_per_arm else []),
+                *timing,
+                "--",
+                *(own if isinstance(own, list) and own else command),
+            ]
+        )
     else:
-        out["after"] = base["stepwise"] + "".join(f" --set {shlex.quote(f'{k}={v}')}"
-                                                  for k, v in x.spec_change.items())
+        out["after"] = base["stepwise"] + "".join(
+            f" --set {shlex.quote(f'{k}={v}')}" for k, v in x.spec_change.items()
+        )
     return out
 
 
@@ -171,9 +247,14 @@ def report_extra(path: Path, store: RunStore | None = None) -> dict[str, Any]:
             record = store.get(path.name)
         except StepwiseError:
             record = None
-    return {"reproduce": reproduce(path), "environment": environment(path),
-            "experiments": experiment_rows(store, record) if store is not None and record is not None else [],
-            "watch": watch_extra(path)}  # a watched run's timeline: its captures and the whole run's points
+    return {
+        "reproduce": reproduce(path),
+        "environment": environment(path),
+        "experiments": experiment_rows(store, record)
+        if store is not None and record is not None
+        else [],
+        "watch": watch_extra(path),
+    }  # a watched run's timeline: its captures and the whole run's points
 
 
 def _store_of(run_dir: Path) -> RunStore | None:

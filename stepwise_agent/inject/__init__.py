@@ -46,10 +46,15 @@ WATCH_STEPS = 2
 
 
 class Injector:
-    def __init__(self, knobs: dict[str, Any], device: str | None = None,
-                 on_skipped_step: Callable[[Any], None] | None = None,
-                 caps: TorchCapabilities | None = None, observe: dict[str, Any] | None = None,
-                 target: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        knobs: dict[str, Any],
+        device: str | None = None,
+        on_skipped_step: Callable[[Any], None] | None = None,
+        caps: TorchCapabilities | None = None,
+        observe: dict[str, Any] | None = None,
+        target: list[str] | None = None,
+    ) -> None:
         """``observe``: knobs the script's own command line or config file sets in this run (the patched arm of a
         fix mapped to the script's flag): their effect is checked and reported like an injected knob's, but
         nothing is injected for them. ``target``: the script and its arguments (``-m MODULE`` …), whose
@@ -59,7 +64,9 @@ class Injector:
         knobs = {**knobs, **observe}
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.report = InjectionReport(dict(knobs))
-        self.knobs: dict[str, Any] = {}  # what torch can do here; a knob it cannot is refused for good, before the script runs
+        self.knobs: dict[
+            str, Any
+        ] = {}  # what torch can do here; a knob it cannot is refused for good, before the script runs
         for name, value in knobs.items():
             why = self.caps.refusal(name, value, self.device)
             if why is None:
@@ -67,23 +74,35 @@ class Injector:
             elif (k := self.report.knob(name)) is not None:
                 k.refuse(why, final=True)
         self.convergence = ConvergenceInjection(self.knobs, self.report, on_skipped_step)
-        self.loader = LoaderInjection(self.knobs, self.report, available_memory_bytes(), self.convergence)
+        self.loader = LoaderInjection(
+            self.knobs, self.report, available_memory_bytes(), self.convergence
+        )
         self.modules = ModuleInjection(self.knobs, self.report, self.device, self.caps)
         self.optim = OptimInjection(self.knobs, self.report, self.caps, self.convergence)
         self.optim.on_skipped_step = on_skipped_step
-        self.frameworks = FrameworkInjection(self.knobs, self.report, self.modules, self.convergence)
-        self.loop = LoopObservation(self.knobs, self.report)  # knobs only the script's own loop turns
+        self.frameworks = FrameworkInjection(
+            self.knobs, self.report, self.modules, self.convergence
+        )
+        self.loop = LoopObservation(
+            self.knobs, self.report
+        )  # knobs only the script's own loop turns
         self.threads = ThreadsInjection(self.knobs, self.report)
         self.attention = AttentionInjection(self.knobs, self.report, self._module_name)
         self.observe = set(observe)
-        self.loader.observe = self.frameworks.observe = self.modules.observed = self.convergence.observe = self.observe
-        self.modules.framework_owns.update(self.observe & {"autocast", "compile"})  # watched, not wrapped
+        self.loader.observe = self.frameworks.observe = self.modules.observed = (
+            self.convergence.observe
+        ) = self.observe
+        self.modules.framework_owns.update(
+            self.observe & {"autocast", "compile"}
+        )  # watched, not wrapped
         target = list(target or [])
         script = None if not target or target[0] == "-m" else os.path.abspath(target[0])
         self.config = ConfigRecorder(target[2:] if target[:1] == ["-m"] else target[1:], script)
         for name in self.observe:
             if (k := self.report.knob(name)) is not None and name in self.knobs:
-                k.evidence.append("set by the script's own command line or config file, not injected")
+                k.evidence.append(
+                    "set by the script's own command line or config file, not injected"
+                )
         self._undo: list[Callable[[], None]] = []
         self.steps = 0
 
@@ -93,7 +112,9 @@ class Injector:
             k = self.report.knob("alloc_conf")
             if k is not None:
                 if self.device == "cuda":
-                    k.act(f"PYTORCH_CUDA_ALLOC_CONF={self.knobs['alloc_conf']} set before the first CUDA allocation")
+                    k.act(
+                        f"PYTORCH_CUDA_ALLOC_CONF={self.knobs['alloc_conf']} set before the first CUDA allocation"
+                    )
                 else:
                     k.refuse("the CUDA caching allocator is not used on the CPU")
         self.threads.install()
@@ -103,9 +124,13 @@ class Injector:
         self.modules.install()
         self.attention.install()
         self.optim.install()
-        self.frameworks.install({"transformers.hf_argparser": self.config.patch_transformers,
-                                 "jsonargparse._core": self.config.patch_jsonargparse,
-                                 "hydra.core.utils": self.config.patch_hydra})
+        self.frameworks.install(
+            {
+                "transformers.hf_argparser": self.config.patch_transformers,
+                "jsonargparse._core": self.config.patch_jsonargparse,
+                "hydra.core.utils": self.config.patch_hydra,
+            }
+        )
         self.config.install()
         self._undo.append(self.config.uninstall)
         self._undo.append(annotate_closures())
@@ -170,16 +195,27 @@ class Injector:
 
         self.loop.finish(self.config.compile_calls, compiled_graphs()[0])
         report = self.report.to_json()
-        return {**report, "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe), "threads": self.threads.facts,
-                "settings": self._settings(report)}
+        return {
+            **report,
+            "frameworks": self.frameworks.to_json(),
+            "config": self._config(),
+            "observed": sorted(self.observe),
+            "threads": self.threads.facts,
+            "settings": self._settings(report),
+        }
 
     def snapshot(self) -> dict[str, Any]:
         """The report so far (``partial``: knobs not yet decided read as not acted), without the end's checks."""
         report = self.report.to_json()
-        return {**report, "frameworks": self.frameworks.to_json(), "config": self._config(),
-                "observed": sorted(self.observe), "threads": self.threads.facts, "partial": True,
-                "settings": self._settings(report)}
+        return {
+            **report,
+            "frameworks": self.frameworks.to_json(),
+            "config": self._config(),
+            "observed": sorted(self.observe),
+            "threads": self.threads.facts,
+            "partial": True,
+            "settings": self._settings(report),
+        }
 
     def _settings(self, report: dict[str, Any]) -> dict[str, Any]:
         """How the run was configured, as its objects showed it (:mod:`stepwise_agent.inject.settings`)."""

@@ -53,8 +53,14 @@ def _from_grad_scaler() -> bool:
 class Accumulation:
     """Accumulation of ``k`` calls on one optimizer (see the module docs)."""
 
-    def __init__(self, opt: torch.optim.Optimizer, k: int, knob: KnobReport | None, where: str,
-                 on_skipped_step: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        opt: torch.optim.Optimizer,
+        k: int,
+        knob: KnobReport | None,
+        where: str,
+        on_skipped_step: Callable[[Any], None] | None = None,
+    ) -> None:
         self.opt, self.k, self.knob, self.where = opt, k, knob, where
         self.on_skipped_step = on_skipped_step
         self.calls = 0
@@ -81,11 +87,15 @@ class Accumulation:
         if self.stopped is None:
             closure = kwargs.get("closure", args[0] if args else None)
             if closure is not None:
-                self.stop("the script's optimizer.step() is given a closure that runs its own forward and backward "
-                          "(LBFGS, Lightning's automatic optimization): there are no micro-batches to add up")
+                self.stop(
+                    "the script's optimizer.step() is given a closure that runs its own forward and backward "
+                    "(LBFGS, Lightning's automatic optimization): there are no micro-batches to add up"
+                )
             elif _from_grad_scaler():
-                self.stop("the script steps through a GradScaler, which unscales the gradients at every call: "
-                          "accumulated gradients would mix scaled and unscaled ones")
+                self.stop(
+                    "the script steps through a GradScaler, which unscales the gradients at every call: "
+                    "accumulated gradients would mix scaled and unscaled ones"
+                )
         if self.stopped is not None:
             return self._plain_step(*args, **kwargs)
         self.calls += 1
@@ -102,12 +112,16 @@ class Accumulation:
         out = self._plain_step(*args, **kwargs)
         self.real_steps += 1
         if self.real_steps == 1 and self.knob is not None:
-            self.knob.act(f"{self.where}: one real step per {self.k} calls of step(), the {self.k} micro-batches' "
-                          f"gradients added up and divided by {self.k}")
+            self.knob.act(
+                f"{self.where}: one real step per {self.k} calls of step(), the {self.k} micro-batches' "
+                f"gradients added up and divided by {self.k}"
+            )
         return out
 
     def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
-        if self.stopped is not None or self.calls % self.k == 0:  # at a boundary: nothing accumulated yet
+        if (
+            self.stopped is not None or self.calls % self.k == 0
+        ):  # at a boundary: nothing accumulated yet
             return self._plain_zero(*args, **kwargs)
         return None  # after a skipped step the gradients add up
 
@@ -124,7 +138,11 @@ class Accumulation:
             for p in group["params"]:
                 if len(self._witnesses) >= WITNESSES:
                     return
-                if p.requires_grad and p.grad is not None and float(p.grad.detach().abs().sum()) > 0:
+                if (
+                    p.requires_grad
+                    and p.grad is not None
+                    and float(p.grad.detach().abs().sum()) > 0
+                ):
                     self._witnesses.append(p)
                     self._handles.append(p.register_hook(self._checker(p)))
 
@@ -134,14 +152,19 @@ class Accumulation:
             if expected is None or self.stopped is not None:
                 return
             if p.grad is None:
-                self.stop("the script clears its gradients another way than the optimizer's zero_grad() "
-                          "(model.zero_grad() or p.grad = None): the micro-batches' gradients cannot add up")
+                self.stop(
+                    "the script clears its gradients another way than the optimizer's zero_grad() "
+                    "(model.zero_grad() or p.grad = None): the micro-batches' gradients cannot add up"
+                )
                 return
             head, total = _fingerprint(p.grad)
             if not (torch.equal(head, expected[0]) and total == expected[1]):
-                self.stop("the script zeroes or changes its gradients another way than the optimizer's "
-                          "zero_grad() (model.zero_grad(set_to_none=False), p.grad.zero_()): the micro-batches' "
-                          "gradients cannot add up")
+                self.stop(
+                    "the script zeroes or changes its gradients another way than the optimizer's "
+                    "zero_grad() (model.zero_grad(set_to_none=False), p.grad.zero_()): the micro-batches' "
+                    "gradients cannot add up"
+                )
+
         return check
 
     def stop(self, why: str) -> None:

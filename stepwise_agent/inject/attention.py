@@ -72,8 +72,10 @@ def layout_of(module: nn.Module) -> tuple[Layout | None, str]:
     split = all(isinstance(kids.get(n), nn.Linear) for n in ("query", "key", "value"))
     proj = next((n for n in ("c_proj", "proj") if isinstance(kids.get(n), nn.Linear)), None)
     if not (fused or split) or proj is None:
-        return None, ("its layout is not minGPT/nanoGPT's (c_attn or query/key/value Linears and a "
-                      "c_proj/proj output Linear)")
+        return None, (
+            "its layout is not minGPT/nanoGPT's (c_attn or query/key/value Linears and a "
+            "c_proj/proj output Linear)"
+        )
     if not isinstance(getattr(module, "n_head", None), int):
         return None, "it has no integer n_head"
     drops = {n for n, m in kids.items() if isinstance(m, nn.Dropout)}
@@ -84,8 +86,10 @@ def layout_of(module: nn.Module) -> tuple[Layout | None, str]:
     if other:
         return None, f"it has submodules the replacement does not know: {', '.join(other)}"
     params = [p for p in inspect.signature(type(module).forward).parameters.values()][1:]
-    if len(params) != 1 or params[0].kind not in (params[0].POSITIONAL_ONLY,
-                                                  params[0].POSITIONAL_OR_KEYWORD):
+    if len(params) != 1 or params[0].kind not in (
+        params[0].POSITIONAL_ONLY,
+        params[0].POSITIONAL_OR_KEYWORD,
+    ):
         return None, "its forward takes more than one input"
     return Layout(fused, proj, attn, resid), "minGPT/nanoGPT layout"
 
@@ -111,8 +115,9 @@ def sdpa_forward(module: nn.Module, layout: Layout, shape: HandAttention) -> Cal
     return forward
 
 
-def max_difference(old: Callable[..., Any], new: Callable[..., Any], x: torch.Tensor,
-                   module: nn.Module) -> tuple[float, float]:
+def max_difference(
+    old: Callable[..., Any], new: Callable[..., Any], x: torch.Tensor, module: nn.Module
+) -> tuple[float, float]:
     """(max |Δ| of outputs and input gradients, the tolerance it is held to) of ``new`` against
     ``old`` on input ``x``, dropout off (the module's mode restored after)."""
     training = module.training
@@ -144,8 +149,9 @@ class AttentionInjection:
     """The ``sdpa_attention`` knob (see the module docs). ``names``: the qualified name of a
     module, from the models the script trains (given by the caller)."""
 
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport,
-                 names: Callable[[nn.Module], str]) -> None:
+    def __init__(
+        self, knobs: dict[str, Any], report: InjectionReport, names: Callable[[nn.Module], str]
+    ) -> None:
         self.on = bool(knobs.get("sdpa_attention"))
         self.report, self.names = report, names
         self.records: list[Recorded] = []
@@ -201,30 +207,47 @@ class AttentionInjection:
         try:
             diff, tol = max_difference(original, new, x, module)
         except (RuntimeError, AttributeError, TypeError, ValueError) as err:  # it does not fit
-            self._record(Recorded(name, where, False, None,
-                                  f"{name} ({where}): the replacement fails on its input: {err}"))
+            self._record(
+                Recorded(
+                    name,
+                    where,
+                    False,
+                    None,
+                    f"{name} ({where}): the replacement fails on its input: {err}",
+                )
+            )
             return
         if diff <= tol:
             from stepwise_agent.inject.modules import set_forward
 
             set_forward(module, new)
             drop = getattr(module, layout.attn_drop).p if layout.attn_drop else 0.0
-            said = (f"{name} ({where}): {shape.describe()} replaced by scaled_dot_product_attention"
-                    f"(is_causal={shape.causal}, dropout_p={drop:g} in training); outputs and "
-                    f"input gradients on its first call agree to max |Δ| {diff:.2e} "
-                    f"(tolerance {tol:.0e}, {x.dtype})")
+            said = (
+                f"{name} ({where}): {shape.describe()} replaced by scaled_dot_product_attention"
+                f"(is_causal={shape.causal}, dropout_p={drop:g} in training); outputs and "
+                f"input gradients on its first call agree to max |Δ| {diff:.2e} "
+                f"(tolerance {tol:.0e}, {x.dtype})"
+            )
         else:
-            said = (f"the replacement changes the outputs (max |Δ| {diff:.2e} > tolerance "
-                    f"{tol:.0e}) of {name} ({where})")
+            said = (
+                f"the replacement changes the outputs (max |Δ| {diff:.2e} > tolerance "
+                f"{tol:.0e}) of {name} ({where})"
+            )
         self._record(Recorded(name, where, diff <= tol, diff, said, shape.causal, layout.attn_drop))
 
     def _record(self, r: Recorded) -> None:
         self.records.append(r)
         file, _, line = r.where.rpartition(":")
         if file:
-            self.report.site("attention", {"file": file, "line": int(line)}, module=r.name,
-                             applied=r.applied, max_abs_diff=r.max_diff, causal=r.causal,
-                             dropout=r.dropout)
+            self.report.site(
+                "attention",
+                {"file": file, "line": int(line)},
+                module=r.name,
+                applied=r.applied,
+                max_abs_diff=r.max_diff,
+                causal=r.causal,
+                dropout=r.dropout,
+            )
         k = self.report.knob("sdpa_attention")
         if k is not None and r.applied:
             k.act(r.said)

@@ -76,7 +76,9 @@ class BuildSites:
             if probe.f_code.co_name == "__init__" and isinstance(_self_of(probe), nn.Module):
                 return  # a submodule, built by a library's module (a Hugging Face model's layers)
             probe = probe.f_back
-        if probe is None or (probe.f_code.co_name == "__init__" and isinstance(_self_of(probe), nn.Module)):
+        if probe is None or (
+            probe.f_code.co_name == "__init__" and isinstance(_self_of(probe), nn.Module)
+        ):
             return  # no line of the user's, or a submodule built in the user's own module class
         site = user_site(obj=module, frame=start)
         if site is not None:
@@ -91,16 +93,20 @@ class BuildSites:
             self._keep(self.moved, module, site)
 
     @staticmethod
-    def _keep(table: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]], module: nn.Module,
-              site: dict[str, Any]) -> None:
+    def _keep(
+        table: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]],
+        module: nn.Module,
+        site: dict[str, Any],
+    ) -> None:
         try:
             table[id(module)] = (weakref.ref(module), site)
         except TypeError:  # a module class that cannot be weakly referenced: not noted
             pass
 
     @staticmethod
-    def _get(table: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]],
-             module: nn.Module) -> dict[str, Any] | None:
+    def _get(
+        table: dict[int, tuple[weakref.ref[nn.Module], dict[str, Any]]], module: nn.Module
+    ) -> dict[str, Any] | None:
         kept = table.get(id(module))
         return kept[1] if kept is not None and kept[0]() is module else None
 

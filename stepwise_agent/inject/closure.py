@@ -32,7 +32,9 @@ def _annotated(closure: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def _pre_hook(optimizer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any] | None:
+def _pre_hook(
+    optimizer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, Any] | None:
     """torch calls global pre-hooks with the step's ``(self, *args)`` and kwargs; returning both replaces them."""
     if callable(kwargs.get("closure")):
         return args, {**kwargs, "closure": _annotated(kwargs["closure"])}

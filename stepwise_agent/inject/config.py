@@ -32,8 +32,12 @@ from typing import Any, Callable
 from stepwise_agent.inject.sites import is_user_file, user_site
 
 SIMPLE = (bool, int, float, str)
-_ACTIONS = {argparse._StoreTrueAction: "store_true", argparse._StoreFalseAction: "store_false",
-            argparse._StoreAction: "store", argparse._StoreConstAction: "store_const"}
+_ACTIONS = {
+    argparse._StoreTrueAction: "store_true",
+    argparse._StoreFalseAction: "store_false",
+    argparse._StoreAction: "store",
+    argparse._StoreConstAction: "store_const",
+}
 
 
 def _plain(value: Any) -> Any:
@@ -46,14 +50,25 @@ def _plain(value: Any) -> Any:
 
 
 def _option(action: argparse.Action, namespace: Any) -> dict[str, Any] | None:
-    if isinstance(action, (argparse._HelpAction, argparse._VersionAction)) or action.dest == argparse.SUPPRESS:
+    if (
+        isinstance(action, (argparse._HelpAction, argparse._VersionAction))
+        or action.dest == argparse.SUPPRESS
+    ):
         return None
-    kind = next((name for cls, name in _ACTIONS.items() if type(action) is cls), type(action).__name__)
-    return {"flags": list(action.option_strings), "dest": action.dest, "default": _plain(action.default),
-            "value": _plain(getattr(namespace, action.dest, action.default)), "action": kind,
-            "type": getattr(action.type, "__name__", None) if action.type is not None else None,
-            "nargs": _plain(action.nargs), "const": _plain(action.const),
-            "choices": _plain(list(action.choices)) if action.choices is not None else None}
+    kind = next(
+        (name for cls, name in _ACTIONS.items() if type(action) is cls), type(action).__name__
+    )
+    return {
+        "flags": list(action.option_strings),
+        "dest": action.dest,
+        "default": _plain(action.default),
+        "value": _plain(getattr(namespace, action.dest, action.default)),
+        "action": kind,
+        "type": getattr(action.type, "__name__", None) if action.type is not None else None,
+        "nargs": _plain(action.nargs),
+        "const": _plain(action.const),
+        "choices": _plain(list(action.choices)) if action.choices is not None else None,
+    }
 
 
 def main_globals(source: str | None, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -65,8 +80,11 @@ def main_globals(source: str | None, namespace: dict[str, Any] | None = None) ->
         namespace = vars(main)
     if namespace is None or not source or "configurator" not in source:
         return {}
-    return {k: v for k, v in namespace.items()
-            if not k.startswith("_") and isinstance(v, SIMPLE) and f"{k} =" in source}
+    return {
+        k: v
+        for k, v in namespace.items()
+        if not k.startswith("_") and isinstance(v, SIMPLE) and f"{k} =" in source
+    }
 
 
 def _restore(owner: Any, name: str, value: Any) -> Callable[[], None]:
@@ -86,14 +104,18 @@ class ConfigRecorder:
         self.compile_calls: list[dict[str, Any]] = []
         self.globals: dict[str, Any] = {}
         self._undo: list[Callable[[], None]] = []
-        self._parsing = 0  # a jsonargparse parse of the command line in progress (a subcommand's is nested)
+        self._parsing = (
+            0  # a jsonargparse parse of the command line in progress (a subcommand's is nested)
+        )
         self.hydra: dict[str, Any] | None = None
 
     def install(self) -> None:
         original = argparse.ArgumentParser.parse_known_args
         me = self
 
-        def parse_known_args(parser: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
+        def parse_known_args(
+            parser: argparse.ArgumentParser, args: Any = None, namespace: Any = None
+        ) -> Any:
             out = original(parser, args, namespace)
             if args is None or list(args) == me.argv:
                 try:
@@ -117,8 +139,12 @@ class ConfigRecorder:
         def entered(ctx: Any) -> Any:
             site = user_site(2) if is_user_file(sys._getframe(1).f_code.co_filename) else None
             if site is not None and len(me.autocast) < 16:
-                me.seen_autocast(str(getattr(ctx, "device", "")), getattr(ctx, "fast_dtype", None),
-                                 bool(getattr(ctx, "_enabled", True)), site)
+                me.seen_autocast(
+                    str(getattr(ctx, "device", "")),
+                    getattr(ctx, "fast_dtype", None),
+                    bool(getattr(ctx, "_enabled", True)),
+                    site,
+                )
             return enter(ctx)
 
         setattr(cls, "__enter__", entered)
@@ -128,7 +154,9 @@ class ConfigRecorder:
         def compile_(*args: Any, **kwargs: Any) -> Any:
             site = user_site(2) if is_user_file(sys._getframe(1).f_code.co_filename) else None
             if site is not None and len(me.compile_calls) < 16:
-                me.compile_calls.append({"site": site, "kwargs": {k: _plain(v) for k, v in kwargs.items()}})
+                me.compile_calls.append(
+                    {"site": site, "kwargs": {k: _plain(v) for k, v in kwargs.items()}}
+                )
             return compile_fn(*args, **kwargs)
 
         setattr(torch, "compile", compile_)
@@ -143,8 +171,15 @@ class ConfigRecorder:
             return
         options = [o for a in parser._actions if (o := _option(a, namespace)) is not None]
         types = [t.__name__ for t in getattr(parser, "dataclass_types", []) or []]
-        self.parsers.append({"id": id(parser), "class": type(parser).__name__, "dataclasses": types,
-                             "site": user_site(3), "options": options})
+        self.parsers.append(
+            {
+                "id": id(parser),
+                "class": type(parser).__name__,
+                "dataclasses": types,
+                "site": user_site(3),
+                "options": options,
+            }
+        )
 
     def patch_transformers(self, module: Any) -> None:
         """``transformers.hf_argparser``: the JSON/YAML file a ``HfArgumentParser`` reads its fields from."""
@@ -155,12 +190,23 @@ class ConfigRecorder:
             if original is None:
                 continue
 
-            def reader(parser: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            def reader(
+                parser: Any, *args: Any, _original: Any = original, _name: str = name, **kwargs: Any
+            ) -> Any:
                 path = args[0] if args else kwargs.get("json_file", kwargs.get("yaml_file"))
                 out = _original(parser, *args, **kwargs)
-                fields = sorted({f for obj in out for f in getattr(obj, "__dataclass_fields__", {})})
-                me.files.append({"file": os.path.abspath(str(path)), "reader": _name, "class": type(parser).__name__,
-                                 "site": user_site(2), "fields": fields})
+                fields = sorted(
+                    {f for obj in out for f in getattr(obj, "__dataclass_fields__", {})}
+                )
+                me.files.append(
+                    {
+                        "file": os.path.abspath(str(path)),
+                        "reader": _name,
+                        "class": type(parser).__name__,
+                        "site": user_site(2),
+                        "fields": fields,
+                    }
+                )
                 return out
 
             setattr(cls, name, reader)
@@ -175,8 +221,12 @@ class ConfigRecorder:
 
         def parse_args(parser: Any, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
             mine = args is None or list(args) == me.argv
-            nested = not mine and me._parsing > 0 and isinstance(args, (list, tuple)) and \
-                list(args) == me.argv[len(me.argv) - len(args):]
+            nested = (
+                not mine
+                and me._parsing > 0
+                and isinstance(args, (list, tuple))
+                and list(args) == me.argv[len(me.argv) - len(args) :]
+            )
             me._parsing += mine
             try:
                 out = original(parser, args, *rest, **kwargs)
@@ -197,20 +247,49 @@ class ConfigRecorder:
         options = []
         for action in parser._actions:
             kind = type(action).__name__
-            if not action.option_strings or action.dest == argparse.SUPPRESS or kind.startswith(("_Action", "_Help")):
+            if (
+                not action.option_strings
+                or action.dest == argparse.SUPPRESS
+                or kind.startswith(("_Action", "_Help"))
+            ):
                 continue
             value = cfg.get(action.dest) if hasattr(cfg, "get") else None
-            options.append({"flags": list(action.option_strings), "dest": action.dest,
-                            "default": _plain(action.default), "value": _plain(value), "action": kind,
-                            "type": None, "nargs": _plain(action.nargs), "const": None})
+            options.append(
+                {
+                    "flags": list(action.option_strings),
+                    "dest": action.dest,
+                    "default": _plain(action.default),
+                    "value": _plain(value),
+                    "action": kind,
+                    "type": None,
+                    "nargs": _plain(action.nargs),
+                    "const": None,
+                }
+            )
             if kind == "ActionConfigFile":
                 for path in value or []:
                     file = getattr(path, "absolute", None) or os.path.abspath(str(path))
-                    self.files.append({"file": str(file), "reader": "jsonargparse", "class": type(parser).__name__,
-                                       "library": "jsonargparse", "option": list(action.option_strings),
-                                       "site": site, "fields": []})
-        self.parsers.append({"id": id(parser), "class": type(parser).__name__, "library": "jsonargparse",
-                             "dataclasses": [], "site": site, "options": options[:400]})
+                    self.files.append(
+                        {
+                            "file": str(file),
+                            "reader": "jsonargparse",
+                            "class": type(parser).__name__,
+                            "library": "jsonargparse",
+                            "option": list(action.option_strings),
+                            "site": site,
+                            "fields": [],
+                        }
+                    )
+        self.parsers.append(
+            {
+                "id": id(parser),
+                "class": type(parser).__name__,
+                "library": "jsonargparse",
+                "dataclasses": [],
+                "site": site,
+                "options": options[:400],
+            }
+        )
 
     def patch_hydra(self, module: Any) -> None:
         """``hydra.core.utils.run_job``: the config it hands the script's task function (the first job's)."""
@@ -252,12 +331,22 @@ class ConfigRecorder:
                 for ext in (".yaml", ".yml"):
                     if os.path.isfile(os.path.join(path, f"{name}{ext}")):
                         file = os.path.abspath(os.path.join(path, f"{name}{ext}"))
-        self.hydra = {"overrides": [str(o) for o in (hydra.get("overrides") or {}).get("task") or []],
-                      "values": dict(list(values.items())[:400]), "file": file, "site": user_site(3)}
+        self.hydra = {
+            "overrides": [str(o) for o in (hydra.get("overrides") or {}).get("task") or []],
+            "values": dict(list(values.items())[:400]),
+            "file": file,
+            "site": user_site(3),
+        }
 
-    def seen_autocast(self, device_type: str, dtype: Any, enabled: bool, site: dict[str, Any] | None) -> None:
-        entry = {"device_type": device_type, "dtype": str(dtype).replace("torch.", ""), "enabled": bool(enabled),
-                 "site": site}
+    def seen_autocast(
+        self, device_type: str, dtype: Any, enabled: bool, site: dict[str, Any] | None
+    ) -> None:
+        entry = {
+            "device_type": device_type,
+            "dtype": str(dtype).replace("torch.", ""),
+            "enabled": bool(enabled),
+            "site": site,
+        }
         if not any(e["site"] == site and e["enabled"] == entry["enabled"] for e in self.autocast):
             self.autocast.append(entry)
 
@@ -273,11 +362,23 @@ class ConfigRecorder:
 
     def to_json(self) -> dict[str, Any]:
         dotted = [a for a in self.argv if a.startswith("--") and "." in a.split("=", 1)[0]]
-        overrides = [a for a in self.argv if "=" in a and not a.startswith("-") and a.split("=", 1)[0].replace(
-            ".", "").replace("+", "").replace("_", "").isalnum()]
-        return {"argv": self.argv, "script": self.script,
-                "parsers": [{k: v for k, v in p.items() if k != "id"} for p in self.parsers],
-                "files": self.files, "globals": self.globals, "overrides": overrides, "dotted": dotted,
-                "launcher": {k: v for k, v in os.environ.items() if k.startswith("ACCELERATE_")},
-                "hydra": self.hydra,
-                "autocast": self.autocast, "compile_calls": self.compile_calls}
+        overrides = [
+            a
+            for a in self.argv
+            if "=" in a
+            and not a.startswith("-")
+            and a.split("=", 1)[0].replace(".", "").replace("+", "").replace("_", "").isalnum()
+        ]
+        return {
+            "argv": self.argv,
+            "script": self.script,
+            "parsers": [{k: v for k, v in p.items() if k != "id"} for p in self.parsers],
+            "files": self.files,
+            "globals": self.globals,
+            "overrides": overrides,
+            "dotted": dotted,
+            "launcher": {k: v for k, v in os.environ.items() if k.startswith("ACCELERATE_")},
+            "hydra": self.hydra,
+            "autocast": self.autocast,
+            "compile_calls": self.compile_calls,
+        }

@@ -46,7 +46,14 @@ from stepwise_agent.inject.sites import called_by_user, user_site
 
 #: observe-only: the values the user's changed command asks for, checked, never set
 COMMAND_KNOBS = ("batch_size", "lr", "accumulation_steps")
-CONVERGENCE_KNOBS = ("batch_scale", "lr_scale", "warmup_steps", "grad_accum", "optimizer_swap", *COMMAND_KNOBS)
+CONVERGENCE_KNOBS = (
+    "batch_scale",
+    "lr_scale",
+    "warmup_steps",
+    "grad_accum",
+    "optimizer_swap",
+    *COMMAND_KNOBS,
+)
 ADAMW_LR = 1e-3
 SGD_ONLY = ("momentum", "dampening", "nesterov")
 
@@ -74,7 +81,9 @@ class _WatchedGroup(dict):
 
 
 def _times(value: Any, factor: float) -> Any:
-    return value * factor  # a tensor rate becomes a new tensor on its device; the script's own is untouched
+    return (
+        value * factor
+    )  # a tensor rate becomes a new tensor on its device; the script's own is untouched
 
 
 def _rate(value: Any) -> str:
@@ -82,14 +91,22 @@ def _rate(value: Any) -> str:
 
 
 class ConvergenceInjection:
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport,
-                 on_skipped_step: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        knobs: dict[str, Any],
+        report: InjectionReport,
+        on_skipped_step: Callable[[Any], None] | None = None,
+    ) -> None:
         self.knobs = {k: v for k, v in knobs.items() if k in CONVERGENCE_KNOBS}
         self.report = report
         self.on_skipped_step = on_skipped_step
         self.owned: set[str] = set()  # knobs a framework's own field took
-        self.expected_batch: int | None = None  # the framework's scaled batch, when it owns batch_scale
-        self.observe: set[str] = set()  # knobs the user's changed command sets: checked, never applied
+        self.expected_batch: int | None = (
+            None  # the framework's scaled batch, when it owns batch_scale
+        )
+        self.observe: set[str] = (
+            set()
+        )  # knobs the user's changed command sets: checked, never applied
         self.rate_checked = False
         self.scaled: list[dict[str, Any]] = []  # DataLoaders whose batch size was scaled
         self.accumulations: list[Accumulation] = []
@@ -98,17 +115,31 @@ class ConvergenceInjection:
     def install(self) -> None:
         for knob in COMMAND_KNOBS:
             if knob in self.knobs and knob not in self.observe:
-                self._refuse(knob, f"{knob} is what a changed command asks for: it is checked, never injected",
-                             final=True)
-        self.owned |= self.observe & set(CONVERGENCE_KNOBS)  # the command sets them: the generic hooks stand aside
-        if "warmup_steps" not in self.observe and self.knobs.get("warmup_steps") and \
-                float(self.knobs.get("lr_scale") or 1) <= 1:
-            self._refuse("warmup_steps", "nothing to warm up to: the learning rate is not scaled up", final=True)
+                self._refuse(
+                    knob,
+                    f"{knob} is what a changed command asks for: it is checked, never injected",
+                    final=True,
+                )
+        self.owned |= self.observe & set(
+            CONVERGENCE_KNOBS
+        )  # the command sets them: the generic hooks stand aside
+        if (
+            "warmup_steps" not in self.observe
+            and self.knobs.get("warmup_steps")
+            and float(self.knobs.get("lr_scale") or 1) <= 1
+        ):
+            self._refuse(
+                "warmup_steps",
+                "nothing to warm up to: the learning rate is not scaled up",
+                final=True,
+            )
         swap = self.knobs.get("optimizer_swap")
         if swap == "adamw":
             self._swap_sgd()
         elif swap is not None:
-            self._refuse("optimizer_swap", f"no swap named {swap!r}: only 'adamw' (SGD → AdamW)", final=True)
+            self._refuse(
+                "optimizer_swap", f"no swap named {swap!r}: only 'adamw' (SGD → AdamW)", final=True
+            )
 
     def uninstall(self) -> None:
         while self._undo:
@@ -144,42 +175,71 @@ class ConvergenceInjection:
         if "batch_size" in self.observe:
             want = self.knobs.get("batch_size")
             if batch_size == want:
-                self._act("batch_size", f"the training DataLoader (built {where(site)}) yields batches of "
-                                        f"{batch_size}, the size your command asks for")
+                self._act(
+                    "batch_size",
+                    f"the training DataLoader (built {where(site)}) yields batches of "
+                    f"{batch_size}, the size your command asks for",
+                )
             else:
-                self._refuse("batch_size", f"the training DataLoader (built {where(site)}) yields batches of "
-                                           f"{batch_size}, not the {want} the changed command asks for: the flag "
-                                           "does not reach this loader")
+                self._refuse(
+                    "batch_size",
+                    f"the training DataLoader (built {where(site)}) yields batches of "
+                    f"{batch_size}, not the {want} the changed command asks for: the flag "
+                    "does not reach this loader",
+                )
         if "batch_scale" not in self.knobs:
             return
         hits = [s for s in self.scaled if s["batch_size"] == batch_size]
         if hits:
             s = hits[0]
-            self._act("batch_scale", f"DataLoader(batch_size={s['batch_size']}) at {where(s['site'])} (the script "
-                                     f"asked {s['asked']}): the training loader yields batches of {batch_size}")
+            self._act(
+                "batch_scale",
+                f"DataLoader(batch_size={s['batch_size']}) at {where(s['site'])} (the script "
+                f"asked {s['asked']}): the training loader yields batches of {batch_size}",
+            )
         elif "batch_scale" in self.owned and batch_size == self.expected_batch:
-            self._act("batch_scale", f"the framework's training loader yields batches of {batch_size}")
+            self._act(
+                "batch_scale", f"the framework's training loader yields batches of {batch_size}"
+            )
         elif self.scaled:
-            self._refuse("batch_scale", f"the training DataLoader (built {where(site)}) yields batches of "
-                                        f"{batch_size}, not the scaled size: a library rebuilt it from its own "
-                                        "settings; change the batch size where you configure that library")
+            self._refuse(
+                "batch_scale",
+                f"the training DataLoader (built {where(site)}) yields batches of "
+                f"{batch_size}, not the scaled size: a library rebuilt it from its own "
+                "settings; change the batch size where you configure that library",
+            )
         else:
-            self._refuse("batch_scale", f"the training DataLoader at {where(site)} has no integer batch_size of "
-                                        "your code's to scale (a batch_sampler, an IterableDataset that yields "
-                                        "batches, or a library built it): change the batch size where it is set")
+            self._refuse(
+                "batch_scale",
+                f"the training DataLoader at {where(site)} has no integer batch_size of "
+                "your code's to scale (a batch_sampler, an IterableDataset that yields "
+                "batches, or a library built it): change the batch size where it is set",
+            )
 
     # -- the optimizer (called by the optimizer injection once one is built) ---------------------------------
     def on_optimizer(self, opt: torch.optim.Optimizer, site: dict[str, Any] | None) -> None:
         name, at = type(opt).__name__, where(site)
         if "lr" in self.observe and not self.rate_checked:  # the first optimizer built trains
             self.rate_checked = True
-            held, want = opt.param_groups[0].get("lr") if opt.param_groups else None, self.knobs.get("lr")
-            if isinstance(held, (int, float, torch.Tensor)) and isinstance(want, (int, float)) and \
-                    abs(float(held) - float(want)) <= 1e-9 + 1e-6 * abs(float(want)):
-                self._act("lr", f"{name} at {at} built with lr {_rate(held)}, the rate your command asks for")
+            held, want = (
+                opt.param_groups[0].get("lr") if opt.param_groups else None,
+                self.knobs.get("lr"),
+            )
+            if (
+                isinstance(held, (int, float, torch.Tensor))
+                and isinstance(want, (int, float))
+                and abs(float(held) - float(want)) <= 1e-9 + 1e-6 * abs(float(want))
+            ):
+                self._act(
+                    "lr",
+                    f"{name} at {at} built with lr {_rate(held)}, the rate your command asks for",
+                )
             else:
-                self._refuse("lr", f"{name} at {at} built with lr {held}, not the {want} the changed command asks "
-                                   "for: the flag does not reach this optimizer")
+                self._refuse(
+                    "lr",
+                    f"{name} at {at} built with lr {held}, not the {want} the changed command asks "
+                    "for: the flag does not reach this optimizer",
+                )
         scale = self._generic("lr_scale")
         if scale is not None and float(scale) != 1:
             self._scale_lr(opt, float(scale), f"{name} at {at}")
@@ -188,8 +248,15 @@ class ConvergenceInjection:
             self._warm_up(opt, float(scale), int(steps), f"{name} at {at}")
         k = self._generic("grad_accum")
         if k and int(k) > 1:
-            self.accumulations.append(Accumulation(opt, int(k), self.report.knob("grad_accum"), f"{name} at {at}",
-                                                   self.on_skipped_step))
+            self.accumulations.append(
+                Accumulation(
+                    opt,
+                    int(k),
+                    self.report.knob("grad_accum"),
+                    f"{name} at {at}",
+                    self.on_skipped_step,
+                )
+            )
 
     def _scale_lr(self, opt: torch.optim.Optimizer, scale: float, what: str) -> None:
         before = [g["lr"] for g in opt.param_groups]
@@ -200,8 +267,11 @@ class ConvergenceInjection:
         if "lr" in opt.defaults:
             opt.defaults["lr"] = _times(opt.defaults["lr"], scale)
         groups = f" ({len(before)} param groups)" if len(before) > 1 else ""
-        self._act("lr_scale", f"{what}: lr {_rate(before[0])} → {_rate(opt.param_groups[0]['lr'])}{groups}, "
-                              f"× {scale:g}; a scheduler built afterwards starts from the scaled rate")
+        self._act(
+            "lr_scale",
+            f"{what}: lr {_rate(before[0])} → {_rate(opt.param_groups[0]['lr'])}{groups}, "
+            f"× {scale:g}; a scheduler built afterwards starts from the scaled rate",
+        )
         self._check_rate_holds(opt, what)
 
     def _check_rate_holds(self, opt: torch.optim.Optimizer, what: str) -> None:
@@ -215,14 +285,19 @@ class ConvergenceInjection:
         me = self
 
         def post(o: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-            if checked:  # once, after the first step (a hook is not removed while torch runs the hooks)
+            if (
+                checked
+            ):  # once, after the first step (a hook is not removed while torch runs the hooks)
                 return
             checked.append(True)
             k = me.report.knob("lr_scale")
             if seen and k is not None:
                 k.acted = None  # set once is not applied: the rate did not hold
-                k.refuse(f"{what}: the script sets param_group['lr'] itself at {where(seen)} every step, replacing "
-                         "the scaled rate (change the rate where the script sets it: its own flag)", final=True)
+                k.refuse(
+                    f"{what}: the script sets param_group['lr'] itself at {where(seen)} every step, replacing "
+                    "the scaled rate (change the rate where the script sets it: its own flag)",
+                    final=True,
+                )
 
         handle = opt.register_step_post_hook(post)
         self._undo.append(handle.remove)
@@ -245,8 +320,11 @@ class ConvergenceInjection:
                     g["lr"] = lr
             state["n"] += 1
             if state["n"] == 1:
-                me._act("warmup_steps", f"{what}: linear warm-up over the first {steps} steps, from the script's "
-                                        f"rate (× 1/{scale:g} of the scaled one) to the scaled rate")
+                me._act(
+                    "warmup_steps",
+                    f"{what}: linear warm-up over the first {steps} steps, from the script's "
+                    f"rate (× 1/{scale:g} of the scaled one) to the scaled rate",
+                )
 
         handles = [opt.register_step_pre_hook(pre), opt.register_step_post_hook(post)]
         self._undo.extend(h.remove for h in handles)
@@ -275,15 +353,20 @@ class ConvergenceInjection:
             params = [self._adamw_group(g, sgd_lr) for g in params]
         opt.__class__ = torch.optim.AdamW
         torch.optim.AdamW.__init__(opt, params, lr=ADAMW_LR)
-        self._act("optimizer_swap", f"SGD(lr={sgd_lr:g}) at {where(site)} built as AdamW(lr={ADAMW_LR:g}, "
-                                    f"weight_decay={opt.defaults['weight_decay']:g})")
+        self._act(
+            "optimizer_swap",
+            f"SGD(lr={sgd_lr:g}) at {where(site)} built as AdamW(lr={ADAMW_LR:g}, "
+            f"weight_decay={opt.defaults['weight_decay']:g})",
+        )
 
     @staticmethod
     def _adamw_group(group: dict[str, Any], sgd_lr: float) -> dict[str, Any]:
         out = {k: v for k, v in group.items() if k not in SGD_ONLY}
         if "lr" in out:
             out["lr"] = ADAMW_LR * float(out["lr"]) / sgd_lr if sgd_lr else ADAMW_LR
-        if out.get("weight_decay"):  # SGD's L2 coefficient is no decoupled decay: AdamW's default (a 0 is kept)
+        if out.get(
+            "weight_decay"
+        ):  # SGD's L2 coefficient is no decoupled decay: AdamW's default (a 0 is kept)
             del out["weight_decay"]
         return out
 
@@ -298,25 +381,44 @@ class ConvergenceInjection:
             setattr(args, field, value)
             set_[field] = value
 
-        self._held_by("TrainingArguments", at, {"accumulation_steps": getattr(args, "gradient_accumulation_steps", None),
-                                                "warmup_steps": getattr(args, "warmup_steps", None)})
-        if (k := self._generic("batch_scale")) and isinstance(getattr(args, "per_device_train_batch_size", None), int):
+        self._held_by(
+            "TrainingArguments",
+            at,
+            {
+                "accumulation_steps": getattr(args, "gradient_accumulation_steps", None),
+                "warmup_steps": getattr(args, "warmup_steps", None),
+            },
+        )
+        if (k := self._generic("batch_scale")) and isinstance(
+            getattr(args, "per_device_train_batch_size", None), int
+        ):
             put("per_device_train_batch_size", args.per_device_train_batch_size * int(k))
             self.expected_batch = set_["per_device_train_batch_size"]
-        if (s := self._generic("lr_scale")) and isinstance(getattr(args, "learning_rate", None), (int, float)):
+        if (s := self._generic("lr_scale")) and isinstance(
+            getattr(args, "learning_rate", None), (int, float)
+        ):
             put("learning_rate", float(args.learning_rate) * float(s))
         if (w := self._generic("warmup_steps")) and float(self.knobs.get("lr_scale") or 1) > 1:
             if not (getattr(args, "warmup_steps", 0) or getattr(args, "warmup_ratio", 0)):
                 put("warmup_steps", int(w))
             else:
                 self.owned.add("warmup_steps")
-                self._act("warmup_steps", f"TrainingArguments at {at} already warm up (warmup_steps="
-                                          f"{getattr(args, 'warmup_steps', 0)}, warmup_ratio="
-                                          f"{getattr(args, 'warmup_ratio', 0)}): kept")
-        if (k := self._generic("grad_accum")) and isinstance(getattr(args, "gradient_accumulation_steps", None), int):
+                self._act(
+                    "warmup_steps",
+                    f"TrainingArguments at {at} already warm up (warmup_steps="
+                    f"{getattr(args, 'warmup_steps', 0)}, warmup_ratio="
+                    f"{getattr(args, 'warmup_ratio', 0)}): kept",
+                )
+        if (k := self._generic("grad_accum")) and isinstance(
+            getattr(args, "gradient_accumulation_steps", None), int
+        ):
             put("gradient_accumulation_steps", args.gradient_accumulation_steps * int(k))
-        fields = {"per_device_train_batch_size": "batch_scale", "learning_rate": "lr_scale",
-                  "warmup_steps": "warmup_steps", "gradient_accumulation_steps": "grad_accum"}
+        fields = {
+            "per_device_train_batch_size": "batch_scale",
+            "learning_rate": "lr_scale",
+            "warmup_steps": "warmup_steps",
+            "gradient_accumulation_steps": "grad_accum",
+        }
         for field, value in set_.items():
             knob = fields[field]
             self.owned.add(knob)
@@ -331,22 +433,31 @@ class ConvergenceInjection:
     def lightning_trainer(self, kwargs: dict[str, Any], at: str) -> dict[str, Any]:
         """``L.Trainer(accumulate_grad_batches=…)`` for ``grad_accum`` (Lightning steps with a closure, which the
         generic accumulation cannot gather)."""
-        self._held_by("L.Trainer", at, {"accumulation_steps": kwargs.get("accumulate_grad_batches", 1)})
+        self._held_by(
+            "L.Trainer", at, {"accumulation_steps": kwargs.get("accumulate_grad_batches", 1)}
+        )
         k = self._generic("grad_accum")
         if not k:
             return {}
         asked = int(kwargs.get("accumulate_grad_batches") or 1)
         kwargs["accumulate_grad_batches"] = asked * int(k)
         self.owned.add("grad_accum")
-        self._act("grad_accum", f"L.Trainer(accumulate_grad_batches={asked * int(k)}) set at {at} (the script "
-                                f"asked {asked}); Lightning accumulates itself")
+        self._act(
+            "grad_accum",
+            f"L.Trainer(accumulate_grad_batches={asked * int(k)}) set at {at} (the script "
+            f"asked {asked}); Lightning accumulates itself",
+        )
         return {"accumulate_grad_batches": asked * int(k)}
 
     def _held_by(self, what: str, at: str, held: dict[str, Any]) -> None:
         """Observed knobs a framework's own object holds (the user's command set them): acted when it holds the
         value asked for."""
-        fields = {"accumulation_steps": "gradient_accumulation_steps" if what == "TrainingArguments"
-                  else "accumulate_grad_batches", "warmup_steps": "warmup_steps"}
+        fields = {
+            "accumulation_steps": "gradient_accumulation_steps"
+            if what == "TrainingArguments"
+            else "accumulate_grad_batches",
+            "warmup_steps": "warmup_steps",
+        }
         for knob, value in held.items():
             if knob not in self.observe:
                 continue
@@ -360,20 +471,36 @@ class ConvergenceInjection:
     # -- the end ---------------------------------------------------------------------------------------------
     def finish(self) -> None:
         """Knobs nothing reached say why."""
-        self._unreached("batch_scale", "no torch DataLoader yielded a batch: the script makes its batches itself; "
-                                       "change the batch size where it does")
-        self._unreached("lr_scale", "no torch.optim optimizer was built: the script updates its weights itself")
+        self._unreached(
+            "batch_scale",
+            "no torch DataLoader yielded a batch: the script makes its batches itself; "
+            "change the batch size where it does",
+        )
+        self._unreached(
+            "lr_scale", "no torch.optim optimizer was built: the script updates its weights itself"
+        )
         if not self.accumulations:
-            self._unreached("grad_accum", "no torch.optim optimizer was built: the script updates its weights itself")
+            self._unreached(
+                "grad_accum",
+                "no torch.optim optimizer was built: the script updates its weights itself",
+            )
         for acc in self.accumulations:
             if acc.stopped is None and acc.real_steps == 0:
-                self._unreached("grad_accum", f"{acc.where}: the run ended before {acc.k} calls of step()")
+                self._unreached(
+                    "grad_accum", f"{acc.where}: the run ended before {acc.k} calls of step()"
+                )
         self._unreached("optimizer_swap", "the script built no torch.optim.SGD to swap")
         self._unreached("warmup_steps", "no optimizer step ran")
-        self._unreached("batch_size", "no torch DataLoader yielded a batch: the changed command's batch size was "
-                                      "not seen")
-        self._unreached("lr", "no torch.optim optimizer was built: the changed command's rate was not seen")
-        self._unreached("accumulation_steps", "no TrainingArguments or L.Trainer was built to hold it")
+        self._unreached(
+            "batch_size",
+            "no torch DataLoader yielded a batch: the changed command's batch size was not seen",
+        )
+        self._unreached(
+            "lr", "no torch.optim optimizer was built: the changed command's rate was not seen"
+        )
+        self._unreached(
+            "accumulation_steps", "no TrainingArguments or L.Trainer was built to hold it"
+        )
 
     def _unreached(self, knob: str, why: str) -> None:
         if knob in self.knobs and (k := self.report.knob(knob)) is not None and k.acted is None:

@@ -41,14 +41,20 @@ from stepwise_agent.inject.sites import called_by_user, user_site
 from stepwise_agent.switches import ACCELERATE_PRECISION, HF_FIELDS, LIGHTNING_PRECISION
 
 #: knob values TrainingArguments validates against CUDA (``tf32=True``, ``fp16=True``)
-CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {"matmul_precision": lambda v: True,
-                                                      "autocast": lambda v: v == "fp16",
-                                                      # CUDA graphs; HF would still compile on its mode alone
-                                                      "compile_mode": lambda v: v == "reduce-overhead"}
+CUDA_ONLY_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "matmul_precision": lambda v: True,
+    "autocast": lambda v: v == "fp16",
+    # CUDA graphs; HF would still compile on its mode alone
+    "compile_mode": lambda v: v == "reduce-overhead",
+}
 PRECISION_FIELDS = ("precision", "mixed_precision")  # L.Trainer's and Accelerator's autocast switch
 #: knobs each framework's switch owns (the generic injection stands aside for them)
-OWNED = {"transformers": ("autocast", "compile"), "lightning": ("autocast",), "accelerate": ("autocast",),
-         "fabric": ("autocast",)}
+OWNED = {
+    "transformers": ("autocast", "compile"),
+    "lightning": ("autocast",),
+    "accelerate": ("autocast",),
+    "fabric": ("autocast",),
+}
 
 
 class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -58,7 +64,9 @@ class _PatchAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.patches = patches
         self._loaders: dict[str, importlib.abc.Loader] = {}
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> Any:
         if fullname not in self.patches:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -102,24 +110,35 @@ class FrameworkInjection:
     """Patches each framework's switch; records the user's call of it under ``sites`` (``training_arguments``,
     ``lightning_trainer``, ``accelerator``) and what was set there under ``report.frameworks``."""
 
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport, modules: ModuleInjection,
-                 convergence: ConvergenceInjection | None = None) -> None:
+    def __init__(
+        self,
+        knobs: dict[str, Any],
+        report: InjectionReport,
+        modules: ModuleInjection,
+        convergence: ConvergenceInjection | None = None,
+    ) -> None:
         self.knobs, self.report, self.modules = knobs, report, modules
         self.convergence = convergence
         self._undo: list[Callable[[], None]] = []
         self.frameworks: dict[str, dict[str, Any]] = {}
-        self.observe: set[str] = set()  # knobs the script's own flags set: recorded as seen, never set here
+        self.observe: set[str] = (
+            set()
+        )  # knobs the script's own flags set: recorded as seen, never set here
 
     def install(self, more: dict[str, Callable[[ModuleType], None]] | None = None) -> None:
-        patches: dict[str, Callable[[ModuleType], None]] = {**(more or {}),
-                   "transformers.training_args": self._patch_transformers,
-                   "lightning.pytorch.trainer.trainer": self._patch_lightning,
-                   "pytorch_lightning.trainer.trainer": self._patch_lightning,
-                   "accelerate.accelerator": self._patch_accelerate,
-                   "lightning.fabric.fabric": self._patch_fabric,
-                   "lightning.pytorch.cli": self._patch_lightning_cli,
-                   "pytorch_lightning.cli": self._patch_lightning_cli}
-        for name in [n for n in patches if n in sys.modules]:  # imported before us (a sitecustomize)
+        patches: dict[str, Callable[[ModuleType], None]] = {
+            **(more or {}),
+            "transformers.training_args": self._patch_transformers,
+            "lightning.pytorch.trainer.trainer": self._patch_lightning,
+            "pytorch_lightning.trainer.trainer": self._patch_lightning,
+            "accelerate.accelerator": self._patch_accelerate,
+            "lightning.fabric.fabric": self._patch_fabric,
+            "lightning.pytorch.cli": self._patch_lightning_cli,
+            "pytorch_lightning.cli": self._patch_lightning_cli,
+        }
+        for name in [
+            n for n in patches if n in sys.modules
+        ]:  # imported before us (a sitecustomize)
             patches.pop(name)(sys.modules[name])
         finder = _PatchAfterImport(patches)
         sys.meta_path.insert(0, finder)
@@ -133,27 +152,51 @@ class FrameworkInjection:
         return self.frameworks
 
     # -- the switches ---------------------------------------------------------------------------------------
-    def _record(self, framework: str, what: str, site: dict[str, Any] | None, cls: type,
-                set_: dict[str, Any], asked: dict[str, Any]) -> None:
+    def _record(
+        self,
+        framework: str,
+        what: str,
+        site: dict[str, Any] | None,
+        cls: type,
+        set_: dict[str, Any],
+        asked: dict[str, Any],
+    ) -> None:
         if site is None:
             return
         self.report.site(what, site, type=cls.__name__, framework=framework)
-        entry = self.frameworks.setdefault(framework, {"site": what, "class": cls.__name__, "set": {}, "asked": {}})
+        entry = self.frameworks.setdefault(
+            framework, {"site": what, "class": cls.__name__, "set": {}, "asked": {}}
+        )
         entry["set"].update(set_)
         entry["asked"].update(asked)
-        owned = [k for k in OWNED[framework] if k in self.knobs and k in self._knobs_set(framework, set_)]
+        owned = [
+            k for k in OWNED[framework] if k in self.knobs and k in self._knobs_set(framework, set_)
+        ]
         self.modules.framework_owns.update(owned)
         for knob in self._knobs_set(framework, set_):
-            if (k := self.report.knob(knob)) is not None:  # how it was set; whether it acted is seen later
-                fields = HF_FIELDS[knob](self.knobs[knob]) if framework == "transformers" else PRECISION_FIELDS
+            if (
+                k := self.report.knob(knob)
+            ) is not None:  # how it was set; whether it acted is seen later
+                fields = (
+                    HF_FIELDS[knob](self.knobs[knob])
+                    if framework == "transformers"
+                    else PRECISION_FIELDS
+                )
                 args = ", ".join(f"{f}={v!r}" for f, v in set_.items() if f in fields)
                 at = f"{site['file'].rsplit('/', 1)[-1]}:{site['line']}"
-                k.evidence.append(f"{cls.__name__}({args}) at {at}, from the script's own command line or config"
-                                  if knob in self.observe else f"{cls.__name__}({args}) set at {at}")
+                k.evidence.append(
+                    f"{cls.__name__}({args}) at {at}, from the script's own command line or config"
+                    if knob in self.observe
+                    else f"{cls.__name__}({args}) set at {at}"
+                )
 
     def _knobs_set(self, framework: str, set_: dict[str, Any]) -> list[str]:
         if framework == "transformers":
-            return [k for k in self.knobs if k in HF_FIELDS and set(HF_FIELDS[k](self.knobs[k])) & set(set_)]
+            return [
+                k
+                for k in self.knobs
+                if k in HF_FIELDS and set(HF_FIELDS[k](self.knobs[k])) & set(set_)
+            ]
         return ["autocast"] if set(set_) & set(PRECISION_FIELDS) else []
 
     def _precision_here(self) -> bool:
@@ -167,21 +210,39 @@ class FrameworkInjection:
         me = self
 
         def post_init(args: Any) -> None:
-            if called_by_user(2) or _from_hf_parser():  # the user's own, or their HfArgumentParser's
+            if (
+                called_by_user(2) or _from_hf_parser()
+            ):  # the user's own, or their HfArgumentParser's
                 set_: dict[str, Any] = {}
                 asked: dict[str, Any] = {}
                 for knob, value in me.knobs.items():
-                    if knob not in HF_FIELDS or (knob == "autocast" and value not in ("bf16", "fp16")):
+                    if knob not in HF_FIELDS or (
+                        knob == "autocast" and value not in ("bf16", "fp16")
+                    ):
                         continue
-                    if knob in me.observe:  # the user's own --bf16 / config line set it: say what it holds
-                        fields = {f: getattr(args, f, None) for f, v in HF_FIELDS[knob](value).items() if v}
+                    if (
+                        knob in me.observe
+                    ):  # the user's own --bf16 / config line set it: say what it holds
+                        fields = {
+                            f: getattr(args, f, None)
+                            for f, v in HF_FIELDS[knob](value).items()
+                            if v
+                        }
                         asked.update(fields)
                         set_.update({f: v for f, v in fields.items() if v})
                         continue
-                    if knob in CUDA_ONLY_FIELDS and CUDA_ONLY_FIELDS[knob](value) and me.modules.device != "cuda":
+                    if (
+                        knob in CUDA_ONLY_FIELDS
+                        and CUDA_ONLY_FIELDS[knob](value)
+                        and me.modules.device != "cuda"
+                    ):
                         continue  # TrainingArguments refuses these without CUDA: the generic injection says why
                     for field, new in HF_FIELDS[knob](value).items():
-                        if field in ("fp16", "bf16") and new is False and not getattr(args, field, False):
+                        if (
+                            field in ("fp16", "bf16")
+                            and new is False
+                            and not getattr(args, field, False)
+                        ):
                             continue  # not switched off: it was off
                         asked[field] = getattr(args, field, None)
                         setattr(args, field, new)
@@ -191,7 +252,9 @@ class FrameworkInjection:
                     more, before = me.convergence.training_arguments(args, where(site))
                     set_.update(more)
                     asked.update(before)
-                me._record("transformers", "training_arguments", user_site(2), type(args), set_, asked)
+                me._record(
+                    "transformers", "training_arguments", user_site(2), type(args), set_, asked
+                )
             original(args)
 
         cls.__post_init__ = post_init
@@ -202,15 +265,27 @@ class FrameworkInjection:
         original = cls.__init__
         me = self
 
-        @functools.wraps(original)  # its signature kept: LightningCLI builds its trainer.* options from it
+        @functools.wraps(
+            original
+        )  # its signature kept: LightningCLI builds its trainer.* options from it
         def init(trainer: Any, *args: Any, **kwargs: Any) -> None:
-            cli = "autocast" in me.observe and _built_by("lightning/pytorch/cli.py", "pytorch_lightning/cli.py")
-            if called_by_user(2) or cli:  # the user's, or LightningCLI's from the user's own --trainer.precision
+            cli = "autocast" in me.observe and _built_by(
+                "lightning/pytorch/cli.py", "pytorch_lightning/cli.py"
+            )
+            if (
+                called_by_user(2) or cli
+            ):  # the user's, or LightningCLI's from the user's own --trainer.precision
                 set_: dict[str, Any] = {}
                 asked = {"precision": kwargs.get("precision")}
                 want = LIGHTNING_PRECISION.get(str(me.knobs.get("autocast")))
-                if "autocast" in me.observe and want is not None and str(kwargs.get("precision")) == want:
-                    set_["precision"] = kwargs["precision"]  # the user's own --trainer.precision / config line
+                if (
+                    "autocast" in me.observe
+                    and want is not None
+                    and str(kwargs.get("precision")) == want
+                ):
+                    set_["precision"] = kwargs[
+                        "precision"
+                    ]  # the user's own --trainer.precision / config line
                 elif me._precision_here() and want is not None and "autocast" not in me.observe:
                     kwargs["precision"] = set_["precision"] = want
                 site = user_site(2)
@@ -238,7 +313,11 @@ class FrameworkInjection:
                 set_: dict[str, Any] = {}
                 asked = {"precision": kwargs.get("precision")}
                 want = LIGHTNING_PRECISION.get(str(me.knobs.get("autocast")))
-                if "autocast" in me.observe and want is not None and str(kwargs.get("precision")) == want:
+                if (
+                    "autocast" in me.observe
+                    and want is not None
+                    and str(kwargs.get("precision")) == want
+                ):
                     set_["precision"] = kwargs["precision"]  # the script's own flag set it
                 elif me._precision_here() and want is not None and "autocast" not in me.observe:
                     kwargs["precision"] = set_["precision"] = want
@@ -266,7 +345,8 @@ class FrameworkInjection:
                 callback.overwrite = True
                 me.frameworks.setdefault("lightning_cli", {})["save_config"] = (
                     "overwrite=True: a run under Stepwise rewrites the config.yaml an earlier run saved instead of "
-                    "refusing to start (LightningCLI's default with save_config_kwargs unset)")
+                    "refusing to start (LightningCLI's default with save_config_kwargs unset)"
+                )
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))
@@ -278,30 +358,45 @@ class FrameworkInjection:
 
         @functools.wraps(original)
         def init(acc: Any, *args: Any, **kwargs: Any) -> None:
-            if not called_by_user(2):  # the Trainer's own Accelerator follows TrainingArguments instead
+            if not called_by_user(
+                2
+            ):  # the Trainer's own Accelerator follows TrainingArguments instead
                 original(acc, *args, **kwargs)
                 return
             set_: dict[str, Any] = {}
-            asked = {"mixed_precision": kwargs.get("mixed_precision"),
-                     **{k: _text(kwargs.get(k)) for k in ("dynamo_backend", "dynamo_plugin")}}
+            asked = {
+                "mixed_precision": kwargs.get("mixed_precision"),
+                **{k: _text(kwargs.get(k)) for k in ("dynamo_backend", "dynamo_plugin")},
+            }
             want = ACCELERATE_PRECISION.get(str(me.knobs.get("autocast")))
             if me._precision_here() and want is not None and "autocast" not in me.observe:
                 kwargs["mixed_precision"] = set_["mixed_precision"] = want
             site = user_site(2)
             original(acc, *args, **kwargs)
-            held = getattr(acc, "mixed_precision", None)  # its argument, else accelerate launch --mixed_precision
+            held = getattr(
+                acc, "mixed_precision", None
+            )  # its argument, else accelerate launch --mixed_precision
             if "autocast" in me.observe and want is not None and str(held) == want:
                 set_["mixed_precision"] = held
             me._record("accelerate", "accelerator", site, cls, set_, asked)
             if "accelerate" in me.frameworks:
-                dynamo = getattr(getattr(getattr(acc, "state", None), "dynamo_plugin", None), "backend", None)
-                me.frameworks["accelerate"].update(at=site, held={"mixed_precision": str(held),
-                                                                  "dynamo_backend": _text(dynamo)})
-                if "compile" in me.observe and _text(dynamo) not in (None, "NO") and site is not None and \
-                        (k := me.report.knob("compile")) is not None:  # prepare() torch.compiles the model
-                    k.evidence.append(f"{cls.__name__}(dynamo_backend={_text(dynamo)!r}) at "
-                                      f"{site['file'].rsplit('/', 1)[-1]}:{site['line']}, from the script's own "
-                                      "command line (accelerate launch): its prepare() compiles the model")
+                dynamo = getattr(
+                    getattr(getattr(acc, "state", None), "dynamo_plugin", None), "backend", None
+                )
+                me.frameworks["accelerate"].update(
+                    at=site, held={"mixed_precision": str(held), "dynamo_backend": _text(dynamo)}
+                )
+                if (
+                    "compile" in me.observe
+                    and _text(dynamo) not in (None, "NO")
+                    and site is not None
+                    and (k := me.report.knob("compile")) is not None
+                ):  # prepare() torch.compiles the model
+                    k.evidence.append(
+                        f"{cls.__name__}(dynamo_backend={_text(dynamo)!r}) at "
+                        f"{site['file'].rsplit('/', 1)[-1]}:{site['line']}, from the script's own "
+                        "command line (accelerate launch): its prepare() compiles the model"
+                    )
 
         cls.__init__ = init
         self._undo.append(lambda: setattr(cls, "__init__", original))

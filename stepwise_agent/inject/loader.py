@@ -25,7 +25,9 @@ from stepwise_agent.inject.sites import user_site
 
 PROBE_INDICES = 3
 MIN_HIT_SHARE = 0.10  # a cache that serves fewer reads than this did not act on the measured steps
-CACHE_MEMORY_SHARE = 0.25  # refuse a cache whose estimated size exceeds this share of available memory
+CACHE_MEMORY_SHARE = (
+    0.25  # refuse a cache whose estimated size exceeds this share of available memory
+)
 LOADER_KNOBS = ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
 
 
@@ -42,10 +44,20 @@ def _is_array(x: Any) -> bool:
 def same_sample(a: Any, b: Any) -> bool:
     """Structural equality of two samples (tensors, arrays, numbers, strings, nested containers)."""
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
-            and a.dtype == b.dtype and bool(torch.equal(a, b))
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(torch.equal(a, b))
+        )
     if _is_array(a) or _is_array(b):
-        return _is_array(a) and _is_array(b) and a.shape == b.shape and bool(_numpy().array_equal(a, b))
+        return (
+            _is_array(a)
+            and _is_array(b)
+            and a.shape == b.shape
+            and bool(_numpy().array_equal(a, b))
+        )
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_sample(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
@@ -90,7 +102,11 @@ class _RngSaved:
     def __enter__(self) -> None:
         np = _numpy()
         self.np = np
-        self.states = (random.getstate(), np.random.get_state() if np is not None else None, torch.get_rng_state())
+        self.states = (
+            random.getstate(),
+            np.random.get_state() if np is not None else None,
+            torch.get_rng_state(),
+        )
 
     def __exit__(self, *exc: Any) -> None:
         random.setstate(self.states[0])
@@ -114,12 +130,16 @@ def cache_refusal(ds: Any, available_bytes: int) -> str | None:
         for i in picks:
             first, second = ds[i], ds[i]
             if not same_sample(first, second):
-                return (f"dataset[{i}] returned different samples on two reads (a random augmentation?): a cache "
-                        "would train on one frozen draw instead of fresh ones")
+                return (
+                    f"dataset[{i}] returned different samples on two reads (a random augmentation?): a cache "
+                    "would train on one frozen draw instead of fresh ones"
+                )
         size = sample_bytes(ds[picks[0]]) * n
     if size > CACHE_MEMORY_SHARE * available_bytes:
-        return (f"caching all {n} samples would take about {size / 2**30:.1f} GiB, over "
-                f"{CACHE_MEMORY_SHARE:.0%} of the {available_bytes / 2**30:.1f} GiB available")
+        return (
+            f"caching all {n} samples would take about {size / 2**30:.1f} GiB, over "
+            f"{CACHE_MEMORY_SHARE:.0%} of the {available_bytes / 2**30:.1f} GiB available"
+        )
     return None
 
 
@@ -155,8 +175,13 @@ class LoaderInjection:
     """Overrides the keyword arguments of every ``DataLoader(...)`` the script builds; watches the first one
     that yields a batch (the training loader) for the evidence."""
 
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport, available_bytes: int,
-                 convergence: ConvergenceInjection | None = None) -> None:
+    def __init__(
+        self,
+        knobs: dict[str, Any],
+        report: InjectionReport,
+        available_bytes: int,
+        convergence: ConvergenceInjection | None = None,
+    ) -> None:
         self.knobs = {k: v for k, v in knobs.items() if k in LOADER_KNOBS or k == "cache_decoded"}
         self.report, self.available = report, available_bytes
         self.convergence = convergence
@@ -164,7 +189,9 @@ class LoaderInjection:
         self.training: int | None = None
         self.iterators: set[int] = set()
         self.caches: list[CachedDataset] = []
-        self.observe: set[str] = set()  # knobs the script's own flags set: checked, never overridden
+        self.observe: set[str] = (
+            set()
+        )  # knobs the script's own flags set: checked, never overridden
         self._undo: list[Callable[[], None]] = []
 
     def install(self) -> None:
@@ -182,11 +209,14 @@ class LoaderInjection:
             if me.convergence is not None:
                 me.convergence.scale_batch(bound.arguments, site)
             original_init(*bound.args, **bound.kwargs)
-            me.loaders[id(loader)] = {"site": site, "asked": asked,
-                                      "effective": {k: bound.arguments[k] for k in LOADER_KNOBS},
-                                      "batch_size": loader_batch_size(loader),
-                                      "dataset": type(bound.arguments["dataset"]).__name__,
-                                      "datasets": {id(given), id(bound.arguments.get("dataset"))}}
+            me.loaders[id(loader)] = {
+                "site": site,
+                "asked": asked,
+                "effective": {k: bound.arguments[k] for k in LOADER_KNOBS},
+                "batch_size": loader_batch_size(loader),
+                "dataset": type(bound.arguments["dataset"]).__name__,
+                "datasets": {id(given), id(bound.arguments.get("dataset"))},
+            }
 
         original_get = DataLoader._get_iterator
 
@@ -198,8 +228,10 @@ class LoaderInjection:
         # setattr: the patch replaces the methods by wrappers of a wider signature, as the undo below puts them back
         setattr(DataLoader, "__init__", init)
         setattr(DataLoader, "_get_iterator", get_iterator)
-        self._undo += [lambda: setattr(DataLoader, "__init__", original_init),
-                       lambda: setattr(DataLoader, "_get_iterator", original_get)]
+        self._undo += [
+            lambda: setattr(DataLoader, "__init__", original_init),
+            lambda: setattr(DataLoader, "_get_iterator", original_get),
+        ]
 
     def uninstall(self) -> None:
         while self._undo:
@@ -215,7 +247,9 @@ class LoaderInjection:
                 if workers > 0:
                     args[knob] = self.knobs[knob]
                 else:
-                    self._refuse(knob, f"{knob} needs worker processes; this DataLoader has num_workers=0")
+                    self._refuse(
+                        knob, f"{knob} needs worker processes; this DataLoader has num_workers=0"
+                    )
         if self.knobs.get("cache_decoded"):
             why = cache_refusal(args["dataset"], self.available)
             if why is not None:
@@ -237,11 +271,19 @@ class LoaderInjection:
         if info is None:
             return
         site = self._users_site(info)
-        self.report.site("dataloader", site, **{k: info["asked"][k] for k in LOADER_KNOBS},
-                         batch_size=info["batch_size"])  # every loader the knobs acted on; the first trains
+        self.report.site(
+            "dataloader",
+            site,
+            **{k: info["asked"][k] for k in LOADER_KNOBS},
+            batch_size=info["batch_size"],
+        )  # every loader the knobs acted on; the first trains
         if self.training is None:
             self.training = id(loader)
-            self.report.loader = {**info["effective"], "batch_size": info["batch_size"], "dataset": info["dataset"]}
+            self.report.loader = {
+                **info["effective"],
+                "batch_size": info["batch_size"],
+                "dataset": info["dataset"],
+            }
             if self.convergence is not None:
                 self.convergence.training_loader(info["batch_size"], site)
         if id(loader) != self.training:
@@ -270,13 +312,18 @@ class LoaderInjection:
             elif self.knobs["num_workers"] == 0 and workers == 0:
                 k.act("the DataLoader loads in the main process")
             else:
-                k.refuse(f"the DataLoader started {workers} worker processes, not {self.knobs['num_workers']}")
+                k.refuse(
+                    f"the DataLoader started {workers} worker processes, not {self.knobs['num_workers']}"
+                )
         if (k := r.knob("pin_memory")) is not None:
             if getattr(it, "_pin_memory", False):
                 k.act("batches are copied to pinned (page-locked) host memory")
             else:
-                k.refuse("no accelerator to pin host memory for: the DataLoader ignored pin_memory=True"
-                         if not torch.cuda.is_available() else "the DataLoader did not pin its batches")
+                k.refuse(
+                    "no accelerator to pin host memory for: the DataLoader ignored pin_memory=True"
+                    if not torch.cuda.is_available()
+                    else "the DataLoader did not pin its batches"
+                )
         if (k := r.knob("prefetch_factor")) is not None and workers:
             k.act(f"each of {workers} workers keeps {loader.prefetch_factor} batches in flight")
         if (k := r.knob("persistent_workers")) is not None and workers:
@@ -285,17 +332,27 @@ class LoaderInjection:
 
     def finish(self) -> None:
         """Evidence that needs the whole run: iterators reused across epochs, cache hits."""
-        if (k := self.report.knob("persistent_workers")) is not None and k.acted and len(self.iterators) > 1:
+        if (
+            (k := self.report.knob("persistent_workers")) is not None
+            and k.acted
+            and len(self.iterators) > 1
+        ):
             k.refuse("a new worker iterator was made for each epoch")
         if (k := self.report.knob("cache_decoded")) is not None and self.caches:
             hits = sum(c.hits.value for c in self.caches)
             misses = sum(c.misses.value for c in self.caches)
             share = hits / (hits + misses) if hits + misses else 0.0
             if share >= MIN_HIT_SHARE:
-                k.act(f"{hits} of {hits + misses} sample reads came from the cache of decoded samples")
+                k.act(
+                    f"{hits} of {hits + misses} sample reads came from the cache of decoded samples"
+                )
             elif hits:
-                k.refuse(f"only {hits} of {hits + misses} sample reads ({share:.1%}) hit the cache: the run read too few "
-                         "samples twice for a cache to matter (the dataset is large against the steps measured)")
+                k.refuse(
+                    f"only {hits} of {hits + misses} sample reads ({share:.1%}) hit the cache: the run read too few "
+                    "samples twice for a cache to matter (the dataset is large against the steps measured)"
+                )
             else:
-                k.refuse(f"the cache was in place but no read hit it ({misses} reads): the run ended before any "
-                         "sample was read a second time (less than one epoch per worker)")
+                k.refuse(
+                    f"the cache was in place but no read hit it ({misses} reads): the run ended before any "
+                    "sample was read a second time (less than one epoch per worker)"
+                )

@@ -54,7 +54,6 @@ class LoopObservation(Patches):
         if hasattr(torch.cuda, "make_graphed_callables"):
             self._patch(torch.cuda, "make_graphed_callables", self._counter("graph_captures"))
 
-
     def _count_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def backward(*args: Any, **kwargs: Any) -> Any:
             self._depth += 1
@@ -64,6 +63,7 @@ class LoopObservation(Patches):
                 self._depth -= 1
                 if self._depth == 0:
                     self.backwards += 1
+
         return backward
 
     def _counter(self, attribute: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -71,20 +71,27 @@ class LoopObservation(Patches):
             def counted(*args: Any, **kwargs: Any) -> Any:
                 setattr(self, attribute, getattr(self, attribute) + 1)
                 return original(*args, **kwargs)
+
             return counted
+
         return wrap
 
     def _hook_names(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def register(ddp: Any, state: Any, hook: Any) -> Any:
             self.comm_hooks.append(str(getattr(hook, "__name__", type(hook).__name__)))
             return original(ddp, state, hook)
+
         return register
 
     def on_step(self) -> None:
-        if not self.per_step:  # the flags as they were for the first step (set by then, whatever the script does)
-            self.flags = {"tf32": bool(torch.backends.cuda.matmul.allow_tf32)
-                          or torch.get_float32_matmul_precision() != "highest",
-                          "cudnn_benchmark": bool(torch.backends.cudnn.benchmark)}
+        if (
+            not self.per_step
+        ):  # the flags as they were for the first step (set by then, whatever the script does)
+            self.flags = {
+                "tf32": bool(torch.backends.cuda.matmul.allow_tf32)
+                or torch.get_float32_matmul_precision() != "highest",
+                "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            }
         self.per_step.append(self.backwards)
         self.backwards = 0
 
@@ -105,9 +112,13 @@ class LoopObservation(Patches):
                 counted = self.per_step[1:] or self.per_step
                 seen = self.backwards_per_step or 0
                 if seen == value:
-                    k.act(f"{seen} backward passes per optimizer step (median of {len(counted)} steps)")
+                    k.act(
+                        f"{seen} backward passes per optimizer step (median of {len(counted)} steps)"
+                    )
                 else:
-                    k.refuse(f"{seen} backward pass(es) per optimizer step, not the {value} the command asks for")
+                    k.refuse(
+                        f"{seen} backward pass(es) per optimizer step, not the {value} the command asks for"
+                    )
             elif knob == "activation_checkpointing":
                 if self.checkpoints:
                     k.act(f"torch.utils.checkpoint ran {self.checkpoints} time(s) in the steps")
@@ -115,14 +126,21 @@ class LoopObservation(Patches):
                     k.refuse("no torch.utils.checkpoint call ran in the steps")
             elif knob == "ddp_no_sync":
                 if self.no_syncs:
-                    k.act(f"{self.no_syncs} micro-batch(es) ran under DistributedDataParallel.no_sync()")
+                    k.act(
+                        f"{self.no_syncs} micro-batch(es) ran under DistributedDataParallel.no_sync()"
+                    )
                 else:
                     k.refuse("no micro-batch ran under DistributedDataParallel.no_sync()")
             elif knob == "cuda_graphs":
                 modes = [str((c.get("kwargs") or {}).get("mode")) for c in compile_calls]
                 if self.graph_captures or (graphs and any(m in GRAPH_MODES for m in modes)):
-                    how = f"{self.graph_captures} CUDA graph capture(s)" if self.graph_captures else \
-                        f"torch.compile(mode={next(m for m in modes if m in GRAPH_MODES)!r}) compiled {graphs} graph(s)"
+                    how = (
+                        f"{self.graph_captures} CUDA graph capture(s)"
+                        if self.graph_captures
+                        else f"torch.compile(mode={next(m for m in modes if m in GRAPH_MODES)!r}) compiled {graphs} graph(s)"
+                    )
                     k.act(how)
                 else:
-                    k.refuse("no CUDA graph was captured: no torch.cuda.graph and no torch.compile with a graph mode")
+                    k.refuse(
+                        "no CUDA graph was captured: no torch.cuda.graph and no torch.compile with a graph mode"
+                    )

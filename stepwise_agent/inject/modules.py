@@ -26,16 +26,40 @@ from stepwise_agent.inject.report import InjectionReport
 from stepwise_agent.inject.sites import user_site
 
 LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
-_MATH = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.MultiheadAttention, nn.Bilinear, nn.LSTM, nn.GRU)
-_CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+_MATH = (
+    nn.Linear,
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.MultiheadAttention,
+    nn.Bilinear,
+    nn.LSTM,
+    nn.GRU,
+)
+_CONV = (
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+)
 
 
 def _to_fp32(x: Any) -> Any:
-    return x.float() if isinstance(x, torch.Tensor) and x.dtype in (torch.bfloat16, torch.float16) else x
+    return (
+        x.float()
+        if isinstance(x, torch.Tensor) and x.dtype in (torch.bfloat16, torch.float16)
+        else x
+    )
 
 
 def _channels_last(x: Any) -> Any:
-    return x.contiguous(memory_format=torch.channels_last) if isinstance(x, torch.Tensor) and x.dim() == 4 else x
+    return (
+        x.contiguous(memory_format=torch.channels_last)
+        if isinstance(x, torch.Tensor) and x.dim() == 4
+        else x
+    )
 
 
 def set_forward(module: nn.Module, forward: Callable[..., Any]) -> None:
@@ -46,8 +70,13 @@ def set_forward(module: nn.Module, forward: Callable[..., Any]) -> None:
 
 
 class ModuleInjection:
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport, device: str,
-                 caps: TorchCapabilities | None = None) -> None:
+    def __init__(
+        self,
+        knobs: dict[str, Any],
+        report: InjectionReport,
+        device: str,
+        caps: TorchCapabilities | None = None,
+    ) -> None:
         self.knobs, self.report, self.device = knobs, report, device
         self.caps = caps or detect(torch)
         self.models: list[nn.Module] = []
@@ -61,7 +90,9 @@ class ModuleInjection:
         #: ``L.Trainer(precision=...)``): the model is then watched for evidence, not wrapped a second time
         self.framework_owns: set[str] = set()
         self.observed: set[str] = set()  # knobs the script's own flags set (checked, not injected)
-        self.build_sites = BuildSites()  # where each model was constructed and moved, until the watch ends
+        self.build_sites = (
+            BuildSites()
+        )  # where each model was constructed and moved, until the watch ends
 
     # -- install / uninstall ---------------------------------------------------------------------------------
     def install(self) -> None:
@@ -105,14 +136,22 @@ class ModuleInjection:
             k = r.knob("matmul_precision")
             if k is not None:
                 if self.device == "cuda":
-                    k.act(f"float32 matmul precision '{self.knobs['matmul_precision']}': TF32 Tensor Core GEMMs")
+                    k.act(
+                        f"float32 matmul precision '{self.knobs['matmul_precision']}': TF32 Tensor Core GEMMs"
+                    )
                 else:
                     k.refuse("TF32 is a CUDA Tensor Core mode; this run is on the CPU")
         if self.knobs.get("cudnn_benchmark"):
             torch.backends.cudnn.benchmark = True
-        if self.knobs.get("compile_mode") and not self._graphs_here() and (k := r.knob("compile_mode")) is not None:
-            k.refuse("CUDA graphs need a GPU (this run is on the CPU, where reduce-overhead compile captures none)",
-                     final=True)
+        if (
+            self.knobs.get("compile_mode")
+            and not self._graphs_here()
+            and (k := r.knob("compile_mode")) is not None
+        ):
+            k.refuse(
+                "CUDA graphs need a GPU (this run is on the CPU, where reduce-overhead compile captures none)",
+                final=True,
+            )
 
     def _graphs_here(self) -> bool:
         """A reduce-overhead compile captures CUDA graphs on CUDA only: elsewhere it is not done at all."""
@@ -121,7 +160,11 @@ class ModuleInjection:
     def step_begins(self) -> None:
         """A new training step: CUDA graph trees start a new generation here, so outputs the script keeps from
         the step before (its loss, for logging) are not overwritten under it by the next replay."""
-        if self.knobs.get("compile_mode") == "reduce-overhead" and self.device == "cuda" and self.models:
+        if (
+            self.knobs.get("compile_mode") == "reduce-overhead"
+            and self.device == "cuda"
+            and self.models
+        ):
             mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
             if mark is not None:
                 mark()
@@ -130,22 +173,37 @@ class ModuleInjection:
     def _seen(self, module: nn.Module) -> None:
         if not any(True for _ in module.parameters()):
             return
-        inner = getattr(module, "module", module)  # DistributedDataParallel wraps the script's model
+        inner = getattr(
+            module, "module", module
+        )  # DistributedDataParallel wraps the script's model
         convolutions = sum(isinstance(m, _CONV) for m in inner.modules())
         # every top-level call of the watched steps is a site (a GAN calls its discriminator twice)
-        self.report.site("model_call", user_site(3), type=type(module).__name__, convolutions=convolutions,
-                         grad=torch.is_grad_enabled())  # False: an evaluation call (no_grad), not the training one
+        self.report.site(
+            "model_call",
+            user_site(3),
+            type=type(module).__name__,
+            convolutions=convolutions,
+            grad=torch.is_grad_enabled(),
+        )  # False: an evaluation call (no_grad), not the training one
         if any(m is module for m in self.models):
             return
         self.models.append(module)
         # the line that ran to build (or move) the model the change acts on: the one compiled, DDP's inner
-        self.report.site("model_build", self.build_sites.site_of(inner) or self.build_sites.site_of(module),
-                         type=type(inner).__name__)
+        self.report.site(
+            "model_build",
+            self.build_sites.site_of(inner) or self.build_sites.site_of(module),
+            type=type(inner).__name__,
+        )
         if self.knobs.get("channels_last"):
             self._make_channels_last(module, inner)
-        if self.knobs.get("cudnn_benchmark") and (k := self.report.knob("cudnn_benchmark")) is not None:
+        if (
+            self.knobs.get("cudnn_benchmark")
+            and (k := self.report.knob("cudnn_benchmark")) is not None
+        ):
             if self.device != "cuda":
-                k.refuse("cudnn.benchmark picks cuDNN convolution algorithms; this run is on the CPU")
+                k.refuse(
+                    "cudnn.benchmark picks cuDNN convolution algorithms; this run is on the CPU"
+                )
             elif not convolutions:
                 k.refuse("the model has no convolution for cuDNN to tune")
             else:
@@ -153,7 +211,11 @@ class ModuleInjection:
         if self.knobs.get("autocast") in LOW:
             self._autocast(module, inner, wrap="autocast" not in self.framework_owns)
         mode = self.knobs.get("compile_mode")
-        if (self.knobs.get("compile") or mode) and self._graphs_here() and "compile" not in self.framework_owns:
+        if (
+            (self.knobs.get("compile") or mode)
+            and self._graphs_here()
+            and "compile" not in self.framework_owns
+        ):
             kw = {"mode": mode} if mode else {}
             if self.caps.module_compile:
                 inner.compile(**kw)
@@ -170,7 +232,9 @@ class ModuleInjection:
             k.refuse("the model has no 4-D (convolution) weights: channels_last changes nothing")
             return
         if inner is not module:
-            k.refuse("the model is already wrapped in DistributedDataParallel; channels_last must be set before")
+            k.refuse(
+                "the model is already wrapped in DistributedDataParallel; channels_last must be set before"
+            )
             return
         # Module.to documents to(memory_format=...); torch's overloads omit it
         inner.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
@@ -208,7 +272,9 @@ class ModuleInjection:
                 h.remove()
             hooks.clear()
 
-        hooks.extend(m.register_forward_hook(math_hook) for m in inner.modules() if isinstance(m, _MATH))
+        hooks.extend(
+            m.register_forward_hook(math_hook) for m in inner.modules() if isinstance(m, _MATH)
+        )
         if name == "fp16" and wrap:  # fp16's narrow range needs loss scaling (bf16's does not)
             self.scaler = grad_scaler(torch, self.caps, device_type)
 
@@ -220,25 +286,44 @@ class ModuleInjection:
             if not self.models:
                 k.refuse("no module with parameters was called at the top level")
             elif dtype in self._math_outputs or self._low_outputs:
-                seen = "its first matmul/convolution layer ran" if dtype in self._math_outputs else "its output was"
+                seen = (
+                    "its first matmul/convolution layer ran"
+                    if dtype in self._math_outputs
+                    else "its output was"
+                )
                 names = ", ".join(f"{type(m).__name__}.forward" for m in self.models)
-                how = "by the script's own switch, on" if "autocast" in self.observed else \
-                    "by the framework's own switch, on" if "autocast" in self.framework_owns else "around"
-                k.act(f"{self.knobs['autocast']} autocast {how} {names} ({len(self.models)} model(s)): {seen} in "
-                      f"{self.knobs['autocast']}" + ("; loss scaled by a GradScaler" if self.scaler else ""))
+                how = (
+                    "by the script's own switch, on"
+                    if "autocast" in self.observed
+                    else "by the framework's own switch, on"
+                    if "autocast" in self.framework_owns
+                    else "around"
+                )
+                k.act(
+                    f"{self.knobs['autocast']} autocast {how} {names} ({len(self.models)} model(s)): {seen} in "
+                    f"{self.knobs['autocast']}"
+                    + ("; loss scaled by a GradScaler" if self.scaler else "")
+                )
             else:
-                k.refuse(f"under autocast the model's layers still produced "
-                         f"{', '.join(sorted({str(d) for d in self._math_outputs})) or 'no floating outputs'}")
+                k.refuse(
+                    f"under autocast the model's layers still produced "
+                    f"{', '.join(sorted({str(d) for d in self._math_outputs})) or 'no floating outputs'}"
+                )
         if (k := r.knob("compile_mode")) is not None and not k.final:
             self._judge_graphs(k)
         if (k := r.knob("compile")) is not None:
             graphs, breaks = compiled_graphs()
             if graphs:
-                k.act(f"torch.compile traced {graphs} graph(s)" + (f", {breaks} graph break(s)" if breaks else ""))
+                k.act(
+                    f"torch.compile traced {graphs} graph(s)"
+                    + (f", {breaks} graph break(s)" if breaks else "")
+                )
             else:
-                k.refuse("torch.compile was set on the model but no graph was compiled"
-                         if self.models else "no module with parameters was called at the top level")
-
+                k.refuse(
+                    "torch.compile was set on the model but no graph was compiled"
+                    if self.models
+                    else "no module with parameters was called at the top level"
+                )
 
     def _judge_graphs(self, k: Any) -> None:
         """``compile_mode``: acted when the compiled graphs were captured in CUDA graphs (inductor's tree manager
@@ -247,18 +332,29 @@ class ModuleInjection:
         captured, skipped = cuda_graph_counts()
         mode = self.knobs["compile_mode"]
         if not graphs:
-            k.refuse(f"no graph was compiled (mode={mode!r}), so none was captured in a CUDA graph"
-                     if self.models else "no module with parameters was called at the top level")
+            k.refuse(
+                f"no graph was compiled (mode={mode!r}), so none was captured in a CUDA graph"
+                if self.models
+                else "no module with parameters was called at the top level"
+            )
         elif mode != "reduce-overhead":
             k.act(f"torch.compile(mode={mode!r}) traced {graphs} graph(s)")
         elif captured == 0 or (captured is None and skipped):
-            k.refuse(f"torch.compile traced {graphs} graph(s) but inductor captured no CUDA graph"
-                     + (f" ({skipped} skipped: the run's log says why, e.g. CPU tensors in the graph, dynamic "
-                        "shapes, inputs mutated in place)" if skipped else ""))
+            k.refuse(
+                f"torch.compile traced {graphs} graph(s) but inductor captured no CUDA graph"
+                + (
+                    f" ({skipped} skipped: the run's log says why, e.g. CPU tensors in the graph, dynamic "
+                    "shapes, inputs mutated in place)"
+                    if skipped
+                    else ""
+                )
+            )
         else:
-            k.act(f"torch.compile(mode='reduce-overhead') traced {graphs} graph(s), replayed as "
-                  + (f"{captured} CUDA graph(s)" if captured else "CUDA graphs (none skipped)")
-                  + (f"; {skipped} graph(s) skipped CUDA graphs" if skipped else ""))
+            k.act(
+                f"torch.compile(mode='reduce-overhead') traced {graphs} graph(s), replayed as "
+                + (f"{captured} CUDA graph(s)" if captured else "CUDA graphs (none skipped)")
+                + (f"; {skipped} graph(s) skipped CUDA graphs" if skipped else "")
+            )
 
 
 def cuda_graph_counts() -> tuple[int | None, int]:
@@ -275,12 +371,16 @@ def cuda_graph_counts() -> tuple[int | None, int]:
     try:
         from torch._inductor import cudagraph_trees
 
-        manager = cudagraph_trees.get_manager(torch.cuda.current_device(), create_if_none_exists=False)
+        manager = cudagraph_trees.get_manager(
+            torch.cuda.current_device(), create_if_none_exists=False
+        )
         if manager is None:
             return 0, skipped
         stack = [n for nodes in manager.roots.values() for n in nodes]
         count = 0
-        while stack:  # the recorded graphs form a tree per function (a forward, then its backward, …)
+        while (
+            stack
+        ):  # the recorded graphs form a tree per function (a forward, then its backward, …)
             node = stack.pop()
             count += 1
             stack.extend(c for kids in getattr(node, "children", {}).values() for c in kids)
@@ -295,4 +395,6 @@ def compiled_graphs() -> tuple[int, int]:
         from torch._dynamo.utils import counters
     except ImportError:
         return 0, 0
-    return int(counters["stats"].get("unique_graphs", 0)), int(sum(counters["graph_break"].values()))
+    return int(counters["stats"].get("unique_graphs", 0)), int(
+        sum(counters["graph_break"].values())
+    )

@@ -23,13 +23,23 @@ DDP_DEFAULT_BUCKET_MB = 25.0
 
 
 def _optimizer_classes() -> list[type]:
-    return [c for c in vars(torch.optim).values()
-            if isinstance(c, type) and issubclass(c, torch.optim.Optimizer) and c is not torch.optim.Optimizer]
+    return [
+        c
+        for c in vars(torch.optim).values()
+        if isinstance(c, type)
+        and issubclass(c, torch.optim.Optimizer)
+        and c is not torch.optim.Optimizer
+    ]
 
 
 class OptimInjection:
-    def __init__(self, knobs: dict[str, Any], report: InjectionReport,
-                 caps: TorchCapabilities | None = None, convergence: ConvergenceInjection | None = None) -> None:
+    def __init__(
+        self,
+        knobs: dict[str, Any],
+        report: InjectionReport,
+        caps: TorchCapabilities | None = None,
+        convergence: ConvergenceInjection | None = None,
+    ) -> None:
         self.knobs, self.report = knobs, report
         self.convergence = convergence
         self.caps = caps or detect(torch)
@@ -37,7 +47,9 @@ class OptimInjection:
         self._undo: list[Callable[[], None]] = []
         self.scaler: Any = None  # set by the injector when fp16 autocast needs loss scaling
         self.on_skipped_step: Callable[[Any], None] | None = None
-        self.acted_on: list[str] = []  # the optimizers built with the injected implementation, in order
+        self.acted_on: list[
+            str
+        ] = []  # the optimizers built with the injected implementation, in order
         self._building: set[int] = set()  # optimizers whose (wrapped) constructor is running
 
     def install(self) -> None:
@@ -49,13 +61,20 @@ class OptimInjection:
             me.optimizers.append(opt)
             site = user_site()
             lr = opt.param_groups[0].get("lr") if opt.param_groups else None
-            me.report.site("optimizer", site, type=type(opt).__name__,
-                           lr=float(lr) if isinstance(lr, (int, float, torch.Tensor)) else None,
-                           fused=bool(opt.defaults.get("fused")), foreach=bool(opt.defaults.get("foreach")))
+            me.report.site(
+                "optimizer",
+                site,
+                type=type(opt).__name__,
+                lr=float(lr) if isinstance(lr, (int, float, torch.Tensor)) else None,
+                fused=bool(opt.defaults.get("fused")),
+                foreach=bool(opt.defaults.get("foreach")),
+            )
             if me.convergence is not None:
                 me.convergence.on_optimizer(opt, site)
 
-        setattr(torch.optim.Optimizer, "__init__", base)  # a wrapper of a wider signature, undone below
+        setattr(
+            torch.optim.Optimizer, "__init__", base
+        )  # a wrapper of a wider signature, undone below
         self._undo.append(lambda: setattr(torch.optim.Optimizer, "__init__", base_init))
         impl = self.knobs.get("optimizer_impl")
         if impl in ("foreach", "fused"):
@@ -117,29 +136,40 @@ class OptimInjection:
             init(*bound.args, **bound.kwargs)
             me._ddp_evidence(ddp, asked)
 
-        setattr(DistributedDataParallel, "__init__", wrapped)  # a wrapper of a wider signature, undone below
+        setattr(
+            DistributedDataParallel, "__init__", wrapped
+        )  # a wrapper of a wider signature, undone below
         self._undo.append(lambda: setattr(DistributedDataParallel, "__init__", init))
 
     def _ddp_evidence(self, ddp: DistributedDataParallel, asked: float) -> None:
         r = self.report
         if (k := r.knob("bucket_cap_mb_factor")) is not None:
-            k.act(f"DDP buckets capped at {ddp.bucket_bytes_cap / 2**20:g} MB (the script asked {asked:g} MB)")
+            k.act(
+                f"DDP buckets capped at {ddp.bucket_bytes_cap / 2**20:g} MB (the script asked {asked:g} MB)"
+            )
         if (k := r.knob("static_graph")) is not None and getattr(ddp, "static_graph", False):
             k.act("DDP built with static_graph=True")
-        if self.knobs.get("grad_compression") == "bf16" and (k := r.knob("grad_compression")) is not None:
+        if (
+            self.knobs.get("grad_compression") == "bf16"
+            and (k := r.knob("grad_compression")) is not None
+        ):
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
             from stepwise_agent.inject.comm import bf16_allreduce_hook
 
             nccl = torch.distributed.get_backend() == "nccl"
-            ddp.register_comm_hook(state=None, hook=default_hooks.bf16_compress_hook if nccl else bf16_allreduce_hook)
+            ddp.register_comm_hook(
+                state=None, hook=default_hooks.bf16_compress_hook if nccl else bf16_allreduce_hook
+            )
             k.act("gradients all-reduced in bf16 by a DDP comm hook (half the bytes)")
 
     def finish(self) -> None:
         """Count the optimizers the implementation knob acted on (a GAN has two)."""
         if (k := self.report.knob("optimizer_impl")) is not None and k.acted and self.acted_on:
-            k.act(f"{len(self.acted_on)} optimizer(s) built with {self.knobs['optimizer_impl']}=True: "
-                  + ", ".join(self.acted_on))
+            k.act(
+                f"{len(self.acted_on)} optimizer(s) built with {self.knobs['optimizer_impl']}=True: "
+                + ", ".join(self.acted_on)
+            )
 
     # -- GradScaler for fp16 ---------------------------------------------------------------------------------
     def scale_steps(self, scaler: Any) -> None:

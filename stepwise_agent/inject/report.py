@@ -32,9 +32,15 @@ class KnobReport:
             self.acted, self.why, self.final = False, why, final
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "acted": bool(self.acted), "refused": self.acted is False,
-                "evidence": list(self.evidence),
-                "why": None if self.acted else (self.why or "the script never reached the object this knob acts on")}
+        return {
+            "value": self.value,
+            "acted": bool(self.acted),
+            "refused": self.acted is False,
+            "evidence": list(self.evidence),
+            "why": None
+            if self.acted
+            else (self.why or "the script never reached the object this knob acts on"),
+        }
 
 
 class InjectionReport:
@@ -62,5 +68,9 @@ class InjectionReport:
             seen.append(entry)
 
     def to_json(self) -> dict[str, Any]:
-        return {"knobs": {k: r.to_json() for k, r in self.knobs.items()}, "sites": self.sites,
-                "all_sites": self.all_sites, "loader": self.loader}
+        return {
+            "knobs": {k: r.to_json() for k, r in self.knobs.items()},
+            "sites": self.sites,
+            "all_sites": self.all_sites,
+            "loader": self.loader,
+        }

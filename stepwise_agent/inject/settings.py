@@ -26,7 +26,9 @@ def _acted(report: Mapping[str, Any], knob: str) -> Any:
     return k.get("value") if k.get("acted") else None
 
 
-def run_settings(report: Mapping[str, Any], config: Mapping[str, Any], loop: Any, models: list[Any]) -> dict[str, Any]:
+def run_settings(
+    report: Mapping[str, Any], config: Mapping[str, Any], loop: Any, models: list[Any]
+) -> dict[str, Any]:
     """The settings of the run (see the module docs) from the injection ``report`` (knobs, sites, loader), the
     script's recorded ``config`` (autocast contexts, compile calls), the loop's counts and the models seen."""
     loader = report.get("loader") or {}
@@ -34,30 +36,45 @@ def run_settings(report: Mapping[str, Any], config: Mapping[str, Any], loop: Any
     opt = sites.get("optimizer") or {}
     entered = [a for a in config.get("autocast") or [] if a.get("enabled")]
     dtypes = {a.get("dtype") for a in entered}
-    precision = _acted(report, "autocast") or ("bf16" if "bfloat16" in dtypes else "fp16" if "float16" in dtypes
-                                               else "fp32")
+    precision = _acted(report, "autocast") or (
+        "bf16" if "bfloat16" in dtypes else "fp16" if "float16" in dtypes else "fp32"
+    )
     calls = config.get("compile_calls") or []
     modes = [str((c.get("kwargs") or {}).get("mode")) for c in calls]
     hooks = " ".join(loop.comm_hooks).lower()
     import torch
 
-    four_d = [p for m in models for p in m.parameters()
-              if not isinstance(p, torch.nn.parameter.UninitializedParameter) and p.dim() == 4]
+    four_d = [
+        p
+        for m in models
+        for p in m.parameters()
+        if not isinstance(p, torch.nn.parameter.UninitializedParameter) and p.dim() == 4
+    ]
 
     return {
-        "num_workers": loader.get("num_workers"), "pin_memory": bool(loader.get("pin_memory")),
-        "persistent_workers": bool(loader.get("persistent_workers")), "prefetch_factor": loader.get("prefetch_factor"),
+        "num_workers": loader.get("num_workers"),
+        "pin_memory": bool(loader.get("pin_memory")),
+        "persistent_workers": bool(loader.get("persistent_workers")),
+        "prefetch_factor": loader.get("prefetch_factor"),
         "batch_size": loader.get("batch_size"),
-        "cache_decoded": bool(_acted(report, "cache_decoded") or _CACHE.search(str(loader.get("dataset") or ""))),
+        "cache_decoded": bool(
+            _acted(report, "cache_decoded") or _CACHE.search(str(loader.get("dataset") or ""))
+        ),
         "precision": precision,
         "compile": bool(calls or _acted(report, "compile")),
         "cuda_graphs": bool(loop.graph_captures or any(m in GRAPH_MODES for m in modes)),
-        "channels_last": bool(four_d) and all(p.is_contiguous(memory_format=torch.channels_last) for p in four_d),
-        "optimizer_impl": "fused" if opt.get("fused") else "foreach" if opt.get("foreach") else
-        (_acted(report, "optimizer_impl") or ("default" if opt else None)),
+        "channels_last": bool(four_d)
+        and all(p.is_contiguous(memory_format=torch.channels_last) for p in four_d),
+        "optimizer_impl": "fused"
+        if opt.get("fused")
+        else "foreach"
+        if opt.get("foreach")
+        else (_acted(report, "optimizer_impl") or ("default" if opt else None)),
         "grad_accum_steps": loop.backwards_per_step,
-        "activation_checkpointing": loop.checkpoints > 0, "ddp_no_sync": loop.no_syncs > 0,
+        "activation_checkpointing": loop.checkpoints > 0,
+        "ddp_no_sync": loop.no_syncs > 0,
         "grad_compression": "bf16" if "bf16" in hooks else "fp16" if "fp16" in hooks else "none",
-        "tf32": loop.flags.get("tf32"), "cudnn_benchmark": loop.flags.get("cudnn_benchmark"),
+        "tf32": loop.flags.get("tf32"),
+        "cudnn_benchmark": loop.flags.get("cudnn_benchmark"),
         "sdpa_attention": bool(_acted(report, "sdpa_attention")),
     }

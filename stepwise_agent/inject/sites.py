@@ -39,8 +39,14 @@ def _library_dirs() -> set[str]:
 
 
 _LIBRARIES = tuple(_library_dirs())
-_SKIP_DIRS = tuple({_TORCH, os.path.realpath(_HERE) + os.sep, *_LIBRARIES,
-                    *(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib"))})
+_SKIP_DIRS = tuple(
+    {
+        _TORCH,
+        os.path.realpath(_HERE) + os.sep,
+        *_LIBRARIES,
+        *(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")),
+    }
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -62,7 +68,9 @@ def _library_of(frame: FrameType) -> str | None:
     return name.split(".")[0] or None
 
 
-def user_site(skip: int = 2, obj: Any = None, frame: FrameType | None = None) -> dict[str, Any] | None:
+def user_site(
+    skip: int = 2, obj: Any = None, frame: FrameType | None = None
+) -> dict[str, Any] | None:
     """The innermost frame of the user's code on the current stack (``None`` when there is none), with ``via``:
     the installed library between that frame and here, when one built the object. A library frame that already
     holds ``obj`` (the object under construction) only wraps its constructor, as Lightning wraps
@@ -74,13 +82,18 @@ def user_site(skip: int = 2, obj: Any = None, frame: FrameType | None = None) ->
         name = frame.f_code.co_filename
         if is_user_file(name):
             line = frame.f_lineno
-            out: dict[str, Any] = {"file": os.path.abspath(name), "line": line,
-                                   "code": linecache.getline(name, line).strip()}
+            out: dict[str, Any] = {
+                "file": os.path.abspath(name),
+                "line": line,
+                "code": linecache.getline(name, line).strip(),
+            }
             if via is not None:
                 out["via"] = via
             return out
         lib = _library_of(frame)
-        if lib is not None and not (obj is not None and any(v is obj for v in frame.f_locals.values())):
+        if lib is not None and not (
+            obj is not None and any(v is obj for v in frame.f_locals.values())
+        ):
             via = lib
         frame = frame.f_back
     return None
@@ -92,7 +105,9 @@ def called_by_user(skip: int = 2) -> bool:
     frame: FrameType | None = sys._getframe(skip)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not name.startswith("<") and not os.path.realpath(name).startswith(os.path.realpath(_HERE) + os.sep):
+        if not name.startswith("<") and not os.path.realpath(name).startswith(
+            os.path.realpath(_HERE) + os.sep
+        ):
             return is_user_file(name)
         frame = frame.f_back
     return False

@@ -33,9 +33,14 @@ def thread_facts() -> dict[str, Any]:
         local = int(os.environ.get("LOCAL_WORLD_SIZE") or 1)
     except ValueError:
         local = 1
-    return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads(),
-            "cpu_count": os.cpu_count(), "affinity": affinity, "local_processes": local,
-            "env": {k: os.environ[k] for k in RECORDED_VARIABLES if k in os.environ}}
+    return {
+        "intra_op": torch.get_num_threads(),
+        "inter_op": torch.get_num_interop_threads(),
+        "cpu_count": os.cpu_count(),
+        "affinity": affinity,
+        "local_processes": local,
+        "env": {k: os.environ[k] for k in RECORDED_VARIABLES if k in os.environ},
+    }
 
 
 class ThreadsInjection:
@@ -65,11 +70,19 @@ class ThreadsInjection:
         now = self.facts["intra_op"]
         if now == int(n):
             # the launcher's OMP_NUM_THREADS may have sized the pool before the agent ran: say which set it
-            started = f"was {self.before} at boot" if self.before != now else \
-                f"OMP_NUM_THREADS={n} from the launcher sized the pool" if self.env_before == str(n) else \
-                f"{now} at boot already"
-            k.act(f"torch computes with {now} intra-op thread(s) at the first step ({started}); "
-                  f"OMP_NUM_THREADS={n} for the processes the script starts")
+            started = (
+                f"was {self.before} at boot"
+                if self.before != now
+                else f"OMP_NUM_THREADS={n} from the launcher sized the pool"
+                if self.env_before == str(n)
+                else f"{now} at boot already"
+            )
+            k.act(
+                f"torch computes with {now} intra-op thread(s) at the first step ({started}); "
+                f"OMP_NUM_THREADS={n} for the processes the script starts"
+            )
         else:
-            k.refuse(f"the script set {now} intra-op threads itself after boot (its own torch.set_num_threads): "
-                     "change it there")
+            k.refuse(
+                f"the script set {now} intra-op threads itself after boot (its own torch.set_num_threads): "
+                "change it there"
+            )

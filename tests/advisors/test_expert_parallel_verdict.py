@@ -37,8 +37,12 @@ def moe_trace(path: Path, overlapped: bool, steps: int = 6) -> Path:
             evs.append(launch)
             evs.append(kernel(name, comm_at + j * 150, 150, stream=20, correlation=corr))
     h800 = {"id": 0, "name": "NVIDIA H800", "totalGlobalMem": 85 * 2**30}
-    return write(path, evs, deviceProperties=[h800],
-                 distributedInfo={"backend": "nccl", "rank": 0, "world_size": 1})
+    return write(
+        path,
+        evs,
+        deviceProperties=[h800],
+        distributedInfo={"backend": "nccl", "rank": 0, "world_size": 1},
+    )
 
 
 @pytest.mark.parametrize("overlapped, verdict", [(True, "compute"), (False, "communication")])

@@ -45,13 +45,20 @@ def test_an_fp32_h100_run_is_compute_bound_at_its_fp32_peak(fp32: dict[str, Any]
     assert fp32["device"] == "gpu" and "H100" in fp32["device_name"]
     assert fp32["bottleneck"] == "compute"
     eff = fp32["efficiency"]
-    assert eff["dtype"] == "fp32" and eff["peak_tflops"] == 67.0 and "without TF32" in eff["peak_basis"]
-    assert 0.5 < eff["mfu"] < 0.8 and not eff["clamped"]  # 44.5 of 67 TFLOP/s: SIMT sgemm kernels, no TF32
+    assert (
+        eff["dtype"] == "fp32"
+        and eff["peak_tflops"] == 67.0
+        and "without TF32" in eff["peak_basis"]
+    )
+    assert (
+        0.5 < eff["mfu"] < 0.8 and not eff["clamped"]
+    )  # 44.5 of 67 TFLOP/s: SIMT sgemm kernels, no TF32
     assert eff["achieved_tflops"] == pytest.approx(44.45, rel=0.02)
 
 
 def test_tf32_kernels_are_measured_against_the_tf32_peak_and_tf32_is_not_advised_again(
-        tf32: dict[str, Any]) -> None:
+    tf32: dict[str, Any],
+) -> None:
     """The ops' tensors are fp32, but cuBLAS ran sm90_xmma_gemm_f32f32_tf32f32 kernels: 175 TFLOP/s against the
     fp32 peak of 67 was clamped to the busy share (0.78) before; against TF32's 494.7 it is 0.35."""
     eff = tf32["efficiency"]
@@ -64,7 +71,9 @@ def test_a_trace_whose_matmuls_are_tf32_counts_as_tf32_on_without_a_spec(tmp_pat
     from advisors.facts import derive
     from advisors.observation import observe
 
-    obs = observe(H100 / "compute_tf32" / "tb")  # the trace alone, as an upload: no spec says tf32=True
+    obs = observe(
+        H100 / "compute_tf32" / "tb"
+    )  # the trace alone, as an upload: no spec says tf32=True
     facts = derive(obs)
     assert facts.spec is None and already_done("tf32", facts)
     fp32_facts = derive(observe(H100 / "compute_fp32" / "tb"))
@@ -95,7 +104,9 @@ def test_a_cuda_out_of_memory_run_is_named_as_memory_bound() -> None:
 
 def test_a_real_cuda_snapshot_reads_back_its_peak_and_python_sites() -> None:
     snap = analyze(H100 / "snapshot.pickle")["memory_snapshot"]
-    assert snap["peak_allocated_gib"] == pytest.approx(1526.7 / 1024, abs=0.005)  # torch.cuda.max_memory_allocated
+    assert snap["peak_allocated_gib"] == pytest.approx(
+        1526.7 / 1024, abs=0.005
+    )  # torch.cuda.max_memory_allocated
     sites = [s["where"] for s in snap["top_sites"]]
     assert sites[0] == "snapshot_train.py:26 main"  # the forward line: its activations are the peak
     assert "backward: AddmmBackward0" in sites  # autograd's thread has C++ frames only

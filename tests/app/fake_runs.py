@@ -13,10 +13,19 @@ from profilers.store.runs import RunStore
 from tests.trace_factory import step, write, x
 
 
-def fake_run(store: RunStore, label: str = "fake data_bound", steps: int = 8, status: RunStatus = RunStatus.OK,
-             trace: Path | None = None, loss0: float = 2.3, step_ms: float = 50.0, kind: str = "run",
-             files: dict[str, Any] | None = None, events: list[dict] | None = None,
-             device: str = "cpu") -> RunRecord:
+def fake_run(
+    store: RunStore,
+    label: str = "fake data_bound",
+    steps: int = 8,
+    status: RunStatus = RunStatus.OK,
+    trace: Path | None = None,
+    loss0: float = 2.3,
+    step_ms: float = 50.0,
+    kind: str = "run",
+    files: dict[str, Any] | None = None,
+    events: list[dict] | None = None,
+    device: str = "cpu",
+) -> RunRecord:
     """A finished run of ``data_bound``: ``steps`` steps of ``step_ms``, host telemetry at 10 Hz, a trace in tb/.
     ``kind="launch"`` stores it as a launched script (no spec; ``files`` such as ``launch.json`` instead);
     ``events`` replace the default trace's events."""
@@ -27,13 +36,36 @@ def fake_run(store: RunStore, label: str = "fake data_bound", steps: int = 8, st
     with open(run_dir / "steps.jsonl", "w") as fh:
         for i in range(steps):
             end = t0 + int((i + 1) * step_ms * 1e6)
-            fh.write(json.dumps({"rank": 0, "step": i, "wall_ms": step_ms + i % 3, "loss": loss0 / (1 + i),
-                                 "samples": 16, "profiled": 2 <= i < 5, "t_unix_ns": end}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "rank": 0,
+                        "step": i,
+                        "wall_ms": step_ms + i % 3,
+                        "loss": loss0 / (1 + i),
+                        "samples": 16,
+                        "profiled": 2 <= i < 5,
+                        "t_unix_ns": end,
+                    }
+                )
+                + "\n"
+            )
     with open(run_dir / "telemetry.jsonl", "w") as fh:
         for j in range(int(steps * step_ms / 100) + 2):
-            fh.write(json.dumps({"t_unix_ns": t0 + j * 10**8, "t_trace_us": 0.0, "source": "host",
-                                 "cpu_pct": 90.0 + j % 10, "rss_mb": 300.0 + j, "read_mb_s": 0.0,
-                                 "write_mb_s": 0.0}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "t_unix_ns": t0 + j * 10**8,
+                        "t_trace_us": 0.0,
+                        "source": "host",
+                        "cpu_pct": 90.0 + j % 10,
+                        "rss_mb": 300.0 + j,
+                        "read_mb_s": 0.0,
+                        "write_mb_s": 0.0,
+                    }
+                )
+                + "\n"
+            )
     tb = run_dir / "tb"
     tb.mkdir()
     if trace is not None:
@@ -44,19 +76,31 @@ def fake_run(store: RunStore, label: str = "fake data_bound", steps: int = 8, st
         events = []
         for i in range(3):
             base = i * 50_000.0
-            events += [step(i, base, 50_000), x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-                                                base + 10, 30_000), x("aten::conv2d", base + 30_100, 15_000)]
+            events += [
+                step(i, base, 50_000),
+                x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", base + 10, 30_000),
+                x("aten::conv2d", base + 30_100, 15_000),
+            ]
         write(tb / "rank0.1.pt.trace.json", events)
-    result = RunResult(status=status, steps_done=steps, step_time_ms=step_ms + 1, step_time_iqr_ms=1.0,
-                       samples_per_s=16 / step_ms * 1000, peak_memory_mb=320.0, final_loss=loss0 / steps,
-                       device=device, world_size=1, telemetry_source="host",
-                       telemetry_note="NVML unavailable: test; host telemetry via psutil")
+    result = RunResult(
+        status=status,
+        steps_done=steps,
+        step_time_ms=step_ms + 1,
+        step_time_iqr_ms=1.0,
+        samples_per_s=16 / step_ms * 1000,
+        peak_memory_mb=320.0,
+        final_loss=loss0 / steps,
+        device=device,
+        world_size=1,
+        telemetry_source="host",
+        telemetry_note="NVML unavailable: test; host telemetry via psutil",
+    )
     return store.finish(record.run_id, result)
 
 
 #: A user's training script (never run here: the trials are faked); its DataLoader call is what a kept
 #: DataLoader fix rewrites in the diff. ``{name}`` is the dataset's argument, so a test can make it hostile.
-SCRIPT = '''import torch
+SCRIPT = """import torch
 from torch.utils.data import DataLoader
 
 loader = DataLoader({name}, batch_size=16, shuffle=True)
@@ -64,7 +108,7 @@ model = torch.nn.Linear(8, 2)
 for x, y in loader:
     loss = model(x).sum()
     loss.backward()
-'''
+"""
 LOADER_LINE = 4
 
 
@@ -76,7 +120,10 @@ def gpu_loader_and_sync_events(steps: int = 3) -> list[dict]:
     ev: list[dict] = []
     for i in range(steps):
         b = i * 50_000.0
-        ev += [step(i, b, 50_000), x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", b + 10, 20_000)]
+        ev += [
+            step(i, b, 50_000),
+            x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", b + 10, 20_000),
+        ]
         ev += [x("aten::_local_scalar_dense", b + 20_100 + j * 400, 50) for j in range(60)]
         ev.append(kernel("volta_sgemm_128x64_nn", b + 20_200, 20_000))
     return ev
@@ -84,10 +131,23 @@ def gpu_loader_and_sync_events(steps: int = 3) -> list[dict]:
 
 def sites_of(script: Path) -> dict[str, Any]:
     """``injected.json``'s call sites of :data:`SCRIPT` as the launcher records them."""
-    return {"dataloader": {"file": str(script), "line": LOADER_LINE, "code": "loader = DataLoader(...)",
-                           "num_workers": 0, "pin_memory": False, "persistent_workers": False,
-                           "prefetch_factor": None},
-            "model_call": {"file": str(script), "line": 7, "code": "loss = model(x).sum()", "type": "Linear"}}
+    return {
+        "dataloader": {
+            "file": str(script),
+            "line": LOADER_LINE,
+            "code": "loader = DataLoader(...)",
+            "num_workers": 0,
+            "pin_memory": False,
+            "persistent_workers": False,
+            "prefetch_factor": None,
+        },
+        "model_call": {
+            "file": str(script),
+            "line": 7,
+            "code": "loss = model(x).sum()",
+            "type": "Linear",
+        },
+    }
 
 
 def fake_script_run(store: RunStore, folder: Path, dataset: str = "data") -> tuple[RunRecord, Path]:
@@ -95,17 +155,38 @@ def fake_script_run(store: RunStore, folder: Path, dataset: str = "data") -> tup
     ``injected.json`` of a plain launch (no knobs; the loader's settings and the call sites)."""
     script = folder / "train.py"
     script.write_text(SCRIPT.format(name=dataset))
-    launch = {"command": ["python", "train.py"], "steps": 3, "cwd": str(folder), "nproc_per_node": 1, "nnodes": 1}
-    injected = {"knobs": {}, "sites": sites_of(script),
-                "loader": {"num_workers": 0, "pin_memory": False, "persistent_workers": False,
-                           "prefetch_factor": None, "batch_size": 16}}
-    record = fake_run(store, label="train.py", kind="launch", events=gpu_loader_and_sync_events(), device="cuda",
-                      files={"launch.json": launch, "injected.json": injected})
+    launch = {
+        "command": ["python", "train.py"],
+        "steps": 3,
+        "cwd": str(folder),
+        "nproc_per_node": 1,
+        "nnodes": 1,
+    }
+    injected = {
+        "knobs": {},
+        "sites": sites_of(script),
+        "loader": {
+            "num_workers": 0,
+            "pin_memory": False,
+            "persistent_workers": False,
+            "prefetch_factor": None,
+            "batch_size": 16,
+        },
+    }
+    record = fake_run(
+        store,
+        label="train.py",
+        kind="launch",
+        events=gpu_loader_and_sync_events(),
+        device="cuda",
+        files={"launch.json": launch, "injected.json": injected},
+    )
     return record, script
 
 
-def fake_script_runner(record: RunRecord, script: Path, acted: bool = True,
-                       why: str = "the script built no DataLoader"):
+def fake_script_runner(
+    record: RunRecord, script: Path, acted: bool = True, why: str = "the script built no DataLoader"
+):
     """A ``script_runner`` stand-in: a run with ``num_workers`` injected takes half the time; each run reports
     its knobs as acted (or not, with ``why``) and points at ``record``'s folder for its trace."""
     from advisors.stats import Trial
@@ -120,11 +201,26 @@ def fake_script_runner(record: RunRecord, script: Path, acted: bool = True,
                 on_progress({"step": 5, "total_steps": 10})
             fast = "num_workers" in spec.inject
             walls = tuple((50.0 if fast else 100.0) + i % 3 for i in range(8))
-            knobs = {k: {"value": v, "acted": acted, "evidence": ["seen"] if acted else [],
-                         "why": None if acted else why} for k, v in spec.inject.items()}
+            knobs = {
+                k: {
+                    "value": v,
+                    "acted": acted,
+                    "evidence": ["seen"] if acted else [],
+                    "why": None if acted else why,
+                }
+                for k, v in spec.inject.items()
+            }
             applied = {"knobs": knobs, "sites": sites_of(script), "loader": {"num_workers": 0}}
-            return RunOutcome(status="ok", trial=Trial(walls_ms=walls, samples_per_step=16.0), peak_memory_mb=300.0,
-                              losses=(2.3, 1.9, 1.6, 1.4), steps_done=10, run_dir=record.run_dir, applied=applied)
+            return RunOutcome(
+                status="ok",
+                trial=Trial(walls_ms=walls, samples_per_step=16.0),
+                peak_memory_mb=300.0,
+                losses=(2.3, 1.9, 1.6, 1.4),
+                steps_done=10,
+                run_dir=record.run_dir,
+                applied=applied,
+            )
+
         return run
 
     runner.calls = calls  # type: ignore[attr-defined]
@@ -137,8 +233,17 @@ def fake_capture(store: RunStore, watched: RunRecord) -> RunRecord:
     child = fake_run(store, label=f"{watched.label} · capture 1", kind="launch")
     folder = store.path(watched.run_id) / "captures" / "r0c001"
     folder.mkdir(parents=True)
-    (folder / "capture.json").write_text(json.dumps({
-        "n": 1, "rank": 0, "steps": [5, 7], "status": "done", "started_unix": 1.0,
-        "trigger": {"kind": "step_time", "step": 3, "reason": "step time +40% for 8 steps"}}))
+    (folder / "capture.json").write_text(
+        json.dumps(
+            {
+                "n": 1,
+                "rank": 0,
+                "steps": [5, 7],
+                "status": "done",
+                "started_unix": 1.0,
+                "trigger": {"kind": "step_time", "step": 3, "reason": "step time +40% for 8 steps"},
+            }
+        )
+    )
     (folder / "stored.json").write_text(json.dumps({"run_id": child.run_id}))
     return child

@@ -40,8 +40,14 @@ def test_multi_rank_upload_shows_ranks_and_straggler(store, shared_traces) -> No
     assert_clean(at)
     # One step per rank: the spread of a rank's steps is unknown, so no rank is marked and the page says why.
     assert any("step-to-step noise cannot be measured" in c.value for c in at.caption)
-    labels = {k: v.get("label") for k, v in __import__("json").loads(at.dataframe[0].proto.columns).items()}
-    assert labels["step_ms"] == "median step (ms)" and labels["exposed_comm_ms"] == "exposed communication (ms)"
+    labels = {
+        k: v.get("label")
+        for k, v in __import__("json").loads(at.dataframe[0].proto.columns).items()
+    }
+    assert (
+        labels["step_ms"] == "median step (ms)"
+        and labels["exposed_comm_ms"] == "exposed communication (ms)"
+    )
 
 
 def test_stored_run_with_telemetry(store) -> None:
@@ -53,13 +59,17 @@ def test_stored_run_with_telemetry(store) -> None:
     assert not at.error
     assert any("Host telemetry" in c.value for c in at.caption)
     steady = [c.value for c in at.caption if c.value.startswith("During the steady steps:")]
-    assert steady and "host at 10.0 Hz" in steady[0]  # the run's telemetry summary, as analyze prints it
+    assert (
+        steady and "host at 10.0 Hz" in steady[0]
+    )  # the run's telemetry summary, as analyze prints it
 
 
 def test_unreadable_upload_says_so(store, tmp_path) -> None:
     bad = tmp_path / "broken.json"
     bad.write_text("{}")
-    store.import_trace(bad)  # imported behind the page's back: the page must still explain, not crash
+    store.import_trace(
+        bad
+    )  # imported behind the page's back: the page must still explain, not crash
     at = open_page("analysis")
     assert_clean(at)
     assert at.error and "cannot be analysed" in at.error[0].value
@@ -86,9 +96,20 @@ def test_a_run_that_carried_the_noise_scale_meter_shows_its_goodput_numbers(stor
 
     rec = fake_run(store)
     g2, trace = 1.0, 160.0  # B_simple = 160 samples at batch 16
-    rows = [{"window": 4, "gap": 4, "sq_small": g2 + trace / 16, "sq_big": g2 + trace / 64, "hook_s": 0.001,
-             "wall_s": 0.2} for _ in range(10)]
-    (Path(rec.run_dir) / "noise_scale.jsonl").write_text("".join(__import__("json").dumps(r) + "\n" for r in rows))
+    rows = [
+        {
+            "window": 4,
+            "gap": 4,
+            "sq_small": g2 + trace / 16,
+            "sq_big": g2 + trace / 64,
+            "hook_s": 0.001,
+            "wall_s": 0.2,
+        }
+        for _ in range(10)
+    ]
+    (Path(rec.run_dir) / "noise_scale.jsonl").write_text(
+        "".join(__import__("json").dumps(r) + "\n" for r in rows)
+    )
     at = open_page("analysis")
     assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}
@@ -98,16 +119,26 @@ def test_a_run_that_carried_the_noise_scale_meter_shows_its_goodput_numbers(stor
     assert metrics["Goodput-best batch"] == "—"
 
 
-def test_a_gpu_trace_without_its_model_offers_a_picker_for_mfu_kept_in_the_address(store, tmp_path) -> None:
+def test_a_gpu_trace_without_its_model_offers_a_picker_for_mfu_kept_in_the_address(
+    store, tmp_path
+) -> None:
     """No deviceProperties: MFU is unknown until the user names the GPU; the pick goes to ``?gpu=`` and the
     Device card names the architecture the kernel names show."""
     from tests.trace_factory import kernel, step, write, x
+
     ev: list[dict] = []
     for i in range(3):
         t = i * 10_000
-        ev += [step(i, t, 10_000), x("aten::mm", t + 10, 200, **{"Input Dims": [[4096, 4096], [4096, 4096]],
-                                                                   "Input type": ["float", "float"]}),
-               kernel("volta_sgemm_128x64_nn", t + 300, 9_000)]
+        ev += [
+            step(i, t, 10_000),
+            x(
+                "aten::mm",
+                t + 10,
+                200,
+                **{"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["float", "float"]},
+            ),
+            kernel("volta_sgemm_128x64_nn", t + 300, 9_000),
+        ]
     store.import_trace(write(tmp_path / "volta.json", ev))
     at = open_page("analysis")
     assert_clean(at)
@@ -135,8 +166,14 @@ def test_a_spec_change_is_offered_for_a_spec_run_only(store, shared_traces) -> N
         if kind == "upload":
             store.import_trace(trace)
         else:
-            fake_run(store, label=kind, trace=trace, kind=kind.split()[-1], files={"launch.json": {"argv": ["train.py"]}},
-                     device="cuda" if kind == "cuda run" else "cpu")
+            fake_run(
+                store,
+                label=kind,
+                trace=trace,
+                kind=kind.split()[-1],
+                files={"launch.json": {"argv": ["train.py"]}},
+                device="cuda" if kind == "cuda run" else "cpu",
+            )
         at = open_page("advisor")
         assert_clean(at)
         captions[kind] = [c.value for c in at.caption if c.value.startswith("As a spec change")]
@@ -146,7 +183,9 @@ def test_a_spec_change_is_offered_for_a_spec_run_only(store, shared_traces) -> N
     assert "pin_memory = True" in " ".join(captions["cuda run"])
 
 
-def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_traces, monkeypatch) -> None:
+def test_an_upload_of_many_ranks_is_read_from_their_summaries(
+    store, shared_traces, monkeypatch
+) -> None:
     """Issue 32: from SUMMARY_RANKS rank files on (16; 2 here), an upload's pages read the ranks' summaries, never
     every rank's events: the same step time, ranks and bottleneck as a whole load, the Timeline tab and the
     Events page say the events are per rank and link to the Job page with the folder."""
@@ -154,6 +193,7 @@ def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_trac
     from advisors.observation import observe
     from advisors.analysis import build
     from app import data
+
     monkeypatch.setattr(data, "SUMMARY_RANKS", 2)
     monkeypatch.setattr(build, "SUMMARY_RANKS", 2)
     record = store.import_trace(shared_traces / "communication/param_dlrm_8_ranks")
@@ -163,15 +203,23 @@ def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_trac
     assert_clean(at)
     whole = observe(shared_traces / "communication/param_dlrm_8_ranks")
     assert whole.breakdown is not None
-    texts = [x.value for kind in (at.header, at.subheader, at.markdown, at.caption, at.info, at.warning)
-             for x in kind]
-    assert {m.label: m.value for m in at.metric}["Events"] == "per rank"  # not "0": none were loaded
+    texts = [
+        x.value
+        for kind in (at.header, at.subheader, at.markdown, at.caption, at.info, at.warning)
+        for x in kind
+    ]
+    assert {m.label: m.value for m in at.metric}[
+        "Events"
+    ] == "per rank"  # not "0": none were loaded
     for tab in ("Timeline", "Ranks"):
         at.session_state["stepwise.analysis_tab"] = tab
         at.run()
         assert_clean(at)
         if tab == "Timeline":
-            assert any("No timeline here: this job was read as 8 rank summaries" in i.value for i in at.info)
+            assert any(
+                "No timeline here: this job was read as 8 rank summaries" in i.value
+                for i in at.info
+            )
     assert any(f"{whole.breakdown.step_time_ms:.1f} ms" in str(m.value) for m in at.metric)
     assert any(f"Binding bottleneck: {diagnose(whole).bottleneck.value}" in t for t in texts)
     assert any("read as 8 rank summaries" in t for t in texts)
@@ -179,7 +227,10 @@ def test_an_upload_of_many_ranks_is_read_from_their_summaries(store, shared_trac
     assert_clean(at)
     link = next(p for p in at.get("page_link") if p.proto.label == "Open the job")
     assert "folder=" in link.proto.query_string and record.run_id in link.proto.query_string
-    for page in ("advisor", "report"):  # every page that reads the analysis takes one without a timeline
+    for page in (
+        "advisor",
+        "report",
+    ):  # every page that reads the analysis takes one without a timeline
         at.switch_page(f"views/{page}.py").run()
         assert_clean(at)
     folder = str(data.trace_source(record))
@@ -197,9 +248,17 @@ def test_a_run_whose_ranks_wrote_summaries_shows_all_of_them_on_the_ranks_tab(st
     record = fake_run(store)
     run_dir = Path(record.run_dir)
     (run_dir / "summaries").mkdir()
-    for rank, work in ((0, 45_000), (1, 20_000)):  # rank 0 works longest: the straggler, and the traced rank
-        steps = [{"step": s, "step_us": 50_000, "work_us": work, "comm_us": 50_000 - work} for s in range(3)]
-        (run_dir / "summaries" / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": steps}))
+    for rank, work in (
+        (0, 45_000),
+        (1, 20_000),
+    ):  # rank 0 works longest: the straggler, and the traced rank
+        steps = [
+            {"step": s, "step_us": 50_000, "work_us": work, "comm_us": 50_000 - work}
+            for s in range(3)
+        ]
+        (run_dir / "summaries" / f"rank{rank}.json").write_text(
+            json.dumps({"rank": rank, "steps": steps})
+        )
     at = open_page("analysis")
     at.session_state["stepwise.analysis_tab"] = "Ranks"
     at.run()
@@ -210,7 +269,9 @@ def test_a_run_whose_ranks_wrote_summaries_shows_all_of_them_on_the_ranks_tab(st
     assert any("Straggler: rank 0" in w.value for w in at.warning)
     assert any("rank 0 kept a full trace" in c.value for c in at.caption)
     assert any(m.label == "Ranks × steps" and m.value == "2 × 3" for m in at.metric)
-    assert any("chain of dependent work" in c.value for c in at.caption)  # the critical path, from the loaded trace
+    assert any(
+        "chain of dependent work" in c.value for c in at.caption
+    )  # the critical path, from the loaded trace
 
 
 def test_the_advisor_page_shows_the_fix_order_the_cli_prints(store, shared_traces) -> None:
@@ -227,6 +288,10 @@ def test_the_advisor_page_shows_the_fix_order_the_cli_prints(store, shared_trace
     a = analyse(record.run_dir)
     want = a.to_json()["ranking"]["fix_order"]
     items = [line for line in order.splitlines() if line[:1].isdigit()]
-    assert len(items) == len(want) and "**DataLoader worker processes**" in items[0] and "effort: keyword" in items[0]
+    assert (
+        len(items) == len(want)
+        and "**DataLoader worker processes**" in items[0]
+        and "effort: keyword" in items[0]
+    )
     first = next(f for f in a.diagnosis.findings if f.fix_id == want[0]["fix"])
     assert f"up to {a.bound_of(first).speedup:.2f}×" in items[0]

@@ -44,7 +44,10 @@ def test_launch_run_offers_apply(script_run, monkeypatch) -> None:
     assert fix_selector(at).value == "dataloader_workers"
     assert at.number_input(key="advisor.script_steps").value == 20
     assert not at.button(key="advisor.apply").disabled and at.button(key="advisor.optimise")
-    assert any("injected at boot" in plain(c.value) and "python train.py" in plain(c.value) for c in at.caption)
+    assert any(
+        "injected at boot" in plain(c.value) and "python train.py" in plain(c.value)
+        for c in at.caption
+    )
     assert runner.calls == []  # nothing runs before Apply
 
 
@@ -63,14 +66,24 @@ def test_kept_script_fix_shows_the_diff_at_file_and_line(script_run, monkeypatch
     assert {s.command for s in runner.calls} == {("python", "train.py")}
     assert {s.measure_steps for s in runner.calls} == {7}
     assert [bool(s.inject) for s in runner.calls] == [False, True, True, False]  # A B, B A
-    assert any(f"{script}:{LOADER_LINE}" in plain(m.value) for m in at.markdown if "change to make" in m.value)
+    assert any(
+        f"{script}:{LOADER_LINE}" in plain(m.value)
+        for m in at.markdown
+        if "change to make" in m.value
+    )
     [diff] = _diffs(at)
     assert "-loader = DataLoader(data, batch_size=16, shuffle=True)" in diff
     assert "+loader = DataLoader(data, batch_size=16, shuffle=True, num_workers=" in diff
     assert "pin_memory=True" in diff  # a CUDA run: workers come with pinned memory
-    assert any("Injected at boot" in plain(c.value) and "num_workers" in plain(c.value) for c in at.caption)
+    assert any(
+        "Injected at boot" in plain(c.value) and "num_workers" in plain(c.value) for c in at.caption
+    )
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Report with this fix (HTML)", "Report with this fix (MD)", "Report with this fix (JSON)"]
+    assert labels == [
+        "Report with this fix (HTML)",
+        "Report with this fix (MD)",
+        "Report with this fix (JSON)",
+    ]
 
 
 def test_not_applied_fix_says_why_not_no_gain(script_run, monkeypatch) -> None:
@@ -83,7 +96,7 @@ def test_not_applied_fix_says_why_not_no_gain(script_run, monkeypatch) -> None:
     assert "**Outcome: not applied: the script built no DataLoader**" in verdicts
     assert not at.success and not any("no real gain" in w.value for w in at.warning)
     assert _diffs(at) == []  # nothing to change: the fix never acted
-    assert any("not a \"no gain\" verdict" in plain(c.value) for c in at.caption)
+    assert any('not a "no gain" verdict' in plain(c.value) for c in at.caption)
 
 
 def test_not_injectable_fix_is_yours_to_change(script_run, monkeypatch) -> None:
@@ -93,7 +106,9 @@ def test_not_injectable_fix_is_yours_to_change(script_run, monkeypatch) -> None:
     [yours] = [plain(w.value) for w in at.warning if "change it yourself" in w.value]
     assert yours.startswith("**Fewer host-device syncs** — not injectable: change it yourself")
     assert "avoid_syncs" not in fix_selector(at).options
-    assert any("running = running + loss.detach()" in c.value for c in at.code if c.language == "python")
+    assert any(
+        "running = running + loss.detach()" in c.value for c in at.code if c.language == "python"
+    )
 
 
 def test_optimise_a_script_shows_the_diff_and_the_advice(script_run, monkeypatch) -> None:
@@ -105,8 +120,14 @@ def test_optimise_a_script_shows_the_diff_and_the_advice(script_run, monkeypatch
     at.button(key="advisor.optimise").click().run()
     _finish(at, app_state.LADDER_JOB)
     ladder = at.table[-1].value
-    assert ladder["outcome"].iloc[0] == "kept" and ladder["fix"].iloc[0] == "DataLoader worker processes"
-    assert any("+loader = DataLoader(data, batch_size=16, shuffle=True, num_workers=" in d for d in _diffs(at))
+    assert (
+        ladder["outcome"].iloc[0] == "kept"
+        and ladder["fix"].iloc[0] == "DataLoader worker processes"
+    )
+    assert any(
+        "+loader = DataLoader(data, batch_size=16, shuffle=True, num_workers=" in d
+        for d in _diffs(at)
+    )
     assert any("change it yourself" in w.value and "Fewer host" in w.value for w in at.warning)
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Report with this ladder (HTML)" in labels
@@ -117,5 +138,7 @@ def test_a_script_that_is_gone_is_explained(script_run) -> None:
     script.unlink()
     at = open_page("advisor")
     assert_clean(at)
-    assert any("Apply cannot run this script again" in i.value and "no such script" in plain(i.value)
-               for i in at.info)
+    assert any(
+        "Apply cannot run this script again" in i.value and "no such script" in plain(i.value)
+        for i in at.info
+    )

@@ -25,7 +25,9 @@ def pick(at, a: str, b: str):
 def test_compare_opens_with_nothing_compared_until_the_user_picks(store, pair) -> None:
     at = open_page("compare")
     assert_clean(at)
-    assert at.selectbox(key="compare.a").value is None and at.selectbox(key="compare.b").value is None
+    assert (
+        at.selectbox(key="compare.a").value is None and at.selectbox(key="compare.b").value is None
+    )
     assert not at.metric and not at.error and not at.success
     assert any(i.value.startswith("Pick the two runs") for i in at.info)
     pick(at, pair[0].run_id, pair[1].run_id)
@@ -42,7 +44,11 @@ def test_verdict_movers_and_downloads(store, pair) -> None:
     assert list(moved.columns) == ["kind", "name", "A ms", "B ms", "B − A ms"]
     assert moved.iloc[0]["name"] == "dataloader" and moved.iloc[0]["B − A ms"] < -50
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Download comparison (HTML)", "Download comparison (JSON)", "Download comparison (Markdown)"]
+    assert labels == [
+        "Download comparison (HTML)",
+        "Download comparison (JSON)",
+        "Download comparison (Markdown)",
+    ]
 
     at.selectbox(key="compare.a").set_value(pair[1].run_id).run()
     at.selectbox(key="compare.b").set_value(pair[0].run_id).run()
@@ -95,6 +101,7 @@ def test_the_speed_up_card_is_coloured_only_when_the_verdict_decided(store, pair
     noisy_a = fake_run(store, label="noisy a", steps=3, step_ms=50.0)
     noisy_b = fake_run(store, label="noisy b", steps=3, step_ms=75.0)
     from streamlit.proto.Metric_pb2 import Metric
+
     seen: set[bool] = set()
     for a, b in ((pair[0].run_id, pair[1].run_id), (noisy_a.run_id, noisy_b.run_id)):
         at = pick(open_page("compare"), a, b)
@@ -104,7 +111,9 @@ def test_the_speed_up_card_is_coloured_only_when_the_verdict_decided(store, pair
         seen.add(decided)
         gray = card.proto.color == Metric.MetricColor.GRAY
         assert gray != decided  # red/green only under a regression/improvement verdict
-        assert ("(" not in card.delta) == decided  # the verdict's word in the card when it did not decide
+        assert (
+            "(" not in card.delta
+        ) == decided  # the verdict's word in the card when it did not decide
     assert seen == {True, False}  # both cases were seen
 
 
@@ -119,15 +128,23 @@ def test_runs_whose_ranks_wrote_summaries_show_their_ranks(store) -> None:
         record = fake_run(store, label=label)
         (Path(record.run_dir) / "summaries").mkdir()
         for rank, work in ((0, slow), (1, 20_000)):
-            steps = [{"step": s, "step_us": 50_000, "work_us": work, "comm_us": 50_000 - work} for s in range(3)]
+            steps = [
+                {"step": s, "step_us": 50_000, "work_us": work, "comm_us": 50_000 - work}
+                for s in range(3)
+            ]
             (Path(record.run_dir) / "summaries" / f"rank{rank}.json").write_text(
-                json.dumps({"rank": rank, "steps": steps}))
+                json.dumps({"rank": rank, "steps": steps})
+            )
         runs.append(record)
     at = pick(open_page("compare"), runs[0].run_id, runs[1].run_id)
     assert_clean(at)
     lines = [c.value for c in at.caption if c.value.startswith(("A ranks:", "B ranks:"))]
-    assert lines[0].startswith("A ranks: 2 (1 traced) · straggler rank 0 (45 ms of work, median 32.5)")
-    assert lines[1].startswith("B ranks: 2 (1 traced) · straggler rank 0 (30 ms of work, median 25)")
+    assert lines[0].startswith(
+        "A ranks: 2 (1 traced) · straggler rank 0 (45 ms of work, median 32.5)"
+    )
+    assert lines[1].startswith(
+        "B ranks: 2 (1 traced) · straggler rank 0 (30 ms of work, median 25)"
+    )
     assert "rank 0's critical path" in lines[0]
 
 
@@ -136,10 +153,14 @@ def test_a_link_to_a_trial_run_opens_it_as_analysis_does(store, pair) -> None:
     id. A trial run a link names is offered; an id that names no run still gets "No such run"."""
     from profilers.store import experiments
 
-    exp = experiments.start(store, pair[0].run_id, "apply", "Apply something", {"fix": "dataloader_workers"})
+    exp = experiments.start(
+        store, pair[0].run_id, "apply", "Apply something", {"fix": "dataloader_workers"}
+    )
     trial = store.import_trace(store.path(pair[1].run_id) / "trace" / AFTER.split("/")[1])
     store.update(trial.run_id, parent=exp.run_id, role="patched")
-    assert trial.run_id not in {r.run_id for r in store.list(trials=False)}  # hidden from the run list
+    assert trial.run_id not in {
+        r.run_id for r in store.list(trials=False)
+    }  # hidden from the run list
     at = open_page()
     at.query_params["a"], at.query_params["b"] = pair[0].run_id, trial.run_id
     at.switch_page("views/compare.py").run()
@@ -158,8 +179,10 @@ def test_two_devices_are_said_first(store, tmp_path) -> None:
     b = store.import_trace(trace(tmp_path / "b.json", "NVIDIA A100-SXM4-40GB", 8))
     at = pick(open_page("compare"), a.run_id, b.run_id)
     assert_clean(at)
-    assert at.warning[0].value == ("B ran on a different device (NVIDIA A100-SXM4-40GB vs "
-                                   "Tesla V100-SXM2-16GB): this compares machines, not code")
+    assert at.warning[0].value == (
+        "B ran on a different device (NVIDIA A100-SXM4-40GB vs "
+        "Tesla V100-SXM2-16GB): this compares machines, not code"
+    )
 
 
 def test_one_device_says_nothing_of_it(store, pair) -> None:

@@ -66,8 +66,14 @@ def walked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         at.run()
         assert_clean(at)
         exps = {r.label.split(" ")[0].lower(): r for r in store.list(kind="experiment")}
-        yield {"home": home, "store": store, "source": source, "advisor": at, "apply": exps["apply"],
-               "ladder": exps["optimise"] if "optimise" in exps else exps["ladder"]}
+        yield {
+            "home": home,
+            "store": store,
+            "source": source,
+            "advisor": at,
+            "apply": exps["apply"],
+            "ladder": exps["optimise"] if "optimise" in exps else exps["ladder"],
+        }
 
 
 def _view(store: RunStore, exp: RunRecord) -> StoredView:
@@ -92,13 +98,19 @@ def _rate(value: float | None) -> str:
 
 
 @pytest.mark.slow
-def test_the_apply_reads_the_same_on_card_list_trials_report_and_json(walked: dict[str, Any]) -> None:
+def test_the_apply_reads_the_same_on_card_list_trials_report_and_json(
+    walked: dict[str, Any],
+) -> None:
     store, at = walked["store"], walked["advisor"]
     view = _view(store, walked["apply"])
     x = view.record
     assert x is not None and x.kind == "apply"
     # the card
-    boxes = [b.value for b in (*at.success, *at.warning, *at.info, *at.error) if b.value.startswith("**Outcome: ")]
+    boxes = [
+        b.value
+        for b in (*at.success, *at.warning, *at.info, *at.error)
+        if b.value.startswith("**Outcome: ")
+    ]
     assert plain(boxes[0]) == f"**Outcome: {x.outcome_text}**"
     if x.outcome not in ("not applied", "failed"):
         assert _metric(at, f"Before: {x.rate_unit}") == _rate(x.before_samples_per_s)
@@ -116,26 +128,46 @@ def test_the_apply_reads_the_same_on_card_list_trials_report_and_json(walked: di
     _report_says(walked, x)
 
 
-def _trial_table_agrees(store: RunStore, exp: RunRecord, rounds: tuple[ExperimentRecord, ...],
-                        trials: tuple[TrialRecord, ...]) -> None:
+def _trial_table_agrees(
+    store: RunStore,
+    exp: RunRecord,
+    rounds: tuple[ExperimentRecord, ...],
+    trials: tuple[TrialRecord, ...],
+) -> None:
     runs = open_page()
     runs.selectbox(key="runs.pick").set_value(exp.run_id).run()
     assert_clean(runs)
     table = next(d.value for d in runs.dataframe if "part" in d.value.columns)
     by_id = {t.run_id: t for t in trials}
     for row in table.to_dict("records"):
-        t = by_id[row["id"]]  # every run of the experiment is one of its records (a ladder's diagnosis run too)
-        assert (row["part"], row["samples/s"], row["ms/step"]) == (t.role, t.samples_per_s, t.step_time_ms)
-        assert row.get("round") == t.round or (t.round is None and row.get("round") != row.get("round"))
-        assert row["in verdict"] == t.in_verdict or (t.role == "diagnosis" and row["in verdict"] is None)
+        t = by_id[
+            row["id"]
+        ]  # every run of the experiment is one of its records (a ladder's diagnosis run too)
+        assert (row["part"], row["samples/s"], row["ms/step"]) == (
+            t.role,
+            t.samples_per_s,
+            t.step_time_ms,
+        )
+        assert row.get("round") == t.round or (
+            t.round is None and row.get("round") != row.get("round")
+        )
+        assert row["in verdict"] == t.in_verdict or (
+            t.role == "diagnosis" and row["in verdict"] is None
+        )
     for x in rounds:
         if x.outcome in ("not applied", "failed") or x.inconclusive:
             continue
         # a pair other programs competed for is left out of the medians: its trials say so, and so does the reason
         if not all(t.in_verdict for t in x.trials):
             assert "pairs left out" in x.reason, x.reason
-        arm = {role: [t.samples_per_s for t in x.trials if t.role == role and t.samples_per_s and t.in_verdict]
-               for role in ("baseline", "patched")}
+        arm = {
+            role: [
+                t.samples_per_s
+                for t in x.trials
+                if t.role == role and t.samples_per_s and t.in_verdict
+            ]
+            for role in ("baseline", "patched")
+        }
         assert statistics.median(arm["baseline"]) == pytest.approx(x.before_samples_per_s, rel=1e-6)
         assert statistics.median(arm["patched"]) == pytest.approx(x.after_samples_per_s, rel=1e-6)
     # a trial opened in Analysis: the step time its row shows, and analyze --json the same samples/s
@@ -152,7 +184,9 @@ def _trial_table_agrees(store: RunStore, exp: RunRecord, rounds: tuple[Experimen
 
 
 def _report_says(walked: dict[str, Any], x: ExperimentRecord) -> None:
-    gain = f"{x.speedup:.2f}× [{x.low:.2f}, {x.high:.2f}]" if x.speedup and x.low is not None else None
+    gain = (
+        f"{x.speedup:.2f}× [{x.low:.2f}, {x.high:.2f}]" if x.speedup and x.low is not None else None
+    )
     report = open_page("report")
     assert_clean(report)
     md = plain(next(m.value for m in report.markdown if "## Experiments on this run" in m.value))
@@ -164,8 +198,12 @@ def _report_says(walked: dict[str, Any], x: ExperimentRecord) -> None:
     assert html is not None and f"Outcome: {_html(x.outcome_text)}" in html.decode()
     if x.bound is not None:
         said = plain(stored.decode())
-        assert f"Upper bound on this fix's gain: {x.bound.text}." in said  # with the diagnosis it comes from
-        assert f"its fix gains at most {x.bound.speedup:.2f}×" in said  # the diagnosis' own line: the same number
+        assert (
+            f"Upper bound on this fix's gain: {x.bound.text}." in said
+        )  # with the diagnosis it comes from
+        assert (
+            f"its fix gains at most {x.bound.speedup:.2f}×" in said
+        )  # the diagnosis' own line: the same number
     doc = json.loads(render(analyse(Path(walked["source"].run_dir)), "json"))
     assert doc["step_time_ms"] == analyse(Path(walked["source"].run_dir)).step_time_ms
 
@@ -198,7 +236,9 @@ def test_one_bound_per_fix_and_diagnosis(walked: dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
-def test_the_ladder_reads_the_same_in_its_table_list_trials_report_and_json(walked: dict[str, Any]) -> None:
+def test_the_ladder_reads_the_same_in_its_table_list_trials_report_and_json(
+    walked: dict[str, Any],
+) -> None:
     store, at = walked["store"], walked["advisor"]
     view = _view(store, walked["ladder"])
     lad = view.ladder
@@ -217,16 +257,31 @@ def test_the_ladder_reads_the_same_in_its_table_list_trials_report_and_json(walk
     frame = open_page().dataframe[0].value.set_index("id")
     assert frame.loc[walked["ladder"].run_id, "status"] == view.label
     _trial_table_agrees(store, walked["ladder"], lad.rounds, lad.trials)
-    assert lad.diagnosis is not None and lad.diagnosis.role == "diagnosis" and lad.diagnosis.round == 1
+    assert (
+        lad.diagnosis is not None and lad.diagnosis.role == "diagnosis" and lad.diagnosis.round == 1
+    )
     # the report's row for it: the same total
-    md = plain(next(m.value for m in open_page("report").markdown if "## Experiments on this run" in m.value))
-    row = next(line for line in md.splitlines() if line.startswith("| Optimise") or line.startswith("| Ladder"))
-    assert f"| **{view.label} — round 1: " in row and f"{lad.total_speedup:.2f}×" in row  # each round said
+    md = plain(
+        next(
+            m.value for m in open_page("report").markdown if "## Experiments on this run" in m.value
+        )
+    )
+    row = next(
+        line
+        for line in md.splitlines()
+        if line.startswith("| Optimise") or line.startswith("| Ladder")
+    )
+    assert (
+        f"| **{view.label} — round 1: " in row and f"{lad.total_speedup:.2f}×" in row
+    )  # each round said
 
 
-def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(store: RunStore, tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str],
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(
+    store: RunStore,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Step time, bottleneck, ranks and straggler of a multi-rank job: the Job page, the Analysis page of the
     imported folder, ``analyze --json``, ``compare --json`` and the report."""
     monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
@@ -237,8 +292,11 @@ def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(store: R
     assert_clean(job_page)
     assert _metric(job_page, "Median step") == ui.step_time(doc["step_time_ms"])
     assert _metric(job_page, "Bottleneck") == doc["bottleneck"]
-    assert int(_metric(job_page, "Ranks")) == doc["job"]["ranks"] if isinstance(doc["job"].get("ranks"), int) \
+    assert (
+        int(_metric(job_page, "Ranks")) == doc["job"]["ranks"]
+        if isinstance(doc["job"].get("ranks"), int)
         else len(doc["job"]["ranks"])
+    )
     record = store.import_trace(folder)
     page = open_page("analysis")
     page.query_params["run"] = record.run_id
@@ -247,18 +305,23 @@ def test_an_imported_job_reads_the_same_on_job_analysis_report_and_json(store: R
     assert _metric(page, "Median step") == ui.step_time(doc["step_time_ms"])
     a = analyse(Path(record.run_dir))
     assert a.diagnosis is not None
-    assert a.step_time_ms == doc["step_time_ms"] and a.diagnosis.bottleneck.value == doc["bottleneck"]
+    assert (
+        a.step_time_ms == doc["step_time_ms"] and a.diagnosis.bottleneck.value == doc["bottleneck"]
+    )
     md = render(a, "md").decode()
     assert f"**Binding bottleneck: {doc['bottleneck']}** (confidence {doc['confidence']:.0%})" in md
     assert doc["straggler_reason"] in plain(md)
-    ranks = _json(capsys, advisors_main, "compare", str(folder), str(folder), "--json")["ranks"]["base"]
+    ranks = _json(capsys, advisors_main, "compare", str(folder), str(folder), "--json")["ranks"][
+        "base"
+    ]
     assert ranks["straggler_reason"] == doc["straggler_reason"]
     assert re.search(rf"\b{doc['step_time_ms']:.2f} ms\b", md)
 
 
 @pytest.mark.slow
 def test_compare_on_an_applys_own_trial_pair_reads_as_its_card(
-        walked: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    walked: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The walk read "rejected: slower 0.26×" on the Apply card and "Speed-up of B 3.96× ↑" on
     Compare for the same pair (throughput on one, the median step on the other). Compare and
     ``compare --json`` on the Apply's first back-to-back pair in its verdict: its direction is the
@@ -281,7 +344,9 @@ def test_compare_on_an_applys_own_trial_pair_reads_as_its_card(
     own = base.step_time_ms / new.step_time_ms if base.step_time_ms and new.step_time_ms else None
     assert own is not None and compared == pytest.approx(own, rel=0.01)  # the trial rows' ms/step
     assert compared == pytest.approx(x.pair_ratios[0], rel=0.01)  # the card's ratio of that pair
-    assert (compared > 1) == (x.pair_ratios[0] > 1)  # the card's direction for that pair (pairs may disagree)
+    assert (compared > 1) == (
+        x.pair_ratios[0] > 1
+    )  # the card's direction for that pair (pairs may disagree)
     for side, t in (("base", base), ("new", new)):
         assert doc[side]["step_time_ms"] == pytest.approx(t.step_time_ms, rel=1e-3)
     page = open_page()

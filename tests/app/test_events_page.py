@@ -37,7 +37,10 @@ def test_snapshot_memory_over_time_and_stacks(store, shared_traces) -> None:
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1
     assert any("Peak allocated: 12.97 GiB" in m.value for m in at.markdown)
-    assert len(at.main.expander) == 5 and "2.56 GiB in 25 allocation(s) — model.py:39 forward" == at.main.expander[0].label
+    assert (
+        len(at.main.expander) == 5
+        and "2.56 GiB in 25 allocation(s) — model.py:39 forward" == at.main.expander[0].label
+    )
 
 
 def test_open_in_perfetto_hands_over_the_window_only_on_click(store, shared_traces) -> None:
@@ -59,7 +62,7 @@ def test_open_in_perfetto_hands_over_the_window_only_on_click(store, shared_trac
     [frame] = at.get("iframe")
     page = frame.proto.srcdoc
     assert "Open in Perfetto" in page and page.count(PERFETTO_UI) == 1
-    assert 'onclick = () =>' in page and page.index("window.open(origin)") > page.index("onclick")
+    assert "onclick = () =>" in page and page.index("window.open(origin)") > page.index("onclick")
     assert not re.search(r"<(?:script|link|img)[^>]+(?:src|href)=", page)  # nothing fetched on load
     data = re.search(r'const b64 = "([^"]+)"', page)
     assert data is not None
@@ -78,5 +81,8 @@ def test_a_link_with_a_reversed_window_says_what_it_shows(store, shared_traces) 
     assert_clean(at)
     said = [i.value for i in at.info if "The link's window 5000–100 ms" in i.value]
     assert said and "reversed" in said[0]
-    start, end = at.number_input(key=state.EVENTS_START).value, at.number_input(key=state.EVENTS_END).value
+    start, end = (
+        at.number_input(key=state.EVENTS_START).value,
+        at.number_input(key=state.EVENTS_END).value,
+    )
     assert f"showing {start:,.3f}–{end:,.3f} ms" in said[0]

@@ -33,13 +33,18 @@ def test_analyze_json_and_report_say_the_same(store) -> None:
     doc = analyze(record.run_dir)
     assert doc["step_time_ms"] == 51.0 and doc["run"]["step_time_ms"] == 51.0
     assert doc["profiled_step_time_ms"] == 50.0
-    assert doc["evidence"]["step_time_ms"] == 51.0 and doc["evidence"]["profiled_step_time_ms"] == 50.0
+    assert (
+        doc["evidence"]["step_time_ms"] == 51.0 and doc["evidence"]["profiled_step_time_ms"] == 50.0
+    )
     a = analyse(Path(record.run_dir))
     assert a.step_time_ms == 51.0 and a.profiled_step_time_ms == 50.0
     md = render(a, "md").decode()
     assert "| 51.00 ms |" in md and "profiled window's own median step: 50.00 ms" in md
     doc = json.loads(render(a, "json"))
-    assert doc["step_time_ms"] == doc["summary"]["step_time_ms"] == 51.0 and doc["profiled_step_time_ms"] == 50.0
+    assert (
+        doc["step_time_ms"] == doc["summary"]["step_time_ms"] == 51.0
+        and doc["profiled_step_time_ms"] == 50.0
+    )
 
 
 def test_an_uploaded_trace_is_its_profiled_median(store, tmp_path: Path) -> None:

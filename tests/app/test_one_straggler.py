@@ -39,7 +39,9 @@ def _job_page(folder: Path) -> tuple[int | None, str]:
     assert_clean(at)
     said = [w.value for w in at.warning] + [i.value for i in at.info]
     [sentence] = [s for s in said if s.startswith(SAID)]
-    sentence = re.sub(r" \d+ rank\(s\) wait on it in their collectives\.$", "", sentence)  # the victims, apart
+    sentence = re.sub(
+        r" \d+ rank\(s\) wait on it in their collectives\.$", "", sentence
+    )  # the victims, apart
     return _marked(sentence), sentence
 
 
@@ -52,31 +54,48 @@ def _ranks_tab(store: RunStore, folder: Path) -> tuple[int | None, str]:
     warned = [w.value for w in at.warning if w.value.startswith(SAID)]
     captioned = [c.value for c in at.caption if c.value.startswith(SAID)]
     [sentence] = warned + captioned
-    assert bool(warned) == (_marked(sentence) is not None)  # a warning exactly when a rank is marked
+    assert bool(warned) == (
+        _marked(sentence) is not None
+    )  # a warning exactly when a rank is marked
     return _marked(sentence), sentence
 
 
-@pytest.mark.parametrize("folder", ["communication/param_dlrm_8_ranks", "communication/hta_sampled_128_ranks",
-                                    "planted"])
-def test_every_surface_names_the_same_straggler(folder: str, store: RunStore, shared_traces: Path, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "folder", ["communication/param_dlrm_8_ranks", "communication/hta_sampled_128_ranks", "planted"]
+)
+def test_every_surface_names_the_same_straggler(
+    folder: str,
+    store: RunStore,
+    shared_traces: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
     path = planted_job(tmp_path / "planted") if folder == "planted" else shared_traces / folder
     doc = _json(capsys, "analyze", str(path), "--json")
     s, job = doc["straggler"], doc["job"]
     sentence = doc["straggler_reason"]
     rank = None if s is None else s["rank"]
-    comm003 = [f for lead in doc["findings"] for f in (lead, *lead.get("rules", [])) if f["rule"] == "COMM003"]
+    comm003 = [
+        f
+        for lead in doc["findings"]
+        for f in (lead, *lead.get("rules", []))
+        if f["rule"] == "COMM003"
+    ]
     finding = comm003[0]["evidence"]["straggler_rank"] if comm003 else None
     ranks = _json(capsys, "compare", str(path), str(path), "--json")["ranks"]["base"]
     surfaces = {
         "analyze --json": (rank, sentence),
-        "analyze --json job": (None if job["straggler"] is None else job["straggler"]["culprit"],
-                               job["straggler_reason"]),
+        "analyze --json job": (
+            None if job["straggler"] is None else job["straggler"]["culprit"],
+            job["straggler_reason"],
+        ),
         "COMM003": (finding, sentence),
-        "compare --json ranks": (None if ranks["straggler"] is None else ranks["straggler"]["culprit"],
-                                 ranks["straggler_reason"]),
+        "compare --json ranks": (
+            None if ranks["straggler"] is None else ranks["straggler"]["culprit"],
+            ranks["straggler_reason"],
+        ),
         "Job page": _job_page(path),
         "Analysis, Ranks tab": _ranks_tab(store, path),
     }

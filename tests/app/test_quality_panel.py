@@ -12,8 +12,9 @@ from tests.advisors.quality.test_decisions import fake_runner
 from tests.app.conftest import assert_clean, open_page
 
 
-def test_advisor_page_draws_a_stored_time_to_quality_experiment(store: Any, monkeypatch: pytest.MonkeyPatch,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_advisor_page_draws_a_stored_time_to_quality_experiment(
+    store: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(oq, "store_curve_runner", lambda *a, **k: fake_runner())
     assert advisors_main(["optimize", "digits", "--to-quality", "--budget", "300", "--json"]) == 0
     capsys.readouterr()
@@ -28,8 +29,9 @@ def test_advisor_page_draws_a_stored_time_to_quality_experiment(store: Any, monk
     assert any("per device-hour" in i.value for i in at.info)
 
 
-def test_the_runs_page_links_a_command_line_experiment_to_its_result(store: Any, monkeypatch: pytest.MonkeyPatch,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_runs_page_links_a_command_line_experiment_to_its_result(
+    store: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The dashboard walk: a time-to-quality experiment (started on the command line, from no run of the
     list) read "Its result is on the Advisor page of the run it was started from", with no link. It links to the
     Advisor's time-to-quality panel, opened on it, and offers its stored reports."""
@@ -41,10 +43,15 @@ def test_the_runs_page_links_a_command_line_experiment_to_its_result(store: Any,
     runs.selectbox(key="runs.pick").set_value(exp.run_id).run()
     assert_clean(runs)
     assert any("started on the command line" in i.value for i in runs.info)
-    [link] = [p for p in runs.get("page_link") if p.proto.label == "Open its time-to-quality result"]
+    [link] = [
+        p for p in runs.get("page_link") if p.proto.label == "Open its time-to-quality result"
+    ]
     assert "quality=" + exp.run_id in link.proto.query_string
-    assert [b.proto.label for b in runs.get("download_button")] == ["Its report (HTML)", "Its report (MD)",
-                                                                      "Its report (JSON)"]
+    assert [b.proto.label for b in runs.get("download_button")] == [
+        "Its report (HTML)",
+        "Its report (MD)",
+        "Its report (JSON)",
+    ]
     at = open_page(None)
     at.query_params["quality"] = exp.run_id
     at.switch_page("views/advisor.py").run()

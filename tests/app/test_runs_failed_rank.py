@@ -15,13 +15,27 @@ NO_GPUS = "Unable to locate sufficient 2 gpus to run this example. Exiting."
 
 
 @pytest.mark.slow
-def test_the_runs_row_of_a_rank_that_exits_1_reads_failed_with_its_words(store, tmp_path,
-                                                                         capsys) -> None:
+def test_the_runs_row_of_a_rank_that_exits_1_reads_failed_with_its_words(
+    store, tmp_path, capsys
+) -> None:
     script = tmp_path / "main.py"
-    script.write_text("import sys\nimport torch\nif torch.cuda.device_count() < 2:\n"
-                      f"    print({NO_GPUS!r})\n    sys.exit(1)\n")
-    code = profilers_main(["launch", "--nproc-per-node", "2", "--json", "--store", str(store.root),
-                           "--", "python", str(script)])
+    script.write_text(
+        "import sys\nimport torch\nif torch.cuda.device_count() < 2:\n"
+        f"    print({NO_GPUS!r})\n    sys.exit(1)\n"
+    )
+    code = profilers_main(
+        [
+            "launch",
+            "--nproc-per-node",
+            "2",
+            "--json",
+            "--store",
+            str(store.root),
+            "--",
+            "python",
+            str(script),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["status"] == "failed", out["error"]
     at = open_page()

@@ -12,7 +12,9 @@ def test_entry_renders_runs_page_and_states_telemetry(store) -> None:
     at = open_page()
     assert_clean(at)
     assert at.title[0].value == "Runs"
-    sidebar = " ".join(c.value for c in at.sidebar.caption) + " ".join(w.value for w in at.sidebar.warning)
+    sidebar = " ".join(c.value for c in at.sidebar.caption) + " ".join(
+        w.value for w in at.sidebar.warning
+    )
     assert "CPU only" in sidebar or "GPU" in sidebar
     assert "psutil" in sidebar or "NVML live" in " ".join(s.value for s in at.sidebar.success)
     assert at.info, "an empty store says how to get a first run"
@@ -46,7 +48,9 @@ def test_the_runs_table_fits_and_never_says_none(store, shared_traces) -> None:
     and id were cut off on the right. Missing numbers read "—", every column has a width that fits the page
     (the id, hidden there, is under the picker)."""
     fake_run(store, label="with numbers")
-    store.import_trace(shared_traces / "edge/hta_no_rank_info.json.gz")  # an upload: no samples/s, no peak
+    store.import_trace(
+        shared_traces / "edge/hta_no_rank_info.json.gz"
+    )  # an upload: no samples/s, no peak
     at = open_page()
     assert_clean(at)
     grid = at.dataframe[0]
@@ -69,18 +73,32 @@ def test_an_experiment_lists_its_trial_runs_and_one_opens_in_analysis(store) -> 
     from profilers.store import experiments
 
     source = fake_run(store, label="source run")
-    exp = experiments.start(store, source.run_id, "apply", "Apply DataLoader workers", {"fix": "dataloader_workers"})
+    exp = experiments.start(
+        store, source.run_id, "apply", "Apply DataLoader workers", {"fix": "dataloader_workers"}
+    )
     parts = []
     for role, ms in (("baseline", 50.0), ("patched", 40.0), ("baseline", 51.0), ("patched", 41.0)):
         trial = fake_run(store, label="ab-data_bound", step_ms=ms)
         store.update(trial.run_id, parent=exp.run_id, role=role)
         parts.append((role, trial.run_id))
         time.sleep(0.01)
-    experiments.finish(store, exp.run_id, {"mode": "apply", "fix_id": "dataloader_workers", "kept": True,
-                                           "reason": "", "summary": {"speedup": 1.25}})
+    experiments.finish(
+        store,
+        exp.run_id,
+        {
+            "mode": "apply",
+            "fix_id": "dataloader_workers",
+            "kept": True,
+            "reason": "",
+            "summary": {"speedup": 1.25},
+        },
+    )
     at = open_page()
     assert_clean(at)
-    assert set(at.dataframe[0].value["run"]) == {"source run", "Apply DataLoader workers ← source run"}
+    assert set(at.dataframe[0].value["run"]) == {
+        "source run",
+        "Apply DataLoader workers ← source run",
+    }
     at.selectbox(key="runs.pick").set_value(exp.run_id).run()
     assert_clean(at)
     trials = at.dataframe[1].value
@@ -97,7 +115,9 @@ def test_an_experiment_lists_its_trial_runs_and_one_opens_in_analysis(store) -> 
 
 def test_a_watched_run_lists_its_captures_and_one_opens_in_analysis(store) -> None:
     """A watched run's captures were in neither the Runs list nor its pickers (reached by typing ``?run=``)."""
-    record = fake_run(store, label="watched", kind="launch", files={"boot.json": {"watch": {"capture_steps": 3}}})
+    record = fake_run(
+        store, label="watched", kind="launch", files={"boot.json": {"watch": {"capture_steps": 3}}}
+    )
     child = fake_capture(store, record)
     at = open_page("runs")
     at.selectbox(key="runs.pick").set_value(record.run_id).run()

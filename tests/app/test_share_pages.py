@@ -25,10 +25,14 @@ def test_advisor_names_the_data_bottleneck_with_fix(store, pair) -> None:
     at.selectbox(key="runs.pick").set_value(pair[0].run_id).run()
     at.switch_page("views/advisor.py").run()
     assert_clean(at)
-    assert "Binding bottleneck" in at.markdown[0].value or any("Binding bottleneck" in m.value for m in at.markdown)
+    assert "Binding bottleneck" in at.markdown[0].value or any(
+        "Binding bottleneck" in m.value for m in at.markdown
+    )
     assert any("**data**" in m.value for m in at.markdown)
     assert at.code, "the fix comes with its code snippet"
-    assert any("Apply needs a run launched" in c.value for c in at.caption)  # uploads cannot be re-run
+    assert any(
+        "Apply needs a run launched" in c.value for c in at.caption
+    )  # uploads cannot be re-run
 
 
 def test_advisor_on_a_stored_run(store) -> None:
@@ -60,10 +64,16 @@ def test_report_downloads(store, pair) -> None:
     at = open_page("report")
     assert_clean(at)
     buttons = at.get("download_button")
-    assert [b.proto.label for b in buttons] == ["Download HTML report", "Download JSON", "Download Markdown"]
+    assert [b.proto.label for b in buttons] == [
+        "Download HTML report",
+        "Download JSON",
+        "Download Markdown",
+    ]
     at.checkbox(key="report.with_compare").check().run()
     assert_clean(at)
-    assert any("Comparison: A = " in plain(m.value) for m in at.markdown)  # the preview shows the A-vs-B section
+    assert any(
+        "Comparison: A = " in plain(m.value) for m in at.markdown
+    )  # the preview shows the A-vs-B section
 
 
 def test_rules_page_lists_every_rule(store) -> None:
@@ -74,7 +84,9 @@ def test_rules_page_lists_every_rule(store) -> None:
     assert len(at.main.expander) == len(RULES)
     assert len(at.code) >= 5
     looks = [c.value for c in at.caption if c.value.startswith("Looks at:")]
-    assert len(looks) == len(RULES) and any("loader" in c.lower() or "next batch" in c for c in looks)
+    assert len(looks) == len(RULES) and any(
+        "loader" in c.lower() or "next batch" in c for c in looks
+    )
     # the docstrings render as Markdown: no reStructuredText role or double-backtick literal is shown raw
     docs = [m.value for m in at.markdown if not m.value.startswith("**Fix:")]
     assert docs and not [d for d in docs if re.search(r":(func|class|mod|meth|attr|data):`|``", d)]

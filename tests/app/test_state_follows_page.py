@@ -64,7 +64,9 @@ def test_the_fix_selector_follows_the_run(store) -> None:
 
 
 def test_a_reload_reattaches_the_launch_live_view(store) -> None:
-    running = store.create("run", "still training", {"workload": "data_bound", "params": {"size": "tiny"}})
+    running = store.create(
+        "run", "still training", {"workload": "data_bound", "params": {"size": "tiny"}}
+    )
     at = open_page()
     at.query_params["follow"] = running.run_id
     at.switch_page("views/launch.py").run()
@@ -77,9 +79,14 @@ def test_a_running_experiment_reattaches_on_its_runs_advisor(store) -> None:
     from profilers.store import experiments
 
     source = fake_run(store, label="source")
-    exp = experiments.start(store, source.run_id, "apply", "Apply x on source", {"fix": "dataloader_workers"})
-    experiments.write_progress(store, exp.run_id, Progress("trial", arm="baseline", trial=1, trials=2, step=3,
-                                                           total_steps=10).to_dict())
+    exp = experiments.start(
+        store, source.run_id, "apply", "Apply x on source", {"fix": "dataloader_workers"}
+    )
+    experiments.write_progress(
+        store,
+        exp.run_id,
+        Progress("trial", arm="baseline", trial=1, trials=2, step=3, total_steps=10).to_dict(),
+    )
     at = open_page()
     at.query_params["run"] = source.run_id
     at.switch_page("views/advisor.py").run()

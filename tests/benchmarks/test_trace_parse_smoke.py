@@ -70,7 +70,11 @@ def test_generated_trace_is_kineto_shaped(small):
     assert len(steps) == 2 * info.steps  # host span + its gpu_user_annotation twin
     # Every GPU activity links to exactly one runtime launch by correlation id.
     launches = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime"}
-    device = [e["args"]["correlation"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    device = [
+        e["args"]["correlation"]
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    ]
     assert len(set(device)) == len(device) and set(device) <= launches
     assert any("nccl" in e["name"] for e in events if e.get("cat") == "kernel")
 
@@ -96,7 +100,9 @@ def test_stepwise_reads_exactly_what_was_generated(small):
     b = breakdown(trace)
     assert b.n_steps == info.steps and b.device == "gpu"
     assert sum(b.shares().values()) == pytest.approx(1.0, abs=1e-9)
-    assert b.comm_total_ns > b.comm_overlapped_ns > 0  # NCCL overlaps compute, the last bucket is exposed
+    assert (
+        b.comm_total_ns > b.comm_overlapped_ns > 0
+    )  # NCCL overlaps compute, the last bucket is exposed
     assert b.share("dataloader") > 0 and b.gpu_busy_share > 0.3
     assert (b.per_step["step_ns"].to_numpy() > 0).all() and np.isfinite(b.step_time_ms)
 
@@ -104,13 +110,34 @@ def test_stepwise_reads_exactly_what_was_generated(small):
 @pytest.mark.slow  # ~3 s of child processes: the full suite runs it, the fast lane keeps the table and generator tests
 def test_benchmark_runs_end_to_end_without_hta(tp, tmp_path, capsys):
     out_json = tmp_path / "result.json"
-    rc = tp.main(["--synthetic-gb", "0.002", "--skip-hta", "--skip-shared", "--repeats", "1", "--layers", "2",
-                  "--micro-batches", "1", "--workdir", str(tmp_path), "--json", str(out_json)])
+    rc = tp.main(
+        [
+            "--synthetic-gb",
+            "0.002",
+            "--skip-hta",
+            "--skip-shared",
+            "--repeats",
+            "1",
+            "--layers",
+            "2",
+            "--micro-batches",
+            "1",
+            "--workdir",
+            str(tmp_path),
+            "--json",
+            str(out_json),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
-    for line in ("Stepwise load+breakdown: time", "Stepwise analyze, whole process: time",
-                 "orjson.loads, gc off: time", "HTA / Stepwise time",
-                 "Stepwise / orjson gc off", "Stepwise peak / JSON size"):
+    for line in (
+        "Stepwise load+breakdown: time",
+        "Stepwise analyze, whole process: time",
+        "orjson.loads, gc off: time",
+        "HTA / Stepwise time",
+        "Stepwise / orjson gc off",
+        "Stepwise peak / JSON size",
+    ):
         assert line in out
     assert "did not finish" not in out and "skipped" not in out  # HTA rows are left out, not failed
     assert out_json.exists()
@@ -119,12 +146,32 @@ def test_benchmark_runs_end_to_end_without_hta(tp, tmp_path, capsys):
 
 def test_table_reports_a_contender_that_did_not_finish(tp):
     res = tp.InputResult("synthetic 1.00 GB", "x.json", 10**9, 10**9)
-    ok = tp.Run(True, 20.0, 21.0, 600 * 2**20, "", {"events": 5, "load_s": 19.0, "breakdown_s": 1.0, "steps": 3,
-                                                     "ranks": [0], "gpu_busy_share": 0.9,
-                                                     "rss_after_import": 100 * 2**20, "import_s": 1.0})
-    res.runs = {"stepwise": [ok], "orjson": [tp.Run(True, 10.0, 11.0, 7 * 10**9, "", {"events": 9, "read_s": 1.0,
-                                                                                     "rss_after_import": 1})],
-                "hta": [tp.Run(False, None, 600.0, 15 * 10**9, "time limit of 600 s reached")]}
+    ok = tp.Run(
+        True,
+        20.0,
+        21.0,
+        600 * 2**20,
+        "",
+        {
+            "events": 5,
+            "load_s": 19.0,
+            "breakdown_s": 1.0,
+            "steps": 3,
+            "ranks": [0],
+            "gpu_busy_share": 0.9,
+            "rss_after_import": 100 * 2**20,
+            "import_s": 1.0,
+        },
+    )
+    res.runs = {
+        "stepwise": [ok],
+        "orjson": [
+            tp.Run(
+                True, 10.0, 11.0, 7 * 10**9, "", {"events": 9, "read_s": 1.0, "rss_after_import": 1}
+            )
+        ],
+        "hta": [tp.Run(False, None, 600.0, 15 * 10**9, "time limit of 600 s reached")],
+    }
     table = tp.render([res])
     assert "did not finish: time limit of 600 s reached" in table
     assert "2.00x  MET" in table  # Stepwise / orjson
@@ -136,18 +183,31 @@ def test_whole_process_ratio_is_judged_against_the_target_of_its_input(tp):
         return [tp.Run(True, s, s, 2**20, "", {"cpu_s": cpu}) for s in seconds]
 
     big = tp.InputResult("synthetic 1.00 GB", "x.json", 10**9, 10**9)
-    big.runs = {"stepwise_process": runs([10.0, 12.0, 11.0], 10.0), "hta_process": runs([200.0], 190.0)}
+    big.runs = {
+        "stepwise_process": runs([10.0, 12.0, 11.0], 10.0),
+        "hta_process": runs([200.0], 190.0),
+    }
     small = tp.InputResult("shared", "y.json.gz", 3 * 2**20, 51 * 2**20)
     small.runs = {"stepwise_process": runs([1.0, 1.2, 1.1], 1.0), "hta_process": runs([6.0], 5.0)}
-    line = next(ln for ln in tp.render([small, big]).splitlines() if ln.startswith("HTA / Stepwise, whole process"))
-    assert "5.45x  MET" in line and "18.18x  MISSED" in line  # 6 / 1.1 against 5x; 200 / 11 against 20x
+    line = next(
+        ln
+        for ln in tp.render([small, big]).splitlines()
+        if ln.startswith("HTA / Stepwise, whole process")
+    )
+    assert (
+        "5.45x  MET" in line and "18.18x  MISSED" in line
+    )  # 6 / 1.1 against 5x; 200 / 11 against 20x
 
 
 def test_entry_imports_as_a_package_module_too():
     """``benchmarks/dashboard.py`` does ``from benchmarks.trace_parse import generate_kineto_trace``."""
     repo = BENCH.parents[1]
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
-            "from benchmarks.trace_parse import generate_kineto_trace, main; print(generate_kineto_trace.__name__)")
-    r = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True, cwd=repo)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from benchmarks.trace_parse import generate_kineto_trace, main; print(generate_kineto_trace.__name__)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(repo)], capture_output=True, text=True, cwd=repo
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "generate_kineto_trace"

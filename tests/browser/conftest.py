@@ -24,7 +24,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test here ``browser``; outside CI, skip them (saying why) when Chromium is not installed."""
     here = str(Path(__file__).parent)
     missing = not os.path.exists(CHROMIUM)
-    skip = pytest.mark.skip(reason=f"{CHROMIUM} is missing: run scripts/test.sh, which installs Debian's chromium")
+    skip = pytest.mark.skip(
+        reason=f"{CHROMIUM} is missing: run scripts/test.sh, which installs Debian's chromium"
+    )
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.browser)
@@ -54,7 +56,9 @@ class PageWatch:
         self.console_errors: list[str] = []
         self.page_errors: list[str] = []
         self.dialogs: list[str] = []
-        page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
+        page.on(
+            "console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None
+        )
         page.on("pageerror", lambda e: self.page_errors.append(str(e)))
         page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
 

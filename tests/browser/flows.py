@@ -77,4 +77,6 @@ def open_events(page: Any, url: str, run_label: str) -> None:
 
 def drawn(page: Any, timeout_ms: int = 30_000) -> None:
     """Until no element is still a loading skeleton (tables and code blocks draw after the script run ends)."""
-    page.wait_for_function("() => !document.querySelector(\"[data-testid^='stSkeleton']\")", timeout=timeout_ms)
+    page.wait_for_function(
+        "() => !document.querySelector(\"[data-testid^='stSkeleton']\")", timeout=timeout_ms
+    )

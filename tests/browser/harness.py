@@ -20,8 +20,15 @@ from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[2]  # tests/browser/harness.py: the repository root
 CHROMIUM = os.environ.get("STEPWISE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 ARTIFACTS = REPO / "test-artifacts"
 
 
@@ -34,8 +41,13 @@ def free_port() -> int:
 class Dashboard:
     """A dashboard server of our own; ``url`` once :meth:`start` returned."""
 
-    def __init__(self, home: Path, log: Path, extra_args: tuple[str, ...] = (),
-                 command: tuple[Path, list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        log: Path,
+        extra_args: tuple[str, ...] = (),
+        command: tuple[Path, list[str]] | None = None,
+    ) -> None:
         self.home, self.log, self.extra_args, self.command = home, log, extra_args, command
         self.port = free_port()
         self.url = f"http://localhost:{self.port}"
@@ -44,19 +56,24 @@ class Dashboard:
     def start(self, timeout_s: float = 90.0) -> "Dashboard":
         port = ["--server.port", str(self.port), "--server.headless", "true", *self.extra_args]
         if self.command is not None:  # a command of the user's in that folder, on its default store
-            env = {k: v for k, v in os.environ.items() if k not in ("STEPWISE_HOME", "STEPWISE_INDEX")}
+            env = {
+                k: v for k, v in os.environ.items() if k not in ("STEPWISE_HOME", "STEPWISE_INDEX")
+            }
             env["PYTHONUNBUFFERED"] = "1"
             cwd, cmd = self.command[0], [*self.command[1], *port]
         else:
             env = {**os.environ, "STEPWISE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"}
             cwd, cmd = REPO, [sys.executable, "-m", "streamlit", "run", "app/main.py", *port]
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the dashboard exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"the dashboard exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
                     if r.status == 200:
@@ -76,16 +93,24 @@ class Dashboard:
 
 
 @contextmanager
-def dashboard(home: Path, log: Path, extra_args: tuple[str, ...] = (),
-              command: tuple[Path, list[str]] | None = None) -> Iterator[Dashboard]:
+def dashboard(
+    home: Path,
+    log: Path,
+    extra_args: tuple[str, ...] = (),
+    command: tuple[Path, list[str]] | None = None,
+) -> Iterator[Dashboard]:
     """A dashboard on the store ``home``; with ``command`` (a folder and a command line, e.g. the README's in a
     fresh checkout), started by that command there, with no store given: ``home`` is then its default store."""
-    for attempt in range(3):  # the free port can be taken between choosing it and Streamlit binding it
+    for attempt in range(
+        3
+    ):  # the free port can be taken between choosing it and Streamlit binding it
         try:
             server = Dashboard(home, log, extra_args, command).start()
             break
         except RuntimeError:
-            if attempt == 2 or "is not available" not in log.read_text(errors="replace"):  # Streamlit's words
+            if attempt == 2 or "is not available" not in log.read_text(
+                errors="replace"
+            ):  # Streamlit's words
                 raise
     try:
         yield server

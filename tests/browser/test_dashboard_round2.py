@@ -40,7 +40,9 @@ def test_an_unknown_run_in_a_link_gets_no_such_run(server, watch) -> None:
     watch.shot("no_such_run")
     page.get_by_role("link", name="Back to the run list").click()
     page.get_by_role("heading", name="Runs").wait_for()
-    page.wait_for_url(lambda url: "does-not-exist" not in url, timeout=60_000)  # the address follows the page
+    page.wait_for_url(
+        lambda url: "does-not-exist" not in url, timeout=60_000
+    )  # the address follows the page
     assert not watch.page_errors
 
 
@@ -80,19 +82,27 @@ def test_a_ladder_that_stops_early_says_why(server, watch) -> None:
     expect(table.get_by_text(re.compile(r"^rejected: ")).first).to_be_visible()
     for t in page.get_by_test_id("stTable").all():
         box = t.bounding_box()
-        assert box is not None and box["x"] + box["width"] <= page.viewport_size["width"]  # nothing cut off
+        assert (
+            box is not None and box["x"] + box["width"] <= page.viewport_size["width"]
+        )  # nothing cut off
     # one speed-up per fix: every judged row's speed-up is its own round's after ÷ before, as shown (issue 29)
-    cells = table.evaluate("t => [...t.querySelectorAll('tr')].map(r => [...r.children].map(c => c.innerText.trim()))")
+    cells = table.evaluate(
+        "t => [...t.querySelectorAll('tr')].map(r => [...r.children].map(c => c.innerText.trim()))"
+    )
     head, body = cells[0], [r for r in cells[1:] if len(r) == len(cells[0])]
     col = {name: head.index(name) for name in ("before samples/s", "after samples/s", "speed-up")}
     judged = [r for r in body if r[col["speed-up"]]]
     assert judged, cells
     for r in judged:
-        before, after = (float(r[col[c]].replace(",", "")) for c in ("before samples/s", "after samples/s"))
+        before, after = (
+            float(r[col[c]].replace(",", "")) for c in ("before samples/s", "after samples/s")
+        )
         assert float(r[col["speed-up"]].rstrip("×")) == pytest.approx(after / before, abs=0.006), r
     for x in lad.rounds:  # and in the stored record the page reads
         if x.speedup is not None:
-            assert x.speedup == pytest.approx(x.after_samples_per_s / x.before_samples_per_s, rel=1e-9)
+            assert x.speedup == pytest.approx(
+                x.after_samples_per_s / x.before_samples_per_s, rel=1e-9
+            )
     said.scroll_into_view_if_needed()
     watch.shot("ladder_stopped_early")
     assert not watch.page_errors
@@ -114,8 +124,12 @@ def test_compare_and_events_state_survive_a_reload(server, watch, shared_traces)
     page.get_by_test_id("stMetric").first.wait_for()
     page.reload()
     page.get_by_role("heading", name="Compare").wait_for()
-    expect(page.get_by_role("combobox", name="A (before)")).to_have_value(re.compile(r"^cmp before · "))
-    expect(page.get_by_role("combobox", name="B (after)")).to_have_value(re.compile(r"^cmp after · "))
+    expect(page.get_by_role("combobox", name="A (before)")).to_have_value(
+        re.compile(r"^cmp before · ")
+    )
+    expect(page.get_by_role("combobox", name="B (after)")).to_have_value(
+        re.compile(r"^cmp after · ")
+    )
     watch.shot("compare_after_reload")
     page.goto(f"{server.url}/compare?a=gone-run&b={b.run_id}")
     page.get_by_role("heading", name="No such run").wait_for()
@@ -147,7 +161,9 @@ def _counts(events: list[dict]) -> Counter[str]:
     return c
 
 
-def test_perfetto_export_of_a_gpu_trace_keeps_flows_and_args(server, watch, shared_traces, tmp_path) -> None:
+def test_perfetto_export_of_a_gpu_trace_keeps_flows_and_args(
+    server, watch, shared_traces, tmp_path
+) -> None:
     store = RunStore(server.home)
     trace = store.import_trace(shared_traces / GPU_TRACE)
     given = json.loads(gzip.decompress((shared_traces / GPU_TRACE).read_bytes()))["traceEvents"]
@@ -162,8 +178,10 @@ def test_perfetto_export_of_a_gpu_trace_keeps_flows_and_args(server, watch, shar
             page.get_by_role("button", name=name, exact=False).click()
         target = tmp_path / f"{len(list(tmp_path.iterdir()))}.json.gz"
         info.value.save_as(target)
-        return json.loads(gzip.decompress(target.read_bytes()),
-                          parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))["traceEvents"]
+        return json.loads(
+            gzip.decompress(target.read_bytes()),
+            parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)),
+        )["traceEvents"]
 
     whole = download("Download the whole trace")
     cin, cout = _counts(given), _counts(whole)
@@ -177,7 +195,9 @@ def test_perfetto_export_of_a_gpu_trace_keeps_flows_and_args(server, watch, shar
     print(f"window 100-130 ms: out {dict(wout)}")
     assert 0 < wout["X"] < cin["X"] and 0 < wout["s"] < cin["s"] and 0 < wout["i"] < cin["i"]
     slices = [e for e in window if e["ph"] == "X"]
-    assert any(e["ts"] < 100_000 for e in slices) and any(e["ts"] + e["dur"] > 130_000 for e in slices)  # whole
+    assert any(e["ts"] < 100_000 for e in slices) and any(
+        e["ts"] + e["dur"] > 130_000 for e in slices
+    )  # whole
     ids = Counter((e["id"], e["ph"]) for e in window if e["ph"] in "sf")
     assert all(ids[(i, "s")] and ids[(i, "f")] for i, _ in ids)  # every kept flow has both ends
     assert not watch.page_errors
@@ -186,9 +206,25 @@ def test_perfetto_export_of_a_gpu_trace_keeps_flows_and_args(server, watch, shar
 @pytest.mark.slow
 def test_cancel_during_optimise_stops_the_trials(server, watch) -> None:
     store = RunStore(server.home)
-    subprocess.run([sys.executable, "-m", "profilers", "run", "data_bound", "--steps", "300", "--label",
-                    "to optimise", "--store", str(server.home)], cwd=REPO, check=True, capture_output=True,
-                   timeout=RUN_TIMEOUT_S)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "profilers",
+            "run",
+            "data_bound",
+            "--steps",
+            "300",
+            "--label",
+            "to optimise",
+            "--store",
+            str(server.home),
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     [source] = [r for r in store.list() if r.label == "to optimise"]
     page = watch.page
     page.goto(f"{server.url}/advisor?run={source.run_id}")
@@ -209,16 +245,27 @@ def test_cancel_during_optimise_stops_the_trials(server, watch) -> None:
     assert done.status is RunStatus.KILLED and (done.error or "").startswith("cancelled by you")
     trials = experiments.trials(store, exp.run_id)
     assert trials and all(t.status.finished for t in trials)
-    seen = [(t.run_id, t.status.value, t.error, (store.read_progress(t.run_id) or {}).get("step")) for t in trials]
-    assert any(t.status is RunStatus.KILLED for t in trials), seen  # the running trial was stopped, not waited for
+    seen = [
+        (t.run_id, t.status.value, t.error, (store.read_progress(t.run_id) or {}).get("step"))
+        for t in trials
+    ]
+    assert any(t.status is RunStatus.KILLED for t in trials), (
+        seen
+    )  # the running trial was stopped, not waited for
     assert not watch.page_errors
 
 
-def test_a_window_export_keeps_no_orphan_flow_and_the_traces_header(server, watch, shared_traces, tmp_path) -> None:
+def test_a_window_export_keeps_no_orphan_flow_and_the_traces_header(
+    server, watch, shared_traces, tmp_path
+) -> None:
     """Issue 33 on the V100 2-rank trace: the window's file had 4,577 flow events of which 4,016 were ends without
     their start, and lost ``distributedInfo``/``deviceProperties``; the whole-trace file lost them too."""
     source = shared_traces / "communication/hta_v100_2rank_216k_events.json.gz"
-    header = {k: v for k, v in json.loads(gzip.decompress(source.read_bytes())).items() if k != "traceEvents"}
+    header = {
+        k: v
+        for k, v in json.loads(gzip.decompress(source.read_bytes())).items()
+        if k != "traceEvents"
+    }
     trace = RunStore(server.home).import_trace(source)
     page = watch.page
     page.goto(f"{server.url}/events?run={trace.run_id}&from=400.000&to=450.000")
@@ -233,8 +280,12 @@ def test_a_window_export_keeps_no_orphan_flow_and_the_traces_header(server, watc
         info.value.save_as(target)
         docs.append(json.loads(gzip.decompress(target.read_bytes())))
     window, whole = docs
-    ids = Counter((e.get("cat"), e["id"], e["ph"]) for e in window["traceEvents"] if e["ph"] in "sf")
-    assert ids and all(ids[(c, i, "s")] and ids[(c, i, "f")] for c, i, _ in ids)  # every f has its s
+    ids = Counter(
+        (e.get("cat"), e["id"], e["ph"]) for e in window["traceEvents"] if e["ph"] in "sf"
+    )
+    assert ids and all(
+        ids[(c, i, "s")] and ids[(c, i, "f")] for c, i, _ in ids
+    )  # every f has its s
     for doc in (window, whole):
         assert doc["deviceProperties"] == header["deviceProperties"]
         assert doc["distributedInfo"] == header["distributedInfo"]

@@ -30,18 +30,24 @@ def _value(page, label: str):
 
 def test_one_number_everywhere_deep_links_and_row_clicks(server, watch) -> None:
     store = RunStore(server.home)
-    old = fake_run(store, label="truth older")  # result.json: 51 ms; its trace's profiled steps: 50 ms
+    old = fake_run(
+        store, label="truth older"
+    )  # result.json: 51 ms; its trace's profiled steps: 50 ms
     new = fake_run(store, label="truth newer", step_ms=80.0)
     page = watch.page
     page.goto(f"{server.url}/analysis?run={old.run_id}")  # a deep link opens its run
     page.get_by_role("heading", name="Analysis").wait_for()
-    expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(r"^truth older · run"))
+    expect(page.get_by_role("combobox", name="Run")).to_have_value(
+        re.compile(r"^truth older · run")
+    )
     expect(_metric(page, "Time per step")).to_contain_text("51.0 ms")
     watch.shot("truth_analysis")
     page.goto(f"{server.url}/advisor?run={old.run_id}")
     page.get_by_role("heading", name="Advisor").wait_for()
     expect(page.get_by_role("combobox", name="Run")).to_have_value(re.compile(r"· 51\.0 ms/step$"))
-    page.goto(f"{server.url}/compare?a={old.run_id}&b={new.run_id}")  # Compare starts empty: the link names both
+    page.goto(
+        f"{server.url}/compare?a={old.run_id}&b={new.run_id}"
+    )  # Compare starts empty: the link names both
     page.get_by_role("heading", name="Compare").wait_for()
     expect(_metric(page, "A time per step")).to_contain_text("51.0 ms")
     expect(_metric(page, "B time per step")).to_contain_text("81.0 ms")
@@ -75,15 +81,23 @@ def test_one_number_everywhere_deep_links_and_row_clicks(server, watch) -> None:
 
 def _listed(home, *extra: str) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-m", "profilers", "list", "--json", "--store", str(home), *extra],
-                         env=env, capture_output=True, text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "profilers", "list", "--json", "--store", str(home), *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     return json.loads(out)
 
 
 @pytest.mark.slow
 def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_path) -> None:
     store = RunStore(server.home)
-    source = fake_run(store, label="apply source")  # a data_bound spec: the trials are real tiny runs
+    source = fake_run(
+        store, label="apply source"
+    )  # a data_bound spec: the trials are real tiny runs
     page = watch.page
     page.goto(f"{server.url}/advisor?run={source.run_id}")
     page.get_by_role("heading", name="Advisor").wait_for()
@@ -97,11 +111,16 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
     page.reload()  # a running experiment re-attaches after a reload
     page.get_by_text(re.compile(r"(baseline|patched) run \d of 2")).first.wait_for()
     watch.shot("apply_reattached")
-    page.get_by_text("Step time before and after", exact=False).wait_for(timeout=EXPERIMENT_TIMEOUT_MS)
+    page.get_by_text("Step time before and after", exact=False).wait_for(
+        timeout=EXPERIMENT_TIMEOUT_MS
+    )
     ratio = _value(page, "Speed-up").inner_text()
     assert re.fullmatch(r"\d+\.\d\d×", ratio.strip()), ratio
     # one speed-up per fix: the card is after ÷ before of the two cards beside it, within their rounding
-    before, after = (float(_value(page, f"{side}: samples/s").inner_text().replace(",", "")) for side in ("Before", "After"))
+    before, after = (
+        float(_value(page, f"{side}: samples/s").inner_text().replace(",", ""))
+        for side in ("Before", "After")
+    )
     assert float(ratio.strip().rstrip("×")) == pytest.approx(after / before, abs=0.006)
     _metric(page, "Speed-up").scroll_into_view_if_needed()
     watch.shot("apply_result")
@@ -115,7 +134,9 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
     pairs = len(experiments[0]["trial_runs"]) // 2
     assert 2 <= pairs <= 5 and len(experiments[0]["trial_runs"]) == 2 * pairs
     assert not any(r["parent"] for r in rows)
-    roles = sorted(r["role"] for r in _listed(server.home, "--all") if r["parent"] == experiments[0]["run_id"])
+    roles = sorted(
+        r["role"] for r in _listed(server.home, "--all") if r["parent"] == experiments[0]["run_id"]
+    )
     assert roles == ["baseline"] * pairs + ["patched"] * pairs
     server.stop()
     with dashboard(server.home, tmp_path / "restarted.log") as again:
@@ -127,7 +148,9 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
         page.goto(f"{again.url}/runs")
         page.get_by_role("heading", name="Runs").wait_for()
         page.get_by_role("combobox", name="Selected run").click()
-        expect(page.get_by_role("option")).to_have_count(len(rows))  # one entry per experiment, no trial runs
+        expect(page.get_by_role("option")).to_have_count(
+            len(rows)
+        )  # one entry per experiment, no trial runs
         page.keyboard.press("Escape")
         # the run's report includes its Apply: outcome word, gain, the change, each arm's command, environment
         page.goto(f"{again.url}/report?run={source.run_id}")
@@ -136,10 +159,16 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
         preview = page.get_by_role("heading", name="Experiments on this run")
         preview.wait_for()
         body = page.get_by_test_id("stMainBlockContainer").get_by_test_id("stExpander").inner_text()
-        assert re.search(r"\b(kept|rejected|inconclusive|not applied)\b", body) and re.search(r"\d\.\d\d× \[\d", body)
-        said = body[body.find("Experiments on this run"):]
+        assert re.search(r"\b(kept|rejected|inconclusive|not applied)\b", body) and re.search(
+            r"\d\.\d\d× \[\d", body
+        )
+        said = body[body.find("Experiments on this run") :]
         # each arm's command: the workload's script as its trials ran it (its code as copied into the store)
-        arms = {line.split(":", 1)[0]: line for line in said.splitlines() if line.startswith(("before:", "after:"))}
+        arms = {
+            line.split(":", 1)[0]: line
+            for line in said.splitlines()
+            if line.startswith(("before:", "after:"))
+        }
         assert set(arms) == {"before", "after"}, said[:3000]
         assert all("python -m sample_runs.train data_bound" in line for line in arms.values()), arms
         assert "measure: python -m advisors optimize --fix dataloader_workers" in said

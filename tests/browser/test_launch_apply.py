@@ -21,8 +21,11 @@ def server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     """The dashboard as the README starts it: ``bash scripts/dashboard.sh`` in a fresh checkout, no store given."""
     root = fresh_checkout(tmp_path_factory.mktemp("checkout"))
     readme = (root, readme_command("bash scripts/dashboard.sh"))
-    with dashboard(root / "runs", tmp_path_factory.mktemp("logs") / "streamlit.log", command=readme) as s:
+    with dashboard(
+        root / "runs", tmp_path_factory.mktemp("logs") / "streamlit.log", command=readme
+    ) as s:
         yield s
+
 
 RUN_TIMEOUT_MS = 240_000
 EXPERIMENT_TIMEOUT_MS = 900_000
@@ -34,12 +37,20 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_role("heading", name="Launch a run").wait_for()
     page.get_by_role("button", name="Start").click()
     page.get_by_role("heading", name="Live").wait_for()
-    page.get_by_text(re.compile(r"^(Finished: |Profiled |Ended |Cancelled by you)")).wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_text(re.compile(r"^(Finished: |Profiled |Ended |Cancelled by you)")).wait_for(
+        timeout=RUN_TIMEOUT_MS
+    )
     watch.shot("launch_finished")
     # the workload's script, profiled then stopped at the end of its steps as any launched script is
-    assert page.get_by_text(re.compile(r"^Profiled \d+ steps of your script, then stopped it after step \d+")
-                            ).count() == 1
-    (launched,) = RunStore(server.home).list(kind="launch")  # the default store, ./runs of the checkout
+    assert (
+        page.get_by_text(
+            re.compile(r"^Profiled \d+ steps of your script, then stopped it after step \d+")
+        ).count()
+        == 1
+    )
+    (launched,) = RunStore(server.home).list(
+        kind="launch"
+    )  # the default store, ./runs of the checkout
     assert launched.status is RunStatus.OK, launched
     # Click once the page is idle, as a person would after reading the result: a click while the page's last
     # auto-refresh is still in flight is folded into that rerun by Streamlit (the newer request's page wins).
@@ -56,7 +67,9 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_role("button", name="Apply").click()
     page.get_by_text("baseline run 1 of 2", exact=False).wait_for()
     watch.shot("apply_running")
-    page.get_by_text("Step time before and after", exact=False).wait_for(timeout=EXPERIMENT_TIMEOUT_MS)
+    page.get_by_text("Step time before and after", exact=False).wait_for(
+        timeout=EXPERIMENT_TIMEOUT_MS
+    )
     page.get_by_text("Breakdown before vs after").wait_for()
     page.get_by_text("Loss curves overlaid").wait_for()
     page.get_by_text("Step time before and after", exact=False).scroll_into_view_if_needed()
@@ -68,14 +81,20 @@ def test_launch_apply_before_after(server, watch) -> None:
     assert "Applied fix: " in html and 'id="fig-exp_steps"' in html
     # one outcome and one speed-up, as the card, the downloaded report and the Report page show them (issue 41)
     outcome = page.get_by_text(re.compile(r"^Outcome: ")).first.inner_text().strip()
-    speedups = page.get_by_test_id("stMetric").filter(has_text="Speed-up").get_by_test_id("stMetricValue")
+    speedups = (
+        page.get_by_test_id("stMetric").filter(has_text="Speed-up").get_by_test_id("stMetricValue")
+    )
     speedup = speedups.first.inner_text().strip() if speedups.count() else None
     assert outcome.replace("'", "&#39;").replace('"', "&#34;") in html, outcome
     page.goto(f"{server.url}/report")
     page.get_by_text("Preview (Markdown)").click()
     page.get_by_text("Experiments on this run", exact=True).wait_for(timeout=RUN_TIMEOUT_MS)
     row = page.get_by_role("row").filter(has_text="Apply ").first.inner_text()
-    assert outcome.removeprefix("Outcome: ") in row and (speedup is None or speedup in row), (outcome, speedup, row)
+    assert outcome.removeprefix("Outcome: ") in row and (speedup is None or speedup in row), (
+        outcome,
+        speedup,
+        row,
+    )
 
 
 def test_cancel_leaves_a_killed_run(server, watch) -> None:
@@ -91,11 +110,15 @@ def test_cancel_leaves_a_killed_run(server, watch) -> None:
     # while the process is still going down: on a busy machine it can be gone before the page's next refresh
     # (the end is then drawn at once), so the wait is for either, and the countdown must be gone in both.
     ended = page.get_by_text(re.compile(r"^Cancelled by you at step \d+\.$"))
-    page.get_by_text(re.compile(r"step \d+ of 500 · stopping")).or_(ended).first.wait_for(timeout=RUN_TIMEOUT_MS)
+    page.get_by_text(re.compile(r"step \d+ of 500 · stopping")).or_(ended).first.wait_for(
+        timeout=RUN_TIMEOUT_MS
+    )
     expect(page.get_by_text(re.compile(r"s left"))).to_have_count(0)
     ended.wait_for(timeout=RUN_TIMEOUT_MS)
     assert page.get_by_text("SIGTERM").count() == 0
     watch.shot("launch_cancelled")
     page.goto(f"{server.url}/runs")
     page.get_by_role("heading", name="Runs").wait_for()
-    expect(page.get_by_role("combobox", name="Selected run")).to_have_value(re.compile(r" · launch · killed · "))
+    expect(page.get_by_role("combobox", name="Selected run")).to_have_value(
+        re.compile(r" · launch · killed · ")
+    )

@@ -17,7 +17,18 @@ from tests.trace_factory import kernel, step, write
 #: ``/<page>/_stcore/health`` and ``/<page>/_stcore/host-config`` as if ``<page>`` were a base path, gets 404, then
 #: the real ``/_stcore/…``. Local, harmless and not ours to change without patching Streamlit; every other 404 fails.
 STREAMLIT_PROBE = re.compile(r"^http://localhost:\d+/[a-z_]+/_stcore/(?:health|host-config)$")
-PAGES = ("", "runs", "launch", "upload", "analysis", "events", "advisor", "compare", "report", "rules")
+PAGES = (
+    "",
+    "runs",
+    "launch",
+    "upload",
+    "analysis",
+    "events",
+    "advisor",
+    "compare",
+    "report",
+    "rules",
+)
 LOCAL = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
@@ -33,6 +44,7 @@ def _record(page: Any) -> tuple[list[str], list[str], list[Any]]:
             outside.append(r.url)
 
     page.on("request", on_request)
+
     def on_failed(r: Any) -> None:
         # moving to the next page cancels the last one's pending script loads (net::ERR_ABORTED): the browser's
         # doing, not a failed request; an outside host, or any other failure, is recorded
@@ -41,8 +53,14 @@ def _record(page: Any) -> tuple[list[str], list[str], list[Any]]:
         failed.append(f"{r.url} ({r.failure})")
 
     page.on("requestfailed", on_failed)
-    page.on("response", lambda r: failed.append(f"{r.url} → {r.status}")
-            if r.status >= 400 and not STREAMLIT_PROBE.match(r.url) else None)
+    page.on(
+        "response",
+        lambda r: (
+            failed.append(f"{r.url} → {r.status}")
+            if r.status >= 400 and not STREAMLIT_PROBE.match(r.url)
+            else None
+        ),
+    )
     return outside, failed, console
 
 
@@ -66,8 +84,13 @@ def test_no_page_requests_anything_outside_or_logs_an_error(server, watch, tmp_p
     assert failed == [], failed
     # Chromium logs each 404 as "Failed to load resource"; the probe's are told apart by their location
     probes = [u for u in (m.location.get("url", "") for m in console) if STREAMLIT_PROBE.match(u)]
-    errors = [m.text for m in console
-              if m.type == "error" and not STREAMLIT_PROBE.match(m.location.get("url", ""))]
+    errors = [
+        m.text
+        for m in console
+        if m.type == "error" and not STREAMLIT_PROBE.match(m.location.get("url", ""))
+    ]
     assert errors == [], errors
-    assert len(probes) <= 2 * len(PAGES)  # at most the probe's two requests per page opened by address
+    assert len(probes) <= 2 * len(
+        PAGES
+    )  # at most the probe's two requests per page opened by address
     assert watch.page_errors == [], watch.page_errors

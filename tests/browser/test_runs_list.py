@@ -13,20 +13,34 @@ from profilers.store import experiments
 from profilers.store.runs import RunStore
 from tests.app.fake_runs import fake_run
 
-COLUMNS = ("run", "kind", "status", "created", "ms/step", "samples/s", "peak MiB", "device", "ranks", "error")
+COLUMNS = (
+    "run",
+    "kind",
+    "status",
+    "created",
+    "ms/step",
+    "samples/s",
+    "peak MiB",
+    "device",
+    "ranks",
+    "error",
+)
 
 
 def _grid_rows(page) -> list[dict[str, str]]:
     grid = page.locator("[data-testid='stDataFrame']").first
-    headers = [(h.text_content() or "").strip() for h in grid.locator("[role='columnheader']").all()]
+    headers = [
+        (h.text_content() or "").strip() for h in grid.locator("[role='columnheader']").all()
+    ]
     cells = [(c.text_content() or "").strip() for c in grid.locator("[role='gridcell']").all()]
     width = len(headers) or len(COLUMNS)
     names = headers or list(COLUMNS)
-    return [dict(zip(names, cells[i:i + width])) for i in range(0, len(cells), width)]
+    return [dict(zip(names, cells[i : i + width])) for i in range(0, len(cells), width)]
 
 
-def test_the_runs_grid_shows_ranks_device_and_experiment_outcomes(server, watch, shared_traces: Path,
-                                                                  tmp_path: Path) -> None:
+def test_the_runs_grid_shows_ranks_device_and_experiment_outcomes(
+    server, watch, shared_traces: Path, tmp_path: Path
+) -> None:
     page = watch.page
     job = tmp_path / "dlrm_8_ranks.zip"
     with zipfile.ZipFile(job, "w") as z:
@@ -37,10 +51,24 @@ def test_the_runs_grid_shows_ranks_device_and_experiment_outcomes(server, watch,
 
     store = RunStore(server.home)
     source = fake_run(store, label="source run")
-    exp = experiments.start(store, source.run_id, "apply", "Apply DataLoader worker processes",
-                            {"fix": "dataloader_workers"})
-    experiments.finish(store, exp.run_id, {"mode": "apply", "fix_id": "dataloader_workers", "kept": True,
-                                           "reason": "", "summary": {"verdict": "kept", "speedup": 1.42}})
+    exp = experiments.start(
+        store,
+        source.run_id,
+        "apply",
+        "Apply DataLoader worker processes",
+        {"fix": "dataloader_workers"},
+    )
+    experiments.finish(
+        store,
+        exp.run_id,
+        {
+            "mode": "apply",
+            "fix_id": "dataloader_workers",
+            "kept": True,
+            "reason": "",
+            "summary": {"verdict": "kept", "speedup": 1.42},
+        },
+    )
 
     page.goto(f"{server.url}/runs")
     page.get_by_role("heading", name="Runs", exact=True).wait_for()

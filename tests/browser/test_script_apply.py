@@ -19,7 +19,7 @@ EXPERIMENT_TIMEOUT_MS = 900_000
 
 #: Each sample waits on "storage" (sleep): the loader on the main thread is the step; worker processes hide it.
 #: The samples are fixed tensors (the same batches in every arm, whatever process reads them): the loss holds.
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import time
     import torch
     from torch.utils.data import DataLoader, Dataset
@@ -42,15 +42,21 @@ SCRIPT = textwrap.dedent('''
             opt.zero_grad()
             loss.backward()
             opt.step()
-''')
+""")
 
 
 def test_apply_on_a_launched_script_shows_the_diff(server, watch, tmp_path) -> None:
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "STEPWISE_HOME": str(server.home), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "profilers", "launch", "--steps", "3", "--", "python", "train.py"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "profilers", "launch", "--steps", "3", "--", "python", "train.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = watch.page
     page.goto(f"{server.url}/advisor")
@@ -65,12 +71,17 @@ def test_apply_on_a_launched_script_shows_the_diff(server, watch, tmp_path) -> N
         wait_for_app(page)
     page.get_by_role("button", name="Apply").click()
     page.get_by_text("baseline run 1 of 2", exact=False).wait_for()
-    page.get_by_text("Step time before and after", exact=False).wait_for(timeout=EXPERIMENT_TIMEOUT_MS)
-    page.get_by_text("Outcome: kept", exact=False).first.wait_for()  # the one outcome word (reports.outcomes)
+    page.get_by_text("Step time before and after", exact=False).wait_for(
+        timeout=EXPERIMENT_TIMEOUT_MS
+    )
+    page.get_by_text(
+        "Outcome: kept", exact=False
+    ).first.wait_for()  # the one outcome word (reports.outcomes)
     line = SCRIPT.splitlines().index("loader = DataLoader(Slow(), batch_size=16, shuffle=True)") + 1
     page.get_by_text(f"train.py:{line}", exact=False).first.wait_for()
-    diff = page.locator("[data-testid='stCode']").filter(has_text="+loader = DataLoader(Slow(), batch_size=16, "
-                                                                  "shuffle=True, num_workers=")
+    diff = page.locator("[data-testid='stCode']").filter(
+        has_text="+loader = DataLoader(Slow(), batch_size=16, shuffle=True, num_workers="
+    )
     diff.first.scroll_into_view_if_needed()
     watch.shot("script_apply_diff")
     assert diff.count() == 1

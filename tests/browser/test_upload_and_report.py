@@ -17,7 +17,9 @@ def test_upload_names_the_data_bottleneck(server, watch, shared_traces) -> None:
     upload(page, server.url, shared_traces / DATA_TRACE)
     wait_for_analysis(page)
     page.get_by_role("heading", name="Binding bottleneck: data").wait_for()
-    assert page.get_by_text("num_workers", exact=False).count() >= 1  # the advisor's sentence names the fix
+    assert (
+        page.get_by_text("num_workers", exact=False).count() >= 1
+    )  # the advisor's sentence names the fix
     watch.shot("upload_data_bottleneck")
     page.goto(f"{server.url}/advisor")
     page.get_by_role("heading", name="Binding bottleneck: data").wait_for()
@@ -26,9 +28,13 @@ def test_upload_names_the_data_bottleneck(server, watch, shared_traces) -> None:
     assert not watch.page_errors and not watch.dialogs
 
 
-def _open_report(browser, path: Path, shot: str) -> tuple[int, list[str], list[str], list[str], str]:
+def _open_report(
+    browser, path: Path, shot: str
+) -> tuple[int, list[str], list[str], list[str], str]:
     context = browser.new_context(viewport={"width": 1300, "height": 1000})
-    context.set_default_timeout(90_000)  # every figure rendered offline by a GPU-less Chromium on a busy machine
+    context.set_default_timeout(
+        90_000
+    )  # every figure rendered offline by a GPU-less Chromium on a busy machine
     try:
         page, blocked = open_offline(context, path)
         errors: list[str] = []
@@ -38,9 +44,12 @@ def _open_report(browser, path: Path, shot: str) -> tuple[int, list[str], list[s
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(path.as_uri())
         expected = page.locator("div.figure").count()
-        page.wait_for_function(f"document.querySelectorAll('[data-rendered=true]').length === {expected}")
+        page.wait_for_function(
+            f"document.querySelectorAll('[data-rendered=true]').length === {expected}"
+        )
         rendered = page.locator("[data-rendered=true] .main-svg").count()
         from tests.browser.harness import ARTIFACTS
+
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), full_page=True)
         return rendered, blocked, errors, dialogs, page.inner_text("body")
@@ -48,7 +57,9 @@ def _open_report(browser, path: Path, shot: str) -> tuple[int, list[str], list[s
         context.close()
 
 
-def test_report_downloads_and_opens_offline(server, watch, browser, shared_traces, tmp_path) -> None:
+def test_report_downloads_and_opens_offline(
+    server, watch, browser, shared_traces, tmp_path
+) -> None:
     upload(watch.page, server.url, shared_traces / DATA_TRACE)
     wait_for_analysis(watch.page)
     report = download_report(watch.page, server.url, tmp_path / "report.html")

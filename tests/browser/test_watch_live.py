@@ -27,12 +27,34 @@ RUN_TIMEOUT_MS = 300_000
 
 def _watched_run(home: Path) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "STEPWISE_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "stepwise", "watch", "--json", "--", sys.executable, str(DECODE),
-                             "--steps", "1180", "--change-at", "1100"], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stepwise",
+            "watch",
+            "--json",
+            "--",
+            sys.executable,
+            str(DECODE),
+            "--steps",
+            "1180",
+            "--change-at",
+            "1100",
+        ],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        runs = [r for r in RunStore(home).list(kind="launch") if r.parent is None] if home.is_dir() else []
+        runs = (
+            [r for r in RunStore(home).list(kind="launch") if r.parent is None]
+            if home.is_dir()
+            else []
+        )
         if runs:
             return proc, runs[0].run_id
         time.sleep(0.2)
@@ -58,13 +80,23 @@ def test_the_live_page_follows_a_watched_run_to_its_end_with_its_capture(server,
     chart = page.locator(".js-plotly-plot").filter(has_text="The whole run")
     chart.first.scroll_into_view_if_needed()
     watch.shot("watch_live_finished")
-    assert "1 capture marked" in chart.first.inner_text() or "captures marked" in chart.first.inner_text()
+    assert (
+        "1 capture marked" in chart.first.inner_text()
+        or "captures marked" in chart.first.inner_text()
+    )
     # the capture's marker on the chart (the only trace drawn as points), and its hover: the trigger that fired it
     points = chart.first.locator(".scatterlayer path.point")
     assert points.count() == len(report["captures"])
     points.first.hover(force=True)
     hover = chart.first.locator(".hoverlayer")
     hover.get_by_text(re.compile("trigger: ")).first.wait_for(timeout=10_000)
-    assert f"trigger: {first['trigger']['kind']} at step {first['trigger']['step']}" in (hover.text_content() or "")
-    assert page.get_by_text(re.compile(rf"captured steps {first['steps'][0]:,}–{first['steps'][1]:,}: ")).count() >= 1
+    assert f"trigger: {first['trigger']['kind']} at step {first['trigger']['step']}" in (
+        hover.text_content() or ""
+    )
+    assert (
+        page.get_by_text(
+            re.compile(rf"captured steps {first['steps'][0]:,}–{first['steps'][1]:,}: ")
+        ).count()
+        >= 1
+    )
     assert not watch.page_errors and not watch.dialogs

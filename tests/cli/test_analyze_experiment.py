@@ -16,10 +16,21 @@ from tests.app.fake_runs import fake_run
 def test_an_experiment_folder_is_named_and_its_trials_pointed_at(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs")
     source = fake_run(store, label="source run")
-    exp = experiments.start(store, source.run_id, "apply", "Apply DataLoader worker processes", {"fix": "x"})
+    exp = experiments.start(
+        store, source.run_id, "apply", "Apply DataLoader worker processes", {"fix": "x"}
+    )
     trial = store.create("run", "ab-data_bound", parent=exp.run_id, role="baseline")
-    experiments.finish(store, exp.run_id, {"mode": "apply", "fix_id": "dataloader_workers", "kept": True,
-                                           "reason": "kept", "summary": {"speedup": 1.42}})
+    experiments.finish(
+        store,
+        exp.run_id,
+        {
+            "mode": "apply",
+            "fix_id": "dataloader_workers",
+            "kept": True,
+            "reason": "kept",
+            "summary": {"speedup": 1.42},
+        },
+    )
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = main(["analyze", exp.run_dir, "--json"])

@@ -14,8 +14,11 @@ def trace(path: Path, device: str, world_size: int, gemm_us: float = 800.0) -> P
     evs: list[dict] = []
     for s in range(8):
         t0 = s * 1000.0
-        evs += [step(s + 1, t0, 1000), x("aten::mm", t0 + 1, 5, correlation=s),
-                kernel("ampere_sgemm_128x64_tn", t0 + 10, gemm_us, correlation=s)]
+        evs += [
+            step(s + 1, t0, 1000),
+            x("aten::mm", t0 + 1, 5, correlation=s),
+            kernel("ampere_sgemm_128x64_tn", t0 + 10, gemm_us, correlation=s),
+        ]
     props = [{"id": 0, "name": device, "totalGlobalMem": 16 * 2**30}]
     info = {"backend": "nccl", "rank": 0, "world_size": world_size}
     return write(path, evs, deviceProperties=props, distributedInfo=info)
@@ -34,9 +37,11 @@ def test_different_devices_and_world_sizes_are_said_first(tmp_path: Path, capsys
     env = doc["environment"]
     assert env["same"] is False and env["differs"] == ["device", "world_size"]
     assert env["base"]["device"] == "Tesla V100-SXM2-16GB" and env["new"]["world_size"] == 16
-    assert env["note"] == ("B ran on a different device (NVIDIA A100-SXM4-40GB vs "
-                           "Tesla V100-SXM2-16GB) and world size (16 vs 8): this compares "
-                           "machines, not code")
+    assert env["note"] == (
+        "B ran on a different device (NVIDIA A100-SXM4-40GB vs "
+        "Tesla V100-SXM2-16GB) and world size (16 vs 8): this compares "
+        "machines, not code"
+    )
     assert "verdict" in doc and "movers" in doc  # the existing fields stay
     _, text = run(capsys, str(a), str(b))
     first = text.splitlines()[0]

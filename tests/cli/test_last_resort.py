@@ -12,6 +12,7 @@ import cli.advisors as cli
 def _boom(exc: BaseException):
     def observe(*_args, **_kwargs):
         raise exc
+
     return observe
 
 
@@ -28,7 +29,10 @@ def test_unexpected_exception_is_one_error_line(tmp_path: Path, monkeypatch, cap
 def test_unexpected_exception_with_report_too(tmp_path: Path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "analyse", _boom(OverflowError("Python int too large")))
     assert cli.main(["analyze", str(tmp_path), "--report", str(tmp_path / "r.html")]) == 2
-    assert capsys.readouterr().err == f"error: could not analyse {tmp_path}: OverflowError: Python int too large\n"
+    assert (
+        capsys.readouterr().err
+        == f"error: could not analyse {tmp_path}: OverflowError: Python int too large\n"
+    )
 
 
 @pytest.mark.parametrize("exc", [KeyboardInterrupt(), SystemExit(3)])

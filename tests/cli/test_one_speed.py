@@ -32,8 +32,17 @@ WAIT_S = 300  # an upper bound for a stuck launch, not a timing assertion
 def bursty_rows(fast_ms: float, stall_ms: float, every: int = 8, steps: int = 41) -> list[dict]:
     """A loader that stalls on every ``every``-th batch: ``stall_ms`` there, ``fast_ms`` elsewhere;
     step 0 (the warm-up) apart."""
-    return [{"rank": 0, "step": i, "wall_ms": stall_ms if i and i % every == 0 else fast_ms,
-             "samples": BATCH, "profiled": False, "loss": 1.0} for i in range(steps)]
+    return [
+        {
+            "rank": 0,
+            "step": i,
+            "wall_ms": stall_ms if i and i % every == 0 else fast_ms,
+            "samples": BATCH,
+            "profiled": False,
+            "loss": 1.0,
+        }
+        for i in range(steps)
+    ]
 
 
 def test_a_bursty_loaders_time_per_step_implies_its_samples_per_s() -> None:
@@ -67,8 +76,10 @@ def test_compare_judges_the_stalls_as_the_throughput_does(tmp_path: Path, capsys
     assert code == 1 and doc["verdict"] == "regression", doc["reason"]
     n = doc["base"]["steps"]  # the steps past the run's warm-up, the same on both sides
     assert n == doc["new"]["steps"] and n >= 30
-    rate = {k: steady.samples_per_s([BATCH] * n, [r["wall_ms"] for r in bursty_rows(10.0, ms)[-n:]])
-            for k, ms in (("base", 100.0), ("new", 300.0))}
+    rate = {
+        k: steady.samples_per_s([BATCH] * n, [r["wall_ms"] for r in bursty_rows(10.0, ms)[-n:]])
+        for k, ms in (("base", 100.0), ("new", 300.0))
+    }
     slowdown = rate["base"] / rate["new"]  # how much longer NEW takes per sample
     assert doc["ratio"] == pytest.approx(slowdown, rel=0.2) and doc["interval"][0] > 1
     for side in ("base", "new"):
@@ -110,8 +121,13 @@ def test_launch_and_analyze_say_one_ms_per_step_implying_the_samples_per_s(tmp_p
     (tmp_path / "train.py").write_text(BURSTY)
     store = str(tmp_path / "store")
     argv = ["launch", "--steps", "33", "--json", "--store", store, "--", sys.executable, "train.py"]
-    done = subprocess.run([sys.executable, "-m", "profilers", *argv], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=WAIT_S)
+    done = subprocess.run(
+        [sys.executable, "-m", "profilers", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
     ms, rate = run["step_time_ms"], run["samples_per_s"]

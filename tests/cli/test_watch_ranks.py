@@ -28,9 +28,25 @@ CAPTURE_WITHIN = 120
 
 def _watch(tmp_path: Path, *args: str) -> dict:
     torchrun = str(Path(sys.executable).parent / "torchrun")
-    command = [sys.executable, "-m", "stepwise", "watch", "--json", "--store", str(tmp_path / "store"), "--",
-               torchrun, "--nproc_per_node", "2", str(SCRIPT), "--steps", "220", "--change-at", str(CHANGE_AT),
-               *args]
+    command = [
+        sys.executable,
+        "-m",
+        "stepwise",
+        "watch",
+        "--json",
+        "--store",
+        str(tmp_path / "store"),
+        "--",
+        torchrun,
+        "--nproc_per_node",
+        "2",
+        str(SCRIPT),
+        "--steps",
+        "220",
+        "--change-at",
+        str(CHANGE_AT),
+        *args,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
@@ -48,25 +64,42 @@ def test_a_rank_falling_behind_is_captured_with_its_neighbour_and_named(tmp_path
     assert c["trigger"]["reason"].startswith("rank 1 behind the others by +")
     assert c["ranks"] == [1, 0] and c["rank"] == 1  # the rank behind and its neighbour, one run
     first, last = c["steps"]
-    assert c["trigger"]["step"] < first <= c["trigger"]["step"] + CAPTURE_WITHIN and last - first == CAPTURE_STEPS - 1
-    assert c["straggler"] == 1, c["verdict"]  # the capture's analysis (the one straggler rule) names rank 1
+    assert (
+        c["trigger"]["step"] < first <= c["trigger"]["step"] + CAPTURE_WITHIN
+        and last - first == CAPTURE_STEPS - 1
+    )
+    assert c["straggler"] == 1, c[
+        "verdict"
+    ]  # the capture's analysis (the one straggler rule) names rank 1
     assert "Straggler: rank 1" in c["verdict"] and f"stepwise: {c['verdict']}" in report["stderr"]
     run = Path(report["run_dir"]).parent / c["run_id"]
     assert sorted(p.name.split(".")[0] for p in (run / "tb").iterdir()) == ["rank0", "rank1"]
-    rows = [json.loads(line) for line in (Path(report["run_dir"]) / "steps.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for line in (Path(report["run_dir"]) / "steps.jsonl").read_text().splitlines()
+    ]
     assert all(r["backward_ms"] is not None for r in rows)
     # the ranks over the whole run (watch --json's ranks): rank 1 was behind for 80% of it, so its work's own
     # spread is small beside its lead of ~100 ms, and the one straggler rule marks it over the whole run too
     ranks = report["ranks"]
     assert [r["rank"] for r in ranks["ranks"]] == [0, 1]
     profiled = {k: sum(1 for r in rows if r.get("rank", 0) == k and r["profiled"]) for k in (0, 1)}
-    assert [r["steps"] for r in ranks["ranks"]] == [220 - profiled[0], 220 - profiled[1]]  # profiled: left out
-    assert ranks["straggler"] == 1 and ranks["straggler_reason"].startswith("Straggler: rank 1"), ranks
-    assert "stepwise: over the whole run" not in report["stderr"]  # --json: the sentence is in the JSON
+    assert [r["steps"] for r in ranks["ranks"]] == [
+        220 - profiled[0],
+        220 - profiled[1],
+    ]  # profiled: left out
+    assert ranks["straggler"] == 1 and ranks["straggler_reason"].startswith("Straggler: rank 1"), (
+        ranks
+    )
+    assert (
+        "stepwise: over the whole run" not in report["stderr"]
+    )  # --json: the sentence is in the JSON
 
 
 @pytest.mark.slow
 def test_the_same_ddp_script_kept_steady_fires_no_rank_capture(tmp_path: Path) -> None:
     report = _watch(tmp_path, "--steady")
-    assert not [c for c in report["captures"] if c["trigger"]["kind"] == "rank_behind"], report["captures"]
+    assert not [c for c in report["captures"] if c["trigger"]["kind"] == "rank_behind"], report[
+        "captures"
+    ]
     assert report["ranks"]["straggler"] is None, report["ranks"]

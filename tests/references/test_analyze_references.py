@@ -68,27 +68,40 @@ def check(name: str, got: dict, update: bool) -> None:
         STORED.mkdir(exist_ok=True)
         stored.write_text(text, encoding="utf-8")
         return
-    assert stored.is_file(), f"no reference for {name}: run pytest tests/references --update-references"
+    assert stored.is_file(), (
+        f"no reference for {name}: run pytest tests/references --update-references"
+    )
     want = json.loads(stored.read_text(encoding="utf-8"))
     if got != want:
         changed = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
-        pytest.fail(f"analyze --json of {name} changed in {changed}: if that is meant, refresh the references "
-                    "(pytest tests/references --update-references) and say why in the commit")
+        pytest.fail(
+            f"analyze --json of {name} changed in {changed}: if that is meant, refresh the references "
+            "(pytest tests/references --update-references) and say why in the commit"
+        )
 
 
 @pytest.mark.parametrize("name", SHARED_INPUTS)
-def test_shared_trace_answers_as_its_reference(name: str, shared_traces: Path, update_references: bool,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")  # the same answer whether a cache exists or not
+def test_shared_trace_answers_as_its_reference(
+    name: str, shared_traces: Path, update_references: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "STEPWISE_SUMMARY_CACHE", "off"
+    )  # the same answer whether a cache exists or not
     check(name, analyze_json(shared_traces / name), update_references)
 
 
 @pytest.mark.parametrize("name", RUN_FOLDERS)
-def test_h100_run_folder_answers_as_its_reference(name: str, tmp_path: Path, update_references: bool) -> None:
+def test_h100_run_folder_answers_as_its_reference(
+    name: str, tmp_path: Path, update_references: bool
+) -> None:
     run = tmp_path / name  # a copy: reading a run must not depend on (or write into) the fixture
     shutil.copytree(FIXTURES / name, run)
     got = analyze_json(run)
-    check(f"h100/{name}", json.loads(json.dumps(got).replace(str(run), f"<{name}>")), update_references)
+    check(
+        f"h100/{name}",
+        json.loads(json.dumps(got).replace(str(run), f"<{name}>")),
+        update_references,
+    )
 
 
 def test_every_shared_input_has_a_reference(shared_traces: Path) -> None:

@@ -12,8 +12,15 @@ from reports.charts import label
 from reports.compare import compare, step_samples
 from reports.escape import markdown_code, markdown_text, script_json
 
-HOSTILE = ['<script>alert(1)</script>', '"><img src=x onerror=alert(1)>', "[x](javascript:alert(1))",
-           "$\\frac{1}{2}$", ":red[boom]", "**bold** _it_ `code`", "line\nbreak | pipe"]
+HOSTILE = [
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(1)>',
+    "[x](javascript:alert(1))",
+    "$\\frac{1}{2}$",
+    ":red[boom]",
+    "**bold** _it_ `code`",
+    "line\nbreak | pipe",
+]
 
 
 @pytest.mark.parametrize("s", HOSTILE)
@@ -24,12 +31,19 @@ def test_markdown_text_leaves_no_syntax(s: str) -> None:
     for ch in "<>[]$*`|~":  # open syntax wherever they stand
         assert ch not in bare
     assert not re.search(r":\S", bare), "a colon that could start a link scheme or a :shortcode:"
-    assert not re.search(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", bare), "an underscore that could emphasise"
+    assert not re.search(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", bare), (
+        "an underscore that could emphasise"
+    )
 
 
 def test_markdown_text_reads_as_plain_text() -> None:
     """Only what could start syntax is escaped: figures, ratios and identifiers read as written."""
-    for s in ("median step 51.0 ms; samples/s: 320.0 (2 ranks)", "data_bound", "-3.2% vs 1.05x", "a & b"):
+    for s in (
+        "median step 51.0 ms; samples/s: 320.0 (2 ranks)",
+        "data_bound",
+        "-3.2% vs 1.05x",
+        "a & b",
+    ):
         assert markdown_text(s) == s
     assert markdown_text("1. first") == "1\\. first" and markdown_text("# title") == "\\# title"
     assert markdown_text("- item") == "\\- item" and markdown_text("&amp;") == "\\&amp;"

@@ -24,7 +24,9 @@ def test_html_is_self_contained(data_analysis, tmp_path) -> None:
     out = write_report(data_analysis, tmp_path / "r.html")
     html = out.read_text()
     assert "Plotly.newPlot" in html and html.count('type="application/json"') >= 5
-    page = html[: html.index("<script>")]  # plotly.js itself mentions URLs in strings; the page must not
+    page = html[
+        : html.index("<script>")
+    ]  # plotly.js itself mentions URLs in strings; the page must not
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "no network reference"
     assert "Content-Security-Policy" in html and "'unsafe-eval'" not in html
     assert "Binding bottleneck: data" in html  # the advisor's verdict reaches the report
@@ -99,12 +101,17 @@ def test_a_findings_confidence_is_one_number_in_header_and_body(data_analysis) -
     finding below. The binding finding shows the header's number, the rule's own beside it when they differ;
     and its "Other rules" are one list item each (they ran together on one line)."""
     d = data_analysis.diagnosis
-    assert round(100 * d.confidence) == 74 and round(100 * d.binding.confidence) == 95  # the case that was seen
+    assert (
+        round(100 * d.confidence) == 74 and round(100 * d.binding.confidence) == 95
+    )  # the case that was seen
     md = render(data_analysis, "md").decode()
     assert "**Binding bottleneck: data** (confidence 74%)" in md
-    assert "confidence 74% (the rule alone: 95%, lowered because a finding of another bottleneck comes close)." in md
+    assert (
+        "confidence 74% (the rule alone: 95%, lowered because a finding of another bottleneck comes close)."
+        in md
+    )
     assert "confidence 95%" not in md.split("### 2.")[0].replace("the rule alone: 95%", "")
-    others = md[md.index("Other rules that saw the same time:"):].split("\n\n")[0].splitlines()[1:]
+    others = md[md.index("Other rules that saw the same time:") :].split("\n\n")[0].splitlines()[1:]
     assert len(others) == 2 and all(line.startswith("- **DATA00") for line in others)
     html = render(data_analysis, "html").decode()
     assert "confidence 74%</div>" in html and "confidence 74% (the rule alone: 95%" in html

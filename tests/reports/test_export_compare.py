@@ -19,20 +19,28 @@ SLOW = "data/kineto_resnet50_num_workers_0.pt.trace.json.gz"
 
 @pytest.fixture(scope="module")
 def pair(shared_traces):
-    return analyse(shared_traces / FAST, label="workers=4"), analyse(shared_traces / SLOW, label="workers=0")
+    return analyse(shared_traces / FAST, label="workers=4"), analyse(
+        shared_traces / SLOW, label="workers=0"
+    )
 
 
 def test_every_format(pair, tmp_path) -> None:
     a, b = pair
     c, tables = regression_check(a, b), compare(a, b)
     html = write_comparison(c, tables, tmp_path / "c.html").read_text()
-    assert "Verdict: regression" in html and "workers=4 → workers=0" in html and html.count("<script>") == 2
+    assert (
+        "Verdict: regression" in html
+        and "workers=4 → workers=0" in html
+        and html.count("<script>") == 2
+    )
     assert 'id="fig-cmp_steps"' in html and "Categories that moved most" in html
     page = html[: html.index("<script>")]
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "no network reference"
     doc = json.loads(write_comparison(c, tables, tmp_path / "c.json").read_text())
     assert doc["verdict"] == "regression" and doc["movers"]["categories"][0]["name"] == "dataloader"
-    assert doc["step_ms"]["new"] == list(tables.step_ms_b)  # the page's samples are the verdict's samples
+    assert doc["step_ms"]["new"] == list(
+        tables.step_ms_b
+    )  # the page's samples are the verdict's samples
     md = write_comparison(c, tables, tmp_path / "c.md").read_text()
     assert md.startswith("# Stepwise comparison") and "## Operators that moved most" in md
 
@@ -42,8 +50,12 @@ def test_the_gate_and_the_page_agree_with_the_command_line(pair, shared_traces) 
     from advisors.compare.sides import observe_side
 
     a, b = pair
-    cli = check_json(check(observe_side(shared_traces / FAST, "workers=4"), observe_side(shared_traces / SLOW,
-                                                                                          "workers=0")))
+    cli = check_json(
+        check(
+            observe_side(shared_traces / FAST, "workers=4"),
+            observe_side(shared_traces / SLOW, "workers=0"),
+        )
+    )
     page = check_json(regression_check(a, b))
     assert page == cli
 
@@ -53,14 +65,19 @@ def _slower(folder: Path, to: Path) -> Path:
     to.mkdir()
     for f in folder.iterdir():
         doc = json.loads(f.read_text())
-        doc["traceEvents"] = [{**e, "ts": 2 * e["ts"], "dur": 2 * e["dur"]} for e in doc["traceEvents"]]
+        doc["traceEvents"] = [
+            {**e, "ts": 2 * e["ts"], "dur": 2 * e["dur"]} for e in doc["traceEvents"]
+        ]
         (to / f.name).write_text(json.dumps(doc))
     return to
 
 
 def test_hostile_names_stay_text(tmp_path) -> None:
     folder = hostile_trace(tmp_path / "trace")
-    h, slow = analyse(folder, label=NAMES[1]), analyse(_slower(folder, tmp_path / "slow"), label=NAMES[0])
+    h, slow = (
+        analyse(folder, label=NAMES[1]),
+        analyse(_slower(folder, tmp_path / "slow"), label=NAMES[0]),
+    )
     c, tables = regression_check(h, slow), compare(h, slow)
     assert any(NAMES[0] in m.name for m in c.movers.operators)  # hostile names reach the tables
     html = render_comparison(c, tables, "html").decode()

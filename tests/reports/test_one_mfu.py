@@ -10,6 +10,8 @@ from reports.evidence import evidence_value
 def test_the_mfu_row_and_the_efficiency_sentence_say_one_number() -> None:
     mfu = 0.015496  # 1.5496%: 0.0155 once rounded to 4 places, which printed as 1.6%
     e = Efficiency(5.19, 335.0, "V100 SXM2, fp16", mfu, "shapes")
-    assert e.phrase().startswith("MFU 1.5% ") and evidence_value("mfu", mfu) == "1.5%" == f"{mfu_percent(mfu)}%"
+    assert (
+        e.phrase().startswith("MFU 1.5% ")
+        and evidence_value("mfu", mfu) == "1.5%" == f"{mfu_percent(mfu)}%"
+    )
     assert evidence_value("mfu", 0.00024) == "0.024%" and e.phrase().count("%") == 1
-

@@ -16,10 +16,27 @@ def _gpu_run_rows(n: int) -> list[dict]:
     rows = []
     for j in range(n):
         t = T0 + j * 100 * MS
-        rows += [{"t_unix_ns": t, "source": "nvml", "gpu": g, "gpu_util_pct": 50.0 + g, "mem_used_mb": 1000.0 * (g + 1),
-                  "mem_total_mb": 16_000.0} for g in (0, 1)]
-        rows.append({"t_unix_ns": t, "source": "host", "cpu_pct": 150.0, "system_cpu_pct": 80.0, "cpu_count": 2,
-                     "rss_mb": 700.0})
+        rows += [
+            {
+                "t_unix_ns": t,
+                "source": "nvml",
+                "gpu": g,
+                "gpu_util_pct": 50.0 + g,
+                "mem_used_mb": 1000.0 * (g + 1),
+                "mem_total_mb": 16_000.0,
+            }
+            for g in (0, 1)
+        ]
+        rows.append(
+            {
+                "t_unix_ns": t,
+                "source": "host",
+                "cpu_pct": 150.0,
+                "system_cpu_pct": 80.0,
+                "cpu_count": 2,
+                "rss_mb": 700.0,
+            }
+        )
     return rows
 
 
@@ -33,16 +50,37 @@ def test_host_rows_survive_downsampling_beside_each_gpu() -> None:
 
 def test_chart_draws_each_gpu_and_the_host_and_no_empty_series() -> None:
     tel = downsample_telemetry(telemetry_frame(_gpu_run_rows(50)))
-    steps = steps_frame([{"rank": 0, "step": i, "wall_ms": 100.0, "loss": 1.0, "samples": 8, "profiled": False,
-                          "t_unix_ns": T0 + i * 100 * MS} for i in range(5)])
+    steps = steps_frame(
+        [
+            {
+                "rank": 0,
+                "step": i,
+                "wall_ms": 100.0,
+                "loss": 1.0,
+                "samples": 8,
+                "profiled": False,
+                "t_unix_ns": T0 + i * 100 * MS,
+            }
+            for i in range(5)
+        ]
+    )
     fig = telemetry_chart(tel, steps, "nvml")
     names = sorted(trace.name for trace in fig.data)
-    assert names == ["GPU memory used gpu0", "GPU memory used gpu1", "GPU utilisation gpu0", "GPU utilisation gpu1",
-                     "run's CPU (100% = one core) host", "run's host memory (RSS) host"]
+    assert names == [
+        "GPU memory used gpu0",
+        "GPU memory used gpu1",
+        "GPU utilisation gpu0",
+        "GPU utilisation gpu1",
+        "run's CPU (100% = one core) host",
+        "run's host memory (RSS) host",
+    ]
     assert all(pd.Series(trace.y).notna().any() for trace in fig.data)
 
 
 def test_host_only_telemetry_keeps_its_plain_names() -> None:
     rows = [r for r in _gpu_run_rows(20) if r["source"] == "host"]
     fig = telemetry_chart(downsample_telemetry(telemetry_frame(rows)), steps_frame([]), "host")
-    assert sorted(trace.name for trace in fig.data) == ["run's CPU (100% = one core)", "run's host memory (RSS)"]
+    assert sorted(trace.name for trace in fig.data) == [
+        "run's CPU (100% = one core)",
+        "run's host memory (RSS)",
+    ]

@@ -13,9 +13,13 @@ from profilers.trace.breakdown import Breakdown, breakdown
 from profilers.trace.load import load_trace
 from sample_runs import WORKLOADS
 
-GROUPS = {"data": ("dataloader",), "compute": ("forward", "backward"), "communication": ("communication",),
-          "optimizer": ("optimizer",), "other": ("other", "gpu_compute", "gpu_memcpy", "gpu_memset",
-                                                 "host_runtime")}
+GROUPS = {
+    "data": ("dataloader",),
+    "compute": ("forward", "backward"),
+    "communication": ("communication",),
+    "optimizer": ("optimizer",),
+    "other": ("other", "gpu_compute", "gpu_memcpy", "gpu_memset", "host_runtime"),
+}
 
 # The realistic workloads (``intended_bottleneck`` None): the group their tiny run's trace is dominated by.
 # Forward+backward vs the runner-up, measured on 2 cores: benchmarks/results/test-lane-2026-11-23.md.
@@ -31,8 +35,10 @@ def expected_group(name: str) -> str:
     designed = WORKLOADS[name].intended_bottleneck
     if designed is not None:
         return designed
-    assert name in REALISTIC_DOMINANT, (f"{name} has no intended_bottleneck: measure which group dominates its "
-                                        "tiny run and add it to REALISTIC_DOMINANT in tests/sample_runs/dominant.py")
+    assert name in REALISTIC_DOMINANT, (
+        f"{name} has no intended_bottleneck: measure which group dominates its "
+        "tiny run and add it to REALISTIC_DOMINANT in tests/sample_runs/dominant.py"
+    )
     return REALISTIC_DOMINANT[name]
 
 

@@ -11,19 +11,31 @@ from sample_runs.train import parse_args, setup, train
 
 # In-process (one rank) and small enough to be quick; checkpointing does not depend on the rank count.
 # data_bound: 16 small JPEGs instead of 48 at 384 px (encoding them was most of its time); resnet_small: 64 samples.
-SMALL = {"memory_bound": ["--batch-size", "64", "--set-param", "samples=256"],
-         "data_bound": ["--set-param", "images=16", "--set-param", "source_size=96"],
-         "resnet_small": ["--set-param", "samples=64"]}
+SMALL = {
+    "memory_bound": ["--batch-size", "64", "--set-param", "samples=256"],
+    "data_bound": ["--set-param", "images=16", "--set-param", "source_size=96"],
+    "resnet_small": ["--set-param", "samples=64"],
+}
 
 
 def _inner_layer(block: nn.Module) -> nn.Module:
     """The first parameterised layer inside ``block``: recomputation calls the block's own forward directly
     (not through ``__call__``), so only the hooks of the layers inside it see the second forward."""
-    return next(m for m in block.modules() if m is not block and any(True for _ in m.parameters(recurse=False)))
+    return next(
+        m
+        for m in block.modules()
+        if m is not block and any(True for _ in m.parameters(recurse=False))
+    )
 
 
 def _run(name: str, checkpointing: bool) -> tuple[list[int], list[float]]:
-    argv = [name, "--steps", "2", *(["--activation-checkpointing"] * checkpointing), *SMALL.get(name, [])]
+    argv = [
+        name,
+        "--steps",
+        "2",
+        *(["--activation-checkpointing"] * checkpointing),
+        *SMALL.get(name, []),
+    ]
     names = WORKLOADS[name].build("tiny", parse_args(argv).params).checkpoint_blocks
     assert names, f"{name} declares no checkpoint blocks"
     t = setup(parse_args(argv))
@@ -40,4 +52,6 @@ def test_checkpointing_recomputes_every_declared_block_and_keeps_the_loss(name: 
     ckpt_calls, ckpt_losses = _run(name, checkpointing=True)
     assert plain_calls == [2] * len(plain_calls)  # one forward per step
     assert ckpt_calls == [4] * len(ckpt_calls)  # and each again inside that step's backward
-    assert ckpt_losses == pytest.approx(plain_losses, rel=1e-5)  # step 2 is trained on recomputed activations
+    assert ckpt_losses == pytest.approx(
+        plain_losses, rel=1e-5
+    )  # step 2 is trained on recomputed activations

@@ -28,7 +28,9 @@ def test_saved_bytes_is_what_autograd_saves(depth: int) -> None:
     storages: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        if t.dim() and len(t) == 256:  # per-sample activations; weights are saved as views of the parameters
+        if (
+            t.dim() and len(t) == 256
+        ):  # per-sample activations; weights are saved as views of the parameters
             storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
         return t
 
@@ -77,13 +79,20 @@ def test_on_cuda_the_full_batch_overflows_the_budget_and_half_of_it_fits(size: s
 
 
 def _depth(device: str, explicit: dict | None = None) -> int:  # type: ignore[type-arg]
-    return len(W.build("tiny", {"samples": 64, **(explicit or {})}, device=device).checkpoint_blocks)
+    return len(
+        W.build("tiny", {"samples": 64, **(explicit or {})}, device=device).checkpoint_blocks
+    )
 
 
 def test_the_model_takes_the_cuda_depth_only_where_it_will_run_on_cuda() -> None:
     tiny = W.resolve_params("tiny")
     assert _depth("cpu") == tiny["depth"] == 12
-    assert _depth("cuda") == tiny["cuda_depth"] > tiny["depth"]  # the script builds it for where it trains
-    assert _depth("cuda", {"depth": 3}) == _depth("cpu", {"depth": 3}) == 3  # an explicit depth is taken as given
-    assert W.resolve_params("bench")["cuda_depth"] == len(W.build("bench", {"samples": 64}, device="cuda")
-                                                          .checkpoint_blocks)
+    assert (
+        _depth("cuda") == tiny["cuda_depth"] > tiny["depth"]
+    )  # the script builds it for where it trains
+    assert (
+        _depth("cuda", {"depth": 3}) == _depth("cpu", {"depth": 3}) == 3
+    )  # an explicit depth is taken as given
+    assert W.resolve_params("bench")["cuda_depth"] == len(
+        W.build("bench", {"samples": 64}, device="cuda").checkpoint_blocks
+    )

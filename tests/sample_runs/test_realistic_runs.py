@@ -18,7 +18,9 @@ MARGIN = 1.3  # the measured shares are in dominant.py, beside REALISTIC_DOMINAN
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", REALISTIC)  # every registered workload without a designed bottleneck
+@pytest.mark.parametrize(
+    "name", REALISTIC
+)  # every registered workload without a designed bottleneck
 def test_runs_ok_and_its_trace_is_dominated_by_its_compute(name: str, tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs")
     handle = start_script(workload_spec(store.root, name), store, label=name)

@@ -15,7 +15,9 @@ def test_held_back_split_is_fixed_and_disjoint_from_training() -> None:
     x2, _, xh2, _ = split()
     assert torch.equal(xh, xh2)
     train_rows = {tuple(r.flatten().tolist()) for r in x}
-    assert sum(tuple(r.flatten().tolist()) in train_rows for r in xh) < 5  # digits has a few duplicate images
+    assert (
+        sum(tuple(r.flatten().tolist()) in train_rows for r in xh) < 5
+    )  # digits has a few duplicate images
 
 
 def test_score_averages_probabilities() -> None:
@@ -23,8 +25,12 @@ def test_score_averages_probabilities() -> None:
     a = Member(torch.tensor([[0.9, 0.1], [0.6, 0.4]]), 10, 1.0)
     b = Member(torch.tensor([[0.7, 0.3], [0.0, 1.0]]), 10, 2.0)
     s = score([a, b], y)
-    assert s.accuracy == 1.0 and s.steps == 20 and s.train_s == 2.0  # a alone gets the second one wrong
-    assert s.nll == pytest.approx(-(torch.log(torch.tensor(0.8)) + torch.log(torch.tensor(0.7))).item() / 2)
+    assert (
+        s.accuracy == 1.0 and s.steps == 20 and s.train_s == 2.0
+    )  # a alone gets the second one wrong
+    assert s.nll == pytest.approx(
+        -(torch.log(torch.tensor(0.8)) + torch.log(torch.tensor(0.7))).item() / 2
+    )
     assert score([a], y).accuracy == 0.5
 
 

@@ -37,7 +37,9 @@ def test_accumulation_sees_the_same_samples_in_the_same_order() -> None:
     whole = _micro_batches(EpochSampler(100, batch_size=16, seed=3), 16, 3)
     micro = _micro_batches(EpochSampler(100, batch_size=16, seed=3), 4, 3)
     assert [i for b in whole for i in b] == [i for b in micro for i in b]
-    assert len(whole) == 18 and len(micro) == 72 and all(len(b) == 4 for b in micro)  # 6 steps per epoch
+    assert (
+        len(whole) == 18 and len(micro) == 72 and all(len(b) == 4 for b in micro)
+    )  # 6 steps per epoch
     assert whole[:6] != whole[6:12]  # a new permutation each epoch
     assert _micro_batches(EpochSampler(100, batch_size=16, seed=4), 16, 1) != whole[:6]
 
@@ -83,15 +85,19 @@ def test_cache_batched_path_matches_the_dataset() -> None:
     idx = [5, 1, 5, 300]
     x, y = cache.__getitems__(idx)
     ex, ey = data.__getitems__(idx)  # type: ignore[attr-defined]
-    assert torch.equal(x, ex) and torch.equal(y, ey) and cache.filled == 4  # index 0 is filled at creation
+    assert (
+        torch.equal(x, ex) and torch.equal(y, ey) and cache.filled == 4
+    )  # index 0 is filled at creation
 
 
 # ---- the loop and its flags ---------------------------------------------------------------------------------
 def test_runs_its_steps_and_prints_the_loss(capsys: pytest.CaptureFixture[str]) -> None:
     losses = train(training("digits", "--steps", "12"))
     assert len(losses) == 12 and all(torch.isfinite(torch.tensor(v)) for v in losses)
-    assert capsys.readouterr().out.splitlines() == [f"step 10/12 loss {losses[9]:.4f}",
-                                                    f"step 12/12 loss {losses[11]:.4f}"]
+    assert capsys.readouterr().out.splitlines() == [
+        f"step 10/12 loss {losses[9]:.4f}",
+        f"step 12/12 loss {losses[11]:.4f}",
+    ]
 
 
 def test_epochs_override_steps() -> None:
@@ -110,8 +116,19 @@ def test_micro_batching_trains_exactly_like_the_whole_batch() -> None:
 @pytest.mark.slow  # 1.4-1.6 s of DataLoader workers: the full suite runs it
 def test_cache_and_workers_change_cost_not_data() -> None:
     plain = train(training("data_bound", "--steps", "5"))
-    fixed = train(training("data_bound", "--steps", "5", "--cache-decoded", "--num-workers", "2",
-                           "--persistent-workers", "--prefetch-factor", "2"))
+    fixed = train(
+        training(
+            "data_bound",
+            "--steps",
+            "5",
+            "--cache-decoded",
+            "--num-workers",
+            "2",
+            "--persistent-workers",
+            "--prefetch-factor",
+            "2",
+        )
+    )
     assert fixed == pytest.approx(plain, rel=1e-5)
 
 
@@ -129,7 +146,9 @@ def test_optimizer_flags_reach_the_optimizer() -> None:
     assert t.optimizer.defaults["lr"] == 0.003
     t = training("digits", "--optimizer-impl", "foreach")
     assert isinstance(t.optimizer, torch.optim.SGD) and t.optimizer.defaults["foreach"] is True
-    assert t.optimizer.defaults["momentum"] == 0.9 and t.optimizer.defaults["lr"] == 0.1  # digits' own rate
+    assert (
+        t.optimizer.defaults["momentum"] == 0.9 and t.optimizer.defaults["lr"] == 0.1
+    )  # digits' own rate
 
 
 def _rates(t: Training) -> list[float]:
@@ -147,9 +166,13 @@ def _rates(t: Training) -> list[float]:
 
 def test_lr_warm_up_ramps_the_rate_linearly_then_holds_it() -> None:
     flags = ("digits", "--steps", "6", "--lr", "0.4")
-    assert _rates(training(*flags, "--lr-warmup-steps", "4")) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+    assert _rates(training(*flags, "--lr-warmup-steps", "4")) == pytest.approx(
+        [0.1, 0.2, 0.3, 0.4, 0.4, 0.4]
+    )
     assert _rates(training(*flags)) == pytest.approx([0.4] * 6)
-    goyal = training(*flags, "--lr-warmup-steps", "4", "--lr-warmup-from", "0.1")  # small batch's rate to k × it
+    goyal = training(
+        *flags, "--lr-warmup-steps", "4", "--lr-warmup-from", "0.1"
+    )  # small batch's rate to k × it
     assert _rates(goyal) == pytest.approx([0.175, 0.25, 0.325, 0.4, 0.4, 0.4])
 
 
@@ -162,16 +185,39 @@ def test_compile_and_channels_last_act_on_the_model() -> None:
 
 
 def test_flags_that_cannot_act_here_are_warned_not_hidden() -> None:
-    flags = ("compute_bound", "--device", "cpu", "--tf32", "--cudnn-benchmark", "--pin-memory", "--cuda-graphs",
-             "--channels-last", "--ddp-no-sync", "--grad-compression", "fp16", "--cache-decoded")
+    flags = (
+        "compute_bound",
+        "--device",
+        "cpu",
+        "--tf32",
+        "--cudnn-benchmark",
+        "--pin-memory",
+        "--cuda-graphs",
+        "--channels-last",
+        "--ddp-no-sync",
+        "--grad-compression",
+        "fp16",
+        "--cache-decoded",
+    )
     with pytest.warns(UserWarning) as caught:
         training(*flags)
     said = " | ".join(str(w.message) for w in caught)
-    for knob in ("tf32", "cudnn_benchmark", "pin_memory", "cuda_graphs", "channels_last", "ddp_no_sync",
-                 "grad_compression", "cache_decoded"):
+    for knob in (
+        "tf32",
+        "cudnn_benchmark",
+        "pin_memory",
+        "cuda_graphs",
+        "channels_last",
+        "ddp_no_sync",
+        "grad_compression",
+        "cache_decoded",
+    ):
         assert knob in said, knob
     args = parse_args(["compute_bound", "--device", "cpu"])
-    assert cannot_act(args, WORKLOADS["compute_bound"].build("tiny"), pick_device("cpu", 0), 1, None) == []
+    assert (
+        cannot_act(args, WORKLOADS["compute_bound"].build("tiny"), pick_device("cpu", 0), 1, None)
+        == []
+    )
 
 
 # ---- DDP, on a one-rank gloo group: its reducer, buckets and comm hooks work exactly as with more ranks --------
@@ -198,7 +244,14 @@ def count_allreduces(ddp: nn.parallel.DistributedDataParallel) -> list[int]:
 
 def rounds_per_step(no_sync: bool, accum: int = 4, steps: int = 3) -> int:
     """All-reduce rounds (one per backward that syncs: its last bucket) per optimizer step of the script's loop."""
-    t = training("digits", "--steps", str(steps), "--grad-accum-steps", str(accum), *(["--ddp-no-sync"] * no_sync))
+    t = training(
+        "digits",
+        "--steps",
+        str(steps),
+        "--grad-accum-steps",
+        str(accum),
+        *(["--ddp-no-sync"] * no_sync),
+    )
     t.ddp = t.model = nn.parallel.DistributedDataParallel(t.model)  # type: ignore[assignment]  # as 2 ranks do
     calls = count_allreduces(t.ddp)
     assert len(train(t)) == steps

@@ -21,15 +21,24 @@ from sample_runs.jpeg_data import encode_images
 from sample_runs.train import parse_args
 from sample_runs.train_parts import cannot_act, pick_device
 
-REQUIRED = {"data_bound", "compute_bound", "memory_bound", "communication_bound", "resnet_small", "gpt_small",
-            "digits"}
+REQUIRED = {
+    "data_bound",
+    "compute_bound",
+    "memory_bound",
+    "communication_bound",
+    "resnet_small",
+    "gpt_small",
+    "digits",
+}
 ALL = sorted(WORKLOADS)
 
 
 def test_registry_holds_the_required_workloads_and_names_them_on_a_miss() -> None:
     assert REQUIRED <= set(WORKLOADS)
     assert get_workload("digits") is WORKLOADS["digits"]
-    with pytest.raises(WorkloadError, match="unknown workload 'nope'; known workloads: .*data_bound"):
+    with pytest.raises(
+        WorkloadError, match="unknown workload 'nope'; known workloads: .*data_bound"
+    ):
         get_workload("nope")
     with pytest.raises(WorkloadError, match="cannot load workload"):
         get_workload("no.such.module:W")
@@ -58,8 +67,12 @@ def test_each_workload_builds_a_model_that_trains_on_its_data(name: str) -> None
         parts.model.get_submodule(block)  # every declared block exists
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "data_bound" else n for n in ALL])
-def test_data_is_deterministic_from_the_seed(name: str) -> None:  # data_bound encodes its JPEGs three times: 1.7 s
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "data_bound" else n for n in ALL]
+)
+def test_data_is_deterministic_from_the_seed(
+    name: str,
+) -> None:  # data_bound encodes its JPEGs three times: 1.7 s
     w = WORKLOADS[name]
     first = w.build("tiny").dataset[3]
     again = w.build("tiny").dataset[3]
@@ -69,10 +82,15 @@ def test_data_is_deterministic_from_the_seed(name: str) -> None:  # data_bound e
 
 
 def test_the_designed_workloads_carry_their_bottleneck() -> None:
-    assert {n: WORKLOADS[n].intended_bottleneck for n in ("data_bound", "compute_bound", "memory_bound",
-                                                        "communication_bound")} == {
-        "data_bound": "data", "compute_bound": "compute", "memory_bound": "memory",
-        "communication_bound": "communication"}
+    assert {
+        n: WORKLOADS[n].intended_bottleneck
+        for n in ("data_bound", "compute_bound", "memory_bound", "communication_bound")
+    } == {
+        "data_bound": "data",
+        "compute_bound": "compute",
+        "memory_bound": "memory",
+        "communication_bound": "communication",
+    }
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -99,7 +117,10 @@ def test_a_designed_bottleneck_is_built_into_every_baseline(name: str) -> None:
 def test_settings_and_params_resolution() -> None:
     w = WORKLOADS["compute_bound"]
     assert w.settings("tiny")["batch_size"] == 128 and w.settings("bench")["batch_size"] == 256
-    assert w.resolve_params("tiny", {"width": 32})["width"] == 32 and w.resolve_params("tiny")["depth"] == 3
+    assert (
+        w.resolve_params("tiny", {"width": 32})["width"] == 32
+        and w.resolve_params("tiny")["depth"] == 3
+    )
     with pytest.raises(WorkloadError, match="has no parameter"):
         w.build("tiny", {"widht": 3})
     with pytest.raises(WorkloadError, match="has no size 'huge'"):
@@ -110,7 +131,9 @@ def test_settings_and_params_resolution() -> None:
 
 def test_data_bound_really_decodes_jpeg_per_sample() -> None:
     blobs, labels = encode_images(3, classes=10, size=48, seed=0)
-    assert all(b[:2] == b"\xff\xd8" for b in blobs) and len(labels) == 3  # JPEG start-of-image marker
+    assert (
+        all(b[:2] == b"\xff\xd8" for b in blobs) and len(labels) == 3
+    )  # JPEG start-of-image marker
     assert Image.open(io.BytesIO(blobs[0])).format == "JPEG"
     ds = WORKLOADS["data_bound"].build("tiny").dataset
     x, label = ds[0]
@@ -122,7 +145,12 @@ def test_digits_is_the_real_sklearn_data() -> None:
     ds = WORKLOADS["digits"].build("bench").dataset
     assert len(ds) == 1797  # type: ignore[arg-type]
     x, y = ds[0]
-    assert x.shape == (1, 8, 8) and 0.0 <= float(x.min()) and float(x.max()) <= 1.0 and 0 <= int(y) <= 9
+    assert (
+        x.shape == (1, 8, 8)
+        and 0.0 <= float(x.min())
+        and float(x.max()) <= 1.0
+        and 0 <= int(y) <= 9
+    )
 
 
 # The knobs whose "cannot act" depends on the workload (ddp and CUDA knobs are the same everywhere).
@@ -166,11 +194,23 @@ def test_the_docs_table_names_every_workload_and_only_those() -> None:
 
 @pytest.mark.parametrize("name", ALL)
 def test_the_knobs_a_workload_cannot_honour_are_warned_as_documented(name: str) -> None:
-    args = parse_args([name, "--device", "cpu", "--channels-last", "--cache-decoded",
-                          "--activation-checkpointing"])
-    notes = " | ".join(cannot_act(args, WORKLOADS[name].build("tiny"), pick_device("cpu", 0), 1, None))
+    args = parse_args(
+        [
+            name,
+            "--device",
+            "cpu",
+            "--channels-last",
+            "--cache-decoded",
+            "--activation-checkpointing",
+        ]
+    )
+    notes = " | ".join(
+        cannot_act(args, WORKLOADS[name].build("tiny"), pick_device("cpu", 0), 1, None)
+    )
     warned = {k for k in sorted(PER_WORKLOAD_KNOBS) if f"{k}=True" in notes}
-    assert name in CANNOT_ACT, f"{name} is missing from the workload table in sample_runs/__init__.py"
+    assert name in CANNOT_ACT, (
+        f"{name} is missing from the workload table in sample_runs/__init__.py"
+    )
     assert warned == CANNOT_ACT[name], notes
 
 
@@ -183,4 +223,6 @@ def test_cudnn_benchmark_on_cuda_is_warned_where_there_is_no_convolution(name: s
     assert bool(notes) == (name in NO_CONVOLUTIONS), notes
     assert not [n for n in cannot_act(parse_args([name]), parts, cuda, 1, None) if "cudnn" in n]
     cpu = [n for n in cannot_act(on, parts, torch.device("cpu"), 1, None) if "cudnn_benchmark" in n]
-    assert cpu == ["cudnn_benchmark=True has no effect on cpu (CUDA only); ignored"]  # the CPU says "CUDA only"
+    assert cpu == [
+        "cudnn_benchmark=True has no effect on cpu (CUDA only); ignored"
+    ]  # the CPU says "CUDA only"

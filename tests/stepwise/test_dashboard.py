@@ -36,8 +36,11 @@ def test_the_settings_become_flags_that_the_users_own_follow() -> None:
 def test_nested_tables_and_booleans(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[server]\nheadless = true\nport = 1\n[theme.sidebar]\nbase = "dark"\n')
-    assert dashboard.config_flags(config) == ["--server.headless=true", "--server.port=1",
-                                              "--theme.sidebar.base=dark"]
+    assert dashboard.config_flags(config) == [
+        "--server.headless=true",
+        "--server.port=1",
+        "--theme.sidebar.base=dark",
+    ]
 
 
 def _free_port() -> int:
@@ -55,14 +58,27 @@ def test_the_dashboard_runs_from_a_folder_with_its_own_app_module(tmp_path: Path
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["STEPWISE_HOME"] = str(tmp_path / "runs")
     log = (tmp_path / "dashboard.log").open("wb")
-    proc = subprocess.Popen([str(STEPWISE), "dashboard", "--server.port", str(port),
-                             "--server.scriptHealthCheckEnabled", "true"], cwd=tmp_path, env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            str(STEPWISE),
+            "dashboard",
+            "--server.port",
+            str(port),
+            "--server.scriptHealthCheckEnabled",
+            "true",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         answer, deadline = "", time.monotonic() + 180
         while time.monotonic() < deadline and proc.poll() is None:
             try:
-                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/script-health-check", timeout=60) as r:
+                with urllib.request.urlopen(
+                    f"http://localhost:{port}/_stcore/script-health-check", timeout=60
+                ) as r:
                     answer = r.read().decode()
                     break
             except urllib.error.HTTPError as err:
@@ -70,7 +86,9 @@ def test_the_dashboard_runs_from_a_folder_with_its_own_app_module(tmp_path: Path
                 break
             except OSError:
                 time.sleep(0.5)
-        assert answer == "ok", f"{answer!r}; log: {(tmp_path / 'dashboard.log').read_text()[-2000:]}"
+        assert answer == "ok", (
+            f"{answer!r}; log: {(tmp_path / 'dashboard.log').read_text()[-2000:]}"
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -20,15 +20,30 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[2]
-OWN = {"stepwise", "stepwise_agent", "app", "cli", "reports", "advisors", "profilers", "sample_runs", "tests",
-       "benchmarks"}
+OWN = {
+    "stepwise",
+    "stepwise_agent",
+    "app",
+    "cli",
+    "reports",
+    "advisors",
+    "profilers",
+    "sample_runs",
+    "tests",
+    "benchmarks",
+}
 # Users' training scripts the tests run in the second environment (tests.user_env): their imports are theirs.
 USER_SCRIPTS = ("tests/scripts/",)
 # Imports whose module belongs to one distribution but needs another (torch's TensorBoard writer).
 NEEDS = {"torch.utils.tensorboard": "tensorboard"}
 # What each part of the code may import: the base dependencies plus these extras.
 SIDES = {
-    "stepwise": (), "stepwise/dashboard.py": ("dashboard",), "cli": (), "advisors": (), "reports": (), "stepwise_agent": (),
+    "stepwise": (),
+    "stepwise/dashboard.py": ("dashboard",),
+    "cli": (),
+    "advisors": (),
+    "reports": (),
+    "stepwise_agent": (),
     "profilers": ("samples",),  # the sample workloads' worker writes TensorBoard scalars
     "profilers/jobs/engines.py": ("cluster",),  # --engine ray
     "sample_runs": ("samples",),
@@ -42,7 +57,9 @@ def _project() -> dict:
 
 
 def _requirements_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("stepwise_requirements", REPO / "scripts" / "requirements.py")
+    spec = importlib.util.spec_from_file_location(
+        "stepwise_requirements", REPO / "scripts" / "requirements.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,7 +78,9 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.stmt)}
+            lines |= {
+                n.lineno for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.stmt)
+            }
     return lines
 
 
@@ -77,7 +96,11 @@ def third_party_imports(path: Path) -> set[str]:
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             names.add(node.module)
-    return {n for n in names if n.split(".")[0] not in OWN and n.split(".")[0] not in sys.stdlib_module_names}
+    return {
+        n
+        for n in names
+        if n.split(".")[0] not in OWN and n.split(".")[0] not in sys.stdlib_module_names
+    }
 
 
 def distributions(module: str) -> set[str]:
@@ -110,7 +133,9 @@ def undeclared() -> list[str]:
             for module in sorted(third_party_imports(path)):
                 missing = distributions(module) - allowed
                 if missing:
-                    out.append(f"{path.relative_to(REPO)}: import {module} needs {', '.join(sorted(missing))}")
+                    out.append(
+                        f"{path.relative_to(REPO)}: import {module} needs {', '.join(sorted(missing))}"
+                    )
     return out
 
 
@@ -119,17 +144,27 @@ def test_every_import_is_declared_where_its_side_needs_it() -> None:
 
 
 def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:
-    (tmp_path / "m.py").write_text("import os\nimport yaml\nfrom PIL import Image\nfrom profilers import x\n"
-                                   "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import streamlit\n")
+    (tmp_path / "m.py").write_text(
+        "import os\nimport yaml\nfrom PIL import Image\nfrom profilers import x\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import streamlit\n"
+    )
     assert third_party_imports(tmp_path / "m.py") == {"yaml", "PIL"}
-    assert distributions("PIL") == {"pillow"} and distributions("torch.utils.tensorboard") == {"tensorboard"}
-    assert "pillow" not in declared(()) and "pillow" in declared(("dashboard",))  # through stepwise[samples]
+    assert distributions("PIL") == {"pillow"} and distributions("torch.utils.tensorboard") == {
+        "tensorboard"
+    }
+    assert "pillow" not in declared(()) and "pillow" in declared(
+        ("dashboard",)
+    )  # through stepwise[samples]
 
 
 def test_torch_is_a_range_and_this_machines_pin_is_a_constraint() -> None:
-    torch = next(Requirement(r) for r in _project()["dependencies"] if Requirement(r).name == "torch")
+    torch = next(
+        Requirement(r) for r in _project()["dependencies"] if Requirement(r).name == "torch"
+    )
     assert not any(s.operator in ("==", "===", "~=") for s in torch.specifier)
-    assert torch.specifier.contains("2.1.0") and not torch.specifier.contains("2.0.1")  # oldest supported: 2.1
+    assert torch.specifier.contains("2.1.0") and not torch.specifier.contains(
+        "2.0.1"
+    )  # oldest supported: 2.1
     pins = [ln.split("#")[0].strip() for ln in (REPO / "constraints.txt").read_text().splitlines()]
     assert "torch==2.13.0" in pins
     setup = (REPO / "scripts" / "setup.sh").read_text()

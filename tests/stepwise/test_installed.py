@@ -29,13 +29,38 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 OURS = ("app", "cli", "reports", "advisors", "profilers", "sample_runs")
-USERS = {"app.py": "WHO = 'user'\n", "cli/__init__.py": "WHO = 'user'\n", "reports.py": "WHO = 'user'\n",
-         "profilers.py": "WHO = 'user'\n"}
-ANALYZE_FIELDS = ("device", "ranks", "steps", "step_time_ms", "profiled_step_time_ms", "breakdown", "bottleneck",
-                  "confidence", "findings")
+USERS = {
+    "app.py": "WHO = 'user'\n",
+    "cli/__init__.py": "WHO = 'user'\n",
+    "reports.py": "WHO = 'user'\n",
+    "profilers.py": "WHO = 'user'\n",
+}
+ANALYZE_FIELDS = (
+    "device",
+    "ranks",
+    "steps",
+    "step_time_ms",
+    "profiled_step_time_ms",
+    "breakdown",
+    "bottleneck",
+    "confidence",
+    "findings",
+)
 INSTALL_TIMEOUT_S = 1800  # a generous bound on a busy machine, not a budget
-_SKIP = shutil.ignore_patterns(".git", ".venv*", "runs", "build", "*.egg-info", "__pycache__", ".mypy_cache",
-                               ".pytest_cache", ".hypothesis", "test-artifacts", "bench-out", ".stepwise")
+_SKIP = shutil.ignore_patterns(
+    ".git",
+    ".venv*",
+    "runs",
+    "build",
+    "*.egg-info",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    "test-artifacts",
+    "bench-out",
+    ".stepwise",
+)
 
 
 @dataclass(frozen=True)
@@ -44,23 +69,47 @@ class Installed:
     project: Path  # the user's project folder, with modules named like ours
     empty: Path  # a folder with nothing in it
 
-    def run(self, *argv: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    def run(
+        self, *argv: str, cwd: Path | None = None, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+        }
         env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        return subprocess.run(list(argv), cwd=cwd or self.project, env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(
+            list(argv),
+            cwd=cwd or self.project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def pip_install(self, target: str, cwd: Path) -> None:
-        done = self.run(str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                        "--disable-pip-version-check", "-c", str(cwd / "constraints.txt"), target, cwd=cwd,
-                        timeout=INSTALL_TIMEOUT_S)
+        done = self.run(
+            str(self.venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-c",
+            str(cwd / "constraints.txt"),
+            target,
+            cwd=cwd,
+            timeout=INSTALL_TIMEOUT_S,
+        )
         assert done.returncode == 0, done.stderr[-4000:]
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("installed")
-    source = root / "source"  # the build writes build/ and *.egg-info beside the sources: never into the checkout
+    source = (
+        root / "source"
+    )  # the build writes build/ and *.egg-info beside the sources: never into the checkout
     shutil.copytree(REPO, source, ignore=_SKIP)
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", str(root / "venv")], check=True, timeout=300)
@@ -75,8 +124,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 
 def test_the_wheel_claims_two_top_level_names(installed: Installed) -> None:
-    done = installed.run("python", "-c", "from importlib.metadata import distribution as d; "
-                                         "print(d('stepwise').read_text('top_level.txt'))")
+    done = installed.run(
+        "python",
+        "-c",
+        "from importlib.metadata import distribution as d; "
+        "print(d('stepwise').read_text('top_level.txt'))",
+    )
     assert done.returncode == 0, done.stderr
     assert set(done.stdout.split()) == {"stepwise", "stepwise_agent"}
 
@@ -89,10 +142,13 @@ def test_help(installed: Installed) -> None:
 
 
 @pytest.mark.parametrize("how", [("stepwise",), ("python", "-m", "stepwise")])
-def test_analyze_json_from_a_folder_with_modules_named_like_ours(installed: Installed, shared_traces: Path,
-                                                                 how: tuple[str, ...]) -> None:
+def test_analyze_json_from_a_folder_with_modules_named_like_ours(
+    installed: Installed, shared_traces: Path, how: tuple[str, ...]
+) -> None:
     trace = shared_traces / "host" / "tracelens_h100_bert-small.json.gz"
-    done = installed.run(*how, "analyze", str(trace), "--json")  # `python -m` puts this folder first on the path
+    done = installed.run(
+        *how, "analyze", str(trace), "--json"
+    )  # `python -m` puts this folder first on the path
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     assert set(ANALYZE_FIELDS) <= set(result)
@@ -100,35 +156,52 @@ def test_analyze_json_from_a_folder_with_modules_named_like_ours(installed: Inst
 
 
 def test_the_users_modules_are_the_users(installed: Installed) -> None:
-    done = installed.run("python", "-c", "import app, cli, reports, profilers; "
-                                         "print(app.WHO, cli.WHO, reports.WHO, profilers.WHO)")
+    done = installed.run(
+        "python",
+        "-c",
+        "import app, cli, reports, profilers; print(app.WHO, cli.WHO, reports.WHO, profilers.WHO)",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["user"] * 4
 
 
 def test_outside_stepwise_our_packages_are_not_importable(installed: Installed) -> None:
-    done = installed.run("python", "-c", "import importlib.util as u, sys; "
-                                         "print(*[n for n in sys.argv[1:] if u.find_spec(n)])", *OURS,
-                         "stepwise", "stepwise_agent", cwd=installed.empty)
+    done = installed.run(
+        "python",
+        "-c",
+        "import importlib.util as u, sys; print(*[n for n in sys.argv[1:] if u.find_spec(n)])",
+        *OURS,
+        "stepwise",
+        "stepwise_agent",
+        cwd=installed.empty,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["stepwise", "stepwise_agent"]
 
 
 def test_the_dashboard_settings_travel_with_the_package(installed: Installed) -> None:
-    done = installed.run("python", "-c", "from stepwise.dashboard import streamlit_args; print(*streamlit_args([]))")
+    done = installed.run(
+        "python", "-c", "from stepwise.dashboard import streamlit_args; print(*streamlit_args([]))"
+    )
     assert done.returncode == 0, done.stderr
     args = done.stdout.split()
     assert args[1].endswith("stepwise/_lib/app/main.py") and "--server.address=localhost" in args
 
 
-def test_a_missing_extra_is_named_then_the_sample_worker_runs_installed(installed: Installed, tmp_path: Path) -> None:
+def test_a_missing_extra_is_named_then_the_sample_worker_runs_installed(
+    installed: Installed, tmp_path: Path
+) -> None:
     for cmd, extra in (("run", "samples"), ("dashboard", "dashboard")):
         done = installed.run("stepwise", cmd, "digits")
         assert done.returncode == 2 and done.stdout == ""
-        assert done.stderr.startswith("error: ") and f'pip install "stepwise[{extra}]"' in done.stderr
+        assert (
+            done.stderr.startswith("error: ") and f'pip install "stepwise[{extra}]"' in done.stderr
+        )
     source = installed.venv.parent / "source"
     installed.pip_install(".[samples]", cwd=source)
-    done = installed.run("stepwise", "run", "digits", "--steps", "4", "--json", "--store", str(tmp_path / "runs"))
+    done = installed.run(
+        "stepwise", "run", "digits", "--steps", "4", "--json", "--store", str(tmp_path / "runs")
+    )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
     result = json.loads(done.stdout)
     assert result["status"] == "ok" and result["steps_done"] == 4
@@ -156,16 +229,33 @@ def _agent_imports_stepwise_packages() -> list[str]:
     found = []
     for path in sorted((REPO / "stepwise_agent").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                else []
+            )
             found += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in OURS]
     return found
 
 
 def test_launch_profiles_a_script_of_the_users_folder(installed: Installed, tmp_path: Path) -> None:
-    assert _agent_imports_stepwise_packages() == []  # the launched script has none of them on its path
+    assert (
+        _agent_imports_stepwise_packages() == []
+    )  # the launched script has none of them on its path
     (installed.project / "train.py").write_text(TRAIN)
-    done = installed.run("stepwise", "launch", "--steps", "2", "--json", "--store", str(tmp_path / "runs"), "--",
-                         "python", "train.py")
+    done = installed.run(
+        "stepwise",
+        "launch",
+        "--steps",
+        "2",
+        "--json",
+        "--store",
+        str(tmp_path / "runs"),
+        "--",
+        "python",
+        "train.py",
+    )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
     assert json.loads(done.stdout)["status"] == "ok"

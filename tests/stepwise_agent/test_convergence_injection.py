@@ -17,11 +17,11 @@ from stepwise_agent.inject import Injector
 from stepwise_agent.steps import StepDetector
 
 
-
-
 def _line(needle: str) -> int:
     src, start = inspect.getsourcelines(inspect.getmodule(_line))  # type: ignore[arg-type]
-    return next(i for i, text in enumerate(src, start or 1) if needle in text and "_line(" not in text)
+    return next(
+        i for i, text in enumerate(src, start or 1) if needle in text and "_line(" not in text
+    )
 
 
 def _data(n: int = 64) -> TensorDataset:
@@ -59,7 +59,9 @@ def test_no_dataloader_at_all_is_not_applied(injected: Any) -> None:
 def test_lr_is_scaled_in_every_group_and_a_later_scheduler_starts_from_it(injected: Any) -> None:
     inj = injected({"lr_scale": 4.0})
     model = nn.Linear(6, 3)
-    opt = torch.optim.SGD([{"params": [model.weight]}, {"params": [model.bias], "lr": 0.5}], lr=0.1, momentum=0.9)
+    opt = torch.optim.SGD(
+        [{"params": [model.weight]}, {"params": [model.bias], "lr": 0.5}], lr=0.1, momentum=0.9
+    )
     assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.4, 2.0])
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
     assert sched.base_lrs == pytest.approx([0.4, 2.0])
@@ -68,11 +70,14 @@ def test_lr_is_scaled_in_every_group_and_a_later_scheduler_starts_from_it(inject
     report = inj.finish()
     assert report["knobs"]["lr_scale"]["acted"]
     assert "SGD at test_convergence_injection.py" in report["knobs"]["lr_scale"]["evidence"][0]
-    assert report["sites"]["optimizer"]["lr"] == pytest.approx(0.1)  # the script's own rate is recorded
+    assert report["sites"]["optimizer"]["lr"] == pytest.approx(
+        0.1
+    )  # the script's own rate is recorded
 
 
-def _rates_per_step(opt: torch.optim.Optimizer, model: nn.Module, steps: int,
-                    sched: Any = None) -> tuple[list[float], list[float]]:
+def _rates_per_step(
+    opt: torch.optim.Optimizer, model: nn.Module, steps: int, sched: Any = None
+) -> tuple[list[float], list[float]]:
     """The rate each step ran with (a hook registered after the injection's), and the group's rate after it."""
     during: list[float] = []
     after: list[float] = []
@@ -115,8 +120,12 @@ def test_warm_up_without_a_scaled_rate_is_refused(injected: Any) -> None:
     assert not knob["acted"] and "not scaled" in knob["why"]
 
 
-def _train(model: nn.Module, opt: torch.optim.Optimizer, batches: list[tuple[torch.Tensor, torch.Tensor]],
-           clear: str = "optimizer") -> None:
+def _train(
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    batches: list[tuple[torch.Tensor, torch.Tensor]],
+    clear: str = "optimizer",
+) -> None:
     for x, y in batches:
         if clear == "optimizer":
             opt.zero_grad()
@@ -145,7 +154,9 @@ def test_accumulation_steps_once_per_k_calls_like_one_large_batch(injected: Any)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     real: list[int] = []
     opt.register_step_post_hook(lambda o, a, k: real.append(1))
-    _train(model, opt, [(x[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)])  # eight micro-batches of 8
+    _train(
+        model, opt, [(x[i : i + 8], y[i : i + 8]) for i in range(0, 64, 8)]
+    )  # eight micro-batches of 8
     assert len(real) == 2 and len(skipped) == 6 and all(s is opt for s in skipped)
     for mine, theirs in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
@@ -163,7 +174,7 @@ def test_each_call_of_step_stays_one_of_the_scripts_steps() -> None:
         model = nn.Linear(6, 3)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         x, y = _data(64).tensors
-        _train(model, opt, [(x[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)])
+        _train(model, opt, [(x[i : i + 8], y[i : i + 8]) for i in range(0, 64, 8)])
     finally:
         detector.uninstall()
         inj.uninstall()
@@ -171,14 +182,16 @@ def test_each_call_of_step_stays_one_of_the_scripts_steps() -> None:
 
 
 @pytest.mark.parametrize("clear", ["model", "model_in_place", "none"])
-def test_accumulation_is_not_possible_when_the_script_clears_gradients_itself(injected: Any, clear: str) -> None:
+def test_accumulation_is_not_possible_when_the_script_clears_gradients_itself(
+    injected: Any, clear: str
+) -> None:
     inj = injected({"grad_accum": 4})
     model = nn.Linear(6, 3)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     real: list[int] = []
     opt.register_step_post_hook(lambda o, a, k: real.append(1))
     x, y = _data(64).tensors
-    _train(model, opt, [(x[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)], clear=clear)
+    _train(model, opt, [(x[i : i + 8], y[i : i + 8]) for i in range(0, 64, 8)], clear=clear)
     knob = inj.finish()["knobs"]["grad_accum"]
     assert not knob["acted"] and "another way than the optimizer's zero_grad()" in knob["why"]
     assert "SGD at test_convergence_injection.py" in knob["why"]
@@ -206,14 +219,16 @@ def test_accumulation_keeps_a_later_lr_scheduler_working(injected: Any) -> None:
     injected({"grad_accum": 2})
     model = nn.Linear(6, 3)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)  # wraps opt.step as torch does
+    sched = torch.optim.lr_scheduler.StepLR(
+        opt, step_size=1, gamma=0.5
+    )  # wraps opt.step as torch does
     x, y = _data(8).tensors
     for _ in range(4):
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
         sched.step()
-    assert opt.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5 ** 4)
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5**4)
 
 
 def test_sgd_becomes_adamw_at_pytorchs_default_rate(injected: Any) -> None:
@@ -221,10 +236,17 @@ def test_sgd_becomes_adamw_at_pytorchs_default_rate(injected: Any) -> None:
     model = nn.Linear(6, 3)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)  # the user's optimizer
     assert type(opt) is torch.optim.AdamW and opt.param_groups[0]["lr"] == pytest.approx(1e-3)
-    groups = torch.optim.SGD([{"params": [model.weight], "lr": 0.2, "weight_decay": 0.0},
-                              {"params": [model.bias], "momentum": 0.5, "weight_decay": 5e-4}], lr=0.1)
+    groups = torch.optim.SGD(
+        [
+            {"params": [model.weight], "lr": 0.2, "weight_decay": 0.0},
+            {"params": [model.bias], "momentum": 0.5, "weight_decay": 5e-4},
+        ],
+        lr=0.1,
+    )
     assert type(groups) is torch.optim.AdamW
-    assert [g["lr"] for g in groups.param_groups] == pytest.approx([2e-3, 1e-3])  # the groups' ratio is kept
+    assert [g["lr"] for g in groups.param_groups] == pytest.approx(
+        [2e-3, 1e-3]
+    )  # the groups' ratio is kept
     assert [g["weight_decay"] for g in groups.param_groups] == pytest.approx([0.0, 0.01])
     assert "momentum" not in groups.param_groups[1]
 
@@ -235,15 +257,24 @@ def test_sgd_becomes_adamw_at_pytorchs_default_rate(injected: Any) -> None:
     report = inj.finish()
     swap = report["knobs"]["optimizer_swap"]
     line = _line("# the user's optimizer")
-    assert swap["acted"] and f"SGD(lr=0.1) at test_convergence_injection.py:{line}" in swap["evidence"][0]
-    assert report["sites"]["optimizer"]["type"] == "AdamW" and report["sites"]["optimizer"]["line"] == line
+    assert (
+        swap["acted"]
+        and f"SGD(lr=0.1) at test_convergence_injection.py:{line}" in swap["evidence"][0]
+    )
+    assert (
+        report["sites"]["optimizer"]["type"] == "AdamW"
+        and report["sites"]["optimizer"]["line"] == line
+    )
 
 
 def test_uninstall_gives_sgd_back() -> None:
     inj = Injector({"optimizer_swap": "adamw", "grad_accum": 2}, device="cpu")
     inj.install()
     inj.uninstall()
-    assert "__new__" not in torch.optim.SGD.__dict__ and torch.optim.SGD.__init__.__module__ == "torch.optim.sgd"
+    assert (
+        "__new__" not in torch.optim.SGD.__dict__
+        and torch.optim.SGD.__init__.__module__ == "torch.optim.sgd"
+    )
     opt = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
     assert type(opt) is torch.optim.SGD and "step" not in vars(opt)
 

@@ -31,12 +31,12 @@ class Deterministic(Dataset):  # type: ignore[type-arg]
 class RandomCrop(Deterministic):
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         start = random.randint(0, 4)
-        return torch.arange(8.0)[start:start + 4] + i, i % 3
+        return torch.arange(8.0)[start : start + 4] + i, i % 3
 
 
-
-
-def _train(model: nn.Module, loader: Any, opt: torch.optim.Optimizer, inj: Injector, steps: int = 3) -> list[float]:
+def _train(
+    model: nn.Module, loader: Any, opt: torch.optim.Optimizer, inj: Injector, steps: int = 3
+) -> list[float]:
     losses = []
     for i, (x, y) in enumerate(loader):
         if i >= steps:
@@ -61,7 +61,10 @@ def test_nothing_to_inject_still_records_the_users_call_sites(injected: Any) -> 
     sites = report["sites"]
     assert set(sites) == {"dataloader", "optimizer", "model_call", "model_build"}
     assert all(s["file"] == __file__ for s in sites.values())
-    assert sites["model_build"]["code"] == "model = nn.Linear(8, 3)" and "built" not in sites["model_build"]
+    assert (
+        sites["model_build"]["code"] == "model = nn.Linear(8, 3)"
+        and "built" not in sites["model_build"]
+    )
     assert "DataLoader(" in sites["dataloader"]["code"] and sites["dataloader"]["num_workers"] == 0
     assert "SGD(" in sites["optimizer"]["code"] and sites["model_call"]["type"] == "Linear"
     assert "model(x)" in sites["model_call"]["code"]
@@ -69,24 +72,33 @@ def test_nothing_to_inject_still_records_the_users_call_sites(injected: Any) -> 
 
 
 def test_dataloader_keywords_are_overridden_and_workers_proven(injected: Any) -> None:
-    inj = injected({"num_workers": 2, "persistent_workers": True, "prefetch_factor": 3, "pin_memory": True})
+    inj = injected(
+        {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 3, "pin_memory": True}
+    )
     loader = DataLoader(TensorDataset(torch.randn(32, 8), torch.randint(0, 3, (32,))), batch_size=8)
     assert loader.num_workers == 2 and loader.persistent_workers and loader.prefetch_factor == 3
     model = nn.Linear(8, 3)
     _train(model, loader, torch.optim.SGD(model.parameters(), lr=0.1), inj)
     knobs = inj.finish()["knobs"]
-    assert knobs["num_workers"]["acted"] and "2 worker processes" in knobs["num_workers"]["evidence"][0]
+    assert (
+        knobs["num_workers"]["acted"]
+        and "2 worker processes" in knobs["num_workers"]["evidence"][0]
+    )
     assert knobs["prefetch_factor"]["acted"] and knobs["persistent_workers"]["acted"]
     # no accelerator here: pinning cannot act, and the report says so instead of claiming it
     assert not torch.cuda.is_available()
     assert knobs["pin_memory"]["acted"] is False and "no accelerator" in knobs["pin_memory"]["why"]
-    assert inj.finish()["sites"]["dataloader"]["num_workers"] == 0  # what the script itself asked for
+    assert (
+        inj.finish()["sites"]["dataloader"]["num_workers"] == 0
+    )  # what the script itself asked for
 
 
 def test_worker_only_knobs_are_refused_without_workers(injected: Any) -> None:
     inj = injected({"prefetch_factor": 4})
     loader = DataLoader(TensorDataset(torch.randn(16, 8), torch.randint(0, 3, (16,))), batch_size=8)
-    assert loader.prefetch_factor is None  # DataLoader itself would raise on prefetch_factor with no workers
+    assert (
+        loader.prefetch_factor is None
+    )  # DataLoader itself would raise on prefetch_factor with no workers
     model = nn.Linear(8, 3)
     _train(model, loader, torch.optim.SGD(model.parameters(), lr=0.1), inj)
     k = inj.finish()["knobs"]["prefetch_factor"]
@@ -101,7 +113,10 @@ def test_cache_is_refused_for_random_augmentation_and_keeps_the_rng_streams() ->
     random.seed(3)
     why = cache_refusal(RandomCrop(), available_bytes=2**34)
     assert why is not None and "different samples" in why
-    assert (random.random(), torch.rand(1).item()) == before  # probing did not move the script's streams
+    assert (
+        random.random(),
+        torch.rand(1).item(),
+    ) == before  # probing did not move the script's streams
     assert cache_refusal(Deterministic(), available_bytes=2**34) is None
     assert "GiB" in (cache_refusal(Deterministic(), available_bytes=1000) or "")
 
@@ -136,7 +151,9 @@ def test_bf16_autocast_wraps_the_outermost_model_and_returns_fp32(injected: Any)
     loss = loss_fn(out, y)
     loss.backward()
     inj.on_step()
-    assert nn.Module.__call__ is not ORIGINAL_CALL  # a GAN's second model is called after its first step ends
+    assert (
+        nn.Module.__call__ is not ORIGINAL_CALL
+    )  # a GAN's second model is called after its first step ends
     inj.on_step()
     assert inj.modules.models == [model]
     k = inj.finish()["knobs"]["autocast"]
@@ -162,7 +179,9 @@ def test_autocast_that_lowers_nothing_is_not_applied(injected: Any) -> None:
 
 
 def test_fp16_autocast_scales_the_loss_through_a_gradscaler(injected: Any) -> None:
-    inj = injected({"autocast": "fp16"})  # fp16 is a CUDA fix; the scaler path itself runs on the CPU too
+    inj = injected(
+        {"autocast": "fp16"}
+    )  # fp16 is a CUDA fix; the scaler path itself runs on the CPU too
     model = nn.Linear(8, 3)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     w0 = model.weight.detach().clone()
@@ -171,7 +190,9 @@ def test_fp16_autocast_scales_the_loss_through_a_gradscaler(injected: Any) -> No
     scaler = inj.modules.scaler
     assert scaler is not None and inj.optim.scaler is scaler
     opt.step()
-    assert not torch.equal(model.weight, w0) or scaler.get_scale() < 65536.0  # stepped, or skipped and rescaled
+    assert (
+        not torch.equal(model.weight, w0) or scaler.get_scale() < 65536.0
+    )  # stepped, or skipped and rescaled
     assert inj.finish()["knobs"]["autocast"]["acted"]
 
 
@@ -184,12 +205,17 @@ def test_optimizer_foreach_and_missing_fused_implementation(injected: Any) -> No
     assert evidence["acted"]
     # AdamW's constructor runs Adam's: one optimizer, counted once, by its own class
     assert [e for e in evidence["evidence"] if "optimizer(s)" in e] == [
-        "1 optimizer(s) built with foreach=True: AdamW"], evidence["evidence"]
+        "1 optimizer(s) built with foreach=True: AdamW"
+    ], evidence["evidence"]
     inj.uninstall()
     inj2 = injected({"optimizer_impl": "fused"})
     torch.optim.RMSprop(nn.Linear(2, 2).parameters())
     k = inj2.finish()["knobs"]["optimizer_impl"]
-    assert k["acted"] is False and "has no fused= for RMSprop" in k["why"] and k["why"].startswith("not applied: torch ")
+    assert (
+        k["acted"] is False
+        and "has no fused= for RMSprop" in k["why"]
+        and k["why"].startswith("not applied: torch ")
+    )
 
 
 def test_channels_last_needs_convolutions(injected: Any) -> None:
@@ -207,7 +233,13 @@ def test_channels_last_needs_convolutions(injected: Any) -> None:
 
 
 def test_cuda_only_knobs_say_why_on_the_cpu(injected: Any) -> None:
-    inj = injected({"matmul_precision": "high", "cudnn_benchmark": True, "alloc_conf": "expandable_segments:True"})
+    inj = injected(
+        {
+            "matmul_precision": "high",
+            "cudnn_benchmark": True,
+            "alloc_conf": "expandable_segments:True",
+        }
+    )
     nn.Conv2d(3, 3, 3)(torch.randn(1, 3, 5, 5)).sum().backward()
     knobs = inj.finish()["knobs"]
     assert "CPU" in knobs["matmul_precision"]["why"] and "CPU" in knobs["cudnn_benchmark"]["why"]
@@ -217,13 +249,25 @@ def test_cuda_only_knobs_say_why_on_the_cpu(injected: Any) -> None:
 
 
 def test_uninstall_restores_torch() -> None:
-    before = (DataLoader.__init__, DataLoader._get_iterator, nn.Module.__call__, torch.optim.Optimizer.__init__,
-              torch.optim.SGD.__init__, torch.Tensor.backward)
+    before = (
+        DataLoader.__init__,
+        DataLoader._get_iterator,
+        nn.Module.__call__,
+        torch.optim.Optimizer.__init__,
+        torch.optim.SGD.__init__,
+        torch.Tensor.backward,
+    )
     inj = Injector({"optimizer_impl": "foreach", "autocast": "fp16", "num_workers": 1})
     inj.install()
     inj.uninstall()
-    after = (DataLoader.__init__, DataLoader._get_iterator, nn.Module.__call__, torch.optim.Optimizer.__init__,
-             torch.optim.SGD.__init__, torch.Tensor.backward)
+    after = (
+        DataLoader.__init__,
+        DataLoader._get_iterator,
+        nn.Module.__call__,
+        torch.optim.Optimizer.__init__,
+        torch.optim.SGD.__init__,
+        torch.Tensor.backward,
+    )
     assert before == after
 
 

@@ -21,7 +21,9 @@ def test_installed_packages_are_not_the_users_files(tmp_path: Path) -> None:
 
 def test_a_site_is_the_innermost_line_of_the_users_file(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
-    script.write_text("import functools\ndef build():\n    return [f() for f in (lambda: SITE(skip=1), )][0]\n")
+    script.write_text(
+        "import functools\ndef build():\n    return [f() for f in (lambda: SITE(skip=1), )][0]\n"
+    )
     scope: dict = {"SITE": user_site}
     exec(compile(script.read_text(), str(script), "exec"), scope)
     site = scope["build"]()

@@ -78,7 +78,8 @@ def test_rows_of_a_tiny_gpt_in_process() -> None:
     block, blocks = rows["TinyGPT.blocks.0"], rows["TinyGPT.blocks"]
     assert block["forward_ms"] >= attn["forward_ms"] and block["backward_ms"] >= attn["backward_ms"]
     assert blocks["calls"] == 0 and blocks["forward_ms"] == pytest.approx(
-        rows["TinyGPT.blocks.0"]["forward_ms"] + rows["TinyGPT.blocks.1"]["forward_ms"], abs=1e-3)
+        rows["TinyGPT.blocks.0"]["forward_ms"] + rows["TinyGPT.blocks.1"]["forward_ms"], abs=1e-3
+    )
     # every backward node found its module: the root's backward is most of the step's autograd time
     assert rows["TinyGPT"]["backward_ms"] >= blocks["backward_ms"] > 0
     # the hooks are gone once the window ends
@@ -92,9 +93,9 @@ def test_a_launched_tiny_gpt_names_its_attention(tmp_path: Path) -> None:
     from profilers.run.records import RunStatus
     from profilers.store.runs import RunStore
 
-    handle, result = launch([sys.executable, str(SCRIPT), "30"], RunStore(tmp_path / "runs"),
-                            steps=2,
-                            timeout_s=600)
+    handle, result = launch(
+        [sys.executable, str(SCRIPT), "30"], RunStore(tmp_path / "runs"), steps=2, timeout_s=600
+    )
     assert result.status == RunStatus.OK, result.error
     doc = json.loads((Path(handle.run_dir) / "layers.json").read_text())
     assert doc["steps"] == 2 and doc["rows"]

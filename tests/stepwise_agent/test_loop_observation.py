@@ -18,7 +18,11 @@ def _loop(inj: Injector, accum: int, steps: int = 4, ckpt: bool = False) -> dict
         for _ in range(accum):
             x = torch.ones(2, 4)
             # looked up at the call, as a script imported after the agent's install binds it
-            out = torch.utils.checkpoint.checkpoint(model, x, use_reentrant=False) if ckpt else model(x)
+            out = (
+                torch.utils.checkpoint.checkpoint(model, x, use_reentrant=False)
+                if ckpt
+                else model(x)
+            )
             (out.sum() / accum).backward()
         opt.step()
         opt.zero_grad()
@@ -30,20 +34,26 @@ def test_accumulation_is_proven_by_backward_passes_per_step(injected: Any) -> No
     knobs = _loop(injected({}, observe={"grad_accum_steps": 2}), accum=2)
     assert knobs["grad_accum_steps"]["acted"] and knobs["grad_accum_steps"]["evidence"] == [
         "set by the script's own command line or config file, not injected",
-        "2 backward passes per optimizer step (median of 3 steps)"]
+        "2 backward passes per optimizer step (median of 3 steps)",
+    ]
 
 
 def test_a_loop_that_does_not_accumulate_is_not_applied(injected: Any) -> None:
     knobs = _loop(injected({}, observe={"grad_accum_steps": 4}), accum=1)
     assert not knobs["grad_accum_steps"]["acted"]
-    assert knobs["grad_accum_steps"]["why"] == "1 backward pass(es) per optimizer step, not the 4 the command asks for"
+    assert (
+        knobs["grad_accum_steps"]["why"]
+        == "1 backward pass(es) per optimizer step, not the 4 the command asks for"
+    )
 
 
 def test_checkpointing_is_proven_by_its_calls(injected: Any) -> None:
     seen = _loop(injected({}, observe={"activation_checkpointing": True}), accum=1, ckpt=True)
     assert seen["activation_checkpointing"]["acted"]
     none = _loop(injected({}, observe={"activation_checkpointing": True}), accum=1)
-    assert none["activation_checkpointing"]["why"] == "no torch.utils.checkpoint call ran in the steps"
+    assert (
+        none["activation_checkpointing"]["why"] == "no torch.utils.checkpoint call ran in the steps"
+    )
 
 
 def test_no_sync_unseen_without_ddp_and_cuda_graphs_unseen_without_a_graph(injected: Any) -> None:

@@ -16,14 +16,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from stepwise_agent.noise_scale import (EmaRatio, NoiseScaleMeter, micro_batch_pair, per_rank_pair, two_batch)
+from stepwise_agent.noise_scale import (
+    EmaRatio,
+    NoiseScaleMeter,
+    micro_batch_pair,
+    per_rank_pair,
+    two_batch,
+)
 
 D, SIGMA = 8, 1.0
 
 
 def truth(delta: torch.Tensor) -> tuple[float, float]:
     g2 = float(delta.pow(2).sum())
-    return g2, D * (g2 + SIGMA ** 2) + g2
+    return g2, D * (g2 + SIGMA**2) + g2
 
 
 def problem(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,8 +165,9 @@ def test_ddp_two_gloo_ranks_within_20_percent() -> None:
     assert abs(trace / g2 - tr_true / g2_true) < 0.2 * tr_true / g2_true
 
 
-def test_the_meter_leaves_a_gap_between_windows_and_only_runs_when_asked(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_meter_leaves_a_gap_between_windows_and_only_runs_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from stepwise_agent.noise_scale import ENV, install_if_asked
 
     param = torch.nn.Parameter(torch.zeros(3))

@@ -22,21 +22,31 @@ def _draws(offset: int, run_dir: Path) -> tuple[float, float, float, dict]:
         torch.manual_seed(0)  # the script pins its seeds, as most do
         random.seed(0)
         np.random.seed(0)
-        return torch.rand(1).item(), random.random(), float(np.random.rand()), read_json(run_dir / FILE)
+        return (
+            torch.rand(1).item(),
+            random.random(),
+            float(np.random.rand()),
+            read_json(run_dir / FILE),
+        )
     finally:
         seeds.uninstall()
 
 
 def test_a_pinned_seed_differs_per_offset_and_seed_0_is_the_scripts_own(tmp_path: Path) -> None:
     runs = [_draws(k, tmp_path) for k in range(3)]
-    for i in range(3):  # three different streams from the same torch.manual_seed(0), random.seed(0), np.random.seed(0)
+    for i in range(
+        3
+    ):  # three different streams from the same torch.manual_seed(0), random.seed(0), np.random.seed(0)
         assert len({r[i] for r in runs}) == 3
     torch.manual_seed(0)
     assert runs[0][0] == torch.rand(1).item()  # offset 0: the script's own seed
     record = runs[2][3]
     assert record["offset"] == 2 and record["calls"] == 3
     assert [(c["call"], c["asked"], c["used"]) for c in record["changed"]] == [
-        ("torch.manual_seed", 0, 2), ("random.seed", 0, 2), ("numpy.random.seed", 0, 2)]
+        ("torch.manual_seed", 0, 2),
+        ("random.seed", 0, 2),
+        ("numpy.random.seed", 0, 2),
+    ]
     assert all(c["site"].startswith("test_seed_offsets.py:") for c in record["changed"])
 
 
@@ -50,8 +60,9 @@ def test_uninstall_puts_the_originals_back_and_a_clock_seed_is_left_alone(tmp_pa
     assert (torch.manual_seed, random.seed, np.random.seed) == before
 
 
-def test_a_library_seed_everything_is_offset_once_not_per_inner_call(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_library_seed_everything_is_offset_once_not_per_inner_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``seed_everything`` seeds torch itself: the outer call carries the offset, the inner one passes through."""
     seen: list[int] = []
 
@@ -72,7 +83,9 @@ def test_a_library_seed_everything_is_offset_once_not_per_inner_call(tmp_path: P
     assert seen == [45] and [c["call"] for c in seeds.changed] == ["lightning.seed_everything"]
 
 
-def test_nothing_is_installed_without_the_launchers_offset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nothing_is_installed_without_the_launchers_offset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(ENV, raising=False)
     assert install_if_asked(tmp_path, True) is None and not (tmp_path / FILE).exists()
     monkeypatch.setenv(ENV, "not a number")

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from stepwise_agent.steady import (AFTER_PROFILER, BASIS_NEAR, BASIS_PROFILED, BASIS_STEADY, choose_steps, describe,
-                                   median_of)
+from stepwise_agent.steady import (
+    AFTER_PROFILER,
+    BASIS_NEAR,
+    BASIS_PROFILED,
+    BASIS_STEADY,
+    choose_steps,
+    describe,
+    median_of,
+)
 
 
 def _window(n: int, first_profiled: int, active: int) -> list[bool]:
@@ -22,7 +29,23 @@ def test_warmup_profiled_and_the_steps_next_to_the_profiler_are_left_out() -> No
 
 def test_the_median_ignores_the_slow_steps_after_the_profiler_stops() -> None:
     # the dashboard walk's run: steady steps of ~40 ms, the two steps after the profiler stopped at 84 and 95 ms
-    walls = [500.0, 41.0, 40.0, 39.0, 42.0, 70.0, 71.0, 72.0, 84.0, 95.0, 38.0, 43.0, 40.0, 41.0, 39.0]
+    walls = [
+        500.0,
+        41.0,
+        40.0,
+        39.0,
+        42.0,
+        70.0,
+        71.0,
+        72.0,
+        84.0,
+        95.0,
+        38.0,
+        43.0,
+        40.0,
+        41.0,
+        39.0,
+    ]
     prof = [False] * 5 + [True] * 3 + [False] * 7
     choice = choose_steps(list(range(len(walls))), prof, warmup_steps=1)
     assert median_of(walls, choice.positions) == 40.0
@@ -30,7 +53,9 @@ def test_the_median_ignores_the_slow_steps_after_the_profiler_stops() -> None:
 
 
 def test_a_short_run_widens_its_basis_and_says_so() -> None:
-    prof = _window(8, 2, 3)  # warm-up 1, profiled 2..4: one steady step (7); 1 before it and 5, 6 after it
+    prof = _window(
+        8, 2, 3
+    )  # warm-up 1, profiled 2..4: one steady step (7); 1 before it and 5, 6 after it
     choice = choose_steps(list(range(8)), prof, warmup_steps=1)
     assert choice.basis == BASIS_NEAR and list(choice.positions) == [1, 5, 6, 7]
     assert "too few steady steps" in describe(choice)
@@ -39,10 +64,14 @@ def test_a_short_run_widens_its_basis_and_says_so() -> None:
 
 
 def test_a_window_of_a_run_counts_its_warmup_from_the_runs_first_step() -> None:
-    steps = list(range(3, 13))  # a script trial's timed window: steps 3..12, warm-up 3 already behind it
+    steps = list(
+        range(3, 13)
+    )  # a script trial's timed window: steps 3..12, warm-up 3 already behind it
     choice = choose_steps(steps, [False] * 10, warmup_steps=3, first_step=0)
     assert choice.count == 10
-    assert choose_steps(steps, [False] * 10, warmup_steps=3).count == 7  # counted from the window's own start
+    assert (
+        choose_steps(steps, [False] * 10, warmup_steps=3).count == 7
+    )  # counted from the window's own start
 
 
 def test_the_agent_times_each_steps_batch_drawing_without_the_profiler() -> None:

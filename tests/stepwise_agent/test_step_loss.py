@@ -23,7 +23,9 @@ def _losses(k: int, steps: int = 3) -> list[float | None]:
         for _ in range(steps):
             for micro in range(k):
                 x = torch.full((4,), float(micro + 1))
-                ((x @ w) / k).backward()  # micro-batch losses 4, 8, 12, 16 (w = 1), each divided by k
+                (
+                    (x @ w) / k
+                ).backward()  # micro-batch losses 4, 8, 12, 16 (w = 1), each divided by k
             opt.step()
             opt.zero_grad()
             with torch.no_grad():
@@ -35,7 +37,9 @@ def _losses(k: int, steps: int = 3) -> list[float | None]:
 
 @pytest.mark.parametrize("k", [1, 4])
 def test_a_step_s_loss_is_the_whole_batch_s_under_accumulation(k: int) -> None:
-    expected = sum(4.0 * (m + 1) for m in range(k)) / k  # the mean of the micro-batches' undivided losses
+    expected = (
+        sum(4.0 * (m + 1) for m in range(k)) / k
+    )  # the mean of the micro-batches' undivided losses
     assert _losses(k) == pytest.approx([expected] * 3)
 
 

@@ -9,15 +9,32 @@ import random
 from pathlib import Path
 from typing import Any
 
-from stepwise_agent.trigger import (CPU_MIN_RISE, DATA_SHARE, MEMORY, MIN_BASELINE, MIN_BLOCKS, MIN_JUDGED_S,
-                                    MIN_RISE, RECENT, STEP_TIME, WARMUP_STEPS, Fired, RateLimit, Trigger,
-                                    near_capture)
+from stepwise_agent.trigger import (
+    CPU_MIN_RISE,
+    DATA_SHARE,
+    MEMORY,
+    MIN_BASELINE,
+    MIN_BLOCKS,
+    MIN_JUDGED_S,
+    MIN_RISE,
+    RECENT,
+    STEP_TIME,
+    WARMUP_STEPS,
+    Fired,
+    RateLimit,
+    Trigger,
+    near_capture,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "watch"
 
 
-def _feed(trigger: Trigger, walls: list[float], datas: list[float | None] | None = None,
-          memory: list[float] | None = None) -> list[Fired]:
+def _feed(
+    trigger: Trigger,
+    walls: list[float],
+    datas: list[float | None] | None = None,
+    memory: list[float] | None = None,
+) -> list[Fired]:
     fired = []
     for i, w in enumerate(walls):
         f = trigger.observe(i, w, datas[i] if datas else None, memory[i] if memory else None)
@@ -49,9 +66,15 @@ def test_a_sustained_rise_fires_once_within_recent_steps_and_names_the_rise() ->
     assert len(fired) == 1 and fired[0].kind == STEP_TIME
     # judged over the last MIN_JUDGED_S (34 to 50 steps of 60 and 40 ms), fired once all but a quarter are slower
     judged = int(fired[0].to_json()["numbers"]["judged_steps"])  # type: ignore[index]
-    assert RECENT <= judged <= MIN_JUDGED_S * 1000 / 40 + 1 and pre + 0.7 * MIN_JUDGED_S * 1000 / 60 <= fired[0].step
+    assert (
+        RECENT <= judged <= MIN_JUDGED_S * 1000 / 40 + 1
+        and pre + 0.7 * MIN_JUDGED_S * 1000 / 60 <= fired[0].step
+    )
     assert fired[0].step < pre + MIN_JUDGED_S * 1000 / 60
-    assert "step time +" in fired[0].reason and f"for {judged} steps ({MIN_JUDGED_S:.1f} s)" in fired[0].reason
+    assert (
+        "step time +" in fired[0].reason
+        and f"for {judged} steps ({MIN_JUDGED_S:.1f} s)" in fired[0].reason
+    )
 
 
 def test_a_blip_shorter_than_the_judged_time_is_not_a_shift() -> None:
@@ -70,7 +93,11 @@ def test_a_shorter_judged_time_is_asked_for() -> None:
     """``watch --judged-s 0.5``: a shift judged over half a second, the baseline learnt four times sooner."""
     quiet = _noisy(_learnt(10.0) // 4 + 10, 10.0, 0.05, 11)
     fired = _feed(Trigger(judged_s=0.5), quiet + _noisy(100, 14.0, 0.05, 12))
-    assert len(fired) == 1 and "(0.5 s)" in fired[0].reason and len(quiet) <= fired[0].step < len(quiet) + 500 / 14
+    assert (
+        len(fired) == 1
+        and "(0.5 s)" in fired[0].reason
+        and len(quiet) <= fired[0].step < len(quiet) + 500 / 14
+    )
 
 
 def test_a_step_time_that_wanders_in_phases_is_not_a_shift_but_a_larger_rise_is() -> None:
@@ -78,8 +105,19 @@ def test_a_step_time_that_wanders_in_phases_is_not_a_shift_but_a_larger_rise_is(
     its steps are not independent, so a judged median is judged against the spread of the baseline's own stretches
     as long. A phase as high as the others does not fire; a rise twice as high does."""
     rng = random.Random(13)
-    phases = [13.0, 17.0, 21.0, 15.0, 19.0, 14.0, 22.0, 16.0] * 4  # about a second each, as measured
-    wandering = [level * (1 + rng.uniform(-0.15, 0.15)) for level in phases for _ in range(int(1000 / level))]
+    phases = [
+        13.0,
+        17.0,
+        21.0,
+        15.0,
+        19.0,
+        14.0,
+        22.0,
+        16.0,
+    ] * 4  # about a second each, as measured
+    wandering = [
+        level * (1 + rng.uniform(-0.15, 0.15)) for level in phases for _ in range(int(1000 / level))
+    ]
     assert _feed(Trigger(), wandering) == []
     fired = _feed(Trigger(), wandering + [2.0 * w for w in wandering[:300]])
     # within the judged time at the doubled pace (~65 steps of ~32 ms)
@@ -95,7 +133,9 @@ def test_a_short_burst_is_not_a_shift() -> None:
 def test_nothing_fires_before_the_baseline_is_learnt() -> None:
     # RECENT slow steps span the judged time: the baseline is every step before them (MIN_BLOCKS × RECENT < 40)
     short = [40.0] * (WARMUP_STEPS + MIN_BASELINE - 1) + [MIN_JUDGED_S * 1000 / RECENT] * RECENT
-    assert _feed(Trigger(), short) == []  # the baseline needs MIN_BASELINE steps older than the RECENT judged
+    assert (
+        _feed(Trigger(), short) == []
+    )  # the baseline needs MIN_BASELINE steps older than the RECENT judged
     assert len(_feed(Trigger(), [40.0] + short)) == 1
 
 
@@ -125,7 +165,11 @@ def test_a_small_leak_fires_on_a_host_with_much_free_memory_and_says_its_numbers
     fired = _feed(Trigger(limit_mb=22_500.0), walls, memory=creeping)
     assert fired and fired[0].kind == MEMORY and fired[0].step < 70 + 50
     numbers = fired[0].to_json()["numbers"]
-    assert isinstance(numbers, dict) and 1.0 < numbers["mb_per_step"] <= 2.2 and numbers["limit_mb"] == 22_500.0
+    assert (
+        isinstance(numbers, dict)
+        and 1.0 < numbers["mb_per_step"] <= 2.2
+        and numbers["limit_mb"] == 22_500.0
+    )
 
 
 def test_after_a_fire_the_new_level_is_the_new_normal() -> None:
@@ -172,10 +216,14 @@ def test_a_leak_with_the_allocators_trims_fires_and_memory_used_and_freed_does_n
     9-20% of a window's growth); at a give-back allowance of 10% the capture came 30 steps late. Memory that is used
     and freed gives all of its growth back and never fires."""
     walls = [40.0] * 200
-    leak = [400.0] * 70 + [400.0 + 3.0 * i - (24.0 if i in (7, 10, 30, 60) else 0.0) for i in range(130)]
+    leak = [400.0] * 70 + [
+        400.0 + 3.0 * i - (24.0 if i in (7, 10, 30, 60) else 0.0) for i in range(130)
+    ]
     fired = _feed(Trigger(limit_mb=22_000.0), walls, memory=leak)
     assert fired and fired[0].kind == MEMORY and fired[0].step <= 70 + 50 + RECENT
-    sawtooth = [400.0 + 4.0 * (i % 25) for i in range(200)]  # grows 96 MiB, then frees it all, again and again
+    sawtooth = [
+        400.0 + 4.0 * (i % 25) for i in range(200)
+    ]  # grows 96 MiB, then frees it all, again and again
     assert _feed(Trigger(limit_mb=22_000.0), walls, memory=sawtooth) == []
 
 
@@ -189,11 +237,16 @@ def _replay(trigger: Trigger, steps: list[list[Any]]) -> list[Fired]:
                 windows[-1] = (windows[-1][0], step)
             else:
                 windows.append((step, step))
-    return [f for step, wall, _ in steps
-            if (f := trigger.observe(step, wall, None, None, near_capture(step, windows))) is not None]
+    return [
+        f
+        for step, wall, _ in steps
+        if (f := trigger.observe(step, wall, None, None, near_capture(step, windows))) is not None
+    ]
 
 
-def test_a_cpu_step_that_wanders_a_quarter_for_two_seconds_is_not_a_shift_but_a_neighbour_is() -> None:
+def test_a_cpu_step_that_wanders_a_quarter_for_two_seconds_is_not_a_shift_but_a_neighbour_is() -> (
+    None
+):
     """Recorded in a clean-clone CI run (tests/fixtures/watch): the steady 80-ms CPU script ran at ~100 ms from
     step ~140 to ~190, before any neighbour; the floor of a GPU's step (MIN_RISE) captures it ("+24% for 20 steps"),
     the floor of a step on the host's cores (CPU_MIN_RISE) does not, and both catch the neighbour at step 240
@@ -213,4 +266,6 @@ def test_a_rise_between_the_floors_fires_only_under_the_lower_one() -> None:
     risen = quiet + _noisy(400, 13.5, 0.05, 22)  # +35%, lasting
     assert [f.kind for f in _feed(Trigger(min_rise=MIN_RISE), risen)] == [STEP_TIME]
     assert _feed(Trigger(min_rise=CPU_MIN_RISE), risen) == []
-    assert [f.kind for f in _feed(Trigger(min_rise=CPU_MIN_RISE), quiet + _noisy(400, 16.0, 0.05, 22))] == [STEP_TIME]
+    assert [
+        f.kind for f in _feed(Trigger(min_rise=CPU_MIN_RISE), quiet + _noisy(400, 16.0, 0.05, 22))
+    ] == [STEP_TIME]

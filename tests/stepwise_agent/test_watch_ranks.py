@@ -13,7 +13,7 @@ import pytest
 from profilers.run.captures import capture_records
 from stepwise_agent import boot
 
-SCRIPT = '''
+SCRIPT = """
 import json, time
 import torch
 model = torch.nn.Linear(64, 8)
@@ -26,9 +26,13 @@ for step in range(150):
     loss.backward()
     opt.step()
     time.sleep(0.015)
-'''
-TRIGGER = {"kind": "rank_behind", "step": 18, "reason": "rank 0 behind the others by +30% for 10 steps",
-           "numbers": {"rank": 0.0}}
+"""
+TRIGGER = {
+    "kind": "rank_behind",
+    "step": 18,
+    "reason": "rank 0 behind the others by +30% for 10 steps",
+    "numbers": {"rank": 0.0},
+}
 
 
 @pytest.fixture
@@ -42,11 +46,16 @@ def agent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         run_dir = tmp_path / "run"
         run_dir.mkdir()
         # per_hour 0: no rule of the agent's own may capture; the runner's request is captured whatever its limit
-        (run_dir / "boot.json").write_text(json.dumps({"watch": {"capture_steps": 3, "per_hour": 0}}))
-        source = SCRIPT.replace("REQUEST", repr(str(run_dir / "capture.request"))).replace("ASK", repr(ask))
+        (run_dir / "boot.json").write_text(
+            json.dumps({"watch": {"capture_steps": 3, "per_hour": 0}})
+        )
+        source = SCRIPT.replace("REQUEST", repr(str(run_dir / "capture.request"))).replace(
+            "ASK", repr(ask)
+        )
         (tmp_path / "train.py").write_text(source)
         assert boot.main([str(run_dir), "3", str(tmp_path / "train.py")]) == 0
         return run_dir
+
     return run
 
 
@@ -65,9 +74,14 @@ def test_a_request_for_other_ranks_is_not_this_ranks(agent) -> None:
 
 
 def test_a_rank_behind_request_starts_at_its_step_with_its_trigger_and_job(agent) -> None:
-    run_dir = agent({"steps": 8, "ranks": [0, 1], "at_step": 100, "trigger": TRIGGER, "job": "rank_behind-18"})
+    run_dir = agent(
+        {"steps": 8, "ranks": [0, 1], "at_step": 100, "trigger": TRIGGER, "job": "rank_behind-18"}
+    )
     [record] = capture_records(run_dir)
-    assert record["trigger"]["kind"] == "rank_behind" and record["trigger"]["reason"] == TRIGGER["reason"]
+    assert (
+        record["trigger"]["kind"] == "rank_behind"
+        and record["trigger"]["reason"] == TRIGGER["reason"]
+    )
     assert record["steps"] == [101, 108]  # from the step asked: step 100 the profiler's warm-up
     capture = json.loads(next((run_dir / "captures").glob("*/capture.json")).read_text())
     assert capture["job"] == {"id": "rank_behind-18", "ranks": [0, 1]}
@@ -75,7 +89,8 @@ def test_a_rank_behind_request_starts_at_its_step_with_its_trigger_and_job(agent
 
 
 def test_a_request_that_comes_while_a_capture_runs_is_acted_on_after_it(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """A rank watch's request read while the rank profiles its own capture (on a busy host both ranks' step-time
     rule fires first) waits for that capture's end; it was dropped, and the job's rank capture never came."""
     monkeypatch.setattr(sys, "argv", list(sys.argv))
@@ -86,7 +101,7 @@ def test_a_request_that_comes_while_a_capture_runs_is_acted_on_after_it(
     run_dir.mkdir()
     (run_dir / "boot.json").write_text(json.dumps({"watch": {"capture_steps": 3, "per_hour": 0}}))
     ask = {"steps": 4, "ranks": [0], "at_step": 0, "trigger": TRIGGER, "job": "rank_behind-18"}
-    source = f'''
+    source = f"""
 import json, os, time
 import torch
 model = torch.nn.Linear(64, 8)
@@ -103,7 +118,7 @@ for step in range(400):
     loss.backward()
     opt.step()
     time.sleep(0.015)
-'''
+"""
     (tmp_path / "train.py").write_text(source)
     assert boot.main([str(run_dir), "3", str(tmp_path / "train.py")]) == 0
     first, second = capture_records(run_dir)

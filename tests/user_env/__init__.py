@@ -17,8 +17,13 @@ REPO = Path(__file__).resolve().parents[2]
 @functools.lru_cache(maxsize=1)
 def user_python() -> Path:
     """The second environment's interpreter, building the environment when missing or stale."""
-    out = subprocess.run(["bash", str(REPO / "scripts" / "user-env.sh")], check=True, capture_output=True,
-                         text=True, timeout=1800)
+    out = subprocess.run(
+        ["bash", str(REPO / "scripts" / "user-env.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     path = Path(out.stdout.strip().splitlines()[-1])
     assert path.is_file(), f"scripts/user-env.sh printed {path!r}, which is not an interpreter"
     return path

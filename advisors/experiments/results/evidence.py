@@ -66,5 +66,9 @@ def same_curves(curves: dict[str, list[float]]) -> bool:
 def evidence(e: Experiment[Spec]) -> dict[str, Any]:
     """The charts' inputs of an Apply: step samples, breakdowns and loss curves (and whether they are the same)."""
     curves = loss_curves(e)
-    return {"step_samples": step_samples(e), "breakdowns": breakdowns(e), "loss_curves": curves,
-            "loss_identical": same_curves(curves)}
+    return {
+        "step_samples": step_samples(e),
+        "breakdowns": breakdowns(e),
+        "loss_curves": curves,
+        "loss_identical": same_curves(curves),
+    }

@@ -75,18 +75,34 @@ class Why(StrEnum):
 
 #: The word each reason code gives.
 WORD_OF: Mapping[Why, Word] = {
-    Why.GAIN: Word.KEPT, Why.MEMORY_HEADROOM: Word.KEPT, Why.TURNS_OK: Word.KEPT,
-    Why.OVER_BUDGET: Word.REJECTED, Why.NO_GAIN: Word.REJECTED, Why.SLOWER: Word.REJECTED,
-    Why.LOSS_BREAKS: Word.REJECTED, Why.RUNS_LOSS_BREAKS: Word.REJECTED,
-    Why.UNSTATED: Word.REJECTED, Why.CONTENDED: Word.INCONCLUSIVE,
-    Why.PAIRS_DISAGREE: Word.INCONCLUSIVE, Why.LEAN: Word.INCONCLUSIVE,
-    Why.RUN_ENDED: Word.FAILED, Why.NOT_ACTED: Word.NOT_APPLIED, Why.CHECKED: Word.INCONCLUSIVE,
-    Why.NEITHER_REACHED: Word.REJECTED, Why.CHANGE_MISSED: Word.REJECTED,
-    Why.BASELINE_MISSED: Word.REJECTED, Why.AT_TARGET_AT_START: Word.REJECTED,
-    Why.ONE_RUN_GAIN: Word.KEPT, Why.ONE_RUN_NO_GAIN: Word.REJECTED,
-    Why.STOPS_AT_TARGET: Word.KEPT, Why.NEVER_REACHES: Word.REJECTED,
-    Why.REACHES_AT_END: Word.REJECTED, Why.STILL_IMPROVING: Word.REJECTED,
-    Why.TRADE_OFF: Word.TRADE_OFF, Why.NO_RUN: Word.REJECTED, Why.ADVICE_ONLY: Word.ADVICE,
+    Why.GAIN: Word.KEPT,
+    Why.MEMORY_HEADROOM: Word.KEPT,
+    Why.TURNS_OK: Word.KEPT,
+    Why.OVER_BUDGET: Word.REJECTED,
+    Why.NO_GAIN: Word.REJECTED,
+    Why.SLOWER: Word.REJECTED,
+    Why.LOSS_BREAKS: Word.REJECTED,
+    Why.RUNS_LOSS_BREAKS: Word.REJECTED,
+    Why.UNSTATED: Word.REJECTED,
+    Why.CONTENDED: Word.INCONCLUSIVE,
+    Why.PAIRS_DISAGREE: Word.INCONCLUSIVE,
+    Why.LEAN: Word.INCONCLUSIVE,
+    Why.RUN_ENDED: Word.FAILED,
+    Why.NOT_ACTED: Word.NOT_APPLIED,
+    Why.CHECKED: Word.INCONCLUSIVE,
+    Why.NEITHER_REACHED: Word.REJECTED,
+    Why.CHANGE_MISSED: Word.REJECTED,
+    Why.BASELINE_MISSED: Word.REJECTED,
+    Why.AT_TARGET_AT_START: Word.REJECTED,
+    Why.ONE_RUN_GAIN: Word.KEPT,
+    Why.ONE_RUN_NO_GAIN: Word.REJECTED,
+    Why.STOPS_AT_TARGET: Word.KEPT,
+    Why.NEVER_REACHES: Word.REJECTED,
+    Why.REACHES_AT_END: Word.REJECTED,
+    Why.STILL_IMPROVING: Word.REJECTED,
+    Why.TRADE_OFF: Word.TRADE_OFF,
+    Why.NO_RUN: Word.REJECTED,
+    Why.ADVICE_ONLY: Word.ADVICE,
 }
 
 
@@ -117,8 +133,14 @@ def render(o: Outcome) -> str:
     return f"{o.word}: {o.detail}" if o.detail else str(o.word)
 
 
-def judged(why: Why, ratio: float | None = None, low: float | None = None,
-           high: float | None = None, edge: float | None = None, **params: Any) -> Outcome:
+def judged(
+    why: Why,
+    ratio: float | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    edge: float | None = None,
+    **params: Any,
+) -> Outcome:
     """The Outcome of reason code ``why``, its texts made from ``params``:
 
     ``interval`` (``1.02x, 95% interval [0.97, 1.08]``) and ``loss`` (the loss note, from ``;
@@ -135,22 +157,26 @@ def _texts(why: Why, p: Mapping[str, Any], edge: float | None) -> tuple[str, str
     if why is Why.GAIN:
         return f"kept: {interval} per-sample throughput{loss}", ""
     if why is Why.MEMORY_HEADROOM:
-        return (f"kept for memory headroom: {p['headroom']} at {interval} per-sample "
-                f"throughput{loss}"), ""
+        return (
+            f"kept for memory headroom: {p['headroom']} at {interval} per-sample throughput{loss}"
+        ), ""
     if why in (Why.TURNS_OK, Why.OVER_BUDGET):
-        reason = (f"turns {p['baseline_status']} into ok{p.get('budget', '')}"
-                  f"{p.get('cost', '')}{loss}")
+        reason = (
+            f"turns {p['baseline_status']} into ok{p.get('budget', '')}{p.get('cost', '')}{loss}"
+        )
         return reason, "" if why is Why.TURNS_OK else times(reason.strip())
     if why is Why.RUNS_LOSS_BREAKS:
-        reason = (f"runs, but the loss does not hold ({p['delta']:+.4f} > "
-                  f"{p['tolerance']:.0%}){loss}")
+        reason = (
+            f"runs, but the loss does not hold ({p['delta']:+.4f} > {p['tolerance']:.0%}){loss}"
+        )
         return reason, times(reason.strip())
     if why in (Why.NO_GAIN, Why.SLOWER):
         reason = f"no real gain: {interval} does not clear {edge:.2f}x{loss}"
         return reason, times((f"slower, {interval}{loss}" if why is Why.SLOWER else reason).strip())
     if why is Why.LOSS_BREAKS:
-        reason = (f"faster ({interval}) but the loss does not hold (tolerance "
-                  f"{p['tolerance']:.0%}){loss}")
+        reason = (
+            f"faster ({interval}) but the loss does not hold (tolerance {p['tolerance']:.0%}){loss}"
+        )
         return reason, times(reason.strip())
     if why in (Why.CONTENDED, Why.PAIRS_DISAGREE, Why.LEAN):
         said = f"{p['said']}; {interval}{loss}"
@@ -160,8 +186,10 @@ def _texts(why: Why, p: Mapping[str, Any], edge: float | None) -> tuple[str, str
         reason = f"the patched run ended {status}" + (f": {error}" if error else "")
         return reason, ended(status, error.rstrip())
     if why is Why.CHECKED:
-        said = ("--check ran the patched command once to show the change acts; no A/B trials, "
-                "so no verdict")
+        said = (
+            "--check ran the patched command once to show the change acts; no A/B trials, "
+            "so no verdict"
+        )
         return f"inconclusive: {said}", said
     if why is Why.NOT_ACTED:
         return f"not applied: {p['said']}", times(str(p["said"]))

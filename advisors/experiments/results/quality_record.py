@@ -62,7 +62,9 @@ class QualityRoundRecord:
     high: float | None = None
     predicted: Parts | None = None
     measured: Parts | None = None
-    load_before: tuple[float | None, ...] = ()  # other programs' cores during each seed of the baseline's arm
+    load_before: tuple[
+        float | None, ...
+    ] = ()  # other programs' cores during each seed of the baseline's arm
     load_after: tuple[float | None, ...] = ()
     rule: str = ""
     before_s: float | None = None  # each arm's time to target (MLPerf mean; None: the arm failed)
@@ -70,7 +72,9 @@ class QualityRoundRecord:
     saved_s: float | None = None  # early stopping: the time it saves, and its share of the run
     saved_share: float | None = None
     not_applied: str | None = None
-    judged_against: tuple[int, ...] = ()  # the interleave's baseline runs this round was judged against
+    judged_against: tuple[
+        int, ...
+    ] = ()  # the interleave's baseline runs this round was judged against
     outcome_why: str | None = None  # the round's reason code (a Why); None in an older record
 
     @property
@@ -106,7 +110,9 @@ class QualityRecord:
     budget: str = ""  # as stated: "300 steps", "60 s"
     noise: str | None = None  # the gradient noise scale in a line
     projection: str | None = None  # the whole run's hours (and cost) in a sentence
-    floor: str | None = None  # why the target sits on the baseline's floor (advisors.quality.fair.on_floor)
+    floor: str | None = (
+        None  # why the target sits on the baseline's floor (advisors.quality.fair.on_floor)
+    )
 
     @property
     def label(self) -> str:
@@ -127,17 +133,40 @@ class QualityRecord:
         for r in raw["rounds"]:
             if r["outcome"] not in QUALITY_OUTCOMES:
                 raise ValueError(f"unknown outcome {r['outcome']!r}")
-            rounds.append(QualityRoundRecord(
-                round=int(r["round"]), fix_id=str(r["fix_id"]), title=str(r["title"]), outcome=r["outcome"],
-                reason=str(r["reason"]), ratio=r.get("ratio"), low=r.get("low"), high=r.get("high"),
-                predicted=Parts.of(r.get("predicted")), measured=Parts.of(r.get("measured")),
-                load_before=tuple(r.get("load_before") or ()), load_after=tuple(r.get("load_after") or ()),
-                rule=str(r.get("rule") or ""), before_s=r.get("before_s"), after_s=r.get("after_s"),
-                saved_s=r.get("saved_s"), saved_share=r.get("saved_share"), not_applied=r.get("not_applied"),
-                judged_against=tuple(int(i) for i in r.get("judged_against") or ()),
-                outcome_why=r.get("outcome_why")))
-        return cls(str(raw["target"]), int(raw["seeds"]), bool(raw["one_run"]), tuple(rounds),
-                   str(raw.get("budget") or ""), raw.get("noise"), raw.get("projection"), raw.get("floor"))
+            rounds.append(
+                QualityRoundRecord(
+                    round=int(r["round"]),
+                    fix_id=str(r["fix_id"]),
+                    title=str(r["title"]),
+                    outcome=r["outcome"],
+                    reason=str(r["reason"]),
+                    ratio=r.get("ratio"),
+                    low=r.get("low"),
+                    high=r.get("high"),
+                    predicted=Parts.of(r.get("predicted")),
+                    measured=Parts.of(r.get("measured")),
+                    load_before=tuple(r.get("load_before") or ()),
+                    load_after=tuple(r.get("load_after") or ()),
+                    rule=str(r.get("rule") or ""),
+                    before_s=r.get("before_s"),
+                    after_s=r.get("after_s"),
+                    saved_s=r.get("saved_s"),
+                    saved_share=r.get("saved_share"),
+                    not_applied=r.get("not_applied"),
+                    judged_against=tuple(int(i) for i in r.get("judged_against") or ()),
+                    outcome_why=r.get("outcome_why"),
+                )
+            )
+        return cls(
+            str(raw["target"]),
+            int(raw["seeds"]),
+            bool(raw["one_run"]),
+            tuple(rounds),
+            str(raw.get("budget") or ""),
+            raw.get("noise"),
+            raw.get("projection"),
+            raw.get("floor"),
+        )
 
 
 def quality_record(out: Mapping[str, Any]) -> QualityRecord:
@@ -149,20 +178,39 @@ def quality_record(out: Mapping[str, Any]) -> QualityRecord:
         iv = tt.get("interval") or (None, None)
         load = r.get("load") or {}
         es = r.get("early_stopping") or {}
-        rounds.append(QualityRoundRecord(
-            round=int(r["round"]), fix_id=str(r["fix"]), title=str(r["title"]), outcome=str(r["outcome"]),
-            reason=str(r["reason"]), ratio=tt.get("ratio"), low=iv[0], high=iv[1],
-            predicted=Parts.of(r.get("predicted")), measured=Parts.of(r.get("measured")),
-            load_before=tuple(load.get("before") or ()), load_after=tuple(load.get("after") or ()),
-            rule=str(r.get("rule") or ""),
-            before_s=None if (tt.get("before") or {}).get("failed") else tt.get("before_s"),
-            after_s=None if (tt.get("after") or {}).get("failed") else tt.get("after_s"),
-            saved_s=es.get("saved_s"), saved_share=es.get("saved_share"), not_applied=r.get("not_applied"),
-            judged_against=tuple(r.get("judged_against") or ()), outcome_why=r.get("outcome_why")))
+        rounds.append(
+            QualityRoundRecord(
+                round=int(r["round"]),
+                fix_id=str(r["fix"]),
+                title=str(r["title"]),
+                outcome=str(r["outcome"]),
+                reason=str(r["reason"]),
+                ratio=tt.get("ratio"),
+                low=iv[0],
+                high=iv[1],
+                predicted=Parts.of(r.get("predicted")),
+                measured=Parts.of(r.get("measured")),
+                load_before=tuple(load.get("before") or ()),
+                load_after=tuple(load.get("after") or ()),
+                rule=str(r.get("rule") or ""),
+                before_s=None if (tt.get("before") or {}).get("failed") else tt.get("before_s"),
+                after_s=None if (tt.get("after") or {}).get("failed") else tt.get("after_s"),
+                saved_s=es.get("saved_s"),
+                saved_share=es.get("saved_share"),
+                not_applied=r.get("not_applied"),
+                judged_against=tuple(r.get("judged_against") or ()),
+                outcome_why=r.get("outcome_why"),
+            )
+        )
     sign = "≤" if t["goal"] == "min" else "≥"
     note = f": {t['note']}" if t.get("note") else ""
-    return QualityRecord(f"{t['metric']} {sign} {t['value']:.4g} ({t['source']}{note})", int(out["seeds"]),
-                         bool(out.get("one_run")), tuple(rounds), str((out.get("budget") or {}).get("stated") or ""),
-                         noise_line(out["noise_scale"]) if out.get("noise_scale") else None,
-                         (out.get("projection") or {}).get("text"), out.get("floor"))
-
+    return QualityRecord(
+        f"{t['metric']} {sign} {t['value']:.4g} ({t['source']}{note})",
+        int(out["seeds"]),
+        bool(out.get("one_run")),
+        tuple(rounds),
+        str((out.get("budget") or {}).get("stated") or ""),
+        noise_line(out["noise_scale"]) if out.get("noise_scale") else None,
+        (out.get("projection") or {}).get("text"),
+        out.get("floor"),
+    )

@@ -14,9 +14,12 @@ def noise_line(ns: dict[str, Any]) -> str:
     p = ns.get("plan") or {}
     eff = p.get("statistical_efficiency")
     hi = "∞" if iv and iv[1] is None else f"{iv[1]:.3g}" if iv else ""
-    text = (f"noise scale B_simple ≈ {ns['b_simple']:.3g}" + (f" [{iv[0]:.3g}, {hi}]" if iv else "")
-            + f" over {ns['steps']} steps at batch {ns['batch']} (meter overhead {ns['overhead']:.1%}); critical "
-            f"batch ≈ {ns['b_simple']:.3g}")
+    text = (
+        f"noise scale B_simple ≈ {ns['b_simple']:.3g}"
+        + (f" [{iv[0]:.3g}, {hi}]" if iv else "")
+        + f" over {ns['steps']} steps at batch {ns['batch']} (meter overhead {ns['overhead']:.1%}); critical "
+        f"batch ≈ {ns['b_simple']:.3g}"
+    )
     if eff is not None:
         text += f"; statistical efficiency now {eff:.0%}"
     if p.get("goodput_best_batch") is not None:

@@ -27,8 +27,10 @@ SCHEMA = 2
 # is this far (relative, either way) from that earlier measurement of the same code, the record says so — the
 # machine changed between them, and samples/s read across rounds would mislead.
 BASELINE_MOVED = 0.25
-UNEXPLAINED = ("the bound was wrong for this run: the time it counts was mis-attributed, or the "
-               "fix also acted elsewhere in the step")
+UNEXPLAINED = (
+    "the bound was wrong for this run: the time it counts was mis-attributed, or the "
+    "fix also acted elsewhere in the step"
+)
 # the step-time words of :class:`~advisors.experiments.results.outcome.Word`, as records store them
 OutcomeWord = Literal["kept", "rejected", "inconclusive", "not applied", "failed"]
 OUTCOMES: tuple[str, ...] = ("kept", "rejected", "inconclusive", "not applied", "failed")
@@ -40,10 +42,14 @@ class BoundRecord:
     """The most a fix could gain, and where that number comes from: the diagnosis of ``baseline_run``."""
 
     speedup: float | None
-    assumption: str | None  # what must hold for the bound to be reached ("if the time drawing batches vanished")
+    assumption: (
+        str | None
+    )  # what must hold for the bound to be reached ("if the time drawing batches vanished")
     baseline: str  # which diagnosis, in words ("the diagnosis of round 2's baseline run")
     baseline_run: str | None = None  # the run id that diagnosis read
-    exceeded: bool = False  # the measured speed-up is above the bound: the bound was wrong for this run
+    exceeded: bool = (
+        False  # the measured speed-up is above the bound: the bound was wrong for this run
+    )
     # why, in words: what the arms' steps show, else what can make it so
     exceeded_why: str | None = None
     measured: float | None = None  # the measured speed-up it was read against
@@ -57,8 +63,9 @@ class BoundRecord:
             return "none"
         why = f"; {self.assumption}" if self.assumption else ""
         beyond = self.beyond
-        over = f" — measured {beyond['measured']:.2f}× is above it: {beyond['why']}" \
-            if beyond else ""
+        over = (
+            f" — measured {beyond['measured']:.2f}× is above it: {beyond['why']}" if beyond else ""
+        )
         return f"{self.speedup:.2f}× ({self.baseline}{why}){over}"
 
     @property
@@ -66,8 +73,11 @@ class BoundRecord:
         """``{bound, measured, why}`` when the measured gain passed the bound, else ``None``."""
         if not self.exceeded or self.speedup is None or self.measured is None:
             return None
-        return {"bound": self.speedup, "measured": self.measured,
-                "why": self.exceeded_why or UNEXPLAINED}
+        return {
+            "bound": self.speedup,
+            "measured": self.measured,
+            "why": self.exceeded_why or UNEXPLAINED,
+        }
 
 
 @dataclass(frozen=True)
@@ -87,8 +97,12 @@ class TrialRecord:
     peak_memory_mb: float | None = None
     others_cores: float | None = None  # cores other programs took while its steps were timed
     error: str | None = None
-    rate_unit: str = "samples/s"  # "steps/s" when the script's batches were not seen (no DataLoader)
-    in_verdict: bool = True  # False: its pair was left out of the verdict's medians (other programs competed)
+    rate_unit: str = (
+        "samples/s"  # "steps/s" when the script's batches were not seen (no DataLoader)
+    )
+    in_verdict: bool = (
+        True  # False: its pair was left out of the verdict's medians (other programs competed)
+    )
 
 
 @dataclass(frozen=True)
@@ -105,8 +119,12 @@ class ExperimentRecord:
     outcome_why: str | None = None  # the verdict's reason code (a Why: "no_gain", "contended", …)
     round: int | None = None
     rule: str | None = None
-    acts_on: str | None = None  # what the fix itself acts on (a DataLoader fix tried for a compute verdict: data)
-    before_label: str = "baseline"  # or "reference (no memory budget)" when the baseline could not be timed
+    acts_on: str | None = (
+        None  # what the fix itself acts on (a DataLoader fix tried for a compute verdict: data)
+    )
+    before_label: str = (
+        "baseline"  # or "reference (no memory budget)" when the baseline could not be timed
+    )
     rate_unit: str = "samples/s"  # "steps/s" when the script's batches were not seen: then before/after count steps
     before_samples_per_s: float | None = None
     after_samples_per_s: float | None = None
@@ -130,15 +148,23 @@ class ExperimentRecord:
     trials_per_arm: int = 3  # the runs asked for per arm (a re-run's --trials)
     # the back-to-back pairs the verdict's medians were taken over
     runs_in_verdict: int | None = None
-    cumulative_speedup: float | None = None  # a kept ladder round: the product of the kept speed-ups so far
-    spec_change: Mapping[str, Any] = field(default_factory=dict)  # knob/flag → its value in the patched arm
+    cumulative_speedup: float | None = (
+        None  # a kept ladder round: the product of the kept speed-ups so far
+    )
+    spec_change: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # knob/flag → its value in the patched arm
     injected: bool = False  # injected into a user's script at boot (the file was never written)
     where: str | None = None  # file:line of the user's code the change belongs at
     sites: tuple[str, ...] = ()
-    change: Mapping[str, Any] | None = None  # a script fix that acted: the edit measured {kind, file, line, text}
+    change: Mapping[str, Any] | None = (
+        None  # a script fix that acted: the edit measured {kind, file, line, text}
+    )
     snippet: str = ""
     trials: tuple[TrialRecord, ...] = ()
-    baseline_drift: float | None = None  # a ladder round: its baseline's samples/s ÷ the same code's last measurement
+    baseline_drift: float | None = (
+        None  # a ladder round: its baseline's samples/s ÷ the same code's last measurement
+    )
     baseline_moved: str | None = None  # the sentence, when that drift is beyond BASELINE_MOVED
 
     @property
@@ -157,7 +183,9 @@ class ExperimentRecord:
         """``1.42× [1.31, 1.55]`` (``None`` when nothing was measured)."""
         if self.speedup is None:
             return None
-        return f"{self.speedup:.2f}×" + (f" [{self.low:.2f}, {self.high:.2f}]" if self.low is not None else "")
+        return f"{self.speedup:.2f}×" + (
+            f" [{self.low:.2f}, {self.high:.2f}]" if self.low is not None else ""
+        )
 
     @property
     def runs_per_arm(self) -> int:
@@ -177,13 +205,21 @@ class ExperimentRecord:
     def from_json(cls, data: Mapping[str, Any]) -> ExperimentRecord:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
-        kw["bound"] = BoundRecord(**_known(BoundRecord, data["bound"])) if data.get("bound") else None
-        kw["trials"] = tuple(TrialRecord(**_known(TrialRecord, t)) for t in data.get("trials") or ())
+        kw["bound"] = (
+            BoundRecord(**_known(BoundRecord, data["bound"])) if data.get("bound") else None
+        )
+        kw["trials"] = tuple(
+            TrialRecord(**_known(TrialRecord, t)) for t in data.get("trials") or ()
+        )
         kw["pair_ratios"] = tuple(data.get("pair_ratios") or ())
         kw["sites"] = tuple(data.get("sites") or ())
         if "outcome_why" not in data:  # stored before verdicts were data: its code from its text
-            kw["outcome_why"] = from_text(data.get("outcome") == "kept", data.get("reason"),
-                                          data.get("not_applied"), data.get("speedup")).why.value
+            kw["outcome_why"] = from_text(
+                data.get("outcome") == "kept",
+                data.get("reason"),
+                data.get("not_applied"),
+                data.get("speedup"),
+            ).why.value
         return cls(**kw)
 
 
@@ -212,7 +248,9 @@ class LadderRecord:
     last_bottleneck: str | None = None
     advice: tuple[Attempt, ...] = ()
     not_retried: tuple[Attempt, ...] = ()
-    diagnosis: TrialRecord | None = None  # the run round 1 diagnosed (role "diagnosis"): its bounds' baseline
+    diagnosis: TrialRecord | None = (
+        None  # the run round 1 diagnosed (role "diagnosis"): its bounds' baseline
+    )
 
     @property
     def label(self) -> str:
@@ -221,28 +259,38 @@ class LadderRecord:
     @property
     def trials(self) -> tuple[TrialRecord, ...]:
         """Every run of the ladder, in the order they ran: round 1's diagnosis run, then every round's trials."""
-        return (*((self.diagnosis,) if self.diagnosis else ()), *(t for r in self.rounds for t in r.trials))
+        return (
+            *((self.diagnosis,) if self.diagnosis else ()),
+            *(t for r in self.rounds for t in r.trials),
+        )
 
     @property
     def steps(self) -> list[dict[str, Any]]:
         """The ladder chart: 1 at the start, then the running product after each kept fix (each round times
         its own baseline, so the arms' raw step times are never chained)."""
         kept = [r for r in self.rounds if r.outcome == "kept"]
-        return ([{"label": "start", "speedup": 1.0}] if self.rounds else []) + \
-            [{"label": f"+ {r.fix_title}", "speedup": r.cumulative_speedup} for r in kept]
+        return ([{"label": "start", "speedup": 1.0}] if self.rounds else []) + [
+            {"label": f"+ {r.fix_title}", "speedup": r.cumulative_speedup} for r in kept
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return _plain(asdict(self))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LadderRecord:
-        return cls(rounds=tuple(ExperimentRecord.from_json(r) for r in data.get("rounds") or ()),
-                   total_speedup=float(data.get("total_speedup") or 1.0), rounds_asked=data.get("rounds_asked"),
-                   why_stopped=str(data.get("why_stopped") or ""), complete=bool(data.get("complete")),
-                   last_bottleneck=data.get("last_bottleneck"),
-                   advice=tuple(Attempt(**_known(Attempt, a)) for a in data.get("advice") or ()),
-                   not_retried=tuple(Attempt(**_known(Attempt, a)) for a in data.get("not_retried") or ()),
-                   diagnosis=TrialRecord(**_known(TrialRecord, data["diagnosis"])) if data.get("diagnosis") else None)
+        return cls(
+            rounds=tuple(ExperimentRecord.from_json(r) for r in data.get("rounds") or ()),
+            total_speedup=float(data.get("total_speedup") or 1.0),
+            rounds_asked=data.get("rounds_asked"),
+            why_stopped=str(data.get("why_stopped") or ""),
+            complete=bool(data.get("complete")),
+            last_bottleneck=data.get("last_bottleneck"),
+            advice=tuple(Attempt(**_known(Attempt, a)) for a in data.get("advice") or ()),
+            not_retried=tuple(Attempt(**_known(Attempt, a)) for a in data.get("not_retried") or ()),
+            diagnosis=TrialRecord(**_known(TrialRecord, data["diagnosis"]))
+            if data.get("diagnosis")
+            else None,
+        )
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,21 +316,40 @@ def baseline_moves(rounds: Sequence[ExperimentRecord]) -> tuple[ExperimentRecord
         prev = out[-1] if out else None
         earlier, named = None, ""
         if prev is not None and prev.round == x.round and prev.before_label == "baseline":
-            earlier, named = prev.before_samples_per_s, f"round {x.round}'s previous attempt's baseline"
-        elif prev is not None and prev.outcome == "kept" and prev.round is not None and x.round == prev.round + 1:
-            earlier, named = prev.after_samples_per_s, f"round {prev.round}'s patched runs ({prev.fix_title}, kept)"
+            earlier, named = (
+                prev.before_samples_per_s,
+                f"round {x.round}'s previous attempt's baseline",
+            )
+        elif (
+            prev is not None
+            and prev.outcome == "kept"
+            and prev.round is not None
+            and x.round == prev.round + 1
+        ):
+            earlier, named = (
+                prev.after_samples_per_s,
+                f"round {prev.round}'s patched runs ({prev.fix_title}, kept)",
+            )
         now = x.before_samples_per_s
-        if x.before_label != "baseline" or prev is None or prev.rate_unit != x.rate_unit or not earlier or not now:
+        if (
+            x.before_label != "baseline"
+            or prev is None
+            or prev.rate_unit != x.rate_unit
+            or not earlier
+            or not now
+        ):
             out.append(x)
             continue
         drift = now / earlier
         moved = None
         if max(drift, 1 / drift) > 1 + BASELINE_MOVED:
             unit = x.rate_unit
-            moved = (f"baseline moved: round {x.round}'s baseline ran {now:.1f} {unit} where {named} ran the same "
-                     f"code at {earlier:.1f} {unit} ({drift:.2f}×, beyond the {BASELINE_MOVED:.0%} two measurements "
-                     "of one code may differ): the machine changed between them (other programs, clocks, caches), "
-                     "so read each round's speed-up against its own baseline, not samples/s across rounds")
+            moved = (
+                f"baseline moved: round {x.round}'s baseline ran {now:.1f} {unit} where {named} ran the same "
+                f"code at {earlier:.1f} {unit} ({drift:.2f}×, beyond the {BASELINE_MOVED:.0%} two measurements "
+                "of one code may differ): the machine changed between them (other programs, clocks, caches), "
+                "so read each round's speed-up against its own baseline, not samples/s across rounds"
+            )
         out.append(replace(x, baseline_drift=round(drift, 4), baseline_moved=moved))
     return tuple(out)
 
@@ -292,7 +359,9 @@ def complete(rounds: Sequence[ExperimentRecord], asked: int | None) -> bool:
     return asked is not None and len({r.round for r in rounds if r.outcome == "kept"}) >= asked
 
 
-def why_stopped(rounds: Sequence[ExperimentRecord], asked: int | None, bottleneck: str | None) -> str:
+def why_stopped(
+    rounds: Sequence[ExperimentRecord], asked: int | None, bottleneck: str | None
+) -> str:
     """Why a ladder of ``asked`` rounds ended where it did, in one sentence: "All 2 rounds ran; round 2 …" when
     the last asked round kept nothing, "Stopped in round 2 of 3: …" when it ended before (never "Stopped after
     round 1" above a table showing round 2). Its fixes are named by what they act on, not by the bottleneck of
@@ -308,16 +377,26 @@ def why_stopped(rounds: Sequence[ExperimentRecord], asked: int | None, bottlenec
     if asked is not None and stopped_at >= asked:
         head, it = f"All {asked} round{plural} ran; ", f"round {stopped_at} "
     else:
-        head, it = f"Stopped in round {stopped_at}{f' of {asked}' if asked is not None else ''}: ", "it "
+        head, it = (
+            f"Stopped in round {stopped_at}{f' of {asked}' if asked is not None else ''}: ",
+            "it ",
+        )
     if not tried:
         return f"{head}{it}found no fix left for {where} that fits this run."
     last = tried[-1]
     if last.outcome == "failed":
         return f"{head}round {stopped_at}'s fix ({last.fix_title}) {last.outcome_text}."
-    kinds = {k: sum(1 for r in tried if (r.acts_on or r.bottleneck) == k) for k in
-             dict.fromkeys(r.acts_on or r.bottleneck for r in tried)}
+    kinds = {
+        k: sum(1 for r in tried if (r.acts_on or r.bottleneck) == k)
+        for k in dict.fromkeys(r.acts_on or r.bottleneck for r in tried)
+    }
     n = len(tried)
-    aimed = f"for {where}" if list(kinds) == [bottleneck] else \
-        f"({', '.join(f'{c} on {k}' for k, c in kinds.items())}) for {where}"
-    return (f"{head}{it}tried {n} fix{'es' if n != 1 else ''} {aimed} and kept none "
-            f"(last: {last.fix_title}, {last.outcome_text}).")
+    aimed = (
+        f"for {where}"
+        if list(kinds) == [bottleneck]
+        else f"({', '.join(f'{c} on {k}' for k, c in kinds.items())}) for {where}"
+    )
+    return (
+        f"{head}{it}tried {n} fix{'es' if n != 1 else ''} {aimed} and kept none "
+        f"(last: {last.fix_title}, {last.outcome_text})."
+    )

@@ -18,8 +18,16 @@ import orjson
 from advisors.experiments.results.quality_record import QualityRecord
 from advisors.experiments.results.outcome import render
 from advisors.experiments.results.words import from_text
-from advisors.experiments.results.record import (SCHEMA, BoundRecord, ExperimentRecord, LadderRecord, TrialRecord,
-                                                 baseline_moves, complete, why_stopped)
+from advisors.experiments.results.record import (
+    SCHEMA,
+    BoundRecord,
+    ExperimentRecord,
+    LadderRecord,
+    TrialRecord,
+    baseline_moves,
+    complete,
+    why_stopped,
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,9 @@ class StoredView:
 
 def apply_view(rec: ExperimentRecord, evidence: Mapping[str, Any]) -> dict[str, Any]:
     """An Apply as it is stored."""
-    return _json_safe({"schema": SCHEMA, "mode": "apply", "record": rec.to_json(), "evidence": dict(evidence)})
+    return _json_safe(
+        {"schema": SCHEMA, "mode": "apply", "record": rec.to_json(), "evidence": dict(evidence)}
+    )
 
 
 def ladder_view(rec: LadderRecord) -> dict[str, Any]:
@@ -82,8 +92,11 @@ def read_view(view: Mapping[str, Any] | None) -> StoredView | None:
                 return StoredView("ladder", ladder=LadderRecord.from_json(view["ladder"]))
             if view.get("mode") == "quality":
                 return StoredView("quality", quality=QualityRecord.from_json(view["quality"]))
-            return StoredView("apply", record=ExperimentRecord.from_json(view["record"]),
-                              evidence=view.get("evidence") or {})
+            return StoredView(
+                "apply",
+                record=ExperimentRecord.from_json(view["record"]),
+                evidence=view.get("evidence") or {},
+            )
         return _schema_one(view)
     except (KeyError, TypeError, ValueError):
         return None
@@ -93,57 +106,112 @@ def _schema_one(view: Mapping[str, Any]) -> StoredView:
     """A view written before the record existed: its summary (an Apply) or its rows (a ladder)."""
     if view.get("mode") == "ladder":
         changes = {(c.get("round"), c.get("fix")): c for c in view.get("changes") or []}
-        rounds = baseline_moves(tuple(_old_row(r, changes.get((r.get("round"), r.get("fix")), {}))
-                                      for r in view.get("rows") or []))
+        rounds = baseline_moves(
+            tuple(
+                _old_row(r, changes.get((r.get("round"), r.get("fix")), {}))
+                for r in view.get("rows") or []
+            )
+        )
         last = view.get("last_bottleneck")
-        return StoredView("ladder", ladder=LadderRecord(
-            rounds=rounds, total_speedup=float(view.get("total_speedup") or 1.0), rounds_asked=None,
-            why_stopped=why_stopped(rounds, None, last), complete=complete(rounds, None), last_bottleneck=last))
+        return StoredView(
+            "ladder",
+            ladder=LadderRecord(
+                rounds=rounds,
+                total_speedup=float(view.get("total_speedup") or 1.0),
+                rounds_asked=None,
+                why_stopped=why_stopped(rounds, None, last),
+                complete=complete(rounds, None),
+                last_bottleneck=last,
+            ),
+        )
     s = view.get("summary") or {}
-    said = from_text(bool(view.get("kept")), view.get("reason"), s.get("not_applied"),
-                     s.get("speedup"))
+    said = from_text(
+        bool(view.get("kept")), view.get("reason"), s.get("not_applied"), s.get("speedup")
+    )
     change = view.get("script_change") or {}
     bound = view.get("upper_bound")
-    return StoredView("apply", record=ExperimentRecord(
-        kind="apply", fix_id=str(view.get("fix_id") or ""), fix_title=str(view.get("fix") or ""),
-        bottleneck="", outcome=said.word.value, outcome_text=render(said),  # type: ignore[arg-type]
-        reason=str(view.get("reason") or ""), outcome_why=said.why.value,
-        before_samples_per_s=s.get("before_samples_per_s"),
-        after_samples_per_s=s.get("after_samples_per_s"), speedup=s.get("speedup"), low=s.get("low"),
-        high=s.get("high"), level=s.get("level") or 0.95, pair_ratios=tuple(s.get("pair_ratios") or ()),
-        before_step_ms=s.get("before_ms"), after_step_ms=s.get("after_ms"),
-        bound=BoundRecord(bound, None, "the diagnosis shown when it was applied (stored by an older Stepwise)")
-        if isinstance(bound, (int, float)) else None,
-        not_applied=s.get("not_applied"), inconclusive=s.get("inconclusive"), trials_per_arm=s.get("trials") or 3,
-        spec_change=s.get("spec_change") or {}, injected=bool(s.get("injected")), where=change.get("where"),
-        change=change.get("change")), evidence={k: view.get(k) or {} for k in ("step_samples", "breakdowns",
-                                                                                "loss_curves")})
+    return StoredView(
+        "apply",
+        record=ExperimentRecord(
+            kind="apply",
+            fix_id=str(view.get("fix_id") or ""),
+            fix_title=str(view.get("fix") or ""),
+            bottleneck="",
+            outcome=said.word.value,  # type: ignore[arg-type]
+            outcome_text=render(said),
+            reason=str(view.get("reason") or ""),
+            outcome_why=said.why.value,
+            before_samples_per_s=s.get("before_samples_per_s"),
+            after_samples_per_s=s.get("after_samples_per_s"),
+            speedup=s.get("speedup"),
+            low=s.get("low"),
+            high=s.get("high"),
+            level=s.get("level") or 0.95,
+            pair_ratios=tuple(s.get("pair_ratios") or ()),
+            before_step_ms=s.get("before_ms"),
+            after_step_ms=s.get("after_ms"),
+            bound=BoundRecord(
+                bound, None, "the diagnosis shown when it was applied (stored by an older Stepwise)"
+            )
+            if isinstance(bound, (int, float))
+            else None,
+            not_applied=s.get("not_applied"),
+            inconclusive=s.get("inconclusive"),
+            trials_per_arm=s.get("trials") or 3,
+            spec_change=s.get("spec_change") or {},
+            injected=bool(s.get("injected")),
+            where=change.get("where"),
+            change=change.get("change"),
+        ),
+        evidence={k: view.get(k) or {} for k in ("step_samples", "breakdowns", "loss_curves")},
+    )
 
 
 def _old_row(r: Mapping[str, Any], change: Mapping[str, Any]) -> ExperimentRecord:
     reason = r.get("reason")
-    said = from_text(bool(r.get("kept")), reason,
-                     reason if r.get("verdict") == "not applied" else None, r.get("speed-up"))
+    said = from_text(
+        bool(r.get("kept")),
+        reason,
+        reason if r.get("verdict") == "not applied" else None,
+        r.get("speed-up"),
+    )
     interval = r.get("interval") or ""
     low, high = (float(x) for x in interval.strip("[]").split(", ")) if interval else (None, None)
     bound = r.get("upper bound")
     return ExperimentRecord(
-        kind="ladder round", round=r.get("round"), fix_id=str(change.get("fix_id") or r.get("fix") or ""),
-        fix_title=str(r.get("fix") or ""), bottleneck=str(r.get("bottleneck") or ""), rule=r.get("rule"),
-        outcome=said.word.value, outcome_text=render(said),  # type: ignore[arg-type]
-        reason=str(reason or ""), outcome_why=said.why.value,
-        before_samples_per_s=r.get("before samples/s"), after_samples_per_s=r.get("after samples/s"),
-        speedup=r.get("speed-up"), low=low, high=high, before_step_ms=r.get("before ms"),
-        after_step_ms=r.get("after ms"), cumulative_speedup=r.get("cumulative") if r.get("kept") else None,
+        kind="ladder round",
+        round=r.get("round"),
+        fix_id=str(change.get("fix_id") or r.get("fix") or ""),
+        fix_title=str(r.get("fix") or ""),
+        bottleneck=str(r.get("bottleneck") or ""),
+        rule=r.get("rule"),
+        outcome=said.word.value,  # type: ignore[arg-type]
+        outcome_text=render(said),
+        reason=str(reason or ""),
+        outcome_why=said.why.value,
+        before_samples_per_s=r.get("before samples/s"),
+        after_samples_per_s=r.get("after samples/s"),
+        speedup=r.get("speed-up"),
+        low=low,
+        high=high,
+        before_step_ms=r.get("before ms"),
+        after_step_ms=r.get("after ms"),
+        cumulative_speedup=r.get("cumulative") if r.get("kept") else None,
         bound=BoundRecord(bound, None, f"the diagnosis of round {r.get('round')}'s baseline run")
-        if isinstance(bound, (int, float)) and math.isfinite(bound) else None,
-        where=change.get("where"), change=change.get("change"))
+        if isinstance(bound, (int, float)) and math.isfinite(bound)
+        else None,
+        where=change.get("where"),
+        change=change.get("change"),
+    )
 
 
 def _json_safe(value: Mapping[str, Any]) -> dict[str, Any]:
     """Plain JSON types only: NaN/inf become None, numpy and other scalars their Python value."""
-    data = orjson.loads(orjson.dumps(_finite(value), default=str,
-                                     option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS))
+    data = orjson.loads(
+        orjson.dumps(
+            _finite(value), default=str, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+        )
+    )
     assert isinstance(data, dict)
     return data
 

@@ -20,13 +20,18 @@ NO_GAIN_PREFIX = "no real gain: "
 INCONCLUSIVE_PREFIX = "inconclusive: "
 #: An old reason's opening and the code it gives (the kept ones when the record says kept).
 _KEPT = (("kept for memory headroom", Why.MEMORY_HEADROOM), ("turns ", Why.TURNS_OK))
-_REJECTED = (("turns ", Why.OVER_BUDGET), ("runs, but the loss", Why.RUNS_LOSS_BREAKS),
-             ("faster (", Why.LOSS_BREAKS), (NO_GAIN_PREFIX, Why.NO_GAIN))
+_REJECTED = (
+    ("turns ", Why.OVER_BUDGET),
+    ("runs, but the loss", Why.RUNS_LOSS_BREAKS),
+    ("faster (", Why.LOSS_BREAKS),
+    (NO_GAIN_PREFIX, Why.NO_GAIN),
+)
 _INCONCLUSIVE = (("pairs disagree", Why.PAIRS_DISAGREE), ("the trials lean", Why.LEAN))
 
 
-def from_text(kept: bool, reason: str | None, not_applied: str | None = None,
-              speedup: float | None = None) -> Outcome:
+def from_text(
+    kept: bool, reason: str | None, not_applied: str | None = None, speedup: float | None = None
+) -> Outcome:
     """The Outcome of an old record, from its stored text (see the module docs).
 
     "rejected: slower" only when the whole interval of the ratio is below 1: a point estimate under 1 whose
@@ -38,21 +43,27 @@ def from_text(kept: bool, reason: str | None, not_applied: str | None = None,
     if not_applied:
         return _old(Why.NOT_ACTED, times(not_applied), reason, speedup)
     if reason.startswith(INCONCLUSIVE_PREFIX):
-        said = reason[len(INCONCLUSIVE_PREFIX):]
+        said = reason[len(INCONCLUSIVE_PREFIX) :]
         why = next((w for p, w in _INCONCLUSIVE if said.startswith(p)), Why.CONTENDED)
         return _old(why, times(said), reason, speedup)
     if reason.startswith(FAILED_PREFIX):
-        status, _, error = reason[len(FAILED_PREFIX):].partition(": ")
+        status, _, error = reason[len(FAILED_PREFIX) :].partition(": ")
         return _old(Why.RUN_ENDED, ended(status, error), reason, speedup)
-    if speedup is not None and speedup < 1 and reason.startswith(NO_GAIN_PREFIX) and _clearly_below_one(reason):
-        said = re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX):])
+    if (
+        speedup is not None
+        and speedup < 1
+        and reason.startswith(NO_GAIN_PREFIX)
+        and _clearly_below_one(reason)
+    ):
+        said = re.sub(r" does not clear [0-9.]+x", "", reason[len(NO_GAIN_PREFIX) :])
         return _old(Why.SLOWER, times("slower, " + said), reason, speedup)
     why = next((w for p, w in _REJECTED if reason.startswith(p)), Why.UNSTATED)
     return _old(why, times(reason or "no reason stored"), reason, speedup)
 
 
-def outcome(kept: bool, reason: str | None, not_applied: str | None = None,
-            speedup: float | None = None) -> str:
+def outcome(
+    kept: bool, reason: str | None, not_applied: str | None = None, speedup: float | None = None
+) -> str:
     """An old record's outcome text (``kept``, ``rejected: …``, ``inconclusive: …``), as it read
     when it was stored."""
     return render(from_text(kept, reason, not_applied, speedup))

@@ -39,8 +39,20 @@ from advisors.experiments.to_quality.interleave import interleaved, judged_fairl
 from advisors.experiments.to_quality.ladder import QualityLadder, QualityRound
 from advisors.experiments.to_quality.runner import store_curve_runner
 from advisors.experiments.to_quality.stopping import early_stopping_round, stopping_target
-from advisors.experiments.to_quality.runs import (AppliedFn, CurveRunFn, PlanFn, ProgressFn, QualityRun, QualitySpec,
-                                                  ResolveFn, arm_spec, curve_of, reached_at, seen, steps_to_target)
+from advisors.experiments.to_quality.runs import (
+    AppliedFn,
+    CurveRunFn,
+    PlanFn,
+    ProgressFn,
+    QualityRun,
+    QualitySpec,
+    ResolveFn,
+    arm_spec,
+    curve_of,
+    reached_at,
+    seen,
+    steps_to_target,
+)
 from advisors.quality import fair
 from advisors.quality.arms import ArmTime, compare
 from advisors.quality.candidates import EARLY_STOPPING, Candidate
@@ -48,18 +60,44 @@ from advisors.quality.curve import Goal
 from advisors.quality.target import LOSS_METRIC, Budget, Target, from_baseline
 from profilers.errors import SpecError
 
-__all__ = ["AppliedFn", "CurveRunFn", "PlanFn", "ProgressFn", "QualityLadder", "QualityRound", "QualityRun",
-           "QualitySpec", "ResolveFn", "arm_spec", "curve_of", "reached_at", "seen", "steps_to_target",
-           "store_curve_runner", "to_quality"]
+__all__ = [
+    "AppliedFn",
+    "CurveRunFn",
+    "PlanFn",
+    "ProgressFn",
+    "QualityLadder",
+    "QualityRound",
+    "QualityRun",
+    "QualitySpec",
+    "ResolveFn",
+    "arm_spec",
+    "curve_of",
+    "reached_at",
+    "seen",
+    "steps_to_target",
+    "store_curve_runner",
+    "to_quality",
+]
 
 
-def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRunFn, budget: Budget, seeds: int,
-               goal: Goal = "min", target_value: float | None = None, metric: str | None = None,
-               apply: Callable[[QualitySpec, Candidate], QualitySpec] | None = None,
-               on_progress: ProgressFn | None = None, resolve: ResolveFn | None = None,
-               applied: AppliedFn | None = None, planner: PlanFn | None = None,
-               run_whole: CurveRunFn | None = None, whole_budget: Budget | None = None,
-               whole_label: str | None = None) -> QualityLadder:
+def to_quality(
+    spec: QualitySpec,
+    candidates: Sequence[Candidate],
+    run: CurveRunFn,
+    budget: Budget,
+    seeds: int,
+    goal: Goal = "min",
+    target_value: float | None = None,
+    metric: str | None = None,
+    apply: Callable[[QualitySpec, Candidate], QualitySpec] | None = None,
+    on_progress: ProgressFn | None = None,
+    resolve: ResolveFn | None = None,
+    applied: AppliedFn | None = None,
+    planner: PlanFn | None = None,
+    run_whole: CurveRunFn | None = None,
+    whole_budget: Budget | None = None,
+    whole_label: str | None = None,
+) -> QualityLadder:
     """Run the baseline's ``seeds``, set the target, then judge every candidate (see the module docs).
     ``resolve`` makes each candidate concrete from the baseline's runs; ``applied`` reads each candidate run's
     record of what was injected: a change that did not act is reported "not applied: why", its remaining seeds
@@ -70,13 +108,23 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
     if seeds < 1:
         raise SpecError(f"--seeds must be at least 1, got {seeds}")
     say = on_progress or (lambda _: None)
-    given = None if target_value is None else Target(metric or LOSS_METRIC, target_value, goal,
-                                                     "given" if metric is None else "printed metric",
-                                                     "" if metric is None else f"--target {target_value:g}")
+    given = (
+        None
+        if target_value is None
+        else Target(
+            metric or LOSS_METRIC,
+            target_value,
+            goal,
+            "given" if metric is None else "printed metric",
+            "" if metric is None else f"--target {target_value:g}",
+        )
+    )
     base_runs = []
     # early stopping is measured on the baseline's whole curves: without a whole-run runner the baseline runs
     # its budget for it (the older, truncated judgement)
-    base_stop = None if run_whole is None and any(c.id == EARLY_STOPPING for c in candidates) else given
+    base_stop = (
+        None if run_whole is None and any(c.id == EARLY_STOPPING for c in candidates) else given
+    )
     for s in range(seeds):
         say(f"baseline seed {s + 1}/{seeds}")
         base_runs.append(run(arm_spec(spec, budget, s), base_stop))
@@ -87,21 +135,29 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         try:
             target = from_baseline(curves, budget, goal, metric or LOSS_METRIC)
         except ValueError as err:
-            raise SpecError(f"no target: {err}; the baseline runs ended {[r.status for r in base_runs]} "
-                            f"({next((r.error for r in base_runs if r.error), 'no error recorded')})") from None
+            raise SpecError(
+                f"no target: {err}; the baseline runs ended {[r.status for r in base_runs]} "
+                f"({next((r.error for r in base_runs if r.error), 'no error recorded')})"
+            ) from None
         if metric is not None:
-            target = replace(target, source="printed metric", note=f"{target.note}, of the baseline's curve")
+            target = replace(
+                target, source="printed metric", note=f"{target.note}, of the baseline's curve"
+            )
     band = fair.start_noise([r.curve for r in base_runs])
     if (noisy := fair.clear_of_start(target.value, goal, band)) is not None:
-        raise SpecError(f"{noisy}; give a --target beyond it or a longer --budget (the baseline ran "
-                        f"{budget.describe()})")
+        raise SpecError(
+            f"{noisy}; give a --target beyond it or a longer --budget (the baseline ran "
+            f"{budget.describe()})"
+        )
     floor = fair.on_floor(curves, target.value, goal)
     if floor is not None:
         say(floor)
     base_one_run = fair.one_run([r.curve for r in base_runs])
     if base_one_run:
-        say(f"the {seeds} baseline seeds gave the same curve: they are one run (the script's seed could not be "
-            f"varied); verdicts use a stated tolerance of {fair.ONE_RUN_TOLERANCE:.0%}")
+        say(
+            f"the {seeds} baseline seeds gave the same curve: they are one run (the script's seed could not be "
+            f"varied); verdicts use a stated tolerance of {fair.ONE_RUN_TOLERANCE:.0%}"
+        )
     rounds: list[QualityRound] = []
     advice: list[Candidate] = []
     plan = planner(spec, base_runs) if planner is not None else None
@@ -115,16 +171,32 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
         for s in range(seeds if not whole else 0):
             say(f"baseline to its own end (early stopping), seed {s + 1}/{seeds}")
             whole.append(run_whole(arm_spec(spec, whole_budget or budget, s), None))
-    stop_target = stopping_target(given, base_runs, goal, say) if any(c.id == EARLY_STOPPING for c in candidates) \
+    stop_target = (
+        stopping_target(given, base_runs, goal, say)
+        if any(c.id == EARLY_STOPPING for c in candidates)
         else (None, None)
-    slots: list[QualityRound | int] = []  # in the candidates' order: a round, or an arm's place in the interleave
+    )
+    slots: list[
+        QualityRound | int
+    ] = []  # in the candidates' order: a round, or an arm's place in the interleave
     arms: list[tuple[Candidate, QualitySpec]] = []
     for cand in candidates:
         if resolve is not None:
             cand = resolve(cand, base_runs)
         if cand.id == EARLY_STOPPING:
-            slots.append(early_stopping_round(cand, whole, curves, metric, goal, stop_target, budget, whole_budget,
-                                              whole_label))
+            slots.append(
+                early_stopping_round(
+                    cand,
+                    whole,
+                    curves,
+                    metric,
+                    goal,
+                    stop_target,
+                    budget,
+                    whole_budget,
+                    whole_label,
+                )
+            )
             continue
         if cand.patch is None or apply is None:
             advice.append(cand)
@@ -142,18 +214,61 @@ def to_quality(spec: QualitySpec, candidates: Sequence[Candidate], run: CurveRun
             continue
         (cand, patched), pairs = arms[slot], inter.pairs[slot]
         if pairs.why_not is not None:
-            rounds.append(QualityRound(n, cand, patched, pairs.runs, None, None, False,
-                                       f"not applied: {pairs.why_not}", pairs.record, pairs.why_not,
-                                       baseline_runs=pairs.base, judged_against=pairs.judged_against))
+            rounds.append(
+                QualityRound(
+                    n,
+                    cand,
+                    patched,
+                    pairs.runs,
+                    None,
+                    None,
+                    False,
+                    f"not applied: {pairs.why_not}",
+                    pairs.record,
+                    pairs.why_not,
+                    baseline_runs=pairs.base,
+                    judged_against=pairs.judged_against,
+                )
+            )
             continue
         first = fair.first_counted_step(cand.patch)
-        ttt = compare(ArmTime(tuple(reached_at(r, target, metric) for r in pairs.base)),
-                      ArmTime(tuple(reached_at(r, target, metric, first) for r in pairs.runs)))
+        ttt = compare(
+            ArmTime(tuple(reached_at(r, target, metric) for r in pairs.base)),
+            ArmTime(tuple(reached_at(r, target, metric, first) for r in pairs.runs)),
+        )
         ttt, why = judged_fairly(ttt, pairs, base_one_run)
-        rounds.append(QualityRound(n, cand, patched, pairs.runs, ttt, None, ttt.kept, ttt.reason, pairs.record,
-                                   predicted=plan.predicted(cand.id) if plan is not None else None,
-                                   baseline_runs=pairs.base, inconclusive=why, judged_against=pairs.judged_against))
-    return QualityLadder(target, budget, seeds, spec, tuple(base_runs), tuple(rounds), tuple(advice), plan,
-                         tuple(whole), whole_budget if whole else None,
-                         (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None,
-                         base_one_run, band, inter.baseline, inter.seeds, floor)
+        rounds.append(
+            QualityRound(
+                n,
+                cand,
+                patched,
+                pairs.runs,
+                ttt,
+                None,
+                ttt.kept,
+                ttt.reason,
+                pairs.record,
+                predicted=plan.predicted(cand.id) if plan is not None else None,
+                baseline_runs=pairs.base,
+                inconclusive=why,
+                judged_against=pairs.judged_against,
+            )
+        )
+    return QualityLadder(
+        target,
+        budget,
+        seeds,
+        spec,
+        tuple(base_runs),
+        tuple(rounds),
+        tuple(advice),
+        plan,
+        tuple(whole),
+        whole_budget if whole else None,
+        (whole_label or f"its own end ({(whole_budget or budget).describe()})") if whole else None,
+        base_one_run,
+        band,
+        inter.baseline,
+        inter.seeds,
+        floor,
+    )

@@ -28,12 +28,22 @@ class QualityRound:
     early_stopping: early_stop.EarlyStopping | None
     kept: bool
     reason: str
-    applied: Mapping[str, Any] | None = None  # what was injected (a script's candidate): knobs, evidence, sites
+    applied: Mapping[str, Any] | None = (
+        None  # what was injected (a script's candidate): knobs, evidence, sites
+    )
     not_applied: str | None = None  # why the change did not act: then it was not judged
-    predicted: Prediction | None = None  # from the noise scale, before the arm ran (batch or accumulation × k)
-    baseline_runs: tuple[QualityRun, ...] = ()  # the baseline's seeds run interleaved with this arm's
-    inconclusive: str | None = None  # why the verdict cannot stand (other programs' load): neither kept nor not
-    judged_against: tuple[int, ...] = ()  # baseline_runs' places in the ladder's ``interleaved`` baseline runs
+    predicted: Prediction | None = (
+        None  # from the noise scale, before the arm ran (batch or accumulation × k)
+    )
+    baseline_runs: tuple[
+        QualityRun, ...
+    ] = ()  # the baseline's seeds run interleaved with this arm's
+    inconclusive: str | None = (
+        None  # why the verdict cannot stand (other programs' load): neither kept nor not
+    )
+    judged_against: tuple[
+        int, ...
+    ] = ()  # baseline_runs' places in the ladder's ``interleaved`` baseline runs
 
     @property
     def outcome(self) -> str:
@@ -62,16 +72,23 @@ class QualityLadder:
     rounds: tuple[QualityRound, ...]
     advice: tuple[Candidate, ...]
     plan: GoodputPlan | None = None  # the noise scale and what it predicts (None: not measured)
-    whole_runs: tuple[QualityRun, ...] = ()  # the baseline to its own end: where early stopping is judged
+    whole_runs: tuple[
+        QualityRun, ...
+    ] = ()  # the baseline to its own end: where early stopping is judged
     whole_budget: Budget | None = None
     whole_label: str | None = None  # how far the whole run went, in words
-    one_run: bool = False  # the baseline's seeds gave the same curve: they are one run (fair.one_run)
+    one_run: bool = (
+        False  # the baseline's seeds gave the same curve: they are one run (fair.one_run)
+    )
     start_band: tuple[float, float] | None = None  # the baseline's raw values over its first points
-    interleaved: tuple[QualityRun, ...] = ()  # every baseline run of the interleave, shared by all the arms
+    interleaved: tuple[
+        QualityRun, ...
+    ] = ()  # every baseline run of the interleave, shared by all the arms
     interleaved_seeds: tuple[int, ...] = ()  # the seed of each
-    floor: str | None = None  # why the target sits on the baseline's floor (fair.on_floor), None when it does not
+    floor: str | None = (
+        None  # why the target sits on the baseline's floor (fair.on_floor), None when it does not
+    )
 
     @property
     def kept(self) -> tuple[QualityRound, ...]:
         return tuple(r for r in self.rounds if r.kept)
-

@@ -14,7 +14,14 @@ import pandas as pd
 from advisors.fixes.conventions.editing import with_flag
 from advisors.quality import fair
 from advisors.quality.candidates import Candidate
-from advisors.quality.curve import Curve, clock_start_ns, loss_curve_from_steps, printed_curve, smoothed, time_to_target
+from advisors.quality.curve import (
+    Curve,
+    clock_start_ns,
+    loss_curve_from_steps,
+    printed_curve,
+    smoothed,
+    time_to_target,
+)
 from advisors.quality.goodput import GoodputPlan
 from advisors.quality.target import Budget, Target
 from profilers.run.script_spec import MAX_STEPS, ScriptSpec
@@ -33,8 +40,12 @@ class QualityRun:
     error: str | None = None
     stopped: str | None = None
     median_step_ms: float | None = None
-    seeding: Mapping[str, Any] | None = None  # seeds.json: the script's seeding calls the agent offset
-    others_cores: float | None = None  # other programs' mean use of the machine over its steps (trial_load)
+    seeding: Mapping[str, Any] | None = (
+        None  # seeds.json: the script's seeding calls the agent offset
+    )
+    others_cores: float | None = (
+        None  # other programs' mean use of the machine over its steps (trial_load)
+    )
     cores: int | None = None
 
     @property
@@ -60,7 +71,9 @@ def arm_spec(spec: QualitySpec, budget: Budget, seed: int) -> QualitySpec:
     command = spec.command
     if any(a.split("=", 1)[0] == "--seed" for a in command):
         command = with_flag(command, ["--seed"], str(seed))
-    return replace(spec, seed=seed, warmup_steps=0, measure_steps=steps, profile_steps=1, command=command)
+    return replace(
+        spec, seed=seed, warmup_steps=0, measure_steps=steps, profile_steps=1, command=command
+    )
 
 
 def curve_of(run_dir: Path, steps: pd.DataFrame, metric: str | None) -> Curve:
@@ -75,8 +88,12 @@ def curve_of(run_dir: Path, steps: pd.DataFrame, metric: str | None) -> Curve:
     if t0 is None:
         t0 = min((int(r.get("t_unix_ns", 0)) for r in rows), default=0)
     lines = [((int(r.get("t_unix_ns", 0)) - t0) / 1e9, str(r.get("line", ""))) for r in rows]
-    return printed_curve([(t, ln) for t, ln in lines if t >= 0], metric, loss.end_s,
-                         steps_at=list(zip(loss.times_s, loss.steps)))
+    return printed_curve(
+        [(t, ln) for t, ln in lines if t >= 0],
+        metric,
+        loss.end_s,
+        steps_at=list(zip(loss.times_s, loss.steps)),
+    )
 
 
 def seen(curve: Curve, metric: str | None) -> Curve:
@@ -90,12 +107,17 @@ def steps_to_target(run: QualityRun, target: Target, metric: str | None) -> int 
     t = time_to_target(c, target.value, target.goal)
     if t is None or not math.isfinite(t):
         return None
-    return next((s for tt, s in zip(c.times_s, c.steps) if tt >= t), c.steps[-1] if len(c) else None)
+    return next(
+        (s for tt, s in zip(c.times_s, c.steps) if tt >= t), c.steps[-1] if len(c) else None
+    )
 
 
-def reached_at(run: QualityRun, target: Target, metric: str | None, first_step: int = 2) -> float | None:
+def reached_at(
+    run: QualityRun, target: Target, metric: str | None, first_step: int = 2
+) -> float | None:
     """Seconds to the target, counted only from ``first_step`` (the first value after a real optimizer update)."""
-    counted = fair.after_first_update(seen(run.curve, metric), first_step, printed=metric is not None)
+    counted = fair.after_first_update(
+        seen(run.curve, metric), first_step, printed=metric is not None
+    )
     t = time_to_target(counted, target.value, target.goal)
     return t if t is not None and math.isfinite(t) else None
-

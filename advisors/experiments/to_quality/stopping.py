@@ -15,8 +15,9 @@ from advisors.quality.curve import Curve, Goal
 from advisors.quality.target import Budget, Target
 
 
-def stopping_target(given: Target | None, base_runs: Sequence[QualityRun], goal: Goal,
-                    say: ProgressFn) -> tuple[float | None, str | None]:
+def stopping_target(
+    given: Target | None, base_runs: Sequence[QualityRun], goal: Goal, say: ProgressFn
+) -> tuple[float | None, str | None]:
     """Early stopping's target and where it came from: ``--target``, else the script's own (when its name does not
     say the other goal: an accuracy target is not a loss's), else none."""
     if given is not None:
@@ -25,16 +26,26 @@ def stopping_target(given: Target | None, base_runs: Sequence[QualityRun], goal:
     if own is None:
         return None, None
     if own.goal is not None and own.goal != goal:
-        say(f"{own.said} is not used: it is a target to {'maximise' if own.goal == 'max' else 'minimise'}, the "
-            f"metric judged here is to {'maximise' if goal == 'max' else 'minimise'}")
+        say(
+            f"{own.said} is not used: it is a target to {'maximise' if own.goal == 'max' else 'minimise'}, the "
+            f"metric judged here is to {'maximise' if goal == 'max' else 'minimise'}"
+        )
         return None, None
     say(f"early stopping: {own.said}")
     return own.value, own.source
 
 
-def early_stopping_round(cand: Candidate, whole: Sequence[QualityRun], curves: Sequence[Curve], metric: str | None,
-                         goal: Goal, target: tuple[float | None, str | None], budget: Budget,
-                         whole_budget: Budget | None, whole_label: str | None) -> QualityRound:
+def early_stopping_round(
+    cand: Candidate,
+    whole: Sequence[QualityRun],
+    curves: Sequence[Curve],
+    metric: str | None,
+    goal: Goal,
+    target: tuple[float | None, str | None],
+    budget: Budget,
+    whole_budget: Budget | None,
+    whole_label: str | None,
+) -> QualityRound:
     """The round (numbered later) of early stopping judged on ``whole`` (or, without, the budget's ``curves``)."""
     value, source = target
     judged = [seen(r.curve, metric) for r in whole] if whole else list(curves)
@@ -43,6 +54,9 @@ def early_stopping_round(cand: Candidate, whole: Sequence[QualityRun], curves: S
         es = replace(es, reason=f"target {value:g} from {source}; {es.reason}")
     es = replace(es, target_from=source)
     label = whole_label or f"its own end ({(whole_budget or budget).describe()})"
-    where = (f"judged on the baseline run to {label}, {len(whole)} seed(s)): " if whole
-             else f"judged on the budget's runs ({budget.describe()}): ")
+    where = (
+        f"judged on the baseline run to {label}, {len(whole)} seed(s)): "
+        if whole
+        else f"judged on the budget's runs ({budget.describe()}): "
+    )
     return QualityRound(0, cand, None, tuple(whole), None, es, es.kept, where + es.reason)

@@ -6,7 +6,9 @@ from advisors.fixes.base import ON_CPU, ON_TWO_RANKS, FixExample, FixSpec
 from advisors.verdict import Bottleneck
 
 FIX = FixSpec(
-    id="all_to_all_overlap", title="Overlap and shrink the all-to-all", bottleneck=Bottleneck.COMMUNICATION,
+    id="all_to_all_overlap",
+    title="Overlap and shrink the all-to-all",
+    bottleneck=Bottleneck.COMMUNICATION,
     applies_to="distributed",
     explanation="All-to-all and send/recv move embedding rows (recommendation models) or routed tokens (mixture of "
     "experts), not gradients: no_sync accumulation and DDP buckets cannot touch them. Start the next batch's "
@@ -18,6 +20,11 @@ FIX = FixSpec(
     "it = iter(loader)\nfor _ in range(steps):\n    pipeline.progress(it)\n"
     "# fewer bytes: QCommsConfig(forward_precision=CommType.FP16, backward_precision=CommType.BF16)\n"
     "# MoE: capacity_factor=1.0 and expert-parallel groups inside a node",
-    docs="https://pytorch.org/torchrec/", effort="loop rewrite",
+    docs="https://pytorch.org/torchrec/",
+    effort="loop rewrite",
     manual="pipelining the all-to-all changes how your loop drives batches (e.g. TorchRec's pipeline)",
-    examples=(FixExample(ON_TWO_RANKS, knobs={}), FixExample(ON_CPU, skipped="needs more than one rank")))
+    examples=(
+        FixExample(ON_TWO_RANKS, knobs={}),
+        FixExample(ON_CPU, skipped="needs more than one rank"),
+    ),
+)

@@ -7,11 +7,19 @@ from advisors.fixes.compute.fused_optimizer import DOCS
 from advisors.verdict import Bottleneck
 
 FIX = FixSpec(
-    id="foreach_optimizer", title="foreach optimizer", bottleneck=Bottleneck.COMPUTE, applies_to="any",
+    id="foreach_optimizer",
+    title="foreach optimizer",
+    bottleneck=Bottleneck.COMPUTE,
+    applies_to="any",
     explanation="Multi-tensor updates: fewer, larger kernels (or loops) per step.",
     snippet="opt = torch.optim.SGD(model.parameters(), lr=lr, foreach=True)",
-    docs=DOCS, effort="keyword", settings={"optimizer_impl": "foreach"},
+    docs=DOCS,
+    effort="keyword",
+    settings={"optimizer_impl": "foreach"},
     injection=Injection(const(optimizer_impl="foreach"), "optimizer_impl", "optimizer"),
-    done=lambda f: (f.spec is not None and f.spec.optimizer_impl in ("foreach", "fused"))
-    or f.optimizer_impl in ("foreach", "fused"),
-    examples=(FixExample(ON_CPU, knobs={"optimizer_impl": "foreach"}),))
+    done=lambda f: (
+        (f.spec is not None and f.spec.optimizer_impl in ("foreach", "fused"))
+        or f.optimizer_impl in ("foreach", "fused")
+    ),
+    examples=(FixExample(ON_CPU, knobs={"optimizer_impl": "foreach"}),),
+)

@@ -27,20 +27,30 @@ def hand_attention(f: Facts) -> Reach | None:
     if not f.has_steps or not any(r.hand_attention for r in f.layers.rows):
         return None
     share = attention_share(f)
-    return Reach(share, f"the hand-written attention ({100 * share:.1f}% of the step) takes no "
-                 "time")
+    return Reach(
+        share, f"the hand-written attention ({100 * share:.1f}% of the step) takes no time"
+    )
 
 
 FIX = FixSpec(
-    id="sdpa_attention", title="scaled_dot_product_attention", bottleneck=Bottleneck.COMPUTE,
+    id="sdpa_attention",
+    title="scaled_dot_product_attention",
+    bottleneck=Bottleneck.COMPUTE,
     applies_to="any",
-    explanation=("One fused attention kernel (flash / memory-efficient on a GPU, a fused loop on "
-                 "a CPU) instead of materialising the T×T score matrix, its mask and softmax."),
+    explanation=(
+        "One fused attention kernel (flash / memory-efficient on a GPU, a fused loop on "
+        "a CPU) instead of materialising the T×T score matrix, its mask and softmax."
+    ),
     snippet=SNIPPET,
-    docs=("https://pytorch.org/docs/stable/generated/"
-          "torch.nn.functional.scaled_dot_product_attention.html"),
-    effort="code change", settings={"sdpa_attention": True},
+    docs=(
+        "https://pytorch.org/docs/stable/generated/"
+        "torch.nn.functional.scaled_dot_product_attention.html"
+    ),
+    effort="code change",
+    settings={"sdpa_attention": True},
     alternatives=("torch_compile", "bf16_autocast"),
     injection=Injection(const(sdpa_attention=True), "sdpa_attention", "attention"),
-    done=spec_says(lambda s: s.sdpa_attention), bound=hand_attention,
-    examples=(FixExample(ON_CPU, knobs={"sdpa_attention": True}),))
+    done=spec_says(lambda s: s.sdpa_attention),
+    bound=hand_attention,
+    examples=(FixExample(ON_CPU, knobs={"sdpa_attention": True}),),
+)

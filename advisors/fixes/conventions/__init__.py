@@ -41,13 +41,20 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from advisors.fixes.conventions import accelerate, argparse_flags, configurator, hf, hydra, lightning_cli
+from advisors.fixes.conventions import (
+    accelerate,
+    argparse_flags,
+    configurator,
+    hf,
+    hydra,
+    lightning_cli,
+)
 from advisors.fixes.conventions.editing import KnobChange
 
 CONVENTIONS = {
     "hf": "HfArgumentParser: the TrainingArguments field, on the command line or in its JSON/YAML file",
     "lightning_cli": "LightningCLI: --trainer.precision, or an option of the model's or data module's whose value "
-                     "reaches the call (--data.num_workers), or its line in the --config file",
+    "reaches the call (--data.num_workers), or its line in the --config file",
     "accelerate": "accelerate launch: --mixed_precision or --dynamo_backend, which the script's Accelerator() reads",
     "configurator": "nanoGPT configurator.py: --key=value over the script's global",
     "hydra": "Hydra: a key=value override of a config key whose value reaches the call that does it",
@@ -55,13 +62,24 @@ CONVENTIONS = {
 }
 
 
-def knob_change(knobs: Mapping[str, Any], config: Mapping[str, Any] | None, command: tuple[str, ...],
-                cwd: str, proof: str) -> KnobChange | None:
+def knob_change(
+    knobs: Mapping[str, Any],
+    config: Mapping[str, Any] | None,
+    command: tuple[str, ...],
+    cwd: str,
+    proof: str,
+) -> KnobChange | None:
     """``knobs`` (a fix's) as the script's own flag or config line, or ``None`` when it has none for them."""
     if not config or not knobs:
         return None
-    for fn in (hf.change, lightning_cli.change, accelerate.change, configurator.change, hydra.change,
-               argparse_flags.change):
+    for fn in (
+        hf.change,
+        lightning_cli.change,
+        accelerate.change,
+        configurator.change,
+        hydra.change,
+        argparse_flags.change,
+    ):
         out = fn(dict(knobs), config, tuple(command), cwd, proof)
         if out is not None:
             return out

@@ -10,8 +10,9 @@ from advisors.fixes.conventions.editing import KnobChange, site_of, with_flag
 from stepwise_agent.switches import ACCELERATE_PRECISION
 
 
-def change(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
-                proof: str) -> KnobChange | None:
+def change(
+    knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str, proof: str
+) -> KnobChange | None:
     """``accelerate launch``'s own options (before the script), which it passes to the script's ``Accelerator()``
     (``ACCELERATE_MIXED_PRECISION``, ``ACCELERATE_DYNAMO_BACKEND`` in its environment): ``--mixed_precision bf16``,
     when that ``Accelerator(...)`` takes no precision of its own; ``--dynamo_backend inductor`` for compile, when it
@@ -27,16 +28,25 @@ def change(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str,
             return None  # no Accelerator of the user's, or one whose own argument decides
         option, value = "--mixed_precision", ACCELERATE_PRECISION[knobs["autocast"]]
     elif set(knobs) == {"compile"} and knobs["compile"]:
-        if "dynamo_backend" not in asked or asked["dynamo_backend"] is not None or asked.get("dynamo_plugin"):
+        if (
+            "dynamo_backend" not in asked
+            or asked["dynamo_backend"] is not None
+            or asked.get("dynamo_plugin")
+        ):
             return None  # not recorded, or the script's own Accelerator(dynamo_...) decides
         option, value = "--dynamo_backend", "inductor"
     else:
         return None
-    at = next((i for i, a in enumerate(command) if i > 1 and a.endswith(".py") and not a.startswith("-")), None)
+    at = next(
+        (i for i, a in enumerate(command) if i > 1 and a.endswith(".py") and not a.startswith("-")),
+        None,
+    )
     if at is None:
         return None
     head = with_flag(command[:at], [option], value)
     if head[-2:] == (option, value) and len(head) > at:  # new: typed first, as the docs write it
         head = (*command[:2], option, value, *command[2:at])
     file, line = site_of({"site": acc.get("at")})  # the user's Accelerator(...) call
-    return KnobChange((*head, *command[at:]), knobs, "accelerate", (f"{option} {value}",), file, line)
+    return KnobChange(
+        (*head, *command[at:]), knobs, "accelerate", (f"{option} {value}",), file, line
+    )

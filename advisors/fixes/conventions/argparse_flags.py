@@ -11,29 +11,69 @@ from advisors.script_reach import reach_line, reaches
 
 #: knob -> (flag names a plain argparse script gives it, where its value must reach)
 ARGPARSE_NAMES: dict[str, tuple[tuple[str, ...], str]] = {
-    "autocast": (("amp", "bf16", "use_amp", "autocast", "mixed_precision", "use_bf16", "mixed", "precision",
-                  "amp_dtype", "dtype"), "autocast"),
-    "num_workers": (("workers", "num_workers", "n_workers", "dataloader_workers", "loader_workers", "j"),
-                    "dataloader"),
+    "autocast": (
+        (
+            "amp",
+            "bf16",
+            "use_amp",
+            "autocast",
+            "mixed_precision",
+            "use_bf16",
+            "mixed",
+            "precision",
+            "amp_dtype",
+            "dtype",
+        ),
+        "autocast",
+    ),
+    "num_workers": (
+        ("workers", "num_workers", "n_workers", "dataloader_workers", "loader_workers", "j"),
+        "dataloader",
+    ),
     "compile": (("compile", "torch_compile", "use_compile"), "compile"),
     # the loop's own knobs, which no injection can turn (a fix's ``own_flag``: advisors.fixes)
-    "grad_accum_steps": (("grad_accum_steps", "gradient_accumulation_steps", "accumulation_steps", "accum_steps",
-                          "grad_accum", "accum_iter", "accumulate_grad_batches"), "accumulate"),
-    "activation_checkpointing": (("activation_checkpointing", "checkpointing", "grad_checkpointing",
-                                  "gradient_checkpointing", "checkpoint_activations"), "checkpoint"),
+    "grad_accum_steps": (
+        (
+            "grad_accum_steps",
+            "gradient_accumulation_steps",
+            "accumulation_steps",
+            "accum_steps",
+            "grad_accum",
+            "accum_iter",
+            "accumulate_grad_batches",
+        ),
+        "accumulate",
+    ),
+    "activation_checkpointing": (
+        (
+            "activation_checkpointing",
+            "checkpointing",
+            "grad_checkpointing",
+            "gradient_checkpointing",
+            "checkpoint_activations",
+        ),
+        "checkpoint",
+    ),
     "ddp_no_sync": (("ddp_no_sync", "no_sync"), "no_sync"),
     "cuda_graphs": (("cuda_graphs", "cudagraphs", "cuda_graph", "use_cuda_graphs"), "compile"),
     "batch_size": (("batch_size", "batch", "bs", "train_batch_size"), "batch"),
-    "compile_mode": (("compile_mode", "torch_compile_mode"), "compile"),  # CUDA graphs: mode="reduce-overhead"
+    "compile_mode": (
+        ("compile_mode", "torch_compile_mode"),
+        "compile",
+    ),  # CUDA graphs: mode="reduce-overhead"
 }
 #: an autocast flag with choices (``--precision {fp32,bf16,fp16}``): the choice that asks for the fix's dtype
-PRECISION_WORDS = {"bf16": ("bf16", "bfloat16", "bf16-mixed"), "fp16": ("fp16", "float16", "half", "16-mixed")}
+PRECISION_WORDS = {
+    "bf16": ("bf16", "bfloat16", "bf16-mixed"),
+    "fp16": ("fp16", "float16", "half", "16-mixed"),
+}
 #: knobs that switch a call on or off: a ``store_true`` flag, or an ``int`` one set to 1 (llm.c's ``--compile 1``)
 SWITCHES = ("compile", "cuda_graphs", "activation_checkpointing", "ddp_no_sync")
 
 
-def change(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str,
-              proof: str) -> KnobChange | None:
+def change(
+    knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str, ...], cwd: str, proof: str
+) -> KnobChange | None:
     """A flag per knob, named for it and whose value reaches the call that does it (:func:`_named`); a knob
     :class:`Times` the script's own value is resolved against what the flag holds, and a change of the step's shape
     keeps what the fix means by it (:func:`_step_shape`)."""
@@ -54,7 +94,9 @@ def change(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str,
         values, observe = shaped
         found = {k: opts.get(k) or _named(parser, k, reach) for k in values}
         chosen = {k: o for k, o in found.items() if o is not None}
-        if len(chosen) < len(values) or not all(_fits(k, values[k], o, config) for k, o in chosen.items()):
+        if len(chosen) < len(values) or not all(
+            _fits(k, values[k], o, config) for k, o in chosen.items()
+        ):
             continue
         new, typed = command, []
         for knob, value in values.items():
@@ -62,11 +104,15 @@ def change(knobs: dict[str, Any], config: Mapping[str, Any], command: tuple[str,
             text = _flag_text(knob, value, opt)
             new = with_flag(new, list(opt["flags"]), text)
             typed.append(max(opt["flags"], key=len) + ("" if text is None else f" {text}"))
-        return KnobChange(new, observe, "argparse", tuple(typed), file, _acts_at(file, line, proof, chosen))
+        return KnobChange(
+            new, observe, "argparse", tuple(typed), file, _acts_at(file, line, proof, chosen)
+        )
     return None
 
 
-def _acts_at(file: str, parsed: int | None, proof: str, chosen: Mapping[str, Mapping[str, Any]]) -> int | None:
+def _acts_at(
+    file: str, parsed: int | None, proof: str, chosen: Mapping[str, Mapping[str, Any]]
+) -> int | None:
     """The line the change acts on: where the proof knob's flag reaches its call (llm.c's ``ctx = …
     dtype=ptdtype`` for ``--dtype``), else the parser's ``parse_args`` line."""
     opt = chosen.get(proof)
@@ -74,8 +120,9 @@ def _acts_at(file: str, parsed: int | None, proof: str, chosen: Mapping[str, Map
     return (reach_line(file, where, str(opt.get("dest"))) if opt and where else None) or parsed
 
 
-def _step_shape(main: Mapping[str, Any], parser: Mapping[str, Any], reach: Mapping[str, set[str]]
-                ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _step_shape(
+    main: Mapping[str, Any], parser: Mapping[str, Any], reach: Mapping[str, set[str]]
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """``(flag values, what the run must show)`` of ``main``'s knobs, with :class:`Times` values resolved.
 
     ``grad_accum_steps`` and ``batch_size`` ask for a step's shape: samples per optimizer step × the batch factor,
@@ -104,8 +151,11 @@ def _step_shape(main: Mapping[str, Any], parser: Mapping[str, Any], reach: Mappi
     batch2 = samples if split else samples // accum2
     if batch2 != batch:
         flags["batch_size"] = batch2
-    observe = {**plain, **({"grad_accum_steps": accum2} if "grad_accum_steps" in main else {}),
-               "batch_size": samples // accum2}  # the training loader's batch: one micro-batch
+    observe = {
+        **plain,
+        **({"grad_accum_steps": accum2} if "grad_accum_steps" in main else {}),
+        "batch_size": samples // accum2,
+    }  # the training loader's batch: one micro-batch
     return flags, observe
 
 
@@ -114,11 +164,15 @@ def _held(opt: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _named(parser: Mapping[str, Any], knob: str, reach: Mapping[str, set[str]]) -> dict[str, Any] | None:
+def _named(
+    parser: Mapping[str, Any], knob: str, reach: Mapping[str, set[str]]
+) -> dict[str, Any] | None:
     names, where = ARGPARSE_NAMES[knob]
     for opt in parser.get("options") or []:
         flags = [f.lstrip("-").replace("-", "_") for f in opt.get("flags") or []]
-        if opt.get("dest") in reach.get(where, set()) and (opt.get("dest") in names or set(flags) & set(names)):
+        if opt.get("dest") in reach.get(where, set()) and (
+            opt.get("dest") in names or set(flags) & set(names)
+        ):
             return opt
     return None
 

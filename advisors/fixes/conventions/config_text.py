@@ -59,7 +59,9 @@ def yaml_with(text: str, fields: Mapping[str, Any]) -> tuple[str, int] | None:
             return out, first or 1
     except yaml.YAMLError:
         pass
-    return yaml.safe_dump(expected, sort_keys=False), 1  # not editable line by line: the whole mapping rewritten
+    return yaml.safe_dump(
+        expected, sort_keys=False
+    ), 1  # not editable line by line: the whole mapping rewritten
 
 
 def yaml_set(lines: list[str], path: list[str], value: str) -> int:
@@ -82,15 +84,29 @@ def yaml_set(lines: list[str], path: list[str], value: str) -> int:
             lines[found] = f"{m.group(1)}{key}: {value}{m.group(4) or ''}"
             return found + 1
         start = found + 1
-        end = next((i for i in range(start, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")
-                    and len(lines[i]) - len(lines[i].lstrip()) <= indent), end)
+        end = next(
+            (
+                i
+                for i in range(start, end)
+                if lines[i].strip()
+                and not lines[i].lstrip().startswith("#")
+                and len(lines[i]) - len(lines[i].lstrip()) <= indent
+            ),
+            end,
+        )
         indent = child_indent(lines, start, end, indent)
     return 1
 
 
 def child_indent(lines: list[str], start: int, end: int, parent: int) -> int:
-    return next((len(x) - len(x.lstrip()) for x in lines[start:end] if x.strip() and not x.lstrip().startswith("#")),
-                parent + 2)
+    return next(
+        (
+            len(x) - len(x.lstrip())
+            for x in lines[start:end]
+            if x.strip() and not x.lstrip().startswith("#")
+        ),
+        parent + 2,
+    )
 
 
 def json_with(text: str, fields: Mapping[str, Any]) -> str:
@@ -100,16 +116,23 @@ def json_with(text: str, fields: Mapping[str, Any]) -> str:
 
     out = text
     for key, value in fields.items():
-        pattern = re.compile(rf'("{re.escape(key)}"\s*:\s*)(true|false|null|-?[0-9.eE+-]+|"[^"\n]*")')
+        pattern = re.compile(
+            rf'("{re.escape(key)}"\s*:\s*)(true|false|null|-?[0-9.eE+-]+|"[^"\n]*")'
+        )
         if pattern.search(out):
             out = pattern.sub(lambda m: m.group(1) + json.dumps(value), out, count=1)
             continue
         brace = out.find("{")
-        nxt = out[brace + 1:].lstrip(" ")
+        nxt = out[brace + 1 :].lstrip(" ")
         indent = "  " if not nxt.startswith("\n") else re.match(r"\n([ \t]*)", nxt).group(1) or "  "  # type: ignore[union-attr]
-        sep = "," if out[brace + 1:].strip() != "}" else ""
-        out = out[:brace + 1] + f"\n{indent}{json.dumps(key)}: {json.dumps(value)}{sep}" + out[brace + 1:].lstrip(" ") \
-            if nxt.startswith("\n") else out[:brace + 1] + f" {json.dumps(key)}: {json.dumps(value)}{sep} " + nxt
+        sep = "," if out[brace + 1 :].strip() != "}" else ""
+        out = (
+            out[: brace + 1]
+            + f"\n{indent}{json.dumps(key)}: {json.dumps(value)}{sep}"
+            + out[brace + 1 :].lstrip(" ")
+            if nxt.startswith("\n")
+            else out[: brace + 1] + f" {json.dumps(key)}: {json.dumps(value)}{sep} " + nxt
+        )
     try:
         expected = {**json.loads(text), **fields}
         if json.loads(out) == expected:
@@ -124,7 +147,9 @@ def key_line(path: str, key: str) -> int:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError:
         return 1
-    brace = next((i for i, line in enumerate(lines, 1) if "{" in line), 0)  # a new key goes first (json_with)
+    brace = next(
+        (i for i, line in enumerate(lines, 1) if "{" in line), 0
+    )  # a new key goes first (json_with)
     return next((i for i, line in enumerate(lines, 1) if f'"{key}"' in line), brace + 1)
 
 

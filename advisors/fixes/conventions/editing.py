@@ -42,7 +42,9 @@ class KnobChange:
         return {**site, "target": "command", "all": [site]}
 
 
-def with_flag(command: tuple[str, ...], flags: list[str], value: str | None, equals: bool = False) -> tuple[str, ...]:
+def with_flag(
+    command: tuple[str, ...], flags: list[str], value: str | None, equals: bool = False
+) -> tuple[str, ...]:
     """``command`` with the option ``flags`` set to ``value`` (``None``: a switch without value); an existing
     occurrence is replaced in place, else the option is appended."""
     out = list(command)
@@ -50,7 +52,9 @@ def with_flag(command: tuple[str, ...], flags: list[str], value: str | None, equ
         name = a.split("=", 1)[0]
         if name not in flags:
             continue
-        if value is None and i + 1 < len(out) and out[i + 1].lower() in BOOL_WORDS:  # HF's ``--bf16 false``
+        if (
+            value is None and i + 1 < len(out) and out[i + 1].lower() in BOOL_WORDS
+        ):  # HF's ``--bf16 false``
             out[i + 1] = "true"
         elif "=" in a or equals:
             out[i] = name if value is None else f"{name}={value}"
@@ -66,7 +70,9 @@ def with_flag(command: tuple[str, ...], flags: list[str], value: str | None, equ
 
 
 def option(parser: Mapping[str, Any], dest: str) -> dict[str, Any] | None:
-    return next((o for o in parser.get("options") or [] if o.get("dest") == dest and o.get("flags")), None)
+    return next(
+        (o for o in parser.get("options") or [] if o.get("dest") == dest and o.get("flags")), None
+    )
 
 
 def site_of(parser: Mapping[str, Any]) -> tuple[str | None, int | None]:
@@ -74,8 +80,15 @@ def site_of(parser: Mapping[str, Any]) -> tuple[str | None, int | None]:
     return site.get("file"), site.get("line")
 
 
-def json_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
-                fields: Mapping[str, Any], observe: Mapping[str, Any] | None = None) -> KnobChange | None:
+def json_change(
+    knobs: Mapping[str, Any],
+    convention: str,
+    command: tuple[str, ...],
+    cwd: str,
+    path: str,
+    fields: Mapping[str, Any],
+    observe: Mapping[str, Any] | None = None,
+) -> KnobChange | None:
     """The user's command with its JSON config file ``path`` (an object) replaced by a copy holding ``fields``."""
     try:
         original = Path(path).read_text(encoding="utf-8")
@@ -85,13 +98,31 @@ def json_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, .
     if not isinstance(data, dict):
         return None
     typed = tuple(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items())
-    return config_copy(knobs, convention, command, cwd, path, json_with(original, fields), typed,
-                       key_line(path, next(iter(fields))), observe)
+    return config_copy(
+        knobs,
+        convention,
+        command,
+        cwd,
+        path,
+        json_with(original, fields),
+        typed,
+        key_line(path, next(iter(fields))),
+        observe,
+    )
 
 
-def config_copy(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
-                text: str, typed: tuple[str, ...], line: int, observe: Mapping[str, Any] | None = None,
-                names: tuple[str, ...] = ()) -> KnobChange | None:
+def config_copy(
+    knobs: Mapping[str, Any],
+    convention: str,
+    command: tuple[str, ...],
+    cwd: str,
+    path: str,
+    text: str,
+    typed: tuple[str, ...],
+    line: int,
+    observe: Mapping[str, Any] | None = None,
+    names: tuple[str, ...] = (),
+) -> KnobChange | None:
     """The user's command with its config file ``path`` (an argument of it, or the value of one of the options
     ``names``: ``--config cfg.yaml``, ``--config=cfg.yaml``) replaced by a copy holding ``text``, written in
     Stepwise's temporary folder under the same name (the user's file is never written)."""
@@ -103,9 +134,16 @@ def config_copy(knobs: Mapping[str, Any], convention: str, command: tuple[str, .
     copy.write_text(text, encoding="utf-8")
     arg = command[index]
     value = f"{arg.split('=', 1)[0]}={copy}" if arg.startswith("-") and "=" in arg else str(copy)
-    new = (*command[:index], value, *command[index + 1:])
-    return KnobChange(new, dict(observe if observe is not None else knobs), convention, typed, path, line,
-                      (path, str(copy)))
+    new = (*command[:index], value, *command[index + 1 :])
+    return KnobChange(
+        new,
+        dict(observe if observe is not None else knobs),
+        convention,
+        typed,
+        path,
+        line,
+        (path, str(copy)),
+    )
 
 
 def config_argument(command: tuple[str, ...], cwd: str, path: str) -> int | None:
@@ -117,8 +155,15 @@ def config_argument(command: tuple[str, ...], cwd: str, path: str) -> int | None
     return None
 
 
-def yaml_change(knobs: Mapping[str, Any], convention: str, command: tuple[str, ...], cwd: str, path: str,
-                 fields: Mapping[str, Any], observe: Mapping[str, Any] | None = None) -> KnobChange | None:
+def yaml_change(
+    knobs: Mapping[str, Any],
+    convention: str,
+    command: tuple[str, ...],
+    cwd: str,
+    path: str,
+    fields: Mapping[str, Any],
+    observe: Mapping[str, Any] | None = None,
+) -> KnobChange | None:
     try:
         original = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -137,5 +182,5 @@ def with_override(command: tuple[str, ...], key: str, value: str) -> tuple[str, 
     for i, a in enumerate(command):
         name = a.split("=", 1)[0]
         if "=" in a and not a.startswith("-") and name.lstrip("+") == key:
-            return (*command[:i], f"{name}={value}", *command[i + 1:])
+            return (*command[:i], f"{name}={value}", *command[i + 1 :])
     return (*command, f"{key}={value}")

@@ -18,8 +18,12 @@ def batch_drawing(f: Facts) -> Reach | None:
     share = f.run.data_wait_share if f.run is not None else None
     if share is None:
         return None
-    return Reach(share, f"the steady steps' time drawing batches ({100 * share:.1f}% of the step without the "
-                 "profiler: fetch, decode, collate, copy) vanishes", replaces=True)
+    return Reach(
+        share,
+        f"the steady steps' time drawing batches ({100 * share:.1f}% of the step without the "
+        "profiler: fetch, decode, collate, copy) vanishes",
+        replaces=True,
+    )
 
 
 def rest_got_faster(base_rest_ms: float | None, patched_step_ms: float | None) -> str | None:
@@ -30,6 +34,8 @@ def rest_got_faster(base_rest_ms: float | None, patched_step_ms: float | None) -
     baseline alone can see that cost, so the bound stays, flagged with this reason."""
     if base_rest_ms is None or patched_step_ms is None or patched_step_ms >= base_rest_ms:
         return None
-    return (f"the rest of the step got faster too: the patched step ({patched_step_ms:.3g} ms) is shorter than the "
-            f"baseline's step without its batch drawing ({base_rest_ms:.3g} ms) — the decode also slowed the compute "
-            "after it (cold CPU caches, idle intra-op threads), a cost no bound read from the baseline can time")
+    return (
+        f"the rest of the step got faster too: the patched step ({patched_step_ms:.3g} ms) is shorter than the "
+        f"baseline's step without its batch drawing ({base_rest_ms:.3g} ms) — the decode also slowed the compute "
+        "after it (cold CPU caches, idle intra-op threads), a cost no bound read from the baseline can time"
+    )

@@ -20,7 +20,9 @@ IDLE_HOST = 0.6  # below this, the loader is waiting on something other than the
 MAX_WORKERS_PER_CORE = 4
 #: the snippet's worker count: what :func:`worker_count` resolves to, never a fixed number
 WORKERS_CODE = "num_workers=min(max(os.cpu_count(), 2), 8)"
-PIN_CODE = "pin_memory=torch.cuda.is_available()"  # pinned pages only where there is a GPU to copy to
+PIN_CODE = (
+    "pin_memory=torch.cuda.is_available()"  # pinned pages only where there is a GPU to copy to
+)
 LOADER_CODE = "loader = DataLoader(ds, batch_size=B, shuffle=True,\n"
 DOCS = "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading"
 
@@ -45,10 +47,14 @@ def next_worker_count(ctx: ScriptContext) -> int | None:
     if busy is not None and busy >= SATURATED_HOST:
         if now == 0:
             return cores  # loading on the main thread competes with the step itself: move it off
-        return cores if now > cores else None  # fewer workers than now, or nothing to gain from workers
+        return (
+            cores if now > cores else None
+        )  # fewer workers than now, or nothing to gain from workers
     if now == 0:
         return cores * 2 if busy is not None and busy < IDLE_HOST else cores
-    return min(now * 2, cores * MAX_WORKERS_PER_CORE) if now < cores * MAX_WORKERS_PER_CORE else None
+    return (
+        min(now * 2, cores * MAX_WORKERS_PER_CORE) if now < cores * MAX_WORKERS_PER_CORE else None
+    )
 
 
 def worker_knobs(ctx: ScriptContext, extra: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -56,7 +62,12 @@ def worker_knobs(ctx: ScriptContext, extra: Mapping[str, Any]) -> dict[str, Any]
     n = next_worker_count(ctx)
     if n is None or n == ctx.workers:
         return None
-    knobs: dict[str, Any] = {"num_workers": n, "persistent_workers": True, "prefetch_factor": 4, **extra}
+    knobs: dict[str, Any] = {
+        "num_workers": n,
+        "persistent_workers": True,
+        "prefetch_factor": 4,
+        **extra,
+    }
     if ctx.device == "cuda":
         knobs["pin_memory"] = True
     return knobs
@@ -75,12 +86,18 @@ class LoaderNumbers:
         where = [f"{self.cores} cores" if self.cores else "one per core, 2 to 8"]
         if self.current is not None:
             where.append(f"now {self.current}")
-        return f"num_workers={self.suggested} ({'; '.join(where)})" if self.cores else \
-            f"num_workers=min(max(os.cpu_count(), 2), 8) ({'; '.join(where)})"
+        return (
+            f"num_workers={self.suggested} ({'; '.join(where)})"
+            if self.cores
+            else f"num_workers=min(max(os.cpu_count(), 2), 8) ({'; '.join(where)})"
+        )
 
 
 def loader_numbers(f: Facts) -> LoaderNumbers:
     cores = f.telemetry.cpu_count if f.telemetry is not None else None
-    current = f.spec.num_workers if f.spec is not None and f.spec.num_workers is not None else \
-        (0 if f.loader_mode == "single_process" else None)
+    current = (
+        f.spec.num_workers
+        if f.spec is not None and f.spec.num_workers is not None
+        else (0 if f.loader_mode == "single_process" else None)
+    )
     return LoaderNumbers(cores, current, worker_count(cores, current or 0))

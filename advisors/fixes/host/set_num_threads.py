@@ -52,22 +52,36 @@ def oversubscribed_time(f: Facts) -> Reach | None:
     kept = max(after, free) / t.demand
     w = f.device_work
     threads = f"{n} thread{'s' if n > 1 else ''} a process"
-    return Reach(w * (1.0 - kept),
-                 f"the operators ({100 * w:.1f}% of the step) ran at most {t.demand} threads / "
-                 f"{free:.1f} free cores slower, each thread keeping a fair share of the free "
-                 f"cores, and keep {100 * kept:.0f}% of their time with {threads}; spinning waits "
-                 "(libgomp's default) can lose more than a fair share")
+    return Reach(
+        w * (1.0 - kept),
+        f"the operators ({100 * w:.1f}% of the step) ran at most {t.demand} threads / "
+        f"{free:.1f} free cores slower, each thread keeping a fair share of the free "
+        f"cores, and keep {100 * kept:.0f}% of their time with {threads}; spinning waits "
+        "(libgomp's default) can lose more than a fair share",
+    )
 
 
-_BUSY = replace(ON_CPU, threads=ThreadUse(intra_op=4, local_processes=1, cpu_count=4, affinity=4), other_cores=2.0)
+_BUSY = replace(
+    ON_CPU,
+    threads=ThreadUse(intra_op=4, local_processes=1, cpu_count=4, affinity=4),
+    other_cores=2.0,
+)
 
 FIX = FixSpec(
-    id="set_num_threads", title="Intra-op threads to the free cores", bottleneck=Bottleneck.HOST, applies_to="any",
+    id="set_num_threads",
+    title="Intra-op threads to the free cores",
+    bottleneck=Bottleneck.HOST,
+    applies_to="any",
     explanation="One intra-op thread per free core: more threads than cores other programs left free wait for one "
     "another at every operator's barrier.",
     snippet="torch.set_num_threads(n)   # n = free cores / training processes on this machine, before training\n"
     "# or for the script and the processes it starts:  OMP_NUM_THREADS=n python train.py",
-    docs="https://pytorch.org/docs/stable/generated/torch.set_num_threads.html", effort="config",
-    injection=Injection(_threads, "num_threads"), bound=oversubscribed_time,
-    examples=(FixExample(_BUSY, knobs={"num_threads": 2}),  # 4 threads, 2 of 4 cores taken by others
-              FixExample(ON_CPU, knobs={})))  # no thread record: nothing to choose from
+    docs="https://pytorch.org/docs/stable/generated/torch.set_num_threads.html",
+    effort="config",
+    injection=Injection(_threads, "num_threads"),
+    bound=oversubscribed_time,
+    examples=(
+        FixExample(_BUSY, knobs={"num_threads": 2}),  # 4 threads, 2 of 4 cores taken by others
+        FixExample(ON_CPU, knobs={}),
+    ),
+)  # no thread record: nothing to choose from

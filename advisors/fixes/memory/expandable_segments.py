@@ -6,12 +6,17 @@ from advisors.fixes.base import ON_CPU, ON_CUDA, FixExample, FixSpec, Injection,
 from advisors.verdict import Bottleneck
 
 FIX = FixSpec(
-    id="expandable_segments", title="Expandable allocator segments", bottleneck=Bottleneck.MEMORY,
+    id="expandable_segments",
+    title="Expandable allocator segments",
+    bottleneck=Bottleneck.MEMORY,
     applies_to="cuda",
     explanation="Lets the caching allocator grow segments instead of fragmenting and calling cudaMalloc again.",
     snippet="export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # before starting Python",
     docs="https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf",
     effort="config",
     injection=Injection(const(alloc_conf="expandable_segments:True"), "alloc_conf"),
-    examples=(FixExample(ON_CUDA, knobs={"alloc_conf": "expandable_segments:True"}),
-              FixExample(ON_CPU, skipped="acts on CUDA only")))
+    examples=(
+        FixExample(ON_CUDA, knobs={"alloc_conf": "expandable_segments:True"}),
+        FixExample(ON_CPU, skipped="acts on CUDA only"),
+    ),
+)

@@ -30,11 +30,25 @@ class Straggler(Rule):
     cause = "collectives"
     thresholds = {"high_excess_share": 0.25}
     fix_id = None
-    fires = (Example("rank 1 works 30% longer",
-                     lambda: observation({"gpu_compute": 0.5}, ranks=(0, 1, 2), rank_step_ms=(100, 100, 100),
-                                         rank_exposed_ms=(40, 10, 40)), fix=None, severity=0.3),)
-    passes = (Example("balanced ranks", lambda: observation({"gpu_compute": 0.5, "communication": 0.2},
-                                                            ranks=(0, 1, 2))),)
+    fires = (
+        Example(
+            "rank 1 works 30% longer",
+            lambda: observation(
+                {"gpu_compute": 0.5},
+                ranks=(0, 1, 2),
+                rank_step_ms=(100, 100, 100),
+                rank_exposed_ms=(40, 10, 40),
+            ),
+            fix=None,
+            severity=0.3,
+        ),
+    )
+    passes = (
+        Example(
+            "balanced ranks",
+            lambda: observation({"gpu_compute": 0.5, "communication": 0.2}, ranks=(0, 1, 2)),
+        ),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if f.has_steps and f.n_ranks < 2 and len(f.summary_ranks) < 2 and f.comm_total > 0:
@@ -50,17 +64,33 @@ class Straggler(Rule):
         s = f.summary_straggler if summarised else f.b.straggler
         if s is None:
             return None
-        exposed = [r.comm_ms for r in f.summary_ranks] if summarised else f.b.per_rank["exposed_comm_ms"].tolist()
+        exposed = (
+            [r.comm_ms for r in f.summary_ranks]
+            if summarised
+            else f.b.per_rank["exposed_comm_ms"].tolist()
+        )
         transfer = float(min(exposed))
         wait = float(statistics.median(exposed)) - transfer
         n = len(f.summary_ranks)
-        across = f" across {'both' if n == 2 else f'all {n}'} ranks' summaries" if summarised else ""
-        evidence = {"straggler_rank": s.rank, "straggler_work_ms": s.work_ms, "median_work_ms": s.median_work_ms,
-                    "excess_share": s.excess_share, "median_wait_ms": wait, "transfer_ms": transfer}
+        across = (
+            f" across {'both' if n == 2 else f'all {n}'} ranks' summaries" if summarised else ""
+        )
+        evidence = {
+            "straggler_rank": s.rank,
+            "straggler_work_ms": s.work_ms,
+            "median_work_ms": s.median_work_ms,
+            "excess_share": s.excess_share,
+            "median_wait_ms": wait,
+            "transfer_ms": transfer,
+        }
         return self.finding(
-            f, severity=min(s.excess_share, 1.0),
-            confidence=ramp(s.excess_share, NOISE_MULTIPLE * NOISE_FLOOR, self.t["high_excess_share"]),
+            f,
+            severity=min(s.excess_share, 1.0),
+            confidence=ramp(
+                s.excess_share, NOISE_MULTIPLE * NOISE_FLOOR, self.t["high_excess_share"]
+            ),
             message=f"Rank {s.rank} works {s.work_ms:.1f} ms per step against a median {s.median_work_ms:.1f} ms"
-                    f"{across}; the others wait for it ({pct(s.excess_share)} of the step): balance the work "
-                    "across ranks.",
-            evidence={**evidence, "ranks_summarised": n} if summarised else evidence)
+            f"{across}; the others wait for it ({pct(s.excess_share)} of the step): balance the work "
+            "across ranks.",
+            evidence={**evidence, "ranks_summarised": n} if summarised else evidence,
+        )

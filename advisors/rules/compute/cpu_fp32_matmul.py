@@ -26,15 +26,37 @@ class CpuFp32Matmul(Rule):
 
     id, name, bottleneck = "COMP005", "cpu-fp32-matmul", Bottleneck.COMPUTE
     cause = "cpu_matmul"
-    thresholds = {"min_fp32_share": 0.3, "high_fp32_share": 0.7, "max_low_precision": 0.1, "bf16_saving": 0.5}
+    thresholds = {
+        "min_fp32_share": 0.3,
+        "high_fp32_share": 0.7,
+        "max_low_precision": 0.1,
+        "bf16_saving": 0.5,
+    }
     fix_id = "bf16_autocast"
-    fires = (Example("CPU MLP: fp32 matmuls 75% of the step",
-                     lambda: observation({"forward": 0.4, "backward": 0.5}, device="cpu",
-                                         cpu_matmul={"fp32": 0.75}), fix="bf16_autocast", severity=0.375),)
-    passes = (Example("already bf16", lambda: observation({"forward": 0.4, "backward": 0.5}, device="cpu",
-                                                          cpu_matmul={"low": 0.6, "fp32": 0.05})),
-              Example("matmuls a small part", lambda: observation({"dataloader": 0.8}, device="cpu",
-                                                                  cpu_matmul={"fp32": 0.1})))
+    fires = (
+        Example(
+            "CPU MLP: fp32 matmuls 75% of the step",
+            lambda: observation(
+                {"forward": 0.4, "backward": 0.5}, device="cpu", cpu_matmul={"fp32": 0.75}
+            ),
+            fix="bf16_autocast",
+            severity=0.375,
+        ),
+    )
+    passes = (
+        Example(
+            "already bf16",
+            lambda: observation(
+                {"forward": 0.4, "backward": 0.5},
+                device="cpu",
+                cpu_matmul={"low": 0.6, "fp32": 0.05},
+            ),
+        ),
+        Example(
+            "matmuls a small part",
+            lambda: observation({"dataloader": 0.8}, device="cpu", cpu_matmul={"fp32": 0.1}),
+        ),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if not f.has_steps:
@@ -51,11 +73,18 @@ class CpuFp32Matmul(Rule):
         typed = f.cpu_matmul_fp32 + f.cpu_matmul_low
         if f.cpu_matmul_low / typed >= self.t["max_low_precision"] or mixed_precision_on(f):
             return None
-        if f.cpu_bf16_fast is False:  # this CPU's bf16 matmuls are slower than fp32: autocast would not help
+        if (
+            f.cpu_bf16_fast is False
+        ):  # this CPU's bf16 matmuls are slower than fp32: autocast would not help
             return None
         return self.finding(
-            f, severity=f.cpu_matmul_fp32 * self.t["bf16_saving"],
+            f,
+            severity=f.cpu_matmul_fp32 * self.t["bf16_saving"],
             confidence=ramp(f.cpu_matmul_fp32, self.t["min_fp32_share"], self.t["high_fp32_share"]),
             message=f"fp32 matmuls take {pct(f.cpu_matmul_fp32)} of the CPU step: {precision_phrase(f)}.",
-            evidence={"fp32_matmul_share_of_step": f.cpu_matmul_fp32, "low_precision_matmul_share_of_step":
-                      f.cpu_matmul_low, "cpu_bf16": cpu_bf16_basis(f)})
+            evidence={
+                "fp32_matmul_share_of_step": f.cpu_matmul_fp32,
+                "low_precision_matmul_share_of_step": f.cpu_matmul_low,
+                "cpu_bf16": cpu_bf16_basis(f),
+            },
+        )

@@ -30,15 +30,30 @@ class CudnnBenchmarkOff(Rule):
     cause = "gemm_time"
     thresholds = {"min_gemm_share": 0.2, "autotune_saving": 0.1, "confidence": 0.6}
     fix_id = "cudnn_benchmark"
-    fires = (Example("CUDA run with convolutions, benchmark off",
-                     lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5},
-                                         ops={"aten::cudnn_convolution": 0.3},
-                                         run=run_facts(device="cuda", spec=_CONV_RUN)),
-                     fix="cudnn_benchmark", severity=0.05),)
-    passes = (Example("benchmark on",
-                      lambda: observation({"gpu_compute": 0.8}, kernels={"matmul": 0.5},
-                                          ops={"aten::cudnn_convolution": 0.3},
-                                          run=run_facts(device="cuda", spec=replace(_CONV_RUN, cudnn_benchmark=True)))),)
+    fires = (
+        Example(
+            "CUDA run with convolutions, benchmark off",
+            lambda: observation(
+                {"gpu_compute": 0.8},
+                kernels={"matmul": 0.5},
+                ops={"aten::cudnn_convolution": 0.3},
+                run=run_facts(device="cuda", spec=_CONV_RUN),
+            ),
+            fix="cudnn_benchmark",
+            severity=0.05,
+        ),
+    )
+    passes = (
+        Example(
+            "benchmark on",
+            lambda: observation(
+                {"gpu_compute": 0.8},
+                kernels={"matmul": 0.5},
+                ops={"aten::cudnn_convolution": 0.3},
+                run=run_facts(device="cuda", spec=replace(_CONV_RUN, cudnn_benchmark=True)),
+            ),
+        ),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if f.device == "gpu" and f.spec is None:
@@ -53,7 +68,10 @@ class CudnnBenchmarkOff(Rule):
         if gemm < self.t["min_gemm_share"]:
             return None
         return self.finding(
-            f, severity=gemm * self.t["autotune_saving"], confidence=self.t["confidence"],
+            f,
+            severity=gemm * self.t["autotune_saving"],
+            confidence=self.t["confidence"],
             message=f"Convolutions take {pct(gemm)} of the step with cudnn.benchmark off: turn it on so cuDNN "
-                    "times its algorithms once per shape.",
-            evidence={"gemm_conv_share_of_step": gemm, "cudnn_benchmark": False})
+            "times its algorithms once per shape.",
+            evidence={"gemm_conv_share_of_step": gemm, "cudnn_benchmark": False},
+        )

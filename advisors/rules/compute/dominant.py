@@ -6,7 +6,14 @@ from typing import ClassVar
 
 from advisors.facts import Facts
 from advisors.verdict import Finding
-from advisors.rules.base import CONFIDENCE_AT_HIGH, CONFIDENCE_AT_THRESHOLD, MIN_BINDING_SHARE, Example, pct, ramp
+from advisors.rules.base import (
+    CONFIDENCE_AT_HIGH,
+    CONFIDENCE_AT_THRESHOLD,
+    MIN_BINDING_SHARE,
+    Example,
+    pct,
+    ramp,
+)
 from advisors.rules.compute.saturated import SaturatedDevice
 from advisors.rules.memory.bandwidth import BandwidthBound, bandwidth_bound
 from advisors.synthetic import observation
@@ -39,39 +46,77 @@ class DeviceDominates(SaturatedDevice):
     """
 
     id, name = "COMP007", "device-dominates"
-    thresholds = {**SaturatedDevice.thresholds, "min_device_share": 0.5,
-                  "unsaturated_confidence": round(CONFIDENCE_AT_THRESHOLD / CONFIDENCE_AT_HIGH, 4)}
+    thresholds = {
+        **SaturatedDevice.thresholds,
+        "min_device_share": 0.5,
+        "unsaturated_confidence": round(CONFIDENCE_AT_THRESHOLD / CONFIDENCE_AT_HIGH, 4),
+    }
     fallback = True
     fires: ClassVar[tuple[Example, ...]] = (
-        Example("CPU data_bound with caching on: operators 68%, in-process loading 8%",
-                lambda: observation(_CACHED_CPU, device="cpu", ops=_SINGLE), fix="torch_compile", severity=0.68),
-        Example("GPU busy 78% in TF32 GEMMs, loading 9%", lambda: observation(
-            {"gpu_compute": 0.78, "dataloader": 0.09}, kernels={"matmul": 0.6, "elementwise": 0.18},
-            low_precision=1.0), fix="torch_compile", severity=0.78),
-        Example("CPU MLP: operators 70%, fp32 matmuls 50%",
-                lambda: observation({"forward": 0.3, "backward": 0.4}, device="cpu", cpu_matmul={"fp32": 0.5}),
-                fix="bf16_autocast", severity=0.5),
+        Example(
+            "CPU data_bound with caching on: operators 68%, in-process loading 8%",
+            lambda: observation(_CACHED_CPU, device="cpu", ops=_SINGLE),
+            fix="torch_compile",
+            severity=0.68,
+        ),
+        Example(
+            "GPU busy 78% in TF32 GEMMs, loading 9%",
+            lambda: observation(
+                {"gpu_compute": 0.78, "dataloader": 0.09},
+                kernels={"matmul": 0.6, "elementwise": 0.18},
+                low_precision=1.0,
+            ),
+            fix="torch_compile",
+            severity=0.78,
+        ),
+        Example(
+            "CPU MLP: operators 70%, fp32 matmuls 50%",
+            lambda: observation(
+                {"forward": 0.3, "backward": 0.4}, device="cpu", cpu_matmul={"fp32": 0.5}
+            ),
+            fix="bf16_autocast",
+            severity=0.5,
+        ),
     )
     passes: ClassVar[tuple[Example, ...]] = (
-        Example("CPU operators 85%: saturated, COMP002 speaks",
-                lambda: observation({"forward": 0.35, "backward": 0.5}, device="cpu")),
-        Example("GPU busy 45% (the device does not fill the step)",
-                lambda: observation({"gpu_compute": 0.45, "dataloader": 0.4})),
-        Example("GPU busy 75%, mostly elementwise kernels (bandwidth: MEM004's)",
-                lambda: observation({"gpu_compute": 0.75}, kernels={"elementwise": 0.6, "matmul": 0.15})),
+        Example(
+            "CPU operators 85%: saturated, COMP002 speaks",
+            lambda: observation({"forward": 0.35, "backward": 0.5}, device="cpu"),
+        ),
+        Example(
+            "GPU busy 45% (the device does not fill the step)",
+            lambda: observation({"gpu_compute": 0.45, "dataloader": 0.4}),
+        ),
+        Example(
+            "GPU busy 75%, mostly elementwise kernels (bandwidth: MEM004's)",
+            lambda: observation(
+                {"gpu_compute": 0.75}, kernels={"elementwise": 0.6, "matmul": 0.15}
+            ),
+        ),
     )
 
     def check(self, f: Facts) -> Finding | None:
         work = f.device_work
-        if work < self.t["min_device_share"] or self.saturated(f) or bandwidth_bound(f, BandwidthBound.thresholds):
+        if (
+            work < self.t["min_device_share"]
+            or self.saturated(f)
+            or bandwidth_bound(f, BandwidthBound.thresholds)
+        ):
             return None
         on_cpu = f.device == "cpu"
         floor = self.t["min_cpu_busy" if on_cpu else "min_busy"]
         s = f.shares
-        held = f"operators fill {pct(work)} of the step (forward {pct(s.get('forward', 0.0))}, backward " \
-               f"{pct(s.get('backward', 0.0))}, optimizer {pct(s.get('optimizer', 0.0))})" if on_cpu else \
-            f"the GPU is busy {pct(work)} of the step"
-        what = (f"The device's own work dominates: {held}, and nothing else holds {pct(MIN_BINDING_SHARE)} of it; "
-                f"not saturated (under {pct(floor)}), but it is what the step is made of")
-        confidence = ramp(work, self.t["min_device_share"], floor) * self.t["unsaturated_confidence"]
+        held = (
+            f"operators fill {pct(work)} of the step (forward {pct(s.get('forward', 0.0))}, backward "
+            f"{pct(s.get('backward', 0.0))}, optimizer {pct(s.get('optimizer', 0.0))})"
+            if on_cpu
+            else f"the GPU is busy {pct(work)} of the step"
+        )
+        what = (
+            f"The device's own work dominates: {held}, and nothing else holds {pct(MIN_BINDING_SHARE)} of it; "
+            f"not saturated (under {pct(floor)}), but it is what the step is made of"
+        )
+        confidence = (
+            ramp(work, self.t["min_device_share"], floor) * self.t["unsaturated_confidence"]
+        )
         return self.compute_finding(f, confidence, what)

@@ -19,15 +19,31 @@ PATTERN = "matmul → scale → mask → softmax → matmul"
 
 def _run(share: float, pattern: str | None, compiled: bool = False) -> Observation:
     """A CPU run whose per-module record holds one block with an attention module of ``share``."""
-    def row(name: str, parent: str | None, cls: str, s: float, hand: str | None) -> LayerRow:
-        return LayerRow(name=name, parent=parent, module_class=cls, instances=2, calls=2.0,
-                        forward_ms=40 * s, backward_ms=60 * s, share=s, saved_bytes=None,
-                        params=1000, class_where="gpt.py:12", forward_where="gpt.py:23",
-                        hand_attention=hand)
 
-    layers = Layers(rows=(row("blocks.*", None, "Block", 0.9, None),
-                          row("blocks.*.attn", "blocks.*", "CausalSelfAttention", share, pattern)),
-                    source="agent")
+    def row(name: str, parent: str | None, cls: str, s: float, hand: str | None) -> LayerRow:
+        return LayerRow(
+            name=name,
+            parent=parent,
+            module_class=cls,
+            instances=2,
+            calls=2.0,
+            forward_ms=40 * s,
+            backward_ms=60 * s,
+            share=s,
+            saved_bytes=None,
+            params=1000,
+            class_where="gpt.py:12",
+            forward_where="gpt.py:23",
+            hand_attention=hand,
+        )
+
+    layers = Layers(
+        rows=(
+            row("blocks.*", None, "Block", 0.9, None),
+            row("blocks.*.attn", "blocks.*", "CausalSelfAttention", share, pattern),
+        ),
+        source="agent",
+    )
     ops = {"CompiledFunction": 0.5} if compiled else {}
     obs = observation({"forward": 0.4, "backward": 0.5}, device="cpu", ops=ops)
     return replace(obs, layers=layers)
@@ -52,20 +68,31 @@ class HandAttention(Rule):
     cause = "attention_time"
     thresholds = {"min_share": 0.1, "high_share": 0.4, "sdpa_saving": 0.5}
     fix_id = "sdpa_attention"
-    fires = (Example("GPT block: hand-written causal attention 45% of the step",
-                     lambda: _run(0.45, PATTERN), fix="sdpa_attention", severity=0.225),)
-    passes = (Example("attention already fused (no softmax between matmuls in the source)",
-                      lambda: _run(0.45, None)),
-              Example("hand-written attention a small part of the step",
-                      lambda: _run(0.05, PATTERN)),
-              Example("compiled model", lambda: _run(0.45, PATTERN, compiled=True)))
+    fires = (
+        Example(
+            "GPT block: hand-written causal attention 45% of the step",
+            lambda: _run(0.45, PATTERN),
+            fix="sdpa_attention",
+            severity=0.225,
+        ),
+    )
+    passes = (
+        Example(
+            "attention already fused (no softmax between matmuls in the source)",
+            lambda: _run(0.45, None),
+        ),
+        Example("hand-written attention a small part of the step", lambda: _run(0.05, PATTERN)),
+        Example("compiled model", lambda: _run(0.45, PATTERN, compiled=True)),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if not f.has_steps:
             return "no profiled steps to measure"
         if f.layers.source != "agent":
-            return ("no per-module record with source locations (launch the script with Stepwise, "
-                    "whose agent records each module)")
+            return (
+                "no per-module record with source locations (launch the script with Stepwise, "
+                "whose agent records each module)"
+            )
         return None
 
     def check(self, f: Facts) -> Finding | None:
@@ -78,11 +105,17 @@ class HandAttention(Rule):
         top = max(rows, key=lambda r: r.share or 0.0)
         where = top.forward_where or top.class_where or "?"
         return self.finding(
-            f, severity=share * self.t["sdpa_saving"],
+            f,
+            severity=share * self.t["sdpa_saving"],
             confidence=ramp(share, self.t["min_share"], self.t["high_share"]),
             message=f"{top.name} ({top.module_class}, forward at {where}) computes attention "
-                    f"by hand ({top.hand_attention}) and takes {pct(share)} of the step: call "
-                    "torch.nn.functional.scaled_dot_product_attention instead.",
-            evidence={"attention_module": top.name, "attention_where": where,
-                      "attention_pattern": top.hand_attention, "attention_share_of_step": share,
-                      "attention_instances": top.instances})
+            f"by hand ({top.hand_attention}) and takes {pct(share)} of the step: call "
+            "torch.nn.functional.scaled_dot_product_attention instead.",
+            evidence={
+                "attention_module": top.name,
+                "attention_where": where,
+                "attention_pattern": top.hand_attention,
+                "attention_share_of_step": share,
+                "attention_instances": top.instances,
+            },
+        )

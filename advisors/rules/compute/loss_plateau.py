@@ -12,8 +12,10 @@ from advisors.synthetic import observation, run_facts
 _FLAT = tuple([2.0 - 0.1 * i for i in range(10)] + [1.0] * 30)
 _FALLING = tuple(2.0 * 0.97**i for i in range(40))
 # A loss still falling, slowly, under step-to-step noise: 7.39 at step 10, about 7.21 at step 26.
-_SLOW_NOISY = tuple(8.2 - 0.08 * i if i < 10 else 7.39 - 0.0113 * (i - 10) + (0.05 if i % 2 else -0.05)
-                    for i in range(27))
+_SLOW_NOISY = tuple(
+    8.2 - 0.08 * i if i < 10 else 7.39 - 0.0113 * (i - 10) + (0.05 if i % 2 else -0.05)
+    for i in range(27)
+)
 
 
 class LossPlateau(Rule):
@@ -37,26 +39,51 @@ class LossPlateau(Rule):
 
     id, name, bottleneck = "TRAIN001", "loss-plateau", Bottleneck.COMPUTE
     cause = "plateau"
-    thresholds = {"min_steps": 20, "min_rel_improvement": 0.02, "smooth_fraction": 0.1, "min_wasted_share": 0.25,
-                  "high_wasted_share": 0.6, "max_tail_drop": 0.01, "trend_t": 2.0}
+    thresholds = {
+        "min_steps": 20,
+        "min_rel_improvement": 0.02,
+        "smooth_fraction": 0.1,
+        "min_wasted_share": 0.25,
+        "high_wasted_share": 0.6,
+        "max_tail_drop": 0.01,
+        "trend_t": 2.0,
+    }
     fix_id = "early_stopping"
-    fires = (Example("loss flat for the last 30 of 40 steps",
-                     lambda: observation(no_trace=True, run=run_facts(losses=_FLAT, steps_done=40)),
-                     fix="early_stopping", severity=0.0),
-             Example("loss flat in the 40 steps of a trial stopped before its end: no saving claimed",
-                     lambda: observation(no_trace=True, run=run_facts(losses=_FLAT, steps_done=40, stopped_after=40)),
-                     fix=None, severity=0.0))
-    passes = (Example("loss still falling", lambda: observation(no_trace=True,
-                                                                run=run_facts(losses=_FALLING, steps_done=40))),
-              Example("loss still falling slowly under noise (7.39 → 7.21)",
-                      lambda: observation(no_trace=True, run=run_facts(losses=_SLOW_NOISY, steps_done=27))),
-              Example("uploaded trace", lambda: observation({"gpu_compute": 0.9})))
+    fires = (
+        Example(
+            "loss flat for the last 30 of 40 steps",
+            lambda: observation(no_trace=True, run=run_facts(losses=_FLAT, steps_done=40)),
+            fix="early_stopping",
+            severity=0.0,
+        ),
+        Example(
+            "loss flat in the 40 steps of a trial stopped before its end: no saving claimed",
+            lambda: observation(
+                no_trace=True, run=run_facts(losses=_FLAT, steps_done=40, stopped_after=40)
+            ),
+            fix=None,
+            severity=0.0,
+        ),
+    )
+    passes = (
+        Example(
+            "loss still falling",
+            lambda: observation(no_trace=True, run=run_facts(losses=_FALLING, steps_done=40)),
+        ),
+        Example(
+            "loss still falling slowly under noise (7.39 → 7.21)",
+            lambda: observation(no_trace=True, run=run_facts(losses=_SLOW_NOISY, steps_done=27)),
+        ),
+        Example("uploaded trace", lambda: observation({"gpu_compute": 0.9})),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if f.run is None:
             return None  # a trace has no loss curve; nothing to say
         if len(f.run.losses) < self.t["min_steps"]:
-            return f"fewer than {int(self.t['min_steps'])} logged losses: too short to call a plateau"
+            return (
+                f"fewer than {int(self.t['min_steps'])} logged losses: too short to call a plateau"
+            )
         return None
 
     def check(self, f: Facts) -> Finding | None:
@@ -66,28 +93,53 @@ class LossPlateau(Rule):
         plateau = plateau_step(run.losses, self.t["min_rel_improvement"], self.t["smooth_fraction"])
         n = len(run.losses)
         wasted = (n - 1 - plateau) / n
-        if wasted < self.t["min_wasted_share"] or still_falling(run.losses[plateau:], self.t["max_tail_drop"],
-                                                                self.t["trend_t"]):
+        if wasted < self.t["min_wasted_share"] or still_falling(
+            run.losses[plateau:], self.t["max_tail_drop"], self.t["trend_t"]
+        ):
             return None
         flat_steps = n - 1 - plateau
-        evidence = {"plateau_step": plateau, "steps_logged": n, "loss_at_plateau": run.losses[plateau],
-                    "final_loss": run.losses[-1], "observed_to_end": run.stopped_after is None}
+        evidence = {
+            "plateau_step": plateau,
+            "steps_logged": n,
+            "loss_at_plateau": run.losses[plateau],
+            "final_loss": run.losses[-1],
+            "observed_to_end": run.stopped_after is None,
+        }
         confidence = ramp(wasted, self.t["min_wasted_share"], self.t["high_wasted_share"])
-        if run.stopped_after is not None:  # a trial of a longer run: nothing is known of the steps never run
+        if (
+            run.stopped_after is not None
+        ):  # a trial of a longer run: nothing is known of the steps never run
             return self.finding(
-                f, severity=0.0, confidence=confidence, fix_id=None,
+                f,
+                severity=0.0,
+                confidence=confidence,
+                fix_id=None,
                 message=f"In the {n} steps observed, the loss was flat after step {plateau} "
-                        f"({run.losses[plateau]:.4g} → {run.losses[-1]:.4g}); the run was stopped before its end, "
-                        "so nothing is claimed about the rest of it.",
-                evidence={**evidence, "flat_steps": flat_steps, "saved_steps": None, "saved_share": None,
-                          "saved_seconds": None})
+                f"({run.losses[plateau]:.4g} → {run.losses[-1]:.4g}); the run was stopped before its end, "
+                "so nothing is claimed about the rest of it.",
+                evidence={
+                    **evidence,
+                    "flat_steps": flat_steps,
+                    "saved_steps": None,
+                    "saved_share": None,
+                    "saved_seconds": None,
+                },
+            )
         saved_s = flat_steps * run.step_time_ms / 1e3 if run.step_time_ms else None
         return self.finding(
-            f, severity=0.0, confidence=confidence,
+            f,
+            severity=0.0,
+            confidence=confidence,
             message=f"The loss stopped improving after step {plateau} ({run.losses[plateau]:.4g} → "
-                    f"{run.losses[-1]:.4g}): early stopping would have saved {flat_steps} of {n} steps "
-                    f"({pct(wasted)} of the run's compute).",
-            evidence={**evidence, "saved_steps": flat_steps, "saved_share": wasted, "saved_seconds": saved_s})
+            f"{run.losses[-1]:.4g}): early stopping would have saved {flat_steps} of {n} steps "
+            f"({pct(wasted)} of the run's compute).",
+            evidence={
+                **evidence,
+                "saved_steps": flat_steps,
+                "saved_share": wasted,
+                "saved_seconds": saved_s,
+            },
+        )
 
 
 def still_falling(tail: tuple[float, ...], max_drop: float, trend_t: float) -> bool:

@@ -10,8 +10,13 @@ from advisors.synthetic import observation, run_facts
 from profilers.run.run_config import RunConfig
 
 _LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
-_PREFETCHING = RunConfig(workload="data_bound", num_workers=2, persistent_workers=True, prefetch_factor=4,
-                            pin_memory=True)
+_PREFETCHING = RunConfig(
+    workload="data_bound",
+    num_workers=2,
+    persistent_workers=True,
+    prefetch_factor=4,
+    pin_memory=True,
+)
 
 
 class DeviceIdleWhileLoading(Rule):
@@ -33,17 +38,32 @@ class DeviceIdleWhileLoading(Rule):
     thresholds = {"min_idle_fraction": 0.5, "moderate_share": 0.05, "high_share": 0.20}
     fix_id = "prefetch_pinned"
     fires = (
-        Example("GPU idle for all 30% of loader time",
-                lambda: observation({"gpu_compute": 0.6, "dataloader": 0.30}, ops={_LOADER: 0.31}),
-                fix="prefetch_pinned", severity=0.3),
-        Example("stored run already persistent, prefetching 4 and pinned: cache decoded samples",
-                lambda: observation({"gpu_compute": 0.6, "dataloader": 0.30}, ops={_LOADER: 0.31},
-                                    run=run_facts(spec=_PREFETCHING)), fix="cache_decoded", severity=0.3),
+        Example(
+            "GPU idle for all 30% of loader time",
+            lambda: observation({"gpu_compute": 0.6, "dataloader": 0.30}, ops={_LOADER: 0.31}),
+            fix="prefetch_pinned",
+            severity=0.3,
+        ),
+        Example(
+            "stored run already persistent, prefetching 4 and pinned: cache decoded samples",
+            lambda: observation(
+                {"gpu_compute": 0.6, "dataloader": 0.30},
+                ops={_LOADER: 0.31},
+                run=run_facts(spec=_PREFETCHING),
+            ),
+            fix="cache_decoded",
+            severity=0.3,
+        ),
     )
     passes = (
-        Example("loader runs 30% of the step but the GPU computes meanwhile (3% exposed)",
-                lambda: observation({"gpu_compute": 0.9, "dataloader": 0.03}, ops={_LOADER: 0.30})),
-        Example("CPU-only trace", lambda: observation({"dataloader": 0.3}, device="cpu", ops={_LOADER: 0.3})),
+        Example(
+            "loader runs 30% of the step but the GPU computes meanwhile (3% exposed)",
+            lambda: observation({"gpu_compute": 0.9, "dataloader": 0.03}, ops={_LOADER: 0.30}),
+        ),
+        Example(
+            "CPU-only trace",
+            lambda: observation({"dataloader": 0.3}, device="cpu", ops={_LOADER: 0.3}),
+        ),
     )
 
     def missing(self, f: Facts) -> str | None:
@@ -62,14 +82,22 @@ class DeviceIdleWhileLoading(Rule):
         if idle_fraction < self.t["min_idle_fraction"]:
             return None
         fix = first_fitting(f, "prefetch_pinned", "cache_decoded")
-        what = {"prefetch_pinned": "prefetch deeper with persistent workers and pinned memory",
-                "cache_decoded": "prefetching is on already: keep decoded samples in memory",
-                None: "prefetching, pinned memory and caching are on already: make each sample cheaper to produce"}
+        what = {
+            "prefetch_pinned": "prefetch deeper with persistent workers and pinned memory",
+            "cache_decoded": "prefetching is on already: keep decoded samples in memory",
+            None: "prefetching, pinned memory and caching are on already: make each sample cheaper to produce",
+        }
         return self.finding(
-            f, severity=f.loader_exposed,
+            f,
+            severity=f.loader_exposed,
             confidence=ramp(f.loader_exposed, self.t["moderate_share"], self.t["high_share"]),
             message=f"The GPU idles for {pct(idle_fraction)} of the DataLoader's time ({pct(f.loader_exposed)} of "
-                    f"the step): {what[fix]}.",
-            evidence={"idle_fraction_of_loader_time": idle_fraction, "dataloader_exposed_share": f.loader_exposed,
-                      "dataloader_total_share": f.loader_total, "gpu_busy_share": f.gpu_busy},
-            fix_id=fix)
+            f"the step): {what[fix]}.",
+            evidence={
+                "idle_fraction_of_loader_time": idle_fraction,
+                "dataloader_exposed_share": f.loader_exposed,
+                "dataloader_total_share": f.loader_total,
+                "gpu_busy_share": f.gpu_busy,
+            },
+            fix_id=fix,
+        )

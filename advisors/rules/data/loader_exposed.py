@@ -34,23 +34,42 @@ class LoaderStarvesStep(Rule):
     thresholds = {"moderate_share": 0.05, "high_share": 0.20}
     fix_id = "dataloader_workers"
     fires = (
-        Example("GPU waits 34% of the step for a single-process loader",
-                lambda: observation({"gpu_compute": 0.55, "dataloader": 0.34},
-                                    ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.36}),
-                fix="dataloader_workers", severity=0.34),
-        Example("CPU run: loader 25% of the step", lambda: observation({"dataloader": 0.25, "forward": 0.4},
-                                                                       device="cpu"),
-                fix="dataloader_workers", severity=0.25),
-        Example("trace with a multi-process loader, 30% exposed: never 'use workers' again",
-                lambda: observation({"gpu_compute": 0.6, "dataloader": 0.3}, ops={_MULTI: 0.31}),
-                fix="prefetch_pinned", severity=0.3),
-        Example("stored run with 2 workers, 30% exposed: cache decoded samples",
-                lambda: observation({"gpu_compute": 0.6, "dataloader": 0.3},
-                                    run=run_facts(spec=RunConfig(workload="data_bound", num_workers=2))),
-                fix="cache_decoded", severity=0.3),
+        Example(
+            "GPU waits 34% of the step for a single-process loader",
+            lambda: observation(
+                {"gpu_compute": 0.55, "dataloader": 0.34},
+                ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.36},
+            ),
+            fix="dataloader_workers",
+            severity=0.34,
+        ),
+        Example(
+            "CPU run: loader 25% of the step",
+            lambda: observation({"dataloader": 0.25, "forward": 0.4}, device="cpu"),
+            fix="dataloader_workers",
+            severity=0.25,
+        ),
+        Example(
+            "trace with a multi-process loader, 30% exposed: never 'use workers' again",
+            lambda: observation({"gpu_compute": 0.6, "dataloader": 0.3}, ops={_MULTI: 0.31}),
+            fix="prefetch_pinned",
+            severity=0.3,
+        ),
+        Example(
+            "stored run with 2 workers, 30% exposed: cache decoded samples",
+            lambda: observation(
+                {"gpu_compute": 0.6, "dataloader": 0.3},
+                run=run_facts(spec=RunConfig(workload="data_bound", num_workers=2)),
+            ),
+            fix="cache_decoded",
+            severity=0.3,
+        ),
     )
     passes = (
-        Example("loader hidden by workers: 1% exposed", lambda: observation({"gpu_compute": 0.8, "dataloader": 0.01})),
+        Example(
+            "loader hidden by workers: 1% exposed",
+            lambda: observation({"gpu_compute": 0.8, "dataloader": 0.01}),
+        ),
         Example("no loader in the trace", lambda: observation({"gpu_compute": 0.9})),
     )
 
@@ -61,25 +80,47 @@ class LoaderStarvesStep(Rule):
         fix, what = _lever(f)
         n = loader_numbers(f)
         return self.finding(
-            f, severity=f.loader_exposed, confidence=ramp(f.loader_exposed, self.t["moderate_share"],
-                                                          self.t["high_share"]),
+            f,
+            severity=f.loader_exposed,
+            confidence=ramp(f.loader_exposed, self.t["moderate_share"], self.t["high_share"]),
             message=f"The step waits {pct(f.loader_exposed)} of its time for the next batch ({level}): {what}.",
-            evidence={"dataloader_exposed_share": f.loader_exposed, "dataloader_total_share": f.loader_total,
-                      "gpu_busy_share": f.gpu_busy, "level": level, "profiled_step_time_ms": f.step_ms,
-                      "loader_mode": f.loader_mode, "num_workers": n.current, "cpu_count": n.cores},
-            fix_id=fix)
+            evidence={
+                "dataloader_exposed_share": f.loader_exposed,
+                "dataloader_total_share": f.loader_total,
+                "gpu_busy_share": f.gpu_busy,
+                "level": level,
+                "profiled_step_time_ms": f.step_ms,
+                "loader_mode": f.loader_mode,
+                "num_workers": n.current,
+                "cpu_count": n.cores,
+            },
+            fix_id=fix,
+        )
 
 
 def _lever(f: Facts) -> tuple[str | None, str]:
     """The first DataLoader lever the run does not already pull, and how to say it."""
     if not workers_on(f):
-        return "dataloader_workers", f"load batches in worker processes, {loader_numbers(f).phrase()}, with " \
-                                     "prefetching and pinned memory"
-    order = ("cache_decoded", "prefetch_pinned") if f.spec is not None else ("prefetch_pinned", "cache_decoded")
+        return (
+            "dataloader_workers",
+            f"load batches in worker processes, {loader_numbers(f).phrase()}, with "
+            "prefetching and pinned memory",
+        )
+    order = (
+        ("cache_decoded", "prefetch_pinned")
+        if f.spec is not None
+        else ("prefetch_pinned", "cache_decoded")
+    )
     fix = first_fitting(f, *order)
     if fix == "cache_decoded":
         return fix, "workers are on already: keep decoded samples in memory"
     if fix == "prefetch_pinned":
-        return fix, "workers are on already: keep them alive across epochs, prefetch deeper and pin memory"
-    return None, "workers, prefetching, pinned memory and caching are all on already: make each sample cheaper " \
-                 "to produce (pre-process once, store it ready to load)"
+        return (
+            fix,
+            "workers are on already: keep them alive across epochs, prefetch deeper and pin memory",
+        )
+    return (
+        None,
+        "workers, prefetching, pinned memory and caching are all on already: make each sample cheaper "
+        "to produce (pre-process once, store it ready to load)",
+    )

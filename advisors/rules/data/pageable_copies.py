@@ -22,12 +22,21 @@ class PageableCopies(Rule):
     cause = "h2d_copies"
     thresholds = {"min_share": 0.01, "high_share": 0.10, "pinned_saving": 0.5}
     fix_id = "pin_memory"
-    fires = (Example("4% of the step in pageable copies",
-                     lambda: observation({"gpu_compute": 0.7, "gpu_memcpy": 0.04}, pageable_copy=0.04),
-                     fix="pin_memory", severity=0.02),)
-    passes = (Example("copies already pinned",
-                      lambda: observation({"gpu_compute": 0.7, "gpu_memcpy": 0.04}, pinned_copy=0.04)),
-              Example("CPU run", lambda: observation({"forward": 0.9}, device="cpu")))
+    fires = (
+        Example(
+            "4% of the step in pageable copies",
+            lambda: observation({"gpu_compute": 0.7, "gpu_memcpy": 0.04}, pageable_copy=0.04),
+            fix="pin_memory",
+            severity=0.02,
+        ),
+    )
+    passes = (
+        Example(
+            "copies already pinned",
+            lambda: observation({"gpu_compute": 0.7, "gpu_memcpy": 0.04}, pinned_copy=0.04),
+        ),
+        Example("CPU run", lambda: observation({"forward": 0.9}, device="cpu")),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if not f.has_steps:
@@ -38,8 +47,10 @@ class PageableCopies(Rule):
         if f.pageable_copy < self.t["min_share"]:
             return None
         return self.finding(
-            f, severity=f.pageable_copy * self.t["pinned_saving"],
+            f,
+            severity=f.pageable_copy * self.t["pinned_saving"],
             confidence=ramp(f.pageable_copy, self.t["min_share"], self.t["high_share"]),
             message=f"{pct(f.pageable_copy)} of the step copies batches from pageable memory: set pin_memory=True "
-                    "and copy with non_blocking=True.",
-            evidence={"pageable_copy_share": f.pageable_copy, "pinned_copy_share": f.pinned_copy})
+            "and copy with non_blocking=True.",
+            evidence={"pageable_copy_share": f.pageable_copy, "pinned_copy_share": f.pinned_copy},
+        )

@@ -20,26 +20,45 @@ _CACHED = RunConfig(workload="data_bound", cache_decoded=True)
 CONTENDED_BUSY = 0.85  # the machine this busy while the run's own share is below it: contention
 
 
-def _host(busy_pct: float, cores: int = 2, samples: int = 200, run_cores: float | None = None) -> TelemetrySummary:
+def _host(
+    busy_pct: float, cores: int = 2, samples: int = 200, run_cores: float | None = None
+) -> TelemetrySummary:
     ours = busy_pct / 100 * cores * 0.95 if run_cores is None else run_cores
-    return TelemetrySummary(source="host", samples=samples, rate_hz=10.0, cpu_count=cores,
-                            process_cpu_pct=100 * ours, system_cpu_pct=busy_pct)
+    return TelemetrySummary(
+        source="host",
+        samples=samples,
+        rate_hz=10.0,
+        cpu_count=cores,
+        process_cpu_pct=100 * ours,
+        system_cpu_pct=busy_pct,
+    )
 
 
 def contention_note(tel: TelemetrySummary | None) -> str | None:
     """Words for a run whose machine was busy with other programs rather than with the run: how many of the
     cores they took, what the run's processes got. ``None`` when there was no such contention."""
-    if tel is None or tel.host_cpu_busy is None or tel.run_cpu_busy is None or tel.other_cores is None:
+    if (
+        tel is None
+        or tel.host_cpu_busy is None
+        or tel.run_cpu_busy is None
+        or tel.other_cores is None
+    ):
         return None
-    if tel.host_cpu_busy < CONTENDED_BUSY or tel.run_cpu_busy >= CONTENDED_BUSY or tel.other_cores < OTHERS_MIN_CORES:
+    if (
+        tel.host_cpu_busy < CONTENDED_BUSY
+        or tel.run_cpu_busy >= CONTENDED_BUSY
+        or tel.other_cores < OTHERS_MIN_CORES
+    ):
         return None
     usable, cores = tel.usable_cores, tel.cpu_count or 1
-    return (f"Contention: other programs used {tel.other_cores:.2f} of the machine's {cores} cores during the steady "
-            f"steps ({tel.other_cores / cores:.0%} of it; the host was {tel.host_cpu_busy:.0%} busy), and this "
-            f"run's processes got {tel.run_cores:.2f} of the {usable} cores they could use "
-            f"({tel.run_cpu_busy:.0%}). The host's saturation is theirs, not the run's: it is no reason against "
-            "more DataLoader workers, and the step times are slower than the run alone would be (re-run on a "
-            "quieter machine to measure it).")
+    return (
+        f"Contention: other programs used {tel.other_cores:.2f} of the machine's {cores} cores during the steady "
+        f"steps ({tel.other_cores / cores:.0%} of it; the host was {tel.host_cpu_busy:.0%} busy), and this "
+        f"run's processes got {tel.run_cores:.2f} of the {usable} cores they could use "
+        f"({tel.run_cpu_busy:.0%}). The host's saturation is theirs, not the run's: it is no reason against "
+        "more DataLoader workers, and the step times are slower than the run alone would be (re-run on a "
+        "quieter machine to measure it)."
+    )
 
 
 class LoaderOnSaturatedHost(Rule):
@@ -68,25 +87,49 @@ class LoaderOnSaturatedHost(Rule):
     thresholds = {"loader_share": 0.10, "busy": 0.85, "high_busy": 0.97, "min_samples": 5}
     fix_id = "cache_decoded"
     fires = (
-        Example("40% exposed loading, host cores 96% busy",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(96.0))),
-                fix="cache_decoded", severity=0.4),
+        Example(
+            "40% exposed loading, host cores 96% busy",
+            lambda: observation(
+                {"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(96.0))
+            ),
+            fix="cache_decoded",
+            severity=0.4,
+        ),
     )
     passes = (
-        Example("40% exposed loading, host cores 55% busy (room for workers)",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(55.0)))),
-        Example("host cores 98% busy but loading only 3% of the step",
-                lambda: observation({"gpu_compute": 0.9, "dataloader": 0.03},
-                                    run=run_facts(telemetry=_host(98.0)))),
-        Example("40% exposed loading, host 96% busy, decoded samples cached already",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4},
-                                    run=run_facts(telemetry=_host(96.0), spec=_CACHED))),
-        Example("40% exposed loading, host 93% busy, but other programs took 1.74 of 2 cores (the run got 0.13)",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4},
-                                    run=run_facts(telemetry=_host(93.5, run_cores=0.13)))),
-        Example("40% exposed loading, host 97% busy in only 3 samples",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4},
-                                    run=run_facts(telemetry=_host(97.0, samples=3)))),
+        Example(
+            "40% exposed loading, host cores 55% busy (room for workers)",
+            lambda: observation(
+                {"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(55.0))
+            ),
+        ),
+        Example(
+            "host cores 98% busy but loading only 3% of the step",
+            lambda: observation(
+                {"gpu_compute": 0.9, "dataloader": 0.03}, run=run_facts(telemetry=_host(98.0))
+            ),
+        ),
+        Example(
+            "40% exposed loading, host 96% busy, decoded samples cached already",
+            lambda: observation(
+                {"gpu_compute": 0.5, "dataloader": 0.4},
+                run=run_facts(telemetry=_host(96.0), spec=_CACHED),
+            ),
+        ),
+        Example(
+            "40% exposed loading, host 93% busy, but other programs took 1.74 of 2 cores (the run got 0.13)",
+            lambda: observation(
+                {"gpu_compute": 0.5, "dataloader": 0.4},
+                run=run_facts(telemetry=_host(93.5, run_cores=0.13)),
+            ),
+        ),
+        Example(
+            "40% exposed loading, host 97% busy in only 3 samples",
+            lambda: observation(
+                {"gpu_compute": 0.5, "dataloader": 0.4},
+                run=run_facts(telemetry=_host(97.0, samples=3)),
+            ),
+        ),
     )
 
     def missing(self, f: Facts) -> str | None:
@@ -95,28 +138,45 @@ class LoaderOnSaturatedHost(Rule):
         if f.telemetry is None:
             return "no run telemetry (an uploaded trace has none): host saturation unknown"
         if f.telemetry.run_cpu_busy is None:
-            return (f"the run's {f.telemetry.source or 'unknown'} telemetry does not say how busy its own processes "
-                    "kept the cores it could use")
+            return (
+                f"the run's {f.telemetry.source or 'unknown'} telemetry does not say how busy its own processes "
+                "kept the cores it could use"
+            )
         if f.telemetry.samples < self.t["min_samples"]:
-            return (f"only {f.telemetry.samples} telemetry samples fell inside steady steps "
-                    f"(≥ {self.t['min_samples']:.0f} needed): run more steps to judge host saturation")
+            return (
+                f"only {f.telemetry.samples} telemetry samples fell inside steady steps "
+                f"(≥ {self.t['min_samples']:.0f} needed): run more steps to judge host saturation"
+            )
         return None
 
     def check(self, f: Facts) -> Finding | None:
         tel = f.telemetry
         busy = tel.run_cpu_busy if tel is not None else None
-        if tel is None or busy is None or busy < self.t["busy"] or f.loader_exposed < self.t["loader_share"]:
+        if (
+            tel is None
+            or busy is None
+            or busy < self.t["busy"]
+            or f.loader_exposed < self.t["loader_share"]
+        ):
             return None
         if already_done(self.fix_id, f):  # caching is on: the loader's CPU cost is what is left
             return None
         cores = f"{tel.usable_cores} cores" if tel.usable_cores else "cores"
         return self.finding(
-            f, severity=f.loader_exposed, confidence=ramp(busy, self.t["busy"], self.t["high_busy"]),
+            f,
+            severity=f.loader_exposed,
+            confidence=ramp(busy, self.t["busy"], self.t["high_busy"]),
             message=f"Loading holds {pct(f.loader_exposed)} of the step while the run's own processes keep its "
-                    f"{cores} {pct(busy)} busy: more DataLoader workers would take their CPU from the step itself. "
-                    "Make each sample cheaper instead: decode once and cache the decoded samples.",
-            evidence={"dataloader_exposed_share": f.loader_exposed, "run_cpu_busy": busy,
-                      "host_cpu_busy": tel.host_cpu_busy, "other_cores": tel.other_cores,
-                      "cpu_count": tel.cpu_count, "process_cpu_pct": tel.process_cpu_pct,
-                      "telemetry_samples": tel.samples,
-                      "num_workers": f.spec.num_workers if f.spec else None})
+            f"{cores} {pct(busy)} busy: more DataLoader workers would take their CPU from the step itself. "
+            "Make each sample cheaper instead: decode once and cache the decoded samples.",
+            evidence={
+                "dataloader_exposed_share": f.loader_exposed,
+                "run_cpu_busy": busy,
+                "host_cpu_busy": tel.host_cpu_busy,
+                "other_cores": tel.other_cores,
+                "cpu_count": tel.cpu_count,
+                "process_cpu_pct": tel.process_cpu_pct,
+                "telemetry_samples": tel.samples,
+                "num_workers": f.spec.num_workers if f.spec else None,
+            },
+        )

@@ -28,16 +28,25 @@ class SingleProcessLoading(Rule):
     thresholds = {"moderate_share": 0.05, "high_share": 0.20}
     fix_id = "dataloader_workers"
     fires = (
-        Example("single-process iterator, 40% exposed",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, ops={_SINGLE: 0.4}),
-                fix="dataloader_workers", severity=0.4),
+        Example(
+            "single-process iterator, 40% exposed",
+            lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4}, ops={_SINGLE: 0.4}),
+            fix="dataloader_workers",
+            severity=0.4,
+        ),
     )
     passes = (
-        Example("single-process iterator but only 2% exposed",
-                lambda: observation({"gpu_compute": 0.9, "dataloader": 0.02}, ops={_SINGLE: 0.02})),
-        Example("multi-process iterator",
-                lambda: observation({"gpu_compute": 0.5, "dataloader": 0.4},
-                                    ops={"enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__": 0.4})),
+        Example(
+            "single-process iterator but only 2% exposed",
+            lambda: observation({"gpu_compute": 0.9, "dataloader": 0.02}, ops={_SINGLE: 0.02}),
+        ),
+        Example(
+            "multi-process iterator",
+            lambda: observation(
+                {"gpu_compute": 0.5, "dataloader": 0.4},
+                ops={"enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__": 0.4},
+            ),
+        ),
     )
 
     def missing(self, f: Facts) -> str | None:
@@ -52,11 +61,17 @@ class SingleProcessLoading(Rule):
             return None
         n = loader_numbers(f)
         return self.finding(
-            f, severity=f.loader_exposed,
+            f,
+            severity=f.loader_exposed,
             confidence=ramp(f.loader_exposed, self.t["moderate_share"], self.t["high_share"]),
             message=f"Batches are loaded in the training process ({pct(f.loader_exposed)} of the step): "
-                    f"set {n.phrase()} so loading overlaps the step.",
-            evidence={"loader_mode": "single_process", "dataloader_exposed_share": f.loader_exposed,
-                      "num_workers": n.current, "cpu_count": n.cores,
-                      # no number without the cores it is for: the formula, to be read on the training machine
-                      "suggested_workers": n.suggested if n.cores else "min(max(os.cpu_count(), 2), 8)"})
+            f"set {n.phrase()} so loading overlaps the step.",
+            evidence={
+                "loader_mode": "single_process",
+                "dataloader_exposed_share": f.loader_exposed,
+                "num_workers": n.current,
+                "cpu_count": n.cores,
+                # no number without the cores it is for: the formula, to be read on the training machine
+                "suggested_workers": n.suggested if n.cores else "min(max(os.cpu_count(), 2), 8)",
+            },
+        )

@@ -10,17 +10,25 @@ from profilers.trace.python_idle import where
 
 
 def _python_functions(f: Facts, min_share: float, top: int = 3) -> str:
-    """"train_step (train.py:42) 31% of the step, …" from the trace's Python frames, or "" when none."""
+    """ "train_step (train.py:42) 31% of the step, …" from the trace's Python frames, or "" when none."""
     if f.b is None or not len(f.b.python_idle) or not f.b.total_step_ns:
         return ""
     rows = f.b.python_idle.head(top)
-    return ", ".join(f"{where(str(n))} {pct(ns / f.b.total_step_ns)} of the step"
-                     for n, ns in zip(rows["name"], rows["idle_ns"]) if ns / f.b.total_step_ns >= min_share)
+    return ", ".join(
+        f"{where(str(n))} {pct(ns / f.b.total_step_ns)} of the step"
+        for n, ns in zip(rows["name"], rows["idle_ns"])
+        if ns / f.b.total_step_ns >= min_share
+    )
+
 
 #: Host categories of a GPU step's idle time, in the breakdown's order, with how to say them.
-_HOST_PARTS = (("host_runtime", "CUDA runtime calls"), ("optimizer", "the optimizer's host ops"),
-               ("backward", "backward's host ops"), ("forward", "forward's host ops"),
-               ("other", "Python and other host work no operator covers"))
+_HOST_PARTS = (
+    ("host_runtime", "CUDA runtime calls"),
+    ("optimizer", "the optimizer's host ops"),
+    ("backward", "backward's host ops"),
+    ("forward", "forward's host ops"),
+    ("other", "Python and other host work no operator covers"),
+)
 
 
 class HostBound(Rule):
@@ -47,20 +55,37 @@ class HostBound(Rule):
     cause = "host_gaps"
     thresholds = {"min_idle_share": 0.3, "high_idle_share": 0.6, "min_function_share": 0.02}
     fix_id = None
-    fires = (Example("one step, GPU idle 58% while the host runs Python (no loader, no collectives)",
-                     lambda: observation({"gpu_compute": 0.42, "other": 0.5, "forward": 0.08}, step_ms=120,
-                                         kernels={"matmul": 0.3, "elementwise": 0.12}, kernels_per_step=40,
-                                         median_kernel_us=900),
-                     fix=None, severity=0.58),)
-    passes = (Example("busy GPU", lambda: observation({"gpu_compute": 0.9, "other": 0.1})),
-              Example("idle GPU waiting for the loader (data, not host)",
-                      lambda: observation({"gpu_compute": 0.3, "dataloader": 0.6, "other": 0.1})),
-              Example("CPU run", lambda: observation({"forward": 0.5, "other": 0.5}, device="cpu")))
+    fires = (
+        Example(
+            "one step, GPU idle 58% while the host runs Python (no loader, no collectives)",
+            lambda: observation(
+                {"gpu_compute": 0.42, "other": 0.5, "forward": 0.08},
+                step_ms=120,
+                kernels={"matmul": 0.3, "elementwise": 0.12},
+                kernels_per_step=40,
+                median_kernel_us=900,
+            ),
+            fix=None,
+            severity=0.58,
+        ),
+    )
+    passes = (
+        Example("busy GPU", lambda: observation({"gpu_compute": 0.9, "other": 0.1})),
+        Example(
+            "idle GPU waiting for the loader (data, not host)",
+            lambda: observation({"gpu_compute": 0.3, "dataloader": 0.6, "other": 0.1}),
+        ),
+        Example("CPU run", lambda: observation({"forward": 0.5, "other": 0.5}, device="cpu")),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if not f.has_steps:
             return "no profiled steps to measure"
-        return None if f.device == "gpu" else "no GPU timeline: a CPU run has no device for the host to starve"
+        return (
+            None
+            if f.device == "gpu"
+            else "no GPU timeline: a CPU run has no device for the host to starve"
+        )
 
     def check(self, f: Facts) -> Finding | None:
         idle = f.launch_idle
@@ -69,14 +94,26 @@ class HostBound(Rule):
         parts = {label: f.shares.get(cat, 0.0) for cat, label in _HOST_PARTS}
         top = max(parts, key=parts.__getitem__)
         named = _python_functions(f, self.t["min_function_share"])
-        where = (f"the Python functions holding it idle, as the trace recorded them: {named}; move that work off "
-                 "the step or run it less often") if named else \
-            "find that host code (py-spy, the trace's CPU timeline) and move it off the step or run it less often"
+        where = (
+            (
+                f"the Python functions holding it idle, as the trace recorded them: {named}; move that work off "
+                "the step or run it less often"
+            )
+            if named
+            else "find that host code (py-spy, the trace's CPU timeline) and move it off the step or run it less often"
+        )
         return self.finding(
-            f, severity=idle, confidence=ramp(idle, self.t["min_idle_share"], self.t["high_idle_share"]),
+            f,
+            severity=idle,
+            confidence=ramp(idle, self.t["min_idle_share"], self.t["high_idle_share"]),
             message=f"The GPU idles {pct(idle)} of the step while the host works (most in {top}, "
-                    f"{pct(parts[top])} of the step), not waiting for data or collectives: the step is host-bound; "
-                    f"{where}.",
-            evidence={"gpu_busy_share": f.gpu_busy, "host_idle_share": idle,
-                      "dataloader_exposed_share": f.loader_exposed, "comm_orchestration_share": f.comm_orchestration,
-                      **{f"{cat}_share": f.shares.get(cat, 0.0) for cat, _ in _HOST_PARTS}})
+            f"{pct(parts[top])} of the step), not waiting for data or collectives: the step is host-bound; "
+            f"{where}.",
+            evidence={
+                "gpu_busy_share": f.gpu_busy,
+                "host_idle_share": idle,
+                "dataloader_exposed_share": f.loader_exposed,
+                "comm_orchestration_share": f.comm_orchestration,
+                **{f"{cat}_share": f.shares.get(cat, 0.0) for cat, _ in _HOST_PARTS},
+            },
+        )

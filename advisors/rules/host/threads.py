@@ -12,13 +12,33 @@ from profilers.telemetry.threads import ThreadUse
 from profilers.telemetry.summary import TelemetrySummary
 
 
-def _run(threads: int, others: float, cores: int = 2, processes: int = 1, samples: int = 40,
-         workers: int | None = None) -> RunFacts:
+def _run(
+    threads: int,
+    others: float,
+    cores: int = 2,
+    processes: int = 1,
+    samples: int = 40,
+    workers: int | None = None,
+) -> RunFacts:
     ours = min(threads * processes, cores - others)
-    tel = TelemetrySummary(source="host", samples=samples, rate_hz=10.0, cpu_count=cores, process_cpu_pct=100 * ours,
-                           system_cpu_pct=100 * (ours + others) / cores)
-    return run_facts(telemetry=tel, threads=ThreadUse(intra_op=threads, local_processes=processes, cpu_count=cores,
-                                                      affinity=cores, loader_workers=workers))
+    tel = TelemetrySummary(
+        source="host",
+        samples=samples,
+        rate_hz=10.0,
+        cpu_count=cores,
+        process_cpu_pct=100 * ours,
+        system_cpu_pct=100 * (ours + others) / cores,
+    )
+    return run_facts(
+        telemetry=tel,
+        threads=ThreadUse(
+            intra_op=threads,
+            local_processes=processes,
+            cpu_count=cores,
+            affinity=cores,
+            loader_workers=workers,
+        ),
+    )
 
 
 _STEP = {"forward": 0.3, "backward": 0.55, "optimizer": 0.05}
@@ -60,26 +80,51 @@ class OversubscribedThreads(Rule):
 
     id, name, bottleneck = "HOST004", "oversubscribed-threads", Bottleneck.HOST
     cause = "device_time"
-    thresholds = {"min_excess_cores": 0.5, "min_operator_share": 0.3, "high_ratio": 2.0, "min_samples": 5}
+    thresholds = {
+        "min_excess_cores": 0.5,
+        "min_operator_share": 0.3,
+        "high_ratio": 2.0,
+        "min_samples": 5,
+    }
     fix_id = "set_num_threads"
-    fires = (Example("busy 2-core machine: 2 threads while other programs take 1 core (minGPT)",
-                     lambda: observation(_STEP, device="cpu", run=_run(threads=2, others=1.0)),
-                     fix="set_num_threads", severity=0.9),
-             Example("two ranks × 2 threads on a quiet 2-core machine",
-                     lambda: observation(_STEP, device="cpu", run=_run(threads=2, others=0.0, processes=2)),
-                     fix="set_num_threads", severity=0.9),
-             Example("busy 2-core machine, 2 threads and 4 DataLoader workers (makemore's "
-                     "--num-workers 4)",
-                     lambda: observation(_STEP, device="cpu",
-                                         run=_run(threads=2, others=1.0, workers=4)),
-                     fix="set_num_threads", severity=0.9))
-    passes = (Example("2 threads on a quiet 2-core machine",
-                      lambda: observation(_STEP, device="cpu", run=_run(threads=2, others=0.1))),
-              Example("1 thread beside a program taking 1 of 2 cores",
-                      lambda: observation(_STEP, device="cpu", run=_run(threads=1, others=1.0))),
-              Example("2 threads beside other programs, but the step is 80% loading",
-                      lambda: observation({"forward": 0.1, "backward": 0.1, "dataloader": 0.8}, device="cpu",
-                                          run=_run(threads=2, others=1.0))))
+    fires = (
+        Example(
+            "busy 2-core machine: 2 threads while other programs take 1 core (minGPT)",
+            lambda: observation(_STEP, device="cpu", run=_run(threads=2, others=1.0)),
+            fix="set_num_threads",
+            severity=0.9,
+        ),
+        Example(
+            "two ranks × 2 threads on a quiet 2-core machine",
+            lambda: observation(_STEP, device="cpu", run=_run(threads=2, others=0.0, processes=2)),
+            fix="set_num_threads",
+            severity=0.9,
+        ),
+        Example(
+            "busy 2-core machine, 2 threads and 4 DataLoader workers (makemore's --num-workers 4)",
+            lambda: observation(_STEP, device="cpu", run=_run(threads=2, others=1.0, workers=4)),
+            fix="set_num_threads",
+            severity=0.9,
+        ),
+    )
+    passes = (
+        Example(
+            "2 threads on a quiet 2-core machine",
+            lambda: observation(_STEP, device="cpu", run=_run(threads=2, others=0.1)),
+        ),
+        Example(
+            "1 thread beside a program taking 1 of 2 cores",
+            lambda: observation(_STEP, device="cpu", run=_run(threads=1, others=1.0)),
+        ),
+        Example(
+            "2 threads beside other programs, but the step is 80% loading",
+            lambda: observation(
+                {"forward": 0.1, "backward": 0.1, "dataloader": 0.8},
+                device="cpu",
+                run=_run(threads=2, others=1.0),
+            ),
+        ),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if not f.has_steps:
@@ -104,28 +149,54 @@ class OversubscribedThreads(Rule):
         n = threads_for(usable, tel.other_cores, t.local_processes)
         if t.demand < free + self.t["min_excess_cores"] or n >= t.intra_op:
             return None
-        procs = f"{t.local_processes} training processes" if t.local_processes > 1 else "1 training process"
+        procs = (
+            f"{t.local_processes} training processes"
+            if t.local_processes > 1
+            else "1 training process"
+        )
         passive = str(t.env.get("OMP_WAIT_POLICY", "")).upper() == "PASSIVE"
-        waited = (" (this run's threads waited passively, OMP_WAIT_POLICY=PASSIVE in your environment, "
-                  "which hides much of the cost here; spinning threads, libgomp's default, pay it in full)") \
-            if passive else ""
+        waited = (
+            (
+                " (this run's threads waited passively, OMP_WAIT_POLICY=PASSIVE in your environment, "
+                "which hides much of the cost here; spinning threads, libgomp's default, pay it in full)"
+            )
+            if passive
+            else ""
+        )
         workers = t.loader_workers or 0
         fit = workers_that_fit(usable, tel.other_cores, t.local_processes)
-        loaders = (f"; the DataLoader's {workers} worker processes, more than the {usable} usable "
-                   f"cores, compete with those threads whenever they load: {fit} "
-                   f"fit{'s' if fit == 1 else ''} beside them (num_workers={fit})") \
-            if workers > usable else ""
+        loaders = (
+            (
+                f"; the DataLoader's {workers} worker processes, more than the {usable} usable "
+                f"cores, compete with those threads whenever they load: {fit} "
+                f"fit{'s' if fit == 1 else ''} beside them (num_workers={fit})"
+            )
+            if workers > usable
+            else ""
+        )
         return self.finding(
-            f, severity=f.device_work, confidence=ramp(t.demand / max(free, 0.5), 1.0, self.t["high_ratio"]),
+            f,
+            severity=f.device_work,
+            confidence=ramp(t.demand / max(free, 0.5), 1.0, self.t["high_ratio"]),
             message=f"{t.intra_op} intra-op threads × {procs} = {t.demand} threads for {free:.1f} free cores "
-                    f"({usable} usable, other programs using {others:.2f} during the steady steps): the threads are "
-                    f"oversubscribed, and operators holding {pct(f.device_work)} of the step wait at every barrier "
-                    f"for a thread that lost its core{waited}{loaders}; "
-                    f"train with {n} thread{'s' if n > 1 else ''} per process: "
-                    f"torch.set_num_threads({n}), or OMP_NUM_THREADS={n} for the script and its workers.",
-            evidence={"intra_op_threads": t.intra_op, "inter_op_threads": t.inter_op,
-                      "training_processes": t.local_processes, "usable_cores": usable, "other_cores": others,
-                      "free_cores": free, "suggested_threads": n, "loader_workers": t.loader_workers,
-                      "loader_workers_over_cores": workers > usable, "loader_workers_that_fit": fit,
-                      "omp_num_threads": t.env.get("OMP_NUM_THREADS"), "omp_wait_policy": t.env.get("OMP_WAIT_POLICY"),
-                      "device_work_share": f.device_work})
+            f"({usable} usable, other programs using {others:.2f} during the steady steps): the threads are "
+            f"oversubscribed, and operators holding {pct(f.device_work)} of the step wait at every barrier "
+            f"for a thread that lost its core{waited}{loaders}; "
+            f"train with {n} thread{'s' if n > 1 else ''} per process: "
+            f"torch.set_num_threads({n}), or OMP_NUM_THREADS={n} for the script and its workers.",
+            evidence={
+                "intra_op_threads": t.intra_op,
+                "inter_op_threads": t.inter_op,
+                "training_processes": t.local_processes,
+                "usable_cores": usable,
+                "other_cores": others,
+                "free_cores": free,
+                "suggested_threads": n,
+                "loader_workers": t.loader_workers,
+                "loader_workers_over_cores": workers > usable,
+                "loader_workers_that_fit": fit,
+                "omp_num_threads": t.env.get("OMP_NUM_THREADS"),
+                "omp_wait_policy": t.env.get("OMP_WAIT_POLICY"),
+                "device_work_share": f.device_work,
+            },
+        )

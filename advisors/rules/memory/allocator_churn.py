@@ -24,15 +24,24 @@ class AllocatorChurn(Rule):
     cause = "host_gaps"
     thresholds = {"min_calls_per_step": 2.0, "high_calls_per_step": 20.0, "call_cost_us": 100.0}
     fix_id = "expandable_segments"
-    fires = (Example("12 cudaMalloc/cudaFree per step",
-                     lambda: observation({"gpu_compute": 0.8}, syncs={"malloc_free": 12.0}),
-                     fix="expandable_segments", severity=0.012),)
+    fires = (
+        Example(
+            "12 cudaMalloc/cudaFree per step",
+            lambda: observation({"gpu_compute": 0.8}, syncs={"malloc_free": 12.0}),
+            fix="expandable_segments",
+            severity=0.012,
+        ),
+    )
     passes = (Example("warm allocator", lambda: observation({"gpu_compute": 0.8})),)
 
     def missing(self, f: Facts) -> str | None:
         if not f.has_steps:
             return "no profiled steps to measure"
-        return None if f.device == "gpu" else "no GPU runtime events: allocator calls are a CUDA/HIP signal"
+        return (
+            None
+            if f.device == "gpu"
+            else "no GPU runtime events: allocator calls are a CUDA/HIP signal"
+        )
 
     def check(self, f: Facts) -> Finding | None:
         calls = f.malloc_free_per_step
@@ -40,7 +49,14 @@ class AllocatorChurn(Rule):
             return None
         share = min(calls * self.t["call_cost_us"] / 1e3 / f.step_ms, 1.0)
         return self.finding(
-            f, severity=share, confidence=ramp(calls, self.t["min_calls_per_step"], self.t["high_calls_per_step"]),
+            f,
+            severity=share,
+            confidence=ramp(calls, self.t["min_calls_per_step"], self.t["high_calls_per_step"]),
             message=f"{calls:.0f} cudaMalloc/cudaFree calls per step (about {pct(share)} of it): enable "
-                    "expandable segments and keep shapes steady so the allocator reuses its blocks.",
-            evidence={"malloc_free_per_step": calls, "estimated_share": share, "profiled_step_time_ms": f.step_ms})
+            "expandable segments and keep shapes steady so the allocator reuses its blocks.",
+            evidence={
+                "malloc_free_per_step": calls,
+                "estimated_share": share,
+                "profiled_step_time_ms": f.step_ms,
+            },
+        )

@@ -12,8 +12,14 @@ from profilers.telemetry.summary import TelemetrySummary
 
 
 def _nvml(used_mb: float, total_mb: float) -> TelemetrySummary:
-    return TelemetrySummary(source="nvml", samples=300, rate_hz=10.0, gpu_util_pct=88.0,
-                            gpu_mem_used_mb=used_mb, gpu_mem_total_mb=total_mb)
+    return TelemetrySummary(
+        source="nvml",
+        samples=300,
+        rate_hz=10.0,
+        gpu_util_pct=88.0,
+        gpu_mem_used_mb=used_mb,
+        gpu_mem_total_mb=total_mb,
+    )
 
 
 class NearCapacity(Rule):
@@ -37,18 +43,38 @@ class NearCapacity(Rule):
     thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60}
     fix_id = "grad_accumulation"
     fires = (
-        Example("device peak 95% of total", lambda: observation({"gpu_compute": 0.9}, memory_peak=0.95),
-                fix="grad_accumulation", severity=0.4125),
-        Example("run peak 930 of a 1000 MB budget, no trace",
-                lambda: observation(no_trace=True, run=run_facts(peak_memory_mb=930.0, memory_budget_mb=1000.0)),
-                fix="grad_accumulation", severity=0.2875),
-        Example("NVML telemetry: 75.2 of 80 GB used, no memory events in the trace",
-                lambda: observation({"gpu_compute": 0.9}, run=run_facts(telemetry=_nvml(75_200.0, 80_000.0))),
-                fix="grad_accumulation", severity=0.35),
+        Example(
+            "device peak 95% of total",
+            lambda: observation({"gpu_compute": 0.9}, memory_peak=0.95),
+            fix="grad_accumulation",
+            severity=0.4125,
+        ),
+        Example(
+            "run peak 930 of a 1000 MB budget, no trace",
+            lambda: observation(
+                no_trace=True, run=run_facts(peak_memory_mb=930.0, memory_budget_mb=1000.0)
+            ),
+            fix="grad_accumulation",
+            severity=0.2875,
+        ),
+        Example(
+            "NVML telemetry: 75.2 of 80 GB used, no memory events in the trace",
+            lambda: observation(
+                {"gpu_compute": 0.9}, run=run_facts(telemetry=_nvml(75_200.0, 80_000.0))
+            ),
+            fix="grad_accumulation",
+            severity=0.35,
+        ),
     )
-    passes = (Example("device peak 40%", lambda: observation({"gpu_compute": 0.9}, memory_peak=0.4)),
-              Example("NVML telemetry: 30 of 80 GB used",
-                      lambda: observation({"gpu_compute": 0.9}, run=run_facts(telemetry=_nvml(30_000.0, 80_000.0)))))
+    passes = (
+        Example("device peak 40%", lambda: observation({"gpu_compute": 0.9}, memory_peak=0.4)),
+        Example(
+            "NVML telemetry: 30 of 80 GB used",
+            lambda: observation(
+                {"gpu_compute": 0.9}, run=run_facts(telemetry=_nvml(30_000.0, 80_000.0))
+            ),
+        ),
+    )
 
     def missing(self, f: Facts) -> str | None:
         if self._peak_share(f) is None:
@@ -67,26 +93,42 @@ class NearCapacity(Rule):
 
     def check(self, f: Facts) -> Finding | None:
         share = self._peak_share(f)
-        if share is None or share < self.t["near_share"] or (f.run and f.run.status == "out_of_memory"):
+        if (
+            share is None
+            or share < self.t["near_share"]
+            or (f.run and f.run.status == "out_of_memory")
+        ):
             return None
         severity = capacity_stake(share, self.t)
         return self.finding(
-            f, severity=severity, confidence=ramp(share, self.t["near_share"], self.t["full_share"]),
+            f,
+            severity=severity,
+            confidence=ramp(share, self.t["near_share"], self.t["full_share"]),
             message=f"Peak memory reaches {pct(share)} of capacity: shrink the micro-batch and accumulate gradients "
-                    "before a longer input runs out of memory.",
-            evidence={"peak_share_of_capacity": share, **self._against(f)})
+            "before a longer input runs out of memory.",
+            evidence={"peak_share_of_capacity": share, **self._against(f)},
+        )
 
     def _against(self, f: Facts) -> dict[str, float | str | None]:
         """Which peak was compared with which capacity (trace, NVML telemetry or the run's budget)."""
         if f.memory_peak_share is not None:
-            return {"source": "trace memory events", "peak_memory_mb": f.run.peak_memory_mb if f.run else None,
-                    "capacity_mb": _mb(f.b.memory.device_capacity_bytes) if f.b else None}
+            return {
+                "source": "trace memory events",
+                "peak_memory_mb": f.run.peak_memory_mb if f.run else None,
+                "capacity_mb": _mb(f.b.memory.device_capacity_bytes) if f.b else None,
+            }
         tel = f.telemetry
         if tel is not None and tel.gpu_mem_used_share is not None:
-            return {"source": "NVML telemetry", "peak_memory_mb": tel.gpu_mem_used_mb,
-                    "capacity_mb": tel.gpu_mem_total_mb}
-        return {"source": "run budget", "peak_memory_mb": f.run.peak_memory_mb if f.run else None,
-                "capacity_mb": f.run.memory_budget_mb if f.run else None}
+            return {
+                "source": "NVML telemetry",
+                "peak_memory_mb": tel.gpu_mem_used_mb,
+                "capacity_mb": tel.gpu_mem_total_mb,
+            }
+        return {
+            "source": "run budget",
+            "peak_memory_mb": f.run.peak_memory_mb if f.run else None,
+            "capacity_mb": f.run.memory_budget_mb if f.run else None,
+        }
 
 
 def capacity_stake(share: float, t: Mapping[str, float]) -> float:

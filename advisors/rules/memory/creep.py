@@ -9,13 +9,25 @@ from advisors.synthetic import observation, run_facts
 from profilers.run.captures import CaptureTrigger
 
 _STEP = {"forward": 0.4, "backward": 0.5}
-_NUMBERS = {"grown_mb": 150.0, "window_steps": 50.0, "mb_per_step": 3.0, "r2": 0.99, "start_mb": 900.0,
-            "end_mb": 1050.0, "limit_mb": 20_000.0, "steps_left": 6300.0}
+_NUMBERS = {
+    "grown_mb": 150.0,
+    "window_steps": 50.0,
+    "mb_per_step": 3.0,
+    "r2": 0.99,
+    "start_mb": 900.0,
+    "end_mb": 1050.0,
+    "limit_mb": 20_000.0,
+    "steps_left": 6300.0,
+}
 
 
 def _capture(kind: str = "memory", **numbers: float) -> CaptureTrigger:
-    return CaptureTrigger(kind=kind, step=120, reason="memory +150 MiB over 50 steps, steadily",
-                          numbers={**_NUMBERS, **numbers} if kind == "memory" else {})
+    return CaptureTrigger(
+        kind=kind,
+        step=120,
+        reason="memory +150 MiB over 50 steps, steadily",
+        numbers={**_NUMBERS, **numbers} if kind == "memory" else {},
+    )
 
 
 class MemoryCreep(Rule):
@@ -37,14 +49,25 @@ class MemoryCreep(Rule):
     cause = "capacity"
     thresholds = {"min_r2": 0.8, "high_r2": 0.98}
     fix_id = None
-    fires = (Example("a watched run's memory grew 150 MiB over 50 steps, 3 MiB a step, R² 0.99",
-                     lambda: observation(_STEP, device="cpu", run=run_facts(trigger=_capture())), fix=None,
-                     severity=1.0),)
-    passes = (Example("a capture fired by a step-time rise", lambda: observation(
-                  _STEP, device="cpu", run=run_facts(trigger=_capture("step_time")))),
-              Example("a memory trend that a line does not fit", lambda: observation(
-                  _STEP, device="cpu", run=run_facts(trigger=_capture(r2=0.5)))),
-              Example("an uploaded trace", lambda: observation(_STEP, device="cpu")))
+    fires = (
+        Example(
+            "a watched run's memory grew 150 MiB over 50 steps, 3 MiB a step, R² 0.99",
+            lambda: observation(_STEP, device="cpu", run=run_facts(trigger=_capture())),
+            fix=None,
+            severity=1.0,
+        ),
+    )
+    passes = (
+        Example(
+            "a capture fired by a step-time rise",
+            lambda: observation(_STEP, device="cpu", run=run_facts(trigger=_capture("step_time"))),
+        ),
+        Example(
+            "a memory trend that a line does not fit",
+            lambda: observation(_STEP, device="cpu", run=run_facts(trigger=_capture(r2=0.5))),
+        ),
+        Example("an uploaded trace", lambda: observation(_STEP, device="cpu")),
+    )
 
     def missing(self, f: Facts) -> str | None:
         return None  # any other input is not a memory capture: the rule does not apply (nothing is missing)
@@ -58,12 +81,20 @@ class MemoryCreep(Rule):
         if r2 < self.t["min_r2"] or grown <= 0 or per_step <= 0:
             return None
         left = n.get("steps_left")
-        until = (f" At this rate the limit of {n['limit_mb']:,.0f} MiB is reached in about {left:,.0f} steps."
-                 if left is not None and n.get("limit_mb") else "")
+        until = (
+            f" At this rate the limit of {n['limit_mb']:,.0f} MiB is reached in about {left:,.0f} steps."
+            if left is not None and n.get("limit_mb")
+            else ""
+        )
         return self.finding(
-            f, severity=1.0, confidence=ramp(r2, self.t["min_r2"], self.t["high_r2"]),
-            message=(f"Memory grew {grown:,.0f} MiB over {n.get('window_steps', 0):.0f} steps up to step "
-                     f"{trigger.step:,}, steadily ({per_step:.1f} MiB a step, R² {r2:.2f}) and never gave it back: "
-                     f"the loop keeps something every step (tensors that still hold their graph, a growing "
-                     f"list or cache). Record .item() or .detach().cpu() of what it keeps.{until}"),
-            evidence={"trigger_step": trigger.step, **{k: v for k, v in n.items()}})
+            f,
+            severity=1.0,
+            confidence=ramp(r2, self.t["min_r2"], self.t["high_r2"]),
+            message=(
+                f"Memory grew {grown:,.0f} MiB over {n.get('window_steps', 0):.0f} steps up to step "
+                f"{trigger.step:,}, steadily ({per_step:.1f} MiB a step, R² {r2:.2f}) and never gave it back: "
+                f"the loop keeps something every step (tensors that still hold their graph, a growing "
+                f"list or cache). Record .item() or .detach().cpu() of what it keeps.{until}"
+            ),
+            evidence={"trigger_step": trigger.step, **{k: v for k, v in n.items()}},
+        )

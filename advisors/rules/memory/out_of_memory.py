@@ -24,32 +24,61 @@ class OutOfMemory(Rule):
     cause = "capacity"
     thresholds = {"confidence": 0.95}
     fix_id = "grad_accumulation"
-    fires = (Example("run stopped out of memory at 2100 MB of a 2048 MB budget, no trace",
-                     lambda: observation(no_trace=True, run=run_facts(
-                         "out_of_memory", peak_memory_mb=2100.0, memory_budget_mb=2048.0, steps_done=0,
-                         error="RSS passed the memory budget")), fix="grad_accumulation", severity=1.0),)
-    passes = (Example("run finished ok", lambda: observation(no_trace=True, run=run_facts("ok"))),
-              Example("uploaded trace, no run", lambda: observation({"gpu_compute": 0.9})))
+    fires = (
+        Example(
+            "run stopped out of memory at 2100 MB of a 2048 MB budget, no trace",
+            lambda: observation(
+                no_trace=True,
+                run=run_facts(
+                    "out_of_memory",
+                    peak_memory_mb=2100.0,
+                    memory_budget_mb=2048.0,
+                    steps_done=0,
+                    error="RSS passed the memory budget",
+                ),
+            ),
+            fix="grad_accumulation",
+            severity=1.0,
+        ),
+    )
+    passes = (
+        Example("run finished ok", lambda: observation(no_trace=True, run=run_facts("ok"))),
+        Example("uploaded trace, no run", lambda: observation({"gpu_compute": 0.9})),
+    )
 
     def missing(self, f: Facts) -> str | None:
-        return None if f.run else "not a stored run: there is no run status to check for out-of-memory"
+        return (
+            None if f.run else "not a stored run: there is no run status to check for out-of-memory"
+        )
 
     def check(self, f: Facts) -> Finding | None:
         run = f.run
         if run is None or run.status != "out_of_memory":
             return None
         fix = _remedy(run.spec)
-        peak = f"{run.peak_memory_mb:.0f} MB" if run.peak_memory_mb is not None else "an unknown peak"
+        peak = (
+            f"{run.peak_memory_mb:.0f} MB" if run.peak_memory_mb is not None else "an unknown peak"
+        )
         budget = f" of a {run.memory_budget_mb:.0f} MB budget" if run.memory_budget_mb else ""
         return self.finding(
-            f, severity=1.0, confidence=self.t["confidence"],
+            f,
+            severity=1.0,
+            confidence=self.t["confidence"],
             message=f"The run ran out of memory at {peak}{budget} after {run.steps_done} steps: "
-                    + ("accumulate gradients over smaller micro-batches." if fix == "grad_accumulation"
-                       else "checkpoint activations so backward recomputes them."),
-            evidence={"status": run.status, "peak_memory_mb": run.peak_memory_mb,
-                      "memory_budget_mb": run.memory_budget_mb, "steps_done": run.steps_done,
-                      "error": run.error},
-            fix_id=fix)
+            + (
+                "accumulate gradients over smaller micro-batches."
+                if fix == "grad_accumulation"
+                else "checkpoint activations so backward recomputes them."
+            ),
+            evidence={
+                "status": run.status,
+                "peak_memory_mb": run.peak_memory_mb,
+                "memory_budget_mb": run.memory_budget_mb,
+                "steps_done": run.steps_done,
+                "error": run.error,
+            },
+            fix_id=fix,
+        )
 
 
 def _remedy(spec: RunConfig | None) -> str:

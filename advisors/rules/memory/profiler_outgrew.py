@@ -7,9 +7,11 @@ from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule
 from advisors.synthetic import observation, run_facts
 
-_CUT = ("the profiler's events outgrew the profile's memory budget during step 2: the process tree reached 440 MiB "
-        "with the profiler recording, over the 405 MiB allowed, while the script's own unprofiled steps peaked at "
-        "375 MiB")
+_CUT = (
+    "the profiler's events outgrew the profile's memory budget during step 2: the process tree reached 440 MiB "
+    "with the profiler recording, over the 405 MiB allowed, while the script's own unprofiled steps peaked at "
+    "375 MiB"
+)
 
 
 class ProfilerOutgrew(Rule):
@@ -29,12 +31,26 @@ class ProfilerOutgrew(Rule):
     id, name, bottleneck = "MEM007", "profiler-outgrew", Bottleneck.MEMORY
     cause = "profiler_cost"
     thresholds = {"confidence": 0.95}
-    fires = (Example("the guard cut an LBFGS step's profile at 440 MiB; the script peaked at 375 MiB unprofiled",
-                     lambda: observation(no_trace=True, run=run_facts(
-                         peak_memory_mb=800.0, peak_memory_unprofiled_mb=375.0, peak_memory_profiled_mb=795.0,
-                         profile_cut=_CUT)), fix=None, severity=0.0),)
-    passes = (Example("a whole profile", lambda: observation(no_trace=True, run=run_facts("ok"))),
-              Example("uploaded trace, no run", lambda: observation({"gpu_compute": 0.9})))
+    fires = (
+        Example(
+            "the guard cut an LBFGS step's profile at 440 MiB; the script peaked at 375 MiB unprofiled",
+            lambda: observation(
+                no_trace=True,
+                run=run_facts(
+                    peak_memory_mb=800.0,
+                    peak_memory_unprofiled_mb=375.0,
+                    peak_memory_profiled_mb=795.0,
+                    profile_cut=_CUT,
+                ),
+            ),
+            fix=None,
+            severity=0.0,
+        ),
+    )
+    passes = (
+        Example("a whole profile", lambda: observation(no_trace=True, run=run_facts("ok"))),
+        Example("uploaded trace, no run", lambda: observation({"gpu_compute": 0.9})),
+    )
 
     def missing(self, f: Facts) -> str | None:
         return None if f.run else "not a stored run: no memory guard watched it"
@@ -43,11 +59,20 @@ class ProfilerOutgrew(Rule):
         run = f.run
         if run is None or not run.profile_cut:
             return None
-        own = (f"; the script itself peaked at {run.peak_memory_unprofiled_mb:.0f} MiB unprofiled"
-               if run.peak_memory_unprofiled_mb is not None else "")
+        own = (
+            f"; the script itself peaked at {run.peak_memory_unprofiled_mb:.0f} MiB unprofiled"
+            if run.peak_memory_unprofiled_mb is not None
+            else ""
+        )
         return self.finding(
-            f, severity=0.0, confidence=self.t["confidence"],
+            f,
+            severity=0.0,
+            confidence=self.t["confidence"],
             message=f"The profiler's events outgrew their memory budget, so the profile was cut: the trace holds "
-                    f"part of a step{own}. Nothing in the script needs to change for this.",
-            evidence={"profile_cut": run.profile_cut, "peak_memory_unprofiled_mb": run.peak_memory_unprofiled_mb,
-                      "peak_memory_profiled_mb": run.peak_memory_profiled_mb})
+            f"part of a step{own}. Nothing in the script needs to change for this.",
+            evidence={
+                "profile_cut": run.profile_cut,
+                "peak_memory_unprofiled_mb": run.peak_memory_unprofiled_mb,
+                "peak_memory_profiled_mb": run.peak_memory_profiled_mb,
+            },
+        )

@@ -27,15 +27,32 @@ class SnapshotFragmentation(Rule):
 
     id, name, bottleneck = "MEM006", "snapshot-fragmentation", Bottleneck.MEMORY
     cause = "fragmentation"
-    thresholds = {"max_peak_share": 0.75, "min_slack_gib": 1.0, "high_slack_share": 0.5, "stake": 0.3}
+    thresholds = {
+        "max_peak_share": 0.75,
+        "min_slack_gib": 1.0,
+        "high_slack_share": 0.5,
+        "stake": 0.3,
+    }
     fix_id = "expandable_segments"
-    fires = (Example("snapshot: 8 GiB reserved, never more than 4 GiB alive",
-                     lambda: observation(snapshot=snapshot_of(4.0, 8.0)), fix="expandable_segments", severity=0.15),)
-    passes = (Example("snapshot: peak fills 98% of the reservation",
-                      lambda: observation(snapshot=snapshot_of(12.97, 13.21))),
-              Example("snapshot: half empty but only 0.4 GiB of slack",
-                      lambda: observation(snapshot=snapshot_of(0.4, 0.8))),
-              Example("a trace, no snapshot", lambda: observation({"gpu_compute": 0.9})))
+    fires = (
+        Example(
+            "snapshot: 8 GiB reserved, never more than 4 GiB alive",
+            lambda: observation(snapshot=snapshot_of(4.0, 8.0)),
+            fix="expandable_segments",
+            severity=0.15,
+        ),
+    )
+    passes = (
+        Example(
+            "snapshot: peak fills 98% of the reservation",
+            lambda: observation(snapshot=snapshot_of(12.97, 13.21)),
+        ),
+        Example(
+            "snapshot: half empty but only 0.4 GiB of slack",
+            lambda: observation(snapshot=snapshot_of(0.4, 0.8)),
+        ),
+        Example("a trace, no snapshot", lambda: observation({"gpu_compute": 0.9})),
+    )
 
     def missing(self, f: Facts) -> str | None:
         s = f.snapshot
@@ -53,11 +70,18 @@ class SnapshotFragmentation(Rule):
             return None
         unused = 1.0 - peak_share
         return self.finding(
-            f, severity=unused * self.t["stake"],
+            f,
+            severity=unused * self.t["stake"],
             confidence=ramp(unused, 1.0 - self.t["max_peak_share"], self.t["high_slack_share"]),
             message=f"The allocator reserved {s.reserved_bytes / GIB:.2f} GiB but never held more than "
-                    f"{pct(peak_share)} of it at once ({slack / GIB:.2f} GiB idle in cached segments): turn on "
-                    "expandable segments so the reservation tracks what is alive.",
-            evidence={"reserved_gib": s.reserved_bytes / GIB, "peak_allocated_gib": (s.peak_allocated_bytes or 0) / GIB,
-                      "peak_share_of_reserved": peak_share, "idle_reserved_gib": slack / GIB,
-                      "segments": s.segments, "expandable_segments": s.expandable_segments})
+            f"{pct(peak_share)} of it at once ({slack / GIB:.2f} GiB idle in cached segments): turn on "
+            "expandable segments so the reservation tracks what is alive.",
+            evidence={
+                "reserved_gib": s.reserved_bytes / GIB,
+                "peak_allocated_gib": (s.peak_allocated_bytes or 0) / GIB,
+                "peak_share_of_reserved": peak_share,
+                "idle_reserved_gib": slack / GIB,
+                "segments": s.segments,
+                "expandable_segments": s.expandable_segments,
+            },
+        )

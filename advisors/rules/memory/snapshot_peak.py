@@ -34,23 +34,41 @@ class SnapshotPeak(Rule):
 
     id, name, bottleneck = "MEM005", "snapshot-peak-memory", Bottleneck.MEMORY
     cause = "capacity"
-    thresholds = {"near_share": 0.90, "full_share": 0.98, "near_stake": 0.10, "full_stake": 0.60,
-                  "oom_confidence": 0.95}
+    thresholds = {
+        "near_share": 0.90,
+        "full_share": 0.98,
+        "near_stake": 0.10,
+        "full_stake": 0.60,
+        "oom_confidence": 0.95,
+    }
     fix_id = "grad_accumulation"
     fires = (
-        Example("snapshot: 15.2 GiB reserved on a 16 GiB device",
-                lambda: observation(snapshot=snapshot_of(14.8, 15.2), device_memory_gib=16.0),
-                fix="grad_accumulation", severity=0.4125),
-        Example("snapshot with an out-of-memory event", lambda: observation(snapshot=snapshot_of(7.5, 7.9, 1)),
-                fix="grad_accumulation", severity=1.0),
+        Example(
+            "snapshot: 15.2 GiB reserved on a 16 GiB device",
+            lambda: observation(snapshot=snapshot_of(14.8, 15.2), device_memory_gib=16.0),
+            fix="grad_accumulation",
+            severity=0.4125,
+        ),
+        Example(
+            "snapshot with an out-of-memory event",
+            lambda: observation(snapshot=snapshot_of(7.5, 7.9, 1)),
+            fix="grad_accumulation",
+            severity=1.0,
+        ),
     )
     passes = (
-        Example("snapshot: 13.2 GiB reserved on an 80 GiB device",
-                lambda: observation(snapshot=snapshot_of(12.97, 13.21), device_memory_gib=80.0)),
-        Example("snapshot, device total unknown: peak 12.97 of 13.21 GiB reserved (the device size decides)",
-                lambda: observation(snapshot=snapshot_of(12.97, 13.21))),
-        Example("snapshot, total unknown, peak only half of the reservation (fragmentation, not pressure)",
-                lambda: observation(snapshot=snapshot_of(4.0, 8.0))),
+        Example(
+            "snapshot: 13.2 GiB reserved on an 80 GiB device",
+            lambda: observation(snapshot=snapshot_of(12.97, 13.21), device_memory_gib=80.0),
+        ),
+        Example(
+            "snapshot, device total unknown: peak 12.97 of 13.21 GiB reserved (the device size decides)",
+            lambda: observation(snapshot=snapshot_of(12.97, 13.21)),
+        ),
+        Example(
+            "snapshot, total unknown, peak only half of the reservation (fragmentation, not pressure)",
+            lambda: observation(snapshot=snapshot_of(4.0, 8.0)),
+        ),
         Example("a trace, no snapshot", lambda: observation({"gpu_compute": 0.9})),
     )
 
@@ -61,9 +79,11 @@ class SnapshotPeak(Rule):
             return "the snapshot has no allocation history (record_memory_history was off) and no device total"
         if not f.device_memory_bytes and not f.snapshot.oom_events:
             peak = f.snapshot.peak_allocated_bytes
-            return (f"peak live {_gib(peak)} of {_gib(f.snapshot.reserved_bytes)} reserved, but a snapshot does not "
-                    "record its device's size: state it (--device-memory-gib, or the device memory field) to judge "
-                    "capacity")
+            return (
+                f"peak live {_gib(peak)} of {_gib(f.snapshot.reserved_bytes)} reserved, but a snapshot does not "
+                "record its device's size: state it (--device-memory-gib, or the device memory field) to judge "
+                "capacity"
+            )
         return None
 
     def check(self, f: Facts) -> Finding | None:
@@ -71,32 +91,59 @@ class SnapshotPeak(Rule):
         if s is None:
             return None
         if s.oom_events:
-            return self._finding(f, s, 1.0, self.t["oom_confidence"],
-                                 f"The allocator ran out of memory {s.oom_events} time(s) in this snapshot's history "
-                                 f"at {_gib(s.peak_allocated_bytes or s.reserved_bytes)} live")
+            return self._finding(
+                f,
+                s,
+                1.0,
+                self.t["oom_confidence"],
+                f"The allocator ran out of memory {s.oom_events} time(s) in this snapshot's history "
+                f"at {_gib(s.peak_allocated_bytes or s.reserved_bytes)} live",
+            )
         total = f.device_memory_bytes
         if total:
             share = max(s.reserved_bytes, s.peak_allocated_bytes or 0) / total
             if share < self.t["near_share"]:
                 return None
-            return self._finding(f, s, capacity_stake(share, self.t), ramp(share, self.t["near_share"], self.t["full_share"]),
-                                 f"Memory reaches {pct(share)} of the {_gib(total)} device "
-                                 f"({_gib(s.reserved_bytes)} reserved)", share)
+            return self._finding(
+                f,
+                s,
+                capacity_stake(share, self.t),
+                ramp(share, self.t["near_share"], self.t["full_share"]),
+                f"Memory reaches {pct(share)} of the {_gib(total)} device "
+                f"({_gib(s.reserved_bytes)} reserved)",
+                share,
+            )
         # No device total: the peak alone cannot say whether memory binds (13 GiB is full on a 16 GiB card and a
         # sixth of an 80 GiB one). The headline states the peak and asks for the device's size instead.
         return None
 
-    def _finding(self, f: Facts, s: MemorySnapshot, severity: float, confidence: float, what: str,
-                 share: float | None = None) -> Finding:
+    def _finding(
+        self,
+        f: Facts,
+        s: MemorySnapshot,
+        severity: float,
+        confidence: float,
+        what: str,
+        share: float | None = None,
+    ) -> Finding:
         top = s.top_sites[0] if s.top_sites else None
         return self.finding(
-            f, severity=severity, confidence=confidence,
+            f,
+            severity=severity,
+            confidence=confidence,
             message=f"{what}: accumulate gradients over smaller micro-batches"
-                    + (f" (largest live at peak: {top.where}, {_gib(top.bytes)})." if top else "."),
-            evidence={"peak_allocated_gib": _g(s.peak_allocated_bytes), "reserved_gib": _g(s.reserved_bytes),
-                      "device_total_gib": _g(f.device_memory_bytes), "share_of_device": share,
-                      "peak_share_of_reserved": s.peak_share_of_reserved, "oom_events": s.oom_events,
-                      "top_site": top.where if top else None, "top_site_gib": _g(top.bytes) if top else None})
+            + (f" (largest live at peak: {top.where}, {_gib(top.bytes)})." if top else "."),
+            evidence={
+                "peak_allocated_gib": _g(s.peak_allocated_bytes),
+                "reserved_gib": _g(s.reserved_bytes),
+                "device_total_gib": _g(f.device_memory_bytes),
+                "share_of_device": share,
+                "peak_share_of_reserved": s.peak_share_of_reserved,
+                "oom_events": s.oom_events,
+                "top_site": top.where if top else None,
+                "top_site_gib": _g(top.bytes) if top else None,
+            },
+        )
 
 
 def _g(n: int | None) -> float | None:

@@ -82,18 +82,27 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return calls
 
 
-def test_a_finished_run_is_analysed_once_and_read_back_by_every_door(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_finished_run_is_analysed_once_and_read_back_by_every_door(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = RunStore(tmp_path / "runs")
     run_dir = Path(fake_run(store, label="once").run_dir)
     calls = _counting(monkeypatch)
     first = analyse(run_dir)
     doc = json.loads((run_dir / stored.ANALYSIS_FILE).read_text())
     assert (doc["schema"], doc["code"]) == (stored.SCHEMA, stored.code_digest())
-    assert doc["headline"] == {"step_time_ms": 51.0, "samples_per_s": first.samples_per_s,
-                               "bottleneck": first.diagnosis.bottleneck.value, "confidence": first.diagnosis.confidence}
+    assert doc["headline"] == {
+        "step_time_ms": 51.0,
+        "samples_per_s": first.samples_per_s,
+        "bottleneck": first.diagnosis.bottleneck.value,
+        "confidence": first.diagnosis.confidence,
+    }
     names = {r for r, *_ in doc["inputs"]}
-    assert {"manifest.json", "steps.jsonl", "tb/rank0.1.pt.trace.json"} <= names and stored.ANALYSIS_FILE not in names
+    assert {
+        "manifest.json",
+        "steps.jsonl",
+        "tb/rank0.1.pt.trace.json",
+    } <= names and stored.ANALYSIS_FILE not in names
     # analyze --json, a report, compare: each reads the stored value, none computes it again
     assert analyze(str(run_dir)) == first.to_json()
     assert observe_side(run_dir).step_time_ms == pytest.approx(first.step_time_ms, rel=0.05)
@@ -101,15 +110,28 @@ def test_a_finished_run_is_analysed_once_and_read_back_by_every_door(tmp_path: P
     assert calls == [run_dir]
 
 
-def test_a_changed_input_other_code_or_another_layout_is_computed_again(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_input_other_code_or_another_layout_is_computed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = RunStore(tmp_path / "runs")
     run_dir = Path(fake_run(store, label="again").run_dir)
     calls = _counting(monkeypatch)
     analyse(run_dir)
     with open(run_dir / "steps.jsonl", "a") as fh:  # the run's steps changed since
-        fh.write(json.dumps({"rank": 0, "step": 8, "wall_ms": 500.0, "loss": 0.1, "samples": 16,
-                             "profiled": False, "t_unix_ns": 1}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "rank": 0,
+                    "step": 8,
+                    "wall_ms": 500.0,
+                    "loss": 0.1,
+                    "samples": 16,
+                    "profiled": False,
+                    "t_unix_ns": 1,
+                }
+            )
+            + "\n"
+        )
     analyse(run_dir)
     monkeypatch.setattr(stored, "code_digest", lambda: "another Stepwise")
     analyse(run_dir)
@@ -119,8 +141,9 @@ def test_a_changed_input_other_code_or_another_layout_is_computed_again(tmp_path
     assert len(calls) == 4
 
 
-def test_a_damaged_stored_file_is_computed_again_never_a_crash(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_damaged_stored_file_is_computed_again_never_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = RunStore(tmp_path / "runs")
     run_dir = Path(fake_run(store, label="damaged").run_dir)
     want = analyse(run_dir).to_json()

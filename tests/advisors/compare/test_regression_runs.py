@@ -41,7 +41,9 @@ from profilers.run.script_spec import ScriptSpec
 from profilers.store.runs import RunStore
 
 REPO = Path(__file__).resolve().parents[3]
-STEPS = 30  # 3 warm-up, 1 + 3 profiled: 23 measured steps of ~35 ms, ~7 s a run with the process start
+STEPS = (
+    30  # 3 warm-up, 1 + 3 profiled: 23 measured steps of ~35 ms, ~7 s a run with the process start
+)
 PAIRS = 5
 ATTEMPTS = 3
 SLOWER_BATCH = 512  # compute_bound tiny trains 128 samples a step: four times the work per step
@@ -65,7 +67,9 @@ def _pair(store: RunStore, base: ScriptSpec, new: ScriptSpec) -> RegressionCheck
 
 
 def _seen(c: RegressionCheck) -> str:
-    cpu = [(round(s.cpu.ours, 2), round(s.cpu.others, 2)) if s.cpu else None for s in (c.base, c.new)]
+    cpu = [
+        (round(s.cpu.ours, 2), round(s.cpu.others, 2)) if s.cpu else None for s in (c.base, c.new)
+    ]
     return f"{c.verdict} {c.ratio:.3f} {c.estimate and (round(c.estimate.low, 3), round(c.estimate.high, 3))} {cpu}"
 
 
@@ -100,13 +104,19 @@ def test_a_run_slowed_through_a_spec_knob_is_a_regression(tmp_path: Path) -> Non
     for _ in range(ATTEMPTS):
         c = _pair(store, _spec(store), _spec(store, batch_size=SLOWER_BATCH))
         seen.append(c)
-        assert c.verdict in ("regression", "inconclusive"), c.reason  # never "same" or "improvement"
+        assert c.verdict in ("regression", "inconclusive"), (
+            c.reason
+        )  # never "same" or "improvement"
         if c.verdict == "regression":
             break
     print("slowed:", "; ".join(_seen(c) for c in seen))
     assert c.verdict == "regression", [x.reason for x in seen]
     assert c.ratio > 1 + TOLERANCE and c.estimate is not None and c.estimate.low > 1.1
-    assert c.movers.largest is not None and c.movers.largest.name in ("forward", "backward", "optimizer")
+    assert c.movers.largest is not None and c.movers.largest.name in (
+        "forward",
+        "backward",
+        "optimizer",
+    )
     assert c.movers.largest.delta_ms > 0
 
 
@@ -130,12 +140,25 @@ TRAIN = textwrap.dedent('''
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 def _launch(script: Path, store: Path, width: int) -> str:
-    done = _cli("profilers", "launch", "--steps", "20", "--json", "--store", str(store), "--", "python", str(script),
-                str(width))
+    done = _cli(
+        "profilers",
+        "launch",
+        "--steps",
+        "20",
+        "--json",
+        "--store",
+        str(store),
+        "--",
+        "python",
+        str(script),
+        str(width),
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["run_dir"]
 
@@ -147,17 +170,31 @@ def test_the_readme_ci_recipe(tmp_path: Path) -> None:
     swung so much within a launch that a 1.33x slowdown stayed inside the interval."""
     script, store = tmp_path / "train.py", tmp_path / "runs"
     script.write_text(TRAIN)
-    pinned = _cli("advisors", "compare", "--save-baseline", "main", _launch(script, store, 1024), "--store", str(store))
-    assert pinned.returncode == 0 and pinned.stdout.startswith("pinned baseline main"), pinned.stderr
+    pinned = _cli(
+        "advisors",
+        "compare",
+        "--save-baseline",
+        "main",
+        _launch(script, store, 1024),
+        "--store",
+        str(store),
+    )
+    assert pinned.returncode == 0 and pinned.stdout.startswith("pinned baseline main"), (
+        pinned.stderr
+    )
 
     gate = ("--store", str(store), "--json", "--max-slowdown", str(100 * TOLERANCE))
-    for _ in range(ATTEMPTS):  # a fresh process again: a per-process offset, as in the same-spec test
+    for _ in range(
+        ATTEMPTS
+    ):  # a fresh process again: a per-process offset, as in the same-spec test
         same = _cli("advisors", "compare", "baseline:main", _launch(script, store, 1024), *gate)
         if same.returncode == 0:
             break
     # exit 3 (inconclusive) only when a busy machine left every attempt open; never 1
     assert same.returncode in (0, 3), same.stdout + same.stderr
-    assert json.loads(same.stdout)["verdict"] == ("same" if same.returncode == 0 else "inconclusive")
+    assert json.loads(same.stdout)["verdict"] == (
+        "same" if same.returncode == 0 else "inconclusive"
+    )
 
     for _ in range(ATTEMPTS):
         slower = _cli("advisors", "compare", "baseline:main", _launch(script, store, 2048), *gate)
@@ -165,4 +202,6 @@ def test_the_readme_ci_recipe(tmp_path: Path) -> None:
         assert slower.returncode in (1, 3), doc["reason"]  # never "same"
         if slower.returncode == 1:
             break
-    assert slower.returncode == 1 and doc["verdict"] == "regression" and doc["ratio"] > 1 + TOLERANCE, doc["reason"]
+    assert (
+        slower.returncode == 1 and doc["verdict"] == "regression" and doc["ratio"] > 1 + TOLERANCE
+    ), doc["reason"]

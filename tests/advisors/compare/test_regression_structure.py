@@ -29,9 +29,12 @@ def _trace(path: Path, compute_ms: tuple[float, ...], loader_ms: tuple[float, ..
     events, t = [], 0.0
     for i, (c, ld) in enumerate(zip(compute_ms, loader_ms)):
         us_c, us_l = c * 1000, ld * 1000
-        events += [step(i, t, us_l + us_c + 50), x(LOADER, t + 5, us_l),
-                   x("cudaLaunchKernel", t + us_l + 10, 5, cat="cuda_runtime", correlation=i + 1),
-                   kernel("sm90_xmma_gemm_bf16bf16_bf16f32", t + us_l + 20, us_c, correlation=i + 1)]
+        events += [
+            step(i, t, us_l + us_c + 50),
+            x(LOADER, t + 5, us_l),
+            x("cudaLaunchKernel", t + us_l + 10, 5, cat="cuda_runtime", correlation=i + 1),
+            kernel("sm90_xmma_gemm_bf16bf16_bf16f32", t + us_l + 20, us_c, correlation=i + 1),
+        ]
         t += us_l + us_c + 50
     return write(path, events)
 
@@ -65,10 +68,14 @@ def test_a_loader_grown_in_every_step_is_a_regression_despite_outliers_in_base(l
 def test_swapped_the_same_structure_is_an_improvement(loader_pair) -> None:
     base, new = loader_pair
     c = check(new, base)
-    assert c.verdict == "improvement" and c.decided_by == ("categories",) and c.exit_code == 0, c.reason
+    assert c.verdict == "improvement" and c.decided_by == ("categories",) and c.exit_code == 0, (
+        c.reason
+    )
 
 
-def test_without_a_category_that_moved_in_every_step_the_outliers_leave_it_inconclusive(tmp_path: Path) -> None:
+def test_without_a_category_that_moved_in_every_step_the_outliers_leave_it_inconclusive(
+    tmp_path: Path,
+) -> None:
     """NEW's extra time lands in four of its six steps only: no structure, and the interval includes
     no change — neither a regression nor "the same"."""
     base = observe_side(_trace(tmp_path / "a.json", COMPUTE_MS, (1.0,) * 6))
@@ -123,7 +130,11 @@ def test_a_contended_pair_is_inconclusive_with_exit_code_3(tmp_path: Path, capsy
     doc = json.loads(capsys.readouterr().out)
     assert code == EXIT_INCONCLUSIVE == 3
     assert doc["verdict"] == "inconclusive" and doc["ratio"] > 2 and doc["interval"][0] > 1.5
-    assert doc["contention"]["suspected"] is True and doc["contention"]["new"]["other_cores"] == 1.74
+    assert (
+        doc["contention"]["suspected"] is True and doc["contention"]["new"]["other_cores"] == 1.74
+    )
     assert "cannot be told from the competition" in doc["reason"]
     code = main(["compare", base.run_dir, new.run_dir])
-    assert code == 3 and capsys.readouterr().out.startswith("inconclusive: NEW's time per step takes")
+    assert code == 3 and capsys.readouterr().out.startswith(
+        "inconclusive: NEW's time per step takes"
+    )

@@ -35,8 +35,13 @@ class FakeStrategy(ScriptStrategy):
         from advisors.experiments.optimize import proposed
         from advisors.fixes import applies
 
-        return (FIXES[f] for f in proposed(d) if f not in rejected and applies(FIXES[f], "cpu", 1) is None
-                and apply(spec, FIXES[f]) != spec)
+        return (
+            FIXES[f]
+            for f in proposed(d)
+            if f not in rejected
+            and applies(FIXES[f], "cpu", 1) is None
+            and apply(spec, FIXES[f]) != spec
+        )
 
     def apply(self, spec: ScriptSpec, fix: Any) -> ScriptSpec:
         return apply(spec, fix)
@@ -69,7 +74,9 @@ class FakeRunner:
             on_progress({"step": 1})
         accum = knob(spec, "grad_accum_steps", 1)
         if self.oom_without_accum and spec.memory_budget_mb and accum == 1:
-            return RunOutcome("out_of_memory", None, 1900.0, (2.3, 2.2), 2, "RSS passed the budget", run_dir)
+            return RunOutcome(
+                "out_of_memory", None, 1900.0, (2.3, 2.2), 2, "RSS passed the budget", run_dir
+            )
         ms = 20.0 if knob(spec, "cache_decoded") else 98.0 if knob(spec, "num_workers") else 100.0
         ms *= 1.05 if accum > 1 else 1.0
         rng = np.random.default_rng(len(self.calls))
@@ -84,7 +91,14 @@ def test_clear_gain_is_kept_and_trials_interleave() -> None:
     exp = run(BASE, FIXES["cache_decoded"], fake)
     assert exp.kept and exp.speedup is not None and 4.5 < exp.speedup < 5.5
     assert exp.ratio and exp.ratio.low > 1 + FAST.min_gain
-    assert [bool(knob(s, "cache_decoded")) for s in fake.calls] == [False, True, True, False, False, True]  # A B, B A
+    assert [bool(knob(s, "cache_decoded")) for s in fake.calls] == [
+        False,
+        True,
+        True,
+        False,
+        False,
+        True,
+    ]  # A B, B A
     assert len(exp.baseline.trials) == len(exp.patched.trials) == 3
 
 
@@ -97,7 +111,12 @@ def test_a_script_needs_its_own_way_to_apply_a_fix(tmp_path) -> None:
     script = ScriptSpec(command=("python", "train.py"), cwd=str(tmp_path))
     runs: list[Any] = []
     with pytest.raises(SpecError, match="apply="):
-        run_experiment(script, FIXES["dataloader_workers"], lambda spec, on_progress=None: runs.append(spec), FAST)
+        run_experiment(
+            script,
+            FIXES["dataloader_workers"],
+            lambda spec, on_progress=None: runs.append(spec),
+            FAST,
+        )
     assert runs == []  # refused before any run
     with pytest.raises(SpecError, match="strategy"):
         optimize(script, lambda spec, on_progress=None: runs.append(spec), rounds=1, policy=FAST)
@@ -118,10 +137,18 @@ def test_out_of_memory_baseline_uses_a_reference_and_keeps_the_fix() -> None:
     fake = FakeRunner(oom_without_accum=True)
     spec = BASE.patch(memory_budget_mb=900)
     exp = run(spec, FIXES["grad_accumulation"], fake)
-    assert exp.kept and exp.reason.startswith("turns out_of_memory into ok within the 900 MB budget")
-    assert len(exp.baseline.outcomes) == 1 and exp.reference is not None and len(exp.reference.trials) == 3
+    assert exp.kept and exp.reason.startswith(
+        "turns out_of_memory into ok within the 900 MB budget"
+    )
+    assert (
+        len(exp.baseline.outcomes) == 1
+        and exp.reference is not None
+        and len(exp.reference.trials) == 3
+    )
     assert exp.reference.spec.memory_budget_mb is None
-    assert exp.speedup is not None and exp.speedup < 1.0  # the cost per sample, measured against the reference
+    assert (
+        exp.speedup is not None and exp.speedup < 1.0
+    )  # the cost per sample, measured against the reference
 
 
 def test_failing_patch_stops_early() -> None:
@@ -135,18 +162,38 @@ def _fake_diagnose(fake: FakeRunner):
     def diag(outcome: RunOutcome) -> Diagnosis:
         spec = fake.specs[outcome.run_dir or ""]
         if outcome.status == "out_of_memory":
-            return diagnose(observation(no_trace=True, run=run_facts("out_of_memory",
-                                                                     memory_budget_mb=spec.memory_budget_mb)))
+            return diagnose(
+                observation(
+                    no_trace=True,
+                    run=run_facts("out_of_memory", memory_budget_mb=spec.memory_budget_mb),
+                )
+            )
         loader = 0.02 if knob(spec, "cache_decoded") else 0.6
         workers = knob(spec, "num_workers")
-        ops = {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": loader} if not workers else {}
-        return diagnose(observation({"dataloader": loader, "forward": 0.3}, device="cpu", ops=ops, run=run_facts()))
+        ops = (
+            {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": loader}
+            if not workers
+            else {}
+        )
+        return diagnose(
+            observation(
+                {"dataloader": loader, "forward": 0.3}, device="cpu", ops=ops, run=run_facts()
+            )
+        )
+
     return diag
 
 
 def test_optimize_builds_a_ladder_with_rejected_and_kept_rungs() -> None:
     fake = FakeRunner()
-    ladder = optimize(BASE, fake, rounds=3, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
+    ladder = optimize(
+        BASE,
+        fake,
+        rounds=3,
+        policy=FAST,
+        diagnose_run=_fake_diagnose(fake),
+        strategy=FakeStrategy(),
+    )
     fixes = [(r.experiment.fix.id, r.experiment.kept) for r in ladder.rungs]
     assert fixes[:2] == [("dataloader_workers", False), ("cache_decoded", True)]
     assert knob(ladder.final, "cache_decoded") and not knob(ladder.final, "num_workers")
@@ -156,38 +203,66 @@ def test_optimize_builds_a_ladder_with_rejected_and_kept_rungs() -> None:
     assert [r.upper_bound for r in ladder.rungs[:2]] == [pytest.approx(2.5), pytest.approx(2.5)]
 
 
-def test_a_fix_an_earlier_experiment_rejected_on_this_baseline_is_not_re_tried_in_round_one() -> None:
+def test_a_fix_an_earlier_experiment_rejected_on_this_baseline_is_not_re_tried_in_round_one() -> (
+    None
+):
     """The walk: an Apply rejected DataLoader workers (0.98×) minutes before the ladder re-tried them. Given what
     that Apply measured, round 1 goes straight to the next fix and the ladder says why it skipped one."""
     from advisors.experiments.results.ladder_report import ladder_json, ladder_table
 
     fake = FakeRunner()
     why = "the Apply at 10:42 measured it on this run: rejected: no real gain: 0.98×"
-    ladder = optimize(BASE, fake, rounds=3, policy=FAST, diagnose_run=_fake_diagnose(fake),
-                      measured_before={"dataloader_workers": why}, strategy=FakeStrategy())
+    ladder = optimize(
+        BASE,
+        fake,
+        rounds=3,
+        policy=FAST,
+        diagnose_run=_fake_diagnose(fake),
+        measured_before={"dataloader_workers": why},
+        strategy=FakeStrategy(),
+    )
     assert [r.experiment.fix.id for r in ladder.rungs][:1] == ["cache_decoded"]
-    assert not any(knob(c, "num_workers") for c in fake.calls)  # no trial spent on the workers again
+    assert not any(
+        knob(c, "num_workers") for c in fake.calls
+    )  # no trial spent on the workers again
     assert [(a.fix.id, a.why) for a in ladder.not_retried] == [("dataloader_workers", why)]
-    assert ladder_json(ladder)["not_retried"] == [{"fix": "dataloader_workers",
-                                                   "fix_title": FIXES["dataloader_workers"].title, "why": why}]
+    assert ladder_json(ladder)["not_retried"] == [
+        {"fix": "dataloader_workers", "fix_title": FIXES["dataloader_workers"].title, "why": why}
+    ]
     assert f"not re-tried (dataloader_workers): {why}" in ladder_table(ladder)
 
 
 def test_optimize_turns_out_of_memory_into_ok() -> None:
     fake = FakeRunner(oom_without_accum=True)
-    ladder = optimize(BASE.patch(memory_budget_mb=900), fake, rounds=1, policy=FAST,
-                      diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
-    assert ladder.rungs[0].experiment.fix.id == "grad_accumulation" and ladder.rungs[0].experiment.kept
+    ladder = optimize(
+        BASE.patch(memory_budget_mb=900),
+        fake,
+        rounds=1,
+        policy=FAST,
+        diagnose_run=_fake_diagnose(fake),
+        strategy=FakeStrategy(),
+    )
+    assert (
+        ladder.rungs[0].experiment.fix.id == "grad_accumulation" and ladder.rungs[0].experiment.kept
+    )
     assert knob(ladder.final, "grad_accum_steps") == 2
 
 
 def test_candidates_skip_what_cannot_act_here() -> None:
-    d = diagnose(observation({"gpu_compute": 0.07, "forward": 0.4}, kernels_per_step=60, median_kernel_us=4,
-                             step_ms=4.4))  # 69 µs of GPU idle per launch: launch-bound
+    d = diagnose(
+        observation(
+            {"gpu_compute": 0.07, "forward": 0.4},
+            kernels_per_step=60,
+            median_kernel_us=4,
+            step_ms=4.4,
+        )
+    )  # 69 µs of GPU idle per launch: launch-bound
     on_cpu = [f.id for f in ScriptStrategy(BASE, "cpu").candidates(d, BASE, set())]
     assert "cuda_graphs" not in on_cpu  # CUDA only
     # a loop fix is a candidate only through the script's own flag (none recorded here): advice instead
-    assert "larger_batch" not in on_cpu and "larger_batch" in [f.id for f, _ in ScriptStrategy(BASE).advice(d)]
+    assert "larger_batch" not in on_cpu and "larger_batch" in [
+        f.id for f, _ in ScriptStrategy(BASE).advice(d)
+    ]
     on_gpu = [f.id for f in ScriptStrategy(BASE, "cuda").candidates(d, BASE, set())]
     assert on_gpu[0] == "cuda_graphs"  # injected: torch.compile(mode="reduce-overhead")
 
@@ -201,8 +276,17 @@ def test_ratio_interval_brackets_no_change() -> None:
 
 
 def test_measured_trial_skips_warmup_and_profiled_steps() -> None:
-    rows = [{"rank": k, "step": i, "wall_ms": 1000.0 if i < 2 else 500.0 if i in (2, 3) else 10.0 + k,
-             "samples": 8, "profiled": i in (2, 3)} for i in range(8) for k in (0, 1)]
+    rows = [
+        {
+            "rank": k,
+            "step": i,
+            "wall_ms": 1000.0 if i < 2 else 500.0 if i in (2, 3) else 10.0 + k,
+            "samples": 8,
+            "profiled": i in (2, 3),
+        }
+        for i in range(8)
+        for k in (0, 1)
+    ]
     t = measured_trial(pd.DataFrame(rows), warmup_steps=2)
     assert t is not None and t.walls_ms == (11.0,) * 4 and t.samples_per_step == 16
 
@@ -217,22 +301,52 @@ def test_optimize_cli_json_contract(monkeypatch, tmp_path, capsys) -> None:
     from advisors.experiments import trials
 
     fake = FakeRunner()
-    monkeypatch.setattr(trials, "script_runner", lambda store, timeout_s=None, experiment=None: fake)
-    monkeypatch.setattr(cli_optimize, "optimize", functools.partial(optimize, diagnose_run=_fake_diagnose(fake)))
+    monkeypatch.setattr(
+        trials, "script_runner", lambda store, timeout_s=None, experiment=None: fake
+    )
+    monkeypatch.setattr(
+        cli_optimize, "optimize", functools.partial(optimize, diagnose_run=_fake_diagnose(fake))
+    )
     spec_file = tmp_path / "spec.json"  # a workload's settings (a stored run's spec.json is one)
     spec_file.write_text(json.dumps({"workload": "data_bound", "batch_size": 32, "steps": 20}))
-    assert main(["optimize", str(spec_file), "--rounds", "2", "--json", "--store", str(tmp_path / "runs")]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                str(spec_file),
+                "--rounds",
+                "2",
+                "--json",
+                "--store",
+                str(tmp_path / "runs"),
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["total_speedup"] > 4 and out["final_spec_changes"] == {"cache_decoded": True}
     assert out["rounds"][1]["applied"] is None  # the fake left no injected.json to read
     rows = out["rounds"]
     assert [r["kept"] for r in rows[:2]] == [False, True]
     for r in rows:
-        assert {"round", "bottleneck", "fix", "before", "after", "speedup", "kept", "loss_delta", "interval",
-                "reason", "cumulative_speedup"} <= set(r)
+        assert {
+            "round",
+            "bottleneck",
+            "fix",
+            "before",
+            "after",
+            "speedup",
+            "kept",
+            "loss_delta",
+            "interval",
+            "reason",
+            "cumulative_speedup",
+        } <= set(r)
         assert len(r["before"]["raw_step_ms"]) == 3 and r["after"]["samples_per_s"] > 0
     assert rows[1]["spec_patch"] == {"cache_decoded": True}  # what the patched arm changed
-    assert out["experiment_id"]  # the ladder is stored as one experiment (tests/cli/test_optimize_stored.py)
+    assert out[
+        "experiment_id"
+    ]  # the ladder is stored as one experiment (tests/cli/test_optimize_stored.py)
 
 
 def test_memory_fix_on_a_running_baseline_is_kept_for_headroom() -> None:
@@ -240,12 +354,24 @@ def test_memory_fix_on_a_running_baseline_is_kept_for_headroom() -> None:
     class PeakRunner(FakeRunner):
         def __call__(self, spec: ScriptSpec, on_progress: Any = None) -> RunOutcome:
             out = super().__call__(spec, on_progress)
-            return RunOutcome(out.status, out.trial, 1000.0 / knob(spec, "grad_accum_steps", 1), out.losses,
-                              out.steps_done, None, out.run_dir)
+            return RunOutcome(
+                out.status,
+                out.trial,
+                1000.0 / knob(spec, "grad_accum_steps", 1),
+                out.losses,
+                out.steps_done,
+                None,
+                out.run_dir,
+            )
 
     exp = run(BASE, FIXES["grad_accumulation"], PeakRunner())  # 5% slower, half the peak
     assert exp.kept and exp.reason.startswith("kept for memory headroom: peak 1000 -> 500 MB")
-    slower = run(BASE, FIXES["grad_accumulation"], PeakRunner(), Policy(trials=3, n_boot=400, max_memory_cost=0.01))
+    slower = run(
+        BASE,
+        FIXES["grad_accumulation"],
+        PeakRunner(),
+        Policy(trials=3, n_boot=400, max_memory_cost=0.01),
+    )
     assert not slower.kept and "no real gain" in slower.reason
 
 
@@ -259,8 +385,15 @@ class DriftingRunner(FakeRunner):
         out = super().__call__(spec, on_progress)
         if len(self.calls) <= self.slow_after or out.trial is None:
             return out
-        return RunOutcome(out.status, Trial(tuple(2 * w for w in out.trial.walls_ms), out.trial.samples_per_step),
-                          out.peak_memory_mb, out.losses, out.steps_done, out.error, out.run_dir)
+        return RunOutcome(
+            out.status,
+            Trial(tuple(2 * w for w in out.trial.walls_ms), out.trial.samples_per_step),
+            out.peak_memory_mb,
+            out.losses,
+            out.steps_done,
+            out.error,
+            out.run_dir,
+        )
 
 
 def test_a_ladder_says_when_a_baseline_moved_between_attempts() -> None:
@@ -269,13 +402,26 @@ def test_a_ladder_says_when_a_baseline_moved_between_attempts() -> None:
     from advisors.experiments.results.ladder_report import ladder_json, ladder_table
 
     fake = DriftingRunner()
-    ladder = optimize(BASE, fake, rounds=3, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
-    assert [r.experiment.fix.id for r in ladder.rungs][:2] == ["dataloader_workers", "cache_decoded"]
+    ladder = optimize(
+        BASE,
+        fake,
+        rounds=3,
+        policy=FAST,
+        diagnose_run=_fake_diagnose(fake),
+        strategy=FakeStrategy(),
+    )
+    assert [r.experiment.fix.id for r in ladder.rungs][:2] == [
+        "dataloader_workers",
+        "cache_decoded",
+    ]
     rounds = ladder_json(ladder)["rounds"]
     assert rounds[0]["baseline_moved"] is None and rounds[0]["baseline_drift"] is None
     assert rounds[1]["baseline_drift"] == pytest.approx(0.5, rel=0.05)
     said = rounds[1]["baseline_moved"]
-    assert said.startswith("baseline moved: round 1's baseline ran") and "round 1's previous attempt's baseline" in said
+    assert (
+        said.startswith("baseline moved: round 1's baseline ran")
+        and "round 1's previous attempt's baseline" in said
+    )
     assert f"    ! {said}" in ladder_table(ladder)
 
 
@@ -286,8 +432,16 @@ class NoBatchRunner(FakeRunner):
         out = super().__call__(spec, on_progress)
         if out.trial is None:
             return out
-        return RunOutcome(out.status, Trial(out.trial.walls_ms, 1.0), out.peak_memory_mb, out.losses,
-                          out.steps_done, out.error, out.run_dir, per_step=True)
+        return RunOutcome(
+            out.status,
+            Trial(out.trial.walls_ms, 1.0),
+            out.peak_memory_mb,
+            out.losses,
+            out.steps_done,
+            out.error,
+            out.run_dir,
+            per_step=True,
+        )
 
 
 def test_ladder_rows_keep_their_columns_apart_and_say_a_rate_in_steps() -> None:
@@ -295,7 +449,14 @@ def test_ladder_rows_keep_their_columns_apart_and_say_a_rate_in_steps() -> None:
     from advisors.experiments.results.ladder_report import STEPS_MARK, ladder_table
 
     fake = NoBatchRunner()
-    ladder = optimize(BASE, fake, rounds=1, policy=FAST, diagnose_run=_fake_diagnose(fake), strategy=FakeStrategy())
+    ladder = optimize(
+        BASE,
+        fake,
+        rounds=1,
+        policy=FAST,
+        diagnose_run=_fake_diagnose(fake),
+        strategy=FakeStrategy(),
+    )
     lines = ladder_table(ladder)
     row = next(line for line in lines if line.startswith("+ "))
     after, speedup = row[55:].split()[1:3]  # before/s, after/s, speed-up: fields apart

@@ -14,8 +14,13 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from advisors.experiments.quality_knobs import (NO_WARMUP_FLAG, in_own_terms, quality_change, quality_patched,
-                                                why_injected)
+from advisors.experiments.quality_knobs import (
+    NO_WARMUP_FLAG,
+    in_own_terms,
+    quality_change,
+    quality_patched,
+    why_injected,
+)
 from advisors.quality.candidates import Candidate
 from advisors.quality.script_candidates import Baseline, asked, why_not_applied
 from profilers.run.script_spec import ScriptSpec
@@ -24,7 +29,7 @@ from tests.advisors.experiments.test_script_knobs import recorded
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 BATCH = {"batch_scale": 4, "lr_scale": 2.0}  # Adam family: √4
-LOOP = '''import argparse
+LOOP = """import argparse
 import torch
 from torch.utils.data import DataLoader
 parser = argparse.ArgumentParser()
@@ -34,7 +39,7 @@ parser.add_argument("--lr", type=float, default=1e-3)
 args = parser.parse_args()
 loader = DataLoader(list(range(64)), batch_size=args.batch_size)
 opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))], lr=args.lr)
-'''
+"""
 
 
 def test_argparse_batch_and_rate_flags_that_reach_the_loader_and_optimizer(tmp_path: Path) -> None:
@@ -42,7 +47,12 @@ def test_argparse_batch_and_rate_flags_that_reach_the_loader_and_optimizer(tmp_p
     cmd = ("python", str(tmp_path / "train.py"), "--lr", "0.001")
     change = quality_change(BATCH, config, cmd, str(tmp_path), 16)
     assert change is not None and change.convention == "argparse"
-    assert change.command == (*cmd[:3], "0.002", "--batch-size", "64")  # the typed --lr changed in place
+    assert change.command == (
+        *cmd[:3],
+        "0.002",
+        "--batch-size",
+        "64",
+    )  # the typed --lr changed in place
     assert change.observe == {"batch_size": 64, "lr": 0.002}
     assert change.flags == ("--batch-size 64", "--lr 0.002")
 
@@ -53,7 +63,12 @@ def test_argparse_flags_whose_values_do_not_reach_are_not_used(tmp_path: Path) -
     config = recorded(tmp_path, source, [])
     assert quality_change(BATCH, config, ("python", "train.py"), str(tmp_path), 64) is None
     source = LOOP.replace("lr=args.lr", "lr=0.01")
-    assert quality_change(BATCH, recorded(tmp_path, source, []), ("python", "train.py"), str(tmp_path), 16) is None
+    assert (
+        quality_change(
+            BATCH, recorded(tmp_path, source, []), ("python", "train.py"), str(tmp_path), 16
+        )
+        is None
+    )
 
 
 def test_a_warm_up_or_accumulation_without_a_flag_stays_injected(tmp_path: Path) -> None:
@@ -62,7 +77,9 @@ def test_a_warm_up_or_accumulation_without_a_flag_stays_injected(tmp_path: Path)
     warm = {"batch_scale": 8, "lr_scale": 8.0, "warmup_steps": 5}
     assert quality_change(warm, config, cmd, str(tmp_path), 16) is None
     assert why_injected(warm, config) == NO_WARMUP_FLAG
-    assert quality_change({"grad_accum": 4, "lr_scale": 2.0}, config, cmd, str(tmp_path), 16) is None
+    assert (
+        quality_change({"grad_accum": 4, "lr_scale": 2.0}, config, cmd, str(tmp_path), 16) is None
+    )
     assert quality_change({"optimizer_swap": "adamw"}, config, cmd, str(tmp_path), 16) is None
     spec = ScriptSpec(cmd, cwd=str(tmp_path))
     base = Baseline({"type": "AdamW", "lr": 1e-3}, {"batch_size": 16}, None, None, 100, config)
@@ -74,23 +91,51 @@ def test_a_warm_up_or_accumulation_without_a_flag_stays_injected(tmp_path: Path)
     assert flagged.command == (*cmd, "--batch-size", "64", "--lr", "0.002")
 
 
-HF_CONFIG: dict[str, Any] = {"parsers": [{"class": "HfArgumentParser", "site": {"file": "/x/train.py", "line": 30},
-                                          "options": [
-    {"flags": ["--per_device_train_batch_size"], "dest": "per_device_train_batch_size", "value": 8},
-    {"flags": ["--learning_rate"], "dest": "learning_rate", "value": 0.001},
-    {"flags": ["--gradient_accumulation_steps"], "dest": "gradient_accumulation_steps", "value": 1},
-    {"flags": ["--warmup_steps"], "dest": "warmup_steps", "value": 0},
-    {"flags": ["--warmup_ratio"], "dest": "warmup_ratio", "value": 0.0}]}]}
+HF_CONFIG: dict[str, Any] = {
+    "parsers": [
+        {
+            "class": "HfArgumentParser",
+            "site": {"file": "/x/train.py", "line": 30},
+            "options": [
+                {
+                    "flags": ["--per_device_train_batch_size"],
+                    "dest": "per_device_train_batch_size",
+                    "value": 8,
+                },
+                {"flags": ["--learning_rate"], "dest": "learning_rate", "value": 0.001},
+                {
+                    "flags": ["--gradient_accumulation_steps"],
+                    "dest": "gradient_accumulation_steps",
+                    "value": 1,
+                },
+                {"flags": ["--warmup_steps"], "dest": "warmup_steps", "value": 0},
+                {"flags": ["--warmup_ratio"], "dest": "warmup_ratio", "value": 0.0},
+            ],
+        }
+    ]
+}
 
 
 def test_hf_fields_on_the_command_line() -> None:
     cmd = ("python", "train.py", "--per_device_train_batch_size", "8", "--learning_rate", "0.001")
     change = quality_change(BATCH, HF_CONFIG, cmd, "/x", 8)
     assert change is not None and change.convention == "hf"
-    assert change.command == ("python", "train.py", "--per_device_train_batch_size", "32", "--learning_rate", "0.002")
+    assert change.command == (
+        "python",
+        "train.py",
+        "--per_device_train_batch_size",
+        "32",
+        "--learning_rate",
+        "0.002",
+    )
     assert change.observe == {"batch_size": 32, "lr": 0.002} and change.where()["line"] == 30  # type: ignore[index]
-    sgd = quality_change({"batch_scale": 8, "lr_scale": 8.0, "warmup_steps": 3}, HF_CONFIG, cmd, "/x", 8)
-    assert sgd is not None and sgd.command[-2:] == ("--warmup_steps", "3")  # HF has a flag for the warm-up
+    sgd = quality_change(
+        {"batch_scale": 8, "lr_scale": 8.0, "warmup_steps": 3}, HF_CONFIG, cmd, "/x", 8
+    )
+    assert sgd is not None and sgd.command[-2:] == (
+        "--warmup_steps",
+        "3",
+    )  # HF has a flag for the warm-up
     assert sgd.observe == {"batch_size": 64, "lr": 0.008, "warmup_steps": 3}
     accum = quality_change({"grad_accum": 4, "lr_scale": 2.0}, HF_CONFIG, cmd, "/x", 8)
     assert accum is not None and accum.command[-2:] == ("--gradient_accumulation_steps", "4")
@@ -101,7 +146,9 @@ def test_hf_fields_in_its_json_and_yaml_files(tmp_path: Path) -> None:
     for name in ("hf_args.json", "hf_args.yaml"):
         path = str(SCRIPTS / name)
         config = {"files": [{"file": path, "class": "HfArgumentParser", "fields": []}]}
-        change = quality_change(BATCH, config, ("python", "hf_args_train.py", path), str(tmp_path), 8)
+        change = quality_change(
+            BATCH, config, ("python", "hf_args_train.py", path), str(tmp_path), 8
+        )
         assert change is not None and change.config is not None and change.config[0] == path
         copy = Path(change.command[-1])
         assert copy.name == name and copy != Path(path)
@@ -116,12 +163,25 @@ def test_hf_fields_in_its_json_and_yaml_files(tmp_path: Path) -> None:
 
 def test_lightning_cli_accumulation_and_rate(tmp_path: Path) -> None:
     script = SCRIPTS / "lightning_cli_train.py"
-    config = {"parsers": [{"library": "jsonargparse", "class": "LightningArgumentParser",
-                           "site": {"file": str(script), "line": 33}, "options": [
-                               {"flags": ["--trainer.accumulate_grad_batches"],
-                                "dest": "trainer.accumulate_grad_batches", "value": 1, "type": None},
-                               {"flags": ["--model.width"], "dest": "model.width", "value": 512, "type": None},
-                               {"flags": ["--model.lr"], "dest": "model.lr", "value": 0.001, "type": None}]}]}
+    config = {
+        "parsers": [
+            {
+                "library": "jsonargparse",
+                "class": "LightningArgumentParser",
+                "site": {"file": str(script), "line": 33},
+                "options": [
+                    {
+                        "flags": ["--trainer.accumulate_grad_batches"],
+                        "dest": "trainer.accumulate_grad_batches",
+                        "value": 1,
+                        "type": None,
+                    },
+                    {"flags": ["--model.width"], "dest": "model.width", "value": 512, "type": None},
+                    {"flags": ["--model.lr"], "dest": "model.lr", "value": 0.001, "type": None},
+                ],
+            }
+        ]
+    }
     cmd = ("python", str(script), "fit", "--config", "cfg.yaml")
     accum = quality_change({"grad_accum": 4, "lr_scale": 2.0}, config, cmd, str(tmp_path), 64)
     assert accum is not None and accum.convention == "lightning_cli"
@@ -146,7 +206,9 @@ def _agent(observe: dict[str, Any], batch: int, lr: float) -> dict[str, Any]:
 def test_the_agent_checks_what_the_command_asks_for_and_injects_nothing() -> None:
     out = _agent({"batch_size": 64, "lr": 0.002}, 64, 0.002)
     assert out["knobs"]["batch_size"]["acted"] and out["knobs"]["lr"]["acted"]
-    assert "yields batches of 64, the size your command asks for" in " ".join(out["knobs"]["batch_size"]["evidence"])
+    assert "yields batches of 64, the size your command asks for" in " ".join(
+        out["knobs"]["batch_size"]["evidence"]
+    )
     cand = Candidate("batch_x4_sqrt_lr", "batch × 4", "rule", BATCH)
     assert asked(cand, out) == ["batch_size", "lr"] and why_not_applied(cand, out) is None
     wrong = _agent({"batch_size": 64, "lr": 0.002}, 16, 0.002)  # the flag did not reach the loader

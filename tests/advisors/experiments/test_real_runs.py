@@ -41,15 +41,22 @@ def _facts(outcome) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", DESIGNED)  # every registered workload with an intended_bottleneck
+@pytest.mark.parametrize(
+    "workload", DESIGNED
+)  # every registered workload with an intended_bottleneck
 def test_tiny_workload_is_diagnosed_as_built(workload: str, tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs")
     run = script_runner(store, timeout_s=300)
     # same warm-up and timed steps, more of them profiled where the split swings
-    spec = workload_spec(store.root, workload, values={"profile_active": PROFILED.get(workload, 3)}, measure_steps=5)
+    spec = workload_spec(
+        store.root, workload, values={"profile_active": PROFILED.get(workload, 3)}, measure_steps=5
+    )
     outcome = run(spec)
     d = diagnose_outcome(outcome)
-    why = {"findings": [(f.rule, round(f.severity, 3)) for f in d.findings], "facts": _facts(outcome)}
+    why = {
+        "findings": [(f.rule, round(f.severity, 3)) for f in d.findings],
+        "facts": _facts(outcome),
+    }
     assert d.bottleneck.value == expected_group(workload), why
     if outcome.status == "ok":
         assert outcome.trial is not None and outcome.trial.samples_per_step > 0
@@ -72,7 +79,9 @@ def test_tiny_workload_is_diagnosed_as_built(workload: str, tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_memory_bound_trace_shows_activations_that_only_fit_once_the_budget_is_lifted(tmp_path: Path) -> None:
+def test_memory_bound_trace_shows_activations_that_only_fit_once_the_budget_is_lifted(
+    tmp_path: Path,
+) -> None:
     """The baseline above ends out_of_memory with no trace; this run lifts the budget so a trace exists.
 
     On a CPU "memory" is not a time category (the steps are matmul and elementwise work): what the trace shows
@@ -85,8 +94,12 @@ def test_memory_bound_trace_shows_activations_that_only_fit_once_the_budget_is_l
     assert budget is not None
     # Three plain steps (RSS settles) and one profiled one: a trace in ~8 s instead of 10 slow steps; no limit.
     store = RunStore(tmp_path / "runs")
-    spec = workload_spec(store.root, "memory_bound", values={"device": "cpu", "memory_budget_mb": None,
-                                                             "profile_active": 1}, steps=6)
+    spec = workload_spec(
+        store.root,
+        "memory_bound",
+        values={"device": "cpu", "memory_budget_mb": None, "profile_active": 1},
+        steps=6,
+    )
     assert (spec.warmup_steps, spec.measure_steps, spec.profile_steps) == (3, 1, 1)
     outcome = script_runner(store, timeout_s=300)(spec)
     assert outcome.status == "ok", outcome.error
@@ -98,7 +111,9 @@ def test_memory_bound_trace_shows_activations_that_only_fit_once_the_budget_is_l
     assert b.n_steps == 1 and not b.steps_inferred and live is not None, why
     assert 0.97 < live / peak_bytes(batch, **shape) < 1.1, why  # measured 1.015
     assert saved_bytes(batch, **shape) > 0.9 * live, why  # activations: what micro-batching divides
-    assert live < budget * 2**20 < (outcome.peak_memory_mb or 0) * 2**20, why  # measured 840 < 1500 < 1668-1732
+    assert live < budget * 2**20 < (outcome.peak_memory_mb or 0) * 2**20, (
+        why
+    )  # measured 840 < 1500 < 1668-1732
 
 
 @pytest.mark.slow
@@ -115,12 +130,23 @@ def test_no_measured_gain_refutes_its_bound_in_a_real_ladder(workload: str, tmp_
 
     store = RunStore(tmp_path / "runs")
     spec = workload_spec(store.root, workload, measure_steps=5)
-    ladder = optimize(spec, script_runner(store, timeout_s=600, experiment="bounds"), rounds=1,
-                      policy=Policy(trials=3), strategy=ScriptStrategy(spec, "cpu"))
-    judged = [r for r in ladder.rungs if r.experiment.ratio is not None and r.upper_bound is not None]
+    ladder = optimize(
+        spec,
+        script_runner(store, timeout_s=600, experiment="bounds"),
+        rounds=1,
+        policy=Policy(trials=3),
+        strategy=ScriptStrategy(spec, "cpu"),
+    )
+    judged = [
+        r for r in ladder.rungs if r.experiment.ratio is not None and r.upper_bound is not None
+    ]
     assert judged, [(r.experiment.fix.id, r.experiment.reason) for r in ladder.rungs]
     for r in judged:
         ratio = r.experiment.ratio
         assert ratio is not None
         why = (b := bound_record(r.bound, "baseline", None, r.experiment)) and b.exceeded_why
-        assert ratio.low <= r.upper_bound or why is not None, (r.experiment.fix.id, ratio, r.upper_bound)
+        assert ratio.low <= r.upper_bound or why is not None, (
+            r.experiment.fix.id,
+            ratio,
+            r.upper_bound,
+        )

@@ -23,8 +23,9 @@ BATCH = 32.0
 BOUND = Bound("cache_decoded", 0.6, 2.5, "if the time drawing batches vanished")
 
 
-def _runner(base_ms: float, patched_ms: float, data_ms: float | None = None,
-            stall_every: int = 0) -> Any:
+def _runner(
+    base_ms: float, patched_ms: float, data_ms: float | None = None, stall_every: int = 0
+) -> Any:
     """Trials of 15 steps: ``base_ms`` (``patched_ms`` with the cache), 1% noise; ``stall_every``:
     every Nth step of the baseline takes 4x (a loader that stalls); ``data_ms``: the baseline's
     batch drawing per step."""

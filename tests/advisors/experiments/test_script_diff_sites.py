@@ -18,7 +18,7 @@ from advisors.fixes import FIXES
 from advisors.fixes.context import ScriptContext
 
 # makemore's shape: one model per --type, each built in its own branch, then moved with the script's device flag
-MAKEMORE = '''import argparse
+MAKEMORE = """import argparse
 import torch
 from torch import nn
 
@@ -62,10 +62,10 @@ if __name__ == '__main__':
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-'''
+"""
 
 # llm.c's train_gpt2.py: its autocast off on the CPU, its dtype chosen by name from --dtype into ptdtype
-LLMC = '''import argparse
+LLMC = """import argparse
 from contextlib import nullcontext
 import torch
 from torch import nn
@@ -82,7 +82,7 @@ model = nn.Linear(4, 2)
 model.to(device)
 with ctx:
     loss = model(torch.randn(8, 4).to(device)).sum()
-'''
+"""
 
 
 def _line(source: str, text: str) -> int:
@@ -115,7 +115,8 @@ def makemore(tmp_path: Path, injected: Any) -> tuple[Path, dict[str, Any]]:
 
 
 def test_compile_lands_after_the_model_the_run_built_not_in_a_branch_it_skipped(
-        makemore: tuple[Path, dict[str, Any]]) -> None:
+    makemore: tuple[Path, dict[str, Any]],
+) -> None:
     script, report = makemore
     built = report["sites"]["model_build"]
     assert built["line"] == _line(MAKEMORE, "model.to(args.device)")
@@ -128,30 +129,51 @@ def test_compile_lands_after_the_model_the_run_built_not_in_a_branch_it_skipped(
     assert change.kind == "diff" and _added(change.text) == ["    model = torch.compile(model)"]
     assert _after(change.text, "    model = torch.compile(model)") == "     model.to(args.device)"
     # the bf16 diff: the script's own device flag, as autocast's device_type, around the training call
-    bf16 = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call", where_for(FIXES["bf16_autocast"], ctx))
-    assert _added(bf16.text)[0] == \
-        "        with torch.autocast(device_type=torch.device(args.device).type, dtype=torch.bfloat16):"
+    bf16 = render(
+        FIXES["bf16_autocast"],
+        {"autocast": "bf16"},
+        "model_call",
+        where_for(FIXES["bf16_autocast"], ctx),
+    )
+    assert (
+        _added(bf16.text)[0]
+        == "        with torch.autocast(device_type=torch.device(args.device).type, dtype=torch.bfloat16):"
+    )
     assert "'cpu'" not in "".join(_added(bf16.text))
 
 
 def test_a_recorded_construction_without_a_move_is_edited_in_its_own_branch(
-        makemore: tuple[Path, dict[str, Any]]) -> None:
+    makemore: tuple[Path, dict[str, Any]],
+) -> None:
     script, report = makemore
     mlp = _line(MAKEMORE, "model = MLP()")
-    sites = {**report["sites"], "model_build": {"file": str(script), "line": mlp, "code": "model = MLP()"}}
+    sites = {
+        **report["sites"],
+        "model_build": {"file": str(script), "line": mlp, "code": "model = MLP()"},
+    }
     where = where_for(FIXES["torch_compile"], ScriptContext(sites=sites))
     change = render(FIXES["torch_compile"], {"compile": True}, "model_call", where)
     assert _after(change.text, "        model = torch.compile(model)") == "         model = MLP()"
 
 
-def test_an_old_run_without_a_build_site_reads_the_file_as_before(makemore: tuple[Path, dict[str, Any]]) -> None:
+def test_an_old_run_without_a_build_site_reads_the_file_as_before(
+    makemore: tuple[Path, dict[str, Any]],
+) -> None:
     _, report = makemore
     old = {k: v for k, v in report["sites"].items() if k != "model_build"}
     where = where_for(FIXES["torch_compile"], ScriptContext(sites=old))
-    assert where is not None and where["line"] == _line(MAKEMORE, "model = BoW()")  # the last assignment
-    bf16 = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call",
-                  where_for(FIXES["bf16_autocast"], ScriptContext(sites=old)))
-    assert "device_type=torch.device(args.device).type" in bf16.text  # its batches' .to(args.device), nearby
+    assert where is not None and where["line"] == _line(
+        MAKEMORE, "model = BoW()"
+    )  # the last assignment
+    bf16 = render(
+        FIXES["bf16_autocast"],
+        {"autocast": "bf16"},
+        "model_call",
+        where_for(FIXES["bf16_autocast"], ScriptContext(sites=old)),
+    )
+    assert (
+        "device_type=torch.device(args.device).type" in bf16.text
+    )  # its batches' .to(args.device), nearby
 
 
 def test_a_recorded_site_that_names_no_variable_falls_back(tmp_path: Path) -> None:
@@ -159,19 +181,26 @@ def test_a_recorded_site_that_names_no_variable_falls_back(tmp_path: Path) -> No
     f.write_text("models = []\nmodels.append(Net())\nmodel = models[0]\nmodel(x)\n")
     assert ran_build({"file": str(f), "line": 2}) is None
     built = ran_build({"file": str(f), "line": 2, "built": {"file": str(f), "line": 3}})
-    assert built is not None and built["name"] == "model" and built["line"] == 3  # its construction instead
+    assert (
+        built is not None and built["name"] == "model" and built["line"] == 3
+    )  # its construction instead
     assert ran_build({"file": str(tmp_path / "gone.py"), "line": 1}) is None
 
 
-@pytest.mark.parametrize(("assigned", "expected"), [
-    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "dev"),
-    ("dev = torch.device('cuda')", "dev.type"),
-    ("dev = 'cuda:0'", "torch.device(dev).type"),
-])
+@pytest.mark.parametrize(
+    ("assigned", "expected"),
+    [
+        ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "dev"),
+        ("dev = torch.device('cuda')", "dev.type"),
+        ("dev = 'cuda:0'", "torch.device(dev).type"),
+    ],
+)
 def test_the_device_moved_to_as_autocasts_device_type(assigned: str, expected: str) -> None:
     source = f"import torch\n{assigned}\nmodel = Net().to(dev)\nx = x.to(torch.bfloat16)\nout = model(x)\n"
     assert device_near(source, 5, (3,)) == expected
-    assert device_near(source, 5) == expected  # unrecorded: the nearest .to(<device>), not the dtype cast
+    assert (
+        device_near(source, 5) == expected
+    )  # unrecorded: the nearest .to(<device>), not the dtype cast
     assert device_near("out = model(x)\n", 1) is None
 
 
@@ -181,31 +210,57 @@ def _llmc_site(f: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("knob", "word"), [("bf16", "bfloat16"), ("fp16", "float16")])
-def test_a_dtype_chosen_by_name_is_chosen_by_its_flag_not_hard_coded(tmp_path: Path, knob: str, word: str) -> None:
+def test_a_dtype_chosen_by_name_is_chosen_by_its_flag_not_hard_coded(
+    tmp_path: Path, knob: str, word: str
+) -> None:
     f = tmp_path / "train_gpt2.py"
     f.write_text(LLMC)
     fix = FIXES["bf16_autocast" if knob == "bf16" else "fp16_autocast"]
-    change = render(fix, {"autocast": knob}, "model_call", {**_llmc_site(f), "target": "model_call"})
+    change = render(
+        fix, {"autocast": knob}, "model_call", {**_llmc_site(f), "target": "model_call"}
+    )
     added = _added(change.text)
-    assert added == [f'parser.add_argument("--dtype", type=str, default="{word}", help="float32|float16|bfloat16")',
-                     "ctx = torch.amp.autocast(device_type=device_type, dtype=ptdtype)"]
+    assert added == [
+        f'parser.add_argument("--dtype", type=str, default="{word}", help="float32|float16|bfloat16")',
+        "ctx = torch.amp.autocast(device_type=device_type, dtype=ptdtype)",
+    ]
     assert "torch.bfloat16" not in "".join(added) and f.read_text() == LLMC
 
 
 def test_the_scripts_own_autocast_keeps_its_dtype_variable(tmp_path: Path) -> None:
     flag = 'parser.add_argument("--dtype", type=str, default="float32", help="float32|float16|bfloat16")'
-    source = LLMC.replace(flag, 'parser.add_argument("--amp", action="store_true")\ndtype = "float32"')
+    source = LLMC.replace(
+        flag, 'parser.add_argument("--amp", action="store_true")\ndtype = "float32"'
+    )
     source = source.replace("[args.dtype]", "[dtype]").replace(
-        "with ctx:", "with torch.autocast(device_type=device_type, dtype=ptdtype, enabled=args.amp):")
+        "with ctx:",
+        "with torch.autocast(device_type=device_type, dtype=ptdtype, enabled=args.amp):",
+    )
     f = tmp_path / "train.py"
     f.write_text(source)
     line = _line(source, "loss = model(torch.randn(8, 4).to(device)).sum()")
-    change = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call",
-                    {"file": str(f), "line": line, "grad": True, "target": "model_call"})
-    assert _added(change.text) == ['dtype = "bfloat16"', "with torch.autocast(device_type=device_type, "
-                                   "dtype=ptdtype, enabled=True):"]
+    change = render(
+        FIXES["bf16_autocast"],
+        {"autocast": "bf16"},
+        "model_call",
+        {"file": str(f), "line": line, "grad": True, "target": "model_call"},
+    )
+    assert _added(change.text) == [
+        'dtype = "bfloat16"',
+        "with torch.autocast(device_type=device_type, dtype=ptdtype, enabled=True):",
+    ]
     # a choice the script makes at run time (nanoGPT's dtype from what the GPU supports): the dtype is written out
-    f.write_text(source.replace('dtype = "float32"', 'dtype = "bfloat16" if torch.cuda.is_available() else "float16"'))
-    change = render(FIXES["bf16_autocast"], {"autocast": "bf16"}, "model_call",
-                    {"file": str(f), "line": line, "grad": True, "target": "model_call"})
-    assert _added(change.text) == ["with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=True):"]
+    f.write_text(
+        source.replace(
+            'dtype = "float32"', 'dtype = "bfloat16" if torch.cuda.is_available() else "float16"'
+        )
+    )
+    change = render(
+        FIXES["bf16_autocast"],
+        {"autocast": "bf16"},
+        "model_call",
+        {"file": str(f), "line": line, "grad": True, "target": "model_call"},
+    )
+    assert _added(change.text) == [
+        "with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=True):"
+    ]

@@ -48,7 +48,7 @@ DATA_BOUND = textwrap.dedent('''
             opt.step()
 ''')
 
-COMPUTE_BOUND = textwrap.dedent('''
+COMPUTE_BOUND = textwrap.dedent("""
     import torch, torch.nn as nn
     from torch.utils.data import DataLoader, TensorDataset
     torch.manual_seed(0)
@@ -63,9 +63,9 @@ COMPUTE_BOUND = textwrap.dedent('''
             opt.zero_grad()
             loss.backward()
             opt.step()
-''')
+""")
 
-HIDDEN_LOSS = textwrap.dedent('''
+HIDDEN_LOSS = textwrap.dedent("""
     import torch, torch.nn as nn
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 64))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -75,9 +75,9 @@ HIDDEN_LOSS = textwrap.dedent('''
         opt.zero_grad()
         out.backward(2 * (out - x) / out.numel())  # the gradient of an MSE the script never forms as a tensor
         opt.step()
-''')
+""")
 
-DDP_SCRIPT = textwrap.dedent('''
+DDP_SCRIPT = textwrap.dedent("""
     import torch, torch.nn as nn, torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader, TensorDataset
@@ -95,17 +95,32 @@ DDP_SCRIPT = textwrap.dedent('''
             opt.zero_grad()
             loss.backward()
             opt.step()
-''')
+""")
 
 
 def optimize(tmp_path: Path, script: str, *args: str, nproc: int = 1) -> dict[str, Any]:
     path = tmp_path / "train.py"
     path.write_text(script)
     before = path.read_text()
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--json", "--store", str(tmp_path / "runs"),
-           "--nproc-per-node", str(nproc), *args, "--", "python", "train.py"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--json",
+        "--store",
+        str(tmp_path / "runs"),
+        "--nproc-per-node",
+        str(nproc),
+        *args,
+        "--",
+        "python",
+        "train.py",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode in (0, 3), proc.stderr[-3000:]  # 3: a round the trials could not judge (inconclusive), as valid a verdict as any other here
+    assert proc.returncode in (0, 3), proc.stderr[
+        -3000:
+    ]  # 3: a round the trials could not judge (inconclusive), as valid a verdict as any other here
     assert path.read_text() == before  # the user's script is never written
     return json.loads(proc.stdout)
 
@@ -115,22 +130,50 @@ def _line_of(script: str, needle: str) -> int:
 
 
 def test_data_bound_script_keeps_a_dataloader_fix_and_refuses_to_cache(tmp_path: Path) -> None:
-    out = optimize(tmp_path, DATA_BOUND, "--rounds", "1", "--steps", "8", "--warmup", "2",
-                   "--fix", "pin_memory", "--fix", "cache_decoded", "--fix", "dataloader_workers")
+    out = optimize(
+        tmp_path,
+        DATA_BOUND,
+        "--rounds",
+        "1",
+        "--steps",
+        "8",
+        "--warmup",
+        "2",
+        "--fix",
+        "pin_memory",
+        "--fix",
+        "cache_decoded",
+        "--fix",
+        "dataloader_workers",
+    )
     rounds = {r["fix"]: r for r in out["rounds"]}
     assert all(r["bottleneck"] == "data" for r in out["rounds"])  # the script's own diagnosis
-    pin, cache, workers = rounds["pin_memory"], rounds["cache_decoded"], rounds["dataloader_workers"]
+    pin, cache, workers = (
+        rounds["pin_memory"],
+        rounds["cache_decoded"],
+        rounds["dataloader_workers"],
+    )
     # a fix that cannot act here is "not applied", with the reason, never "no gain"
-    assert not pin["kept"] and pin["reason"].startswith("not applied") and "no accelerator" in pin["not_applied"]
+    assert (
+        not pin["kept"]
+        and pin["reason"].startswith("not applied")
+        and "no accelerator" in pin["not_applied"]
+    )
     assert pin["after"]["runs"] == 1  # stopped after the first patched run showed nothing acted
     assert not cache["kept"] and "random augmentation" in cache["not_applied"]
     assert workers["kept"] and workers["speedup"] > 1.5 and workers["interval"][0] > 1.03
     knobs = workers["applied"]["knobs"]
-    assert knobs["num_workers"]["acted"] and "worker processes started" in knobs["num_workers"]["evidence"][0]
+    assert (
+        knobs["num_workers"]["acted"]
+        and "worker processes started" in knobs["num_workers"]["evidence"][0]
+    )
     line = _line_of(DATA_BOUND, "loader = DataLoader(")
     assert workers["where"] == f"{tmp_path / 'train.py'}:{line}"
-    assert workers["change"]["kind"] == "diff" and "+loader = DataLoader(Photos(192), batch_size=16, shuffle=True, " \
-        "num_workers=" in workers["change"]["text"]
+    assert (
+        workers["change"]["kind"] == "diff"
+        and "+loader = DataLoader(Photos(192), batch_size=16, shuffle=True, num_workers="
+        in workers["change"]["text"]
+    )
     assert out["total_speedup"] == workers["speedup"]
     assert out["command"] == ["python", "train.py"]
 
@@ -139,7 +182,9 @@ def test_compute_bound_script_measures_bf16_autocast_with_loss_parity(tmp_path: 
     """bf16 acts, is measured with its loss checked, and the diff names the model call. Whether it is kept is the
     CPU's to say (a CPU without AVX512-BF16/AMX runs bf16 matmuls ~15x slower than fp32; benchmarks/ measures it):
     the test holds the verdict to the measurement, never to a keep."""
-    out = optimize(tmp_path, COMPUTE_BOUND, "--rounds", "1", "--steps", "4", "--fix", "bf16_autocast")
+    out = optimize(
+        tmp_path, COMPUTE_BOUND, "--rounds", "1", "--steps", "4", "--fix", "bf16_autocast"
+    )
     (r,) = out["rounds"]
     # a saturated CPU in forward/backward is compute, never "none" — unless other programs took the cores its two
     # threads need (this machine is shared): then they are oversubscribed, the host's (HOST004)
@@ -148,42 +193,67 @@ def test_compute_bound_script_measures_bf16_autocast_with_loss_parity(tmp_path: 
     assert r["speedup"] is not None and r["speedup"] > 0 and r["interval"] is not None
     low, high = r["interval"]
     assert low <= r["speedup"] <= high
-    assert r["kept"] == (low > 1 + r["min_gain"] and abs(r["loss_delta"]) <= r["loss_tolerance"]
-                         and not r["inconclusive"]), r["reason"]
+    assert r["kept"] == (
+        low > 1 + r["min_gain"]
+        and abs(r["loss_delta"]) <= r["loss_tolerance"]
+        and not r["inconclusive"]
+    ), r["reason"]
     assert r["loss_delta"] is not None  # the loss was compared, kept or not
     assert r["where"].endswith(f"train.py:{_line_of(COMPUTE_BOUND, 'model(x)')}")
-    assert "+        with torch.autocast(device_type='cpu', dtype=torch.bfloat16):" in r["change"]["text"]
+    assert (
+        "+        with torch.autocast(device_type='cpu', dtype=torch.bfloat16):"
+        in r["change"]["text"]
+    )
 
 
 def test_a_script_that_hides_its_loss_is_measured_and_says_loss_not_checked(tmp_path: Path) -> None:
-    out = optimize(tmp_path, HIDDEN_LOSS, "--rounds", "1", "--steps", "10", "--fix", "foreach_optimizer")
+    out = optimize(
+        tmp_path, HIDDEN_LOSS, "--rounds", "1", "--steps", "10", "--fix", "foreach_optimizer"
+    )
     (r,) = out["rounds"]
     assert r["loss_delta"] is None and "loss not checked" in r["reason"]
     assert r["before"]["status"] == "ok" and r["after"]["runs"] >= 3 and r["speedup"] is not None
     assert "compared per step" in r["reason"]  # no DataLoader: throughput per step, and it says so
     assert r["applied"]["knobs"]["optimizer_impl"]["acted"]
-    assert "+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)" not in r["change"]["text"] \
-        if r["change"] else True
+    assert (
+        "+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)"
+        not in r["change"]["text"]
+        if r["change"]
+        else True
+    )
 
 
 def test_two_rank_ddp_script_under_torchrun(tmp_path: Path) -> None:
-    out = optimize(tmp_path, DDP_SCRIPT, "--rounds", "1", "--steps", "6", "--fix", "ddp_bucket_size", nproc=2)
+    out = optimize(
+        tmp_path, DDP_SCRIPT, "--rounds", "1", "--steps", "6", "--fix", "ddp_bucket_size", nproc=2
+    )
     (r,) = out["rounds"]
     knob = r["applied"]["knobs"]["bucket_cap_mb_factor"]
     assert knob["acted"] and "6.25 MB" in knob["evidence"][0]
     assert r["where"].endswith(f"train.py:{_line_of(DDP_SCRIPT, 'ddp = DistributedDataParallel(')}")
     assert r["before"]["status"] == "ok" and r["after"]["status"] == "ok"
     run_dir = Path(r["after"]["run_dirs"][0])
-    ranks = {json.loads(line)["rank"] for line in (run_dir / "steps.jsonl").read_text().splitlines()}
+    ranks = {
+        json.loads(line)["rank"] for line in (run_dir / "steps.jsonl").read_text().splitlines()
+    }
     assert ranks == {0, 1}
     assert len(list((run_dir / "tb").glob("rank*.pt.trace.json.gz"))) == 2
 
 
 def test_bad_script_commands_exit_2_with_one_line(tmp_path: Path) -> None:
-    for args in (["optimize", "--", "python", "missing.py"], ["optimize", "data_bound", "--", "python", "x.py"],
-                 ["analyze", "--", "python", "x.py"], ["optimize", "--fix", "avoid_syncs", "--", "python", "t.py"]):
+    for args in (
+        ["optimize", "--", "python", "missing.py"],
+        ["optimize", "data_bound", "--", "python", "x.py"],
+        ["analyze", "--", "python", "x.py"],
+        ["optimize", "--fix", "avoid_syncs", "--", "python", "t.py"],
+    ):
         (tmp_path / "t.py").write_text("print(1)\n")
-        proc = subprocess.run([sys.executable, "-m", "advisors", *args], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "advisors", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.startswith("error:") and len(proc.stderr.strip().splitlines()) == 1

@@ -20,8 +20,13 @@ def _softmax_line(source: str) -> int:
 
 
 def _site(source: str, **extra: object) -> dict:
-    return {"file": str(SCRIPT), "line": _softmax_line(source), "causal": True,
-            "dropout": "attn_dropout", **extra}
+    return {
+        "file": str(SCRIPT),
+        "line": _softmax_line(source),
+        "causal": True,
+        "dropout": "attn_dropout",
+        **extra,
+    }
 
 
 def _module(source: str) -> types.ModuleType:
@@ -33,14 +38,23 @@ def _module(source: str) -> types.ModuleType:
 def test_the_diff_replaces_the_attention_lines_and_computes_the_same() -> None:
     source = SCRIPT.read_text()
     site = _site(source)
-    change = render(get_fix("sdpa_attention"), {"sdpa_attention": True}, "attention",
-                    {**site, "target": "attention", "all": [site]})
+    change = render(
+        get_fix("sdpa_attention"),
+        {"sdpa_attention": True},
+        "attention",
+        {**site, "target": "attention", "all": [site]},
+    )
     assert change.kind == "diff" and change.line == site["line"]
-    removed = [s[1:].strip() for s in change.text.splitlines() if s.startswith("-")
-               and not s.startswith("---")]
+    removed = [
+        s[1:].strip()
+        for s in change.text.splitlines()
+        if s.startswith("-") and not s.startswith("---")
+    ]
     assert removed[0].startswith("att = (q @ k.transpose(-2, -1))") and removed[-1] == "y = att @ v"
-    assert ("+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, "
-            "dropout_p=self.attn_dropout.p if self.training else 0.0)") in change.text
+    assert (
+        "+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, "
+        "dropout_p=self.attn_dropout.p if self.training else 0.0)"
+    ) in change.text
     edited = sdpa_edit(source, site)
     assert edited is not None
     old, new = _module(source), _module(edited)
@@ -55,11 +69,16 @@ def test_the_diff_replaces_the_attention_lines_and_computes_the_same() -> None:
 def test_attention_weights_used_later_keep_the_snippet(tmp_path: Path) -> None:
     source = SCRIPT.read_text().replace(
         "        return self.resid_dropout(self.c_proj(y))",
-        "        self.last_att = att\n        return self.resid_dropout(self.c_proj(y))")
+        "        self.last_att = att\n        return self.resid_dropout(self.c_proj(y))",
+    )
     assert sdpa_edit(source, _site(source)) is None
     path = tmp_path / "train.py"
     path.write_text(source)
     site = {**_site(source), "file": str(path)}
-    change = render(get_fix("sdpa_attention"), {"sdpa_attention": True}, "attention",
-                    {**site, "target": "attention", "all": [site]})
+    change = render(
+        get_fix("sdpa_attention"),
+        {"sdpa_attention": True},
+        "attention",
+        {**site, "target": "attention", "all": [site]},
+    )
     assert change.kind == "snippet" and "scaled_dot_product_attention" in change.text

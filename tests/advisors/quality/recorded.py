@@ -40,8 +40,13 @@ class Recipe:
     plateau_at: float | None = None  # the loss stops at this value (a model at capacity)
 
 
-def record(recipe: Recipe, steps: int, seed: int, clock: FakeClock | None = None,
-           stop_below: float | None = None) -> pd.DataFrame:
+def record(
+    recipe: Recipe,
+    steps: int,
+    seed: int,
+    clock: FakeClock | None = None,
+    stop_below: float | None = None,
+) -> pd.DataFrame:
     """``steps.jsonl`` rows of one run; ``stop_below``: the run is stopped once its EMA loss is at or below."""
     clock = clock or FakeClock()
     rng = np.random.default_rng(seed)
@@ -53,13 +58,26 @@ def record(recipe: Recipe, steps: int, seed: int, clock: FakeClock | None = None
     rows, progress, ema, weight = [], 0.0, 0.0, 0.0
     for step in range(steps):
         start_ns = clock.time_ns()
-        wall = recipe.accum * (OVERHEAD_MS + PER_SAMPLE_MS * micro) * float(rng.lognormal(0.0, TIME_NOISE))
+        wall = (
+            recipe.accum
+            * (OVERHEAD_MS + PER_SAMPLE_MS * micro)
+            * float(rng.lognormal(0.0, TIME_NOISE))
+        )
         clock.advance(wall / 1e3)
         progress += RATE * gain
         floor = recipe.plateau_at if recipe.plateau_at is not None else FLOOR
         loss = floor + (START - floor) * math.exp(-progress) + float(rng.normal(0.0, LOSS_NOISE))
-        rows.append({"rank": 0, "step": step, "wall_ms": wall, "loss": loss, "samples": recipe.batch,
-                     "profiled": False, "t_unix_ns": start_ns})
+        rows.append(
+            {
+                "rank": 0,
+                "step": step,
+                "wall_ms": wall,
+                "loss": loss,
+                "samples": recipe.batch,
+                "profiled": False,
+                "t_unix_ns": start_ns,
+            }
+        )
         ema, weight = 0.9 * ema + 0.1 * loss, 0.9 * weight + 0.1
         if stop_below is not None and ema / weight <= stop_below:
             break
@@ -80,7 +98,9 @@ def recipe_of(spec: ScriptSpec, plateau_at: float | None = None) -> Recipe:
     knobs = spec.inject
     accum = int(knobs.get("grad_accum", 1))
     batch = 32 * int(knobs.get("batch_scale", 1)) * accum
-    return Recipe(batch=batch, lr=0.1 * float(knobs.get("lr_scale", 1.0)), accum=accum, plateau_at=plateau_at)
+    return Recipe(
+        batch=batch, lr=0.1 * float(knobs.get("lr_scale", 1.0)), accum=accum, plateau_at=plateau_at
+    )
 
 
 def write_injected(run_dir: Path, knobs: Mapping[str, Any] | None = None) -> None:
@@ -89,11 +109,22 @@ def write_injected(run_dir: Path, knobs: Mapping[str, Any] | None = None) -> Non
     import json
 
     site = {"file": "/train.py", "line": 7, "code": "..."}
-    acted = {k: {"value": v, "acted": True, "refused": False, "evidence": ["recorded"], "why": None}
-             for k, v in (knobs or {}).items()}
-    (run_dir / "injected.json").write_text(json.dumps({
-        "knobs": acted, "sites": {"optimizer": {**site, "type": "SGD", "lr": 0.1}, "dataloader": {**site, "line": 5}},
-        "loader": {"batch_size": 32}}))
+    acted = {
+        k: {"value": v, "acted": True, "refused": False, "evidence": ["recorded"], "why": None}
+        for k, v in (knobs or {}).items()
+    }
+    (run_dir / "injected.json").write_text(
+        json.dumps(
+            {
+                "knobs": acted,
+                "sites": {
+                    "optimizer": {**site, "type": "SGD", "lr": 0.1},
+                    "dataloader": {**site, "line": 5},
+                },
+                "loader": {"batch_size": 32},
+            }
+        )
+    )
 
 
 def applied_injection(spec: ScriptSpec, cand: Candidate) -> ScriptSpec:
@@ -102,14 +133,15 @@ def applied_injection(spec: ScriptSpec, cand: Candidate) -> ScriptSpec:
     return spec.patch(inject=dict(cand.patch))
 
 
-
 def resolved(index: int, k: int = 4) -> Candidate:
     """The script template ``index`` (0: batch × k, 1: accumulation × k, 2: the optimizer swap) made concrete for
     :func:`script`'s baseline (SGD at 0.1, batch 32), as ``resolve`` makes it from the baseline's run."""
     from advisors.quality.script_candidates import Baseline, resolve, templates
 
     site = {"file": "/train.py", "line": 7, "code": "..."}
-    base = Baseline({**site, "type": "SGD", "lr": 0.1}, {**site, "line": 5, "batch_size": 32}, None, None, 100)
+    base = Baseline(
+        {**site, "type": "SGD", "lr": 0.1}, {**site, "line": 5, "batch_size": 32}, None, None, 100
+    )
     return resolve(templates(k)[index], base)
 
 

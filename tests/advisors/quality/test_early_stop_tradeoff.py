@@ -11,8 +11,10 @@ from advisors.quality.early_stop import measure, tradeoff
 
 def floor(n: int = 100, noise_floor: float = 0.5, seed_shift: float = 0.0) -> Curve:
     """A loss flooring slowly towards ``noise_floor`` (label noise): most of the run gives up little."""
-    vals = tuple(noise_floor + seed_shift + 1.5 * 0.9 ** i + 0.02 * (1 - i / n) for i in range(n))
-    return Curve(tuple(float(i + 1) for i in range(n)), vals, tuple(range(1, n + 1)), float(n), smoothed=True)
+    vals = tuple(noise_floor + seed_shift + 1.5 * 0.9**i + 0.02 * (1 - i / n) for i in range(n))
+    return Curve(
+        tuple(float(i + 1) for i in range(n)), vals, tuple(range(1, n + 1)), float(n), smoothed=True
+    )
 
 
 def test_the_tradeoff_curve_saves_less_the_later_it_stops_and_gives_up_less() -> None:
@@ -31,10 +33,15 @@ def test_without_a_target_the_verdict_is_one_line_and_left_to_the_user() -> None
     at_stop = sorted(p.value_at_stop or 0 for p in es.points)[1]
     best = sorted(p.best_at_end for p in es.points)[1]
     assert es.reason.startswith(f"trade-off: stopping at step {step} (patience")
-    assert f"saves {es.saved_share:.0%} of the time and ends at {at_stop:.4g} instead of {best:.4g}" in es.reason
+    assert (
+        f"saves {es.saved_share:.0%} of the time and ends at {at_stop:.4g} instead of {best:.4g}"
+        in es.reason
+    )
     out = es.to_json()
     assert out["outcome"] == "trade-off" and len(out["tradeoff"]) == 3
-    assert all(p["stop_step"] == q.stop_step for p, q in zip(out["per_seed"], es.points))  # the patience point
+    assert all(
+        p["stop_step"] == q.stop_step for p, q in zip(out["per_seed"], es.points)
+    )  # the patience point
 
 
 def test_with_a_target_the_verdict_is_the_earliest_point_that_still_reaches_it() -> None:
@@ -51,7 +58,11 @@ def test_with_a_target_the_verdict_is_the_earliest_point_that_still_reaches_it()
 
 def test_a_target_the_run_never_reaches_rejects_stopping_earlier() -> None:
     es = measure([floor(), floor(seed_shift=0.001)], "min", target=0.1)
-    assert es.outcome == "rejected" and not es.kept and "2 of 2 run(s) never reach the target 0.1" in es.reason
+    assert (
+        es.outcome == "rejected"
+        and not es.kept
+        and "2 of 2 run(s) never reach the target 0.1" in es.reason
+    )
 
 
 def test_seeds_that_are_one_run_are_said_so_with_no_spread() -> None:

@@ -26,12 +26,17 @@ ACCUM = Candidate("accum", "accumulation", "rule", {"grad_accum": 4})
 
 def curve(step_s: float, n: int = 60, jitter: float = 0.0, start: float = 2.0) -> Curve:
     """A loss falling from ``start`` by 2 % a step, ``step_s`` seconds a step."""
-    vals = tuple(start * 0.98 ** i + jitter for i in range(n))
-    return Curve(tuple(step_s * (i + 1) for i in range(n)), vals, tuple(range(1, n + 1)), step_s * n)
+    vals = tuple(start * 0.98**i + jitter for i in range(n))
+    return Curve(
+        tuple(step_s * (i + 1) for i in range(n)), vals, tuple(range(1, n + 1)), step_s * n
+    )
 
 
-def runner(order: list[tuple[str, int]], load: dict[tuple[str, int], list[float]] | None = None,
-           same_seeds: bool = False):
+def runner(
+    order: list[tuple[str, int]],
+    load: dict[tuple[str, int], list[float]] | None = None,
+    same_seeds: bool = False,
+):
     """A CurveRunFn: the arm with ``batch_scale`` steps twice as fast; ``load`` gives other programs' cores per
     (arm, seed), one value per attempt."""
 
@@ -55,8 +60,14 @@ def test_the_arms_seeds_run_interleaved_baseline_then_change() -> None:
     order: list[tuple[str, int]] = []
     ladder = to_quality(BASE, [FAST], runner(order), Budget(steps=60), seeds=3, apply=apply)
     first_pass = [("before", s) for s in range(3)]
-    assert order == first_pass + [("before", 0), ("after", 0), ("before", 1), ("after", 1), ("before", 2),
-                                  ("after", 2)]
+    assert order == first_pass + [
+        ("before", 0),
+        ("after", 0),
+        ("before", 1),
+        ("after", 1),
+        ("before", 2),
+        ("after", 2),
+    ]
     rnd = ladder.rounds[0]
     assert rnd.outcome == "kept" and len(rnd.baseline_runs) == 3 and not ladder.one_run
 
@@ -71,7 +82,9 @@ def test_a_contended_change_is_rerun_then_inconclusive_with_the_loads() -> None:
     rnd = ladder.rounds[0]
     assert order.count(("after", 0)) == 2  # a pair with one contended run ran again, once
     assert rnd.outcome == "inconclusive" and not rnd.kept
-    assert rnd.reason.startswith("inconclusive: other programs took 1.60 of 2 cores during the baseline's seeds")
+    assert rnd.reason.startswith(
+        "inconclusive: other programs took 1.60 of 2 cores during the baseline's seeds"
+    )
     assert "run again" in rnd.reason and rnd.inconclusive is not None
     assert rnd.outcome_why is Why.CONTENDED
     assert quality_json(ladder)["rounds"][0]["outcome_why"] == "contended"
@@ -79,7 +92,9 @@ def test_a_contended_change_is_rerun_then_inconclusive_with_the_loads() -> None:
 
 def test_a_quiet_rerun_clears_the_contention() -> None:
     order: list[tuple[str, int]] = []
-    load = {("before", 1): [0.0, 1.6, 0.0]}  # first pass quiet, busy in its pair, quiet when run again
+    load = {
+        ("before", 1): [0.0, 1.6, 0.0]
+    }  # first pass quiet, busy in its pair, quiet when run again
     ladder = to_quality(BASE, [FAST], runner(order, load), Budget(steps=60), seeds=3, apply=apply)
     assert order.count(("before", 1)) == 3 and ladder.rounds[0].outcome == "kept"
     assert ladder.rounds[0].outcome_why is Why.GAIN
@@ -87,12 +102,23 @@ def test_a_quiet_rerun_clears_the_contention() -> None:
 
 def test_seeds_that_are_one_run_are_said_so_and_judged_against_a_stated_tolerance() -> None:
     said: list[str] = []
-    ladder = to_quality(BASE, [FAST], runner([], same_seeds=True), Budget(steps=60), seeds=3, apply=apply,
-                        on_progress=said.append)
+    ladder = to_quality(
+        BASE,
+        [FAST],
+        runner([], same_seeds=True),
+        Budget(steps=60),
+        seeds=3,
+        apply=apply,
+        on_progress=said.append,
+    )
     assert ladder.one_run and any("they are one run" in s for s in said)
     rnd = ladder.rounds[0]
     assert rnd.time_to_target is not None and rnd.time_to_target.interval is None
-    assert "one run" in rnd.reason and "stated tolerance of 5%" in rnd.reason and "spread" in rnd.reason
+    assert (
+        "one run" in rnd.reason
+        and "stated tolerance of 5%" in rnd.reason
+        and "spread" in rnd.reason
+    )
     out = quality_json(ladder)
     assert rnd.outcome_why in (Why.ONE_RUN_GAIN, Why.ONE_RUN_NO_GAIN)
     said = out["rounds"][0]
@@ -104,12 +130,16 @@ def test_seeds_that_are_one_run_are_said_so_and_judged_against_a_stated_toleranc
 
 def test_a_target_inside_the_baselines_start_noise_is_refused() -> None:
     with pytest.raises(SpecError, match="inside the baseline's own noise at its start"):
-        to_quality(BASE, [FAST], runner([]), Budget(steps=60), seeds=3, apply=apply, target_value=1.95)
+        to_quality(
+            BASE, [FAST], runner([]), Budget(steps=60), seeds=3, apply=apply, target_value=1.95
+        )
 
 
 def test_no_arm_reaches_a_target_before_its_first_real_optimizer_step() -> None:
     """Accumulation over 4: steps 1–4 are micro-batches of one update; a target met at step 2 does not count."""
-    c = Curve((1.0, 2.0, 3.0, 4.0, 5.0, 6.0), (2.0, 0.5, 0.5, 0.5, 0.5, 0.4), (1, 2, 3, 4, 5, 6), 6.0)
+    c = Curve(
+        (1.0, 2.0, 3.0, 4.0, 5.0, 6.0), (2.0, 0.5, 0.5, 0.5, 0.5, 0.4), (1, 2, 3, 4, 5, 6), 6.0
+    )
     assert fair.first_counted_step(ACCUM.patch) == 5 and fair.first_counted_step(FAST.patch) == 2
     kept = fair.after_first_update(c, 5)
     assert kept.steps == (5, 6) and kept.end_s == 6.0
@@ -119,11 +149,15 @@ def test_no_arm_reaches_a_target_before_its_first_real_optimizer_step() -> None:
 
 
 def test_start_band_and_one_run_helpers() -> None:
-    assert fair.start_noise([curve(0.1), curve(0.1, jitter=0.01)]) == pytest.approx((2 * 0.98 ** 4, 2.01))
+    assert fair.start_noise([curve(0.1), curve(0.1, jitter=0.01)]) == pytest.approx(
+        (2 * 0.98**4, 2.01)
+    )
     assert fair.clear_of_start(1.0, "min", (1.8, 2.0)) is None
     assert fair.clear_of_start(1.9, "min", (1.8, 2.0)) is not None
     assert fair.clear_of_start(0.9, "max", (0.1, 0.3)) is None
-    assert fair.one_run([curve(0.1), curve(0.1)]) and not fair.one_run([curve(0.1), curve(0.1, jitter=1e-6)])
+    assert fair.one_run([curve(0.1), curve(0.1)]) and not fair.one_run(
+        [curve(0.1), curve(0.1, jitter=1e-6)]
+    )
     assert not fair.one_run([curve(0.1)])
 
 
@@ -136,7 +170,9 @@ def test_the_baseline_runs_once_per_seed_for_every_candidate() -> None:
     order: list[tuple[str, int]] = []
     ladder = to_quality(BASE, [FAST, SLOW], runner(order), Budget(steps=60), seeds=3, apply=apply)
     first_pass = [("before", s) for s in range(3)]
-    assert order == first_pass + [(arm, s) for s in range(3) for arm in ("before", "after", "after")]
+    assert order == first_pass + [
+        (arm, s) for s in range(3) for arm in ("before", "after", "after")
+    ]
     assert len(ladder.interleaved) == 3
     for rnd in ladder.rounds:
         assert rnd.judged_against == (0, 1, 2)
@@ -150,8 +186,12 @@ def test_a_contended_candidate_is_rerun_against_one_more_shared_baseline_run() -
     """Seed 1's baseline ran beside a neighbour: both candidates' pairs differ in contention, so one more baseline
     run is made for seed 1 and both candidates run again against it (not one baseline rerun per candidate)."""
     order: list[tuple[str, int]] = []
-    load = {("before", 1): [0.0, 1.6, 0.0]}  # first pass quiet, busy in the interleave, quiet when run again
-    ladder = to_quality(BASE, [FAST, SLOW], runner(order, load), Budget(steps=60), seeds=3, apply=apply)
+    load = {
+        ("before", 1): [0.0, 1.6, 0.0]
+    }  # first pass quiet, busy in the interleave, quiet when run again
+    ladder = to_quality(
+        BASE, [FAST, SLOW], runner(order, load), Budget(steps=60), seeds=3, apply=apply
+    )
     assert order.count(("before", 1)) == 3 and order.count(("after", 1)) == 4
     assert len(ladder.interleaved) == 4
     for rnd in ladder.rounds:

@@ -32,10 +32,21 @@ def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:
 def test_far_below_the_critical_batch_a_batch_candidate_is_chosen_and_kept(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     spec = ScriptSpec(command=(sys.executable, str(SCRIPT)), cwd=str(SCRIPT.parent))
-    budget = Budget(steps=3000)  # the target (80 % of it) on the falling part of the curve, whatever the clock
-    ladder = to_quality(spec, templates()[:1], store_curve_runner(store, budget, METRIC), budget, 3,
-                        metric=METRIC, apply=inject, resolve=script_resolve, applied=script_applied,
-                        planner=planner(store_probe(store)))
+    budget = Budget(
+        steps=3000
+    )  # the target (80 % of it) on the falling part of the curve, whatever the clock
+    ladder = to_quality(
+        spec,
+        templates()[:1],
+        store_curve_runner(store, budget, METRIC),
+        budget,
+        3,
+        metric=METRIC,
+        apply=inject,
+        resolve=script_resolve,
+        applied=script_applied,
+        planner=planner(store_probe(store)),
+    )
     plan = ladder.plan
     assert plan is not None and plan.noise is not None and plan.plan is not None
     assert plan.noise.b_simple is not None and plan.noise.b_simple > 8 * 4  # batch 4, far below
@@ -50,14 +61,36 @@ def test_far_below_the_critical_batch_a_batch_candidate_is_chosen_and_kept(tmp_p
 
 def test_far_above_the_critical_batch_no_batch_candidate_with_the_reason(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
-    spec = ScriptSpec(command=(sys.executable, str(SCRIPT), "--batch-size", "512", "--noise", "0", "--steps", "400"),
-                      cwd=str(SCRIPT.parent))
+    spec = ScriptSpec(
+        command=(
+            sys.executable,
+            str(SCRIPT),
+            "--batch-size",
+            "512",
+            "--noise",
+            "0",
+            "--steps",
+            "400",
+        ),
+        cwd=str(SCRIPT.parent),
+    )
     budget = Budget(seconds=4.0)
-    ladder = to_quality(spec, templates()[:1], store_curve_runner(store, budget), budget, 1, apply=inject,
-                        resolve=script_resolve, applied=script_applied, planner=planner(store_probe(store)))
+    ladder = to_quality(
+        spec,
+        templates()[:1],
+        store_curve_runner(store, budget),
+        budget,
+        1,
+        apply=inject,
+        resolve=script_resolve,
+        applied=script_applied,
+        planner=planner(store_probe(store)),
+    )
     plan = ladder.plan
     assert plan is not None and plan.plan is not None and plan.noise is not None
-    assert plan.noise.b_simple is not None and plan.noise.b_simple < 512  # noise-free: B_simple = d + 1 = 33
+    assert (
+        plan.noise.b_simple is not None and plan.noise.b_simple < 512
+    )  # noise-free: B_simple = d + 1 = 33
     assert plan.plan.chosen == () and "above the critical batch" in plan.plan.reason
     assert plan.step_ms == {}  # nothing probed
     assert not any(r.candidate.id.startswith("batch_x") for r in ladder.rounds)

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from advisors.experiments.to_quality_goodput import PROBE_STEPS, ProbeTime, paired_step_times, probe_steps
+from advisors.experiments.to_quality_goodput import (
+    PROBE_STEPS,
+    ProbeTime,
+    paired_step_times,
+    probe_steps,
+)
 from profilers.run.script_spec import ScriptSpec
 
 SPEC = ScriptSpec(command=("python", "train.py"), cwd="/")
@@ -38,11 +43,17 @@ def test_a_pair_with_one_contended_probe_is_probed_again() -> None:
         return ProbeTime(10.0 * k * (3.0 if hog else 1.0), 1.2 if hog else 0.1)
 
     step_ms, pairs = paired_step_times(SPEC, probe, (2,), lambda _: None)
-    assert calls == [1, 2, 1, 2] and step_ms[2] == pytest.approx(20.0) and pairs[2]["probed_again"] == 1
+    assert (
+        calls == [1, 2, 1, 2]
+        and step_ms[2] == pytest.approx(20.0)
+        and pairs[2]["probed_again"] == 1
+    )
 
 
 def test_a_bare_number_is_a_probe_without_a_load_and_none_did_not_run() -> None:
-    step_ms, _ = paired_step_times(SPEC, lambda s, k, n: None if k == 8 else 5.0 * k, (2, 8), lambda _: None)
+    step_ms, _ = paired_step_times(
+        SPEC, lambda s, k, n: None if k == 8 else 5.0 * k, (2, 8), lambda _: None
+    )
     assert step_ms == {1: 5.0, 2: 10.0, 8: None}
 
 

@@ -20,19 +20,61 @@ from tests.user_env import user_python
 pytestmark = pytest.mark.slow
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-HF_FLAGS = ["--output_dir", "out", "--per_device_train_batch_size", "8", "--max_steps", "10000", "--learning_rate",
-            "0.001", "--logging_steps", "1000", "--save_strategy", "no", "--report_to", "none", "--disable_tqdm",
-            "true", "--use_cpu"]
+HF_FLAGS = [
+    "--output_dir",
+    "out",
+    "--per_device_train_batch_size",
+    "8",
+    "--max_steps",
+    "10000",
+    "--learning_rate",
+    "0.001",
+    "--logging_steps",
+    "1000",
+    "--save_strategy",
+    "no",
+    "--report_to",
+    "none",
+    "--disable_tqdm",
+    "true",
+    "--use_cpu",
+]
 
 
-def to_quality(tmp_path: Path, script: str, args: list[str], budget: str, target: list[str] | None = None
-               ) -> dict[str, Any]:
+def to_quality(
+    tmp_path: Path, script: str, args: list[str], budget: str, target: list[str] | None = None
+) -> dict[str, Any]:
     before = {p: p.read_text() for p in SCRIPTS.iterdir() if p.is_file()}
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--to-quality", "--budget", budget, "--whole-run", budget,
-           "--seeds", "1", "--no-noise-scale", "--json", *(target or []), "--store", str(tmp_path / "runs"), "--",
-           str(user_python()), str(SCRIPTS / script), *args]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1200,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--to-quality",
+        "--budget",
+        budget,
+        "--whole-run",
+        budget,
+        "--seeds",
+        "1",
+        "--no-noise-scale",
+        "--json",
+        *(target or []),
+        "--store",
+        str(tmp_path / "runs"),
+        "--",
+        str(user_python()),
+        str(SCRIPTS / script),
+        *args,
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert {p: p.read_text() for p in before} == before  # the user's files are never written
     return {r["fix"]: r for r in json.loads(proc.stdout)["rounds"]}
@@ -40,8 +82,13 @@ def to_quality(tmp_path: Path, script: str, args: list[str], budget: str, target
 
 def runs_of(r: dict[str, Any]) -> list[dict[str, Any]]:
     """Each seed's run of a round: its spec (``script.json``) and what the agent saw (``injected.json``)."""
-    return [{"spec": json.loads((Path(c["run_dir"]) / "script.json").read_text()),
-             "injected": json.loads((Path(c["run_dir"]) / "injected.json").read_text())} for c in r["curves"]]
+    return [
+        {
+            "spec": json.loads((Path(c["run_dir"]) / "script.json").read_text()),
+            "injected": json.loads((Path(c["run_dir"]) / "injected.json").read_text()),
+        }
+        for c in r["curves"]
+    ]
 
 
 def through_flags(r: dict[str, Any], said: str) -> None:
@@ -56,15 +103,31 @@ def test_argparse_batch_and_rate_flags(tmp_path: Path) -> None:
     rounds = to_quality(tmp_path, "quality_flags_train.py", ["--lr", "0.001"], "60")
     batch = rounds["batch_x4_sqrt_lr"]  # AdamW: the square-root rule, lr × 2
     through_flags(batch, "--lr 0.002 --batch-size 64")
-    assert "through your own command: --batch-size 64, --lr 0.002 (nothing injected)" in batch["rule"]
-    assert batch["change"]["text"].splitlines()[1].endswith("quality_flags_train.py --lr 0.002 --batch-size 64")
+    assert (
+        "through your own command: --batch-size 64, --lr 0.002 (nothing injected)" in batch["rule"]
+    )
+    assert (
+        batch["change"]["text"]
+        .splitlines()[1]
+        .endswith("quality_flags_train.py --lr 0.002 --batch-size 64")
+    )
     assert set(batch["applied"]["knobs"]) == {"batch_size", "lr"}
     for run in runs_of(batch):
-        assert run["spec"]["inject"] == {} and run["spec"]["observe"] == {"batch_size": 64, "lr": 0.002}
-        assert run["injected"]["loader"]["batch_size"] == 64  # the flag reached the training DataLoader
-        assert run["injected"]["sites"]["optimizer"]["lr"] == pytest.approx(0.002)  # and the optimizer
+        assert run["spec"]["inject"] == {} and run["spec"]["observe"] == {
+            "batch_size": 64,
+            "lr": 0.002,
+        }
+        assert (
+            run["injected"]["loader"]["batch_size"] == 64
+        )  # the flag reached the training DataLoader
+        assert run["injected"]["sites"]["optimizer"]["lr"] == pytest.approx(
+            0.002
+        )  # and the optimizer
     accum = rounds["grad_accum_x4_sqrt_lr"]  # no accumulation flag: injected, as before
-    assert accum["change"] is None and runs_of(accum)[0]["spec"]["inject"] == {"grad_accum": 4, "lr_scale": 2.0}
+    assert accum["change"] is None and runs_of(accum)[0]["spec"]["inject"] == {
+        "grad_accum": 4,
+        "lr_scale": 2.0,
+    }
     assert "--batch-size" not in " ".join(runs_of(accum)[0]["spec"]["command"])
 
 
@@ -78,11 +141,15 @@ def test_hf_argument_parser_batch_rate_and_accumulation_flags(tmp_path: Path) ->
     assert "--per_device_train_batch_size 32 " in after and "--learning_rate 0.002 " in after
     for run in runs_of(batch):
         assert run["spec"]["inject"] == {}
-        assert run["injected"]["loader"]["batch_size"] == 32  # the Trainer's loader: the flag took effect
+        assert (
+            run["injected"]["loader"]["batch_size"] == 32
+        )  # the Trainer's loader: the flag took effect
         assert run["injected"]["sites"]["optimizer"]["lr"] == pytest.approx(0.002)
     accum = rounds["grad_accum_x4_sqrt_lr"]
-    assert accum["applied"]["command"] == \
-        "ran your own command with --learning_rate 0.002 --gradient_accumulation_steps 4 (nothing injected)"
+    assert (
+        accum["applied"]["command"]
+        == "ran your own command with --learning_rate 0.002 --gradient_accumulation_steps 4 (nothing injected)"
+    )
     assert accum["applied"]["knobs"]["accumulation_steps"]["acted"]
     assert runs_of(accum)[0]["spec"]["command"][-2:] == ["--gradient_accumulation_steps", "4"]
     # The Trainer divides each micro-batch's loss by 4 before its backward: the step's loss is their sum, the whole

@@ -14,15 +14,21 @@ from advisors.quality.script_candidates import same_as_fix
 
 
 def _run(seed: int) -> QualityRun:
-    return QualityRun("ok", Curve((0.1, 0.2 + seed), (1.0, 0.5), (1, 2), 0.2 + seed), others_cores=0.05, cores=2)
+    return QualityRun(
+        "ok", Curve((0.1, 0.2 + seed), (1.0, 0.5), (1, 2), 0.2 + seed), others_cores=0.05, cores=2
+    )
 
 
 def _pairs(n: int) -> Pairs:
-    return Pairs(tuple(_run(i) for i in range(n)), tuple(_run(i + 10) for i in range(n)), None, None)
+    return Pairs(
+        tuple(_run(i) for i in range(n)), tuple(_run(i + 10) for i in range(n)), None, None
+    )
 
 
 def test_seeds_that_lean_to_a_gain_they_cannot_show_are_inconclusive() -> None:
-    ttt = compare(ArmTime((9.9, 8.4, 11.6)), ArmTime((8.8, 10.1, 6.9)))  # llm.c's spread: 1.1×, interval wide
+    ttt = compare(
+        ArmTime((9.9, 8.4, 11.6)), ArmTime((8.8, 10.1, 6.9))
+    )  # llm.c's spread: 1.1×, interval wide
     assert ttt.ratio is not None and ttt.ratio > 1.06 and not ttt.kept and ttt.interval[0] < 1.03
     judged, why = judged_fairly(ttt, _pairs(3), one_run=False)
     assert why is not None and "lean towards a gain they cannot show" in why

@@ -47,10 +47,18 @@ def test_the_lean_rule_and_one_run_set_their_codes() -> None:
 
 
 def test_early_stopping_sets_its_code() -> None:
-    falling = Curve(tuple(float(i) for i in range(1, 41)), tuple(1.0 - 0.02 * i for i in range(40)),
-                    tuple(range(1, 41)), 40.0)
-    flat = Curve(tuple(float(i) for i in range(1, 41)),
-                 tuple(max(1.0 - 0.1 * i, 0.5) for i in range(40)), tuple(range(1, 41)), 40.0)
+    falling = Curve(
+        tuple(float(i) for i in range(1, 41)),
+        tuple(1.0 - 0.02 * i for i in range(40)),
+        tuple(range(1, 41)),
+        40.0,
+    )
+    flat = Curve(
+        tuple(float(i) for i in range(1, 41)),
+        tuple(max(1.0 - 0.1 * i, 0.5) for i in range(40)),
+        tuple(range(1, 41)),
+        40.0,
+    )
     assert measure([], "min").why is Why.NO_RUN
     assert measure([falling], "min").why is Why.STILL_IMPROVING
     plateau = measure([flat], "min")
@@ -62,8 +70,13 @@ def test_early_stopping_sets_its_code() -> None:
 
 
 def test_a_quality_record_stored_before_the_codes_still_reads() -> None:
-    old = {"target": "loss ≤ 0.5 (given)", "seeds": 3, "one_run": False,
-           "rounds": [{"round": 1, "fix_id": "f", "title": "F", "outcome": "kept",
-                       "reason": "kept: …"}]}
+    old = {
+        "target": "loss ≤ 0.5 (given)",
+        "seeds": 3,
+        "one_run": False,
+        "rounds": [
+            {"round": 1, "fix_id": "f", "title": "F", "outcome": "kept", "reason": "kept: …"}
+        ],
+    }
     rec = QualityRecord.from_json(old)
     assert rec.rounds[0].outcome == "kept" and rec.rounds[0].outcome_why is None

@@ -27,10 +27,16 @@ def test_a_script_that_pins_its_seed_gives_three_different_curves(tmp_path: Path
     assert all(r.status == "ok" for r in runs), [r.error for r in runs]
     curves = [r.curve.values for r in runs]
     assert len(set(curves)) == 3 and not fair.one_run([r.curve for r in runs])
-    line = next(i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t == "torch.manual_seed(0)")
+    line = next(
+        i for i, t in enumerate(SCRIPT.read_text().splitlines(), 1) if t == "torch.manual_seed(0)"
+    )
     for s, r in enumerate(runs):
         assert r.seeding is not None and r.seeding["offset"] == s
         calls = {c["call"]: c for c in r.seeding["changed"]}
         assert set(calls) == {"torch.manual_seed", "random.seed", "numpy.random.seed"}
-        assert calls["torch.manual_seed"] == {"call": "torch.manual_seed", "asked": 0, "used": s,
-                                              "site": f"pinned_seed_train.py:{line}"}
+        assert calls["torch.manual_seed"] == {
+            "call": "torch.manual_seed",
+            "asked": 0,
+            "used": s,
+            "site": f"pinned_seed_train.py:{line}",
+        }

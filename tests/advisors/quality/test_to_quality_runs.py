@@ -30,9 +30,14 @@ def test_a_workload_arm_is_stopped_once_it_reaches_the_target(tmp_path: Path) ->
     # stopped (the clean-clone suite saw it, beside two other test runs).
     budget = Budget(steps=MAX_STEPS)
     run = store_curve_runner(store, budget, poll_s=0.2)
-    easy = Target("training loss", 2.0, "min", "given")  # the EMA passes 2.0 within the first few dozen steps
+    easy = Target(
+        "training loss", 2.0, "min", "given"
+    )  # the EMA passes 2.0 within the first few dozen steps
     arm = arm_spec(spec, budget, 2)
-    assert arm.command[-2:] == ("--seed", "2")  # the workload reseeds from its own flag: each seed goes there
+    assert arm.command[-2:] == (
+        "--seed",
+        "2",
+    )  # the workload reseeds from its own flag: each seed goes there
     out = run(arm, easy)
     assert out.stopped == "it reached the target" and out.status == "killed" and out.ok
     assert 0 < len(out.curve) < MAX_STEPS
@@ -42,11 +47,20 @@ def test_to_quality_on_a_workload_writes_the_round(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     spec = workload_spec(store.root, "digits", measure_steps=MAX_STEPS, seeded=True)
     budget = Budget(steps=40)
-    ladder = to_quality(spec, [templates(k=2)[0], cands.early_stopping()], store_curve_runner(store, budget),
-                        budget, seeds=1, apply=applied_injection, resolve=resolve_from_runs)
+    ladder = to_quality(
+        spec,
+        [templates(k=2)[0], cands.early_stopping()],
+        store_curve_runner(store, budget),
+        budget,
+        seeds=1,
+        apply=applied_injection,
+        resolve=resolve_from_runs,
+    )
     assert ladder.target.source == "baseline curve" and len(ladder.baseline[0].curve) == 40
     batch = ladder.rounds[0]
-    assert batch.candidate.id == "batch_x2_linear_lr" and batch.time_to_target is not None  # the script's SGD
+    assert (
+        batch.candidate.id == "batch_x2_linear_lr" and batch.time_to_target is not None
+    )  # the script's SGD
     assert ladder.rounds[1].early_stopping is not None
 
 
@@ -57,6 +71,8 @@ def test_a_scripts_printed_metric_comes_back_with_its_times(tmp_path: Path) -> N
     run = store_curve_runner(store, budget, metric=r"val_acc=([0-9.]+)")
     out = run(arm_spec(spec, budget, 0), None)
     c = out.curve
-    assert out.status == "ok" and len(c) >= 5  # one line every 5 steps, block-buffered stdout notwithstanding
+    assert (
+        out.status == "ok" and len(c) >= 5
+    )  # one line every 5 steps, block-buffered stdout notwithstanding
     assert list(c.times_s) == sorted(c.times_s) and 0 < c.times_s[-1] <= c.end_s + 1.0
     assert all(0.0 <= v <= 1.0 for v in c.values) and c.steps[0] >= 5

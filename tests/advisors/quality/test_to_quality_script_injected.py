@@ -24,13 +24,31 @@ def _line(needle: str) -> int:
 
 def test_batch_times_k_is_injected_at_the_users_lines_and_judged(tmp_path: Path) -> None:
     before = SCRIPT.read_text()
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--to-quality", "--budget", "120", "--seeds", "2", "--json",
-           "--store", str(tmp_path / "runs"), "--", sys.executable, str(SCRIPT)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--to-quality",
+        "--budget",
+        "120",
+        "--seeds",
+        "2",
+        "--json",
+        "--store",
+        str(tmp_path / "runs"),
+        "--",
+        sys.executable,
+        str(SCRIPT),
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert SCRIPT.read_text() == before  # the script is never written
     out = json.loads(proc.stdout)
-    assert set(out["target"]) >= {"metric", "value", "goal", "source"} and out["target"]["source"] == "baseline curve"
+    assert (
+        set(out["target"]) >= {"metric", "value", "goal", "source"}
+        and out["target"]["source"] == "baseline curve"
+    )
     rounds = {r["fix"]: r for r in out["rounds"]}
     loader_line, opt_line = _line("DataLoader(TensorDataset"), _line("torch.optim.SGD(")
 
@@ -43,7 +61,15 @@ def test_batch_times_k_is_injected_at_the_users_lines_and_judged(tmp_path: Path)
     assert sites["dataloader"]["file"] == str(SCRIPT) and sites["dataloader"]["line"] == loader_line
     assert sites["optimizer"]["line"] == opt_line
     ttt = batch["time_to_target"]
-    assert set(ttt) >= {"before_s", "after_s", "ratio", "interval", "seeds", "reached_before", "reached_after"}
+    assert set(ttt) >= {
+        "before_s",
+        "after_s",
+        "ratio",
+        "interval",
+        "seeds",
+        "reached_before",
+        "reached_after",
+    }
     assert ttt["seeds"] == 2 and len(batch["curves"]) == 2 and 0 <= ttt["reached_after"] <= 2
     if ttt["ratio"] is not None:
         assert ttt["ratio"] == pytest.approx(ttt["before_s"] / ttt["after_s"], rel=1e-6)
@@ -61,8 +87,15 @@ def test_batch_times_k_is_injected_at_the_users_lines_and_judged(tmp_path: Path)
 
     swap = rounds["optimizer_adamw"]
     assert swap["not_applied"] is None and swap["applied"]["knobs"]["optimizer_swap"]["acted"]
-    assert f"SGD(lr=0.02) at sgd_quality_train.py:{opt_line} built as AdamW" in \
-        swap["applied"]["knobs"]["optimizer_swap"]["evidence"][0]
-    assert "early_stopping" in rounds and [a["id"] for a in out["advice"]] == ["optimizer_lamb_lars"]
+    assert (
+        f"SGD(lr=0.02) at sgd_quality_train.py:{opt_line} built as AdamW"
+        in swap["applied"]["knobs"]["optimizer_swap"]["evidence"][0]
+    )
+    assert "early_stopping" in rounds and [a["id"] for a in out["advice"]] == [
+        "optimizer_lamb_lars"
+    ]
     table = "\n".join(out["table"])
-    assert f"injected batch_scale: DataLoader(batch_size=64) at sgd_quality_train.py:{loader_line}" in table
+    assert (
+        f"injected batch_scale: DataLoader(batch_size=64) at sgd_quality_train.py:{loader_line}"
+        in table
+    )

@@ -21,23 +21,38 @@ SINGLE = {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.08}
 
 def test_a_cached_cpu_step_whose_operators_hold_68_percent_is_compute_with_data_minor() -> None:
     """The launched data_bound run with caching on read "data — … (8% of the step) (confidence 62%)"."""
-    d = diagnose(observation({"forward": 0.3, "backward": 0.38, "dataloader": 0.08}, device="cpu", ops=SINGLE))
-    assert d.bottleneck is Bottleneck.COMPUTE and d.binding is not None and d.binding.rule == "COMP007"
+    d = diagnose(
+        observation(
+            {"forward": 0.3, "backward": 0.38, "dataloader": 0.08}, device="cpu", ops=SINGLE
+        )
+    )
+    assert (
+        d.bottleneck is Bottleneck.COMPUTE and d.binding is not None and d.binding.rule == "COMP007"
+    )
     assert d.binding.evidence["device_work_share"] == pytest.approx(0.68, abs=1e-3)
     minor = [f for f in d.others if f.bottleneck is Bottleneck.DATA]
-    assert [f.rule for f in minor] == ["DATA003"] and minor[0].severity == pytest.approx(0.08, abs=1e-3)
+    assert [f.rule for f in minor] == ["DATA003"] and minor[0].severity == pytest.approx(
+        0.08, abs=1e-3
+    )
     order = [x["fix"] for x in diagnosis_json(d)["ranking"]["fix_order"]]
     assert order == ["torch_compile", "dataloader_workers"]
     # honest: not as sure as a saturated device (80% in operators), nor above the unsaturated ceiling
-    saturated = diagnose(observation({"forward": 0.4, "backward": 0.42, "dataloader": 0.08}, device="cpu",
-                                     ops=SINGLE))
+    saturated = diagnose(
+        observation(
+            {"forward": 0.4, "backward": 0.42, "dataloader": 0.08}, device="cpu", ops=SINGLE
+        )
+    )
     assert saturated.binding is not None and saturated.binding.rule == "COMP002"
     assert d.confidence < saturated.confidence and d.confidence <= 0.55
 
 
 def test_a_real_share_still_binds_and_the_fallback_stays_out_of_it() -> None:
-    d = diagnose(observation({"gpu_compute": 0.56, "dataloader": 0.34},
-                             ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.35}))
+    d = diagnose(
+        observation(
+            {"gpu_compute": 0.56, "dataloader": 0.34},
+            ops={"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 0.35},
+        )
+    )
     assert d.bottleneck is Bottleneck.DATA and d.binding.severity >= MIN_BINDING_SHARE
     assert all(f.rule != "COMP007" for f in d.findings)
     real = diagnose(observe(SHARED / "data" / "kineto_resnet50_num_workers_0.pt.trace.json.gz"))
@@ -47,7 +62,9 @@ def test_a_real_share_still_binds_and_the_fallback_stays_out_of_it() -> None:
 def test_the_h100_tf32_run_is_compute_with_its_loader_a_minor_finding() -> None:
     """GPU busy 78% in TF32 GEMMs; in-process loading 9% of the step: was 'data (53%)'."""
     d = diagnose(observe(H100 / "compute_tf32"))
-    assert d.bottleneck is Bottleneck.COMPUTE and d.binding is not None and d.binding.rule == "COMP007"
+    assert (
+        d.bottleneck is Bottleneck.COMPUTE and d.binding is not None and d.binding.rule == "COMP007"
+    )
     assert d.binding.fix_id == "torch_compile" and "tf32" not in {f.fix_id for f in d.findings}
     data = next(f for f in d.others if f.rule == "DATA003")
     assert data.severity < MIN_BINDING_SHARE

@@ -25,11 +25,18 @@ def _big_convs(idle: float) -> Observation:
     """A 139-ms fp32 CNN step: kernels of ~130 µs carry 70% of kernel time, among 1480 launches
     of median 2 µs."""
     work = 1.0 - idle - 0.02
-    return observation({"gpu_compute": work, "gpu_memcpy": 0.02, "forward": idle * 0.6,
-                        "host_runtime": idle * 0.3},
-                       step_ms=139, kernels_per_step=1480, median_kernel_us=2,
-                       kernels={"matmul": 0.7 * work, "normalization": 0.15 * work,
-                                "elementwise": 0.15 * work})
+    return observation(
+        {
+            "gpu_compute": work,
+            "gpu_memcpy": 0.02,
+            "forward": idle * 0.6,
+            "host_runtime": idle * 0.3,
+        },
+        step_ms=139,
+        kernels_per_step=1480,
+        median_kernel_us=2,
+        kernels={"matmul": 0.7 * work, "normalization": 0.15 * work, "elementwise": 0.15 * work},
+    )
 
 
 def _small_gemms(per_launch_us: float, python: bool = False) -> Observation:
@@ -37,9 +44,13 @@ def _small_gemms(per_launch_us: float, python: bool = False) -> Observation:
     launch, two thirds of it inside operators and runtime calls (``python``: one ninth, the rest
     in Python no operator covers)."""
     host = {"forward": 0.1} if python else {"forward": 0.5, "host_runtime": 0.1}
-    return observation({"gpu_compute": 0.1, **host},
-                       kernels={"matmul": 0.08, "elementwise": 0.02}, median_kernel_us=8,
-                       kernels_per_step=10, step_ms=10 * per_launch_us / 0.9 / 1e3)
+    return observation(
+        {"gpu_compute": 0.1, **host},
+        kernels={"matmul": 0.08, "elementwise": 0.02},
+        median_kernel_us=8,
+        kernels_per_step=10,
+        step_ms=10 * per_launch_us / 0.9 / 1e3,
+    )
 
 
 @pytest.mark.parametrize("idle", [0.32, 0.4, 0.5])

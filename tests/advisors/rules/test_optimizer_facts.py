@@ -37,15 +37,19 @@ def _trace(tmp_path: Path, optimizer: str, impl: str | None) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("optimizer", "impl", "expected"), [
-    ("AdamW", None, "single_tensor"),
-    ("AdamW", "foreach", "foreach"),
-    ("AdamW", "fused", "fused"),
-    ("SGD", "fused", "fused"),
-    ("RMSprop", None, "single_tensor"),
-])
-def test_optimizer_implementation_is_read_from_its_ops(tmp_path: Path, optimizer: str, impl: str | None,
-                                                       expected: str) -> None:
+@pytest.mark.parametrize(
+    ("optimizer", "impl", "expected"),
+    [
+        ("AdamW", None, "single_tensor"),
+        ("AdamW", "foreach", "foreach"),
+        ("AdamW", "fused", "fused"),
+        ("SGD", "fused", "fused"),
+        ("RMSprop", None, "single_tensor"),
+    ],
+)
+def test_optimizer_implementation_is_read_from_its_ops(
+    tmp_path: Path, optimizer: str, impl: str | None, expected: str
+) -> None:
     facts = derive(observe(_trace(tmp_path, optimizer, impl)))
     assert facts.optimizer_class == optimizer
     assert facts.optimizer_impl == expected
@@ -63,14 +67,27 @@ def test_a_trace_without_an_optimizer_step_says_nothing(tmp_path: Path) -> None:
     assert facts.optimizer_impl is None and facts.optimizer_class is None
 
 
-def test_the_saturated_cpu_lever_is_the_fused_optimizer_only_while_it_is_not_fused(tmp_path: Path) -> None:
+def test_the_saturated_cpu_lever_is_the_fused_optimizer_only_while_it_is_not_fused(
+    tmp_path: Path,
+) -> None:
     """The optimizer facts of real traces, on a CPU step saturated in bf16 with the optimizer at 30% of it:
     COMP002 proposes ``fused_optimizer`` for a per-tensor or foreach AdamW, and compile once AdamW is fused."""
     saturated = {"forward": 0.3, "backward": 0.35, "optimizer": 0.3, "other": 0.05}
     rule = SaturatedDevice()
-    for impl, expected in ((None, "fused_optimizer"), ("foreach", "fused_optimizer"), ("fused", "torch_compile")):
-        facts = replace(derive(observe(_trace(tmp_path, "AdamW", impl))), shares=saturated, cpu_matmul_low=0.4,
-                        cpu_matmul_fp32=0.0, cpu_matmul_untyped=0.0, gemm_low_precision=1.0, compiled=False)
+    for impl, expected in (
+        (None, "fused_optimizer"),
+        ("foreach", "fused_optimizer"),
+        ("fused", "torch_compile"),
+    ):
+        facts = replace(
+            derive(observe(_trace(tmp_path, "AdamW", impl))),
+            shares=saturated,
+            cpu_matmul_low=0.4,
+            cpu_matmul_fp32=0.0,
+            cpu_matmul_untyped=0.0,
+            gemm_low_precision=1.0,
+            compiled=False,
+        )
         finding = rule.check(facts)
         assert finding is not None
         assert finding.fix_id == expected

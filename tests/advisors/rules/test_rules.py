@@ -10,11 +10,16 @@ from advisors.verdict import Bottleneck
 from advisors.rules import RULES, Rule, rule_by_id
 from advisors.rules.base import NOT_STATED
 
-EXAMPLES = [(r, e, True) for r in RULES for e in r.fires] + [(r, e, False) for r in RULES for e in r.passes]
+EXAMPLES = [(r, e, True) for r in RULES for e in r.fires] + [
+    (r, e, False) for r in RULES for e in r.passes
+]
 
 
-@pytest.mark.parametrize(("rule", "example", "should_fire"), EXAMPLES,
-                         ids=[f"{r.id}-{'fires' if s else 'passes'}-{e.label[:40]}" for r, e, s in EXAMPLES])
+@pytest.mark.parametrize(
+    ("rule", "example", "should_fire"),
+    EXAMPLES,
+    ids=[f"{r.id}-{'fires' if s else 'passes'}-{e.label[:40]}" for r, e, s in EXAMPLES],
+)
 def test_rule_examples(rule: type[Rule], example, should_fire: bool) -> None:
     finding = rule().evaluate(example.facts())
     if should_fire:
@@ -23,9 +28,15 @@ def test_rule_examples(rule: type[Rule], example, should_fire: bool) -> None:
         assert 0.0 <= finding.severity <= 1.0 and 0.0 < finding.confidence <= 1.0
         assert finding.message.endswith(".") and finding.evidence
         assert finding.fix_id is None or finding.fix_id in FIXES
-        assert example.fix != NOT_STATED and example.severity is not None, "a fires example pins its fix and severity"
-        assert finding.fix_id == example.fix, f"{rule.id} on {example.label!r}: fix {finding.fix_id}"
-        assert finding.severity == pytest.approx(example.severity, abs=1e-3), f"{rule.id} on {example.label!r}"
+        assert example.fix != NOT_STATED and example.severity is not None, (
+            "a fires example pins its fix and severity"
+        )
+        assert finding.fix_id == example.fix, (
+            f"{rule.id} on {example.label!r}: fix {finding.fix_id}"
+        )
+        assert finding.severity == pytest.approx(example.severity, abs=1e-3), (
+            f"{rule.id} on {example.label!r}"
+        )
     else:
         assert finding is None, f"{rule.id} should pass on: {example.label}, got {finding}"
 
@@ -48,8 +59,13 @@ def test_rule_ids_are_unique_and_stable() -> None:
     assert len(ids) == len(set(ids))
     assert rule_by_id("DATA001").name == "loader-starves-step"
     classes = {r.bottleneck for r in RULES}
-    assert classes >= {Bottleneck.DATA, Bottleneck.MEMORY, Bottleneck.COMPUTE, Bottleneck.COMMUNICATION,
-                       Bottleneck.HOST}
+    assert classes >= {
+        Bottleneck.DATA,
+        Bottleneck.MEMORY,
+        Bottleneck.COMPUTE,
+        Bottleneck.COMMUNICATION,
+        Bottleneck.HOST,
+    }
 
 
 def test_thresholds_override_and_reject_unknown() -> None:
@@ -76,7 +92,13 @@ def test_data001_levels() -> None:
 class _Sees(Rule):
     """A rule that cannot judge anything (test double). Thresholds: none."""
 
-    id, name, bottleneck, cause, thresholds = "TEST001", "never-judges", Bottleneck.COMPUTE, "device_time", {}
+    id, name, bottleneck, cause, thresholds = (
+        "TEST001",
+        "never-judges",
+        Bottleneck.COMPUTE,
+        "device_time",
+        {},
+    )
     calls = 0
 
     def missing(self, f):
@@ -102,4 +124,8 @@ def test_facts_have_defaults_so_a_case_states_only_what_it_is_about() -> None:
     assert all(rule().evaluate(Facts()) is None for rule in RULES)  # nothing known: nothing judged
     cpu = Facts(has_steps=True, device="cpu", n_steps=4, shares={"forward": 0.4, "backward": 0.5})
     finding = rule_by_id("COMP002")().evaluate(cpu)
-    assert finding is not None and finding.severity == pytest.approx(0.9) and finding.fix_id == "torch_compile"
+    assert (
+        finding is not None
+        and finding.severity == pytest.approx(0.9)
+        and finding.fix_id == "torch_compile"
+    )

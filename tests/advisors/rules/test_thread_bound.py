@@ -19,27 +19,47 @@ from profilers.telemetry.summary import TelemetrySummary
 from profilers.telemetry.threads import ThreadUse
 
 
-def _cpu(threads: int, others: float, cores: int, processes: int = 1,
-         workers: int | None = None, work: float = 0.9355) -> Observation:
+def _cpu(
+    threads: int,
+    others: float,
+    cores: int,
+    processes: int = 1,
+    workers: int | None = None,
+    work: float = 0.9355,
+) -> Observation:
     """A CPU step ``work`` in operators; ``others`` cores taken by other programs."""
     ours = min(threads * processes, cores - others)
-    tel = TelemetrySummary(source="host", samples=40, rate_hz=10.0, cpu_count=cores,
-                           process_cpu_pct=100 * ours,
-                           system_cpu_pct=100 * (ours + others) / cores)
-    use = ThreadUse(intra_op=threads, local_processes=processes, cpu_count=cores, affinity=cores,
-                    loader_workers=workers)
+    tel = TelemetrySummary(
+        source="host",
+        samples=40,
+        rate_hz=10.0,
+        cpu_count=cores,
+        process_cpu_pct=100 * ours,
+        system_cpu_pct=100 * (ours + others) / cores,
+    )
+    use = ThreadUse(
+        intra_op=threads,
+        local_processes=processes,
+        cpu_count=cores,
+        affinity=cores,
+        loader_workers=workers,
+    )
     shares = {"forward": work * 0.4, "backward": work * 0.55, "optimizer": work * 0.05}
     return observation(shares, device="cpu", run=run_facts(telemetry=tel, threads=use))
 
 
-@pytest.mark.parametrize(("threads", "others", "cores", "procs", "kept"), [
-    (2, 1.0, 2, 1, 1 / 2),   # minGPT: 2 threads on the 1 core a hog left
-    (8, 4.0, 8, 1, 4 / 8),   # 8 threads, 4 of 8 cores taken
-    (2, 0.0, 2, 2, 2 / 4),   # two ranks × 2 threads on a quiet 2-core machine
-    (4, 1.6, 2, 1, 1 / 4),   # 0.4 of a core free: the one thread left is still slowed
-])
+@pytest.mark.parametrize(
+    ("threads", "others", "cores", "procs", "kept"),
+    [
+        (2, 1.0, 2, 1, 1 / 2),  # minGPT: 2 threads on the 1 core a hog left
+        (8, 4.0, 8, 1, 4 / 8),  # 8 threads, 4 of 8 cores taken
+        (2, 0.0, 2, 2, 2 / 4),  # two ranks × 2 threads on a quiet 2-core machine
+        (4, 1.6, 2, 1, 1 / 4),  # 0.4 of a core free: the one thread left is still slowed
+    ],
+)
 def test_bound_is_the_fair_share_loss_not_all_operator_time(
-        threads: int, others: float, cores: int, procs: int, kept: float) -> None:
+    threads: int, others: float, cores: int, procs: int, kept: float
+) -> None:
     obs = _cpu(threads, others, cores, procs)
     f = derive(obs)
     w = f.device_work

@@ -18,24 +18,51 @@ from profilers.trace.sources import find_trace_files
 
 COMM = Path(__file__).resolve().parents[3].parent / "shared" / "traces" / "communication"
 JOBS = [COMM / "param_dlrm_8_ranks", COMM / "hta_sampled_128_ranks"]
-RANK_FILES = [f.path for job in JOBS for f in find_trace_files(job)] + [COMM / "hta_v100_2rank_216k_events.json.gz"]
+RANK_FILES = [f.path for job in JOBS for f in find_trace_files(job)] + [
+    COMM / "hta_v100_2rank_216k_events.json.gz"
+]
 US = 1000
 
 
 def _write(tmp_path: Path, events: list[dict]) -> Path:
-    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100}
+    step = {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": "ProfilerStep#1",
+        "pid": 1,
+        "tid": 1,
+        "ts": 0,
+        "dur": 100,
+    }
     p = tmp_path / "trace.json"
     p.write_text(json.dumps({"traceEvents": [step, *events]}))
     return p
 
 
 def _op(name: str, ts: float, dur: float, cat: str = "cpu_op", tid: int = 1, **args: int) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
 
 
 def _kernel(name: str, ts: float, dur: float, correlation: int) -> dict:
-    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
-            "args": {"device": 0, "stream": 7, "correlation": correlation}}
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": 0,
+        "tid": 7,
+        "ts": ts,
+        "dur": dur,
+        "args": {"device": 0, "stream": 7, "correlation": correlation},
+    }
 
 
 def _chain(path: Path) -> list[tuple[str, str, int, int]]:
@@ -45,16 +72,27 @@ def _chain(path: Path) -> list[tuple[str, str, int, int]]:
     g = step_graph(trace.events, int(s["start_ns"]), int(s["end_ns"]), "ProfilerStep#1")
     edges = longest_path(g)
     assert edges is not None
-    return [(KINDS[g.kind[k]], g.labels[g.label[k]], int(g.time[g.src[k]]) // US, int(g.time[g.dst[k]]) // US)
-            for k in edges]
+    return [
+        (
+            KINDS[g.kind[k]],
+            g.labels[g.label[k]],
+            int(g.time[g.src[k]]) // US,
+            int(g.time[g.dst[k]]) // US,
+        )
+        for k in edges
+    ]
 
 
 def _launch_then_sync(kernel_us: float) -> list[dict]:
     """aten::mm launches one GEMM (at 20 µs, correlation 7); aten::item then blocks in cudaStreamSynchronize
     from 55 to 85 µs."""
-    return [_op("aten::mm", 10, 30), _op("cudaLaunchKernel", 20, 5, cat="cuda_runtime", correlation=7),
-            _kernel("volta_sgemm_128x64_nn", 30, kernel_us, 7),
-            _op("aten::item", 50, 40), _op("cudaStreamSynchronize", 55, 30, cat="cuda_runtime")]
+    return [
+        _op("aten::mm", 10, 30),
+        _op("cudaLaunchKernel", 20, 5, cat="cuda_runtime", correlation=7),
+        _kernel("volta_sgemm_128x64_nn", 30, kernel_us, 7),
+        _op("aten::item", 50, 40),
+        _op("cudaStreamSynchronize", 55, 30, cat="cuda_runtime"),
+    ]
 
 
 def test_a_sync_that_waits_on_a_kernel_puts_the_kernel_on_the_path(tmp_path: Path) -> None:
@@ -90,8 +128,10 @@ def test_a_kernel_done_before_the_sync_leaves_the_path_on_the_host(tmp_path: Pat
 def test_work_on_another_thread_is_forked_and_joined(tmp_path: Path) -> None:
     """The step's thread sits in an annotation with no operator while autograd's thread works: the path goes
     there and back."""
-    events = [_op("## backward ##", 10, 60, cat="user_annotation"),
-              _op("autograd::engine::evaluate_function: MmBackward0", 20, 40, tid=2)]
+    events = [
+        _op("## backward ##", 10, 60, cat="user_annotation"),
+        _op("autograd::engine::evaluate_function: MmBackward0", 20, 40, tid=2),
+    ]
     assert _chain(_write(tmp_path, events)) == [
         ("idle", IDLE_HOST, 0, 10),
         ("idle", HAND_OFF, 10, 20),
@@ -105,8 +145,13 @@ def test_the_summary_adds_up_to_the_step(tmp_path: Path) -> None:
     cp = critical_path(load_trace(_write(tmp_path, _launch_then_sync(50))))
     assert cp is not None
     assert cp.step == 1 and cp.step_ms == cp.total_ms == 0.1
-    assert dict(cp.by_kind) == {"idle": 0.02, "cpu_op": 0.015, "launch_wait": 0.01, "gpu_compute": 0.05,
-                                "sync_wait": 0.005}
+    assert dict(cp.by_kind) == {
+        "idle": 0.02,
+        "cpu_op": 0.015,
+        "launch_wait": 0.01,
+        "gpu_compute": 0.05,
+        "sync_wait": 0.005,
+    }
     assert cp.work_ms == 0.065
     assert dict(cp.cpu_ops) == {"aten::mm": 0.01, "aten::item": 0.005}
 
@@ -122,15 +167,18 @@ def test_on_real_traces_the_path_spans_the_step(path: Path) -> None:
     assert sum(ms for _, ms in cp.by_kind) == pytest.approx(cp.total_ms, abs=1e-3)
     assert 0 < cp.work_ms <= cp.total_ms
     # The path is one chain of edges from the step's start to its end.
-    g = step_graph(trace.events, int(row["start_ns"]), int(row["end_ns"]), f"ProfilerStep#{cp.step}")
+    g = step_graph(
+        trace.events, int(row["start_ns"]), int(row["end_ns"]), f"ProfilerStep#{cp.step}"
+    )
     edges = longest_path(g)
     assert edges is not None
     assert g.src[edges[0]] == g.source and g.dst[edges[-1]] == g.sink
     assert np.array_equal(g.dst[edges[:-1]], g.src[edges[1:]])
 
 
-def test_the_folder_json_names_the_slowest_rank_s_critical_path(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_folder_json_names_the_slowest_rank_s_critical_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """dlrm rank 5 does the most work (not beyond the noise: no straggler is marked); its path is the one the job
     reports, from its own trace, the same when the second analyze reads every summary from the cache."""
     monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", str(tmp_path / "cache"))
@@ -153,23 +201,32 @@ def test_the_folder_json_names_the_slowest_rank_s_critical_path(tmp_path: Path,
 def test_without_the_slowest_rank_s_trace_the_job_says_so() -> None:
     from profilers.jobs.critical_path import job_critical_path
 
-    summaries = [{"file": "a.json", "critical_path": None}, {"file": "b.json", "critical_path": {"total_ms": 1.0}}]
+    summaries = [
+        {"file": "a.json", "critical_path": None},
+        {"file": "b.json", "critical_path": {"total_ms": 1.0}},
+    ]
     assert job_critical_path(summaries, [0, 1], 1)["available"] is True
     assert job_critical_path(summaries, [0, 1], 0)["available"] is False
     missing = job_critical_path(summaries, [0, 1], 7)
     assert missing["available"] is False and "needs rank 7's trace" in missing["reason"]
 
 
-
-def _run_with_summaries(tmp_path: Path, traced: dict[int, Path], ranks: tuple[int, int] = (0, 1)) -> Path:
+def _run_with_summaries(
+    tmp_path: Path, traced: dict[int, Path], ranks: tuple[int, int] = (0, 1)
+) -> Path:
     """A run folder as ``launch --trace-ranks`` leaves it: every rank's agent summary of three steps (the second of
     ``ranks`` works longest), the full trace of the ranks in ``traced`` only."""
     run = tmp_path / "run"
     (run / "summaries").mkdir(parents=True)
     (run / "tb").mkdir()
     for rank, work in zip(ranks, (8000, 15000)):
-        steps = [{"step": 10 + i, "step_us": 18000, "work_us": work, "comm_us": 18000 - work} for i in range(3)]
-        (run / "summaries" / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "steps": steps}))
+        steps = [
+            {"step": 10 + i, "step_us": 18000, "work_us": work, "comm_us": 18000 - work}
+            for i in range(3)
+        ]
+        (run / "summaries" / f"rank{rank}.json").write_text(
+            json.dumps({"rank": rank, "steps": steps})
+        )
     for rank, trace in traced.items():
         (run / "tb" / f"rank{rank}.host.pt.trace.json.gz").write_bytes(trace.read_bytes())
     return run
@@ -185,25 +242,40 @@ def test_a_run_that_kept_the_slowest_rank_s_trace_reports_its_path(tmp_path: Pat
     own = critical_path(load_trace(worker5))
     assert own is not None
     assert cp["available"] and cp["rank"] == 1 and cp["file"] == "rank1.host.pt.trace.json.gz"
-    assert (cp["step"], cp["total_ms"], cp["by_kind"]) == (own.step, own.total_ms, own.to_json()["by_kind"])
+    assert (cp["step"], cp["total_ms"], cp["by_kind"]) == (
+        own.step,
+        own.total_ms,
+        own.to_json()["by_kind"],
+    )
     other = run_job_views(_run_with_summaries(tmp_path / "other", {0: worker5}))
     assert other is not None
-    assert other["critical_path"] == {"rank": 1, "file": None, "available": False,
-                                      "reason": "needs rank 1's trace: launch with --trace-ranks 1 (or slowest)"}
+    assert other["critical_path"] == {
+        "rank": 1,
+        "file": None,
+        "available": False,
+        "reason": "needs rank 1's trace: launch with --trace-ranks 1 (or slowest)",
+    }
 
 
-def test_a_run_s_critical_path_comes_from_the_trace_its_analysis_loaded(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_s_critical_path_comes_from_the_trace_its_analysis_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``analyze RUN`` reads the straggler's kept trace once: the critical path is taken from the trace the
     run's breakdown loaded, and equals the one read from the rank's file alone."""
     import profilers.trace.load as load_module
     from profilers.jobs.agent_summaries import run_job_views
 
-    worker5 = COMM / "param_dlrm_8_ranks" / "worker5.pt.trace.json.gz"  # its distributedInfo says rank 5
+    worker5 = (
+        COMM / "param_dlrm_8_ranks" / "worker5.pt.trace.json.gz"
+    )  # its distributedInfo says rank 5
     run = _run_with_summaries(tmp_path, {5: worker5}, ranks=(0, 5))
     (run / "spec.json").write_text("{}")  # marks it a run folder
     alone = run_job_views(run)
-    assert alone is not None and alone["critical_path"]["available"] and alone["critical_path"]["rank"] == 5
+    assert (
+        alone is not None
+        and alone["critical_path"]["available"]
+        and alone["critical_path"]["rank"] == 5
+    )
 
     reads: list[str] = []
     real = load_module.load_trace_files
@@ -214,7 +286,9 @@ def test_a_run_s_critical_path_comes_from_the_trace_its_analysis_loaded(tmp_path
 
     monkeypatch.setattr(load_module, "load_trace_files", counted)
     out = analyze(str(run))
-    assert len(reads) == 1, reads  # the run's trace, for its breakdown; not the straggler's file again
+    assert len(reads) == 1, (
+        reads
+    )  # the run's trace, for its breakdown; not the straggler's file again
     assert out["job"]["ranks"] == [0, 5] and out["job"]["traced_ranks"] == [5]
     assert out["job"]["critical_path"] == alone["critical_path"]
 
@@ -231,11 +305,17 @@ def test_a_report_shows_the_ranks_the_straggler_and_its_critical_path(tmp_path: 
     assert doc["job"] == plain["job"]
     md = (tmp_path / "job.md").read_text(encoding="utf-8")
     cp = plain["job"]["critical_path"]
-    assert "## Ranks" in md and plain["job"]["straggler"] is None and plain["job"]["straggler_reason"] in md
+    assert (
+        "## Ranks" in md
+        and plain["job"]["straggler"] is None
+        and plain["job"]["straggler_reason"] in md
+    )
     assert f"Rank {cp['rank']}'s critical path, step {cp['step']}: {cp['total_ms']:.2f} ms" in md
     from profilers.jobs.path_fit import path_fit
 
-    fit = path_fit(plain["job"], plain["bottleneck"])  # communication over a path of host work: reconciled
+    fit = path_fit(
+        plain["job"], plain["bottleneck"]
+    )  # communication over a path of host work: reconciled
     assert fit is not None and fit in md and "| host operators | " in md and "cpu_op" not in md
     _analyze_with_report(str(folder), str(tmp_path / "job.json"))
     assert json.loads((tmp_path / "job.json").read_text())["job"] == plain["job"]
@@ -246,8 +326,13 @@ def test_a_report_shows_the_ranks_the_straggler_and_its_critical_path(tmp_path: 
     doc = _analyze_with_report(str(run), str(tmp_path / "run.html"))
     html = (tmp_path / "run.html").read_text(encoding="utf-8")
     assert doc["job"]["ranks"] == [0, 5] and doc["job"] == analyze(str(run))["job"]
-    assert "2 ranks wrote a summary of every step while they trained; 1 kept a full trace (rank 5)" in html
+    assert (
+        "2 ranks wrote a summary of every step while they trained; 1 kept a full trace (rank 5)"
+        in html
+    )
     _analyze_with_report(str(run), str(tmp_path / "run.md"))
-    assert "| 2 × " in (tmp_path / "run.md").read_text(encoding="utf-8")  # both ranks, though one was traced
+    assert "| 2 × " in (tmp_path / "run.md").read_text(
+        encoding="utf-8"
+    )  # both ranks, though one was traced
     assert "<strong>Straggler: rank 5 works 3.50 ms per step more than the median rank" in html
     assert "Rank 5's critical path, step 10: 17.80 ms" in html

@@ -33,44 +33,65 @@ def test_summaries_reduce_to_the_whole_analysis(job: Path) -> None:
     whole = _whole(job)
     assert out == whole  # breakdown, per-rank table, straggler, kernels, findings: all of it
     assert whole["straggler_reason"] and views["straggler_reason"] == whole["straggler_reason"]
-    assert views["straggler"] is None and whole["straggler"] is None  # neither shared job has one beyond the noise
+    assert (
+        views["straggler"] is None and whole["straggler"] is None
+    )  # neither shared job has one beyond the noise
     assert views["ranks"] == whole["ranks"]
     by_rank = {r["rank"]: r["step_ms"] for r in whole["per_rank"]}
-    for rank, row in zip(views["ranks"], views["step_ms"]):  # the heat map's rows are each rank's steps
-        assert sorted(row)[len(row) // 2] == pytest.approx(by_rank[rank], abs=1e-3) or len(row) % 2 == 0
-    assert views["collectives"] and all(c["exposed_ms"] <= c["total_ms"] + 1e-9 for c in views["collectives"])
+    for rank, row in zip(
+        views["ranks"], views["step_ms"]
+    ):  # the heat map's rows are each rank's steps
+        assert (
+            sorted(row)[len(row) // 2] == pytest.approx(by_rank[rank], abs=1e-3)
+            or len(row) % 2 == 0
+        )
+    assert views["collectives"] and all(
+        c["exposed_ms"] <= c["total_ms"] + 1e-9 for c in views["collectives"]
+    )
 
 
 def test_a_planted_straggler_has_victims_that_wait_on_it(tmp_path: Path) -> None:
     folder = planted_job(tmp_path / "job")
     out = analyze(str(folder))
     views = out.pop("job")
-    assert out == _whole(folder)  # the reduce gives what loading every rank gives, straggler and all
+    assert out == _whole(
+        folder
+    )  # the reduce gives what loading every rank gives, straggler and all
     s = views["straggler"]
     assert s["culprit"] == STRAGGLER == out["straggler"]["rank"] and len(s["victims"]) == 3
-    assert views["straggler_reason"] == out["straggler_reason"] and out["straggler_reason"].startswith(
-        f"Straggler: rank {STRAGGLER} works ")
+    assert views["straggler_reason"] == out["straggler_reason"] and out[
+        "straggler_reason"
+    ].startswith(f"Straggler: rank {STRAGGLER} works ")
     exposed = {r: row for r, row in zip(views["ranks"], views["exposed_comm_ms"])}
     for v in s["victims"]:  # a victim waits longer in its collectives than the culprit does
         assert min(exposed[v["rank"]]) > max(exposed[s["culprit"]])
 
 
-def test_the_straggler_s_extra_work_is_named_by_category_kernel_and_operator(tmp_path: Path) -> None:
+def test_the_straggler_s_extra_work_is_named_by_category_kernel_and_operator(
+    tmp_path: Path,
+) -> None:
     """The planted straggler's kernels run 1.3 times as long: the view says in what, each figure the culprit's
     per-step mean against the median of the other ranks' (read here from the whole analysis' per-rank
     categories, an independent path)."""
     folder = planted_job(tmp_path / "job")
     extra = analyze(str(folder))["job"]["straggler"]["extra_work"]
     cats = {c["category"]: c for c in extra["categories"]}
-    assert extra["categories"][0]["category"] == "gpu_compute" and cats["gpu_compute"]["extra_ms"] > 0.5
-    assert all(c["extra_ms"] == pytest.approx(c["culprit_ms"] - c["others_median_ms"], abs=1e-3)
-               for c in extra["categories"])
+    assert (
+        extra["categories"][0]["category"] == "gpu_compute"
+        and cats["gpu_compute"]["extra_ms"] > 0.5
+    )
+    assert all(
+        c["extra_ms"] == pytest.approx(c["culprit_ms"] - c["others_median_ms"], abs=1e-3)
+        for c in extra["categories"]
+    )
     whole = observe(folder).breakdown
     assert whole is not None
     per = whole.per_step.groupby("rank")["gpu_compute"].mean() / 1e6
     others = per.drop(STRAGGLER)
     assert cats["gpu_compute"]["culprit_ms"] == pytest.approx(per[STRAGGLER], abs=1e-3)
-    assert cats["gpu_compute"]["others_median_ms"] == pytest.approx(float(others.median()), abs=1e-3)
+    assert cats["gpu_compute"]["others_median_ms"] == pytest.approx(
+        float(others.median()), abs=1e-3
+    )
     assert extra["kernels"] and all(k["extra_ms"] > 0 for k in extra["kernels"])
     assert "communication" not in cats  # the others' waiting is not the culprit's work
 
@@ -84,7 +105,9 @@ def test_a_summary_is_small(tmp_path: Path) -> None:
     assert summary_bytes(summary) < min(f.path.stat().st_size, 2 * 1024**2)
 
 
-def test_summaries_are_cached_in_the_users_cache_by_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summaries_are_cached_in_the_users_cache_by_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The cache is Stepwise's own (here the user's cache folder under a fake home): the folder of traces is
     never written to, and a copy of the same bytes elsewhere reads the same summaries."""
     monkeypatch.delenv("STEPWISE_SUMMARY_CACHE", raising=False)
@@ -100,7 +123,9 @@ def test_summaries_are_cached_in_the_users_cache_by_content(tmp_path: Path, monk
     assert cache_dir() == tmp_path / "home" / ".cache" / "stepwise" / "rank-summaries"
     assert len(list(cache_dir().iterdir())) == 8
     assert sorted(p.name for p in job.iterdir()) == before  # nothing written beside the traces
-    assert analyze(str(shutil.copytree(job, tmp_path / "elsewhere")))["job"]["summaries_cached"] == 8
+    assert (
+        analyze(str(shutil.copytree(job, tmp_path / "elsewhere")))["job"]["summaries_cached"] == 8
+    )
     second = analyze(str(job))
     assert second["job"].pop("summaries_cached") == 8
     first["job"].pop("summaries_cached")
@@ -113,14 +138,19 @@ def test_summaries_are_cached_in_the_users_cache_by_content(tmp_path: Path, monk
     assert third == first
 
 
-def test_a_read_only_trace_folder_is_left_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_read_only_trace_folder_is_left_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", str(tmp_path / "cache"))
     job = tmp_path / "job"
     shutil.copytree(JOBS[0], job)
     job.chmod(0o555)
     try:
         assert analyze(str(job))["job"]["summaries"] == 8
-        assert not (job / SUMMARY_CACHE_DIR).exists() and len(list((tmp_path / "cache").iterdir())) == 8
+        assert (
+            not (job / SUMMARY_CACHE_DIR).exists()
+            and len(list((tmp_path / "cache").iterdir())) == 8
+        )
     finally:
         job.chmod(0o755)
 
@@ -142,7 +172,11 @@ def _raw_message_bytes(job: Path, op: str) -> tuple[int, int, int]:
     calls = sized = total = 0
     for f in sorted(job.iterdir()):
         events = json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]
-        steps = [(e["ts"], e["ts"] + e["dur"]) for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+        steps = [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in events
+            if str(e.get("name", "")).startswith("ProfilerStep#")
+        ]
         for e in events:
             if e.get("name") != op or not any(a <= e["ts"] < b for a, b in steps):
                 continue
@@ -166,19 +200,30 @@ def test_collectives_carry_their_message_sizes_from_the_trace() -> None:
     job = JOBS[1]
     sizes = {r["kind"]: r for r in analyze(str(job))["job"]["collective_sizes"]}
     calls, sized, total = _raw_message_bytes(job, "nccl:all_reduce")
-    assert (sizes["allreduce"]["calls"], sizes["allreduce"]["sized_calls"], sizes["allreduce"]["bytes"]) == \
-        (calls, sized, total) and total > 0
+    assert (
+        sizes["allreduce"]["calls"],
+        sizes["allreduce"]["sized_calls"],
+        sizes["allreduce"]["bytes"],
+    ) == (calls, sized, total) and total > 0
     assert sizes["allreduce"]["mean_message_mb"] == pytest.approx(total / sized / 1e6, rel=1e-3)
     assert sizes["alltoall"]["time_ms"] is not None  # its ncclKernel_SendRecv kernels
     v100 = analyze(str(COMM / "hta_v100_2rank_216k_events.json.gz"))
     assert "job" not in v100 or all(r["sized_calls"] == 0 for r in v100["job"]["collective_sizes"])
-    assert [collective_kind(n) for n in ("nccl:all_reduce", "gloo:broadcast", "c10d::allreduce_",
-                                         "ncclDevKernel_AllGather_RING_LL(x)", "aten::mm")] == \
-        ["allreduce", "broadcast", "allreduce", "allgather", None]
+    assert [
+        collective_kind(n)
+        for n in (
+            "nccl:all_reduce",
+            "gloo:broadcast",
+            "c10d::allreduce_",
+            "ncclDevKernel_AllGather_RING_LL(x)",
+            "aten::mm",
+        )
+    ] == ["allreduce", "broadcast", "allreduce", "allgather", None]
 
 
-def test_a_report_on_many_ranks_reads_their_summaries_not_their_events(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_report_on_many_ranks_reads_their_summaries_not_their_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``analyze FOLDER --report`` on SUMMARY_RANKS ranks or more (16; the shared 8-rank job here) writes the
     report from the ranks' summaries, as the dashboard does: no rank's events are loaded, and its JSON is the JSON
     without ``--report``."""
@@ -191,7 +236,9 @@ def test_a_report_on_many_ranks_reads_their_summaries_not_their_events(tmp_path:
     real = load.load_trace_files
     at_once: list[int] = []
 
-    def one_rank_at_a_time(files, *a, **k):  # the map reads a rank at a time; the report must not read them all
+    def one_rank_at_a_time(
+        files, *a, **k
+    ):  # the map reads a rank at a time; the report must not read them all
         at_once.append(len(files))
         return real(files, *a, **k)
 

@@ -12,7 +12,13 @@ from profilers.jobs.engines import map_summaries
 from profilers.trace.sources import find_trace_files
 
 ray = pytest.importorskip("ray")
-JOB = Path(__file__).resolve().parents[3].parent / "shared" / "traces" / "communication" / "param_dlrm_8_ranks"
+JOB = (
+    Path(__file__).resolve().parents[3].parent
+    / "shared"
+    / "traces"
+    / "communication"
+    / "param_dlrm_8_ranks"
+)
 
 
 @pytest.mark.slow
@@ -20,9 +26,17 @@ def test_ray_gives_the_local_engines_json(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", "off")
     local = analyze(str(JOB))
     # A cluster of this machine alone: 2 CPUs, no dashboard, nothing beyond localhost.
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"STEPWISE_SUMMARY_CACHE": "off",
-                                       "PYTHONPATH": str(Path(__file__).resolve().parents[3])}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={
+            "env_vars": {
+                "STEPWISE_SUMMARY_CACHE": "off",
+                "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+            }
+        },
+    )
     try:
         on_ray = analyze(str(JOB), engine="ray")
         summaries = map_summaries(find_trace_files(JOB), "ray")
@@ -31,4 +45,6 @@ def test_ray_gives_the_local_engines_json(monkeypatch: pytest.MonkeyPatch) -> No
     assert on_ray["job"].pop("engine") == "ray"
     assert local["job"].pop("engine") == "local"
     assert on_ray == local
-    assert all(s["worker"]["pid"] != os.getpid() for s in summaries)  # each rank read in a Ray worker
+    assert all(
+        s["worker"]["pid"] != os.getpid() for s in summaries
+    )  # each rank read in a Ray worker

@@ -13,7 +13,7 @@ from cli.profilers import main as profilers_main
 from profilers.jobs.agent_summaries import read_agent_summaries, traced_ranks
 from stepwise_agent.rank_summary import COMM, parse_trace_ranks, summarise_events
 
-TWO_RANKS = '''
+TWO_RANKS = """
 import time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -25,15 +25,31 @@ for step in range(1000):
     model(torch.randn(16, 64)).sum().backward()
     opt.step()
     opt.zero_grad()
-'''
+"""
 
 
 @pytest.mark.slow
 def test_trace_ranks_0_under_torchrun_keeps_summaries_for_both_and_a_trace_for_rank_0(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "train.py").write_text(TWO_RANKS)
-    code = profilers_main(["launch", "--steps", "3", "--nproc-per-node", "2", "--trace-ranks", "0", "--json",
-                           "--store", str(tmp_path / "runs"), "--", "python", str(tmp_path / "train.py")])
+    code = profilers_main(
+        [
+            "launch",
+            "--steps",
+            "3",
+            "--nproc-per-node",
+            "2",
+            "--trace-ranks",
+            "0",
+            "--json",
+            "--store",
+            str(tmp_path / "runs"),
+            "--",
+            "python",
+            str(tmp_path / "train.py"),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     run_dir = Path(out["run_dir"])
@@ -48,8 +64,17 @@ def test_trace_ranks_0_under_torchrun_keeps_summaries_for_both_and_a_trace_for_r
     assert job["straggler"]["culprit"] == 1  # the sleeping rank: most work outside its collectives
     assert len(job["step_ms"]) == 2 and all(len(row) == 3 for row in job["step_ms"])
     # the advisor judges the straggler from both ranks' summaries, though only rank 0's trace was kept
-    named = [f for lead in doc["findings"] for f in (lead, *lead.get("rules", [])) if f["rule"] == "COMM003"]
-    assert named and named[0]["evidence"]["straggler_rank"] == 1 and named[0]["evidence"]["ranks_summarised"] == 2
+    named = [
+        f
+        for lead in doc["findings"]
+        for f in (lead, *lead.get("rules", []))
+        if f["rule"] == "COMM003"
+    ]
+    assert (
+        named
+        and named[0]["evidence"]["straggler_rank"] == 1
+        and named[0]["evidence"]["ranks_summarised"] == 2
+    )
 
 
 class _Range:
@@ -63,12 +88,23 @@ class _Event:
 
 
 def test_a_summary_splits_each_step_into_collectives_and_work() -> None:
-    events = [_Event("ProfilerStep#3", 0, 100), _Event("aten::mm", 5, 40), _Event("gloo:all_reduce", 40, 90),
-              _Event("c10d::allreduce_", 45, 95), _Event("ProfilerStep#4", 100, 150), _Event("aten::mm", 100, 150)]
+    events = [
+        _Event("ProfilerStep#3", 0, 100),
+        _Event("aten::mm", 5, 40),
+        _Event("gloo:all_reduce", 40, 90),
+        _Event("c10d::allreduce_", 45, 95),
+        _Event("ProfilerStep#4", 100, 150),
+        _Event("aten::mm", 100, 150),
+    ]
     s = summarise_events(events, rank=3, world_size=4)
-    assert [(r["step"], r["step_us"], r["comm_us"], r["work_us"]) for r in s["steps"]] == \
-        [(3, 100, 55, 45), (4, 50, 0, 50)]
-    assert {c["name"]: c["count"] for c in s["collectives"]} == {"gloo:all_reduce": 1, "c10d::allreduce_": 1}
+    assert [(r["step"], r["step_us"], r["comm_us"], r["work_us"]) for r in s["steps"]] == [
+        (3, 100, 55, 45),
+        (4, 50, 0, 50),
+    ]
+    assert {c["name"]: c["count"] for c in s["collectives"]} == {
+        "gloo:all_reduce": 1,
+        "c10d::allreduce_": 1,
+    }
 
 
 def test_trace_ranks_values() -> None:
@@ -79,17 +115,29 @@ def test_trace_ranks_values() -> None:
 def test_the_agents_collective_pattern_covers_the_analysts() -> None:
     from profilers.trace.kernel_classes import COMM_KERNEL, COMM_OP
 
-    for name in ("gloo:all_reduce", "c10d::allreduce_", "nccl:all_reduce", "record_param_comms", "barrier",
-                 "ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_SendRecv", "alltoall_base"):
-        assert bool(COMM.search(name)) == bool(COMM_OP.search(name) or COMM_KERNEL.search(name)), name
+    for name in (
+        "gloo:all_reduce",
+        "c10d::allreduce_",
+        "nccl:all_reduce",
+        "record_param_comms",
+        "barrier",
+        "ncclKernel_AllReduce_RING_LL_Sum_float",
+        "ncclDevKernel_SendRecv",
+        "alltoall_base",
+    ):
+        assert bool(COMM.search(name)) == bool(COMM_OP.search(name) or COMM_KERNEL.search(name)), (
+            name
+        )
 
 
 def test_slowest_keeps_the_trace_of_the_rank_with_most_work_only(tmp_path: Path) -> None:
     from stepwise_agent.rank_summary import keeps_trace, write_summary
 
     def steps(work: float, comm: float) -> list[dict]:
-        return [{"step": s, "start_us": 0.0, "step_us": work + comm, "comm_us": comm, "work_us": work}
-                for s in range(3)]
+        return [
+            {"step": s, "start_us": 0.0, "step_us": work + comm, "comm_us": comm, "work_us": work}
+            for s in range(3)
+        ]
 
     for rank, (work, comm) in enumerate([(50.0, 40.0), (90.0, 1.0), (52.0, 38.0)]):
         write_summary(tmp_path, {"rank": rank, "world_size": 3, "steps": steps(work, comm)})

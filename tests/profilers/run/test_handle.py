@@ -23,9 +23,11 @@ from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
 from tests.fake_clock import FakeClock
 
-WAIT_S = 120.0  # generous upper bound for a tiny run on a loaded 2-core machine (not a timing assertion)
+WAIT_S = (
+    120.0  # generous upper bound for a tiny run on a loaded 2-core machine (not a timing assertion)
+)
 
-FAKE_RUN = textwrap.dedent('''
+FAKE_RUN = textwrap.dedent("""
     import json, os, subprocess, sys, time
     from pathlib import Path
     run_dir, mode = Path(sys.argv[1]), sys.argv[2]
@@ -47,7 +49,7 @@ FAKE_RUN = textwrap.dedent('''
             if blocks:
                 time.sleep(600)
     (run_dir / "result.json").write_text(json.dumps({"status": "ok", "steps_done": 6, "step_time_ms": 5.0}))
-''')
+""")
 
 
 _STARTED: list[RunHandle] = []
@@ -62,14 +64,23 @@ def _stop_what_a_failed_test_left() -> Iterator[None]:
         handle.join(WAIT_S)
 
 
-def _fake(tmp_path: Path, mode: str, hang_timeout_s: float | None = None,
-          hang_clock: Callable[[], float] = time.monotonic) -> tuple[RunStore, RunHandle]:
+def _fake(
+    tmp_path: Path,
+    mode: str,
+    hang_timeout_s: float | None = None,
+    hang_clock: Callable[[], float] = time.monotonic,
+) -> tuple[RunStore, RunHandle]:
     script = tmp_path / "fake_run.py"
     script.write_text(FAKE_RUN)
     store = RunStore(tmp_path / "store")
     record = store.create("launch", f"fake-{mode}")
-    handle = spawn(store, record.run_id, [sys.executable, str(script), record.run_dir, mode],
-                   hang_timeout_s=hang_timeout_s, hang_clock=hang_clock)
+    handle = spawn(
+        store,
+        record.run_id,
+        [sys.executable, str(script), record.run_dir, mode],
+        hang_timeout_s=hang_timeout_s,
+        hang_clock=hang_clock,
+    )
     _STARTED.append(handle)
     return store, handle
 
@@ -77,7 +88,9 @@ def _fake(tmp_path: Path, mode: str, hang_timeout_s: float | None = None,
 def _wait_for_step(handle: RunHandle, step: int) -> None:
     deadline = time.monotonic() + WAIT_S
     while ((handle.progress() or {}).get("step") or 0) < step:
-        assert time.monotonic() < deadline and not handle.poll().finished, "the run never got that far"
+        assert time.monotonic() < deadline and not handle.poll().finished, (
+            "the run never got that far"
+        )
         time.sleep(0.05)
 
 
@@ -121,7 +134,9 @@ def test_sigkill_mid_run_is_killed_with_steps(tmp_path: Path) -> None:
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and "SIGKILL" in (result.error or "")
     assert result.steps_done == 3 and store.get(handle.run_id).status is RunStatus.KILLED
-    assert _until(lambda: run_processes(handle.run_id) == [])  # the orphaned grandchild went with it
+    assert _until(
+        lambda: run_processes(handle.run_id) == []
+    )  # the orphaned grandchild went with it
 
 
 def test_cancel_kills_the_whole_tree_even_other_sessions(tmp_path: Path) -> None:
@@ -147,7 +162,9 @@ def test_a_cancel_asked_before_the_process_started_still_stops_it(tmp_path: Path
     script.write_text(FAKE_RUN)
     store = RunStore(tmp_path / "store")
     record = store.create("launch", "fake-block")
-    asked = threading.Thread(target=cancel_run, args=(store, record.run_id, "cancelled by you (test)"))
+    asked = threading.Thread(
+        target=cancel_run, args=(store, record.run_id, "cancelled by you (test)")
+    )
     asked.start()  # no pid stored yet: cancel_run waits a grace for one, the handle will see the request anyway
     time.sleep(0.1)
     handle = spawn(store, record.run_id, [sys.executable, str(script), record.run_dir, "block"])
@@ -159,10 +176,14 @@ def test_a_cancel_asked_before_the_process_started_still_stops_it(tmp_path: Path
     assert _until(lambda: run_processes(record.run_id) == [])
 
 
-def test_a_stop_request_stored_by_another_process_is_honoured_by_the_watcher(tmp_path: Path) -> None:
+def test_a_stop_request_stored_by_another_process_is_honoured_by_the_watcher(
+    tmp_path: Path,
+) -> None:
     store, handle = _fake(tmp_path, "block")
     _wait_for_step(handle, 3)
-    store.request_cancel(handle.run_id, "cancelled elsewhere")  # only the marker: no signal sent by anyone
+    store.request_cancel(
+        handle.run_id, "cancelled elsewhere"
+    )  # only the marker: no signal sent by anyone
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and result.error == "cancelled elsewhere"
     assert result.steps_done == 3
@@ -201,10 +222,16 @@ def test_cancel_run_from_another_process_without_a_handle(tmp_path: Path) -> Non
     store, handle = _fake(tmp_path, "block")
     _wait_for_step(handle, 3)
     child_pid = int((handle.run_dir / "child.pid").read_text())
-    code = ("import sys; from profilers.store.runs import RunStore; from profilers.run.handle import cancel_run; "
-            "print(cancel_run(RunStore(sys.argv[1]), sys.argv[2]).value)")
-    out = subprocess.run([sys.executable, "-c", code, str(store.root), handle.run_id], capture_output=True,
-                         text=True, timeout=WAIT_S)
+    code = (
+        "import sys; from profilers.store.runs import RunStore; from profilers.run.handle import cancel_run; "
+        "print(cancel_run(RunStore(sys.argv[1]), sys.argv[2]).value)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(store.root), handle.run_id],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
     assert out.stdout.strip() == "killed", out.stderr
     result = handle.wait(WAIT_S)
     assert result.status is RunStatus.KILLED and result.steps_done == 3

@@ -22,7 +22,7 @@ STEPS = 3
 WAIT_S = 240.0  # an upper bound for a stuck launch, not a timing assertion
 
 # A DataLoader with worker processes, a torch.optim optimizer and gradient accumulation (2 backwards a step).
-WITH_OPTIMIZER = textwrap.dedent('''
+WITH_OPTIMIZER = textwrap.dedent("""
     import sys, torch
     from torch.utils.data import DataLoader, TensorDataset
     x, y = torch.randn(512, 16), torch.randint(0, 4, (512,))
@@ -37,10 +37,10 @@ WITH_OPTIMIZER = textwrap.dedent('''
                 opt.step()
                 opt.zero_grad()
     print("the script finished on its own")
-''')
+""")
 
 # No optimizer at all: a hand-written SGD update under no_grad.
-HAND_WRITTEN_SGD = textwrap.dedent('''
+HAND_WRITTEN_SGD = textwrap.dedent("""
     import torch
     w = torch.randn(16, 4, requires_grad=True)
     b = torch.zeros(4, requires_grad=True)
@@ -53,10 +53,12 @@ HAND_WRITTEN_SGD = textwrap.dedent('''
                 p -= 0.1 * p.grad
                 p.grad = None
     print("the script finished on its own")
-''')
+""")
 
-RAISES = HAND_WRITTEN_SGD.replace("    loss.backward()\n",
-                                  "    loss.backward()\n    if i == 3:\n        raise ValueError('bad batch')\n")
+RAISES = HAND_WRITTEN_SGD.replace(
+    "    loss.backward()\n",
+    "    loss.backward()\n    if i == 3:\n        raise ValueError('bad batch')\n",
+)
 assert RAISES != HAND_WRITTEN_SGD
 NO_TRAINING = "print('hello, no training here')\n"
 
@@ -78,18 +80,26 @@ def _profiler_steps(run_dir: Path) -> list[str]:
 def _leftovers(run_dir: Path) -> list[int]:
     out = []
     for proc in psutil.process_iter(["pid", "cmdline", "status"]):
-        if str(run_dir) in " ".join(proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        if (
+            str(run_dir) in " ".join(proc.info["cmdline"] or [])
+            and proc.info["status"] != psutil.STATUS_ZOMBIE
+        ):
             out.append(proc.info["pid"])
     return out
 
 
 @pytest.mark.slow  # a real launched process; launch_boot in process: test_launch_in_process.py
-@pytest.mark.parametrize("source, mode, has_samples", [
-    (WITH_OPTIMIZER, "optimizer", True),
-    (HAND_WRITTEN_SGD, "backward", False),
-], ids=["dataloader-and-optimizer", "hand-written-sgd"])
-def test_unmodified_script_is_profiled_for_n_steps_and_ends_cleanly(tmp_path: Path, source: str, mode: str,
-                                                                     has_samples: bool) -> None:
+@pytest.mark.parametrize(
+    "source, mode, has_samples",
+    [
+        (WITH_OPTIMIZER, "optimizer", True),
+        (HAND_WRITTEN_SGD, "backward", False),
+    ],
+    ids=["dataloader-and-optimizer", "hand-written-sgd"],
+)
+def test_unmodified_script_is_profiled_for_n_steps_and_ends_cleanly(
+    tmp_path: Path, source: str, mode: str, has_samples: bool
+) -> None:
     store, handle, result = _launch(tmp_path, source, "50")
     run_dir = Path(handle.run_dir)  # type: ignore[attr-defined]
     assert result.status is RunStatus.OK and result.exit_code == 0, result.error  # type: ignore[attr-defined]
@@ -108,7 +118,9 @@ def test_unmodified_script_is_profiled_for_n_steps_and_ends_cleanly(tmp_path: Pa
         assert set(steps["samples"]) == {32.0}  # two micro-batches of 16 per optimizer step
     assert "finished on its own" not in (run_dir / "stdout.log").read_text()
     assert store.get(handle.run_id).kind == "launch" and (run_dir / "launch.json").exists()  # type: ignore
-    assert list((run_dir / "tb").glob("events.out.tfevents.*"))  # TensorBoard scalars beside the trace
+    assert list(
+        (run_dir / "tb").glob("events.out.tfevents.*")
+    )  # TensorBoard scalars beside the trace
     assert _leftovers(run_dir) == []  # no DataLoader worker outlives the run
 
 
@@ -126,7 +138,9 @@ def test_a_script_without_training_is_failed(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # a real launched process; launch_boot in process: test_launch_in_process.py
-def test_a_script_shorter_than_the_window_ends_ok_with_a_warning_and_its_trace(tmp_path: Path) -> None:
+def test_a_script_shorter_than_the_window_ends_ok_with_a_warning_and_its_trace(
+    tmp_path: Path,
+) -> None:
     _, handle, result = _launch(tmp_path, HAND_WRITTEN_SGD.replace("range(1000)", "range(3)"))
     assert result.status is RunStatus.OK and result.steps_done == 3  # type: ignore[attr-defined]
     assert any("before the 5 requested" in w for w in result.warnings)  # type: ignore[attr-defined]
@@ -140,11 +154,31 @@ def test_boot_command_shapes(tmp_path: Path) -> None:
     script.write_text("pass")
     cmd = boot_command(["python3", "-u", "-X", "dev", str(script), "--lr", "1"], tmp_path, 4)
     # python3 is the one a shell finds on PATH (tests run as if this environment were activated)
-    assert cmd == [resolve("python3"), "-u", "-X", "dev", "-m", "stepwise_agent.boot", str(tmp_path), "4",
-                   str(script), "--lr", "1"]
-    assert boot_command(["--", "python", "-m", "pkg.train"], tmp_path, 2)[-2:] == ["-m", "pkg.train"]
+    assert cmd == [
+        resolve("python3"),
+        "-u",
+        "-X",
+        "dev",
+        "-m",
+        "stepwise_agent.boot",
+        str(tmp_path),
+        "4",
+        str(script),
+        "--lr",
+        "1",
+    ]
+    assert boot_command(["--", "python", "-m", "pkg.train"], tmp_path, 2)[-2:] == [
+        "-m",
+        "pkg.train",
+    ]
     assert boot_command([str(script)], tmp_path, 2)[-1] == str(script)
-    for bad in (["bash", "x.sh"], ["python", "-c", "print(1)"], ["python", "missing.py"], [], ["python"]):
+    for bad in (
+        ["bash", "x.sh"],
+        ["python", "-c", "print(1)"],
+        ["python", "missing.py"],
+        [],
+        ["python"],
+    ):
         with pytest.raises(RunError):
             boot_command(bad, tmp_path, 2)
 
@@ -157,13 +191,33 @@ def test_accelerate_launch_runs_the_boot_module_under_its_own_launcher(tmp_path:
     for name in ("accelerate", "python"):
         (env / name).write_text("#!/bin/sh\n")
         (env / name).chmod(0o755)
-    cmd = boot_command([str(env / "accelerate"), "launch", "--mixed_precision", "bf16", str(script), "--lr", "1"],
-                       tmp_path, 4)
+    cmd = boot_command(
+        [str(env / "accelerate"), "launch", "--mixed_precision", "bf16", str(script), "--lr", "1"],
+        tmp_path,
+        4,
+    )
     # accelerate's options as typed; the interpreter beside the accelerate command
-    assert cmd == [str(env / "python"), "-m", "accelerate.commands.launch", "--mixed_precision", "bf16", "-m",
-                   "stepwise_agent.boot", str(tmp_path), "4", str(script), "--lr", "1"]
-    for bad in ([str(env / "accelerate"), "launch", "-m", "pkg.train"], [str(env / "accelerate"), "launch"]):
+    assert cmd == [
+        str(env / "python"),
+        "-m",
+        "accelerate.commands.launch",
+        "--mixed_precision",
+        "bf16",
+        "-m",
+        "stepwise_agent.boot",
+        str(tmp_path),
+        "4",
+        str(script),
+        "--lr",
+        "1",
+    ]
+    for bad in (
+        [str(env / "accelerate"), "launch", "-m", "pkg.train"],
+        [str(env / "accelerate"), "launch"],
+    ):
         with pytest.raises(RunError):
             boot_command(bad, tmp_path, 2)
     with pytest.raises(RunError):
-        boot_command([str(env / "accelerate"), "launch", str(script)], tmp_path, 2, nproc_per_node=2)
+        boot_command(
+            [str(env / "accelerate"), "launch", str(script)], tmp_path, 2, nproc_per_node=2
+        )

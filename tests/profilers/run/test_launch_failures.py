@@ -29,7 +29,7 @@ from profilers.run.records import RunStatus
 from profilers.store.runs import RunStore
 from tests.user_env import user_python
 
-STEP_LOOP = '''
+STEP_LOOP = """
 import torch
 model = torch.nn.Linear(16, 4)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -39,11 +39,13 @@ for step in range(1000):
     loss.backward()
     opt.step()
     opt.zero_grad()
-'''
+"""
 USER_ONLY = "import only_in_user_env\n" + STEP_LOOP.format(body="    pass")
 CANNOT_IMPORT = "import a_module_nobody_has_42\n" + STEP_LOOP.format(body="    pass")
-RAISES_AT_2 = STEP_LOOP.format(body="    if step == 2:\n        raise ValueError('shapes do not match at step 2')")
-TWO_RANKS = '''
+RAISES_AT_2 = STEP_LOOP.format(
+    body="    if step == 2:\n        raise ValueError('shapes do not match at step 2')"
+)
+TWO_RANKS = """
 import torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -55,28 +57,57 @@ for step in range(1000):
     model(torch.randn(4, 8)).sum().backward()
     opt.step()
     opt.zero_grad()
-'''
+"""
 # From the first profiled step on, keep 32 MiB chunks (touched, so resident) until the guard stops the step.
-GROWS = STEP_LOOP.format(body='''    if step >= 2:
+GROWS = STEP_LOOP.format(
+    body="""    if step >= 2:
         import time
         hoard = []
         for _ in range(100):
             hoard.append(torch.ones(8 * 2**20))
-            time.sleep(0.02)''')
+            time.sleep(0.02)"""
+)
 # The test sets an address-space limit in the child: the allocation fails inside the profiled step.
-RLIMITED = STEP_LOOP.format(body='''    if step == 2:
+RLIMITED = STEP_LOOP.format(
+    body="""    if step == 2:
         import resource
         vm = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (vm + 256 * 2**20, resource.getrlimit(resource.RLIMIT_AS)[1]))
-        torch.empty(2**31, dtype=torch.uint8).fill_(1)''')
+        torch.empty(2**31, dtype=torch.uint8).fill_(1)"""
+)
 
 
-def _optimize(tmp_path: Path, source: str, capsys: pytest.CaptureFixture[str], *extra: str,
-              python: str = "python") -> tuple[int, dict[str, Any], str]:
+def _optimize(
+    tmp_path: Path,
+    source: str,
+    capsys: pytest.CaptureFixture[str],
+    *extra: str,
+    python: str = "python",
+) -> tuple[int, dict[str, Any], str]:
     script = tmp_path / "train.py"
     script.write_text(source)
-    code = advisors_main(["optimize", "--rounds", "1", "--trials", "3", "--steps", "2", "--warmup", "1", "--json",
-                          "--timeout", "300", "--store", str(tmp_path / "runs"), *extra, "--", python, str(script)])
+    code = advisors_main(
+        [
+            "optimize",
+            "--rounds",
+            "1",
+            "--trials",
+            "3",
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            "--json",
+            "--timeout",
+            "300",
+            "--store",
+            str(tmp_path / "runs"),
+            *extra,
+            "--",
+            python,
+            str(script),
+        ]
+    )
     out, err = capsys.readouterr()
     return code, json.loads(out) if out.strip() else {}, err
 
@@ -97,24 +128,41 @@ def test_python_is_the_one_on_path_and_a_path_is_kept_as_given(tmp_path: Path) -
         interpreter.resolve("python3.99", {"PATH": str(env_bin)})
 
 
-def test_an_interpreter_without_torch_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_interpreter_without_torch_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "train.py").write_text("pass\n")
     bare = tmp_path / "bare" / "python3"
     bare.parent.mkdir()
     bare.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
     bare.chmod(0o755)
-    code = profilers_main(["launch", "--store", str(tmp_path / "runs"), "--", str(bare), str(tmp_path / "train.py")])
+    code = profilers_main(
+        ["launch", "--store", str(tmp_path / "runs"), "--", str(bare), str(tmp_path / "train.py")]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and "not a working Python interpreter" in err
-    code = profilers_main(["launch", "--store", str(tmp_path / "runs"), "--python", str(tmp_path / "missing"),
-                           "--", "python", str(tmp_path / "train.py")])
+    code = profilers_main(
+        [
+            "launch",
+            "--store",
+            str(tmp_path / "runs"),
+            "--python",
+            str(tmp_path / "missing"),
+            "--",
+            "python",
+            str(tmp_path / "train.py"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("error: ") == 1 and "no such Python interpreter" in err
 
 
 def test_a_real_python_without_torch_is_named(tmp_path: Path) -> None:
     system = Path("/usr/bin/python3")
-    if not system.is_file() or subprocess.run([str(system), "-c", "import torch"], capture_output=True).returncode == 0:
+    if (
+        not system.is_file()
+        or subprocess.run([str(system), "-c", "import torch"], capture_output=True).returncode == 0
+    ):
         pytest.skip("no interpreter without torch on this machine")
     with pytest.raises(RunError, match="has no torch .*ModuleNotFoundError"):
         interpreter.probe(str(system))
@@ -123,19 +171,36 @@ def test_a_real_python_without_torch_is_named(tmp_path: Path) -> None:
 # -- verdicts from run folders (fast) ------------------------------------------------------------------------
 def test_the_first_rank_that_raised_makes_the_run_failed_not_killed(tmp_path: Path) -> None:
     for rank, t, msg in [(1, 10.0, "first"), (0, 11.0, "second")]:
-        (tmp_path / f"rank{rank}.error.json").write_text(json.dumps(
-            {"rank": rank, "type": "RuntimeError", "message": msg, "traceback": "Traceback…", "t_unix": t}))
+        (tmp_path / f"rank{rank}.error.json").write_text(
+            json.dumps(
+                {
+                    "rank": rank,
+                    "type": "RuntimeError",
+                    "message": msg,
+                    "traceback": "Traceback…",
+                    "t_unix": t,
+                }
+            )
+        )
     result = finish_launch(tmp_path, 1)
     assert result is not None and result.status is RunStatus.FAILED
-    assert result.error is not None and result.error.startswith("rank 1 raised RuntimeError: first (1 other rank")
+    assert result.error is not None and result.error.startswith(
+        "rank 1 raised RuntimeError: first (1 other rank"
+    )
     assert json.loads((tmp_path / "result.json").read_text())["status"] == "failed"
 
 
-def test_ranks_that_ended_before_writing_a_result_keep_the_world_size_asked_for(tmp_path: Path) -> None:
+def test_ranks_that_ended_before_writing_a_result_keep_the_world_size_asked_for(
+    tmp_path: Path,
+) -> None:
     store = RunStore(tmp_path)
-    record = store.create("launch", "t.py", files={"launch.json": {"command": ["python", "t.py"]}}, world_size=2)
+    record = store.create(
+        "launch", "t.py", files={"launch.json": {"command": ["python", "t.py"]}}, world_size=2
+    )
     assert record.world_size == 2
-    assert store.salvage(record.run_id, RunStatus.FAILED, "a rank exited with code 1").world_size == 2
+    assert (
+        store.salvage(record.run_id, RunStatus.FAILED, "a rank exited with code 1").world_size == 2
+    )
 
 
 def test_a_sigkill_near_the_memory_limit_is_out_of_memory(tmp_path: Path) -> None:
@@ -143,7 +208,11 @@ def test_a_sigkill_near_the_memory_limit_is_out_of_memory(tmp_path: Path) -> Non
     monitor.peak_rss_mb = 950.0
     assert killed_for_memory(-signal.SIGKILL, monitor) and not killed_for_memory(1, monitor)
     result = finish_launch(tmp_path, -signal.SIGKILL, monitor)
-    assert result is not None and result.status is RunStatus.OUT_OF_MEMORY and result.peak_memory_mb == 950.0
+    assert (
+        result is not None
+        and result.status is RunStatus.OUT_OF_MEMORY
+        and result.peak_memory_mb == 950.0
+    )
     assert "950 MiB" in (result.error or "") and "profile fewer steps" in (result.error or "")
     monitor.peak_rss_mb = 100.0  # far from the limit: a plain kill, left to the runner's own words
     (tmp_path / "result.json").unlink()
@@ -151,17 +220,20 @@ def test_a_sigkill_near_the_memory_limit_is_out_of_memory(tmp_path: Path) -> Non
 
 
 def test_the_error_line_is_the_scripts_own() -> None:
-    tb = "Traceback (most recent call last):\n  File \"t.py\", line 3\nValueError: shapes do not match\n"
+    tb = 'Traceback (most recent call last):\n  File "t.py", line 3\nValueError: shapes do not match\n'
     assert last_error_line(tb) == "ValueError: shapes do not match"
-    assert last_error_line("rank 1 raised RuntimeError: x\nTraceback…\ntorch.OutOfMemoryError: CUDA") == \
-        "torch.OutOfMemoryError: CUDA"
+    assert (
+        last_error_line("rank 1 raised RuntimeError: x\nTraceback…\ntorch.OutOfMemoryError: CUDA")
+        == "torch.OutOfMemoryError: CUDA"
+    )
     assert last_error_line("the worker was killed by SIGKILL") == "the worker was killed by SIGKILL"
 
 
 # -- real processes (slow) -------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_optimize_runs_the_script_in_the_users_interpreter(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_optimize_runs_the_script_in_the_users_interpreter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     python = str(user_python())
     code, out, err = _optimize(tmp_path, USER_ONLY, capsys, python=python)
     assert code == 0, err
@@ -172,7 +244,9 @@ def test_optimize_runs_the_script_in_the_users_interpreter(tmp_path: Path,
         launched = json.loads((Path(record.run_dir) / "launch.json").read_text())
         assert launched["interpreter"] == python and launched["torch_version"].startswith("2.")
         agent = json.loads((Path(record.run_dir) / "agent.json").read_text())
-        assert agent["interpreter"] == python and agent["torch_version"] == launched["torch_version"]
+        assert (
+            agent["interpreter"] == python and agent["torch_version"] == launched["torch_version"]
+        )
         assert record.status is RunStatus.OK
     # the same script in Stepwise's own interpreter cannot import the user's package: a failed baseline
     own = tmp_path / "own"
@@ -182,12 +256,17 @@ def test_optimize_runs_the_script_in_the_users_interpreter(tmp_path: Path,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source, line", [
-    (CANNOT_IMPORT, "ModuleNotFoundError: No module named 'a_module_nobody_has_42'"),
-    (RAISES_AT_2, "ValueError: shapes do not match at step 2"),
-], ids=["cannot-import", "raises-at-step-2"])
-def test_a_failing_baseline_exits_2_with_the_scripts_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                           source: str, line: str) -> None:
+@pytest.mark.parametrize(
+    "source, line",
+    [
+        (CANNOT_IMPORT, "ModuleNotFoundError: No module named 'a_module_nobody_has_42'"),
+        (RAISES_AT_2, "ValueError: shapes do not match at step 2"),
+    ],
+    ids=["cannot-import", "raises-at-step-2"],
+)
+def test_a_failing_baseline_exits_2_with_the_scripts_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str, line: str
+) -> None:
     code, out, err = _optimize(tmp_path, source, capsys)
     assert code == 2
     errors = [x for x in err.splitlines() if x.startswith("error: ")]
@@ -196,28 +275,38 @@ def test_a_failing_baseline_exits_2_with_the_scripts_error(tmp_path: Path, capsy
 
 
 @pytest.mark.slow
-def test_a_rank_that_raises_is_failed_with_its_exception(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_rank_that_raises_is_failed_with_its_exception(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = _optimize(tmp_path, TWO_RANKS, capsys, "--nproc-per-node", "2")
     assert code == 2, err
     assert "RuntimeError: rank one broke at step 2" in err and out["status"] == "failed"
     run_dir = Path(out["run_dir"])
     result = json.loads((run_dir / "result.json").read_text())
-    assert result["status"] == "failed" and result["error"].startswith("rank 1 raised RuntimeError: rank one broke")
+    assert result["status"] == "failed" and result["error"].startswith(
+        "rank 1 raised RuntimeError: rank one broke"
+    )
     assert json.loads((run_dir / "rank1.error.json").read_text())["steps_done"] == 2
-    logs = list((run_dir / "ranks").rglob("stderr.log"))  # torchrun's --log-dir: every rank's stderr kept
+    logs = list(
+        (run_dir / "ranks").rglob("stderr.log")
+    )  # torchrun's --log-dir: every rank's stderr kept
     assert len(logs) == 2 and any("rank one broke" in p.read_text() for p in logs)
 
 
 @pytest.mark.slow
-def test_the_memory_guard_ends_a_growing_profiled_step_as_out_of_memory(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_memory_guard_ends_a_growing_profiled_step_as_out_of_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("STEPWISE_MEMORY_LIMIT_MB", "1200")
     (tmp_path / "train.py").write_text(GROWS)
-    handle, result = launch(["python", str(tmp_path / "train.py")], RunStore(tmp_path / "runs"), steps=3,
-                            timeout_s=300)
+    handle, result = launch(
+        ["python", str(tmp_path / "train.py")], RunStore(tmp_path / "runs"), steps=3, timeout_s=300
+    )
     assert result.status is RunStatus.OUT_OF_MEMORY, result.error
     assert "memory guard ended the run" in (result.error or "")
-    assert "smaller batch" in (result.error or "") and "profile fewer steps" not in (result.error or "")
+    assert "smaller batch" in (result.error or "") and "profile fewer steps" not in (
+        result.error or ""
+    )
     assert result.peak_memory_mb is not None
     assert result.peak_memory_mb > 1200
     assert any("memory guard" in w for w in result.warnings)
@@ -228,10 +317,13 @@ def test_the_memory_guard_ends_a_growing_profiled_step_as_out_of_memory(tmp_path
 
 
 @pytest.mark.slow
-def test_an_allocation_past_the_childs_address_limit_is_out_of_memory(tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_allocation_past_the_childs_address_limit_is_out_of_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = _optimize(tmp_path, RLIMITED, capsys)
     assert code == 2 and out["status"] == "out_of_memory"
     errors = [x for x in err.splitlines() if x.startswith("error: ")]
-    assert len(errors) == 1 and "can't allocate memory" in errors[0] and "out of memory" in errors[0]
+    assert (
+        len(errors) == 1 and "can't allocate memory" in errors[0] and "out of memory" in errors[0]
+    )
     assert "profile fewer steps" in out["run_error"]

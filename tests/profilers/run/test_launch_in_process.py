@@ -15,10 +15,16 @@ import pytest
 from profilers.run.agent_files import finish_launch
 from stepwise_agent import boot as launch_boot
 from stepwise_agent.boot import PROFILE_WAIT, PROFILE_WARMUP
-from tests.profilers.run.test_launch import HAND_WRITTEN_SGD, NO_TRAINING, RAISES, STEPS, _profiler_steps
+from tests.profilers.run.test_launch import (
+    HAND_WRITTEN_SGD,
+    NO_TRAINING,
+    RAISES,
+    STEPS,
+    _profiler_steps,
+)
 
 # A DataLoader in this process (no workers), torch.optim and gradient accumulation (2 backwards a step).
-WITH_OPTIMIZER = '''
+WITH_OPTIMIZER = """
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 x, y = torch.randn(512, 16), torch.randint(0, 4, (512,))
@@ -32,7 +38,7 @@ for epoch in range(50):
         if i % 2 == 1:
             opt.step()
             opt.zero_grad()
-'''
+"""
 
 
 @pytest.fixture
@@ -49,8 +55,11 @@ def boot(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         run_dir.mkdir()
         (tmp_path / "train.py").write_text(source)
         code = launch_boot.main([str(run_dir), str(STEPS), str(tmp_path / "train.py")])
-        finish_launch(run_dir, code)  # the runner's part, in Stepwise's environment: result.json from the files
+        finish_launch(
+            run_dir, code
+        )  # the runner's part, in Stepwise's environment: result.json from the files
         return code, json.loads((run_dir / "result.json").read_text()), run_dir
+
     return run
 
 
@@ -58,10 +67,14 @@ def _steps(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("source, mode, samples", [(WITH_OPTIMIZER, "optimizer", True),
-                                                   (HAND_WRITTEN_SGD, "backward", False)],
-                         ids=["optimizer", "hand-written-sgd"])
-def test_a_script_is_profiled_for_n_steps_then_stopped(boot, source: str, mode: str, samples: bool) -> None:
+@pytest.mark.parametrize(
+    "source, mode, samples",
+    [(WITH_OPTIMIZER, "optimizer", True), (HAND_WRITTEN_SGD, "backward", False)],
+    ids=["optimizer", "hand-written-sgd"],
+)
+def test_a_script_is_profiled_for_n_steps_then_stopped(
+    boot, source: str, mode: str, samples: bool
+) -> None:
     code, result, run_dir = boot(source)
     assert code == 0 and result["status"] == "ok", result["error"]
     assert result["steps_done"] == PROFILE_WAIT + PROFILE_WARMUP + STEPS
@@ -69,7 +82,9 @@ def test_a_script_is_profiled_for_n_steps_then_stopped(boot, source: str, mode: 
     assert any(w.startswith(f"profiled {STEPS} step(s) of the script") for w in result["warnings"])
     assert _profiler_steps(run_dir) == [f"ProfilerStep#{i}" for i in range(2, 2 + STEPS)]
     steps = _steps(run_dir)
-    assert [s["step"] for s in steps] == list(range(2 + STEPS)) and sum(s["profiled"] for s in steps) == STEPS
+    assert [s["step"] for s in steps] == list(range(2 + STEPS)) and sum(
+        s["profiled"] for s in steps
+    ) == STEPS
     assert all(s["loss"] is not None for s in steps)
     assert (result["samples_per_s"] is not None) == samples
     if samples:
@@ -82,7 +97,11 @@ def test_a_script_is_profiled_for_n_steps_then_stopped(boot, source: str, mode: 
 def test_a_script_that_raises_is_failed_with_its_steps(boot) -> None:
     code, result, run_dir = boot(RAISES)
     assert code == launch_boot.EXIT_FAILED and result["status"] == "failed"
-    assert "ValueError: bad batch" in result["error"] and result["steps_done"] == 4 and len(_steps(run_dir)) == 4
+    assert (
+        "ValueError: bad batch" in result["error"]
+        and result["steps_done"] == 4
+        and len(_steps(run_dir)) == 4
+    )
 
 
 def test_a_script_without_training_is_failed(boot) -> None:

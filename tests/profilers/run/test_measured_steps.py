@@ -15,14 +15,29 @@ from stepwise_agent.steady import samples_per_s
 def prefetching_run(steps: int = 16, profiled: tuple[int, ...] = (12, 13)) -> pd.DataFrame:
     """A loader with workers that prefetch: every other step waits for a batch (90 ms), the rest find one ready
     (10 ms): the batch over the median step and the total over the total disagree by far."""
-    return pd.DataFrame([{"rank": 0, "step": i, "wall_ms": 90.0 if i % 2 else 10.0, "samples": 32.0,
-                          "profiled": i in profiled, "loss": 1.0, "data_ms": 80.0 if i % 2 else 0.5}
-                         for i in range(steps)])
+    return pd.DataFrame(
+        [
+            {
+                "rank": 0,
+                "step": i,
+                "wall_ms": 90.0 if i % 2 else 10.0,
+                "samples": 32.0,
+                "profiled": i in profiled,
+                "loss": 1.0,
+                "data_ms": 80.0 if i % 2 else 0.5,
+            }
+            for i in range(steps)
+        ]
+    )
 
 
 def test_samples_per_s_is_the_total_over_the_total() -> None:
     assert samples_per_s([32, 32], [10.0, 90.0]) == pytest.approx(640.0)
-    assert samples_per_s([], []) is None and samples_per_s([0], [10.0]) is None and samples_per_s([8], [0]) is None
+    assert (
+        samples_per_s([], []) is None
+        and samples_per_s([0], [10.0]) is None
+        and samples_per_s([8], [0]) is None
+    )
 
 
 def test_a_run_and_its_trial_show_one_samples_per_s() -> None:
@@ -48,8 +63,18 @@ def test_a_run_and_its_trial_show_one_samples_per_s() -> None:
 
 
 def test_ranks_wait_for_the_slowest_and_their_samples_add_up() -> None:
-    rows = [{"rank": k, "step": i, "wall_ms": 20.0 + 5 * k, "samples": 16.0, "profiled": False, "loss": 1.0}
-            for i in range(10) for k in (0, 1)]
+    rows = [
+        {
+            "rank": k,
+            "step": i,
+            "wall_ms": 20.0 + 5 * k,
+            "samples": 16.0,
+            "profiled": False,
+            "loss": 1.0,
+        }
+        for i in range(10)
+        for k in (0, 1)
+    ]
     m = measured_steps(pd.DataFrame(rows), warmup_steps=2)
     assert m is not None and set(m.walls_ms) == {25.0} and set(m.samples) == {32.0}
     assert m.samples_per_s == pytest.approx(32 / 25 * 1e3)

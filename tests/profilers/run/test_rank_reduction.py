@@ -18,14 +18,28 @@ BEHIND_FROM = 600  # rank 1 falls behind here, for 80% of the run (a rank behind
 # wide as its lead: the rule's noise, the spread of a rank's own work, then keeps it unmarked)
 
 
-def _write(run_dir: Path, rank: int, work: "callable[[int], float | None]", wall: float = 100.0) -> None:
+def _write(
+    run_dir: Path, rank: int, work: "callable[[int], float | None]", wall: float = 100.0
+) -> None:
     log = StepLog(run_dir, rank)
     for step in range(STEPS):
         w = work(step)
         jitter = (step % 5) * 0.2
         backward = None if w is None else wall - w - jitter
-        log.rows.append((step, wall, 2.0, 32, 1.0, False, T0 + int((step + 1) * wall * 1e6), 512.0, None,
-                         backward))
+        log.rows.append(
+            (
+                step,
+                wall,
+                2.0,
+                32,
+                1.0,
+                False,
+                T0 + int((step + 1) * wall * 1e6),
+                512.0,
+                None,
+                backward,
+            )
+        )
     log.close()
 
 
@@ -34,16 +48,22 @@ def test_a_rank_that_falls_behind_in_the_rolled_up_steps_is_the_straggler(tmp_pa
     _write(tmp_path, 1, lambda s: 60.0 if s >= BEHIND_FROM else 30.0)
     ups = rollups(tmp_path)
     assert ups and all(u["work_ms_median"] is not None for u in ups)
-    assert sum(u["steps"] for u in ups if u["rank"] == 1) == STEPS - KEEP_FIRST - AROUND  # these steps live only there
+    assert (
+        sum(u["steps"] for u in ups if u["rank"] == 1) == STEPS - KEEP_FIRST - AROUND
+    )  # these steps live only there
     reduced = reduce_ranks(tmp_path)
     assert reduced is not None
-    assert [r.rank for r in reduced.ranks] == [0, 1] and all(r.steps == STEPS for r in reduced.ranks)
+    assert [r.rank for r in reduced.ranks] == [0, 1] and all(
+        r.steps == STEPS for r in reduced.ranks
+    )
     assert reduced.ranks[1].median_work_ms == pytest.approx(60.0, abs=1.0)
     assert reduced.ranks[0].median_work_ms == pytest.approx(30.0, abs=1.0)
     assert reduced.ranks[0].samples_per_s == pytest.approx(32 / 0.1)  # 32 samples a 100-ms step
     assert reduced.straggler_rank == 1 and reduced.reason.startswith("Straggler: rank 1")
     out = reduced.to_json()
-    assert out["straggler"] == 1 and len(out["ranks"]) == 2 and out["ranks"][1]["median_work_ms"] > 55
+    assert (
+        out["straggler"] == 1 and len(out["ranks"]) == 2 and out["ranks"][1]["median_work_ms"] > 55
+    )
     # the chart's steps carry the roll-ups too (a point per roll-up at its median)
     frame = rank_steps(tmp_path)
     assert frame[frame["rank"] == 1]["work_ms"].iloc[-1] == pytest.approx(60.0, abs=1.0)
@@ -59,7 +79,9 @@ def test_ranks_doing_the_same_work_mark_none(tmp_path: Path) -> None:
 
 def test_a_rank_without_backward_is_said_not_judged(tmp_path: Path) -> None:
     _write(tmp_path, 0, lambda s: 30.0)
-    _write(tmp_path, 1, lambda s: None)  # no backward measured: its own work cannot be told from its waiting
+    _write(
+        tmp_path, 1, lambda s: None
+    )  # no backward measured: its own work cannot be told from its waiting
     reduced = reduce_ranks(tmp_path)
     assert reduced is not None and reduced.straggler is None and reduced.straggler_rank is None
     assert reduced.ranks[1].median_work_ms is None and reduced.ranks[1].median_step_ms == 100.0

@@ -23,19 +23,32 @@ def test_library_frames_are_left_out_and_counted() -> None:
     text = own_frames(TRACE)
     assert "site-packages/torch" not in text and "\x1b" not in text
     assert 'train.py", line 8, in main' in text and "    model(x)" in text
-    assert text.endswith("ValueError: bad shape\n(1 library frame(s) left out: site-packages and the standard library)")
+    assert text.endswith(
+        "ValueError: bad shape\n(1 library frame(s) left out: site-packages and the standard library)"
+    )
 
 
 def test_a_traceback_of_library_frames_only_keeps_the_innermost() -> None:
-    only = ('Traceback (most recent call last):\n  File "/usr/lib/python3.11/runpy.py", line 1, in run\n    x\n'
-            '  File "/v/lib/python3.11/site-packages/a.py", line 2, in f\n    y\nKeyError: 1')
+    only = (
+        'Traceback (most recent call last):\n  File "/usr/lib/python3.11/runpy.py", line 1, in run\n    x\n'
+        '  File "/v/lib/python3.11/site-packages/a.py", line 2, in f\n    y\nKeyError: 1'
+    )
     text = own_frames(only)
     assert "runpy.py" not in text and 'site-packages/a.py", line 2' in text
 
 
 def test_one_process_is_not_rank_0_and_a_missing_module_names_the_interpreter() -> None:
-    err = {"rank": 0, "type": "ModuleNotFoundError", "message": "No module named 'timm'", "traceback": ""}
+    err = {
+        "rank": 0,
+        "type": "ModuleNotFoundError",
+        "message": "No module named 'timm'",
+        "traceback": "",
+    }
     one = describe_rank_error(err, 0, 1, "/opt/envs/base/bin/python")
-    assert one.startswith("ModuleNotFoundError: No module named 'timm' (the script ran under /opt/envs/base/bin/python")
+    assert one.startswith(
+        "ModuleNotFoundError: No module named 'timm' (the script ran under /opt/envs/base/bin/python"
+    )
     many = describe_rank_error({**err, "rank": 3, "type": "ValueError"}, 1, 4, "/x/python")
-    assert many.startswith("rank 3 raised ValueError: No module named 'timm' (1 other rank(s) raised too)")
+    assert many.startswith(
+        "rank 3 raised ValueError: No module named 'timm' (1 other rank(s) raised too)"
+    )

@@ -19,8 +19,13 @@ import pytest
 from profilers.run import stopping
 from profilers.run.handle import RunHandle, run_processes, spawn
 from profilers.run.records import RunStatus
-from profilers.run.script_output import (error_line, exit_wording, failed_ranks, printed_tail,
-                                         with_printed)
+from profilers.run.script_output import (
+    error_line,
+    exit_wording,
+    failed_ranks,
+    printed_tail,
+    with_printed,
+)
 from profilers.store.runs import RunStore
 from tests.fake_clock import FakeClock
 
@@ -30,15 +35,27 @@ NO_GPUS = "Unable to locate sufficient 2 gpus to run this example. Exiting."
 
 def _summary(root: tuple[int, int], other: tuple[int, int] | None) -> str:
     """torchrun's failure summary: the root cause ``(rank, exit code)`` and another failed rank."""
+
     def entry(rank: int, code: int) -> str:
         sig = f"  ({signal.Signals(-code).name})" if code < 0 else ""
-        return (f"  time      : (when)\n  host      : localhost\n"
-                f"  rank      : {rank} (local_rank: {rank})\n"
-                f"  exitcode  : {code} (pid: {4781 + rank}){sig}\n  error_file: <N/A>\n")
+        return (
+            f"  time      : (when)\n  host      : localhost\n"
+            f"  rank      : {rank} (local_rank: {rank})\n"
+            f"  exitcode  : {code} (pid: {4781 + rank}){sig}\n  error_file: <N/A>\n"
+        )
+
     others = f"[1]:\n{entry(*other)}" if other else "  <NO_OTHER_FAILURES>\n"
-    return ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n" + "=" * 60
-            + "\nstepwise_agent.boot FAILED\n" + "-" * 60 + f"\nFailures:\n{others}" + "-" * 60
-            + f"\nRoot Cause (first observed failure):\n[0]:\n{entry(*root)}" + "=" * 60 + "\n")
+    return (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        + "=" * 60
+        + "\nstepwise_agent.boot FAILED\n"
+        + "-" * 60
+        + f"\nFailures:\n{others}"
+        + "-" * 60
+        + f"\nRoot Cause (first observed failure):\n[0]:\n{entry(*root)}"
+        + "=" * 60
+        + "\n"
+    )
 
 
 def _ranks(run_dir: Path, outputs: dict[int, tuple[str, str]]) -> None:
@@ -52,8 +69,9 @@ def _ranks(run_dir: Path, outputs: dict[int, tuple[str, str]]) -> None:
 def test_a_rank_that_exits_1_is_failed_by_that_rank_not_killed(tmp_path: Path) -> None:
     """minGPT-ddp on a CPU: rank 1 prints and exits 1, torchrun SIGTERMs rank 0 (read as 'killed'
     before)."""
-    (tmp_path / "stderr.log").write_text("Sending process 4781 closing signal SIGTERM\n"
-                                         + _summary((1, 1), (0, -15)))
+    (tmp_path / "stderr.log").write_text(
+        "Sending process 4781 closing signal SIGTERM\n" + _summary((1, 1), (0, -15))
+    )
     _ranks(tmp_path, {0: ("", ""), 1: (NO_GPUS + "\n", "")})
     status, words = exit_wording(tmp_path, 1)
     assert status is RunStatus.FAILED
@@ -76,12 +94,20 @@ def test_killed_only_when_a_kill_signal_ended_the_root_rank(tmp_path: Path) -> N
 
 def test_every_failed_rank_is_quoted_and_a_quoted_traceback_is_not_repeated(tmp_path: Path) -> None:
     (tmp_path / "stderr.log").write_text(_summary((1, 1), (2, 3)))
-    _ranks(tmp_path, {0: ("step 1\n", ""), 1: ("loading\n", "Traceback (most recent call last):\n"
-                                                             "ValueError: bad shape\n"),
-                      2: ("", "disk full\n")})
+    _ranks(
+        tmp_path,
+        {
+            0: ("step 1\n", ""),
+            1: ("loading\n", "Traceback (most recent call last):\nValueError: bad shape\n"),
+            2: ("", "disk full\n"),
+        },
+    )
     assert failed_ranks(tmp_path) == [1, 2]
-    error = with_printed("rank 1 raised ValueError: bad shape\nTraceback (most recent call last):",
-                         tmp_path, failed_ranks(tmp_path))
+    error = with_printed(
+        "rank 1 raised ValueError: bad shape\nTraceback (most recent call last):",
+        tmp_path,
+        failed_ranks(tmp_path),
+    )
     assert error is not None
     first = error.splitlines()[0]
     assert first.endswith("the script printed: loading | disk full"), first
@@ -91,8 +117,9 @@ def test_every_failed_rank_is_quoted_and_a_quoted_traceback_is_not_repeated(tmp_
 
 def test_one_process_quotes_its_stdout_then_its_stderr(tmp_path: Path) -> None:
     (tmp_path / "stdout.log").write_text("".join(f"line {i}\n" for i in range(12)))
-    (tmp_path / "stderr.log").write_text("USDT: profiler_start\n"
-                                         "stepwise: scalars not written\nwarning: slow disk\n")
+    (tmp_path / "stderr.log").write_text(
+        "USDT: profiler_start\nstepwise: scalars not written\nwarning: slow disk\n"
+    )
     expected = [f"line {i}" for i in range(4, 12)] + ["warning: slow disk"]
     assert printed_tail(tmp_path) == {None: expected}
     error = with_printed("no training step was detected", tmp_path)
@@ -111,14 +138,14 @@ def test_a_table_cell_keeps_the_errors_end() -> None:
 
 # -- small real processes
 # ---------------------------------------------------------------------------------------
-SLOW_START = textwrap.dedent('''
+SLOW_START = textwrap.dedent("""
     import subprocess, sys, time
     print("evaluating 400 batches before step 0", flush=True)
     if sys.argv[1] == "tree":  # a grandchild in a session of its own, as a torchrun rank
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
                          start_new_session=True)
     time.sleep(600)
-''')
+""")
 
 
 def _spawn(tmp_path: Path, mode: str, **kw: object) -> RunHandle:
@@ -146,8 +173,10 @@ def test_a_late_first_step_is_waited_on_in_words_then_failed_with_its_cause(tmp_
         clock.advance(25.0)
         progress = handle.progress() or {}
         assert progress.get("step") is None and progress.get("waiting_s") == 20.0
-        assert progress["waiting"] == ("waiting for the first step (20 s; the script printed: "
-                                       "evaluating 400 batches before step 0)")
+        assert progress["waiting"] == (
+            "waiting for the first step (20 s; the script printed: "
+            "evaluating 400 batches before step 0)"
+        )
         clock.advance(10.0)
         result = handle.wait(WAIT_S)
     finally:
@@ -155,7 +184,8 @@ def test_a_late_first_step_is_waited_on_in_words_then_failed_with_its_cause(tmp_
         handle.join(WAIT_S)
     assert result.status is RunStatus.FAILED and result.steps_done == 0
     assert result.error is not None and result.error.startswith(
-        "no first step within 30 s; the script printed: evaluating 400 batches before step 0")
+        "no first step within 30 s; the script printed: evaluating 400 batches before step 0"
+    )
 
 
 def test_ending_this_process_ends_the_runs_whole_tree(tmp_path: Path) -> None:
@@ -173,14 +203,17 @@ def test_ending_this_process_ends_the_runs_whole_tree(tmp_path: Path) -> None:
     assert stopped.value.exit_code == 128 + signal.SIGTERM
     assert handle.poll() is RunStatus.KILLED and "SIGTERM" in (handle.wait(0).error or "")
     while [p for p in run_processes(handle.run_id) if p.status() != psutil.STATUS_ZOMBIE]:
-        assert time.monotonic() < deadline, run_processes(handle.run_id)  # the tree is gone, not reparented
+        assert time.monotonic() < deadline, run_processes(
+            handle.run_id
+        )  # the tree is gone, not reparented
         time.sleep(0.05)
     assert signal.getsignal(signal.SIGTERM) is before
     assert handle not in stopping.live_runs()  # other tests' runs in this process are theirs
 
 
-def test_analyze_of_a_run_that_measured_no_step_says_so(tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_analyze_of_a_run_that_measured_no_step_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """It read "median step 0.00 ms · bottleneck: none" and "3605 samples in steady steps"."""
     import json
 
@@ -191,21 +224,33 @@ def test_analyze_of_a_run_that_measured_no_step_says_so(tmp_path: Path,
     record = store.create("launch", "late")
     with open(Path(record.run_dir) / "telemetry.jsonl", "w") as fh:
         for i in range(30):
-            fh.write(json.dumps({"t_unix_ns": 10**18 + i * 10**8, "t_trace_us": 0.0,
-                                 "source": "host", "cpu_pct": 50.0, "rss_mb": 300.0,
-                                 "cpu_count": 2}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "t_unix_ns": 10**18 + i * 10**8,
+                        "t_trace_us": 0.0,
+                        "source": "host",
+                        "cpu_pct": 50.0,
+                        "rss_mb": 300.0,
+                        "cpu_count": 2,
+                    }
+                )
+                + "\n"
+            )
     error = "no first step within 5 s; the script printed: evaluating\nmore"
     store.finish(record.run_id, RunResult(RunStatus.FAILED, error=error))
     assert advisors_main(["analyze", record.run_dir]) == 0
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert "no step was measured" in first
-    assert first.endswith("(the run ended: no first step within 5 s; the script printed: "
-                          "evaluating)")
+    assert first.endswith(
+        "(the run ended: no first step within 5 s; the script printed: evaluating)"
+    )
     assert "0.00 ms" not in out and "bottleneck: none" not in out and "in steady steps" not in out
     assert "30 samples over the whole run (no step was measured)" in out
     from advisors.analysis import analyse
 
     assert analyse(record.run_dir, charts=False).headline == (  # the dashboard's Analysis page
         "No step was measured (the run ended: no first step within 5 s; the script printed: "
-        "evaluating).")
+        "evaluating)."
+    )

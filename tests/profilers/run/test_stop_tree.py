@@ -31,14 +31,14 @@ if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
     print("{NO_GPUS}")
     sys.exit(1)
 '''
-SLOW_START = '''
+SLOW_START = """
 import time
 import torch
 print("evaluating 400 batches before step 0", flush=True)
 time.sleep(600)
-'''
+"""
 # a loop that runs until stopped, its batches from two DataLoader worker processes
-WORKERS = '''
+WORKERS = """
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 model = torch.nn.Linear(8, 1)
@@ -50,7 +50,7 @@ while True:
         torch.nn.functional.mse_loss(model(x), y).backward()
         opt.step()
         opt.zero_grad()
-'''
+"""
 
 
 def _command(group: str, *args: str) -> list[str]:
@@ -73,15 +73,43 @@ def _script(tmp_path: Path, source: str) -> Path:
 @pytest.mark.slow
 def test_a_rank_without_its_gpus_reads_failed_with_its_words(tmp_path: Path) -> None:
     script, store = _script(tmp_path, MIN_GPT_LIKE), tmp_path / "runs"
-    done = _run(_command("profilers", "launch", "--nproc-per-node", "2", "--json", "--store",
-                         str(store), "--", "python", str(script)), tmp_path)
+    done = _run(
+        _command(
+            "profilers",
+            "launch",
+            "--nproc-per-node",
+            "2",
+            "--json",
+            "--store",
+            str(store),
+            "--",
+            "python",
+            str(script),
+        ),
+        tmp_path,
+    )
     out = json.loads(done.stdout)
     assert done.returncode == 1 and out["status"] == "failed", out["error"]
     first = out["error"].splitlines()[0]
     assert first.startswith("rank ") and first.endswith(NO_GPUS), first
-    done = _run(_command("advisors", "optimize", "--rounds", "1", "--steps", "2",
-                         "--nproc-per-node", "2", "--store", str(store), "--", "python",
-                         str(script)), tmp_path)
+    done = _run(
+        _command(
+            "advisors",
+            "optimize",
+            "--rounds",
+            "1",
+            "--steps",
+            "2",
+            "--nproc-per-node",
+            "2",
+            "--store",
+            str(store),
+            "--",
+            "python",
+            str(script),
+        ),
+        tmp_path,
+    )
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert done.returncode == 2 and len(errors) == 1, done.stderr
     assert errors[0].startswith("error: the baseline run failed: rank ") and NO_GPUS in errors[0]
@@ -93,8 +121,20 @@ def test_no_first_step_in_time_fails_naming_the_cause(tmp_path: Path) -> None:
     on a busy machine), so the tiny timeout leaves them room; the fast tests check the words on a
     fake clock."""
     script = _script(tmp_path, SLOW_START)
-    done = _run(_command("profilers", "launch", "--first-step-timeout", "20", "--store",
-                         str(tmp_path / "runs"), "--", "python", str(script)), tmp_path)
+    done = _run(
+        _command(
+            "profilers",
+            "launch",
+            "--first-step-timeout",
+            "20",
+            "--store",
+            str(tmp_path / "runs"),
+            "--",
+            "python",
+            str(script),
+        ),
+        tmp_path,
+    )
     assert done.returncode == 1
     said = "error: no first step within 20 s; the script printed: evaluating 400 batches before"
     assert said in done.stdout, done.stdout
@@ -110,8 +150,9 @@ def _of_the_run(store: Path) -> list[psutil.Process]:
         try:
             if proc.status() == psutil.STATUS_ZOMBIE:
                 continue
-            marked = proc.environ().get("STEPWISE_RUN_ID") in ids \
-                or str(store) in " ".join(proc.cmdline())
+            marked = proc.environ().get("STEPWISE_RUN_ID") in ids or str(store) in " ".join(
+                proc.cmdline()
+            )
         except psutil.Error:
             continue
         if marked and proc.pid != os.getpid():
@@ -121,16 +162,20 @@ def _of_the_run(store: Path) -> list[psutil.Process]:
 
 def _stepping(store: Path, steps: int) -> bool:
     for record in RunStore(store).list(limit=None):
-        progress = json.loads((Path(record.run_dir) / "progress.json").read_text()) \
-            if (Path(record.run_dir) / "progress.json").is_file() else {}
+        progress = (
+            json.loads((Path(record.run_dir) / "progress.json").read_text())
+            if (Path(record.run_dir) / "progress.json").is_file()
+            else {}
+        )
         if (progress.get("step") or 0) >= steps:
             return True
     return False
 
 
 def _sigterm_mid_run(tmp_path: Path, cmd: list[str], store: Path) -> tuple[int, Any]:
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=ENV)
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+    )
     try:
         deadline = time.monotonic() + WAIT_S
         while not _stepping(store, 3):  # a few steps: the DataLoader's workers are running
@@ -153,9 +198,21 @@ def _sigterm_mid_run(tmp_path: Path, cmd: list[str], store: Path) -> tuple[int, 
 @pytest.mark.slow
 def test_launch_ended_by_sigterm_leaves_nothing_of_the_run(tmp_path: Path) -> None:
     store = tmp_path / "runs"
-    code, records = _sigterm_mid_run(tmp_path, _command(
-        "profilers", "launch", "--steps", "10000", "--store", str(store), "--", "python",
-        str(_script(tmp_path, WORKERS))), store)
+    code, records = _sigterm_mid_run(
+        tmp_path,
+        _command(
+            "profilers",
+            "launch",
+            "--steps",
+            "10000",
+            "--store",
+            str(store),
+            "--",
+            "python",
+            str(_script(tmp_path, WORKERS)),
+        ),
+        store,
+    )
     assert code == 128 + signal.SIGTERM
     assert [r.status.value for r in records] == ["killed"] and "SIGTERM" in (records[0].error or "")
 
@@ -163,8 +220,24 @@ def test_launch_ended_by_sigterm_leaves_nothing_of_the_run(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_optimize_ended_by_sigterm_leaves_nothing_of_the_run(tmp_path: Path) -> None:
     store = tmp_path / "runs"
-    code, records = _sigterm_mid_run(tmp_path, _command(
-        "advisors", "optimize", "--rounds", "1", "--steps", "10000", "--warmup", "1", "--store",
-        str(store), "--", "python", str(_script(tmp_path, WORKERS))), store)
+    code, records = _sigterm_mid_run(
+        tmp_path,
+        _command(
+            "advisors",
+            "optimize",
+            "--rounds",
+            "1",
+            "--steps",
+            "10000",
+            "--warmup",
+            "1",
+            "--store",
+            str(store),
+            "--",
+            "python",
+            str(_script(tmp_path, WORKERS)),
+        ),
+        store,
+    )
     assert code == 128 + signal.SIGTERM
     assert any(r.status.value == "killed" and "SIGTERM" in (r.error or "") for r in records)

@@ -20,7 +20,7 @@ from stepwise_agent.user_env import ENV, restore
 
 # Prints what decides its speed: the thread and runtime variables, the whole environment, torch's thread counts;
 # its own DataLoader worker (fork) and a child process it starts report theirs too.
-PRINTS_ITS_ENVIRONMENT = textwrap.dedent('''
+PRINTS_ITS_ENVIRONMENT = textwrap.dedent("""
     import json, os, subprocess, sys, torch
     from torch.utils.data import DataLoader, Dataset
 
@@ -44,7 +44,7 @@ PRINTS_ITS_ENVIRONMENT = textwrap.dedent('''
         if i == 0:
             with open(sys.argv[1], "w") as fh:
                 json.dump(seen, fh)
-''')
+""")
 OURS = ("STEPWISE_", "_")  # the run's own marks (RUN_ID_ENV) and the shell's "_"
 
 
@@ -53,10 +53,18 @@ def _theirs(env: dict[str, str]) -> dict[str, str]:
 
 
 def test_restore_puts_back_the_users_values_and_drops_its_own_variable() -> None:
-    env = child_environment({"PYTHONPATH": "/theirs", "OMP_NUM_THREADS": "3"},
-                            {"PYTHONPATH": "/agent:/theirs"}, "run-1", agent=True)
+    env = child_environment(
+        {"PYTHONPATH": "/theirs", "OMP_NUM_THREADS": "3"},
+        {"PYTHONPATH": "/agent:/theirs"},
+        "run-1",
+        agent=True,
+    )
     assert env["PYTHONPATH"] == "/agent:/theirs" and env["PYTHONUNBUFFERED"] == "1"
-    assert env["OMP_NUM_THREADS"] == "3" and "OMP_WAIT_POLICY" not in env and env[RUN_ID_ENV] == "run-1"
+    assert (
+        env["OMP_NUM_THREADS"] == "3"
+        and "OMP_WAIT_POLICY" not in env
+        and env[RUN_ID_ENV] == "run-1"
+    )
     restored = restore(env)
     assert restored == {"PYTHONPATH": "/theirs", "PYTHONUNBUFFERED": None}
     assert env == {"PYTHONPATH": "/theirs", "OMP_NUM_THREADS": "3", RUN_ID_ENV: "run-1"}
@@ -74,7 +82,9 @@ def test_agent_settings_list_every_variable_stepwise_set_and_what_the_script_see
 
 def test_a_fix_under_test_is_the_only_speed_setting_and_only_where_it_is_passed() -> None:
     plain = child_environment({"PATH": "/bin"}, None, "r", agent=True)
-    patched = child_environment({"PATH": "/bin"}, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, "r", agent=True)
+    patched = child_environment(
+        {"PATH": "/bin"}, {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, "r", agent=True
+    )
     speed = ("OMP_", "MKL_", "KMP_", "PYTORCH_", "CUDNN", "MALLOC")
     assert [k for k in plain if k.startswith(speed)] == []
     assert {k for k in patched if k.startswith(speed)} == {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}
@@ -85,16 +95,24 @@ def test_the_script_sees_the_same_environment_under_launch_as_bare(tmp_path: Pat
     script = tmp_path / "train.py"
     script.write_text(PRINTS_ITS_ENVIRONMENT)
     user_env = {k: v for k, v in os.environ.items() if not k.startswith("STEPWISE_")}
-    user_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path / "lib"), user_env.get("PYTHONPATH")) if p)
+    user_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(tmp_path / "lib"), user_env.get("PYTHONPATH")) if p
+    )
     user_env.pop("PYTHONUNBUFFERED", None)
     bare_out, launched_out = tmp_path / "bare.json", tmp_path / "launched.json"
-    subprocess.run([sys.executable, str(script), str(bare_out)], env=user_env, check=True, timeout=240)
+    subprocess.run(
+        [sys.executable, str(script), str(bare_out)], env=user_env, check=True, timeout=240
+    )
     old = dict(os.environ)
     os.environ.clear()
     os.environ.update(user_env)
     try:
-        _, result = launch([sys.executable, str(script), str(launched_out)], RunStore(tmp_path / "store"),
-                           steps=1, timeout_s=240)
+        _, result = launch(
+            [sys.executable, str(script), str(launched_out)],
+            RunStore(tmp_path / "store"),
+            steps=1,
+            timeout_s=240,
+        )
     finally:
         os.environ.clear()
         os.environ.update(old)
@@ -102,6 +120,10 @@ def test_the_script_sees_the_same_environment_under_launch_as_bare(tmp_path: Pat
     assert result.status is RunStatus.OK, result.error  # type: ignore[attr-defined]
     assert _theirs(launched["env"]) == _theirs(bare["env"])
     assert (launched["threads"], launched["interop"]) == (bare["threads"], bare["interop"])
-    assert _theirs(launched["child"]) == _theirs(bare["child"])  # a process the script starts: the same
+    assert _theirs(launched["child"]) == _theirs(
+        bare["child"]
+    )  # a process the script starts: the same
     assert launched["worker"][0] == bare["worker"][0]  # the DataLoader worker's PYTHONPATH
-    assert launched["env"][RUN_ID_ENV]  # the one mark of the run: how its whole process tree is found
+    assert launched["env"][
+        RUN_ID_ENV
+    ]  # the one mark of the run: how its whole process tree is found

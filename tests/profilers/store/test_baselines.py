@@ -21,7 +21,9 @@ def test_pin_get_list_and_move(tmp_path: Path) -> None:
     assert moved.previous == a.run_id and baselines.run_dir(store, "main") == store.path(b.run_id)
     baselines.pin(store, "release-1.2", a.run_id)
     assert [x.name for x in baselines.list_baselines(store)] == ["main", "release-1.2"]
-    assert RunStore(store.root).list(limit=None) and store.reindex() == 2  # the folder is not taken for a run
+    assert (
+        RunStore(store.root).list(limit=None) and store.reindex() == 2
+    )  # the folder is not taken for a run
 
 
 def test_refusals(tmp_path: Path) -> None:

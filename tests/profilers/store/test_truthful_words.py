@@ -25,18 +25,34 @@ def test_random_bytes_named_gz_are_called_not_gzip(tmp_path: Path) -> None:
 
 def test_plain_json_named_gz_still_reads(tmp_path: Path) -> None:
     path = tmp_path / "t.json.gz"
-    path.write_text('{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 10, "pid": 1, '
-                    '"tid": 1, "cat": "user_annotation"}]}')
+    path.write_text(
+        '{"traceEvents": [{"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 10, "pid": 1, '
+        '"tid": 1, "cat": "user_annotation"}]}'
+    )
     assert load_trace(path).n_events >= 1
 
 
 def _rows(walls: list[float], profiled: set[int] = frozenset()) -> pd.DataFrame:
-    return steps_frame([{"rank": 0, "step": i, "wall_ms": w, "loss": 1.0 / (i + 1), "samples": 4,
-                         "profiled": i in profiled, "t_unix_ns": i} for i, w in enumerate(walls)])
+    return steps_frame(
+        [
+            {
+                "rank": 0,
+                "step": i,
+                "wall_ms": w,
+                "loss": 1.0 / (i + 1),
+                "samples": 4,
+                "profiled": i in profiled,
+                "t_unix_ns": i,
+            }
+            for i, w in enumerate(walls)
+        ]
+    )
 
 
 def test_step_summary_is_typed_and_skips_warmup() -> None:
-    s = summarise_steps(_rows([500.0, 300.0, 10.0, 11.0, 12.0, 13.0]), telemetry_frame([]), warmup_steps=2)
+    s = summarise_steps(
+        _rows([500.0, 300.0, 10.0, 11.0, 12.0, 13.0]), telemetry_frame([]), warmup_steps=2
+    )
     assert isinstance(s, StepSummary)
     assert s.steps_done == 6 and s.step_time_ms == 11.5 and s.final_loss == pytest.approx(1 / 6)
     assert RunResult(RunStatus.OK, **s.result_fields()).step_time_ms == 11.5

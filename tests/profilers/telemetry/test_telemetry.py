@@ -14,10 +14,25 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from profilers.telemetry.sampler import FakeNvml, HostReader, TelemetrySampler, kineto_base_ns, probe_nvml, read_telemetry
+from profilers.telemetry.sampler import (
+    FakeNvml,
+    HostReader,
+    TelemetrySampler,
+    kineto_base_ns,
+    probe_nvml,
+    read_telemetry,
+)
 
-NVML_KEYS = {"gpu_util_pct", "mem_used_mb", "mem_total_mb", "power_w", "sm_clock_mhz", "temp_c", "pcie_tx_kbps",
-             "pcie_rx_kbps"}
+NVML_KEYS = {
+    "gpu_util_pct",
+    "mem_used_mb",
+    "mem_total_mb",
+    "power_w",
+    "sm_clock_mhz",
+    "temp_c",
+    "pcie_tx_kbps",
+    "pcie_rx_kbps",
+}
 
 
 def test_probe_never_raises_and_explains_itself() -> None:
@@ -38,7 +53,9 @@ def test_nvml_path_writes_one_line_per_gpu_with_every_metric(tmp_path: Path) -> 
         sampler.sample_once(fh)
         sampler.sample_once(fh)
     all_rows = read_telemetry(tmp_path / "t.jsonl")
-    assert all_rows["source"].tolist() == ["nvml", "nvml", "host"] * 2  # each sample: every GPU, then the host
+    assert (
+        all_rows["source"].tolist() == ["nvml", "nvml", "host"] * 2
+    )  # each sample: every GPU, then the host
     assert all_rows.groupby("t_unix_ns").size().tolist() == [3, 3]  # one time per sample
     df = all_rows[all_rows["source"] == "nvml"]
     assert len(df) == 4 and sorted(df["gpu"].unique()) == [0, 1]
@@ -46,9 +63,17 @@ def test_nvml_path_writes_one_line_per_gpu_with_every_metric(tmp_path: Path) -> 
     assert df["power_w"].isna().all()  # unsupported metric → missing, not a crash
     assert df["mem_total_mb"].eq(16000).all() and df["temp_c"].tolist() == [60, 61, 60, 61]
     host = all_rows[all_rows["source"] == "host"]
-    assert host["gpu"].isna().all() and host["cpu_count"].notna().all() and host["rss_mb"].gt(0).all()
-    for name in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetClockInfo",
-                 "nvmlDeviceGetTemperature", "nvmlDeviceGetPcieThroughput", "nvmlDeviceGetHandleByIndex"):
+    assert (
+        host["gpu"].isna().all() and host["cpu_count"].notna().all() and host["rss_mb"].gt(0).all()
+    )
+    for name in (
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetClockInfo",
+        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetHandleByIndex",
+    ):
         assert fake.calls.get(name, 0) > 0, name
 
 
@@ -62,16 +87,31 @@ def test_forcing_nvml_without_a_gpu_is_an_error_and_auto_falls_back_to_host(tmp_
 
 
 def test_host_rss_counts_children_such_as_dataloader_workers() -> None:
-    child = subprocess.Popen([sys.executable, "-c",
-                              "import sys,time; b = bytearray(150 * 2**20); b[::4096] = b'x' * len(b[::4096]);"
-                              "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys,time; b = bytearray(150 * 2**20); b[::4096] = b'x' * len(b[::4096]);"
+            "print('ready', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         own = psutil.Process().memory_info().rss / 2**20
         row = HostReader([os.getpid()]).sample()[0]
         assert row["rss_mb"] > own + 100  # the child's 150 MB of private pages
-        assert set(row) == {"cpu_pct", "monitor_cpu_pct", "system_cpu_pct", "cpu_count", "cpu_affinity", "rss_mb", "read_mb_s",
-                            "write_mb_s"}
+        assert set(row) == {
+            "cpu_pct",
+            "monitor_cpu_pct",
+            "system_cpu_pct",
+            "cpu_count",
+            "cpu_affinity",
+            "rss_mb",
+            "read_mb_s",
+            "write_mb_s",
+        }
     finally:
         child.kill()
         child.wait()
@@ -115,8 +155,10 @@ def test_stop_wakes_the_sampler_from_its_wait(tmp_path: Path) -> None:
 
 def test_read_telemetry_skips_a_truncated_last_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    good = [{"t_unix_ns": 2, "t_trace_us": 1.0, "source": "host", "cpu_pct": 5.0},
-            {"t_unix_ns": 1, "t_trace_us": 0.5, "source": "host", "cpu_pct": 3.0}]
+    good = [
+        {"t_unix_ns": 2, "t_trace_us": 1.0, "source": "host", "cpu_pct": 5.0},
+        {"t_unix_ns": 1, "t_trace_us": 0.5, "source": "host", "cpu_pct": 3.0},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in good) + '{"t_unix_ns": 3, "cpu_')
     df = read_telemetry(path)
     assert df["t_unix_ns"].tolist() == [1, 2]  # sorted, the partial line dropped

@@ -18,7 +18,8 @@ BURN_CPU_S = 0.3  # CPU seconds the loop below uses, however long the machine ta
 
 
 def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_percent(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     calls = {"children": 0}
     real_children = psutil.Process.children
 
@@ -33,11 +34,15 @@ def test_samples_walk_the_process_table_once_per_period_and_never_call_cpu_perce
     monkeypatch.setattr(psutil.Process, "cpu_percent", forbidden)
     monkeypatch.setattr(psutil, "cpu_percent", forbidden)
     clock = FakeClock()
-    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a root without children
+    lone = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"]
+    )  # a root without children
     try:
         reader = HostReader([lone.pid], clock=clock.monotonic)
         per_period = round(HostReader.CHILDREN_REFRESH_S / 0.1)
-        for _ in range(per_period):  # 10 Hz for one refresh period of the reader's clock, less one tick
+        for _ in range(
+            per_period
+        ):  # 10 Hz for one refresh period of the reader's clock, less one tick
             reader.sample()
             clock.advance(0.1)
     finally:
@@ -55,7 +60,9 @@ def test_process_cpu_follows_the_work_done(monkeypatch: pytest.MonkeyPatch) -> N
     CPU time, not of wall time (on a busy 2-core machine a busy loop gets only part of a core, and that is the
     machine, not the sampler)."""
     pending: list[float] = []
-    readings: list[tuple[float, float]] = []  # (the reader's clock, this process's CPU seconds) per reading
+    readings: list[
+        tuple[float, float]
+    ] = []  # (the reader's clock, this process's CPU seconds) per reading
     real_cpu_times = psutil.Process.cpu_times
 
     def cpu_times(self: psutil.Process) -> object:
@@ -87,7 +94,11 @@ def test_process_cpu_follows_the_work_done(monkeypatch: pytest.MonkeyPatch) -> N
     cores = psutil.cpu_count() or 1
     assert 0.0 <= row["system_cpu_pct"] <= 100.0
     # The machine was at least as busy as this process alone (its own readings, a moment apart from ours).
-    assert row["system_cpu_pct"] / 100 * cores >= own_cpu_s / interval - 0.1, (row, own_cpu_s, interval)
+    assert row["system_cpu_pct"] / 100 * cores >= own_cpu_s / interval - 0.1, (
+        row,
+        own_cpu_s,
+        interval,
+    )
 
 
 def test_rates_use_a_window_so_a_late_sample_cannot_spike() -> None:
@@ -97,9 +108,13 @@ def test_rates_use_a_window_so_a_late_sample_cannot_spike() -> None:
     r = WindowedRates(0.25)
     assert r.update("p", 0.0, (0.0,)) is None  # one reading: no rate
     assert r.update("p", 0.01, (0.0,)) is None  # younger than window / 5: still none
-    assert r.update("p", 0.10, (0.10,)) == pytest.approx((1.0,))  # 0.1 s of CPU over 0.1 s: one core
+    assert r.update("p", 0.10, (0.10,)) == pytest.approx(
+        (1.0,)
+    )  # 0.1 s of CPU over 0.1 s: one core
     late, early = r.update("p", 0.30, (0.29,)), r.update("p", 0.301, (0.30,))
-    assert late == pytest.approx((0.29 / 0.29,))  # against the newest reading ≥ 0.25 s old (t = 0.01)
+    assert late == pytest.approx(
+        (0.29 / 0.29,)
+    )  # against the newest reading ≥ 0.25 s old (t = 0.01)
     assert early == pytest.approx((0.30 / 0.291,))  # the same base, not the reading 1 ms before
     r.forget_all_but(set())
     assert r.update("p", 1.0, (1.0,)) is None  # forgotten: starts again

@@ -19,7 +19,9 @@ def test_the_sampler_process_writes_rows_says_its_source_and_ends_on_stop(tmp_pa
     tel.start()
     pid = tel._proc.pid if tel._proc is not None else -1
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 3):
+    while time.monotonic() < deadline and (
+        not out.exists() or len(out.read_text().splitlines()) < 3
+    ):
         time.sleep(0.05)
     assert tel.source == "host"  # no NVML here
     assert "sampled in a process of its own" in tel.note and "host telemetry" in tel.note
@@ -48,6 +50,8 @@ def test_the_sampler_process_is_not_counted_as_the_runs_memory_or_cpu(tmp_path: 
         pid = tel._proc.pid if tel._proc is not None else -1
         assert pid in OWN_PIDS
         assert pid not in [p.pid for p in Descendants(psutil.Process(), refresh_s=0.0).get()]
-        assert pid in [p.pid for p in psutil.Process().children(recursive=True)]  # it is a child all the same
+        assert pid in [
+            p.pid for p in psutil.Process().children(recursive=True)
+        ]  # it is a child all the same
     finally:
         tel.stop()

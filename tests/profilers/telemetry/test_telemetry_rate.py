@@ -51,17 +51,22 @@ def samples_in_window(path: Path, interval_s: float) -> tuple[pd.Series, pd.Seri
     sampler.stop()
     stop.set()
     clock.join()
-    return _in_window(read_telemetry(path)["t_unix_ns"]), _in_window(pd.Series(ticks, dtype="int64"))
+    return _in_window(read_telemetry(path)["t_unix_ns"]), _in_window(
+        pd.Series(ticks, dtype="int64")
+    )
 
 
 def test_host_sampler_writes_at_least_ten_samples_a_second(tmp_path: Path) -> None:
     times, control = samples_in_window(tmp_path / "t.jsonl", interval_s=1 / MIN_RATE_HZ)
     # As many samples as an idle thread on a 10 Hz grid got from the machine (15 when nothing stalls).
-    assert len(times) >= min(len(control), MIN_RATE_HZ * WINDOW_S), \
+    assert len(times) >= min(len(control), MIN_RATE_HZ * WINDOW_S), (
         f"{len(times)} samples in {WINDOW_S} s; a bare 10 Hz thread ticked {len(control)} times"
+    )
     # ... and evenly: the sampler catches up after a stall, so a count alone would hide a hole in the record.
     gap, control_gap = times.diff().max() / 1e9, control.diff().max() / 1e9
-    assert gap < max(0.25, control_gap + 0.05), f"longest gap {gap:.3f} s (bare thread: {control_gap:.3f} s)"
+    assert gap < max(0.25, control_gap + 0.05), (
+        f"longest gap {gap:.3f} s (bare thread: {control_gap:.3f} s)"
+    )
 
 
 def test_a_slower_sampler_is_caught(tmp_path: Path) -> None:

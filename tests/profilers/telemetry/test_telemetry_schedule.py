@@ -35,13 +35,24 @@ class CostlyReader:
         return [{"cpu_pct": float(i)}]
 
 
-def run_for(tmp_path: Path, seconds: float, costs: list[float], raise_at: int | None = None,
-            interval_s: float = INTERVAL_S) -> tuple[FakeClock, list[float]]:
+def run_for(
+    tmp_path: Path,
+    seconds: float,
+    costs: list[float],
+    raise_at: int | None = None,
+    interval_s: float = INTERVAL_S,
+) -> tuple[FakeClock, list[float]]:
     """Runs the sampler loop in this thread on a fake clock until ``seconds`` have passed; returns the clock and
     each line's time in seconds since the start (from its ``t_unix_ns``)."""
     clock = FakeClock()
-    sampler = TelemetrySampler(tmp_path / "t.jsonl", interval_s=interval_s, source="host",
-                               clock=clock.monotonic, wall_ns=clock.time_ns, sleep=clock.sleep)
+    sampler = TelemetrySampler(
+        tmp_path / "t.jsonl",
+        interval_s=interval_s,
+        source="host",
+        clock=clock.monotonic,
+        wall_ns=clock.time_ns,
+        sleep=clock.sleep,
+    )
     sampler.reader = CostlyReader(clock, costs, raise_at)  # type: ignore[assignment]
     clock.on_sleep = lambda: sampler.stop() if clock.elapsed() >= seconds - 1e-9 else None
     sampler.run()
@@ -65,16 +76,30 @@ def test_a_stalled_sample_skips_the_slots_it_missed_instead_of_a_burst(tmp_path:
     clock, times = run_for(tmp_path, 1.5, costs=[0.01, 0.01, 0.35, 0.01])
     assert times[:3] == pytest.approx([0.0, 0.1, 0.2], abs=1e-6)
     assert times[3] == pytest.approx(0.55, abs=1e-6)  # at once after the stall
-    assert times[4:] == pytest.approx([round(0.65 + 0.1 * k, 6) for k in range(9)], abs=1e-6)  # a fresh grid
+    assert times[4:] == pytest.approx(
+        [round(0.65 + 0.1 * k, 6) for k in range(9)], abs=1e-6
+    )  # a fresh grid
     assert len(times) == 13
-    assert all(b - a >= 0.1 - 1e-6 for a, b in zip(times[3:], times[4:]))  # never two rows closer than the grid
+    assert all(
+        b - a >= 0.1 - 1e-6 for a, b in zip(times[3:], times[4:])
+    )  # never two rows closer than the grid
     assert all(s >= 0 for s in clock.slept)
 
 
 def test_a_sample_that_raises_costs_one_line_not_the_run(tmp_path: Path) -> None:
     _, times = run_for(tmp_path, 1.0, costs=[0.0], raise_at=3)
     df = read_telemetry(tmp_path / "t.jsonl")
-    assert df["cpu_pct"].tolist() == [0.0, 1.0, 2.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]  # sample 3 raised
+    assert df["cpu_pct"].tolist() == [
+        0.0,
+        1.0,
+        2.0,
+        4.0,
+        5.0,
+        6.0,
+        7.0,
+        8.0,
+        9.0,
+    ]  # sample 3 raised
     assert times == pytest.approx([0.0, 0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], abs=1e-6)
 
 
@@ -87,7 +112,8 @@ def test_lines_carry_the_injected_wall_clock_on_the_trace_clock(tmp_path: Path) 
 
 
 def test_the_host_reader_walks_the_process_table_once_per_refresh_on_its_clock(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     walks = {"n": 0}
     real_children = psutil.Process.children
 
@@ -99,17 +125,32 @@ def test_the_host_reader_walks_the_process_table_once_per_refresh_on_its_clock(
     import subprocess
     import sys
 
-    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a root without children
-    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
-                               "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-                               "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    lone = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"]
+    )  # a root without children
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time\n"
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
-        for root, every in ((lone, HostReader.CHILDREN_REFRESH_S), (parent, HostReader.WITH_CHILDREN_REFRESH_S)):
+        for root, every in (
+            (lone, HostReader.CHILDREN_REFRESH_S),
+            (parent, HostReader.WITH_CHILDREN_REFRESH_S),
+        ):
             walks["n"] = 0
             clock = FakeClock()
             reader = HostReader([root.pid], clock=clock.monotonic)
-            for _ in range(3):  # samples a quarter of the period apart, all inside one refresh period
+            for _ in range(
+                3
+            ):  # samples a quarter of the period apart, all inside one refresh period
                 reader.sample()
                 clock.advance(every / 4)
             reader.sample()
@@ -129,10 +170,14 @@ def test_process_cpu_is_real_cpu_time_over_the_injected_clock() -> None:
     reader = HostReader([os.getpid()], clock=clock.monotonic)
     assert reader.sample()[0]["cpu_pct"] == 0.0
     c0 = time.process_time()
-    while time.process_time() < c0 + 0.1:  # 0.1 s of real CPU work, however long a busy machine takes to give it
+    while (
+        time.process_time() < c0 + 0.1
+    ):  # 0.1 s of real CPU work, however long a busy machine takes to give it
         sum(i * i for i in range(1000))
     c1 = time.process_time()
-    clock.advance(0.5)  # the counters moved over 0.1 s of real time, the rate is taken over 0.5 s of clock
+    clock.advance(
+        0.5
+    )  # the counters moved over 0.1 s of real time, the rate is taken over 0.5 s of clock
     row = reader.sample()[0]
     # The reader's counters move in 10 ms ticks (2 points over 0.5 s each): two readings, plus the reader's own
     # bookkeeping between them, stay within 6 points; a rate over the real 0.1 s would read 5 times higher.
@@ -149,8 +194,13 @@ def test_a_child_found_late_counts_its_cpu_since_birth_not_as_other_programs() -
 
     reader = HostReader([os.getpid()])
     reader.sample()  # the first walk: no child yet
-    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
-                              "while time.process_time() - t < 5: pass"])
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 5: pass",
+        ]
+    )
     try:
         deadline = time.monotonic() + 10
         while child.poll() is None and time.monotonic() < deadline:
@@ -180,12 +230,19 @@ def test_a_child_that_exits_between_samples_counts_as_ours_once() -> None:
     reader = HostReader([os.getpid()])
     reader.sample()
     t0, before = time.monotonic(), psutil.Process().cpu_times()
-    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
-                    "while time.process_time() - t < 0.4: pass"], check=True)  # waited for: reaped
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass",
+        ],
+        check=True,
+    )  # waited for: reaped
     row = reader.sample()[0]
     t1, after = time.monotonic(), psutil.Process().cpu_times()
     used = (after.user + after.system + after.children_user + after.children_system) - (
-        before.user + before.system + before.children_user + before.children_system)
+        before.user + before.system + before.children_user + before.children_system
+    )
     assert used >= 0.4
     assert row["cpu_pct"] / 100.0 * (t1 - t0) == pytest.approx(used, rel=0.25), (row, used, t1 - t0)
     time.sleep(HostReader.RATE_WINDOW_S * 1.5)

@@ -25,8 +25,15 @@ def meta(name: str, pid: int, key: str, value: str) -> dict:
     return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": 0, "args": {key: value}}
 
 
-def device_trace(path: Path, label: str | None, backend: str, cat: str = "kernel", steps: int = 3,
-                 ops: int = 4, **top) -> Path:
+def device_trace(
+    path: Path,
+    label: str | None,
+    backend: str,
+    cat: str = "kernel",
+    steps: int = 3,
+    ops: int = 4,
+    **top,
+) -> Path:
     """Steps of matmuls with a device kernel each, the device's process labelled ``label``."""
     evs: list[dict] = []
     for s in range(steps):
@@ -37,24 +44,30 @@ def device_trace(path: Path, label: str | None, backend: str, cat: str = "kernel
             evs.append(x("aten::mm", t0 + i * 200, 20, correlation=corr, **SHAPES))
             k = kernel(f"mtia_fused_mm_{i}", t0 + i * 200 + 30, 150, correlation=corr)
             evs.append({**k, "cat": cat})
-    evs += [meta("process_name", 100, "name", "python3"),
-            meta("process_labels", 100, "labels", "CPU")]
+    evs += [
+        meta("process_name", 100, "name", "python3"),
+        meta("process_labels", 100, "labels", "CPU"),
+    ]
     if label is not None:
         evs += [meta("process_name", 0, "name", label), meta("process_labels", 0, "labels", label)]
     info = {"backend": backend, "rank": 0, "world_size": 1}
     return write(path, evs, deviceProperties=[], distributedInfo=info, **top)
 
 
-@pytest.mark.parametrize("processes, backend, family", [
-    (["python3", "MTIA 0"], "gloo", "MTIA"),
-    (["python3", "mtia:0 (MTIA Device)"], None, "MTIA"),
-    (["python3"], "mtia", "MTIA"),  # the backend alone
-    (["python3", "GPU 0"], "nccl", None),
-    (["python3", "Spans", "Traces"], "gloo", None),
-    (["HPU 3"], "hccl", "HPU"),
-])
-def test_family_from_processes_or_backend(processes: list[str], backend: str | None,
-                                          family: str | None):
+@pytest.mark.parametrize(
+    "processes, backend, family",
+    [
+        (["python3", "MTIA 0"], "gloo", "MTIA"),
+        (["python3", "mtia:0 (MTIA Device)"], None, "MTIA"),
+        (["python3"], "mtia", "MTIA"),  # the backend alone
+        (["python3", "GPU 0"], "nccl", None),
+        (["python3", "Spans", "Traces"], "gloo", None),
+        (["HPU 3"], "hccl", "HPU"),
+    ],
+)
+def test_family_from_processes_or_backend(
+    processes: list[str], backend: str | None, family: str | None
+):
     assert accelerator_family(processes, backend) == family
 
 

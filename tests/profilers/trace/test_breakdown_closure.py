@@ -23,17 +23,23 @@ def _lbfgs_step(closure_mark: bool) -> list[dict]:
         x("aten::dot", 80, 15),  # LBFGS's own two-loop recursion
     ]
     if closure_mark:
-        events.append(x(CLOSURE_MARK, 2, 73, cat="user_annotation"))  # 2..75: closure() with its Python
+        events.append(
+            x(CLOSURE_MARK, 2, 73, cat="user_annotation")
+        )  # 2..75: closure() with its Python
     return events
 
 
 def test_closure_time_is_forward_and_backward_not_optimizer(tmp_path: Path) -> None:
     marked = breakdown(load_trace(write(tmp_path / "m.json", _lbfgs_step(True))))
     got = {c: v / 1000 for c, v in marked.category_ns().items()}
-    assert got["backward"] == pytest.approx(40) and got["forward"] == pytest.approx(20 + 13)  # ops + closure Python
+    assert got["backward"] == pytest.approx(40) and got["forward"] == pytest.approx(
+        20 + 13
+    )  # ops + closure Python
     assert got["optimizer"] == pytest.approx(100 - 73)  # what is left: its own update
     unmarked = breakdown(load_trace(write(tmp_path / "u.json", _lbfgs_step(False))))
-    assert unmarked.category_ns()["optimizer"] == 100_000  # without the mark the span swallowed the whole step
+    assert (
+        unmarked.category_ns()["optimizer"] == 100_000
+    )  # without the mark the span swallowed the whole step
 
 
 def test_the_agents_mark_is_the_one_the_trace_engine_reads() -> None:

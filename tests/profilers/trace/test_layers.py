@@ -28,13 +28,20 @@ def gpt_events(gpu: bool) -> list[dict]:
     ev = [step(1, 0, 1000), module("GPT_0", 10, 900), frame("model.py(60): forward", 11, 880)]
     corr = 1
     for k, t0 in enumerate((100, 500)):
-        ev += [module(f"Block_{k}", t0, 350), frame("model.py(40): forward", t0 + 1, 340),
-               module(f"Attention_{k}", t0 + 10, 200), frame("model.py(20): forward", t0 + 11, 190),
-               module(f"MLP_{k}", t0 + 220, 100), frame("model.py(30): forward", t0 + 221, 90)]
+        ev += [
+            module(f"Block_{k}", t0, 350),
+            frame("model.py(40): forward", t0 + 1, 340),
+            module(f"Attention_{k}", t0 + 10, 200),
+            frame("model.py(20): forward", t0 + 11, 190),
+            module(f"MLP_{k}", t0 + 220, 100),
+            frame("model.py(30): forward", t0 + 221, 90),
+        ]
         if gpu:
             for start, dur in ((t0 + 20, 200.0), (t0 + 230, 100.0)):
-                ev += [x("cudaLaunchKernel", start, 5, cat="cuda_runtime", correlation=corr),
-                       kernel("gemm", start + 10, dur, correlation=corr)]
+                ev += [
+                    x("cudaLaunchKernel", start, 5, cat="cuda_runtime", correlation=corr),
+                    kernel("gemm", start + 10, dur, correlation=corr),
+                ]
                 corr += 1
     return ev
 
@@ -59,8 +66,12 @@ def test_module_events_become_grouped_rows(tmp_path: Path, gpu: bool) -> None:
 
 
 def test_a_trace_without_module_events_says_how_to_record_them(tmp_path: Path) -> None:
-    trace = load_trace(write(tmp_path / "t.json", [step(1, 0, 100), x("aten::mm", 10, 50),
-                                                   frame("train.py(3): main", 5, 90)]))
+    trace = load_trace(
+        write(
+            tmp_path / "t.json",
+            [step(1, 0, 100), x("aten::mm", 10, 50), frame("train.py(3): main", 5, 90)],
+        )
+    )
     layers = from_trace(trace, 0.1)
     assert layers.rows == () and layers.note == NO_MODULES and layers.evidence() is None
     assert "with_stack=True" in NO_MODULES and "with_modules=True" in NO_MODULES
@@ -87,23 +98,40 @@ def test_grouping_names() -> None:
     assert grouped("layer2.conv1") == "layer2.conv1" and grouped("mlp.0") == "mlp.*"
 
 
-def agent_row(name: str, parent: str | None, cls: str, fwd: float, bwd: float, saved: int,
-              params: int) -> dict:
-    return {"name": name, "parent": parent, "class": cls, "class_file": "/x/model.py",
-            "class_line": 10,
-            "forward_file": "/x/model.py", "forward_line": 17, "params": params, "calls": 1.0,
-            "forward_ms": fwd, "backward_ms": bwd, "saved_bytes": saved}
+def agent_row(
+    name: str, parent: str | None, cls: str, fwd: float, bwd: float, saved: int, params: int
+) -> dict:
+    return {
+        "name": name,
+        "parent": parent,
+        "class": cls,
+        "class_file": "/x/model.py",
+        "class_line": 10,
+        "forward_file": "/x/model.py",
+        "forward_line": 17,
+        "params": params,
+        "calls": 1.0,
+        "forward_ms": fwd,
+        "backward_ms": bwd,
+        "saved_bytes": saved,
+    }
 
 
 def test_a_runs_record_is_grouped_by_block() -> None:
-    doc = {"steps": 3, "device": "cpu", "step_ms": 10.0, "timing": "CPU time inside each module",
-           "rows": [
-        agent_row("GPT", None, "GPT", 6.0, 3.0, 300, 30),
-        agent_row("GPT.blocks", "GPT", "ModuleList", 6.0, 3.0, 300, 30),
-        agent_row("GPT.blocks.0", "GPT.blocks", "Block", 3.0, 1.5, 150, 15),
-        agent_row("GPT.blocks.1", "GPT.blocks", "Block", 3.0, 1.5, 150, 15),
-        agent_row("GPT.blocks.0.attn", "GPT.blocks.0", "Attn", 2.0, 1.0, 100, 10),
-        agent_row("GPT.blocks.1.attn", "GPT.blocks.1", "Attn", 1.0, 0.5, 50, 10)]}
+    doc = {
+        "steps": 3,
+        "device": "cpu",
+        "step_ms": 10.0,
+        "timing": "CPU time inside each module",
+        "rows": [
+            agent_row("GPT", None, "GPT", 6.0, 3.0, 300, 30),
+            agent_row("GPT.blocks", "GPT", "ModuleList", 6.0, 3.0, 300, 30),
+            agent_row("GPT.blocks.0", "GPT.blocks", "Block", 3.0, 1.5, 150, 15),
+            agent_row("GPT.blocks.1", "GPT.blocks", "Block", 3.0, 1.5, 150, 15),
+            agent_row("GPT.blocks.0.attn", "GPT.blocks.0", "Attn", 2.0, 1.0, 100, 10),
+            agent_row("GPT.blocks.1.attn", "GPT.blocks.1", "Attn", 1.0, 0.5, 50, 10),
+        ],
+    }
     layers = from_agent(doc)
     rows = {r.name: r for r in layers.rows}
     assert set(rows) == {"GPT", "blocks", "blocks.*", "blocks.*.attn"}

@@ -18,7 +18,10 @@ def test_real_snapshot_summary(shared_traces: Path):
     snap = load_memory_snapshot(path)
     assert snap.segments == 216
     assert snap.reserved_bytes / 2**30 == pytest.approx(13.2, abs=0.05)
-    assert snap.peak_allocated_bytes is not None and snap.peak_allocated_bytes / 2**30 == pytest.approx(12.97, abs=0.02)
+    assert (
+        snap.peak_allocated_bytes is not None
+        and snap.peak_allocated_bytes / 2** 30 == pytest.approx(12.97, abs=0.02)
+    )
     assert snap.history_events == 3 * 1721 and snap.oom_events == 0
     assert snap.top_sites and snap.top_sites[0].where.startswith("model.py:")
 
@@ -38,10 +41,13 @@ def test_malicious_pickle_is_refused_without_running(tmp_path: Path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("payload, message", [
-    (pickle.dumps([1, 2, 3]), "not a torch.cuda.memory snapshot"),
-    (pickle.dumps({"segments": []})[:-3], "truncated"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        (pickle.dumps([1, 2, 3]), "not a torch.cuda.memory snapshot"),
+        (pickle.dumps({"segments": []})[:-3], "truncated"),
+    ],
+)
 def test_foreign_or_truncated_pickles(tmp_path: Path, payload: bytes, message: str):
     p = tmp_path / "x.pickle"
     p.write_bytes(payload)

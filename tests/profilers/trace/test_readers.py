@@ -18,12 +18,18 @@ from profilers.errors import TraceError
 from profilers.trace.load import load_trace
 from tests.trace_factory import kernel, step, write, x
 
-pytestmark = pytest.mark.real_parse  # the loader's own tests: every load parses (tests/trace_memo.py)
+pytestmark = (
+    pytest.mark.real_parse
+)  # the loader's own tests: every load parses (tests/trace_memo.py)
 
 
 def small_trace(rank: int | None = None) -> dict:
     top = {"distributedInfo": {"rank": rank, "world_size": 2}} if rank is not None else {}
-    return {"schemaVersion": 1, **top, "traceEvents": [step(1, 0, 100), kernel("sgemm", 10, 50), x("aten::mm", 5, 10)]}
+    return {
+        "schemaVersion": 1,
+        **top,
+        "traceEvents": [step(1, 0, 100), kernel("sgemm", 10, 50), x("aten::mm", 5, 10)],
+    }
 
 
 def test_json_gz_and_pt_trace_names(tmp_path: Path):
@@ -51,7 +57,9 @@ def test_tensorboard_logdir_reads_newest_session(tmp_path: Path):
         d = tmp_path / "plugins" / "profile" / session
         d.mkdir(parents=True)
         for r in range(n):
-            (d / f"host_{r}.pt.trace.json.gz").write_bytes(gzip.compress(orjson.dumps(small_trace(rank=r))))
+            (d / f"host_{r}.pt.trace.json.gz").write_bytes(
+                gzip.compress(orjson.dumps(small_trace(rank=r)))
+            )
     assert load_trace(tmp_path).ranks == (0, 1)
 
 
@@ -62,7 +70,9 @@ def test_zipped_tensorboard_logdir_reads_newest_session_like_the_folder(tmp_path
         d = logdir / "plugins" / "profile" / session
         d.mkdir(parents=True)
         for r in ranks:
-            (d / f"host_{r}.pt.trace.json.gz").write_bytes(gzip.compress(orjson.dumps(small_trace(rank=r))))
+            (d / f"host_{r}.pt.trace.json.gz").write_bytes(
+                gzip.compress(orjson.dumps(small_trace(rank=r)))
+            )
     zipped = tmp_path / "logdir.zip"
     with zipfile.ZipFile(zipped, "w") as z:
         for f in sorted(logdir.rglob("*.gz")):
@@ -92,7 +102,9 @@ def test_zip_of_ranks_and_unsafe_zips(tmp_path: Path):
 
 
 @pytest.mark.parametrize("one_line", [False, True])
-def test_chunked_parsing_equals_whole_parsing(tmp_path: Path, shared_traces: Path, monkeypatch, one_line: bool):
+def test_chunked_parsing_equals_whole_parsing(
+    tmp_path: Path, shared_traces: Path, monkeypatch, one_line: bool
+):
     src = shared_traces / "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz"
     whole = breakdown(load_trace(src))
     if one_line:  # same events, written without the Kineto line layout
@@ -107,24 +119,33 @@ def test_chunked_parsing_equals_whole_parsing(tmp_path: Path, shared_traces: Pat
 
 
 def test_broken_events_are_dropped_and_counted(tmp_path: Path):
-    events = [step(1, 0, 100), x("aten::mm", 5, 10), {"ph": "X", "name": "no_ts", "dur": 5},
-              x("neg", 1, -3), {"ph": "X", "name": "s", "ts": "12", "dur": 1}, 7]
+    events = [
+        step(1, 0, 100),
+        x("aten::mm", 5, 10),
+        {"ph": "X", "name": "no_ts", "dur": 5},
+        x("neg", 1, -3),
+        {"ph": "X", "name": "s", "ts": "12", "dur": 1},
+        7,
+    ]
     tr = load_trace(write(tmp_path / "t.json", events))
     assert tr.n_events == 2
     warning = " ".join(tr.warnings)
     assert "negative duration" in warning and "missing or non-numeric ts/dur" in warning
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "empty"),
-    (random.Random(119).randbytes(64).replace(b"{", b"x").replace(b"[", b"x"), "not JSON"),
-    (b"[1, 2", "not valid JSON"),
-    (b"{}", "no 'traceEvents'"),
-    (b"42", "not JSON"),
-    (b'{"traceEvents": 5}', "not a list"),
-    (b'{"traceEvents": [{"ph": "M"}]}', "no usable trace events"),
-    (b"[" * 5000 + b"]" * 5000, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "empty"),
+        (random.Random(119).randbytes(64).replace(b"{", b"x").replace(b"[", b"x"), "not JSON"),
+        (b"[1, 2", "not valid JSON"),
+        (b"{}", "no 'traceEvents'"),
+        (b"42", "not JSON"),
+        (b'{"traceEvents": 5}', "not a list"),
+        (b'{"traceEvents": [{"ph": "M"}]}', "no usable trace events"),
+        (b"[" * 5000 + b"]" * 5000, "not valid JSON"),
+    ],
+)
 def test_bad_inputs_get_clear_errors(tmp_path: Path, content: bytes, message: str):
     p = tmp_path / "bad.json"
     p.write_bytes(content)

@@ -19,7 +19,9 @@ from profilers.trace.breakdown import CATEGORIES, Breakdown, breakdown
 from profilers.trace.load import load_trace
 from tests.conftest import SHARED_TRACES
 
-pytestmark = pytest.mark.real_parse  # the loader's own tests: every load parses (tests/trace_memo.py)
+pytestmark = (
+    pytest.mark.real_parse
+)  # the loader's own tests: every load parses (tests/trace_memo.py)
 
 FILES = sorted(str(p.relative_to(SHARED_TRACES)) for p in SHARED_TRACES.rglob("*.json*"))
 FOLDERS = ["communication/param_dlrm_8_ranks", "communication/hta_sampled_128_ranks"]
@@ -80,7 +82,9 @@ def _steps(ev: list[dict]) -> dict[int, tuple[float, float]]:
         if name.startswith("ProfilerStep#") and _cat(e) in HOST_STEP_CATS:
             steps.setdefault(int(name.split("#")[1]), (e["ts"], e["ts"] + e["dur"]))
     device = [e for e in ev if _cat(e) in GPU_CATS]
-    if not steps:  # the device-active window is one step (the whole window when nothing ran on a device)
+    if (
+        not steps
+    ):  # the device-active window is one step (the whole window when nothing ran on a device)
         within = device or ev
         steps = {0: (min(e["ts"] for e in within), max(e["ts"] + e["dur"] for e in within))}
     return steps
@@ -93,8 +97,10 @@ def _per_step(path: Path) -> tuple[tuple[int, float, float, float], ...]:
     ev = _events(path)
     gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev if str(e.get("cat", "")).lower() in GPU_CATS]
     loader = [(e["ts"], e["ts"] + e["dur"]) for e in ev if "dataloader" in e["name"].lower()]
-    return tuple((n, hi - lo, _union_len(gpu, lo, hi), _union_len(loader, lo, hi))
-                 for n, (lo, hi) in _steps(ev).items())
+    return tuple(
+        (n, hi - lo, _union_len(gpu, lo, hi), _union_len(loader, lo, hi))
+        for n, (lo, hi) in _steps(ev).items()
+    )
 
 
 def independent(paths: list[Path]) -> dict:
@@ -107,8 +113,12 @@ def independent(paths: list[Path]) -> dict:
             busy += gpu_busy
             dl += loader
             total += span
-    return {"steps": len(step_ids), "median_ms": statistics.median(step_durs) / 1000,
-            "busy": busy / total, "dataloader_raw": dl / total}
+    return {
+        "steps": len(step_ids),
+        "median_ms": statistics.median(step_durs) / 1000,
+        "busy": busy / total,
+        "dataloader_raw": dl / total,
+    }
 
 
 @pytest.mark.parametrize("rel", FILES + FOLDERS)
@@ -127,7 +137,8 @@ def test_trace_loads_and_breakdown_matches_independent_figures(rel: str, shared_
     assert (rows[list(CATEGORIES)].sum(axis=1) == rows["step_ns"]).all()
     # The device categories together are exactly the device's busy time (priority makes them disjoint).
     device = sum(shares[c] for c in ("gpu_compute", "gpu_memcpy", "gpu_memset")) + (
-        shares["communication"] if b.device == "gpu" else 0.0)
+        shares["communication"] if b.device == "gpu" else 0.0
+    )
     assert device == pytest.approx(b.gpu_busy_share, abs=1e-6)
     # Exposed loader time can only be part of the loader's whole span (CPU ranks also count
     # data-phase annotations such as "## data_load ##", which this plain reading does not).
@@ -156,7 +167,9 @@ def test_multi_rank_folder_counts_a_step_once(shared_traces: Path):
 
 def test_edge_cases(shared_traces: Path):
     cpu = load_trace(shared_traces / "edge/hta_cpu_only_gloo_rank-34.pt.trace.json.gz")
-    assert not cpu.has_gpu and cpu.ranks == (34,) and cpu.world_size == 300 and cpu.backend == "gloo"
+    assert (
+        not cpu.has_gpu and cpu.ranks == (34,) and cpu.world_size == 300 and cpu.backend == "gloo"
+    )
     assert breakdown(cpu).device == "cpu" and len(cpu.steps) == 5
     assert load_trace(shared_traces / "edge/hta_no_rank_info.json.gz").ranks == (0,)
     big = load_trace(shared_traces / "edge/hta_two_events_large_integers.pt.trace.json.gz")
@@ -170,10 +183,18 @@ def test_edge_cases(shared_traces: Path):
 
 # Communication and kernel classes, read independently: NCCL kernels by name, plain interval sweeps.
 
-COMM_TRACES = [*(f"communication/hta_sampled_128_ranks/rank-{r}.json.gz" for r in (0, 1)),
-               "communication/hta_v100_2rank_216k_events.json.gz",
-               "edge/hta_two_events_large_integers.pt.trace.json.gz", *FOLDERS]
-HOST_COMM = ("gloo:", "c10d::", "nccl:", "record_param_comms")  # the host collectives these files hold
+COMM_TRACES = [
+    *(f"communication/hta_sampled_128_ranks/rank-{r}.json.gz" for r in (0, 1)),
+    "communication/hta_v100_2rank_216k_events.json.gz",
+    "edge/hta_two_events_large_integers.pt.trace.json.gz",
+    *FOLDERS,
+]
+HOST_COMM = (
+    "gloo:",
+    "c10d::",
+    "nccl:",
+    "record_param_comms",
+)  # the host collectives these files hold
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "runtime", "hip_runtime"}
 
 
@@ -195,7 +216,9 @@ def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-def _minus(spans: list[tuple[float, float]], holes: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def _minus(
+    spans: list[tuple[float, float]], holes: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
     out, holes = [], _merged(holes)
     for s, e in _merged(spans):
         for hs, he in holes:
@@ -238,15 +261,25 @@ def independent_cpu_comm(path: Path) -> dict:
 
     def is_work(e: dict) -> bool:
         n = name[id(e)]
-        return not is_comm(e) and not n.startswith("ProfilerStep#") and (
-            _cat(e) == "cpu_op" or n.startswith(("Optimizer.", "## optimizer")) or "dataloader" in n.lower())
+        return (
+            not is_comm(e)
+            and not n.startswith("ProfilerStep#")
+            and (
+                _cat(e) == "cpu_op"
+                or n.startswith(("Optimizer.", "## optimizer"))
+                or "dataloader" in n.lower()
+            )
+        )
 
     threads: dict[tuple, list[dict]] = {}
     for e in ev:
         threads.setdefault((e.get("pid"), str(e.get("tid"))), []).append(e)
     comm = [_span(e) for e in ev if is_comm(e)]
-    work = [w for t in threads.values()
-            for w in _minus([_span(e) for e in t if is_work(e)], [_span(e) for e in t if is_comm(e)])]
+    work = [
+        w
+        for t in threads.values()
+        for w in _minus([_span(e) for e in t if is_work(e)], [_span(e) for e in t if is_comm(e)])
+    ]
     total = exposed = steps = 0.0
     for lo, hi in _steps(ev).values():
         total += _union_len(comm, lo, hi)
@@ -256,7 +289,9 @@ def independent_cpu_comm(path: Path) -> dict:
 
 
 @pytest.mark.parametrize("rel", COMM_TRACES)
-def test_exposed_and_overlapped_communication_match_an_independent_reading(rel: str, shared_traces: Path):
+def test_exposed_and_overlapped_communication_match_an_independent_reading(
+    rel: str, shared_traces: Path
+):
     path = shared_traces / rel
     b = _breakdown(path)
     ref = independent_comm(sorted(path.glob("*.json*")) if path.is_dir() else [path])
@@ -276,7 +311,9 @@ def test_hta_sample_communication_figures_recomputed_from_raw_events(shared_trac
         assert ref["total"] / ref["busy"] == pytest.approx(comm_of_busy, abs=1e-3)
         assert ref["exposed"] / ref["busy"] == pytest.approx(exposed_of_busy, abs=1e-3)
         b = _breakdown(path)
-        assert b.share("communication") / b.gpu_busy_share == pytest.approx(exposed_of_busy, abs=1e-3)
+        assert b.share("communication") / b.gpu_busy_share == pytest.approx(
+            exposed_of_busy, abs=1e-3
+        )
 
 
 def test_cpu_gloo_communication_matches_an_independent_reading(shared_traces: Path):
@@ -312,17 +349,47 @@ def independent_kernel_share(path: Path, in_class) -> float:
     return mine / device
 
 
-@pytest.mark.parametrize("rel, kclass, in_class, tol", [
-    ("communication/hta_v100_2rank_216k_events.json.gz", "communication", lambda n: "nccl" in n.lower(), 1e-9),
-    ("communication/hta_sampled_128_ranks/rank-1.json.gz", "communication", lambda n: "nccl" in n.lower(), 1e-9),
-    ("compute/tracelens_gemm_01_compute_few_tiles.json", "matmul", lambda n: n.startswith("Cijk_"), 1e-9),
-    ("memory/tracelens_elem_01_add_poor_bw.json", "elementwise", lambda n: "elementwise_kernel" in n, 1e-9),
-    # GEMM and convolution kernels by a short list of tokens; the engine's longer list moves 0.005% more.
-    ("compute/kineto_resnet50_num_workers_4.pt.trace.json.gz", "matmul",
-     lambda n: any(t in n.lower() for t in ("gemm", "conv", "wgrad", "dgrad", "winograd", "scudnn")), 1e-3),
-])
-def test_kernel_class_share_matches_an_independent_reading(rel: str, kclass: str, in_class, tol: float,
-                                                           shared_traces: Path):
+@pytest.mark.parametrize(
+    "rel, kclass, in_class, tol",
+    [
+        (
+            "communication/hta_v100_2rank_216k_events.json.gz",
+            "communication",
+            lambda n: "nccl" in n.lower(),
+            1e-9,
+        ),
+        (
+            "communication/hta_sampled_128_ranks/rank-1.json.gz",
+            "communication",
+            lambda n: "nccl" in n.lower(),
+            1e-9,
+        ),
+        (
+            "compute/tracelens_gemm_01_compute_few_tiles.json",
+            "matmul",
+            lambda n: n.startswith("Cijk_"),
+            1e-9,
+        ),
+        (
+            "memory/tracelens_elem_01_add_poor_bw.json",
+            "elementwise",
+            lambda n: "elementwise_kernel" in n,
+            1e-9,
+        ),
+        # GEMM and convolution kernels by a short list of tokens; the engine's longer list moves 0.005% more.
+        (
+            "compute/kineto_resnet50_num_workers_4.pt.trace.json.gz",
+            "matmul",
+            lambda n: any(
+                t in n.lower() for t in ("gemm", "conv", "wgrad", "dgrad", "winograd", "scudnn")
+            ),
+            1e-3,
+        ),
+    ],
+)
+def test_kernel_class_share_matches_an_independent_reading(
+    rel: str, kclass: str, in_class, tol: float, shared_traces: Path
+):
     path = shared_traces / rel
     ref = independent_kernel_share(path, in_class)
     assert ref > 0.3

@@ -11,8 +11,14 @@ from profilers.frames.timeline import category_timeline, memory_series, step_spa
 from tests.trace_factory import kernel, memory, step, write, x
 
 
-@pytest.mark.parametrize("name", ["data/kineto_resnet50_num_workers_0.pt.trace.json.gz",
-                                  "communication/param_dlrm_8_ranks", "edge/hta_cpu_only_gloo_rank-34.pt.trace.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "data/kineto_resnet50_num_workers_0.pt.trace.json.gz",
+        "communication/param_dlrm_8_ranks",
+        "edge/hta_cpu_only_gloo_rank-34.pt.trace.json.gz",
+    ],
+)
 def test_timeline_sums_to_breakdown_per_rank(shared_traces, name: str) -> None:
     trace = load_trace(shared_traces / name)
     b = breakdown(trace)
@@ -26,9 +32,13 @@ def test_timeline_sums_to_breakdown_per_rank(shared_traces, name: str) -> None:
 
 def test_timeline_places_categories_in_time(tmp_path) -> None:
     # 0..100 µs step: loader 0..40, kernel 50..90 (its launch at 45), nothing else.
-    events = [step(1, 0, 100), x("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 0, 40),
-              x("cudaLaunchKernel", 45, 2, cat="cuda_runtime", correlation=1),
-              kernel("volta_sgemm", 50, 40, correlation=1), memory(10, 100 * 1024**2, 200 * 1024**2)]
+    events = [
+        step(1, 0, 100),
+        x("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 0, 40),
+        x("cudaLaunchKernel", 45, 2, cat="cuda_runtime", correlation=1),
+        kernel("volta_sgemm", 50, 40, correlation=1),
+        memory(10, 100 * 1024**2, 200 * 1024**2),
+    ]
     trace = load_trace(write(tmp_path / "t.json", events))
     tl = category_timeline(trace, buckets=10)
     assert tl["width_ms"].tolist() == [0.01] * 10

@@ -39,9 +39,11 @@ def events(steps: int, ops: int) -> list[dict]:
 def log_tail(lines: int) -> dict:
     """Log arrays as Kineto's logger writes them after the events: strings full of JSON's own
     punctuation, nested arrays several deep, and empty ones."""
-    info = [[f'[I {i}] rank 0 "done" \\ ]]] {{', [f"nested] {i}", [f"[deeper\\\\] {i}"], []]]
-            for i in range(lines)]
-    return {"traceName": "rank_0]", "INFO": info, "WARNING": [], "ERROR": [["e]\"]"], [[["]"]]]]}
+    info = [
+        [f'[I {i}] rank 0 "done" \\ ]]] {{', [f"nested] {i}", [f"[deeper\\\\] {i}"], []]]
+        for i in range(lines)
+    ]
+    return {"traceName": "rank_0]", "INFO": info, "WARNING": [], "ERROR": [['e]"]'], [[["]"]]]]}
 
 
 def kineto_text(evs: list[dict], tail: dict | None) -> bytes:
@@ -49,8 +51,9 @@ def kineto_text(evs: list[dict], tail: dict | None) -> bytes:
     array."""
     head = b'{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "traceEvents": [\n  '
     body = b",\n  ".join(orjson.dumps(e) for e in evs)
-    after = b"".join(b',\n  ' + orjson.dumps(k) + b": " + orjson.dumps(v)
-                     for k, v in (tail or {}).items())
+    after = b"".join(
+        b",\n  " + orjson.dumps(k) + b": " + orjson.dumps(v) for k, v in (tail or {}).items()
+    )
     return head + body + b"\n]" + after + b"\n}\n"
 
 
@@ -70,9 +73,9 @@ def assert_same_reading(with_tail: Path, without: Path) -> None:
 @pytest.mark.parametrize("lines", [3, 400, 12_000])  # the longest tail is larger than a piece
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
-def test_events_end_before_a_long_tail_of_nested_arrays(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch,
-                                                        lines: int, workers: int, suffix: str):
+def test_events_end_before_a_long_tail_of_nested_arrays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int, workers: int, suffix: str
+):
     evs = events(steps=6, ops=700)
     tail = log_tail(lines)
     data = kineto_text(evs, tail)
@@ -93,13 +96,20 @@ def test_finish_returns_the_fields_after_the_events():
     assert [e.name for e in evs] == ["a]", 'b"]'] and fields == tail
 
 
-@pytest.mark.parametrize("body, names, fields", [
-    (b'{"name": "a"}\n]\n}', ["a"], {}),  # the usual end
-    (b'{"name": "a"}]', ["a"], {}),  # a bare array's end, or a document missing its last brace
-    (b'\n]\n, "x": [[1], [2]]}', [], {"x": [[1], [2]]}),  # no events
-    (b'{"name": "a", "args": {"v": [1, [2]]}}\n], "k": "\\\\"}', ["a"], {"k": "\\"}),
-    (b'{"name": "a"}], "x": [{"name": "not an event"}]}', ["a"], {"x": [{"name": "not an event"}]}),
-])
+@pytest.mark.parametrize(
+    "body, names, fields",
+    [
+        (b'{"name": "a"}\n]\n}', ["a"], {}),  # the usual end
+        (b'{"name": "a"}]', ["a"], {}),  # a bare array's end, or a document missing its last brace
+        (b'\n]\n, "x": [[1], [2]]}', [], {"x": [[1], [2]]}),  # no events
+        (b'{"name": "a", "args": {"v": [1, [2]]}}\n], "k": "\\\\"}', ["a"], {"k": "\\"}),
+        (
+            b'{"name": "a"}], "x": [{"name": "not an event"}]}',
+            ["a"],
+            {"x": [{"name": "not an event"}]},
+        ),
+    ],
+)
 def test_finish_cases(body: bytes, names: list[str], fields: dict):
     evs, got = trace_json.finish(body, "t", [])
     assert [getattr(e, "name", None) or e.get("name") for e in evs] == names and got == fields
@@ -123,8 +133,11 @@ def test_analyze_json_reads_a_trace_with_a_log_tail(tmp_path: Path):
     evs = events(steps=8, ops=4500)
     data = kineto_text(evs, log_tail(2000))
     assert len(data) > trace_json.WHOLE_LIMIT
-    plain = json.loads(analyze(str(write_trace(tmp_path / "plain.json.gz", kineto_text(evs, None))),
-                               "--json").stdout)
+    plain = json.loads(
+        analyze(
+            str(write_trace(tmp_path / "plain.json.gz", kineto_text(evs, None))), "--json"
+        ).stdout
+    )
     for name in ("tail.json", "tail.json.gz"):
         done = analyze(str(write_trace(tmp_path / name, data)), "--json")
         assert done.returncode == 0, done.stderr

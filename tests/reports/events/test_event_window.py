@@ -63,19 +63,24 @@ def test_small_window_lists_its_events_and_a_large_one_does_not(loaded) -> None:
     assert ((ev["start_ms"] < 20.5) & (ev["start_ms"] + ev["dur_ms"] > 20.0)).all()
 
 
-def test_perfetto_export_of_a_window_is_a_valid_chrome_trace(loaded, tmp_path, shared_traces) -> None:
+def test_perfetto_export_of_a_window_is_a_valid_chrome_trace(
+    loaded, tmp_path, shared_traces
+) -> None:
     trace, index = loaded
     lo, hi = index.origin_ns + 20_000_000, index.origin_ns + 20_500_000
     blob = perfetto_gzip(shared_traces / DATA_TRACE, index.origin_ns, lo, hi)
     doc = orjson.loads(gzip.decompress(blob))
     spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert spans and all(e["ts"] < 20_500 and e["ts"] + e["dur"] > 20_000 for e in spans)
-    assert {"process_name", "thread_name", "process_labels"} <= {e["name"] for e in doc["traceEvents"] if e["ph"] == "M"}
+    assert {"process_name", "thread_name", "process_labels"} <= {
+        e["name"] for e in doc["traceEvents"] if e["ph"] == "M"
+    }
     path = tmp_path / "window.json.gz"
     path.write_bytes(blob)
     assert load_trace(path).n_events == len(spans)  # our own strict reader takes it back
-    assert len(orjson.loads(chrome_trace(shared_traces / DATA_TRACE, index.origin_ns))["traceEvents"]) > \
-        len(doc["traceEvents"])
+    assert len(
+        orjson.loads(chrome_trace(shared_traces / DATA_TRACE, index.origin_ns))["traceEvents"]
+    ) > len(doc["traceEvents"])
 
 
 def test_snapshot_history_peaks_where_the_replay_does(shared_traces) -> None:
@@ -90,8 +95,9 @@ def test_snapshot_history_peaks_where_the_replay_does(shared_traces) -> None:
     assert top.where == "model.py:39 forward" and top.frames[0].endswith("(library)")
     assert sum(s.bytes for s in h.top_stacks) <= h.peak_bytes
     # one number per allocation site: the Events page's sites are the Analysis page's, byte for byte
-    assert [(s.where, s.bytes, s.count) for s in h.top_stacks] == \
-        [(t.where, t.bytes, t.count) for t in summary.top_sites]
+    assert [(s.where, s.bytes, s.count) for s in h.top_stacks] == [
+        (t.where, t.bytes, t.count) for t in summary.top_sites
+    ]
 
 
 def test_nested_host_ops_get_depth_lanes() -> None:

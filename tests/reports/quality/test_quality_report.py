@@ -15,8 +15,14 @@ from tests.advisors.quality.test_decisions import BASE, fake_runner, patch_workl
 
 
 def recorded(plateau_at: float | None = None) -> dict[str, Any]:
-    ladder = to_quality(BASE, [resolved(0), cands.early_stopping()],
-                        fake_runner(plateau_at), Budget(steps=500), seeds=3, apply=patch_workload)
+    ladder = to_quality(
+        BASE,
+        [resolved(0), cands.early_stopping()],
+        fake_runner(plateau_at),
+        Budget(steps=500),
+        seeds=3,
+        apply=patch_workload,
+    )
     return quality_json(ladder)
 
 
@@ -24,7 +30,9 @@ def test_figure_draws_both_arms_against_wall_clock_the_target_and_each_time_to_t
     out = recorded()
     fig = round_figure(out, 1)
     names = {t.name for t in fig.data}
-    assert names == {"baseline", "batch × 4, linear lr scaling"} and len(fig.data) == 6  # 3 seeds per arm
+    assert (
+        names == {"baseline", "batch × 4, linear lr scaling"} and len(fig.data) == 6
+    )  # 3 seeds per arm
     assert fig.layout.xaxis.title.text == "wall-clock time (s)"
     shapes = fig.layout.shapes
     horizontal = [s for s in shapes if s.y0 == s.y1 and s.y0 == out["target"]["value"]]
@@ -43,7 +51,9 @@ def test_early_stopping_figure_marks_each_seeds_stop_and_markdown_escapes() -> N
     assert list(stops.x) == [p["stop_s"] for p in out["rounds"][1]["early_stopping"]["per_seed"]]
     md = markdown(quality_record(out))
     assert "&lt;b&gt;x\\|y&lt;/b&gt;" in md and "<b>" not in md
-    assert "| trade-off |" in md and "trade-off: stopping at step" in md  # the one line, in the report
+    assert (
+        "| trade-off |" in md and "trade-off: stopping at step" in md
+    )  # the one line, in the report
 
 
 def test_the_tradeoff_figure_draws_each_seed_and_marks_the_patience_point() -> None:

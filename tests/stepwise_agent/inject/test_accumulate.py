@@ -49,7 +49,9 @@ def _reference() -> nn.Module:
     return model
 
 
-@pytest.mark.parametrize("zero_after_step", [False, True], ids=["zero-backward-step", "backward-step-zero"])
+@pytest.mark.parametrize(
+    "zero_after_step", [False, True], ids=["zero-backward-step", "backward-step-zero"]
+)
 def test_accumulation_adds_up_micro_batches_in_either_loop_order(zero_after_step: bool) -> None:
     model, report = _train(zero_after_step, k=2)
     knob = report.knob("grad_accum")

@@ -4,10 +4,12 @@ module's own input, and says why where they do not."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import math
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -19,8 +21,19 @@ from stepwise_agent.inject import Injector
 from stepwise_agent.inject import attention
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-import gpt_hand_attention as gpt  # noqa: E402
+
+
+def _load_script(name: str) -> ModuleType:
+    """A user's script from ``tests/scripts`` as a module (its classes, not its main)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # inspect finds the source of its classes through it
+    spec.loader.exec_module(module)
+    return module
+
+
+gpt = _load_script("gpt_hand_attention")
 
 
 class WrongScale(gpt.CausalSelfAttention):
@@ -82,10 +95,13 @@ def test_the_held_in_attention_is_recognised_with_its_mask_and_dropout() -> None
     assert forward_block(lines, first) == source
 
 
-@pytest.mark.parametrize("cls, why", [
-    (gpt.Block, "its forward has no softmax"),
-    (Classifier, "its forward's softmax is not between two matmuls"),
-])
+@pytest.mark.parametrize(
+    "cls, why",
+    [
+        (gpt.Block, "its forward has no softmax"),
+        (Classifier, "its forward's softmax is not between two matmuls"),
+    ],
+)
 def test_a_forward_that_is_not_attention_is_refused_with_its_reason(cls: type, why: str) -> None:
     assert recognise(inspect.getsource(cls.forward)) == (None, why)
 
@@ -164,10 +180,27 @@ def test_optimize_applies_sdpa_to_the_held_in_script_with_its_proof(tmp_path: Pa
 
     script = SCRIPTS / "gpt_hand_attention.py"
     before = script.read_text()
-    cmd = [sys.executable, "-m", "advisors", "optimize", "--json",
-           "--store", str(tmp_path / "runs"),
-           "--rounds", "1", "--steps", "6", "--warmup", "1", "--check",
-           "--fix", "sdpa_attention", "--", sys.executable, str(script)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--json",
+        "--store",
+        str(tmp_path / "runs"),
+        "--rounds",
+        "1",
+        "--steps",
+        "6",
+        "--warmup",
+        "1",
+        "--check",
+        "--fix",
+        "sdpa_attention",
+        "--",
+        sys.executable,
+        str(script),
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert script.read_text() == before

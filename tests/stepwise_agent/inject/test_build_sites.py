@@ -11,7 +11,7 @@ from torch import nn
 
 from stepwise_agent.inject.built import BuildSites
 
-SCRIPT = '''import torch
+SCRIPT = """import torch
 from torch import nn
 
 
@@ -49,7 +49,7 @@ def main(inj, kind, wrap):
         loss.backward()
         opt.step()
         inj.on_step()
-'''
+"""
 
 
 def _line(text: str) -> int:
@@ -64,17 +64,27 @@ def _run(tmp_path: Path, injected: Any, kind: str, wrap: bool = False) -> dict[s
     return inj.finish()
 
 
-def test_the_site_is_the_branch_that_ran_and_the_users_own_move(tmp_path: Path, injected: Any) -> None:
+def test_the_site_is_the_branch_that_ran_and_the_users_own_move(
+    tmp_path: Path, injected: Any
+) -> None:
     report = _run(tmp_path, injected, "narrow")
     site = report["sites"]["model_build"]
     assert site["file"] == str(tmp_path / "train.py") and site["type"] == "Net"
-    assert site["line"] == _line('model = model.to("cpu")')  # moved after it was built: complete there
-    assert site["built"]["line"] == _line("model = Net(8)")  # the branch taken, not "wide"'s Net(64)
+    assert site["line"] == _line(
+        'model = model.to("cpu")'
+    )  # moved after it was built: complete there
+    assert site["built"]["line"] == _line(
+        "model = Net(8)"
+    )  # the branch taken, not "wide"'s Net(64)
     assert site["built"]["code"] == "model = Net(8)"
-    assert len(report["all_sites"]["model_build"]) == 1  # one model: its submodules are no build sites
+    assert (
+        len(report["all_sites"]["model_build"]) == 1
+    )  # one model: its submodules are no build sites
 
 
-def test_a_wrapped_model_is_sited_where_its_inner_model_was_built(tmp_path: Path, injected: Any) -> None:
+def test_a_wrapped_model_is_sited_where_its_inner_model_was_built(
+    tmp_path: Path, injected: Any
+) -> None:
     site = _run(tmp_path, injected, "wide", wrap=True)["sites"]["model_build"]
     assert site["type"] == "Net" and site["line"] == _line('model = model.to("cpu")')
     assert site["built"]["line"] == _line("model = Net(64)")

@@ -41,7 +41,9 @@ def fakelib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     sys.modules.pop("fakelib", None)
 
 
-def test_a_rebuilt_training_loader_is_changed_where_the_user_built_it(injected: Any, fakelib: Any) -> None:
+def test_a_rebuilt_training_loader_is_changed_where_the_user_built_it(
+    injected: Any, fakelib: Any
+) -> None:
     inj = injected({"num_workers": 0})
     train_data = TensorDataset(torch.randn(32, 4), torch.zeros(32))
     eval_data = TensorDataset(torch.randn(16, 4), torch.zeros(16))

@@ -10,7 +10,6 @@ import torch
 from torch import nn
 
 
-
 class PassingWrapper(nn.Module):
     """Like ``_FabricModule``: its ``forward`` calls the wrapped module; setting an attribute the wrapped module
     also has sets it there too."""
