@@ -42,9 +42,12 @@ def test_batch_times_k_is_injected_at_the_users_lines_and_judged(tmp_path: Path)
         str(SCRIPT),
     ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode in (0, 3), proc.stderr[-3000:]
     assert SCRIPT.read_text() == before  # the script is never written
     out = json.loads(proc.stdout)
+    # 3: a round the seeds could not judge (other programs' load, a lean), as right a verdict as any here
+    open_ = [r for r in out["rounds"] if r.get("outcome_word") == "inconclusive"]
+    assert (proc.returncode == 3) == bool(open_), [r.get("outcome") for r in out["rounds"]]
     assert (
         set(out["target"]) >= {"metric", "value", "goal", "source"}
         and out["target"]["source"] == "baseline curve"
