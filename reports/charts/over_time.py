@@ -17,7 +17,7 @@ from profilers.frames.telemetry import metric_columns
 MAX_STEP_LINES = 120
 UTIL_METRICS = ("gpu_util_pct", "cpu_pct")
 MEMORY_METRICS = ("mem_used_mb", "rss_mb", "gpu_memory_used_mb", "cuda_allocated_mb")
-#: Legend names of the telemetry columns (the walk read "cpu_pct", "rss_mb").
+#: Legend names of the telemetry columns: what a reader sees instead of "cpu_pct", "rss_mb".
 METRIC_NAMES = {
     "gpu_util_pct": "GPU utilisation",
     "cpu_pct": "run's CPU (100% = one core)",

@@ -126,7 +126,7 @@ def report_context(
         "evidence": [] if d is None else format_evidence(d.evidence),
         "findings": findings(a),
         # a note of no class is about the measurement itself (other programs' load, …): said apart, never as
-        # "none: …" under "Not enough data to judge" (dashboard walk)
+        # "none: …" under "Not enough data to judge"
         "caveats": []
         if d is None
         else [n.reason for n in d.notes if n.bottleneck is Bottleneck.NONE],

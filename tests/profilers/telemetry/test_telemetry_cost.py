@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from profilers.telemetry.sampler import HostReader
+from profilers.telemetry.host import HostReader
 from tests.fake_clock import FakeClock
 
 BURN_CPU_S = 0.3  # CPU seconds the loop below uses, however long the machine takes to give them
@@ -103,7 +103,7 @@ def test_process_cpu_follows_the_work_done(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_rates_use_a_window_so_a_late_sample_cannot_spike() -> None:
     """Counters move in 10 ms ticks; two samples 1 ms apart must not turn one tick into 1000%."""
-    from profilers.telemetry.sampler import WindowedRates
+    from profilers.telemetry.host import WindowedRates
 
     r = WindowedRates(0.25)
     assert r.update("p", 0.0, (0.0,)) is None  # one reading: no rate

@@ -254,7 +254,7 @@ def test_a_childs_age_comes_from_its_start_in_ticks_not_a_whole_second_boot_time
     import sys
     import time
 
-    from profilers.telemetry.sampler import _age_s
+    from profilers.telemetry.host import _age_s
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
     started = time.monotonic()
