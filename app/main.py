@@ -14,7 +14,7 @@ from pathlib import Path
 from app.widgets import links, sidebar
 
 # A local icon file: a ":material/…:" page icon makes the browser fetch the favicon from fonts.gstatic.com, a
-# request that leaves the machine (and fails on a training box without internet: issue 33).
+# request that leaves the machine (and fails on a training box without internet).
 st.set_page_config(
     page_title="Stepwise", page_icon=str(Path(__file__).with_name("icon.png")), layout="wide"
 )

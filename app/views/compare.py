@@ -82,7 +82,7 @@ losses = (
 if any(losses.values()):
     ui.chart(charts_compare.loss_curves(losses), key="compare.loss")
 # Full width, one under the other: side by side, the long kernel names left the numbers cut off on the right
-# and the bars' axis squeezed (dashboard walk).
+# and the bars' axis squeezed.
 for table, title, key in (
     (c.kernels, "Kernels that moved most", "compare.kernels"),
     (c.ops, "Operators that moved most", "compare.ops"),
