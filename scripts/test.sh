@@ -14,17 +14,23 @@ fi
 .venv/bin/python -m mypy
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# Two lanes: the tests that time nothing spread over both cores (pytest-xdist, as the fast lane runs them), then
-# real training runs, wall-clock waits and Chromium in one process (their timing margins assume it). Arguments
-# go to both; exit 5 (no test of that lane selected) counts as a pass when the other lane ran tests.
+# Three lanes: the tests that start nothing heavy spread over both cores (pytest-xdist); the real runs,
+# wall-clock waits and Chromium whose assertions do not rest on speed, spread over both cores too; then the
+# ``timed`` tests (a verdict, a share of step time, a neighbour noticed) one at a time, nothing beside them.
+# Arguments go to every lane; exit 5 (no test of that lane selected) counts as a pass when another lane ran tests.
 set +e
-.venv/bin/python -m pytest -m "not slow and not browser" -n "${STEPWISE_TEST_WORKERS:-2}" "$@"
+workers="${STEPWISE_TEST_WORKERS:-2}"
+.venv/bin/python -m pytest -m "not slow and not browser and not timed" -n "$workers" "$@"
 fast=$?
-.venv/bin/python -m pytest -m "slow or browser" "$@"
-slow=$?
+# A file's tests stay on one worker (--dist loadfile): its module fixtures (a fresh clone, an install, a
+# dashboard server) are built once.
+.venv/bin/python -m pytest -m "(slow or browser) and not timed" -n "$workers" --dist loadfile "$@"
+spread=$?
+.venv/bin/python -m pytest -m "timed" "$@"
+timed=$?
 set -e
-for rc in "$fast" "$slow"; do
+for rc in "$fast" "$spread" "$timed"; do
   if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then exit "$rc"; fi
 done
-if [ "$fast" = 5 ] && [ "$slow" = 5 ]; then exit 5; fi
+if [ "$fast" = 5 ] && [ "$spread" = 5 ] && [ "$timed" = 5 ]; then exit 5; fi
 exit 0

@@ -13,6 +13,10 @@ if [ -z "$PY" ]; then
   for cand in python3.11 python3; do command -v "$cand" >/dev/null 2>&1 && { PY="$cand"; break; }; done
 fi
 if [ -L "$ENV" ] && [ ! -e "$ENV/bin/python" ]; then rm -f "$ENV"; fi  # a link to nothing (or to itself): rebuild
+# One build at a time: test processes running side by side (pytest-xdist) may all ask for it at once.
+mkdir -p "$(dirname "$ENV")"
+exec 9>"$ENV.lock"
+flock 9
 STAMP="$ENV/.stepwise-user-env"
 WANT="$(cat scripts/user-env.sh tests/user_env/only_in_user_env_pkg/pyproject.toml tests/user_env/only_in_user_env_pkg/only_in_user_env/__init__.py | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then

@@ -77,6 +77,13 @@ def pytest_configure(config: pytest.Config) -> None:
     breakdown.breakdown = _MEMO[0].breakdown
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A timed test is a slow one: the fast lane never runs it, whatever else selects it.
+    for item in items:
+        if item.get_closest_marker("timed") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     # Collection imported torch, pandas, Streamlit, plotly...: millions of long-lived objects that every full
     # cyclic-GC pass would walk again. Frozen, the passes during the tests look only at what the tests make.

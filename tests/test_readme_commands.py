@@ -119,7 +119,12 @@ def test_optimize_a_workload_on_the_default_store(checkout: Path) -> None:
     argv[rounds + 1] = (
         "1"  # one round of the README's command: its path end to end, a ladder's worth of time less
     )
-    done = _ok(_run(argv, checkout))
-    assert "round 1" in done.stdout + done.stderr, done.stdout[-2000:]
+    done = _run(argv, checkout)
+    # 3: the round could not be judged (other programs' load on these 2 cores), as right a verdict as a keep;
+    # whether the fix is kept on a quiet machine is tests/advisors/experiments/test_script_optimize.py's
+    assert done.returncode in (0, 3), (done.args, done.returncode, done.stderr[-3000:])
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 or "inconclusive" in said, said[-2000:]
+    assert "round 1" in said, done.stdout[-2000:]
     (ladder,) = _store(checkout).list(kind="experiment")  # stored in ./runs of where it started
     assert ladder.status.finished, ladder

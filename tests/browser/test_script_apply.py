@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser.harness import REPO, wait_for_app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 EXPERIMENT_TIMEOUT_MS = 900_000
 

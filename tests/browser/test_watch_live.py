@@ -18,7 +18,7 @@ import pytest
 from profilers.store.runs import RunStore
 from tests.browser.harness import wait_for_app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 ROOT = Path(__file__).resolve().parents[2]
 DECODE = ROOT / "tests" / "scripts" / "watch" / "slowing_decode.py"

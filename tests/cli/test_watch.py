@@ -66,6 +66,7 @@ def _watch(
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_later_samples_expensive_to_decode_are_captured_and_named_data(tmp_path: Path) -> None:
     done = _watch(tmp_path, str(DECODE), "--steps", str(STEPS), "--change-at", str(CHANGE_AT))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -89,6 +90,7 @@ def test_later_samples_expensive_to_decode_are_captured_and_named_data(tmp_path:
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_a_loop_that_starts_keeping_tensors_fires_a_memory_capture(tmp_path: Path) -> None:
     # a busy machine may fire a step-time capture first; its share of the run's time must not hold back the memory one
     done = _watch(
@@ -121,6 +123,7 @@ def test_a_loop_that_starts_keeping_tensors_fires_a_memory_capture(tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_a_neighbour_taking_the_cores_mid_run_is_captured_and_named(tmp_path: Path) -> None:
     """Issue 44's third case: another job lands on the machine at step 70 (busy loops, one per core, that are not
     the script's children). The capture comes within the judged time (:func:`_within`) and names the host: the
@@ -142,6 +145,7 @@ def test_a_neighbour_taking_the_cores_mid_run_is_captured_and_named(tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_the_same_script_kept_steady_captures_nothing(tmp_path: Path) -> None:
     done = _watch(tmp_path, str(DECODE), "--steps", str(STEPS), "--steady")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -55,6 +55,7 @@ def _watch(tmp_path: Path, *args: str) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_a_rank_falling_behind_is_captured_with_its_neighbour_and_named(tmp_path: Path) -> None:
     report = _watch(tmp_path)
     behind = [c for c in report["captures"] if c["trigger"]["kind"] == "rank_behind"]
@@ -97,6 +98,7 @@ def test_a_rank_falling_behind_is_captured_with_its_neighbour_and_named(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_the_same_ddp_script_kept_steady_fires_no_rank_capture(tmp_path: Path) -> None:
     report = _watch(tmp_path, "--steady")
     assert not [c for c in report["captures"] if c["trigger"]["kind"] == "rank_behind"], report[

@@ -61,3 +61,13 @@ def assert_dominated_by(b: Breakdown, group: str, margin: float) -> dict[str, fl
     assert b.device == "cpu" and b.n_steps >= 1 and not b.steps_inferred, shares
     assert top == group and top_share >= margin * second, shares
     return shares
+
+
+def assert_largest_category(b: Breakdown, category: str, margin: float) -> dict[str, float]:
+    """``category`` is the largest of the breakdown's own categories (forward and backward apart), at least
+    ``margin`` × the runner-up; returns the shares for the record."""
+    shares = dict(sorted(((c, round(v, 3)) for c, v in b.shares().items()), key=lambda kv: -kv[1]))
+    (top, top_share), (_, second) = list(shares.items())[:2]
+    assert b.device == "cpu" and b.n_steps >= 1 and not b.steps_inferred, shares
+    assert top == category and top_share >= margin * second, shares
+    return shares

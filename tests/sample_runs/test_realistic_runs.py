@@ -18,6 +18,7 @@ MARGIN = 1.3  # the measured shares are in dominant.py, beside REALISTIC_DOMINAN
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 @pytest.mark.parametrize(
     "name", REALISTIC
 )  # every registered workload without a designed bottleneck

@@ -74,6 +74,7 @@ def _seen(c: RegressionCheck) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_runs_of_one_spec_read_same_every_time(tmp_path: Path) -> None:
     """A pair that reads otherwise is measured again with two fresh processes, up to :data:`ATTEMPTS` pairs (the
     per-process offset belongs to the process, not the code; series on this machine reached 0.69-1.32, see the
@@ -98,6 +99,7 @@ def _open(c: RegressionCheck) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_a_run_slowed_through_a_spec_knob_is_a_regression(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs")
     seen = []
@@ -164,6 +166,7 @@ def _launch(script: Path, store: Path, width: int) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_the_readme_ci_recipe(tmp_path: Path) -> None:
     """Pin a launched run of the script as the baseline, then gate later runs against it: the same script
     passes (exit 0), the script at twice the width (about 3.6x the multiply-adds a step) fails (exit 1). Steps of ~20 ms: 5 ms steps

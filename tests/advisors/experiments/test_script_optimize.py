@@ -129,6 +129,7 @@ def _line_of(script: str, needle: str) -> int:
     return next(i for i, line in enumerate(script.splitlines(), 1) if needle in line)
 
 
+@pytest.mark.timed  # it asks for a definite keep
 def test_data_bound_script_keeps_a_dataloader_fix_and_refuses_to_cache(tmp_path: Path) -> None:
     out = optimize(
         tmp_path,

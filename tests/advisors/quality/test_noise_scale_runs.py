@@ -21,7 +21,7 @@ from profilers.store.runs import RunStore
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "regression_val_train.py"
 METRIC = r"val_loss=([0-9.]+)"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 
 def inject(s: QualitySpec, cand: cands.Candidate) -> QualitySpec:

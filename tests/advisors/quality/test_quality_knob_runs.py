@@ -75,9 +75,13 @@ def to_quality(
         timeout=1200,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # 3: a round the seeds could not judge (other programs' load, a lean), as right a verdict as any here
+    assert proc.returncode in (0, 3), proc.stderr[-3000:]
     assert {p: p.read_text() for p in before} == before  # the user's files are never written
-    return {r["fix"]: r for r in json.loads(proc.stdout)["rounds"]}
+    rounds = json.loads(proc.stdout)["rounds"]
+    open_ = [r for r in rounds if r.get("outcome_word") == "inconclusive"]
+    assert (proc.returncode == 3) == bool(open_), [r.get("outcome") for r in rounds]
+    return {r["fix"]: r for r in rounds}
 
 
 def runs_of(r: dict[str, Any]) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ def test_cpu_mfu_uses_the_stored_calibration(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_the_probe_measures_a_positive_peak(tmp_path: Path) -> None:
     found = calibrate.record(tmp_path)
     if found is None:

@@ -19,7 +19,7 @@ from profilers.telemetry.sampler import TelemetrySampler, read_telemetry
 WINDOW_S = 1.5
 MIN_RATE_HZ = 10
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 
 def _in_window(times: pd.Series) -> pd.Series:
