@@ -111,6 +111,9 @@ class RunFacts:
     trigger: CaptureTrigger | None = (
         None  # a watched run's capture: what made it profile itself (capture.json)
     )
+    # the script's torch and the CUDA it was built for (agent.json, else launch.json); None if unknown
+    torch_version: str | None = None
+    cuda_version: str | None = None
     # the median measured step, beside the time per step (step_time_ms)
     typical_step_ms: float | None = None
     # of the measured steps, those that stalled (stepwise_agent.steady)
@@ -237,6 +240,7 @@ def run_facts(run_dir: Path) -> RunFacts:
     measured = summarise_steps(steps, telemetry, spec.warmup_steps if spec else 1)
     peak = _first(result.peak_memory_mb if result else None, measured.peak_memory_mb)
     bf16 = calibration.read_bf16(run_dir)
+    software = _software(run_dir)
     return RunFacts(
         status=result.status.value if result else "running",
         error=result.error if result else None,
@@ -275,7 +279,22 @@ def run_facts(run_dir: Path) -> RunFacts:
         data_wait_share=measured.data_wait_share,
         threads=read_threads(read_json(run_dir / "injected.json")),
         trigger=capture_trigger(run_dir),
+        torch_version=software[0],
+        cuda_version=software[1],
     )
+
+
+def _software(run_dir: Path) -> tuple[str | None, str | None]:
+    """The torch that ran the script and the CUDA it was built for: what its agent saw in the process
+    (``agent.json``), else what the launcher read of the interpreter (``launch.json``)."""
+    found: dict[str, str] = {}
+    for name in ("agent.json", "launch.json"):
+        raw = read_json(run_dir / name)
+        if isinstance(raw, dict):
+            for key in ("torch_version", "torch_cuda"):
+                if key not in found and isinstance(raw.get(key), str) and raw[key]:
+                    found[key] = raw[key]
+    return found.get("torch_version"), found.get("torch_cuda")
 
 
 def _stopped_after(result: RunResult | None, steps: pd.DataFrame) -> int | None:

@@ -135,13 +135,14 @@ def _compare_with_report(
 
     a, b = analyse(base, label=base_label), analyse(new, label=new_label)
     result = regression_check(a, b, max_slowdown)
+    tables = compare(a, b)
     try:
-        write_comparison(result, compare(a, b), out)
+        write_comparison(result, tables, out)
     except ValueError as err:  # an unknown suffix
         raise StepwiseError(str(err)) from None
     except OSError as err:
         raise StepwiseError(f"{out}: cannot write the report ({err.strerror})") from None
-    return result, environment_diff(a, b)
+    return result, tables.environment
 
 
 def _save_baseline(name: str, run: str, store: RunStore) -> dict[str, Any]:

@@ -9,11 +9,12 @@ compare`` say the same thing about the same pair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from advisors.compare import movers
+from advisors.compare.environment import Environment, EnvironmentDiff, environment_diff
 from advisors.compare.regression import DEFAULT_MAX_SLOWDOWN, RegressionCheck, check
 from advisors.compare.sides import side_of
 from advisors.compare.step_samples import run_samples, trace_samples
@@ -21,12 +22,14 @@ from advisors.analysis import Analysis
 from stepwise_agent import steady
 
 TOP_DELTAS = movers.TOP_DELTAS
+_UNKNOWN = Environment(device=None, world_size=None, batch=None)
 
 
 @dataclass(frozen=True)
 class Comparison:
     """``categories``: category, a_ms, b_ms, delta_ms. ``kernels``/``ops``: name, a_ms, b_ms, delta_ms (largest
-    moves first). ``step_ms``: the per-step samples of each side (see :func:`step_samples`)."""
+    moves first). ``step_ms``: the per-step samples of each side (see :func:`step_samples`). ``environment``:
+    what differs between the two sides' environments (device, world size, batch, torch, CUDA)."""
 
     label_a: str
     label_b: str
@@ -35,6 +38,9 @@ class Comparison:
     categories: pd.DataFrame
     kernels: pd.DataFrame
     ops: pd.DataFrame
+    environment: EnvironmentDiff = field(
+        default_factory=lambda: EnvironmentDiff(_UNKNOWN, _UNKNOWN, ())
+    )
 
     @property
     def speedup(self) -> float | None:
@@ -64,6 +70,7 @@ def compare(a: Analysis, b: Analysis) -> Comparison:
         categories=movers.category_deltas(ba, bb),
         kernels=movers.kernel_deltas(ba, bb),
         ops=movers.op_deltas(ba, bb),
+        environment=environment_diff(a, b),
     )
 
 

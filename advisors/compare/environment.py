@@ -4,7 +4,9 @@ Two traces from different devices, or from jobs of different sizes, differ in mo
 verdict between them compares machines (or scales), so the comparison says so first. Read from
 each side's analysis: the device's name (``deviceProperties``, else its family or kind), the world
 size (a run's own, else ``distributedInfo``'s, else the ranks of a folder read), a run's batch size
-where its spec records one. A field either side does not record is never called a difference.
+where its spec records one, the torch that ran a script (its agent's record) and the CUDA version (the
+one torch was built for, else the runtime a trace records). A field either side does not record is never
+called a difference.
 """
 
 from __future__ import annotations
@@ -15,8 +17,14 @@ from typing import Any
 from advisors.analysis import Analysis
 
 #: The environment's fields, in the order a difference is told.
-FIELDS = ("device", "world_size", "batch")
-_WORDS = {"device": "device", "world_size": "world size", "batch": "batch size"}
+FIELDS = ("device", "world_size", "batch", "torch", "cuda")
+WORDS = {
+    "device": "device",
+    "world_size": "world size",
+    "batch": "batch size",
+    "torch": "torch",
+    "cuda": "CUDA",
+}
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,8 @@ class Environment:
     device: str | None
     world_size: int | None
     batch: int | None
+    torch: str | None = None
+    cuda: str | None = None
 
     def get(self, name: str) -> Any:
         return getattr(self, name)
@@ -44,7 +54,7 @@ class EnvironmentDiff:
         """The sentence a comparison leads with when the environments differ, else None."""
         if not self.differs:
             return None
-        parts = [f"{_WORDS[f]} ({self.new.get(f)} vs {self.base.get(f)})" for f in self.differs]
+        parts = [f"{WORDS[f]} ({self.new.get(f)} vs {self.base.get(f)})" for f in self.differs]
         device = "device" in self.differs
         what = "machines" if device else "setups"
         return (
@@ -61,7 +71,16 @@ def environment_of(a: Analysis) -> Environment:
     if world is None and b is not None:  # one rank file that records no world size: unknown
         world = b.world_size or (a.n_ranks if a.n_ranks > 1 else None)
     spec = run.spec if run is not None else None
-    return Environment(device=device, world_size=world, batch=spec.batch_size if spec else None)
+    cuda = run.cuda_version if run is not None else None
+    if cuda is None and b is not None:
+        cuda = b.cuda_runtime
+    return Environment(
+        device=device,
+        world_size=world,
+        batch=spec.batch_size if spec else None,
+        torch=run.torch_version if run is not None else None,
+        cuda=cuda,
+    )
 
 
 def environment_diff(base: Analysis, new: Analysis) -> EnvironmentDiff:

@@ -168,3 +168,23 @@ def snapshot_sites_frame(snapshot: MemorySnapshot) -> pd.DataFrame:
         ],
         columns=["allocated at", "GiB", "allocations"],
     )
+
+
+def environment_table(env: Mapping[str, Any]) -> pd.DataFrame:
+    """``compare --json``'s ``environment`` as rows: each field with A's and B's value ("not recorded"
+    where a side does not say) and whether it differs."""
+    from advisors.compare.environment import FIELDS, WORDS
+
+    differs = set(env["differs"])
+    rows = []
+    for f in FIELDS:
+        a, b = env["base"].get(f), env["new"].get(f)
+        rows.append(
+            {
+                "": WORDS[f].capitalize() if f != "cuda" else WORDS[f],
+                "A": "not recorded" if a is None else str(a),
+                "B": "not recorded" if b is None else str(b),
+                "differs": "yes" if f in differs else "",
+            }
+        )
+    return pd.DataFrame(rows)

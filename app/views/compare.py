@@ -12,7 +12,7 @@ from app.widgets import compare_panels, url_state
 from app.services import tables
 
 from app.widgets import ui
-from advisors.compare.environment import environment_diff
+from advisors.compare.environment import environment_json
 from reports.charts import compare as charts_compare
 from reports.compare import compare
 
@@ -36,10 +36,12 @@ if a.run_id == b.run_id:
 ta, tb = ui.load_analysis(a), ui.load_analysis(b)
 if ta is None or tb is None:
     st.stop()
-env = environment_diff(ta, tb)
+c = compare(ta, tb)
+env = c.environment
 if env.note is not None:  # first: a verdict between two machines is not about the code
     st.warning(env.note, icon=":material/devices:")
-c = compare(ta, tb)
+with st.expander("Environments of A and B", expanded=False):
+    st.dataframe(tables.environment_table(environment_json(env)), hide_index=True, width="stretch")
 cols = st.columns(3)
 for col, name, ms in ((cols[0], "A", c.step_ms_a), (cols[1], "B", c.step_ms_b)):
     col.metric(

@@ -133,6 +133,8 @@ class Breakdown:
     )
     python_idle: pd.DataFrame = field(default_factory=py_idle.empty)  # profilers.trace.python_idle
     world_size: int | None = None  # distributedInfo's, when the trace records it
+    # the profiled process's CUDA runtime, when the trace records it
+    cuda_runtime: str | None = None
 
     @property
     def gpu_arch(self) -> GpuArch | None:
@@ -328,6 +330,7 @@ def breakdown(trace: Trace) -> Breakdown:
         optimizers=parts.optimizer_classes(ev, in_step),
         flops=trace_flops(ev),
         world_size=trace.world_size,
+        cuda_runtime=trace.cuda_runtime,
     )
 
 

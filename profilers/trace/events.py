@@ -64,6 +64,9 @@ class Trace:
     # A non-GPU accelerator's family ("MTIA") read from the trace when deviceProperties names no
     # device (profilers.efficiency.accelerator); None for GPU and CPU traces.
     accelerator: str | None = None
+    # The CUDA runtime the profiled process used ("12.4"), from Kineto's top-level
+    # ``cuda_runtime_version``; None where the trace does not say.
+    cuda_runtime: str | None = None
 
     @property
     def has_gpu(self) -> bool:

@@ -70,6 +70,7 @@ def _load(
     devices: dict[int, DeviceInfo] = {}
     world_size: int | None = None
     backend: str | None = None
+    cuda_runtime: str | None = None
     used_ranks: set[int] = set()
     processes: list[str] = []
     for order, (f, doc) in enumerate(documents, start=first_order):
@@ -92,6 +93,7 @@ def _load(
         used_ranks.add(rank)
         world_size = world_size or _int_or_none(info.get("world_size"))
         backend = backend or (info.get("backend") if isinstance(info.get("backend"), str) else None)
+        cuda_runtime = cuda_runtime or cuda_version(doc.top.get("cuda_runtime_version"))
         for d in _devices(doc.top):
             devices.setdefault(d.index, d)
         processes.extend(cols.processes)
@@ -114,7 +116,20 @@ def _load(
         source=source,
         warnings=tuple(warnings),
         accelerator=None if devices else accelerator_family(processes, backend),
+        cuda_runtime=cuda_runtime,
     )
+
+
+def cuda_version(raw: Any) -> str | None:
+    """A CUDA version as ``torch.version.cuda`` writes it ("12.4"): Kineto records the runtime's as an
+    integer (``12040`` = 12.4) or, in some writers, as text ("12.8.93", kept as it is)."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, int):
+        return f"{raw // 1000}.{raw % 1000 // 10}" if raw > 0 else None
+    if isinstance(raw, str) and raw.strip():
+        return raw.strip()
+    return None
 
 
 def _totals_from_changes(memory: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:

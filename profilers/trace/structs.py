@@ -55,6 +55,8 @@ class _Document(msgspec.Struct):
     distributedInfo: Any = None
     deviceProperties: Any = None
     computeProperties: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
 
 
 _EVENTS = msgspec.json.Decoder(list[Event])
@@ -82,7 +84,13 @@ def decode_document(data: bytes) -> tuple[dict[str, Any], list[Event]] | None:
         return None  # the orjson / standard-library path handles it, with a precise message
     top = {
         k: getattr(doc, k)
-        for k in ("distributedInfo", "deviceProperties", "computeProperties")
+        for k in (
+            "distributedInfo",
+            "deviceProperties",
+            "computeProperties",
+            "cuda_runtime_version",
+            "cuda_driver_version",
+        )
         if getattr(doc, k) is not None
     }
     return top, doc.traceEvents

@@ -11,6 +11,7 @@ import math
 import time
 from typing import Any
 
+from advisors.compare.environment import environment_json
 from advisors.compare.regression import RegressionCheck, check_json
 from reports.compare import Comparison
 
@@ -36,6 +37,7 @@ def comparison_context(c: RegressionCheck, tables: Comparison) -> dict[str, Any]
     return {
         **doc,
         "label": f"{c.base.label} → {c.new.label}",
+        "environment": environment_json(tables.environment),
         "color": VERDICT_COLORS[c.verdict],
         "verdict_words": VERDICT_WORDS[c.verdict],
         "percent": round(100 * c.max_slowdown, 4),
@@ -88,6 +90,7 @@ def comparison_json(c: RegressionCheck, tables: Comparison) -> dict[str, Any]:
         "stepwise_comparison": COMPARISON_SCHEMA,
         "generated_unix": round(time.time(), 3),
         **check_json(c),
+        "environment": environment_json(tables.environment),
         "step_ms": {
             "base": [round(v, 4) for v in c.base.samples.ms],
             "new": [round(v, 4) for v in c.new.samples.ms],

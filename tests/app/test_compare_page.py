@@ -40,7 +40,8 @@ def test_verdict_movers_and_downloads(store, pair) -> None:
     assert_clean(at)
     assert at.success and at.success[0].value.startswith("**Improvement**")
     assert any("**data** → **compute**" in m.value for m in at.markdown)
-    moved = at.dataframe[0].value
+    # [0]: the environments of A and B
+    moved = at.dataframe[1].value
     assert list(moved.columns) == ["kind", "name", "A ms", "B ms", "B − A ms"]
     assert moved.iloc[0]["name"] == "dataloader" and moved.iloc[0]["B − A ms"] < -50
     labels = [b.proto.label for b in at.get("download_button")]
@@ -88,7 +89,7 @@ def test_what_moved_fits_the_page(store, pair) -> None:
     import json
 
     at = pick(open_page("compare"), pair[0].run_id, pair[1].run_id)
-    kernels, ops = at.dataframe[1], at.dataframe[2]
+    kernels, ops = at.dataframe[2], at.dataframe[3]
     for grid in (kernels, ops):
         assert list(grid.value.columns) == ["name", "A ms", "B ms", "B − A ms"]
         config = json.loads(grid.proto.columns)
@@ -183,6 +184,10 @@ def test_two_devices_are_said_first(store, tmp_path) -> None:
         "B ran on a different device (NVIDIA A100-SXM4-40GB vs "
         "Tesla V100-SXM2-16GB): this compares machines, not code"
     )
+    (env,) = [d.value for d in at.dataframe if "differs" in d.value.columns]
+    rows = {r[""]: r for r in env.to_dict("records")}
+    assert rows["Device"]["A"] == "Tesla V100-SXM2-16GB" and rows["Device"]["differs"] == "yes"
+    assert rows["World size"]["differs"] == "" and rows["Torch"]["A"] == "not recorded"
 
 
 def test_one_device_says_nothing_of_it(store, pair) -> None:
