@@ -33,12 +33,16 @@ from typing import Any, Callable
 import torch
 
 from stepwise_agent import layers, rank_summary
-from stepwise_agent.hostinfo import current_rss_mb, peak_rss_mb
+from stepwise_agent.hostinfo import RssReader, peak_rss_mb
 from stepwise_agent.step_log import row_dict
 
 PROFILE_WAIT, PROFILE_WARMUP = 1, 1
 GUARD_SIGNAL = signal.SIGUSR1
 RUNNING = "running"
+#: ``progress.json`` while steps run: at most this often (its atomic write costs a few hundred
+#: microseconds, more than a small model's whole step); at once on the first and the last step and
+#: whenever the phase changes
+PROGRESS_EVERY_S = 0.25
 UNPROFILED, PROFILING, EXPORTING, CUT = (
     "unprofiled",
     "profiling",
@@ -120,6 +124,9 @@ class StepRecorder:
         self._busy = False  # inside our own step bookkeeping: a cut waits for its end
         self._cut_pending = False
         self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
+        self._rss = RssReader()
+        self._progress_at = 0.0  # when progress.json was last written during the steps (monotonic)
+        self._progress_phase: str | None = None
         self._started = time.time()
         self._t_last = time.perf_counter()
         self._running = False
@@ -152,7 +159,7 @@ class StepRecorder:
 
     def _record(self, wall_ms: float, loss: float | None, samples: int | None) -> None:
         step = self.steps_done
-        rss = current_rss_mb()
+        rss = self._rss.mb()
         data_ms = self.data_ms() if self.data_ms is not None else None
         # the one row layout of steps.jsonl, the watch's writer's too; its time is the step's start
         row = row_dict(
@@ -194,7 +201,7 @@ class StepRecorder:
                     UNPROFILED  # the window ended (exported): whatever grows now is the script's
                 )
                 self._close_window()
-        if self.leader:
+        if self.leader and self._progress_due():
             self.write_progress(loss, RUNNING)
         if self._cut_pending and self.phase == PROFILING:
             self.cut_profile()
@@ -222,7 +229,7 @@ class StepRecorder:
         """Stop the profiler now, mid-step: the trace so far is exported and the rest of the step runs unprofiled."""
         self._cut_pending = False
         self.phase, self.cut_during_step = EXPORTING, self.steps_done
-        rss = current_rss_mb()
+        rss = self._rss.mb()
         if rss is not None:
             self._peak_profiled_mb = max(self._peak_profiled_mb or 0.0, rss)
         if self.leader:
@@ -260,7 +267,16 @@ class StepRecorder:
             "profile_cut_during_step": self.cut_during_step,
         }
 
+    def _progress_due(self) -> bool:
+        return (
+            self.steps_done <= 1
+            or self.steps_done >= self.total
+            or self.phase != self._progress_phase
+            or time.monotonic() - self._progress_at >= PROGRESS_EVERY_S
+        )
+
     def write_progress(self, loss: float | None, status: str) -> None:
+        self._progress_at, self._progress_phase = time.monotonic(), self.phase
         elapsed = time.time() - self._started
         left = max(self.total - self.steps_done, 0)
         eta = elapsed / self.steps_done * left if self.steps_done else None
@@ -292,6 +308,7 @@ class StepRecorder:
                 self._close_window()
                 self.phase = UNPROFILED
         self._fh.close()
+        self._rss.close()
 
     def _export(self, prof: torch.profiler.profile) -> None:
         if self.layers is not None:

@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 import torch
 
-from stepwise_agent.hostinfo import _PAGE, available_memory_bytes, current_rss_mb
+from stepwise_agent.hostinfo import RssReader, available_memory_bytes, current_rss_mb
 from stepwise_agent.step_log import WAKE_ROWS, StepLog
 from stepwise_agent.recorder import GUARD_SIGNAL, RUNNING, MemoryGuardStop, write_json_atomic
 from stepwise_agent.trigger import (
@@ -136,10 +136,7 @@ class WatchRecorder:
         self._cut_pending = False
         self._request_seen = self._request_mtime()
         self._cuda = torch.cuda.is_available()
-        try:
-            self._statm: int | None = os.open("/proc/self/statm", os.O_RDONLY)
-        except OSError:
-            self._statm = None
+        self._rss = RssReader()
         self._started = time.time()
         self._t_last = time.perf_counter()
         self._steplog = StepLog(run_dir, rank, tick=self._tick)
@@ -205,12 +202,7 @@ class WatchRecorder:
     def _memory_mb(self) -> float | None:
         if self._cuda and torch.cuda.is_initialized():
             return torch.cuda.memory_allocated() / 2**20
-        if self._statm is None:
-            return current_rss_mb()
-        try:  # the file kept open: a read costs a microsecond or two, not an open and a close
-            return int(os.pread(self._statm, 64, 0).split()[1]) * _PAGE / 2**20
-        except (OSError, ValueError, IndexError):
-            return None
+        return self._rss.mb()
 
     def _tick(self) -> None:
         """The writer thread's work after each flush: the progress, and whether a capture was asked for."""
@@ -426,9 +418,7 @@ class WatchRecorder:
         self._steplog.close()
         if self.leader:
             self.write_progress(self.last_loss, RUNNING)
-        if self._statm is not None:
-            os.close(self._statm)
-            self._statm = None
+        self._rss.close()
 
 
 def watch_recorder(

@@ -119,3 +119,32 @@ def test_a_script_shorter_than_the_window_ends_ok_with_a_warning(boot) -> None:
 
 def test_usage_without_a_target(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert launch_boot.main([str(tmp_path), "3"]) == 2 and "usage:" in capsys.readouterr().err
+
+
+def test_progress_is_written_a_few_times_a_second_not_every_step(
+    boot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its atomic write costs more than a small model's whole step: while the steps run it is written
+    at the first and last step, at each phase change and at most every PROGRESS_EVERY_S between, and
+    the file at the end still says the last step."""
+    from stepwise_agent import recorder
+
+    written: list[tuple[int, str]] = []
+    real = recorder.write_json_atomic
+
+    def counting(path: Path, obj: Any) -> None:
+        if path.name == "progress.json":
+            written.append((obj["step"], obj["phase"]))
+        real(path, obj)
+
+    monkeypatch.setattr(recorder, "write_json_atomic", counting)
+    monkeypatch.setattr(recorder, "PROGRESS_EVERY_S", 3600.0)  # nothing due by the clock
+    code, result, run_dir = boot(WITH_OPTIMIZER)
+    assert code == 0 and result["status"] == "ok"
+    steps = [s for s, _ in written]
+    total = 2 + STEPS
+    assert steps[0] == 1 and steps[-1] == total and len(written) < total, written
+    phases = [p for _, p in written]
+    assert all(a != b for a, b in zip(phases, phases[1:-1])), written  # one write per phase change
+    progress = json.loads((run_dir / "progress.json").read_text())
+    assert progress["step"] == total and progress["status"] == "ok"
