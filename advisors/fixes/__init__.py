@@ -36,7 +36,13 @@ from advisors.fixes.compute import (
 )
 from advisors.fixes.data import cache_decoded, dataloader_workers, pin_memory, prefetch_pinned
 from advisors.fixes.data.workers import LoaderNumbers, WorkerCount, loader_numbers, worker_count
-from advisors.fixes.host import avoid_syncs, cuda_graphs, larger_batch, set_num_threads
+from advisors.fixes.host import (
+    avoid_syncs,
+    cuda_graphs,
+    larger_batch,
+    passive_waits,
+    set_num_threads,
+)
 from advisors.fixes.memory import (
     activation_checkpointing,
     expandable_segments,
@@ -96,6 +102,7 @@ REGISTRY: tuple[FixSpec, ...] = (
     larger_batch.FIX,
     cuda_graphs.FIX,
     set_num_threads.FIX,
+    passive_waits.FIX,
     avoid_syncs.FIX,
 )
 _BY_ID: dict[str, FixSpec] = {s.id: s for s in REGISTRY}
@@ -103,7 +110,9 @@ _BY_ID: dict[str, FixSpec] = {s.id: s for s in REGISTRY}
 FIXES: dict[str, Fix] = {s.id: s.fix for s in REGISTRY}
 #: What to try next, in order, when a fix is rejected: the same bottleneck, another lever.
 ALTERNATIVES: Mapping[str, tuple[str, ...]] = {
-    s.id: s.alternatives for s in REGISTRY if s.alternatives
+    s.id: alternatives
+    for s in REGISTRY
+    if (alternatives := (*s.alternatives, *(t.id for t in REGISTRY if s.id in t.follows)))
 }
 
 

@@ -83,6 +83,9 @@ class FixSpec:
     effort: str
     settings: Mapping[str, Any] = field(default_factory=dict)
     alternatives: tuple[str, ...] = ()
+    # the fixes after which this one is tried, as one of their alternatives (declared here, so a new
+    # fix joins the ladder from its own module)
+    follows: tuple[str, ...] = ()
     injection: Injection | None = None
     own_flag: Injection | None = None
     manual: str | None = None

@@ -16,6 +16,7 @@ an experiment's reference arm lifts it. A run of a script spec takes ``warmup_st
 
 from __future__ import annotations
 
+import re
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -72,6 +73,11 @@ CONVERGENCE_KNOBS = (
     "lr",
     "accumulation_steps",
 )
+#: ``env:NAME`` knobs: an environment variable the launcher gives the patched arm's processes from
+#: their start, read by a runtime as it loads (OpenMP's wait policy, an allocator's settings); the
+#: value is text. The baseline arm runs in the user's environment as it is.
+ENV_KNOB = "env:"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_STEPS = 10_000
 #: a launched script's first step must end within this many seconds (``--first-step-timeout``;
 #: None: no limit): long enough for a big model's loading and an evaluation before the loop, short
@@ -138,6 +144,13 @@ class ScriptSpec:
                 f"nnodes={self.nnodes} needs rdzv_endpoint (host:port of the rendezvous)"
             )
         for knob, value in [*self.inject.items(), *self.observe.items()]:
+            if knob.startswith(ENV_KNOB):
+                if not _ENV_NAME.fullmatch(knob[len(ENV_KNOB) :]) or not isinstance(value, str):
+                    raise SpecError(
+                        f"injection knob {knob} needs an environment variable's name after "
+                        f"{ENV_KNOB!r} and text as its value, got {value!r}"
+                    )
+                continue
             if knob not in KNOBS:
                 raise SpecError(f"unknown injection knob {knob!r}; known: {', '.join(KNOBS)}")
             if not isinstance(value, KNOBS[knob]) or (
@@ -231,7 +244,13 @@ class ScriptSpec:
         ``torch.set_num_threads`` then finds the pool already that size) and inherited by the DataLoader workers and
         ranks the script starts."""
         n = self.inject.get("num_threads")
-        return {"OMP_NUM_THREADS": str(n), "MKL_NUM_THREADS": str(n)} if n else {}
+        threads = {"OMP_NUM_THREADS": str(n), "MKL_NUM_THREADS": str(n)} if n else {}
+        return {**threads, **env_knobs(self.inject)}
+
+
+def env_knobs(knobs: Mapping[str, Any]) -> dict[str, str]:
+    """The environment variables of ``knobs``' ``env:NAME`` entries, ``{NAME: value}``."""
+    return {k[len(ENV_KNOB) :]: str(v) for k, v in knobs.items() if k.startswith(ENV_KNOB)}
 
 
 def script_target(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:

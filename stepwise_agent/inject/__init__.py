@@ -30,6 +30,7 @@ from stepwise_agent.hostinfo import available_memory_bytes
 from stepwise_agent.inject.attention import AttentionInjection
 from stepwise_agent.inject.closure import annotate_closures
 from stepwise_agent.inject.convergence import ConvergenceInjection
+from stepwise_agent.inject.environment import EnvironmentCheck
 from stepwise_agent.inject.frameworks import FrameworkInjection
 from stepwise_agent.inject.loader import LoaderInjection
 from stepwise_agent.inject.loop import LoopObservation
@@ -87,6 +88,7 @@ class Injector:
             self.knobs, self.report
         )  # knobs only the script's own loop turns
         self.threads = ThreadsInjection(self.knobs, self.report)
+        self.environment = EnvironmentCheck(self.knobs, self.report)
         self.attention = AttentionInjection(self.knobs, self.report, self._module_name)
         self.observe = set(observe)
         self.loader.observe = self.frameworks.observe = self.modules.observed = (
@@ -155,6 +157,7 @@ class Injector:
         if self.steps == 1:
             self.config.on_first_step()
             self.threads.first_step(self.report.loader.get("num_workers"))
+            self.environment.first_step()
         if self.steps == WATCH_STEPS:
             self.modules.stop_watching()
             self.attention.stop_watching()

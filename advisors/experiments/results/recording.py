@@ -31,7 +31,7 @@ from advisors.experiments.results.record import (
 )
 from advisors.experiments.results.stored_view import StoredView
 from advisors.experiments.trials import RunOutcome, Spec, spec_changes
-from profilers.run.script_spec import ScriptSpec
+from profilers.run.script_spec import ScriptSpec, env_knobs
 from profilers.store.files import read_json
 
 
@@ -159,6 +159,12 @@ def script_change(
         from advisors.fixes.conventions.shown import shown_change
 
         return shown_change(tuple(changes["command"][0]), tuple(changes["command"][1]))
+    env = env_knobs({k: v[1] for k, v in changes.items() if v[1] is not None})
+    if env:  # variables the patched arm started with: the user's command with them in front
+        from advisors.fixes.conventions.shown import shown_change
+
+        command = tuple(e.patched.spec.command)
+        return shown_change(command, (*(f"{k}={v}" for k, v in env.items()), *command))
     inj = spec_of(e.fix.id).injection
     return render(
         e.fix, {k: v[1] for k, v in changes.items()}, inj.target if inj else None, where, device

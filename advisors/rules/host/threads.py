@@ -67,8 +67,9 @@ class OversubscribedThreads(Rule):
     (:mod:`advisors.fixes.host.set_num_threads`). How much
     depends on how waiting threads wait: spinning (libgomp's default) pays it in full (minGPT-sized, one hog:
     one thread 2–5.8× faster); ``OMP_WAIT_POLICY=PASSIVE`` in the user's own environment hides most of it
-    (``benchmarks/results/threads-2026-11-27-busy.md``). Stepwise never sets it: the message says which the
-    run had.
+    (``benchmarks/results/threads-2026-11-27-busy.md``). Stepwise never sets it for the user's run: the
+    message says which the run had, and a run without it gets it tried as a fix of its own after the
+    thread count (:mod:`advisors.fixes.host.passive_waits`, the patched arm only).
 
     Thresholds: ``min_excess_cores`` (0.5) — demand at least this many threads over the free cores;
     ``min_operator_share`` (0.3) of the step in operators for their threads to matter; ``high_ratio`` (2.0) threads

@@ -60,7 +60,7 @@ def test_every_fix_is_complete_and_shows_where_it_applies_and_where_not(spec: Fi
     # injected at boot, or said as the change to make (a loop fix may still be the script's own flag)
     assert (spec.injection is None) == (spec.manual is not None), spec.id
     assert spec.not_injectable() == spec.manual
-    assert all(a in FIXES and a != spec.id for a in spec.alternatives)
+    assert all(a in FIXES and a != spec.id for a in (*spec.alternatives, *spec.follows))
     if spec.own_flag is not None:
         assert spec.settings, "what a loop fix changes, in settings"
 
