@@ -11,14 +11,14 @@ threads beside the hog; ``OMP_NUM_THREADS=1`` in its environment (what the launc
 imports torch, calls ``torch.set_num_threads(1)`` and runs the script (what the agent does at boot, after torch
 sized its pool); and default threads on the machine without the hog, for reference.
 
-A fifth set-up, default threads under ``OMP_WAIT_POLICY=PASSIVE``, is what Stepwise's launcher runs a script with
-unless its caller sets a policy (``profilers/run/handle.py``): waiting threads sleep instead of spinning, which
-hides most of the oversubscription's cost.
+A fifth set-up, default threads under ``OMP_WAIT_POLICY=PASSIVE``: waiting threads sleep instead of spinning,
+which hides most of the oversubscription's cost. Stepwise's launcher sets no policy: that is the
+``omp_passive_waits`` fix, measured in part 2 with ``--fix omp_passive_waits``.
 
 Part 2, ``python -m advisors optimize --json --rounds 1 --trials T --steps S -- python tiny_gpt_train.py`` while
 the hog runs: the baseline's diagnosis (HOST004 expected, with its evidence), the fix it tries and the measured
-speed-up with its 95% interval (after ÷ before samples/s, interleaved trials); ``--wait-policy ACTIVE`` measures it
-with spinning threads (the launcher's PASSIVE default otherwise).
+speed-up with its 95% interval (after ÷ before samples/s, interleaved trials); ``--wait-policy`` sets the policy
+the runs start with (the caller's environment otherwise: none, libgomp's spinning default).
 
 The hog is ``--hogs`` processes each spinning on one core, started here and stopped by their pids at the end.
 The machine is shared: the load average at start and end is printed, and other programs count as load too.
@@ -42,7 +42,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE.parent / "scripts" / "tiny_gpt_train.py"
 ITER = re.compile(r"iter_dt ([0-9.]+)ms")
-#: the wait policy Stepwise's launcher gives every run unless the caller sets one (profilers/run/handle.py)
+#: the direct set-up with passive waits (what the omp_passive_waits fix gives its patched arm)
 PASSIVE = "default threads, OMP_WAIT_POLICY=PASSIVE"
 WRAPPER = (
     "import runpy, sys, torch; torch.set_num_threads(1); sys.argv = sys.argv[1:]; "
@@ -75,7 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--wait-policy",
         choices=("ACTIVE", "PASSIVE"),
-        help="OMP_WAIT_POLICY for optimize's runs (default: the launcher's own, PASSIVE)",
+        help="OMP_WAIT_POLICY for optimize's runs (default: none, as a user's environment has it)",
     )
     p.add_argument("--json", type=Path)
     return p.parse_args(argv)
@@ -141,9 +141,7 @@ def part2(args: argparse.Namespace, store: Path) -> dict[str, Any]:
         if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")
     }
     if args.wait_policy:
-        env["OMP_WAIT_POLICY"] = (
-            args.wait_policy
-        )  # a caller's own policy wins over the launcher's PASSIVE
+        env["OMP_WAIT_POLICY"] = args.wait_policy
     env["PATH"] = (
         f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this one
     )
@@ -209,7 +207,7 @@ def report(
     if p2 and "error" in p2:
         lines += ["## optimize: failed", p2["error"]]
     elif p2:
-        policy = args.wait_policy or "PASSIVE (the launcher's default)"
+        policy = args.wait_policy or "unset (libgomp's spinning default)"
         lines.append(
             f"## optimize --rounds 1 --trials {args.trials} --steps {args.steps}"
             f"{''.join(f' --fix {f}' for f in args.fix)}, OMP_WAIT_POLICY {policy} ({p2['seconds']} s)"
