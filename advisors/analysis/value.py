@@ -135,6 +135,11 @@ class Analysis:
             run = self.run
             if run is not None and not run.steps_done and run.error:  # the run's own words on why
                 return f"No step was measured (the run ended: {run.error.partition(chr(10))[0]})."
+            if run is not None and run.steps_done and run.step_time_ms:  # steps, no trace of them
+                return (
+                    f"{run.steps_done} steps measured, {run.step_time_ms:.4g} ms per step; "
+                    "no trace of them to break the time down."
+                )
             return "No step time to attribute."
         cat, share = max(self.breakdown.shares().items(), key=lambda kv: kv[1])
         return f"The largest share of step time is {cat.replace('_', ' ')} ({share:.0%})."

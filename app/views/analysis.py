@@ -8,7 +8,7 @@ import streamlit as st
 from app.widgets import analysis_panels as panels
 from app.widgets.layers import layers_panel
 from app import state
-from app.widgets import ui
+from app.widgets import captures, ui
 
 st.title("Analysis")
 record, analysis = ui.selected_analysis("analysis.run")
@@ -27,6 +27,8 @@ if analysis is not None:
         st.warning(
             "No trace to break down for this run; its measured steps and telemetry are below."
         )
+        if record is not None:  # a watched run profiles itself in captures, each a run of its own
+            captures.pointer(record)
         panels.telemetry_panel(analysis)
     else:
         # Lazy tabs: only the open tab runs and sends its charts, so a large trace stays fluid.

@@ -55,3 +55,24 @@ def show(record: RunRecord) -> None:
             icon=":material/bar_chart:",
             query_params={"run": picked},
         )
+
+
+def pointer(record: RunRecord) -> None:
+    """On a watched run's Analysis page: where its profiled steps are (its captures), one link each."""
+    stored = [c for c in capture_records(Path(record.run_dir)) if c.get("run_id")]
+    if not stored:
+        return
+    st.info(
+        f"This run profiled itself in {len(stored)} capture(s); each is a run of its own with its "
+        "trace and breakdown.",
+        icon=":material/radio_button_checked:",
+    )
+    for c in stored:
+        st.page_link(
+            "views/analysis.py",
+            label=f"Capture {c.get('n')} (rank {c.get('rank')}): "
+            f"{(c.get('trigger') or {}).get('kind') or 'capture'}, steps "
+            + "–".join(str(s) for s in c.get("steps") or []),
+            icon=":material/bar_chart:",
+            query_params={"run": c["run_id"]},
+        )

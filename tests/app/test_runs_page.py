@@ -128,3 +128,26 @@ def test_a_watched_run_lists_its_captures_and_one_opens_in_analysis(store) -> No
     pick.set_value(child.run_id).run()
     assert_clean(at)
     assert any(p.label == "Open it in Analysis" for p in at.get("page_link"))
+
+
+def test_a_watched_runs_analysis_says_its_steps_and_links_its_captures(store) -> None:
+    """A watched run keeps no trace of its own (its captures do): its Analysis page says how many
+    steps it measured at what time per step, never "no step time", and links each capture."""
+    import shutil
+    from pathlib import Path
+
+    record = fake_run(
+        store, label="watched", kind="launch", files={"boot.json": {"watch": {"capture_steps": 3}}}
+    )
+    shutil.rmtree(Path(record.run_dir) / "tb")
+    child = fake_capture(store, record)
+    at = open_page("runs")
+    at.query_params["run"] = record.run_id
+    at.switch_page("views/analysis.py").run()
+    assert_clean(at)
+    said = " ".join(m.value for m in at.markdown) + " ".join(i.value for i in at.info)
+    assert "steps measured" in said and "ms per step" in said, said
+    assert "No step time to attribute" not in said
+    assert "profiled itself in 1 capture(s)" in said, said
+    links = [p.proto for p in at.get("page_link") if p.proto.label.startswith("Capture 1")]
+    assert [p.query_string for p in links] == [f"run={child.run_id}"], links
