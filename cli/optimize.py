@@ -47,8 +47,16 @@ def add_parser(sub: Any) -> None:
         "--trials",
         type=int,
         default=Policy.trials,
-        help="A/B trials per arm (at least 3; up to "
-        f"{Policy.max_trials} when pairs were competed for by other programs or disagree)",
+        help="A/B trials per arm (at least 3; up to --max-trials when pairs were competed for "
+        "by other programs or disagree)",
+    )
+    o.add_argument(
+        "--max-trials",
+        type=int,
+        default=None,
+        help=f"at most this many pairs when pairs disagree or were competed for (default "
+        f"{Policy.max_trials}; equal to --trials: never more, a time-bounded run that says "
+        "inconclusive sooner)",
     )
     o.add_argument(
         "--store", type=Path, help="run store folder (default: $STEPWISE_HOME or ./runs)"
@@ -149,6 +157,17 @@ def load_spec(
     ), workload
 
 
+def policy_of(args: argparse.Namespace) -> Policy:
+    """The A/B policy the flags ask for: ``--trials``, ``--max-trials`` (never below the trials asked;
+    the default's extension otherwise), ``--check``."""
+    most = getattr(args, "max_trials", None)
+    return Policy(
+        trials=args.trials,
+        max_trials=max(Policy.max_trials, args.trials) if most is None else most,
+        check=getattr(args, "check", False),
+    )
+
+
 def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.rounds < 1:
         raise SpecError(f"--rounds must be at least 1, got {args.rounds}")
@@ -156,6 +175,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         raise SpecError(
             f"--trials must be at least 3 (interleaved A/B needs repeats), got {args.trials}"
         )
+    most = getattr(args, "max_trials", None)
+    if most is not None and most < args.trials:
+        raise SpecError(f"--max-trials ({most}) must be at least --trials ({args.trials})")
     command = getattr(args, "script", None)
     if getattr(args, "to_quality", False):
         return _to_quality(args, command)
@@ -232,7 +254,7 @@ def _optimize_script(args: argparse.Namespace, spec: ScriptSpec, name: str) -> d
             spec,
             script_runner(store, args.timeout, experiment=exp_id),
             rounds=args.rounds,
-            policy=Policy(trials=args.trials, check=getattr(args, "check", False)),
+            policy=policy_of(args),
             device=device,
             on_progress=progress,
             strategy=strategy,

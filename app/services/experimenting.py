@@ -77,9 +77,19 @@ def target(store: RunStore, source: RunRecord, a: Analysis) -> script_apply.Scri
     return script_apply.ScriptTarget(spec, run_dir, ctx.device, ctx)
 
 
-def start_experiment(store: RunStore, source: RunRecord, a: Analysis, fix: Any, trials: int) -> Any:
-    """Baseline vs patched, interleaved, ``trials`` runs each, as a stored experiment of ``source``."""
-    return script_apply.start_experiment(store, source, a, target(store, source, a), fix, trials)
+def start_experiment(
+    store: RunStore,
+    source: RunRecord,
+    a: Analysis,
+    fix: Any,
+    trials: int,
+    max_trials: int | None = None,
+) -> Any:
+    """Baseline vs patched, interleaved, ``trials`` runs each (up to ``max_trials`` pairs when they
+    disagree), as a stored experiment of ``source``."""
+    return script_apply.start_experiment(
+        store, source, a, target(store, source, a), fix, trials, max_trials
+    )
 
 
 def measured_before(store: RunStore, source_run: str) -> dict[str, str]:
@@ -114,7 +124,14 @@ def measured_before(store: RunStore, source_run: str) -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
-def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, trials: int) -> Any:
+def start_ladder(
+    store: RunStore,
+    source: RunRecord,
+    a: Analysis,
+    rounds: int,
+    trials: int,
+    max_trials: int | None = None,
+) -> Any:
     """Diagnose → apply → measure, ``rounds`` times, as a stored experiment of ``source``. Fixes an Apply on
     ``source`` already measured and rejected are not re-tried (:func:`measured_before`)."""
     return script_apply.start_ladder(
@@ -124,5 +141,6 @@ def start_ladder(store: RunStore, source: RunRecord, a: Analysis, rounds: int, t
         target(store, source, a),
         rounds,
         trials,
+        max_trials,
         measured_before=measured_before(store, source.run_id),
     )

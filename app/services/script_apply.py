@@ -136,13 +136,28 @@ def offer(target: ScriptTarget, d: Diagnosis | None) -> Offer:
     )
 
 
+def _policy(trials: int, max_trials: int | None) -> Any:
+    """The A/B policy of an Apply or a ladder: ``trials`` pairs, up to ``max_trials`` (the default's
+    extension when not given; never fewer than ``trials``)."""
+    from advisors.experiments.experiment import Policy
+
+    most = Policy.max_trials if max_trials is None else max_trials
+    return Policy(trials=trials, max_trials=max(most, trials))
+
+
 def start_experiment(
-    store: RunStore, source: RunRecord, a: Analysis, target: ScriptTarget, fix: Fix, trials: int
+    store: RunStore,
+    source: RunRecord,
+    a: Analysis,
+    target: ScriptTarget,
+    fix: Fix,
+    trials: int,
+    max_trials: int | None = None,
 ) -> BackgroundJob[Any]:
     """The script without and with ``fix`` injected, interleaved, ``trials`` runs each, as a stored experiment of
     ``source``; the result is an ``Experiment`` (``not_applied`` says why when the fix did not act)."""
     from advisors.experiments import trials as trial_runs
-    from advisors.experiments.experiment import Policy, run_experiment
+    from advisors.experiments.experiment import run_experiment
 
     strategy = target.strategy()
     return stored_jobs.start(
@@ -157,7 +172,7 @@ def start_experiment(
             stored_jobs.stoppable(
                 store, exp_id, trial_runs.script_runner(store, experiment=exp_id)
             ),
-            Policy(trials=trials),
+            _policy(trials, max_trials),
             on_progress=report,
             apply=strategy.apply,
             proof=strategy.proof(fix),
@@ -172,13 +187,13 @@ def start_ladder(
     target: ScriptTarget,
     rounds: int,
     trials: int,
+    max_trials: int | None = None,
     measured_before: dict[str, str] | None = None,
 ) -> BackgroundJob[Any]:
     """Diagnose a fresh run → inject → measure, ``rounds`` times, as a stored experiment of ``source``; the
     result is a ``Ladder`` (with ``advice``: the fixes left to the user). ``measured_before``: fixes an earlier
     Apply on ``source`` measured and rejected, not re-tried in round 1."""
     from advisors.experiments import trials as trial_runs
-    from advisors.experiments.experiment import Policy
     from advisors.experiments.optimize import optimize
 
     spec, device = target.spec, target.device
@@ -194,7 +209,7 @@ def start_ladder(
                 store, exp_id, trial_runs.script_runner(store, experiment=exp_id)
             ),
             rounds=rounds,
-            policy=Policy(trials=trials),
+            policy=_policy(trials, max_trials),
             device=device,
             on_progress=report,
             strategy=target.strategy(),

@@ -7,7 +7,7 @@ a closed tab and a restart, and any session opening this run finds them."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 import streamlit as st
 
@@ -25,6 +25,24 @@ AB_CAPTION = (
     "Baseline and patched runs alternate (A B A B …) with the same seed and data; the fix is kept when "
     "the 95% interval of the throughput ratio clears +3% and the loss holds."
 )
+
+
+def _most_pairs(col: Any, trials: int) -> int:
+    """The most pairs an arm may get when its pairs disagree or were competed for (never fewer than
+    the runs per arm asked for)."""
+    from advisors.experiments.experiment import Policy
+
+    most = col.number_input(
+        "Up to pairs",
+        min_value=2,
+        max_value=9,
+        value=Policy.max_trials,
+        key="advisor.max_trials",
+        help="When the pairs disagree or other programs competed for the cores, more pairs are run, "
+        "up to this many; as many as the runs per arm: never more (a contended fix says "
+        "inconclusive sooner).",
+    )
+    return max(int(most), trials)
 
 
 def render(record: RunRecord, analysis: Analysis) -> None:
@@ -47,7 +65,7 @@ def render(record: RunRecord, analysis: Analysis) -> None:
         return
     store = data.store()
     by_id = {f.id: f for f in fixes}
-    left, right = st.columns([3, 1])
+    left, right, most_col = st.columns([3, 1, 1])
     fix_id = left.selectbox(
         "Fix to apply",
         list(by_id),
@@ -57,11 +75,14 @@ def render(record: RunRecord, analysis: Analysis) -> None:
     trials = right.number_input(
         "Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials"
     )
+    most = _most_pairs(most_col, int(trials))
     st.caption(AB_CAPTION)
     busy = stored_jobs.busy(store, record.run_id)
     if st.button("Apply", type="primary", key="advisor.apply", disabled=busy):
         state.set_experiment_job(
-            experimenting.start_experiment(store, record, analysis, by_id[fix_id], int(trials))
+            experimenting.start_experiment(
+                store, record, analysis, by_id[fix_id], int(trials), most
+            )
         )
         st.rerun()  # draws the buttons disabled and the stored experiment live
     _stored(store, record, "apply")
@@ -71,7 +92,7 @@ def render(record: RunRecord, analysis: Analysis) -> None:
     rounds = cols[0].number_input("Rounds", min_value=1, max_value=5, value=3, key="advisor.rounds")
     if cols[2].button("Optimise", key="advisor.optimise", disabled=busy):
         state.set_ladder_job(
-            experimenting.start_ladder(store, record, analysis, int(rounds), int(trials))
+            experimenting.start_ladder(store, record, analysis, int(rounds), int(trials), most)
         )
         st.rerun()
     _stored(store, record, "ladder")
@@ -141,7 +162,7 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
         )
         return
     by_id = {f.id: f for f in offer.fixes}
-    left, mid, right = st.columns([3, 1, 1])
+    left, mid, most_col, right = st.columns([3, 1, 1, 1])
     fix_id = left.selectbox(
         "Fix to apply",
         list(by_id),
@@ -151,6 +172,7 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
     trials = mid.number_input(
         "Runs per arm", min_value=2, max_value=7, value=3, key="advisor.trials"
     )
+    most = _most_pairs(most_col, int(trials))
     steps = right.number_input(
         "Timed steps per run",
         min_value=1,
@@ -176,7 +198,7 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
     if st.button("Apply", type="primary", key="advisor.apply", disabled=busy):
         state.set_experiment_job(
             script_apply.start_experiment(
-                store, record, analysis, target, by_id[fix_id], int(trials)
+                store, record, analysis, target, by_id[fix_id], int(trials), most
             )
         )
         st.rerun()
@@ -191,7 +213,9 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
     rounds = cols[0].number_input("Rounds", min_value=1, max_value=5, value=3, key="advisor.rounds")
     if cols[2].button("Optimise", key="advisor.optimise", disabled=busy):
         state.set_ladder_job(
-            script_apply.start_ladder(store, record, analysis, target, int(rounds), int(trials))
+            script_apply.start_ladder(
+                store, record, analysis, target, int(rounds), int(trials), most
+            )
         )
         st.rerun()
     _stored(store, record, "ladder")

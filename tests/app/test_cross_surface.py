@@ -56,6 +56,9 @@ def walked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         at = open_page("advisor")
         assert_clean(at)
         at.number_input(key="advisor.trials").set_value(TRIALS)
+        # one pair more at most: beside another test the pairs are competed for, and a contended
+        # verdict reads as the same word on every surface all the same
+        at.number_input(key="advisor.max_trials").set_value(TRIALS + 1)
         at.button(key="advisor.apply").click().run()
         job = at.session_state[app_state.EXPERIMENT_JOB]
         assert job.wait(900) and job.error is None, job.error

@@ -30,7 +30,8 @@ def optimize(
     steps: int = 4,
     measured: bool = False,
 ) -> dict[str, Any]:
-    """``measured``: A/B trials (3 a fix); else ``--check``, one patched run a fix."""
+    """``measured``: A/B trials (3 a fix, never more: beside another test the pairs are competed
+    for); else ``--check``, one patched run a fix."""
     path = SCRIPTS / script
     before = path.read_text()
     cmd = [
@@ -47,7 +48,7 @@ def optimize(
         str(steps),
         "--warmup",
         "1",
-        *(("--trials", "3") if measured else ("--check",)),
+        *(("--trials", "3", "--max-trials", "3") if measured else ("--check",)),
         *(a for f in fixes for a in ("--fix", f)),
         "--",
         str(user_python()),

@@ -184,7 +184,16 @@ def test_compute_bound_script_measures_bf16_autocast_with_loss_parity(tmp_path: 
     CPU's to say (a CPU without AVX512-BF16/AMX runs bf16 matmuls ~15x slower than fp32; benchmarks/ measures it):
     the test holds the verdict to the measurement, never to a keep."""
     out = optimize(
-        tmp_path, COMPUTE_BOUND, "--rounds", "1", "--steps", "4", "--fix", "bf16_autocast"
+        tmp_path,
+        COMPUTE_BOUND,
+        "--rounds",
+        "1",
+        "--steps",
+        "4",
+        "--max-trials",
+        "3",  # no more pairs: beside another test they are competed for
+        "--fix",
+        "bf16_autocast",
     )
     (r,) = out["rounds"]
     # a saturated CPU in forward/backward is compute, never "none" — unless other programs took the cores its two
@@ -209,7 +218,16 @@ def test_compute_bound_script_measures_bf16_autocast_with_loss_parity(tmp_path: 
 
 def test_a_script_that_hides_its_loss_is_measured_and_says_loss_not_checked(tmp_path: Path) -> None:
     out = optimize(
-        tmp_path, HIDDEN_LOSS, "--rounds", "1", "--steps", "10", "--fix", "foreach_optimizer"
+        tmp_path,
+        HIDDEN_LOSS,
+        "--rounds",
+        "1",
+        "--steps",
+        "10",
+        "--max-trials",
+        "3",
+        "--fix",
+        "foreach_optimizer",
     )
     (r,) = out["rounds"]
     assert r["loss_delta"] is None and "loss not checked" in r["reason"]
@@ -225,8 +243,17 @@ def test_a_script_that_hides_its_loss_is_measured_and_says_loss_not_checked(tmp_
 
 
 def test_two_rank_ddp_script_under_torchrun(tmp_path: Path) -> None:
-    out = optimize(
-        tmp_path, DDP_SCRIPT, "--rounds", "1", "--steps", "6", "--fix", "ddp_bucket_size", nproc=2
+    out = optimize(  # a check: that both ranks ran with the knob is the point, not their speed
+        tmp_path,
+        DDP_SCRIPT,
+        "--rounds",
+        "1",
+        "--steps",
+        "6",
+        "--check",
+        "--fix",
+        "ddp_bucket_size",
+        nproc=2,
     )
     (r,) = out["rounds"]
     knob = r["applied"]["knobs"]["bucket_cap_mb_factor"]
