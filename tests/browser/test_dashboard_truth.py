@@ -105,8 +105,10 @@ def test_an_apply_is_stored_and_survives_reload_and_restart(server, watch, tmp_p
     wait_for_app(page)
     page.get_by_label("Runs per arm").fill("2")
     page.get_by_label("Runs per arm").press("Enter")
-    page.get_by_label("Up to pairs").fill("2")  # no more: beside another test they are competed for
-    page.get_by_label("Up to pairs").press("Enter")
+    page.get_by_role("spinbutton", name="Up to pairs").fill(
+        "2"
+    )  # no more: beside another test they are competed for
+    page.get_by_role("spinbutton", name="Up to pairs").press("Enter")
     wait_for_app(page)
     page.get_by_role("button", name="Apply").click()
     page.get_by_text("baseline run 1 of 2", exact=False).wait_for()

@@ -64,8 +64,10 @@ def test_launch_apply_before_after(server, watch) -> None:
     page.get_by_role("heading", name=re.compile(r"^Binding bottleneck: ")).wait_for()
     page.get_by_label("Runs per arm").fill("2")
     page.get_by_label("Runs per arm").press("Enter")
-    page.get_by_label("Up to pairs").fill("2")  # no more: beside another test they are competed for
-    page.get_by_label("Up to pairs").press("Enter")
+    page.get_by_role("spinbutton", name="Up to pairs").fill(
+        "2"
+    )  # no more: beside another test they are competed for
+    page.get_by_role("spinbutton", name="Up to pairs").press("Enter")
     page.get_by_role("button", name="Apply").click()
     page.get_by_text("baseline run 1 of 2", exact=False).wait_for()
     watch.shot("apply_running")
