@@ -18,7 +18,8 @@ marked so the model watch does not take them for models (:attr:`CheckpointInject
 
 The report says where it acted (the pattern, how many modules, their names, where their class is
 defined, how many checkpointed calls ran) or why not: no module of that name ran, or the modules
-ran only in evaluation or without grad.
+ran only in evaluation or without grad. Its ``checkpoint`` site is the line of the user's code
+that called the first checkpointed block: where ``checkpoint(block, x)`` belongs.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from torch import nn
 
 from stepwise_agent.inject.modules import set_forward
 from stepwise_agent.inject.report import InjectionReport
+from stepwise_agent.inject.sites import user_site
 
 KNOB = "checkpoint_modules"
 #: a whole dotted segment of digits: the index of a ModuleList or a Sequential
@@ -55,18 +57,20 @@ def matches(name: str, pattern: str) -> bool:
 
 
 def checkpointed(
-    module: nn.Module, original: Callable[..., Any], counts: dict[str, int]
+    module: nn.Module, original: Callable[..., Any], me: CheckpointInjection, name: str
 ) -> Callable[..., Any]:
-    """``module``'s forward run under ``torch.utils.checkpoint`` while it trains with grad on
-    (``counts``: ``checkpointed`` and ``plain`` calls)."""
+    """``module``'s forward run under ``torch.utils.checkpoint`` while it trains with grad on;
+    ``me`` counts the calls and notes where the user's code made the first checkpointed one."""
 
     def forward(*args: Any, **kwargs: Any) -> Any:
         if module.training and torch.is_grad_enabled():
             from torch.utils import checkpoint as ckpt  # looked up here: the loop counts its calls
 
-            counts["checkpointed"] += 1
+            if not me.counts["checkpointed"]:
+                me.report.site("checkpoint", user_site(2), module=name)
+            me.counts["checkpointed"] += 1
             return ckpt.checkpoint(original, *args, use_reentrant=False, **kwargs)
-        counts["plain"] += 1
+        me.counts["plain"] += 1
         return original(*args, **kwargs)
 
     return forward
@@ -111,7 +115,7 @@ class CheckpointInjection:
             )
             if hit is None or id(m) in self.inside:
                 continue
-            set_forward(m, checkpointed(m, m.forward, self.counts))
+            set_forward(m, checkpointed(m, m.forward, self, name))
             self.inside.update(id(s) for s in m.modules())
             self.wrapped[hit].append(name)
             self.classes[hit].add(type(m))

@@ -84,7 +84,7 @@ FIX = FixSpec(
     settings={"activation_checkpointing": True},
     alternatives=("grad_accumulation",),
     own_flag=Injection(const(activation_checkpointing=True), "activation_checkpointing"),
-    injection=Injection(heaviest_block, "checkpoint_modules"),
+    injection=Injection(heaviest_block, "checkpoint_modules", "checkpoint"),
     empty_why="no per-module record of the last run names a repeated block that keeps most of the "
     "activations: checkpointing wraps blocks inside your model's forward",
     done=spec_says(lambda s: s.activation_checkpointing),

@@ -109,6 +109,8 @@ def test_same_gradients_fewer_saved_bytes_lower_peak(injected: Any, tmp_path: Pa
     assert "blocks.*: 4 Block module(s) (blocks.0, blocks.1, blocks.2, blocks.3)" in said
     assert "test_checkpoint.py:" in said and "use_reentrant=False" in said
     assert inj.loop.checkpoints > 0  # the run's settings say it checkpoints
+    site = inj.finish()["sites"]["checkpoint"]  # the line calling the first block
+    assert site["code"] == "x = b(x)" and site["module"] == "blocks.0"
 
 
 def test_eval_and_no_grad_run_the_modules_own_forward(injected: Any) -> None:
@@ -149,3 +151,51 @@ def test_the_model_class_may_lead_the_name(injected: Any) -> None:
     net(torch.randn(4, 64)).sum().backward()
     knob = _knob(inj)
     assert knob["acted"] and "Net.blocks.*: 2 Block module(s)" in knob["evidence"][0]
+
+
+@pytest.mark.slow
+def test_optimize_checkpoints_the_held_in_scripts_blocks(tmp_path: Path) -> None:
+    """One patched run (``--check``) of an unmodified script: the baseline's per-module record
+    names ``blocks.*`` as keeping most activations, the agent checkpoints those six blocks, and the
+    round says each arm's peak of live tensors. Its A/B is measured by hand
+    (benchmarks/results/checkpoint-layers-2026-12-02.md)."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "mlp_blocks_train.py"
+    before = script.read_text()
+    cmd = [
+        sys.executable,
+        "-m",
+        "advisors",
+        "optimize",
+        "--json",
+        "--check",
+        "--rounds",
+        "1",
+        "--steps",
+        "4",
+        "--warmup",
+        "1",
+        "--fix",
+        "activation_checkpointing",
+        "--store",
+        str(tmp_path / "runs"),
+        "--",
+        sys.executable,
+        str(script),
+    ]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert script.read_text() == before
+    (r,) = json.loads(proc.stdout)["rounds"]
+    assert r["fix"] == "activation_checkpointing" and r["not_applied"] is None, r["not_applied"]
+    assert r["spec_patch"] == {"checkpoint_modules": "blocks.*"}
+    k = r["applied"]["knobs"]["checkpoint_modules"]
+    assert k["acted"] is True, k
+    block = next(i for i, s in enumerate(before.splitlines(), 1) if s.startswith("class Block"))
+    assert k["evidence"][0].startswith("blocks.*: 6 Block module(s) (blocks.0, blocks.1, ")
+    assert f"defined at mlp_blocks_train.py:{block}" in k["evidence"][0]
+    memory = r["memory"]
+    assert memory["basis"] == "host tensors"
+    assert memory["after_peak_allocated_mb"] < memory["before_peak_allocated_mb"], memory
