@@ -25,6 +25,7 @@ that called the first checkpointed block: where ``checkpoint(block, x)`` belongs
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from typing import Any, Callable
 
@@ -77,11 +78,18 @@ def checkpointed(
 
 
 def _where(cls: type) -> str | None:
+    """``defined at model.py:12`` (the class), else ``forward at model.py:20`` (its forward's code:
+    a class of a script run as ``__main__`` under the launcher has no module file to read)."""
     try:
         path, line = inspect.getsourcefile(cls), inspect.getsourcelines(cls)[1]
+        if path:
+            return f"defined at {os.path.basename(path)}:{line}"
     except (OSError, TypeError):
+        pass
+    code = getattr(getattr(cls, "forward", None), "__code__", None)
+    if code is None:
         return None
-    return f"{path.rsplit('/', 1)[-1]}:{line}" if path else None
+    return f"forward at {os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
 class CheckpointInjection:
@@ -146,7 +154,7 @@ class CheckpointInjection:
             kinds = "/".join(c.__name__ for c in classes)
             k.act(
                 f"{p}: {len(names)} {kinds} module(s) ({listed})"
-                + (f", defined at {', '.join(where)}" if where else "")
+                + (f", {', '.join(where)}" if where else "")
                 + ", run under torch.utils.checkpoint(use_reentrant=False) while training"
             )
         k.act(

@@ -107,7 +107,7 @@ def test_same_gradients_fewer_saved_bytes_lower_peak(injected: Any, tmp_path: Pa
     assert knob["acted"], knob
     said = " ".join(knob["evidence"])
     assert "blocks.*: 4 Block module(s) (blocks.0, blocks.1, blocks.2, blocks.3)" in said
-    assert "test_checkpoint.py:" in said and "use_reentrant=False" in said
+    assert "defined at test_checkpoint.py:" in said and "use_reentrant=False" in said
     assert inj.loop.checkpoints > 0  # the run's settings say it checkpoints
     site = inj.finish()["sites"]["checkpoint"]  # the line calling the first block
     assert site["code"] == "x = b(x)" and site["module"] == "blocks.0"
@@ -193,9 +193,17 @@ def test_optimize_checkpoints_the_held_in_scripts_blocks(tmp_path: Path) -> None
     assert r["spec_patch"] == {"checkpoint_modules": "blocks.*"}
     k = r["applied"]["knobs"]["checkpoint_modules"]
     assert k["acted"] is True, k
-    block = next(i for i, s in enumerate(before.splitlines(), 1) if s.startswith("class Block"))
-    assert k["evidence"][0].startswith("blocks.*: 6 Block module(s) (blocks.0, blocks.1, ")
-    assert f"defined at mlp_blocks_train.py:{block}" in k["evidence"][0]
+    lines = before.splitlines()
+    block = next(i for i, s in enumerate(lines, 1) if s.startswith("class Block"))
+    forward = next(i for i, s in enumerate(lines, 1) if i > block and "def forward" in s)
+    said = k["evidence"][0]
+    assert said.startswith("blocks.*: 6 Block module(s) (blocks.0, blocks.1, ")
+    assert f"defined at mlp_blocks_train.py:{block}" in said or (
+        f"forward at mlp_blocks_train.py:{forward}" in said
+    )
+    line = next(i for i, s in enumerate(lines, 1) if s.strip() == "x = block(x)")
+    assert r["where"].endswith(f"mlp_blocks_train.py:{line}")
+    assert "+            x = checkpoint(block, x, use_reentrant=False)" in r["change"]["text"]
     memory = r["memory"]
     assert memory["basis"] == "host tensors"
     assert memory["after_peak_allocated_mb"] < memory["before_peak_allocated_mb"], memory
