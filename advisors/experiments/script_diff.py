@@ -7,7 +7,8 @@ acted on (a GAN's two optimizers), in one diff. Autocast becomes a ``with`` bloc
 calls a model. A script driven by a framework gets the change at the framework's own switch, in the framework's
 terms: ``TrainingArguments(bf16=True, dataloader_num_workers=4)``, ``L.Trainer(precision="bf16-mixed")``,
 ``Accelerator(mixed_precision="bf16")``. Hand-written attention becomes one ``scaled_dot_product_attention``
-call (:mod:`advisors.experiments.attention_diff`). Anything else is the fix's snippet placed at the recorded
+call (:mod:`advisors.experiments.attention_diff`), a checkpointed block's call ``checkpoint(block, x)``
+(:mod:`advisors.experiments.checkpoint_diff`). Anything else is the fix's snippet placed at the recorded
 line. The user's file is only read; a file inside an installed library is never diffed.
 """
 
@@ -261,6 +262,10 @@ def _file_diff(
         from advisors.experiments.attention_diff import sdpa_edit
 
         new = sdpa_edit(source, sites[0])
+    elif target == "checkpoint" and len(sites) == 1:
+        from advisors.experiments.checkpoint_diff import checkpoint_edit
+
+        new = checkpoint_edit(source, sites[0])
     else:
         return None
     if new is None or new == source:

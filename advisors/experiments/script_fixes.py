@@ -51,16 +51,15 @@ def script_patched(spec: ScriptSpec, fix: Fix, ctx: ScriptContext) -> ScriptSpec
         own = script_knob(spec, fix, ctx)
         out = spec.patch(command=own.command, observe=own.observe) if own is not None else spec
         return out if out != spec else None
+    change = script_knob(spec, fix, ctx)  # the script's own switch, even where nothing is injected
+    if change is not None:
+        out = spec.patch(command=change.command, observe=change.observe)
+        return out if out != spec else None
     inj = reg.injection
     knobs = inj.knobs(ctx) if inj is not None else None
     if not knobs:
         return None
-    change = script_knob(spec, fix, ctx)
-    out = (
-        spec.patch(command=change.command, observe=change.observe)
-        if change
-        else spec.patch(inject=knobs)
-    )
+    out = spec.patch(inject=knobs)
     return out if out != spec else None
 
 

@@ -17,7 +17,7 @@ from advisors.experiments.experiment import ProofFn
 from advisors.fixes import FIXES, applies, spec_of
 from advisors.fixes.context import ScriptContext
 from advisors.verdict import Diagnosis, Fix
-from advisors.observation import run_facts
+from advisors.observation import run_facts, run_layers_record
 from advisors.experiments.optimize import proposed
 from advisors.experiments.script_fixes import (
     not_injectable,
@@ -29,6 +29,7 @@ from advisors.experiments.script_fixes import (
 from advisors.fixes.conventions import KnobChange
 from advisors.experiments.trials import RunOutcome
 from profilers.errors import SpecError
+from profilers.layers import LayerRow
 from profilers.run.script_spec import ScriptSpec
 from profilers.store.files import read_json
 
@@ -102,7 +103,7 @@ class ScriptStrategy:
         out = []
         for fix_id in proposed(d):
             fix = FIXES[fix_id]
-            why = not_injectable(fix)
+            why = spec_of(fix_id).not_injectable_here(self.ctx)
             if (
                 why is not None
                 and applies(fix, self.ctx.device, self.ctx.world_size) is None
@@ -117,7 +118,8 @@ class ScriptStrategy:
 
 
 def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
-    """What a script's run folder says about it: loader settings and call sites, device, host cores busy."""
+    """What a script's run folder says about it: loader settings and call sites, device, host cores busy,
+    the model's per-module rows."""
     injected = read_json(run_dir / "injected.json")
     injected = injected if isinstance(injected, dict) else {}
     facts = run_facts(run_dir)
@@ -136,4 +138,11 @@ def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
         config=injected.get("config") or before.config,
         threads=facts.threads or before.threads,
         other_cores=tel.other_cores if tel is not None else before.other_cores,
+        layers=_layer_rows(run_dir) or before.layers,
     )
+
+
+def _layer_rows(run_dir: Path) -> tuple[LayerRow, ...]:
+    """The run's per-module rows (the agent's ``layers.json``; none: it wrote none)."""
+    layers = run_layers_record(run_dir)
+    return layers.rows if layers is not None else ()

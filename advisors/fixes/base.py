@@ -67,7 +67,8 @@ class FixSpec:
     current value); ``effort``: one of :data:`EFFORT_LEVELS`; ``alternatives``: what to try next, in order, when it
     is rejected (the same bottleneck, another lever); ``injection``: its knobs set at boot in an unmodified script;
     ``own_flag``: the knobs of the script's own switch for it, tried before the injection (the loop's own knobs,
-    which no injection can turn); ``manual``: why it can be neither (the user changes the code); ``conv_only``:
+    which no injection can turn); ``manual``: why it can be neither (the user changes the code); ``empty_why``:
+    beside an injection that may have nothing to set on a run, why the user changes the code there; ``conv_only``:
     it acts on convolutions only; ``done``: the run already does it (its spec, else its trace); ``bound``: the
     part of the step it can touch when that is narrower than its finding's time (:mod:`advisors.bounds`);
     ``exceeded_why``: why a measured gain beat that bound, from the baseline's step without that part and the
@@ -89,6 +90,7 @@ class FixSpec:
     injection: Injection | None = None
     own_flag: Injection | None = None
     manual: str | None = None
+    empty_why: str | None = None
     conv_only: bool = False
     done: Callable[[Facts], bool] | None = None
     bound: Callable[[Facts], Reach | None] | None = None
@@ -136,6 +138,13 @@ class FixSpec:
         if self.injection is not None:
             return None
         return self.manual or f"{self.title} has no injection: it needs a change in your code"
+
+    def not_injectable_here(self, ctx: ScriptContext) -> str | None:
+        """Why the fix cannot be injected into a run like ``ctx``: :meth:`not_injectable`, or
+        ``empty_why`` where its injection has nothing to set there."""
+        if self.injection is not None and self.empty_why and not self.injection.knobs(ctx):
+            return self.empty_why
+        return self.not_injectable()
 
 
 def device_skip(fix: Fix, device: str, world_size: int) -> str | None:

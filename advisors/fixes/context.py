@@ -6,12 +6,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from profilers.layers import LayerRow
 from profilers.telemetry.threads import ThreadUse
 
 
 @dataclass(frozen=True)
 class ScriptContext:
-    """What the last run of the script showed: its device, cores, how busy they were, its loader's settings."""
+    """What the last run of the script showed: its device, cores, how busy they were, its loader's settings,
+    its model's modules."""
 
     device: str = "cpu"
     world_size: int = 1
@@ -35,6 +37,8 @@ class ScriptContext:
     other_cores: float | None = (
         None  # cores other programs used during its steady steps (telemetry)
     )
+    #: the model's per-module rows (the agent's layers.json): forward/backward time, saved bytes
+    layers: tuple[LayerRow, ...] = ()
 
     @property
     def workers(self) -> int:

@@ -40,6 +40,7 @@ def candidate_fixes(a: Analysis) -> list[Fix]:
         device=device_of(a),
         world_size=a.run.world_size,
         loader={"num_workers": workers} if workers is not None else {},
+        layers=a.layers.rows,
     )
     out = []
     for fix_id in proposed(a.diagnosis):

@@ -45,6 +45,8 @@ KNOBS: Mapping[str, tuple[type, ...]] = {
     "alloc_conf": (str,),
     "num_threads": (int,),
     "sdpa_attention": (bool,),
+    # modules to checkpoint, comma-separated as the per-module record names them ("blocks.*")
+    "checkpoint_modules": (str,),
     # convergence changes of ``optimize --to-quality`` (stepwise_agent.inject.convergence)
     "batch_scale": (int,),
     "lr_scale": (int, float),

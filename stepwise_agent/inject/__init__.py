@@ -7,12 +7,13 @@ fp16 steps through the GradScaler), and at the end returns the report: per knob 
 evidence; the user's call sites of DataLoader, optimizer, DDP and model call, and of a framework's switch
 (``TrainingArguments``, ``L.Trainer``, ``Accelerator``; see ``frameworks``) with what was set there.
 Closures given to ``optimizer.step`` are marked for the trace (``closure``). Hand-written attention
-modules get ``scaled_dot_product_attention`` once shown equal on their own input (``attention``). With no knobs it still records
+modules get ``scaled_dot_product_attention`` once shown equal on their own input (``attention``); named
+blocks run under ``torch.utils.checkpoint`` (``checkpoint``). With no knobs it still records
 the call sites, which is what the Advisor needs to point at the line to change. The convergence knobs of
 ``optimize --to-quality`` (batch × k, learning rate scaled, warm-up, gradient accumulation, SGD → AdamW) act
 through the same DataLoader and optimizer hooks (``convergence``, ``accumulate``). Knobs only the script's own loop
-can turn (accumulation, checkpointing, ``no_sync``, CUDA graphs) are never injected: set by its own flags, they are
-checked (``loop``). :meth:`Injector.snapshot`
+can turn (accumulation, the script's own checkpointing switch, ``no_sync``, CUDA graphs) are never injected: set
+by its own flags, they are checked (``loop``). :meth:`Injector.snapshot`
 is the report so far, written during the run: a to-quality run is stopped from outside once it reaches its
 target, and its report must already be there.
 """
@@ -28,6 +29,7 @@ from stepwise_agent.capabilities import TorchCapabilities, detect
 from stepwise_agent.inject.config import ConfigRecorder
 from stepwise_agent.hostinfo import available_memory_bytes
 from stepwise_agent.inject.attention import AttentionInjection
+from stepwise_agent.inject.checkpoint import CheckpointInjection
 from stepwise_agent.inject.closure import annotate_closures
 from stepwise_agent.inject.convergence import ConvergenceInjection
 from stepwise_agent.inject.environment import EnvironmentCheck
@@ -90,6 +92,9 @@ class Injector:
         self.threads = ThreadsInjection(self.knobs, self.report)
         self.environment = EnvironmentCheck(self.knobs, self.report)
         self.attention = AttentionInjection(self.knobs, self.report, self._module_name)
+        self.checkpoint = CheckpointInjection(self.knobs, self.report)
+        self.modules.on_model.append(self.checkpoint.on_model)
+        self.modules.not_models = self.checkpoint.inside
         self.observe = set(observe)
         self.loader.observe = self.frameworks.observe = self.modules.observed = (
             self.convergence.observe
@@ -192,6 +197,7 @@ class Injector:
         self.loader.finish()
         self.modules.finish()
         self.attention.finish()
+        self.checkpoint.finish()
         self.optim.finish()
         self.convergence.finish()
         from stepwise_agent.inject.modules import compiled_graphs

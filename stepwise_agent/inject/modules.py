@@ -93,6 +93,11 @@ class ModuleInjection:
         self.build_sites = (
             BuildSites()
         )  # where each model was constructed and moved, until the watch ends
+        #: called with each model the script trains, when it is first seen (before its forward)
+        self.on_model: list[Callable[[nn.Module], None]] = []
+        #: ids of modules that are never a model: a checkpointed block's, whose recomputation in
+        #: backward calls them outside any model call
+        self.not_models: set[int] = set()
 
     # -- install / uninstall ---------------------------------------------------------------------------------
     def install(self) -> None:
@@ -171,7 +176,7 @@ class ModuleInjection:
 
     # -- the models ------------------------------------------------------------------------------------------
     def _seen(self, module: nn.Module) -> None:
-        if not any(True for _ in module.parameters()):
+        if id(module) in self.not_models or not any(True for _ in module.parameters()):
             return
         inner = getattr(
             module, "module", module
@@ -194,6 +199,8 @@ class ModuleInjection:
             self.build_sites.site_of(inner) or self.build_sites.site_of(module),
             type=type(inner).__name__,
         )
+        for seen in self.on_model:
+            seen(module)
         if self.knobs.get("channels_last"):
             self._make_channels_last(module, inner)
         if (

@@ -109,6 +109,7 @@ def experiment_json(e: Experiment[Spec], rec: ExperimentRecord) -> dict[str, Any
         "trial_runs": [t.__dict__ for t in rec.trials],
         "baseline_drift": rec.baseline_drift,
         "baseline_moved": rec.baseline_moved,
+        "memory": rec.memory.to_json() if rec.memory is not None else None,
     }
 
 
@@ -222,6 +223,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
         lines.append(
             _row(f"+ {x.fix_id} ({x.acts_on})", e.patched, x, x.cumulative_speedup, verdict)
         )
+        if x.memory is not None:
+            lines.append(f"    memory: {x.memory.text(x.before_step_ms, x.after_step_ms)}")
         if x.baseline_moved:
             lines.append(f"    ! {x.baseline_moved}")
         fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None

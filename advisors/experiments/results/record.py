@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping, Sequence
 
+from advisors.experiments.results.memory_peaks import MemoryRecord
 from advisors.experiments.results.words import from_text
 
 SCHEMA = 2
@@ -166,6 +167,8 @@ class ExperimentRecord:
         None  # a ladder round: its baseline's samples/s ÷ the same code's last measurement
     )
     baseline_moved: str | None = None  # the sentence, when that drift is beyond BASELINE_MOVED
+    #: a memory fix: each arm's peaks (live tensors, the run's own) beside its step time
+    memory: MemoryRecord | None = None
 
     @property
     def label(self) -> str:
@@ -199,7 +202,8 @@ class ExperimentRecord:
         return self.bound.beyond if self.bound is not None else None
 
     def to_json(self) -> dict[str, Any]:
-        return {**_plain(asdict(self)), "beyond_bound": self.beyond_bound}
+        memory = self.memory.to_json() if self.memory is not None else None
+        return {**_plain(asdict(self)), "beyond_bound": self.beyond_bound, "memory": memory}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ExperimentRecord:
@@ -212,6 +216,7 @@ class ExperimentRecord:
             TrialRecord(**_known(TrialRecord, t)) for t in data.get("trials") or ()
         )
         kw["pair_ratios"] = tuple(data.get("pair_ratios") or ())
+        kw["memory"] = MemoryRecord.from_json(data.get("memory"))
         kw["sites"] = tuple(data.get("sites") or ())
         if "outcome_why" not in data:  # stored before verdicts were data: its code from its text
             kw["outcome_why"] = from_text(

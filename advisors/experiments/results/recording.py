@@ -15,6 +15,7 @@ from typing import Any
 from advisors.bounds import Bound, exceeds
 from advisors.fixes import rest_got_faster
 from advisors.experiments.experiment import Arm, Experiment
+from advisors.experiments.results.memory_peaks import memory_record
 from advisors.experiments.results.outcome import render
 from advisors.experiments.results.evidence import evidence
 from advisors.experiments.results.record import (
@@ -31,6 +32,7 @@ from advisors.experiments.results.record import (
 )
 from advisors.experiments.results.stored_view import StoredView
 from advisors.experiments.trials import RunOutcome, Spec, spec_changes
+from advisors.verdict import Bottleneck
 from profilers.run.script_spec import ScriptSpec, env_knobs
 from profilers.store.files import read_json
 
@@ -237,6 +239,7 @@ def experiment_record(
         change=measured,
         snippet=e.fix.snippet,
         trials=trial_records(e, round_),
+        memory=memory_record(before, e.patched) if e.fix.bottleneck == Bottleneck.MEMORY else None,
     )
 
 

@@ -7,6 +7,7 @@ from typing import Mapping
 from advisors.facts import Facts
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
+from advisors.rules.memory.activations import activation_evidence, with_clause
 from advisors.synthetic import observation, run_facts
 from profilers.telemetry.summary import TelemetrySummary
 
@@ -34,6 +35,10 @@ class NearCapacity(Rule):
     a run one longer batch away from failing outranks most speed findings.
 
     Thresholds: ``near_share`` (0.90) of capacity; ``full_share`` (0.98), also full confidence.
+
+    With a launched run's per-module record, the message names the layer that keeps the most
+    activation memory for backward and the evidence lists the top ones
+    (:mod:`advisors.rules.memory.activations`).
 
     Fix: a smaller micro-batch with gradient accumulation (same samples per optimizer step).
     """
@@ -104,9 +109,17 @@ class NearCapacity(Rule):
             f,
             severity=severity,
             confidence=ramp(share, self.t["near_share"], self.t["full_share"]),
-            message=f"Peak memory reaches {pct(share)} of capacity: shrink the micro-batch and accumulate gradients "
-            "before a longer input runs out of memory.",
-            evidence={"peak_share_of_capacity": share, **self._against(f)},
+            message=with_clause(
+                f"Peak memory reaches {pct(share)} of capacity",
+                ": shrink the micro-batch and accumulate gradients before a longer input runs out "
+                "of memory.",
+                f,
+            ),
+            evidence={
+                "peak_share_of_capacity": share,
+                **self._against(f),
+                **activation_evidence(f),
+            },
         )
 
     def _against(self, f: Facts) -> dict[str, float | str | None]:

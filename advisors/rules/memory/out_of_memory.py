@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisors.facts import Facts
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule
+from advisors.rules.memory.activations import activation_evidence, with_clause
 from advisors.synthetic import observation, run_facts
 from profilers.run.run_config import RunConfig
 
@@ -13,7 +14,9 @@ class OutOfMemory(Rule):
     """A stored run whose status is ``out_of_memory``: the whole run is at stake (severity 1), whatever the
     trace says — and there is often no trace, because the run stopped before the profiler exported one.
 
-    Evidence: the peak the run reached, its budget, the steps done before it stopped, the error text.
+    Evidence: the peak the run reached, its budget, the steps done before it stopped, the error text;
+    with a per-module record (a run that stopped after its profiled steps), the layers keeping the
+    most activation memory, the first of them named in the message.
     Thresholds: ``confidence`` (0.95) — the status is a fact; the remaining doubt is about the remedy.
 
     Fix: a smaller micro-batch with gradient accumulation; if the run already accumulates, activation
@@ -64,11 +67,15 @@ class OutOfMemory(Rule):
             f,
             severity=1.0,
             confidence=self.t["confidence"],
-            message=f"The run ran out of memory at {peak}{budget} after {run.steps_done} steps: "
-            + (
-                "accumulate gradients over smaller micro-batches."
-                if fix == "grad_accumulation"
-                else "checkpoint activations so backward recomputes them."
+            message=with_clause(
+                f"The run ran out of memory at {peak}{budget} after {run.steps_done} steps",
+                ": "
+                + (
+                    "accumulate gradients over smaller micro-batches."
+                    if fix == "grad_accumulation"
+                    else "checkpoint activations so backward recomputes them."
+                ),
+                f,
             ),
             evidence={
                 "status": run.status,
@@ -76,6 +83,7 @@ class OutOfMemory(Rule):
                 "memory_budget_mb": run.memory_budget_mb,
                 "steps_done": run.steps_done,
                 "error": run.error,
+                **activation_evidence(f),
             },
             fix_id=fix,
         )

@@ -462,3 +462,29 @@ def test_ladder_rows_keep_their_columns_apart_and_say_a_rate_in_steps() -> None:
     after, speedup = row[55:].split()[1:3]  # before/s, after/s, speed-up: fields apart
     assert float(after) > 0 and speedup.endswith("x" + STEPS_MARK), row
     assert any(line.startswith(f"{STEPS_MARK}: no batch was seen") for line in lines)
+
+
+def test_a_memory_fix_round_says_each_arms_peaks_beside_its_step_time() -> None:
+    from advisors.experiments.results.ladder_report import ladder_json, ladder_table
+
+    fake = FakeRunner(oom_without_accum=True)
+    ladder = optimize(
+        BASE.patch(memory_budget_mb=900),
+        fake,
+        rounds=1,
+        policy=FAST,
+        diagnose_run=_fake_diagnose(fake),
+        strategy=FakeStrategy(),
+    )
+    (r,) = ladder_json(ladder)["rounds"]
+    e = ladder.rungs[0].experiment
+    memory = r["memory"]
+    assert memory["before_peak_memory_mb"] == round(e.before.peak_memory_mb, 1)
+    assert memory["after_peak_memory_mb"] == round(e.patched.peak_memory_mb, 1)
+    assert memory["before_peak_allocated_mb"] is None  # the fake runs wrote no trace
+    line = next(s for s in ladder_table(ladder) if s.startswith("    memory: "))
+    assert f"run peak {e.before.peak_memory_mb:.0f} → {e.patched.peak_memory_mb:.0f} MB" in line
+    assert line.endswith(
+        f"step {r['before']['step_time_ms']:.1f} → {r['after']['step_time_ms']:.1f} ms "
+        f"({r['after']['step_time_ms'] / r['before']['step_time_ms'] - 1:+.0%})"
+    )
