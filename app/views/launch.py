@@ -21,7 +21,7 @@ from profilers.run.script_spec import ScriptSpec
 st.title("Launch a run")
 store = data.store()
 # the followed run's live view goes first, filled in below once Start has run: after Start it is in view at
-# once, never under the ~1,700 px form (issue 42)
+# once, never under the ~1,700 px form
 live_area = st.container()
 if st.query_params.get("what") == "script":  # the first page's "Profile my script"
     st.session_state["launch.what"] = "My training script"

@@ -49,8 +49,8 @@ if records:
         if rows and 0 <= rows[0] < len(ids):
             state.select_run(ids[rows[0]])
 
-    # Fits the page (dashboard walk: device, ranks, error and id were cut off on the right, and a missing
-    # number read "None"): narrow columns, a dash for what a run does not have, the id under the picker.
+    # Fits the page: narrow columns so device, ranks, error and id stay in view, a dash for what a run
+    # does not have (never "None"), the id under the picker.
     st.dataframe(
         frame,
         hide_index=True,
