@@ -2,8 +2,8 @@
 own memory cost apart from the script's.
 
 A ``torch.profiler`` schedule (wait W, warm-up 1, active N) advances at each step; every step's wall time (and
-loss, samples, and this process's resident memory ``rss_mb``) goes to ``steps.jsonl``, live progress to
-``progress.json`` with its ``phase``: ``unprofiled`` → ``profiling`` → (``exporting`` → ``cut``). When the
+loss, samples, and this process's resident memory ``rss_mb``) goes to ``steps.jsonl``, written a few times a
+second with ``progress.json`` (the live progress) and at the end; ``progress.json`` carries the ``phase``: ``unprofiled`` → ``profiling`` → (``exporting`` → ``cut``). When the
 active window ends, the trace is exported as ``tb/rank{R}.<ns>.pt.trace.json.gz``.
 
 **The memory guard's signal** (SIGUSR1, sent by the runner's monitor: ``profilers.run.agent_files``) means
@@ -43,6 +43,10 @@ RUNNING = "running"
 #: microseconds, more than a small model's whole step); at once on the first and the last step and
 #: whenever the phase changes
 PROGRESS_EVERY_S = 0.25
+#: an unprofiled step reads this process's RSS at most this often (the read costs several
+#: microseconds inside a training loop); the rows between say ``rss_mb: null``. A profiled step
+#: reads it every time: the window's peak is measured
+RSS_EVERY_S = 0.005
 UNPROFILED, PROFILING, EXPORTING, CUT = (
     "unprofiled",
     "profiling",
@@ -124,6 +128,9 @@ class StepRecorder:
         self._busy = False  # inside our own step bookkeeping: a cut waits for its end
         self._cut_pending = False
         self._fh = open(run_dir / "steps.jsonl", "a", encoding="utf-8")
+        # steps.jsonl rows not yet written, with their profile-cut mark (see _flush_rows)
+        self._rows: list[tuple[tuple[Any, ...], bool]] = []
+        self._rss_at = -1.0  # when RSS was last read (perf_counter)
         self._rss = RssReader()
         self._progress_at = 0.0  # when progress.json was last written during the steps (monotonic)
         self._progress_phase: str | None = None
@@ -138,11 +145,24 @@ class StepRecorder:
         self._profiled_ms: list[float] = []
 
     def start(self) -> None:
-        """Start the profiler's schedule; from now on the guard's signal is this recorder's to answer."""
+        """From now on the guard's signal is this recorder's to answer. The profiler starts at the step
+        before its window (:meth:`_start_profiler`): an unprofiled step carries none of it."""
         signal.signal(GUARD_SIGNAL, lambda signum, frame: self.on_guard_signal())
+        if self.wait == 0:
+            self._start_profiler()
+        self._t_last = time.perf_counter()
+
+    def _start_profiler(self) -> None:
+        """Start the schedule at step ``wait``, its warm-up, as if it had stepped from 0: the same
+        ``ProfilerStep#`` numbers, without a ``record_function`` range around every unprofiled step."""
+        if self.wait:
+            self.prof.step_num = self.wait
+            self.prof.current_action = self.prof.schedule(self.wait)
+            # newer torch keeps the schedule's raw action beside current_action
+            if hasattr(self.prof, "_prev_schedule_action"):
+                self.prof._prev_schedule_action = self.prof.current_action
         self.prof.start()
         self._running = True
-        self._t_last = time.perf_counter()
 
     def on_step(self, loss: float | None, samples: int | None) -> None:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -159,25 +179,14 @@ class StepRecorder:
 
     def _record(self, wall_ms: float, loss: float | None, samples: int | None) -> None:
         step = self.steps_done
-        rss = self._rss.mb()
+        now = time.perf_counter()
+        rss = None
+        if self.phase != UNPROFILED or now - self._rss_at >= RSS_EVERY_S:
+            rss, self._rss_at = self._rss.mb(), now
         data_ms = self.data_ms() if self.data_ms is not None else None
-        # the one row layout of steps.jsonl, the watch's writer's too; its time is the step's start
-        row = row_dict(
-            self.rank,
-            (
-                step,
-                wall_ms,
-                loss,
-                samples,
-                data_ms,
-                self.wait + PROFILE_WARMUP <= step < self.total,
-                time.time_ns(),
-                rss,
-                None,
-            ),
-        )
-        if self.cut_during_step == step:
-            row["profile_cut"] = True  # the trace holds only part of this step
+        profiled = self.wait + PROFILE_WARMUP <= step < self.total
+        row = (step, wall_ms, loss, samples, data_ms, profiled, time.time_ns(), rss, None)
+        self._rows.append((row, self.cut_during_step == step))
         if self.phase == PROFILING and rss is not None:
             self._peak_profiled_mb = max(self._peak_profiled_mb or 0.0, rss)
         elif rss is not None:
@@ -187,10 +196,10 @@ class StepRecorder:
             self._profiled_ms.append(wall_ms)
             if self.layers is not None:
                 self.layers.next_step()
-        self._fh.write(json.dumps(row) + "\n")
-        self._fh.flush()
         self.steps_done += 1
-        if self.phase != CUT:
+        if not self._running and self.phase == UNPROFILED and self.steps_done == self.wait:
+            self._start_profiler()
+        elif self.phase != CUT and self._running:
             self.prof.step()  # ends the active window (and exports) after the last profiled step
             if self.phase == UNPROFILED and self._recording():
                 self.phase, self.peak_unprofiled_mb = PROFILING, self._own_peak_mb()
@@ -201,8 +210,10 @@ class StepRecorder:
                     UNPROFILED  # the window ended (exported): whatever grows now is the script's
                 )
                 self._close_window()
-        if self.leader and self._progress_due():
-            self.write_progress(loss, RUNNING)
+        if self._progress_due():
+            self._flush_rows()
+            if self.leader:
+                self.write_progress(loss, RUNNING)
         if self._cut_pending and self.phase == PROFILING:
             self.cut_profile()
 
@@ -268,15 +279,33 @@ class StepRecorder:
         }
 
     def _progress_due(self) -> bool:
-        return (
+        due = (
             self.steps_done <= 1
             or self.steps_done >= self.total
             or self.phase != self._progress_phase
             or time.monotonic() - self._progress_at >= PROGRESS_EVERY_S
         )
+        if due:
+            self._progress_at, self._progress_phase = time.monotonic(), self.phase
+        return due
+
+    def _flush_rows(self) -> None:
+        """The rows since the last flush, in one write: a step pays for a list append, and readers
+        (the runner, to-quality's follow loop) see them as often as the progress file."""
+        if not self._rows:
+            return
+        lines = []
+        for row, cut in self._rows:
+            # the one row layout of steps.jsonl, the watch's writer's too; its time is the step's start
+            out = row_dict(self.rank, row)
+            if cut:
+                out["profile_cut"] = True  # the trace holds only part of this step
+            lines.append(json.dumps(out) + "\n")
+        self._fh.write("".join(lines))
+        self._fh.flush()
+        self._rows.clear()
 
     def write_progress(self, loss: float | None, status: str) -> None:
-        self._progress_at, self._progress_phase = time.monotonic(), self.phase
         elapsed = time.time() - self._started
         left = max(self.total - self.steps_done, 0)
         eta = elapsed / self.steps_done * left if self.steps_done else None
@@ -307,6 +336,7 @@ class StepRecorder:
             if self.phase == EXPORTING:
                 self._close_window()
                 self.phase = UNPROFILED
+        self._flush_rows()
         self._fh.close()
         self._rss.close()
 

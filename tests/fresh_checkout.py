@@ -20,7 +20,15 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 
 
+def _venv_current() -> None:
+    """Bring the checkout's own ``.venv`` up to date here, before a copy links it: ``scripts/setup.sh``
+    run inside the copy would otherwise reinstall Stepwise from the copy's folder, and the shared
+    ``.venv`` would point at a temporary directory once the test ends."""
+    subprocess.run(["bash", "scripts/setup.sh"], cwd=REPO, check=True, capture_output=True)
+
+
 def fresh_checkout(dest: Path) -> Path:
+    _venv_current()
     out = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
