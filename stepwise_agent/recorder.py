@@ -156,11 +156,12 @@ class StepRecorder:
         """Start the schedule at step ``wait``, its warm-up, as if it had stepped from 0: the same
         ``ProfilerStep#`` numbers, without a ``record_function`` range around every unprofiled step."""
         if self.wait:
-            self.prof.step_num = self.wait
-            self.prof.current_action = self.prof.schedule(self.wait)
+            prof: Any = self.prof  # the schedule's state, as its constructor sets it
+            prof.step_num = self.wait
+            prof.current_action = prof.schedule(self.wait)
             # newer torch keeps the schedule's raw action beside current_action
-            if hasattr(self.prof, "_prev_schedule_action"):
-                self.prof._prev_schedule_action = self.prof.current_action
+            if hasattr(prof, "_prev_schedule_action"):
+                prof._prev_schedule_action = prof.current_action
         self.prof.start()
         self._running = True
 
