@@ -55,6 +55,16 @@ class MemoryRecord:
             )
         return "; ".join(parts)
 
+    def bars(self) -> dict[str, tuple[float | None, float | None]]:
+        """``{peak's name: (before MB, after MB)}`` of the peaks either arm recorded, named as
+        :meth:`text` names them: what a chart of them draws."""
+        out: dict[str, tuple[float | None, float | None]] = {}
+        if self.before_allocated_mb is not None or self.after_allocated_mb is not None:
+            out[f"peak of live {self.basis}"] = (self.before_allocated_mb, self.after_allocated_mb)
+        if self.before_peak_mb is not None or self.after_peak_mb is not None:
+            out["run peak"] = (self.before_peak_mb, self.after_peak_mb)
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "basis": self.basis,
