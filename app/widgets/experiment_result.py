@@ -15,7 +15,7 @@ from advisors.experiments.results.outcome import Word
 from advisors.experiments.results.record import ExperimentRecord
 from advisors.experiments.results.stored_view import StoredView, read_view
 from app.services import stored_jobs
-from app.widgets import ui
+from app.widgets import memory_result, ui
 from profilers.run.records import RunRecord, RunStatus
 from profilers.store import experiments
 from profilers.store.runs import RunStore
@@ -130,6 +130,7 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
             'The fix never acted in the patched run, so no speed-up was judged: this is not a "no gain" '
             "verdict."
         )
+        memory_result.memory_peaks(x, key)
         return _change_and_charts(view, judged=False, key=key)
     unit = x.rate_unit
     rate = (
@@ -176,6 +177,7 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
             f"Time per step {_ms(x.before_step_ms)} before, {_ms(x.after_step_ms)} after "
             f"(the same speed: one step's samples over the samples/s){_typical(x)}."
         )
+    memory_result.memory_peaks(x, key)
     _change_and_charts(view, judged=True, key=key)
 
 
@@ -245,6 +247,8 @@ def ladder(view: StoredView, key: str = "advisor") -> None:
                 "the spec or script as it stood), so rounds differ in their bounds."
             )
         for x in lad.rounds:
+            if x.memory_text:
+                st.caption(ui.text(f"Round {x.round} ({x.fix_title}) memory: {x.memory_text}."))
             if x.baseline_moved:
                 st.warning(
                     ui.text(x.baseline_moved[:1].upper() + x.baseline_moved[1:] + "."),
