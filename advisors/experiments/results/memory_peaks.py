@@ -79,13 +79,17 @@ class MemoryRecord:
 
     @classmethod
     def from_json(cls, data: Any) -> MemoryRecord | None:
+        """Read back :meth:`to_json`, or the record's own field names (how a stored ladder wrote its
+        rounds' peaks before each round wrote itself)."""
         if not isinstance(data, dict):
             return None
         return cls(
-            before_allocated_mb=data.get("before_peak_allocated_mb"),
-            after_allocated_mb=data.get("after_peak_allocated_mb"),
-            before_peak_mb=data.get("before_peak_memory_mb"),
-            after_peak_mb=data.get("after_peak_memory_mb"),
+            before_allocated_mb=data.get(
+                "before_peak_allocated_mb", data.get("before_allocated_mb")
+            ),
+            after_allocated_mb=data.get("after_peak_allocated_mb", data.get("after_allocated_mb")),
+            before_peak_mb=data.get("before_peak_memory_mb", data.get("before_peak_mb")),
+            after_peak_mb=data.get("after_peak_memory_mb", data.get("after_peak_mb")),
             basis=str(data.get("basis") or "host tensors"),
         )
 

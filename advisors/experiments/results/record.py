@@ -287,7 +287,8 @@ class LadderRecord:
         ]
 
     def to_json(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        # each round as its own record writes itself (its memory peaks under their JSON names)
+        return {**_plain(asdict(self)), "rounds": [r.to_json() for r in self.rounds]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LadderRecord:
