@@ -85,7 +85,7 @@ def comparison_figures(c: Comparison) -> list[Figure]:
 
 def experiment_figures(view: StoredView) -> list[Figure]:
     """Before/after of an applied fix, from its stored charts' inputs: step time distributions, breakdown before
-    vs after, loss curves."""
+    vs after, a memory fix's peaks (from its record), loss curves."""
     ev = view.evidence or {}
     out = [
         Figure(
@@ -104,6 +104,9 @@ def experiment_figures(view: StoredView) -> list[Figure]:
                 ),
             )
         )
+    memory = view.record.memory if view.record is not None else None
+    if memory is not None and memory.bars():
+        out.append(Figure("exp_memory", charts_compare.memory_peaks(memory.bars())))
     if ev.get("loss_curves"):
         same = bool(ev.get("loss_identical"))
         out.append(

@@ -130,6 +130,7 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
             'The fix never acted in the patched run, so no speed-up was judged: this is not a "no gain" '
             "verdict."
         )
+        memory_peaks(x, key)
         return _change_and_charts(view, judged=False, key=key)
     unit = x.rate_unit
     rate = (
@@ -176,7 +177,28 @@ def before_after(view: StoredView, key: str = "advisor") -> None:
             f"Time per step {_ms(x.before_step_ms)} before, {_ms(x.after_step_ms)} after "
             f"(the same speed: one step's samples over the samples/s){_typical(x)}."
         )
+    memory_peaks(x, key)
     _change_and_charts(view, judged=True, key=key)
+
+
+#: what each bar of :func:`memory_peaks` counts
+MEMORY_NOTE = (
+    "Live tensors: the profiler's peak of allocated bytes over the profiled steps (the step's own "
+    "tensors). Run peak: everything the process held (its resident memory on a CPU, the CUDA "
+    "allocator's peak on a GPU)."
+)
+
+
+def memory_peaks(x: ExperimentRecord, key: str) -> None:
+    """A memory fix's peaks beside the step time they cost, from its record (nothing when none was
+    recorded): the sentence ``optimize`` prints, then each peak before beside after."""
+    said, m = x.memory_text, x.memory
+    if said is None or m is None:
+        return
+    st.markdown(f"**Memory:** {ui.text(said)}")
+    if m.bars():
+        ui.chart(charts_compare.memory_peaks(m.bars()), key=f"{key}.memory")
+        st.caption(MEMORY_NOTE)
 
 
 def _typical(x: ExperimentRecord) -> str:
@@ -245,6 +267,8 @@ def ladder(view: StoredView, key: str = "advisor") -> None:
                 "the spec or script as it stood), so rounds differ in their bounds."
             )
         for x in lad.rounds:
+            if x.memory_text:
+                st.caption(ui.text(f"Round {x.round} ({x.fix_title}) memory: {x.memory_text}."))
             if x.baseline_moved:
                 st.warning(
                     ui.text(x.baseline_moved[:1].upper() + x.baseline_moved[1:] + "."),

@@ -143,3 +143,30 @@ def ladder(rounds: pd.DataFrame, title: str = "Optimisation ladder") -> go.Figur
         )
     )
     return style(fig, title, y_title="speed-up over the start (×)")
+
+
+MEMORY_TITLE = "Memory before and after (MB, the largest over each arm's runs)"
+
+
+def memory_peaks(
+    peaks: Mapping[str, tuple[float | None, float | None]], title: str = MEMORY_TITLE
+) -> go.Figure:
+    """Grouped bars, before beside after, one group per peak (``{peak name: (before MB, after
+    MB)}``); a peak an arm did not record has no bar."""
+    names = [label(n, 40) for n in peaks]
+    fig = go.Figure()
+    for i, side in enumerate(("before", "after")):
+        ys = [pair[i] for pair in peaks.values()]
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=ys,
+                name=side,
+                marker_color=SERIES_COLORS[i],
+                text=["" if y is None else f"{y:.0f}" for y in ys],
+                textposition="outside",
+                hovertemplate=f"{side}: %{{y:.0f}} MB<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="group", showlegend=True)
+    return style(fig, title, height=300, y_title="MB")

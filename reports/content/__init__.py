@@ -259,6 +259,24 @@ def experiment_context(x: ExperimentRecord) -> dict[str, Any]:
         "spec_change": {k: str(v) for k, v in x.spec_change.items()},
         "where": x.where,
         "change": x.change_to_make,
+        "memory": memory_context(x),
+    }
+
+
+def memory_context(x: ExperimentRecord) -> dict[str, Any] | None:
+    """A memory fix's peaks (MB) and the sentence the terminal prints of them, from its record
+    (``None``: no memory was recorded)."""
+    m, said = x.memory, x.memory_text
+    if m is None or said is None:
+        return None
+    return {
+        "text": said,
+        "basis": m.basis,
+        "before_allocated_mb": m.before_allocated_mb,
+        "after_allocated_mb": m.after_allocated_mb,
+        "allocated_change": m.allocated_change,
+        "before_peak_mb": m.before_peak_mb,
+        "after_peak_mb": m.after_peak_mb,
     }
 
 
@@ -285,6 +303,7 @@ def ladder_context(lad: LadderRecord) -> dict[str, Any]:
             "where": x.where,
             "change": x.change_to_make,
             "baseline_moved": x.baseline_moved,
+            "memory": x.memory_text,
         }
         for x in lad.rounds
     ]

@@ -159,6 +159,7 @@ def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
                 "change": x.change_to_make,
                 "where": x.where,
                 "spec_change": dict(x.spec_change),
+                "memory": x.memory_text,
                 "commands": _arm_commands(store, Path(record.run_dir), base, x),
             }
         )

@@ -223,8 +223,8 @@ def ladder_table(ladder: Ladder[Spec], rec: LadderRecord | None = None) -> list[
         lines.append(
             _row(f"+ {x.fix_id} ({x.acts_on})", e.patched, x, x.cumulative_speedup, verdict)
         )
-        if x.memory is not None:
-            lines.append(f"    memory: {x.memory.text(x.before_step_ms, x.after_step_ms)}")
+        if x.memory_text is not None:
+            lines.append(f"    memory: {x.memory_text}")
         if x.baseline_moved:
             lines.append(f"    ! {x.baseline_moved}")
         fragile = e.baseline.outcomes[0] if r.round > 1 and e.baseline.outcomes else None

@@ -55,6 +55,16 @@ class MemoryRecord:
             )
         return "; ".join(parts)
 
+    def bars(self) -> dict[str, tuple[float | None, float | None]]:
+        """``{peak's name: (before MB, after MB)}`` of the peaks either arm recorded, named as
+        :meth:`text` names them: what a chart of them draws."""
+        out: dict[str, tuple[float | None, float | None]] = {}
+        if self.before_allocated_mb is not None or self.after_allocated_mb is not None:
+            out[f"peak of live {self.basis}"] = (self.before_allocated_mb, self.after_allocated_mb)
+        if self.before_peak_mb is not None or self.after_peak_mb is not None:
+            out["run peak"] = (self.before_peak_mb, self.after_peak_mb)
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "basis": self.basis,
@@ -69,13 +79,17 @@ class MemoryRecord:
 
     @classmethod
     def from_json(cls, data: Any) -> MemoryRecord | None:
+        """Read back :meth:`to_json`, or the record's own field names (how a stored ladder wrote its
+        rounds' peaks before each round wrote itself)."""
         if not isinstance(data, dict):
             return None
         return cls(
-            before_allocated_mb=data.get("before_peak_allocated_mb"),
-            after_allocated_mb=data.get("after_peak_allocated_mb"),
-            before_peak_mb=data.get("before_peak_memory_mb"),
-            after_peak_mb=data.get("after_peak_memory_mb"),
+            before_allocated_mb=data.get(
+                "before_peak_allocated_mb", data.get("before_allocated_mb")
+            ),
+            after_allocated_mb=data.get("after_peak_allocated_mb", data.get("after_allocated_mb")),
+            before_peak_mb=data.get("before_peak_memory_mb", data.get("before_peak_mb")),
+            after_peak_mb=data.get("after_peak_memory_mb", data.get("after_peak_mb")),
             basis=str(data.get("basis") or "host tensors"),
         )
 

@@ -62,3 +62,24 @@ def test_the_record_keeps_it_through_json() -> None:
     back = ExperimentRecord.from_json(stored)
     assert back.memory == mem and back.to_json()["memory"] == mem.to_json()
     assert ExperimentRecord.from_json(rec.to_json()).memory is None
+
+
+def test_a_stored_ladder_keeps_its_rounds_memory() -> None:
+    """A ladder's rounds read back with their peaks, also from a view stored with the record's
+    field names."""
+    from dataclasses import asdict
+
+    from advisors.experiments.results.record import LadderRecord
+    from advisors.experiments.results.stored_view import ladder_view, read_view
+
+    mem = MemoryRecord(600.0, 200.0, 900.0, 700.0, "host tensors")
+    rung = ExperimentRecord(
+        "ladder round", "activation_checkpointing", "t", "memory", "kept", "", "", memory=mem
+    )
+    lad = LadderRecord(
+        rounds=(rung,), total_speedup=0.8, rounds_asked=1, why_stopped="", complete=True
+    )
+    back = read_view(ladder_view(lad))
+    assert back is not None and back.ladder is not None
+    assert back.ladder.rounds[0].memory == mem
+    assert MemoryRecord.from_json(asdict(mem)) == mem
