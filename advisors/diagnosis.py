@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from advisors.accounting import group, regions, settle
 from advisors.bounds import Bound
 from advisors.facts import Facts, derive
-from advisors.fixes import FIXES, fix_bounds
+from advisors.fixes import FIXES, fix_bounds, snippets_here
 from advisors.verdict import Bottleneck, Diagnosis, EvidenceValue, Finding, Note
 from advisors.observation import Observation
 from advisors.ranking import rank, ranking_json
@@ -58,6 +58,7 @@ def diagnose(
         notes=notes,
         regions=regions(facts),
         bounds=fix_bounds(facts),
+        snippets=snippets_here(facts),
     )
 
 
@@ -206,11 +207,12 @@ def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
     return b.speedup if b is not None else None
 
 
-def finding_json(f: Finding) -> dict[str, Any]:
+def finding_json(f: Finding, d: Diagnosis | None = None) -> dict[str, Any]:
     """A finding as JSON: its severity (settled), ``upper_bound_speedup`` (1 / (1 - severity), ``null`` when
     the severity is not step time), the region it claims, the rule's own ``estimate`` when the region had less
-    left, and under ``rules`` the other rules that saw the same time, each with its own evidence and fix."""
-    fix = FIXES.get(f.fix_id) if f.fix_id else None
+    left, and under ``rules`` the other rules that saw the same time, each with its own evidence and fix (as
+    written for the run of ``d``: :meth:`Diagnosis.fix_here`)."""
+    fix = d.fix_here(f.fix_id, FIXES) if d is not None else FIXES.get(f.fix_id or "")
     out: dict[str, Any] = {
         "rule": f.rule,
         "name": f.name,
@@ -225,7 +227,7 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "fix": fix.to_json() if fix else None,
     }
     if f.related:
-        out["rules"] = [finding_json(m) for m in f.related]
+        out["rules"] = [finding_json(m, d) for m in f.related]
     return out
 
 
@@ -248,7 +250,7 @@ def diagnosis_json(d: Diagnosis) -> dict[str, Any]:
     return {
         "bottleneck": d.bottleneck.value,
         "confidence": d.confidence,
-        "findings": [_bounded(finding_json(f), d, f) for f in d.findings],
+        "findings": [_bounded(finding_json(f, d), d, f) for f in d.findings],
         "evidence": dict(d.evidence),
         "ranking": ranking_json(rank(d)),
         "accounting": {k: round(v, 4) for k, v in d.regions.items()},

@@ -8,7 +8,7 @@ the finding with the largest severity. In a diagnosis the severities are settled
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Literal, Mapping
 
@@ -131,11 +131,22 @@ class Diagnosis:
     bounds: Mapping[str, Any] = field(
         default_factory=dict
     )  # fix id -> advisors.bounds.Bound (its narrower reach)
+    # fix id -> its snippet as written for this run (the run's own worker count); the other fixes read
+    # as the registry has them (fix_here)
+    snippets: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
         """Every finding, binding first."""
         return ((self.binding,) if self.binding else ()) + self.others
+
+    def fix_here(self, fix_id: str | None, registry: Mapping[str, Fix]) -> Fix | None:
+        """The fix ``fix_id`` of ``registry`` as written for this run: with its snippet of :attr:`snippets`
+        where there is one."""
+        if fix_id is None or fix_id not in registry:
+            return None
+        fix = registry[fix_id]
+        return replace(fix, snippet=self.snippets[fix_id]) if fix_id in self.snippets else fix
 
 
 def _plain(v: Any) -> Any:

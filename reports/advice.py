@@ -14,11 +14,14 @@ from typing import Any
 from advisors.accounting import CAUSES
 from advisors.fixes import FIXES
 from advisors.rules import RULES
-from advisors.verdict import Fix
+from advisors.verdict import Diagnosis, Fix
 
 
-def fix_for(fix_id: str | None) -> Fix | None:
-    """The :class:`~advisors.verdict.Fix` a finding proposes, from ``advisors.fixes.FIXES``."""
+def fix_for(fix_id: str | None, d: Diagnosis | None = None) -> Fix | None:
+    """The :class:`~advisors.verdict.Fix` a finding proposes, from ``advisors.fixes.FIXES``; as written for
+    the run of diagnosis ``d`` when given (its snippet's own worker count)."""
+    if d is not None:
+        return d.fix_here(fix_id, FIXES)
     return FIXES.get(fix_id) if fix_id else None
 
 

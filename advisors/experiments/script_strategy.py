@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from advisors.experiments.experiment import ProofFn
 from advisors.fixes import FIXES, applies, spec_of
 from advisors.fixes.context import ScriptContext
+from advisors.fixes.data.workers import cores_of
 from advisors.verdict import Diagnosis, Fix
 from advisors.observation import run_facts, run_layers_record
 from advisors.experiments.optimize import proposed
@@ -130,7 +131,7 @@ def context_of(run_dir: Path, before: ScriptContext) -> ScriptContext:
     return ScriptContext(
         device=device,
         world_size=facts.world_size or before.world_size,
-        cores=(tel.cpu_count if tel is not None and tel.cpu_count else before.cores),
+        cores=cores_of(tel, facts.threads) or before.cores,
         host_busy=busy,
         loader=injected.get("loader") or before.loader,
         sites=injected.get("sites") or before.sites,

@@ -35,7 +35,14 @@ from advisors.fixes.compute import (
     torch_compile,
 )
 from advisors.fixes.data import cache_decoded, dataloader_workers, pin_memory, prefetch_pinned
-from advisors.fixes.data.workers import LoaderNumbers, WorkerCount, loader_numbers, worker_count
+from advisors.fixes.data.workers import (
+    WorkerCount,
+    WorkerPlan,
+    loader_numbers,
+    plan_workers,
+    with_workers,
+    worker_count,
+)
 from advisors.fixes.host import (
     avoid_syncs,
     cuda_graphs,
@@ -58,15 +65,17 @@ __all__ = [
     "FIXES",
     "REGISTRY",
     "FixSpec",
-    "LoaderNumbers",
     "WorkerCount",
+    "WorkerPlan",
     "already_done",
     "applies",
     "effort",
     "first_fitting",
     "fix_bounds",
+    "snippets_here",
     "get_fix",
     "loader_numbers",
+    "plan_workers",
     "rest_got_faster",
     "settings_for",
     "spec_of",
@@ -156,6 +165,18 @@ def fix_bounds(f: Facts) -> dict[str, Bound]:
         for s in REGISTRY
         if s.bound is not None and (reach := s.bound(f)) is not None
     }
+
+
+def snippets_here(f: Facts) -> dict[str, str]:
+    """The snippets written for this run, by fix id: with the run's own worker count
+    (:func:`advisors.fixes.data.workers.with_workers`). A fix not listed reads as in :data:`FIXES`."""
+    plan = loader_numbers(f)
+    out: dict[str, str] = {}
+    for fix_id, fix in FIXES.items():
+        here = with_workers(fix, plan)
+        if here is not fix:
+            out[fix_id] = here.snippet
+    return out
 
 
 def rest_got_faster(

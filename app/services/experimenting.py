@@ -32,13 +32,17 @@ def candidate_fixes(a: Analysis) -> list[Fix]:
     from advisors.experiments.optimize import proposed
     from advisors.fixes import applies, spec_of
     from advisors.fixes.context import ScriptContext
+    from advisors.fixes.data.workers import cores_of
 
     if a.diagnosis is None or a.run is None or a.run.spec is None:
         return []
     workers = getattr(a.run.spec, "num_workers", None)
-    ctx = ScriptContext(
+    tel = a.run.telemetry
+    ctx = ScriptContext(  # the run's cores and how busy it kept them: the worker count its advice quotes
         device=device_of(a),
         world_size=a.run.world_size,
+        cores=cores_of(tel, a.run.threads) or ScriptContext().cores,
+        host_busy=tel.run_cpu_busy if tel is not None else None,
         loader={"num_workers": workers} if workers is not None else {},
         layers=a.layers.rows,
     )

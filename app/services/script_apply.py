@@ -240,26 +240,14 @@ __all__ = [
 
 
 def injected_knobs(target: ScriptTarget, fix: Fix) -> tuple[dict[str, object], str | None]:
-    """What Apply will inject for ``fix`` on this run, and why a worker count differs from the verdict's: the
-    verdict quotes one worker per core (``advisors.fixes.loader_numbers``); Apply picks from the run's measured
-    numbers (``advisors.fixes.data.workers.next_worker_count``: twice the cores when they sat idle while the
-    loader waited)."""
-    from advisors.fixes import spec_of
-    from advisors.fixes.data.workers import IDLE_HOST
+    """What Apply will inject for ``fix`` on this run, and where its worker count comes from: the run's one
+    count (``advisors.fixes.plan_workers``), the number its advice quotes and its snippet writes."""
+    from advisors.fixes import plan_workers, spec_of
 
     injection = spec_of(fix.id).injection
     knobs = (injection.knobs(target.ctx) or {}) if injection is not None else {}
-    n, ctx = knobs.get("num_workers"), target.ctx
+    ctx = target.ctx
     why = None
-    if (
-        isinstance(n, int)
-        and ctx.host_busy is not None
-        and ctx.host_busy < IDLE_HOST
-        and n > ctx.cores
-    ):
-        why = (
-            f"num_workers={n}, more than this run's {ctx.cores} cores: they sat {ctx.host_busy:.0%} busy while the "
-            "loader waited (storage or latency, not CPU), so Apply measures twice as many workers as cores; the "
-            "verdict's count is one per core, the safe default"
-        )
+    if isinstance(knobs.get("num_workers"), int):
+        why = plan_workers(ctx.cores, ctx.workers, ctx.host_busy).why
     return dict(knobs), why

@@ -35,7 +35,7 @@ def _fix(fix_id: str | None, key: str, a: Analysis) -> None:
     """A fix's title, explanation and snippet; its spec patch only for a run of a spec (a script or an upload
     has no spec to change: "As a spec change" read as a step the user could not take), as it would be applied
     to that run's spec on its device (no ``pin_memory`` on a CPU: it does nothing there)."""
-    fix = advice.fix_for(fix_id)
+    fix = advice.fix_for(fix_id, a.diagnosis)
     if fix is None:
         return
     st.markdown(f"**Fix — {ui.text(fix.title)}.** {ui.text(fix.explanation)}")
@@ -137,7 +137,7 @@ def fix_order(a: Analysis) -> None:
         )
     lines = []
     for i, f in enumerate(r.order, 1):
-        fix = advice.fix_for(f.fix_id)
+        fix = advice.fix_for(f.fix_id, a.diagnosis)
         bound = a.bound_of(f)
         gain = f", up to {bound.speedup:.2f}×" if bound is not None and bound.speedup else ""
         title = fix.title if fix is not None else str(f.fix_id)

@@ -48,7 +48,7 @@ def _rows(table: Any, cols: dict[str, str], n: int = TOP_ROWS) -> list[dict[str,
 
 
 def _finding(a: Analysis, f: Finding) -> dict[str, Any]:
-    fix = advice.fix_for(f.fix_id)
+    fix = advice.fix_for(f.fix_id, a.diagnosis)
     bound = a.bound_of(f)  # the bound an Apply of the fix shows too
     return {
         "rule": f.rule,

@@ -93,6 +93,7 @@ class LoaderStarvesStep(Rule):
                 "loader_mode": f.loader_mode,
                 "num_workers": n.current,
                 "cpu_count": n.cores,
+                **({"workers_over_cores": n.over_cores} if n.over_cores else {}),
             },
             fix_id=fix,
         )

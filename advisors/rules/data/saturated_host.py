@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from advisors.facts import Facts
 from advisors.fit import OTHERS_MIN_CORES
-from advisors.fixes import already_done
+from advisors.fixes import already_done, loader_numbers
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation, run_facts
@@ -15,6 +15,7 @@ from profilers.run.run_config import RunConfig
 from profilers.telemetry.summary import TelemetrySummary
 
 _CACHED = RunConfig(workload="data_bound", cache_decoded=True)
+_FOUR_WORKERS = RunConfig(workload="data_bound", num_workers=4)
 
 
 CONTENDED_BUSY = 0.85  # the machine this busy while the run's own share is below it: contention
@@ -79,7 +80,11 @@ class LoaderOnSaturatedHost(Rule):
     usable cores busy with its own processes, ``high_busy`` (0.97) for full confidence; ``min_samples`` (5) telemetry samples inside steady
     steps before the median means anything.
 
-    Fix: cache decoded samples (alternatives: worker processes, when the cores free up).
+    When the script's own ``num_workers`` exceeds those usable cores, the message and the evidence
+    (``workers_over_cores``) say so: "the script asks for 4 workers on 2 usable cores".
+
+    Fix: cache decoded samples (alternatives: worker processes, when the cores free up; never more of them
+    than the cores here: :func:`advisors.fixes.plan_workers`).
     """
 
     id, name, bottleneck = "DATA005", "loader-on-saturated-host", Bottleneck.DATA
@@ -91,6 +96,15 @@ class LoaderOnSaturatedHost(Rule):
             "40% exposed loading, host cores 96% busy",
             lambda: observation(
                 {"gpu_compute": 0.5, "dataloader": 0.4}, run=run_facts(telemetry=_host(96.0))
+            ),
+            fix="cache_decoded",
+            severity=0.4,
+        ),
+        Example(
+            "40% exposed loading, host cores 96% busy, the script asks for 4 workers on 2 cores",
+            lambda: observation(
+                {"gpu_compute": 0.5, "dataloader": 0.4},
+                run=run_facts(telemetry=_host(96.0), spec=_FOUR_WORKERS),
             ),
             fix="cache_decoded",
             severity=0.4,
@@ -162,13 +176,15 @@ class LoaderOnSaturatedHost(Rule):
         if already_done(self.fix_id, f):  # caching is on: the loader's CPU cost is what is left
             return None
         cores = f"{tel.usable_cores} cores" if tel.usable_cores else "cores"
+        over = loader_numbers(f).over_cores
+        fewer = f" And {over}: one per core would stop them taking the step's CPU." if over else ""
         return self.finding(
             f,
             severity=f.loader_exposed,
             confidence=ramp(busy, self.t["busy"], self.t["high_busy"]),
             message=f"Loading holds {pct(f.loader_exposed)} of the step while the run's own processes keep its "
             f"{cores} {pct(busy)} busy: more DataLoader workers would take their CPU from the step itself. "
-            "Make each sample cheaper instead: decode once and cache the decoded samples.",
+            "Make each sample cheaper instead: decode once and cache the decoded samples." + fewer,
             evidence={
                 "dataloader_exposed_share": f.loader_exposed,
                 "run_cpu_busy": busy,
@@ -178,5 +194,6 @@ class LoaderOnSaturatedHost(Rule):
                 "process_cpu_pct": tel.process_cpu_pct,
                 "telemetry_samples": tel.samples,
                 "num_workers": f.spec.num_workers if f.spec else None,
+                **({"workers_over_cores": over} if over else {}),
             },
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from advisors.facts import Facts
 from advisors.fixes import loader_numbers
+from advisors.fixes.data.workers import WORKERS_FORMULA
 from advisors.verdict import Bottleneck, Finding
 from advisors.rules.base import Example, Rule, pct, ramp
 from advisors.synthetic import observation
@@ -19,8 +20,9 @@ class SingleProcessLoading(Rule):
 
     Thresholds: ``moderate_share`` (0.05) — exposed loader time worth fixing; ``high_share`` (0.20).
 
-    Fix: worker processes with prefetching and pinned memory; the message quotes the run's own cores (host
-    telemetry) and the worker count :func:`advisors.fixes.worker_count` picks for them.
+    Fix: worker processes with prefetching and pinned memory; the message quotes the run's own usable cores
+    (host telemetry) and the one worker count :func:`advisors.fixes.plan_workers` picks for the run, with
+    its reason (the count an Apply trial injects and the fix's snippet writes).
     """
 
     id, name, bottleneck = "DATA003", "single-process-loading", Bottleneck.DATA
@@ -72,6 +74,7 @@ class SingleProcessLoading(Rule):
                 "num_workers": n.current,
                 "cpu_count": n.cores,
                 # no number without the cores it is for: the formula, to be read on the training machine
-                "suggested_workers": n.suggested if n.cores else "min(max(os.cpu_count(), 2), 8)",
+                "suggested_workers": n.suggested if n.cores else WORKERS_FORMULA,
+                "suggested_workers_why": n.why,
             },
         )

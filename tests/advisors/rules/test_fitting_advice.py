@@ -226,8 +226,9 @@ def test_loader_numbers_quote_the_runs_cores_and_workers() -> None:
     from advisors.synthetic import run_facts
     from profilers.telemetry.summary import TelemetrySummary
 
+    # the run's processes keep 3 of its 4 cores busy: one worker per core, no more
     tel = TelemetrySummary(
-        source="host", samples=30, rate_hz=10.0, cpu_count=4, process_cpu_pct=100.0
+        source="host", samples=30, rate_hz=10.0, cpu_count=4, process_cpu_pct=300.0
     )
     spec = RunConfig(workload="data_bound", num_workers=0)
     n = loader_numbers(_facts(spec, run=run_facts(telemetry=tel, spec=spec)))
@@ -239,7 +240,7 @@ def test_loader_numbers_quote_the_runs_cores_and_workers() -> None:
     many = loader_numbers(
         _facts(RunConfig(workload="data_bound", num_workers=6), run=run_facts(telemetry=tel))
     )
-    assert many.suggested == 6  # never fewer than the run already uses
+    assert many.suggested == 12  # room on the cores: the trial's count, twice the 6 now
     unknown = loader_numbers(_facts(loader_mode="single_process"))
     assert (
         unknown.cores is None
