@@ -182,7 +182,9 @@ def _render_script(record: RunRecord, analysis: Analysis) -> None:
     )
     target = target.with_steps(int(steps))
     knobs, reason = script_apply.injected_knobs(target, by_id[fix_id])
-    if knobs:  # what the patched arm gets, said before it runs, with where its worker count comes from
+    if (
+        knobs
+    ):  # what the patched arm gets, said before it runs, with where its worker count comes from
         st.caption(
             "Apply injects "
             + ui.text(", ".join(f"{k}={v}" for k, v in knobs.items()))
