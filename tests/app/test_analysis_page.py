@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 from pathlib import Path
 
@@ -27,6 +29,7 @@ def test_upload_analysis_panels(store, shared_traces) -> None:
     assert all("conv" in n.lower() for n in at.dataframe[0].value["kernel"])
 
 
+@pytest.mark.slow
 def test_multi_rank_upload_shows_ranks_and_straggler(store, shared_traces) -> None:
     store.import_trace(shared_traces / "communication/param_dlrm_8_ranks")
     at = open_page("analysis")

@@ -54,6 +54,7 @@ def _finish(at, key: str) -> None:
     assert job.error is None, job.error
 
 
+@pytest.mark.slow
 def test_apply_shows_before_and_after(stored) -> None:
     at = open_page("advisor")
     assert_clean(at)

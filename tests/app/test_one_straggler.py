@@ -63,6 +63,7 @@ def _ranks_tab(store: RunStore, folder: Path) -> tuple[int | None, str]:
 @pytest.mark.parametrize(
     "folder", ["communication/param_dlrm_8_ranks", "communication/hta_sampled_128_ranks", "planted"]
 )
+@pytest.mark.slow
 def test_every_surface_names_the_same_straggler(
     folder: str,
     store: RunStore,

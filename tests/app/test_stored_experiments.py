@@ -65,6 +65,7 @@ def _apply(at) -> None:
     assert_clean(at)
 
 
+@pytest.mark.slow
 def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
     at = open_page("advisor")
     _apply(at)
@@ -87,6 +88,7 @@ def test_an_apply_is_one_entry_with_its_trials_inside(store, source) -> None:
     assert frame.loc[exp.run_id, "run"].endswith(" ← source run")
 
 
+@pytest.mark.slow
 def test_the_result_survives_a_reload_and_a_restart(store, source) -> None:
     at = open_page("advisor")
     _apply(at)

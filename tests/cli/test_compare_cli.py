@@ -41,6 +41,7 @@ def _run(capsys, *args: str) -> tuple[int, dict | str, str]:
         return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_the_pair_as_a_user_runs_it(shared_traces: Path) -> None:
     done = subprocess.run(
         [
@@ -206,6 +207,7 @@ def test_report_keeps_the_exit_code(
         )
 
 
+@pytest.mark.slow
 def test_a_job_folder_is_compared_from_its_ranks_summaries(
     shared_traces: Path, tmp_path: Path, monkeypatch
 ) -> None:

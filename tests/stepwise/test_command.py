@@ -135,6 +135,7 @@ def test_installed_the_packages_are_under_lib(
     assert lib.lib_dir() == here / "_lib"
 
 
+@pytest.mark.slow
 def test_stepwise_analyze_is_python_m_advisors_analyze(tmp_path: Path) -> None:
     trace = _small_trace(tmp_path)
     ours = _run(["analyze", str(trace), "--json"], tmp_path, str(STEPWISE))
@@ -147,6 +148,7 @@ def test_stepwise_analyze_is_python_m_advisors_analyze(tmp_path: Path) -> None:
     assert len(bad.stderr.strip().splitlines()) == 1 and bad.stderr.startswith("error:")
 
 
+@pytest.mark.slow
 def test_stepwise_list_is_python_m_profilers_list(tmp_path: Path) -> None:
     ours = _run(["list", "--json", "--store", str(tmp_path / "runs")], tmp_path, str(STEPWISE))
     theirs = _run(

@@ -139,6 +139,7 @@ def undeclared() -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_every_import_is_declared_where_its_side_needs_it() -> None:
     assert undeclared() == []
 

@@ -109,6 +109,7 @@ def test_step_to_step_meter_within_20_percent_in_batch_units(tmp_path: Path) -> 
     assert all(r["hook_s"] >= 0 and r["wall_s"] > 0 for r in rows)
 
 
+@pytest.mark.slow
 def test_variants_agree() -> None:
     """Per micro-batch (8 of 4) and per rank (emulated: 8 'ranks' of 4, averaged) see the same problem: the same
     answer within 20 % of each other."""

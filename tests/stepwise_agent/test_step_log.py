@@ -36,6 +36,7 @@ def _row(step: int, ms: float = 1.0, capture: int | None = None) -> step_log.Row
     )
 
 
+@pytest.mark.slow
 def test_a_million_steps_keep_a_bounded_folder_with_the_capture_window_whole(
     tmp_path: Path,
 ) -> None:

@@ -88,6 +88,7 @@ def test_a_script_runs_to_its_end_every_step_recorded_its_exit_code_passed_throu
     assert result["steps_done"] == 100 and result["profiled_then_stopped"] is None
 
 
+@pytest.mark.slow
 def test_slower_batches_fire_a_capture_that_the_runner_stores_as_a_run(
     watch: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -193,6 +194,7 @@ def test_the_memory_guard_cuts_a_capture_and_the_script_runs_on_without_more(
     rec.stop()
 
 
+@pytest.mark.slow
 def test_a_memory_capture_is_judged_by_the_growth_its_trigger_measured(
     watch: Any, tmp_path: Path
 ) -> None:

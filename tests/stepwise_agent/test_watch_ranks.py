@@ -88,6 +88,7 @@ def test_a_rank_behind_request_starts_at_its_step_with_its_trigger_and_job(agent
     assert [r["step"] for r in _rows(run_dir) if r["profiled"]] == list(range(101, 109))
 
 
+@pytest.mark.slow
 def test_a_request_that_comes_while_a_capture_runs_is_acted_on_after_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

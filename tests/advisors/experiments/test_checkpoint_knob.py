@@ -4,6 +4,8 @@ most activation memory; with no such record it stays advice."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -54,6 +56,7 @@ def test_without_a_record_it_is_advice_and_nothing_is_injected(tmp_path: Path) -
     assert why is not None and "no per-module record" in why
 
 
+@pytest.mark.slow
 def test_the_scripts_own_switch_comes_first(tmp_path: Path) -> None:
     """A script with its own ``--activation-checkpointing`` (a sample workload's) is changed
     through it, with or without a per-module record."""

@@ -291,6 +291,7 @@ def test_measured_trial_skips_warmup_and_profiled_steps() -> None:
     assert t is not None and t.walls_ms == (11.0,) * 4 and t.samples_per_step == 16
 
 
+@pytest.mark.slow
 def test_optimize_cli_json_contract(monkeypatch, tmp_path, capsys) -> None:
     import functools
     import json

@@ -24,6 +24,7 @@ def recorded_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(oq, "store_curve_runner", runner)
 
 
+@pytest.mark.slow
 def test_json_contract_for_a_workload(
     tmp_path: Path, recorded_runs: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

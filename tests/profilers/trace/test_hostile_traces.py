@@ -238,6 +238,7 @@ def _seed_bytes(shared: Path, rel: str) -> bytes:
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(seed=st.sampled_from(SEEDS), data=st.data())
+@pytest.mark.slow
 def test_mutated_real_traces_never_crash(tmp_path_factory, shared_traces: Path, seed: str, data):
     raw = bytearray(_seed_bytes(shared_traces, seed))
     for _ in range(data.draw(st.integers(1, 6), label="mutations")):

@@ -88,6 +88,7 @@ def assert_same_trace(a: Trace, b: Trace) -> None:
 @pytest.mark.parametrize(
     "name", TRACES[:1] + [pytest.param(n, marks=pytest.mark.slow) for n in TRACES[1:] + BIG]
 )
+@pytest.mark.slow
 def test_every_shared_trace_reads_the_same_on_workers(
     name: str,
     shared_traces: Path,
@@ -208,6 +209,7 @@ def test_errors_are_the_sequential_readers_own(
         )
 
 
+@pytest.mark.slow
 def test_a_primed_reader_is_the_one_the_load_uses(
     shared_traces: Path, small_pieces: None, readers: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -582,6 +584,7 @@ def test_a_share_gets_its_own_pieces_bracketed_and_the_cuts_do_not_move(
 
 
 @pytest.mark.parametrize("detach", [False, True])
+@pytest.mark.slow
 def test_a_command_lines_read_does_not_wait_for_its_workers_to_exit(
     detach: bool,
     shared_traces: Path,
@@ -614,6 +617,7 @@ def test_a_command_lines_read_does_not_wait_for_its_workers_to_exit(
             t.join(timeout=10)
 
 
+@pytest.mark.slow
 def test_columns_that_cannot_be_mapped_back_send_the_file_to_the_sequential_reader(
     shared_traces: Path, small_pieces: None, readers: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -122,6 +122,7 @@ def independent(paths: list[Path]) -> dict:
 
 
 @pytest.mark.parametrize("rel", FILES + FOLDERS)
+@pytest.mark.slow
 def test_trace_loads_and_breakdown_matches_independent_figures(rel: str, shared_traces: Path):
     path = shared_traces / rel
     b = _breakdown(path)

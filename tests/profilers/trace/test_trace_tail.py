@@ -128,6 +128,7 @@ def test_truncated_events_still_say_so():
         trace_json.finish(b'{"name": "a"},\n  {"name": "b", "args": {"v": [1', "t", [])
 
 
+@pytest.mark.slow
 def test_analyze_json_reads_a_trace_with_a_log_tail(tmp_path: Path):
     """At the real reader's sizes (a document larger than ``WHOLE_LIMIT``), as a user runs it."""
     evs = events(steps=8, ops=4500)

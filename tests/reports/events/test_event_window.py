@@ -63,6 +63,7 @@ def test_small_window_lists_its_events_and_a_large_one_does_not(loaded) -> None:
     assert ((ev["start_ms"] < 20.5) & (ev["start_ms"] + ev["dur_ms"] > 20.0)).all()
 
 
+@pytest.mark.slow
 def test_perfetto_export_of_a_window_is_a_valid_chrome_trace(
     loaded, tmp_path, shared_traces
 ) -> None:

@@ -59,6 +59,7 @@ def gpu(shared_traces) -> tuple[Path, int]:
     return path, event_index(load_trace(path)).origin_ns
 
 
+@pytest.mark.slow
 def test_whole_trace_keeps_every_event_flow_instant_and_args(gpu) -> None:
     path, origin = gpu
     body, counts = chrome_trace_with_counts(path, origin)
@@ -83,6 +84,7 @@ def test_whole_trace_keeps_every_event_flow_instant_and_args(gpu) -> None:
     assert back == first  # every event's args came out as they went in
 
 
+@pytest.mark.slow
 def test_window_keeps_crossing_slices_whole_and_only_bound_flows(gpu) -> None:
     path, origin = gpu
     lo_us, hi_us = (
