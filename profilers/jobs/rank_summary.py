@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 VERSION = (
-    5  # bump when a summary's fields or their meaning change: old cache entries are then ignored
+    6  # bump when a summary's fields or their meaning change: old cache entries are then ignored
 )
 CACHE_ENV = "STEPWISE_SUMMARY_CACHE"  # a folder for the cache, or "off"
 SUFFIX = ".rank-summary.gz"  # gzip of JSON, named so that no trace reader takes it for a trace
@@ -141,6 +141,7 @@ def summarise_trace(trace: Any, b: Any, name: str, hint: int | None, order: int)
         "devices": [[d.index, d.name, d.total_memory_bytes] for d in trace.devices],
         "has_gpu": bool(trace.has_gpu),
         "accelerator": trace.accelerator,
+        "cuda_runtime": trace.cuda_runtime,
         "steps_inferred": bool(b.steps_inferred),
         "warnings": list(trace.warnings),
         "per_step": {

@@ -96,6 +96,8 @@ def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
         else (families[0] if families else "GPU" if any_gpu else "CPU")
     )
     capacity = [m for _, m in devices.values() if m]
+    # the first rank's CUDA that says one, as a one-file load of every rank would take it
+    cuda = next((s["cuda_runtime"] for s in summaries if s.get("cuda_runtime")), None)
     warnings = list(dict.fromkeys(w for s in summaries for w in s["warnings"]))
     b = Breakdown(
         device="gpu" if any(s["device"] == "gpu" for s in summaries) else "cpu",
@@ -126,6 +128,7 @@ def reduce_summaries(summaries: Sequence[dict[str, Any]]) -> JobAnalysis:
         compiled_spans=sum(int(s["compiled_spans"]) for s in summaries),
         optimizers=_optimizers(summaries),
         flops=_flops(summaries, ranks),
+        cuda_runtime=cuda,
     )
     loader_names = tuple(dict.fromkeys(n for s in summaries for n in s["loader"][1]))
     return JobAnalysis(

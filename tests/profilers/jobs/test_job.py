@@ -249,3 +249,25 @@ def test_a_report_on_many_ranks_reads_their_summaries_not_their_events(
     assert "read as 8 rank summaries" in html and plain["bottleneck"] in html
     assert doc == plain
     assert max(at_once, default=1) == 1
+
+
+def test_a_folder_of_ranks_says_the_cuda_its_traces_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranks' summaries carry each trace's ``cuda_runtime_version``: a job read through them
+    records the CUDA a whole load records, and ``compare`` says it."""
+    import json
+
+    from advisors.analysis.build import analyse
+    from advisors.compare.environment import environment_of
+
+    monkeypatch.setenv("STEPWISE_SUMMARY_CACHE", str(tmp_path / "cache"))
+    job = planted_job(tmp_path / "job", ranks=4)
+    for f in sorted(job.glob("*.json.gz")):
+        doc = json.loads(gzip.decompress(f.read_bytes()))
+        doc["cuda_runtime_version"] = 12040
+        f.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    reduced = analyse(job, charts=False, store=False)
+    assert reduced.n_ranks == 4 and reduced.breakdown is not None
+    assert reduced.breakdown.cuda_runtime == load_trace(job).cuda_runtime == "12.4"
+    assert environment_of(reduced).cuda == "12.4"
