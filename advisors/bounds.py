@@ -1,6 +1,7 @@
 """Bounds that mean something: what a fix can gain at most, from the time that fix can touch.
 
-A finding's ``upper_bound_speedup`` is ``1 / (1 − severity)``: the whole of its time at stake vanishing. For a
+A finding's ``upper_bound_speedup`` is ``1 / (1 − stake)`` (:attr:`advisors.verdict.Finding.stake`): the whole of its time
+at stake vanishing. For a
 fix that acts on only part of that time, the fix's own module says which part (its ``bound``: a :class:`Reach`,
 the share of the step with the assumption that makes it the most the fix can gain), and
 :func:`advisors.fixes.fix_bounds` turns it into a :class:`Bound`:

@@ -158,11 +158,11 @@ def _claim(f: Finding, lever: str = "") -> Bound | None:
     if f.upper_bound_speedup is None:
         return None
     what = (
-        f"if the {f.bottleneck.value} time this finding claims ({f.severity:.0%} of the step) vanished"
+        f"if the {f.bottleneck.value} time this finding claims ({f.stake:.0%} of the step) vanished"
         if not lever
-        else f"if the {f.bottleneck.value} time this fix is another lever on ({f.severity:.0%} of the step) vanished"
+        else f"if the {f.bottleneck.value} time this fix is another lever on ({f.stake:.0%} of the step) vanished"
     )
-    return Bound(f.fix_id or "", f.severity, f.upper_bound_speedup, what)
+    return Bound(f.fix_id or "", f.stake, f.upper_bound_speedup, what)
 
 
 def _pick(own: Bound | None, claimed: Bound | None) -> Bound | None:
@@ -208,7 +208,7 @@ def upper_bound_for(d: Diagnosis, fix_id: str) -> float | None:
 
 
 def finding_json(f: Finding, d: Diagnosis | None = None) -> dict[str, Any]:
-    """A finding as JSON: its severity (settled), ``upper_bound_speedup`` (1 / (1 - severity), ``null`` when
+    """A finding as JSON: its severity (settled), ``upper_bound_speedup`` (1 / (1 - stake), ``null`` when
     the severity is not step time), the region it claims, the rule's own ``estimate`` when the region had less
     left, and under ``rules`` the other rules that saw the same time, each with its own evidence and fix (as
     written for the run of ``d``: :meth:`Diagnosis.fix_here`)."""
@@ -221,6 +221,7 @@ def finding_json(f: Finding, d: Diagnosis | None = None) -> dict[str, Any]:
         "upper_bound_speedup": f.upper_bound_speedup,
         "claims": f.region,
         "estimate": f.estimate,
+        "at_stake": f.at_stake,
         "confidence": f.confidence,
         "message": f.message,
         "evidence": dict(f.evidence),

@@ -78,7 +78,9 @@ class Finding:
     rules that saw the same time, ``region`` is the part of the step its severity was claimed from
     (:data:`OUTSIDE_STEP` for what is not step time — memory capacity, a loss plateau; ``None`` before the
     diagnosis settles it), and ``estimate`` the rule's own severity when the region had less left to claim
-    (``None``: not capped)."""
+    (``None``: not capped). ``at_stake``: the share of the step the fix could remove at most, where the
+    severity is the rule's expected part of it (that share × a saving the rule assumes); ``None``: the
+    severity is the whole time at stake."""
 
     rule: str  # stable id, e.g. "DATA001"
     name: str  # readable name, e.g. "loader-starves-step"
@@ -91,18 +93,27 @@ class Finding:
     related: tuple[Finding, ...] = ()
     region: str | None = None
     estimate: float | None = None
+    at_stake: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", _unit(self.severity))
         object.__setattr__(self, "confidence", _unit(self.confidence))
 
     @property
+    def stake(self) -> float:
+        """The share of the step whose vanishing bounds the fix: ``at_stake``, else the severity (also
+        where the diagnosis capped the severity to what its region had left: no more is there)."""
+        if self.at_stake is None or self.estimate is not None:
+            return self.severity
+        return max(self.severity, self.at_stake)
+
+    @property
     def upper_bound_speedup(self) -> float | None:
-        """The most the fix could gain if the time at stake vanished: ``1 / (1 - severity)`` (Amdahl). ``None``
+        """The most the fix could gain if the time at stake vanished: ``1 / (1 - stake)`` (Amdahl). ``None``
         when the severity is not step time (:data:`OUTSIDE_STEP`) or when all of the step is at stake."""
-        if self.region == OUTSIDE_STEP or self.severity >= 1.0:
+        if self.region == OUTSIDE_STEP or self.stake >= 1.0:
             return None
-        return round(1.0 / (1.0 - self.severity), 3)
+        return round(1.0 / (1.0 - self.stake), 3)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,10 @@ class Rule:
         message: str,
         evidence: Mapping[str, EvidenceValue],
         fix_id: str | None = RULE_FIX,
+        at_stake: float | None = None,
     ) -> Finding:
+        """``at_stake``: the share the fix could remove at most, when ``severity`` is the part of it the
+        rule expects (:attr:`Finding.at_stake`)."""
         return Finding(
             rule=self.id,
             name=self.name,
@@ -107,6 +110,7 @@ class Rule:
             message=message,
             evidence={k: _round(v) for k, v in evidence.items()},
             fix_id=self.fix_id if fix_id is RULE_FIX else fix_id,
+            at_stake=at_stake,
         )
 
     @classmethod

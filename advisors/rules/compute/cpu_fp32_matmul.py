@@ -80,6 +80,7 @@ class CpuFp32Matmul(Rule):
         return self.finding(
             f,
             severity=f.cpu_matmul_fp32 * self.t["bf16_saving"],
+            at_stake=f.cpu_matmul_fp32,
             confidence=ramp(f.cpu_matmul_fp32, self.t["min_fp32_share"], self.t["high_fp32_share"]),
             message=f"fp32 matmuls take {pct(f.cpu_matmul_fp32)} of the CPU step: {precision_phrase(f)}.",
             evidence={

@@ -70,6 +70,7 @@ class CudnnBenchmarkOff(Rule):
         return self.finding(
             f,
             severity=gemm * self.t["autotune_saving"],
+            at_stake=gemm,
             confidence=self.t["confidence"],
             message=f"Convolutions take {pct(gemm)} of the step with cudnn.benchmark off: turn it on so cuDNN "
             "times its algorithms once per shape.",

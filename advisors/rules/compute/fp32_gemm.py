@@ -85,6 +85,7 @@ class Fp32Gemms(Rule):
         return self.finding(
             f,
             severity=min(fp32_step, f.gpu_busy or 0.0) * self.t["tensor_core_saving"],
+            at_stake=min(fp32_step, f.gpu_busy or 0.0),
             confidence=ramp(gemm, self.t["min_gemm_share"], self.t["high_gemm_share"]),
             message=f"GEMMs take {pct(gemm)} of kernel time and {pct(1 - low)} of them run in fp32 without Tensor "
             f"Cores: {precision_phrase(f)}.",

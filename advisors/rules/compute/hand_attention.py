@@ -107,6 +107,7 @@ class HandAttention(Rule):
         return self.finding(
             f,
             severity=share * self.t["sdpa_saving"],
+            at_stake=share,
             confidence=ramp(share, self.t["min_share"], self.t["high_share"]),
             message=f"{top.name} ({top.module_class}, forward at {where}) computes attention "
             f"by hand ({top.hand_attention}) and takes {pct(share)} of the step: call "

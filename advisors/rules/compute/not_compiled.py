@@ -71,6 +71,7 @@ class NotCompiled(Rule):
         return self.finding(
             f,
             severity=step_share * self.t["fusion_saving"],
+            at_stake=step_share,
             confidence=ramp(
                 elementwise, self.t["min_elementwise_share"], self.t["high_elementwise_share"]
             ),

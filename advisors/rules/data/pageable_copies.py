@@ -49,6 +49,7 @@ class PageableCopies(Rule):
         return self.finding(
             f,
             severity=f.pageable_copy * self.t["pinned_saving"],
+            at_stake=f.pageable_copy,
             confidence=ramp(f.pageable_copy, self.t["min_share"], self.t["high_share"]),
             message=f"{pct(f.pageable_copy)} of the step copies batches from pageable memory: set pin_memory=True "
             "and copy with non_blocking=True.",
