@@ -39,9 +39,18 @@ a quiet 2-core machine a steady 80-ms CPU step ran at +25% for 2.5 s, twice in o
 10 s had not seen; a CI run was captured at "+24% for 20 steps (2.0 s)", beyond a noise of ±18.7 ms learnt from 7
 stretches), while another program taking the cores slowed it by +100% and a loader falling behind by +157%.
 
-After a rule fires, the baseline is learnt afresh (the slower step is the new normal: one shift, one capture).
-:class:`RateLimit` then decides whether the capture may happen: at most :data:`MAX_PER_HOUR` an hour, and never
-once captures have taken more than :data:`MAX_SHARE` of the run's time.
+**One episode, one capture.** After the step-time or batch-drawing rule fires, both are *held*
+(one cause slows the step and changes its batch drawing) until the episode has **cleared**: the
+judged steps' median back within the noise of the baseline they fired against (or within half the
+floor of a rise, if larger: a wandering step does not clear and fire again at the line), their
+batch-drawing share within half of :data:`SHARE_JUMP` of its own. That baseline is then restored,
+and a new episode fires at once. A baseline learnt afresh from the slowed steps (10 s of them)
+would be beaten by another program's next busier phase: a second capture of the same episode. An
+episode held for :data:`SETTLE_S` of steps is the run's new normal: the baseline learnt meanwhile
+is kept and the rules judge again. The memory rule is never held (its window starts afresh).
+
+After a rule fires, the baseline is learnt afresh; :class:`RateLimit` decides whether the capture
+may happen: at most :data:`MAX_PER_HOUR` an hour, never past :data:`MAX_SHARE` of the run's time.
 """
 
 from __future__ import annotations
@@ -92,6 +101,7 @@ MEMORY_GIVE_BACK = (
 # gives back all of it); at 0.1 the allocator's trims (16 MiB falls in a 2-3 MiB-a-step leak, 9-12% of a window's
 # growth) held a capture back by 30 steps in CI
 MEMORY_MIN_R2 = 0.8
+SETTLE_S = 300.0  # an episode held this long (its steps' wall time) is the run's new normal
 MAX_PER_HOUR = 6
 MAX_SHARE = 0.05
 MAD_TO_SIGMA = 1.4826
@@ -102,7 +112,9 @@ STEP_TIME, DATA_SHARE, MEMORY, ON_DEMAND = "step_time", "data_share", "memory", 
 @dataclass(frozen=True)
 class Fired:
     """A rule that fired at ``step``: which (``kind``), what it saw in words (``reason``) and in numbers
-    (``numbers``: the memory rule's growth, slope and fit, which the capture's analysis judges again)."""
+    (``numbers``: the judged steps' count and span, the step-time rule's ``base_ms``, ``now_ms``,
+    ``rise_pct`` and ``noise_ms``, the batch-drawing rule's ``base_share`` and ``now_share``, the
+    memory rule's growth, slope and fit, which the capture's analysis judges again)."""
 
     kind: str
     step: int
@@ -114,6 +126,31 @@ class Fired:
         if self.numbers:
             out["numbers"] = dict(self.numbers)
         return out
+
+
+@dataclass(frozen=True)
+class _Hold:
+    """The rise rules held after one fired: the baseline they fired against (its steps, median,
+    noise and batch-drawing share), restored once the episode clears."""
+
+    steps: tuple[tuple[float, float | None], ...]
+    base: float
+    noise: float
+    base_share: float | None
+
+    def line(self, min_rise: float) -> float:
+        """The step time the judged steps' median must be back under (ms; see the module docs)."""
+        return self.base + max(self.noise, 0.5 * min_rise * self.base)
+
+    def cleared(self, walls: list[float], shares: list[float], min_rise: float) -> bool:
+        """Whether judged steps of ``walls`` (and ``shares``) are back to the held baseline."""
+        if statistics.median(walls) > self.line(min_rise):
+            return False
+        return (
+            self.base_share is None
+            or len(shares) < len(walls) // 2
+            or statistics.median(shares) < self.base_share + 0.5 * SHARE_JUMP
+        )
 
 
 def _robust_sigma(values: list[float], centre: float) -> float:
@@ -147,7 +184,14 @@ class Trigger:
         self.limit_mb = limit_mb
         self.judged_ms = max(float(judged_s), 0.0) * 1000.0
         self.min_rise = max(float(min_rise), 0.0)
+        self._hold: _Hold | None = None  # the rise rules held (see the module docs)
+        self._held_ms = 0.0  # the wall time of the steps seen since
         self._reset()
+
+    @property
+    def held(self) -> bool:
+        """Whether the step-time and batch-drawing rules are held (an episode has not cleared)."""
+        return self._hold is not None
 
     def _reset(self) -> None:
         self._base: deque[tuple[float, float | None]] = deque(maxlen=MAX_BASELINE)  # (wall, share)
@@ -196,8 +240,12 @@ class Trigger:
             self._memory.append(memory_mb)
             if self._seen % RECENT == 0:
                 fired = self._memory_rule(step)
+        if self._hold is not None:
+            self._held_ms += wall_ms
+            self._release(wall_ms, share)
         if (
             fired is None
+            and self._hold is None
             and len(self._base) >= max(MIN_BASELINE, MIN_BLOCKS * len(self._recent))
             and self._judged_full()
         ):
@@ -207,8 +255,32 @@ class Trigger:
             ):
                 fired = self._judge(step)
         if fired is not None:
+            if fired.kind != MEMORY and self._stats is not None:
+                self._hold, self._held_ms = _Hold(tuple(self._base), *self._stats), 0.0
             self.relearn(keep_memory=fired.kind != MEMORY)
         return fired
+
+    def _release(self, wall_ms: float, share: float | None) -> None:
+        """End the hold when the episode cleared (its baseline is restored) or lasted
+        :data:`SETTLE_S` (the baseline learnt since is kept: the run's new normal). Judged only on
+        a step back under the line: a step of the episode costs no median."""
+        hold = self._hold
+        assert hold is not None
+        if self._held_ms >= SETTLE_S * 1000.0:
+            self._hold = None
+            return
+        share_line = None if hold.base_share is None else hold.base_share + 0.5 * SHARE_JUMP
+        out_of_line = wall_ms > hold.line(self.min_rise) or (
+            share is not None and share_line is not None and share >= share_line
+        )
+        if out_of_line or not self._judged_full():
+            return
+        walls = [w for w, _ in self._recent]
+        shares = [s for _, s in self._recent if s is not None]
+        if hold.cleared(walls, shares, self.min_rise):
+            self._hold = None
+            self._base = deque(hold.steps, maxlen=MAX_BASELINE)
+            self._stats, self._blocks = None, 0
 
     def _judged_full(self) -> bool:
         """Whether the judged steps are as many and as long as a judgement needs (see the module docs)."""
@@ -271,7 +343,9 @@ class Trigger:
         needed = n - int(ALLOWED_BELOW * n)
         above = sum(1 for w, _ in self._recent if w > base * (1.0 + self.min_rise))
         span = f"for {n} steps ({self._recent_ms / 1000.0:.1f} s)"
-        numbers = (("judged_steps", float(n)), ("judged_s", round(self._recent_ms / 1000.0, 3)))
+        span_s = round(self._recent_ms / 1000.0, 3)
+        numbers: tuple[tuple[str, float], ...] = (("judged_steps", float(n)), ("judged_s", span_s))
+        numbers += (("base_ms", round(base, 2)), ("now_ms", round(now, 2)))
         if base > 0 and now > base + max(noise, self.min_rise * base) and above >= needed:
             rise = (now / base - 1.0) * 100.0
             return Fired(
@@ -279,7 +353,7 @@ class Trigger:
                 step,
                 f"step time +{rise:.0f}% {span} ({base:.1f} → {now:.1f} ms, "
                 f"beyond its noise of ±{noise:.1f} ms){share_text}",
-                numbers,
+                numbers + (("rise_pct", round(rise, 1)), ("noise_ms", round(noise, 2))),
             )
         if (
             shares is not None
@@ -291,7 +365,7 @@ class Trigger:
                 step,
                 f"batch drawing {shares[0]:.0%} → {shares[1]:.0%} of the step {span} "
                 f"(step time {base:.1f} → {now:.1f} ms)",
-                numbers,
+                numbers + (("base_share", round(shares[0], 3)), ("now_share", round(shares[1], 3))),
             )
         return None
 

@@ -60,11 +60,8 @@ from stepwise_agent.trigger import (
 CAPTURE_STEPS = 3
 REQUEST_FILE = "capture.request"
 CAPTURES = "captures"
-UNPROFILED, PROFILING, CUT = (
-    "unprofiled",
-    "profiling",
-    "cut",
-)  # progress.json "phase", as the recorder's
+# progress.json "phase", as the recorder's
+UNPROFILED, PROFILING, CUT = "unprofiled", "profiling", "cut"
 
 
 def memory_limit_mb(budget_mb: float | None, env_limit: str | None) -> float | None:
@@ -119,12 +116,10 @@ class WatchRecorder:
         self.cut_during_step: int | None = None
         self.captures: list[dict[str, Any]] = []
         self.data_ms: Callable[[], float | None] | None = None
-        self._progress_lock = (
-            threading.Lock()
-        )  # progress.json: the writer thread's, and the training thread's
-        self._requested: dict[str, Any] | None = (
-            None  # a capture request the writer thread saw (capture.request)
-        )
+        # progress.json: the writer thread's, and the training thread's
+        self._progress_lock = threading.Lock()
+        # a capture request the writer thread saw (capture.request)
+        self._requested: dict[str, Any] | None = None
         self.backward_ms: Callable[[], float | None] | None = None
         self._armed: tuple[int, Fired, int, dict[str, Any] | None] | None = (
             None  # (at step, trigger, steps, job)
@@ -339,7 +334,9 @@ class WatchRecorder:
         self.captures.append(capture)
         self._capture = None
         self.phase = UNPROFILED
-        self.trigger.relearn(keep_memory=capture["trigger"]["kind"] != MEMORY)
+        # RSS keeps the profiler's buffers after a capture: a trend across one is not the script's
+        on_device = self._cuda and torch.cuda.is_initialized()
+        self.trigger.relearn(keep_memory=capture["trigger"]["kind"] != MEMORY and on_device)
         self.flush()  # the window's rows are on disk before the capture says it is complete
         write_json_atomic(self.run_dir / CAPTURES / capture["folder"] / "capture.json", capture)
 

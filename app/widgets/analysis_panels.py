@@ -15,6 +15,7 @@ from app.services import tables
 from app.widgets import ui, url_state
 from profilers.efficiency.peaks import PEAK_NAMES
 from profilers.jobs.agent_summaries import is_run_views
+from profilers.run.captures import trigger_sentence
 from profilers.trace.memory_snapshot import GIB
 from reports import charts
 from reports.charts import over_time as charts_time
@@ -55,6 +56,9 @@ def headline(a: Analysis) -> None:
         st.markdown(ui.text(a.headline))
         if a.advisor_note:
             st.caption(ui.text(a.advisor_note))
+    trigger = a.run.trigger if a.run is not None else None
+    if trigger is not None:  # a watched run's capture: the rule that made it and the rise it saw
+        st.caption(ui.text(trigger_sentence(trigger)))
     if b is None:
         return
     cols = st.columns([2.4, 1, 1, 1, 1])  # a device's name is long: its column is the widest

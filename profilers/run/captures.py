@@ -70,6 +70,36 @@ def capture_trigger(run_dir: Path) -> CaptureTrigger | None:
     )
 
 
+#: each trigger kind's rule in words (stepwise_agent.trigger's, the rank watch's, a request's)
+RULES = {
+    "step_time": "step-time rule",
+    "data_share": "batch-drawing rule",
+    "memory": "memory rule",
+    "on_demand": "request (stepwise capture)",
+    "rank_behind": "rank watch",
+}
+
+
+def trigger_words(kind: str, reason: str, numbers: dict[str, Any]) -> str:
+    """What a trigger saw, in a few words ("step time +90%", "batch drawing 5% → 50%", "memory
+    +300 MiB"): from its numbers, else its reason's first clause (a capture without them)."""
+    n = {k: v for k, v in numbers.items() if isinstance(v, (int, float))}
+    if kind == "step_time" and "rise_pct" in n:
+        return f"step time +{n['rise_pct']:.0f}%"
+    if kind == "data_share" and "base_share" in n and "now_share" in n:
+        return f"batch drawing {n['base_share']:.0%} → {n['now_share']:.0%}"
+    if kind == "memory" and "grown_mb" in n:
+        return f"memory +{n['grown_mb']:.0f} MiB"
+    clause = reason.split(" (")[0].split(" for ")[0].strip()
+    return clause or kind.replace("_", " ")
+
+
+def trigger_sentence(trigger: CaptureTrigger) -> str:
+    """Which rule made the capture and what it saw, for the capture's own headline."""
+    rule = RULES.get(trigger.kind, f"{trigger.kind.replace('_', ' ')} rule")
+    return f"Captured by the watch's {rule} at step {trigger.step:,}: {trigger.reason}"
+
+
 def capture_folders(run_dir: Path) -> list[Path]:
     """The complete captures (``capture.json`` written) of a watched run, in the order they were made."""
     root = run_dir / CAPTURES
@@ -162,7 +192,12 @@ def store_capture(store: RunStore, run_id: str, folder: Path | list[Path]) -> st
             files[name] = value
     record = store.create(
         "launch",
-        f"{parent.label} · capture {capture.get('n')}: steps {first:,}–{last:,}",
+        f"{parent.label} · capture {capture.get('n')}: steps {first:,}–{last:,}, "
+        + trigger_words(
+            str(capture["trigger"].get("kind") or ""),
+            str(capture["trigger"].get("reason") or ""),
+            capture["trigger"].get("numbers") or {},
+        ),
         files=files,
         parent=run_id,
         role=ROLE,

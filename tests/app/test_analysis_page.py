@@ -298,3 +298,23 @@ def test_the_advisor_page_shows_the_fix_order_the_cli_prints(store, shared_trace
     )
     first = next(f for f in a.diagnosis.findings if f.fix_id == want[0]["fix"])
     assert f"up to {a.bound_of(first).speedup:.2f}×" in items[0]
+
+
+def test_a_captures_analysis_says_which_rule_made_it_and_the_rise_it_saw(store) -> None:
+    """A watched run's capture is headed by its own bottleneck; beneath it, the rule that fired and its rise (two
+    captures of one slowdown read alike otherwise)."""
+    trigger = {
+        "kind": "step_time",
+        "step": 252,
+        "reason": "step time +91% for 13 steps (2.0 s) (80.1 → 153.2 ms, beyond its noise of ±9.0 ms)",
+    }
+    capture = {"n": 1, "rank": 0, "steps": [254, 256], "status": "done", "trigger": trigger}
+    child = fake_run(
+        store, label="watched · capture 1", kind="launch", files={"capture.json": capture}
+    )
+    at = open_page("analysis")
+    at.query_params["run"] = child.run_id
+    at.run()
+    assert_clean(at)
+    said = [c.value for c in at.caption if c.value.startswith("Captured by the watch")]
+    assert said and "step-time rule at step 252: step time +91%" in said[0], said

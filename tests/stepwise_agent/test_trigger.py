@@ -172,7 +172,7 @@ def test_a_small_leak_fires_on_a_host_with_much_free_memory_and_says_its_numbers
     )
 
 
-def test_after_a_fire_the_new_level_is_the_new_normal() -> None:
+def test_a_lasting_shift_fires_once() -> None:
     walls = _noisy(100, 40.0, 0.1, 6) + _noisy(600, 80.0, 0.1, 7)
     assert len(_feed(Trigger(), walls)) == 1
 
