@@ -3,7 +3,8 @@ own memory cost apart from the script's.
 
 A ``torch.profiler`` schedule (wait W, warm-up 1, active N) advances at each step; every step's wall time (and
 loss, samples, and this process's resident memory ``rss_mb``) goes to ``steps.jsonl``, written a few times a
-second with ``progress.json`` (the live progress) and at the end; ``progress.json`` carries the ``phase``: ``unprofiled`` → ``profiling`` → (``exporting`` → ``cut``). When the
+second with ``progress.json`` (the live progress) and at the end; ``progress.json`` carries the ``phase``:
+``unprofiled`` → ``profiling`` → (``exporting`` → ``cut``). When the
 active window ends, the trace is exported as ``tb/rank{R}.<ns>.pt.trace.json.gz``.
 
 **The memory guard's signal** (SIGUSR1, sent by the runner's monitor: ``profilers.run.agent_files``) means
@@ -212,6 +213,7 @@ class StepRecorder:
                 )
                 self._close_window()
         if self._progress_due():
+            self._progress_at, self._progress_phase = time.monotonic(), self.phase
             self._flush_rows()
             if self.leader:
                 self.write_progress(loss, RUNNING)
@@ -280,15 +282,12 @@ class StepRecorder:
         }
 
     def _progress_due(self) -> bool:
-        due = (
+        return (
             self.steps_done <= 1
             or self.steps_done >= self.total
             or self.phase != self._progress_phase
             or time.monotonic() - self._progress_at >= PROGRESS_EVERY_S
         )
-        if due:
-            self._progress_at, self._progress_phase = time.monotonic(), self.phase
-        return due
 
     def _flush_rows(self) -> None:
         """The rows since the last flush, in one write: a step pays for a list append, and readers
