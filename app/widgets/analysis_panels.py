@@ -35,7 +35,7 @@ KERNEL_COLUMNS = {
     **_NUMBERS,
 }
 OP_COLUMNS = {"operator": st.column_config.TextColumn(width="large"), **_NUMBERS}
-#: The per-rank table in words, not its frame's keys (dashboard walk: "step_ms", "exposed_comm_ms").
+#: The per-rank table in words, not its frame's keys ("step_ms", "exposed_comm_ms").
 RANK_COLUMNS = {
     "step_ms": st.column_config.NumberColumn("median step (ms)", format="%.3f"),
     "work_ms": st.column_config.NumberColumn("work (ms)", format="%.3f"),

@@ -76,7 +76,7 @@ def _body(run_id: str) -> None:
         cols[1].page_link("views/advisor.py", label="Ask the advisor", icon=":material/lightbulb:")
     run_dir = store.path(run_id)
     found = judged_captures(run_dir) if is_watched(run_dir) else None
-    if live.steps.empty:  # no empty axes while Python and torch load (dashboard walk)
+    if live.steps.empty:  # no empty axes while Python and torch load
         st.caption(NO_STEPS_YET)
     elif found is not None:  # a watched run: the whole run (roll-ups included), each capture marked
         ui.chart(watch_chart.watch_timeline(timeline(run_dir), found), key="launch.watch_timeline")
