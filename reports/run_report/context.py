@@ -138,7 +138,9 @@ def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
                     "after": last.after_samples_per_s if last is not None else None,
                     "unit": first.rate_unit if first is not None else "samples/s",
                     "change": None,
+                    "where": None,
                     "spec_change": {},
+                    "memory": None,
                     "commands": base,
                 }
             )
