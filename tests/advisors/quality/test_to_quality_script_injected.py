@@ -55,10 +55,21 @@ def test_batch_times_k_is_injected_at_the_users_lines_and_judged(tmp_path: Path)
     rounds = {r["fix"]: r for r in out["rounds"]}
     loader_line, opt_line = _line("DataLoader(TensorDataset"), _line("torch.optim.SGD(")
 
-    batch = rounds["batch_x4_linear_lr"]  # SGD: the linear rule
-    assert batch["not_applied"] is None and batch["changes"] == {"batch_scale": 4, "lr_scale": 4.0}
-    assert f"batch 16 → 64 at sgd_quality_train.py:{loader_line}" in batch["rule"]
-    assert f"SGD lr 0.02 → 0.08 at sgd_quality_train.py:{opt_line}" in batch["rule"]
+    # which factors run is the plan's choice from measured probe steps; each one is a round (SGD: linear rule)
+    chosen = sorted(out["noise_scale"]["plan"]["chosen"])
+    by_k = {
+        int(fix[len("batch_x") : -len("_linear_lr")]): r
+        for fix, r in rounds.items()
+        if fix.startswith("batch_x") and fix.endswith("_linear_lr")
+    }
+    assert chosen and sorted(by_k) == chosen, (chosen, list(rounds))
+    k = chosen[-1]
+    batch = by_k[k]
+    changes = batch["changes"]  # a large factor also brings a warm-up
+    assert batch["not_applied"] is None
+    assert (changes["batch_scale"], changes["lr_scale"]) == (k, float(k))
+    assert f"batch 16 → {16 * k} at sgd_quality_train.py:{loader_line}" in batch["rule"]
+    assert f"SGD lr 0.02 → {0.02 * k:g} at sgd_quality_train.py:{opt_line}" in batch["rule"]
     knobs, sites = batch["applied"]["knobs"], batch["applied"]["sites"]
     assert knobs["batch_scale"]["acted"] and knobs["lr_scale"]["acted"]
     assert sites["dataloader"]["file"] == str(SCRIPT) and sites["dataloader"]["line"] == loader_line
@@ -80,7 +91,7 @@ def test_batch_times_k_is_injected_at_the_users_lines_and_judged(tmp_path: Path)
     assert batch["kept"] == (batch["reason"].startswith("kept"))
     for curve in batch["curves"]:  # each seed's run trained on batches of 64 at the scaled rate
         injected = read_json(Path(curve["run_dir"]) / "injected.json")
-        assert injected["loader"]["batch_size"] == 64 and injected["knobs"]["lr_scale"]["acted"]
+        assert injected["loader"]["batch_size"] == 16 * k and injected["knobs"]["lr_scale"]["acted"]
 
     accum = rounds["grad_accum_x4_linear_lr"]
     assert accum["not_applied"] and "model.zero_grad()" in accum["not_applied"]
@@ -99,6 +110,6 @@ def test_batch_times_k_is_injected_at_the_users_lines_and_judged(tmp_path: Path)
     ]
     table = "\n".join(out["table"])
     assert (
-        f"injected batch_scale: DataLoader(batch_size=64) at sgd_quality_train.py:{loader_line}"
+        f"injected batch_scale: DataLoader(batch_size={16 * k}) at sgd_quality_train.py:{loader_line}"
         in table
     )
