@@ -110,6 +110,30 @@ def environment(run_dir: Path) -> dict[str, str]:
     return out
 
 
+def _row(**given: Any) -> dict[str, Any]:
+    """One experiment row of the report: every key the template reads, ``None`` (or empty) where the
+    experiment has no such fact (a ladder has no single diff, site or memory peaks)."""
+    row: dict[str, Any] = {
+        "label": None,
+        "outcome": None,
+        "speedup": None,
+        "low": None,
+        "high": None,
+        "trials": None,
+        "before": None,
+        "after": None,
+        "unit": "samples/s",
+        "change": None,
+        "where": None,
+        "spec_change": {},
+        "memory": None,
+        "commands": None,
+    }
+    unknown = set(given) - set(row)
+    assert not unknown, unknown
+    return {**row, **given}
+
+
 def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
     """The finished experiments started from ``record``, newest first, from their stored records: label, outcome
     word (as the Advisor card says it), gain and interval, trials per arm, the change (a diff, or ``knob = value``
@@ -127,43 +151,37 @@ def experiment_rows(store: RunStore, record: RunRecord) -> list[dict[str, Any]]:
             )
             first, last = (lad.rounds[0], lad.rounds[-1]) if lad.rounds else (None, None)
             rows.append(
-                {
-                    "label": exp.label,
-                    "outcome": f"{lad.label} — {said or lad.why_stopped}",
-                    "speedup": lad.total_speedup,
-                    "low": None,
-                    "high": None,
-                    "trials": first.runs_per_arm if first is not None else None,
-                    "before": first.before_samples_per_s if first is not None else None,
-                    "after": last.after_samples_per_s if last is not None else None,
-                    "unit": first.rate_unit if first is not None else "samples/s",
-                    "change": None,
-                    "where": None,
-                    "spec_change": {},
-                    "memory": None,
-                    "commands": base,
-                }
+                _row(
+                    label=exp.label,
+                    outcome=f"{lad.label} — {said or lad.why_stopped}",
+                    speedup=lad.total_speedup,
+                    trials=first.runs_per_arm if first is not None else None,
+                    before=first.before_samples_per_s if first is not None else None,
+                    after=last.after_samples_per_s if last is not None else None,
+                    unit=first.rate_unit if first is not None else "samples/s",
+                    commands=base,
+                )
             )
             continue
         x = seen.record
         assert x is not None
         rows.append(
-            {
-                "label": exp.label,
-                "outcome": x.outcome_text,
-                "speedup": x.speedup,
-                "low": x.low,
-                "high": x.high,
-                "trials": x.runs_per_arm,
-                "before": x.before_samples_per_s,
-                "after": x.after_samples_per_s,
-                "unit": x.rate_unit,
-                "change": x.change_to_make,
-                "where": x.where,
-                "spec_change": dict(x.spec_change),
-                "memory": x.memory_text,
-                "commands": _arm_commands(store, Path(record.run_dir), base, x),
-            }
+            _row(
+                label=exp.label,
+                outcome=x.outcome_text,
+                speedup=x.speedup,
+                low=x.low,
+                high=x.high,
+                trials=x.runs_per_arm,
+                before=x.before_samples_per_s,
+                after=x.after_samples_per_s,
+                unit=x.rate_unit,
+                change=x.change_to_make,
+                where=x.where,
+                spec_change=dict(x.spec_change),
+                memory=x.memory_text,
+                commands=_arm_commands(store, Path(record.run_dir), base, x),
+            )
         )
     return rows
 
